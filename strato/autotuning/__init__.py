@@ -1,0 +1,1 @@
+"""Autotuning: search spaces, features, cost model, search, measurement, database."""

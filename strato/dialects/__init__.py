@@ -1,0 +1,1 @@
+"""strato dialects: graph, te, loop."""

@@ -1,0 +1,262 @@
+"""The `loop` dialect: how a primitive computes, as loop nests over buffers.
+
+Buffers are upstream `memref`s; their memory space is a `#loop.scope<...>` (no memory
+space means global memory). Loads and stores are upstream `memref.load`/`memref.store`,
+index arithmetic is upstream `arith`. This dialect adds the loop itself: `loop.for` runs
+its body for an induction variable from `lb` to `ub` (exclusive) by `step`, all static,
+and carries a kind that schedules set and code generation honours.
+
+    func.func @relu(%a: memref<8xf32>, %out: memref<8xf32>) {
+      loop.for %i = 0 to 8 vectorized {
+        %v = memref.load %a[%i] : memref<8xf32>
+        %z = arith.constant 0.0 : f32
+        %m = arith.maximumf %v, %z : f32
+        memref.store %m, %out[%i] : memref<8xf32>
+      }
+      func.return
+    }
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from xdsl.dialects.builtin import IndexType, IntAttr, MemRefType, StringAttr
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    EnumAttribute,
+    Operation,
+    Region,
+    SpacedOpaqueSyntaxAttribute,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_attr_definition,
+    irdl_op_definition,
+    lazy_traits_def,
+    opt_prop_def,
+    prop_def,
+    region_def,
+    traits_def,
+)
+from xdsl.parser import AttrParser, Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsTerminator,
+    Pure,
+    RecursiveMemoryEffect,
+    SingleBlockImplicitTerminator,
+    ensure_terminator,
+)
+from xdsl.utils.exceptions import VerifyException
+
+
+class LoopKind(StrEnum):
+    """How a loop's iterations run. Every kind computes the same values as `serial`;
+    the others are promises a schedule makes and code generation uses."""
+
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZED = "vectorized"
+    UNROLLED = "unrolled"
+    VIRTUAL_THREAD = "virtual_thread"
+
+
+@irdl_attr_definition
+class LoopKindAttr(EnumAttribute[LoopKind], SpacedOpaqueSyntaxAttribute):
+    name = "loop.kind"
+
+
+class MemoryScope(StrEnum):
+    """Where a buffer lives: main memory, a kernel-private scratch buffer, or one of the
+    VTA accelerator's on-chip buffers (input, weight, accumulator, micro-op)."""
+
+    GLOBAL = "global"
+    LOCAL = "local"
+    VTA_INP = "vta.inp"
+    VTA_WGT = "vta.wgt"
+    VTA_ACC = "vta.acc"
+    VTA_UOP = "vta.uop"
+
+
+@irdl_attr_definition
+class ScopeAttr(EnumAttribute[MemoryScope]):
+    """A buffer's memory scope, used as the memory space of a memref type:
+    `memref<16x16xf32, #loop.scope<local>>`."""
+
+    name = "loop.scope"
+
+    def print_parameter(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.data.value}>")
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> MemoryScope:
+        parser.parse_punctuation("<")
+        pos = parser.pos
+        text = parser.parse_identifier_or_str_literal("memory scope")
+        try:
+            scope = MemoryScope(text)
+        except ValueError:
+            parser.raise_error(
+                f"unknown memory scope '{text}', expected one of "
+                + ", ".join(s.value for s in MemoryScope),
+                pos,
+                parser.pos,
+            )
+        parser.parse_punctuation(">")
+        return scope
+
+
+def memory_scope(type_: Attribute) -> MemoryScope:
+    """The memory scope of a memref type (global when it has no memory space)."""
+    assert isinstance(type_, MemRefType)
+    space = type_.memory_space
+    return space.data if isinstance(space, ScopeAttr) else MemoryScope.GLOBAL
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a `loop.for` body; implicit in the custom syntax."""
+
+    name = "loop.yield"
+    traits = lazy_traits_def(lambda: (IsTerminator(), Pure(), HasParent(ForOp)))
+    assembly_format = "attr-dict"
+
+
+@irdl_op_definition
+class ForOp(IRDLOperation):
+    """A loop with static bounds: the body runs for iv = lb, lb + step, .. < ub.
+
+    `kind` says how iterations may run (serial when omitted). `axis` names the loop for
+    schedules and diagnostics.
+
+        loop.for %i = 0 to 1024 step 4 parallel {
+          ...
+        } {axis = "i"}
+    """
+
+    name = "loop.for"
+
+    lb = prop_def(IntAttr)
+    ub = prop_def(IntAttr)
+    step = prop_def(IntAttr)
+    kind = prop_def(LoopKindAttr)
+    axis = opt_prop_def(StringAttr)
+    body = region_def("single_block")
+
+    traits = traits_def(SingleBlockImplicitTerminator(YieldOp), RecursiveMemoryEffect())
+
+    def __init__(
+        self,
+        lb: int,
+        ub: int,
+        body: Region | Block,
+        step: int = 1,
+        kind: LoopKind = LoopKind.SERIAL,
+        axis: str | None = None,
+    ):
+        if isinstance(body, Block):
+            body = Region(body)
+        properties: dict[str, Attribute] = {
+            "lb": IntAttr(lb),
+            "ub": IntAttr(ub),
+            "step": IntAttr(step),
+            "kind": LoopKindAttr(kind),
+        }
+        if axis is not None:
+            properties["axis"] = StringAttr(axis)
+        super().__init__(properties=properties, regions=[body])
+
+    @staticmethod
+    def build(
+        lb: int,
+        ub: int,
+        step: int = 1,
+        kind: LoopKind = LoopKind.SERIAL,
+        axis: str | None = None,
+    ) -> tuple[ForOp, Block]:
+        """A loop with an empty body (ending in loop.yield), and the body block."""
+        block = Block(arg_types=[IndexType()])
+        block.add_op(YieldOp())
+        return ForOp(lb, ub, block, step, kind, axis), block
+
+    @property
+    def induction_var(self):
+        return self.body.block.args[0]
+
+    @property
+    def trip_count(self) -> int:
+        lb, ub, step = self.lb.data, self.ub.data, self.step.data
+        return max(0, (ub - lb + step - 1) // step)
+
+    @property
+    def loop_kind(self) -> LoopKind:
+        return self.kind.data
+
+    def verify_(self) -> None:
+        if self.step.data <= 0:
+            raise VerifyException(f"'loop.for' step must be positive, got {self.step.data}")
+        if self.ub.data < self.lb.data:
+            raise VerifyException(
+                f"'loop.for' upper bound {self.ub.data} is below lower bound {self.lb.data}"
+            )
+        args = self.body.block.args
+        if len(args) != 1 or not isinstance(args[0].type, IndexType):
+            raise VerifyException("'loop.for' body must take one index argument")
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.induction_var)
+        printer.print_string(f" = {self.lb.data} to {self.ub.data}")
+        if self.step.data != 1:
+            printer.print_string(f" step {self.step.data}")
+        if self.loop_kind != LoopKind.SERIAL:
+            printer.print_string(f" {self.loop_kind.value}")
+        if self.axis is not None:
+            printer.print_string(" axis ")
+            printer.print_string_literal(self.axis.data)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(
+            self.body, print_entry_block_args=False, print_block_terminators=False
+        )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ForOp:
+        iv = parser.parse_argument(expect_type=False)
+        parser.parse_punctuation("=")
+        lb = parser.parse_integer(allow_boolean=False)
+        parser.parse_keyword("to")
+        ub = parser.parse_integer(allow_boolean=False)
+        step = 1
+        if parser.parse_optional_keyword("step") is not None:
+            step = parser.parse_integer(allow_boolean=False)
+        kind = parser.parse_optional_str_enum(LoopKind) or LoopKind.SERIAL
+        axis = None
+        if parser.parse_optional_keyword("axis") is not None:
+            axis = parser.parse_str_literal("axis name")
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region([iv.resolve(IndexType())])
+        op = cls(lb, ub, body, step, kind, axis)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        for trait in op.get_traits_of_type(SingleBlockImplicitTerminator):
+            ensure_terminator(op, trait)
+        return op
+
+
+def enclosing_loops(op: Operation) -> list[ForOp]:
+    """The `loop.for` ops around `op`, outermost first."""
+    loops: list[ForOp] = []
+    parent = op.parent_op()
+    while parent is not None:
+        if isinstance(parent, ForOp):
+            loops.append(parent)
+        parent = parent.parent_op()
+    return loops[::-1]
+
+
+Loop = Dialect("loop", [ForOp, YieldOp], [LoopKindAttr, ScopeAttr])

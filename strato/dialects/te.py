@@ -1,0 +1,596 @@
+"""The `te` dialect: tensor expressions, what each fused primitive computes.
+
+A `te.primitive` is one future kernel. Its inputs are its `te.placeholder` ops in order,
+its stages are `te.compute` and `te.reduce` ops, and `te.output` names the tensors it
+returns. A stage's region maps index arguments (one per result dimension, then one per
+reduction axis) to one scalar, reading tensors with `te.read` and computing with upstream
+`arith`/`math` ops. Functions call primitives with `te.call`.
+
+    te.primitive @dense_relu {
+      %x = te.placeholder "x" : tensor<1x4xf32>
+      %w = te.placeholder "w" : tensor<2x4xf32>
+      %d = te.reduce "dense" sum (%i, %j) over (%k : 4) init 0.0 : tensor<1x2xf32> {
+        %a = te.read %x[%i, %k] : tensor<1x4xf32>
+        %b = te.read %w[%j, %k] : tensor<2x4xf32>
+        %p = arith.mulf %a, %b : f32
+        te.yield %p : f32
+      }
+      %r = te.compute "relu" (%i, %j) : tensor<1x2xf32> {
+        %v = te.read %d[%i, %j] : tensor<1x2xf32>
+        %z = arith.constant 0.0 : f32
+        %m = arith.maximumf %v, %z : f32
+        te.yield %m : f32
+      }
+      te.output %r : tensor<1x2xf32>
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    ArrayAttr,
+    FlatSymbolRefAttrConstr,
+    FloatAttr,
+    IndexType,
+    IntAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    SymbolRefAttr,
+    TensorType,
+)
+from xdsl.ir import (
+    Attribute,
+    Block,
+    Dialect,
+    EnumAttribute,
+    Operation,
+    Region,
+    SSAValue,
+    SpacedOpaqueSyntaxAttribute,
+)
+from xdsl.irdl import (
+    IRDLOperation,
+    base,
+    irdl_attr_definition,
+    irdl_op_definition,
+    operand_def,
+    prop_def,
+    region_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import (
+    HasParent,
+    IsolatedFromAbove,
+    IsTerminator,
+    NoMemoryEffect,
+    Pure,
+    SymbolOpInterface,
+    SymbolTable,
+    SymbolUserOpInterface,
+)
+from xdsl.utils.exceptions import VerifyException
+
+Tensor = base(TensorType)
+
+
+class ReduceKind(StrEnum):
+    """How a `te.reduce` combines the values of its body: sum, max or min."""
+
+    SUM = "sum"
+    MAX = "max"
+    MIN = "min"
+
+
+@irdl_attr_definition
+class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
+    name = "te.reduce_kind"
+
+
+@irdl_op_definition
+class PlaceholderOp(IRDLOperation):
+    """An input tensor of a primitive. Placeholders are bound, in order, to the operands
+    of a `te.call` of the enclosing primitive.
+
+        %x = te.placeholder "x" : tensor<1x784xf32>
+    """
+
+    name = "te.placeholder"
+
+    tensor_name = prop_def(StringAttr, prop_name="name")
+    result = result_def(Tensor)
+
+    traits = traits_def(Pure())
+    assembly_format = "$name attr-dict `:` type($result)"
+
+    def __init__(self, name: str, type_: TensorType):
+        super().__init__(properties={"name": StringAttr(name)}, result_types=[type_])
+
+    def verify_(self) -> None:
+        if not isinstance(self.parent_op(), PrimitiveOp):
+            raise VerifyException("'te.placeholder' must be directly inside a te.primitive")
+
+
+class StageOp(IRDLOperation):
+    """The shared structure of `te.compute` and `te.reduce`: a named stage whose region
+    maps one index per result dimension (then one per reduction axis) to one scalar."""
+
+    stage = prop_def(StringAttr)
+    result = result_def(Tensor)
+    body = region_def("single_block")
+
+    traits = traits_def(NoMemoryEffect())
+
+    @property
+    def tensor_type(self) -> TensorType:
+        assert isinstance(self.result.type, TensorType)
+        return self.result.type
+
+    @property
+    def spatial_args(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args[: self.tensor_type.get_num_dims()])
+
+    def reduce_extents(self) -> tuple[int, ...]:
+        return ()
+
+    def verify_(self) -> None:
+        type_ = self.tensor_type
+        if any(dim < 0 for dim in type_.get_shape()):
+            raise VerifyException(f"'{self.name}' requires a static shape, got {type_}")
+        expected = type_.get_num_dims() + len(self.reduce_extents())
+        args = self.body.block.args
+        if len(args) != expected:
+            raise VerifyException(
+                f"'{self.name}' body must have {expected} index arguments, got {len(args)}"
+            )
+        for arg in args:
+            if not isinstance(arg.type, IndexType):
+                raise VerifyException(
+                    f"'{self.name}' body arguments must be index, got {arg.type}"
+                )
+        last = self.body.block.last_op
+        if not isinstance(last, YieldOp):
+            raise VerifyException(f"'{self.name}' body must end with te.yield")
+        if last.value.type != type_.element_type:
+            raise VerifyException(
+                f"'{self.name}' yields {last.value.type} but its tensor holds "
+                f"{type_.element_type}"
+            )
+
+    def _print_header(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.stage.data)
+
+    def _print_args(self, printer: Printer, args: Sequence[SSAValue]) -> None:
+        printer.print_string("(")
+        printer.print_list(args, printer.print_operand)
+        printer.print_string(")")
+
+    def _print_tail(self, printer: Printer) -> None:
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @staticmethod
+    def _parse_index_args(parser: Parser) -> list[Parser.UnresolvedArgument]:
+        return parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, lambda: parser.parse_argument(expect_type=False)
+        )
+
+
+@irdl_op_definition
+class ComputeOp(StageOp):
+    """A tensor defined element by element: result[i0, .., in] = body(i0, .., in).
+
+        %r = te.compute "relu" (%i, %j) : tensor<4x8xf32> {
+          %v = te.read %a[%i, %j] : tensor<4x8xf32>
+          %z = arith.constant 0.0 : f32
+          %m = arith.maximumf %v, %z : f32
+          te.yield %m : f32
+        }
+    """
+
+    name = "te.compute"
+
+    def __init__(self, stage: str, type_: TensorType, body: Region):
+        super().__init__(
+            properties={"stage": StringAttr(stage)}, result_types=[type_], regions=[body]
+        )
+
+    def print(self, printer: Printer) -> None:
+        self._print_header(printer)
+        printer.print_string(" ")
+        self._print_args(printer, self.body.block.args)
+        self._print_tail(printer)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ComputeOp:
+        stage = parser.parse_str_literal("stage name")
+        args = cls._parse_index_args(parser)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        if not isinstance(type_, TensorType):
+            parser.raise_error(f"'te.compute' expects a tensor type, got {type_}")
+        region = parser.parse_region([arg.resolve(IndexType()) for arg in args])
+        op = cls(stage, type_, region)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+
+@irdl_op_definition
+class ReduceOp(StageOp):
+    """A reduction: result[i..] = combine over the reduction axes (k..) of body(i.., k..),
+    starting from `init`; combine is `sum`, `max` or `min`. Each reduction axis has an
+    extent and runs from 0 to extent - 1.
+
+        %s = te.reduce "rowsum" sum (%i) over (%k : 8) init 0.0 : tensor<4xf32> {
+          %v = te.read %a[%i, %k] : tensor<4x8xf32>
+          te.yield %v : f32
+        }
+    """
+
+    name = "te.reduce"
+
+    kind = prop_def(ReduceKindAttr)
+    extents = prop_def(ArrayAttr[IntAttr])
+    init = prop_def(FloatAttr | IntegerAttr)
+
+    def __init__(
+        self,
+        stage: str,
+        kind: ReduceKind,
+        extents: Sequence[int],
+        init: FloatAttr | IntegerAttr,
+        type_: TensorType,
+        body: Region,
+    ):
+        super().__init__(
+            properties={
+                "stage": StringAttr(stage),
+                "kind": ReduceKindAttr(kind),
+                "extents": ArrayAttr(IntAttr(e) for e in extents),
+                "init": init,
+            },
+            result_types=[type_],
+            regions=[body],
+        )
+
+    def reduce_extents(self) -> tuple[int, ...]:
+        return tuple(e.data for e in self.extents.data)
+
+    @property
+    def reduce_args(self) -> tuple[SSAValue, ...]:
+        return tuple(self.body.block.args[self.tensor_type.get_num_dims() :])
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not self.extents.data:
+            raise VerifyException("'te.reduce' needs at least one reduction axis")
+        for extent in self.reduce_extents():
+            if extent <= 0:
+                raise VerifyException(
+                    f"'te.reduce' reduction extents must be positive, got {extent}"
+                )
+        if self.init.type != self.tensor_type.element_type:
+            raise VerifyException(
+                f"'te.reduce' init has type {self.init.type}, the tensor holds "
+                f"{self.tensor_type.element_type}"
+            )
+
+    def print(self, printer: Printer) -> None:
+        self._print_header(printer)
+        printer.print_string(f" {self.kind.data.value} ")
+        self._print_args(printer, self.spatial_args)
+        printer.print_string(" over (")
+        printer.print_list(
+            zip(self.reduce_args, self.reduce_extents()),
+            lambda pair: (
+                printer.print_operand(pair[0]),
+                printer.print_string(f" : {pair[1]}"),
+            ),
+        )
+        printer.print_string(") init ")
+        if isinstance(self.init, FloatAttr):
+            printer.print_float(self.init.value.data, self.init.type)
+        else:
+            printer.print_int(self.init.value.data, self.init.type)
+        self._print_tail(printer)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReduceOp:
+        stage = parser.parse_str_literal("stage name")
+        kind = parser.parse_str_enum(ReduceKind)
+        spatial = cls._parse_index_args(parser)
+        parser.parse_keyword("over")
+
+        def parse_axis() -> tuple[Parser.UnresolvedArgument, int]:
+            arg = parser.parse_argument(expect_type=False)
+            parser.parse_punctuation(":")
+            return arg, parser.parse_integer(allow_boolean=False, allow_negative=False)
+
+        axes = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parse_axis)
+        parser.parse_keyword("init")
+        init_pos = parser.pos
+        init_value = parser.parse_number()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        if not isinstance(type_, TensorType):
+            parser.raise_error(f"'te.reduce' expects a tensor type, got {type_}")
+        element_type = type_.element_type
+        if isinstance(element_type, AnyFloat):
+            init: FloatAttr | IntegerAttr = FloatAttr(float(init_value), element_type)
+        elif isinstance(element_type, IntegerType) and isinstance(init_value, int):
+            init = IntegerAttr(init_value, element_type)
+        else:
+            parser.raise_error(
+                f"init {init_value} does not fit element type {element_type}",
+                init_pos,
+                parser.pos,
+            )
+        args = [a.resolve(IndexType()) for a in spatial] + [
+            a.resolve(IndexType()) for a, _ in axes
+        ]
+        region = parser.parse_region(args)
+        op = cls(stage, kind, [e for _, e in axes], init, type_, region)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+
+@irdl_op_definition
+class ReadOp(IRDLOperation):
+    """Reads one element of a tensor inside a stage body.
+
+        %v = te.read %a[%i, %k] : tensor<4x8xf32>
+    """
+
+    name = "te.read"
+
+    tensor = operand_def(Tensor)
+    indices = var_operand_def(IndexType)
+    result = result_def()
+
+    traits = traits_def(Pure())
+
+    def __init__(self, tensor: SSAValue | Operation, indices: Sequence[SSAValue | Operation]):
+        tensor = SSAValue.get(tensor)
+        assert isinstance(tensor.type, TensorType)
+        super().__init__(
+            operands=[tensor, indices], result_types=[tensor.type.element_type]
+        )
+
+    def verify_(self) -> None:
+        type_ = self.tensor.type
+        assert isinstance(type_, TensorType)
+        if len(self.indices) != type_.get_num_dims():
+            raise VerifyException(
+                f"'te.read' of a rank-{type_.get_num_dims()} tensor needs "
+                f"{type_.get_num_dims()} indices, got {len(self.indices)}"
+            )
+        if self.result.type != type_.element_type:
+            raise VerifyException(
+                f"'te.read' result type {self.result.type} differs from the element "
+                f"type {type_.element_type}"
+            )
+        if not isinstance(self.tensor.owner, PlaceholderOp | StageOp):
+            raise VerifyException(
+                "'te.read' must read a te.placeholder or a stage of the same primitive"
+            )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.tensor)
+        printer.print_string("[")
+        printer.print_list(self.indices, printer.print_operand)
+        printer.print_string("]")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(self.tensor.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReadOp:
+        tensor = parser.parse_unresolved_operand()
+        indices = parser.parse_comma_separated_list(
+            Parser.Delimiter.SQUARE, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        if not isinstance(type_, TensorType):
+            parser.raise_error(f"'te.read' expects a tensor type, got {type_}")
+        op = cls(
+            parser.resolve_operand(tensor, type_),
+            [parser.resolve_operand(i, IndexType()) for i in indices],
+        )
+        op.attributes |= attrs
+        return op
+
+
+@irdl_op_definition
+class YieldOp(IRDLOperation):
+    """Ends a stage body with the scalar value of the current element.
+
+        te.yield %v : f32
+    """
+
+    name = "te.yield"
+
+    value = operand_def()
+    traits = traits_def(IsTerminator(), HasParent(ComputeOp, ReduceOp), Pure())
+    assembly_format = "$value attr-dict `:` type($value)"
+
+    def __init__(self, value: SSAValue | Operation):
+        super().__init__(operands=[value])
+
+
+@irdl_op_definition
+class OutputOp(IRDLOperation):
+    """Ends a primitive with the tensors it returns, in order.
+
+        te.output %r : tensor<1x1024xf32>
+    """
+
+    name = "te.output"
+
+    values = var_operand_def(Tensor)
+    traits = traits_def(IsTerminator(), Pure())
+    assembly_format = "$values attr-dict `:` type($values)"
+
+    def __init__(self, values: Sequence[SSAValue | Operation]):
+        super().__init__(operands=[values])
+
+    def verify_(self) -> None:
+        if not isinstance(self.parent_op(), PrimitiveOp):
+            raise VerifyException("'te.output' must end a te.primitive")
+        if not self.values:
+            raise VerifyException("'te.output' needs at least one tensor")
+
+
+@irdl_op_definition
+class PrimitiveOp(IRDLOperation):
+    """One primitive function: the unit of scheduling and of code generation.
+
+        te.primitive @relu {
+          %a = te.placeholder "a" : tensor<8xf32>
+          %r = te.compute "relu" (%i) : tensor<8xf32> { ... }
+          te.output %r : tensor<8xf32>
+        }
+    """
+
+    name = "te.primitive"
+
+    sym_name = prop_def(StringAttr)
+    body = region_def("single_block")
+    traits = traits_def(IsolatedFromAbove(), SymbolOpInterface())
+
+    def __init__(self, sym_name: str, body: Region):
+        super().__init__(properties={"sym_name": StringAttr(sym_name)}, regions=[body])
+
+    @property
+    def placeholders(self) -> list[PlaceholderOp]:
+        return [op for op in self.body.block.ops if isinstance(op, PlaceholderOp)]
+
+    @property
+    def output(self) -> OutputOp:
+        last = self.body.block.last_op
+        assert isinstance(last, OutputOp)
+        return last
+
+    @property
+    def input_types(self) -> list[Attribute]:
+        return [p.result.type for p in self.placeholders]
+
+    @property
+    def output_types(self) -> list[Attribute]:
+        return [v.type for v in self.output.values]
+
+    def verify_(self) -> None:
+        if self.body.block.args:
+            raise VerifyException("'te.primitive' body takes no arguments; use te.placeholder")
+        if not isinstance(self.body.block.last_op, OutputOp):
+            raise VerifyException("'te.primitive' body must end with te.output")
+        for op in self.body.block.ops:
+            if not isinstance(op, PlaceholderOp | StageOp | OutputOp):
+                raise VerifyException(
+                    f"'te.primitive' body holds placeholders, stages and te.output, "
+                    f"not '{op.name}'"
+                )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_symbol_name(self.sym_name.data)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> PrimitiveOp:
+        name = parser.parse_symbol_name()
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        region = parser.parse_region()
+        op = cls(name.data, region)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+
+class CallSymbolUser(SymbolUserOpInterface):
+    def verify(self, op: Operation) -> None:
+        assert isinstance(op, CallOp)
+        callee = SymbolTable.lookup_symbol(op, op.callee)
+        if not isinstance(callee, PrimitiveOp):
+            raise VerifyException(f"'te.call' callee {op.callee} is not a te.primitive")
+        operand_types = [o.type for o in op.args]
+        if operand_types != callee.input_types:
+            raise VerifyException(
+                f"'te.call' operand types {_types(operand_types)} differ from the "
+                f"placeholders of @{callee.sym_name.data}: {_types(callee.input_types)}"
+            )
+        result_types = [r.type for r in op.res]
+        if result_types != callee.output_types:
+            raise VerifyException(
+                f"'te.call' result types {_types(result_types)} differ from the outputs "
+                f"of @{callee.sym_name.data}: {_types(callee.output_types)}"
+            )
+
+
+def _types(types: Sequence[Attribute]) -> str:
+    return "(" + ", ".join(str(t) for t in types) + ")"
+
+
+@irdl_op_definition
+class CallOp(IRDLOperation):
+    """Calls a primitive on tensors, binding them to its placeholders in order.
+
+        %y = te.call @dense_relu(%x, %w) : (tensor<1x4xf32>, tensor<2x4xf32>) -> tensor<1x2xf32>
+    """
+
+    name = "te.call"
+
+    callee = prop_def(FlatSymbolRefAttrConstr)
+    args = var_operand_def(Tensor)
+    res = var_result_def(Tensor)
+
+    traits = traits_def(CallSymbolUser(), NoMemoryEffect())
+    assembly_format = "$callee `(` $args `)` attr-dict `:` functional-type($args, $res)"
+
+    def __init__(
+        self,
+        callee: str,
+        args: Sequence[SSAValue | Operation],
+        result_types: Sequence[Attribute],
+    ):
+        super().__init__(
+            properties={"callee": SymbolRefAttr(callee)},
+            operands=[args],
+            result_types=[result_types],
+        )
+
+
+def build_stage_body(
+    index_count: int,
+) -> tuple[Region, Block]:
+    """An empty stage region with `index_count` index arguments."""
+    block = Block(arg_types=[IndexType()] * index_count)
+    return Region(block), block
+
+
+TE = Dialect(
+    "te",
+    [PlaceholderOp, ComputeOp, ReduceOp, ReadOp, YieldOp, OutputOp, PrimitiveOp, CallOp],
+    [ReduceKindAttr],
+)

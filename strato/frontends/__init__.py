@@ -1,0 +1,1 @@
+"""Frontends that import models into the graph dialect."""

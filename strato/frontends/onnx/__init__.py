@@ -1,0 +1,1 @@
+"""The ONNX frontend: importer and backend API."""

@@ -1,0 +1,94 @@
+"""The graph interpreter: runs a function of graph ops on numpy arrays.
+
+Each graph op carries its own reference semantics (`GraphOp.evaluate`); this module
+walks a function in order and binds values. Functions may call each other with
+`func.call`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
+from xdsl.ir import SSAValue
+
+from strato.dialects.graph import GraphOp
+from strato.dialects.tensor_types import array_from_dense, numpy_dtype
+from strato.diagnostics import StratoError
+
+
+def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
+    """The function called `name`, or the module's only public function with a body."""
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
+    if name is not None:
+        for f in funcs:
+            if f.sym_name.data == name:
+                return f
+        raise StratoError(f"no function named @{name} in the module")
+    public = [f for f in funcs if f.sym_visibility is None or f.sym_visibility.data == "public"]
+    candidates = public or funcs
+    if len(candidates) == 1:
+        return candidates[0]
+    for f in candidates:
+        if f.sym_name.data == "main":
+            return f
+    raise StratoError(
+        "cannot tell the entry function: name one of "
+        + ", ".join("@" + f.sym_name.data for f in candidates)
+    )
+
+
+def check_inputs(function: func.FuncOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The inputs as arrays of the function's argument types, or a diagnostic."""
+    types = function.function_type.inputs.data
+    if len(inputs) != len(types):
+        raise StratoError(
+            f"@{function.sym_name.data} takes {len(types)} inputs, got {len(inputs)}"
+        )
+    arrays = []
+    for i, (value, type_) in enumerate(zip(inputs, types)):
+        array = np.asarray(value)
+        if isinstance(type_, TensorType):
+            if tuple(array.shape) != type_.get_shape():
+                raise StratoError(
+                    f"input {i} of @{function.sym_name.data} has shape {list(array.shape)}, "
+                    f"expected {list(type_.get_shape())}"
+                )
+            array = array.astype(numpy_dtype(type_), copy=False)
+        arrays.append(array)
+    return arrays
+
+
+def run_graph(
+    module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None = None
+) -> list[np.ndarray]:
+    """Interpret the entry function of a graph-level module on `inputs`."""
+    entry = entry_function(module, function)
+    return _run_function(module, entry, check_inputs(entry, inputs))
+
+
+def _run_function(
+    module: ModuleOp, function: func.FuncOp, inputs: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    env: dict[SSAValue, np.ndarray] = dict(zip(function.args, inputs))
+    for op in function.body.block.ops:
+        if isinstance(op, func.ReturnOp):
+            return [env[v] for v in op.arguments]
+        args = [env[v] for v in op.operands]
+        if isinstance(op, GraphOp):
+            results = op.evaluate(args)
+        elif isinstance(op, arith.ConstantOp) and isinstance(
+            op.value, DenseIntOrFPElementsAttr
+        ):
+            results = [array_from_dense(op.value)]
+        elif isinstance(op, func.CallOp):
+            callee = entry_function(module, op.callee.string_value())
+            results = _run_function(module, callee, args)
+        else:
+            raise StratoError(f"the graph interpreter cannot run '{op.name}'")
+        for value, array in zip(op.results, results, strict=True):
+            env[value] = array
+    raise StratoError(f"@{function.sym_name.data} has no func.return")

@@ -1,0 +1,30 @@
+"""The named stages of compilation, shared by `strato.compile` and the CLI tools.
+
+graph --convert-graph-to-te--> te --convert-te-to-loops--> loop
+      --convert-loops-to-llvm--> llvm
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline
+
+from strato.transforms import get_all_passes
+
+LOWER_TO_LOOPS = "convert-graph-to-te,convert-te-to-loops"
+LOWER_TO_LLVM = f"{LOWER_TO_LOOPS},convert-loops-to-llvm"
+
+
+def run_pipeline(
+    ctx: Context,
+    module: ModuleOp,
+    spec: str,
+    callback: Callable[[ModulePass, ModuleOp, ModulePass], None] | None = None,
+) -> ModuleOp:
+    """Apply the textual pipeline `spec` (strato-opt's `-p` syntax) to `module` in place."""
+    pipeline = PassPipeline.parse_spec(get_all_passes(), spec, callback)
+    pipeline.apply(ctx, module)
+    return module

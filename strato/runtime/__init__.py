@@ -1,0 +1,1 @@
+"""The runtime: compiled models, memory planning, execution."""

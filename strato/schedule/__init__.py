@@ -1,0 +1,1 @@
+"""Schedules: primitives on (stage, loop) handles, recorded as a replayable trace."""

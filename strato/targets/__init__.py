@@ -1,0 +1,1 @@
+"""Code generation targets: `llvm` (CPU through llvmlite) and, later, `vta`."""

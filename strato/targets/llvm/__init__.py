@@ -1,0 +1,1 @@
+"""The LLVM target: loop level to the llvm dialect, LLVM IR, llvmlite machine code."""

@@ -1,0 +1,31 @@
+"""strato's passes, one a file, registered by CLI name.
+
+The registry is lazy: a name maps to "module:Class" and the module is imported only when
+the pass is used, so `strato-opt` starts fast. The file of a pass is its CLI name in
+snake case (`convert-graph-to-te` lives in `convert_graph_to_te.py`); a test checks that
+every pass file is registered here and that every name resolves.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from xdsl.passes import ModulePass
+
+PASS_REGISTRY: dict[str, str] = {
+    "convert-graph-to-te": "strato.transforms.convert_graph_to_te:ConvertGraphToTePass",
+    "convert-te-to-loops": "strato.transforms.convert_te_to_loops:ConvertTeToLoopsPass",
+    "convert-loops-to-llvm": "strato.transforms.convert_loops_to_llvm:ConvertLoopsToLLVMPass",
+}
+
+
+def resolve_pass(name: str) -> type[ModulePass]:
+    """The pass class registered under `name` (KeyError if none is)."""
+    module_name, class_name = PASS_REGISTRY[name].split(":")
+    return getattr(importlib.import_module(module_name), class_name)
+
+
+def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
+    """name -> factory, the form xDSL's pass pipeline parser takes."""
+    return {name: (lambda name=name: resolve_pass(name)) for name in PASS_REGISTRY}

@@ -1,0 +1,1 @@
+"""The VTA accelerator: configuration, ISA, simulator and runtime."""
