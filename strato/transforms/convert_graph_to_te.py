@@ -1,0 +1,161 @@
+"""convert-graph-to-te: each graph operator becomes a te primitive and a call to it.
+
+Requires: functions of `graph` ops on static-shaped float tensors.
+Leaves illegal: every `graph` op. Constants become `arith.constant` tensors; every other
+op becomes a `te.primitive` built by its operator strategy (`strato.strategies`) plus a
+`te.call` in place of the op. Primitives are placed before the function that uses them
+and are named after the op (`@dense_0`, `@relu_1`, ...).
+
+Before:
+
+    func.func @f(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+      %r = graph.relu %x : tensor<2x4xf32>
+      func.return %r : tensor<2x4xf32>
+    }
+
+After:
+
+    te.primitive @relu_0 {
+      %t0 = te.placeholder "t0" : tensor<2x4xf32>
+      %r = te.compute "relu" (%i, %j) : tensor<2x4xf32> {
+        %v = te.read %t0[%i, %j] : tensor<2x4xf32>
+        %z = arith.constant 0.000000e+00 : f32
+        %m = arith.maximumf %v, %z : f32
+        te.yield %m : f32
+      }
+      te.output %r : tensor<2x4xf32>
+    }
+    func.func @f(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+      %r = te.call @relu_0(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+      func.return %r : tensor<2x4xf32>
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
+
+from strato.dialects import graph, te
+from strato.diagnostics import StratoError
+from strato.legality import check_legal
+from strato.strategies import strategy_for
+from strato.strategies.builder import PrimitiveBuilder
+
+
+class SymbolNamer:
+    """Hands out symbol names unique within one module: `<base>_<n>`."""
+
+    def __init__(self, module: ModuleOp):
+        self.taken = {
+            op.properties["sym_name"].data  # type: ignore[union-attr]
+            for op in module.ops
+            if "sym_name" in op.properties
+        }
+        self.counter = 0
+
+    def fresh(self, base: str) -> str:
+        while True:
+            name = f"{base}_{self.counter}"
+            self.counter += 1
+            if name not in self.taken:
+                self.taken.add(name)
+                return name
+
+
+def build_primitive(
+    name: str,
+    ops: Sequence[Operation],
+    inputs: Sequence[SSAValue],
+    outputs: Sequence[SSAValue],
+) -> te.PrimitiveOp:
+    """The primitive computing `outputs` from `inputs` by the strategies of `ops`.
+
+    `ops` are graph ops in a valid order; their operands are either in `inputs` (which
+    become placeholders, in order) or results of earlier ops in `ops` (whose stages the
+    primitive already holds). One op gives a one-op primitive; a fused group gives one
+    primitive for the whole group.
+    """
+    pb = PrimitiveBuilder(name)
+    values: dict[SSAValue, SSAValue] = {}
+    for n, value in enumerate(inputs):
+        hint = value.name_hint or f"t{n}"
+        values[value] = pb.placeholder(hint, value.type)
+    for op in ops:
+        fn = strategy_for(op)
+        if fn is None:
+            raise StratoError(f"'{op.name}' has no tensor-expression strategy", op=op)
+        results = fn(pb, op, [values[operand] for operand in op.operands])
+        for result, te_value in zip(op.results, results, strict=True):
+            values[result] = te_value
+            if result.name_hint is not None:
+                te_value.name_hint = result.name_hint
+    return pb.finish([values[v] for v in outputs])
+
+
+class ConstantOpLowering(RewritePattern):
+    """graph.constant -> arith.constant of the same dense tensor."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ConstantOp, rewriter: PatternRewriter) -> None:
+        rewriter.replace_op(op, arith.ConstantOp(op.value, op.result.type))
+
+
+@dataclass
+class GraphOpLowering(RewritePattern):
+    """Any other graph op -> a one-op te.primitive (before the enclosing function) and a
+    te.call of it."""
+
+    namer: SymbolNamer
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, graph.GraphOp) or isinstance(op, graph.ConstantOp):
+            return
+        top = _top_level_ancestor(op)
+        name = self.namer.fresh(op.name.split(".", 1)[1])
+        primitive = build_primitive(name, [op], list(op.operands), list(op.results))
+        rewriter.insert_op(primitive, InsertPoint.before(top))
+        call = te.CallOp(name, list(op.operands), [r.type for r in op.results])
+        rewriter.replace_op(op, call)
+
+
+def _top_level_ancestor(op: Operation) -> Operation:
+    while (parent := op.parent_op()) is not None and not isinstance(parent, ModuleOp):
+        op = parent
+    return op
+
+
+def graph_to_te_patterns(namer: SymbolNamer) -> list[RewritePattern]:
+    return [ConstantOpLowering(), GraphOpLowering(namer)]
+
+
+@dataclass(frozen=True)
+class ConvertGraphToTePass(ModulePass):
+    """Lower every graph op to a te primitive (by its operator strategy) and a te.call."""
+
+    name = "convert-graph-to-te"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        walker = PatternRewriteWalker(
+            GreedyRewritePatternApplier(graph_to_te_patterns(SymbolNamer(op))),
+            apply_recursively=False,
+        )
+        walker.rewrite_module(op)
+        check_legal(op, self.name, illegal_dialects={"graph"})
+
+
+__all__ = ["ConvertGraphToTePass", "build_primitive", "graph_to_te_patterns"]

@@ -1,0 +1,88 @@
+// RUN: strato-opt %s --split-input-file -p convert-graph-to-te | filecheck %s
+
+// Constants become arith.constant tensors; a graph op becomes a primitive and a call.
+// CHECK-LABEL: te.primitive @relu_0
+// CHECK-NEXT:    %x = te.placeholder "x" : tensor<2x4xf32>
+// CHECK-NEXT:    %r = te.compute "relu" (%i, %j) : tensor<2x4xf32> {
+// CHECK-NEXT:      %[[V:.*]] = te.read %x[%i, %j] : tensor<2x4xf32>
+// CHECK-NEXT:      %[[Z:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %[[M:.*]] = arith.maximumf %[[V]], %[[Z]] : f32
+// CHECK-NEXT:      te.yield %[[M]] : f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    te.output %r : tensor<2x4xf32>
+// CHECK-LABEL: func.func @relu
+// CHECK-NEXT:    %r = te.call @relu_0(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    func.return %r
+func.func @relu(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %r = graph.relu %x : tensor<2x4xf32>
+  func.return %r : tensor<2x4xf32>
+}
+
+// -----
+
+// Dense with bias: a sum reduction over the features, then a bias stage.
+// CHECK-LABEL: te.primitive @dense_0
+// CHECK:         te.placeholder "x" : tensor<2x4xf32>
+// CHECK-NEXT:    te.placeholder "w" : tensor<3x4xf32>
+// CHECK-NEXT:    te.placeholder "b" : tensor<3xf32>
+// CHECK-NEXT:    %[[D:.*]] = te.reduce "dense" sum (%i, %j) over (%k : 4) init 0.000000e+00 : tensor<2x3xf32> {
+// CHECK-NEXT:      te.read %x[%i, %k] : tensor<2x4xf32>
+// CHECK-NEXT:      te.read %w[%j, %k] : tensor<3x4xf32>
+// CHECK-NEXT:      arith.mulf
+// CHECK-NEXT:      te.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %y = te.compute "bias_add" (%i_1, %j_1) : tensor<2x3xf32> {
+// CHECK-NEXT:      te.read %[[D]][%i_1, %j_1] : tensor<2x3xf32>
+// CHECK-NEXT:      te.read %b[%j_1] : tensor<3xf32>
+// CHECK-NEXT:      arith.addf
+// CHECK-NEXT:      te.yield
+// CHECK:       func.func @dense
+// CHECK-NEXT:    %w = arith.constant dense<2.500000e-01> : tensor<3x4xf32>
+// CHECK-NEXT:    %b = arith.constant dense<[5.000000e-01, -1.000000e+00, 2.000000e+00]> : tensor<3xf32>
+// CHECK-NEXT:    %y = te.call @dense_0(%x, %w, %b) : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+func.func @dense(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+  %w = graph.constant dense<0.25> : tensor<3x4xf32>
+  %b = graph.constant dense<[0.5, -1.0, 2.0]> : tensor<3xf32>
+  %y = graph.dense %x, %w, %b : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  func.return %y : tensor<2x3xf32>
+}
+
+// -----
+
+// Broadcasting reads index size-1 dims at 0 and drop missing leading dims.
+// CHECK-LABEL: te.primitive @add_0
+// CHECK:         %s = te.compute "add" (%i, %j) : tensor<2x3xf32> {
+// CHECK-NEXT:      %[[A:.*]] = te.read %a[%i, %j] : tensor<2x3xf32>
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT:      %[[B:.*]] = te.read %b[%[[ZERO]], %j] : tensor<1x3xf32>
+// CHECK-NEXT:      arith.addf %[[A]], %[[B]] : f32
+// CHECK-LABEL: te.primitive @mul_1
+// CHECK:           te.read %c[%j] : tensor<3xf32>
+func.func @broadcast(%a: tensor<2x3xf32>, %b: tensor<1x3xf32>, %c: tensor<3xf32>) -> tensor<2x3xf32> {
+  %s = graph.add %a, %b : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+  %p = graph.mul %s, %c : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  func.return %p : tensor<2x3xf32>
+}
+
+// -----
+
+// Batched matmul: batch dims broadcast, the last dim of lhs is reduced.
+// CHECK-LABEL: te.primitive @matmul_0
+// CHECK:         te.reduce "matmul" sum (%i, %j, %l) over (%k : 4) init 0.000000e+00 : tensor<2x3x5xf32> {
+// CHECK-NEXT:      te.read %a[%i, %j, %k] : tensor<2x3x4xf32>
+// CHECK-NEXT:      te.read %b[%k, %l] : tensor<4x5xf32>
+func.func @matmul(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf32> {
+  %c = graph.matmul %a, %b : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
+  func.return %c : tensor<2x3x5xf32>
+}
+
+// -----
+
+// Transpose reads the input at the inverse permutation.
+// CHECK-LABEL: te.primitive @transpose_0
+// CHECK:         te.compute "transpose" (%i, %j, %l) : tensor<4x2x3xf32> {
+// CHECK-NEXT:      te.read %a[%j, %l, %i] : tensor<2x3x4xf32>
+func.func @transpose(%a: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
+  %t = graph.transpose %a [2, 0, 1] : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
+  func.return %t : tensor<4x2x3xf32>
+}
