@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 
 from xdsl.parser import Parser
 
@@ -61,7 +61,6 @@ def test_unlowerable_op_is_reported():
         check_legal(module, "test-pass", illegal_dialects={"te"})
 
 
-@settings(max_examples=40, deadline=None)
 @given(program=graph_programs())
 def test_pass_preserves_semantics(program: GraphProgram):
     from strato.interpreters.te import run_te
