@@ -1,0 +1,205 @@
+"""What an operator converter sees: one ONNX node, its inputs and attributes, and a
+place to emit graph ops.
+
+A converter is a function `(NodeContext) -> list[ImportedValue]` returning one value per
+node output. An `ImportedValue` is either an `SSAValue` of the function being built or a
+numpy array known at import time (an initializer, a `Constant` node, or something folded
+from them). Arrays stay arrays until an op needs them as an operand, so converters can
+rearrange weights (transpose, scale) in numpy instead of emitting ops for it:
+
+    def convert_relu(ctx: NodeContext) -> list[ImportedValue]:
+        x = ctx.value(0)
+        if isinstance(x, np.ndarray):
+            return [np.maximum(x, 0)]
+        return [ctx.emit(graph.ReluOp(x)).result]
+
+Every problem a converter finds is reported with `raise ctx.error("why")`, which names
+the node and its op type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Block, Operation, SSAValue
+
+from strato.dialects.graph import ConstantOp, broadcast_shapes
+from strato.diagnostics import ModelImportError
+
+ImportedValue: TypeAlias = SSAValue | np.ndarray
+Converter: TypeAlias = Callable[["NodeContext"], list[ImportedValue]]
+
+FLOAT32 = np.dtype(np.float32)
+
+
+def node_label(node: onnx.NodeProto, index: int) -> str:
+    """How diagnostics name a node: `node 'fc1' (Gemm)` or `node #3 (Gemm)`."""
+    where = f"'{node.name}'" if node.name else f"#{index}"
+    return f"node {where} ({node.op_type})"
+
+
+def shape_of(value: ImportedValue) -> tuple[int, ...]:
+    """The static shape of an imported value."""
+    if isinstance(value, np.ndarray):
+        return tuple(value.shape)
+    assert isinstance(value.type, TensorType)
+    return value.type.get_shape()
+
+
+def onnx_type_name(dtype: np.dtype) -> str:
+    """The ONNX name of a numpy dtype (FLOAT, DOUBLE, INT64, ...), for diagnostics."""
+    try:
+        return onnx.TensorProto.DataType.Name(helper.np_dtype_to_tensor_dtype(dtype))
+    except (KeyError, ValueError, TypeError):
+        return str(dtype)
+
+
+class NodeContext:
+    """One node being converted: reads its inputs and attributes, emits ops into `block`.
+
+    Materialised constants are cached per ONNX value name, so a weight used by several
+    nodes becomes one `graph.constant`.
+    """
+
+    def __init__(
+        self,
+        node: onnx.NodeProto,
+        index: int,
+        env: dict[str, ImportedValue],
+        block: Block,
+        materialized: dict[str, SSAValue],
+        location: str | None,
+    ):
+        self.node = node
+        self.index = index
+        self._env = env
+        self._block = block
+        self._materialized = materialized
+        self._location = location
+        self._attributes = {attr.name: attr for attr in node.attribute}
+
+    @property
+    def label(self) -> str:
+        return node_label(self.node, self.index)
+
+    @property
+    def op_type(self) -> str:
+        return self.node.op_type
+
+    def error(self, reason: str) -> ModelImportError:
+        """A diagnostic naming this node; use as `raise ctx.error(...)`."""
+        return ModelImportError(f"{self.label}: {reason}", location=self._location)
+
+    # -- inputs -----------------------------------------------------------------
+
+    def has_input(self, index: int) -> bool:
+        """Whether optional input `index` is given (ONNX marks absent ones by "")."""
+        return index < len(self.node.input) and self.node.input[index] != ""
+
+    def input_name(self, index: int) -> str:
+        return self.node.input[index]
+
+    def value(self, index: int) -> ImportedValue:
+        """Input `index` as imported: an SSA value, or an array when known at import
+        time. It must be a float32 tensor."""
+        if not self.has_input(index):
+            raise self.error(f"input {index} is required but not given")
+        name = self.node.input[index]
+        value = self._env[name]
+        if isinstance(value, np.ndarray) and value.dtype != FLOAT32:
+            raise self.error(
+                f"input '{name}' has element type {onnx_type_name(value.dtype)}; "
+                "strato imports float32 tensors only"
+            )
+        return value
+
+    def constant(self, index: int) -> np.ndarray | None:
+        """Input `index` as an array when it is known at import time, else None."""
+        value = self.value(index)
+        return value if isinstance(value, np.ndarray) else None
+
+    def operand(self, index: int) -> SSAValue:
+        """Input `index` as an SSA value, materialising a constant when needed."""
+        value = self.value(index)
+        if not isinstance(value, np.ndarray):
+            return value
+        name = self.node.input[index]
+        cached = self._materialized.get(name)
+        if cached is None:
+            cached = self.materialize(value, name_hint=name)
+            self._materialized[name] = cached
+        return cached
+
+    def shape(self, index: int) -> tuple[int, ...]:
+        return shape_of(self.value(index))
+
+    # -- attributes -------------------------------------------------------------
+
+    def has_attr(self, name: str) -> bool:
+        return name in self._attributes
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """The Python value of attribute `name` (int, float, str, list, or an array
+        for tensor attributes), or `default` when the node does not set it."""
+        attr = self._attributes.get(name)
+        if attr is None:
+            return default
+        value = helper.get_attribute_value(attr)
+        if isinstance(value, bytes):
+            return value.decode("utf-8", errors="replace")
+        if isinstance(value, onnx.TensorProto):
+            return numpy_helper.to_array(value)
+        return value
+
+    def flag_attr(self, name: str, default: int = 0) -> bool:
+        """A 0/1 attribute such as Gemm's transA; other values are rejected."""
+        value = self.attr(name, default)
+        if value not in (0, 1):
+            raise self.error(
+                f"attribute {name}={value} is not supported (expected 0 or 1)"
+            )
+        return bool(value)
+
+    def float_attr(self, name: str, default: float) -> float:
+        value = self.attr(name, default)
+        if not isinstance(value, (int, float)):
+            raise self.error(f"attribute {name} must be a float, got {value!r}")
+        return float(value)
+
+    # -- emission ---------------------------------------------------------------
+
+    def emit(self, op: Operation) -> Operation:
+        """Append `op` to the function being built. (The importer names the values a
+        converter returns after the node's outputs.)"""
+        self._block.add_op(op)
+        return op
+
+    def materialize(self, array: np.ndarray, name_hint: str | None = None) -> SSAValue:
+        """Emit a `graph.constant` holding `array` (float32)."""
+        op = ConstantOp.from_array(np.ascontiguousarray(array, dtype=FLOAT32))
+        self._block.add_op(op)
+        if name_hint:
+            op.result.name_hint = name_hint
+        return op.result
+
+    # -- shape rules shared by converters ----------------------------------------
+
+    def broadcast(self, lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...]:
+        """The numpy broadcast of two input shapes, or a diagnostic."""
+        shape = broadcast_shapes(lhs, rhs)
+        if shape is None:
+            raise self.error(
+                f"input shapes {list(lhs)} and {list(rhs)} do not broadcast"
+            )
+        return shape
+
+
+def as_float32(array: np.ndarray) -> np.ndarray:
+    """An import-time result, kept float32 (numpy promotes scalars to float64)."""
+    return np.ascontiguousarray(array, dtype=FLOAT32)

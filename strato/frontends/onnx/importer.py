@@ -1,0 +1,383 @@
+"""The ONNX importer: an ONNX model to one graph-dialect function.
+
+    module = import_model("mlp.onnx")
+
+gives
+
+    func.func @main(%input: tensor<1x784xf32>) -> tensor<1x10xf32> {
+      %fc1_w = graph.constant dense<...> : tensor<1024x784xf32>
+      ...
+      %fc1 = graph.dense %input, %fc1_w, %fc1_b : (...) -> tensor<1x1024xf32>
+      %relu1 = graph.relu %fc1 : tensor<1x1024xf32>
+      ...
+      func.return %logits : tensor<1x10xf32>
+    }
+
+The function's arguments are the graph inputs that are not initializers, in ONNX order;
+its results are the graph outputs, in ONNX order. Shapes must be static and tensors
+float32. The model is checked before anything is built (opset domains, every operator in
+`op_table.ONNX_CONVERTERS`, every input defined, `onnx.checker`), then nodes are
+converted in order, and each result shape is compared with ONNX shape inference.
+Anything that cannot be imported raises `ModelImportError` naming the node (its name,
+or its index when it has none), its op type, and the reason; nothing half-imported is
+returned.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+from google.protobuf.message import DecodeError
+from onnx import numpy_helper, shape_inference
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.ir import Block, Region, SSAValue
+
+from strato.dialects.graph import ConstantOp
+from strato.diagnostics import ModelImportError
+from strato.frontends.onnx.conversion import (
+    FLOAT32,
+    ImportedValue,
+    NodeContext,
+    node_label,
+    shape_of,
+)
+from strato.frontends.onnx.op_table import ONNX_CONVERTERS, supported_ops
+
+ENTRY_NAME = "main"
+"""The name of the imported function."""
+
+MIN_OPSET = 7
+"""Oldest default-domain opset imported (numpy broadcasting in Add/Mul/Gemm)."""
+
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+@dataclass
+class ImportedModel:
+    """An imported model and the ONNX names of its entry function's arguments and
+    results (SSA name hints are sanitised; these are exact)."""
+
+    module: ModuleOp
+    function_name: str
+    input_names: list[str]
+    output_names: list[str]
+
+    @property
+    def function(self) -> func.FuncOp:
+        for op in self.module.ops:
+            if isinstance(op, func.FuncOp) and op.sym_name.data == self.function_name:
+                return op
+        raise AssertionError(f"@{self.function_name} vanished from the module")
+
+
+def import_model(
+    model: str | os.PathLike | onnx.ModelProto,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> ModuleOp:
+    """Import an ONNX model (a file path or a ModelProto) into the graph dialect.
+
+    `input_shapes` fixes the shapes of graph inputs by name, e.g. to choose a batch
+    size for a model exported with a symbolic one.
+    """
+    return import_onnx(model, input_shapes=input_shapes).module
+
+
+def import_onnx(
+    model: str | os.PathLike | onnx.ModelProto,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+) -> ImportedModel:
+    """Like `import_model`, also returning the ONNX input and output names."""
+    proto, location = load_model(model)
+    return _GraphImporter(proto, location, input_shapes or {}).run()
+
+
+def load_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
+    """The ModelProto of `model` and the location diagnostics should name (the path)."""
+    if isinstance(model, onnx.ModelProto):
+        return model, None
+    if not isinstance(model, (str, os.PathLike)):
+        raise TypeError(
+            f"expected a path or an onnx.ModelProto, got {type(model).__name__}"
+        )
+    path = os.fspath(model)
+    if not os.path.exists(path):
+        raise ModelImportError("no such file", location=path)
+    if os.path.isdir(path):
+        raise ModelImportError("is a directory, not an ONNX model file", location=path)
+    try:
+        proto = onnx.load(path)
+    except DecodeError as err:
+        raise ModelImportError(
+            f"not an ONNX model: the file does not parse as an ONNX protobuf ({err})",
+            location=path,
+        ) from None
+    except (OSError, ValueError, RuntimeError, onnx.checker.ValidationError) as err:
+        raise ModelImportError(f"cannot read the ONNX model: {err}", location=path) from None
+    return proto, path
+
+
+class _GraphImporter:
+    """Imports one model; one instance per import."""
+
+    def __init__(
+        self,
+        model: onnx.ModelProto,
+        location: str | None,
+        input_shapes: Mapping[str, Sequence[int]],
+    ):
+        self.model = model
+        self.location = location
+        self.input_shapes = input_shapes
+        self.graph = model.graph
+        self.initializers = {init.name: init for init in self.graph.initializer}
+        self.inputs = [i for i in self.graph.input if i.name not in self.initializers]
+
+    def error(self, message: str) -> ModelImportError:
+        return ModelImportError(message, location=self.location)
+
+    def run(self) -> ImportedModel:
+        self._check_is_model()
+        self._check_opset()
+        self._check_nodes()
+        self._fix_input_shapes()
+        input_types = [self._input_type(value) for value in self.inputs]
+        self._run_checker()
+        inferred = self._infer_shapes()
+
+        block = Block(arg_types=input_types)
+        env: dict[str, ImportedValue] = {}
+        for value, arg in zip(self.inputs, block.args):
+            arg.name_hint = value.name
+            env[value.name] = arg
+        for name, init in self.initializers.items():
+            env[name] = self._initializer_array(init)
+
+        materialized: dict[str, SSAValue] = {}
+        for index, node in enumerate(self.graph.node):
+            ctx = NodeContext(node, index, env, block, materialized, self.location)
+            results = ONNX_CONVERTERS[node.op_type](ctx)
+            self._bind_results(ctx, results, env, inferred)
+
+        returned = [self._output_value(output, env, block, materialized) for output in self.graph.output]
+        block.add_op(func.ReturnOp(*returned))
+        function = func.FuncOp(
+            ENTRY_NAME,
+            (input_types, [value.type for value in returned]),
+            Region(block),
+        )
+        module = ModuleOp([function])
+        module.verify()
+        return ImportedModel(
+            module,
+            ENTRY_NAME,
+            [value.name for value in self.inputs],
+            [value.name for value in self.graph.output],
+        )
+
+    # -- checks before anything is built ----------------------------------------
+
+    def _check_is_model(self) -> None:
+        if self.model.ir_version <= 0 or not self.model.HasField("graph"):
+            raise self.error(
+                "not an ONNX model: it has no IR version or no graph"
+            )
+
+    def _check_opset(self) -> None:
+        versions = {
+            opset.domain: opset.version
+            for opset in self.model.opset_import
+            if opset.domain in _DEFAULT_DOMAINS
+        }
+        if not versions:
+            raise self.error("the model does not import the default ONNX opset domain")
+        version = max(versions.values())
+        newest = onnx.defs.onnx_opset_version()
+        if version < MIN_OPSET or version > newest:
+            raise self.error(
+                f"the model uses opset {version} of the default domain; strato imports "
+                f"opsets {MIN_OPSET} to {newest}"
+            )
+
+    def _check_nodes(self) -> None:
+        """Every node is in the default domain, has a converter and reads only values
+        defined before it."""
+        defined = {value.name for value in self.graph.input} | set(self.initializers)
+        for index, node in enumerate(self.graph.node):
+            label = node_label(node, index)
+            if node.domain not in _DEFAULT_DOMAINS:
+                raise self.error(
+                    f"{label}: operator domain '{node.domain}' is not supported; "
+                    "strato imports operators of the default ONNX domain only"
+                )
+            if node.op_type not in ONNX_CONVERTERS:
+                known = onnx.defs.has(node.op_type)
+                why = (
+                    "operator not supported by strato yet"
+                    if known
+                    else "unknown operator (not in the ONNX standard)"
+                )
+                raise self.error(
+                    f"{label}: {why}; supported: {', '.join(supported_ops())}"
+                )
+            for name in node.input:
+                if name and name not in defined:
+                    raise self.error(
+                        f"{label}: input '{name}' is missing: it is not a graph input, "
+                        "an initializer or an output of an earlier node"
+                    )
+            defined.update(name for name in node.output if name)
+        for output in self.graph.output:
+            if output.name not in defined:
+                raise self.error(
+                    f"graph output '{output.name}' is not computed by any node"
+                )
+
+    def _fix_input_shapes(self) -> None:
+        if not self.input_shapes:
+            return
+        by_name = {value.name: value for value in self.inputs}
+        unknown = [name for name in self.input_shapes if name not in by_name]
+        if unknown:
+            raise self.error(
+                f"cannot set the shape of '{unknown[0]}': not a graph input "
+                f"(inputs: {', '.join(by_name) or 'none'})"
+            )
+        model = onnx.ModelProto()
+        model.CopyFrom(self.model)
+        for value in model.graph.input:
+            if value.name not in self.input_shapes:
+                continue
+            shape = value.type.tensor_type.shape
+            shape.ClearField("dim")
+            for size in self.input_shapes[value.name]:
+                shape.dim.add().dim_value = int(size)
+        self.model = model
+        self.graph = model.graph
+        self.inputs = [i for i in self.graph.input if i.name not in self.initializers]
+
+    def _input_type(self, value: onnx.ValueInfoProto) -> TensorType:
+        what = f"graph input '{value.name}'"
+        if not value.type.HasField("tensor_type"):
+            raise self.error(f"{what} is not a tensor")
+        tensor = value.type.tensor_type
+        if tensor.elem_type != onnx.TensorProto.FLOAT:
+            type_name = onnx.TensorProto.DataType.Name(tensor.elem_type)
+            raise self.error(
+                f"{what} has element type {type_name}; strato imports float32 tensors only"
+            )
+        if not tensor.HasField("shape"):
+            raise self.error(f"{what} has no shape; strato needs static shapes")
+        shape = []
+        for axis, dim in enumerate(tensor.shape.dim):
+            if not dim.HasField("dim_value") or dim.dim_value <= 0:
+                symbol = f" '{dim.dim_param}'" if dim.HasField("dim_param") else ""
+                raise self.error(
+                    f"{what} has a dynamic dimension{symbol} at axis {axis}; strato "
+                    "needs static shapes (fix it with input_shapes / --batch)"
+                )
+            shape.append(dim.dim_value)
+        return TensorType(f32, shape)
+
+    def _run_checker(self) -> None:
+        try:
+            onnx.checker.check_model(self.model)
+        except onnx.checker.ValidationError as err:
+            reason = " ".join(str(err).split())
+            raise self.error(f"invalid ONNX model: {reason}") from None
+
+    def _infer_shapes(self) -> dict[str, tuple[int, ...]]:
+        """Static shapes ONNX shape inference finds for intermediate values."""
+        try:
+            model = shape_inference.infer_shapes(self.model)
+        except (shape_inference.InferenceError, onnx.checker.ValidationError) as err:
+            reason = " ".join(str(err).split())
+            raise self.error(f"shape inference failed: {reason}") from None
+        shapes: dict[str, tuple[int, ...]] = {}
+        for value in (*model.graph.value_info, *model.graph.output):
+            tensor = value.type.tensor_type
+            if not tensor.HasField("shape"):
+                continue
+            dims = tensor.shape.dim
+            if all(d.HasField("dim_value") for d in dims):
+                shapes[value.name] = tuple(d.dim_value for d in dims)
+        return shapes
+
+    # -- conversion ---------------------------------------------------------------
+
+    def _initializer_array(self, init: onnx.TensorProto) -> np.ndarray:
+        try:
+            return np.ascontiguousarray(numpy_helper.to_array(init))
+        except Exception as err:  # noqa: BLE001 - any decoding failure is bad input
+            raise self.error(f"cannot read initializer '{init.name}': {err}") from None
+
+    def _bind_results(
+        self,
+        ctx: NodeContext,
+        results: list[ImportedValue],
+        env: dict[str, ImportedValue],
+        inferred: Mapping[str, tuple[int, ...]],
+    ) -> None:
+        outputs = list(ctx.node.output)
+        assert len(results) <= len(outputs), f"{ctx.label}: converter returned too much"
+        for name, value in zip(outputs, results):
+            if not name:
+                continue
+            expected = inferred.get(name)
+            if expected is not None and shape_of(value) != expected:
+                raise ctx.error(
+                    f"output '{name}' has shape {list(shape_of(value))} but ONNX shape "
+                    f"inference gives {list(expected)}"
+                )
+            if isinstance(value, SSAValue) and value.name_hint is None:
+                value.name_hint = name
+            env[name] = value
+        for name in outputs[len(results):]:
+            if name:
+                raise ctx.error(f"output '{name}' is not supported")
+
+    def _output_value(
+        self,
+        output: onnx.ValueInfoProto,
+        env: Mapping[str, ImportedValue],
+        block: Block,
+        materialized: dict[str, SSAValue],
+    ) -> SSAValue:
+        what = f"graph output '{output.name}'"
+        value = env[output.name]
+        if isinstance(value, np.ndarray):
+            if value.dtype != FLOAT32:
+                raise self.error(f"{what} is not a float32 tensor")
+            cached = materialized.get(output.name)
+            value = cached if cached is not None else self._materialize(block, value, output.name)
+        tensor = output.type.tensor_type
+        if output.type.HasField("tensor_type") and tensor.elem_type not in (
+            onnx.TensorProto.UNDEFINED,
+            onnx.TensorProto.FLOAT,
+        ):
+            type_name = onnx.TensorProto.DataType.Name(tensor.elem_type)
+            raise self.error(
+                f"{what} is declared {type_name}; strato imports float32 tensors only"
+            )
+        if tensor.HasField("shape"):
+            declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+            actual = list(shape_of(value))
+            if len(declared) != len(actual) or any(
+                d is not None and d != a for d, a in zip(declared, actual)
+            ):
+                raise self.error(f"{what} is declared with shape {declared} but has shape {actual}")
+        return value
+
+    @staticmethod
+    def _materialize(block: Block, array: np.ndarray, name: str) -> SSAValue:
+        op = ConstantOp.from_array(array)
+        block.add_op(op)
+        op.result.name_hint = name
+        return op.result
