@@ -26,11 +26,11 @@ from xdsl.ir import (
     Attribute,
     Block,
     Dialect,
-    EnumAttribute,
     Operation,
     Region,
     SpacedOpaqueSyntaxAttribute,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,

@@ -47,12 +47,12 @@ from xdsl.ir import (
     Attribute,
     Block,
     Dialect,
-    EnumAttribute,
     Operation,
     Region,
     SSAValue,
     SpacedOpaqueSyntaxAttribute,
 )
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.irdl import (
     IRDLOperation,
     base,

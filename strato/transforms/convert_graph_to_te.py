@@ -3,7 +3,8 @@
 Requires: functions of `graph` ops on static-shaped float tensors.
 Leaves illegal: every `graph` op. Constants become `arith.constant` tensors; every other
 op becomes a `te.primitive` built by its operator strategy (`strato.strategies`) plus a
-`te.call` in place of the op. Primitives are placed before the function that uses them
+`te.call` in place of the op; a `graph.fused` group becomes one primitive with the stages
+of all its ops (one kernel). Primitives are placed before the function that uses them
 and are named after the op (`@dense_0`, `@relu_1`, ...).
 
 Before:
@@ -118,16 +119,25 @@ class ConstantOpLowering(RewritePattern):
 @dataclass
 class GraphOpLowering(RewritePattern):
     """Any other graph op -> a one-op te.primitive (before the enclosing function) and a
-    te.call of it."""
+    te.call of it; a `graph.fused` group -> one primitive holding the stages of all its
+    ops."""
 
     namer: SymbolNamer
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, graph.GraphOp) or isinstance(op, graph.ConstantOp):
             return
+        if isinstance(op.parent_op(), graph.FusedOp):
+            return  # lowered with its group
         top = _top_level_ancestor(op)
-        name = self.namer.fresh(op.name.split(".", 1)[1])
-        primitive = build_primitive(name, [op], list(op.operands), list(op.results))
+        if isinstance(op, graph.FusedOp):
+            name = self.namer.fresh(op.label.data)
+            body = op.body.block
+            inner = [o for o in body.ops if o is not op.yield_op]
+            primitive = build_primitive(name, inner, list(body.args), list(op.yield_op.values))
+        else:
+            name = self.namer.fresh(op.name.split(".", 1)[1])
+            primitive = build_primitive(name, [op], list(op.operands), list(op.results))
         rewriter.insert_op(primitive, InsertPoint.before(top))
         call = te.CallOp(name, list(op.operands), [r.type for r in op.results])
         rewriter.replace_op(op, call)

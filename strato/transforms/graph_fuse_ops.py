@@ -1,0 +1,169 @@
+"""graph-fuse-ops: group graph ops into kernels by their fusion pattern kinds.
+
+The rules are those of the TVM paper:
+- chains of injective (and broadcast) ops fuse into one group;
+- injective ops fuse into the input of a reduction (the reduction ends the group);
+- element-wise ops fuse into the output of an out-elementwise-fusable op (conv2d, dense,
+  matmul), which anchors the group;
+- opaque ops (and constants) are never fused.
+
+An op joins the group of the producer of one of its operands only when that producer's
+result is used by this op alone, so no intermediate of a group is needed outside it and
+grouping cannot create cycles. Each group of two or more ops becomes a `graph.fused` op
+whose body holds the ops; convert-graph-to-te turns it into one te primitive (one kernel).
+
+Requires: functions of graph ops. Leaves illegal: nothing (it only groups).
+
+Before:
+
+    %y = graph.dense %x, %w, %b : (...) -> tensor<1x8xf32>
+    %r = graph.relu %y : tensor<1x8xf32>
+
+After:
+
+    %r = graph.fused "dense_relu" out_elemwise_fusable (%x, %w, %b) : (...) -> tensor<1x8xf32> {
+    ^bb0(%x_1: ..., %w_1: ..., %b_1: ...):
+      %y = graph.dense %x_1, %w_1, %b_1 : (...) -> tensor<1x8xf32>
+      %r = graph.relu %y : tensor<1x8xf32>
+      graph.yield %r : tensor<1x8xf32>
+    }
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.passes import ModulePass
+
+from strato.dialects import graph
+from strato.dialects.graph import PatternKind, pattern_kind_of
+
+_ELEMENTWISE = (PatternKind.INJECTIVE, PatternKind.BROADCAST)
+
+
+@dataclass(eq=False)
+class FusionGroup:
+    """Ops that become one kernel, in program order, and the kind of the group."""
+
+    ops: list[Operation] = field(default_factory=list)
+    kind: PatternKind = PatternKind.INJECTIVE
+    # a reduction ends its group: nothing fuses after it
+    closed: bool = False
+
+    def accepts(self, op: Operation) -> bool:
+        """May `op` (a consumer of this group's last result) join the group?"""
+        if self.closed:
+            return False
+        kind = pattern_kind_of(op)
+        if kind in _ELEMENTWISE:
+            return self.kind in (*_ELEMENTWISE, PatternKind.OUT_ELEMWISE_FUSABLE)
+        if kind == PatternKind.REDUCTION:
+            return self.kind in _ELEMENTWISE
+        return False
+
+    def add(self, op: Operation) -> None:
+        kind = pattern_kind_of(op)
+        if not self.ops:
+            self.kind = kind
+        elif kind == PatternKind.REDUCTION:
+            self.kind = PatternKind.REDUCTION
+        if kind in (PatternKind.REDUCTION, PatternKind.OPAQUE):
+            self.closed = True
+        self.ops.append(op)
+
+    @property
+    def label(self) -> str:
+        return "_".join(op.name.split(".", 1)[1] for op in self.ops)
+
+
+def plan_fusion(block: Block) -> list[FusionGroup]:
+    """Partition the graph ops of `block` into fusion groups, in program order."""
+    group_of: dict[Operation, FusionGroup] = {}
+    groups: list[FusionGroup] = []
+    for op in block.ops:
+        if not isinstance(op, graph.GraphOp) or isinstance(op, graph.ConstantOp):
+            continue
+        target = _choose_group(op, group_of)
+        if target is None:
+            target = FusionGroup()
+            groups.append(target)
+        target.add(op)
+        group_of[op] = target
+    return groups
+
+
+def _choose_group(op: Operation, group_of: dict[Operation, FusionGroup]) -> FusionGroup | None:
+    if pattern_kind_of(op) == PatternKind.OPAQUE:
+        return None
+    candidates: list[FusionGroup] = []
+    for operand in op.operands:
+        producer = operand.owner
+        if not isinstance(producer, Operation) or producer not in group_of:
+            continue
+        group = group_of[producer]
+        # the producer's result must have no other use, and must be the group's last op
+        if not _used_only_by(operand, op) or group.ops[-1] is not producer:
+            continue
+        if group.accepts(op) and group not in candidates:
+            candidates.append(group)
+    if not candidates:
+        return None
+    # prefer the group anchored by a conv/dense, so a residual add joins the conv
+    candidates.sort(key=lambda g: g.kind != PatternKind.OUT_ELEMWISE_FUSABLE)
+    return candidates[0]
+
+
+def _used_only_by(value: SSAValue, user: Operation) -> bool:
+    return all(use.operation is user for use in value.uses)
+
+
+def outline_group(group: FusionGroup) -> graph.FusedOp:
+    """Replace the ops of `group` by one `graph.fused` op holding them."""
+    members = set(group.ops)
+    inputs: list[SSAValue] = []
+    for op in group.ops:
+        for operand in op.operands:
+            if operand.owner not in members and operand not in inputs:
+                inputs.append(operand)
+    outputs = [
+        result
+        for op in group.ops
+        for result in op.results
+        if any(use.operation not in members for use in result.uses)
+    ]
+    block = Block(arg_types=[v.type for v in inputs])
+    for arg, value in zip(block.args, inputs):
+        arg.name_hint = value.name_hint
+    last = group.ops[-1]
+    fused = graph.FusedOp(
+        group.label, group.kind, inputs, [v.type for v in outputs], Region(block)
+    )
+    last.parent_block().insert_op_after(fused, last)  # type: ignore[union-attr]
+    for old, new in zip(outputs, fused.outputs):
+        new.name_hint = old.name_hint
+        old.replace_uses_with_if(new, lambda use: use.operation not in members)
+    for op in group.ops:
+        op.detach()
+        block.add_op(op)
+    for arg, value in zip(block.args, inputs):
+        value.replace_uses_with_if(arg, lambda use: use.operation in members)
+    block.add_op(graph.YieldOp(outputs))
+    return fused
+
+
+@dataclass(frozen=True)
+class GraphFuseOpsPass(ModulePass):
+    """Group graph ops into `graph.fused` kernels by TVM's pattern-kind rules."""
+
+    name = "graph-fuse-ops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        functions = [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]
+        for function in functions:
+            for group in plan_fusion(function.body.block):
+                if len(group.ops) > 1:
+                    outline_group(group)
