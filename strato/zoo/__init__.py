@@ -1,0 +1,65 @@
+"""Built-in models, made in code with seeded random weights: name -> ONNX builder.
+
+    from strato import zoo
+    model = zoo.build_model("mlp", batch=4, seed=0)   # an onnx.ModelProto
+
+Every builder is a function `(batch: int = 1, seed: int = 0) -> onnx.ModelProto` living in
+`strato/zoo/<name>.py`; the registry maps a name to "module:function" and imports the
+module only when the model is built. The same seed always gives the same weights.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+import onnx
+
+from strato.diagnostics import StratoError
+
+
+@dataclass(frozen=True)
+class ZooModel:
+    """A registered model: its name, its builder ("module:function") and one line
+    saying what it is."""
+
+    name: str
+    builder: str
+    summary: str
+
+    def build(self, *, batch: int = 1, seed: int = 0) -> onnx.ModelProto:
+        module_name, function_name = self.builder.split(":")
+        build = getattr(importlib.import_module(module_name), function_name)
+        return build(batch=batch, seed=seed)
+
+
+ZOO: dict[str, ZooModel] = {
+    model.name: model
+    for model in [
+        ZooModel("mlp", "strato.zoo.mlp:build_mlp", "MLP 784-1024-1024-10 with ReLU (MNIST-sized)"),
+    ]
+}
+
+
+class UnknownModelError(StratoError):
+    """A model name that the zoo does not have."""
+
+
+def zoo_names() -> list[str]:
+    """The names of the built-in models, sorted."""
+    return sorted(ZOO)
+
+
+def build_model(name: str, *, batch: int = 1, seed: int = 0) -> onnx.ModelProto:
+    """The ONNX model registered as `name`, with `batch` rows and weights from `seed`."""
+    entry = ZOO.get(name)
+    if entry is None:
+        raise UnknownModelError(
+            f"unknown zoo model '{name}' (available: {', '.join(zoo_names())})"
+        )
+    if batch < 1:
+        raise StratoError(f"batch must be at least 1, got {batch}")
+    return entry.build(batch=batch, seed=seed)
+
+
+__all__ = ["ZOO", "ZooModel", "UnknownModelError", "build_model", "zoo_names"]
