@@ -56,6 +56,9 @@ def graph_programs(draw: st.DrawFn, max_ops: int = 5) -> GraphProgram:
     for _ in range(draw(st.integers(min_value=1, max_value=max_ops))):
         x = draw(st.sampled_from(values))
         shape = _shape_of(x)
+        if draw(st.integers(0, 4)) == 0:
+            # an all-constant operand, so that constant subgraphs occur
+            x = constant(shape)
         kind = draw(st.sampled_from(["add", "mul", "relu", "dense", "matmul", "transpose"]))
         if kind in ("add", "mul"):
             partners = [v for v in values if graph.broadcast_shapes(shape, _shape_of(v))]

@@ -14,10 +14,16 @@ from collections.abc import Callable
 from xdsl.passes import ModulePass
 
 PASS_REGISTRY: dict[str, str] = {
+    # upstream passes that work on strato's dialects as they are
+    "cse": "xdsl.transforms.common_subexpression_elimination:CommonSubexpressionElimination",
+    "dce": "xdsl.transforms.dead_code_elimination:DeadCodeElimination",
+    "canonicalize": "xdsl.transforms.canonicalize:CanonicalizePass",
+    # strato's own
     "convert-graph-to-te": "strato.transforms.convert_graph_to_te:ConvertGraphToTePass",
     "convert-te-to-loops": "strato.transforms.convert_te_to_loops:ConvertTeToLoopsPass",
     "convert-loops-to-llvm": "strato.transforms.convert_loops_to_llvm:ConvertLoopsToLLVMPass",
     "graph-fuse-ops": "strato.transforms.graph_fuse_ops:GraphFuseOpsPass",
+    "graph-fold-constants": "strato.transforms.graph_fold_constants:GraphFoldConstantsPass",
 }
 
 

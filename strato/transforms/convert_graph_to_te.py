@@ -113,7 +113,7 @@ class ConstantOpLowering(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: graph.ConstantOp, rewriter: PatternRewriter) -> None:
-        rewriter.replace_op(op, arith.ConstantOp(op.value, op.result.type))
+        rewriter.replace(op, arith.ConstantOp(op.value, op.result.type))
 
 
 @dataclass
@@ -138,9 +138,9 @@ class GraphOpLowering(RewritePattern):
         else:
             name = self.namer.fresh(op.name.split(".", 1)[1])
             primitive = build_primitive(name, [op], list(op.operands), list(op.results))
-        rewriter.insert_op(primitive, InsertPoint.before(top))
+        rewriter.insert(primitive, InsertPoint.before(top))
         call = te.CallOp(name, list(op.operands), [r.type for r in op.results])
-        rewriter.replace_op(op, call)
+        rewriter.replace(op, call)
 
 
 def _top_level_ancestor(op: Operation) -> Operation:

@@ -6,10 +6,14 @@ import numpy as np
 import pytest
 from hypothesis import given
 
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.ir import Block, Region
+from xdsl.irdl import irdl_op_definition
 from xdsl.parser import Parser
 
 from strato.context import make_context
-from strato.dialects import te
+from strato.dialects import graph, te
 from strato.diagnostics import StratoError
 from strato.interpreters.graph import run_graph
 from strato.pipeline import run_pipeline
@@ -53,11 +57,26 @@ def test_mlp_matches_graph_interpreter():
     np.testing.assert_allclose(actual[0], expected[0], rtol=1e-5, atol=1e-6)
 
 
-def test_unlowerable_op_is_reported():
+@irdl_op_definition
+class NoStrategyOp(graph.UnaryElementwiseOp):
+    name = "graph.test_no_strategy"
+
+
+def test_op_without_strategy_is_a_diagnostic():
+    block = Block(arg_types=[TensorType(f32, [4])])
+    op = NoStrategyOp(block.args[0])
+    block.add_ops([op, func.ReturnOp(op.result)])
+    function = func.FuncOp("main", ([TensorType(f32, [4])], [TensorType(f32, [4])]), Region(block))
+    module = ModuleOp([function])
+    with pytest.raises(StratoError, match="'graph.test_no_strategy' has no tensor-expression strategy"):
+        run_pipeline(make_context(), module, "convert-graph-to-te")
+
+
+def test_legality_check_names_the_first_illegal_op():
     from strato.legality import check_legal
 
     module = lower(MLP)
-    with pytest.raises(StratoError, match="'te.call' is still present after test-pass"):
+    with pytest.raises(StratoError, match=r"'te\.primitive' is still present after test-pass"):
         check_legal(module, "test-pass", illegal_dialects={"te"})
 
 
