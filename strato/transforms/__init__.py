@@ -24,6 +24,7 @@ PASS_REGISTRY: dict[str, str] = {
     "convert-loops-to-llvm": "strato.transforms.convert_loops_to_llvm:ConvertLoopsToLLVMPass",
     "graph-fuse-ops": "strato.transforms.graph_fuse_ops:GraphFuseOpsPass",
     "graph-fold-constants": "strato.transforms.graph_fold_constants:GraphFoldConstantsPass",
+    "graph-plan-memory": "strato.transforms.graph_plan_memory:GraphPlanMemoryPass",
 }
 
 
