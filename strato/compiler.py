@@ -1,0 +1,66 @@
+"""`strato.compile`: an ONNX model to a callable compiled model.
+
+The stages, in order, each a function from one artifact to the next:
+
+    import      ONNX ModelProto -> graph-dialect module (strato.frontends.onnx)
+    signature   recorded from the graph-level entry before lowering
+    lower       strato.pipeline.LOWER_TO_LLVM (graph -> te -> loop -> llvm dialect)
+    build       llvm dialect -> LLVM IR -> machine code (strato.targets.llvm)
+
+    model = compile_model("mlp.onnx")
+    (logits,) = model(x)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+
+import onnx
+
+from xdsl.dialects.builtin import ModuleOp
+
+from strato.context import make_context
+from strato.diagnostics import StratoError
+from strato.frontends.onnx import import_onnx
+from strato.pipeline import LOWER_TO_LLVM, run_pipeline
+from strato.runtime.compiled_model import CompiledModel
+from strato.runtime.signature import Signature
+
+TARGETS = ("llvm",)
+
+StageCallback = Callable[[str, ModuleOp], None]
+"""Called with a stage name ("graph", "llvm-dialect") and the module after it."""
+
+
+def compile_model(
+    model: str | os.PathLike | onnx.ModelProto,
+    target: str = "llvm",
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    after_stage: StageCallback | None = None,
+) -> CompiledModel:
+    """Compile an ONNX model (a path or a ModelProto) for `target`.
+
+    `input_shapes` fixes input shapes by name (for models with symbolic dimensions);
+    `after_stage` sees the module after each IR stage, e.g. to dump it.
+    """
+    if target not in TARGETS:
+        raise StratoError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
+    imported = import_onnx(model, input_shapes=input_shapes)
+    signature = Signature.from_function(
+        imported.function, imported.input_names, imported.output_names
+    )
+    module = imported.module
+    if after_stage is not None:
+        after_stage("graph", module)
+    run_pipeline(make_context(), module, LOWER_TO_LLVM)
+    if after_stage is not None:
+        after_stage("llvm-dialect", module)
+    return build_llvm(module, imported.function_name, signature)
+
+
+def build_llvm(module: ModuleOp, entry_name: str, signature: Signature) -> CompiledModel:
+    """JIT-compile an llvm-dialect module whose entry `entry_name` takes the buffers of
+    `signature` (inputs, then outputs)."""
+    raise NotImplementedError("the LLVM target's JIT is not wired yet")

@@ -1,0 +1,107 @@
+"""The signature of a compiled model's entry: names, shapes and dtypes of its inputs and
+outputs, recorded from the graph-level function before lowering.
+
+The runtime checks arguments against it and allocates outputs from it:
+
+    sig = Signature.from_function(function, ["x"], ["logits"])
+    arrays = sig.check_inputs([x])      # a clear error on a wrong count, shape or dtype
+    outputs = sig.allocate_outputs()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import TensorType
+
+from strato.dialects.tensor_types import numpy_dtype
+from strato.diagnostics import StratoError
+
+
+class InputMismatchError(StratoError, ValueError):
+    """Arguments that do not match a compiled model's signature."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One input or output: its ONNX name, static shape and dtype."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+
+    def __str__(self) -> str:
+        return f"'{self.name}' {self.dtype.name}{list(self.shape)}"
+
+
+@dataclass(frozen=True)
+class Signature:
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+
+    @staticmethod
+    def from_function(
+        function: func.FuncOp,
+        input_names: Sequence[str] | None = None,
+        output_names: Sequence[str] | None = None,
+    ) -> Signature:
+        """The signature of a graph-level function (tensor arguments and results).
+
+        Names default to the arguments' SSA names (`input0`, ... when unnamed) and to
+        `output0`, ...
+        """
+        function_type = function.function_type
+        args = function.args
+        if input_names is None:
+            input_names = [arg.name_hint or f"input{i}" for i, arg in enumerate(args)]
+        if output_names is None:
+            output_names = [f"output{i}" for i in range(len(function_type.outputs.data))]
+        inputs = tuple(
+            _spec(name, type_) for name, type_ in zip(input_names, function_type.inputs.data, strict=True)
+        )
+        outputs = tuple(
+            _spec(name, type_) for name, type_ in zip(output_names, function_type.outputs.data, strict=True)
+        )
+        return Signature(inputs, outputs)
+
+    def check_inputs(self, arrays: Sequence[object]) -> list[np.ndarray]:
+        """The arguments as C-contiguous arrays, after checking count, shape and dtype."""
+        if len(arrays) != len(self.inputs):
+            expected = ", ".join(str(spec) for spec in self.inputs) or "nothing"
+            raise InputMismatchError(
+                f"the model takes {len(self.inputs)} input(s) ({expected}), got {len(arrays)}"
+            )
+        checked = []
+        for position, (value, spec) in enumerate(zip(arrays, self.inputs)):
+            if not isinstance(value, np.ndarray):
+                raise InputMismatchError(
+                    f"input {position} {spec}: expected a numpy array, got {type(value).__name__}"
+                )
+            if value.dtype != spec.dtype:
+                raise InputMismatchError(
+                    f"input {position} {spec}: dtype is {value.dtype.name}, expected "
+                    f"{spec.dtype.name} (convert with .astype(np.{spec.dtype.name}))"
+                )
+            if tuple(value.shape) != spec.shape:
+                raise InputMismatchError(
+                    f"input {position} {spec}: shape is {list(value.shape)}, expected "
+                    f"{list(spec.shape)}"
+                )
+            checked.append(np.ascontiguousarray(value))
+        return checked
+
+    def allocate_outputs(self) -> list[np.ndarray]:
+        return [np.empty(spec.shape, dtype=spec.dtype) for spec in self.outputs]
+
+
+def _spec(name: str, type_: object) -> TensorSpec:
+    if not isinstance(type_, TensorType):
+        raise StratoError(f"entry value '{name}' is a {type_}, not a tensor")
+    shape = tuple(type_.get_shape())
+    if any(dim < 0 for dim in shape):
+        raise StratoError(f"entry value '{name}' has a dynamic shape {type_}")
+    return TensorSpec(name, shape, numpy_dtype(type_))
