@@ -1,0 +1,426 @@
+"""The te interpreter: runs functions that call te primitives, on numpy arrays.
+
+A function is run op by op (dense constants, `te.call`, `func.call`, `func.return`). A
+primitive is run stage by stage, and each stage is evaluated for all its elements at
+once: its index arguments are bound to broadcastable `np.arange` grids (one axis per
+result dimension, then one per reduction axis), its body ops are applied to whole arrays
+(`te.read` is fancy indexing, `arith`/`math` ops are numpy ufuncs on arrays of the
+element type, so f32 stays f32), and a reduction folds its trailing axes from `init`.
+
+    module = Parser(make_context(), text).parse_module()
+    (y,) = run_te(module, [x])
+
+`evaluate_scalar_op` holds the numpy meaning of every `arith`/`math` op a stage body may
+use; the loop interpreter reuses it for the ops xDSL's interpreter lacks, so both levels
+compute with the same numerics.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Callable, Sequence
+from math import prod
+
+import numpy as np
+
+from xdsl.dialects import arith, func, math
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.traits import SymbolTable
+
+from strato.dialects import te
+from strato.dialects.tensor_types import array_from_dense, numpy_dtype
+from strato.diagnostics import StratoError
+from strato.interpreters.graph import check_inputs, entry_function
+
+# A stage is evaluated in slices along its first axis when its index grid (result
+# elements times reduction extent) would hold more elements than this.
+GRID_ELEMENT_LIMIT = 1 << 22
+
+
+# ---------------------------------------------------------------------------------------
+# Scalar semantics of arith and math, on numpy arrays
+
+
+def _unsigned(a: np.ndarray) -> np.ndarray:
+    """The same bits read as an unsigned integer (for the `u` variants of arith ops)."""
+    a = np.asarray(a)
+    if a.dtype == np.bool_ or a.dtype.kind == "u":
+        return a
+    return a.astype(np.dtype(f"uint{a.dtype.itemsize * 8}"))
+
+
+def _divsi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # arith.divsi rounds toward zero; numpy's // rounds toward minus infinity.
+    quotient = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -quotient, quotient)
+
+
+def _ceildiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return -np.floor_divide(-a, b)
+
+
+def _round_half_away(a: np.ndarray) -> np.ndarray:
+    return np.copysign(np.floor(np.abs(a) + a.dtype.type(0.5)), a)
+
+
+_erf = np.frompyfunc(pymath.erf, 1, 1)
+
+# arith.cmpi predicates by number: eq ne slt sle sgt sge ult ule ugt uge
+_CMPI: list[Callable[[np.ndarray, np.ndarray], np.ndarray]] = [
+    np.equal,
+    np.not_equal,
+    np.less,
+    np.less_equal,
+    np.greater,
+    np.greater_equal,
+    lambda a, b: np.less(_unsigned(a), _unsigned(b)),
+    lambda a, b: np.less_equal(_unsigned(a), _unsigned(b)),
+    lambda a, b: np.greater(_unsigned(a), _unsigned(b)),
+    lambda a, b: np.greater_equal(_unsigned(a), _unsigned(b)),
+]
+
+
+def _cmpf(predicate: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # predicates by number: false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true
+    unordered = np.isnan(a) | np.isnan(b)
+    compare = [
+        None,
+        np.equal,
+        np.greater,
+        np.greater_equal,
+        np.less,
+        np.less_equal,
+        np.not_equal,
+        None,
+    ][predicate % 8]
+    if predicate == 0:
+        return np.zeros_like(unordered)
+    if predicate == 15:
+        return np.ones_like(unordered)
+    if predicate == 7:
+        return ~unordered
+    if predicate == 14:
+        return unordered
+    if predicate < 8:
+        return compare(a, b) & ~unordered
+    return compare(a, b) | unordered
+
+
+def _constant(op: arith.ConstantOp) -> np.ndarray:
+    value = op.value
+    if isinstance(value, FloatAttr | IntegerAttr):
+        return np.asarray(value.value.data, dtype=numpy_dtype(op.result.type))
+    if isinstance(value, DenseIntOrFPElementsAttr):
+        return array_from_dense(value)
+    raise StratoError(f"'arith.constant' of {value} cannot be evaluated", op=op)
+
+
+def _cast(op: Operation, a: np.ndarray) -> np.ndarray:
+    return a.astype(numpy_dtype(op.results[0].type))
+
+
+def _unsigned_cast(op: Operation, a: np.ndarray) -> np.ndarray:
+    return _unsigned(a).astype(numpy_dtype(op.results[0].type))
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    return lambda op, a, b: fn(a, b)
+
+
+def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    return lambda op, a: fn(a)
+
+
+def _on_unsigned(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Callable[..., np.ndarray]:
+    return lambda op, a, b: fn(_unsigned(a), _unsigned(b))
+
+
+ScalarSemantics = Callable[..., np.ndarray]
+
+SCALAR_SEMANTICS: dict[type[Operation], ScalarSemantics] = {
+    arith.ConstantOp: lambda op: _constant(op),
+    # floats
+    arith.AddfOp: _binary(np.add),
+    arith.SubfOp: _binary(np.subtract),
+    arith.MulfOp: _binary(np.multiply),
+    arith.DivfOp: _binary(np.divide),
+    arith.NegfOp: _unary(np.negative),
+    arith.MaximumfOp: _binary(np.maximum),
+    arith.MinimumfOp: _binary(np.minimum),
+    arith.MaxnumfOp: _binary(np.fmax),
+    arith.MinnumfOp: _binary(np.fmin),
+    arith.CmpfOp: lambda op, a, b: _cmpf(op.predicate.value.data, a, b),
+    # integers and indices (numpy integer arithmetic wraps like arith's)
+    arith.AddiOp: _binary(np.add),
+    arith.SubiOp: _binary(np.subtract),
+    arith.MuliOp: _binary(np.multiply),
+    arith.DivSIOp: _binary(_divsi),
+    arith.DivUIOp: _on_unsigned(np.floor_divide),
+    arith.RemSIOp: _binary(np.fmod),
+    arith.RemUIOp: _on_unsigned(np.remainder),
+    arith.FloorDivSIOp: _binary(np.floor_divide),
+    arith.CeilDivSIOp: _binary(_ceildiv),
+    arith.CeilDivUIOp: _on_unsigned(_ceildiv),
+    arith.MaxSIOp: _binary(np.maximum),
+    arith.MinSIOp: _binary(np.minimum),
+    arith.MaxUIOp: _on_unsigned(np.maximum),
+    arith.MinUIOp: _on_unsigned(np.minimum),
+    arith.AndIOp: _binary(np.bitwise_and),
+    arith.OrIOp: _binary(np.bitwise_or),
+    arith.XOrIOp: _binary(np.bitwise_xor),
+    arith.ShLIOp: _binary(np.left_shift),
+    arith.ShRSIOp: _binary(np.right_shift),
+    arith.ShRUIOp: _on_unsigned(np.right_shift),
+    arith.CmpiOp: lambda op, a, b: _CMPI[op.predicate.value.data](a, b),
+    arith.SelectOp: lambda op, c, a, b: np.where(c, a, b),
+    # conversions
+    arith.IndexCastOp: _cast,
+    arith.SIToFPOp: _cast,
+    arith.FPToSIOp: _cast,
+    arith.FPToUIOp: _cast,
+    arith.ExtFOp: _cast,
+    arith.TruncFOp: _cast,
+    arith.ExtSIOp: _cast,
+    arith.TruncIOp: _cast,
+    arith.UIToFPOp: _unsigned_cast,
+    arith.ExtUIOp: _unsigned_cast,
+    arith.BitcastOp: lambda op, a: np.asarray(a).view(numpy_dtype(op.result.type)),
+    # math
+    math.AbsFOp: _unary(np.abs),
+    math.AbsIOp: _unary(np.abs),
+    math.CeilOp: _unary(np.ceil),
+    math.FloorOp: _unary(np.floor),
+    math.TruncOp: _unary(np.trunc),
+    math.RoundOp: _unary(_round_half_away),
+    math.RoundEvenOp: _unary(np.rint),
+    math.ExpOp: _unary(np.exp),
+    math.Exp2Op: _unary(np.exp2),
+    math.ExpM1Op: _unary(np.expm1),
+    math.LogOp: _unary(np.log),
+    math.Log2Op: _unary(np.log2),
+    math.Log10Op: _unary(np.log10),
+    math.Log1pOp: _unary(np.log1p),
+    math.SqrtOp: _unary(np.sqrt),
+    math.RsqrtOp: _unary(lambda a: np.reciprocal(np.sqrt(a))),
+    math.CbrtOp: _unary(np.cbrt),
+    math.TanhOp: _unary(np.tanh),
+    math.SinOp: _unary(np.sin),
+    math.CosOp: _unary(np.cos),
+    math.TanOp: _unary(np.tan),
+    math.SinhOp: _unary(np.sinh),
+    math.CoshOp: _unary(np.cosh),
+    math.AsinOp: _unary(np.arcsin),
+    math.AcosOp: _unary(np.arccos),
+    math.AtanOp: _unary(np.arctan),
+    math.AsinhOp: _unary(np.arcsinh),
+    math.AcoshOp: _unary(np.arccosh),
+    math.AtanhOp: _unary(np.arctanh),
+    math.Atan2Op: _binary(np.arctan2),
+    math.PowFOp: _binary(np.power),
+    math.FPowIOp: _binary(np.power),
+    math.IPowIOp: _binary(np.power),
+    math.CopySignOp: _binary(np.copysign),
+    math.ErfOp: lambda op, a: _erf(a),
+    # a single rounding: the f32 product is exact in f64
+    math.FmaOp: lambda op, a, b, c: np.asarray(a, np.float64) * b + c,
+}
+
+
+def evaluate_scalar_op(op: Operation, args: Sequence[np.ndarray]) -> np.ndarray:
+    """The result of an `arith`/`math` op applied elementwise to numpy arrays, as an
+    array of the op's result element type. Unknown ops are a `StratoError`."""
+    semantics = SCALAR_SEMANTICS.get(type(op))
+    if semantics is None:
+        raise StratoError(f"the te interpreter cannot evaluate '{op.name}'", op=op)
+    with np.errstate(all="ignore"):
+        result = semantics(op, *args)
+    return np.asarray(result).astype(numpy_dtype(op.results[0].type), copy=False)
+
+
+# ---------------------------------------------------------------------------------------
+# Functions and primitives
+
+
+def run_te(
+    module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None = None
+) -> list[np.ndarray]:
+    """Interpret the entry function of a te-level module on `inputs`; its outputs."""
+    entry = entry_function(module, function)
+    return _run_function(module, entry, check_inputs(entry, inputs))
+
+
+def run_primitive(primitive: te.PrimitiveOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The outputs of one primitive on arrays bound to its placeholders in order."""
+    placeholders = primitive.placeholders
+    if len(inputs) != len(placeholders):
+        raise StratoError(
+            f"@{primitive.sym_name.data} takes {len(placeholders)} inputs, got {len(inputs)}",
+            op=primitive,
+        )
+    tensors: dict[SSAValue, np.ndarray] = {}
+    for placeholder, array in zip(placeholders, inputs):
+        shape = placeholder.result.type.get_shape()
+        array = np.asarray(array, dtype=numpy_dtype(placeholder.result.type))
+        if array.shape != shape:
+            raise StratoError(
+                f"placeholder \"{placeholder.tensor_name.data}\" of "
+                f"@{primitive.sym_name.data} expects shape {list(shape)}, "
+                f"got {list(array.shape)}",
+                op=placeholder,
+            )
+        tensors[placeholder.result] = array
+    for op in primitive.body.block.ops:
+        if isinstance(op, te.StageOp):
+            tensors[op.result] = evaluate_stage(op, tensors)
+    return [tensors[v].copy() for v in primitive.output.values]
+
+
+def _run_function(
+    module: ModuleOp, function: func.FuncOp, inputs: Sequence[np.ndarray]
+) -> list[np.ndarray]:
+    env: dict[SSAValue, np.ndarray] = dict(zip(function.args, inputs))
+    for op in function.body.block.ops:
+        if isinstance(op, func.ReturnOp):
+            return [env[v] for v in op.arguments]
+        args = [env[v] for v in op.operands]
+        if isinstance(op, te.CallOp):
+            callee = _lookup(module, op.callee.string_value(), op)
+            if not isinstance(callee, te.PrimitiveOp):
+                raise StratoError(f"@{op.callee.string_value()} is not a te.primitive", op=op)
+            results = run_primitive(callee, args)
+        elif isinstance(op, func.CallOp):
+            results = _run_function(module, entry_function(module, op.callee.string_value()), args)
+        elif isinstance(op, arith.ConstantOp):
+            results = [_constant(op)]
+        else:
+            raise StratoError(f"the te interpreter cannot run '{op.name}'", op=op)
+        for value, array in zip(op.results, results, strict=True):
+            env[value] = array
+    raise StratoError(f"@{function.sym_name.data} has no func.return", op=function)
+
+
+def _lookup(module: ModuleOp, name: str, user: Operation) -> Operation:
+    callee = SymbolTable.lookup_symbol(module, name)
+    if callee is None:
+        raise StratoError(f"no symbol named @{name} in the module", op=user)
+    return callee
+
+
+# ---------------------------------------------------------------------------------------
+# Stages
+
+
+def evaluate_stage(stage: te.StageOp, tensors: dict[SSAValue, np.ndarray]) -> np.ndarray:
+    """All elements of one stage, given the arrays of the tensors it reads."""
+    shape = stage.tensor_type.get_shape()
+    extents = stage.reduce_extents()
+    dtype = numpy_dtype(stage.tensor_type)
+    result = np.empty(shape, dtype=dtype)
+    if not shape:
+        result[()] = _evaluate_block(stage, tensors, (), extents)
+        return result
+    # Slices along the first axis keep the index grid of a large stage bounded.
+    row = prod(shape[1:]) * prod(extents)
+    rows = max(1, GRID_ELEMENT_LIMIT // max(row, 1))
+    for start in range(0, shape[0], rows):
+        stop = min(start + rows, shape[0])
+        result[start:stop] = _evaluate_block(stage, tensors, (start, stop), extents)
+    return result
+
+
+def _evaluate_block(
+    stage: te.StageOp,
+    tensors: dict[SSAValue, np.ndarray],
+    first_axis: tuple[int, ...],
+    extents: tuple[int, ...],
+) -> np.ndarray:
+    """The stage's values for result rows first_axis[0]..first_axis[1] (all rows when
+    the result is rank 0)."""
+    shape = list(stage.tensor_type.get_shape())
+    if first_axis:
+        shape[0] = first_axis[1] - first_axis[0]
+    grid_shape = (*shape, *extents)
+    env: dict[SSAValue, np.ndarray] = {}
+    for axis, arg in enumerate(stage.body.block.args):
+        broadcast_shape = [1] * len(grid_shape)
+        broadcast_shape[axis] = grid_shape[axis]
+        offset = first_axis[0] if axis == 0 and first_axis else 0
+        env[arg] = np.arange(offset, offset + grid_shape[axis]).reshape(broadcast_shape)
+    for op in stage.body.block.ops:
+        if isinstance(op, te.YieldOp):
+            values = np.broadcast_to(env[op.value], grid_shape)
+            if isinstance(stage, te.ReduceOp):
+                return _fold(stage, values, len(shape))
+            return values
+        if isinstance(op, te.ReadOp):
+            indices = [env[v] for v in op.indices]
+            env[op.result] = _read(op, tensors, indices, stage)
+        elif op.regions:
+            raise StratoError(
+                f"the te interpreter cannot evaluate '{op.name}' in stage "
+                f"\"{stage.stage.data}\": stage bodies hold scalar ops only",
+                op=op,
+            )
+        else:
+            env[op.results[0]] = evaluate_scalar_op(op, [env[v] for v in op.operands])
+    raise StratoError(f"stage \"{stage.stage.data}\" has no te.yield", op=stage)
+
+
+def _read(
+    op: te.ReadOp,
+    tensors: dict[SSAValue, np.ndarray],
+    indices: Sequence[np.ndarray],
+    stage: te.StageOp,
+) -> np.ndarray:
+    tensor = tensors.get(op.tensor)
+    if tensor is None:
+        raise StratoError(
+            f"stage \"{stage.stage.data}\" reads a tensor that is not computed yet", op=op
+        )
+    for dim, (index, size) in enumerate(zip(indices, tensor.shape)):
+        index = np.asarray(index)
+        if index.size and (index.min() < 0 or index.max() >= size):
+            raise StratoError(
+                f"stage \"{stage.stage.data}\" reads index {int(index.min())}.."
+                f"{int(index.max())} of dimension {dim} (size {size}) out of bounds",
+                op=op,
+            )
+    return tensor[tuple(indices)]
+
+
+_COMBINE: dict[te.ReduceKind, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    te.ReduceKind.SUM: np.add,
+    te.ReduceKind.MAX: np.maximum,
+    te.ReduceKind.MIN: np.minimum,
+}
+
+
+def _fold(stage: te.ReduceOp, values: np.ndarray, rank: int) -> np.ndarray:
+    """Combine the trailing reduction axes of `values` from `init`, one reduction
+    element after the other in row-major order: the order of the canonical loop nest,
+    so both levels round the same way."""
+    dtype = numpy_dtype(stage.tensor_type)
+    flat = values.reshape(*values.shape[:rank], -1)
+    combine = _COMBINE[stage.kind.data]
+    acc = np.full(values.shape[:rank], stage.init.value.data, dtype=dtype)
+    with np.errstate(all="ignore"):
+        for k in range(flat.shape[-1]):
+            acc = combine(acc, flat[..., k]).astype(dtype, copy=False)
+    return acc
+
+
+__all__ = [
+    "GRID_ELEMENT_LIMIT",
+    "SCALAR_SEMANTICS",
+    "evaluate_scalar_op",
+    "evaluate_stage",
+    "run_primitive",
+    "run_te",
+]
