@@ -1,0 +1,326 @@
+"""The loop interpreter: runs loop-level functions on buffers, with xDSL's interpreter.
+
+It uses xDSL's implementations of `func`, `arith`, `memref`, `scf` and `math`, and adds
+what they lack:
+
+- `loop.for` (every loop kind runs serially: kinds never change results);
+- the `arith`/`math` ops xDSL does not implement, with the numpy semantics the te
+  interpreter uses (`strato.interpreters.te.SCALAR_SEMANTICS`), so both levels compute
+  the same numbers;
+- `memref.copy`, `memref.get_global` of any dense constant (splats included), bounds
+  checks on `memref.load`/`memref.store`, and `memref.alloc` in any memory space that
+  fills float buffers with NaN, so a read of memory nothing wrote shows in the results.
+
+The entry function follows the loop-level ABI: its arguments are the inputs, then the
+output buffers marked `{loop.output}`; `run_loops` allocates the outputs (NaN-filled
+floats), calls the function and returns the output buffers as numpy arrays.
+
+    (y,) = run_loops(module, [x])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from xdsl.dialects import builtin, func, memref
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseIntOrFPElementsAttr,
+    IndexType,
+    MemRefType,
+    ModuleOp,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    ReturnedValues,
+    TerminatorValue,
+    impl,
+    impl_terminator,
+    register_impls,
+)
+from xdsl.interpreters.arith import ArithFunctions
+from xdsl.interpreters.builtin import BuiltinFunctions, scalar_attr, xtype_for_el_type
+from xdsl.interpreters.func import FuncFunctions
+from xdsl.interpreters.math import MathFunctions
+from xdsl.interpreters.memref import MemRefFunctions
+from xdsl.interpreters.scf import ScfFunctions
+from xdsl.interpreters.shaped_array import ShapedArray
+from xdsl.interpreters.utils.ptr import RawPtr, TypedPtr
+from xdsl.ir import Attribute, Operation
+from xdsl.traits import SymbolTable
+
+from strato.diagnostics import StratoError
+from strato.dialects import loop
+from strato.dialects.tensor_types import array_from_dense, numpy_dtype
+from strato.interpreters.graph import entry_function
+from strato.interpreters.te import SCALAR_SEMANTICS, evaluate_scalar_op
+
+OUTPUT_ATTR = "loop.output"
+KERNEL_ATTR = "loop.kernel"
+
+
+# ---------------------------------------------------------------------------------------
+# Buffers: numpy arrays <-> xDSL's ShapedArray (packed little-endian bytes)
+
+
+def _storage_dtype(type_: MemRefType) -> np.dtype:
+    return numpy_dtype(type_).newbyteorder("<")
+
+
+def buffer_from_array(array: np.ndarray, type_: MemRefType) -> ShapedArray[Any]:
+    """A fresh interpreter buffer of `type_` holding a copy of `array`."""
+    data = np.ascontiguousarray(array, dtype=_storage_dtype(type_))
+    xtype = xtype_for_el_type(type_.element_type, Interpreter.DEFAULT_BITWIDTH)
+    ptr = TypedPtr[Any](RawPtr(bytearray(data.tobytes())), xtype=xtype)
+    return ShapedArray(ptr, list(type_.get_shape()))
+
+
+def array_from_buffer(buffer: ShapedArray[Any], type_: MemRefType) -> np.ndarray:
+    """A numpy copy of an interpreter buffer of `type_`."""
+    raw = buffer.data_ptr.raw
+    values = np.frombuffer(
+        bytes(raw.memory), dtype=_storage_dtype(type_), count=buffer.size, offset=raw.offset
+    )
+    return values.astype(numpy_dtype(type_)).reshape(buffer.shape)
+
+
+def _fresh_array(type_: MemRefType) -> np.ndarray:
+    fill = np.nan if isinstance(type_.element_type, AnyFloat) else 0
+    return np.full(type_.get_shape(), fill, dtype=numpy_dtype(type_))
+
+
+# ---------------------------------------------------------------------------------------
+# Implementations xDSL lacks
+
+
+@register_impls
+class LoopFunctions(InterpreterFunctions):
+    """`loop.for`: the body runs once per induction value; kinds all run serially."""
+
+    @impl(loop.ForOp)
+    def run_for(self, interpreter: Interpreter, op: loop.ForOp, args: PythonValues) -> PythonValues:
+        for i in range(op.lb.data, op.ub.data, op.step.data):
+            iv = scalar_attr(i, IndexType(), interpreter.index_bitwidth)
+            interpreter.run_ssacfg_region(op.body, (iv,), "loop.for")
+        return ()
+
+    @impl_terminator(loop.YieldOp)
+    def run_yield(
+        self, interpreter: Interpreter, op: loop.YieldOp, args: PythonValues
+    ) -> tuple[TerminatorValue, PythonValues]:
+        return ReturnedValues(()), ()
+
+
+@register_impls
+class BufferFunctions(MemRefFunctions):
+    """xDSL's memref implementations, with bounds-checked loads and stores (xDSL's
+    read and write past a row silently), NaN-filled allocations, `memref.copy` and
+    `memref.get_global` of any dense constant."""
+
+    @impl(memref.AllocOp)
+    def run_alloc(self, interpreter: Interpreter, op: memref.AllocOp, args: PythonValues) -> PythonValues:
+        type_ = op.memref.type
+        assert isinstance(type_, MemRefType)
+        return (buffer_from_array(_fresh_array(type_), type_),)
+
+    @impl(memref.LoadOp)
+    def run_load(self, interpreter: Interpreter, op: memref.LoadOp, args: tuple[Any, ...]):
+        buffer, *indices = args
+        value = buffer.load(_checked_index(op, buffer, indices))
+        return (scalar_attr(value, op.res.type, interpreter.index_bitwidth),)
+
+    @impl(memref.StoreOp)
+    def run_store(self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues) -> PythonValues:
+        value, buffer, *indices = args
+        buffer.store(_checked_index(op, buffer, indices), value.value.data)
+        return ()
+
+    @impl(memref.CopyOp)
+    def run_copy(self, interpreter: Interpreter, op: memref.CopyOp, args: PythonValues) -> PythonValues:
+        source, destination = args
+        size = source.size * source.data_ptr.size
+        src, dst = source.data_ptr.raw, destination.data_ptr.raw
+        dst.memory[dst.offset : dst.offset + size] = src.memory[src.offset : src.offset + size]
+        return ()
+
+    @impl(memref.GetGlobalOp)
+    def run_get_global(
+        self, interpreter: Interpreter, op: memref.GetGlobalOp, args: PythonValues
+    ) -> PythonValues:
+        global_op = SymbolTable.lookup_symbol(op, op.name_)
+        if not isinstance(global_op, memref.GlobalOp):
+            raise StratoError(f"no memref.global named {op.name_}", op=op)
+        value = global_op.initial_value
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            raise StratoError(f"memref.global {op.name_} has no dense initial value", op=op)
+        type_ = op.memref.type
+        assert isinstance(type_, MemRefType)
+        return (buffer_from_array(array_from_dense(value), type_),)
+
+
+def _checked_index(
+    op: Operation, buffer: ShapedArray[Any], indices: Sequence[Any]
+) -> tuple[int, ...]:
+    index = tuple(i.value.data for i in indices)
+    if len(index) != len(buffer.shape) or any(
+        not 0 <= i < n for i, n in zip(index, buffer.shape)
+    ):
+        raise StratoError(
+            f"'{op.name}' at index {list(index)} is out of bounds of a buffer of shape "
+            f"{buffer.shape}",
+            op=op,
+        )
+    return index
+
+
+def _scalar_impl(op_type: type[Operation]):
+    @impl(op_type)
+    def run(self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
+        arrays = [
+            np.asarray(arg.value.data).astype(numpy_dtype(operand.type))
+            for arg, operand in zip(args, op.operands)
+        ]
+        result = evaluate_scalar_op(op, arrays)
+        result_type = op.results[0].type
+        value = result.item()
+        value = float(value) if isinstance(result_type, AnyFloat) else int(value)
+        return (scalar_attr(value, result_type, interpreter.index_bitwidth),)
+
+    return run
+
+
+# Every arith/math op of the te semantics table; xDSL's own implementations are
+# registered over these where it has one.
+ScalarOpFunctions = register_impls(
+    type(
+        "ScalarOpFunctions",
+        (InterpreterFunctions,),
+        {f"run_{t.__name__}": _scalar_impl(t) for t in SCALAR_SEMANTICS},
+    )
+)
+
+
+# ---------------------------------------------------------------------------------------
+# Running a module
+
+
+class _CurrentOp(Interpreter.Listener):
+    """The stack of ops being interpreted: its top names the op an error came from."""
+
+    def __init__(self) -> None:
+        self.stack: list[Operation] = []
+
+    def will_interpret_op(self, op: Operation, args: PythonValues) -> None:
+        self.stack.append(op)
+
+    def did_interpret_op(self, op: Operation, results: PythonValues) -> None:
+        self.stack.pop()
+
+
+def make_interpreter(module: ModuleOp, listeners: Sequence[Interpreter.Listener] = ()) -> Interpreter:
+    """xDSL's interpreter with the implementations loop-level programs need."""
+    interpreter = Interpreter(module, listeners=tuple(listeners))
+    interpreter.register_implementations(ScalarOpFunctions())
+    for functions in (ArithFunctions(), MathFunctions()):
+        interpreter.register_implementations(functions, override=True)
+    for functions in (BuiltinFunctions(), FuncFunctions(), ScfFunctions()):
+        interpreter.register_implementations(functions)
+    interpreter.register_implementations(BufferFunctions())
+    interpreter.register_implementations(LoopFunctions())
+    return interpreter
+
+
+def loop_entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
+    """The function called `name`; else the only function that is not a kernel, else
+    the only kernel, else `@main`."""
+    if name is not None:
+        return entry_function(module, name)
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
+    callers = [f for f in funcs if KERNEL_ATTR not in f.attributes]
+    if len(callers) == 1:
+        return callers[0]
+    if not callers and len(funcs) == 1:
+        return funcs[0]
+    return entry_function(module, None)
+
+
+def output_flags(function: func.FuncOp) -> list[bool]:
+    """For each argument of `function`, whether it is an output buffer."""
+    count = len(function.function_type.inputs.data)
+    if function.arg_attrs is None:
+        return [False] * count
+    return [OUTPUT_ATTR in attrs.data for attrs in function.arg_attrs.data]
+
+
+def run_loops(
+    module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None = None
+) -> list[np.ndarray]:
+    """Interpret the entry function of a loop-level module; the output buffers."""
+    entry = loop_entry_function(module, function)
+    name = entry.sym_name.data
+    types = entry.function_type.inputs.data
+    is_output = output_flags(entry)
+    input_types = [t for t, out in zip(types, is_output) if not out]
+    if len(inputs) != len(input_types):
+        raise StratoError(f"@{name} takes {len(input_types)} inputs, got {len(inputs)}")
+
+    args: list[Any] = []
+    outputs: list[tuple[ShapedArray[Any], MemRefType]] = []
+    given = iter(enumerate(inputs))
+    for type_, out in zip(types, is_output):
+        if out:
+            if not isinstance(type_, MemRefType):
+                raise StratoError(f"output argument of @{name} is {type_}, not a memref")
+            buffer = buffer_from_array(_fresh_array(type_), type_)
+            outputs.append((buffer, type_))
+            args.append(buffer)
+        else:
+            n, value = next(given)
+            args.append(_input_value(name, n, value, type_))
+
+    tracker = _CurrentOp()
+    interpreter = make_interpreter(module, [tracker])
+    try:
+        interpreter.call_op(entry, tuple(args))
+    except StratoError:
+        raise
+    except Exception as error:
+        op = tracker.stack[-1] if tracker.stack else entry
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise StratoError(
+            f"the loop interpreter cannot run '{op.name}': {reason}", op=op
+        ) from error
+    return [array_from_buffer(buffer, type_) for buffer, type_ in outputs]
+
+
+def _input_value(name: str, n: int, value: Any, type_: Attribute) -> Any:
+    if isinstance(type_, MemRefType):
+        array = np.asarray(value)
+        if array.shape != type_.get_shape():
+            raise StratoError(
+                f"input {n} of @{name} has shape {list(array.shape)}, "
+                f"expected {list(type_.get_shape())}"
+            )
+        return buffer_from_array(array, type_)
+    if isinstance(type_, AnyFloat | builtin.IntegerType | IndexType):
+        scalar = np.asarray(value).astype(numpy_dtype(type_)).item()
+        return scalar_attr(scalar, type_, Interpreter.DEFAULT_BITWIDTH)
+    raise StratoError(f"input {n} of @{name} has type {type_}, which cannot be passed")
+
+
+__all__ = [
+    "BufferFunctions",
+    "LoopFunctions",
+    "ScalarOpFunctions",
+    "array_from_buffer",
+    "buffer_from_array",
+    "loop_entry_function",
+    "make_interpreter",
+    "output_flags",
+    "run_loops",
+]

@@ -1,0 +1,621 @@
+"""convert-te-to-loops: each te primitive becomes a kernel of canonical loop nests.
+
+Requires: `te.primitive`s with static shapes, and functions over tensors whose ops are
+`te.call`, `func.call` of other such functions and dense `arith.constant` tensors (plus
+scalar ops on non-tensor values).
+Leaves illegal: every `te` op and every tensor-typed value (checked after the pass).
+
+The result follows the loop-level ABI:
+
+- `te.primitive @p` becomes `func.func @p(%in.., %out.. {loop.output})` with no results
+  and the unit attribute `loop.kernel`: inputs in placeholder order, then one output
+  buffer per `te.output` value.
+- Each stage becomes one loop nest, a `loop.for` per result dimension (axis named after
+  the stage's index argument, else i0, i1, ..), with `stage = "<name>"` on the outermost
+  loop; a rank-0 stage gets one loop of trip count 1 so every stage has its loop. A
+  reduction stores `init` and then accumulates in its buffer in reduction loops
+  innermost (axes named after the reduction arguments, else k0, k1, ..). A stage that
+  `te.output` returns writes its output buffer; other stages write a
+  `memref<.., #loop.scope<local>>` allocated before the nest and freed before the return.
+- A function over tensors keeps its name and becomes `func.func @f(%in.., %out..
+  {loop.output})`: dense constants become `memref.global "private" constant`s read with
+  `memref.get_global`, calls pass their output buffers, intermediates are allocated before
+  their call and freed after their last use, a returned call result is written in place,
+  and other returned values (arguments, constants, a value returned twice) are copied.
+
+Before:
+
+    te.primitive @relu {
+      %a = te.placeholder "a" : tensor<4xf32>
+      %r = te.compute "relu" (%i) : tensor<4xf32> {
+        %v = te.read %a[%i] : tensor<4xf32>
+        %z = arith.constant 0.0 : f32
+        %m = arith.maximumf %v, %z : f32
+        te.yield %m : f32
+      }
+      te.output %r : tensor<4xf32>
+    }
+    func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %y = te.call @relu(%x) : (tensor<4xf32>) -> tensor<4xf32>
+      func.return %y : tensor<4xf32>
+    }
+
+After:
+
+    func.func @relu(%a: memref<4xf32>, %r: memref<4xf32> {loop.output}) attributes {loop.kernel} {
+      loop.for %i = 0 to 4 axis "i" attributes {stage = "relu"} {
+        %v = memref.load %a[%i] : memref<4xf32>
+        %z = arith.constant 0.000000e+00 : f32
+        %m = arith.maximumf %v, %z : f32
+        memref.store %m, %r[%i] : memref<4xf32>
+      }
+      func.return
+    }
+    func.func @main(%x: memref<4xf32>, %y: memref<4xf32> {loop.output}) {
+      func.call @relu(%x, %y) : (memref<4xf32>, memref<4xf32>) -> ()
+      func.return
+    }
+
+The lowering is a structured walk rather than a set of rewrite patterns: turning tensors
+(values) into buffers is a whole-function decision (which buffer a stage or call writes
+depends on `te.output`/`func.return`, where it is freed depends on its last use), the
+job MLIR gives to its bufferization analysis, not to local patterns; xDSL has neither a
+type-converting conversion framework nor bufferization. Each source op still has its own
+small lowering class (`ComputeOpLowering`, `CallOpLowering`, ...) that the walk calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.builder import Builder
+from xdsl.context import Context
+from xdsl.dialects import arith, func, memref
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    ArrayAttr,
+    DictionaryAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    NoneAttr,
+    Signedness,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+)
+from xdsl.ir import Attribute, Operation, OpResult, Region, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint
+
+from strato.diagnostics import StratoError
+from strato.dialects import te
+from strato.dialects.loop import ForOp, MemoryScope, ScopeAttr
+from strato.legality import check_legal
+
+PASS_NAME = "convert-te-to-loops"
+
+KERNEL_ATTR = "loop.kernel"
+"""Unit attribute on the function of a lowered primitive."""
+OUTPUT_ATTR = "loop.output"
+"""Unit argument attribute on the output buffers of a lowered function or kernel."""
+STAGE_ATTR = "stage"
+"""String attribute naming the stage on the outermost loop of its nest."""
+
+
+def memref_for(type_: Attribute, op: Operation, scope: MemoryScope | None = None) -> MemRefType:
+    """The buffer type of a static-shaped tensor type (`op` is blamed otherwise)."""
+    if not isinstance(type_, TensorType):
+        raise StratoError(f"{PASS_NAME} expects a tensor type, got {type_}", op=op)
+    shape = type_.get_shape()
+    if any(dim < 0 for dim in shape):
+        raise StratoError(f"{PASS_NAME} requires static shapes, got {type_}", op=op)
+    space: Attribute = NoneAttr() if scope is None else ScopeAttr(scope)
+    return MemRefType(type_.element_type, shape, memory_space=space)
+
+
+def _output_arg_attrs(
+    inputs: Sequence[DictionaryAttr], output_count: int
+) -> ArrayAttr[DictionaryAttr]:
+    output = DictionaryAttr({OUTPUT_ATTR: UnitAttr()})
+    return ArrayAttr([*inputs, *([output] * output_count)])
+
+
+def _set_name(value: SSAValue, name: str | None) -> None:
+    if name is not None and SSAValue.is_valid_name(name):
+        value.name_hint = name
+
+
+def _has_tensor_type(op: Operation) -> bool:
+    types = [v.type for v in (*op.operands, *op.results)]
+    return any(isinstance(t, TensorType) for t in types)
+
+
+# ---------------------------------------------------------------------------------------
+# Stages
+
+
+@dataclass
+class LoopNest:
+    """Perfectly nested loops, outermost first; `body` inserts into the innermost."""
+
+    loops: list[ForOp]
+
+    @staticmethod
+    def build(builder: Builder, axes: Sequence[tuple[str, int]]) -> LoopNest:
+        loops: list[ForOp] = []
+        for name, extent in axes:
+            loop, block = ForOp.build(0, extent, axis=name)
+            _set_name(loop.induction_var, name)
+            builder.insert(loop)
+            builder = Builder(InsertPoint.before(block.last_op))  # before loop.yield
+            loops.append(loop)
+        return LoopNest(loops)
+
+    @property
+    def ivs(self) -> list[SSAValue]:
+        return [loop.induction_var for loop in self.loops]
+
+    @property
+    def body(self) -> Builder:
+        last = self.loops[-1].body.block.last_op
+        assert last is not None
+        return Builder(InsertPoint.before(last))
+
+
+def _axis_names(stage: te.StageOp) -> tuple[list[str], list[str]]:
+    """Loop axis names, unique within the stage: the index arguments' name hints, else
+    i0, i1, .. for result dimensions and k0, k1, .. for reduction axes."""
+    taken: set[str] = set()
+
+    def unique(base: str) -> str:
+        name, n = base, 0
+        while name in taken:
+            n += 1
+            name = f"{base}{n}"
+        taken.add(name)
+        return name
+
+    rank = stage.tensor_type.get_num_dims()
+    args = stage.body.block.args
+    spatial = [unique(arg.name_hint or f"i{d}") for d, arg in enumerate(args[:rank])]
+    reduce = [unique(arg.name_hint or f"k{r}") for r, arg in enumerate(args[rank:])]
+    return spatial, reduce
+
+
+def _spatial_nest(stage: te.StageOp, builder: Builder, names: Sequence[str]) -> LoopNest:
+    """The loops over the result dimensions, marked with the stage name. A rank-0
+    result gets a single-iteration loop so that every stage has a loop to schedule."""
+    shape = stage.tensor_type.get_shape()
+    axes = list(zip(names, shape)) or [("i0", 1)]
+    nest = LoopNest.build(builder, axes)
+    nest.loops[0].attributes[STAGE_ATTR] = StringAttr(stage.stage.data)
+    return nest
+
+
+def lower_stage_body(
+    stage: te.StageOp,
+    indices: Sequence[SSAValue],
+    buffers: dict[SSAValue, SSAValue],
+    builder: Builder,
+) -> SSAValue:
+    """Emit the scalar ops of a stage body for one element, its index arguments bound to
+    `indices`; `te.read` becomes `memref.load` of the tensor's buffer. The yielded
+    value."""
+    mapping: dict[SSAValue, SSAValue] = dict(zip(stage.body.block.args, indices))
+    for op in stage.body.block.ops:
+        if isinstance(op, te.YieldOp):
+            return mapping[op.value]
+        if isinstance(op, te.ReadOp):
+            ReadOpLowering().lower(op, mapping, buffers, builder)
+            continue
+        if op.regions or _has_tensor_type(op):
+            raise StratoError(
+                f"{PASS_NAME} cannot lower '{op.name}' in stage \"{stage.stage.data}\": "
+                "stage bodies hold scalar ops only",
+                op=op,
+            )
+        builder.insert(op.clone(mapping))
+    raise StratoError(f"stage \"{stage.stage.data}\" has no te.yield", op=stage)
+
+
+class ReadOpLowering:
+    """te.read %t[%i..] -> memref.load %buffer_of_t[%i..]."""
+
+    def lower(
+        self,
+        op: te.ReadOp,
+        mapping: dict[SSAValue, SSAValue],
+        buffers: dict[SSAValue, SSAValue],
+        builder: Builder,
+    ) -> None:
+        buffer = buffers.get(op.tensor)
+        if buffer is None:
+            raise StratoError("te.read of a tensor that has no buffer yet", op=op)
+        load = builder.insert(memref.LoadOp.get(buffer, [mapping[i] for i in op.indices]))
+        _set_name(load.res, op.result.name_hint)
+        mapping[op.result] = load.res
+
+
+class ComputeOpLowering:
+    """te.compute -> one loop per result dimension storing the body's value."""
+
+    def lower(
+        self,
+        op: te.ComputeOp,
+        dest: SSAValue,
+        buffers: dict[SSAValue, SSAValue],
+        builder: Builder,
+    ) -> ForOp:
+        spatial, _ = _axis_names(op)
+        nest = _spatial_nest(op, builder, spatial)
+        indices = nest.ivs[: len(spatial)]
+        body = nest.body
+        value = lower_stage_body(op, indices, buffers, body)
+        body.insert(memref.StoreOp.get(value, dest, indices))
+        return nest.loops[0]
+
+
+_FLOAT_COMBINE = {
+    te.ReduceKind.SUM: arith.AddfOp,
+    te.ReduceKind.MAX: arith.MaximumfOp,
+    te.ReduceKind.MIN: arith.MinimumfOp,
+}
+_SIGNED_COMBINE = {
+    te.ReduceKind.SUM: arith.AddiOp,
+    te.ReduceKind.MAX: arith.MaxSIOp,
+    te.ReduceKind.MIN: arith.MinSIOp,
+}
+_UNSIGNED_COMBINE = {
+    te.ReduceKind.SUM: arith.AddiOp,
+    te.ReduceKind.MAX: arith.MaxUIOp,
+    te.ReduceKind.MIN: arith.MinUIOp,
+}
+
+
+def combine_op(kind: te.ReduceKind, element_type: Attribute, lhs: SSAValue, rhs: SSAValue) -> Operation:
+    """The arith op combining an accumulator with a value for a reduction kind."""
+    if isinstance(element_type, AnyFloat):
+        return _FLOAT_COMBINE[kind](lhs, rhs)
+    assert isinstance(element_type, IntegerType)
+    if element_type.signedness.data == Signedness.UNSIGNED:
+        return _UNSIGNED_COMBINE[kind](lhs, rhs)
+    return _SIGNED_COMBINE[kind](lhs, rhs)
+
+
+class ReduceOpLowering:
+    """te.reduce -> loops over the result dimensions that store `init`, then the
+    reduction loops innermost that load, combine and store the accumulator."""
+
+    def lower(
+        self,
+        op: te.ReduceOp,
+        dest: SSAValue,
+        buffers: dict[SSAValue, SSAValue],
+        builder: Builder,
+    ) -> ForOp:
+        spatial, reduce = _axis_names(op)
+        nest = _spatial_nest(op, builder, spatial)
+        indices = nest.ivs[: len(spatial)]
+        outer = nest.body
+        init = outer.insert(arith.ConstantOp(op.init))
+        _set_name(init.result, "init")
+        outer.insert(memref.StoreOp.get(init, dest, indices))
+        reduction = LoopNest.build(outer, list(zip(reduce, op.reduce_extents())))
+        body = reduction.body
+        value = lower_stage_body(op, [*indices, *reduction.ivs], buffers, body)
+        acc = body.insert(memref.LoadOp.get(dest, indices))
+        _set_name(acc.res, "acc")
+        element_type = op.tensor_type.element_type
+        combined = body.insert(combine_op(op.kind.data, element_type, acc.res, value))
+        body.insert(memref.StoreOp.get(combined.results[0], dest, indices))
+        return nest.loops[0]
+
+
+STAGE_LOWERINGS = {te.ComputeOp: ComputeOpLowering(), te.ReduceOp: ReduceOpLowering()}
+
+
+# ---------------------------------------------------------------------------------------
+# Primitives
+
+
+class PrimitiveOpLowering:
+    """te.primitive @p -> func.func @p(inputs.., outputs.. {loop.output}) {loop.kernel}."""
+
+    def lower(self, primitive: te.PrimitiveOp) -> func.FuncOp:
+        placeholders = primitive.placeholders
+        outputs = list(primitive.output.values)
+        input_types = [memref_for(p.result.type, p) for p in placeholders]
+        output_types = [memref_for(v.type, primitive.output) for v in outputs]
+        kernel = func.FuncOp(
+            primitive.sym_name.data,
+            (input_types + output_types, []),
+            arg_attrs=_output_arg_attrs([DictionaryAttr({})] * len(input_types), len(outputs)),
+        )
+        kernel.attributes[KERNEL_ATTR] = UnitAttr()
+        kernel.attributes |= primitive.attributes
+        args = kernel.body.block.args
+        in_args, out_args = args[: len(input_types)], args[len(input_types) :]
+
+        buffers: dict[SSAValue, SSAValue] = {}
+        for placeholder, arg in zip(placeholders, in_args):
+            _set_name(arg, placeholder.result.name_hint)
+            buffers[placeholder.result] = arg
+        # A stage returned by te.output writes the output buffer itself; any other
+        # returned value (a placeholder, a stage returned again) is copied into it.
+        destinations: dict[SSAValue, SSAValue] = {}
+        copies: list[tuple[SSAValue, SSAValue]] = []
+        for n, (value, arg) in enumerate(zip(outputs, out_args)):
+            if isinstance(value.owner, te.StageOp) and value not in destinations:
+                destinations[value] = arg
+                _set_name(arg, value.name_hint or f"out{n}")
+            else:
+                copies.append((value, arg))
+                _set_name(arg, f"out{n}")
+
+        builder = Builder(InsertPoint.at_end(kernel.body.block))
+        scratch: list[SSAValue] = []
+        for op in primitive.body.block.ops:
+            if not isinstance(op, te.StageOp):
+                continue
+            dest = destinations.get(op.result)
+            if dest is None:
+                dest = self._alloc_local(op, builder)
+                scratch.append(dest)
+            buffers[op.result] = dest
+            STAGE_LOWERINGS[type(op)].lower(op, dest, buffers, builder)
+        for value, arg in copies:
+            builder.insert(memref.CopyOp(buffers[value], arg))
+        for buffer in scratch:
+            builder.insert(memref.DeallocOp.get(buffer))
+        builder.insert(func.ReturnOp())
+        return kernel
+
+    @staticmethod
+    def _alloc_local(stage: te.StageOp, builder: Builder) -> SSAValue:
+        type_ = memref_for(stage.result.type, stage, MemoryScope.LOCAL)
+        alloc = builder.insert(memref.AllocOp([], [], type_))
+        _set_name(alloc.memref, stage.result.name_hint)
+        return alloc.memref
+
+
+# ---------------------------------------------------------------------------------------
+# Functions over tensors
+
+
+class SymbolNames:
+    """Fresh symbol names within one module."""
+
+    def __init__(self, module: ModuleOp):
+        self.taken = {
+            attr.data
+            for op in module.ops
+            if isinstance(attr := op.properties.get("sym_name"), StringAttr)
+        }
+
+    def fresh(self, base: str) -> str:
+        name, n = base, 0
+        while name in self.taken:
+            n += 1
+            name = f"{base}_{n}"
+        self.taken.add(name)
+        return name
+
+
+@dataclass
+class ConstantOpLowering:
+    """arith.constant dense<..> : tensor<..> -> a private constant memref.global (placed
+    before the function) and a memref.get_global of it."""
+
+    names: SymbolNames
+
+    def lower(
+        self, op: arith.ConstantOp, function: func.FuncOp, builder: Builder
+    ) -> SSAValue:
+        type_ = memref_for(op.result.type, op)
+        name = self.names.fresh(f"{function.sym_name.data}_{op.result.name_hint or 'cst'}")
+        global_op = memref.GlobalOp.get(
+            StringAttr(name), type_, op.value, constant=UnitAttr()
+        )
+        function.parent_block().insert_op_before(global_op, function)  # type: ignore[union-attr]
+        get = builder.insert(memref.GetGlobalOp(name, type_))
+        _set_name(get.memref, op.result.name_hint)
+        return get.memref
+
+
+class CallOpLowering:
+    """te.call @p(%a..) / func.call @f(%a..) over tensors -> func.call @p(%a.., %out..),
+    the output buffers given by the caller."""
+
+    def lower(
+        self,
+        op: te.CallOp | func.CallOp,
+        operands: Sequence[SSAValue],
+        destinations: Sequence[SSAValue],
+        builder: Builder,
+    ) -> None:
+        callee = op.callee.string_value()
+        builder.insert(func.CallOp(callee, [*operands, *destinations], []))
+
+
+def _is_tensor_call(op: Operation) -> bool:
+    return isinstance(op, te.CallOp) or (isinstance(op, func.CallOp) and _has_tensor_type(op))
+
+
+def _is_tensor_function(op: func.FuncOp) -> bool:
+    types = (*op.function_type.inputs.data, *op.function_type.outputs.data)
+    return any(isinstance(t, TensorType) for t in types)
+
+
+@dataclass
+class FunctionLowering:
+    """func.func @f(tensors..) -> (tensors..) -> func.func @f(memrefs.., outs.. {loop.output})."""
+
+    names: SymbolNames
+
+    def lower(self, function: func.FuncOp) -> func.FuncOp:
+        name = function.sym_name.data
+        ftype = function.function_type
+        for result_type in ftype.outputs.data:
+            if not isinstance(result_type, TensorType):
+                raise StratoError(
+                    f"{PASS_NAME} lowers functions returning tensors only; @{name} "
+                    f"returns {result_type}",
+                    op=function,
+                )
+        input_types = [
+            memref_for(t, function) if isinstance(t, TensorType) else t
+            for t in ftype.inputs.data
+        ]
+        output_types = [memref_for(t, function) for t in ftype.outputs.data]
+        input_attrs = (
+            list(function.arg_attrs.data)
+            if function.arg_attrs is not None
+            else [DictionaryAttr({})] * len(input_types)
+        )
+        lowered = func.FuncOp(
+            name,
+            (input_types + output_types, []),
+            Region.DEFAULT if function.body.blocks else Region(),
+            function.sym_visibility,
+            arg_attrs=_output_arg_attrs(input_attrs, len(output_types)),
+        )
+        lowered.attributes |= function.attributes
+        if function.body.blocks:
+            self._lower_body(function, lowered, len(input_types))
+        return lowered
+
+    def _lower_body(self, function: func.FuncOp, lowered: func.FuncOp, input_count: int) -> None:
+        name = function.sym_name.data
+        if len(function.body.blocks) != 1:
+            raise StratoError(f"{PASS_NAME} expects @{name} to have a single block", op=function)
+        block = function.body.block
+        ret = block.last_op
+        if not isinstance(ret, func.ReturnOp):
+            raise StratoError(f"@{name} does not end with func.return", op=function)
+        args = lowered.body.block.args
+        in_args, out_args = args[:input_count], args[input_count:]
+        values: dict[SSAValue, SSAValue] = {}
+        for old, new in zip(block.args, in_args):
+            _set_name(new, old.name_hint)
+            values[old] = new
+
+        # A returned call result is written in place: the call gets the output buffer.
+        returned = list(ret.arguments)
+        in_place: dict[SSAValue, SSAValue] = {}
+        for n, (value, arg) in enumerate(zip(returned, out_args)):
+            if isinstance(value, OpResult) and _is_tensor_call(value.owner) and value not in in_place:
+                in_place[value] = arg
+                _set_name(arg, value.name_hint or f"out{n}")
+            else:
+                _set_name(arg, f"out{n}")
+
+        last_use: dict[SSAValue, Operation] = {}
+        for op in block.ops:
+            for operand in op.operands:
+                last_use[operand] = op
+
+        builder = Builder(InsertPoint.at_end(lowered.body.block))
+        constants = ConstantOpLowering(self.names)
+        calls = CallOpLowering()
+        allocated: list[SSAValue] = []
+        for op in block.ops:
+            if isinstance(op, func.ReturnOp):
+                for n, (value, arg) in enumerate(zip(returned, out_args)):
+                    if in_place.get(value) is not arg:
+                        builder.insert(memref.CopyOp(values[value], arg))
+                builder.insert(func.ReturnOp())
+                break
+            if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
+                values[op.result] = constants.lower(op, function, builder)
+            elif _is_tensor_call(op):
+                destinations = []
+                for result in op.results:
+                    dest = in_place.get(result)
+                    if dest is None:
+                        alloc = builder.insert(memref.AllocOp([], [], memref_for(result.type, op)))
+                        _set_name(alloc.memref, result.name_hint)
+                        dest = alloc.memref
+                        allocated.append(result)
+                    values[result] = dest
+                    destinations.append(dest)
+                assert isinstance(op, te.CallOp | func.CallOp)
+                calls.lower(op, [values[v] for v in op.operands], destinations, builder)
+            elif op.regions or _has_tensor_type(op):
+                raise StratoError(
+                    f"{PASS_NAME} cannot lower '{op.name}' in @{name}: functions over "
+                    "tensors hold te.call, func.call and dense constants",
+                    op=op,
+                )
+            else:
+                builder.insert(op.clone(values))
+            # free intermediates after their last use (right away when unused)
+            for value in [v for v in allocated if last_use.get(v, op) is op]:
+                builder.insert(memref.DeallocOp.get(values[value]))
+                allocated.remove(value)
+
+
+# ---------------------------------------------------------------------------------------
+# The pass
+
+
+def lower_te_to_loops(module: ModuleOp) -> None:
+    """Lower every primitive and every function over tensors of `module` in place."""
+    names = SymbolNames(module)
+    primitives = PrimitiveOpLowering()
+    functions = FunctionLowering(names)
+    for op in list(module.ops):
+        if isinstance(op, te.PrimitiveOp):
+            lowered = primitives.lower(op)
+        elif isinstance(op, func.FuncOp) and (_is_tensor_function(op) or _calls_te(op)):
+            lowered = functions.lower(op)
+        else:
+            continue
+        module.body.block.insert_op_before(lowered, op)
+        module.body.block.detach_op(op)
+        op.erase(safe_erase=False)
+
+
+def _calls_te(function: func.FuncOp) -> bool:
+    return any(op.name.startswith("te.") for op in function.walk())
+
+
+def _is_lowered(op: Operation) -> bool:
+    if op.name.startswith("te."):
+        return False
+    if isinstance(op, func.FuncOp) and _is_tensor_function(op):
+        return False
+    values = [*op.operands, *op.results]
+    values += [arg for region in op.regions for block in region.blocks for arg in block.args]
+    return not any(isinstance(v.type, TensorType) for v in values)
+
+
+@dataclass(frozen=True)
+class ConvertTeToLoopsPass(ModulePass):
+    """Lower te primitives to kernels of canonical loop nests, and functions over
+    tensors to functions over buffers that call them (see the module docstring)."""
+
+    name = "convert-te-to-loops"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        lower_te_to_loops(op)
+        check_legal(op, self.name, legal_dialects=(), is_legal=_is_lowered)
+
+
+__all__ = [
+    "ComputeOpLowering",
+    "ConstantOpLowering",
+    "CallOpLowering",
+    "ConvertTeToLoopsPass",
+    "FunctionLowering",
+    "KERNEL_ATTR",
+    "OUTPUT_ATTR",
+    "PrimitiveOpLowering",
+    "ReadOpLowering",
+    "ReduceOpLowering",
+    "STAGE_ATTR",
+    "lower_stage_body",
+    "lower_te_to_loops",
+    "memref_for",
+]
