@@ -1,0 +1,130 @@
+"""`-t interpret`: run a module's entry function on seeded random inputs, print outputs.
+
+Every level runs: the level is read off the module and the matching reference
+interpreter is called (graph ops: `run_graph`; te ops: `run_te`; loop nests over memrefs:
+`run_loops`). The output is stable text for FileCheck:
+
+    strato-opt model.mlir -p convert-graph-to-te -t 'interpret{function=main seed=3}'
+
+    // @main at te level, inputs from seed 3
+    output 0: shape (1, 2) float32
+    [[ 0.0000,  1.2345]]
+
+Inputs are drawn with numpy's PCG64 generator from the seed: floats uniform in [-1, 1),
+integers in [-4, 4], booleans 0 or 1. With `print-inputs=true` they are printed first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import IO, ClassVar
+
+import numpy as np
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute
+from xdsl.utils.target import Target
+
+from strato.diagnostics import StratoError
+
+Interpreter = Callable[[ModuleOp, Sequence[np.ndarray], str | None], list[np.ndarray]]
+
+# Levels from the most lowered down, so a module midway through a lowering runs on the
+# interpreter of its lowest level.
+_LEVEL_DIALECTS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("llvm", frozenset({"llvm"})),
+    ("loop", frozenset({"loop", "memref", "scf"})),
+    ("te", frozenset({"te"})),
+    ("graph", frozenset({"graph"})),
+)
+
+
+def program_level(module: ModuleOp, entry: FuncOp) -> str:
+    """The level of a module: llvm, loop, te or graph (plain tensor functions run on
+    the graph interpreter)."""
+    dialects = {op.dialect_name() for op in module.walk()}
+    for level, level_dialects in _LEVEL_DIALECTS:
+        if dialects & level_dialects:
+            return level
+    if any(isinstance(t, MemRefType) for t in entry.function_type.inputs.data):
+        return "loop"
+    return "graph"
+
+
+def _interpreter_of(level: str) -> Interpreter:
+    # Imported on use: each interpreter pulls in its level's machinery.
+    if level == "graph":
+        from strato.interpreters.graph import run_graph
+
+        return run_graph
+    if level == "te":
+        from strato.interpreters.te import run_te
+
+        return run_te
+    if level == "loop":
+        from strato.interpreters.loop import run_loops
+
+        return run_loops
+    raise StratoError(
+        f"no interpreter for {level}-level modules; interpret before lowering to {level}"
+    )
+
+
+def random_input(type_: Attribute, rng: np.random.Generator) -> np.ndarray:
+    """A random value of an argument type: an array for tensors and memrefs, a 0-d
+    array for scalars."""
+    from strato.dialects.tensor_types import numpy_dtype
+
+    shape: tuple[int, ...] = ()
+    if isinstance(type_, TensorType | MemRefType):
+        shape = tuple(type_.get_shape())
+        if any(dim < 0 for dim in shape):
+            raise StratoError(f"cannot make a random input of dynamic type {type_}")
+    try:
+        dtype = numpy_dtype(type_)
+    except ValueError:
+        raise StratoError(f"cannot make a random input of type {type_}") from None
+    if dtype == np.bool_:
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-4, 5, size=shape).astype(dtype)
+    return rng.uniform(-1.0, 1.0, size=shape).astype(dtype)
+
+
+def format_array(label: str, array: np.ndarray) -> str:
+    """`label: shape (2, 3) float32` and the values, four decimals, numpy layout."""
+    array = np.asarray(array)
+    with np.printoptions(precision=4, floatmode="fixed", linewidth=100, threshold=1000):
+        values = np.array2string(array, separator=", ")
+    return f"{label}: shape {tuple(array.shape)} {array.dtype}\n{values}\n"
+
+
+@dataclass(frozen=True)
+class InterpretTarget(Target):
+    """Runs the entry function (`function`, default: the only public one or @main) on
+    random inputs drawn from `seed` and prints its outputs."""
+
+    name: ClassVar[str] = "interpret"
+
+    function: str | None = None
+    seed: int = 0
+    print_inputs: bool = False
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from strato.interpreters.graph import entry_function
+
+        entry = entry_function(module, self.function)
+        level = program_level(module, entry)
+        interpreter = _interpreter_of(level)
+        rng = np.random.default_rng(self.seed)
+        inputs = [random_input(t, rng) for t in entry.function_type.inputs.data]
+        name = entry.sym_name.data
+        output.write(f"// @{name} at {level} level, inputs from seed {self.seed}\n")
+        if self.print_inputs:
+            for index, array in enumerate(inputs):
+                output.write(format_array(f"input {index}", array))
+        for index, array in enumerate(interpreter(module, inputs, name)):
+            output.write(format_array(f"output {index}", array))

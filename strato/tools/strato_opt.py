@@ -1,0 +1,623 @@
+"""strato-opt: parse, verify, transform and print strato IR, like mlir-opt.
+
+    strato-opt model.mlir -p convert-graph-to-te,convert-te-to-loops
+    strato-opt model.mlir -p 'loop-tile{sizes=32,32}' -o tiled.mlir
+    strato-opt invalid.mlir --split-input-file --verify-diagnostics
+    strato-opt model.mlir -t 'interpret{function=main seed=0}'
+
+Built on xDSL's opt driver (`xDSLOptMain`), with mlir-opt's behaviour towards users:
+
+- every error a user can cause is one line, `file:line:col: error: reason` for bad IR
+  (the line of the op, for verifier and pass errors too) or `strato-opt: error: reason`
+  for a bad command line; the exit status is then 1 and no traceback is printed;
+- `--split-input-file` processes each `// -----` chunk on its own and goes on after a
+  failing chunk; `--verify-diagnostics` checks the `expected-error` annotations and
+  fails when they do not match the diagnostics exactly;
+- `--print-ir-before-all`, `--print-ir-after-all` and `--time-passes` write to stderr;
+- anything else that goes wrong is a bug, reported as `strato-opt: internal error`
+  (`--debug-traceback` shows the Python traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import io
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import IO, Any, NoReturn
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass, PassPipeline, get_pass_option_infos
+from xdsl.printer import Printer
+from xdsl.utils.arg_spec import ArgSpec, parse_pipeline, parse_spec
+from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
+from xdsl.utils.mlir_lexer import MLIRTokenKind
+from xdsl.utils.target import Target
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from strato.context import make_context
+from strato.diagnostics import StratoError
+from strato.tools.diagnostics_check import Diagnostic, check_diagnostics, parse_expectations
+from strato.tools.pass_timing import PassTimer
+from strato.tools.source_locations import (
+    LocatingParser,
+    SourceLocation,
+    find_failing_op,
+    location_of,
+    one_line,
+)
+
+TOOL = "strato-opt"
+
+SPLIT_MARKER = "// -----"
+
+# Upstream xDSL passes that apply to the dialects strato uses; the other upstream passes
+# target dialects strato never loads (riscv, stencil, csl, ...). strato's own names win.
+UPSTREAM_PASSES = (
+    "canonicalize",
+    "cse",
+    "dce",
+    "licm",
+    "convert-scf-to-cf",
+    "reconcile-unrealized-casts",
+    "scf-for-loop-range-folding",
+    "scf-for-loop-unroll",
+)
+
+
+class UsageError(Exception):
+    """A bad command line: printed as `strato-opt: error: <message>`."""
+
+
+class InternalFailure(Exception):
+    """A bug surfaced while running `stage` (a pass, a target); the cause is chained."""
+
+    def __init__(self, stage: str):
+        super().__init__(stage)
+        self.stage = stage
+
+
+class ChunkFailure(Exception):
+    """Ends the processing of one input chunk with a diagnostic."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        super().__init__(str(diagnostic))
+        self.diagnostic = diagnostic
+
+
+@dataclass(frozen=True)
+class InputChunk:
+    """A piece of the input; `first_line` is its first line in the whole file."""
+
+    text: str
+    first_line: int
+
+
+def split_input(text: str) -> list[InputChunk]:
+    """The chunks of `text` between lines that start with `// -----`."""
+    chunks: list[InputChunk] = []
+    lines: list[str] = []
+    first_line = 1
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.startswith(SPLIT_MARKER):
+            chunks.append(InputChunk("\n".join(lines), first_line))
+            lines = []
+            first_line = number + 1
+        else:
+            lines.append(line)
+    chunks.append(InputChunk("\n".join(lines), first_line))
+    return chunks
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """Reports a bad command line as one diagnostic line instead of usage text, and
+    appends the pass and target catalogue to `--help` (built only when asked for)."""
+
+    catalogue: Callable[[], str] | None = None
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+    def format_help(self) -> str:
+        text = super().format_help()
+        if self.catalogue is not None:
+            text += "\n" + self.catalogue()
+        return text
+
+
+class _VersionAction(argparse.Action):
+    def __init__(self, **kwargs: Any):
+        super().__init__(nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            strato_version = version("strato")
+        except PackageNotFoundError:
+            strato_version = "unknown"
+        print(f"{TOOL} {strato_version} (xDSL {version('xdsl')})")
+        parser.exit()
+
+
+def _summary(cls: type) -> str:
+    """The first line of a class docstring (dataclasses invent one from the signature)."""
+    doc = (cls.__doc__ or "").strip()
+    if not doc or doc.startswith(cls.__name__ + "("):
+        return "(no description)"
+    return doc.splitlines()[0].strip()
+
+
+class StratoOptMain(xDSLOptMain):
+    """xDSL's opt driver with strato's context, passes and targets, located one-line
+    diagnostics, split input, IR dumps, pass timing and a strict diagnostics check."""
+
+    target: Target
+    pipeline_labels: tuple[str, ...]
+    timer: PassTimer | None
+
+    def __init__(self, args: Sequence[str] | None = None):
+        # xDSLOptMain.__init__ builds a plain ArgumentParser, which prints usage and
+        # exits with status 2 on errors; the same steps with ours.
+        self.available_frontends = {}
+        self.available_passes = {}
+        self.available_targets = {}
+        self.ctx = make_context()
+        self.register_all_dialects()
+        self.register_all_passes()
+        self.register_all_targets()
+
+        parser = _ArgumentParser(
+            prog=TOOL,
+            description="Parse, verify, transform and print strato IR.",
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        parser.catalogue = self.catalogue
+        self.register_all_arguments(parser)
+        self.args = parser.parse_args(args=args)
+        self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
+        self.timer = PassTimer() if self.args.time_passes else None
+
+        self.setup_target()
+        self.setup_pipeline()
+        if self.timer is not None:
+            for label in ("Parser", *self.pipeline_labels, "Verifier", "Output"):
+                self.timer.declare(label)
+
+    # -- registration -----------------------------------------------------------------
+
+    def register_all_dialects(self) -> None:
+        # make_context() already holds strato's dialects and the upstream ones it uses.
+        pass
+
+    def register_all_passes(self) -> None:
+        from xdsl.transforms import get_all_passes as get_upstream_passes
+
+        from strato.transforms import get_all_passes
+
+        for name, factory in get_all_passes().items():
+            self.register_pass(name, factory)
+        upstream = get_upstream_passes()
+        for name in UPSTREAM_PASSES:
+            if name in upstream and name not in self.available_passes:
+                self.register_pass(name, upstream[name])
+
+    def register_all_targets(self) -> None:
+        def mlir() -> type[Target]:
+            from xdsl.targets.mlir import MLIRTarget
+
+            return MLIRTarget
+
+        def llvm() -> type[Target]:
+            from strato.targets.llvm.emit import LLVMIRTarget
+
+            return LLVMIRTarget
+
+        def interpret() -> type[Target]:
+            from strato.tools.interpret_target import InterpretTarget
+
+            return InterpretTarget
+
+        self.available_targets = {"mlir": mlir, "llvm": llvm, "interpret": interpret}
+
+    def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
+        add = arg_parser.add_argument
+        add("input_file", nargs="?", default="-", help="input file (default: stdin)")
+        add("-o", "--output-file", metavar="FILE", help="output file (default: stdout)")
+        add(
+            "-p",
+            "--passes",
+            default="",
+            metavar="PIPELINE",
+            help="comma-separated passes with options, e.g. 'a,b{opt=1}' (listed below)",
+        )
+        add(
+            "-t",
+            "--target",
+            default="mlir",
+            metavar="TARGET",
+            help="output: mlir (default), llvm or interpret{function=NAME seed=N}",
+        )
+        add(
+            "--split-input-file",
+            action="store_true",
+            help="process each '// -----' chunk of the input on its own",
+        )
+        add(
+            "--verify-diagnostics",
+            action="store_true",
+            help="check the diagnostics against the expected-error annotations",
+        )
+        add("--print-ir-before-all", action="store_true", help="dump the IR before each pass")
+        add("--print-ir-after-all", action="store_true", help="dump the IR after each pass")
+        add("--time-passes", action="store_true", help="report the time of each pass")
+        add("--print-op-generic", action="store_true", help="print ops in generic form")
+        add("--print-debuginfo", action="store_true", help="print op locations")
+        add(
+            "--print-no-properties",
+            action="store_true",
+            help="print properties as attributes",
+        )
+        add(
+            "--allow-unregistered-dialect",
+            action="store_true",
+            help="accept ops of dialects strato does not know",
+        )
+        add(
+            "--no-implicit-module",
+            action="store_true",
+            help="require the input to be a builtin.module",
+        )
+        add(
+            "--disable-verify",
+            action="store_true",
+            help="do not verify the IR after parsing and after each pass",
+        )
+        add(
+            "--debug-traceback",
+            action="store_true",
+            help="show the Python traceback of internal errors",
+        )
+        add("-v", "--version", action=_VersionAction, help="print the version and exit")
+
+    def catalogue(self) -> str:
+        """The pass and target lists of `--help`; imports strato's passes for their
+        docstrings, so it is built only when help is asked for."""
+        from strato.transforms import PASS_REGISTRY
+
+        lines = ["strato passes:"]
+        for name in PASS_REGISTRY:
+            try:
+                pass_class = self.available_passes[name]()
+            except Exception as err:
+                lines.append(f"  {name:<28}(cannot be loaded: {type(err).__name__}: {err})")
+                continue
+            lines.append(f"  {name:<28}{_summary(pass_class)}")
+            options = [
+                f"{info.name.replace('_', '-')}: {info.expected_type}"
+                + ("" if info.default_value is None else f" = {info.default_value}")
+                for info in get_pass_option_infos(pass_class)
+            ]
+            if options:
+                lines.append(f"  {'':<28}options: {', '.join(options)}")
+        upstream = [name for name in self.available_passes if name not in PASS_REGISTRY]
+        lines.append("")
+        lines.append("upstream xDSL passes:")
+        lines.append("  " + ", ".join(upstream))
+        lines.append("")
+        lines.append("targets:")
+        lines.append(f"  {'mlir':<28}MLIR text (the default)")
+        lines.append(f"  {'llvm':<28}LLVM IR text")
+        lines.append(
+            f"  {'interpret':<28}run the entry function on seeded random inputs and "
+            "print its outputs"
+        )
+        lines.append(f"  {'':<28}options: function: str, seed: int = 0, print-inputs: bool")
+        return "\n".join(lines) + "\n"
+
+    # -- set-up -----------------------------------------------------------------------
+
+    def setup_target(self) -> None:
+        spec = _parse_one_spec(self.args.target, "target")
+        factory = self.available_targets.get(spec.name)
+        if factory is None:
+            raise UsageError(
+                f"unknown target '{spec.name}'; choose from {', '.join(self.available_targets)}"
+            )
+        target_class = factory()
+        try:
+            target = target_class.from_spec(spec)
+        except (ValueError, TypeError, DiagnosticException) as err:
+            raise UsageError(f"bad options for target '{spec.name}': {one_line(str(err))}")
+        if spec.name == "mlir":
+            target = replace(
+                target,
+                print_generic_format=self.args.print_op_generic,
+                print_properties_as_attributes=self.args.print_no_properties,
+                print_debuginfo=self.args.print_debuginfo,
+            )
+        self.target = target
+
+    def setup_pipeline(self) -> None:
+        try:
+            specs = list(parse_pipeline(self.args.passes))
+        except ArgSpecParseError as err:
+            raise UsageError(_pipeline_syntax_error(self.args.passes, err)) from None
+        passes: list[ModulePass] = []
+        for spec in specs:
+            factory = self.available_passes.get(spec.name)
+            if factory is None:
+                raise UsageError(self._unknown_pass_message(spec.name))
+            pass_class = factory()
+            try:
+                passes.append(pass_class.from_spec(spec))
+            except (ValueError, TypeError, DiagnosticException) as err:
+                raise UsageError(
+                    f"bad options for pass '{spec.name}': {_reason(err)}"
+                ) from None
+        self.pipeline = PassPipeline(tuple(passes))
+        labels: list[str] = []
+        for pass_ in passes:
+            count = sum(1 for label in labels if label.split(" ")[0] == pass_.name)
+            labels.append(pass_.name if count == 0 else f"{pass_.name} ({count + 1})")
+        self.pipeline_labels = tuple(labels)
+
+    def _unknown_pass_message(self, name: str) -> str:
+        message = f"unknown pass '{name}'"
+        close = difflib.get_close_matches(name, list(self.available_passes), n=1)
+        if close:
+            message += f"; did you mean '{close[0]}'?"
+        return message + f" (see '{TOOL} --help' for the list)"
+
+    # -- running ----------------------------------------------------------------------
+
+    @property
+    def input_name(self) -> str:
+        return "<stdin>" if self.args.input_file == "-" else self.args.input_file
+
+    def read_input(self) -> str:
+        try:
+            if self.args.input_file == "-":
+                data = sys.stdin.buffer.read()
+            else:
+                with open(self.args.input_file, "rb") as stream:
+                    data = stream.read()
+        except OSError as err:
+            raise UsageError(
+                f"could not open input file '{self.args.input_file}': {err.strerror}"
+            ) from None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise UsageError(
+                f"input file '{self.input_name}' is not UTF-8 text (byte {err.start})"
+            ) from None
+
+    def run(self) -> int:
+        """Process the input; the exit status: 0 on success, 1 when any chunk failed or
+        an expected diagnostic did not match."""
+        text = self.read_input()
+        chunks = split_input(text) if self.args.split_input_file else [InputChunk(text, 1)]
+        output: IO[str] = io.StringIO() if self.args.output_file else sys.stdout
+        failed = False
+        for index, chunk in enumerate(chunks):
+            if index > 0:
+                output.write(SPLIT_MARKER + "\n")
+            result, diagnostics = self.process_chunk(chunk)
+            if self.args.verify_diagnostics:
+                expectations = parse_expectations(chunk.text, self.input_name, chunk.first_line)
+                diagnostics = check_diagnostics(diagnostics, expectations, self.input_name)
+            if diagnostics:
+                output.flush()
+                for diagnostic in diagnostics:
+                    print(diagnostic, file=sys.stderr)
+                failed = failed or any(d.severity == "error" for d in diagnostics)
+            if result is not None:
+                output.write(result)
+        output.flush()
+        if self.timer is not None:
+            self.timer.report(sys.stderr)
+        if self.args.output_file and not failed:
+            # Like mlir-opt, a failed run leaves no output file behind.
+            assert isinstance(output, io.StringIO)
+            self._write_output_file(output.getvalue())
+        return 1 if failed else 0
+
+    def _write_output_file(self, text: str) -> None:
+        try:
+            with open(self.args.output_file, "w") as stream:
+                stream.write(text)
+        except OSError as err:
+            raise UsageError(
+                f"could not write output file '{self.args.output_file}': {err.strerror}"
+            ) from None
+
+    def process_chunk(self, chunk: InputChunk) -> tuple[str | None, list[Diagnostic]]:
+        """The printed result of one chunk, or the diagnostics that stopped it."""
+        try:
+            module = self.parse_input(chunk)
+            self.verify(module, after=None)
+            self.apply_passes(module)
+            return self.output_resulting_program(module), []
+        except ChunkFailure as failure:
+            return None, [failure.diagnostic]
+
+    def parse_input(self, chunk: InputChunk) -> ModuleOp:
+        with self._timed("Parser"):
+            parser = LocatingParser(self.ctx, chunk.text, self.input_name, chunk.first_line)
+            try:
+                if (
+                    not self.args.no_implicit_module
+                    and parser._current_token.kind == MLIRTokenKind.EOF
+                ):
+                    # Only comments and blank lines: an empty module, as in mlir-opt.
+                    return ModuleOp([])
+                return parser.parse_module(not self.args.no_implicit_module)
+            except ParseError as err:
+                location = parser.location_at(err.span.start)
+                raise ChunkFailure(Diagnostic("error", one_line(err.msg), location)) from None
+            except DiagnosticException as err:
+                raise ChunkFailure(self.diagnostic_of(err)) from None
+
+    def verify(self, module: ModuleOp, after: str | None) -> None:
+        """Verify `module`, reporting a failure at the op that does not verify."""
+        if self.args.disable_verify:
+            return
+        with self._timed("Verifier"):
+            try:
+                module.verify()
+            except DiagnosticException as err:
+                message = str(err)
+                op = find_failing_op(module, message)
+                text = one_line(message)
+                if after is not None:
+                    text += f" (in the IR produced by {after})"
+                location = location_of(op) or SourceLocation(self.input_name)
+                raise ChunkFailure(Diagnostic("error", text, location)) from None
+
+    def apply_passes(self, prog: ModuleOp) -> None:
+        for pass_, label in zip(self.pipeline.passes, self.pipeline_labels):
+            if self.args.print_ir_before_all:
+                self.dump_ir(f"Before {pass_.name}", prog)
+            with self._timed(label):
+                self._run_stage(f"pass '{pass_.name}'", lambda: pass_.apply(self.ctx, prog))
+            self.verify(prog, after=pass_.name)
+            if self.args.print_ir_after_all:
+                self.dump_ir(f"After {pass_.name}", prog)
+
+    def output_resulting_program(self, prog: ModuleOp) -> str:
+        stream = io.StringIO()
+        with self._timed("Output"):
+            self._run_stage(
+                f"target '{self.target.name}'",
+                lambda: self.target.emit(self.ctx, prog, stream),
+            )
+        return stream.getvalue()
+
+    def _run_stage(self, stage: str, action: Callable[[], None]) -> None:
+        try:
+            action()
+        except DiagnosticException as err:
+            raise ChunkFailure(self.diagnostic_of(err)) from None
+        except ChunkFailure:
+            raise
+        except Exception as err:
+            raise InternalFailure(stage) from err
+
+    def diagnostic_of(self, err: DiagnosticException) -> Diagnostic:
+        """A user-facing error raised by strato or xDSL, at the op it names if any."""
+        message = err.message if isinstance(err, StratoError) else str(err)
+        location: SourceLocation | str | None = getattr(err, "location", None)
+        if not isinstance(location, str | SourceLocation):
+            location = None
+        op = getattr(err, "op", None)
+        if location is None and op is not None:
+            location = location_of(op)
+        return Diagnostic("error", one_line(message), location or SourceLocation(self.input_name))
+
+    def dump_ir(self, when: str, module: ModuleOp) -> None:
+        sys.stdout.flush()
+        stream = sys.stderr
+        stream.write(f"// -----// IR Dump {when} //----- //\n")
+        Printer(
+            stream=stream,
+            print_generic_format=self.args.print_op_generic,
+            print_debuginfo=self.args.print_debuginfo,
+        ).print_op(module)
+        stream.write("\n\n")
+        stream.flush()
+
+    def _timed(self, label: str):
+        if self.timer is None:
+            return _NO_TIMING
+        return self.timer.time(label)
+
+
+class _NoTiming:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_TIMING = _NoTiming()
+
+
+def _parse_one_spec(text: str, what: str) -> ArgSpec:
+    try:
+        return parse_spec(text)
+    except ArgSpecParseError as err:
+        raise UsageError(f"malformed {what} '{text}': {_spec_syntax_reason(err)}") from None
+
+
+def _spec_syntax_reason(err: ArgSpecParseError) -> str:
+    """The reason of xDSL's multi-line spec syntax error (its last line) and column."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    column = next(
+        (line.rsplit(":", 1)[-1] for line in lines if line.startswith("pass-pipeline:")),
+        None,
+    )
+    reason = lines[-1] if lines else "syntax error"
+    reason = reason[:1].lower() + reason[1:]
+    return reason if column is None else f"{reason} (at column {column})"
+
+
+def _pipeline_syntax_error(spec: str, err: ArgSpecParseError) -> str:
+    return f"malformed pass pipeline '{spec}': {_spec_syntax_reason(err)}"
+
+
+def _reason(err: BaseException) -> str:
+    message = err.message if isinstance(err, StratoError) else str(err)
+    message = one_line(message)
+    return message[:1].lower() + message[1:]
+
+
+def _report_internal_error(err: BaseException) -> None:
+    stage = ""
+    if isinstance(err, InternalFailure) and err.__cause__ is not None:
+        stage = f" in {err.stage}"
+        err = err.__cause__
+    message = one_line(str(err))
+    detail = f"{type(err).__name__}: {message}" if message else type(err).__name__
+    print(f"{TOOL}: internal error{stage}: {detail}", file=sys.stderr)
+    print(
+        f"{TOOL}: note: this is a bug in strato, not in the input; "
+        "rerun with --debug-traceback for the Python traceback",
+        file=sys.stderr,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run strato-opt on `argv` (default: the command line); the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug_traceback = "--debug-traceback" in args
+    try:
+        return StratoOptMain(args=args).run()
+    except SystemExit as exit_:
+        # --help and --version end through argparse's exit.
+        return exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 1
+    except UsageError as err:
+        sys.stdout.flush()
+        print(f"{TOOL}: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (e.g. `| head`): silence the flush at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except BaseException as err:
+        if debug_traceback:
+            raise
+        sys.stdout.flush()
+        _report_internal_error(err)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
