@@ -149,9 +149,12 @@ def run_command(args: argparse.Namespace) -> int:
 def compile_command(args: argparse.Namespace) -> int:
     import strato
 
+    output = args.output or f"{_stem(args.model)}.ll"
+    directory = os.path.dirname(output) or "."
+    if not os.path.isdir(directory):
+        raise StratoError(f"cannot write the LLVM IR: no directory {directory}", location=output)
     resolved = resolve_model(args.model, args.batch, args.seed)
     model = strato.compile(resolved.proto, target=args.target)
-    output = args.output or f"{_stem(args.model)}.ll"
     try:
         model.save_llvm_ir(output)
     except OSError as err:

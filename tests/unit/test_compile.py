@@ -1,0 +1,172 @@
+"""`strato.compile` end to end on the LLVM target, against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import strato
+from strato import zoo
+from strato.diagnostics import ModelImportError, StratoError
+from strato.runtime.compiled_model import CompiledModel
+from strato.runtime.signature import InputMismatchError
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def small_mlp(batch: int = 2, seed: int = 0) -> onnx.ModelProto:
+    """x[batch, 16] -> Gemm(transB) -> Relu -> MatMul + Add -> Relu -> Gemm -> [batch, 5]."""
+    rng = np.random.default_rng(seed)
+
+    def weight(*shape: int) -> np.ndarray:
+        return (rng.standard_normal(shape) * np.sqrt(2.0 / shape[-1])).astype(np.float32)
+
+    initializers = {
+        "w1": weight(32, 16),
+        "b1": rng.standard_normal(32).astype(np.float32) * 0.1,
+        "w2": weight(24, 32).T.copy(),
+        "b2": rng.standard_normal(24).astype(np.float32) * 0.1,
+        "w3": weight(5, 24),
+        "b3": rng.standard_normal(5).astype(np.float32) * 0.1,
+    }
+    nodes = [
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h1"], transB=1, name="fc1"),
+        helper.make_node("Relu", ["h1"], ["r1"], name="relu1"),
+        helper.make_node("MatMul", ["r1", "w2"], ["m2"], name="fc2"),
+        helper.make_node("Add", ["m2", "b2"], ["h2"], name="bias2"),
+        helper.make_node("Relu", ["h2"], ["r2"], name="relu2"),
+        helper.make_node("Gemm", ["r2", "w3", "b3"], ["y"], transB=1, alpha=0.5, name="fc3"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "small_mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 5])],
+        [numpy_helper.from_array(a, n) for n, a in initializers.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+def run_onnxruntime(model: onnx.ModelProto, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [i.name for i in session.get_inputs()]
+    return session.run(None, dict(zip(names, inputs, strict=True)))
+
+
+def assert_close(actual: list[np.ndarray], expected: list[np.ndarray]) -> None:
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        assert a.shape == e.shape and a.dtype == e.dtype
+        # rtol 1e-4, with an absolute floor relative to the output's scale so that
+        # entries near zero are not judged by their own tiny magnitude.
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-6 * max(1.0, float(np.abs(e).max())))
+
+
+def test_small_mlp_matches_onnxruntime():
+    model = small_mlp()
+    compiled = strato.compile(model)
+    assert isinstance(compiled, CompiledModel)
+    x = np.random.default_rng(1).standard_normal((2, 16)).astype(np.float32)
+    assert_close(compiled(x), run_onnxruntime(model, [x]))
+    # A second call with other inputs reuses the compiled code.
+    x2 = np.random.default_rng(2).standard_normal((2, 16)).astype(np.float32)
+    assert_close(compiled(x2), run_onnxruntime(model, [x2]))
+
+
+def test_compile_from_file(tmp_path):
+    model = small_mlp(batch=3)
+    path = tmp_path / "small_mlp.onnx"
+    onnx.save(model, path)
+    compiled = strato.compile(str(path), target="llvm")
+    x = np.random.default_rng(3).standard_normal((3, 16)).astype(np.float32)
+    assert_close(compiled(x), run_onnxruntime(model, [x]))
+
+
+def test_builtin_mlp_matches_onnxruntime():
+    model = zoo.build_model("mlp", batch=1, seed=0)
+    compiled = strato.compile(model)
+    assert compiled.input_names == ["input"] and compiled.output_names == ["logits"]
+    x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
+    (logits,) = compiled(x)
+    assert logits.shape == (1, 10)
+    assert_close([logits], run_onnxruntime(model, [x]))
+
+
+def test_inputs_and_outputs_keep_onnx_order():
+    """Two inputs and two outputs: arguments and results follow the ONNX order."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Mul", ["b", "a"], ["p"]),
+            helper.make_node("Relu", ["p"], ["r"]),
+            helper.make_node("Add", ["a", "r"], ["s"]),
+        ],
+        "two_by_two",
+        [
+            helper.make_tensor_value_info("a", TensorProto.FLOAT, [3, 4]),
+            helper.make_tensor_value_info("b", TensorProto.FLOAT, [4]),
+        ],
+        [
+            helper.make_tensor_value_info("s", TensorProto.FLOAT, [3, 4]),
+            helper.make_tensor_value_info("r", TensorProto.FLOAT, [3, 4]),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    compiled = strato.compile(model)
+    assert compiled.input_names == ["a", "b"] and compiled.output_names == ["s", "r"]
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+    assert_close(compiled(a, b), run_onnxruntime(model, [a, b]))
+
+
+def test_llvm_ir_text_and_save(tmp_path):
+    compiled = strato.compile(small_mlp())
+    assert "define" in compiled.llvm_ir
+    path = tmp_path / "model.ll"
+    compiled.save_llvm_ir(path)
+    assert path.read_text() == compiled.llvm_ir
+
+
+@pytest.fixture(scope="module")
+def compiled_small_mlp() -> CompiledModel:
+    return strato.compile(small_mlp(batch=2))
+
+
+def test_wrong_input_count(compiled_small_mlp):
+    with pytest.raises(InputMismatchError, match=r"takes 1 input\(s\).*got 2"):
+        x = np.zeros((2, 16), np.float32)
+        compiled_small_mlp(x, x)
+
+
+def test_wrong_input_shape(compiled_small_mlp):
+    with pytest.raises(InputMismatchError, match=r"'x'.*shape is \[3, 16\], expected \[2, 16\]"):
+        compiled_small_mlp(np.zeros((3, 16), np.float32))
+
+
+def test_wrong_input_dtype(compiled_small_mlp):
+    with pytest.raises(InputMismatchError, match="dtype is float64, expected float32"):
+        compiled_small_mlp(np.zeros((2, 16)))
+
+
+def test_non_contiguous_input_is_accepted(compiled_small_mlp):
+    x = np.random.default_rng(5).standard_normal((16, 2)).astype(np.float32).T
+    assert not x.flags.c_contiguous
+    expected = compiled_small_mlp(np.ascontiguousarray(x))
+    np.testing.assert_array_equal(compiled_small_mlp(x)[0], expected[0])
+
+
+def test_unknown_target():
+    with pytest.raises(StratoError, match="unknown target 'tpu'"):
+        strato.compile(small_mlp(), target="tpu")
+
+
+def test_import_errors_surface_from_compile():
+    model = small_mlp()
+    model.graph.node[1].op_type = "Softsign"
+    with pytest.raises(ModelImportError, match=r"node 'relu1' \(Softsign\)"):
+        strato.compile(model)
