@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 import onnx
 
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
 
 from strato.context import make_context
 from strato.diagnostics import StratoError
@@ -30,7 +31,8 @@ from strato.runtime.signature import Signature
 TARGETS = ("llvm",)
 
 StageCallback = Callable[[str, ModuleOp], None]
-"""Called with a stage name ("graph", "llvm-dialect") and the module after it."""
+"""Called with a stage name and the module after it: "graph" after import, then the name
+of each lowering pass after that pass (the last leaves the llvm dialect)."""
 
 
 def compile_model(
@@ -52,11 +54,13 @@ def compile_model(
         imported.function, imported.input_names, imported.output_names
     )
     module = imported.module
+    callback = None
     if after_stage is not None:
-        after_stage("graph", module)
-    run_pipeline(make_context(), module, LOWER_TO_LLVM)
-    if after_stage is not None:
-        after_stage("llvm-dialect", module)
+
+        def callback(previous: ModulePass | None, module: ModuleOp, _next: object) -> None:
+            after_stage("graph" if previous is None else previous.name, module)
+
+    run_pipeline(make_context(), module, LOWER_TO_LLVM, callback)
     return build_llvm(module, imported.function_name, signature)
 
 

@@ -116,20 +116,44 @@ def reference_outputs(
     return session.run(None, dict(zip(names, inputs))), "onnxruntime"
 
 
+def compile_resolved(resolved: ResolvedModel, args: argparse.Namespace):
+    """strato.compile with the CLI's options; with --dump-ir, each stage's IR is written
+    to DIR/NN-<stage>.mlir and the LLVM IR to DIR/NN-llvm-ir.ll."""
+    import strato
+
+    if args.dump_ir is None:
+        return strato.compile(resolved.proto, target=args.target)
+    directory = args.dump_ir
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as err:
+        raise StratoError(f"cannot create the dump directory: {err.strerror}", location=directory) from None
+    stages: list[str] = []
+
+    def dump(stage: str, module) -> None:
+        stages.append(stage)
+        path = os.path.join(directory, f"{len(stages):02d}-{stage}.mlir")
+        with open(path, "w", encoding="utf-8") as file:
+            file.write(f"{module}\n")
+
+    model = strato.compile(resolved.proto, target=args.target, after_stage=dump)
+    model.save_llvm_ir(os.path.join(directory, f"{len(stages) + 1:02d}-llvm-ir.ll"))
+    return model
+
+
 # ---------------------------------------------------------------------------
 # commands
 # ---------------------------------------------------------------------------
 
 
 def run_command(args: argparse.Namespace) -> int:
-    import strato
     from strato.runtime.timing import median_latency_ms
 
     if args.repeat < 1:
         raise StratoError(f"--repeat must be at least 1, got {args.repeat}")
     resolved = resolve_model(args.model, args.batch, args.seed)
     start = time.perf_counter()
-    model = strato.compile(resolved.proto, target=args.target)
+    model = compile_resolved(resolved, args)
     compile_seconds = time.perf_counter() - start
     print(f"model: {resolved.description}, target {args.target}, compiled in {compile_seconds:.2f} s")
 
@@ -147,14 +171,12 @@ def run_command(args: argparse.Namespace) -> int:
 
 
 def compile_command(args: argparse.Namespace) -> int:
-    import strato
-
     output = args.output or f"{_stem(args.model)}.ll"
     directory = os.path.dirname(output) or "."
     if not os.path.isdir(directory):
         raise StratoError(f"cannot write the LLVM IR: no directory {directory}", location=output)
     resolved = resolve_model(args.model, args.batch, args.seed)
-    model = strato.compile(resolved.proto, target=args.target)
+    model = compile_resolved(resolved, args)
     try:
         model.save_llvm_ir(output)
     except OSError as err:
@@ -182,6 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--batch", type=int, default=None, help="batch size (leading dimension of the inputs)")
         sub.add_argument("--seed", type=int, default=0, help="seed of zoo weights and random inputs (default 0)")
         sub.add_argument("--target", default="llvm", help="code generation target (default llvm)")
+        sub.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
 
     run = commands.add_parser(
         "run", help="compile MODEL, run it on random inputs, report latency and error"
