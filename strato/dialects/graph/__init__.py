@@ -1,0 +1,63 @@
+"""The `graph` dialect: deep-learning operators on ranked tensors with value semantics.
+
+Every operator declares its fusion pattern kind (`PatternKind`), which the fusion pass
+reads to decide what may be merged into one kernel, and knows its own reference
+semantics in numpy (`evaluate`), which the graph interpreter and the constant folder use.
+
+Operators are built from a few families so that adding one is a few lines:
+
+- `UnaryElementwiseOp`: one tensor in, same type out (relu, ...);
+- `BroadcastBinaryOp`: two tensors in, numpy broadcasting (add, mul, ...);
+- dedicated classes where the shape rule is special (matmul, dense, ...).
+
+Example:
+
+    func.func @mlp(%x: tensor<1x4xf32>) -> tensor<1x2xf32> {
+      %w = graph.constant dense<0.5> : tensor<2x4xf32>
+      %b = graph.constant dense<0.1> : tensor<2xf32>
+      %y = graph.dense %x, %w, %b : (tensor<1x4xf32>, tensor<2x4xf32>, tensor<2xf32>) -> tensor<1x2xf32>
+      %r = graph.relu %y : tensor<1x2xf32>
+      func.return %r : tensor<1x2xf32>
+    }
+"""
+
+from xdsl.ir import Dialect
+
+from strato.dialects.graph.base import (
+    BroadcastBinaryOp,
+    GraphOp,
+    PatternKind,
+    UnaryElementwiseOp,
+    broadcast_shapes,
+    pattern_kind_of,
+)
+from strato.dialects.graph.core import ConstantOp, FusedOp, YieldOp
+from strato.dialects.graph.elementwise import AddOp, MulOp, ReluOp
+from strato.dialects.graph.layout import TransposeOp
+from strato.dialects.graph.linalg import DenseOp, MatmulOp, matmul_shape
+
+Graph = Dialect(
+    "graph",
+    [ConstantOp, FusedOp, YieldOp, AddOp, MulOp, ReluOp, TransposeOp, MatmulOp, DenseOp],
+    [],
+)
+
+__all__ = [
+    "AddOp",
+    "BroadcastBinaryOp",
+    "ConstantOp",
+    "DenseOp",
+    "FusedOp",
+    "Graph",
+    "GraphOp",
+    "MatmulOp",
+    "MulOp",
+    "PatternKind",
+    "ReluOp",
+    "TransposeOp",
+    "UnaryElementwiseOp",
+    "YieldOp",
+    "broadcast_shapes",
+    "matmul_shape",
+    "pattern_kind_of",
+]

@@ -1,0 +1,189 @@
+"""The base of every graph operator: pattern kinds, shape rules, op families."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    TensorType,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    IRDLOperation,
+    VarConstraint,
+    base,
+    operand_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import (
+    NoMemoryEffect,
+)
+from xdsl.utils.exceptions import VerifyException
+
+from strato.dialects.tensor_types import numpy_dtype, tensor_type_like
+
+
+class PatternKind(StrEnum):
+    """How an operator may take part in fusion (the four kinds of the TVM paper, plus opaque).
+
+    - injective: each output element depends on one input element (add, relu, reshape);
+    - broadcast: injective with broadcasting of some inputs (bias add);
+    - reduction: reduces along axes (sum, max pooling);
+    - out_elemwise_fusable: complex-out-fusable, element-wise ops may fuse into its
+      output (conv2d, dense, matmul);
+    - opaque: never fused (sort, lstm).
+    """
+
+    INJECTIVE = "injective"
+    BROADCAST = "broadcast"
+    REDUCTION = "reduction"
+    OUT_ELEMWISE_FUSABLE = "out_elemwise_fusable"
+    OPAQUE = "opaque"
+
+
+def pattern_kind_of(op: Operation) -> PatternKind:
+    """The fusion pattern kind of `op`; ops that do not declare one are opaque."""
+    if isinstance(op, GraphOp):
+        return op.PATTERN_KIND
+    return PatternKind.OPAQUE
+
+
+def broadcast_shapes(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...] | None:
+    """The numpy broadcast of two static shapes, or None when they do not broadcast."""
+    result: list[int] = []
+    for i in range(1, max(len(lhs), len(rhs)) + 1):
+        a = lhs[-i] if i <= len(lhs) else 1
+        b = rhs[-i] if i <= len(rhs) else 1
+        if a != b and a != 1 and b != 1:
+            return None
+        result.append(a if b == 1 else b)
+    return tuple(reversed(result))
+
+
+def static_shape(value: SSAValue) -> tuple[int, ...]:
+    assert isinstance(value.type, TensorType)
+    return value.type.get_shape()
+
+
+FloatTensor = base(TensorType)
+AnyTensor = base(TensorType)
+
+
+def element_type(value: SSAValue) -> Attribute:
+    assert isinstance(value.type, TensorType)
+    return value.type.element_type
+
+
+class GraphOp(IRDLOperation):
+    """Base of every graph operator.
+
+    Subclasses set `PATTERN_KIND` and implement `evaluate`, the operator's reference
+    semantics on numpy arrays. Shape rules live in `infer_shape` so the verifier, the
+    builders and the importer share one definition.
+    """
+
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OPAQUE
+    # the default verifier checks that operands are float tensors ...
+    FLOAT_OPERANDS: ClassVar[bool] = True
+    # ... and that operands and the first result share one element type
+    SAME_ELEMENT_TYPE: ClassVar[bool] = True
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        raise NotImplementedError(f"{self.name} has no reference semantics")
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        """The result shape implied by the operands, or None where it is not defined."""
+        return None
+
+    def verify_(self) -> None:
+        for value in (*self.operands, *self.results):
+            self._check_static(value.type)
+        if self.FLOAT_OPERANDS:
+            for operand in self.operands:
+                if not isinstance(element_type(operand), AnyFloat):
+                    raise VerifyException(
+                        f"'{self.name}' expects float tensors, got {operand.type}"
+                    )
+        if not self.results:
+            return
+        result_type = self.results[0].type
+        assert isinstance(result_type, TensorType)
+        if self.SAME_ELEMENT_TYPE:
+            for operand in self.operands:
+                if element_type(operand) != result_type.element_type:
+                    raise VerifyException(
+                        f"'{self.name}' operand element type {element_type(operand)} "
+                        f"differs from result element type {result_type.element_type}"
+                    )
+        expected = self.infer_shape()
+        if expected is not None and tuple(expected) != result_type.get_shape():
+            raise VerifyException(
+                f"'{self.name}' result shape {list(result_type.get_shape())} does not "
+                f"match the inferred shape {list(expected)}"
+            )
+
+    def _check_static(self, type_: Attribute) -> None:
+        assert isinstance(type_, TensorType)
+        if any(dim < 0 for dim in type_.get_shape()):
+            raise VerifyException(f"'{self.name}' requires static shapes, got {type_}")
+
+
+class UnaryElementwiseOp(GraphOp):
+    """One tensor in, a tensor of the same type out, element by element."""
+
+    T: ClassVar = VarConstraint("T", FloatTensor)
+    input = operand_def(T)
+    result = result_def(T)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$input attr-dict `:` type($input)"
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.INJECTIVE
+
+    def __init__(self, input: SSAValue | Operation):
+        super().__init__(operands=[input], result_types=[SSAValue.get(input).type])
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        return static_shape(self.input)
+
+
+class BroadcastBinaryOp(GraphOp):
+    """Two tensors in, combined element by element with numpy broadcasting."""
+
+    lhs = operand_def(FloatTensor)
+    rhs = operand_def(FloatTensor)
+    result = result_def(FloatTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.BROADCAST
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
+        shape = broadcast_shapes(static_shape(lhs), static_shape(rhs))
+        if shape is None:
+            raise ValueError(f"shapes {lhs.type} and {rhs.type} do not broadcast")
+        super().__init__(
+            operands=[lhs, rhs], result_types=[tensor_type_like(lhs.type, shape)]
+        )
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        shape = broadcast_shapes(static_shape(self.lhs), static_shape(self.rhs))
+        if shape is None:
+            raise VerifyException(
+                f"'{self.name}' operand shapes {list(static_shape(self.lhs))} and "
+                f"{list(static_shape(self.rhs))} do not broadcast"
+            )
+        return shape
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        dtype = numpy_dtype(self.result.type)
+        return [np.asarray(self.compute(inputs[0], inputs[1]), dtype=dtype)]
+
+    @staticmethod
+    def compute(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
