@@ -1,0 +1,510 @@
+"""Lowering of upstream `arith` to the llvm dialect, one pattern per op.
+
+`index` values become i64. Ops LLVM has no instruction for (floordivsi, minsi,
+maximumf, fptosi, ...) expand to short instruction sequences or intrinsic calls.
+
+    %s = arith.addi %i, %j : index         %s = llvm.add %i, %j : i64
+    %m = arith.maximumf %a, %b : f32   ->  %m = llvm.call_intrinsic "llvm.maximum.f32"(%a, %b)
+                                                 : (f32, f32) -> f32
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects import arith, llvm
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+
+from strato.targets.llvm import builders
+from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern, intrinsic_suffix
+from strato.targets.llvm.type_conversion import (
+    llvm_type,
+    materialize_llvm,
+    materialize_llvm_all,
+    replace_with_llvm,
+    unsupported,
+)
+
+_CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+_CMPF_PREDICATES = (
+    "false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
+    "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true",
+)  # fmt: skip
+
+
+def _int_width(type_: Attribute) -> int:
+    converted = llvm_type(type_)
+    assert isinstance(converted, IntegerType)
+    return converted.width.data
+
+
+class ConstantOpLowering(LLVMLoweringPattern):
+    source_op = arith.ConstantOp
+
+    def lower(self, op: arith.ConstantOp, rewriter: PatternRewriter) -> None:
+        type_ = llvm_type(op.result.type)
+        value = op.value
+        if isinstance(value, IntegerAttr):
+            new = builders.constant(value.value.data, type_)
+        elif isinstance(value, FloatAttr):
+            new = builders.constant(value.value.data, type_)
+        else:
+            raise unsupported(op, f"constant {value} is not a scalar")
+        replace_with_llvm(rewriter, op, [new])
+
+
+class _IntBinaryLowering(LLVMLoweringPattern):
+    """An arith integer op that is one llvm instruction."""
+
+    target_op: ClassVar[type[Operation]]
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        new = builders.int_binary(self.target_op, lhs, rhs, nsw=_has_nsw(op))
+        replace_with_llvm(rewriter, op, [new])
+
+
+def _has_nsw(op: Operation) -> bool:
+    flags = op.properties.get("overflowFlags")
+    return isinstance(flags, arith.IntegerOverflowAttr) and (
+        arith.IntegerOverflowFlag.NSW in flags.data
+    )
+
+
+class AddiOpLowering(_IntBinaryLowering):
+    source_op = arith.AddiOp
+    target_op = llvm.AddOp
+
+
+class SubiOpLowering(_IntBinaryLowering):
+    source_op = arith.SubiOp
+    target_op = llvm.SubOp
+
+
+class MuliOpLowering(_IntBinaryLowering):
+    source_op = arith.MuliOp
+    target_op = llvm.MulOp
+
+
+class DivSIOpLowering(_IntBinaryLowering):
+    source_op = arith.DivSIOp
+    target_op = llvm.SDivOp
+
+
+class DivUIOpLowering(_IntBinaryLowering):
+    source_op = arith.DivUIOp
+    target_op = llvm.UDivOp
+
+
+class RemSIOpLowering(_IntBinaryLowering):
+    source_op = arith.RemSIOp
+    target_op = llvm.SRemOp
+
+
+class RemUIOpLowering(_IntBinaryLowering):
+    source_op = arith.RemUIOp
+    target_op = llvm.URemOp
+
+
+class AndIOpLowering(_IntBinaryLowering):
+    source_op = arith.AndIOp
+    target_op = llvm.AndOp
+
+
+class OrIOpLowering(_IntBinaryLowering):
+    source_op = arith.OrIOp
+    target_op = llvm.OrOp
+
+
+class XOrIOpLowering(_IntBinaryLowering):
+    source_op = arith.XOrIOp
+    target_op = llvm.XOrOp
+
+
+class ShLIOpLowering(_IntBinaryLowering):
+    source_op = arith.ShLIOp
+    target_op = llvm.ShlOp
+
+
+class ShRSIOpLowering(_IntBinaryLowering):
+    source_op = arith.ShRSIOp
+    target_op = llvm.AShrOp
+
+
+class ShRUIOpLowering(_IntBinaryLowering):
+    source_op = arith.ShRUIOp
+    target_op = llvm.LShrOp
+
+
+class _IntMinMaxLowering(LLVMLoweringPattern):
+    """min/max as compare and select: `select(lhs <pred> rhs, lhs, rhs)`."""
+
+    predicate: ClassVar[str]
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        cmp = builders.icmp(self.predicate, lhs, rhs)
+        sel = builders.select(cmp.res, lhs, rhs)
+        replace_with_llvm(rewriter, op, [cmp, sel])
+
+
+class MinSIOpLowering(_IntMinMaxLowering):
+    source_op = arith.MinSIOp
+    predicate = "slt"
+
+
+class MaxSIOpLowering(_IntMinMaxLowering):
+    source_op = arith.MaxSIOp
+    predicate = "sgt"
+
+
+class MinUIOpLowering(_IntMinMaxLowering):
+    source_op = arith.MinUIOp
+    predicate = "ult"
+
+
+class MaxUIOpLowering(_IntMinMaxLowering):
+    source_op = arith.MaxUIOp
+    predicate = "ugt"
+
+
+class FloorDivSIOpLowering(LLVMLoweringPattern):
+    """Round toward negative infinity: the truncated quotient, minus one when the
+    division is inexact and the operands' signs differ."""
+
+    source_op = arith.FloorDivSIOp
+
+    def lower(self, op: arith.FloorDivSIOp, rewriter: PatternRewriter) -> None:
+        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        type_ = lhs.type
+        zero = builders.constant(0, type_)
+        one = builders.constant(1, type_)
+        quot = builders.int_binary(llvm.SDivOp, lhs, rhs)
+        rem = builders.int_binary(llvm.SRemOp, lhs, rhs)
+        inexact = builders.icmp("ne", rem.results[0], zero.result)
+        rem_neg = builders.icmp("slt", rem.results[0], zero.result)
+        rhs_neg = builders.icmp("slt", rhs, zero.result)
+        signs_differ = builders.icmp("ne", rem_neg.res, rhs_neg.res)
+        adjust = builders.int_binary(llvm.AndOp, inexact.res, signs_differ.res)
+        minus_one = builders.int_binary(llvm.SubOp, quot.results[0], one.result)
+        result = builders.select(adjust.results[0], minus_one.results[0], quot.results[0])
+        ops = [zero, one, quot, rem, inexact, rem_neg, rhs_neg, signs_differ, adjust, minus_one, result]
+        replace_with_llvm(rewriter, op, ops)
+
+
+class CeilDivSIOpLowering(LLVMLoweringPattern):
+    """Round toward positive infinity: the truncated quotient, plus one when the
+    division is inexact and the operands' signs agree."""
+
+    source_op = arith.CeilDivSIOp
+
+    def lower(self, op: arith.CeilDivSIOp, rewriter: PatternRewriter) -> None:
+        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        type_ = lhs.type
+        zero = builders.constant(0, type_)
+        one = builders.constant(1, type_)
+        quot = builders.int_binary(llvm.SDivOp, lhs, rhs)
+        rem = builders.int_binary(llvm.SRemOp, lhs, rhs)
+        inexact = builders.icmp("ne", rem.results[0], zero.result)
+        rem_neg = builders.icmp("slt", rem.results[0], zero.result)
+        rhs_neg = builders.icmp("slt", rhs, zero.result)
+        signs_agree = builders.icmp("eq", rem_neg.res, rhs_neg.res)
+        adjust = builders.int_binary(llvm.AndOp, inexact.res, signs_agree.res)
+        plus_one = builders.int_binary(llvm.AddOp, quot.results[0], one.result)
+        result = builders.select(adjust.results[0], plus_one.results[0], quot.results[0])
+        ops = [zero, one, quot, rem, inexact, rem_neg, rhs_neg, signs_agree, adjust, plus_one, result]
+        replace_with_llvm(rewriter, op, ops)
+
+
+class CeilDivUIOpLowering(LLVMLoweringPattern):
+    """`lhs == 0 ? 0 : (lhs - 1) / rhs + 1`, which cannot overflow."""
+
+    source_op = arith.CeilDivUIOp
+
+    def lower(self, op: arith.CeilDivUIOp, rewriter: PatternRewriter) -> None:
+        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        type_ = lhs.type
+        zero = builders.constant(0, type_)
+        one = builders.constant(1, type_)
+        is_zero = builders.icmp("eq", lhs, zero.result)
+        minus_one = builders.int_binary(llvm.SubOp, lhs, one.result)
+        quot = builders.int_binary(llvm.UDivOp, minus_one.results[0], rhs)
+        plus_one = builders.int_binary(llvm.AddOp, quot.results[0], one.result)
+        result = builders.select(is_zero.res, zero.result, plus_one.results[0])
+        replace_with_llvm(rewriter, op, [zero, one, is_zero, minus_one, quot, plus_one, result])
+
+
+class _FloatBinaryLowering(LLVMLoweringPattern):
+    """An arith float op that is one llvm instruction."""
+
+    target_op: ClassVar[type[Operation]]
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        flags = builders.fastmath(op.properties.get("fastmath"))
+        new = builders.float_binary(self.target_op, lhs, rhs, flags)
+        replace_with_llvm(rewriter, op, [new])
+
+
+class AddfOpLowering(_FloatBinaryLowering):
+    source_op = arith.AddfOp
+    target_op = llvm.FAddOp
+
+
+class SubfOpLowering(_FloatBinaryLowering):
+    source_op = arith.SubfOp
+    target_op = llvm.FSubOp
+
+
+class MulfOpLowering(_FloatBinaryLowering):
+    source_op = arith.MulfOp
+    target_op = llvm.FMulOp
+
+
+class DivfOpLowering(_FloatBinaryLowering):
+    source_op = arith.DivfOp
+    target_op = llvm.FDivOp
+
+
+class _FloatIntrinsicBinaryLowering(LLVMLoweringPattern):
+    """An arith float op that is an llvm intrinsic on two operands."""
+
+    intrinsic: ClassVar[str]
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        name = f"{self.intrinsic}.{intrinsic_suffix(lhs.type)}"
+        new = builders.call_intrinsic(name, [lhs, rhs], lhs.type)
+        replace_with_llvm(rewriter, op, [new])
+
+
+class MaximumfOpLowering(_FloatIntrinsicBinaryLowering):
+    """NaN-propagating maximum, as arith.maximumf requires."""
+
+    source_op = arith.MaximumfOp
+    intrinsic = "llvm.maximum"
+
+
+class MinimumfOpLowering(_FloatIntrinsicBinaryLowering):
+    source_op = arith.MinimumfOp
+    intrinsic = "llvm.minimum"
+
+
+class MaxnumfOpLowering(_FloatIntrinsicBinaryLowering):
+    """IEEE maxNum: a NaN operand yields the other operand."""
+
+    source_op = arith.MaxnumfOp
+    intrinsic = "llvm.maxnum"
+
+
+class MinnumfOpLowering(_FloatIntrinsicBinaryLowering):
+    source_op = arith.MinnumfOp
+    intrinsic = "llvm.minnum"
+
+
+class NegfOpLowering(LLVMLoweringPattern):
+    source_op = arith.NegfOp
+
+    def lower(self, op: arith.NegfOp, rewriter: PatternRewriter) -> None:
+        operand = materialize_llvm(rewriter, op, op.operand)
+        new = builders.fneg(operand, builders.fastmath(op.fastmath))
+        replace_with_llvm(rewriter, op, [new])
+
+
+class CmpiOpLowering(LLVMLoweringPattern):
+    source_op = arith.CmpiOp
+
+    def lower(self, op: arith.CmpiOp, rewriter: PatternRewriter) -> None:
+        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        predicate = _CMPI_PREDICATES[op.predicate.value.data]
+        replace_with_llvm(rewriter, op, [builders.icmp(predicate, lhs, rhs)])
+
+
+class CmpfOpLowering(LLVMLoweringPattern):
+    source_op = arith.CmpfOp
+
+    def lower(self, op: arith.CmpfOp, rewriter: PatternRewriter) -> None:
+        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        predicate = _CMPF_PREDICATES[op.predicate.value.data]
+        replace_with_llvm(rewriter, op, [builders.fcmp(predicate, lhs, rhs)])
+
+
+class SelectOpLowering(LLVMLoweringPattern):
+    source_op = arith.SelectOp
+
+    def lower(self, op: arith.SelectOp, rewriter: PatternRewriter) -> None:
+        cond, lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        replace_with_llvm(rewriter, op, [builders.select(cond, lhs, rhs)])
+
+
+def _resize_int(value: SSAValue, to: IntegerType, signed: bool) -> list[Operation]:
+    """The ops that sign- or zero-extend or truncate `value` to `to` (none if equal)."""
+    from_width = _int_width(value.type)
+    to_width = to.width.data
+    if from_width == to_width:
+        return []
+    if from_width > to_width:
+        return [builders.cast(llvm.TruncOp, value, to)]
+    return [builders.cast(llvm.SExtOp if signed else llvm.ZExtOp, value, to)]
+
+
+class _IntResizeLowering(LLVMLoweringPattern):
+    """An integer width change (index counts as i64)."""
+
+    signed: ClassVar[bool] = True
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        value = materialize_llvm(rewriter, op, op.operands[0])
+        to = llvm_type(op.results[0].type)
+        assert isinstance(to, IntegerType)
+        ops = _resize_int(value, to, self.signed)
+        if not ops:
+            replace_with_llvm(rewriter, op, [], [value])
+            return
+        replace_with_llvm(rewriter, op, ops)
+
+
+class IndexCastOpLowering(_IntResizeLowering):
+    source_op = arith.IndexCastOp
+
+
+class ExtSIOpLowering(_IntResizeLowering):
+    source_op = arith.ExtSIOp
+
+
+class ExtUIOpLowering(_IntResizeLowering):
+    source_op = arith.ExtUIOp
+    signed = False
+
+
+class TruncIOpLowering(_IntResizeLowering):
+    source_op = arith.TruncIOp
+
+
+class SIToFPOpLowering(LLVMLoweringPattern):
+    source_op = arith.SIToFPOp
+
+    def lower(self, op: arith.SIToFPOp, rewriter: PatternRewriter) -> None:
+        value = materialize_llvm(rewriter, op, op.input)
+        replace_with_llvm(rewriter, op, [builders.cast(llvm.SIToFPOp, value, op.result.type)])
+
+
+class UIToFPOpLowering(LLVMLoweringPattern):
+    """Zero-extend to a wider signed integer, then convert: exact, since the widened
+    value is non-negative. (xDSL's llvm dialect has no uitofp.)"""
+
+    source_op = arith.UIToFPOp
+
+    def lower(self, op: arith.UIToFPOp, rewriter: PatternRewriter) -> None:
+        value = materialize_llvm(rewriter, op, op.input)
+        width = _int_width(value.type)
+        if width >= 64:
+            raise unsupported(op, f"unsigned conversion from i{width} is not supported")
+        ext = builders.cast(llvm.ZExtOp, value, i64)
+        conv = builders.cast(llvm.SIToFPOp, ext.results[0], op.result.type)
+        replace_with_llvm(rewriter, op, [ext, conv])
+
+
+class _FloatToIntLowering(LLVMLoweringPattern):
+    """Float to integer through LLVM's saturating conversion: the plain conversion is
+    poison out of range, so saturating is a valid (and defined) refinement. (xDSL's
+    llvm dialect has no fptosi/fptoui.)"""
+
+    intrinsic: ClassVar[str]
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        value = materialize_llvm(rewriter, op, op.operands[0])
+        result_type = op.results[0].type
+        name = f"{self.intrinsic}.{intrinsic_suffix(result_type)}.{intrinsic_suffix(value.type)}"
+        replace_with_llvm(rewriter, op, [builders.call_intrinsic(name, [value], result_type)])
+
+
+class FPToSIOpLowering(_FloatToIntLowering):
+    source_op = arith.FPToSIOp
+    intrinsic = "llvm.fptosi.sat"
+
+
+class FPToUIOpLowering(_FloatToIntLowering):
+    source_op = arith.FPToUIOp
+    intrinsic = "llvm.fptoui.sat"
+
+
+class ExtFOpLowering(LLVMLoweringPattern):
+    source_op = arith.ExtFOp
+
+    def lower(self, op: arith.ExtFOp, rewriter: PatternRewriter) -> None:
+        value = materialize_llvm(rewriter, op, op.input)
+        replace_with_llvm(rewriter, op, [builders.cast(llvm.FPExtOp, value, op.result.type)])
+
+
+class TruncFOpLowering(LLVMLoweringPattern):
+    source_op = arith.TruncFOp
+
+    def lower(self, op: arith.TruncFOp, rewriter: PatternRewriter) -> None:
+        value = materialize_llvm(rewriter, op, op.input)
+        replace_with_llvm(rewriter, op, [builders.cast(llvm.FPTruncOp, value, op.result.type)])
+
+
+class BitcastOpLowering(LLVMLoweringPattern):
+    source_op = arith.BitcastOp
+
+    def lower(self, op: arith.BitcastOp, rewriter: PatternRewriter) -> None:
+        value = materialize_llvm(rewriter, op, op.input)
+        to = llvm_type(op.result.type)
+        if value.type == to:
+            replace_with_llvm(rewriter, op, [], [value])
+            return
+        replace_with_llvm(rewriter, op, [builders.cast(llvm.BitcastOp, value, to)])
+
+
+def arith_to_llvm_patterns() -> list[RewritePattern]:
+    """The patterns lowering `arith` ops to the llvm dialect."""
+    return [
+        ConstantOpLowering(),
+        AddiOpLowering(),
+        SubiOpLowering(),
+        MuliOpLowering(),
+        DivSIOpLowering(),
+        DivUIOpLowering(),
+        RemSIOpLowering(),
+        RemUIOpLowering(),
+        AndIOpLowering(),
+        OrIOpLowering(),
+        XOrIOpLowering(),
+        ShLIOpLowering(),
+        ShRSIOpLowering(),
+        ShRUIOpLowering(),
+        MinSIOpLowering(),
+        MaxSIOpLowering(),
+        MinUIOpLowering(),
+        MaxUIOpLowering(),
+        FloorDivSIOpLowering(),
+        CeilDivSIOpLowering(),
+        CeilDivUIOpLowering(),
+        AddfOpLowering(),
+        SubfOpLowering(),
+        MulfOpLowering(),
+        DivfOpLowering(),
+        MaximumfOpLowering(),
+        MinimumfOpLowering(),
+        MaxnumfOpLowering(),
+        MinnumfOpLowering(),
+        NegfOpLowering(),
+        CmpiOpLowering(),
+        CmpfOpLowering(),
+        SelectOpLowering(),
+        IndexCastOpLowering(),
+        ExtSIOpLowering(),
+        ExtUIOpLowering(),
+        TruncIOpLowering(),
+        SIToFPOpLowering(),
+        UIToFPOpLowering(),
+        FPToSIOpLowering(),
+        FPToUIOpLowering(),
+        ExtFOpLowering(),
+        TruncFOpLowering(),
+        BitcastOpLowering(),
+    ]
+

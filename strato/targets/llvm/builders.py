@@ -1,0 +1,225 @@
+"""Builders for the llvm-dialect ops the lowering emits.
+
+xDSL's llvm op constructors differ from op to op (some take a result type, some infer
+it, some take predicates as strings, others as integers) and change between releases;
+every lowering pattern builds llvm ops through these functions so that a change of the
+xDSL API is absorbed here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    ArrayAttr,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
+
+from strato.targets.llvm.type_conversion import POINTER
+
+_NO_FASTMATH = llvm.FastMathAttr(None)
+
+
+def constant(value: int | float | bool, type_: Attribute) -> llvm.ConstantOp:
+    """`llvm.mlir.constant(value) : type_` for an integer or float type."""
+    if isinstance(type_, AnyFloat):
+        return llvm.ConstantOp(FloatAttr(float(value), type_), type_)
+    assert isinstance(type_, IntegerType), f"no llvm constant of type {type_}"
+    return llvm.ConstantOp(IntegerAttr(int(value), type_), type_)
+
+
+def index_constant(value: int) -> llvm.ConstantOp:
+    return constant(value, i64)
+
+
+def fastmath(flags: Attribute | None) -> llvm.FastMathAttr:
+    """The llvm fastmath attribute carrying the same flags as an arith one."""
+    if flags is None or not isinstance(flags.data, frozenset) or not flags.data:
+        return _NO_FASTMATH
+    return llvm.FastMathAttr(flags.data)
+
+
+def int_binary(
+    op_class: type[Operation], lhs: SSAValue, rhs: SSAValue, *, nsw: bool = False
+) -> Operation:
+    """An llvm integer binary op (`llvm.add`, `llvm.sdiv`, ...) on two values."""
+    if nsw and issubclass(op_class, llvm.ArithmeticBinOpOverflow):
+        return op_class(lhs, rhs, overflow=llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP]))
+    return op_class(lhs, rhs)
+
+
+def float_binary(
+    op_class: type[Operation], lhs: SSAValue, rhs: SSAValue, flags: llvm.FastMathAttr = _NO_FASTMATH
+) -> Operation:
+    """An llvm float binary op (`llvm.fadd`, ...) on two values."""
+    return op_class(lhs, rhs, flags)
+
+
+def fneg(value: SSAValue, flags: llvm.FastMathAttr = _NO_FASTMATH) -> llvm.FNegOp:
+    return llvm.FNegOp(value, flags)
+
+
+def icmp(predicate: str, lhs: SSAValue, rhs: SSAValue) -> llvm.ICmpOp:
+    """`llvm.icmp` with a predicate named as in LLVM ("slt", "eq", ...)."""
+    index = llvm.ICmpPredicateFlag(predicate).to_int()
+    return llvm.ICmpOp(lhs, rhs, IntegerAttr(index, i64))
+
+
+def fcmp(predicate: str, lhs: SSAValue, rhs: SSAValue) -> llvm.FCmpOp:
+    """`llvm.fcmp` with a predicate named as in LLVM ("olt", "une", "false", ...)."""
+    name = {"false": "_false", "true": "_true"}.get(predicate, predicate)
+    return llvm.FCmpOp(lhs, rhs, name)
+
+
+def select(cond: SSAValue, if_true: SSAValue, if_false: SSAValue) -> llvm.SelectOp:
+    return llvm.SelectOp(cond, if_true, if_false)
+
+
+def cast(op_class: type[Operation], value: SSAValue, to: Attribute) -> Operation:
+    """An llvm conversion op (`llvm.sext`, `llvm.sitofp`, `llvm.fpext`, ...)."""
+    return op_class(value, to)
+
+
+def call_intrinsic(
+    name: str, args: Sequence[SSAValue], result_type: Attribute | None
+) -> llvm.CallIntrinsicOp:
+    """`llvm.call_intrinsic "llvm.name.suffix"(args)`: the full, type-mangled name."""
+    return llvm.CallIntrinsicOp(name, list(args), [] if result_type is None else [result_type])
+
+
+def call(callee: str, args: Sequence[SSAValue], result_type: Attribute | None) -> llvm.CallOp:
+    """A direct `llvm.call @callee(args)`."""
+    return llvm.CallOp(callee, *args, return_type=result_type)
+
+
+def gep(base: SSAValue, index: SSAValue | int, element_type: Attribute) -> llvm.GEPOp:
+    """`&base[index]` for a pointer to elements of `element_type` (inbounds)."""
+    return llvm.GEPOp.from_mixed_indices(base, [index], element_type, inbounds=True)
+
+
+def load(pointer: SSAValue, type_: Attribute) -> llvm.LoadOp:
+    return llvm.LoadOp(pointer, type_)
+
+
+def store(value: SSAValue, pointer: SSAValue) -> llvm.StoreOp:
+    return llvm.StoreOp(value, pointer)
+
+
+def alloca(count: SSAValue, element_type: Attribute, alignment: int) -> llvm.AllocaOp:
+    return llvm.AllocaOp(count, element_type, alignment)
+
+
+def address_of(symbol: str) -> llvm.AddressOfOp:
+    return llvm.AddressOfOp(symbol, POINTER)
+
+
+def branch(dest: Block, args: Sequence[SSAValue] = ()) -> llvm.BrOp:
+    return llvm.BrOp(dest, *args)
+
+
+def cond_branch(
+    cond: SSAValue,
+    then_block: Block,
+    then_args: Sequence[SSAValue],
+    else_block: Block,
+    else_args: Sequence[SSAValue],
+) -> llvm.CondBrOp:
+    return llvm.CondBrOp(cond, then_block, list(then_args), else_block, list(else_args))
+
+
+def return_(value: SSAValue | None = None) -> llvm.ReturnOp:
+    return llvm.ReturnOp(value)
+
+
+def function_type(
+    inputs: Sequence[Attribute], result: Attribute | None
+) -> llvm.LLVMFunctionType:
+    return llvm.LLVMFunctionType(list(inputs), result)
+
+
+def function(
+    name: str,
+    type_: llvm.LLVMFunctionType,
+    body: Region | None = None,
+    *,
+    linkage: str = "external",
+    arg_attrs: Sequence[Attribute] | None = None,
+) -> llvm.FuncOp:
+    """An `llvm.func`: a definition when `body` has blocks, else a declaration."""
+    other_props: dict[str, Attribute | None] = {}
+    if arg_attrs is not None:
+        other_props["arg_attrs"] = ArrayAttr(list(arg_attrs))
+    return llvm.FuncOp(
+        name,
+        type_,
+        linkage=llvm.LinkageAttr(linkage),
+        body=body if body is not None else Region(),
+        other_props=other_props,
+    )
+
+
+def global_variable(
+    name: str,
+    type_: Attribute,
+    *,
+    value: Attribute | None,
+    constant: bool,
+    linkage: str,
+    alignment: int | None,
+) -> llvm.GlobalOp:
+    return llvm.GlobalOp(
+        type_,
+        name,
+        linkage,
+        constant=constant,
+        value=value,
+        alignment=alignment,
+    )
+
+
+def array_type(count: int, element: Attribute) -> llvm.LLVMArrayType:
+    return llvm.LLVMArrayType(count, element)
+
+
+def enclosing_module(op: Operation) -> ModuleOp:
+    """The top-level `builtin.module` that holds `op`."""
+    current: Operation | None = op
+    module: ModuleOp | None = None
+    while current is not None:
+        if isinstance(current, ModuleOp):
+            module = current
+        current = current.parent_op()
+    assert module is not None, f"{op.name} is not inside a module"
+    return module
+
+
+def ensure_declared(
+    anchor: Operation, name: str, type_: llvm.LLVMFunctionType
+) -> None:
+    """Declare the external function `name` in the module of `anchor`, once.
+
+    Used for the C library functions lowered code calls (malloc, free, libm).
+    """
+    module = enclosing_module(anchor)
+    existing = SymbolTable.lookup_symbol(module, name)
+    if existing is not None:
+        return
+    Rewriter.insert_op(function(name, type_), InsertPoint.at_end(module.body.block))
+
+
+def symbol_name(ref: SymbolRefAttr | StringAttr) -> str:
+    if isinstance(ref, StringAttr):
+        return ref.data
+    return ref.root_reference.data
+

@@ -1,0 +1,322 @@
+"""Lowering of upstream `math` to the llvm dialect, one pattern per op.
+
+Functions LLVM knows as intrinsics become `llvm.call_intrinsic` (the backend turns the
+ones without an instruction into libm calls); the others call libm directly (`erff`,
+`expm1f`, ...), which the JIT resolves from the C library already in the process.
+
+    %e = math.exp %x : f32   ->  %e = llvm.call_intrinsic "llvm.exp.f32"(%x) : (f32) -> f32
+    %r = math.erf %x : f32   ->  %r = llvm.call @erff(%x) : (f32) -> f32
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from xdsl.dialects import llvm, math
+from xdsl.dialects.builtin import Float32Type, Float64Type, i1
+from xdsl.ir import Operation
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+
+from strato.targets.llvm import builders
+from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern, intrinsic_suffix
+from strato.targets.llvm.type_conversion import (
+    materialize_llvm,
+    materialize_llvm_all,
+    replace_with_llvm,
+    unsupported,
+)
+
+
+class _IntrinsicLowering(LLVMLoweringPattern):
+    """A math op that is an LLVM intrinsic overloaded on its operand type."""
+
+    intrinsic: ClassVar[str]
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        args = materialize_llvm_all(rewriter, op, op.operands)
+        result_type = op.results[0].type
+        name = f"{self.intrinsic}.{intrinsic_suffix(result_type)}"
+        replace_with_llvm(rewriter, op, [builders.call_intrinsic(name, args, result_type)])
+
+
+class _LibmLowering(LLVMLoweringPattern):
+    """A math op that is a call to the C math library (`f`-suffixed for f32)."""
+
+    function: ClassVar[str]
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        args = materialize_llvm_all(rewriter, op, op.operands)
+        result_type = op.results[0].type
+        if isinstance(result_type, Float32Type):
+            name = f"{self.function}f"
+        elif isinstance(result_type, Float64Type):
+            name = self.function
+        else:
+            raise unsupported(op, f"libm has no '{self.function}' for {result_type}")
+        fn_type = builders.function_type([a.type for a in args], result_type)
+        builders.ensure_declared(op, name, fn_type)
+        replace_with_llvm(rewriter, op, [builders.call(name, args, result_type)])
+
+
+class _IntBitCountLowering(LLVMLoweringPattern):
+    """ctlz/cttz/abs take an extra i1 ("is zero/INT_MIN poison"): false keeps them
+    defined on every input, as the math dialect requires."""
+
+    intrinsic: ClassVar[str]
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        value = materialize_llvm(rewriter, op, op.operands[0])
+        flag = builders.constant(0, i1)
+        name = f"{self.intrinsic}.{intrinsic_suffix(value.type)}"
+        call = builders.call_intrinsic(name, [value, flag.result], value.type)
+        replace_with_llvm(rewriter, op, [flag, call])
+
+
+class AbsFOpLowering(_IntrinsicLowering):
+    source_op = math.AbsFOp
+    intrinsic = "llvm.fabs"
+
+
+class ExpOpLowering(_IntrinsicLowering):
+    source_op = math.ExpOp
+    intrinsic = "llvm.exp"
+
+
+class Exp2OpLowering(_IntrinsicLowering):
+    source_op = math.Exp2Op
+    intrinsic = "llvm.exp2"
+
+
+class LogOpLowering(_IntrinsicLowering):
+    source_op = math.LogOp
+    intrinsic = "llvm.log"
+
+
+class Log2OpLowering(_IntrinsicLowering):
+    source_op = math.Log2Op
+    intrinsic = "llvm.log2"
+
+
+class Log10OpLowering(_IntrinsicLowering):
+    source_op = math.Log10Op
+    intrinsic = "llvm.log10"
+
+
+class SqrtOpLowering(_IntrinsicLowering):
+    source_op = math.SqrtOp
+    intrinsic = "llvm.sqrt"
+
+
+class SinOpLowering(_IntrinsicLowering):
+    source_op = math.SinOp
+    intrinsic = "llvm.sin"
+
+
+class CosOpLowering(_IntrinsicLowering):
+    source_op = math.CosOp
+    intrinsic = "llvm.cos"
+
+
+class TanOpLowering(_IntrinsicLowering):
+    source_op = math.TanOp
+    intrinsic = "llvm.tan"
+
+
+class TanhOpLowering(_IntrinsicLowering):
+    source_op = math.TanhOp
+    intrinsic = "llvm.tanh"
+
+
+class SinhOpLowering(_IntrinsicLowering):
+    source_op = math.SinhOp
+    intrinsic = "llvm.sinh"
+
+
+class CoshOpLowering(_IntrinsicLowering):
+    source_op = math.CoshOp
+    intrinsic = "llvm.cosh"
+
+
+class AsinOpLowering(_IntrinsicLowering):
+    source_op = math.AsinOp
+    intrinsic = "llvm.asin"
+
+
+class AcosOpLowering(_IntrinsicLowering):
+    source_op = math.AcosOp
+    intrinsic = "llvm.acos"
+
+
+class AtanOpLowering(_IntrinsicLowering):
+    source_op = math.AtanOp
+    intrinsic = "llvm.atan"
+
+
+class Atan2OpLowering(_IntrinsicLowering):
+    source_op = math.Atan2Op
+    intrinsic = "llvm.atan2"
+
+
+class CeilOpLowering(_IntrinsicLowering):
+    source_op = math.CeilOp
+    intrinsic = "llvm.ceil"
+
+
+class FloorOpLowering(_IntrinsicLowering):
+    source_op = math.FloorOp
+    intrinsic = "llvm.floor"
+
+
+class TruncOpLowering(_IntrinsicLowering):
+    source_op = math.TruncOp
+    intrinsic = "llvm.trunc"
+
+
+class RoundOpLowering(_IntrinsicLowering):
+    source_op = math.RoundOp
+    intrinsic = "llvm.round"
+
+
+class RoundEvenOpLowering(_IntrinsicLowering):
+    source_op = math.RoundEvenOp
+    intrinsic = "llvm.roundeven"
+
+
+class PowFOpLowering(_IntrinsicLowering):
+    source_op = math.PowFOp
+    intrinsic = "llvm.pow"
+
+
+class CopySignOpLowering(_IntrinsicLowering):
+    source_op = math.CopySignOp
+    intrinsic = "llvm.copysign"
+
+
+class FmaOpLowering(_IntrinsicLowering):
+    source_op = math.FmaOp
+    intrinsic = "llvm.fma"
+
+
+class CtPopOpLowering(_IntrinsicLowering):
+    source_op = math.CtPopOp
+    intrinsic = "llvm.ctpop"
+
+
+class AbsIOpLowering(_IntBitCountLowering):
+    source_op = math.AbsIOp
+    intrinsic = "llvm.abs"
+
+
+class CountLeadingZerosOpLowering(_IntBitCountLowering):
+    source_op = math.CountLeadingZerosOp
+    intrinsic = "llvm.ctlz"
+
+
+class CountTrailingZerosOpLowering(_IntBitCountLowering):
+    source_op = math.CountTrailingZerosOp
+    intrinsic = "llvm.cttz"
+
+
+class FPowIOpLowering(LLVMLoweringPattern):
+    """A float to an integer power: `llvm.powi`, overloaded on both types."""
+
+    source_op = math.FPowIOp
+
+    def lower(self, op: math.FPowIOp, rewriter: PatternRewriter) -> None:
+        base, exponent = materialize_llvm_all(rewriter, op, op.operands)
+        name = f"llvm.powi.{intrinsic_suffix(base.type)}.{intrinsic_suffix(exponent.type)}"
+        replace_with_llvm(rewriter, op, [builders.call_intrinsic(name, [base, exponent], base.type)])
+
+
+class RsqrtOpLowering(LLVMLoweringPattern):
+    """`1 / sqrt(x)`, correctly rounded in two steps."""
+
+    source_op = math.RsqrtOp
+
+    def lower(self, op: math.RsqrtOp, rewriter: PatternRewriter) -> None:
+        value = materialize_llvm(rewriter, op, op.operands[0])
+        type_ = value.type
+        root = builders.call_intrinsic(f"llvm.sqrt.{intrinsic_suffix(type_)}", [value], type_)
+        one = builders.constant(1.0, type_)
+        assert root.ress is not None
+        quotient = builders.float_binary(llvm.FDivOp, one.result, root.ress)
+        replace_with_llvm(rewriter, op, [root, one, quotient])
+
+
+class ErfOpLowering(_LibmLowering):
+    source_op = math.ErfOp
+    function = "erf"
+
+
+class ExpM1OpLowering(_LibmLowering):
+    source_op = math.ExpM1Op
+    function = "expm1"
+
+
+class Log1pOpLowering(_LibmLowering):
+    source_op = math.Log1pOp
+    function = "log1p"
+
+
+class CbrtOpLowering(_LibmLowering):
+    source_op = math.CbrtOp
+    function = "cbrt"
+
+
+class AsinhOpLowering(_LibmLowering):
+    source_op = math.AsinhOp
+    function = "asinh"
+
+
+class AcoshOpLowering(_LibmLowering):
+    source_op = math.AcoshOp
+    function = "acosh"
+
+
+class AtanhOpLowering(_LibmLowering):
+    source_op = math.AtanhOp
+    function = "atanh"
+
+
+def math_to_llvm_patterns() -> list[RewritePattern]:
+    """The patterns lowering `math` ops to the llvm dialect."""
+    return [
+        AbsFOpLowering(),
+        ExpOpLowering(),
+        Exp2OpLowering(),
+        LogOpLowering(),
+        Log2OpLowering(),
+        Log10OpLowering(),
+        SqrtOpLowering(),
+        SinOpLowering(),
+        CosOpLowering(),
+        TanOpLowering(),
+        TanhOpLowering(),
+        SinhOpLowering(),
+        CoshOpLowering(),
+        AsinOpLowering(),
+        AcosOpLowering(),
+        AtanOpLowering(),
+        Atan2OpLowering(),
+        CeilOpLowering(),
+        FloorOpLowering(),
+        TruncOpLowering(),
+        RoundOpLowering(),
+        RoundEvenOpLowering(),
+        PowFOpLowering(),
+        CopySignOpLowering(),
+        FmaOpLowering(),
+        CtPopOpLowering(),
+        AbsIOpLowering(),
+        CountLeadingZerosOpLowering(),
+        CountTrailingZerosOpLowering(),
+        FPowIOpLowering(),
+        RsqrtOpLowering(),
+        ErfOpLowering(),
+        ExpM1OpLowering(),
+        Log1pOpLowering(),
+        CbrtOpLowering(),
+        AsinhOpLowering(),
+        AcoshOpLowering(),
+        AtanhOpLowering(),
+    ]

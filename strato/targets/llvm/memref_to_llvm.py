@@ -1,0 +1,270 @@
+"""Lowering of upstream `memref` to the llvm dialect, one pattern per op.
+
+A memref is a bare pointer to its first element; its static layout turns an access
+into a GEP on the linearized index (row-major unless the type says otherwise).
+
+    %v = memref.load %a[%i, %j] : memref<4x8xf32>
+->
+    %c8 = llvm.mlir.constant(8 : i64) : i64
+    %0 = llvm.mul %i, %c8 overflow<nsw> : i64
+    %1 = llvm.add %0, %j overflow<nsw> : i64
+    %2 = llvm.getelementptr inbounds %a[%1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+    %v = llvm.load %2 : !llvm.ptr -> f32
+
+Buffers in global memory come from `malloc` and go back with `free`. Small buffers in
+local (kernel-private) memory live on the stack: one `llvm.alloca` at the function
+entry, so a buffer allocated inside a loop does not grow the stack per iteration;
+their `memref.dealloc` disappears. `memref.global` constants become internal
+`llvm.mlir.global` constants holding the same dense bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import func, llvm, memref
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntegerAttr,
+    MemRefType,
+    TensorType,
+    UnitAttr,
+    i1,
+    i64,
+)
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.rewriter import InsertPoint
+
+from strato.dialects.loop import MemoryScope, memory_scope
+from strato.targets.llvm import builders
+from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern
+from strato.targets.llvm.type_conversion import (
+    POINTER,
+    element_byte_size,
+    llvm_type,
+    materialize_llvm,
+    materialize_llvm_all,
+    memref_layout,
+    memref_size_in_bytes,
+    replace_with_llvm,
+    unsupported,
+)
+
+STACK_BUFFER_LIMIT = 64 * 1024
+"""Largest local-scope buffer (bytes) placed on the stack instead of the heap."""
+
+BUFFER_ALIGNMENT = 64
+"""Alignment of stack buffers and globals: a cache line, enough for any vector."""
+
+_MALLOC_ALIGNMENT = 16
+
+
+def is_stack_buffer(type_: MemRefType) -> bool:
+    """Whether buffers of `type_` are stack-allocated (see the module docstring)."""
+    return memory_scope(type_) == MemoryScope.LOCAL and memref_size_in_bytes(type_) <= STACK_BUFFER_LIMIT
+
+
+def _memref_type(value: SSAValue) -> MemRefType:
+    type_ = value.type
+    assert isinstance(type_, MemRefType), f"expected a memref, got {type_}"
+    return type_
+
+
+def element_address(
+    base: SSAValue, indices: Sequence[SSAValue], type_: MemRefType
+) -> tuple[list[Operation], SSAValue]:
+    """The ops computing `&base[indices]` for a memref of `type_` (llvm-typed
+    `base` and i64 `indices`), and the resulting pointer."""
+    layout = memref_layout(type_)
+    ops: list[Operation] = []
+    linear: SSAValue | None = None
+    for index, stride in zip(indices, layout.strides, strict=True):
+        if stride == 0:
+            continue
+        term = index
+        if stride != 1:
+            stride_op = builders.index_constant(stride)
+            mul = builders.int_binary(llvm.MulOp, index, stride_op.result, nsw=True)
+            ops += [stride_op, mul]
+            term = mul.results[0]
+        if linear is None:
+            linear = term
+            continue
+        add = builders.int_binary(llvm.AddOp, linear, term, nsw=True)
+        ops.append(add)
+        linear = add.results[0]
+    if layout.offset != 0 or linear is None:
+        offset = builders.index_constant(layout.offset)
+        ops.append(offset)
+        if linear is None:
+            linear = offset.result
+        else:
+            add = builders.int_binary(llvm.AddOp, linear, offset.result, nsw=True)
+            ops.append(add)
+            linear = add.results[0]
+    address = builders.gep(base, linear, llvm_type(type_.element_type))
+    ops.append(address)
+    return ops, address.result
+
+
+class LoadOpLowering(LLVMLoweringPattern):
+    source_op = memref.LoadOp
+
+    def lower(self, op: memref.LoadOp, rewriter: PatternRewriter) -> None:
+        type_ = _memref_type(op.memref)
+        base = materialize_llvm(rewriter, op, op.memref)
+        indices = materialize_llvm_all(rewriter, op, op.indices)
+        ops, address = element_address(base, indices, type_)
+        load = builders.load(address, llvm_type(type_.element_type))
+        replace_with_llvm(rewriter, op, [*ops, load])
+
+
+class StoreOpLowering(LLVMLoweringPattern):
+    source_op = memref.StoreOp
+
+    def lower(self, op: memref.StoreOp, rewriter: PatternRewriter) -> None:
+        type_ = _memref_type(op.memref)
+        value = materialize_llvm(rewriter, op, op.value)
+        base = materialize_llvm(rewriter, op, op.memref)
+        indices = materialize_llvm_all(rewriter, op, op.indices)
+        ops, address = element_address(base, indices, type_)
+        replace_with_llvm(rewriter, op, [*ops, builders.store(value, address)])
+
+
+def _function_entry(op: Operation) -> Block:
+    """The entry block of the function (func.func or llvm.func) holding `op`."""
+    parent = op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp | llvm.FuncOp):
+        parent = parent.parent_op()
+    if parent is None or parent.body.first_block is None:
+        raise unsupported(op, "a buffer must be allocated inside a function")
+    return parent.body.first_block
+
+
+class AllocOpLowering(LLVMLoweringPattern):
+    source_op = memref.AllocOp
+
+    def lower(self, op: memref.AllocOp, rewriter: PatternRewriter) -> None:
+        type_ = _memref_type(op.memref)
+        if op.dynamic_sizes or op.symbol_operands:
+            raise unsupported(op, f"{type_} has a dynamic size")
+        if is_stack_buffer(type_):
+            self._allocate_on_stack(op, type_, rewriter)
+            return
+        size = builders.index_constant(memref_size_in_bytes(type_))
+        alignment = op.alignment.value.data if op.alignment is not None else None
+        if alignment is None or alignment <= _MALLOC_ALIGNMENT:
+            builders.ensure_declared(op, "malloc", builders.function_type([i64], POINTER))
+            call = builders.call("malloc", [size.result], POINTER)
+            replace_with_llvm(rewriter, op, [size, call])
+            return
+        # aligned_alloc wants the size to be a multiple of the alignment
+        padded = builders.index_constant(-(-memref_size_in_bytes(type_) // alignment) * alignment)
+        align = builders.index_constant(alignment)
+        builders.ensure_declared(op, "aligned_alloc", builders.function_type([i64, i64], POINTER))
+        call = builders.call("aligned_alloc", [align.result, padded.result], POINTER)
+        replace_with_llvm(rewriter, op, [padded, align, call])
+
+    @staticmethod
+    def _allocate_on_stack(op: memref.AllocOp, type_: MemRefType, rewriter: PatternRewriter) -> None:
+        entry = _function_entry(op)
+        element = llvm_type(type_.element_type)
+        count = memref_size_in_bytes(type_) // element_byte_size(type_.element_type)
+        count_op = builders.index_constant(max(count, 1))
+        alloca = builders.alloca(count_op.result, element, BUFFER_ALIGNMENT)
+        rewriter.insert([count_op, alloca], InsertPoint.at_start(entry))
+        replace_with_llvm(rewriter, op, [], [alloca.results[0]])
+
+
+class DeallocOpLowering(LLVMLoweringPattern):
+    source_op = memref.DeallocOp
+
+    def lower(self, op: memref.DeallocOp, rewriter: PatternRewriter) -> None:
+        type_ = _memref_type(op.memref)
+        if is_stack_buffer(type_):
+            rewriter.erase(op)
+            return
+        pointer = materialize_llvm(rewriter, op, op.memref)
+        builders.ensure_declared(op, "free", builders.function_type([POINTER], None))
+        replace_with_llvm(rewriter, op, [builders.call("free", [pointer], None)])
+
+
+class CopyOpLowering(LLVMLoweringPattern):
+    """A copy between two contiguous buffers is one `llvm.memcpy`."""
+
+    source_op = memref.CopyOp
+
+    def lower(self, op: memref.CopyOp, rewriter: PatternRewriter) -> None:
+        source_type = _memref_type(op.source)
+        dest_type = _memref_type(op.destination)
+        for type_ in (source_type, dest_type):
+            if not memref_layout(type_).is_contiguous(type_.get_shape()):
+                raise unsupported(op, f"{type_} is not contiguous; only contiguous copies are supported")
+        source, dest = materialize_llvm_all(rewriter, op, [op.source, op.destination])
+        size = builders.index_constant(memref_size_in_bytes(source_type))
+        volatile = builders.constant(0, i1)
+        copy = builders.call_intrinsic(
+            "llvm.memcpy.p0.p0.i64", [dest, source, size.result, volatile.result], None
+        )
+        replace_with_llvm(rewriter, op, [size, volatile, copy])
+
+
+def _flat_initializer(op: memref.GlobalOp, type_: MemRefType) -> DenseIntOrFPElementsAttr | None:
+    """The initial value as a one-dimensional dense attribute over the same bytes
+    (no per-element work, so megabyte weights stay cheap)."""
+    value = op.initial_value
+    if isinstance(value, UnitAttr):
+        return None
+    if not isinstance(value, DenseIntOrFPElementsAttr):
+        raise unsupported(op, f"initial value {value} is not a dense attribute")
+    count = 1
+    for dim in type_.get_shape():
+        count *= dim
+    return DenseIntOrFPElementsAttr(TensorType(type_.element_type, [count]), value.data)
+
+
+class GlobalOpLowering(LLVMLoweringPattern):
+    source_op = memref.GlobalOp
+
+    def lower(self, op: memref.GlobalOp, rewriter: PatternRewriter) -> None:
+        type_ = op.type
+        if not memref_layout(type_).is_contiguous(type_.get_shape()):
+            raise unsupported(op, f"{type_} is not contiguous")
+        count = memref_size_in_bytes(type_) // element_byte_size(type_.element_type)
+        array = builders.array_type(count, llvm_type(type_.element_type))
+        alignment = BUFFER_ALIGNMENT
+        if isinstance(op.alignment, IntegerAttr):
+            alignment = max(alignment, op.alignment.value.data)
+        private = op.sym_visibility.data == "private"
+        global_op = builders.global_variable(
+            op.sym_name.data,
+            array,
+            value=_flat_initializer(op, type_),
+            constant=op.constant is not None,
+            linkage="internal" if private else "external",
+            alignment=alignment,
+        )
+        rewriter.replace(op, [global_op], [])
+
+
+class GetGlobalOpLowering(LLVMLoweringPattern):
+    source_op = memref.GetGlobalOp
+
+    def lower(self, op: memref.GetGlobalOp, rewriter: PatternRewriter) -> None:
+        name = builders.symbol_name(op.name_)
+        replace_with_llvm(rewriter, op, [builders.address_of(name)])
+
+
+def memref_to_llvm_patterns() -> list[RewritePattern]:
+    """The patterns lowering `memref` ops to the llvm dialect."""
+    return [
+        LoadOpLowering(),
+        StoreOpLowering(),
+        AllocOpLowering(),
+        DeallocOpLowering(),
+        CopyOpLowering(),
+        GlobalOpLowering(),
+        GetGlobalOpLowering(),
+    ]
+

@@ -1,0 +1,236 @@
+"""Types at the loop level and their llvm-dialect counterparts.
+
+Memrefs become bare pointers (`!llvm.ptr`) to their first element: every shape is
+static, so a memref's layout is known at compile time and an access is a GEP on the
+linearized index. `index` becomes `i64`. Scalar integers and floats keep their type.
+
+While a lowering is in progress, values of converted and unconverted type meet; the
+two are bridged by `builtin.unrealized_conversion_cast` ops, which `materialize_llvm`
+and `replace_with_llvm` insert and the pass reconciles at the end (MLIR's
+materializations, without a type-converter framework).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    NoneAttr,
+    StridedLayoutAttr,
+    UnrealizedConversionCastOp,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint
+
+from strato.dialects.loop import MemoryScope, memory_scope
+from strato.diagnostics import StratoError
+
+INDEX_LLVM_TYPE = i64
+"""The integer type `index` lowers to (the target is 64-bit)."""
+
+POINTER = llvm.LLVMPointerType()
+
+_SCALAR_BYTES: dict[type[Attribute], int] = {
+    Float16Type: 2,
+    Float32Type: 4,
+    Float64Type: 8,
+    IndexType: 8,
+}
+
+_VTA_SCOPES = frozenset(
+    {MemoryScope.VTA_INP, MemoryScope.VTA_WGT, MemoryScope.VTA_ACC, MemoryScope.VTA_UOP}
+)
+
+
+def is_scalar_type(type_: Attribute) -> bool:
+    """A type the llvm target computes with directly: signless integers, index, floats."""
+    return isinstance(type_, IntegerType | IndexType | Float16Type | Float32Type | Float64Type)
+
+
+def element_byte_size(type_: Attribute) -> int:
+    """Bytes one element of `type_` occupies in memory (i1 takes a byte, as in LLVM)."""
+    if isinstance(type_, IntegerType):
+        return max(1, (type_.width.data + 7) // 8)
+    return _SCALAR_BYTES[type(type_)]
+
+
+def llvm_type(type_: Attribute) -> Attribute:
+    """The llvm-dialect type of a loop-level value of type `type_`.
+
+    Raises `ValueError` for a type the target cannot represent; `unsupported_type_reason`
+    says why, for diagnostics.
+    """
+    if isinstance(type_, MemRefType):
+        return POINTER
+    if isinstance(type_, IndexType):
+        return INDEX_LLVM_TYPE
+    if is_scalar_type(type_) or isinstance(type_, llvm.LLVMPointerType):
+        return type_
+    raise ValueError(f"type {type_} has no llvm counterpart")
+
+
+def is_llvm_type(type_: Attribute) -> bool:
+    """True when `type_` is already what the llvm dialect computes with."""
+    return isinstance(type_, llvm.LLVMPointerType | IntegerType | AnyFloat)
+
+
+def unsupported_type_reason(type_: Attribute) -> str | None:
+    """Why the llvm target cannot handle values of `type_`, or None when it can."""
+    if isinstance(type_, MemRefType):
+        return _unsupported_memref_reason(type_)
+    if is_scalar_type(type_) or isinstance(type_, llvm.LLVMPointerType):
+        return None
+    return f"type {type_} is not supported by the llvm target"
+
+
+def _unsupported_memref_reason(type_: MemRefType) -> str | None:
+    shape = type_.get_shape()
+    if any(dim < 0 for dim in shape):
+        return f"{type_} has a dynamic shape; the llvm target needs static shapes"
+    scope = memory_scope(type_)
+    if scope in _VTA_SCOPES:
+        return (
+            f"{type_} lives in the VTA memory scope '{scope.value}', which the CPU "
+            "cannot address; lower it with the vta target"
+        )
+    if not is_scalar_type(type_.element_type):
+        return f"{type_} has element type {type_.element_type}, which the llvm target cannot store"
+    try:
+        memref_layout(type_)
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+@dataclass(frozen=True)
+class MemRefLayout:
+    """Where element (i0, i1, ...) of a static memref lives, in elements from the
+    base pointer: `offset + sum(i_k * strides[k])`."""
+
+    offset: int
+    strides: tuple[int, ...]
+
+    def is_contiguous(self, shape: Sequence[int]) -> bool:
+        return self.offset == 0 and self.strides == row_major_strides(shape)
+
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    strides: list[int] = []
+    running = 1
+    for dim in reversed(shape):
+        strides.append(running)
+        running *= dim
+    return tuple(reversed(strides))
+
+
+def memref_layout(type_: MemRefType) -> MemRefLayout:
+    """The static layout of `type_` (row-major unless it has a static strided layout).
+
+    Raises `ValueError` when the layout is not static and strided.
+    """
+    shape = type_.get_shape()
+    layout = type_.layout
+    if isinstance(layout, NoneAttr):
+        return MemRefLayout(0, row_major_strides(shape))
+    if isinstance(layout, StridedLayoutAttr):
+        strides = layout.get_strides()
+        offset = layout.offset
+        if any(s is None for s in strides) or isinstance(offset, NoneAttr):
+            raise ValueError(f"{type_} has a dynamic strided layout; the llvm target needs static strides")
+        return MemRefLayout(offset.data, tuple(s for s in strides if s is not None))
+    strides = layout.get_strides()
+    if strides is None or any(s is None for s in strides):
+        raise ValueError(f"{type_} has a layout that is not strided")
+    return MemRefLayout(0, tuple(s for s in strides if s is not None))
+
+
+def memref_size_in_bytes(type_: MemRefType) -> int:
+    """Bytes spanned by a static memref (its elements, laid out by its layout)."""
+    shape = type_.get_shape()
+    if any(dim == 0 for dim in shape):
+        return 0
+    layout = memref_layout(type_)
+    last = layout.offset + sum((dim - 1) * stride for dim, stride in zip(shape, layout.strides))
+    return (last + 1) * element_byte_size(type_.element_type)
+
+
+def materialize_llvm(rewriter: PatternRewriter, before: Operation, value: SSAValue) -> SSAValue:
+    """`value` as its llvm-typed counterpart, inserting a cast before `before` if needed.
+
+    A value that is itself a cast of an llvm value is looked through, so chains of
+    casts do not build up.
+    """
+    type_ = value.type
+    if is_llvm_type(type_):
+        return value
+    target = llvm_type(type_)
+    owner = value.owner
+    if isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1:
+        source = owner.inputs[0]
+        if source.type == target:
+            return source
+    cast, result = UnrealizedConversionCastOp.cast_one(value, target)
+    rewriter.insert(cast, InsertPoint.before(before))
+    return result
+
+
+def materialize_llvm_all(
+    rewriter: PatternRewriter, before: Operation, values: Sequence[SSAValue]
+) -> list[SSAValue]:
+    return [materialize_llvm(rewriter, before, value) for value in values]
+
+
+def replace_with_llvm(
+    rewriter: PatternRewriter,
+    op: Operation,
+    new_ops: Sequence[Operation],
+    new_results: Sequence[SSAValue] | None = None,
+) -> None:
+    """Replace `op` by `new_ops`, whose results (`new_results`, or the last op's) are
+    llvm-typed; users that still expect the old types get casts back."""
+    if new_results is None:
+        new_results = list(new_ops[-1].results) if new_ops else []
+    assert len(new_results) == len(op.results), f"{op.name}: result count mismatch"
+    ops = list(new_ops)
+    replacements: list[SSAValue] = []
+    for old, new in zip(op.results, new_results, strict=True):
+        if old.type == new.type:
+            replacements.append(new)
+            continue
+        cast, back = UnrealizedConversionCastOp.cast_one(new, old.type)
+        ops.append(cast)
+        replacements.append(back)
+    rewriter.replace(op, ops, replacements)
+
+
+def convert_value_type_in_place(rewriter: PatternRewriter, value: SSAValue) -> SSAValue:
+    """Retype a block argument to its llvm type; existing users get a cast back to
+    the old type, placed at the start of the block. Returns the retyped argument."""
+    old_type = value.type
+    if is_llvm_type(old_type):
+        return value
+    new_value = rewriter.replace_value_with_new_type(value, llvm_type(old_type))
+    if not new_value.uses:
+        return new_value
+    cast, back = UnrealizedConversionCastOp.cast_one(new_value, old_type)
+    block = new_value.owner
+    assert not isinstance(block, Operation)
+    rewriter.insert(cast, InsertPoint.at_start(block))
+    rewriter.replace_uses_with_if(new_value, back, lambda use: use.operation is not cast)
+    return new_value
+
+
+def unsupported(op: Operation, reason: str) -> StratoError:
+    """The diagnostic for an op the llvm lowering cannot handle."""
+    return StratoError(f"'{op.name}' cannot be lowered to llvm: {reason}", op=op)
