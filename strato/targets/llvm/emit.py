@@ -1,0 +1,299 @@
+"""llvm-dialect module -> LLVM IR text (an llvmlite `ir.Module`).
+
+Instructions are translated by xDSL's `xdsl.backend.llvm` op converter; strato drives
+the module, function and global translation itself because it needs what xDSL's
+`convert_module` lacks:
+
+* dense global initializers become one byte string (`c"..."`), not one Python
+  constant per element, so megabytes of weights translate in well under a second;
+* linkage of functions is kept, argument attributes strato emits are translated,
+  and definitions are marked `nounwind` (lowered code never unwinds);
+* blocks are translated in reverse post-order, so a value is always translated before
+  a branch in another block passes it to a phi;
+* GEPs are emitted on the opaque pointer directly (xDSL inserts a bitcast).
+
+`emit_llvm_ir(module)` returns the text; `LLVMIRTarget` is the `-t llvm` output target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO
+
+import llvmlite.ir as ir
+from xdsl.backend.llvm.convert_op import convert_op, create_constant
+from xdsl.backend.llvm.convert_type import convert_type
+from xdsl.context import Context
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    StringAttr,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.target import Target
+
+from strato.diagnostics import StratoError
+from strato.targets.llvm.host import host_data_layout, host_target
+
+_ARG_FLAGS = {
+    "llvm.noalias": "noalias",
+    "llvm.nonnull": "nonnull",
+    "llvm.noundef": "noundef",
+    "llvm.readonly": "readonly",
+    "llvm.writeonly": "writeonly",
+    "llvm.nocapture": "captures(none)",
+}
+_ARG_INTS = {"llvm.align": "align", "llvm.dereferenceable": "dereferenceable"}
+
+_LOCAL_LINKAGES = frozenset({"internal", "private", "linkonce_odr", "weak_odr"})
+
+ValueMap = dict[SSAValue, ir.Value]
+BlockMap = dict[Block, ir.Block]
+
+
+class EmissionError(StratoError):
+    """A module that is not (only) in the llvm dialect, or uses something the LLVM IR
+    emitter does not translate."""
+
+
+def _llvm_type(type_: Attribute) -> ir.Type:
+    try:
+        return convert_type(type_)
+    except Exception as err:  # xDSL raises its own exception type per release
+        raise EmissionError(f"type {type_} has no LLVM IR counterpart") from err
+
+
+# -- globals -----------------------------------------------------------------------------
+
+
+def _array_shape(type_: ir.Type) -> tuple[int, ir.Type]:
+    """(number of scalars, scalar type) of a possibly nested LLVM array type."""
+    count = 1
+    while isinstance(type_, ir.ArrayType):
+        count *= type_.count
+        type_ = type_.element
+    return count, type_
+
+
+def _scalar_bytes(type_: ir.Type) -> int | None:
+    if isinstance(type_, ir.IntType):
+        return max(1, (type_.width + 7) // 8)
+    return {ir.HalfType: 2, ir.FloatType: 4, ir.DoubleType: 8}.get(type(type_))
+
+
+def _dense_bytes(op: llvm.GlobalOp, value: DenseIntOrFPElementsAttr, type_: ir.Type) -> bytes:
+    """The initializer's bytes, laid out as LLVM lays out `type_`."""
+    count, scalar = _array_shape(type_)
+    size = _scalar_bytes(scalar)
+    if size is None:
+        raise EmissionError(f"global @{op.sym_name.data}: cannot initialize elements of {scalar}")
+    data = value.data.data
+    if len(data) == count * size:
+        return data
+    if len(data) == size:  # a splat
+        return data * count
+    raise EmissionError(
+        f"global @{op.sym_name.data}: initializer has {len(data)} bytes, {type_} needs {count * size}"
+    )
+
+
+def _emit_global(op: llvm.GlobalOp, module: ir.Module) -> None:
+    name = op.sym_name.data
+    type_ = _llvm_type(op.global_type)
+    value = op.value
+    linkage = op.linkage.linkage.data
+    initializer: ir.Constant | None = None
+    if isinstance(value, DenseIntOrFPElementsAttr) and isinstance(type_, ir.ArrayType):
+        data = _dense_bytes(op, value, type_)
+        if any(data):
+            type_ = ir.ArrayType(ir.IntType(8), len(data))
+            initializer = ir.Constant(type_, bytearray(data))
+        else:
+            initializer = ir.Constant(type_, None)
+    elif isinstance(value, StringAttr):
+        raw = value.data.encode()
+        type_ = ir.ArrayType(ir.IntType(8), len(raw))
+        initializer = ir.Constant(type_, bytearray(raw))
+    elif isinstance(value, IntegerAttr | FloatAttr | DenseIntOrFPElementsAttr):
+        initializer = create_constant(op.global_type, value)
+    elif value is None and linkage != "external":
+        initializer = ir.Constant(type_, None)  # a definition without a value is zeroed
+    elif value is not None:
+        raise EmissionError(f"global @{name}: unsupported initializer {value}")
+
+    gvar = ir.GlobalVariable(module, type_, name=name, addrspace=op.addr_space.value.data)
+    if initializer is not None:
+        gvar.initializer = initializer
+        if linkage != "external":
+            gvar.linkage = linkage
+    else:
+        gvar.linkage = "external"
+    if op.constant is not None:
+        gvar.global_constant = True
+        gvar.unnamed_addr = True
+    if op.alignment is not None:
+        gvar.align = op.alignment.value.data
+
+
+# -- functions ---------------------------------------------------------------------------
+
+
+def _declare_function(op: llvm.FuncOp, module: ir.Module) -> ir.Function:
+    fn_type = op.function_type
+    ir_type = ir.FunctionType(
+        _llvm_type(fn_type.output),
+        [_llvm_type(t) for t in fn_type.inputs.data],
+        var_arg=fn_type.is_variadic,
+    )
+    fn = ir.Function(module, ir_type, name=op.sym_name.data)
+    linkage = op.linkage.linkage.data
+    if op.body.blocks:
+        if linkage in _LOCAL_LINKAGES:
+            fn.linkage = linkage
+        fn.attributes.add("nounwind")
+    if op.arg_attrs is None:
+        return fn
+    for arg, attrs in zip(fn.args, op.arg_attrs.data, strict=True):
+        for key, value in attrs.data.items():
+            if key in _ARG_FLAGS and isinstance(arg.type, ir.PointerType):
+                arg.add_attribute(_ARG_FLAGS[key])
+            elif key in _ARG_INTS and isinstance(value, IntegerAttr):
+                setattr(arg.attributes, _ARG_INTS[key], value.value.data)
+    return fn
+
+
+def _successors(block: Block) -> list[Block]:
+    terminator = block.last_op
+    return list(terminator.successors) if terminator is not None else []
+
+
+def _reverse_post_order(entry: Block, blocks: list[Block]) -> list[Block]:
+    """Blocks in reverse post-order from `entry` (unreachable ones at the end), so
+    every block comes after the blocks that dominate it."""
+    seen: set[Block] = {entry}
+    post_order: list[Block] = []
+    stack: list[tuple[Block, list[Block]]] = [(entry, _successors(entry))]
+    while stack:
+        block, pending = stack[-1]
+        if pending:
+            succ = pending.pop(0)
+            if succ not in seen:
+                seen.add(succ)
+                stack.append((succ, _successors(succ)))
+            continue
+        post_order.append(block)
+        stack.pop()
+    ordered = post_order[::-1]
+    return ordered + [b for b in blocks if b not in seen]
+
+
+def _emit_gep(op: llvm.GEPOp, builder: ir.IRBuilder, values: ValueMap) -> None:
+    ssa_indices = iter(op.ssa_indices)
+    indices = [
+        values[next(ssa_indices)] if idx == llvm.GEP_USE_SSA_VAL else ir.Constant(ir.IntType(32), idx)
+        for idx in op.rawConstantIndices.iter_values()
+    ]
+    values[op.result] = builder.gep(
+        values[op.ptr],
+        indices,
+        inbounds=op.inbounds is not None,
+        source_etype=_llvm_type(op.elem_type),
+    )
+
+
+_OP_EMITTERS: dict[type[Operation], Callable[[Operation, ir.IRBuilder, ValueMap], None]] = {
+    llvm.GEPOp: _emit_gep,  # type: ignore[dict-item]
+}
+
+
+def _emit_op(op: Operation, builder: ir.IRBuilder, values: ValueMap, blocks: BlockMap) -> None:
+    emitter = _OP_EMITTERS.get(type(op))
+    if emitter is not None:
+        emitter(op, builder, values)
+        return
+    try:
+        convert_op(op, builder, values, blocks)
+    except NotImplementedError as err:
+        raise EmissionError(f"LLVM IR emission does not support '{op.name}'", op=op) from err
+
+
+def _emit_body(op: llvm.FuncOp, fn: ir.Function) -> None:
+    region_blocks = list(op.body.blocks)
+    blocks: BlockMap = {}
+    values: ValueMap = {}
+    for i, block in enumerate(region_blocks):
+        blocks[block] = fn.append_basic_block(name=block.name_hint or ("entry" if i == 0 else ""))
+    entry = region_blocks[0]
+    for arg, ir_arg in zip(entry.args, fn.args, strict=True):
+        values[arg] = ir_arg
+        if arg.name_hint:
+            ir_arg.name = arg.name_hint
+    for block in region_blocks[1:]:
+        builder = ir.IRBuilder(blocks[block])
+        for arg in block.args:
+            values[arg] = builder.phi(_llvm_type(arg.type), name=arg.name_hint or "")
+    for block in _reverse_post_order(entry, region_blocks):
+        builder = ir.IRBuilder(blocks[block])
+        for block_op in block.ops:
+            _emit_op(block_op, builder, values, blocks)
+
+
+def to_llvmlite_module(module: ModuleOp, *, triple: str | None = None, data_layout: str | None = None) -> ir.Module:
+    """Translate an llvm-dialect module to an llvmlite IR module.
+
+    The triple is, in order: `triple`, the module's `llvm.target_triple` attribute, the
+    host's. The data layout is `data_layout`, or the host's when the triple is the host's.
+    """
+    ir_module = ir.Module(name=module.sym_name.data if module.sym_name is not None else "strato")
+    module_triple = module.attributes.get("llvm.target_triple")
+    host = host_target()
+    if triple is None:
+        triple = module_triple.data if isinstance(module_triple, StringAttr) else host.triple
+    ir_module.triple = triple
+    if data_layout is None and triple == host.triple:
+        data_layout = host_data_layout()
+    if data_layout:
+        ir_module.data_layout = data_layout
+
+    globals_: list[llvm.GlobalOp] = []
+    functions: list[llvm.FuncOp] = []
+    for op in module.ops:
+        if isinstance(op, llvm.GlobalOp):
+            globals_.append(op)
+        elif isinstance(op, llvm.FuncOp):
+            functions.append(op)
+        else:
+            raise EmissionError(
+                f"'{op.name}' is not in the llvm dialect; lower the module with "
+                "convert-loops-to-llvm before emitting LLVM IR",
+                op=op,
+            )
+    for op in globals_:
+        _emit_global(op, ir_module)
+    declared = [(op, _declare_function(op, ir_module)) for op in functions]
+    for op, fn in declared:
+        if op.body.blocks:
+            _emit_body(op, fn)
+    return ir_module
+
+
+def emit_llvm_ir(module: ModuleOp) -> str:
+    """The LLVM IR text of an llvm-dialect module, for the host target."""
+    return str(to_llvmlite_module(module))
+
+
+@dataclass(frozen=True)
+class LLVMIRTarget(Target):
+    """`-t llvm`: print the module as LLVM IR (it must be in the llvm dialect)."""
+
+    name = "llvm"
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        output.write(emit_llvm_ir(module))
+
+
+__all__ = ["EmissionError", "LLVMIRTarget", "emit_llvm_ir", "to_llvmlite_module"]

@@ -1,0 +1,282 @@
+"""Compile LLVM IR to host machine code with llvmlite, and call it on numpy arrays.
+
+    jit = JitModule(llvm_module)              # llvm-dialect ModuleOp, or LLVM IR text
+    relu = jit.function("relu")
+    relu(x, out)                              # contiguous numpy arrays, by pointer
+
+The IR is parsed, verified, optimized with LLVM's default pipeline for the host CPU
+(its name and features, so vector units are used) and compiled in memory by MCJIT. No
+C compiler is involved; `malloc`, `free` and libm resolve from the C libraries loaded
+into the process. `compile_object` writes the same code to an object file.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import llvmlite.ir as ir
+import numpy as np
+from xdsl.dialects import llvm as llvm_dialect
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+)
+from xdsl.ir import Attribute
+
+from strato.diagnostics import StratoError
+from strato.targets.llvm.emit import emit_llvm_ir
+from strato.targets.llvm.func_to_llvm import MEMREF_TYPE_ARG_ATTR
+from strato.targets.llvm.host import host_target, target_machine
+from strato.targets.llvm.type_conversion import memref_size_in_bytes
+
+LLVMSource = str | ModuleOp | ir.Module
+"""LLVM IR text, an llvm-dialect module, or an llvmlite IR module."""
+
+_SCALAR_CTYPES: dict[str, type] = {
+    "float": ctypes.c_float,
+    "double": ctypes.c_double,
+    "i1": ctypes.c_bool,
+    "i8": ctypes.c_int8,
+    "i16": ctypes.c_int16,
+    "i32": ctypes.c_int32,
+    "i64": ctypes.c_int64,
+    "ptr": ctypes.c_void_p,
+}
+
+
+class JitError(StratoError):
+    """LLVM IR that does not parse or verify, or a symbol the JIT cannot resolve."""
+
+
+@cache
+def _load_c_runtime() -> None:
+    """Make the C library and libm visible to the JIT's symbol resolution (they are
+    in the process already; this makes the lookup independent of how Python was
+    linked)."""
+    host_target()
+    for name in ("c", "m"):
+        path = ctypes.util.find_library(name)
+        if path is not None:
+            llvm.load_library_permanently(path)
+
+
+def _ir_text(source: LLVMSource) -> str:
+    if isinstance(source, ModuleOp):
+        return emit_llvm_ir(source)
+    return str(source)
+
+
+def _parse(text: str) -> llvm.ModuleRef:
+    try:
+        module = llvm.parse_assembly(text)
+        module.verify()
+    except RuntimeError as err:
+        raise JitError(f"invalid LLVM IR: {str(err).strip()}") from err
+    return module
+
+
+def optimize(module: llvm.ModuleRef, machine: llvm.TargetMachine, opt_level: int) -> None:
+    """Run LLVM's default module pipeline at `opt_level` (0-3), vectorizers included
+    from O2, tuned for `machine`."""
+    module.triple = machine.triple
+    module.data_layout = str(machine.target_data)
+    tuning = llvm.create_pipeline_tuning_options(speed_level=opt_level)
+    tuning.loop_vectorization = opt_level >= 2
+    tuning.slp_vectorization = opt_level >= 2
+    builder = llvm.create_pass_builder(machine, tuning)
+    builder.getModulePassManager().run(module, builder)
+
+
+def _numpy_dtype(element: Attribute) -> np.dtype | None:
+    if isinstance(element, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(element, Float64Type):
+        return np.dtype(np.float64)
+    if isinstance(element, Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(element, IndexType):
+        return np.dtype(np.int64)
+    if isinstance(element, IntegerType):
+        width = element.width.data
+        return {1: np.dtype(np.bool_), 8: np.dtype(np.int8), 16: np.dtype(np.int16),
+                32: np.dtype(np.int32), 64: np.dtype(np.int64)}.get(width)  # fmt: skip
+    return None
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """What a pointer argument stands for: a memref type, and whether it is written."""
+
+    type: MemRefType
+    is_output: bool
+
+    def check(self, function: str, position: int, array: np.ndarray) -> None:
+        """Raise `ValueError` unless `array` is a buffer of this type."""
+        where = f"{function}: argument {position}"
+        dtype = _numpy_dtype(self.type.element_type)
+        if dtype is not None and array.dtype != dtype:
+            raise ValueError(f"{where} must have dtype {dtype} for {self.type}, got {array.dtype}")
+        expected = memref_size_in_bytes(self.type)
+        if array.nbytes != expected:
+            raise ValueError(f"{where} must hold {expected} bytes for {self.type}, got {array.nbytes}")
+        if self.is_output and not array.flags.writeable:
+            raise ValueError(f"{where} is an output and must be writeable")
+
+
+def buffer_specs(module: ModuleOp) -> dict[str, list[BufferSpec | None]]:
+    """Per function of a lowered module, the buffer each pointer argument stands for
+    (from the `strato.memref_type` argument attributes the lowering leaves)."""
+    specs: dict[str, list[BufferSpec | None]] = {}
+    for op in module.ops:
+        if not isinstance(op, llvm_dialect.FuncOp) or op.arg_attrs is None:
+            continue
+        entries: list[BufferSpec | None] = []
+        for attrs in op.arg_attrs.data:
+            type_ = attrs.data.get(MEMREF_TYPE_ARG_ATTR)
+            is_output = "loop.output" in attrs.data
+            entries.append(BufferSpec(type_, is_output) if isinstance(type_, MemRefType) else None)
+        specs[op.sym_name.data] = entries
+    return specs
+
+
+class JitFunction:
+    """A compiled function, callable with numpy arrays (for pointer parameters) and
+    Python numbers (for scalar parameters). Outputs are written into their arrays."""
+
+    def __init__(
+        self,
+        owner: JitModule,
+        name: str,
+        address: int,
+        param_types: Sequence[str],
+        return_type: str,
+        buffers: Sequence[BufferSpec | None] | None,
+    ):
+        self._owner = owner  # keeps the machine code alive
+        self.name = name
+        self.param_types = tuple(param_types)
+        self.buffers = tuple(buffers) if buffers is not None else None
+        restype = None if return_type == "void" else _SCALAR_CTYPES[return_type]
+        argtypes = [_SCALAR_CTYPES[t] for t in self.param_types]
+        self._cfunc = ctypes.CFUNCTYPE(restype, *argtypes)(address)
+        self.address = address
+
+    def _pointer(self, position: int, value: object) -> int | None:
+        if isinstance(value, int):
+            return value
+        if not isinstance(value, np.ndarray):
+            raise TypeError(f"{self.name}: argument {position} must be a numpy array, got {type(value).__name__}")
+        if not value.flags.c_contiguous:
+            raise ValueError(f"{self.name}: argument {position} must be C-contiguous")
+        if self.buffers is not None and self.buffers[position] is not None:
+            self.buffers[position].check(self.name, position, value)
+        return value.ctypes.data
+
+    def __call__(self, *args: object) -> object:
+        if len(args) != len(self.param_types):
+            raise TypeError(f"{self.name} takes {len(self.param_types)} arguments, got {len(args)}")
+        converted = [
+            self._pointer(i, arg) if kind == "ptr" else arg
+            for i, (kind, arg) in enumerate(zip(self.param_types, args, strict=True))
+        ]
+        return self._cfunc(*converted)
+
+
+class JitModule:
+    """An LLVM module compiled to machine code in this process."""
+
+    def __init__(self, source: LLVMSource, *, opt_level: int = 3):
+        _load_c_runtime()
+        self.opt_level = opt_level
+        self._buffers = buffer_specs(source) if isinstance(source, ModuleOp) else {}
+        self._machine = target_machine(opt_level, jit=True)
+        self._module = _parse(_ir_text(source))
+        optimize(self._module, self._machine, opt_level)
+        self._engine = llvm.create_mcjit_compiler(self._module, self._machine)
+        self._engine.finalize_object()
+        self._engine.run_static_constructors()
+        self._functions: dict[str, JitFunction] = {}
+
+    @classmethod
+    def from_loops(cls, module: ModuleOp, *, opt_level: int = 3) -> JitModule:
+        """Lower a loop-level module (a copy of it) with convert-loops-to-llvm and compile it."""
+        from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
+
+        lowered = module.clone()
+        convert_loops_to_llvm(lowered)
+        return cls(lowered, opt_level=opt_level)
+
+    def function(self, name: str) -> JitFunction:
+        """The compiled function `name`, ready to call."""
+        if name in self._functions:
+            return self._functions[name]
+        try:
+            fn = self._module.get_function(name)
+        except NameError as err:
+            raise KeyError(f"no function '{name}' in the compiled module") from err
+        if fn.is_declaration:
+            raise KeyError(f"'{name}' is only declared in the compiled module")
+        fn_type = fn.global_value_type
+        param_types = [str(t) for t in fn_type.get_function_parameters()]
+        return_type = str(fn_type.get_function_return())
+        for kind in [*param_types, return_type]:
+            if kind != "void" and kind not in _SCALAR_CTYPES:
+                raise TypeError(f"{name}: cannot call a function with a parameter of type {kind}")
+        address = self._engine.get_function_address(name)
+        jit_fn = JitFunction(self, name, address, param_types, return_type, self._buffers.get(name))
+        self._functions[name] = jit_fn
+        return jit_fn
+
+    @property
+    def function_names(self) -> list[str]:
+        return [f.name for f in self._module.functions if not f.is_declaration]
+
+    @property
+    def optimized_ir(self) -> str:
+        """The LLVM IR after optimization."""
+        return str(self._module)
+
+    def assembly(self) -> str:
+        """The host assembly of the module."""
+        return self._machine.emit_assembly(self._module)
+
+
+def compile_object(source: LLVMSource, *, opt_level: int = 3, portable: bool = False) -> bytes:
+    """An object file (ELF on Linux) for `source`: optimized and compiled for the host
+    CPU, or for a generic CPU of the host's architecture when `portable`."""
+    host_target()
+    machine = target_machine(opt_level, portable=portable)
+    module = _parse(_ir_text(source))
+    optimize(module, machine, opt_level)
+    return machine.emit_object(module)
+
+
+def write_object(source: LLVMSource, path: str | Path, *, opt_level: int = 3, portable: bool = False) -> None:
+    Path(path).write_bytes(compile_object(source, opt_level=opt_level, portable=portable))
+
+
+def write_llvm_ir(source: LLVMSource, path: str | Path) -> None:
+    """Write the (unoptimized) LLVM IR text of `source` to `path` (`.ll`)."""
+    Path(path).write_text(_ir_text(source))
+
+
+__all__ = [
+    "JitError",
+    "JitFunction",
+    "JitModule",
+    "compile_object",
+    "optimize",
+    "write_llvm_ir",
+    "write_object",
+]
