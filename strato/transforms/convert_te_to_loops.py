@@ -309,6 +309,7 @@ class ReduceOpLowering:
         _set_name(acc.res, "acc")
         element_type = op.tensor_type.element_type
         combined = body.insert(combine_op(op.kind.data, element_type, acc.res, value))
+        _set_name(combined.results[0], op.kind.data.value)
         body.insert(memref.StoreOp.get(combined.results[0], dest, indices))
         return nest.loops[0]
 
@@ -581,7 +582,8 @@ def _calls_te(function: func.FuncOp) -> bool:
     return any(op.name.startswith("te.") for op in function.walk())
 
 
-def _is_lowered(op: Operation) -> bool:
+def is_loop_level(op: Operation) -> bool:
+    """The legality rule after the pass: no te op, no tensor-typed value or function."""
     if op.name.startswith("te."):
         return False
     if isinstance(op, func.FuncOp) and _is_tensor_function(op):
@@ -600,7 +602,7 @@ class ConvertTeToLoopsPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         lower_te_to_loops(op)
-        check_legal(op, self.name, legal_dialects=(), is_legal=_is_lowered)
+        check_legal(op, self.name, legal_dialects=(), is_legal=is_loop_level)
 
 
 __all__ = [
@@ -614,6 +616,7 @@ __all__ = [
     "PrimitiveOpLowering",
     "ReadOpLowering",
     "ReduceOpLowering",
+    "is_loop_level",
     "STAGE_ATTR",
     "lower_stage_body",
     "lower_te_to_loops",
