@@ -1,0 +1,185 @@
+// RUN: strato-opt %s -p convert-te-to-loops | filecheck %s
+
+// An elementwise stage returned by the primitive writes the output buffer directly.
+// CHECK-LABEL: func.func @relu(%a: memref<4x8xf32>, %r: memref<4x8xf32> {loop.output}) attributes {loop.kernel} {
+// CHECK-NEXT:    loop.for %i = 0 to 4 axis "i" attributes {stage = "relu"} {
+// CHECK-NEXT:      loop.for %j = 0 to 8 axis "j" {
+// CHECK-NEXT:        %v = memref.load %a[%i, %j] : memref<4x8xf32>
+// CHECK-NEXT:        %z = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:        %m = arith.maximumf %v, %z : f32
+// CHECK-NEXT:        memref.store %m, %r[%i, %j] : memref<4x8xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return
+// CHECK-NEXT:  }
+te.primitive @relu {
+  %a = te.placeholder "a" : tensor<4x8xf32>
+  %r = te.compute "relu" (%i, %j) : tensor<4x8xf32> {
+    %v = te.read %a[%i, %j] : tensor<4x8xf32>
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    te.yield %m : f32
+  }
+  te.output %r : tensor<4x8xf32>
+}
+
+// A reduction stores init inside the result loops, then accumulates in its buffer in
+// the reduction loop innermost. An intermediate stage gets a local buffer, freed
+// before the return.
+// CHECK-LABEL: func.func @dense_relu(%x: memref<1x4xf32>, %w: memref<2x4xf32>, %r: memref<1x2xf32> {loop.output}) attributes {loop.kernel} {
+// CHECK-NEXT:    %d = memref.alloc() : memref<1x2xf32, #loop.scope<local>>
+// CHECK-NEXT:    loop.for %i = 0 to 1 axis "i" attributes {stage = "dense"} {
+// CHECK-NEXT:      loop.for %j = 0 to 2 axis "j" {
+// CHECK-NEXT:        %init = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:        memref.store %init, %d[%i, %j] : memref<1x2xf32, #loop.scope<local>>
+// CHECK-NEXT:        loop.for %k = 0 to 4 axis "k" {
+// CHECK-NEXT:          %a = memref.load %x[%i, %k] : memref<1x4xf32>
+// CHECK-NEXT:          %b = memref.load %w[%j, %k] : memref<2x4xf32>
+// CHECK-NEXT:          %p = arith.mulf %a, %b : f32
+// CHECK-NEXT:          %acc = memref.load %d[%i, %j] : memref<1x2xf32, #loop.scope<local>>
+// CHECK-NEXT:          %sum = arith.addf %acc, %p : f32
+// CHECK-NEXT:          memref.store %sum, %d[%i, %j] : memref<1x2xf32, #loop.scope<local>>
+// CHECK-NEXT:        }
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    loop.for %[[I:.*]] = 0 to 1 axis "i" attributes {stage = "relu"} {
+// CHECK-NEXT:      loop.for %[[J:.*]] = 0 to 2 axis "j" {
+// CHECK-NEXT:        %v = memref.load %d[%[[I]], %[[J]]] : memref<1x2xf32, #loop.scope<local>>
+// CHECK:             memref.store %{{.*}}, %r[%[[I]], %[[J]]] : memref<1x2xf32>
+// CHECK:         memref.dealloc %d : memref<1x2xf32, #loop.scope<local>>
+// CHECK-NEXT:    func.return
+te.primitive @dense_relu {
+  %x = te.placeholder "x" : tensor<1x4xf32>
+  %w = te.placeholder "w" : tensor<2x4xf32>
+  %d = te.reduce "dense" sum (%i, %j) over (%k : 4) init 0.0 : tensor<1x2xf32> {
+    %a = te.read %x[%i, %k] : tensor<1x4xf32>
+    %b = te.read %w[%j, %k] : tensor<2x4xf32>
+    %p = arith.mulf %a, %b : f32
+    te.yield %p : f32
+  }
+  %r = te.compute "relu" (%i, %j) : tensor<1x2xf32> {
+    %v = te.read %d[%i, %j] : tensor<1x2xf32>
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    te.yield %m : f32
+  }
+  te.output %r : tensor<1x2xf32>
+}
+
+// max and min reductions combine with maximumf/minimumf; two reduction axes give two
+// innermost loops.
+// CHECK-LABEL: func.func @row_max_min
+// CHECK:         loop.for %i = 0 to 3 axis "i" attributes {stage = "rowmax"} {
+// CHECK-NEXT:      %init = arith.constant -1.000000e+30 : f32
+// CHECK-NEXT:      memref.store %init, %mx[%i] : memref<3xf32>
+// CHECK-NEXT:      loop.for %k = 0 to 5 axis "k" {
+// CHECK:             %max = arith.maximumf %acc, %v : f32
+// CHECK-NEXT:        memref.store %max, %mx[%i] : memref<3xf32>
+// CHECK:         loop.for %{{.*}} = 0 to 1 axis "i0" attributes {stage = "allmin"} {
+// CHECK-NEXT:      %{{.*}} = arith.constant 1.000000e+30 : f32
+// CHECK-NEXT:      memref.store %{{.*}}, %mn[] : memref<f32>
+// CHECK-NEXT:      loop.for %{{.*}} = 0 to 3 axis "k0" {
+// CHECK-NEXT:        loop.for %{{.*}} = 0 to 5 axis "k1" {
+// CHECK:               arith.minimumf
+te.primitive @row_max_min {
+  %a = te.placeholder "a" : tensor<3x5xf32>
+  %mx = te.reduce "rowmax" max (%i) over (%k : 5) init -1.0e30 : tensor<3xf32> {
+    %v = te.read %a[%i, %k] : tensor<3x5xf32>
+    te.yield %v : f32
+  }
+  %mn = te.reduce "allmin" min () over (%0 : 3, %1 : 5) init 1.0e30 : tensor<f32> {
+    %v = te.read %a[%0, %1] : tensor<3x5xf32>
+    te.yield %v : f32
+  }
+  te.output %mx, %mn : tensor<3xf32>, tensor<f32>
+}
+
+// Index arithmetic stays arith on index; stages without name hints get axes i0, i1.
+// CHECK-LABEL: func.func @reverse
+// CHECK:         loop.for %[[I0:.*]] = 0 to 6 axis "i0" attributes {stage = "reverse"} {
+// CHECK-NEXT:      %[[LAST:.*]] = arith.constant 5 : index
+// CHECK-NEXT:      %[[R:.*]] = arith.subi %[[LAST]], %[[I0]] : index
+// CHECK-NEXT:      memref.load %a[%[[R]]] : memref<6xf32>
+te.primitive @reverse {
+  %a = te.placeholder "a" : tensor<6xf32>
+  %r = te.compute "reverse" (%0) : tensor<6xf32> {
+    %last = arith.constant 5 : index
+    %j = arith.subi %last, %0 : index
+    %v = te.read %a[%j] : tensor<6xf32>
+    te.yield %v : f32
+  }
+  te.output %r : tensor<6xf32>
+}
+
+// A placeholder returned as is, and a stage returned twice, are copied into their
+// output buffers.
+// CHECK-LABEL: func.func @passthrough(%a: memref<4xf32>, %s: memref<4xf32> {loop.output}, %out1: memref<4xf32> {loop.output}, %out2: memref<4xf32> {loop.output}) attributes {loop.kernel} {
+// CHECK:         loop.for
+// CHECK:         "memref.copy"(%s, %out1) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:    "memref.copy"(%a, %out2) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:    func.return
+te.primitive @passthrough {
+  %a = te.placeholder "a" : tensor<4xf32>
+  %s = te.compute "double" (%i) : tensor<4xf32> {
+    %v = te.read %a[%i] : tensor<4xf32>
+    %d = arith.addf %v, %v : f32
+    te.yield %d : f32
+  }
+  te.output %s, %s, %a : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// A function over tensors: constants become private globals, calls pass output
+// buffers, an intermediate is allocated before its call and freed after its last use,
+// the returned call result is written in place and a returned argument is copied.
+// CHECK:       "memref.global"() <{sym_name = "model_w", type = memref<2x4xf32>, initial_value = dense<5.000000e-01> : tensor<2x4xf32>, sym_visibility = "private", constant}> : () -> ()
+// CHECK-LABEL: func.func @model(%x: memref<1x4xf32>, %y: memref<1x2xf32> {loop.output}, %out1: memref<1x4xf32> {loop.output}) {
+// CHECK-NEXT:    %w = memref.get_global @model_w : memref<2x4xf32>
+// CHECK-NEXT:    %h = memref.alloc() : memref<1x2xf32>
+// CHECK-NEXT:    func.call @dense_relu(%x, %w, %h) : (memref<1x4xf32>, memref<2x4xf32>, memref<1x2xf32>) -> ()
+// CHECK-NEXT:    func.call @relu2(%h, %y) : (memref<1x2xf32>, memref<1x2xf32>) -> ()
+// CHECK-NEXT:    memref.dealloc %h : memref<1x2xf32>
+// CHECK-NEXT:    "memref.copy"(%x, %out1) : (memref<1x4xf32>, memref<1x4xf32>) -> ()
+// CHECK-NEXT:    func.return
+// CHECK-NEXT:  }
+te.primitive @relu2 {
+  %a = te.placeholder "a" : tensor<1x2xf32>
+  %r = te.compute "relu" (%i, %j) : tensor<1x2xf32> {
+    %v = te.read %a[%i, %j] : tensor<1x2xf32>
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    te.yield %m : f32
+  }
+  te.output %r : tensor<1x2xf32>
+}
+func.func @model(%x: tensor<1x4xf32>) -> (tensor<1x2xf32>, tensor<1x4xf32>) {
+  %w = arith.constant dense<0.5> : tensor<2x4xf32>
+  %h = te.call @dense_relu(%x, %w) : (tensor<1x4xf32>, tensor<2x4xf32>) -> tensor<1x2xf32>
+  %y = te.call @relu2(%h) : (tensor<1x2xf32>) -> tensor<1x2xf32>
+  func.return %y, %x : tensor<1x2xf32>, tensor<1x4xf32>
+}
+
+// A returned constant is copied from its global; an unused call result is freed right
+// after the call; a value returned twice is written once and copied once.
+// CHECK-LABEL: func.func @edges(%x: memref<4xf32>, %t: memref<4xf32> {loop.output}, %out1: memref<4xf32> {loop.output}, %out2: memref<4xf32> {loop.output}) {
+// CHECK-NEXT:    %c = memref.get_global @edges_c : memref<4xf32>
+// CHECK-NEXT:    %s = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:    %s_1 = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:    %s_2 = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:    func.call @passthrough(%x, %s, %s_1, %s_2) : (memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:    memref.dealloc %s : memref<4xf32>
+// CHECK-NEXT:    memref.dealloc %s_1 : memref<4xf32>
+// CHECK-NEXT:    memref.dealloc %s_2 : memref<4xf32>
+// CHECK-NEXT:    %t_1 = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:    %t_2 = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:    func.call @passthrough(%c, %t, %t_1, %t_2) : (memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:    memref.dealloc %t_1 : memref<4xf32>
+// CHECK-NEXT:    memref.dealloc %t_2 : memref<4xf32>
+// CHECK-NEXT:    "memref.copy"(%t, %out1) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:    "memref.copy"(%c, %out2) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:    func.return
+func.func @edges(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %c = arith.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+  %s:3 = te.call @passthrough(%x) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  %t:3 = te.call @passthrough(%c) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
+  func.return %t#0, %t#0, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
