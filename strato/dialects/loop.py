@@ -234,7 +234,13 @@ class ForOp(IRDLOperation):
         step = 1
         if parser.parse_optional_keyword("step") is not None:
             step = parser.parse_integer(allow_boolean=False)
-        kind = parser.parse_optional_str_enum(LoopKind) or LoopKind.SERIAL
+        # Not parse_optional_str_enum: it rejects any other word, and `axis` or
+        # `attributes` may follow directly when the kind is serial (and not printed).
+        kind = LoopKind.SERIAL
+        for candidate in LoopKind:
+            if parser.parse_optional_keyword(candidate.value) is not None:
+                kind = candidate
+                break
         axis = None
         if parser.parse_optional_keyword("axis") is not None:
             axis = parser.parse_str_literal("axis name")
