@@ -92,7 +92,11 @@ def build_dqn(
     graph = helper.make_graph(
         nodes,
         "dqn",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, frames, image_size, image_size])],
+        [
+            helper.make_tensor_value_info(
+                "input", TensorProto.FLOAT, [batch, frames, image_size, image_size]
+            )
+        ],
         [helper.make_tensor_value_info("output", TensorProto.FLOAT, [batch, num_actions])],
         initializers,
     )

@@ -97,9 +97,7 @@ def build_lstm(
     decoder_b = rng.normal(0.0, 0.01, vocab)
     y = node("MatMul", [x, weight("decoder.weight", decoder_w)], "decoder.matmul")
     nodes.append(
-        helper.make_node(
-            "Add", [y, weight("decoder.bias", decoder_b)], ["output"], name="decoder"
-        )
+        helper.make_node("Add", [y, weight("decoder.bias", decoder_b)], ["output"], name="decoder")
     )
     graph = helper.make_graph(
         nodes,

@@ -117,9 +117,7 @@ class _MobileNetGraph:
             return y
         return self.node("Clip", [y, "relu6.min", "relu6.max"], relu6_name)
 
-    def batch_norm(
-        self, x: str, name: str, channels: int, scale: tuple[float, float]
-    ) -> str:
+    def batch_norm(self, x: str, name: str, channels: int, scale: tuple[float, float]) -> str:
         gamma = self.rng.uniform(*scale, channels)
         beta = self.rng.normal(0.0, 0.1, channels)
         mean = self.rng.normal(0.0, 0.1, channels)
@@ -140,7 +138,7 @@ class _MobileNetGraph:
     def inverted_residual(
         self, x: str, name: str, c_in: int, c_out: int, stride: int, expansion: int
     ) -> str:
-        hidden = int(round(c_in * expansion))
+        hidden = c_in * expansion
         residual = stride == 1 and c_in == c_out
         layers = iter(f"{name}.conv.{layer}" for layer in range(4))
         y = x
@@ -207,7 +205,11 @@ def build_mobilenet_v2(
     graph = helper.make_graph(
         g.nodes,
         "mobilenet_v2",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, image_size, image_size])],
+        [
+            helper.make_tensor_value_info(
+                "input", TensorProto.FLOAT, [batch, 3, image_size, image_size]
+            )
+        ],
         [helper.make_tensor_value_info("output", TensorProto.FLOAT, [batch, num_classes])],
         g.initializers,
     )

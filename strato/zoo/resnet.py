@@ -121,9 +121,7 @@ def build_resnet18(
     x = g.conv("input", "conv1", 3, width, 7, 2, gain=1.0)
     x = g.batch_norm(x, "bn1", width)
     x = g.node("Relu", [x], "relu")
-    x = g.node(
-        "MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]
-    )
+    x = g.node("MaxPool", [x], "maxpool", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
     channels = width
     for stage, blocks in enumerate(STAGE_BLOCKS):
         stage_width = width * 2**stage
@@ -147,7 +145,11 @@ def build_resnet18(
     graph = helper.make_graph(
         g.nodes,
         "resnet18",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, 3, image_size, image_size])],
+        [
+            helper.make_tensor_value_info(
+                "input", TensorProto.FLOAT, [batch, 3, image_size, image_size]
+            )
+        ],
         [helper.make_tensor_value_info("output", TensorProto.FLOAT, [batch, num_classes])],
         g.initializers,
     )

@@ -115,9 +115,7 @@ def build_transformer(
     split_heads = g.constant(
         "attention.split_heads", np.array([batch, seq_len, heads, head_dim], np.int64)
     )
-    merge_heads = g.constant(
-        "attention.merge_heads", np.array([batch, seq_len, hidden], np.int64)
-    )
+    merge_heads = g.constant("attention.merge_heads", np.array([batch, seq_len, hidden], np.int64))
     scale = g.constant("attention.scale", np.array(np.sqrt(head_dim), np.float32))
 
     def projected_heads(name: str, perm: list[int], gain: float) -> str:
