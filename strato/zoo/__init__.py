@@ -37,6 +37,12 @@ ZOO: dict[str, ZooModel] = {
     model.name: model
     for model in [
         ZooModel("mlp", "strato.zoo.mlp:build_mlp", "MLP 784-1024-1024-10 with ReLU (MNIST-sized)"),
+        ZooModel("resnet18", "strato.zoo.resnet:build_resnet18", "ResNet-18, ImageNet 224x224, 1000 classes"),
+        ZooModel("mobilenet_v2", "strato.zoo.mobilenet:build_mobilenet_v2", "MobileNetV2 1.0, ImageNet 224x224, 1000 classes"),
+        ZooModel("dqn", "strato.zoo.dqn:build_dqn", "Atari DQN, 4 stacked 84x84 frames to 18 Q-values"),
+        ZooModel("dcgan", "strato.zoo.dcgan:build_dcgan", "DCGAN generator, 100-d latent to a 64x64 RGB image"),
+        ZooModel("transformer", "strato.zoo.transformer:build_transformer", "Transformer encoder block, sequence 128, hidden 256, 4 heads"),
+        ZooModel("lstm", "strato.zoo.lstm:build_lstm", "LSTM language model, 2x650, vocabulary 10000, 35 int64 tokens"),
     ]
 }
 
