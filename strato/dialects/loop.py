@@ -236,15 +236,20 @@ class ForOp(IRDLOperation):
             step = parser.parse_integer(allow_boolean=False)
         # Not parse_optional_str_enum: it rejects any other word, and `axis` or
         # `attributes` may follow directly when the kind is serial (and not printed).
-        kind = LoopKind.SERIAL
-        for candidate in LoopKind:
-            if parser.parse_optional_keyword(candidate.value) is not None:
-                kind = candidate
-                break
+        kinds = [k.value for k in LoopKind]
+        kind_word = parser.parse_optional_keyword_in(kinds)
+        kind = LoopKind.SERIAL if kind_word is None else LoopKind(kind_word)
         axis = None
         if parser.parse_optional_keyword("axis") is not None:
             axis = parser.parse_str_literal("axis name")
         attrs = parser.parse_optional_attr_dict_with_keyword()
+        pos = parser.pos
+        if (word := parser.parse_optional_identifier()) is not None:
+            parser.raise_error(
+                f"unknown loop kind '{word}', expected one of {', '.join(kinds)}",
+                pos,
+                parser.pos,
+            )
         body = parser.parse_region([iv.resolve(IndexType())])
         op = cls(lb, ub, body, step, kind, axis)
         if attrs is not None:
