@@ -92,12 +92,15 @@ class ForOpLowering(LLVMLoweringPattern):
         before = op.parent_block()
         assert before is not None
         exit_block = before.split_before(op)
+        exit_block.name_hint = "for_exit"
 
         header = Block(arg_types=[lb.type, *(v.type for v in inits)])
+        header.name_hint = "for_header"
         Rewriter.insert_block(header, BlockInsertPoint.before(exit_block))
         iv = header.args[0]
 
         body_blocks = list(op.body.blocks)
+        body_blocks[0].name_hint = "for_body"
         _replace_yields(rewriter, op.body, _step_and_branch_to(header, iv, step))
         _retype_block_args(rewriter, body_blocks[0], list(header.args))
 
@@ -128,13 +131,16 @@ class IfOpLowering(LLVMLoweringPattern):
         assert before is not None
         result_types = [llvm_type(t) for t in op.result_types]
         continuation = before.split_before(op, arg_types=result_types)
+        continuation.name_hint = "if_end"
         _results_from_block_args(rewriter, op, continuation)
 
         then_entry = op.true_region.first_block
         assert then_entry is not None
+        then_entry.name_hint = "if_then"
         _replace_yields(rewriter, op.true_region, _branch_to(continuation))
         else_entry = op.false_region.first_block
         if else_entry is not None:
+            else_entry.name_hint = "if_else"
             _replace_yields(rewriter, op.false_region, _branch_to(continuation))
             rewriter.inline_region(op.false_region, BlockInsertPoint.before(continuation))
         rewriter.inline_region(op.true_region, BlockInsertPoint.before(else_entry or continuation))

@@ -1,0 +1,249 @@
+// RUN: strato-opt %s -p convert-loops-to-llvm | filecheck %s
+
+// A loop becomes header, body and latch blocks named after its axis; the kind of a
+// non-serial loop stays on the back edge. Memrefs are bare pointers, index is i64.
+// CHECK-LABEL: llvm.func @relu(%a: !llvm.ptr {strato.memref_type = memref<8xf32>}, %o: !llvm.ptr {loop.output, strato.memref_type = memref<8xf32>}) attributes {loop.kernel} {
+// CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    llvm.br ^i_header(%[[LB]] : i64)
+// CHECK-NEXT:  ^i_header(%i: i64):
+// CHECK-NEXT:    %[[UB:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[IN:.*]] = llvm.icmp "slt" %i, %[[UB]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[IN]], ^i_body, ^i_exit
+// CHECK-NEXT:  ^i_body:
+// CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %a[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[V:.*]] = llvm.load %[[P]] : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[Z:.*]] = llvm.mlir.constant(0.000000e+00 : f32) : f32
+// CHECK-NEXT:    %[[M:.*]] = llvm.call_intrinsic "llvm.maximum.f32"(%[[V]], %[[Z]]) : (f32, f32) -> f32
+// CHECK-NEXT:    %[[Q:.*]] = llvm.getelementptr inbounds %o[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    llvm.store %[[M]], %[[Q]] : f32, !llvm.ptr
+// CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[NEXT:.*]] = llvm.add %i, %[[STEP]] overflow<nsw> : i64
+// CHECK-NEXT:    llvm.br ^i_header(%[[NEXT]] : i64) {strato.loop_kind = "vectorized"}
+// CHECK-NEXT:  ^i_exit:
+// CHECK-NEXT:    llvm.return
+// CHECK-NEXT:  }
+func.func @relu(%a: memref<8xf32>, %o: memref<8xf32> {loop.output}) attributes {loop.kernel} {
+  loop.for %i = 0 to 8 vectorized axis "i" {
+    %v = memref.load %a[%i] : memref<8xf32>
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    memref.store %m, %o[%i] : memref<8xf32>
+  }
+  func.return
+}
+
+// Nested loops nest their CFGs: the outer latch follows the inner exit. A 2-d access
+// is linearized row-major. A serial loop's back edge carries no kind.
+// CHECK-LABEL: llvm.func @row_major(
+// CHECK:       ^i_header{{.*}}(%[[I:.*]]: i64):
+// CHECK:       ^j_header(%j: i64):
+// CHECK:       ^j_body:
+// CHECK-NEXT:    %[[C8:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[ROW:.*]] = llvm.mul %[[I]], %[[C8]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[LIN:.*]] = llvm.add %[[ROW]], %j overflow<nsw> : i64
+// CHECK-NEXT:    llvm.getelementptr inbounds %{{.*}}[%[[LIN]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK:         llvm.br ^j_header(%{{.*}} : i64){{$}}
+// CHECK-NEXT:  ^j_exit:
+// CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[NEXT:.*]] = llvm.add %[[I]], %[[STEP]] overflow<nsw> : i64
+// CHECK-NEXT:    llvm.br ^i_header{{.*}}(%[[NEXT]] : i64) {strato.loop_kind = "parallel"}
+func.func @row_major(%a: memref<4x8xf32>, %o: memref<4x8xf32> {loop.output}) {
+  loop.for %i = 0 to 4 step 2 parallel axis "i" {
+    loop.for %j = 0 to 8 axis "j" {
+      %v = memref.load %a[%i, %j] : memref<4x8xf32>
+      memref.store %v, %o[%i, %j] : memref<4x8xf32>
+    }
+  }
+  func.return
+}
+
+// A static strided layout: offset + sum of index * stride.
+// CHECK-LABEL: llvm.func @strided(
+// CHECK:         %[[C1:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[C2:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[S:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[T:.*]] = llvm.mul %[[C2]], %[[S]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[U:.*]] = llvm.add %[[C1]], %[[T]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[OFF:.*]] = llvm.mlir.constant(5) : i64
+// CHECK-NEXT:    %[[LIN:.*]] = llvm.add %[[U]], %[[OFF]] overflow<nsw> : i64
+// CHECK-NEXT:    llvm.getelementptr inbounds %{{.*}}[%[[LIN]]]
+func.func @strided(%a: memref<2x3xf32, strided<[1, 2], offset: 5>>, %o: memref<1xf32> {loop.output}) {
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %v = memref.load %a[%c1, %c2] : memref<2x3xf32, strided<[1, 2], offset: 5>>
+  %c0 = arith.constant 0 : index
+  memref.store %v, %o[%c0] : memref<1xf32>
+  func.return
+}
+
+// Index arithmetic is i64 arithmetic; floordivsi corrects the truncated quotient.
+// CHECK-LABEL: llvm.func @index_math(%i{{.*}}: i64, %j{{.*}}: i64) -> i64 {
+// CHECK-NEXT:    %[[S:.*]] = llvm.add %i{{.*}}, %j{{.*}} : i64
+// CHECK-NEXT:    %[[P:.*]] = llvm.mul %[[S]], %j{{.*}} : i64
+// CHECK-NEXT:    %[[R:.*]] = llvm.srem %[[P]], %i{{.*}} : i64
+// CHECK:         %[[Q:.*]] = llvm.sdiv %[[R]], %j{{.*}} : i64
+// CHECK:         %[[ADJ:.*]] = llvm.and
+// CHECK-NEXT:    %[[QM1:.*]] = llvm.sub %[[Q]], %{{.*}} : i64
+// CHECK-NEXT:    %[[F:.*]] = llvm.select %[[ADJ]], %[[QM1]], %[[Q]] : i1, i64
+// CHECK-NEXT:    llvm.return %[[F]] : i64
+func.func @index_math(%i: index, %j: index) -> index {
+  %s = arith.addi %i, %j : index
+  %p = arith.muli %s, %j : index
+  %r = arith.remsi %p, %i : index
+  %f = arith.floordivsi %r, %j : index
+  func.return %f : index
+}
+
+// CHECK-LABEL: llvm.func @float_math(%a{{.*}}: f32, %b{{.*}}: f32) -> f32 {
+// CHECK-NEXT:    %[[LT:.*]] = llvm.fcmp "olt" %a{{.*}}, %b{{.*}} : f32
+// CHECK-NEXT:    %[[S:.*]] = llvm.select %[[LT]], %a{{.*}}, %b{{.*}} : i1, f32
+// CHECK-NEXT:    %[[M:.*]] = llvm.call_intrinsic "llvm.minimum.f32"(%[[S]], %b{{.*}}) : (f32, f32) -> f32
+// CHECK-NEXT:    %[[N:.*]] = llvm.fneg %[[M]] : f32
+// CHECK-NEXT:    %[[D:.*]] = llvm.fdiv %[[N]], %a{{.*}} : f32
+// CHECK-NEXT:    llvm.return %[[D]] : f32
+func.func @float_math(%a: f32, %b: f32) -> f32 {
+  %lt = arith.cmpf olt, %a, %b : f32
+  %s = arith.select %lt, %a, %b : f32
+  %m = arith.minimumf %s, %b : f32
+  %n = arith.negf %m : f32
+  %d = arith.divf %n, %a : f32
+  func.return %d : f32
+}
+
+// fptosi goes through the saturating intrinsic (xDSL's llvm dialect has no fptosi).
+// CHECK-LABEL: llvm.func @conversions(%i{{.*}}: i64, %x: f32) -> f64 {
+// CHECK-NEXT:    %[[W:.*]] = llvm.trunc %i{{.*}} : i64 to i32
+// CHECK-NEXT:    %[[F:.*]] = llvm.sitofp %[[W]] : i32 to f32
+// CHECK-NEXT:    %{{.*}} = llvm.call_intrinsic "llvm.fptosi.sat.i32.f32"(%x) : (f32) -> i32
+// CHECK-NEXT:    %[[E:.*]] = llvm.fpext %[[F]] : f32 to f64
+// CHECK-NEXT:    llvm.return %[[E]] : f64
+func.func @conversions(%i: index, %x: f32) -> f64 {
+  %w = arith.index_cast %i : index to i32
+  %f = arith.sitofp %w : i32 to f32
+  %t = arith.fptosi %x : f32 to i32
+  %e = arith.extf %f : f32 to f64
+  func.return %e : f64
+}
+
+// LLVM intrinsics where LLVM has them, libm calls (declared once) where it does not.
+// CHECK-LABEL: llvm.func @math(%x{{.*}}: f32) -> f32 {
+// CHECK-NEXT:    %[[E:.*]] = llvm.call_intrinsic "llvm.exp.f32"(%x{{.*}}) : (f32) -> f32
+// CHECK-NEXT:    %[[R:.*]] = llvm.call @erff(%[[E]]) : (f32) -> f32
+// CHECK-NEXT:    %[[T:.*]] = llvm.call_intrinsic "llvm.tanh.f32"(%[[R]]) : (f32) -> f32
+// CHECK-NEXT:    %[[SQ:.*]] = llvm.call_intrinsic "llvm.sqrt.f32"(%[[T]]) : (f32) -> f32
+// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1.000000e+00 : f32) : f32
+// CHECK-NEXT:    %[[RS:.*]] = llvm.fdiv %[[ONE]], %[[SQ]] : f32
+// CHECK-NEXT:    llvm.return %[[RS]] : f32
+func.func @math(%x: f32) -> f32 {
+  %e = math.exp %x : f32
+  %r = math.erf %e : f32
+  %t = math.tanh %r : f32
+  %s = math.rsqrt %t : f32
+  func.return %s : f32
+}
+
+// Global-scope buffers come from malloc and go back to free; a small local buffer is
+// one alloca at the function entry and its dealloc disappears. A copy is a memcpy.
+// CHECK-LABEL: llvm.func @buffers(%o{{.*}}: !llvm.ptr {loop.output, strato.memref_type = memref<4xf32>}) {
+// CHECK-NEXT:    %[[N:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %{{.*}} = llvm.alloca %[[N]] x f32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[BYTES:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %[[G:.*]] = llvm.call @malloc(%[[BYTES]]) : (i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %[[VOL:.*]] = llvm.mlir.constant(false) : i1
+// CHECK-NEXT:    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%o{{.*}}, %[[G]], %[[SIZE]], %[[VOL]]) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
+// CHECK-NEXT:    llvm.call @free(%[[G]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.return
+func.func @buffers(%o: memref<4xf32> {loop.output}) {
+  %g = memref.alloc() : memref<4xf32>
+  %l = memref.alloc() : memref<4xf32, #loop.scope<local>>
+  "memref.copy"(%g, %o) : (memref<4xf32>, memref<4xf32>) -> ()
+  memref.dealloc %l : memref<4xf32, #loop.scope<local>>
+  memref.dealloc %g : memref<4xf32>
+  func.return
+}
+
+// A constant global keeps its dense bytes, flattened, in an internal llvm global.
+// (xDSL 0.75 has no custom syntax for memref.global and memref.copy.)
+// CHECK:       llvm.mlir.global internal constant @w(dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>) {addr_space = 0 : i32, alignment = 64 : i64} : !llvm.array<4 x f32>
+// CHECK-LABEL: llvm.func @weights(
+// CHECK-NEXT:    %[[W:.*]] = llvm.mlir.addressof @w : !llvm.ptr
+"memref.global"() <{sym_name = "w", sym_visibility = "private", type = memref<2x2xf32>, initial_value = dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>, constant}> : () -> ()
+func.func @weights(%o: memref<2x2xf32> {loop.output}) {
+  %w = memref.get_global @w : memref<2x2xf32>
+  "memref.copy"(%w, %o) : (memref<2x2xf32>, memref<2x2xf32>) -> ()
+  func.return
+}
+
+// CHECK-LABEL: llvm.func @model(%x{{.*}}: !llvm.ptr {strato.memref_type = memref<8xf32>}, %y: !llvm.ptr {loop.output, strato.memref_type = memref<8xf32>}) {
+// CHECK-NEXT:    llvm.call @relu(%x{{.*}}, %y) : (!llvm.ptr, !llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.return
+func.func @model(%x: memref<8xf32>, %y: memref<8xf32> {loop.output}) {
+  func.call @relu(%x, %y) : (memref<8xf32>, memref<8xf32>) -> ()
+  func.return
+}
+
+// scf.if results and scf.for carried values become block arguments.
+// CHECK-LABEL: llvm.func @structured(%c: i1, %a{{.*}}: f32, %b{{.*}}: f32) -> f32 {
+// CHECK-NEXT:    llvm.cond_br %c, ^if_then, ^if_else
+// CHECK-NEXT:  ^if_then:
+// CHECK-NEXT:    llvm.br ^if_end(%a{{.*}} : f32)
+// CHECK-NEXT:  ^if_else:
+// CHECK-NEXT:    llvm.br ^if_end(%b{{.*}} : f32)
+// CHECK-NEXT:  ^if_end(%[[R:.*]]: f32):
+// CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[UB:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[ST:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    llvm.br ^for_header(%[[LB]], %[[R]] : i64, f32)
+// CHECK-NEXT:  ^for_header(%k: i64, %acc: f32):
+// CHECK-NEXT:    %[[IN:.*]] = llvm.icmp "slt" %k, %[[UB]] : i64
+// CHECK-NEXT:    llvm.cond_br %[[IN]], ^for_body, ^for_exit
+// CHECK-NEXT:  ^for_body:
+// CHECK-NEXT:    %[[N:.*]] = llvm.fadd %acc, %a{{.*}} : f32
+// CHECK-NEXT:    %[[NEXT:.*]] = llvm.add %k, %[[ST]] : i64
+// CHECK-NEXT:    llvm.br ^for_header(%[[NEXT]], %[[N]] : i64, f32)
+// CHECK-NEXT:  ^for_exit:
+// CHECK-NEXT:    llvm.return %acc : f32
+func.func @structured(%c: i1, %a: f32, %b: f32) -> f32 {
+  %r = scf.if %c -> (f32) {
+    scf.yield %a : f32
+  } else {
+    scf.yield %b : f32
+  }
+  %lb = arith.constant 0 : index
+  %ub = arith.constant 4 : index
+  %st = arith.constant 1 : index
+  %sum = scf.for %k = %lb to %ub step %st iter_args(%acc = %r) -> (f32) {
+    %n = arith.addf %acc, %a : f32
+    scf.yield %n : f32
+  }
+  func.return %sum : f32
+}
+
+// Branch arguments and block arguments of type index become i64.
+// CHECK-LABEL: llvm.func @branches(%n{{.*}}: i64) -> i64 {
+// CHECK-NEXT:    %[[C0:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    llvm.br ^loop(%[[C0]] : i64)
+// CHECK-NEXT:  ^loop(%[[I:.*]]: i64):
+// CHECK-NEXT:    %[[C1:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %next = llvm.add %[[I]], %[[C1]] : i64
+// CHECK-NEXT:    %done = llvm.icmp "sge" %next, %n{{.*}} : i64
+// CHECK-NEXT:    llvm.cond_br %done, ^exit, ^loop(%next : i64)
+// CHECK-NEXT:  ^exit:
+// CHECK-NEXT:    llvm.return %next : i64
+func.func @branches(%n: index) -> index {
+  %c0 = arith.constant 0 : index
+  cf.br ^loop(%c0 : index)
+^loop(%i: index):
+  %c1 = arith.constant 1 : index
+  %next = arith.addi %i, %c1 : index
+  %done = arith.cmpi sge, %next, %n : index
+  cf.cond_br %done, ^exit, ^loop(%next : index)
+^exit:
+  func.return %next : index
+}
+
+// The C library functions used are declared at the end of the module.
+// CHECK-DAG:   llvm.func @erff(f32) -> f32
+// CHECK-DAG:   llvm.func @malloc(i64) -> !llvm.ptr
+// CHECK-DAG:   llvm.func @free(!llvm.ptr)
