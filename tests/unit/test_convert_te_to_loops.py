@@ -1,0 +1,209 @@
+"""convert-te-to-loops: the loop-level ABI of its result, its diagnostics, and
+equivalence (te interpreter before, loop interpreter after) on random programs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+
+from strato.context import make_context
+from strato.diagnostics import LegalityError, StratoError
+from strato.dialects.loop import ForOp, MemoryScope, memory_scope
+from strato.interpreters.loop import run_loops
+from strato.interpreters.te import run_te
+from strato.legality import check_legal
+from strato.pipeline import run_pipeline
+from strato.testing.te_programs import TeProgram, te_programs
+from strato.transforms.convert_te_to_loops import is_loop_level
+
+LIT_FILE = Path(__file__).parents[1] / "lit" / "transforms" / "convert-te-to-loops.mlir"
+
+MODEL = """
+te.primitive @dense_relu {
+  %x = te.placeholder "x" : tensor<1x4xf32>
+  %w = te.placeholder "w" : tensor<2x4xf32>
+  %d = te.reduce "dense" sum (%i, %j) over (%k : 4) init 0.0 : tensor<1x2xf32> {
+    %a = te.read %x[%i, %k] : tensor<1x4xf32>
+    %b = te.read %w[%j, %k] : tensor<2x4xf32>
+    %p = arith.mulf %a, %b : f32
+    te.yield %p : f32
+  }
+  %r = te.compute "relu" (%i, %j) : tensor<1x2xf32> {
+    %v = te.read %d[%i, %j] : tensor<1x2xf32>
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    te.yield %m : f32
+  }
+  te.output %r : tensor<1x2xf32>
+}
+func.func @main(%x: tensor<1x4xf32>) -> tensor<1x2xf32> {
+  %w = arith.constant dense<[[1.0, 2.0, 3.0, 4.0], [0.5, 0.5, -0.5, 0.5]]> : tensor<2x4xf32>
+  %y = te.call @dense_relu(%x, %w) : (tensor<1x4xf32>, tensor<2x4xf32>) -> tensor<1x2xf32>
+  func.return %y : tensor<1x2xf32>
+}
+"""
+
+
+def parse(text: str) -> ModuleOp:
+    module = Parser(make_context(), text).parse_module()
+    module.verify()
+    return module
+
+
+def lower(module: ModuleOp) -> ModuleOp:
+    run_pipeline(make_context(), module, "convert-te-to-loops")
+    module.verify()
+    return module
+
+
+def functions(module: ModuleOp) -> dict[str, func.FuncOp]:
+    return {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+
+
+def test_kernel_follows_the_loop_abi():
+    kernel = functions(lower(parse(MODEL)))["dense_relu"]
+    assert "loop.kernel" in kernel.attributes
+    assert kernel.function_type.outputs.data == ()
+    assert [str(t) for t in kernel.function_type.inputs.data] == [
+        "memref<1x4xf32>",
+        "memref<2x4xf32>",
+        "memref<1x2xf32>",
+    ]
+    assert kernel.arg_attrs is not None
+    assert ["loop.output" in a.data for a in kernel.arg_attrs.data] == [False, False, True]
+
+
+def test_one_nest_per_stage_with_named_axes():
+    kernel = functions(lower(parse(MODEL)))["dense_relu"]
+    outer = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
+    assert [loop.attributes["stage"].data for loop in outer] == ["dense", "relu"]
+    axes = [loop.axis.data for loop in outer[0].walk() if isinstance(loop, ForOp)]
+    assert axes == ["i", "j", "k"]
+    allocs = [op for op in kernel.walk() if isinstance(op, memref.AllocOp)]
+    assert len(allocs) == 1 and memory_scope(allocs[0].memref.type) == MemoryScope.LOCAL
+    deallocs = [op for op in kernel.walk() if isinstance(op, memref.DeallocOp)]
+    assert deallocs and deallocs[0].next_op is kernel.body.block.last_op
+
+
+def test_model_function_uses_globals_and_output_buffers():
+    module = lower(parse(MODEL))
+    main = functions(module)["main"]
+    assert main.function_type.outputs.data == ()
+    assert main.arg_attrs is not None
+    assert ["loop.output" in a.data for a in main.arg_attrs.data] == [False, True]
+    globals_ = [op for op in module.ops if isinstance(op, memref.GlobalOp)]
+    assert [g.sym_name.data for g in globals_] == ["main_w"]
+    assert globals_[0].constant is not None and globals_[0].sym_visibility.data == "private"
+    call = next(op for op in main.walk() if isinstance(op, func.CallOp))
+    assert call.arguments[-1] is main.args[-1]  # the result is written in place
+
+
+def test_model_results_are_preserved():
+    x = np.random.default_rng(0).standard_normal((1, 4)).astype(np.float32)
+    module = parse(MODEL)
+    expected = run_te(module, [x])
+    actual = run_loops(lower(module), [x])
+    np.testing.assert_array_equal(actual[0], expected[0])
+
+
+@pytest.mark.parametrize("function", ["model", "edges"])
+def test_lit_functions_are_preserved(function: str):
+    # the lit file's functions cover copies of arguments, constants and values returned
+    # twice, intermediates and unused results
+    text = LIT_FILE.read_text()
+    module = parse(text)
+    entry = functions(module)[function]
+    rng = np.random.default_rng(1)
+    inputs = [
+        rng.standard_normal(t.get_shape()).astype(np.float32)
+        for t in entry.function_type.inputs.data
+    ]
+    expected = run_te(module, inputs, function)
+    actual = run_loops(lower(module), inputs, function)
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        np.testing.assert_array_equal(a, e)
+
+
+@settings(max_examples=40, deadline=None)
+@given(program=te_programs())
+def test_pass_preserves_semantics(program: TeProgram):
+    inputs = program.random_inputs(seed=0)
+    expected = run_te(program.module, inputs)
+    lower(program.module)
+    actual = run_loops(program.module, inputs)
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+
+
+def test_nothing_of_te_or_tensors_is_left():
+    module = lower(parse(LIT_FILE.read_text()))
+    for op in module.walk():
+        assert op is module or is_loop_level(op), op.name
+
+
+def test_legality_names_what_is_left():
+    with pytest.raises(LegalityError, match="'te.primitive' is still present after x"):
+        check_legal(parse(MODEL), "x", legal_dialects=(), is_legal=is_loop_level)
+
+
+def test_dynamic_shapes_are_rejected():
+    text = """
+    te.primitive @p {
+      %a = te.placeholder "a" : tensor<?x4xf32>
+      te.output %a : tensor<?x4xf32>
+    }
+    """
+    with pytest.raises(StratoError, match=r"requires static shapes, got tensor<\?x4xf32>"):
+        lower(parse(text))
+
+
+def test_unlowered_graph_op_is_named():
+    text = """
+    func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {
+      %y = graph.relu %x : tensor<4xf32>
+      func.return %y : tensor<4xf32>
+    }
+    """
+    with pytest.raises(StratoError, match="cannot lower 'graph.relu' in @f"):
+        lower(parse(text))
+
+
+def test_region_op_in_a_stage_is_named():
+    text = """
+    te.primitive @p {
+      %a = te.placeholder "a" : tensor<4xf32>
+      %r = te.compute "branchy" (%i) : tensor<4xf32> {
+        %v = te.read %a[%i] : tensor<4xf32>
+        %c = arith.constant true
+        %s = scf.if %c -> (f32) {
+          scf.yield %v : f32
+        } else {
+          scf.yield %v : f32
+        }
+        te.yield %s : f32
+      }
+      te.output %r : tensor<4xf32>
+    }
+    """
+    with pytest.raises(StratoError, match="cannot lower 'scf.if' in stage \"branchy\""):
+        lower(parse(text))
+
+
+def test_functions_returning_scalars_are_rejected():
+    text = """
+    func.func @f(%x: tensor<4xf32>) -> f32 {
+      %c = arith.constant 1.0 : f32
+      func.return %c : f32
+    }
+    """
+    with pytest.raises(StratoError, match="returning tensors only; @f returns f32"):
+        lower(parse(text))
