@@ -1,14 +1,15 @@
 """`-t interpret`: run a module's entry function on seeded random inputs, print outputs.
 
 Every level runs: the level is read off the module and the matching reference
-interpreter is called (graph ops: `run_graph`; te ops: `run_te`; loop nests over memrefs:
-`run_loops`). The output is stable text for FileCheck:
+interpreter is called (graph ops: `run_graph`; te ops: `run_te`; loop nests over
+memrefs: `run_loops`, which allocates the `{loop.output}` buffers itself). The output
+is stable text for FileCheck:
 
     strato-opt model.mlir -p convert-graph-to-te -t 'interpret{function=main seed=3}'
 
     // @main at te level, inputs from seed 3
     output 0: shape (1, 2) float32
-    [[ 0.0000,  1.2345]]
+    [[0.0000, 1.2345]]
 
 Inputs are drawn with numpy's PCG64 generator from the seed: floats uniform in [-1, 1),
 integers in [-4, 4], booleans 0 or 1. With `print-inputs=true` they are printed first.
@@ -42,15 +43,19 @@ _LEVEL_DIALECTS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 
 
-def program_level(module: ModuleOp, entry: FuncOp) -> str:
-    """The level of a module: llvm, loop, te or graph (plain tensor functions run on
-    the graph interpreter)."""
+def program_level(module: ModuleOp) -> str:
+    """The level of a module: llvm, loop, te or graph. Plain functions run on the
+    graph interpreter when they take tensors, on the loop interpreter when they take
+    memrefs."""
     dialects = {op.dialect_name() for op in module.walk()}
     for level, level_dialects in _LEVEL_DIALECTS:
         if dialects & level_dialects:
             return level
-    if any(isinstance(t, MemRefType) for t in entry.function_type.inputs.data):
-        return "loop"
+    for op in module.ops:
+        if isinstance(op, FuncOp) and any(
+            isinstance(t, MemRefType) for t in op.function_type.inputs.data
+        ):
+            return "loop"
     return "graph"
 
 
@@ -71,6 +76,23 @@ def _interpreter_of(level: str) -> Interpreter:
     raise StratoError(
         f"no interpreter for {level}-level modules; interpret before lowering to {level}"
     )
+
+
+def entry_and_input_types(
+    module: ModuleOp, level: str, function: str | None
+) -> tuple[FuncOp, list[Attribute]]:
+    """The function an interpreter runs and the types of the inputs it takes (at loop
+    level, the output buffers marked `{loop.output}` are not inputs)."""
+    if level == "loop":
+        from strato.interpreters.loop import loop_entry_function, output_flags
+
+        entry = loop_entry_function(module, function)
+        types = entry.function_type.inputs.data
+        return entry, [t for t, out in zip(types, output_flags(entry)) if not out]
+    from strato.interpreters.graph import entry_function
+
+    entry = entry_function(module, function)
+    return entry, list(entry.function_type.inputs.data)
 
 
 def random_input(type_: Attribute, rng: np.random.Generator) -> np.ndarray:
@@ -114,13 +136,11 @@ class InterpretTarget(Target):
     print_inputs: bool = False
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        from strato.interpreters.graph import entry_function
-
-        entry = entry_function(module, self.function)
-        level = program_level(module, entry)
+        level = program_level(module)
         interpreter = _interpreter_of(level)
+        entry, input_types = entry_and_input_types(module, level, self.function)
         rng = np.random.default_rng(self.seed)
-        inputs = [random_input(t, rng) for t in entry.function_type.inputs.data]
+        inputs = [random_input(t, rng) for t in input_types]
         name = entry.sym_name.data
         output.write(f"// @{name} at {level} level, inputs from seed {self.seed}\n")
         if self.print_inputs:
