@@ -595,8 +595,9 @@ def is_loop_level(op: Operation) -> bool:
 
 @dataclass(frozen=True)
 class ConvertTeToLoopsPass(ModulePass):
-    """Lower te primitives to kernels of canonical loop nests, and functions over
-    tensors to functions over buffers that call them (see the module docstring)."""
+    """Lower te primitives to loop-nest kernels and tensor functions to buffer functions.
+
+    See the module docstring for the loop-level ABI and an example."""
 
     name = "convert-te-to-loops"
 

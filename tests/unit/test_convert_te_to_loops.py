@@ -132,6 +132,55 @@ def test_lit_functions_are_preserved(function: str):
         np.testing.assert_array_equal(a, e)
 
 
+MIXED = """
+te.primitive @p {
+  %a = te.placeholder "a" : tensor<4xf32>
+  %q = te.placeholder "q" : tensor<2x3xi32>
+  %r = te.compute "mix" (%i) : tensor<4xf32> {
+    %x = te.read %a[%i] : tensor<4xf32>
+    %z = arith.constant 0.0 : f32
+    %lt = arith.cmpf olt, %x, %z : f32
+    %e = math.exp %x : f32
+    %t = math.tanh %x : f32
+    %s = arith.select %lt, %e, %t : f32
+    te.yield %s : f32
+  }
+  %n = te.reduce "imax" max (%i) over (%k : 3) init -7 : tensor<2xi32> {
+    %v = te.read %q[%i, %k] : tensor<2x3xi32>
+    %two = arith.constant 2 : i32
+    %h = arith.divsi %v, %two : i32
+    te.yield %h : i32
+  }
+  %c = te.reduce "count" sum () over (%k0 : 2, %k1 : 3) init 0 : tensor<i32> {
+    %v = te.read %q[%k0, %k1] : tensor<2x3xi32>
+    %zero = arith.constant 0 : i32
+    %pos = arith.cmpi sgt, %v, %zero : i32
+    %one = arith.constant 1 : i32
+    %b = arith.select %pos, %one, %zero : i32
+    te.yield %b : i32
+  }
+  te.output %r, %n, %c : tensor<4xf32>, tensor<2xi32>, tensor<i32>
+}
+func.func @main(%a: tensor<4xf32>, %q: tensor<2x3xi32>) -> (tensor<4xf32>, tensor<2xi32>, tensor<i32>) {
+  %r, %n, %c = te.call @p(%a, %q) : (tensor<4xf32>, tensor<2x3xi32>) -> (tensor<4xf32>, tensor<2xi32>, tensor<i32>)
+  func.return %r, %n, %c : tensor<4xf32>, tensor<2xi32>, tensor<i32>
+}
+"""
+
+
+def test_integer_reductions_and_math_are_preserved():
+    a = np.array([-1.5, 0.0, 0.75, -3.0], np.float32)
+    q = np.array([[-7, 3, 9], [5, -1, -12]], np.int32)
+    module = parse(MIXED)
+    expected = run_te(module, [a, q])
+    actual = run_loops(lower(module), [a, q])
+    for got, want in zip(actual, expected):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(expected[1], [4, 2])
+    assert expected[2] == 3
+
+
 @settings(max_examples=40, deadline=None)
 @given(program=te_programs())
 def test_pass_preserves_semantics(program: TeProgram):
