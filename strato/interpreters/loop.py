@@ -123,7 +123,9 @@ class BufferFunctions(MemRefFunctions):
     `memref.get_global` of any dense constant."""
 
     @impl(memref.AllocOp)
-    def run_alloc(self, interpreter: Interpreter, op: memref.AllocOp, args: PythonValues) -> PythonValues:
+    def run_alloc(
+        self, interpreter: Interpreter, op: memref.AllocOp, args: PythonValues
+    ) -> PythonValues:
         type_ = op.memref.type
         assert isinstance(type_, MemRefType)
         return (buffer_from_array(_fresh_array(type_), type_),)
@@ -135,13 +137,17 @@ class BufferFunctions(MemRefFunctions):
         return (scalar_attr(value, op.res.type, interpreter.index_bitwidth),)
 
     @impl(memref.StoreOp)
-    def run_store(self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues) -> PythonValues:
+    def run_store(
+        self, interpreter: Interpreter, op: memref.StoreOp, args: PythonValues
+    ) -> PythonValues:
         value, buffer, *indices = args
         buffer.store(_checked_index(op, buffer, indices), value.value.data)
         return ()
 
     @impl(memref.CopyOp)
-    def run_copy(self, interpreter: Interpreter, op: memref.CopyOp, args: PythonValues) -> PythonValues:
+    def run_copy(
+        self, interpreter: Interpreter, op: memref.CopyOp, args: PythonValues
+    ) -> PythonValues:
         source, destination = args
         size = source.size * source.data_ptr.size
         src, dst = source.data_ptr.raw, destination.data_ptr.raw
@@ -167,9 +173,7 @@ def _checked_index(
     op: Operation, buffer: ShapedArray[Any], indices: Sequence[Any]
 ) -> tuple[int, ...]:
     index = tuple(i.value.data for i in indices)
-    if len(index) != len(buffer.shape) or any(
-        not 0 <= i < n for i, n in zip(index, buffer.shape)
-    ):
+    if len(index) != len(buffer.shape) or any(not 0 <= i < n for i, n in zip(index, buffer.shape)):
         raise StratoError(
             f"'{op.name}' at index {list(index)} is out of bounds of a buffer of shape "
             f"{buffer.shape}",
@@ -180,7 +184,9 @@ def _checked_index(
 
 def _scalar_impl(op_type: type[Operation]):
     @impl(op_type)
-    def run(self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues):
+    def run(
+        self: InterpreterFunctions, interpreter: Interpreter, op: Operation, args: PythonValues
+    ):
         arrays = [
             np.asarray(arg.value.data).astype(numpy_dtype(operand.type))
             for arg, operand in zip(args, op.operands)
@@ -222,7 +228,9 @@ class _CurrentOp(Interpreter.Listener):
         self.stack.pop()
 
 
-def make_interpreter(module: ModuleOp, listeners: Sequence[Interpreter.Listener] = ()) -> Interpreter:
+def make_interpreter(
+    module: ModuleOp, listeners: Sequence[Interpreter.Listener] = ()
+) -> Interpreter:
     """xDSL's interpreter with the implementations loop-level programs need."""
     interpreter = Interpreter(module, listeners=tuple(listeners))
     interpreter.register_implementations(ScalarOpFunctions())

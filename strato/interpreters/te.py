@@ -29,7 +29,6 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     IntegerAttr,
     ModuleOp,
-    TensorType,
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import SymbolTable
@@ -281,7 +280,7 @@ def run_primitive(primitive: te.PrimitiveOp, inputs: Sequence[np.ndarray]) -> li
         array = np.asarray(array, dtype=numpy_dtype(placeholder.result.type))
         if array.shape != shape:
             raise StratoError(
-                f"placeholder \"{placeholder.tensor_name.data}\" of "
+                f'placeholder "{placeholder.tensor_name.data}" of '
                 f"@{primitive.sym_name.data} expects shape {list(shape)}, "
                 f"got {list(array.shape)}",
                 op=placeholder,
@@ -376,12 +375,12 @@ def _evaluate_block(
         elif op.regions:
             raise StratoError(
                 f"the te interpreter cannot evaluate '{op.name}' in stage "
-                f"\"{stage.stage.data}\": stage bodies hold scalar ops only",
+                f'"{stage.stage.data}": stage bodies hold scalar ops only',
                 op=op,
             )
         else:
             env[op.results[0]] = evaluate_scalar_op(op, [env[v] for v in op.operands])
-    raise StratoError(f"stage \"{stage.stage.data}\" has no te.yield", op=stage)
+    raise StratoError(f'stage "{stage.stage.data}" has no te.yield', op=stage)
 
 
 def _read(
@@ -393,13 +392,13 @@ def _read(
     tensor = tensors.get(op.tensor)
     if tensor is None:
         raise StratoError(
-            f"stage \"{stage.stage.data}\" reads a tensor that is not computed yet", op=op
+            f'stage "{stage.stage.data}" reads a tensor that is not computed yet', op=op
         )
     for dim, (index, size) in enumerate(zip(indices, tensor.shape)):
         index = np.asarray(index)
         if index.size and (index.min() < 0 or index.max() >= size):
             raise StratoError(
-                f"stage \"{stage.stage.data}\" reads index {int(index.min())}.."
+                f'stage "{stage.stage.data}" reads index {int(index.min())}..'
                 f"{int(index.max())} of dimension {dim} (size {size}) out of bounds",
                 op=op,
             )

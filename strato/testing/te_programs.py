@@ -143,7 +143,9 @@ class _Body:
         if binary == "div":
             # a denominator of at least 1
             one = self.constant(1.0)
-            return self.add(arith.DivfOp(lhs, self.add(arith.AddfOp(self.add(math.AbsFOp(rhs)), one))))
+            return self.add(
+                arith.DivfOp(lhs, self.add(arith.AddfOp(self.add(math.AbsFOp(rhs)), one)))
+            )
         if binary == "select":
             less = self.add(arith.CmpfOp(lhs, rhs, "olt"))
             return self.add(arith.SelectOp(less, lhs, rhs))

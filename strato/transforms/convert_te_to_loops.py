@@ -217,7 +217,7 @@ def lower_stage_body(
                 op=op,
             )
         builder.insert(op.clone(mapping))
-    raise StratoError(f"stage \"{stage.stage.data}\" has no te.yield", op=stage)
+    raise StratoError(f'stage "{stage.stage.data}" has no te.yield', op=stage)
 
 
 class ReadOpLowering:
@@ -274,7 +274,9 @@ _UNSIGNED_COMBINE = {
 }
 
 
-def combine_op(kind: te.ReduceKind, element_type: Attribute, lhs: SSAValue, rhs: SSAValue) -> Operation:
+def combine_op(
+    kind: te.ReduceKind, element_type: Attribute, lhs: SSAValue, rhs: SSAValue
+) -> Operation:
     """The arith op combining an accumulator with a value for a reduction kind."""
     if isinstance(element_type, AnyFloat):
         return _FLOAT_COMBINE[kind](lhs, rhs)
@@ -411,14 +413,10 @@ class ConstantOpLowering:
 
     names: SymbolNames
 
-    def lower(
-        self, op: arith.ConstantOp, function: func.FuncOp, builder: Builder
-    ) -> SSAValue:
+    def lower(self, op: arith.ConstantOp, function: func.FuncOp, builder: Builder) -> SSAValue:
         type_ = memref_for(op.result.type, op)
         name = self.names.fresh(f"{function.sym_name.data}_{op.result.name_hint or 'cst'}")
-        global_op = memref.GlobalOp.get(
-            StringAttr(name), type_, op.value, constant=UnitAttr()
-        )
+        global_op = memref.GlobalOp.get(StringAttr(name), type_, op.value, constant=UnitAttr())
         function.parent_block().insert_op_before(global_op, function)  # type: ignore[union-attr]
         get = builder.insert(memref.GetGlobalOp(name, type_))
         _set_name(get.memref, op.result.name_hint)
@@ -466,8 +464,7 @@ class FunctionLowering:
                     op=function,
                 )
         input_types = [
-            memref_for(t, function) if isinstance(t, TensorType) else t
-            for t in ftype.inputs.data
+            memref_for(t, function) if isinstance(t, TensorType) else t for t in ftype.inputs.data
         ]
         output_types = [memref_for(t, function) for t in ftype.outputs.data]
         input_attrs = (
@@ -506,7 +503,11 @@ class FunctionLowering:
         returned = list(ret.arguments)
         in_place: dict[SSAValue, SSAValue] = {}
         for n, (value, arg) in enumerate(zip(returned, out_args)):
-            if isinstance(value, OpResult) and _is_tensor_call(value.owner) and value not in in_place:
+            if (
+                isinstance(value, OpResult)
+                and _is_tensor_call(value.owner)
+                and value not in in_place
+            ):
                 in_place[value] = arg
                 _set_name(arg, value.name_hint or f"out{n}")
             else:
@@ -523,7 +524,7 @@ class FunctionLowering:
         allocated: list[SSAValue] = []
         for op in block.ops:
             if isinstance(op, func.ReturnOp):
-                for n, (value, arg) in enumerate(zip(returned, out_args)):
+                for value, arg in zip(returned, out_args):
                     if in_place.get(value) is not arg:
                         builder.insert(memref.CopyOp(values[value], arg))
                 builder.insert(func.ReturnOp())
