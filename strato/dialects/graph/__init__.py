@@ -23,41 +23,26 @@ Example:
 
 from xdsl.ir import Dialect
 
+from strato.dialects.graph import core, elementwise, layout, linalg, nn, reduce, rnn
 from strato.dialects.graph.base import (
+    AnyTensor,
     BroadcastBinaryOp,
     GraphOp,
     PatternKind,
     UnaryElementwiseOp,
     broadcast_shapes,
     pattern_kind_of,
+    static_shape,
 )
-from strato.dialects.graph.core import ConstantOp, FusedOp, YieldOp
-from strato.dialects.graph.elementwise import AddOp, MulOp, ReluOp
-from strato.dialects.graph.layout import TransposeOp
-from strato.dialects.graph.linalg import DenseOp, MatmulOp, matmul_shape
+from strato.dialects.graph.core import *  # noqa: F403
+from strato.dialects.graph.elementwise import *  # noqa: F403
+from strato.dialects.graph.layout import *  # noqa: F403
+from strato.dialects.graph.linalg import *  # noqa: F403
+from strato.dialects.graph.nn import *  # noqa: F403
+from strato.dialects.graph.reduce import *  # noqa: F403
+from strato.dialects.graph.rnn import *  # noqa: F403
 
-Graph = Dialect(
-    "graph",
-    [ConstantOp, FusedOp, YieldOp, AddOp, MulOp, ReluOp, TransposeOp, MatmulOp, DenseOp],
-    [],
-)
+# Each family module lists its operations in OPS; the dialect is their union.
+FAMILIES = (core, elementwise, layout, linalg, nn, reduce, rnn)
 
-__all__ = [
-    "AddOp",
-    "BroadcastBinaryOp",
-    "ConstantOp",
-    "DenseOp",
-    "FusedOp",
-    "Graph",
-    "GraphOp",
-    "MatmulOp",
-    "MulOp",
-    "PatternKind",
-    "ReluOp",
-    "TransposeOp",
-    "UnaryElementwiseOp",
-    "YieldOp",
-    "broadcast_shapes",
-    "matmul_shape",
-    "pattern_kind_of",
-]
+Graph = Dialect("graph", [op for family in FAMILIES for op in family.OPS], [])

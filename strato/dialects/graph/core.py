@@ -225,3 +225,8 @@ class FusedOp(GraphOp):
         if attrs is not None:
             op.attributes |= attrs.data
         return op
+
+
+OPS = (ConstantOp, FusedOp, YieldOp,)
+
+__all__ = ["ConstantOp", "FusedOp", "YieldOp"]

@@ -54,3 +54,8 @@ class ReluOp(UnaryElementwiseOp):
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.maximum(inputs[0], 0).astype(inputs[0].dtype)]
+
+
+OPS = (AddOp, MulOp, ReluOp,)
+
+__all__ = ["AddOp", "MulOp", "ReluOp"]

@@ -75,3 +75,8 @@ class TransposeOp(GraphOp):
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.ascontiguousarray(np.transpose(inputs[0], self.permutation))]
+
+
+OPS = (TransposeOp,)
+
+__all__ = ["TransposeOp"]

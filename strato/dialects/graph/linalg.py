@@ -147,3 +147,8 @@ class DenseOp(GraphOp):
         if len(inputs) > 2:
             out = out + inputs[2]
         return [out.astype(inputs[0].dtype)]
+
+
+OPS = (MatmulOp, DenseOp,)
+
+__all__ = ["MatmulOp", "DenseOp", "matmul_shape"]

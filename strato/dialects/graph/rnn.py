@@ -1,0 +1,7 @@
+"""Recurrent operators: LSTM."""
+
+from __future__ import annotations
+
+OPS: tuple[type, ...] = ()
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""Strategies of reductions over axes."""
+
+from __future__ import annotations

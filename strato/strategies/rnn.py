@@ -1,0 +1,3 @@
+"""Strategies of recurrent operators (LSTM)."""
+
+from __future__ import annotations
