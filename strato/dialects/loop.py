@@ -133,9 +133,9 @@ class ForOp(IRDLOperation):
     `kind` says how iterations may run (serial when omitted). `axis` names the loop for
     schedules and diagnostics.
 
-        loop.for %i = 0 to 1024 step 4 parallel {
+        loop.for %i = 0 to 1024 step 4 parallel axis "i" {
           ...
-        } {axis = "i"}
+        }
     """
 
     name = "loop.for"

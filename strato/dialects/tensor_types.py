@@ -79,7 +79,8 @@ def dense_from_array(
     array = np.asarray(array)
     if element_type is None:
         element_type = element_type_of(array.dtype)
-    array = np.ascontiguousarray(array, dtype=numpy_dtype(element_type))
+    # np.ascontiguousarray would turn a 0-d array into a 1-d one
+    array = np.require(array, dtype=numpy_dtype(element_type), requirements="C")
     type_ = TensorType(element_type, array.shape)
     if array.dtype == np.bool_:
         return DenseIntOrFPElementsAttr.from_list(type_, [int(v) for v in array.flat])
