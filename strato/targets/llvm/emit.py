@@ -10,7 +10,10 @@ the module, function and global translation itself because it needs what xDSL's
   and definitions are marked `nounwind` (lowered code never unwinds);
 * blocks are translated in reverse post-order, so a value is always translated before
   a branch in another block passes it to a phi;
-* GEPs are emitted on the opaque pointer directly (xDSL inserts a bitcast).
+* GEPs are emitted on the opaque pointer directly (xDSL inserts a bitcast), and
+  intrinsics are declared with opaque pointer parameters (xDSL declares them with the
+  typed pointer llvmlite gives the first call's arguments, and a later call with a
+  pointer to another global then fails to type-check).
 
 `emit_llvm_ir(module)` returns the text; `LLVMIRTarget` is the `-t llvm` output target.
 """
@@ -205,8 +208,31 @@ def _emit_gep(op: llvm.GEPOp, builder: ir.IRBuilder, values: ValueMap) -> None:
     )
 
 
+def _opaque(type_: ir.Type) -> ir.Type:
+    """Pointer types as opaque pointers: llvmlite still gives globals typed pointer
+    types, and two of those with different pointees do not compare equal."""
+    if isinstance(type_, ir.PointerType):
+        return ir.PointerType(addrspace=type_.addrspace)
+    return type_
+
+
+def _emit_call_intrinsic(op: llvm.CallIntrinsicOp, builder: ir.IRBuilder, values: ValueMap) -> None:
+    args = [values[arg] for arg in op.args]
+    result_type = _llvm_type(op.ress.type) if op.ress is not None else ir.VoidType()
+    fn_type = ir.FunctionType(result_type, [_opaque(a.type) for a in args])
+    name = op.intrin.data
+    module = builder.module
+    callee = module.globals.get(name)
+    if callee is None:
+        callee = ir.Function(module, fn_type, name=name)
+    result = builder.call(callee, args)
+    if op.ress is not None:
+        values[op.ress] = result
+
+
 _OP_EMITTERS: dict[type[Operation], Callable[[Operation, ir.IRBuilder, ValueMap], None]] = {
     llvm.GEPOp: _emit_gep,  # type: ignore[dict-item]
+    llvm.CallIntrinsicOp: _emit_call_intrinsic,  # type: ignore[dict-item]
 }
 
 

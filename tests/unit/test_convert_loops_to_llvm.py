@@ -1,0 +1,209 @@
+"""convert-loops-to-llvm: what it leaves, what it rejects, and that it keeps the meaning
+of random loop programs (checked against the loop interpreter through the JIT)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+
+from strato.context import make_context
+from strato.diagnostics import StratoError
+from strato.dialects.loop import LoopKind
+from strato.interpreters.loop import run_loops
+from strato.targets.llvm.jit import JitModule
+from strato.targets.llvm.loop_to_llvm import LOOP_KIND_ATTR
+from strato.testing.llvm_programs import LoopProgram, loop_programs
+from strato.transforms import resolve_pass
+from strato.transforms.convert_loops_to_llvm import (
+    ConvertLoopsToLLVMPass,
+    convert_loops_to_llvm,
+)
+
+
+def parse(text: str) -> ModuleOp:
+    return Parser(make_context(), text).parse_module()
+
+
+def lower(text: str) -> ModuleOp:
+    module = parse(text)
+    ConvertLoopsToLLVMPass().apply(make_context(), module)
+    module.verify()
+    return module
+
+
+RELU = """
+func.func @relu(%a: memref<8xf32>, %o: memref<8xf32> {loop.output}) attributes {loop.kernel} {
+  loop.for %i = 0 to 8 KIND axis "i" {
+    %v = memref.load %a[%i] : memref<8xf32>
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    memref.store %m, %o[%i] : memref<8xf32>
+  }
+  func.return
+}
+"""
+
+
+def test_registered_under_its_cli_name():
+    assert resolve_pass("convert-loops-to-llvm") is ConvertLoopsToLLVMPass
+    assert ConvertLoopsToLLVMPass.name == "convert-loops-to-llvm"
+
+
+def test_leaves_only_llvm_ops():
+    module = lower(RELU.replace("KIND", "serial"))
+    names = {op.name for op in module.walk() if op is not module}
+    assert names and all(name.startswith("llvm.") for name in names)
+
+
+def test_pointer_arguments_keep_their_memref_type_and_output_marker():
+    module = lower(RELU.replace("KIND", "serial"))
+    (fn,) = [op for op in module.ops if isinstance(op, llvm.FuncOp)]
+    assert fn.arg_attrs is not None
+    first, second = (attrs.data for attrs in fn.arg_attrs.data)
+    assert str(first["strato.memref_type"]) == "memref<8xf32>"
+    assert "loop.output" in second and "loop.output" not in first
+    assert "loop.kernel" in fn.attributes
+
+
+@pytest.mark.parametrize("kind", list(LoopKind))
+def test_every_loop_kind_computes_the_serial_result(kind: LoopKind):
+    module = parse(RELU.replace("KIND", kind.value))
+    lowered = module.clone()
+    convert_loops_to_llvm(lowered)
+    back_edges = [op for op in lowered.walk() if LOOP_KIND_ATTR in op.attributes]
+    assert len(back_edges) == (0 if kind == LoopKind.SERIAL else 1)
+    x = np.linspace(-2, 2, 8, dtype=np.float32)
+    out = np.empty(8, np.float32)
+    JitModule(lowered).function("relu")(x, out)
+    np.testing.assert_array_equal(out, np.maximum(x, 0))
+
+
+def test_local_buffers_go_on_the_stack_and_large_ones_on_the_heap():
+    module = lower(
+        """
+        func.func @f(%o: memref<1xf32> {loop.output}) {
+          loop.for %i = 0 to 4 {
+            %s = memref.alloc() : memref<16xf32, #loop.scope<local>>
+            %big = memref.alloc() : memref<65536xf32, #loop.scope<local>>
+            memref.dealloc %big : memref<65536xf32, #loop.scope<local>>
+            memref.dealloc %s : memref<16xf32, #loop.scope<local>>
+          }
+          func.return
+        }
+        """
+    )
+    (fn,) = [op for op in module.ops if isinstance(op, llvm.FuncOp) and op.body.blocks]
+    entry = fn.body.blocks.first
+    assert entry is not None
+    assert any(isinstance(op, llvm.AllocaOp) for op in entry.ops), "alloca hoisted to the entry"
+    callees = [op.callee.string_value() for op in module.walk() if isinstance(op, llvm.CallOp)]
+    assert callees == ["malloc", "free"]
+
+
+def test_aligned_allocations_use_aligned_alloc():
+    module = lower(
+        """
+        func.func @f() {
+          %b = memref.alloc() {alignment = 64 : i64} : memref<10xf32>
+          memref.dealloc %b : memref<10xf32>
+          func.return
+        }
+        """
+    )
+    callees = [op.callee.string_value() for op in module.walk() if isinstance(op, llvm.CallOp)]
+    assert callees == ["aligned_alloc", "free"]
+
+
+# -- diagnostics -------------------------------------------------------------------------
+
+
+def lowering_error(text: str) -> StratoError:
+    module = parse(text)
+    with pytest.raises(StratoError) as info:
+        convert_loops_to_llvm(module)
+    return info.value
+
+
+def test_a_vta_buffer_is_rejected_naming_the_op_and_scope():
+    error = lowering_error(
+        """
+        func.func @f() {
+          %b = memref.alloc() : memref<16x16xi8, #loop.scope<vta.inp>>
+          func.return
+        }
+        """
+    )
+    assert error.message.startswith("'memref.alloc' cannot be lowered to llvm")
+    assert "vta.inp" in error.message and "vta target" in error.message
+    assert error.op is not None and error.op.name == "memref.alloc"
+
+
+def test_a_vta_function_argument_is_rejected():
+    error = lowering_error(
+        """
+        func.func @f(%a: memref<16xi32, #loop.scope<vta.acc>>) {
+          func.return
+        }
+        """
+    )
+    assert "'func.func'" in error.message and "vta.acc" in error.message
+
+
+def test_an_unsupported_op_is_rejected_by_name():
+    error = lowering_error(
+        """
+        func.func @f(%a: i32, %b: i32) -> i32 {
+          %r = math.ipowi %a, %b : i32
+          func.return %r : i32
+        }
+        """
+    )
+    assert error.message == "'math.ipowi' is not supported by convert-loops-to-llvm"
+    assert error.op is not None and error.op.name == "math.ipowi"
+
+
+def test_a_dynamic_shape_is_rejected():
+    error = lowering_error(
+        """
+        func.func @f(%a: memref<?xf32>) {
+          func.return
+        }
+        """
+    )
+    assert "dynamic shape" in error.message
+
+
+def test_nothing_is_rewritten_when_the_input_is_rejected():
+    text = """
+        func.func @f(%o: memref<4xf32> {loop.output}) {
+          %b = memref.alloc() : memref<4xf32, #loop.scope<vta.wgt>>
+          func.return
+        }
+        """
+    module = parse(text)
+    before = str(module)
+    with pytest.raises(StratoError):
+        convert_loops_to_llvm(module)
+    assert str(module) == before
+
+
+# -- equivalence -------------------------------------------------------------------------
+
+
+def run_jit(program: LoopProgram, module: ModuleOp, inputs: list[np.ndarray]) -> np.ndarray:
+    out = np.full(program.output_shape, np.nan, np.float32)
+    JitModule.from_loops(module, opt_level=2).function(program.entry)(*inputs, out)
+    return out
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(program=loop_programs())
+def test_lowered_programs_compute_what_the_interpreter_computes(program: LoopProgram):
+    module = program.module()
+    inputs = program.random_inputs(seed=0)
+    (expected,) = run_loops(module, inputs, program.entry)
+    np.testing.assert_allclose(run_jit(program, module, inputs), expected, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,258 @@
+"""The LLVM target: LLVM IR emission, the llvmlite JIT, object files, and a small model
+run end to end from the loop level."""
+
+from __future__ import annotations
+
+import io
+import time
+
+import numpy as np
+import pytest
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import (
+    BytesAttr,
+    DenseIntOrFPElementsAttr,
+    MemRefType,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f32,
+)
+from xdsl.parser import Parser
+
+from strato.context import make_context
+from strato.targets.llvm.emit import EmissionError, LLVMIRTarget, emit_llvm_ir
+from strato.targets.llvm.jit import JitError, JitModule, compile_object, write_llvm_ir
+from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
+
+
+def parse(text: str) -> ModuleOp:
+    return Parser(make_context(), text).parse_module()
+
+
+def lowered(text: str) -> ModuleOp:
+    module = parse(text)
+    convert_loops_to_llvm(module)
+    return module
+
+
+def dense_text(array: np.ndarray) -> str:
+    values = ", ".join(repr(float(v)) for v in array.reshape(-1))
+    shape = "x".join(str(d) for d in array.shape)
+    return f"dense<[{values}]> : tensor<{shape}xf32>"
+
+
+def mlp_module(weights: np.ndarray) -> ModuleOp:
+    """relu(x · W + b) for x: 1x64, W: 64x32 (a constant global), b: 32, as two kernels
+    called from an entry function through a heap buffer."""
+    return parse(
+        f"""
+"memref.global"() <{{sym_name = "w", sym_visibility = "private", type = memref<64x32xf32>,
+  initial_value = {dense_text(weights.reshape(-1))}, constant}}> : () -> ()
+
+func.func @dense(%x: memref<1x64xf32>, %y: memref<1x32xf32> {{loop.output}}) attributes {{loop.kernel}} {{
+  %w = memref.get_global @w : memref<64x32xf32>
+  loop.for %i = 0 to 1 axis "i" {{
+    loop.for %j = 0 to 32 vectorized axis "j" {{
+      %zero = arith.constant 0.0 : f32
+      memref.store %zero, %y[%i, %j] : memref<1x32xf32>
+      loop.for %k = 0 to 64 axis "k" {{
+        %a = memref.load %x[%i, %k] : memref<1x64xf32>
+        %b = memref.load %w[%k, %j] : memref<64x32xf32>
+        %p = arith.mulf %a, %b : f32
+        %acc = memref.load %y[%i, %j] : memref<1x32xf32>
+        %s = arith.addf %acc, %p : f32
+        memref.store %s, %y[%i, %j] : memref<1x32xf32>
+      }}
+    }}
+  }}
+  func.return
+}}
+
+func.func @bias_relu(%y: memref<1x32xf32>, %b: memref<32xf32>, %o: memref<1x32xf32> {{loop.output}})
+    attributes {{loop.kernel}} {{
+  loop.for %i = 0 to 1 axis "i" {{
+    loop.for %j = 0 to 32 parallel axis "j" {{
+      %v = memref.load %y[%i, %j] : memref<1x32xf32>
+      %c = memref.load %b[%j] : memref<32xf32>
+      %s = arith.addf %v, %c : f32
+      %zero = arith.constant 0.0 : f32
+      %r = arith.maximumf %s, %zero : f32
+      memref.store %r, %o[%i, %j] : memref<1x32xf32>
+    }}
+  }}
+  func.return
+}}
+
+func.func @main(%x: memref<1x64xf32>, %b: memref<32xf32>, %o: memref<1x32xf32> {{loop.output}}) {{
+  %t = memref.alloc() : memref<1x32xf32>
+  func.call @dense(%x, %t) : (memref<1x64xf32>, memref<1x32xf32>) -> ()
+  func.call @bias_relu(%t, %b, %o) : (memref<1x32xf32>, memref<32xf32>, memref<1x32xf32>) -> ()
+  memref.dealloc %t : memref<1x32xf32>
+  func.return
+}}
+"""
+    )
+
+
+def test_mlp_end_to_end_matches_numpy():
+    rng = np.random.default_rng(0)
+    weights = rng.standard_normal((64, 32)).astype(np.float32)
+    x = rng.standard_normal((1, 64)).astype(np.float32)
+    bias = rng.standard_normal(32).astype(np.float32)
+    jit = JitModule.from_loops(mlp_module(weights))
+    out = np.full((1, 32), np.nan, np.float32)
+    jit.function("main")(x, bias, out)
+    np.testing.assert_allclose(out, np.maximum(x @ weights + bias, 0), rtol=1e-5, atol=1e-5)
+    # the kernels stay callable on their own
+    y = np.empty((1, 32), np.float32)
+    jit.function("dense")(x, y)
+    np.testing.assert_allclose(y, x @ weights, rtol=1e-5, atol=1e-5)
+
+
+def big_global_module(values: np.ndarray) -> ModuleOp:
+    """@main copies a constant global of `values` (1-d f32) into its output."""
+    type_ = MemRefType(f32, [values.size])
+    initial = DenseIntOrFPElementsAttr(TensorType(f32, [values.size]), BytesAttr(values.tobytes()))
+    global_op = memref.GlobalOp.get(StringAttr("big"), type_, initial, constant=UnitAttr())
+    main = parse(
+        f"""
+func.func @main(%o: memref<{values.size}xf32> {{loop.output}}) {{
+  %g = memref.get_global @big : memref<{values.size}xf32>
+  "memref.copy"(%g, %o) : (memref<{values.size}xf32>, memref<{values.size}xf32>) -> ()
+  func.return
+}}
+"""
+    )
+    fn = next(op for op in main.ops if isinstance(op, func.FuncOp))
+    fn.detach()
+    return ModuleOp([global_op, fn])
+
+
+def test_a_million_float_global_is_emitted_quickly_and_exactly():
+    values = np.random.default_rng(1).standard_normal(1 << 20).astype(np.float32)
+    module = big_global_module(values)
+    start = time.perf_counter()
+    convert_loops_to_llvm(module)
+    text = emit_llvm_ir(module)
+    elapsed = time.perf_counter() - start
+    assert elapsed < 5, f"lowering and emitting 4 MiB of weights took {elapsed:.1f}s"
+    assert 'c"' in text  # one byte string, not a million constants
+    out = np.empty_like(values)
+    JitModule(text, opt_level=0).function("main")(out)
+    np.testing.assert_array_equal(out, values)
+
+
+def test_splat_and_zero_globals():
+    module = lowered(
+        """
+"memref.global"() <{sym_name = "half", sym_visibility = "private", type = memref<3xf32>,
+  initial_value = dense<0.5> : tensor<3xf32>, constant}> : () -> ()
+"memref.global"() <{sym_name = "zero", sym_visibility = "private", type = memref<3xf32>,
+  initial_value = dense<0.0> : tensor<3xf32>, constant}> : () -> ()
+func.func @main(%o: memref<3xf32> {loop.output}, %z: memref<3xf32> {loop.output}) {
+  %h = memref.get_global @half : memref<3xf32>
+  %g = memref.get_global @zero : memref<3xf32>
+  "memref.copy"(%h, %o) : (memref<3xf32>, memref<3xf32>) -> ()
+  "memref.copy"(%g, %z) : (memref<3xf32>, memref<3xf32>) -> ()
+  func.return
+}
+"""
+    )
+    text = emit_llvm_ir(module)
+    assert "zeroinitializer" in text
+    out, zeros = np.full(3, np.nan, np.float32), np.full(3, np.nan, np.float32)
+    JitModule(text).function("main")(out, zeros)
+    np.testing.assert_array_equal(out, [0.5, 0.5, 0.5])
+    np.testing.assert_array_equal(zeros, [0, 0, 0])
+
+
+def test_libm_and_intrinsics_resolve_in_the_jit():
+    module = lowered(
+        """
+func.func @f(%a: memref<5xf32>, %o: memref<5xf32> {loop.output}) {
+  loop.for %i = 0 to 5 {
+    %x = memref.load %a[%i] : memref<5xf32>
+    %e = math.exp %x : f32
+    %t = math.tanh %e : f32
+    %r = math.erf %t : f32
+    %s = math.sqrt %e : f32
+    %l = math.log %s : f32
+    %sum = arith.addf %r, %l : f32
+    memref.store %sum, %o[%i] : memref<5xf32>
+  }
+  func.return
+}
+"""
+    )
+    from math import erf
+
+    x = np.linspace(-1, 1, 5, dtype=np.float32)
+    out = np.empty(5, np.float32)
+    JitModule(module).function("f")(x, out)
+    e = np.exp(x.astype(np.float64))
+    expected = np.array([erf(v) for v in np.tanh(e)]) + np.log(np.sqrt(e))
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_scalar_arguments_and_results():
+    module = lowered(
+        """
+func.func @affine(%x: f64, %n: index) -> f64 {
+  %f = arith.index_cast %n : index to i64
+  %g = arith.sitofp %f : i64 to f64
+  %r = arith.mulf %x, %g : f64
+  func.return %r : f64
+}
+"""
+    )
+    assert JitModule(module).function("affine")(1.5, 4) == 6.0
+
+
+def test_jit_checks_buffers_against_the_memref_types():
+    jit = JitModule.from_loops(mlp_module(np.zeros((64, 32), np.float32)))
+    dense = jit.function("dense")
+    x = np.zeros((1, 64), np.float32)
+    with pytest.raises(ValueError, match="must hold 128 bytes"):
+        dense(x, np.zeros(16, np.float32))
+    with pytest.raises(ValueError, match="dtype float32"):
+        dense(x.astype(np.float64), np.zeros((1, 32), np.float32))
+    with pytest.raises(ValueError, match="C-contiguous"):
+        dense(np.zeros((64, 2), np.float32)[:, :1].T, np.zeros((1, 32), np.float32))
+    with pytest.raises(TypeError, match="takes 2 arguments"):
+        dense(x)
+    with pytest.raises(KeyError):
+        jit.function("missing")
+
+
+def test_emission_of_a_loop_level_module_asks_for_the_lowering():
+    module = parse("func.func @f() {\n  func.return\n}\n")
+    with pytest.raises(EmissionError, match="lower the module with convert-loops-to-llvm"):
+        emit_llvm_ir(module)
+
+
+def test_invalid_llvm_ir_is_a_jit_error():
+    with pytest.raises(JitError, match="invalid LLVM IR"):
+        JitModule("define void @f() {\n  ret i32 0\n}\n")
+
+
+def test_llvm_target_writes_ir_text():
+    module = lowered(
+        "func.func @f(%a: memref<2xf32>) {\n  func.return\n}\n"
+    )
+    output = io.StringIO()
+    LLVMIRTarget().emit(make_context(), module, output)
+    assert LLVMIRTarget.name == "llvm"
+    assert 'define void @"f"(ptr %"a")' in output.getvalue()
+
+
+def test_object_files_and_ir_files(tmp_path):
+    module = lowered(
+        "func.func @f(%a: memref<2xf32>) {\n  func.return\n}\n"
+    )
+    assert compile_object(module).startswith(b"\x7fELF")
+    assert compile_object(module, portable=True, opt_level=2).startswith(b"\x7fELF")
+    path = tmp_path / "f.ll"
+    write_llvm_ir(module, path)
+    assert "define void" in path.read_text()
