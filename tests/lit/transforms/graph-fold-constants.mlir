@@ -18,8 +18,8 @@ func.func @chain(%x: tensor<3x2xf32>) -> tensor<3x1xf32> {
 // An op with a non-constant operand is kept; a constant with other users is kept.
 // CHECK-LABEL: func.func @partial
 // CHECK-NEXT:    %c = graph.constant dense<2.000000e+00> : tensor<2xf32>
-// CHECK-NEXT:    %d = graph.constant dense<4.000000e+00> : tensor<2xf32>
 // CHECK-NEXT:    %a = graph.add %x, %c
+// CHECK-NEXT:    %d = graph.constant dense<4.000000e+00> : tensor<2xf32>
 // CHECK-NEXT:    %m = graph.mul %a, %d
 func.func @partial(%x: tensor<2xf32>) -> tensor<2xf32> {
   %c = graph.constant dense<2.0> : tensor<2xf32>

@@ -42,7 +42,7 @@ func.func @two_dense(%x: tensor<1x4xf32>) -> tensor<1x2xf32> {
 // CHECK-LABEL: func.func @shared
 // CHECK-NEXT:    %r = graph.relu %x
 // CHECK-NOT:     graph.add %r
-// CHECK-NEXT:    %m = graph.fused "add_mul" injective (%r, %x)
+// CHECK-NEXT:    %m = graph.fused "add_mul" broadcast (%r, %x)
 func.func @shared(%x: tensor<4xf32>) -> tensor<4xf32> {
   %r = graph.relu %x : tensor<4xf32>
   %a = graph.add %r, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
