@@ -24,6 +24,7 @@ import argparse
 import difflib
 import io
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -141,6 +142,15 @@ class _VersionAction(argparse.Action):
             strato_version = "unknown"
         print(f"{TOOL} {strato_version} (xDSL {version('xdsl')})")
         parser.exit()
+
+
+def _options_of(cls: type) -> str:
+    """`name: type = default, ...` of a pass or target dataclass, in CLI spelling."""
+    return ", ".join(
+        f"{info.name.replace('_', '-')}: {info.expected_type.strip(chr(39))}"
+        + ("" if info.default_value is None else f" = {info.default_value}")
+        for info in get_pass_option_infos(cls)
+    )
 
 
 def _summary(cls: type) -> str:
@@ -288,34 +298,38 @@ class StratoOptMain(xDSLOptMain):
         docstrings, so it is built only when help is asked for."""
         from strato.transforms import PASS_REGISTRY
 
+        own = [n for n, where in PASS_REGISTRY.items() if where.startswith("strato.")]
         lines = ["strato passes:"]
-        for name in PASS_REGISTRY:
+        for name in own:
             try:
                 pass_class = self.available_passes[name]()
             except Exception as err:
                 lines.append(f"  {name:<28}(cannot be loaded: {type(err).__name__}: {err})")
                 continue
             lines.append(f"  {name:<28}{_summary(pass_class)}")
-            options = [
-                f"{info.name.replace('_', '-')}: {info.expected_type}"
-                + ("" if info.default_value is None else f" = {info.default_value}")
-                for info in get_pass_option_infos(pass_class)
-            ]
-            if options:
-                lines.append(f"  {'':<28}options: {', '.join(options)}")
-        upstream = [name for name in self.available_passes if name not in PASS_REGISTRY]
+            if options := _options_of(pass_class):
+                lines.append(f"  {'':<28}options: {options}")
+        upstream = [name for name in self.available_passes if name not in own]
         lines.append("")
         lines.append("upstream xDSL passes:")
         lines.append("  " + ", ".join(upstream))
         lines.append("")
         lines.append("targets:")
-        lines.append(f"  {'mlir':<28}MLIR text (the default)")
-        lines.append(f"  {'llvm':<28}LLVM IR text")
-        lines.append(
-            f"  {'interpret':<28}run the entry function on seeded random inputs and "
-            "print its outputs"
-        )
-        lines.append(f"  {'':<28}options: function: str, seed: int = 0, print-inputs: bool")
+        descriptions = {
+            "mlir": "MLIR text (the default)",
+            "llvm": "LLVM IR text",
+            "interpret": "run the entry function on seeded random inputs, print its outputs",
+        }
+        for name, factory in self.available_targets.items():
+            lines.append(f"  {name:<28}{descriptions.get(name, '')}")
+            if name == "mlir":
+                continue  # its options are the --print-* flags
+            try:
+                options = _options_of(factory())
+            except Exception as err:
+                options = f"(cannot be loaded: {type(err).__name__}: {err})"
+            if options:
+                lines.append(f"  {'':<28}options: {options}")
         return "\n".join(lines) + "\n"
 
     # -- set-up -----------------------------------------------------------------------
@@ -331,7 +345,7 @@ class StratoOptMain(xDSLOptMain):
         try:
             target = target_class.from_spec(spec)
         except (ValueError, TypeError, DiagnosticException) as err:
-            raise UsageError(f"bad options for target '{spec.name}': {one_line(str(err))}")
+            raise UsageError(f"bad options for target '{spec.name}': {_reason(err)}") from None
         if spec.name == "mlir":
             target = replace(
                 target,
@@ -571,8 +585,9 @@ def _pipeline_syntax_error(spec: str, err: ArgSpecParseError) -> str:
 
 
 def _reason(err: BaseException) -> str:
+    """xDSL's option errors as one lower-case line, with `<class 'int'>` shown as `int`."""
     message = err.message if isinstance(err, StratoError) else str(err)
-    message = one_line(message)
+    message = re.sub(r"<class '([\w.]+)'>", r"\1", one_line(message))
     return message[:1].lower() + message[1:]
 
 

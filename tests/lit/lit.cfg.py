@@ -13,7 +13,8 @@ import lit.formats
 config.name = "strato"
 config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mlir"]
-config.excludes = ["Output", "lit.cfg.py"]
+# Inputs/ holds files that tests read, not tests.
+config.excludes = ["Inputs", "Output", "lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 
 python = shlex.quote(sys.executable)
