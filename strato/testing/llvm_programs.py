@@ -67,7 +67,9 @@ class LoopProgram:
 
     def random_inputs(self, seed: int) -> list[np.ndarray]:
         rng = np.random.default_rng(seed)
-        return [rng.standard_normal(shape).astype(np.float32) for shape in self.input_shapes]
+        return [
+            rng.standard_normal(shape).astype(np.float32) for shape in self.input_shapes
+        ]
 
 
 @dataclass
@@ -122,7 +124,11 @@ def _index_into(draw: st.DrawFn, body: _Body, ivs: list[str], size: int) -> str:
     for _ in range(draw(st.integers(1, 2))):
         iv = draw(st.sampled_from(ivs))
         scale = draw(st.integers(1, 3))
-        terms.append(iv if scale == 1 else body.op("m", f"arith.muli {iv}, {body.index(scale)} : index"))
+        terms.append(
+            iv
+            if scale == 1
+            else body.op("m", f"arith.muli {iv}, {body.index(scale)} : index")
+        )
     value = terms[0]
     for term in terms[1:]:
         value = body.op("s", f"arith.addi {value}, {term} : index")
@@ -141,11 +147,15 @@ def _leaf(draw: st.DrawFn, body: _Body, ivs: list[str], sources: list[_Buffer]) 
         return body.op("k", f"arith.constant {_f32(value)} : f32")
     source = draw(st.sampled_from(sources))
     indices = [draw(_index_into(body, ivs, size)) for size in source.shape]
-    return body.op("v", f"memref.load {source.name}[{', '.join(indices)}] : {source.type}")
+    return body.op(
+        "v", f"memref.load {source.name}[{', '.join(indices)}] : {source.type}"
+    )
 
 
 @st.composite
-def _expression(draw: st.DrawFn, body: _Body, ivs: list[str], sources: list[_Buffer], depth: int) -> str:
+def _expression(
+    draw: st.DrawFn, body: _Body, ivs: list[str], sources: list[_Buffer], depth: int
+) -> str:
     choice = draw(st.integers(0, 9)) if depth > 0 else 0
     if choice <= 2:
         return draw(_leaf(body, ivs, sources))
@@ -186,7 +196,9 @@ def _open_loops(draw: st.DrawFn, body: _Body, shape: Shape, axis: str) -> list[s
         if tiles and draw(st.booleans()):
             tile = draw(st.sampled_from(tiles))
             outer = body.fresh(f"{axis}{d}o")
-            body.open_loop(f'loop.for {outer} = 0 to {size} step {tile}{kind_text} axis "{axis}{d}o"')
+            body.open_loop(
+                f'loop.for {outer} = 0 to {size} step {tile}{kind_text} axis "{axis}{d}o"'
+            )
             inner = body.fresh(f"{axis}{d}i")
             body.open_loop(f'loop.for {inner} = 0 to {tile} axis "{axis}{d}i"')
             indices.append(body.op("ix", f"arith.addi {outer}, {inner} : index"))
@@ -199,13 +211,18 @@ def _open_loops(draw: st.DrawFn, body: _Body, shape: Shape, axis: str) -> list[s
 
 @st.composite
 def _kernel(
-    draw: st.DrawFn, inputs: list[_Buffer], global_buffer: _Buffer | None, out_shape: Shape
+    draw: st.DrawFn,
+    inputs: list[_Buffer],
+    global_buffer: _Buffer | None,
+    out_shape: Shape,
 ) -> str:
     body = _Body()
     out = _Buffer("%out", out_shape, _memref(out_shape))
     sources = list(inputs)
     if global_buffer is not None:
-        name = body.op("g", f"memref.get_global @{global_buffer.name} : {global_buffer.type}")
+        name = body.op(
+            "g", f"memref.get_global @{global_buffer.name} : {global_buffer.type}"
+        )
         sources.append(_Buffer(name, global_buffer.shape, global_buffer.type))
     indices = draw(_open_loops(body, out_shape, "i"))
     out_ref = f"%out[{', '.join(indices)}] : {out.type}"
@@ -235,7 +252,9 @@ def _kernel(
         extent = draw(st.integers(1, 4))
         kind = draw(st.sampled_from(_KINDS))
         k = body.fresh("k")
-        body.add(f'loop.for {k} = 0 to {extent}{"" if kind == "serial" else " " + kind} axis "k" {{')
+        body.add(
+            f'loop.for {k} = 0 to {extent}{"" if kind == "serial" else " " + kind} axis "k" {{'
+        )
         body.indent += 1
         term = expression([*indices, k])
         acc = body.op("acc", f"memref.load {out_ref}")
@@ -250,7 +269,9 @@ def _kernel(
     body.close_loops()
     body.add("func.return")
 
-    args = [f"{b.name}: {b.type}" for b in inputs] + [f"%out: {out.type} {{loop.output}}"]
+    args = [f"{b.name}: {b.type}" for b in inputs] + [
+        f"%out: {out.type} {{loop.output}}"
+    ]
     header = f"func.func @kernel({', '.join(args)}) attributes {{loop.kernel}} {{"
     return "\n".join([header, *body.lines, "}"])
 
@@ -289,7 +310,10 @@ def loop_programs(draw: st.DrawFn) -> LoopProgram:
     """A random loop-level program (see the module docstring)."""
     out_shape = _shape(draw, max_dim=6)
     input_shapes = [_shape(draw) for _ in range(draw(st.integers(1, 2)))]
-    inputs = [_Buffer(f"%in{n}", shape, _memref(shape)) for n, shape in enumerate(input_shapes)]
+    inputs = [
+        _Buffer(f"%in{n}", shape, _memref(shape))
+        for n, shape in enumerate(input_shapes)
+    ]
 
     parts: list[str] = []
     global_buffer: _Buffer | None = None
@@ -313,14 +337,20 @@ def loop_programs(draw: st.DrawFn) -> LoopProgram:
     main = [f"func.func @main({params}, %out: {out_type} {{loop.output}}) {{"]
     route = draw(st.sampled_from(["direct", "copy", "post"]))
     if route == "direct":
-        main.append(f"  func.call @kernel({in_args}, %out) : ({in_types}, {out_type}) -> ()")
+        main.append(
+            f"  func.call @kernel({in_args}, %out) : ({in_types}, {out_type}) -> ()"
+        )
     else:
         main.append(f"  %tmp = memref.alloc() : {out_type}")
-        main.append(f"  func.call @kernel({in_args}, %tmp) : ({in_types}, {out_type}) -> ()")
+        main.append(
+            f"  func.call @kernel({in_args}, %tmp) : ({in_types}, {out_type}) -> ()"
+        )
         if route == "copy":
             main.append(f'  "memref.copy"(%tmp, %out) : ({out_type}, {out_type}) -> ()')
         else:
-            main.append(f"  func.call @post(%tmp, %out) : ({out_type}, {out_type}) -> ()")
+            main.append(
+                f"  func.call @post(%tmp, %out) : ({out_type}, {out_type}) -> ()"
+            )
             parts.append(_post_kernel(out_shape))
         main.append(f"  memref.dealloc %tmp : {out_type}")
     main += ["  func.return", "}"]

@@ -1,17 +1,27 @@
 """convert-loops-to-llvm: lower a loop-level module to the llvm dialect.
 
-Requires: functions over static-shaped memrefs built from `loop.for`, `memref`,
-`arith`, `math`, `scf.for`/`scf.if`, `cf` branches and `func` (the output of
-convert-te-to-loops and the loop passes). Buffers may live in global or local memory,
-never in a VTA scope.
+Requires: functions over static-shaped memrefs (global or local memory scope) built from
+`loop.for`, `memref` (alloc, dealloc, load, store, copy, global, get_global), `arith`,
+`math`, `scf.for`/`scf.if`, `cf` branches and `func` (the loop-level ABI that
+convert-te-to-loops produces). Anything else, a dynamic shape or a buffer in a VTA scope
+is reported before anything is rewritten, as an error naming the op and the reason.
+Leaves illegal: every op outside the llvm dialect (checked after the pass).
 
-Leaves: only `llvm.*` ops inside the module. Memrefs become bare pointers (row-major,
-accesses are GEPs on the linearized index) and `index` becomes i64; every loop kind is
-generated as a serial loop for now. Any other op, a dynamic shape or a VTA buffer is
-reported as an error naming the op.
+- Memrefs become bare `!llvm.ptr`s; an access is a GEP on the index linearized by the
+  static layout (row-major by default). `index` becomes i64. Each pointer argument keeps
+  its memref type as the argument attribute `strato.memref_type`; `loop.output` and
+  `loop.kernel` are kept.
+- `loop.for` becomes a header/body/latch CFG (blocks named after the axis). Every kind
+  is generated as a serial loop for now; the back edge of a non-serial loop carries
+  `strato.loop_kind` for the code generation that will honour it.
+- Global-scope buffers come from `malloc`/`free`; small local ones are one `alloca` at
+  the function entry. `memref.global` constants become internal llvm globals holding
+  the same dense bytes. `math` ops become LLVM intrinsics or libm calls.
 
-    func.func @relu(%a: memref<8xf32>, %o: memref<8xf32> {loop.output}) {
-      loop.for %i = 0 to 8 {
+Before:
+
+    func.func @relu(%a: memref<8xf32>, %o: memref<8xf32> {loop.output}) attributes {loop.kernel} {
+      loop.for %i = 0 to 8 axis "i" {
         %v = memref.load %a[%i] : memref<8xf32>
         %z = arith.constant 0.0 : f32
         %m = arith.maximumf %v, %z : f32
@@ -19,22 +29,35 @@ reported as an error naming the op.
       }
       func.return
     }
-->
-    llvm.func @relu(%a: !llvm.ptr {...}, %o: !llvm.ptr {loop.output, ...}) {
-      %lb = llvm.mlir.constant(0 : i64) : i64
-      llvm.br ^loop_header(%lb : i64)
-    ^loop_header(%i: i64):
-      ...
-      llvm.cond_br %c, ^loop_body, ^loop_exit
-    ^loop_body:
-      %p = llvm.getelementptr inbounds %a[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
-      %v = llvm.load %p : !llvm.ptr -> f32
+
+After:
+
+    llvm.func @relu(%a: !llvm.ptr {strato.memref_type = memref<8xf32>},
+                    %o: !llvm.ptr {loop.output, strato.memref_type = memref<8xf32>})
+                    attributes {loop.kernel} {
+      %0 = llvm.mlir.constant(0) : i64
+      llvm.br ^i_header(%0 : i64)
+    ^i_header(%i: i64):
+      %1 = llvm.mlir.constant(8) : i64
+      %2 = llvm.icmp "slt" %i, %1 : i64
+      llvm.cond_br %2, ^i_body, ^i_exit
+    ^i_body:
+      %addr = llvm.getelementptr inbounds %a[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      %v = llvm.load %addr : !llvm.ptr -> f32
+      %z = llvm.mlir.constant(0.000000e+00 : f32) : f32
       %m = llvm.call_intrinsic "llvm.maximum.f32"(%v, %z) : (f32, f32) -> f32
-      ...
-      llvm.br ^loop_header(%next : i64)
-    ^loop_exit:
+      %addr_1 = llvm.getelementptr inbounds %o[%i] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+      llvm.store %m, %addr_1 : f32, !llvm.ptr
+      %3 = llvm.mlir.constant(1) : i64
+      %4 = llvm.add %i, %3 overflow<nsw> : i64
+      llvm.br ^i_header(%4 : i64)
+    ^i_exit:
       llvm.return
     }
+
+The patterns (one per source op, collected by `loops_to_llvm_patterns()`) live in
+`strato.targets.llvm`; they bridge converted and unconverted values with
+`builtin.unrealized_conversion_cast`, which are reconciled at the end.
 """
 
 from __future__ import annotations
@@ -79,11 +102,13 @@ def loops_to_llvm_patterns() -> list[LLVMLoweringPattern]:
         *memref_to_llvm_patterns(),
         *arith_to_llvm_patterns(),
         *math_to_llvm_patterns(),
-    ]  # type: ignore[list-item]
+    ]
 
 
 def _is_already_legal(op: Operation) -> bool:
-    return op.dialect_name() == "llvm" or isinstance(op, ModuleOp | UnrealizedConversionCastOp)
+    return op.dialect_name() == "llvm" or isinstance(
+        op, ModuleOp | UnrealizedConversionCastOp
+    )
 
 
 def check_lowerable(module: ModuleOp, lowered: set[type[Operation]]) -> None:
@@ -91,10 +116,19 @@ def check_lowerable(module: ModuleOp, lowered: set[type[Operation]]) -> None:
     for op in module.walk():
         if op is module:
             continue
-        if not (type(op) in lowered or isinstance(op, _CONSUMED_BY_PARENT) or _is_already_legal(op)):
+        if not (
+            type(op) in lowered
+            or isinstance(op, _CONSUMED_BY_PARENT)
+            or _is_already_legal(op)
+        ):
             raise StratoError(f"'{op.name}' is not supported by {PASS_NAME}", op=op)
         types = [*op.operand_types, *op.result_types]
-        types += [arg.type for region in op.regions for block in region.blocks for arg in block.args]
+        types += [
+            arg.type
+            for region in op.regions
+            for block in region.blocks
+            for arg in block.args
+        ]
         if isinstance(op, memref.GlobalOp):
             types.append(op.type)
         if isinstance(op, FuncOp):
@@ -111,12 +145,19 @@ def convert_loops_to_llvm(module: ModuleOp) -> None:
     check_lowerable(module, set(dispatcher.by_type))
     PatternRewriteWalker(dispatcher, apply_recursively=True).rewrite_module(module)
     reconcile_unrealized_casts(module, warn_on_failure=False)
-    check_legal(module, PASS_NAME, legal_dialects={"llvm"}, is_legal=lambda op: isinstance(op, ModuleOp))
+    check_legal(
+        module,
+        PASS_NAME,
+        legal_dialects={"llvm"},
+        is_legal=lambda op: isinstance(op, ModuleOp),
+    )
 
 
 @dataclass(frozen=True)
 class ConvertLoopsToLLVMPass(ModulePass):
-    """Lower the loop level (loop, memref, arith, math, scf, cf, func) to the llvm dialect."""
+    """Lower the loop level (loop, memref, arith, math, scf, cf, func) to the llvm dialect.
+
+    See the module docstring for what it requires and leaves, and an example."""
 
     name = "convert-loops-to-llvm"
 

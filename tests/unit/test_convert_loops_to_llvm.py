@@ -99,8 +99,12 @@ def test_local_buffers_go_on_the_stack_and_large_ones_on_the_heap():
     (fn,) = [op for op in module.ops if isinstance(op, llvm.FuncOp) and op.body.blocks]
     entry = fn.body.blocks.first
     assert entry is not None
-    assert any(isinstance(op, llvm.AllocaOp) for op in entry.ops), "alloca hoisted to the entry"
-    callees = [op.callee.string_value() for op in module.walk() if isinstance(op, llvm.CallOp)]
+    assert any(isinstance(op, llvm.AllocaOp) for op in entry.ops), (
+        "alloca hoisted to the entry"
+    )
+    callees = [
+        op.callee.string_value() for op in module.walk() if isinstance(op, llvm.CallOp)
+    ]
     assert callees == ["malloc", "free"]
 
 
@@ -114,7 +118,9 @@ def test_aligned_allocations_use_aligned_alloc():
         }
         """
     )
-    callees = [op.callee.string_value() for op in module.walk() if isinstance(op, llvm.CallOp)]
+    callees = [
+        op.callee.string_value() for op in module.walk() if isinstance(op, llvm.CallOp)
+    ]
     assert callees == ["aligned_alloc", "free"]
 
 
@@ -194,7 +200,9 @@ def test_nothing_is_rewritten_when_the_input_is_rejected():
 # -- equivalence -------------------------------------------------------------------------
 
 
-def run_jit(program: LoopProgram, module: ModuleOp, inputs: list[np.ndarray]) -> np.ndarray:
+def run_jit(
+    program: LoopProgram, module: ModuleOp, inputs: list[np.ndarray]
+) -> np.ndarray:
     out = np.full(program.output_shape, np.nan, np.float32)
     JitModule.from_loops(module, opt_level=2).function(program.entry)(*inputs, out)
     return out
@@ -206,4 +214,6 @@ def test_lowered_programs_compute_what_the_interpreter_computes(program: LoopPro
     module = program.module()
     inputs = program.random_inputs(seed=0)
     (expected,) = run_loops(module, inputs, program.entry)
-    np.testing.assert_allclose(run_jit(program, module, inputs), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        run_jit(program, module, inputs), expected, rtol=1e-5, atol=1e-5
+    )

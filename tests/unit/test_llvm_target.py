@@ -104,7 +104,9 @@ def test_mlp_end_to_end_matches_numpy():
     jit = JitModule.from_loops(mlp_module(weights))
     out = np.full((1, 32), np.nan, np.float32)
     jit.function("main")(x, bias, out)
-    np.testing.assert_allclose(out, np.maximum(x @ weights + bias, 0), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        out, np.maximum(x @ weights + bias, 0), rtol=1e-5, atol=1e-5
+    )
     # the kernels stay callable on their own
     y = np.empty((1, 32), np.float32)
     jit.function("dense")(x, y)
@@ -114,8 +116,12 @@ def test_mlp_end_to_end_matches_numpy():
 def big_global_module(values: np.ndarray) -> ModuleOp:
     """@main copies a constant global of `values` (1-d f32) into its output."""
     type_ = MemRefType(f32, [values.size])
-    initial = DenseIntOrFPElementsAttr(TensorType(f32, [values.size]), BytesAttr(values.tobytes()))
-    global_op = memref.GlobalOp.get(StringAttr("big"), type_, initial, constant=UnitAttr())
+    initial = DenseIntOrFPElementsAttr(
+        TensorType(f32, [values.size]), BytesAttr(values.tobytes())
+    )
+    global_op = memref.GlobalOp.get(
+        StringAttr("big"), type_, initial, constant=UnitAttr()
+    )
     main = parse(
         f"""
 func.func @main(%o: memref<{values.size}xf32> {{loop.output}}) {{
@@ -228,7 +234,9 @@ def test_jit_checks_buffers_against_the_memref_types():
 
 def test_emission_of_a_loop_level_module_asks_for_the_lowering():
     module = parse("func.func @f() {\n  func.return\n}\n")
-    with pytest.raises(EmissionError, match="lower the module with convert-loops-to-llvm"):
+    with pytest.raises(
+        EmissionError, match="lower the module with convert-loops-to-llvm"
+    ):
         emit_llvm_ir(module)
 
 
@@ -238,9 +246,7 @@ def test_invalid_llvm_ir_is_a_jit_error():
 
 
 def test_llvm_target_writes_ir_text():
-    module = lowered(
-        "func.func @f(%a: memref<2xf32>) {\n  func.return\n}\n"
-    )
+    module = lowered("func.func @f(%a: memref<2xf32>) {\n  func.return\n}\n")
     output = io.StringIO()
     LLVMIRTarget().emit(make_context(), module, output)
     assert LLVMIRTarget.name == "llvm"
@@ -248,9 +254,7 @@ def test_llvm_target_writes_ir_text():
 
 
 def test_object_files_and_ir_files(tmp_path):
-    module = lowered(
-        "func.func @f(%a: memref<2xf32>) {\n  func.return\n}\n"
-    )
+    module = lowered("func.func @f(%a: memref<2xf32>) {\n  func.return\n}\n")
     assert compile_object(module).startswith(b"\x7fELF")
     assert compile_object(module, portable=True, opt_level=2).startswith(b"\x7fELF")
     path = tmp_path / "f.ll"

@@ -15,7 +15,7 @@ from typing import ClassVar
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType, i64
 from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter
 
 from strato.targets.llvm import builders
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern, intrinsic_suffix
@@ -46,9 +46,7 @@ class ConstantOpLowering(LLVMLoweringPattern):
     def lower(self, op: arith.ConstantOp, rewriter: PatternRewriter) -> None:
         type_ = llvm_type(op.result.type)
         value = op.value
-        if isinstance(value, IntegerAttr):
-            new = builders.constant(value.value.data, type_)
-        elif isinstance(value, FloatAttr):
+        if isinstance(value, IntegerAttr | FloatAttr):
             new = builders.constant(value.value.data, type_)
         else:
             raise unsupported(op, f"constant {value} is not a scalar")
@@ -189,8 +187,22 @@ class FloorDivSIOpLowering(LLVMLoweringPattern):
         signs_differ = builders.icmp("ne", rem_neg.res, rhs_neg.res)
         adjust = builders.int_binary(llvm.AndOp, inexact.res, signs_differ.res)
         minus_one = builders.int_binary(llvm.SubOp, quot.results[0], one.result)
-        result = builders.select(adjust.results[0], minus_one.results[0], quot.results[0])
-        ops = [zero, one, quot, rem, inexact, rem_neg, rhs_neg, signs_differ, adjust, minus_one, result]
+        result = builders.select(
+            adjust.results[0], minus_one.results[0], quot.results[0]
+        )
+        ops = [
+            zero,
+            one,
+            quot,
+            rem,
+            inexact,
+            rem_neg,
+            rhs_neg,
+            signs_differ,
+            adjust,
+            minus_one,
+            result,
+        ]
         replace_with_llvm(rewriter, op, ops)
 
 
@@ -213,8 +225,22 @@ class CeilDivSIOpLowering(LLVMLoweringPattern):
         signs_agree = builders.icmp("eq", rem_neg.res, rhs_neg.res)
         adjust = builders.int_binary(llvm.AndOp, inexact.res, signs_agree.res)
         plus_one = builders.int_binary(llvm.AddOp, quot.results[0], one.result)
-        result = builders.select(adjust.results[0], plus_one.results[0], quot.results[0])
-        ops = [zero, one, quot, rem, inexact, rem_neg, rhs_neg, signs_agree, adjust, plus_one, result]
+        result = builders.select(
+            adjust.results[0], plus_one.results[0], quot.results[0]
+        )
+        ops = [
+            zero,
+            one,
+            quot,
+            rem,
+            inexact,
+            rem_neg,
+            rhs_neg,
+            signs_agree,
+            adjust,
+            plus_one,
+            result,
+        ]
         replace_with_llvm(rewriter, op, ops)
 
 
@@ -233,7 +259,9 @@ class CeilDivUIOpLowering(LLVMLoweringPattern):
         quot = builders.int_binary(llvm.UDivOp, minus_one.results[0], rhs)
         plus_one = builders.int_binary(llvm.AddOp, quot.results[0], one.result)
         result = builders.select(is_zero.res, zero.result, plus_one.results[0])
-        replace_with_llvm(rewriter, op, [zero, one, is_zero, minus_one, quot, plus_one, result])
+        replace_with_llvm(
+            rewriter, op, [zero, one, is_zero, minus_one, quot, plus_one, result]
+        )
 
 
 class _FloatBinaryLowering(LLVMLoweringPattern):
@@ -388,7 +416,9 @@ class SIToFPOpLowering(LLVMLoweringPattern):
 
     def lower(self, op: arith.SIToFPOp, rewriter: PatternRewriter) -> None:
         value = materialize_llvm(rewriter, op, op.input)
-        replace_with_llvm(rewriter, op, [builders.cast(llvm.SIToFPOp, value, op.result.type)])
+        replace_with_llvm(
+            rewriter, op, [builders.cast(llvm.SIToFPOp, value, op.result.type)]
+        )
 
 
 class UIToFPOpLowering(LLVMLoweringPattern):
@@ -418,7 +448,9 @@ class _FloatToIntLowering(LLVMLoweringPattern):
         value = materialize_llvm(rewriter, op, op.operands[0])
         result_type = op.results[0].type
         name = f"{self.intrinsic}.{intrinsic_suffix(result_type)}.{intrinsic_suffix(value.type)}"
-        replace_with_llvm(rewriter, op, [builders.call_intrinsic(name, [value], result_type)])
+        replace_with_llvm(
+            rewriter, op, [builders.call_intrinsic(name, [value], result_type)]
+        )
 
 
 class FPToSIOpLowering(_FloatToIntLowering):
@@ -436,7 +468,9 @@ class ExtFOpLowering(LLVMLoweringPattern):
 
     def lower(self, op: arith.ExtFOp, rewriter: PatternRewriter) -> None:
         value = materialize_llvm(rewriter, op, op.input)
-        replace_with_llvm(rewriter, op, [builders.cast(llvm.FPExtOp, value, op.result.type)])
+        replace_with_llvm(
+            rewriter, op, [builders.cast(llvm.FPExtOp, value, op.result.type)]
+        )
 
 
 class TruncFOpLowering(LLVMLoweringPattern):
@@ -444,7 +478,9 @@ class TruncFOpLowering(LLVMLoweringPattern):
 
     def lower(self, op: arith.TruncFOp, rewriter: PatternRewriter) -> None:
         value = materialize_llvm(rewriter, op, op.input)
-        replace_with_llvm(rewriter, op, [builders.cast(llvm.FPTruncOp, value, op.result.type)])
+        replace_with_llvm(
+            rewriter, op, [builders.cast(llvm.FPTruncOp, value, op.result.type)]
+        )
 
 
 class BitcastOpLowering(LLVMLoweringPattern):
@@ -459,7 +495,7 @@ class BitcastOpLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [builders.cast(llvm.BitcastOp, value, to)])
 
 
-def arith_to_llvm_patterns() -> list[RewritePattern]:
+def arith_to_llvm_patterns() -> list[LLVMLoweringPattern]:
     """The patterns lowering `arith` ops to the llvm dialect."""
     return [
         ConstantOpLowering(),
@@ -507,4 +543,3 @@ def arith_to_llvm_patterns() -> list[RewritePattern]:
         TruncFOpLowering(),
         BitcastOpLowering(),
     ]
-

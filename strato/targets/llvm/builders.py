@@ -31,7 +31,7 @@ from strato.targets.llvm.type_conversion import POINTER
 _NO_FASTMATH = llvm.FastMathAttr(None)
 
 
-def constant(value: int | float | bool, type_: Attribute) -> llvm.ConstantOp:
+def constant(value: float | bool, type_: Attribute) -> llvm.ConstantOp:
     """`llvm.mlir.constant(value) : type_` for an integer or float type."""
     if isinstance(type_, AnyFloat):
         return llvm.ConstantOp(FloatAttr(float(value), type_), type_)
@@ -55,12 +55,17 @@ def int_binary(
 ) -> Operation:
     """An llvm integer binary op (`llvm.add`, `llvm.sdiv`, ...) on two values."""
     if nsw and issubclass(op_class, llvm.ArithmeticBinOpOverflow):
-        return op_class(lhs, rhs, overflow=llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP]))
+        return op_class(
+            lhs, rhs, overflow=llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
+        )
     return op_class(lhs, rhs)
 
 
 def float_binary(
-    op_class: type[Operation], lhs: SSAValue, rhs: SSAValue, flags: llvm.FastMathAttr = _NO_FASTMATH
+    op_class: type[Operation],
+    lhs: SSAValue,
+    rhs: SSAValue,
+    flags: llvm.FastMathAttr = _NO_FASTMATH,
 ) -> Operation:
     """An llvm float binary op (`llvm.fadd`, ...) on two values."""
     return op_class(lhs, rhs, flags)
@@ -95,10 +100,14 @@ def call_intrinsic(
     name: str, args: Sequence[SSAValue], result_type: Attribute | None
 ) -> llvm.CallIntrinsicOp:
     """`llvm.call_intrinsic "llvm.name.suffix"(args)`: the full, type-mangled name."""
-    return llvm.CallIntrinsicOp(name, list(args), [] if result_type is None else [result_type])
+    return llvm.CallIntrinsicOp(
+        name, list(args), [] if result_type is None else [result_type]
+    )
 
 
-def call(callee: str, args: Sequence[SSAValue], result_type: Attribute | None) -> llvm.CallOp:
+def call(
+    callee: str, args: Sequence[SSAValue], result_type: Attribute | None
+) -> llvm.CallOp:
     """A direct `llvm.call @callee(args)`."""
     return llvm.CallOp(callee, *args, return_type=result_type)
 
@@ -204,9 +213,7 @@ def enclosing_module(op: Operation) -> ModuleOp:
     return module
 
 
-def ensure_declared(
-    anchor: Operation, name: str, type_: llvm.LLVMFunctionType
-) -> None:
+def ensure_declared(anchor: Operation, name: str, type_: llvm.LLVMFunctionType) -> None:
     """Declare the external function `name` in the module of `anchor`, once.
 
     Used for the C library functions lowered code calls (malloc, free, libm).
@@ -222,4 +229,3 @@ def symbol_name(ref: SymbolRefAttr | StringAttr) -> str:
     if isinstance(ref, StringAttr):
         return ref.data
     return ref.root_reference.data
-

@@ -9,7 +9,7 @@ enclosing function's lowering.
 from __future__ import annotations
 
 from xdsl.dialects import cf
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter
 
 from strato.targets.llvm import builders
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern
@@ -31,10 +31,12 @@ class ConditionalBranchOpLowering(LLVMLoweringPattern):
         cond = materialize_llvm(rewriter, op, op.cond)
         then_args = materialize_llvm_all(rewriter, op, op.then_arguments)
         else_args = materialize_llvm_all(rewriter, op, op.else_arguments)
-        branch = builders.cond_branch(cond, op.then_block, then_args, op.else_block, else_args)
+        branch = builders.cond_branch(
+            cond, op.then_block, then_args, op.else_block, else_args
+        )
         rewriter.replace(op, [branch], [])
 
 
-def cf_to_llvm_patterns() -> list[RewritePattern]:
+def cf_to_llvm_patterns() -> list[LLVMLoweringPattern]:
     """The patterns lowering `cf` branches to the llvm dialect."""
     return [BranchOpLowering(), ConditionalBranchOpLowering()]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
-import llvmlite.ir as ir
+from llvmlite import ir
 from xdsl.backend.llvm.convert_op import convert_op, create_constant
 from xdsl.backend.llvm.convert_type import convert_type
 from xdsl.context import Context
@@ -88,12 +88,16 @@ def _scalar_bytes(type_: ir.Type) -> int | None:
     return {ir.HalfType: 2, ir.FloatType: 4, ir.DoubleType: 8}.get(type(type_))
 
 
-def _dense_bytes(op: llvm.GlobalOp, value: DenseIntOrFPElementsAttr, type_: ir.Type) -> bytes:
+def _dense_bytes(
+    op: llvm.GlobalOp, value: DenseIntOrFPElementsAttr, type_: ir.Type
+) -> bytes:
     """The initializer's bytes, laid out as LLVM lays out `type_`."""
     count, scalar = _array_shape(type_)
     size = _scalar_bytes(scalar)
     if size is None:
-        raise EmissionError(f"global @{op.sym_name.data}: cannot initialize elements of {scalar}")
+        raise EmissionError(
+            f"global @{op.sym_name.data}: cannot initialize elements of {scalar}"
+        )
     data = value.data.data
     if len(data) == count * size:
         return data
@@ -128,7 +132,9 @@ def _emit_global(op: llvm.GlobalOp, module: ir.Module) -> None:
     elif value is not None:
         raise EmissionError(f"global @{name}: unsupported initializer {value}")
 
-    gvar = ir.GlobalVariable(module, type_, name=name, addrspace=op.addr_space.value.data)
+    gvar = ir.GlobalVariable(
+        module, type_, name=name, addrspace=op.addr_space.value.data
+    )
     if initializer is not None:
         gvar.initializer = initializer
         if linkage != "external":
@@ -197,7 +203,9 @@ def _reverse_post_order(entry: Block, blocks: list[Block]) -> list[Block]:
 def _emit_gep(op: llvm.GEPOp, builder: ir.IRBuilder, values: ValueMap) -> None:
     ssa_indices = iter(op.ssa_indices)
     indices = [
-        values[next(ssa_indices)] if idx == llvm.GEP_USE_SSA_VAL else ir.Constant(ir.IntType(32), idx)
+        values[next(ssa_indices)]
+        if idx == llvm.GEP_USE_SSA_VAL
+        else ir.Constant(ir.IntType(32), idx)
         for idx in op.rawConstantIndices.iter_values()
     ]
     values[op.result] = builder.gep(
@@ -216,7 +224,9 @@ def _opaque(type_: ir.Type) -> ir.Type:
     return type_
 
 
-def _emit_call_intrinsic(op: llvm.CallIntrinsicOp, builder: ir.IRBuilder, values: ValueMap) -> None:
+def _emit_call_intrinsic(
+    op: llvm.CallIntrinsicOp, builder: ir.IRBuilder, values: ValueMap
+) -> None:
     args = [values[arg] for arg in op.args]
     result_type = _llvm_type(op.ress.type) if op.ress is not None else ir.VoidType()
     fn_type = ir.FunctionType(result_type, [_opaque(a.type) for a in args])
@@ -230,13 +240,17 @@ def _emit_call_intrinsic(op: llvm.CallIntrinsicOp, builder: ir.IRBuilder, values
         values[op.ress] = result
 
 
-_OP_EMITTERS: dict[type[Operation], Callable[[Operation, ir.IRBuilder, ValueMap], None]] = {
+_OP_EMITTERS: dict[
+    type[Operation], Callable[[Operation, ir.IRBuilder, ValueMap], None]
+] = {
     llvm.GEPOp: _emit_gep,  # type: ignore[dict-item]
     llvm.CallIntrinsicOp: _emit_call_intrinsic,  # type: ignore[dict-item]
 }
 
 
-def _emit_op(op: Operation, builder: ir.IRBuilder, values: ValueMap, blocks: BlockMap) -> None:
+def _emit_op(
+    op: Operation, builder: ir.IRBuilder, values: ValueMap, blocks: BlockMap
+) -> None:
     emitter = _OP_EMITTERS.get(type(op))
     if emitter is not None:
         emitter(op, builder, values)
@@ -244,7 +258,9 @@ def _emit_op(op: Operation, builder: ir.IRBuilder, values: ValueMap, blocks: Blo
     try:
         convert_op(op, builder, values, blocks)
     except NotImplementedError as err:
-        raise EmissionError(f"LLVM IR emission does not support '{op.name}'", op=op) from err
+        raise EmissionError(
+            f"LLVM IR emission does not support '{op.name}'", op=op
+        ) from err
 
 
 def _emit_body(op: llvm.FuncOp, fn: ir.Function) -> None:
@@ -252,7 +268,9 @@ def _emit_body(op: llvm.FuncOp, fn: ir.Function) -> None:
     blocks: BlockMap = {}
     values: ValueMap = {}
     for i, block in enumerate(region_blocks):
-        blocks[block] = fn.append_basic_block(name=block.name_hint or ("entry" if i == 0 else ""))
+        blocks[block] = fn.append_basic_block(
+            name=block.name_hint or ("entry" if i == 0 else "")
+        )
     entry = region_blocks[0]
     for arg, ir_arg in zip(entry.args, fn.args, strict=True):
         values[arg] = ir_arg
@@ -268,17 +286,23 @@ def _emit_body(op: llvm.FuncOp, fn: ir.Function) -> None:
             _emit_op(block_op, builder, values, blocks)
 
 
-def to_llvmlite_module(module: ModuleOp, *, triple: str | None = None, data_layout: str | None = None) -> ir.Module:
+def to_llvmlite_module(
+    module: ModuleOp, *, triple: str | None = None, data_layout: str | None = None
+) -> ir.Module:
     """Translate an llvm-dialect module to an llvmlite IR module.
 
     The triple is, in order: `triple`, the module's `llvm.target_triple` attribute, the
     host's. The data layout is `data_layout`, or the host's when the triple is the host's.
     """
-    ir_module = ir.Module(name=module.sym_name.data if module.sym_name is not None else "strato")
+    ir_module = ir.Module(
+        name=module.sym_name.data if module.sym_name is not None else "strato"
+    )
     module_triple = module.attributes.get("llvm.target_triple")
     host = host_target()
     if triple is None:
-        triple = module_triple.data if isinstance(module_triple, StringAttr) else host.triple
+        triple = (
+            module_triple.data if isinstance(module_triple, StringAttr) else host.triple
+        )
     ir_module.triple = triple
     if data_layout is None and triple == host.triple:
         data_layout = host_data_layout()

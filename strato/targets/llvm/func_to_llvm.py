@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, MemRefType
 from xdsl.ir import Attribute, Operation
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter
 
 from strato.targets.llvm import builders
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern
@@ -35,7 +35,9 @@ MEMREF_TYPE_ARG_ATTR = "strato.memref_type"
 """Argument attribute of a lowered function: the memref type its pointer stands for."""
 
 
-def _single_result(op: Operation, result_types: Iterable[Attribute]) -> Attribute | None:
+def _single_result(
+    op: Operation, result_types: Iterable[Attribute]
+) -> Attribute | None:
     types = list(result_types)
     if len(types) > 1:
         raise unsupported(op, "functions with more than one result are not supported")
@@ -44,7 +46,11 @@ def _single_result(op: Operation, result_types: Iterable[Attribute]) -> Attribut
 
 def _argument_attributes(op: func.FuncOp) -> list[Attribute]:
     inputs = op.function_type.inputs.data
-    old = op.arg_attrs.data if op.arg_attrs is not None else [DictionaryAttr({})] * len(inputs)
+    old = (
+        op.arg_attrs.data
+        if op.arg_attrs is not None
+        else [DictionaryAttr({})] * len(inputs)
+    )
     attrs: list[Attribute] = []
     for type_, entries in zip(inputs, old, strict=True):
         data = dict(entries.data)
@@ -92,6 +98,6 @@ class ReturnOpLowering(LLVMLoweringPattern):
         rewriter.replace(op, [builders.return_(values[0] if values else None)], [])
 
 
-def func_to_llvm_patterns() -> list[RewritePattern]:
+def func_to_llvm_patterns() -> list[LLVMLoweringPattern]:
     """The patterns lowering `func` ops to the llvm dialect."""
     return [FuncOpLowering(), CallOpLowering(), ReturnOpLowering()]

@@ -20,8 +20,8 @@ from functools import cache
 from pathlib import Path
 
 import llvmlite.binding as llvm
-import llvmlite.ir as ir
 import numpy as np
+from llvmlite import ir
 from xdsl.dialects import llvm as llvm_dialect
 from xdsl.dialects.builtin import (
     Float16Type,
@@ -86,7 +86,9 @@ def _parse(text: str) -> llvm.ModuleRef:
     return module
 
 
-def optimize(module: llvm.ModuleRef, machine: llvm.TargetMachine, opt_level: int) -> None:
+def optimize(
+    module: llvm.ModuleRef, machine: llvm.TargetMachine, opt_level: int
+) -> None:
     """Run LLVM's default module pipeline at `opt_level` (0-3), vectorizers included
     from O2, tuned for `machine`."""
     module.triple = machine.triple
@@ -126,10 +128,14 @@ class BufferSpec:
         where = f"{function}: argument {position}"
         dtype = _numpy_dtype(self.type.element_type)
         if dtype is not None and array.dtype != dtype:
-            raise ValueError(f"{where} must have dtype {dtype} for {self.type}, got {array.dtype}")
+            raise ValueError(
+                f"{where} must have dtype {dtype} for {self.type}, got {array.dtype}"
+            )
         expected = memref_size_in_bytes(self.type)
         if array.nbytes != expected:
-            raise ValueError(f"{where} must hold {expected} bytes for {self.type}, got {array.nbytes}")
+            raise ValueError(
+                f"{where} must hold {expected} bytes for {self.type}, got {array.nbytes}"
+            )
         if self.is_output and not array.flags.writeable:
             raise ValueError(f"{where} is an output and must be writeable")
 
@@ -145,7 +151,9 @@ def buffer_specs(module: ModuleOp) -> dict[str, list[BufferSpec | None]]:
         for attrs in op.arg_attrs.data:
             type_ = attrs.data.get(MEMREF_TYPE_ARG_ATTR)
             is_output = "loop.output" in attrs.data
-            entries.append(BufferSpec(type_, is_output) if isinstance(type_, MemRefType) else None)
+            entries.append(
+                BufferSpec(type_, is_output) if isinstance(type_, MemRefType) else None
+            )
         specs[op.sym_name.data] = entries
     return specs
 
@@ -176,7 +184,9 @@ class JitFunction:
         if isinstance(value, int):
             return value
         if not isinstance(value, np.ndarray):
-            raise TypeError(f"{self.name}: argument {position} must be a numpy array, got {type(value).__name__}")
+            raise TypeError(
+                f"{self.name}: argument {position} must be a numpy array, got {type(value).__name__}"
+            )
         if not value.flags.c_contiguous:
             raise ValueError(f"{self.name}: argument {position} must be C-contiguous")
         if self.buffers is not None and self.buffers[position] is not None:
@@ -185,7 +195,9 @@ class JitFunction:
 
     def __call__(self, *args: object) -> object:
         if len(args) != len(self.param_types):
-            raise TypeError(f"{self.name} takes {len(self.param_types)} arguments, got {len(args)}")
+            raise TypeError(
+                f"{self.name} takes {len(self.param_types)} arguments, got {len(args)}"
+            )
         converted = [
             self._pointer(i, arg) if kind == "ptr" else arg
             for i, (kind, arg) in enumerate(zip(self.param_types, args, strict=True))
@@ -232,9 +244,13 @@ class JitModule:
         return_type = str(fn_type.get_function_return())
         for kind in [*param_types, return_type]:
             if kind != "void" and kind not in _SCALAR_CTYPES:
-                raise TypeError(f"{name}: cannot call a function with a parameter of type {kind}")
+                raise TypeError(
+                    f"{name}: cannot call a function with a parameter of type {kind}"
+                )
         address = self._engine.get_function_address(name)
-        jit_fn = JitFunction(self, name, address, param_types, return_type, self._buffers.get(name))
+        jit_fn = JitFunction(
+            self, name, address, param_types, return_type, self._buffers.get(name)
+        )
         self._functions[name] = jit_fn
         return jit_fn
 
@@ -252,7 +268,9 @@ class JitModule:
         return self._machine.emit_assembly(self._module)
 
 
-def compile_object(source: LLVMSource, *, opt_level: int = 3, portable: bool = False) -> bytes:
+def compile_object(
+    source: LLVMSource, *, opt_level: int = 3, portable: bool = False
+) -> bytes:
     """An object file (ELF on Linux) for `source`: optimized and compiled for the host
     CPU, or for a generic CPU of the host's architecture when `portable`."""
     host_target()
@@ -262,8 +280,12 @@ def compile_object(source: LLVMSource, *, opt_level: int = 3, portable: bool = F
     return machine.emit_object(module)
 
 
-def write_object(source: LLVMSource, path: str | Path, *, opt_level: int = 3, portable: bool = False) -> None:
-    Path(path).write_bytes(compile_object(source, opt_level=opt_level, portable=portable))
+def write_object(
+    source: LLVMSource, path: str | Path, *, opt_level: int = 3, portable: bool = False
+) -> None:
+    Path(path).write_bytes(
+        compile_object(source, opt_level=opt_level, portable=portable)
+    )
 
 
 def write_llvm_ir(source: LLVMSource, path: str | Path) -> None:

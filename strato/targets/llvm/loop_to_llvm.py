@@ -27,11 +27,12 @@ take over per kind without changing the others.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import StringAttr, UnrealizedConversionCastOp
 from xdsl.ir import Block
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
 from strato.dialects.loop import ForOp, LoopKind, YieldOp
@@ -65,7 +66,9 @@ def lower_loop_as_serial(loop: ForOp, rewriter: PatternRewriter) -> None:
     body_entry.name_hint = _block_name(loop, "body")
 
     lb = builders.index_constant(loop.lb.data)
-    rewriter.insert([lb, builders.branch(header, [lb.result])], InsertPoint.at_end(before))
+    rewriter.insert(
+        [lb, builders.branch(header, [lb.result])], InsertPoint.at_end(before)
+    )
 
     ub = builders.index_constant(loop.ub.data)
     in_range = builders.icmp("slt", iv, ub.result)
@@ -99,7 +102,9 @@ class ForOpLowering(LLVMLoweringPattern):
 
     source_op = ForOp
 
-    lowering_by_kind: dict[LoopKind, Callable[[ForOp, PatternRewriter], None]] = {
+    lowering_by_kind: ClassVar[
+        dict[LoopKind, Callable[[ForOp, PatternRewriter], None]]
+    ] = {
         LoopKind.SERIAL: lower_loop_as_serial,
         # parallel, vector and unrolled code generation come later; each of these
         # computes what the serial loop computes, and LLVM unrolls and vectorizes
@@ -114,6 +119,6 @@ class ForOpLowering(LLVMLoweringPattern):
         self.lowering_by_kind[op.loop_kind](op, rewriter)
 
 
-def loop_to_llvm_patterns() -> list[RewritePattern]:
+def loop_to_llvm_patterns() -> list[LLVMLoweringPattern]:
     """The patterns lowering the `loop` dialect to the llvm dialect."""
     return [ForOpLowering()]

@@ -48,7 +48,9 @@ class LoweringDispatcher(RewritePattern):
     def __init__(self, patterns: Iterable[LLVMLoweringPattern]):
         self.by_type: dict[type[Operation], LLVMLoweringPattern] = {}
         for pattern in patterns:
-            assert pattern.source_op not in self.by_type, f"two lowerings of {pattern.source_op.name}"
+            assert pattern.source_op not in self.by_type, (
+                f"two lowerings of {pattern.source_op.name}"
+            )
             self.by_type[pattern.source_op] = pattern
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:

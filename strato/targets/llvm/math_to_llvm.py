@@ -15,7 +15,7 @@ from typing import ClassVar
 from xdsl.dialects import llvm, math
 from xdsl.dialects.builtin import Float32Type, Float64Type, i1
 from xdsl.ir import Operation
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter
 
 from strato.targets.llvm import builders
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern, intrinsic_suffix
@@ -36,7 +36,9 @@ class _IntrinsicLowering(LLVMLoweringPattern):
         args = materialize_llvm_all(rewriter, op, op.operands)
         result_type = op.results[0].type
         name = f"{self.intrinsic}.{intrinsic_suffix(result_type)}"
-        replace_with_llvm(rewriter, op, [builders.call_intrinsic(name, args, result_type)])
+        replace_with_llvm(
+            rewriter, op, [builders.call_intrinsic(name, args, result_type)]
+        )
 
 
 class _LibmLowering(LLVMLoweringPattern):
@@ -224,8 +226,12 @@ class FPowIOpLowering(LLVMLoweringPattern):
 
     def lower(self, op: math.FPowIOp, rewriter: PatternRewriter) -> None:
         base, exponent = materialize_llvm_all(rewriter, op, op.operands)
-        name = f"llvm.powi.{intrinsic_suffix(base.type)}.{intrinsic_suffix(exponent.type)}"
-        replace_with_llvm(rewriter, op, [builders.call_intrinsic(name, [base, exponent], base.type)])
+        name = (
+            f"llvm.powi.{intrinsic_suffix(base.type)}.{intrinsic_suffix(exponent.type)}"
+        )
+        replace_with_llvm(
+            rewriter, op, [builders.call_intrinsic(name, [base, exponent], base.type)]
+        )
 
 
 class RsqrtOpLowering(LLVMLoweringPattern):
@@ -236,7 +242,9 @@ class RsqrtOpLowering(LLVMLoweringPattern):
     def lower(self, op: math.RsqrtOp, rewriter: PatternRewriter) -> None:
         value = materialize_llvm(rewriter, op, op.operands[0])
         type_ = value.type
-        root = builders.call_intrinsic(f"llvm.sqrt.{intrinsic_suffix(type_)}", [value], type_)
+        root = builders.call_intrinsic(
+            f"llvm.sqrt.{intrinsic_suffix(type_)}", [value], type_
+        )
         one = builders.constant(1.0, type_)
         assert root.ress is not None
         quotient = builders.float_binary(llvm.FDivOp, one.result, root.ress)
@@ -278,7 +286,7 @@ class AtanhOpLowering(_LibmLowering):
     function = "atanh"
 
 
-def math_to_llvm_patterns() -> list[RewritePattern]:
+def math_to_llvm_patterns() -> list[LLVMLoweringPattern]:
     """The patterns lowering `math` ops to the llvm dialect."""
     return [
         AbsFOpLowering(),

@@ -33,7 +33,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
 from strato.dialects.loop import MemoryScope, memory_scope
@@ -62,7 +62,10 @@ _MALLOC_ALIGNMENT = 16
 
 def is_stack_buffer(type_: MemRefType) -> bool:
     """Whether buffers of `type_` are stack-allocated (see the module docstring)."""
-    return memory_scope(type_) == MemoryScope.LOCAL and memref_size_in_bytes(type_) <= STACK_BUFFER_LIMIT
+    return (
+        memory_scope(type_) == MemoryScope.LOCAL
+        and memref_size_in_bytes(type_) <= STACK_BUFFER_LIMIT
+    )
 
 
 def _memref_type(value: SSAValue) -> MemRefType:
@@ -104,6 +107,10 @@ def element_address(
             ops.append(add)
             linear = add.results[0]
     address = builders.gep(base, linear, llvm_type(type_.element_type))
+    # name the address arithmetic, so the replaced op's name stays on its result
+    for op in ops:
+        op.results[0].name_hint = "idx"
+    address.result.name_hint = "addr"
     ops.append(address)
     return ops, address.result
 
@@ -155,19 +162,27 @@ class AllocOpLowering(LLVMLoweringPattern):
         size = builders.index_constant(memref_size_in_bytes(type_))
         alignment = op.alignment.value.data if op.alignment is not None else None
         if alignment is None or alignment <= _MALLOC_ALIGNMENT:
-            builders.ensure_declared(op, "malloc", builders.function_type([i64], POINTER))
+            builders.ensure_declared(
+                op, "malloc", builders.function_type([i64], POINTER)
+            )
             call = builders.call("malloc", [size.result], POINTER)
             replace_with_llvm(rewriter, op, [size, call])
             return
         # aligned_alloc wants the size to be a multiple of the alignment
-        padded = builders.index_constant(-(-memref_size_in_bytes(type_) // alignment) * alignment)
+        padded = builders.index_constant(
+            -(-memref_size_in_bytes(type_) // alignment) * alignment
+        )
         align = builders.index_constant(alignment)
-        builders.ensure_declared(op, "aligned_alloc", builders.function_type([i64, i64], POINTER))
+        builders.ensure_declared(
+            op, "aligned_alloc", builders.function_type([i64, i64], POINTER)
+        )
         call = builders.call("aligned_alloc", [align.result, padded.result], POINTER)
         replace_with_llvm(rewriter, op, [padded, align, call])
 
     @staticmethod
-    def _allocate_on_stack(op: memref.AllocOp, type_: MemRefType, rewriter: PatternRewriter) -> None:
+    def _allocate_on_stack(
+        op: memref.AllocOp, type_: MemRefType, rewriter: PatternRewriter
+    ) -> None:
         entry = _function_entry(op)
         element = llvm_type(type_.element_type)
         count = memref_size_in_bytes(type_) // element_byte_size(type_.element_type)
@@ -200,7 +215,10 @@ class CopyOpLowering(LLVMLoweringPattern):
         dest_type = _memref_type(op.destination)
         for type_ in (source_type, dest_type):
             if not memref_layout(type_).is_contiguous(type_.get_shape()):
-                raise unsupported(op, f"{type_} is not contiguous; only contiguous copies are supported")
+                raise unsupported(
+                    op,
+                    f"{type_} is not contiguous; only contiguous copies are supported",
+                )
         source, dest = materialize_llvm_all(rewriter, op, [op.source, op.destination])
         size = builders.index_constant(memref_size_in_bytes(source_type))
         volatile = builders.constant(0, i1)
@@ -210,7 +228,9 @@ class CopyOpLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [size, volatile, copy])
 
 
-def _flat_initializer(op: memref.GlobalOp, type_: MemRefType) -> DenseIntOrFPElementsAttr | None:
+def _flat_initializer(
+    op: memref.GlobalOp, type_: MemRefType
+) -> DenseIntOrFPElementsAttr | None:
     """The initial value as a one-dimensional dense attribute over the same bytes
     (no per-element work, so megabyte weights stay cheap)."""
     value = op.initial_value
@@ -256,7 +276,7 @@ class GetGlobalOpLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [builders.address_of(name)])
 
 
-def memref_to_llvm_patterns() -> list[RewritePattern]:
+def memref_to_llvm_patterns() -> list[LLVMLoweringPattern]:
     """The patterns lowering `memref` ops to the llvm dialect."""
     return [
         LoadOpLowering(),
@@ -267,4 +287,3 @@ def memref_to_llvm_patterns() -> list[RewritePattern]:
         GlobalOpLowering(),
         GetGlobalOpLowering(),
     ]
-

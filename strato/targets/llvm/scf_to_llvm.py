@@ -21,7 +21,7 @@ from collections.abc import Callable
 from xdsl.dialects import llvm, scf
 from xdsl.dialects.builtin import UnrealizedConversionCastOp
 from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
+from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 
 from strato.targets.llvm import builders
@@ -33,7 +33,9 @@ from strato.targets.llvm.type_conversion import (
 )
 
 
-def _retype_block_args(rewriter: PatternRewriter, block: Block, values: list[SSAValue]) -> None:
+def _retype_block_args(
+    rewriter: PatternRewriter, block: Block, values: list[SSAValue]
+) -> None:
     """Replace the arguments of `block` by `values` (llvm-typed), through casts
     placed at the start of the block, and drop the arguments."""
     for arg, value in zip(list(block.args), values, strict=True):
@@ -51,7 +53,9 @@ BranchFactory = Callable[[list[SSAValue]], list[Operation]]
 """Builds the ops (ending in a branch) that replace an `scf.yield` of some values."""
 
 
-def _replace_yields(rewriter: PatternRewriter, region: Region, make_branch: BranchFactory) -> None:
+def _replace_yields(
+    rewriter: PatternRewriter, region: Region, make_branch: BranchFactory
+) -> None:
     for block in list(region.blocks):
         terminator = block.last_op
         if not isinstance(terminator, scf.YieldOp):
@@ -72,7 +76,9 @@ def _step_and_branch_to(dest: Block, iv: SSAValue, step: SSAValue) -> BranchFact
     return make
 
 
-def _results_from_block_args(rewriter: PatternRewriter, op: Operation, block: Block) -> None:
+def _results_from_block_args(
+    rewriter: PatternRewriter, op: Operation, block: Block
+) -> None:
     """Replace the results of `op` by the (llvm-typed) arguments of `block`."""
     for result, arg in zip(op.results, block.args, strict=True):
         if result.type == arg.type:
@@ -104,7 +110,9 @@ class ForOpLowering(LLVMLoweringPattern):
         _replace_yields(rewriter, op.body, _step_and_branch_to(header, iv, step))
         _retype_block_args(rewriter, body_blocks[0], list(header.args))
 
-        rewriter.insert(builders.branch(header, [lb, *inits]), InsertPoint.at_end(before))
+        rewriter.insert(
+            builders.branch(header, [lb, *inits]), InsertPoint.at_end(before)
+        )
         in_range = builders.icmp("slt", iv, ub)
         test = builders.cond_branch(in_range.res, body_blocks[0], [], exit_block, [])
         rewriter.insert([in_range, test], InsertPoint.at_end(header))
@@ -142,8 +150,12 @@ class IfOpLowering(LLVMLoweringPattern):
         if else_entry is not None:
             else_entry.name_hint = "if_else"
             _replace_yields(rewriter, op.false_region, _branch_to(continuation))
-            rewriter.inline_region(op.false_region, BlockInsertPoint.before(continuation))
-        rewriter.inline_region(op.true_region, BlockInsertPoint.before(else_entry or continuation))
+            rewriter.inline_region(
+                op.false_region, BlockInsertPoint.before(continuation)
+            )
+        rewriter.inline_region(
+            op.true_region, BlockInsertPoint.before(else_entry or continuation)
+        )
 
         false_dest = else_entry if else_entry is not None else continuation
         branch = builders.cond_branch(cond, then_entry, [], false_dest, [])
@@ -151,6 +163,6 @@ class IfOpLowering(LLVMLoweringPattern):
         rewriter.erase(op)
 
 
-def scf_to_llvm_patterns() -> list[RewritePattern]:
+def scf_to_llvm_patterns() -> list[LLVMLoweringPattern]:
     """The patterns lowering `scf.for` and `scf.if` to the llvm dialect."""
     return [ForOpLowering(), IfOpLowering()]

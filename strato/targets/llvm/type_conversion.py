@@ -33,8 +33,8 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
-from strato.dialects.loop import MemoryScope, memory_scope
 from strato.diagnostics import StratoError
+from strato.dialects.loop import MemoryScope, memory_scope
 
 INDEX_LLVM_TYPE = i64
 """The integer type `index` lowers to (the target is 64-bit)."""
@@ -55,7 +55,9 @@ _VTA_SCOPES = frozenset(
 
 def is_scalar_type(type_: Attribute) -> bool:
     """A type the llvm target computes with directly: signless integers, index, floats."""
-    return isinstance(type_, IntegerType | IndexType | Float16Type | Float32Type | Float64Type)
+    return isinstance(
+        type_, IntegerType | IndexType | Float16Type | Float32Type | Float64Type
+    )
 
 
 def element_byte_size(type_: Attribute) -> int:
@@ -147,7 +149,9 @@ def memref_layout(type_: MemRefType) -> MemRefLayout:
         strides = layout.get_strides()
         offset = layout.offset
         if any(s is None for s in strides) or isinstance(offset, NoneAttr):
-            raise ValueError(f"{type_} has a dynamic strided layout; the llvm target needs static strides")
+            raise ValueError(
+                f"{type_} has a dynamic strided layout; the llvm target needs static strides"
+            )
         return MemRefLayout(offset.data, tuple(s for s in strides if s is not None))
     strides = layout.get_strides()
     if strides is None or any(s is None for s in strides):
@@ -161,11 +165,15 @@ def memref_size_in_bytes(type_: MemRefType) -> int:
     if any(dim == 0 for dim in shape):
         return 0
     layout = memref_layout(type_)
-    last = layout.offset + sum((dim - 1) * stride for dim, stride in zip(shape, layout.strides))
+    last = layout.offset + sum(
+        (dim - 1) * stride for dim, stride in zip(shape, layout.strides)
+    )
     return (last + 1) * element_byte_size(type_.element_type)
 
 
-def materialize_llvm(rewriter: PatternRewriter, before: Operation, value: SSAValue) -> SSAValue:
+def materialize_llvm(
+    rewriter: PatternRewriter, before: Operation, value: SSAValue
+) -> SSAValue:
     """`value` as its llvm-typed counterpart, inserting a cast before `before` if needed.
 
     A value that is itself a cast of an llvm value is looked through, so chains of
@@ -227,7 +235,9 @@ def convert_value_type_in_place(rewriter: PatternRewriter, value: SSAValue) -> S
     block = new_value.owner
     assert not isinstance(block, Operation)
     rewriter.insert(cast, InsertPoint.at_start(block))
-    rewriter.replace_uses_with_if(new_value, back, lambda use: use.operation is not cast)
+    rewriter.replace_uses_with_if(
+        new_value, back, lambda use: use.operation is not cast
+    )
     return new_value
 
 
