@@ -217,3 +217,38 @@ def test_lowered_programs_compute_what_the_interpreter_computes(program: LoopPro
     np.testing.assert_allclose(
         run_jit(program, module, inputs), expected, rtol=1e-5, atol=1e-5
     )
+
+
+def test_memref_alloca_is_hoisted_to_the_entry_block():
+    module = lower(
+        """
+        func.func @f(%o: memref<4xf32> {loop.output}) {
+          loop.for %i = 0 to 4 {
+            %s = memref.alloca() : memref<1xf32>
+            %c0 = arith.constant 0 : index
+            %v = arith.constant 2.0 : f32
+            memref.store %v, %s[%c0] : memref<1xf32>
+            %w = memref.load %s[%c0] : memref<1xf32>
+            memref.store %w, %o[%i] : memref<4xf32>
+          }
+          func.return
+        }
+        """
+    )
+    (fn,) = [op for op in module.ops if isinstance(op, llvm.FuncOp)]
+    allocas = [op for op in module.walk() if isinstance(op, llvm.AllocaOp)]
+    assert len(allocas) == 1 and allocas[0].parent_block() is fn.body.blocks.first
+    out = np.zeros(4, np.float32)
+    JitModule(module).function("f")(out)
+    np.testing.assert_array_equal(out, [2, 2, 2, 2])
+
+
+def test_the_lowered_module_prints_and_parses_back():
+    module = lower(RELU.replace("KIND", "parallel"))
+    reparsed = parse(str(module))
+    reparsed.verify()
+    assert str(reparsed) == str(module)
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    out = np.empty(8, np.float32)
+    JitModule(reparsed).function("relu")(x, out)
+    np.testing.assert_array_equal(out, np.maximum(x, 0))

@@ -157,7 +157,7 @@ class AllocOpLowering(LLVMLoweringPattern):
         if op.dynamic_sizes or op.symbol_operands:
             raise unsupported(op, f"{type_} has a dynamic size")
         if is_stack_buffer(type_):
-            self._allocate_on_stack(op, type_, rewriter)
+            self.allocate_on_stack(op, type_, rewriter)
             return
         size = builders.index_constant(memref_size_in_bytes(type_))
         alignment = op.alignment.value.data if op.alignment is not None else None
@@ -180,8 +180,10 @@ class AllocOpLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [padded, align, call])
 
     @staticmethod
-    def _allocate_on_stack(
-        op: memref.AllocOp, type_: MemRefType, rewriter: PatternRewriter
+    def allocate_on_stack(
+        op: memref.AllocOp | memref.AllocaOp,
+        type_: MemRefType,
+        rewriter: PatternRewriter,
     ) -> None:
         entry = _function_entry(op)
         element = llvm_type(type_.element_type)
@@ -190,6 +192,19 @@ class AllocOpLowering(LLVMLoweringPattern):
         alloca = builders.alloca(count_op.result, element, BUFFER_ALIGNMENT)
         rewriter.insert([count_op, alloca], InsertPoint.at_start(entry))
         replace_with_llvm(rewriter, op, [], [alloca.results[0]])
+
+
+class AllocaOpLowering(LLVMLoweringPattern):
+    """`memref.alloca` lives on the stack until the function returns: one `llvm.alloca`
+    at the function entry (hoisted out of any loop, so the stack does not grow)."""
+
+    source_op = memref.AllocaOp
+
+    def lower(self, op: memref.AllocaOp, rewriter: PatternRewriter) -> None:
+        type_ = _memref_type(op.memref)
+        if op.dynamic_sizes or op.symbol_operands:
+            raise unsupported(op, f"{type_} has a dynamic size")
+        AllocOpLowering.allocate_on_stack(op, type_, rewriter)
 
 
 class DeallocOpLowering(LLVMLoweringPattern):
@@ -282,6 +297,7 @@ def memref_to_llvm_patterns() -> list[LLVMLoweringPattern]:
         LoadOpLowering(),
         StoreOpLowering(),
         AllocOpLowering(),
+        AllocaOpLowering(),
         DeallocOpLowering(),
         CopyOpLowering(),
         GlobalOpLowering(),
