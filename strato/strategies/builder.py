@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from xdsl.dialects import arith
+from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
     AnyFloat,
     FloatAttr,
     IndexType,
     IntegerAttr,
+    IntegerType,
+    Signedness,
     TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -37,7 +39,14 @@ def element_type_of(value: SSAValue) -> Attribute:
 
 
 class ScalarBuilder:
-    """Appends scalar ops to one stage body. Every method returns the new SSA value."""
+    """Appends scalar ops to one stage body. Every method returns the new SSA value.
+
+    Arithmetic is generic over the element type: float types use arith's float ops and
+    `math`, integer types the integer ops, unsigned where the tensor's element type is
+    unsigned (scalars themselves are signless, as arith requires; the signedness of a
+    tensor type decides which op is emitted). `element_type` is the tensor element type
+    of the stage; ops on other types pass their operands' types through.
+    """
 
     def __init__(self, block: Block, element_type: Attribute):
         self.block = block
@@ -47,44 +56,130 @@ class ScalarBuilder:
         self.block.add_op(op)
         return op.results[0]
 
+    @property
+    def unsigned(self) -> bool:
+        return is_unsigned(self.element_type)
+
     # reads and constants
     def read(self, tensor: SSAValue, indices: Sequence[SSAValue]) -> SSAValue:
         return self._add(te.ReadOp(tensor, indices))
 
-    def const(self, value: float, type_: Attribute | None = None) -> SSAValue:
-        type_ = type_ or self.element_type
+    def const(self, value: float | int | bool, type_: Attribute | None = None) -> SSAValue:
+        """A constant of `type_` (by default the stage's scalar type)."""
+        type_ = signless(type_ or self.element_type)
         if isinstance(type_, AnyFloat):
             return self._add(arith.ConstantOp(FloatAttr(float(value), type_)))
+        if isinstance(type_, IntegerType) and type_.width.data == 1:
+            return self._add(arith.ConstantOp(IntegerAttr(int(bool(value)), type_)))
         return self._add(arith.ConstantOp(IntegerAttr(int(value), type_)))
 
     def index(self, value: int) -> SSAValue:
         return self._add(arith.ConstantOp(IntegerAttr(value, IndexType())))
 
-    # float arithmetic
+    # generic arithmetic
+    def _binary(self, lhs: SSAValue, rhs: SSAValue, float_op, signed_op, unsigned_op=None):
+        if isinstance(lhs.type, AnyFloat):
+            return self._add(float_op(lhs, rhs))
+        op = unsigned_op if (self.unsigned and unsigned_op is not None) else signed_op
+        return self._add(op(lhs, rhs))
+
     def add(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        return self._add(arith.AddfOp(lhs, rhs))
+        return self._binary(lhs, rhs, arith.AddfOp, arith.AddiOp)
 
     def sub(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        return self._add(arith.SubfOp(lhs, rhs))
+        return self._binary(lhs, rhs, arith.SubfOp, arith.SubiOp)
 
     def mul(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        return self._add(arith.MulfOp(lhs, rhs))
+        return self._binary(lhs, rhs, arith.MulfOp, arith.MuliOp)
 
     def div(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        return self._add(arith.DivfOp(lhs, rhs))
+        return self._binary(lhs, rhs, arith.DivfOp, arith.DivSIOp, arith.DivUIOp)
+
+    def rem(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        """The remainder with the sign of `lhs` (C's fmod / truncating division)."""
+        if isinstance(lhs.type, AnyFloat):
+            quotient = self._add(math.TruncOp(self._add(arith.DivfOp(lhs, rhs))))
+            return self.sub(lhs, self.mul(quotient, rhs))
+        return self._binary(lhs, rhs, arith.SubfOp, arith.RemSIOp, arith.RemUIOp)
 
     def max(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        return self._add(arith.MaximumfOp(lhs, rhs))
+        """max with NaN propagation on floats (numpy's `maximum`)."""
+        return self._binary(lhs, rhs, arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp)
 
     def min(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        return self._add(arith.MinimumfOp(lhs, rhs))
+        return self._binary(lhs, rhs, arith.MinimumfOp, arith.MinSIOp, arith.MinUIOp)
+
+    def neg(self, value: SSAValue) -> SSAValue:
+        if isinstance(value.type, AnyFloat):
+            return self._add(arith.NegfOp(value))
+        return self.sub(self.const(0, value.type), value)
+
+    def abs(self, value: SSAValue) -> SSAValue:
+        if isinstance(value.type, AnyFloat):
+            return self._add(math.AbsFOp(value))
+        if self.unsigned:
+            return value
+        return self._add(math.AbsIOp(value))
+
+    # float functions (math dialect)
+    def exp(self, value: SSAValue) -> SSAValue:
+        return self._add(math.ExpOp(value))
+
+    def log(self, value: SSAValue) -> SSAValue:
+        return self._add(math.LogOp(value))
+
+    def sqrt(self, value: SSAValue) -> SSAValue:
+        return self._add(math.SqrtOp(value))
+
+    def tanh(self, value: SSAValue) -> SSAValue:
+        return self._add(math.TanhOp(value))
+
+    def erf(self, value: SSAValue) -> SSAValue:
+        return self._add(math.ErfOp(value))
+
+    def pow(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        return self._add(math.PowFOp(lhs, rhs))
+
+    # comparisons and selection
+    def cmp(self, predicate: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        """An i1 comparison; predicate is one of eq, ne, lt, le, gt, ge (ordered for
+        floats, signed or unsigned for integers as the stage's type says)."""
+        if isinstance(lhs.type, AnyFloat):
+            return self._add(arith.CmpfOp(lhs, rhs, "o" + predicate))
+        if predicate in ("eq", "ne"):
+            return self._add(arith.CmpiOp(lhs, rhs, predicate))
+        return self._add(arith.CmpiOp(lhs, rhs, ("u" if self.unsigned else "s") + predicate))
+
+    def select(self, condition: SSAValue, if_true: SSAValue, if_false: SSAValue) -> SSAValue:
+        return self._add(arith.SelectOp(condition, if_true, if_false))
 
     # index arithmetic
     def index_add(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         return self._add(arith.AddiOp(lhs, rhs))
 
+    def index_sub(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        return self._add(arith.SubiOp(lhs, rhs))
+
     def index_mul(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         return self._add(arith.MuliOp(lhs, rhs))
+
+    def index_cmp(self, predicate: str, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        """An i1 comparison of index values (signed: eq, ne, slt, sle, sgt, sge)."""
+        return self._add(arith.CmpiOp(lhs, rhs, predicate))
+
+    def index_select(self, condition: SSAValue, if_true: SSAValue, if_false: SSAValue) -> SSAValue:
+        return self._add(arith.SelectOp(condition, if_true, if_false))
+
+
+def signless(type_: Attribute) -> Attribute:
+    """The scalar type arith works on: integers lose their signedness."""
+    if isinstance(type_, IntegerType) and type_.signedness.data != Signedness.SIGNLESS:
+        return IntegerType(type_.width.data)
+    return type_
+
+
+def is_unsigned(type_: Attribute) -> bool:
+    return isinstance(type_, IntegerType) and type_.signedness.data == Signedness.UNSIGNED
 
 
 StageBody = Callable[[ScalarBuilder, list[SSAValue]], SSAValue]
