@@ -107,6 +107,7 @@ def test_mlp_end_to_end_matches_numpy():
     np.testing.assert_allclose(
         out, np.maximum(x @ weights + bias, 0), rtol=1e-5, atol=1e-5
     )
+    assert 'define void @"main"' in jit.llvm_ir
     # the kernels stay callable on their own
     y = np.empty((1, 32), np.float32)
     jit.function("dense")(x, y)

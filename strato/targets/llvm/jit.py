@@ -213,7 +213,9 @@ class JitModule:
         self.opt_level = opt_level
         self._buffers = buffer_specs(source) if isinstance(source, ModuleOp) else {}
         self._machine = target_machine(opt_level, jit=True)
-        self._module = _parse(_ir_text(source))
+        self.llvm_ir = _ir_text(source)
+        """The LLVM IR text compiled (before optimization), e.g. to save as `.ll`."""
+        self._module = _parse(self.llvm_ir)
         optimize(self._module, self._machine, opt_level)
         self._engine = llvm.create_mcjit_compiler(self._module, self._machine)
         self._engine.finalize_object()
