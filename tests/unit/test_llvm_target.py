@@ -261,3 +261,83 @@ def test_object_files_and_ir_files(tmp_path):
     path = tmp_path / "f.ll"
     write_llvm_ir(module, path)
     assert "define void" in path.read_text()
+
+
+INTEGER_AND_CONTROL_FLOW = """
+func.func @floordiv(%a: i32, %b: i32) -> i32 {
+  %r = arith.floordivsi %a, %b : i32
+  func.return %r : i32
+}
+func.func @ceildiv(%a: i32, %b: i32) -> i32 {
+  %r = arith.ceildivsi %a, %b : i32
+  func.return %r : i32
+}
+func.func @ceildivu(%a: i32, %b: i32) -> i32 {
+  %r = arith.ceildivui %a, %b : i32
+  func.return %r : i32
+}
+func.func @minmax(%a: i64, %b: i64) -> i64 {
+  %lo = arith.minsi %a, %b : i64
+  %hi = arith.maxui %a, %b : i64
+  %r = arith.subi %hi, %lo : i64
+  func.return %r : i64
+}
+func.func @to_int(%x: f32) -> i32 {
+  %r = arith.fptosi %x : f32 to i32
+  func.return %r : i32
+}
+func.func @from_unsigned(%a: i32) -> f64 {
+  %r = arith.uitofp %a : i32 to f64
+  func.return %r : f64
+}
+func.func @sum_to(%n: index) -> f32 {
+  %zero = arith.constant 0.0 : f32
+  %lb = arith.constant 0 : index
+  %st = arith.constant 1 : index
+  %s = scf.for %i = %lb to %n step %st iter_args(%acc = %zero) -> (f32) {
+    %w = arith.index_cast %i : index to i32
+    %f = arith.sitofp %w : i32 to f32
+    %c2 = arith.constant 2 : index
+    %odd = arith.remsi %i, %c2 : index
+    %c0 = arith.constant 0 : index
+    %even = arith.cmpi eq, %odd, %c0 : index
+    %t = scf.if %even -> (f32) {
+      scf.yield %f : f32
+    } else {
+      scf.yield %zero : f32
+    }
+    %n2 = arith.addf %acc, %t : f32
+    scf.yield %n2 : f32
+  }
+  func.return %s : f32
+}
+func.func @count(%n: index) -> index {
+  %c0 = arith.constant 0 : index
+  cf.br ^loop(%c0 : index)
+^loop(%i: index):
+  %c3 = arith.constant 3 : index
+  %next = arith.addi %i, %c3 : index
+  %done = arith.cmpi sge, %next, %n : index
+  cf.cond_br %done, ^exit, ^loop(%next : index)
+^exit:
+  func.return %next : index
+}
+"""
+
+
+def test_integer_expansions_and_control_flow():
+    jit = JitModule.from_loops(parse(INTEGER_AND_CONTROL_FLOW))
+    for a, b in [(7, 2), (-7, 2), (7, -2), (-7, -2), (6, 3), (-6, 3), (0, 5)]:
+        assert jit.function("floordiv")(a, b) == a // b
+        assert jit.function("ceildiv")(a, b) == -(-a // b)
+    for a, b in [(7, 2), (0, 3), (6, 3), (-1, 2)]:
+        ua = a % 2**32
+        assert jit.function("ceildivu")(a, b) % 2**32 == -(-ua // b)
+    assert jit.function("minmax")(-5, 3) == 0  # minsi(-5, 3) = maxui(-5, 3) = -5
+    assert jit.function("minmax")(2, 3) == 1
+    assert jit.function("to_int")(3.75) == 3
+    assert jit.function("to_int")(-3.75) == -3
+    assert jit.function("to_int")(1e20) == 2**31 - 1  # saturating, never undefined
+    assert jit.function("from_unsigned")(-1) == 2.0**32 - 1
+    assert jit.function("sum_to")(5) == 6.0  # 0 + 2 + 4
+    assert jit.function("count")(10) == 12
