@@ -1,7 +1,7 @@
 """The named stages of compilation, shared by `strato.compile` and the CLI tools.
 
-graph --convert-graph-to-te--> te --convert-te-to-loops--> loop
-      --convert-loops-to-llvm--> llvm
+graph --graph-default--> graph (fused kernels) --convert-graph-to-te--> te
+      --convert-te-to-loops--> loop --convert-loops-to-llvm--> llvm
 """
 
 from __future__ import annotations
@@ -13,6 +13,9 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 from strato.transforms import get_all_passes
+
+GRAPH_DEFAULT = "graph-fold-constants,cse,dce,graph-fuse-ops,graph-plan-memory"
+"""The graph-level optimizations, in order (also the pass `graph-default`)."""
 
 LOWER_TO_LOOPS = "convert-graph-to-te,convert-te-to-loops"
 LOWER_TO_LLVM = f"{LOWER_TO_LOOPS},convert-loops-to-llvm"
