@@ -28,11 +28,6 @@ class LLVMLoweringPattern(RewritePattern):
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None: ...
 
 
-def lowered_op_types(patterns: Iterable[RewritePattern]) -> set[type[Operation]]:
-    """The op types a set of lowering patterns handles."""
-    return {p.source_op for p in patterns if isinstance(p, LLVMLoweringPattern)}
-
-
 def intrinsic_suffix(type_: Attribute) -> str:
     """The type part of a mangled intrinsic name: f32, f64, i32, ..."""
     return str(type_)
