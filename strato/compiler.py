@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
+import numpy as np
 import onnx
 
 from xdsl.dialects.builtin import ModuleOp
@@ -27,6 +29,9 @@ from strato.frontends.onnx import import_onnx
 from strato.pipeline import LOWER_TO_LLVM, run_pipeline
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import Signature
+
+if TYPE_CHECKING:
+    from strato.targets.llvm.jit import JitFunction
 
 TARGETS = ("llvm",)
 
@@ -64,7 +69,36 @@ def compile_model(
     return build_llvm(module, imported.function_name, signature)
 
 
-def build_llvm(module: ModuleOp, entry_name: str, signature: Signature) -> CompiledModel:
-    """JIT-compile an llvm-dialect module whose entry `entry_name` takes the buffers of
-    `signature` (inputs, then outputs)."""
-    raise NotImplementedError("the LLVM target's JIT is not wired yet")
+def build_llvm(
+    module: ModuleOp, entry_name: str, signature: Signature, *, opt_level: int = 3
+) -> CompiledModel:
+    """JIT-compile an llvm-dialect module whose function `entry_name` takes pointers to
+    the buffers of `signature`: the inputs, then the outputs it fills."""
+    from strato.targets.llvm.jit import JitModule
+
+    jit = JitModule(module, opt_level=opt_level)
+    entry = jit.function(entry_name)
+    _check_entry_abi(entry, signature)
+
+    def run(buffers: Sequence[np.ndarray]) -> None:
+        entry(*buffers)
+
+    return CompiledModel(signature, run, target="llvm", llvm_ir=jit.llvm_ir)
+
+
+def _check_entry_abi(entry: JitFunction, signature: Signature) -> None:
+    """The lowered entry takes one pointer per input then one per output; a mismatch is
+    a bug in the lowering, not in the model."""
+    count = len(signature.inputs) + len(signature.outputs)
+    if entry.param_types != ("ptr",) * count:
+        raise AssertionError(
+            f"@{entry.name} has parameters ({', '.join(entry.param_types)}); expected "
+            f"{count} buffer pointers (inputs, then outputs)"
+        )
+    if entry.buffers is not None:
+        flags = [spec is not None and spec.is_output for spec in entry.buffers]
+        expected = [False] * len(signature.inputs) + [True] * len(signature.outputs)
+        if flags != expected:
+            raise AssertionError(
+                f"@{entry.name} marks outputs at {flags}; expected inputs then outputs"
+            )
