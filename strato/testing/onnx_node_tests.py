@@ -3,19 +3,28 @@
 The cases come with the onnx package (`onnx.backend.test.loader.load_model_tests`): a
 one-node (or small) model, inputs, and reference outputs. `select_node_tests` picks the
 cases whose models use only the given operators; `run_node_test` compiles one case with
-strato (mode "llvm", the real path) or imports and interprets it at the graph level
-(mode "graph", quicker, for operator work) and compares like ONNX's backend runner:
-same number of outputs, same shapes and dtypes, values within the case's rtol/atol.
+strato's ONNX backend (mode "llvm", the real path: `prepare` then `run`, as ONNX's
+backend runner does) or imports and interprets it at the graph level (mode "graph",
+quicker, for operator work) and compares like ONNX's backend runner: same number of
+outputs, same shapes and dtypes, values within the case's rtol/atol.
 
     python -m strato.testing.onnx_node_tests --mode graph -k conv
+    python -m strato.testing.onnx_node_tests --isolate --slowest 10
+
+`run_node_tests(..., isolate=True)` runs the cases in a worker process, so a case whose
+generated code crashes the process or runs past `timeout` seconds is one failed case
+rather than the end of the run.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import re
 import sys
+import time
 import warnings
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -31,11 +40,18 @@ TARGET_OPS: frozenset[str] = frozenset(
 )
 
 
+DEFAULT_TIMEOUT = 120.0
+"""Seconds one case may take (compile and run) in an isolated run before it is
+stopped and reported as failed."""
+
+
 @dataclass
 class NodeTestResult:
     name: str
     passed: bool
     reason: str = ""
+    seconds: float = 0.0
+    """Wall time of the case: import or compilation, and every run."""
 
 
 def select_node_tests(ops: Iterable[str] = TARGET_OPS, pattern: str | None = None) -> list:
@@ -83,18 +99,31 @@ def compare_outputs(
             continue
         if ref.dtype.name == "bfloat16":
             rtol = max(rtol, 2**-6)
-        if ref.dtype.kind not in "fiub" or ref.dtype.name in ("bfloat16",) or ref.dtype.itemsize < 2:
+        if (
+            ref.dtype.kind not in "fiub"
+            or ref.dtype.name in ("bfloat16",)
+            or ref.dtype.itemsize < 2
+        ):
             out, ref = out.astype(np.float32), ref.astype(np.float32)
         try:
             np.testing.assert_allclose(out, ref, rtol=rtol, atol=atol)
         except AssertionError as error:
-            lines = [line for line in str(error).splitlines() if "Max" in line or "Mismatch" in line]
+            lines = [
+                line for line in str(error).splitlines() if "Max" in line or "Mismatch" in line
+            ]
             return f"output {n} differs: " + "; ".join(s.strip() for s in lines)
     return ""
 
 
 def run_node_test(case, mode: str = "llvm") -> NodeTestResult:
     """Compile (or interpret) one case and compare with its reference outputs."""
+    start = time.perf_counter()
+    result = _run_case(case, mode)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _run_case(case, mode: str) -> NodeTestResult:
     from strato.diagnostics import StratoError
 
     try:
@@ -107,11 +136,12 @@ def run_node_test(case, mode: str = "llvm") -> NodeTestResult:
             def run(inputs):
                 return run_graph(imported.module, inputs, imported.function_name)
 
-        else:
-            import strato
+        elif mode == "llvm":
+            from strato.frontends.onnx.backend import StratoBackend
 
-            compiled = strato.compile(case.model)
-            run = compiled.__call__ if not hasattr(compiled, "run") else compiled.run
+            run = StratoBackend.prepare(case.model, "CPU").run
+        else:
+            raise ValueError(f"unknown mode '{mode}' (modes: llvm, graph)")
         for inputs, references in case.data_sets:
             arrays = [_normalize(v) for v in inputs]
             outputs = run(arrays)
@@ -123,14 +153,136 @@ def run_node_test(case, mode: str = "llvm") -> NodeTestResult:
             if reason:
                 return NodeTestResult(case.name, False, reason)
     except StratoError as error:
-        return NodeTestResult(case.name, False, str(error))
+        return NodeTestResult(case.name, False, _one_line(str(error)))
     except Exception as error:  # noqa: BLE001 - a crash is a failed case, reported as such
-        return NodeTestResult(case.name, False, f"internal error: {type(error).__name__}: {error}")
+        reason = _one_line(f"{type(error).__name__}: {error}")
+        return NodeTestResult(case.name, False, f"internal error: {reason}")
     return NodeTestResult(case.name, True)
 
 
-def run_node_tests(cases: Sequence, mode: str = "llvm") -> list[NodeTestResult]:
-    return [run_node_test(case, mode) for case in cases]
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def run_node_tests(
+    cases: Sequence,
+    mode: str = "llvm",
+    *,
+    isolate: bool = False,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> list[NodeTestResult]:
+    """One result per case, in order. With `isolate`, the cases run in a worker process
+    that is replaced when a case crashes it or exceeds `timeout` seconds."""
+    if not isolate:
+        return [run_node_test(case, mode) for case in cases]
+    return _IsolatedRunner(cases, mode, timeout).run_all()
+
+
+class _IsolatedRunner:
+    """Runs cases one at a time in a forked worker; the worker inherits the cases, so
+    only an index goes down the pipe and a small result comes back."""
+
+    def __init__(self, cases: Sequence, mode: str, timeout: float):
+        self.cases = cases
+        self.mode = mode
+        self.timeout = timeout
+        self.context = multiprocessing.get_context("fork")
+        self.worker = None
+        self.connection = None
+
+    def run_all(self) -> list[NodeTestResult]:
+        try:
+            return [self._run(index) for index in range(len(self.cases))]
+        finally:
+            self._stop()
+
+    def _run(self, index: int) -> NodeTestResult:
+        if self.worker is None:
+            self._start()
+        name = self.cases[index].name
+        start = time.perf_counter()
+        self.connection.send(index)
+        if not self.connection.poll(self.timeout):
+            self._stop()
+            return NodeTestResult(
+                name, False, f"timed out after {self.timeout:g} s", time.perf_counter() - start
+            )
+        try:
+            return self.connection.recv()
+        except EOFError:
+            self.worker.join()
+            code = self.worker.exitcode
+            self._stop()
+            how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+            return NodeTestResult(
+                name, False, f"crashed the process ({how})", time.perf_counter() - start
+            )
+
+    def _start(self) -> None:
+        parent, child = self.context.Pipe()
+        self.worker = self.context.Process(
+            target=_serve_cases, args=(child, self.cases, self.mode), daemon=True
+        )
+        self.worker.start()
+        child.close()
+        self.connection = parent
+
+    def _stop(self) -> None:
+        if self.worker is None:
+            return
+        self.connection.close()
+        if self.worker.is_alive():
+            self.worker.kill()
+        self.worker.join()
+        self.worker = None
+        self.connection = None
+
+
+def _serve_cases(connection, cases: Sequence, mode: str) -> None:
+    while True:
+        try:
+            index = connection.recv()
+        except EOFError:
+            return
+        connection.send(run_node_test(cases[index], mode))
+
+
+def summarize(results: Sequence[NodeTestResult], *, verbose: bool = False, slowest: int = 0) -> str:
+    """A report of `results`: one line per failure with its reason (every case with
+    `verbose`), the `slowest` cases, the most common reasons, and the pass rate."""
+    lines = []
+    for result in results:
+        if not result.passed:
+            lines.append(f"FAIL {result.name}: {result.reason}")
+        elif verbose:
+            lines.append(f"ok   {result.name}")
+    if slowest > 0:
+        lines.append(f"slowest {min(slowest, len(results))} cases:")
+        for result in sorted(results, key=lambda r: -r.seconds)[:slowest]:
+            lines.append(f"  {result.seconds:7.2f} s  {result.name}")
+    reasons = Counter(_reason_kind(r.reason) for r in results if not r.passed)
+    if reasons:
+        lines.append("most common reasons:")
+        lines.extend(f"  {count:4d}  {reason}" for reason, count in reasons.most_common(8))
+    passed = sum(r.passed for r in results)
+    seconds = sum(r.seconds for r in results)
+    lines.append(
+        f"{passed} of {len(results)} node tests pass ({pass_rate(results):.1f}%) in {seconds:.1f} s"
+    )
+    return "\n".join(lines)
+
+
+def pass_rate(results: Sequence[NodeTestResult]) -> float:
+    """The percentage of `results` that passed (0 for no results)."""
+    return 100.0 * sum(r.passed for r in results) / max(len(results), 1)
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason without the node that gave it, to group failures by cause."""
+    reason = re.sub(r"^error: ", "", reason)
+    reason = re.sub(r"^node ('[^']*'|#\d+) \(\w+\): ", "", reason)
+    reason = re.sub(r"; supported: .*", "", reason)
+    return reason[:100]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -138,16 +290,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--mode", choices=["llvm", "graph"], default="llvm")
     parser.add_argument("-k", dest="pattern", help="regex on test names")
     parser.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
+    parser.add_argument(
+        "--isolate",
+        action="store_true",
+        help="run the cases in a worker process, so a crash or a hang fails one case",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds per case with --isolate (default {DEFAULT_TIMEOUT:g})",
+    )
+    parser.add_argument(
+        "--slowest", type=int, default=0, metavar="N", help="list the N slowest cases"
+    )
     args = parser.parse_args(argv)
-    results = run_node_tests(select_node_tests(pattern=args.pattern), args.mode)
-    passed = sum(r.passed for r in results)
-    for result in results:
-        if not result.passed:
-            print(f"FAIL {result.name}: {result.reason}")
-        elif args.verbose:
-            print(f"ok   {result.name}")
-    rate = 100.0 * passed / max(len(results), 1)
-    print(f"{passed} of {len(results)} node tests pass ({rate:.1f}%)")
+    cases = select_node_tests(pattern=args.pattern)
+    results = run_node_tests(cases, args.mode, isolate=args.isolate, timeout=args.timeout)
+    print(summarize(results, verbose=args.verbose, slowest=args.slowest))
     return 0
 
 

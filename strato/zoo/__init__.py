@@ -3,15 +3,19 @@
     from strato import zoo
     model = zoo.build_model("mlp", batch=4, seed=0)   # an onnx.ModelProto
 
-Every builder is a function `(batch: int = 1, seed: int = 0) -> onnx.ModelProto` living in
-`strato/zoo/<name>.py`; the registry maps a name to "module:function" and imports the
-module only when the model is built. The same seed always gives the same weights.
+Every builder is a function `(batch: int = 1, seed: int = 0, **sizes) -> onnx.ModelProto`
+living in `strato/zoo/<name>.py`; the registry maps a name to "module:function" and imports
+the module only when the model is built. The same seed always gives the same weights.
+Keyword options reach the builder, to build a smaller variant of a model:
+
+    model = zoo.build_model("resnet18", batch=2, image_size=32, width=8, num_classes=10)
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import Any
 
 import onnx
 
@@ -27,10 +31,10 @@ class ZooModel:
     builder: str
     summary: str
 
-    def build(self, *, batch: int = 1, seed: int = 0) -> onnx.ModelProto:
+    def build(self, *, batch: int = 1, seed: int = 0, **options: Any) -> onnx.ModelProto:
         module_name, function_name = self.builder.split(":")
         build = getattr(importlib.import_module(module_name), function_name)
-        return build(batch=batch, seed=seed)
+        return build(batch=batch, seed=seed, **options)
 
 
 ZOO: dict[str, ZooModel] = {
@@ -56,8 +60,9 @@ def zoo_names() -> list[str]:
     return sorted(ZOO)
 
 
-def build_model(name: str, *, batch: int = 1, seed: int = 0) -> onnx.ModelProto:
-    """The ONNX model registered as `name`, with `batch` rows and weights from `seed`."""
+def build_model(name: str, *, batch: int = 1, seed: int = 0, **options: Any) -> onnx.ModelProto:
+    """The ONNX model registered as `name`, with `batch` rows and weights from `seed`;
+    `options` go to its builder (sizes, e.g. `image_size=32` for resnet18)."""
     entry = ZOO.get(name)
     if entry is None:
         raise UnknownModelError(
@@ -65,7 +70,7 @@ def build_model(name: str, *, batch: int = 1, seed: int = 0) -> onnx.ModelProto:
         )
     if batch < 1:
         raise StratoError(f"batch must be at least 1, got {batch}")
-    return entry.build(batch=batch, seed=seed)
+    return entry.build(batch=batch, seed=seed, **options)
 
 
 __all__ = ["ZOO", "ZooModel", "UnknownModelError", "build_model", "zoo_names"]
