@@ -1,22 +1,41 @@
-"""Operators that move data without arithmetic: transpose, reshape, concat, ..."""
+"""Operators that move data without arithmetic: reshape, transpose, concat, split, slice,
+pad, gather, broadcast_to, and the inference no-ops identity and dropout.
+
+Every op here is element-type generic (any int or float tensor; the result holds the
+element type of the data operand) and injective, except `graph.broadcast_to`, which is
+a broadcast. Everything an ONNX operator computes from shapes and constant inputs (the
+target shape of a reshape, the bounds of a slice, the pads) is folded at import time into
+static properties and result types, so each op here has static semantics.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    I64,
     DenseArrayBase,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
     i64,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
+    VarConstraint,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
+    var_operand_def,
+    var_result_def,
 )
 from xdsl.traits import (
     NoMemoryEffect,
@@ -24,16 +43,64 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 from strato.dialects.graph.base import (
-    FloatTensor,
+    AnyTensor,
     GraphOp,
     PatternKind,
+    broadcast_shapes,
+    element_type,
     static_shape,
 )
 from strato.dialects.tensor_types import tensor_type_like
 
 
+def _i64_array(values: Sequence[int]) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
+
+
+class LayoutOp(GraphOp):
+    """A data-movement op: any element type, injective."""
+
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.INJECTIVE
+    FLOAT_OPERANDS: ClassVar[bool] = False
+
+
 @irdl_op_definition
-class TransposeOp(GraphOp):
+class ReshapeOp(LayoutOp):
+    """Gives the elements of a tensor, in row-major order, a new shape with the same
+    number of elements: result.flat[n] = input.flat[n]. The target shape is the result
+    type (ONNX Reshape, Flatten, Squeeze and Unsqueeze all become this op).
+
+        %r = graph.reshape %a : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+    """
+
+    name = "graph.reshape"
+
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+        input = SSAValue.get(input)
+        super().__init__(operands=[input], result_types=[tensor_type_like(input.type, shape)])
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        source = static_shape(self.input)
+        target = static_shape(self.result)
+        if int(np.prod(source)) != int(np.prod(target)):
+            raise VerifyException(
+                f"'graph.reshape' cannot reshape {list(source)} ({int(np.prod(source))} "
+                f"elements) to {list(target)} ({int(np.prod(target))} elements)"
+            )
+        return target
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.reshape(inputs[0], static_shape(self.result)).copy()]
+
+
+@irdl_op_definition
+class TransposeOp(LayoutOp):
     """Permutes dimensions: result.shape[d] = input.shape[perm[d]], and
     result[i_0, .., i_n] = input[j] with j[perm[d]] = i_d.
 
@@ -41,11 +108,10 @@ class TransposeOp(GraphOp):
     """
 
     name = "graph.transpose"
-    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.INJECTIVE
 
-    input = operand_def(FloatTensor)
+    input = operand_def(AnyTensor)
     perm = prop_def(DenseArrayBase.constr(i64))
-    result = result_def(FloatTensor)
+    result = result_def(AnyTensor)
 
     traits = traits_def(NoMemoryEffect())
     assembly_format = "$input $perm attr-dict `:` functional-type(operands, results)"
@@ -55,7 +121,7 @@ class TransposeOp(GraphOp):
         shape = static_shape(input)
         super().__init__(
             operands=[input],
-            properties={"perm": DenseArrayBase.from_list(i64, list(perm))},
+            properties={"perm": _i64_array(perm)},
             result_types=[tensor_type_like(input.type, [shape[p] for p in perm])],
         )
 
@@ -77,6 +143,537 @@ class TransposeOp(GraphOp):
         return [np.ascontiguousarray(np.transpose(inputs[0], self.permutation))]
 
 
-OPS = (TransposeOp,)
+def _check_axis(op_name: str, axis: int, rank: int) -> None:
+    if not 0 <= axis < rank:
+        raise VerifyException(
+            f"'{op_name}' axis {axis} is out of range for rank {rank} (expected 0 to "
+            f"{rank - 1})"
+        )
 
-__all__ = ["TransposeOp"]
+
+def _check_same_element_types(op: GraphOp, values: Sequence[SSAValue]) -> None:
+    expected = element_type(values[0])
+    for value in values[1:]:
+        if element_type(value) != expected:
+            raise VerifyException(
+                f"'{op.name}' element types differ: {expected} and {element_type(value)}"
+            )
+
+
+@irdl_op_definition
+class ConcatOp(LayoutOp):
+    """Joins tensors along `axis`; all other dimensions must agree. The result's `axis`
+    dimension is the sum of the inputs', and result[.., i, ..] = input_k[.., i - o_k, ..]
+    where input_k is the input covering position i and o_k its offset along `axis`.
+
+        %c = graph.concat %a, %b axis 1 : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    """
+
+    name = "graph.concat"
+
+    inputs = var_operand_def(AnyTensor)
+    axis = prop_def(IntegerAttr[I64])
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$inputs `axis` $axis attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, inputs: Sequence[SSAValue | Operation], axis: int):
+        values = [SSAValue.get(v) for v in inputs]
+        shape = list(static_shape(values[0]))
+        shape[axis] = sum(static_shape(v)[axis] for v in values)
+        super().__init__(
+            operands=[values],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[tensor_type_like(values[0].type, shape)],
+        )
+
+    @property
+    def axis_value(self) -> int:
+        return self.axis.value.data
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        if not self.inputs:
+            raise VerifyException("'graph.concat' needs at least one input")
+        first = static_shape(self.inputs[0])
+        axis = self.axis_value
+        _check_axis(self.name, axis, len(first))
+        total = 0
+        for value in self.inputs:
+            shape = static_shape(value)
+            if len(shape) != len(first) or any(
+                a != b for d, (a, b) in enumerate(zip(shape, first)) if d != axis
+            ):
+                raise VerifyException(
+                    f"'graph.concat' input shapes {list(first)} and {list(shape)} differ "
+                    f"outside axis {axis}"
+                )
+            total += shape[axis]
+        return (*first[:axis], total, *first[axis + 1 :])
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.concatenate(list(inputs), axis=self.axis_value)]
+
+
+@irdl_op_definition
+class SplitOp(LayoutOp):
+    """Cuts a tensor along `axis` into consecutive pieces, one per result; the sizes of
+    the pieces are the results' `axis` dimensions (which sum to the input's):
+    result_k[.., i, ..] = input[.., o_k + i, ..] with o_k the sum of the earlier sizes.
+
+        %a, %b = graph.split %x axis 0 : (tensor<5x2xf32>) -> (tensor<2x2xf32>, tensor<3x2xf32>)
+    """
+
+    name = "graph.split"
+
+    input = operand_def(AnyTensor)
+    axis = prop_def(IntegerAttr[I64])
+    outputs = var_result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$input `axis` $axis attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue | Operation, axis: int, sizes: Sequence[int]):
+        input = SSAValue.get(input)
+        shape = list(static_shape(input))
+        types = []
+        for size in sizes:
+            shape[axis] = size
+            types.append(tensor_type_like(input.type, shape))
+        super().__init__(
+            operands=[input],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[types],
+        )
+
+    @property
+    def axis_value(self) -> int:
+        return self.axis.value.data
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        return tuple(static_shape(r)[self.axis_value] for r in self.outputs)
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not self.outputs:
+            raise VerifyException("'graph.split' needs at least one result")
+        shape = static_shape(self.input)
+        axis = self.axis_value
+        _check_axis(self.name, axis, len(shape))
+        for n, result in enumerate(self.outputs):
+            piece = static_shape(result)
+            if element_type(result) != element_type(self.input):
+                raise VerifyException(
+                    f"'graph.split' result {n} element type {element_type(result)} differs "
+                    f"from the input's {element_type(self.input)}"
+                )
+            if len(piece) != len(shape) or any(
+                a != b for d, (a, b) in enumerate(zip(piece, shape)) if d != axis
+            ):
+                raise VerifyException(
+                    f"'graph.split' result {n} shape {list(piece)} differs from the input "
+                    f"shape {list(shape)} outside axis {axis}"
+                )
+        if sum(self.sizes) != shape[axis]:
+            raise VerifyException(
+                f"'graph.split' result sizes {list(self.sizes)} along axis {axis} do not "
+                f"add up to the input's {shape[axis]}"
+            )
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        offsets = np.cumsum(self.sizes)[:-1]
+        return [p.copy() for p in np.split(inputs[0], offsets, axis=self.axis_value)]
+
+
+@irdl_op_definition
+class SliceOp(LayoutOp):
+    """A strided window of a tensor: along each dimension d the result takes
+    `result.shape[d]` elements from `starts[d]` in steps of `steps[d]` (negative steps
+    walk backwards): result[i_0, .., i_n] = input[starts[0] + i_0 * steps[0], ..].
+    Every index read lies inside the input.
+
+        %s = graph.slice %a starts [0, 9] steps [2, -1] : (tensor<20x10xf32>) -> tensor<10x10xf32>
+    """
+
+    name = "graph.slice"
+
+    input = operand_def(AnyTensor)
+    starts = prop_def(DenseArrayBase.constr(i64))
+    steps = prop_def(DenseArrayBase.constr(i64))
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = (
+        "$input `starts` $starts `steps` $steps attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        starts: Sequence[int],
+        steps: Sequence[int],
+        shape: Sequence[int],
+    ):
+        input = SSAValue.get(input)
+        super().__init__(
+            operands=[input],
+            properties={"starts": _i64_array(starts), "steps": _i64_array(steps)},
+            result_types=[tensor_type_like(input.type, shape)],
+        )
+
+    @property
+    def start_values(self) -> tuple[int, ...]:
+        return tuple(self.starts.get_values())
+
+    @property
+    def step_values(self) -> tuple[int, ...]:
+        return tuple(self.steps.get_values())
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        shape = static_shape(self.input)
+        sizes = static_shape(self.result)
+        starts, steps = self.start_values, self.step_values
+        if not len(starts) == len(steps) == len(shape) == len(sizes):
+            raise VerifyException(
+                f"'graph.slice' needs one start and one step per dimension of the rank-"
+                f"{len(shape)} input and a rank-{len(shape)} result, got {len(starts)} "
+                f"starts, {len(steps)} steps and a rank-{len(sizes)} result"
+            )
+        for d, (dim, start, step, size) in enumerate(zip(shape, starts, steps, sizes)):
+            if step == 0:
+                raise VerifyException(f"'graph.slice' step of dimension {d} is 0")
+            if size == 0:
+                continue
+            last = start + (size - 1) * step
+            if not (0 <= start < dim and 0 <= last < dim):
+                raise VerifyException(
+                    f"'graph.slice' dimension {d} reads indices {start} to {last}, outside "
+                    f"[0, {dim})"
+                )
+        return sizes
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        sizes = static_shape(self.result)
+        index = [
+            start + step * np.arange(size, dtype=np.int64)
+            for start, step, size in zip(self.start_values, self.step_values, sizes)
+        ]
+        if not index:
+            return [inputs[0].copy()]
+        return [np.ascontiguousarray(inputs[0][np.ix_(*index)])]
+
+
+class PadMode(StrEnum):
+    """What `graph.pad` puts outside the input (numpy.pad's modes of the same names)."""
+
+    CONSTANT = "constant"  # a constant value
+    REFLECT = "reflect"  # the mirror image, without repeating the edge element
+    EDGE = "edge"  # the edge element
+    WRAP = "wrap"  # the input repeated periodically
+
+
+@irdl_op_definition
+class PadOp(LayoutOp):
+    """Extends each dimension d by `low[d]` elements before and `high[d]` after (both
+    >= 0). Inside, result[i] = input[i - low]; outside, the `mode` decides: `constant`
+    (the `value`, default 0), `reflect` (mirrored at the edge, pads < dimension),
+    `edge` (the nearest edge element) or `wrap` (periodic repetition).
+
+        %p = graph.pad %a low [0, 1] high [0, 2] mode "constant" value 5.000000e-01 : (tensor<2x3xf32>) -> tensor<2x6xf32>
+        %q = graph.pad %a low [1, 1] high [1, 1] mode "reflect" : (tensor<2x3xf32>) -> tensor<4x5xf32>
+    """
+
+    name = "graph.pad"
+
+    input = operand_def(AnyTensor)
+    low = prop_def(DenseArrayBase.constr(i64))
+    high = prop_def(DenseArrayBase.constr(i64))
+    mode = prop_def(StringAttr)
+    value = opt_prop_def(FloatAttr[Float64Type])
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = (
+        "$input `low` $low `high` $high `mode` $mode (`value` $value^)? attr-dict `:` "
+        "functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        low: Sequence[int],
+        high: Sequence[int],
+        mode: PadMode = PadMode.CONSTANT,
+        value: float | None = None,
+    ):
+        input = SSAValue.get(input)
+        shape = [d + lo + hi for d, lo, hi in zip(static_shape(input), low, high)]
+        properties: dict[str, Attribute] = {
+            "low": _i64_array(low),
+            "high": _i64_array(high),
+            "mode": StringAttr(PadMode(mode).value),
+        }
+        if value is not None:
+            properties["value"] = FloatAttr(float(value), Float64Type())
+        super().__init__(
+            operands=[input],
+            properties=properties,
+            result_types=[tensor_type_like(input.type, shape)],
+        )
+
+    @property
+    def pad_mode(self) -> PadMode:
+        return PadMode(self.mode.data)
+
+    @property
+    def pad_value(self) -> float:
+        return 0.0 if self.value is None else self.value.value.data
+
+    @property
+    def low_values(self) -> tuple[int, ...]:
+        return tuple(self.low.get_values())
+
+    @property
+    def high_values(self) -> tuple[int, ...]:
+        return tuple(self.high.get_values())
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        try:
+            mode = PadMode(self.mode.data)
+        except ValueError:
+            raise VerifyException(
+                f"'graph.pad' mode '{self.mode.data}' is not one of "
+                f"{', '.join(m.value for m in PadMode)}"
+            ) from None
+        if self.value is not None and mode != PadMode.CONSTANT:
+            raise VerifyException(f"'graph.pad' value is only allowed in constant mode")
+        shape = static_shape(self.input)
+        low, high = self.low_values, self.high_values
+        if not len(low) == len(high) == len(shape):
+            raise VerifyException(
+                f"'graph.pad' needs low and high pads for each of the {len(shape)} "
+                f"dimensions, got {len(low)} and {len(high)}"
+            )
+        for d, (dim, lo, hi) in enumerate(zip(shape, low, high)):
+            if lo < 0 or hi < 0:
+                raise VerifyException(
+                    f"'graph.pad' pads of dimension {d} must be >= 0, got {lo} and {hi}"
+                )
+            if (lo or hi) and mode != PadMode.CONSTANT and dim == 0:
+                raise VerifyException(
+                    f"'graph.pad' cannot pad the empty dimension {d} in {mode} mode"
+                )
+            if mode == PadMode.REFLECT and max(lo, hi) >= dim and (lo or hi):
+                raise VerifyException(
+                    f"'graph.pad' reflect pads of dimension {d} ({lo}, {hi}) must be "
+                    f"smaller than the dimension {dim}"
+                )
+        return tuple(d + lo + hi for d, lo, hi in zip(shape, low, high))
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        x = inputs[0]
+        widths = list(zip(self.low_values, self.high_values))
+        if self.pad_mode == PadMode.CONSTANT:
+            value = np.asarray(self.pad_value).astype(x.dtype)
+            return [np.pad(x, widths, mode="constant", constant_values=value)]
+        return [np.pad(x, widths, mode=self.pad_mode.value)]
+
+
+@irdl_op_definition
+class GatherOp(LayoutOp):
+    """Picks entries of `data` along `axis` by an integer index tensor (numpy `take`):
+    result[o.., j.., i..] = data[o.., indices[j..], i..], where o.. are the dimensions
+    before `axis` and i.. those after it. A negative index counts from the end; an
+    index outside [-n, n) is an error (clamped into range by the compiled code).
+
+        %g = graph.gather %data, %idx axis 0 : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+    """
+
+    name = "graph.gather"
+
+    data = operand_def(AnyTensor)
+    indices = operand_def(AnyTensor)
+    axis = prop_def(IntegerAttr[I64])
+    result = result_def(AnyTensor)
+
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = (
+        "$data `,` $indices `axis` $axis attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, data: SSAValue | Operation, indices: SSAValue | Operation, axis: int):
+        data, indices = SSAValue.get(data), SSAValue.get(indices)
+        shape = gather_shape(static_shape(data), static_shape(indices), axis)
+        super().__init__(
+            operands=[data, indices],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[tensor_type_like(data.type, shape)],
+        )
+
+    @property
+    def axis_value(self) -> int:
+        return self.axis.value.data
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        data = static_shape(self.data)
+        _check_axis(self.name, self.axis_value, len(data))
+        index_type = element_type(self.indices)
+        if not isinstance(index_type, IntegerType) or index_type.width.data == 1:
+            raise VerifyException(
+                f"'graph.gather' indices must be an integer tensor, got {self.indices.type}"
+            )
+        if element_type(self.data) != element_type(self.result):
+            raise VerifyException(
+                f"'graph.gather' result element type {element_type(self.result)} differs "
+                f"from the data's {element_type(self.data)}"
+            )
+        return gather_shape(data, static_shape(self.indices), self.axis_value)
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        data, indices = inputs
+        size = data.shape[self.axis_value]
+        indices = np.asarray(indices, dtype=np.int64)
+        if indices.size and (indices.min() < -size or indices.max() >= size):
+            from strato.diagnostics import StratoError
+
+            raise StratoError(
+                f"'graph.gather' index out of range [{-size}, {size}) along axis "
+                f"{self.axis_value}",
+                op=self,
+            )
+        indices = np.where(indices < 0, indices + size, indices)
+        return [np.take(data, indices, axis=self.axis_value)]
+
+
+def gather_shape(
+    data: Sequence[int], indices: Sequence[int], axis: int
+) -> tuple[int, ...]:
+    """The shape of `graph.gather`: data's dims before axis, the indices', data's after."""
+    return (*data[:axis], *indices, *data[axis + 1 :])
+
+
+@irdl_op_definition
+class BroadcastToOp(GraphOp):
+    """Numpy-broadcasts a tensor to the result shape: dimensions align from the right,
+    and a size-1 (or missing) input dimension is repeated.
+
+        %b = graph.broadcast_to %a : (tensor<3x1xf32>) -> tensor<2x3x4xf32>
+    """
+
+    name = "graph.broadcast_to"
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.BROADCAST
+    FLOAT_OPERANDS: ClassVar[bool] = False
+
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+        input = SSAValue.get(input)
+        super().__init__(operands=[input], result_types=[tensor_type_like(input.type, shape)])
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        source, target = static_shape(self.input), static_shape(self.result)
+        if len(source) > len(target) or broadcast_shapes(source, target) != target:
+            raise VerifyException(
+                f"'graph.broadcast_to' cannot broadcast {list(source)} to {list(target)}"
+            )
+        return target
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.broadcast_to(inputs[0], static_shape(self.result)).copy()]
+
+
+class PassThroughOp(LayoutOp):
+    """An op whose inference semantics is the identity: result = input."""
+
+    T: ClassVar = VarConstraint("T", AnyTensor)
+    input = operand_def(T)
+    result = result_def(T)
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        return static_shape(self.input)
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [inputs[0]]
+
+
+@irdl_op_definition
+class IdentityOp(PassThroughOp):
+    """result = input. Kept from the model so that graph simplification removes it in
+    one place.
+
+        %r = graph.identity %a : tensor<4x8xf32>
+    """
+
+    name = "graph.identity"
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$input attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue | Operation):
+        input = SSAValue.get(input)
+        super().__init__(operands=[input], result_types=[input.type])
+
+
+
+@irdl_op_definition
+class DropoutOp(PassThroughOp):
+    """Dropout at inference: result = input. `ratio`, when known, records the drop
+    probability used in training (0 <= ratio < 1); graph simplification removes the op.
+
+        %r = graph.dropout %a ratio 5.000000e-01 : tensor<4x8xf32>
+    """
+
+    name = "graph.dropout"
+
+    ratio = opt_prop_def(FloatAttr[Float64Type])
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$input (`ratio` $ratio^)? attr-dict `:` type($input)"
+
+    def __init__(self, input: SSAValue | Operation, ratio: float | None = None):
+        input = SSAValue.get(input)
+        properties = {} if ratio is None else {"ratio": FloatAttr(float(ratio), Float64Type())}
+        super().__init__(operands=[input], properties=properties, result_types=[input.type])
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.ratio is not None and not 0.0 <= self.ratio.value.data < 1.0:
+            raise VerifyException(
+                f"'graph.dropout' ratio {self.ratio.value.data} is not in [0, 1)"
+            )
+
+
+OPS = (
+    ReshapeOp,
+    TransposeOp,
+    ConcatOp,
+    SplitOp,
+    SliceOp,
+    PadOp,
+    GatherOp,
+    BroadcastToOp,
+    IdentityOp,
+    DropoutOp,
+)
+
+__all__ = [
+    "BroadcastToOp",
+    "ConcatOp",
+    "DropoutOp",
+    "GatherOp",
+    "IdentityOp",
+    "PadMode",
+    "PadOp",
+    "ReshapeOp",
+    "SliceOp",
+    "SplitOp",
+    "TransposeOp",
+    "gather_shape",
+]
