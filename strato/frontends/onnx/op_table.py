@@ -11,11 +11,13 @@ from strato.frontends.onnx.conversion import Converter
 from strato.frontends.onnx.convert_constant import convert_constant
 from strato.frontends.onnx.convert_elementwise import convert_add, convert_mul, convert_relu
 from strato.frontends.onnx.convert_linear import convert_gemm, convert_matmul
+from strato.frontends.onnx.convert_rnn import convert_lstm
 
 ONNX_CONVERTERS: dict[str, Converter] = {
     "Add": convert_add,
     "Constant": convert_constant,
     "Gemm": convert_gemm,
+    "LSTM": convert_lstm,
     "MatMul": convert_matmul,
     "Mul": convert_mul,
     "Relu": convert_relu,
