@@ -1,6 +1,6 @@
 """ONNX's backend API for strato: `prepare` compiles a model, the rep runs it.
 
-    import strato.frontends.onnx.backend as backend
+    from strato.frontends.onnx import backend
     rep = backend.prepare(model)               # strato.compile: LLVM machine code
     (y,) = rep.run([x])                        # outputs in ONNX order
     (z,) = backend.run_node(add_node, [x, y])  # one node, compiled and run once
@@ -223,23 +223,27 @@ def _node_input_values(node: onnx.NodeProto, names: list[str], inputs: Any) -> l
 def _with_inferred_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
     """`model` with the types of its graph outputs filled in by shape inference.
 
-    A node strato does not import is left as it is: `prepare` rejects it by its op type
-    before anything else, which is the clearer reason.
+    When inference cannot type a node strato does not import anyway, the model is left
+    as it is: `prepare` rejects it by its op type first, which is the clearer reason.
     """
     from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 
-    if any(node.op_type not in ONNX_CONVERTERS for node in model.graph.node):
-        return model
+    unsupported = any(node.op_type not in ONNX_CONVERTERS for node in model.graph.node)
     try:
         inferred = shape_inference.infer_shapes(model, strict_mode=True)
     except (shape_inference.InferenceError, onnx.checker.ValidationError) as err:
+        if unsupported:
+            return model
         reason = " ".join(str(err).split())
         raise StratoError(f"run_node: shape inference failed: {reason}") from None
     for output in inferred.graph.output:
-        if not output.type.HasField("tensor_type"):
-            raise StratoError(
-                f"run_node: cannot infer the type of output '{output.name}'; pass outputs_info"
-            )
+        if output.type.HasField("tensor_type"):
+            continue
+        if unsupported:
+            return model
+        raise StratoError(
+            f"run_node: cannot infer the type of output '{output.name}'; pass outputs_info"
+        )
     del inferred.graph.value_info[:]
     return inferred
 
