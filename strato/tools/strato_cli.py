@@ -119,6 +119,16 @@ def reference_outputs(
 def compile_resolved(resolved: ResolvedModel, args: argparse.Namespace):
     """strato.compile with the CLI's options; with --dump-ir, each stage's IR is written
     to DIR/NN-<stage>.mlir and the LLVM IR to DIR/NN-llvm-ir.ll."""
+    try:
+        return _compile(resolved, args)
+    except StratoError as err:
+        # The model was loaded from a file before compiling: name the file.
+        if err.location is None:
+            err.location = resolved.location
+        raise
+
+
+def _compile(resolved: ResolvedModel, args: argparse.Namespace):
     import strato
 
     if args.dump_ir is None:

@@ -15,6 +15,7 @@ from xdsl.dialects import func
 from strato.dialects import graph
 from strato.diagnostics import ModelImportError, StratoError
 from strato.frontends.onnx import import_model, import_onnx
+from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 from strato.interpreters.graph import run_graph
 
 ort = pytest.importorskip("onnxruntime")
@@ -294,14 +295,16 @@ def test_unknown_op_names_node_and_op():
     assert "unknown operator" in message
 
 
-def test_unsupported_standard_op_uses_index_when_unnamed():
+def test_unsupported_standard_op_uses_index_when_unnamed(monkeypatch):
+    # A standard operator without a converter (Relu's is taken out of the table).
+    monkeypatch.delitem(ONNX_CONVERTERS, "Relu")
     model = make_model(
-        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Sigmoid", ["r"], ["y"])],
+        [helper.make_node("Add", ["x", "x"], ["r"]), helper.make_node("Relu", ["r"], ["y"])],
         {"x": [2]},
         {"y": [2]},
     )
     message = import_error(model)
-    assert "node #1 (Sigmoid)" in message and "not supported" in message
+    assert "node #1 (Relu)" in message and "not supported" in message
 
 
 def test_missing_initializer():
