@@ -71,15 +71,15 @@ def _stage_name(op: Operation) -> str:
 
 
 def _copy_stage(pb: PrimitiveBuilder, op: Operation, x: SSAValue) -> SSAValue:
-    return pb.compute(_stage_name(op), shape_of(x), lambda s, idx: s.read(x, idx), element_type_of(x))
+    return pb.compute(
+        _stage_name(op), shape_of(x), lambda s, idx: s.read(x, idx), element_type_of(x)
+    )
 
 
 # -- reshape ----------------------------------------------------------------------
 
 
-def reshape_groups(
-    source: Sequence[int], target: Sequence[int]
-) -> list[tuple[range, range]]:
+def reshape_groups(source: Sequence[int], target: Sequence[int]) -> list[tuple[range, range]]:
     """Pairs (source dims, target dims) of consecutive dimensions with equal element
     counts, as small as possible, so that a reshape only delinearizes within a group.
 
@@ -114,7 +114,11 @@ def reshape(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> 
     dtype = element_type_of(x)
     if 0 in source:
         # an empty result: the body never runs, but must still read in range
-        return [pb.compute("reshape", target, lambda s, idx: s.read(x, [s.index(0)] * len(source)), dtype)]
+        return [
+            pb.compute(
+                "reshape", target, lambda s, idx: s.read(x, [s.index(0)] * len(source)), dtype
+            )
+        ]
     groups = reshape_groups(source, target)
 
     def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
@@ -127,8 +131,10 @@ def reshape(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> 
             for d in target_dims:
                 if target[d] == 1:
                     continue
-                linear = idx[d] if linear is None else s.index_add(
-                    s.index_mul(linear, s.index(target[d])), idx[d]
+                linear = (
+                    idx[d]
+                    if linear is None
+                    else s.index_add(s.index_mul(linear, s.index(target[d])), idx[d])
                 )
             linear = linear if linear is not None else s.index(0)
             stride = 1
@@ -215,7 +221,9 @@ def concat(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> l
         for n, (x, start) in enumerate(pieces):
             size = shape_of(x)[axis]
             local = index_offset(s, i, -start)
-            local = index_clamp(s, local, 0 if n > 0 else None, size - 1 if n + 1 < len(pieces) else None)
+            local = index_clamp(
+                s, local, 0 if n > 0 else None, size - 1 if n + 1 < len(pieces) else None
+            )
             read = s.read(x, [*idx[:axis], local, *idx[axis + 1 :]])
             if value is None:
                 value = read

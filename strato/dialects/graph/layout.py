@@ -140,14 +140,13 @@ class TransposeOp(LayoutOp):
         return tuple(shape[p] for p in perm)
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return [np.ascontiguousarray(np.transpose(inputs[0], self.permutation))]
+        return [np.array(np.transpose(inputs[0], self.permutation), order="C")]
 
 
 def _check_axis(op_name: str, axis: int, rank: int) -> None:
     if not 0 <= axis < rank:
         raise VerifyException(
-            f"'{op_name}' axis {axis} is out of range for rank {rank} (expected 0 to "
-            f"{rank - 1})"
+            f"'{op_name}' axis {axis} is out of range for rank {rank} (expected 0 to {rank - 1})"
         )
 
 
@@ -361,7 +360,7 @@ class SliceOp(LayoutOp):
         ]
         if not index:
             return [inputs[0].copy()]
-        return [np.ascontiguousarray(inputs[0][np.ix_(*index)])]
+        return [np.array(inputs[0][np.ix_(*index)], order="C")]
 
 
 class PadMode(StrEnum):
@@ -447,7 +446,7 @@ class PadOp(LayoutOp):
                 f"{', '.join(m.value for m in PadMode)}"
             ) from None
         if self.value is not None and mode != PadMode.CONSTANT:
-            raise VerifyException(f"'graph.pad' value is only allowed in constant mode")
+            raise VerifyException("'graph.pad' value is only allowed in constant mode")
         shape = static_shape(self.input)
         low, high = self.low_values, self.high_values
         if not len(low) == len(high) == len(shape):
@@ -540,17 +539,14 @@ class GatherOp(LayoutOp):
             from strato.diagnostics import StratoError
 
             raise StratoError(
-                f"'graph.gather' index out of range [{-size}, {size}) along axis "
-                f"{self.axis_value}",
+                f"'graph.gather' index out of range [{-size}, {size}) along axis {self.axis_value}",
                 op=self,
             )
         indices = np.where(indices < 0, indices + size, indices)
         return [np.take(data, indices, axis=self.axis_value)]
 
 
-def gather_shape(
-    data: Sequence[int], indices: Sequence[int], axis: int
-) -> tuple[int, ...]:
+def gather_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> tuple[int, ...]:
     """The shape of `graph.gather`: data's dims before axis, the indices', data's after."""
     return (*data[:axis], *indices, *data[axis + 1 :])
 
@@ -621,7 +617,6 @@ class IdentityOp(PassThroughOp):
         super().__init__(operands=[input], result_types=[input.type])
 
 
-
 @irdl_op_definition
 class DropoutOp(PassThroughOp):
     """Dropout at inference: result = input. `ratio`, when known, records the drop
@@ -645,9 +640,7 @@ class DropoutOp(PassThroughOp):
     def verify_(self) -> None:
         super().verify_()
         if self.ratio is not None and not 0.0 <= self.ratio.value.data < 1.0:
-            raise VerifyException(
-                f"'graph.dropout' ratio {self.ratio.value.data} is not in [0, 1)"
-            )
+            raise VerifyException(f"'graph.dropout' ratio {self.ratio.value.data} is not in [0, 1)")
 
 
 OPS = (

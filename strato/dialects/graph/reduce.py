@@ -39,9 +39,7 @@ from strato.dialects.graph.base import (
 from strato.dialects.tensor_types import tensor_type_like
 
 
-def reduced_shape(
-    shape: Sequence[int], axes: Sequence[int], keepdims: bool
-) -> tuple[int, ...]:
+def reduced_shape(shape: Sequence[int], axes: Sequence[int], keepdims: bool) -> tuple[int, ...]:
     """The shape of a reduction of `shape` over `axes`."""
     if keepdims:
         return tuple(1 if d in axes else size for d, size in enumerate(shape))
@@ -65,9 +63,7 @@ class ReductionOp(GraphOp):
         "$input $axes (`keepdims` $keepdims^)? attr-dict `:` functional-type(operands, results)"
     )
 
-    def __init__(
-        self, input: SSAValue | Operation, axes: Sequence[int], keepdims: bool = False
-    ):
+    def __init__(self, input: SSAValue | Operation, axes: Sequence[int], keepdims: bool = False):
         input = SSAValue.get(input)
         axes = sorted(int(a) for a in axes)
         properties = {"axes": DenseArrayBase.from_list(i64, axes)}
@@ -117,7 +113,7 @@ class ReductionOp(GraphOp):
 class ReduceSumOp(ReductionOp):
     """Sum over `axes` (0 over an empty range).
 
-        %s = graph.reduce_sum %a [1] keepdims : (tensor<3x4xf32>) -> tensor<3x1xf32>
+    %s = graph.reduce_sum %a [1] keepdims : (tensor<3x4xf32>) -> tensor<3x1xf32>
     """
 
     name = "graph.reduce_sum"
@@ -174,4 +170,11 @@ def lowest_value(dtype: np.dtype) -> float | int | bool:
 
 OPS = (ReduceSumOp, ReduceMeanOp, ReduceMaxOp)
 
-__all__ = ["ReduceMaxOp", "ReduceMeanOp", "ReduceSumOp", "ReductionOp", "lowest_value", "reduced_shape"]
+__all__ = [
+    "ReduceMaxOp",
+    "ReduceMeanOp",
+    "ReduceSumOp",
+    "ReductionOp",
+    "lowest_value",
+    "reduced_shape",
+]

@@ -140,6 +140,15 @@ class NodeContext:
             )
         return value
 
+    def known(self, index: int) -> np.ndarray | None:
+        """Input `index` as an array of any element type when it is known at import
+        time, else None: for inputs the importer reads as data (shapes, axes, pads,
+        indices) and for folding ops on import-time values."""
+        if not self.has_input(index):
+            raise self.error(f"input {index} is required but not given")
+        value = self._env[self.node.input[index]]
+        return value if isinstance(value, np.ndarray) else None
+
     def operand(self, index: int) -> SSAValue:
         """Input `index` as an SSA value, materialising a constant when needed."""
         value = self.value(index)

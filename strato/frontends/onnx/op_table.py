@@ -10,17 +10,55 @@ from __future__ import annotations
 from strato.frontends.onnx.conversion import Converter
 from strato.frontends.onnx.convert_constant import convert_constant
 from strato.frontends.onnx.convert_elementwise import convert_add, convert_mul, convert_relu
+from strato.frontends.onnx.convert_layout import (
+    convert_concat,
+    convert_dropout,
+    convert_expand,
+    convert_flatten,
+    convert_gather,
+    convert_identity,
+    convert_pad,
+    convert_reshape,
+    convert_shape,
+    convert_slice,
+    convert_split,
+    convert_squeeze,
+    convert_transpose,
+    convert_unsqueeze,
+)
 from strato.frontends.onnx.convert_linear import convert_gemm, convert_matmul
+from strato.frontends.onnx.convert_reduce import (
+    convert_reduce_max,
+    convert_reduce_mean,
+    convert_reduce_sum,
+)
 from strato.frontends.onnx.convert_rnn import convert_lstm
 
 ONNX_CONVERTERS: dict[str, Converter] = {
     "Add": convert_add,
+    "Concat": convert_concat,
     "Constant": convert_constant,
+    "Dropout": convert_dropout,
+    "Expand": convert_expand,
+    "Flatten": convert_flatten,
+    "Gather": convert_gather,
     "Gemm": convert_gemm,
+    "Identity": convert_identity,
     "LSTM": convert_lstm,
     "MatMul": convert_matmul,
     "Mul": convert_mul,
+    "Pad": convert_pad,
+    "ReduceMax": convert_reduce_max,
+    "ReduceMean": convert_reduce_mean,
+    "ReduceSum": convert_reduce_sum,
     "Relu": convert_relu,
+    "Reshape": convert_reshape,
+    "Shape": convert_shape,
+    "Slice": convert_slice,
+    "Split": convert_split,
+    "Squeeze": convert_squeeze,
+    "Transpose": convert_transpose,
+    "Unsqueeze": convert_unsqueeze,
 }
 
 

@@ -1,0 +1,532 @@
+"""Converters for ONNX operators that move data: Flatten, Reshape, Squeeze, Unsqueeze,
+Transpose, Concat, Split, Slice, Pad, Gather, Shape, Expand, Identity, Dropout.
+
+Whatever decides a result shape (a target shape, axes, slice bounds, pads) must be known
+at import time; it is folded into static properties of the graph op, as is every
+operator whose data inputs are all known (so shape arithmetic such as
+Shape -> Gather -> Concat -> Reshape disappears at import):
+
+    Reshape(x: [2, 3, 4], shape=[0, -1])   ->  graph.reshape %x : (...) -> tensor<2x12xf32>
+    Slice(x: [20, 10], starts=[-1], ends=[-11], axes=[1], steps=[-1])
+                                           ->  graph.slice %x starts [0, 9] steps [1, -1]
+    Pad(x, pads=[0, -1, 1, 2]) (negative pads crop first)
+                                           ->  graph.slice, then graph.pad
+
+`IMPORT_TIME_INPUTS` lists, per operator, the inputs that must be known at import
+time; a test driver that feeds them as graph inputs can bind them to constants first.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.ir import SSAValue
+
+from strato.dialects import graph
+from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
+
+IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
+    "Reshape": (1,),
+    "Squeeze": (1,),
+    "Unsqueeze": (1,),
+    "Split": (1,),
+    "Slice": (1, 2, 3, 4),
+    "Pad": (1, 2, 3),
+    "Expand": (1,),
+    "Dropout": (1, 2),
+}
+"""The inputs of each operator that must be known at import time (by position)."""
+
+
+# -- reading import-time inputs ---------------------------------------------------
+
+
+def int_list_input(ctx: NodeContext, index: int, what: str) -> list[int]:
+    """Integer input `index` (a shape, axes, ...), which must be known at import time."""
+    array = ctx.known(index)
+    if array is None:
+        raise ctx.error(
+            f"{what} (input '{ctx.input_name(index)}') must be known at import time (an "
+            "initializer or a Constant): strato compiles static shapes"
+        )
+    if array.dtype.kind not in "iu":
+        raise ctx.error(f"{what} must be an integer tensor, got {array.dtype}")
+    if array.ndim > 1:
+        raise ctx.error(f"{what} must be a 1-D tensor, got shape {list(array.shape)}")
+    return [int(v) for v in array.reshape(-1)]
+
+
+def axes_of(ctx: NodeContext, input_index: int) -> list[int] | None:
+    """The `axes` of a node: the attribute (older opsets) or input `input_index`
+    (newer ones), or None when neither is given."""
+    if ctx.has_attr("axes"):
+        return [int(a) for a in ctx.attr("axes")]
+    if ctx.has_input(input_index):
+        return int_list_input(ctx, input_index, "axes")
+    return None
+
+
+def normalize_axis(ctx: NodeContext, axis: int, rank: int, what: str = "axis") -> int:
+    """`axis` in [-rank, rank) as a non-negative axis, or a diagnostic."""
+    if not -rank <= axis < rank:
+        raise ctx.error(f"{what} {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def normalize_axes(ctx: NodeContext, axes: Sequence[int], rank: int) -> list[int]:
+    """Distinct axes in [-rank, rank), made non-negative, in the given order."""
+    result = [normalize_axis(ctx, a, rank) for a in axes]
+    if len(set(result)) != len(result):
+        raise ctx.error(f"axes {list(axes)} repeat an axis")
+    return result
+
+
+def input_shape(ctx: NodeContext, index: int) -> tuple[int, ...]:
+    """The static shape of input `index`, whatever its element type."""
+    return shape_of(_data(ctx, index))
+
+
+def _data(ctx: NodeContext, index: int = 0) -> ImportedValue:
+    """A data input: the array when known at import time (any element type), else
+    its SSA value."""
+    known = ctx.known(index)
+    return known if known is not None else ctx.operand(index)
+
+
+def _reshaped(ctx: NodeContext, shape: Sequence[int]) -> ImportedValue:
+    """Input 0 with a new shape (no op when the shape does not change)."""
+    x = _data(ctx)
+    shape = tuple(int(d) for d in shape)
+    if isinstance(x, np.ndarray):
+        return x.reshape(shape)
+    if shape_of(x) == shape:
+        return x
+    return ctx.emit(graph.ReshapeOp(x, shape)).results[0]
+
+
+# -- reshapes ---------------------------------------------------------------------
+
+
+def convert_flatten(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Flatten: [d_0 .. d_n] -> [d_0 * .. * d_(axis-1), d_axis * .. * d_n]."""
+    shape = input_shape(ctx, 0)
+    axis = int(ctx.attr("axis", 1))
+    if not -len(shape) <= axis <= len(shape):
+        raise ctx.error(f"axis {axis} is out of range for rank {len(shape)}")
+    if axis < 0:
+        axis += len(shape)
+    return [_reshaped(ctx, (math.prod(shape[:axis]), math.prod(shape[axis:])))]
+
+
+def convert_reshape(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Reshape: 0 copies the input dimension (a literal 0 with allowzero=1), -1
+    is inferred from the element count."""
+    source = input_shape(ctx, 0)
+    if ctx.has_attr("shape"):  # opset < 5
+        requested = [int(d) for d in ctx.attr("shape")]
+    else:
+        requested = int_list_input(ctx, 1, "the target shape")
+    allow_zero = ctx.flag_attr("allowzero")
+    if allow_zero and 0 in requested and -1 in requested:
+        raise ctx.error("a shape with both 0 and -1 is invalid with allowzero=1")
+    shape: list[int] = []
+    for n, size in enumerate(requested):
+        if size == 0 and not allow_zero:
+            if n >= len(source):
+                raise ctx.error(
+                    f"shape {requested} copies dimension {n}, which the rank-{len(source)} "
+                    "input does not have"
+                )
+            size = source[n]
+        elif size < -1:
+            raise ctx.error(f"shape {requested} has the invalid dimension {size}")
+        shape.append(size)
+    count = math.prod(source)
+    if shape.count(-1) > 1:
+        raise ctx.error(f"shape {requested} has more than one -1")
+    if -1 in shape:
+        known = math.prod(d for d in shape if d != -1)
+        if known == 0 or count % known:
+            raise ctx.error(f"cannot reshape {list(source)} to {requested}")
+        shape[shape.index(-1)] = count // known
+    if math.prod(shape) != count:
+        raise ctx.error(f"cannot reshape {list(source)} ({count} elements) to {requested}")
+    return [_reshaped(ctx, shape)]
+
+
+def convert_squeeze(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Squeeze: drop the given size-1 axes (all size-1 axes by default)."""
+    shape = input_shape(ctx, 0)
+    axes = axes_of(ctx, 1)
+    if axes is None:
+        dropped = {d for d, size in enumerate(shape) if size == 1}
+    else:
+        dropped = set(normalize_axes(ctx, axes, len(shape)))
+        for d in sorted(dropped):
+            if shape[d] != 1:
+                raise ctx.error(f"cannot squeeze axis {d} of size {shape[d]}")
+    return [_reshaped(ctx, [size for d, size in enumerate(shape) if d not in dropped])]
+
+
+def convert_unsqueeze(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Unsqueeze: insert size-1 axes at the given positions of the result."""
+    shape = input_shape(ctx, 0)
+    axes = axes_of(ctx, 1)
+    if axes is None:
+        raise ctx.error("axes are required")
+    rank = len(shape) + len(axes)
+    inserted = set(normalize_axes(ctx, axes, rank))
+    rest = iter(shape)
+    return [_reshaped(ctx, [1 if d in inserted else next(rest) for d in range(rank)])]
+
+
+# -- transpose, concat, split -----------------------------------------------------
+
+
+def convert_transpose(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Transpose: perm defaults to reversing the dimensions."""
+    rank = len(input_shape(ctx, 0))
+    perm = [int(p) for p in ctx.attr("perm", list(reversed(range(rank))))]
+    if sorted(perm) != list(range(rank)):
+        raise ctx.error(f"perm {perm} is not a permutation of {rank} dimensions")
+    x = _data(ctx)
+    if isinstance(x, np.ndarray):
+        return [np.array(np.transpose(x, perm), order="C")]
+    if perm == list(range(rank)):
+        return [x]
+    return [ctx.emit(graph.TransposeOp(x, perm)).results[0]]
+
+
+def convert_concat(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Concat along `axis` (negative counts from the end)."""
+    count = len(ctx.node.input)
+    shapes = [input_shape(ctx, n) for n in range(count)]
+    axis = normalize_axis(ctx, int(ctx.attr("axis", 0)), len(shapes[0]))
+    for shape in shapes[1:]:
+        if len(shape) != len(shapes[0]) or any(
+            a != b for d, (a, b) in enumerate(zip(shape, shapes[0])) if d != axis
+        ):
+            raise ctx.error(
+                f"input shapes {list(shapes[0])} and {list(shape)} differ outside axis {axis}"
+            )
+    values = [_data(ctx, n) for n in range(count)]
+    if all(isinstance(v, np.ndarray) for v in values):
+        return [np.concatenate(values, axis=axis)]
+    operands = [ctx.operand(n) for n in range(count)]
+    if len(operands) == 1:
+        return [operands[0]]
+    return [ctx.emit(graph.ConcatOp(operands, axis)).results[0]]
+
+
+def split_sizes(ctx: NodeContext, dim: int, outputs: int) -> list[int]:
+    """The sizes of the pieces of a Split: the `split` input or attribute, else
+    `num_outputs` pieces of ceil(dim / num_outputs) (the last one smaller), else equal
+    pieces, one per output."""
+    if ctx.has_input(1):
+        sizes = int_list_input(ctx, 1, "split")
+    elif ctx.has_attr("split"):
+        sizes = [int(s) for s in ctx.attr("split")]
+    else:
+        count = int(ctx.attr("num_outputs", outputs))
+        if count != outputs:
+            raise ctx.error(f"num_outputs={count} but the node has {outputs} outputs")
+        if ctx.has_attr("num_outputs"):
+            chunk = -(-dim // count)
+            sizes = [chunk] * (count - 1) + [dim - chunk * (count - 1)]
+        else:
+            if dim % count:
+                raise ctx.error(f"cannot split {dim} elements into {count} equal parts")
+            sizes = [dim // count] * count
+    if len(sizes) != outputs:
+        raise ctx.error(f"split {sizes} has {len(sizes)} sizes for {outputs} outputs")
+    if any(s < 0 for s in sizes) or sum(sizes) != dim:
+        raise ctx.error(f"split sizes {sizes} do not cover the {dim} elements of the axis")
+    return sizes
+
+
+def convert_split(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Split along `axis` into consecutive pieces."""
+    shape = input_shape(ctx, 0)
+    axis = normalize_axis(ctx, int(ctx.attr("axis", 0)), len(shape))
+    sizes = split_sizes(ctx, shape[axis], len(ctx.node.output))
+    x = _data(ctx)
+    if isinstance(x, np.ndarray):
+        offsets = np.cumsum(sizes)[:-1]
+        return [p.copy() for p in np.split(x, offsets, axis=axis)]
+    if len(sizes) == 1:
+        return [x]
+    return list(ctx.emit(graph.SplitOp(x, axis, sizes)).results)
+
+
+# -- slice and pad ----------------------------------------------------------------
+
+
+def slice_bounds(
+    shape: Sequence[int],
+    starts: Sequence[int],
+    ends: Sequence[int],
+    axes: Sequence[int],
+    steps: Sequence[int],
+) -> tuple[list[int], list[int], list[int]]:
+    """ONNX Slice bounds made static: the first index, step and element count per
+    dimension. Negative starts and ends count from the end; then they are clamped to
+    [0, dim] (positive steps) or [0, dim - 1] and [-1, dim - 1] (negative steps)."""
+    first = [0] * len(shape)
+    step_of = [1] * len(shape)
+    sizes = list(shape)
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        dim = shape[axis]
+        start = start + dim if start < 0 else start
+        end = end + dim if end < 0 else end
+        if step > 0:
+            start, end = min(max(start, 0), dim), min(max(end, 0), dim)
+        else:
+            start, end = min(max(start, 0), dim - 1), min(max(end, -1), dim - 1)
+        size = max(0, -(-(end - start) // step))
+        first[axis] = start if size else 0
+        step_of[axis] = step
+        sizes[axis] = size
+    return first, step_of, sizes
+
+
+def _strided(
+    x: np.ndarray, starts: Sequence[int], steps: Sequence[int], sizes: Sequence[int]
+) -> np.ndarray:
+    if x.ndim == 0:
+        return x.copy()
+    index = [s + t * np.arange(n, dtype=np.int64) for s, t, n in zip(starts, steps, sizes)]
+    return np.array(x[np.ix_(*index)], order="C")
+
+
+def _sliced(
+    ctx: NodeContext,
+    x: ImportedValue,
+    starts: Sequence[int],
+    steps: Sequence[int],
+    sizes: Sequence[int],
+) -> ImportedValue:
+    if isinstance(x, np.ndarray):
+        return _strided(x, starts, steps, sizes)
+    shape = shape_of(x)
+    if all(s == 0 for s in starts) and all(t == 1 for t in steps) and tuple(sizes) == shape:
+        return x
+    return ctx.emit(graph.SliceOp(x, starts, steps, sizes)).results[0]
+
+
+def convert_slice(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Slice: starts, ends, axes and steps (inputs, or attributes before opset 10)
+    become a static `graph.slice`."""
+    shape = input_shape(ctx, 0)
+    if ctx.has_attr("starts"):  # opset < 10
+        starts = [int(v) for v in ctx.attr("starts")]
+        ends = [int(v) for v in ctx.attr("ends")]
+        axes = [int(v) for v in ctx.attr("axes", list(range(len(starts))))]
+        steps = [1] * len(starts)
+    else:
+        starts = int_list_input(ctx, 1, "starts")
+        ends = int_list_input(ctx, 2, "ends")
+        axes = int_list_input(ctx, 3, "axes") if ctx.has_input(3) else list(range(len(starts)))
+        steps = int_list_input(ctx, 4, "steps") if ctx.has_input(4) else [1] * len(starts)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.error(
+            f"starts, ends, axes and steps differ in length: {len(starts)}, {len(ends)}, "
+            f"{len(axes)}, {len(steps)}"
+        )
+    if 0 in steps:
+        raise ctx.error("steps must not be 0")
+    axes = normalize_axes(ctx, axes, len(shape))
+    first, step_of, sizes = slice_bounds(shape, starts, ends, axes, steps)
+    return [_sliced(ctx, _data(ctx), first, step_of, sizes)]
+
+
+_PAD_MODES = {mode.value: mode for mode in graph.PadMode}
+
+
+def convert_pad(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Pad (modes constant, reflect, edge, wrap). Pads, the constant value and
+    axes are inputs (attributes before opset 11) known at import time; negative pads
+    crop, with a `graph.slice` before the `graph.pad`."""
+    shape = input_shape(ctx, 0)
+    rank = len(shape)
+    mode_name = ctx.attr("mode", "constant")
+    if mode_name not in _PAD_MODES:
+        raise ctx.error(f"mode '{mode_name}' is not supported (constant, reflect, edge, wrap)")
+    mode = _PAD_MODES[mode_name]
+    if ctx.has_attr("pads") or ctx.has_attr("paddings"):  # opset < 11
+        pads = [int(p) for p in ctx.attr("pads", ctx.attr("paddings"))]
+        value = float(ctx.attr("value", 0.0))
+        axes = list(range(rank))
+    else:
+        pads = int_list_input(ctx, 1, "pads")
+        value = _pad_value(ctx)
+        axes = (
+            normalize_axes(ctx, int_list_input(ctx, 3, "axes"), rank)
+            if ctx.has_input(3)
+            else list(range(rank))
+        )
+    if len(pads) != 2 * len(axes):
+        raise ctx.error(f"pads {pads} must hold 2 values for each of {len(axes)} axes")
+    low, high = [0] * rank, [0] * rank
+    for n, axis in enumerate(axes):
+        low[axis], high[axis] = pads[n], pads[n + len(axes)]
+    for d in range(rank):
+        if shape[d] + low[d] + high[d] < 0:
+            raise ctx.error(f"pads {pads} remove more than the {shape[d]} elements of axis {d}")
+
+    x = _data(ctx)
+    if any(p < 0 for p in (*low, *high)):
+        starts = [max(-lo, 0) for lo in low]
+        sizes = [dim + min(lo, 0) + min(hi, 0) for dim, lo, hi in zip(shape, low, high)]
+        x = _sliced(ctx, x, starts, [1] * rank, sizes)
+        shape = tuple(sizes)
+        low, high = [max(p, 0) for p in low], [max(p, 0) for p in high]
+    for d, (dim, lo, hi) in enumerate(zip(shape, low, high)):
+        if not (lo or hi) or mode == graph.PadMode.CONSTANT:
+            continue
+        if dim == 0:
+            raise ctx.error(f"cannot pad the empty axis {d} in {mode.value} mode")
+        if mode == graph.PadMode.REFLECT and max(lo, hi) >= dim:
+            raise ctx.error(
+                f"reflect pads ({lo}, {hi}) of axis {d} must be smaller than its size {dim}"
+            )
+    if isinstance(x, np.ndarray):
+        widths = list(zip(low, high))
+        if mode == graph.PadMode.CONSTANT:
+            return [np.pad(x, widths, constant_values=np.asarray(value).astype(x.dtype))]
+        return [np.pad(x, widths, mode=mode.value)]
+    if not any(low) and not any(high):
+        return [x]
+    constant = value if mode == graph.PadMode.CONSTANT and value != 0.0 else None
+    return [ctx.emit(graph.PadOp(x, low, high, mode, constant)).results[0]]
+
+
+def _pad_value(ctx: NodeContext) -> float:
+    if not ctx.has_input(2):
+        return 0.0
+    value = ctx.known(2)
+    if value is None:
+        raise ctx.error(
+            f"the constant value (input '{ctx.input_name(2)}') must be known at import time"
+        )
+    if value.size != 1:
+        raise ctx.error(f"the constant value must be a scalar, got shape {list(value.shape)}")
+    return float(value.reshape(()))
+
+
+# -- gather, shape, expand --------------------------------------------------------
+
+
+def convert_gather(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Gather along `axis` (numpy `take`; negative indices count from the end).
+    Known indices become an i64 constant operand of `graph.gather`."""
+    shape = input_shape(ctx, 0)
+    axis = normalize_axis(ctx, int(ctx.attr("axis", 0)), len(shape))
+    indices = ctx.known(1)
+    if indices is not None:
+        if indices.dtype.kind not in "iu":
+            raise ctx.error(f"indices must be integers, got {indices.dtype}")
+        size = shape[axis]
+        if indices.size and (indices.min() < -size or indices.max() >= size):
+            raise ctx.error(f"indices out of range [{-size}, {size}) for axis {axis}")
+        indices = np.where(indices < 0, indices + size, indices).astype(np.int64)
+    data = _data(ctx)
+    if isinstance(data, np.ndarray) and indices is not None:
+        return [np.take(data, indices, axis=axis)]
+    if isinstance(data, np.ndarray):
+        data = _constant(ctx, data, ctx.input_name(0))
+    if indices is not None:
+        index_operand = _constant(ctx, indices, ctx.input_name(1))
+    else:
+        index_operand = ctx.operand(1)
+    return [ctx.emit(graph.GatherOp(data, index_operand, axis)).results[0]]
+
+
+def _constant(ctx: NodeContext, array: np.ndarray, name: str) -> SSAValue:
+    """A graph.constant of `array` with its own element type."""
+    op = ctx.emit(graph.ConstantOp.from_array(array))
+    op.results[0].name_hint = name
+    return op.results[0]
+
+
+def convert_shape(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Shape: the static shape as an int64 array (start/end select a range of
+    dimensions, clamped to the rank)."""
+    shape = input_shape(ctx, 0)
+    rank = len(shape)
+
+    def clamp(bound: int) -> int:
+        bound = bound + rank if bound < 0 else bound
+        return min(max(bound, 0), rank)
+
+    start = clamp(int(ctx.attr("start", 0)))
+    end = clamp(int(ctx.attr("end", rank)))
+    return [np.array(shape[start:end], dtype=np.int64)]
+
+
+def convert_expand(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Expand: numpy broadcasting of the input with the given shape."""
+    source = input_shape(ctx, 0)
+    requested = int_list_input(ctx, 1, "the shape")
+    shape = ctx.broadcast(source, requested)
+    x = _data(ctx)
+    if isinstance(x, np.ndarray):
+        return [np.broadcast_to(x, shape).copy()]
+    if shape == tuple(source):
+        return [x]
+    return [ctx.emit(graph.BroadcastToOp(x, shape)).results[0]]
+
+
+# -- identity and dropout ---------------------------------------------------------
+
+
+def convert_identity(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Identity -> graph.identity (graph simplification removes it)."""
+    x = _data(ctx)
+    if isinstance(x, np.ndarray):
+        return [x]
+    return [ctx.emit(graph.IdentityOp(x)).results[0]]
+
+
+def convert_dropout(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Dropout at inference -> graph.dropout, and the all-true mask when asked
+    for. Training mode is accepted only with ratio 0, where it is the identity too."""
+    ratio = _dropout_ratio(ctx)
+    if _dropout_training(ctx) and ratio != 0.0:
+        shown = "unknown" if ratio is None else f"{ratio:g}"
+        raise ctx.error(
+            f"training mode with ratio {shown} is not supported: strato compiles "
+            "inference, where Dropout passes its input through"
+        )
+    if ratio is not None and not 0.0 <= ratio < 1.0:
+        raise ctx.error(f"ratio {ratio:g} is not in [0, 1)")
+    x = _data(ctx)
+    if isinstance(x, np.ndarray):
+        y: ImportedValue = x
+    else:
+        y = ctx.emit(graph.DropoutOp(x, ratio)).results[0]
+    results = [y]
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+        results.append(np.ones(input_shape(ctx, 0), dtype=np.bool_))
+    return results
+
+
+def _dropout_ratio(ctx: NodeContext) -> float | None:
+    if ctx.has_attr("ratio"):  # opset < 12
+        return float(ctx.attr("ratio"))
+    if not ctx.has_input(1):
+        return 0.5
+    ratio = ctx.known(1)
+    return None if ratio is None else float(np.asarray(ratio).reshape(()))
+
+
+def _dropout_training(ctx: NodeContext) -> bool:
+    if ctx.has_attr("is_test"):  # opset < 7
+        return not ctx.attr("is_test")
+    if not ctx.has_input(2):
+        return False
+    training = ctx.known(2)
+    if training is None:
+        raise ctx.error(f"training_mode (input '{ctx.input_name(2)}') must be known at import time")
+    return bool(np.asarray(training).reshape(()))
