@@ -1,3 +1,386 @@
-"""Strategies of neural-network operators: convolution, pooling, normalization, softmax."""
+"""Strategies of convolution and pooling operators (channel-first layouts).
+
+A padded window never reads outside its input: a "pad" stage first copies the input
+into a larger tensor (reading with a clamped index and selecting the pad value outside
+the input), and the reduction then reads the padded tensor at plain affine indices
+o * stride + k * dilation. That keeps the reduction's inner loop a load, a multiply and
+an add, which LLVM vectorizes and strength-reduces, at the cost of one copy of the
+input; unpadded windows read their input directly. Reduction axes of extent 1 (a
+depthwise convolution's channel axis, a 1x1 kernel) are dropped.
+
+    graph.conv (padding [1, 1, 1, 1], bias)  ->  pad -> conv (sum over c, kh, kw) -> bias_add
+    graph.conv_transpose                      ->  conv_transpose (gather form) -> bias_add
+    graph.max_pool                            ->  [pad with -inf] -> max_pool (max over kh, kw)
+    graph.avg_pool                            ->  [pad] -> avg_pool_sum -> [window_count] -> avg_pool
+    graph.global_avg_pool                     ->  global_avg_pool_sum -> global_avg_pool
+
+A transposed convolution is computed in gather form, one output element at a time:
+output o receives input i through tap k when o + pad_begin - k * dilation = i * stride,
+so each tap tests that the difference is a multiple of the stride inside the input
+(the test folds to a range check for stride 1). No output is scattered into.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.ir import Operation, SSAValue
+
+from strato.dialects import graph, te
+from strato.dialects.graph import lowest_value
+from strato.dialects.tensor_types import numpy_dtype
+from strato.strategies import strategy
+from strato.strategies.builder import (
+    PrimitiveBuilder,
+    ScalarBuilder,
+    element_type_of,
+    shape_of,
+)
+
+# -- index arithmetic the scalar builder does not offer ----------------------------------
+
+
+def _append(s: ScalarBuilder, op: Operation) -> SSAValue:
+    s.block.add_op(op)
+    return op.results[0]
+
+
+def _and(s: ScalarBuilder, lhs: SSAValue | None, rhs: SSAValue) -> SSAValue:
+    """lhs && rhs on i1, where a missing lhs is true."""
+    return rhs if lhs is None else _append(s, arith.AndIOp(lhs, rhs))
+
+
+def _div(s: ScalarBuilder, value: SSAValue, divisor: int) -> SSAValue:
+    """value / divisor for a non-negative index value."""
+    return value if divisor == 1 else _append(s, arith.DivUIOp(value, s.index(divisor)))
+
+
+def _rem(s: ScalarBuilder, value: SSAValue, divisor: int) -> SSAValue:
+    """value mod divisor for a non-negative index value."""
+    return _append(s, arith.RemUIOp(value, s.index(divisor)))
+
+
+def _scaled(s: ScalarBuilder, value: SSAValue, factor: int) -> SSAValue:
+    return value if factor == 1 else s.index_mul(value, s.index(factor))
+
+
+def _offset(s: ScalarBuilder, value: SSAValue, offset: int) -> SSAValue:
+    return value if offset == 0 else s.index_add(value, s.index(offset))
+
+
+def _below(s: ScalarBuilder, value: SSAValue, bound: int) -> SSAValue:
+    """0 <= value < bound, as one unsigned comparison (a negative index is huge)."""
+    return s.index_cmp("ult", value, s.index(bound))
+
+
+def _window_position(
+    s: ScalarBuilder, out: SSAValue, tap: SSAValue | None, stride: int, dilation: int
+) -> SSAValue:
+    """out * stride + tap * dilation (tap None is tap 0)."""
+    position = _scaled(s, out, stride)
+    if tap is None:
+        return position
+    return s.index_add(position, _scaled(s, tap, dilation))
+
+
+class ReductionAxes:
+    """The reduction axes of a window stage with the extent-1 axes dropped: `axes(k)`
+    maps the stage's reduction arguments back to one index (or None for 0) per axis."""
+
+    def __init__(self, extents: Sequence[int]):
+        self.extents = list(extents)
+        self.kept = [n for n, e in enumerate(extents) if e > 1] or [0]
+
+    @property
+    def stage_extents(self) -> list[int]:
+        return [self.extents[n] for n in self.kept]
+
+    def axes(self, args: Sequence[SSAValue]) -> list[SSAValue | None]:
+        result: list[SSAValue | None] = [None] * len(self.extents)
+        for n, arg in zip(self.kept, args, strict=True):
+            result[n] = arg
+        return result
+
+
+def _index_or_zero(s: ScalarBuilder, value: SSAValue | None) -> SSAValue:
+    return s.index(0) if value is None else value
+
+
+# -- shared stages --------------------------------------------------------------------
+
+
+def pad_stage(
+    pb: PrimitiveBuilder,
+    x: SSAValue,
+    pads_begin: Sequence[int],
+    extents: Sequence[int],
+    value: float,
+) -> SSAValue:
+    """x [N, C, X..] placed at offset `pads_begin` in a tensor of spatial `extents`,
+    `value` elsewhere; `x` itself when that is the identity."""
+    shape = shape_of(x)
+    sizes = shape[2:]
+    if tuple(extents) == tuple(sizes) and not any(pads_begin):
+        return x
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        inside: SSAValue | None = None
+        source = list(idx[:2])
+        for d, (begin, size, extent) in enumerate(zip(pads_begin, sizes, extents)):
+            position = idx[2 + d]
+            if begin == 0 and extent == size:
+                source.append(position)
+                continue
+            shifted = position if begin == 0 else s.index_sub(position, s.index(begin))
+            in_bounds = _below(s, shifted, size)
+            inside = _and(s, inside, in_bounds)
+            source.append(s.index_select(in_bounds, shifted, s.index(0)))
+        element = s.read(x, source)
+        assert inside is not None
+        return s.select(inside, element, s.const(value))
+
+    return pb.compute("pad", (*shape[:2], *extents), body, element_type_of(x))
+
+
+def bias_stage(pb: PrimitiveBuilder, acc: SSAValue, bias: SSAValue) -> SSAValue:
+    """acc[n, m, ..] + bias[m]."""
+    return pb.compute(
+        "bias_add",
+        shape_of(acc),
+        lambda s, idx: s.add(s.read(acc, idx), s.read(bias, [idx[1]])),
+        element_type_of(acc),
+    )
+
+
+# -- convolution ----------------------------------------------------------------------
+
+
+def _group_channel(
+    s: ScalarBuilder, m: SSAValue, c: SSAValue | None, per_group_out: int, per_group_in: int
+) -> SSAValue:
+    """The input channel g * per_group_in + c of output channel m, g = m / per_group_out."""
+    group = _div(s, m, per_group_out)
+    base = _scaled(s, group, per_group_in)
+    return base if c is None else s.index_add(base, c)
+
+
+@strategy(graph.ConvOp)
+def conv(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """result[n, m, o..] = sum_{c, k..} x'[n, g*Cg + c, o*stride + k*dilation ..] * w[m, c, k..]
+    (+ bias[m]), x' the zero-padded input, g = m / (M / groups)."""
+    assert isinstance(op, graph.ConvOp)
+    x, w = inputs[0], inputs[1]
+    dtype = element_type_of(x)
+    out_shape = shape_of(op.results[0])
+    x_shape, w_shape = shape_of(x), shape_of(w)
+    groups = op.group_count
+    per_group_in, per_group_out = w_shape[1], w_shape[0] // groups
+    strides, dilations = op.stride_values, op.dilation_values
+    padded_sizes = [
+        size + begin + end for size, begin, end in zip(x_shape[2:], op.pads_begin, op.pads_end)
+    ]
+    xp = pad_stage(pb, x, op.pads_begin, padded_sizes, 0)
+    axes = ReductionAxes([per_group_in, *w_shape[2:]])
+
+    def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        n, m, outs = idx[0], idx[1], idx[2:]
+        c, *taps = axes.axes(k)
+        if groups == 1:
+            channel = _index_or_zero(s, c)
+        else:
+            channel = _group_channel(s, m, c, per_group_out, per_group_in)
+        positions = [
+            _window_position(s, o, tap, stride, dilation)
+            for o, tap, stride, dilation in zip(outs, taps, strides, dilations)
+        ]
+        a = s.read(xp, [n, channel, *positions])
+        b = s.read(w, [m, _index_or_zero(s, c), *(_index_or_zero(s, t) for t in taps)])
+        return s.mul(a, b)
+
+    result = pb.reduce("conv", te.ReduceKind.SUM, out_shape, axes.stage_extents, product, dtype)
+    if len(inputs) > 2:
+        result = bias_stage(pb, result, inputs[2])
+    return [result]
+
+
+@strategy(graph.ConvTransposeOp)
+def conv_transpose(
+    pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """result[n, m, o..] = sum_{c, k..} [o + pad_begin - k*dilation = i*stride, 0 <= i < X]
+    x[n, g*Cg + c, i..] * w[g*Cg + c, m mod Mg, k..] (+ bias[m]), g = m / Mg."""
+    assert isinstance(op, graph.ConvTransposeOp)
+    x, w = inputs[0], inputs[1]
+    dtype = element_type_of(x)
+    out_shape = shape_of(op.results[0])
+    x_shape, w_shape = shape_of(x), shape_of(w)
+    groups = op.group_count
+    per_group_in, per_group_out = x_shape[1] // groups, w_shape[1]
+    strides, dilations = op.stride_values, op.dilation_values
+    axes = ReductionAxes([per_group_in, *w_shape[2:]])
+
+    def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        n, m, outs = idx[0], idx[1], idx[2:]
+        c, *taps = axes.axes(k)
+        if groups == 1:
+            channel, out_channel = _index_or_zero(s, c), m
+        else:
+            channel = _group_channel(s, m, c, per_group_out, per_group_in)
+            out_channel = s.index(0) if per_group_out == 1 else _rem(s, m, per_group_out)
+        valid: SSAValue | None = None
+        sources = []
+        for d, (o, tap) in enumerate(zip(outs, taps)):
+            # t = o + pad_begin - tap * dilation must be i * stride with 0 <= i < X
+            t = _offset(s, o, op.pads_begin[d])
+            if tap is not None:
+                t = s.index_sub(t, _scaled(s, tap, dilations[d]))
+            hit = _below(s, t, (x_shape[2 + d] - 1) * strides[d] + 1)
+            if strides[d] > 1:
+                # t is only used once it is known to be non-negative
+                phase = _rem(s, s.index_select(hit, t, s.index(0)), strides[d])
+                hit = _and(s, hit, s.index_cmp("eq", phase, s.index(0)))
+            valid = _and(s, valid, hit)
+            sources.append(_div(s, s.index_select(hit, t, s.index(0)), strides[d]))
+        a = s.read(x, [n, channel, *sources])
+        b = s.read(w, [channel, out_channel, *(_index_or_zero(s, t) for t in taps)])
+        assert valid is not None
+        return s.select(valid, s.mul(a, b), s.const(0))
+
+    result = pb.reduce(
+        "conv_transpose", te.ReduceKind.SUM, out_shape, axes.stage_extents, product, dtype
+    )
+    if len(inputs) > 2:
+        result = bias_stage(pb, result, inputs[2])
+    return [result]
+
+
+# -- pooling --------------------------------------------------------------------------
+
+
+def _pool_reduce(
+    pb: PrimitiveBuilder,
+    op: graph.PoolOp,
+    stage: str,
+    kind: te.ReduceKind,
+    padded: SSAValue,
+) -> SSAValue:
+    """The reduction of each window of `padded` (laid out as `op.padded_extents`)."""
+    axes = ReductionAxes(op.kernel_shape)
+
+    def read_tap(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        taps = axes.axes(k)
+        positions = [
+            _window_position(s, o, tap, stride, dilation)
+            for o, tap, stride, dilation in zip(idx[2:], taps, op.stride_values, op.dilation_values)
+        ]
+        return s.read(padded, [idx[0], idx[1], *positions])
+
+    return pb.reduce(
+        stage,
+        kind,
+        shape_of(op.results[0]),
+        axes.stage_extents,
+        read_tap,
+        element_type_of(padded),
+    )
+
+
+@strategy(graph.MaxPoolOp)
+def max_pool(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """result[n, c, o..] = max_k x'[n, c, o*stride + k*dilation ..], x' padded with the
+    lowest value of the element type (-inf)."""
+    assert isinstance(op, graph.MaxPoolOp)
+    (x,) = inputs
+    lowest = lowest_value(numpy_dtype(element_type_of(x)))
+    padded = pad_stage(pb, x, op.pads_begin, op.padded_extents(), lowest)
+    return [_pool_reduce(pb, op, "max_pool", te.ReduceKind.MAX, padded)]
+
+
+@strategy(graph.AvgPoolOp)
+def avg_pool(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """result[n, c, o..] = sum_k x'[n, c, o*stride + k*dilation ..] / count(o..), x'
+    zero-padded. count is a constant when every window counts the same taps, else a
+    small stage over the output's spatial positions."""
+    assert isinstance(op, graph.AvgPoolOp)
+    (x,) = inputs
+    dtype = element_type_of(x)
+    out_shape = shape_of(op.results[0])
+    padded = pad_stage(pb, x, op.pads_begin, op.padded_extents(), 0)
+    total = _pool_reduce(pb, op, "avg_pool_sum", te.ReduceKind.SUM, padded)
+    counts = op.window_counts()
+    if np.all(counts == counts.flat[0]):
+        count = float(counts.flat[0])
+        return [
+            pb.compute(
+                "avg_pool",
+                out_shape,
+                lambda s, idx: s.div(s.read(total, idx), s.const(count)),
+                dtype,
+            )
+        ]
+    window_count = _window_count_stage(pb, op)
+    return [
+        pb.compute(
+            "avg_pool",
+            out_shape,
+            lambda s, idx: s.div(s.read(total, idx), s.read(window_count, idx[2:])),
+            dtype,
+        )
+    ]
+
+
+def _window_count_stage(pb: PrimitiveBuilder, op: graph.AvgPoolOp) -> SSAValue:
+    """count[o..] = the number of taps of window o.. inside the counted range."""
+    axes = ReductionAxes(op.kernel_shape)
+    ranges = [op.counted_range(d) for d in range(op.spatial_rank)]
+
+    def counted(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        inside: SSAValue | None = None
+        for d, tap in enumerate(axes.axes(k)):
+            position = _window_position(s, idx[d], tap, op.stride_values[d], op.dilation_values[d])
+            begin, end = ranges[d]
+            shifted = position if begin == 0 else s.index_sub(position, s.index(begin))
+            inside = _and(s, inside, _below(s, shifted, end - begin))
+        assert inside is not None
+        return s.select(inside, s.const(1), s.const(0))
+
+    return pb.reduce(
+        "window_count",
+        te.ReduceKind.SUM,
+        op.output_sizes(),
+        axes.stage_extents,
+        counted,
+        element_type_of(op.input),
+    )
+
+
+@strategy(graph.GlobalAvgPoolOp)
+def global_avg_pool(
+    pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """result[n, c, 0..] = sum_{x..} input[n, c, x..] / (X0 * X1 * ..)."""
+    assert isinstance(op, graph.GlobalAvgPoolOp)
+    (x,) = inputs
+    dtype = element_type_of(x)
+    shape = shape_of(x)
+    out_shape = shape_of(op.results[0])
+    axes = ReductionAxes(shape[2:])
+
+    def read(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        spatial = [_index_or_zero(s, a) for a in axes.axes(k)]
+        return s.read(x, [idx[0], idx[1], *spatial])
+
+    total = pb.reduce(
+        "global_avg_pool_sum", te.ReduceKind.SUM, out_shape, axes.stage_extents, read, dtype
+    )
+    size = float(np.prod(shape[2:]))
+    return [
+        pb.compute(
+            "global_avg_pool",
+            out_shape,
+            lambda s, idx: s.div(s.read(total, idx), s.const(size)),
+            dtype,
+        )
+    ]
