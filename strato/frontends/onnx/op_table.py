@@ -27,6 +27,13 @@ from strato.frontends.onnx.convert_layout import (
     convert_unsqueeze,
 )
 from strato.frontends.onnx.convert_linear import convert_gemm, convert_matmul
+from strato.frontends.onnx.convert_nn import (
+    convert_average_pool,
+    convert_conv,
+    convert_conv_transpose,
+    convert_global_average_pool,
+    convert_max_pool,
+)
 from strato.frontends.onnx.convert_reduce import (
     convert_reduce_max,
     convert_reduce_mean,
@@ -36,16 +43,21 @@ from strato.frontends.onnx.convert_rnn import convert_lstm
 
 ONNX_CONVERTERS: dict[str, Converter] = {
     "Add": convert_add,
+    "AveragePool": convert_average_pool,
     "Concat": convert_concat,
     "Constant": convert_constant,
+    "Conv": convert_conv,
+    "ConvTranspose": convert_conv_transpose,
     "Dropout": convert_dropout,
     "Expand": convert_expand,
     "Flatten": convert_flatten,
     "Gather": convert_gather,
     "Gemm": convert_gemm,
+    "GlobalAveragePool": convert_global_average_pool,
     "Identity": convert_identity,
     "LSTM": convert_lstm,
     "MatMul": convert_matmul,
+    "MaxPool": convert_max_pool,
     "Mul": convert_mul,
     "Pad": convert_pad,
     "ReduceMax": convert_reduce_max,

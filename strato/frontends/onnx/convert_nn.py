@@ -1,0 +1,250 @@
+"""Converters for ONNX convolution and pooling: Conv, ConvTranspose, MaxPool,
+AveragePool and GlobalAveragePool.
+
+ONNX's `auto_pad` is resolved here into the explicit begin/end padding the graph ops
+carry, so the ops never see SAME_UPPER / SAME_LOWER / VALID; ConvTranspose's
+`output_shape` likewise becomes padding (and output padding when the requested output
+is larger than the natural one).
+
+    Conv(x, W, B, auto_pad=SAME_UPPER, strides=[2, 2])  ->  graph.conv %x, %W, %B
+        strides [2, 2] padding [0, 0, 1, 1] ...                (for 4x4 input, 3x3 kernel)
+    MaxPool(x, kernel_shape=[3, 3], pads=[1, 1, 1, 1])    ->  graph.max_pool %x kernel [3, 3] ...
+    GlobalAveragePool(x)                                  ->  graph.global_avg_pool %x
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.ir import Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from strato.dialects import graph
+from strato.dialects.graph import MAX_SPATIAL_RANK, static_shape, window_extent
+from strato.frontends.onnx.conversion import ImportedValue, NodeContext
+
+_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def _spatial_rank(ctx: NodeContext) -> int:
+    """The number of spatial dimensions of input 0, which must be [N, C, spatial..]."""
+    shape = ctx.shape(0)
+    rank = len(shape) - 2
+    if rank < 1 or rank > MAX_SPATIAL_RANK:
+        raise ctx.error(
+            f"input must be [N, C, spatial..] with 1 to {MAX_SPATIAL_RANK} spatial "
+            f"dimensions, got shape {list(shape)}"
+        )
+    return rank
+
+
+def _ints(ctx: NodeContext, name: str, count: int, default: int) -> list[int]:
+    """An integer-list attribute with `count` entries (all `default` when absent)."""
+    values = ctx.attr(name)
+    if values is None:
+        return [default] * count
+    values = [int(v) for v in values]
+    if len(values) != count:
+        raise ctx.error(f"attribute {name} has {len(values)} entries, expected {count}")
+    return values
+
+
+def _auto_pad(ctx: NodeContext) -> str:
+    mode = ctx.attr("auto_pad", "NOTSET")
+    if mode not in _AUTO_PADS:
+        raise ctx.error(f"attribute auto_pad={mode} is not one of {', '.join(_AUTO_PADS)}")
+    return mode
+
+
+def _split_total(total: int, mode: str) -> tuple[int, int]:
+    """(begin, end) padding of `total`: SAME_LOWER puts the odd element first."""
+    small, large = total // 2, total - total // 2
+    return (large, small) if mode == "SAME_LOWER" else (small, large)
+
+
+def _window_padding(
+    ctx: NodeContext,
+    sizes: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> list[int]:
+    """The explicit [begin.., end..] padding of a Conv or pooling node: its `pads`
+    attribute, or what its `auto_pad` implies. SAME keeps ceil(size / stride) outputs."""
+    mode = _auto_pad(ctx)
+    rank = len(sizes)
+    if mode == "NOTSET":
+        pads = _ints(ctx, "pads", 2 * rank, 0)
+        if any(p < 0 for p in pads):
+            raise ctx.error(f"negative pads {pads} are not supported")
+        return pads
+    if mode == "VALID":
+        return [0] * (2 * rank)
+    begins, ends = [], []
+    for size, k, s, d in zip(sizes, kernel, strides, dilations):
+        out = -(-size // s)
+        total = max(0, (out - 1) * s + window_extent(k, d) - size)
+        begin, end = _split_total(total, mode)
+        begins.append(begin)
+        ends.append(end)
+    return begins + ends
+
+
+def _check_fits(ctx: NodeContext, shape: Sequence[int]) -> None:
+    """A diagnostic unless every spatial output size is positive."""
+    for dim, size in enumerate(shape[2:]):
+        if size < 1:
+            raise ctx.error(
+                f"the window does not fit the padded input along spatial dimension {dim} "
+                f"(output size {size})"
+            )
+
+
+def _checked(ctx: NodeContext, op: Operation) -> SSAValue:
+    """Emit `op` once it verifies; its verifier's complaint becomes a diagnostic."""
+    _check_fits(ctx, static_shape(op.results[0]))
+    try:
+        op.verify()
+    except VerifyException as error:
+        raise ctx.error(str(error)) from None
+    return ctx.emit(op).results[0]
+
+
+def _kernel_of_weight(ctx: NodeContext, rank: int) -> list[int]:
+    """The kernel dims of input 1 (the weight), checked against `kernel_shape`."""
+    weight = ctx.shape(1)
+    if len(weight) != rank + 2:
+        raise ctx.error(
+            f"weight must have rank {rank + 2} like the input, got shape {list(weight)}"
+        )
+    kernel = list(weight[2:])
+    if ctx.has_attr("kernel_shape") and _ints(ctx, "kernel_shape", rank, 1) != kernel:
+        raise ctx.error(
+            f"attribute kernel_shape={list(ctx.attr('kernel_shape'))} differs from the "
+            f"weight's kernel {kernel}"
+        )
+    return kernel
+
+
+def _bias(ctx: NodeContext) -> SSAValue | None:
+    return ctx.operand(2) if ctx.has_input(2) else None
+
+
+def convert_conv(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Conv -> graph.conv (bias as its optional operand)."""
+    rank = _spatial_rank(ctx)
+    kernel = _kernel_of_weight(ctx, rank)
+    strides = _ints(ctx, "strides", rank, 1)
+    dilations = _ints(ctx, "dilations", rank, 1)
+    padding = _window_padding(ctx, ctx.shape(0)[2:], kernel, strides, dilations)
+    op = graph.ConvOp(
+        ctx.operand(0),
+        ctx.operand(1),
+        _bias(ctx),
+        strides=strides,
+        padding=padding,
+        dilations=dilations,
+        groups=int(ctx.attr("group", 1)),
+    )
+    return [_checked(ctx, op)]
+
+
+def convert_conv_transpose(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX ConvTranspose -> graph.conv_transpose.
+
+    `output_shape` (or SAME auto_pad, which asks for input * stride) fixes the padding:
+    the natural output stride * (X - 1) + output_padding + (K - 1) * dilation + 1 is
+    cropped to the requested size, the odd element at the end for SAME_UPPER and at the
+    beginning otherwise (as the ONNX specification says); a requested size larger than
+    the natural one extends the output padding.
+    """
+    rank = _spatial_rank(ctx)
+    kernel = _kernel_of_weight(ctx, rank)
+    sizes = ctx.shape(0)[2:]
+    strides = _ints(ctx, "strides", rank, 1)
+    dilations = _ints(ctx, "dilations", rank, 1)
+    output_padding = _ints(ctx, "output_padding", rank, 0)
+    mode = _auto_pad(ctx)
+    requested = ctx.attr("output_shape")
+    if requested is not None:
+        requested = [int(v) for v in requested]
+        if len(requested) == rank + 2:
+            requested = requested[2:]
+        if len(requested) != rank:
+            raise ctx.error(f"attribute output_shape has {len(requested)} entries, expected {rank}")
+    elif mode in ("SAME_UPPER", "SAME_LOWER"):
+        requested = [size * s for size, s in zip(sizes, strides)]
+    if requested is not None:
+        begins, ends = [], []
+        for d in range(rank):
+            natural = (
+                strides[d] * (sizes[d] - 1)
+                + output_padding[d]
+                + window_extent(kernel[d], dilations[d])
+            )
+            total = natural - requested[d]
+            if total < 0:
+                output_padding[d] -= total
+                total = 0
+            # the specification puts the odd element first unless SAME_UPPER
+            begin, end = _split_total(total, mode if mode == "SAME_UPPER" else "SAME_LOWER")
+            begins.append(begin)
+            ends.append(end)
+        padding = begins + ends
+    elif mode == "NOTSET":
+        padding = _ints(ctx, "pads", 2 * rank, 0)
+        if any(p < 0 for p in padding):
+            raise ctx.error(f"negative pads {padding} are not supported")
+    else:
+        padding = [0] * (2 * rank)
+    op = graph.ConvTransposeOp(
+        ctx.operand(0),
+        ctx.operand(1),
+        _bias(ctx),
+        strides=strides,
+        padding=padding,
+        output_padding=output_padding,
+        dilations=dilations,
+        groups=int(ctx.attr("group", 1)),
+    )
+    return [_checked(ctx, op)]
+
+
+def _pool_window(ctx: NodeContext) -> dict:
+    """The window keywords of a pooling op from a MaxPool / AveragePool node."""
+    rank = _spatial_rank(ctx)
+    if not ctx.has_attr("kernel_shape"):
+        raise ctx.error("attribute kernel_shape is required")
+    kernel = _ints(ctx, "kernel_shape", rank, 1)
+    strides = _ints(ctx, "strides", rank, 1)
+    dilations = _ints(ctx, "dilations", rank, 1)
+    padding = _window_padding(ctx, ctx.shape(0)[2:], kernel, strides, dilations)
+    return {
+        "kernel": kernel,
+        "strides": strides,
+        "padding": padding,
+        "dilations": dilations,
+        "ceil_mode": ctx.flag_attr("ceil_mode"),
+    }
+
+
+def convert_max_pool(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX MaxPool -> graph.max_pool (the optional Indices output is not supported)."""
+    if len(ctx.node.output) > 1 and ctx.node.output[1]:
+        raise ctx.error("the Indices output (argmax positions) of MaxPool is not supported")
+    window = _pool_window(ctx)
+    return [_checked(ctx, graph.MaxPoolOp(ctx.operand(0), **window))]
+
+
+def convert_average_pool(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX AveragePool -> graph.avg_pool."""
+    window = _pool_window(ctx)
+    count_include_pad = ctx.flag_attr("count_include_pad")
+    op = graph.AvgPoolOp(ctx.operand(0), count_include_pad=count_include_pad, **window)
+    return [_checked(ctx, op)]
+
+
+def convert_global_average_pool(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX GlobalAveragePool -> graph.global_avg_pool."""
+    _spatial_rank(ctx)
+    return [_checked(ctx, graph.GlobalAvgPoolOp(ctx.operand(0)))]
