@@ -46,9 +46,7 @@ class _LstmBuilder:
         self.operands = op.named_operands(inputs)
         self.dtype = element_type_of(inputs[0])
         self.directions, self.steps, self.batch, self.input_size, self.hidden = op.sizes()
-        self.backward = [
-            graph.runs_backward(op.lstm_direction, d) for d in range(self.directions)
-        ]
+        self.backward = [graph.runs_backward(op.lstm_direction, d) for d in range(self.directions)]
 
     @property
     def state_shape(self) -> list[int]:
@@ -115,9 +113,7 @@ class _LstmBuilder:
 
         def add_bias(s, idx):
             d, g = idx[0], idx[3]
-            both = s.add(
-                s.read(bias, [d, g]), s.read(bias, [d, s.index_add(g, s.index(gates))])
-            )
+            both = s.add(s.read(bias, [d, g]), s.read(bias, [d, s.index_add(g, s.index(gates))]))
             return s.add(s.read(xw, idx), both)
 
         return self.pb.compute("lstm_input_bias", shape, add_bias, self.dtype)
@@ -171,7 +167,6 @@ class _LstmBuilder:
         """c_s = f . c_prev + i . tanh(g); c_prev where the step is past the sequence."""
 
         def body(s, idx):
-            d, b, _ = idx
             pre_i = self.pre_activation(s, step, xw, z, idx, GATE_I)
             pre_c = self.pre_activation(s, step, xw, z, idx, GATE_C)
             candidate = s.tanh(pre_c)

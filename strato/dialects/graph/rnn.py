@@ -101,6 +101,7 @@ class LstmOp(GraphOp):
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(NoMemoryEffect())
+
     def __init__(
         self,
         direction: LstmDirection | str,
@@ -155,8 +156,7 @@ class LstmOp(GraphOp):
         for value in (*floats, *self.results):
             if value.type.element_type != element:  # type: ignore[union-attr]
                 raise VerifyException(
-                    f"'graph.lstm' element type of {value.type} differs from that of x "
-                    f"({element})"
+                    f"'graph.lstm' element type of {value.type} differs from that of x ({element})"
                 )
         if len(static_shape(self.x)) != 3:
             raise VerifyException(
@@ -210,9 +210,7 @@ class LstmOp(GraphOp):
             if value is not None:
                 printer.print_string(f" {keyword} ")
                 printer.print_operand(value)
-        printer.print_op_attributes(
-            self.attributes, reserved_attr_names=("operandSegmentSizes",)
-        )
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("operandSegmentSizes",))
         printer.print_string(" : ")
         printer.print_operation_type(self)
 
@@ -290,9 +288,10 @@ def lstm_reference(
     initial_h: np.ndarray | None = None,
     initial_c: np.ndarray | None = None,
     peepholes: np.ndarray | None = None,
-    dtype: np.dtype = np.dtype(np.float32),
+    dtype: np.dtype | None = None,
 ) -> list[np.ndarray]:
     """The semantics of `graph.lstm` in numpy: [y, y_h, y_c] (see LstmOp)."""
+    dtype = x.dtype if dtype is None else dtype
     steps, batch, _ = x.shape
     directions, _, hidden = r.shape
     y = np.zeros((steps, directions, batch, hidden), dtype)

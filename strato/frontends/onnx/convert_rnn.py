@@ -32,9 +32,7 @@ def convert_lstm(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX LSTM (default activations) -> graph.lstm, with transposes for layout 1."""
     direction = ctx.attr("direction", "forward")
     if direction not in {d.value for d in graph.LstmDirection}:
-        raise ctx.error(
-            f"direction '{direction}' is not one of forward, reverse, bidirectional"
-        )
+        raise ctx.error(f"direction '{direction}' is not one of forward, reverse, bidirectional")
     num_directions = 2 if direction == graph.LstmDirection.BIDIRECTIONAL else 1
     _check_default_cell(ctx, num_directions)
     layout = ctx.attr("layout", 0)
@@ -94,17 +92,18 @@ def _check_default_cell(ctx: NodeContext, num_directions: int) -> None:
     """Only the default cell is supported: sigmoid/tanh/tanh, no clip, no input_forget."""
     activations = ctx.attr("activations")
     if activations is not None:
-        names = tuple(str(a).lower() for a in activations)
-        if names != DEFAULT_ACTIVATIONS * num_directions:
+        names = [a.decode() if isinstance(a, bytes) else str(a) for a in activations]
+        if tuple(n.lower() for n in names) != DEFAULT_ACTIVATIONS * num_directions:
             raise ctx.error(
-                f"activations {list(activations)} are not supported (only the default "
-                "Sigmoid, Tanh, Tanh)"
+                f"activations {names} are not supported (only the default Sigmoid, Tanh, Tanh)"
             )
     for name in ("activation_alpha", "activation_beta", "clip"):
         if ctx.has_attr(name):
             raise ctx.error(f"attribute {name} is not supported")
     if ctx.attr("input_forget", 0) != 0:
-        raise ctx.error("attribute input_forget=1 (coupled input and forget gates) is not supported")
+        raise ctx.error(
+            "attribute input_forget=1 (coupled input and forget gates) is not supported"
+        )
 
 
 def _time_major(ctx: NodeContext, index: int, batch_major: bool) -> SSAValue:
