@@ -124,22 +124,6 @@ class NodeContext:
         value = self.value(index)
         return value if isinstance(value, np.ndarray) else None
 
-    def integer_constant(self, index: int) -> np.ndarray | None:
-        """Input `index` as an integer array when it is known at import time (lengths,
-        axes), else None."""
-        if not self.has_input(index):
-            raise self.error(f"input {index} is required but not given")
-        name = self.node.input[index]
-        value = self._env[name]
-        if not isinstance(value, np.ndarray):
-            return None
-        if value.dtype.kind not in "iu":
-            raise self.error(
-                f"input '{name}' has element type {onnx_type_name(value.dtype)}; "
-                "an integer tensor is expected"
-            )
-        return value
-
     def known(self, index: int) -> np.ndarray | None:
         """Input `index` as an array of any element type when it is known at import
         time, else None: for inputs the importer reads as data (shapes, axes, pads,

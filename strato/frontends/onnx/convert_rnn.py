@@ -124,9 +124,11 @@ def _sequence_lens(ctx: NodeContext, steps: int) -> SSAValue | None:
     """The sequence_lens operand, or None when every sequence has the full length."""
     if not ctx.has_input(SEQUENCE_LENS):
         return None
-    lengths = ctx.integer_constant(SEQUENCE_LENS)
+    lengths = ctx.known(SEQUENCE_LENS)
     if lengths is None:
         return ctx.value(SEQUENCE_LENS)  # known at run time only: the op masks steps
+    if lengths.dtype.kind not in "iu":
+        raise ctx.error(f"sequence_lens must be an integer tensor, got {lengths.dtype}")
     if lengths.ndim != 1 or np.any(lengths < 0) or np.any(lengths > steps):
         raise ctx.error(
             f"sequence_lens {lengths.tolist()} must be one length in [0, {steps}] per batch item"
