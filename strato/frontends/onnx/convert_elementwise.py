@@ -1,41 +1,216 @@
-"""Converters for ONNX element-wise operators: Add, Mul, Relu.
+"""Converters for ONNX element-wise operators.
 
-Binary operators follow numpy broadcasting in ONNX (opset >= 7), as `graph.add` and
-`graph.mul` do; when every input is known at import time the result is folded.
+Unary: Relu, LeakyRelu, Clip, Sigmoid, Tanh, Erf, Gelu, Sqrt, Exp, Log, Neg, Abs.
+Binary, with numpy broadcasting (opset >= 7): Add, Sub, Mul, Div, Pow.
+Variadic, with numpy broadcasting: Max, Min, Sum, lowered to a left-to-right chain of
+`graph.maximum` / `graph.minimum` / `graph.add` (one input is the identity).
+
+When every input is known at import time the result is folded with the graph op's own
+reference semantics, so import-time and run-time results agree.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
 
 from strato.dialects import graph
-from strato.frontends.onnx.conversion import ImportedValue, NodeContext, as_float32
+from strato.frontends.onnx.conversion import ImportedValue, NodeContext, as_float32, shape_of
+
+Convert = Callable[[NodeContext], list[ImportedValue]]
 
 
-def _binary(
-    op_class: type[graph.BroadcastBinaryOp], fold: Callable[[np.ndarray, np.ndarray], np.ndarray]
-) -> Callable[[NodeContext], list[ImportedValue]]:
+def _onnx_name(op_class: type) -> str:
+    return op_class.name.split(".", 1)[1]
+
+
+# -- unary ------------------------------------------------------------------------
+
+
+def _unary(op_class: type[graph.MathUnaryOp], onnx_name: str) -> Convert:
     def convert(ctx: NodeContext) -> list[ImportedValue]:
-        lhs, rhs = ctx.value(0), ctx.value(1)
-        ctx.broadcast(ctx.shape(0), ctx.shape(1))
-        if isinstance(lhs, np.ndarray) and isinstance(rhs, np.ndarray):
-            return [as_float32(fold(lhs, rhs))]
-        return [ctx.emit(op_class(ctx.operand(0), ctx.operand(1))).results[0]]
+        x = ctx.value(0)
+        if isinstance(x, np.ndarray):
+            return [as_float32(op_class.compute(x))]
+        return [ctx.emit(op_class(x)).results[0]]
 
-    convert.__name__ = f"convert_{op_class.name.split('.')[-1]}"
-    convert.__doc__ = f"ONNX {convert.__name__[8:].capitalize()} -> {op_class.name}."
+    convert.__name__ = f"convert_{_onnx_name(op_class)}"
+    convert.__doc__ = f"ONNX {onnx_name} -> {op_class.name}."
     return convert
 
 
-convert_add = _binary(graph.AddOp, np.add)
-convert_mul = _binary(graph.MulOp, np.multiply)
+convert_relu = _unary(graph.ReluOp, "Relu")
+convert_sigmoid = _unary(graph.SigmoidOp, "Sigmoid")
+convert_tanh = _unary(graph.TanhOp, "Tanh")
+convert_erf = _unary(graph.ErfOp, "Erf")
+convert_sqrt = _unary(graph.SqrtOp, "Sqrt")
+convert_exp = _unary(graph.ExpOp, "Exp")
+convert_log = _unary(graph.LogOp, "Log")
+convert_neg = _unary(graph.NegOp, "Neg")
+convert_abs = _unary(graph.AbsOp, "Abs")
 
 
-def convert_relu(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX Relu -> graph.relu."""
+def convert_leaky_relu(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX LeakyRelu (alpha, default 0.01) -> graph.leaky_relu."""
+    alpha = ctx.float_attr("alpha", 0.01)
+    if not math.isfinite(alpha):
+        raise ctx.error(f"attribute alpha={alpha} is not a finite number")
     x = ctx.value(0)
     if isinstance(x, np.ndarray):
-        return [as_float32(np.maximum(x, 0))]
-    return [ctx.emit(graph.ReluOp(x)).results[0]]
+        return [as_float32(np.where(x >= 0, x, np.float32(alpha) * x))]
+    return [ctx.emit(graph.LeakyReluOp(x, alpha)).results[0]]
+
+
+def convert_gelu(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Gelu (opset 20; approximate "none" or "tanh") -> graph.gelu."""
+    approximate = ctx.attr("approximate", "none")
+    if approximate not in graph.elementwise.GELU_APPROXIMATIONS:
+        raise ctx.error(f"attribute approximate='{approximate}' is not supported (none, tanh)")
+    x = ctx.value(0)
+    if isinstance(x, np.ndarray):
+        return [as_float32(graph.elementwise.gelu(x.astype(np.float64), approximate))]
+    return [ctx.emit(graph.GeluOp(x, approximate)).results[0]]
+
+
+# -- Clip -------------------------------------------------------------------------
+
+
+def _clip_bound(ctx: NodeContext, index: int, name: str) -> float | ImportedValue | None:
+    """Bound `index` (1 = min, 2 = max) of an opset >= 11 Clip: a float when it is known
+    at import time, the runtime value otherwise, None when it is not given."""
+    if not ctx.has_input(index):
+        return None
+    value = ctx.value(index)
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise ctx.error(f"{name} must be a scalar, got shape {list(value.shape)}")
+        return float(value.reshape(-1)[0])
+    if shape_of(value) not in ((), (1,)):
+        raise ctx.error(f"{name} must be a scalar, got shape {list(shape_of(value))}")
+    return value
+
+
+def convert_clip(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Clip -> graph.clip: min(max(x, min), max).
+
+    Bounds are attributes before opset 11 and optional inputs after; bounds known at
+    import time become the op's properties (an infinite bound clamps nothing), bounds
+    only known at run time become `graph.maximum` / `graph.minimum` with that scalar.
+    """
+    if ctx.has_attr("min") or ctx.has_attr("max"):
+        low: float | ImportedValue | None = ctx.float_attr("min", -math.inf)
+        high: float | ImportedValue | None = ctx.float_attr("max", math.inf)
+    else:
+        low, high = _clip_bound(ctx, 1, "min"), _clip_bound(ctx, 2, "max")
+    # an infinite bound clamps nothing
+    if isinstance(low, float) and low == -math.inf:
+        low = None
+    if isinstance(high, float) and high == math.inf:
+        high = None
+    result = ctx.value(0)
+    static: dict[str, float] = {}
+    for key, bound, op_class in (("min", low, graph.MaximumOp), ("max", high, graph.MinimumOp)):
+        if bound is None:
+            continue
+        if isinstance(bound, float) and not math.isnan(bound):
+            static[key] = bound
+            continue
+        # a runtime bound, or NaN (which makes every element NaN): an element-wise op
+        result = _clip_static(ctx, result, static)
+        static = {}
+        if isinstance(bound, float):
+            bound = ctx.materialize(np.asarray(bound, dtype=np.float32))
+        if isinstance(result, np.ndarray):
+            result = ctx.materialize(result)
+        result = ctx.emit(op_class(result, bound)).results[0]
+    return [_clip_static(ctx, result, static)]
+
+
+def _clip_static(ctx: NodeContext, x: ImportedValue, bounds: dict[str, float]) -> ImportedValue:
+    if not bounds:
+        return x
+    if isinstance(x, np.ndarray):
+        low, high = bounds.get("min"), bounds.get("max")
+        if low is not None:
+            x = np.maximum(x, np.float32(low))
+        if high is not None:
+            x = np.minimum(x, np.float32(high))
+        return as_float32(x)
+    return ctx.emit(graph.ClipOp(x, bounds.get("min"), bounds.get("max"))).results[0]
+
+
+# -- binary and variadic ---------------------------------------------------------------
+
+
+def _operand(ctx: NodeContext, value: ImportedValue, index: int | None):
+    """`value` as an SSA value: input `index` of the node (materialised once per ONNX
+    name) or, for a value folded from several inputs (`index` None), a new constant."""
+    if not isinstance(value, np.ndarray):
+        return value
+    return ctx.operand(index) if index is not None else ctx.materialize(value)
+
+
+def _combine(
+    ctx: NodeContext,
+    op_class: type[graph.BroadcastBinaryOp],
+    lhs: ImportedValue,
+    lhs_index: int | None,
+    rhs_index: int,
+) -> ImportedValue:
+    """op(lhs, input `rhs_index`), folded when both are known at import time."""
+    rhs = ctx.value(rhs_index)
+    ctx.broadcast(shape_of(lhs), shape_of(rhs))
+    if isinstance(lhs, np.ndarray) and isinstance(rhs, np.ndarray):
+        return as_float32(op_class.compute(lhs, rhs))
+    lhs_value = _operand(ctx, lhs, lhs_index)
+    return ctx.emit(op_class(lhs_value, _operand(ctx, rhs, rhs_index))).results[0]
+
+
+def _binary(op_class: type[graph.BroadcastBinaryOp], onnx_name: str) -> Convert:
+    def convert(ctx: NodeContext) -> list[ImportedValue]:
+        return [_combine(ctx, op_class, ctx.value(0), 0, 1)]
+
+    convert.__name__ = f"convert_{_onnx_name(op_class)}"
+    convert.__doc__ = f"ONNX {onnx_name} -> {op_class.name}."
+    return convert
+
+
+convert_add = _binary(graph.AddOp, "Add")
+convert_sub = _binary(graph.SubOp, "Sub")
+convert_mul = _binary(graph.MulOp, "Mul")
+convert_div = _binary(graph.DivOp, "Div")
+
+
+def convert_pow(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Pow -> graph.pow (base ** exponent, numpy broadcasting)."""
+    base, exponent = ctx.value(0), ctx.value(1)
+    ctx.broadcast(shape_of(base), shape_of(exponent))
+    if isinstance(base, np.ndarray) and isinstance(exponent, np.ndarray):
+        with np.errstate(all="ignore"):
+            return [as_float32(np.power(base.astype(np.float64), exponent))]
+    return [ctx.emit(graph.PowOp(ctx.operand(0), ctx.operand(1))).results[0]]
+
+
+def _variadic(op_class: type[graph.BroadcastBinaryOp], onnx_name: str) -> Convert:
+    def convert(ctx: NodeContext) -> list[ImportedValue]:
+        count = len(ctx.node.input)
+        if count == 0:
+            raise ctx.error("needs at least one input")
+        result = ctx.value(0)
+        for index in range(1, count):
+            result = _combine(ctx, op_class, result, 0 if index == 1 else None, index)
+        return [result]
+
+    convert.__name__ = f"convert_{onnx_name.lower()}"
+    convert.__doc__ = (
+        f"ONNX {onnx_name} (variadic) -> a chain of {op_class.name}; one input is returned "
+        "as it is."
+    )
+    return convert
+
+
+convert_max = _variadic(graph.MaximumOp, "Max")
+convert_min = _variadic(graph.MinimumOp, "Min")
+convert_sum = _variadic(graph.AddOp, "Sum")
