@@ -4,7 +4,7 @@ The stages, in order, each a function from one artifact to the next:
 
     import      ONNX ModelProto -> graph-dialect module (strato.frontends.onnx)
     signature   recorded from the graph-level entry before lowering
-    lower       strato.pipeline.LOWER_TO_LLVM (graph -> te -> loop -> llvm dialect)
+    lower       strato.pipeline.COMPILE (graph optimizations, then graph -> te -> loop -> llvm)
     build       llvm dialect -> LLVM IR -> machine code (strato.targets.llvm)
 
     model = compile_model("mlp.onnx")
@@ -26,7 +26,7 @@ from xdsl.passes import ModulePass
 from strato.context import make_context
 from strato.diagnostics import StratoError
 from strato.frontends.onnx import import_onnx
-from strato.pipeline import LOWER_TO_LLVM, run_pipeline
+from strato.pipeline import COMPILE, run_pipeline
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import Signature
 
@@ -65,7 +65,7 @@ def compile_model(
         def callback(previous: ModulePass | None, module: ModuleOp, _next: object) -> None:
             after_stage("graph" if previous is None else previous.name, module)
 
-    run_pipeline(make_context(), module, LOWER_TO_LLVM, callback)
+    run_pipeline(make_context(), module, COMPILE, callback)
     return build_llvm(module, imported.function_name, signature)
 
 

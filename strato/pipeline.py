@@ -17,8 +17,11 @@ from strato.transforms import get_all_passes
 GRAPH_DEFAULT = "graph-fold-constants,cse,dce,graph-fuse-ops,graph-plan-memory"
 """The graph-level optimizations, in order (also the pass `graph-default`)."""
 
-LOWER_TO_LOOPS = "convert-graph-to-te,convert-te-to-loops"
+LOWER_TO_LOOPS = "convert-graph-to-te,te-inline-stages,convert-te-to-loops"
 LOWER_TO_LLVM = f"{LOWER_TO_LOOPS},convert-loops-to-llvm"
+
+COMPILE = f"graph-default,{LOWER_TO_LLVM}"
+"""What `strato.compile` runs: graph optimizations, then lowering to the llvm dialect."""
 
 
 def run_pipeline(

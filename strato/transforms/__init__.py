@@ -26,6 +26,7 @@ PASS_REGISTRY: dict[str, str] = {
     "graph-fold-constants": "strato.transforms.graph_fold_constants:GraphFoldConstantsPass",
     "graph-plan-memory": "strato.transforms.graph_plan_memory:GraphPlanMemoryPass",
     "graph-default": "strato.transforms.graph_default:GraphDefaultPass",
+    "te-inline-stages": "strato.transforms.te_inline_stages:TeInlineStagesPass",
 }
 
 

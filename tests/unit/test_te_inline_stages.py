@@ -1,0 +1,61 @@
+"""te-inline-stages: element-wise stages disappear into their readers, values stay."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+
+from xdsl.parser import Parser
+
+from strato.context import make_context
+from strato.dialects import te
+from strato.interpreters.te import run_te
+from strato.pipeline import run_pipeline
+from strato.testing.graph_programs import GraphProgram, graph_programs
+from strato.testing.te_programs import TeProgram, te_programs
+
+CHAIN = """
+func.func @main(%x: tensor<2x8xf32>) -> tensor<2x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<4x8xf32>
+  %b = graph.constant dense<0.1> : tensor<4xf32>
+  %y = graph.dense %x, %w, %b : (tensor<2x8xf32>, tensor<4x8xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  %r = graph.relu %y : tensor<2x4xf32>
+  %m = graph.mul %r, %r : (tensor<2x4xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  func.return %m : tensor<2x4xf32>
+}
+"""
+
+
+def test_dense_bias_relu_mul_becomes_two_stages():
+    ctx = make_context()
+    module = Parser(ctx, CHAIN).parse_module()
+    x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    run_pipeline(ctx, module, "graph-fuse-ops,convert-graph-to-te")
+    expected = run_te(module, [x])
+    run_pipeline(ctx, module, "te-inline-stages")
+    module.verify()
+    stages = [op for op in module.walk() if isinstance(op, te.StageOp)]
+    assert [type(s) for s in stages] == [te.ReduceOp, te.ComputeOp]
+    np.testing.assert_array_equal(run_te(module, [x])[0], expected[0])
+
+
+@given(program=te_programs())
+def test_inlining_preserves_te_semantics(program: TeProgram):
+    inputs = program.random_inputs(seed=5)
+    expected = run_te(program.module, inputs)
+    run_pipeline(make_context(), program.module, "te-inline-stages")
+    program.module.verify()
+    for a, e in zip(run_te(program.module, inputs), expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-6)
+
+
+@given(program=graph_programs(max_ops=6))
+def test_inlining_after_fusion_preserves_semantics(program: GraphProgram):
+    inputs = program.random_inputs(seed=6)
+    ctx = make_context()
+    run_pipeline(ctx, program.module, "graph-fuse-ops,convert-graph-to-te")
+    expected = run_te(program.module, inputs)
+    run_pipeline(ctx, program.module, "te-inline-stages")
+    program.module.verify()
+    for a, e in zip(run_te(program.module, inputs), expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-6)
