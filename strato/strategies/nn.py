@@ -265,6 +265,7 @@ def _pool_reduce(
     stage: str,
     kind: te.ReduceKind,
     padded: SSAValue,
+    init: float | None = None,
 ) -> SSAValue:
     """The reduction of each window of `padded` (laid out as `op.padded_extents`)."""
     axes = ReductionAxes(op.kernel_shape)
@@ -284,6 +285,7 @@ def _pool_reduce(
         axes.stage_extents,
         read_tap,
         element_type_of(padded),
+        init,
     )
 
 
@@ -295,7 +297,7 @@ def max_pool(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) ->
     (x,) = inputs
     lowest = lowest_value(numpy_dtype(element_type_of(x)))
     padded = pad_stage(pb, x, op.pads_begin, op.padded_extents(), lowest)
-    return [_pool_reduce(pb, op, "max_pool", te.ReduceKind.MAX, padded)]
+    return [_pool_reduce(pb, op, "max_pool", te.ReduceKind.MAX, padded, init=lowest)]
 
 
 @strategy(graph.AvgPoolOp)

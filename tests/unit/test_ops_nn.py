@@ -541,6 +541,32 @@ def test_pool_strategies_match_reference(rank, window, kind, ceil_mode, seed):
     check_strategy(function_of(build, [x_shape]), [x_shape], seed)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int32])
+def test_max_pool_of_integers(dtype):
+    """Max pooling is defined on integers; padding is the type's lowest value."""
+    from xdsl.dialects.builtin import IntegerType, Signedness
+
+    info = np.iinfo(dtype)
+    signedness = Signedness.UNSIGNED if info.min == 0 else Signedness.SIGNLESS
+    element = IntegerType(info.bits, signedness)
+    block = Block(arg_types=[TensorType(element, [1, 2, 5, 5])])
+    op = graph.MaxPoolOp(block.args[0], [2, 2], strides=[2, 2], padding=[1, 1, 0, 0])
+    block.add_ops([op, func.ReturnOp(op.result)])
+    types = ([block.args[0].type], [op.result.type])
+    module = ModuleOp([func.FuncOp("main", types, Region(block))])
+    module.verify()
+    # values a float32 reference holds exactly
+    low, high = max(info.min, -(2**24)), min(info.max, 2**24)
+    x = np.random.default_rng(0).integers(low, high, (1, 2, 5, 5), endpoint=True)
+    (actual,) = run_graph(module, [x.astype(dtype)])
+    as_float = function_of(
+        lambda v: graph.MaxPoolOp(v, [2, 2], strides=[2, 2], padding=[1, 1, 0, 0]), [[1, 2, 5, 5]]
+    )
+    (expected,) = run_graph(as_float, [x.astype(np.float32)])
+    assert actual.dtype == dtype
+    np.testing.assert_array_equal(actual, expected.astype(dtype))
+
+
 # ---------------------------------------------------------------------------
 # import diagnostics
 # ---------------------------------------------------------------------------

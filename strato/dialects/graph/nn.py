@@ -33,8 +33,10 @@ from typing import ClassVar
 import numpy as np
 from xdsl.dialects.builtin import (
     I64,
+    AnyFloat,
     DenseArrayBase,
     IntegerAttr,
+    IntegerType,
     StringAttr,
     UnitAttr,
     i64,
@@ -56,6 +58,7 @@ from strato.dialects.graph.base import (
     FloatTensor,
     GraphOp,
     PatternKind,
+    element_type,
     static_shape,
 )
 from strato.dialects.tensor_types import tensor_type_like
@@ -770,7 +773,8 @@ class MaxPoolOp(PoolOp):
     """Max pooling: the largest input element of each window.
 
     result[n, c, o..] = max over taps k.. of x[n, c, o * stride - pad_begin + k * dilation ..]
-    over the taps inside the input; padding never wins (it is -inf). In ceil mode the
+    over the taps inside the input; padding never wins (it is -inf, or the lowest value
+    of an integer type: max pooling works on integer tensors too). In ceil mode the
     output size is rounded up (a last partial window is kept when it starts inside the
     input or its begin padding).
 
@@ -778,6 +782,7 @@ class MaxPoolOp(PoolOp):
     """
 
     name = "graph.max_pool"
+    FLOAT_OPERANDS: ClassVar[bool] = False
 
     assembly_format = (
         "$input `kernel` $kernel `strides` $strides `padding` $padding `dilations` "
@@ -804,6 +809,16 @@ class MaxPoolOp(PoolOp):
             properties=properties,
             result_types=[tensor_type_like(input.type, shape)],
         )
+
+    def verify_(self) -> None:
+        type_ = element_type(self.input)
+        if not isinstance(type_, AnyFloat) and not (
+            isinstance(type_, IntegerType) and type_.width.data > 1
+        ):
+            raise VerifyException(
+                f"'{self.name}' expects float or integer tensors, got {self.input.type}"
+            )
+        super().verify_()
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         x = inputs[0]

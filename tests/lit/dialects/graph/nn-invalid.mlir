@@ -44,9 +44,25 @@ func.func @global_pool_shape(%x: tensor<1x2x8x8xf32>) -> tensor<1x2x8xf32> {
 // -----
 
 func.func @int_input(%x: tensor<1x2x4x4xi32>) -> tensor<1x2x2x2xi32> {
-  // expected-error @+1 {{'graph.max_pool' expects float tensors, got tensor<1x2x4x4xi32>}}
-  %y = graph.max_pool %x kernel [2, 2] strides [2, 2] padding [0, 0, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x2x4x4xi32>) -> tensor<1x2x2x2xi32>
+  // expected-error @+1 {{'graph.avg_pool' expects float tensors, got tensor<1x2x4x4xi32>}}
+  %y = graph.avg_pool %x kernel [2, 2] strides [2, 2] padding [0, 0, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x2x4x4xi32>) -> tensor<1x2x2x2xi32>
   func.return %y : tensor<1x2x2x2xi32>
+}
+
+// -----
+
+func.func @bool_max_pool(%x: tensor<1x2x4x4xi1>) -> tensor<1x2x2x2xi1> {
+  // expected-error @+1 {{'graph.max_pool' expects float or integer tensors, got tensor<1x2x4x4xi1>}}
+  %y = graph.max_pool %x kernel [2, 2] strides [2, 2] padding [0, 0, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x2x4x4xi1>) -> tensor<1x2x2x2xi1>
+  func.return %y : tensor<1x2x2x2xi1>
+}
+
+// -----
+
+func.func @max_pool_element_types(%x: tensor<1x2x4x4xui8>) -> tensor<1x2x2x2xi8> {
+  // expected-error @+1 {{'graph.max_pool' operand element type ui8 differs from result element type i8}}
+  %y = graph.max_pool %x kernel [2, 2] strides [2, 2] padding [0, 0, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x2x4x4xui8>) -> tensor<1x2x2x2xi8>
+  func.return %y : tensor<1x2x2x2xi8>
 }
 
 // --- window attributes ---

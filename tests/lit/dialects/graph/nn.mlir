@@ -71,3 +71,11 @@ func.func @pools_1d_3d(%x: tensor<1x3x5xf32>, %v: tensor<1x2x4x4x4xf32>) -> tens
   %g = graph.global_avg_pool %v layout "NCDHW" : (tensor<1x2x4x4x4xf32>) -> tensor<1x2x1x1x1xf32>
   func.return %m : tensor<1x3x4xf32>
 }
+
+// Max pooling works on integer tensors too.
+// CHECK-LABEL: func.func @max_pool_integers
+// CHECK-NEXT:    %m = graph.max_pool %x kernel [2, 2] strides [2, 2] padding [1, 1, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x1x5x5xui8>) -> tensor<1x1x3x3xui8>
+func.func @max_pool_integers(%x: tensor<1x1x5x5xui8>) -> tensor<1x1x3x3xui8> {
+  %m = graph.max_pool %x kernel [2, 2] strides [2, 2] padding [1, 1, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x1x5x5xui8>) -> tensor<1x1x3x3xui8>
+  func.return %m : tensor<1x1x3x3xui8>
+}
