@@ -543,7 +543,7 @@ class GatherOp(LayoutOp):
                 op=self,
             )
         indices = np.where(indices < 0, indices + size, indices)
-        return [np.take(data, indices, axis=self.axis_value)]
+        return [np.asarray(np.take(data, indices, axis=self.axis_value))]
 
 
 def gather_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> tuple[int, ...]:

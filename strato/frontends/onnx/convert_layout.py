@@ -124,10 +124,7 @@ def convert_reshape(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX Reshape: 0 copies the input dimension (a literal 0 with allowzero=1), -1
     is inferred from the element count."""
     source = input_shape(ctx, 0)
-    if ctx.has_attr("shape"):  # opset < 5
-        requested = [int(d) for d in ctx.attr("shape")]
-    else:
-        requested = int_list_input(ctx, 1, "the target shape")
+    requested = int_list_input(ctx, 1, "the target shape")
     allow_zero = ctx.flag_attr("allowzero")
     if allow_zero and 0 in requested and -1 in requested:
         raise ctx.error("a shape with both 0 and -1 is invalid with allowzero=1")
@@ -354,8 +351,8 @@ def convert_pad(ctx: NodeContext) -> list[ImportedValue]:
     if mode_name not in _PAD_MODES:
         raise ctx.error(f"mode '{mode_name}' is not supported (constant, reflect, edge, wrap)")
     mode = _PAD_MODES[mode_name]
-    if ctx.has_attr("pads") or ctx.has_attr("paddings"):  # opset < 11
-        pads = [int(p) for p in ctx.attr("pads", ctx.attr("paddings"))]
+    if ctx.has_attr("pads"):  # opset < 11
+        pads = [int(p) for p in ctx.attr("pads")]
         value = float(ctx.attr("value", 0.0))
         axes = list(range(rank))
     else:
@@ -433,7 +430,7 @@ def convert_gather(ctx: NodeContext) -> list[ImportedValue]:
         indices = np.where(indices < 0, indices + size, indices).astype(np.int64)
     data = _data(ctx)
     if isinstance(data, np.ndarray) and indices is not None:
-        return [np.take(data, indices, axis=axis)]
+        return [np.asarray(np.take(data, indices, axis=axis))]
     if isinstance(data, np.ndarray):
         data = _constant(ctx, data, ctx.input_name(0))
     if indices is not None:
@@ -522,8 +519,6 @@ def _dropout_ratio(ctx: NodeContext) -> float | None:
 
 
 def _dropout_training(ctx: NodeContext) -> bool:
-    if ctx.has_attr("is_test"):  # opset < 7
-        return not ctx.attr("is_test")
     if not ctx.has_input(2):
         return False
     training = ctx.known(2)
