@@ -171,6 +171,22 @@ class ScalarBuilder:
         return self._add(arith.SelectOp(condition, if_true, if_false))
 
 
+def reduction_identity(kind: te.ReduceKind, element_type: Attribute) -> float | int:
+    """The value a reduction of `kind` starts from: 0 for sum, the lowest value of the
+    type for max, the highest for min (infinities for floats)."""
+    if kind == te.ReduceKind.SUM:
+        return 0.0 if isinstance(element_type, AnyFloat) else 0
+    if isinstance(element_type, AnyFloat):
+        return float("-inf") if kind == te.ReduceKind.MAX else float("inf")
+    assert isinstance(element_type, IntegerType), element_type
+    width = element_type.width.data
+    if width == 1 or is_unsigned(element_type):
+        low, high = 0, (1 << width) - 1
+    else:
+        low, high = -(1 << (width - 1)), (1 << (width - 1)) - 1
+    return low if kind == te.ReduceKind.MAX else high
+
+
 def signless(type_: Attribute) -> Attribute:
     """The scalar type arith works on: integers lose their signedness."""
     if isinstance(type_, IntegerType) and type_.signedness.data != Signedness.SIGNLESS:
@@ -244,27 +260,28 @@ class PrimitiveBuilder:
         extents: Sequence[int],
         body: ReduceBody,
         element_type: Attribute,
-        init: float | None = None,
+        init: float | int | None = None,
     ) -> SSAValue:
         """A stage result[idx] = combine_k body(scalar_builder, idx, k), from `init`
-        (the identity of `kind` when omitted)."""
+        (the identity of `kind` for the element type when omitted)."""
         if init is None:
-            init = {
-                te.ReduceKind.SUM: 0.0,
-                te.ReduceKind.MAX: float("-inf"),
-                te.ReduceKind.MIN: float("inf"),
-            }[kind]
+            init = reduction_identity(kind, element_type)
         block = Block(arg_types=[IndexType()] * (len(shape) + len(extents)))
         _name_axes(block, len(shape), len(extents))
         spatial, axes = list(block.args[: len(shape)]), list(block.args[len(shape) :])
         value = body(ScalarBuilder(block, element_type), spatial, axes)
         block.add_op(te.YieldOp(value))
-        assert isinstance(element_type, AnyFloat)
+        init_attr: FloatAttr | IntegerAttr
+        if isinstance(element_type, AnyFloat):
+            init_attr = FloatAttr(float(init), element_type)
+        else:
+            assert isinstance(element_type, IntegerType), element_type
+            init_attr = IntegerAttr(int(init), element_type)
         op = te.ReduceOp(
             self._unique_stage(stage),
             kind,
             extents,
-            FloatAttr(init, element_type),
+            init_attr,
             TensorType(element_type, shape),
             Region(block),
         )
