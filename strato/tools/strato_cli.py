@@ -81,10 +81,24 @@ def with_batch(proto: onnx.ModelProto, batch: int, location: str | None) -> onnx
     return model
 
 
+SMALL_INTEGER_BOUND = 8
+"""Integer inputs (token ids, indices) are drawn from [0, SMALL_INTEGER_BOUND): valid
+for any table of at least that many rows."""
+
+
 def random_inputs(model, seed: int) -> list[np.ndarray]:
-    """Standard normal inputs (float32) for a compiled model, from `seed`."""
+    """Seeded random inputs for a compiled model: standard normal floats, small
+    non-negative integers, random booleans."""
     rng = np.random.default_rng(seed)
-    return [rng.standard_normal(spec.shape).astype(spec.dtype) for spec in model.inputs]
+    arrays = []
+    for spec in model.inputs:
+        if spec.dtype.kind == "f":
+            arrays.append(rng.standard_normal(spec.shape).astype(spec.dtype))
+        elif spec.dtype.kind in "iu":
+            arrays.append(rng.integers(0, SMALL_INTEGER_BOUND, spec.shape).astype(spec.dtype))
+        else:
+            arrays.append(rng.integers(0, 2, spec.shape).astype(spec.dtype))
+    return arrays
 
 
 def max_relative_error(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> float:
