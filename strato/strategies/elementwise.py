@@ -10,12 +10,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from xdsl.dialects import arith, math as math_dialect
-from xdsl.dialects.builtin import AnyFloat, IntegerType
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import arith
+from xdsl.dialects import math as math_dialect
+from xdsl.dialects.builtin import AnyFloat, IntegerType, f64
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from strato.dialects import graph
-from strato.diagnostics import StratoError
 from strato.strategies import strategy
 from strato.strategies.builder import (
     PrimitiveBuilder,
@@ -148,36 +148,44 @@ def broadcast_binary(
 
 @strategy(graph.PowOp)
 def power(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
-    """base ** exponent: powf on floats (an integer exponent is converted to the base's
-    float type), ipowi on integers of one type."""
-    base_type = element_type_of(inputs[0])
-    exponent_type = element_type_of(inputs[1])
-    exponent_unsigned = is_unsigned(exponent_type)
+    """base ** exponent in the base's element type: powf on float bases (an integer
+    exponent converted to the base's type); on integer bases ipowi with an integer
+    exponent, or powf in f64 truncated back with a float exponent (numpy's result, cast)."""
+    base_unsigned = is_unsigned(element_type_of(inputs[0]))
+    exponent_unsigned = is_unsigned(element_type_of(inputs[1]))
 
     def body(s: ScalarBuilder, base: SSAValue, exponent: SSAValue) -> SSAValue:
         if isinstance(base.type, AnyFloat):
-            if isinstance(exponent.type, IntegerType):
-                cast = arith.UIToFPOp if exponent_unsigned else arith.SIToFPOp
-                exponent = _emit(s, cast(exponent, base.type))
-            elif exponent.type != base.type:
-                exponent = _emit(s, _float_resize(exponent, base.type))
-            return s.pow(base, exponent)
-        if exponent.type == base.type:
+            return s.pow(base, _convert(s, exponent, base.type, exponent_unsigned))
+        assert isinstance(base.type, IntegerType)
+        if isinstance(exponent.type, IntegerType):
+            exponent = _convert(s, exponent, base.type, exponent_unsigned)
             return _emit(s, math_dialect.IPowIOp(base, exponent))
-        raise StratoError(
-            f"'graph.pow' of {base_type} by {exponent_type} has no tensor expression yet", op=op
-        )
+        wide = _convert(s, base, f64, base_unsigned)
+        result = s.pow(wide, _convert(s, exponent, f64, exponent_unsigned))
+        to_int = arith.FPToUIOp if base_unsigned else arith.FPToSIOp
+        return _emit(s, to_int(result, base.type))
 
     return [_broadcast_binary(pb, op, inputs, body)]
+
+
+def _convert(s: ScalarBuilder, value: SSAValue, to: Attribute, unsigned: bool) -> SSAValue:
+    """`value` as a scalar of type `to` (float or signless integer); `unsigned` says how
+    to read an integer `value`."""
+    source = value.type
+    if source == to:
+        return value
+    if isinstance(to, AnyFloat):
+        if isinstance(source, AnyFloat):
+            resize = arith.ExtFOp if source.bitwidth < to.bitwidth else arith.TruncFOp
+            return _emit(s, resize(value, to))
+        return _emit(s, (arith.UIToFPOp if unsigned else arith.SIToFPOp)(value, to))
+    assert isinstance(source, IntegerType) and isinstance(to, IntegerType)
+    if source.width.data > to.width.data:
+        return _emit(s, arith.TruncIOp(value, to))
+    return _emit(s, (arith.ExtUIOp if unsigned else arith.ExtSIOp)(value, to))
 
 
 def _emit(s: ScalarBuilder, op: Operation) -> SSAValue:
     s.block.add_op(op)
     return op.results[0]
-
-
-def _float_resize(value: SSAValue, to: AnyFloat) -> Operation:
-    assert isinstance(value.type, AnyFloat)
-    if value.type.bitwidth < to.bitwidth:
-        return arith.ExtFOp(value, to)
-    return arith.TruncFOp(value, to)

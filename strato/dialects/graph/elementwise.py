@@ -490,17 +490,20 @@ class PowOp(BroadcastBinaryOp):
             )
         super().verify_()
 
-    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        base, exponent = np.asarray(inputs[0]), np.asarray(inputs[1])
-        dtype = base.dtype
+    @staticmethod
+    def compute(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """lhs ** rhs in the element type of lhs: floats in f64 rounded once, integers
+        exactly (truncated toward zero for negative exponents)."""
+        base, exponent = np.asarray(lhs), np.asarray(rhs)
         with np.errstate(all="ignore"):
-            if dtype.kind == "f":
+            if base.dtype.kind == "f":
                 result = np.power(base.astype(np.float64), exponent.astype(np.float64))
             elif exponent.dtype.kind in "iu" and not np.any(exponent < 0):
                 result = np.power(base, exponent.astype(base.dtype))
             else:
-                result = np.trunc(np.power(base.astype(np.float64), exponent.astype(np.float64)))
-        return [np.asarray(result).astype(dtype)]
+                wide = np.power(base.astype(np.float64), exponent.astype(np.float64))
+                result = np.trunc(wide)
+        return np.asarray(result).astype(base.dtype)
 
 
 @irdl_op_definition

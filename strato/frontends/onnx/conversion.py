@@ -92,6 +92,17 @@ class NodeContext:
     def op_type(self) -> str:
         return self.node.op_type
 
+    # The default-domain opset of the model, set by the importer after construction.
+    opset_version: int | None = None
+
+    def opset(self) -> int:
+        """The default-domain opset version the model imports, for operators whose
+        semantics changed between opsets (Softmax's axis); the newest opset onnx knows
+        when the importer did not say."""
+        if self.opset_version is not None:
+            return self.opset_version
+        return onnx.defs.onnx_opset_version()
+
     def error(self, reason: str) -> ModelImportError:
         """A diagnostic naming this node; use as `raise ctx.error(...)`."""
         return ModelImportError(f"{self.label}: {reason}", location=self._location)

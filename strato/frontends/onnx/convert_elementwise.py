@@ -17,13 +17,20 @@ from collections.abc import Callable
 import numpy as np
 
 from strato.dialects import graph
-from strato.frontends.onnx.conversion import ImportedValue, NodeContext, as_float32, shape_of
+from strato.dialects.tensor_types import numpy_dtype
+from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
 
 Convert = Callable[[NodeContext], list[ImportedValue]]
 
 
 def _onnx_name(op_class: type) -> str:
     return op_class.name.split(".", 1)[1]
+
+
+def folded(result: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """An import-time result with the element type of the input `like` (numpy promotes
+    some mixes, e.g. with Python floats, to float64)."""
+    return np.ascontiguousarray(result, dtype=like.dtype)
 
 
 # -- unary ------------------------------------------------------------------------
@@ -33,7 +40,7 @@ def _unary(op_class: type[graph.MathUnaryOp], onnx_name: str) -> Convert:
     def convert(ctx: NodeContext) -> list[ImportedValue]:
         x = ctx.value(0)
         if isinstance(x, np.ndarray):
-            return [as_float32(op_class.compute(x))]
+            return [folded(op_class.compute(x), x)]
         return [ctx.emit(op_class(x)).results[0]]
 
     convert.__name__ = f"convert_{_onnx_name(op_class)}"
@@ -59,7 +66,7 @@ def convert_leaky_relu(ctx: NodeContext) -> list[ImportedValue]:
         raise ctx.error(f"attribute alpha={alpha} is not a finite number")
     x = ctx.value(0)
     if isinstance(x, np.ndarray):
-        return [as_float32(np.where(x >= 0, x, np.float32(alpha) * x))]
+        return [folded(np.where(x >= 0, x, np.float32(alpha) * x), x)]
     return [ctx.emit(graph.LeakyReluOp(x, alpha)).results[0]]
 
 
@@ -70,7 +77,7 @@ def convert_gelu(ctx: NodeContext) -> list[ImportedValue]:
         raise ctx.error(f"attribute approximate='{approximate}' is not supported (none, tanh)")
     x = ctx.value(0)
     if isinstance(x, np.ndarray):
-        return [as_float32(graph.elementwise.gelu(x.astype(np.float64), approximate))]
+        return [folded(graph.elementwise.gelu(x.astype(np.float64), approximate), x)]
     return [ctx.emit(graph.GeluOp(x, approximate)).results[0]]
 
 
@@ -121,11 +128,17 @@ def convert_clip(ctx: NodeContext) -> list[ImportedValue]:
         result = _clip_static(ctx, result, static)
         static = {}
         if isinstance(bound, float):
-            bound = ctx.materialize(np.asarray(bound, dtype=np.float32))
+            bound = ctx.materialize(np.asarray(bound, dtype=_dtype_of(result)))
         if isinstance(result, np.ndarray):
             result = ctx.materialize(result)
         result = ctx.emit(op_class(result, bound)).results[0]
     return [_clip_static(ctx, result, static)]
+
+
+def _dtype_of(value: ImportedValue) -> np.dtype:
+    if isinstance(value, np.ndarray):
+        return value.dtype
+    return numpy_dtype(value.type)
 
 
 def _clip_static(ctx: NodeContext, x: ImportedValue, bounds: dict[str, float]) -> ImportedValue:
@@ -133,11 +146,12 @@ def _clip_static(ctx: NodeContext, x: ImportedValue, bounds: dict[str, float]) -
         return x
     if isinstance(x, np.ndarray):
         low, high = bounds.get("min"), bounds.get("max")
+        result = x
         if low is not None:
-            x = np.maximum(x, np.float32(low))
+            result = np.maximum(result, np.asarray(low).astype(x.dtype))
         if high is not None:
-            x = np.minimum(x, np.float32(high))
-        return as_float32(x)
+            result = np.minimum(result, np.asarray(high).astype(x.dtype))
+        return folded(result, x)
     return ctx.emit(graph.ClipOp(x, bounds.get("min"), bounds.get("max"))).results[0]
 
 
@@ -163,7 +177,7 @@ def _combine(
     rhs = ctx.value(rhs_index)
     ctx.broadcast(shape_of(lhs), shape_of(rhs))
     if isinstance(lhs, np.ndarray) and isinstance(rhs, np.ndarray):
-        return as_float32(op_class.compute(lhs, rhs))
+        return folded(op_class.compute(lhs, rhs), lhs)
     lhs_value = _operand(ctx, lhs, lhs_index)
     return ctx.emit(op_class(lhs_value, _operand(ctx, rhs, rhs_index))).results[0]
 
@@ -181,16 +195,7 @@ convert_add = _binary(graph.AddOp, "Add")
 convert_sub = _binary(graph.SubOp, "Sub")
 convert_mul = _binary(graph.MulOp, "Mul")
 convert_div = _binary(graph.DivOp, "Div")
-
-
-def convert_pow(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX Pow -> graph.pow (base ** exponent, numpy broadcasting)."""
-    base, exponent = ctx.value(0), ctx.value(1)
-    ctx.broadcast(shape_of(base), shape_of(exponent))
-    if isinstance(base, np.ndarray) and isinstance(exponent, np.ndarray):
-        with np.errstate(all="ignore"):
-            return [as_float32(np.power(base.astype(np.float64), exponent))]
-    return [ctx.emit(graph.PowOp(ctx.operand(0), ctx.operand(1))).results[0]]
+convert_pow = _binary(graph.PowOp, "Pow")
 
 
 def _variadic(op_class: type[graph.BroadcastBinaryOp], onnx_name: str) -> Convert:

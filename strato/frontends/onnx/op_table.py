@@ -55,6 +55,11 @@ from strato.frontends.onnx.convert_nn import (
     convert_global_average_pool,
     convert_max_pool,
 )
+from strato.frontends.onnx.convert_normalization import (
+    convert_batch_normalization,
+    convert_layer_normalization,
+    convert_softmax,
+)
 from strato.frontends.onnx.convert_reduce import (
     convert_reduce_max,
     convert_reduce_mean,
@@ -66,6 +71,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Abs": convert_abs,
     "Add": convert_add,
     "AveragePool": convert_average_pool,
+    "BatchNormalization": convert_batch_normalization,
     "Clip": convert_clip,
     "Concat": convert_concat,
     "Constant": convert_constant,
@@ -83,6 +89,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "GlobalAveragePool": convert_global_average_pool,
     "Identity": convert_identity,
     "LSTM": convert_lstm,
+    "LayerNormalization": convert_layer_normalization,
     "LeakyRelu": convert_leaky_relu,
     "Log": convert_log,
     "MatMul": convert_matmul,
@@ -101,6 +108,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Shape": convert_shape,
     "Sigmoid": convert_sigmoid,
     "Slice": convert_slice,
+    "Softmax": convert_softmax,
     "Split": convert_split,
     "Sqrt": convert_sqrt,
     "Squeeze": convert_squeeze,
