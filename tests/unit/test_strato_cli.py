@@ -132,3 +132,12 @@ def test_internal_errors_are_reported_as_such(monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.startswith("strato: internal error: KeyError") and "bug" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_run_without_onnxruntime_checks_against_the_graph_interpreter(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # makes `import onnxruntime` fail
+    assert strato_cli.main(["run", "mlp", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    line = next(l for l in out.splitlines() if l.startswith("max relative error vs"))
+    assert "the graph interpreter" in line and "onnxruntime is not installed" in line
+    assert float(line.rsplit(":", 1)[1]) < 1e-4
