@@ -1,0 +1,256 @@
+"""Reductions: ONNX import of ReduceSum/Mean/Max against onnxruntime through the graph
+interpreter and the LLVM JIT (axes as attribute or input, keepdims, empty axes,
+noop_with_empty_axes), the strategy through the te and loop interpreters, fusion with
+injective producers, empty reductions, verifier errors and ONNX's own node tests."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from onnx import TensorProto, helper
+
+# helpers shared with the layout tests (pytest puts this directory on sys.path)
+from test_ops_layout import (
+    check,
+    check_node_tests,
+    declare_output_shapes,
+    floats,
+    ints,
+    model_of,
+    ops_of,
+)
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.ir import Block, Region
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
+
+import strato
+from strato.context import make_context
+from strato.diagnostics import ModelImportError
+from strato.dialects import graph
+from strato.frontends.onnx import import_onnx
+from strato.frontends.onnx.convert_layout import IMPORT_TIME_INPUTS as LAYOUT_INPUTS
+from strato.frontends.onnx.convert_reduce import IMPORT_TIME_INPUTS
+from strato.interpreters.graph import run_graph
+from strato.interpreters.loop import run_loops
+from strato.interpreters.te import run_te
+from strato.pipeline import run_pipeline
+
+X = floats(2, 3, 4)
+
+REDUCTIONS = ["ReduceSum", "ReduceMean", "ReduceMax"]
+
+# the first opset where the axes of each reduction are an input
+AXES_INPUT_OPSET = {"ReduceSum": 13, "ReduceMean": 18, "ReduceMax": 18}
+
+
+def reduce_model(op_type: str, axes: list[int] | None, *, as_input: bool, **attributes):
+    if as_input:
+        initializers = {} if axes is None else {"axes": ints(*axes)}
+        return model_of(op_type, {"x": X}, initializers, opset=18, **attributes)
+    if axes is not None:
+        attributes["axes"] = axes
+    return model_of(op_type, {"x": X}, opset=AXES_INPUT_OPSET[op_type] - 1, **attributes)
+
+
+@pytest.mark.parametrize("op_type", REDUCTIONS)
+@pytest.mark.parametrize("as_input", [False, True])
+@pytest.mark.parametrize("axes", [[1], [0, 2], [-1], [2, -3], None])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reductions(op_type: str, as_input: bool, axes: list[int] | None, keepdims: int):
+    check(reduce_model(op_type, axes, as_input=as_input, keepdims=keepdims), [X], rtol=1e-6)
+
+
+@pytest.mark.parametrize("op_type", REDUCTIONS)
+def test_empty_axes_input_reduces_everything(op_type: str):
+    model = model_of(op_type, {"x": X}, {"axes": ints()}, opset=18, keepdims=0)
+    check(model, [X], rtol=1e-6)
+
+
+@pytest.mark.parametrize("op_type", REDUCTIONS)
+def test_noop_with_empty_axes_is_the_identity(op_type: str):
+    model = model_of(op_type, {"x": X}, opset=18, noop_with_empty_axes=1)
+    assert ops_of(model) == []
+    check(model, [X], compiled=False)
+
+
+def test_reductions_become_one_graph_op():
+    model = reduce_model("ReduceMean", [2, 0], as_input=True, keepdims=1)
+    function = import_onnx(model).function
+    (op,) = [op for op in function.body.block.ops if isinstance(op, graph.ReductionOp)]
+    assert isinstance(op, graph.ReduceMeanOp)
+    assert op.axis_values == (0, 2) and op.keeps_dims
+
+
+def test_reductions_of_constants_fold_at_import():
+    model = model_of("ReduceSum", {"x": X}, {"c": X}, node_inputs=["c"], opset=13)
+    assert ops_of(model) == ["graph.constant"]
+
+
+def test_reduce_max_propagates_nan():
+    """As ONNX's reference (numpy) does; onnxruntime skips NaN, so numpy is the oracle."""
+    x = X.copy()
+    x[1, 2, 3] = np.nan
+    model = reduce_model("ReduceMax", [2], as_input=True, keepdims=0)
+    expected = np.max(x, axis=2)
+    assert np.isnan(expected[1, 2])
+    np.testing.assert_array_equal(run_graph(import_onnx(model).module, [x])[0], expected)
+    np.testing.assert_array_equal(strato.compile(model)(x)[0], expected)
+
+
+@pytest.mark.parametrize(
+    "model, message",
+    [
+        (reduce_model("ReduceSum", [3], as_input=True), r"axis 3 is out of range for rank 3"),
+        (reduce_model("ReduceMax", [1, -2], as_input=True), r"axes \[1, -2\] repeat an axis"),
+    ],
+)
+def test_diagnostics_name_the_node(model, message: str):
+    with pytest.raises(ModelImportError, match=r"node 'node' \(\w+\): " + message):
+        import_onnx(model)
+
+
+# -- the strategy ---------------------------------------------------------------
+
+
+def reduction_module(op_class, shape, axes, keepdims) -> ModuleOp:
+    block = Block(arg_types=[TensorType(f32, shape)])
+    op = op_class(block.args[0], axes, keepdims)
+    block.add_ops([op, func.ReturnOp(op.result)])
+    function = func.FuncOp("main", ([block.args[0].type], [op.result.type]), Region(block))
+    module = ModuleOp([function])
+    module.verify()
+    return module
+
+
+@given(
+    op_class=st.sampled_from([graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp]),
+    shape=st.lists(st.integers(1, 4), min_size=1, max_size=4),
+    keepdims=st.booleans(),
+    data=st.data(),
+)
+def test_strategy_matches_numpy(op_class, shape, keepdims, data):
+    axes = data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))
+    x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
+    numpy_reduction = {
+        graph.ReduceSumOp: np.sum,
+        graph.ReduceMeanOp: np.mean,
+        graph.ReduceMaxOp: np.max,
+    }[op_class]
+    expected = numpy_reduction(x, axis=tuple(sorted(axes)), keepdims=keepdims)
+    module = reduction_module(op_class, shape, axes, keepdims)
+    np.testing.assert_allclose(run_graph(module, [x])[0], expected, rtol=1e-5, atol=1e-6)
+    ctx = make_context()
+    run_pipeline(ctx, module, "convert-graph-to-te")
+    np.testing.assert_allclose(run_te(module, [x])[0], expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "op_class, value",
+    [(graph.ReduceSumOp, 0.0), (graph.ReduceMeanOp, np.nan), (graph.ReduceMaxOp, -np.inf)],
+)
+def test_empty_reductions_give_the_identity(op_class, value):
+    module = reduction_module(op_class, [2, 0, 3], [1], True)
+    x = np.zeros((2, 0, 3), np.float32)
+    expected = np.full((2, 1, 3), value, np.float32)
+    np.testing.assert_array_equal(run_graph(module, [x])[0], expected)
+    ctx = make_context()
+    run_pipeline(ctx, module, "convert-graph-to-te,convert-te-to-loops")
+    np.testing.assert_array_equal(run_loops(module, [x])[0], expected)
+
+
+def test_transpose_fuses_into_the_reduction():
+    nodes = [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[2, 0, 1]),
+        helper.make_node("ReduceMean", ["t"], ["y0"], axes=[0], keepdims=0),
+    ]
+    onnx_graph = helper.make_graph(
+        nodes,
+        "transpose_mean",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, X.shape)],
+        [helper.make_tensor_value_info("y0", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    model = declare_output_shapes(model)
+    module = import_onnx(model).module
+    run_pipeline(make_context(), module, "graph-fuse-ops")
+    fused = [op for op in module.walk() if isinstance(op, graph.FusedOp)]
+    assert [f.pattern_kind for f in fused] == [graph.PatternKind.REDUCTION]
+    check(model, [X], rtol=1e-6)
+
+
+def test_reductions_are_the_reduction_kind():
+    for op in (graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp):
+        assert op.PATTERN_KIND == graph.PatternKind.REDUCTION
+
+
+def test_integer_reductions_are_a_diagnostic_in_the_strategy():
+    text = """
+func.func @main(%a: tensor<2x3xi32>) -> tensor<2xi32> {
+  %s = graph.reduce_sum %a [1] : (tensor<2x3xi32>) -> tensor<2xi32>
+  func.return %s : tensor<2xi32>
+}"""
+    ctx = make_context()
+    module = Parser(ctx, text).parse_module()
+    x = np.arange(6, dtype=np.int32).reshape(2, 3)
+    np.testing.assert_array_equal(run_graph(module, [x])[0], [3, 12])
+    from strato.diagnostics import StratoError
+
+    with pytest.raises(StratoError, match="'graph.reduce_sum' on i32 tensors"):
+        run_pipeline(ctx, module, "convert-graph-to-te")
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        (
+            "graph.reduce_sum %a [] : (tensor<2x3xf32>) -> tensor<2x3xf32>",
+            "needs at least one axis",
+        ),
+        ("graph.reduce_max %a [1, 0] : (tensor<2x3xf32>) -> tensor<f32>", "must be increasing"),
+        ("graph.reduce_mean %a [2] : (tensor<2x3xf32>) -> tensor<2x3xf32>", "out of range"),
+        (
+            "graph.reduce_sum %a [1] keepdims : (tensor<2x3xf32>) -> tensor<2xf32>",
+            r"result shape \[2\] does not match the inferred shape \[2, 1\]",
+        ),
+    ],
+)
+def test_verifier_errors(body: str, message: str):
+    text = f"""
+func.func @main(%a: tensor<2x3xf32>) {{
+  %r = {body}
+  func.return
+}}"""
+    module = Parser(make_context(), text).parse_module()
+    with pytest.raises(VerifyException, match=message):
+        module.verify()
+
+
+# -- ONNX node tests --------------------------------------------------------------
+
+REDUCE_NODE_TESTS = r"^test_reduce_(sum|mean|max|sum_square)_"
+
+NEEDS_OTHER_WORK = {
+    **dict.fromkeys(
+        ["test_reduce_max_bool_inputs", "test_reduce_max_empty_set_bool"], "bool graph inputs"
+    ),
+    **dict.fromkeys(
+        [
+            "test_reduce_max_empty_set",
+            "test_reduce_sum_empty_set",
+            "test_reduce_sum_empty_set_non_reduced_axis_zero",
+            "test_reduce_sum_square_empty_set_expanded",
+        ],
+        "graph inputs with a zero-sized dimension",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", ["graph", "llvm"])
+def test_onnx_node_tests(mode: str):
+    table = {**LAYOUT_INPUTS, **IMPORT_TIME_INPUTS}
+    check_node_tests(REDUCE_NODE_TESTS, mode, table, NEEDS_OTHER_WORK)
