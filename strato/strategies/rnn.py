@@ -1,25 +1,28 @@
 """Strategies of recurrent operators (LSTM).
 
-A recurrence is not one tensor expression: step t reads the state of step t - 1. The
+A recurrence is not one tensor expression: step s reads the state of step s - 1. The
 LSTM strategy unrolls time into stages, all directions of a step in the same stages:
 
-    lstm_input      xw[d, t, b, g] = sum_k x[t, b, k] * w[d, g, k]     (every step at once)
-    lstm_input_bias xw[d, t, b, g] += bias[d, g] + bias[d, 4H + g]    (when there is a bias)
+    lstm_input       xw[d, t, b, g] = sum_k x[t, b, k] * w[d, g, k]    (every step at once)
+    lstm_input_bias  xw[d, t, b, g] + bias[d, g] + bias[d, 4H + g]     (when there is a bias)
     then per step s, for the time t that direction d visits at step s:
-    lstm_gates_s    z[d, b, g] = sum_k h_{s-1}[d, b, k] * r[d, g, k]  (not at s = 0 without
-                                                                        an initial state)
-    lstm_c_s        c_s = f . c_{s-1} + i . tanh(xw_c + z_c)
-    lstm_h_s        h_s = sigmoid(xw_o + z_o + P_o . c_s) . tanh(c_s)
-    lstm_y          y[t, d, b, j] = h_{step of t in direction d}[d, b, j]
+    lstm_gates_s     z[d, b, g] = sum_k h_{s-1}[d, b, k] * r[d, g, k]  (none at s = 0
+                                                                        without initial_h)
+    lstm_state_s     [0, d, b, j]: c_s = f . c_{s-1} + i . tanh(xw_c + z_c)
+                     [1, d, b, j]: h_s = sigmoid(xw_o + z_o + P_o . c_s) . tanh(c_s)
+    and the outputs
+    lstm_y           y[t, d, b, j] = h of the step at which direction d visits t
+    lstm_y_h/_y_c    the two halves of the last state
 
-so a step costs three stages (one reduction for the four gates, two element-wise ones)
-and the input projection, which needs no state, is one large reduction outside the
-recurrence. y_h and y_c are the last step's h and c.
+so a step costs two stages: one reduction for the four gates, and one element-wise stage
+for the new state. The input projection needs no state: it is one large reduction outside
+the recurrence.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from xdsl.ir import Operation, SSAValue
 
@@ -35,6 +38,8 @@ from strato.strategies.builder import (
 GATE_I, GATE_O, GATE_F, GATE_C = range(graph.LSTM_GATES)
 # Blocks of the peephole weights (i, o, f).
 PEEP_I, PEEP_O, PEEP_F = range(3)
+# The two halves of a step's state stage.
+CELL, HIDDEN = 0, 1
 
 
 class _LstmBuilder:
@@ -118,14 +123,16 @@ class _LstmBuilder:
 
         return self.pb.compute("lstm_input_bias", shape, add_bias, self.dtype)
 
-    def recurrent_gates(self, step: int, h_prev: SSAValue) -> SSAValue:
+    def recurrent_gates(self, step: int, previous: _Previous) -> SSAValue:
         """z[d, b, g] = h_prev[d, b, :] . r[d, g, :], all four gates in one reduction."""
         r = self.operands["r"]
         shape = [self.directions, self.batch, graph.LSTM_GATES * self.hidden]
 
         def product(s, idx, k):
             d, b, g = idx
-            return s.mul(s.read(h_prev, [d, b, k[0]]), s.read(r, [d, g, k[0]]))
+            h = previous.h(s, [d, b, k[0]])
+            assert h is not None
+            return s.mul(h, s.read(r, [d, g, k[0]]))
 
         return self.pb.reduce(
             f"lstm_gates_{step}", te.ReduceKind.SUM, shape, [self.hidden], product, self.dtype
@@ -157,48 +164,41 @@ class _LstmBuilder:
         d, _, j = idx
         return s.add(value, s.mul(s.read(p, [d, self.gate_offset(s, block, j)]), c))
 
-    def cell_state(
-        self,
-        step: int,
-        xw: SSAValue,
-        z: SSAValue | None,
-        c_prev: SSAValue | None,
-    ) -> SSAValue:
-        """c_s = f . c_prev + i . tanh(g); c_prev where the step is past the sequence."""
+    def state(self, step: int, xw: SSAValue, z: SSAValue | None, previous: _Previous) -> SSAValue:
+        """state_s[0] = c_s = f . c + i . tanh(g) and state_s[1] = h_s = o . tanh(c_s),
+        each the previous one where the step is past the sequence.
+
+        c and h share one stage so that the next step's reduction reads it: element-wise
+        stages whose readers are all element-wise get inlined into them, which along a
+        chain of cell states would recompute every earlier step in every later one."""
 
         def body(s, idx):
-            pre_i = self.pre_activation(s, step, xw, z, idx, GATE_I)
-            pre_c = self.pre_activation(s, step, xw, z, idx, GATE_C)
+            part, cell_idx = idx[0], idx[1:]
+            pre_i = self.pre_activation(s, step, xw, z, cell_idx, GATE_I)
+            pre_c = self.pre_activation(s, step, xw, z, cell_idx, GATE_C)
             candidate = s.tanh(pre_c)
-            if c_prev is None:
+            old_c = previous.c(s, cell_idx)
+            if old_c is None:
                 # A zero cell state: no forget term, no peepholes.
-                return self.mask(s, idx, step, s.mul(self.sigmoid(s, pre_i), candidate), None)
-            old = s.read(c_prev, idx)
-            i = self.sigmoid(s, self.peephole(s, idx, PEEP_I, old, pre_i))
-            pre_f = self.pre_activation(s, step, xw, z, idx, GATE_F)
-            f = self.sigmoid(s, self.peephole(s, idx, PEEP_F, old, pre_f))
-            return self.mask(s, idx, step, s.add(s.mul(f, old), s.mul(i, candidate)), old)
+                c = s.mul(self.sigmoid(s, pre_i), candidate)
+            else:
+                i = self.sigmoid(s, self.peephole(s, cell_idx, PEEP_I, old_c, pre_i))
+                pre_f = self.pre_activation(s, step, xw, z, cell_idx, GATE_F)
+                f = self.sigmoid(s, self.peephole(s, cell_idx, PEEP_F, old_c, pre_f))
+                c = s.add(s.mul(f, old_c), s.mul(i, candidate))
+            pre_o = self.pre_activation(s, step, xw, z, cell_idx, GATE_O)
+            o = self.sigmoid(s, self.peephole(s, cell_idx, PEEP_O, c, pre_o))
+            h = s.mul(o, s.tanh(c))
+            old_h = previous.h(s, cell_idx)
+            is_cell = s.index_cmp("eq", part, s.index(CELL))
+            return s.select(
+                is_cell,
+                self.mask(s, cell_idx, step, c, old_c),
+                self.mask(s, cell_idx, step, h, old_h),
+            )
 
-        return self.pb.compute(f"lstm_c_{step}", self.state_shape, body, self.dtype)
-
-    def hidden_state(
-        self,
-        step: int,
-        xw: SSAValue,
-        z: SSAValue | None,
-        c: SSAValue,
-        h_prev: SSAValue | None,
-    ) -> SSAValue:
-        """h_s = o . tanh(c_s); h_prev where the step is past the sequence."""
-
-        def body(s, idx):
-            cell = s.read(c, idx)
-            pre_o = self.pre_activation(s, step, xw, z, idx, GATE_O)
-            o = self.sigmoid(s, self.peephole(s, idx, PEEP_O, cell, pre_o))
-            old = s.read(h_prev, idx) if h_prev is not None else None
-            return self.mask(s, idx, step, s.mul(o, s.tanh(cell)), old)
-
-        return self.pb.compute(f"lstm_h_{step}", self.state_shape, body, self.dtype)
+        shape = [2, *self.state_shape]
+        return self.pb.compute(f"lstm_state_{step}", shape, body, self.dtype)
 
     def mask(
         self,
@@ -224,7 +224,7 @@ class _LstmBuilder:
             old = s.select(empty, zero, old)
         return s.select(valid, value, old)
 
-    def outputs(self, hs: list[SSAValue]) -> SSAValue:
+    def outputs(self, states: list[SSAValue]) -> SSAValue:
         """y[t, d, b, j] = h of the step at which direction d visits t (0 past the end)."""
         shape = [self.steps, self.directions, self.batch, self.hidden]
 
@@ -237,10 +237,10 @@ class _LstmBuilder:
                 step = s.index_select(s.index_cmp("eq", d, s.index(0)), t, reversed_t)
             else:
                 step = t
-            value = self.step_output(s, hs, self.steps - 1, d, b, j)
+            value = self.step_output(s, states, self.steps - 1, d, b, j)
             for n in range(self.steps - 2, -1, -1):
                 here = s.index_cmp("eq", step, s.index(n))
-                value = s.select(here, self.step_output(s, hs, n, d, b, j), value)
+                value = s.select(here, self.step_output(s, states, n, d, b, j), value)
             return value
 
         return self.pb.compute("lstm_y", shape, body, self.dtype)
@@ -248,34 +248,74 @@ class _LstmBuilder:
     def step_output(
         self,
         s: ScalarBuilder,
-        hs: list[SSAValue],
+        states: list[SSAValue],
         step: int,
         d: SSAValue,
         b: SSAValue,
         j: SSAValue,
     ) -> SSAValue:
-        value = s.read(hs[step], [d, b, j])
+        value = s.read(states[step], [s.index(HIDDEN), d, b, j])
         valid = self.is_valid(s, d, b, step)
         if valid is None:
             return value
         return s.select(valid, value, s.const(0.0))
 
+    def final(self, name: str, state: SSAValue, part: int) -> SSAValue:
+        """y_h (part HIDDEN) or y_c (part CELL): that half of the last state."""
+        return self.pb.compute(
+            name,
+            self.state_shape,
+            lambda s, idx: s.read(state, [s.index(part), *idx]),
+            self.dtype,
+        )
+
     def build(self) -> list[SSAValue]:
         xw = self.input_projection()
-        h = self.operands.get("initial_h")
-        c = self.operands.get("initial_c")
-        hs: list[SSAValue] = []
+        previous = _Previous(None, self.operands.get("initial_h"), self.operands.get("initial_c"))
+        states: list[SSAValue] = []
         for step in range(self.steps):
-            z = self.recurrent_gates(step, h) if h is not None else None
-            c = self.cell_state(step, xw, z, c)
-            h = self.hidden_state(step, xw, z, c, h)
-            hs.append(h)
-        assert h is not None and c is not None
-        return [self.outputs(hs), h, c]
+            z = self.recurrent_gates(step, previous) if previous.has_h else None
+            states.append(self.state(step, xw, z, previous))
+            previous = _Previous(states[-1], None, None)
+        last = states[-1]
+        return [
+            self.outputs(states),
+            self.final("lstm_y_h", last, HIDDEN),
+            self.final("lstm_y_c", last, CELL),
+        ]
+
+
+@dataclass(frozen=True)
+class _Previous:
+    """Where the state before a step is: the previous step's state stage, else the
+    initial state (h0, c0), else zero (None)."""
+
+    state: SSAValue | None
+    h0: SSAValue | None
+    c0: SSAValue | None
+
+    @property
+    def has_h(self) -> bool:
+        return self.state is not None or self.h0 is not None
+
+    def h(self, s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue | None:
+        return self._read(s, idx, HIDDEN, self.h0)
+
+    def c(self, s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue | None:
+        return self._read(s, idx, CELL, self.c0)
+
+    def _read(
+        self, s: ScalarBuilder, idx: list[SSAValue], part: int, initial: SSAValue | None
+    ) -> SSAValue | None:
+        if self.state is not None:
+            return s.read(self.state, [s.index(part), *idx])
+        if initial is not None:
+            return s.read(initial, idx)
+        return None
 
 
 @strategy(graph.LstmOp)
 def lstm(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
-    """The LSTM unrolled over time: an input projection, three stages a step, y."""
+    """The LSTM unrolled over time: an input projection, two stages a step, outputs."""
     assert isinstance(op, graph.LstmOp)
     return _LstmBuilder(pb, op, inputs).build()

@@ -25,7 +25,7 @@ from strato.frontends.onnx import import_onnx
 from strato.interpreters.graph import run_graph
 from strato.interpreters.loop import loop_entry_function, output_flags, run_loops
 from strato.interpreters.te import run_te
-from strato.pipeline import run_pipeline
+from strato.pipeline import LOWER_TO_LOOPS, run_pipeline
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -278,7 +278,7 @@ def test_te_and_loop_interpreters_match_onnxruntime(name):
     imported = import_onnx(model)
     inputs = [feeds[n] for n in imported.input_names]
     ctx, module = make_context(), imported.module
-    run_pipeline(ctx, module, "convert-graph-to-te")
+    run_pipeline(ctx, module, "convert-graph-to-te,te-inline-stages")
     module.verify()
     assert_close(run_te(module, inputs), expected)
     run_pipeline(ctx, module, "convert-te-to-loops")
@@ -292,7 +292,7 @@ def test_llvm_jit_matches_onnxruntime(name):
     model, feeds = case.model(), case.feeds()
     imported = import_onnx(model)
     module = imported.module
-    run_pipeline(make_context(), module, "convert-graph-to-te,convert-te-to-loops")
+    run_pipeline(make_context(), module, LOWER_TO_LOOPS)
     actual = run_jit(module, [feeds[n] for n in imported.input_names])
     assert_close(actual, onnxruntime_outputs(model, feeds))
 
@@ -308,25 +308,42 @@ def stage_names(primitive: te.PrimitiveOp) -> list[str]:
     return [op.stage.data for op in primitive.body.block.ops if isinstance(op, te.StageOp)]
 
 
-def test_three_stages_a_step_after_one_input_projection():
+def test_two_stages_a_step_after_one_input_projection():
     names = stage_names(lstm_primitive(LstmCase(steps=4, initial_state=True)))
-    per_step = [f"lstm_{kind}_{step}" for step in range(4) for kind in ("gates", "c", "h")]
-    assert names == ["lstm_input", "lstm_input_bias", *per_step, "lstm_y"]
+    per_step = [f"lstm_{kind}_{step}" for step in range(4) for kind in ("gates", "state")]
+    assert names == ["lstm_input", "lstm_input_bias", *per_step, "lstm_y", "lstm_y_h", "lstm_y_c"]
 
 
 def test_first_step_without_initial_state_has_no_recurrent_reduction():
     names = stage_names(lstm_primitive(LstmCase(steps=2, bias=False)))
-    assert names == ["lstm_input", "lstm_c_0", "lstm_h_0"] + [
-        "lstm_gates_1",
-        "lstm_c_1",
-        "lstm_h_1",
+    assert names == ["lstm_input", "lstm_state_0", "lstm_gates_1", "lstm_state_1"] + [
         "lstm_y",
+        "lstm_y_h",
+        "lstm_y_c",
     ]
 
 
 def test_both_directions_share_the_stages_of_a_step():
     names = stage_names(lstm_primitive(LstmCase(steps=2, direction="bidirectional")))
     assert len(names) == len(stage_names(lstm_primitive(LstmCase(steps=2))))
+
+
+def test_inlining_keeps_every_state_but_the_last_a_stage():
+    """Each step's state is read by the next step's reduction, so te-inline-stages
+    leaves it alone: a later step never recomputes an earlier one."""
+    from strato.transforms.te_inline_stages import inline_stages
+
+    primitive = lstm_primitive(LstmCase(steps=5))
+    inline_stages(primitive)
+    names = stage_names(primitive)
+    assert names == ["lstm_input"] + [
+        name for step in range(5) for name in (f"lstm_gates_{step}", f"lstm_state_{step}")
+    ][1:-1] + ["lstm_y", "lstm_y_h", "lstm_y_c"]
+    # the bias and the last state are inlined; the bodies stay small
+    sizes = [
+        len(list(op.body.walk())) for op in primitive.body.block.ops if isinstance(op, te.StageOp)
+    ]
+    assert max(sizes) < 400
 
 
 # -- sequence lengths known only at run time ---------------------------------------------
@@ -355,7 +372,7 @@ def test_runtime_sequence_lens_through_every_level(lengths):
     ctx = make_context()
     module = Parser(ctx, RUNTIME_LENGTHS).parse_module()
     assert_close(run_graph(module, [x, lens]), expected)
-    run_pipeline(ctx, module, "convert-graph-to-te")
+    run_pipeline(ctx, module, "convert-graph-to-te,te-inline-stages")
     assert_close(run_te(module, [x, lens]), expected)
     run_pipeline(ctx, module, "convert-te-to-loops")
     assert_close(run_jit(module, [x, lens]), expected)
@@ -495,7 +512,7 @@ def test_zoo_language_model_lstm_layers_match_onnxruntime():
         layer.ir_version = 8
         (expected,) = onnxruntime_outputs(layer, {"X": x})
         module = import_onnx(layer).module
-        run_pipeline(make_context(), module, "convert-graph-to-te,convert-te-to-loops")
+        run_pipeline(make_context(), module, LOWER_TO_LOOPS)
         (actual,) = run_jit(module, [x])
         np.testing.assert_allclose(actual, expected, rtol=1e-3, atol=1e-5)
         x = actual[:, 0]
