@@ -6,6 +6,11 @@ returns. A stage's region maps index arguments (one per result dimension, then o
 reduction axis) to one scalar, reading tensors with `te.read` and computing with upstream
 `arith`/`math` ops. Functions call primitives with `te.call`.
 
+Inside a stage body an element has its scalar type (`tensor_types.scalar_type`): integers
+are signless (a `tensor<4xui8>` reads as `i8`; ops pick their unsigned variant from the
+tensor type), bf16 is computed in f32, and the 8- and 4-bit float formats are their bit
+pattern in an i8.
+
     te.primitive @dense_relu {
       %x = te.placeholder "x" : tensor<1x4xf32>
       %w = te.placeholder "w" : tensor<2x4xf32>
@@ -79,6 +84,8 @@ from xdsl.traits import (
     SymbolUserOpInterface,
 )
 from xdsl.utils.exceptions import VerifyException
+
+from strato.dialects.tensor_types import scalar_type
 
 Tensor = base(TensorType)
 
@@ -160,11 +167,12 @@ class StageOp(IRDLOperation):
         last = self.body.block.last_op
         if not isinstance(last, YieldOp):
             raise VerifyException(f"'{self.name}' body must end with te.yield")
-        if last.value.type != type_.element_type:
-            raise VerifyException(
-                f"'{self.name}' yields {last.value.type} but its tensor holds "
-                f"{type_.element_type}"
+        expected = scalar_type(type_.element_type)
+        if last.value.type != expected:
+            holds = f"{type_.element_type}" + (
+                "" if expected == type_.element_type else f" (yielded as {expected})"
             )
+            raise VerifyException(f"'{self.name}' yields {last.value.type} but its tensor holds {holds}")
 
     def _print_header(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -284,10 +292,11 @@ class ReduceOp(StageOp):
                 raise VerifyException(
                     f"'te.reduce' reduction extents must be positive, got {extent}"
                 )
-        if self.init.type != self.tensor_type.element_type:
+        element_type = self.tensor_type.element_type
+        if self.init.type not in (element_type, scalar_type(element_type)):
             raise VerifyException(
                 f"'te.reduce' init has type {self.init.type}, the tensor holds "
-                f"{self.tensor_type.element_type}"
+                f"{element_type}"
             )
 
     def print(self, printer: Printer) -> None:
@@ -330,7 +339,7 @@ class ReduceOp(StageOp):
         type_ = parser.parse_type()
         if not isinstance(type_, TensorType):
             parser.raise_error(f"'te.reduce' expects a tensor type, got {type_}")
-        element_type = type_.element_type
+        element_type = scalar_type(type_.element_type)
         if isinstance(element_type, AnyFloat):
             init: FloatAttr | IntegerAttr = FloatAttr(float(init_value), element_type)
         elif isinstance(element_type, IntegerType) and isinstance(init_value, int):
@@ -353,7 +362,8 @@ class ReduceOp(StageOp):
 
 @irdl_op_definition
 class ReadOp(IRDLOperation):
-    """Reads one element of a tensor inside a stage body.
+    """Reads one element of a tensor inside a stage body; the value has the scalar
+    type of the element type (`i8` for `ui8`, `f32` for `bf16`).
 
         %v = te.read %a[%i, %k] : tensor<4x8xf32>
     """
@@ -370,7 +380,7 @@ class ReadOp(IRDLOperation):
         tensor = SSAValue.get(tensor)
         assert isinstance(tensor.type, TensorType)
         super().__init__(
-            operands=[tensor, indices], result_types=[tensor.type.element_type]
+            operands=[tensor, indices], result_types=[scalar_type(tensor.type.element_type)]
         )
 
     def verify_(self) -> None:
@@ -381,11 +391,14 @@ class ReadOp(IRDLOperation):
                 f"'te.read' of a rank-{type_.get_num_dims()} tensor needs "
                 f"{type_.get_num_dims()} indices, got {len(self.indices)}"
             )
-        if self.result.type != type_.element_type:
-            raise VerifyException(
-                f"'te.read' result type {self.result.type} differs from the element "
-                f"type {type_.element_type}"
+        expected = scalar_type(type_.element_type)
+        if self.result.type != expected:
+            what = (
+                f"the element type {expected}"
+                if expected == type_.element_type
+                else f"{expected}, the scalar type of element type {type_.element_type}"
             )
+            raise VerifyException(f"'te.read' result type {self.result.type} differs from {what}")
         if not isinstance(self.tensor.owner, PlaceholderOp | StageOp):
             raise VerifyException(
                 "'te.read' must read a te.placeholder or a stage of the same primitive"

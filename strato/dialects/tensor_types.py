@@ -2,20 +2,44 @@
 
 Shared by the dialects, the interpreters, the importer and the runtime so that the
 mapping between MLIR element types and numpy dtypes is written once.
+
+Element types at each level (the ONNX numeric types):
+
+| tensor element (graph, te)            | numpy (runtime)        | scalar in a stage body | loop-level buffer |
+|---------------------------------------|------------------------|------------------------|-------------------|
+| i1 (bool)                             | bool                   | i1                     | i1 (one byte)     |
+| i8 i16 i32 i64 (signed)               | int8 ... int64         | same                   | same              |
+| ui8 ui16 ui32 ui64                    | uint8 ... uint64       | i8 ... i64 (signless)  | i8 ... i64        |
+| i4 ui4 i2 ui2                         | ml_dtypes int4 ...     | i8, the value extended | i8, ml_dtypes' byte |
+| f16 f32 f64                           | float16 ... float64    | same                   | same              |
+| bf16                                  | ml_dtypes bfloat16     | f32                    | i16 (the bits)    |
+| f8E4M3FN f8E4M3FNUZ f8E5M2 f8E5M2FNUZ f8E8M0FNU f4E2M1FN | ml_dtypes float8_* | i8 (the bits) | i8 |
+
+Tensor types keep signedness; scalars are signless (arith requires it) and ops choose
+their unsigned variant from the tensor type. bf16 is computed in f32 inside stage bodies
+and rounded to nearest even when stored. The 8- and 4-bit float formats are storage
+types: a stage body sees their bit pattern, and only conversions (Cast) and data
+movement are meaningful on them. Sub-byte types take one byte per element, as in
+ml_dtypes (the low bits hold the value).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import ml_dtypes
 import numpy as np
 
 from xdsl.dialects.builtin import (
+    BFloat16Type,
     BytesAttr,
     DenseIntOrFPElementsAttr,
-    Float16Type,
-    Float32Type,
-    Float64Type,
+    Float4E2M1FNType,
+    Float8E4M3FNType,
+    Float8E4M3FNUZType,
+    Float8E5M2FNUZType,
+    Float8E5M2Type,
+    Float8E8M0FNUType,
     IndexType,
     IntegerType,
     MemRefType,
@@ -32,16 +56,47 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+
+def _unsigned(width: int) -> IntegerType:
+    return IntegerType(width, Signedness.UNSIGNED)
+
+
+# The first entry of a dtype is the element type the importer gives it: signed integers
+# are signless (`i8`), unsigned ones say so (`ui8`).
 _NUMPY_OF_TYPE: list[tuple[Attribute, np.dtype]] = [
     (f32, np.dtype(np.float32)),
     (f64, np.dtype(np.float64)),
     (f16, np.dtype(np.float16)),
+    (BFloat16Type(), np.dtype(ml_dtypes.bfloat16)),
     (i1, np.dtype(np.bool_)),
     (i8, np.dtype(np.int8)),
     (i16, np.dtype(np.int16)),
     (i32, np.dtype(np.int32)),
     (i64, np.dtype(np.int64)),
+    (_unsigned(8), np.dtype(np.uint8)),
+    (_unsigned(16), np.dtype(np.uint16)),
+    (_unsigned(32), np.dtype(np.uint32)),
+    (_unsigned(64), np.dtype(np.uint64)),
+    (IntegerType(4), np.dtype(ml_dtypes.int4)),
+    (_unsigned(4), np.dtype(ml_dtypes.uint4)),
+    (IntegerType(2), np.dtype(ml_dtypes.int2)),
+    (_unsigned(2), np.dtype(ml_dtypes.uint2)),
+    (Float8E4M3FNType(), np.dtype(ml_dtypes.float8_e4m3fn)),
+    (Float8E4M3FNUZType(), np.dtype(ml_dtypes.float8_e4m3fnuz)),
+    (Float8E5M2Type(), np.dtype(ml_dtypes.float8_e5m2)),
+    (Float8E5M2FNUZType(), np.dtype(ml_dtypes.float8_e5m2fnuz)),
+    (Float8E8M0FNUType(), np.dtype(ml_dtypes.float8_e8m0fnu)),
+    (Float4E2M1FNType(), np.dtype(ml_dtypes.float4_e2m1fn)),
 ]
+
+_BIT_PATTERN_FLOATS = (
+    Float8E4M3FNType,
+    Float8E4M3FNUZType,
+    Float8E5M2Type,
+    Float8E5M2FNUZType,
+    Float8E8M0FNUType,
+    Float4E2M1FNType,
+)
 
 
 def numpy_dtype(type_: Attribute) -> np.dtype:
@@ -50,11 +105,11 @@ def numpy_dtype(type_: Attribute) -> np.dtype:
         type_ = type_.element_type
     if isinstance(type_, IndexType):
         return np.dtype(np.int64)
+    if isinstance(type_, IntegerType) and type_.signedness.data == Signedness.SIGNED:
+        type_ = IntegerType(type_.width.data)  # si8 holds what i8 holds
     for mlir_type, dtype in _NUMPY_OF_TYPE:
         if type_ == mlir_type:
             return dtype
-    if isinstance(type_, IntegerType) and type_.signedness.data == Signedness.UNSIGNED:
-        return np.dtype(f"uint{type_.width.data}")
     raise ValueError(f"no numpy dtype for {type_}")
 
 
@@ -64,6 +119,120 @@ def element_type_of(dtype: np.dtype) -> Attribute:
         if np.dtype(dtype) == np_dtype:
             return mlir_type
     raise ValueError(f"no element type for numpy dtype {dtype}")
+
+
+def is_unsigned_type(type_: Attribute) -> bool:
+    """An unsigned integer element type (`ui8`, `ui4`, ...)."""
+    return isinstance(type_, IntegerType) and type_.signedness.data == Signedness.UNSIGNED
+
+
+def is_bit_pattern_float(type_: Attribute) -> bool:
+    """A float format stored as its bit pattern (the 8- and 4-bit formats): stage
+    bodies see an i8, and only conversions interpret it."""
+    return isinstance(type_, _BIT_PATTERN_FLOATS)
+
+
+def scalar_type(type_: Attribute) -> Attribute:
+    """The type one element of a tensor of element type `type_` has inside a stage body
+    (what `te.read` gives and `te.yield` takes): signless integers (sub-byte ones in an
+    i8), f32 for bf16, the bit pattern (i8) for the 8- and 4-bit floats."""
+    if isinstance(type_, IntegerType):
+        width = type_.width.data
+        return IntegerType(8 if width < 8 and width != 1 else width)
+    if isinstance(type_, BFloat16Type):
+        return f32
+    if is_bit_pattern_float(type_):
+        return i8
+    return type_
+
+
+def storage_type(type_: Attribute) -> Attribute:
+    """The element type of the loop-level buffer holding tensor elements of `type_`:
+    the scalar type, except bf16, whose bits are kept in an i16."""
+    if isinstance(type_, BFloat16Type):
+        return i16
+    return scalar_type(type_)
+
+
+def sub_byte_width(type_: Attribute) -> int | None:
+    """The width of a 2- or 4-bit integer type (kept one a byte), else None."""
+    if isinstance(type_, IntegerType) and 1 < type_.width.data < 8:
+        return type_.width.data
+    return None
+
+
+def scalars_from_elements(array: np.ndarray, type_: Attribute) -> np.ndarray:
+    """The stage-body scalars (`scalar_type`) of tensor elements of element type
+    `type_`, as numpy arrays: unsigned and bit-pattern types are reinterpreted, bf16 is
+    widened to f32, sub-byte integers are extended to int8."""
+    array = np.asarray(array)
+    target = numpy_dtype(scalar_type(type_))
+    if array.dtype == target:
+        return array
+    if (is_unsigned_type(type_) and sub_byte_width(type_) is None) or is_bit_pattern_float(
+        type_
+    ):
+        return array.view(target)
+    return array.astype(target)
+
+
+def elements_from_scalars(values: np.ndarray, type_: Attribute) -> np.ndarray:
+    """Tensor elements of type `type_` from stage-body scalars: the inverse of
+    `scalars_from_elements` (bf16 rounds to nearest even; integers keep their low bits)."""
+    values = np.asarray(values)
+    dtype = numpy_dtype(type_)
+    if values.dtype == dtype:
+        return values
+    width = sub_byte_width(type_)
+    if width is not None:
+        bits = values.astype(np.int8) & np.int8((1 << width) - 1)
+        return bits.view(np.uint8).view(dtype)
+    if is_unsigned_type(type_) or is_bit_pattern_float(type_):
+        return values.astype(numpy_dtype(scalar_type(type_))).view(dtype)
+    return values.astype(dtype)
+
+
+def storage_from_elements(array: np.ndarray, type_: Attribute) -> np.ndarray:
+    """The bytes of tensor elements of `type_` as the loop-level buffer holds them."""
+    array = np.asarray(array)
+    return array.view(numpy_dtype(storage_type(type_)))
+
+
+def elements_from_storage(array: np.ndarray, type_: Attribute) -> np.ndarray:
+    """Tensor elements of `type_` from the bytes of a loop-level buffer holding them."""
+    array = np.asarray(array)
+    return array.view(numpy_dtype(type_))
+
+
+def reinterpret_array(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`array` as `dtype`: its bytes reinterpreted when both are integer types of one
+    size or one of them is an ml_dtypes type of that size (uint8 as int8, bfloat16 as
+    int16), its values converted otherwise."""
+    array = np.asarray(array)
+    dtype = np.dtype(dtype)
+    if array.dtype == dtype:
+        return array
+    if shares_storage(array.dtype, dtype):
+        # np.ascontiguousarray would turn a 0-d array into a 1-d one
+        return np.require(array, requirements="C").view(dtype)
+    return array.astype(dtype)
+
+
+def shares_storage(dtype: np.dtype, storage: np.dtype) -> bool:
+    """Whether arrays of `dtype` are held, bit for bit, by buffers of `storage`: the
+    same dtype, integers of one size (uint8 and int8), or an ml_dtypes type and an
+    integer of its size (bfloat16 and int16, float8_e4m3fn and int8)."""
+    dtype, storage = np.dtype(dtype), np.dtype(storage)
+    if dtype == storage:
+        return True
+    if dtype.itemsize != storage.itemsize:
+        return False
+    kinds = {dtype.kind, storage.kind}
+    return kinds == {"i", "u"} or _is_ml_dtype(dtype) or _is_ml_dtype(storage)
+
+
+def _is_ml_dtype(dtype: np.dtype) -> bool:
+    return dtype.type.__module__.startswith("ml_dtypes")
 
 
 def tensor_type_like(like: Attribute, shape: Sequence[int]) -> TensorType:

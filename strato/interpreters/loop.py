@@ -56,7 +56,7 @@ from xdsl.traits import SymbolTable
 
 from strato.diagnostics import StratoError
 from strato.dialects import loop
-from strato.dialects.tensor_types import array_from_dense, numpy_dtype
+from strato.dialects.tensor_types import array_from_dense, numpy_dtype, reinterpret_array
 from strato.interpreters.graph import entry_function
 from strato.interpreters.te import SCALAR_SEMANTICS, evaluate_scalar_op
 
@@ -73,8 +73,11 @@ def _storage_dtype(type_: MemRefType) -> np.dtype:
 
 
 def buffer_from_array(array: np.ndarray, type_: MemRefType) -> ShapedArray[Any]:
-    """A fresh interpreter buffer of `type_` holding a copy of `array`."""
-    data = np.ascontiguousarray(array, dtype=_storage_dtype(type_))
+    """A fresh interpreter buffer of `type_` holding a copy of `array`. Arrays of a
+    tensor dtype whose buffers hold its bits (uint8 in an i8 buffer, bfloat16 in an i16
+    one) are copied bit for bit."""
+    data = reinterpret_array(np.asarray(array), _storage_dtype(type_))
+    data = np.ascontiguousarray(data, dtype=_storage_dtype(type_))
     xtype = xtype_for_el_type(type_.element_type, Interpreter.DEFAULT_BITWIDTH)
     ptr = TypedPtr[Any](RawPtr(bytearray(data.tobytes())), xtype=xtype)
     return ShapedArray(ptr, list(type_.get_shape()))

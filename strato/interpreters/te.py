@@ -6,6 +6,9 @@ once: its index arguments are bound to broadcastable `np.arange` grids (one axis
 result dimension, then one per reduction axis), its body ops are applied to whole arrays
 (`te.read` is fancy indexing, `arith`/`math` ops are numpy ufuncs on arrays of the
 element type, so f32 stays f32), and a reduction folds its trailing axes from `init`.
+Elements are read as their stage-body scalars (`tensor_types.scalar_type`: a `ui8` as
+an `int8`, a bf16 as a float32, an 8-bit float as its bits) and stored back as
+elements of the stage's tensor type.
 
     module = Parser(make_context(), text).parse_module()
     (y,) = run_te(module, [x])
@@ -34,7 +37,13 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.traits import SymbolTable
 
 from strato.dialects import te
-from strato.dialects.tensor_types import array_from_dense, numpy_dtype
+from strato.dialects.tensor_types import (
+    array_from_dense,
+    elements_from_scalars,
+    is_unsigned_type,
+    numpy_dtype,
+    scalars_from_elements,
+)
 from strato.diagnostics import StratoError
 from strato.interpreters.graph import check_inputs, entry_function
 
@@ -331,17 +340,20 @@ def evaluate_stage(stage: te.StageOp, tensors: dict[SSAValue, np.ndarray]) -> np
     """All elements of one stage, given the arrays of the tensors it reads."""
     shape = stage.tensor_type.get_shape()
     extents = stage.reduce_extents()
+    element_type = stage.tensor_type.element_type
     dtype = numpy_dtype(stage.tensor_type)
     result = np.empty(shape, dtype=dtype)
     if not shape:
-        result[()] = _evaluate_block(stage, tensors, (), extents)
+        values = _evaluate_block(stage, tensors, (), extents)
+        result[()] = elements_from_scalars(values, element_type)
         return result
     # Slices along the first axis keep the index grid of a large stage bounded.
     row = prod(shape[1:]) * prod(extents)
     rows = max(1, GRID_ELEMENT_LIMIT // max(row, 1))
     for start in range(0, shape[0], rows):
         stop = min(start + rows, shape[0])
-        result[start:stop] = _evaluate_block(stage, tensors, (start, stop), extents)
+        values = _evaluate_block(stage, tensors, (start, stop), extents)
+        result[start:stop] = elements_from_scalars(values, element_type)
     return result
 
 
@@ -402,7 +414,8 @@ def _read(
                 f"{int(index.max())} of dimension {dim} (size {size}) out of bounds",
                 op=op,
             )
-    return tensor[tuple(indices)]
+    element_type = op.tensor.type.element_type
+    return scalars_from_elements(tensor[tuple(indices)], element_type)
 
 
 _COMBINE: dict[te.ReduceKind, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
@@ -415,15 +428,25 @@ _COMBINE: dict[te.ReduceKind, Callable[[np.ndarray, np.ndarray], np.ndarray]] = 
 def _fold(stage: te.ReduceOp, values: np.ndarray, rank: int) -> np.ndarray:
     """Combine the trailing reduction axes of `values` from `init`, one reduction
     element after the other in row-major order: the order of the canonical loop nest,
-    so both levels round the same way."""
-    dtype = numpy_dtype(stage.tensor_type)
+    so both levels round the same way. The accumulator is stored as an element of the
+    stage's tensor after each step (a bf16 sum rounds each partial sum), and integers
+    are compared as the tensor type says (unsigned max for `ui8`). The result is in the
+    stage-body scalar type."""
+    element_type = stage.tensor_type.element_type
     flat = values.reshape(*values.shape[:rank], -1)
     combine = _COMBINE[stage.kind.data]
-    acc = np.full(values.shape[:rank], stage.init.value.data, dtype=dtype)
+    init = np.asarray(stage.init.value.data, dtype=numpy_dtype(stage.init.type))
+    acc = np.full(values.shape[:rank], elements_from_scalars(init, element_type))
+    unsigned = is_unsigned_type(element_type)
     with np.errstate(all="ignore"):
         for k in range(flat.shape[-1]):
-            acc = combine(acc, flat[..., k]).astype(dtype, copy=False)
-    return acc
+            value = flat[..., k]
+            if unsigned:
+                step = combine(acc, elements_from_scalars(value, element_type))
+            else:
+                step = combine(scalars_from_elements(acc, element_type), value)
+            acc = elements_from_scalars(np.asarray(step), element_type)
+    return scalars_from_elements(acc, element_type)
 
 
 __all__ = [

@@ -10,6 +10,12 @@ The result follows the loop-level ABI:
 - `te.primitive @p` becomes `func.func @p(%in.., %out.. {loop.output})` with no results
   and the unit attribute `loop.kernel`: inputs in placeholder order, then one output
   buffer per `te.output` value.
+- Tensors of element type T become buffers of `tensor_types.storage_type(T)`: signless
+  integers (`tensor<4xui8>` -> `memref<4xi8>`), sub-byte integers and 8-/4-bit floats
+  one a byte in an i8, bf16 as its bits in an i16. A `te.read` decodes the loaded
+  element to its stage-body scalar (sign- or zero-extends a sub-byte integer, widens
+  bf16 to f32) and a store encodes it (keeps the low bits, rounds f32 to bf16 to
+  nearest even).
 - Each stage becomes one loop nest, a `loop.for` per result dimension (axis named after
   the stage's index argument, else i0, i1, ..), with `stage = "<name>"` on the outermost
   loop; a rank-0 stage gets one loop of trip count 1 so every stage has its loop. A
@@ -75,7 +81,11 @@ from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
+    BFloat16Type,
+    DenseIntOrFPElementsAttr,
     DictionaryAttr,
+    FloatAttr,
+    IntegerAttr,
     IntegerType,
     MemRefType,
     ModuleOp,
@@ -84,6 +94,10 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnitAttr,
+    f32,
+    i8,
+    i16,
+    i32,
 )
 from xdsl.ir import Attribute, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -92,6 +106,12 @@ from xdsl.rewriter import InsertPoint
 from strato.diagnostics import StratoError
 from strato.dialects import te
 from strato.dialects.loop import ForOp, MemoryScope, ScopeAttr
+from strato.dialects.tensor_types import (
+    is_unsigned_type,
+    scalar_type,
+    storage_type,
+    sub_byte_width,
+)
 from strato.legality import check_legal
 
 PASS_NAME = "convert-te-to-loops"
@@ -112,7 +132,72 @@ def memref_for(type_: Attribute, op: Operation, scope: MemoryScope | None = None
     if any(dim < 0 for dim in shape):
         raise StratoError(f"{PASS_NAME} requires static shapes, got {type_}", op=op)
     space: Attribute = NoneAttr() if scope is None else ScopeAttr(scope)
-    return MemRefType(type_.element_type, shape, memory_space=space)
+    return MemRefType(storage_type(type_.element_type), shape, memory_space=space)
+
+
+# ---------------------------------------------------------------------------------------
+# Elements in buffers: decoding after a load, encoding before a store
+
+
+def _int_constant(builder: Builder, value: int, type_: IntegerType) -> SSAValue:
+    return builder.insert(arith.ConstantOp(IntegerAttr(value, type_))).result
+
+
+def decode_element(builder: Builder, stored: SSAValue, element_type: Attribute) -> SSAValue:
+    """The stage-body scalar of an element loaded from its buffer."""
+    width = sub_byte_width(element_type)
+    if width is not None:
+        if is_unsigned_type(element_type):
+            mask = _int_constant(builder, (1 << width) - 1, i8)
+            return builder.insert(arith.AndIOp(stored, mask)).result
+        shift = _int_constant(builder, 8 - width, i8)
+        high = builder.insert(arith.ShLIOp(stored, shift)).result
+        return builder.insert(arith.ShRSIOp(high, shift)).result
+    if isinstance(element_type, BFloat16Type):
+        wide = builder.insert(arith.ExtUIOp(stored, i32)).result
+        bits = builder.insert(arith.ShLIOp(wide, _int_constant(builder, 16, i32))).result
+        return builder.insert(arith.BitcastOp(bits, f32)).result
+    return stored
+
+
+def encode_element(builder: Builder, value: SSAValue, element_type: Attribute) -> SSAValue:
+    """The value to store for a stage-body scalar: sub-byte integers keep their low bits,
+    f32 rounds to bf16 to nearest even (a NaN stays a quiet NaN)."""
+    width = sub_byte_width(element_type)
+    if width is not None:
+        mask = _int_constant(builder, (1 << width) - 1, i8)
+        return builder.insert(arith.AndIOp(value, mask)).result
+    if isinstance(element_type, BFloat16Type):
+        bits = builder.insert(arith.BitcastOp(value, i32)).result
+        sixteen = _int_constant(builder, 16, i32)
+        high = builder.insert(arith.ShRUIOp(bits, sixteen)).result
+        lsb = builder.insert(arith.AndIOp(high, _int_constant(builder, 1, i32))).result
+        bias = builder.insert(arith.AddiOp(lsb, _int_constant(builder, 0x7FFF, i32))).result
+        rounded = builder.insert(arith.AddiOp(bits, bias)).result
+        nearest = builder.insert(arith.ShRUIOp(rounded, sixteen)).result
+        quiet = builder.insert(arith.OrIOp(high, _int_constant(builder, 0x40, i32))).result
+        is_nan = builder.insert(arith.CmpfOp(value, value, "uno")).result
+        chosen = builder.insert(arith.SelectOp(is_nan, quiet, nearest)).result
+        return builder.insert(arith.TruncIOp(chosen, i16)).result
+    return value
+
+
+def load_element(
+    builder: Builder, buffer: SSAValue, indices: Sequence[SSAValue], element_type: Attribute
+) -> SSAValue:
+    load = builder.insert(memref.LoadOp.get(buffer, indices))
+    return decode_element(builder, load.res, element_type)
+
+
+def store_element(
+    builder: Builder,
+    value: SSAValue,
+    buffer: SSAValue,
+    indices: Sequence[SSAValue],
+    element_type: Attribute,
+) -> None:
+    stored = encode_element(builder, value, element_type)
+    builder.insert(memref.StoreOp.get(stored, buffer, indices))
 
 
 def _output_arg_attrs(
@@ -233,9 +318,12 @@ class ReadOpLowering:
         buffer = buffers.get(op.tensor)
         if buffer is None:
             raise StratoError("te.read of a tensor that has no buffer yet", op=op)
-        load = builder.insert(memref.LoadOp.get(buffer, [mapping[i] for i in op.indices]))
-        _set_name(load.res, op.result.name_hint)
-        mapping[op.result] = load.res
+        assert isinstance(op.tensor.type, TensorType)
+        value = load_element(
+            builder, buffer, [mapping[i] for i in op.indices], op.tensor.type.element_type
+        )
+        _set_name(value, op.result.name_hint)
+        mapping[op.result] = value
 
 
 class ComputeOpLowering:
@@ -253,7 +341,7 @@ class ComputeOpLowering:
         indices = nest.ivs[: len(spatial)]
         body = nest.body
         value = lower_stage_body(op, indices, buffers, body)
-        body.insert(memref.StoreOp.get(value, dest, indices))
+        store_element(body, value, dest, indices, op.tensor_type.element_type)
         return nest.loops[0]
 
 
@@ -301,19 +389,33 @@ class ReduceOpLowering:
         nest = _spatial_nest(op, builder, spatial)
         indices = nest.ivs[: len(spatial)]
         outer = nest.body
-        init = outer.insert(arith.ConstantOp(op.init))
+        element_type = op.tensor_type.element_type
+        init = outer.insert(arith.ConstantOp(_scalar_init(op.init, element_type)))
         _set_name(init.result, "init")
-        outer.insert(memref.StoreOp.get(init, dest, indices))
+        store_element(outer, init.result, dest, indices, element_type)
         reduction = LoopNest.build(outer, list(zip(reduce, op.reduce_extents())))
         body = reduction.body
         value = lower_stage_body(op, [*indices, *reduction.ivs], buffers, body)
-        acc = body.insert(memref.LoadOp.get(dest, indices))
-        _set_name(acc.res, "acc")
-        element_type = op.tensor_type.element_type
-        combined = body.insert(combine_op(op.kind.data, element_type, acc.res, value))
+        acc = load_element(body, dest, indices, element_type)
+        _set_name(acc, "acc")
+        combined = body.insert(combine_op(op.kind.data, element_type, acc, value))
         _set_name(combined.results[0], op.kind.data.value)
-        body.insert(memref.StoreOp.get(combined.results[0], dest, indices))
+        store_element(body, combined.results[0], dest, indices, element_type)
         return nest.loops[0]
+
+
+def _scalar_init(init: FloatAttr | IntegerAttr, element_type: Attribute) -> Attribute:
+    """The init of a reduction as a constant of the stage-body scalar type."""
+    type_ = scalar_type(element_type)
+    if init.type == type_:
+        return init
+    if isinstance(init, FloatAttr):
+        return FloatAttr(init.value.data, type_)
+    width = type_.width.data if isinstance(type_, IntegerType) else 64
+    value = init.value.data & ((1 << width) - 1)
+    if value >= 1 << (width - 1) and width > 1:
+        value -= 1 << width  # the same bits as a signless value
+    return IntegerAttr(value, type_)
 
 
 STAGE_LOWERINGS = {te.ComputeOp: ComputeOpLowering(), te.ReduceOp: ReduceOpLowering()}
@@ -416,7 +518,14 @@ class ConstantOpLowering:
     def lower(self, op: arith.ConstantOp, function: func.FuncOp, builder: Builder) -> SSAValue:
         type_ = memref_for(op.result.type, op)
         name = self.names.fresh(f"{function.sym_name.data}_{op.result.name_hint or 'cst'}")
-        global_op = memref.GlobalOp.get(StringAttr(name), type_, op.value, constant=UnitAttr())
+        value = op.value
+        if isinstance(value, DenseIntOrFPElementsAttr) and value.type.element_type != (
+            type_.element_type
+        ):
+            # the same bytes, as the buffer's element type (ui8 -> i8, bf16 -> i16)
+            storage = TensorType(type_.element_type, value.type.get_shape())
+            value = DenseIntOrFPElementsAttr(storage, value.data)
+        global_op = memref.GlobalOp.get(StringAttr(name), type_, value, constant=UnitAttr())
         function.parent_block().insert_op_before(global_op, function)  # type: ignore[union-attr]
         get = builder.insert(memref.GetGlobalOp(name, type_))
         _set_name(get.memref, op.result.name_hint)

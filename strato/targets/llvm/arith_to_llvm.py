@@ -423,18 +423,37 @@ class SIToFPOpLowering(LLVMLoweringPattern):
 
 class UIToFPOpLowering(LLVMLoweringPattern):
     """Zero-extend to a wider signed integer, then convert: exact, since the widened
-    value is non-negative. (xDSL's llvm dialect has no uitofp.)"""
+    value is non-negative. (xDSL's llvm dialect has no uitofp.) An i64 with its top bit
+    set is halved first, its low bit kept so rounding still sees it, converted and
+    doubled: one rounding, as a real uitofp."""
 
     source_op = arith.UIToFPOp
 
     def lower(self, op: arith.UIToFPOp, rewriter: PatternRewriter) -> None:
         value = materialize_llvm(rewriter, op, op.input)
         width = _int_width(value.type)
-        if width >= 64:
+        if width > 64:
             raise unsupported(op, f"unsigned conversion from i{width} is not supported")
+        if width == 64:
+            replace_with_llvm(rewriter, op, _u64_to_float(value, op.result.type))
+            return
         ext = builders.cast(llvm.ZExtOp, value, i64)
         conv = builders.cast(llvm.SIToFPOp, ext.results[0], op.result.type)
         replace_with_llvm(rewriter, op, [ext, conv])
+
+
+def _u64_to_float(value: SSAValue, to: Attribute) -> list[Operation]:
+    one = builders.constant(1, i64)
+    zero = builders.constant(0, i64)
+    half = builders.int_binary(llvm.LShrOp, value, one.results[0])
+    low = builders.int_binary(llvm.AndOp, value, one.results[0])
+    folded = builders.int_binary(llvm.OrOp, half.results[0], low.results[0])
+    converted = builders.cast(llvm.SIToFPOp, folded.results[0], to)
+    doubled = builders.float_binary(llvm.FAddOp, converted.results[0], converted.results[0])
+    direct = builders.cast(llvm.SIToFPOp, value, to)
+    top_bit = builders.icmp("slt", value, zero.results[0])
+    result = builders.select(top_bit.results[0], doubled.results[0], direct.results[0])
+    return [one, zero, half, low, folded, converted, doubled, direct, top_bit, result]
 
 
 class _FloatToIntLowering(LLVMLoweringPattern):

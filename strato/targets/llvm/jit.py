@@ -35,6 +35,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 
 from strato.diagnostics import StratoError
+from strato.dialects.tensor_types import shares_storage
 from strato.targets.llvm.emit import emit_llvm_ir
 from strato.targets.llvm.func_to_llvm import MEMREF_TYPE_ARG_ATTR
 from strato.targets.llvm.host import host_target, target_machine
@@ -124,10 +125,12 @@ class BufferSpec:
     is_output: bool
 
     def check(self, function: str, position: int, array: np.ndarray) -> None:
-        """Raise `ValueError` unless `array` is a buffer of this type."""
+        """Raise `ValueError` unless `array` is a buffer of this type. Buffers hold
+        signless storage types, so an array of a dtype they hold bit for bit is accepted
+        too (uint8 for an i8 buffer, bfloat16 for an i16 one: `shares_storage`)."""
         where = f"{function}: argument {position}"
         dtype = _numpy_dtype(self.type.element_type)
-        if dtype is not None and array.dtype != dtype:
+        if dtype is not None and not shares_storage(array.dtype, dtype):
             raise ValueError(
                 f"{where} must have dtype {dtype} for {self.type}, got {array.dtype}"
             )

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import ClassVar
 
 from xdsl.dialects import llvm, math
-from xdsl.dialects.builtin import Float32Type, Float64Type, i1
-from xdsl.ir import Operation
+from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, i1
+from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
 from strato.targets.llvm import builders
@@ -234,6 +234,47 @@ class FPowIOpLowering(LLVMLoweringPattern):
         )
 
 
+class IPowIOpLowering(LLVMLoweringPattern):
+    """An integer to an integer power, wrapping like repeated multiplication: squaring
+    and multiplying once per exponent bit, unrolled over the bit width with selects (no
+    control flow in the loop body it lands in). A negative exponent gives 1 for base 1,
+    +/-1 for base -1 and 0 otherwise (the integer part of the reciprocal)."""
+
+    source_op = math.IPowIOp
+
+    def lower(self, op: math.IPowIOp, rewriter: PatternRewriter) -> None:
+        base, exponent = materialize_llvm_all(rewriter, op, op.operands)
+        type_ = base.type
+        assert isinstance(type_, IntegerType)
+        ops: list[Operation] = []
+
+        def add(new: Operation) -> SSAValue:
+            ops.append(new)
+            return new.results[0]
+
+        zero = add(builders.constant(0, type_))
+        one = add(builders.constant(1, type_))
+        minus_one = add(builders.constant(-1, type_))
+        result, square, rest = one, base, exponent
+        for bit in range(type_.width.data):
+            low = add(builders.int_binary(llvm.AndOp, rest, one))
+            is_set = add(builders.icmp("ne", low, zero))
+            product = add(builders.int_binary(llvm.MulOp, result, square))
+            result = add(builders.select(is_set, product, result))
+            if bit + 1 < type_.width.data:
+                square = add(builders.int_binary(llvm.MulOp, square, square))
+                rest = add(builders.int_binary(llvm.LShrOp, rest, one))
+        odd = add(builders.icmp("ne", add(builders.int_binary(llvm.AndOp, exponent, one)), zero))
+        sign = add(builders.select(odd, minus_one, one))
+        is_one = add(builders.icmp("eq", base, one))
+        is_minus_one = add(builders.icmp("eq", base, minus_one))
+        reciprocal = add(builders.select(is_minus_one, sign, zero))
+        reciprocal = add(builders.select(is_one, one, reciprocal))
+        negative = add(builders.icmp("slt", exponent, zero))
+        add(builders.select(negative, reciprocal, result))
+        replace_with_llvm(rewriter, op, ops)
+
+
 class RsqrtOpLowering(LLVMLoweringPattern):
     """`1 / sqrt(x)`, correctly rounded in two steps."""
 
@@ -319,6 +360,7 @@ def math_to_llvm_patterns() -> list[LLVMLoweringPattern]:
         CountLeadingZerosOpLowering(),
         CountTrailingZerosOpLowering(),
         FPowIOpLowering(),
+        IPowIOpLowering(),
         RsqrtOpLowering(),
         ErfOpLowering(),
         ExpM1OpLowering(),
