@@ -448,15 +448,16 @@ def lstm_node_tests():
     return {case.name: case for case in _NodeTestCases if case.name.startswith("test_lstm")}
 
 
-def test_onnx_node_tests_in_graph_mode():
+@pytest.mark.parametrize("mode", ["graph", "llvm"])
+def test_onnx_node_tests(mode):
     from strato.testing.onnx_node_tests import run_node_test
 
     cases = lstm_node_tests()
     assert len(cases) == 6
     for name, case in cases.items():
         if name == "test_lstm_with_peepholes":
-            continue  # an int32 graph input: checked below with it as an initializer
-        result = run_node_test(case, mode="graph")
+            continue  # its sequence_lens is an int32 graph input: see the tests below
+        result = run_node_test(case, mode=mode)
         assert result.passed, f"{name}: {result.reason}"
 
 
