@@ -1,0 +1,304 @@
+// Every verifier error of the layout ops, one case a chunk.
+// RUN: strato-opt %s --split-input-file --verify-diagnostics
+
+// --- graph.reshape ---
+
+func.func @reshape_count(%a: tensor<2x3xf32>) -> tensor<5xf32> {
+  // expected-error @+1 {{'graph.reshape' cannot reshape [2, 3] (6 elements) to [5] (5 elements)}}
+  %r = graph.reshape %a : (tensor<2x3xf32>) -> tensor<5xf32>
+  func.return %r : tensor<5xf32>
+}
+
+// -----
+
+func.func @reshape_element_type(%a: tensor<2x3xf32>) -> tensor<6xi32> {
+  // expected-error @+1 {{'graph.reshape' operand element type f32 differs from result element type i32}}
+  %r = graph.reshape %a : (tensor<2x3xf32>) -> tensor<6xi32>
+  func.return %r : tensor<6xi32>
+}
+
+// -----
+
+func.func @reshape_dynamic(%a: tensor<?x3xf32>) -> tensor<6xf32> {
+  // expected-error @+1 {{'graph.reshape' requires static shapes, got tensor<?x3xf32>}}
+  %r = graph.reshape %a : (tensor<?x3xf32>) -> tensor<6xf32>
+  func.return %r : tensor<6xf32>
+}
+
+// --- graph.concat ---
+
+// -----
+
+func.func @concat_nothing() -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.concat' needs at least one input}}
+  %c = "graph.concat"() <{axis = 0 : i64}> : () -> tensor<2xf32>
+  func.return %c : tensor<2xf32>
+}
+
+// -----
+
+func.func @concat_axis(%a: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'graph.concat' axis 2 is out of range for rank 2 (expected 0 to 1)}}
+  %c = graph.concat %a, %a axis 2 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+  func.return %c : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @concat_negative_axis(%a: tensor<2x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'graph.concat' axis -1 is out of range for rank 2 (expected 0 to 1)}}
+  %c = graph.concat %a, %a axis -1 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+  func.return %c : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @concat_shapes(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'graph.concat' input shapes [2, 3] and [3, 3] differ outside axis 1}}
+  %c = graph.concat %a, %b axis 1 : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x6xf32>
+  func.return %c : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @concat_ranks(%a: tensor<2x3xf32>, %b: tensor<2x3x1xf32>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'graph.concat' input shapes [2, 3] and [2, 3, 1] differ outside axis 1}}
+  %c = graph.concat %a, %b axis 1 : (tensor<2x3xf32>, tensor<2x3x1xf32>) -> tensor<2x6xf32>
+  func.return %c : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @concat_element_types(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<2x6xf32> {
+  // expected-error @+1 {{'graph.concat' operand element type f16 differs from result element type f32}}
+  %c = graph.concat %a, %b axis 1 : (tensor<2x3xf32>, tensor<2x3xf16>) -> tensor<2x6xf32>
+  func.return %c : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @concat_result(%a: tensor<2x3xf32>) -> tensor<2x5xf32> {
+  // expected-error @+1 {{'graph.concat' result shape [2, 5] does not match the inferred shape [2, 6]}}
+  %c = graph.concat %a, %a axis 1 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x5xf32>
+  func.return %c : tensor<2x5xf32>
+}
+
+// --- graph.split ---
+
+// -----
+
+func.func @split_nothing(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'graph.split' needs at least one result}}
+  "graph.split"(%a) <{axis = 0 : i64}> : (tensor<4xf32>) -> ()
+  func.return
+}
+
+// -----
+
+func.func @split_axis(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.split' axis 1 is out of range for rank 1 (expected 0 to 0)}}
+  %p = graph.split %a axis 1 : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %p : tensor<4xf32>
+}
+
+// -----
+
+func.func @split_sizes(%a: tensor<4x2xf32>) -> tensor<1x2xf32> {
+  // expected-error @+1 {{'graph.split' result sizes [1, 2] along axis 0 do not add up to the input's 4}}
+  %p, %q = graph.split %a axis 0 : (tensor<4x2xf32>) -> (tensor<1x2xf32>, tensor<2x2xf32>)
+  func.return %p : tensor<1x2xf32>
+}
+
+// -----
+
+func.func @split_shape(%a: tensor<4x2xf32>) -> tensor<1x2xf32> {
+  // expected-error @+1 {{'graph.split' result 1 shape [3, 3] differs from the input shape [4, 2] outside axis 0}}
+  %p, %q = graph.split %a axis 0 : (tensor<4x2xf32>) -> (tensor<1x2xf32>, tensor<3x3xf32>)
+  func.return %p : tensor<1x2xf32>
+}
+
+// -----
+
+func.func @split_element_type(%a: tensor<4xf32>) -> tensor<1xf32> {
+  // expected-error @+1 {{'graph.split' result 1 element type f16 differs from the input's f32}}
+  %p, %q = graph.split %a axis 0 : (tensor<4xf32>) -> (tensor<1xf32>, tensor<3xf16>)
+  func.return %p : tensor<1xf32>
+}
+
+// --- graph.slice ---
+
+// -----
+
+func.func @slice_lengths(%a: tensor<4x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'graph.slice' needs one start and one step per dimension of the rank-2 input and a rank-2 result, got 1 starts, 2 steps and a rank-2 result}}
+  %s = graph.slice %a starts [0] steps [1, 1] : (tensor<4x4xf32>) -> tensor<2x4xf32>
+  func.return %s : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @slice_rank(%a: tensor<4x4xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.slice' needs one start and one step per dimension of the rank-2 input and a rank-2 result, got 2 starts, 2 steps and a rank-1 result}}
+  %s = graph.slice %a starts [0, 0] steps [1, 1] : (tensor<4x4xf32>) -> tensor<2xf32>
+  func.return %s : tensor<2xf32>
+}
+
+// -----
+
+func.func @slice_zero_step(%a: tensor<4x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'graph.slice' step of dimension 1 is 0}}
+  %s = graph.slice %a starts [0, 0] steps [1, 0] : (tensor<4x4xf32>) -> tensor<2x4xf32>
+  func.return %s : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @slice_past_the_end(%a: tensor<4x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'graph.slice' dimension 0 reads indices 1 to 5, outside [0, 4)}}
+  %s = graph.slice %a starts [1, 0] steps [4, 1] : (tensor<4x4xf32>) -> tensor<2x4xf32>
+  func.return %s : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @slice_before_the_start(%a: tensor<4x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'graph.slice' dimension 0 reads indices 0 to -1, outside [0, 4)}}
+  %s = graph.slice %a starts [0, 0] steps [-1, 1] : (tensor<4x4xf32>) -> tensor<2x4xf32>
+  func.return %s : tensor<2x4xf32>
+}
+
+// --- graph.pad ---
+
+// -----
+
+func.func @pad_mode(%a: tensor<4xf32>) -> tensor<6xf32> {
+  // expected-error @+1 {{'graph.pad' mode 'symmetric' is not one of constant, reflect, edge, wrap}}
+  %p = graph.pad %a low [1] high [1] mode "symmetric" : (tensor<4xf32>) -> tensor<6xf32>
+  func.return %p : tensor<6xf32>
+}
+
+// -----
+
+func.func @pad_value(%a: tensor<4xf32>) -> tensor<6xf32> {
+  // expected-error @+1 {{'graph.pad' value is only allowed in constant mode}}
+  %p = graph.pad %a low [1] high [1] mode "edge" value 1.0 : (tensor<4xf32>) -> tensor<6xf32>
+  func.return %p : tensor<6xf32>
+}
+
+// -----
+
+func.func @pad_lengths(%a: tensor<4xf32>) -> tensor<6xf32> {
+  // expected-error @+1 {{'graph.pad' needs low and high pads for each of the 1 dimensions, got 2 and 1}}
+  %p = graph.pad %a low [1, 0] high [1] mode "constant" : (tensor<4xf32>) -> tensor<6xf32>
+  func.return %p : tensor<6xf32>
+}
+
+// -----
+
+func.func @pad_negative(%a: tensor<4xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'graph.pad' pads of dimension 0 must be >= 0, got -1 and 0}}
+  %p = graph.pad %a low [-1] high [0] mode "constant" : (tensor<4xf32>) -> tensor<3xf32>
+  func.return %p : tensor<3xf32>
+}
+
+// -----
+
+func.func @pad_empty(%a: tensor<0xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.pad' cannot pad the empty dimension 0 in edge mode}}
+  %p = graph.pad %a low [1] high [1] mode "edge" : (tensor<0xf32>) -> tensor<2xf32>
+  func.return %p : tensor<2xf32>
+}
+
+// -----
+
+func.func @pad_reflect(%a: tensor<4xf32>) -> tensor<8xf32> {
+  // expected-error @+1 {{'graph.pad' reflect pads of dimension 0 (0, 4) must be smaller than the dimension 4}}
+  %p = graph.pad %a low [0] high [4] mode "reflect" : (tensor<4xf32>) -> tensor<8xf32>
+  func.return %p : tensor<8xf32>
+}
+
+// -----
+
+func.func @pad_result(%a: tensor<4xf32>) -> tensor<7xf32> {
+  // expected-error @+1 {{'graph.pad' result shape [7] does not match the inferred shape [6]}}
+  %p = graph.pad %a low [1] high [1] mode "wrap" : (tensor<4xf32>) -> tensor<7xf32>
+  func.return %p : tensor<7xf32>
+}
+
+// --- graph.gather ---
+
+// -----
+
+func.func @gather_axis(%a: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'graph.gather' axis 2 is out of range for rank 2 (expected 0 to 1)}}
+  %g = graph.gather %a, %i axis 2 : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  func.return %g : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @gather_float_indices(%a: tensor<5x4xf32>, %i: tensor<3xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'graph.gather' indices must be an integer tensor, got tensor<3xf32>}}
+  %g = graph.gather %a, %i axis 0 : (tensor<5x4xf32>, tensor<3xf32>) -> tensor<3x4xf32>
+  func.return %g : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @gather_bool_indices(%a: tensor<5x4xf32>, %i: tensor<3xi1>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'graph.gather' indices must be an integer tensor, got tensor<3xi1>}}
+  %g = graph.gather %a, %i axis 0 : (tensor<5x4xf32>, tensor<3xi1>) -> tensor<3x4xf32>
+  func.return %g : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @gather_element_type(%a: tensor<5x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf16> {
+  // expected-error @+1 {{'graph.gather' result element type f16 differs from the data's f32}}
+  %g = graph.gather %a, %i axis 0 : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf16>
+  func.return %g : tensor<3x4xf16>
+}
+
+// -----
+
+func.func @gather_result(%a: tensor<5x4xf32>, %i: tensor<2x3xi64>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'graph.gather' result shape [3, 4] does not match the inferred shape [5, 2, 3]}}
+  %g = graph.gather %a, %i axis 1 : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<3x4xf32>
+  func.return %g : tensor<3x4xf32>
+}
+
+// --- graph.broadcast_to ---
+
+// -----
+
+func.func @broadcast_incompatible(%a: tensor<3x2xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'graph.broadcast_to' cannot broadcast [3, 2] to [3, 4]}}
+  %b = graph.broadcast_to %a : (tensor<3x2xf32>) -> tensor<3x4xf32>
+  func.return %b : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @broadcast_to_lower_rank(%a: tensor<1x4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.broadcast_to' cannot broadcast [1, 4] to [4]}}
+  %b = graph.broadcast_to %a : (tensor<1x4xf32>) -> tensor<4xf32>
+  func.return %b : tensor<4xf32>
+}
+
+// --- graph.identity and graph.dropout ---
+
+// -----
+
+func.func @identity_type(%a: tensor<4xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{result 'result' at position 0 does not verify: attribute tensor<4xf32> expected from variable 'T', but got tensor<2x2xf32>}}
+  %r = "graph.identity"(%a) : (tensor<4xf32>) -> tensor<2x2xf32>
+  func.return %r : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @dropout_ratio(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.dropout' ratio 1.0 is not in [0, 1)}}
+  %r = graph.dropout %a ratio 1.0 : tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}

@@ -1,0 +1,87 @@
+// Round trip of the layout ops: custom form, custom form reparsed (stable text), and
+// the generic form.
+// RUN: strato-opt %s | strato-opt | filecheck %s
+// RUN: strato-opt %s > %t.custom && strato-opt %t.custom > %t.custom2 && diff %t.custom %t.custom2
+// RUN: strato-opt %s --print-op-generic > %t.generic && strato-opt %t.generic > %t.from-generic && diff %t.custom %t.from-generic
+// RUN: strato-opt %t.generic --print-op-generic | filecheck %s --check-prefix=GENERIC
+
+// CHECK-LABEL: func.func @reshape
+// CHECK-NEXT:    %r = graph.reshape %a : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+// CHECK-NEXT:    %s = graph.reshape %r : (tensor<6x4xf32>) -> tensor<1x24x1xf32>
+// CHECK-NEXT:    %i = graph.reshape %b : (tensor<2x3xi64>) -> tensor<6xi64>
+// CHECK-NEXT:    %z = graph.reshape %c : (tensor<f32>) -> tensor<1x1xf32>
+// GENERIC-LABEL: sym_name = "reshape"
+// GENERIC:         "graph.reshape"(%a) : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+func.func @reshape(%a: tensor<2x3x4xf32>, %b: tensor<2x3xi64>, %c: tensor<f32>) -> tensor<1x24x1xf32> {
+  %r = graph.reshape %a : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  %s = graph.reshape %r : (tensor<6x4xf32>) -> tensor<1x24x1xf32>
+  %i = graph.reshape %b : (tensor<2x3xi64>) -> tensor<6xi64>
+  %z = graph.reshape %c : (tensor<f32>) -> tensor<1x1xf32>
+  func.return %s : tensor<1x24x1xf32>
+}
+
+// CHECK-LABEL: func.func @concat_split
+// CHECK-NEXT:    %c = graph.concat %a, %b, %a axis 1 : (tensor<2x3xf32>, tensor<2x5xf32>, tensor<2x3xf32>) -> tensor<2x11xf32>
+// CHECK-NEXT:    %one = graph.concat %a axis 0 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %p, %q, %r = graph.split %c axis 1 : (tensor<2x11xf32>) -> (tensor<2x4xf32>, tensor<2x0xf32>, tensor<2x7xf32>)
+// GENERIC-LABEL: sym_name = "concat_split"
+// GENERIC:         "graph.concat"(%a, %b, %a) <{axis = 1 : i64}> : (tensor<2x3xf32>, tensor<2x5xf32>, tensor<2x3xf32>) -> tensor<2x11xf32>
+// GENERIC:         "graph.split"(%c) <{axis = 1 : i64}> : (tensor<2x11xf32>) -> (tensor<2x4xf32>, tensor<2x0xf32>, tensor<2x7xf32>)
+func.func @concat_split(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x7xf32> {
+  %c = graph.concat %a, %b, %a axis 1 : (tensor<2x3xf32>, tensor<2x5xf32>, tensor<2x3xf32>) -> tensor<2x11xf32>
+  %one = graph.concat %a axis 0 : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %p, %q, %r = graph.split %c axis 1 : (tensor<2x11xf32>) -> (tensor<2x4xf32>, tensor<2x0xf32>, tensor<2x7xf32>)
+  func.return %r : tensor<2x7xf32>
+}
+
+// CHECK-LABEL: func.func @slice_pad
+// CHECK-NEXT:    %s = graph.slice %a starts [0, 9] steps [2, -1] : (tensor<20x10xf32>) -> tensor<10x10xf32>
+// CHECK-NEXT:    %e = graph.slice %a starts [0, 0] steps [1, 1] : (tensor<20x10xf32>) -> tensor<0x10xf32>
+// CHECK-NEXT:    %c = graph.pad %a low [0, 1] high [2, 0] mode "constant" : (tensor<20x10xf32>) -> tensor<22x11xf32>
+// CHECK-NEXT:    %v = graph.pad %a low [0, 1] high [2, 0] mode "constant" value 1.500000e+00 : (tensor<20x10xf32>) -> tensor<22x11xf32>
+// CHECK-NEXT:    %r = graph.pad %a low [1, 1] high [1, 9] mode "reflect" : (tensor<20x10xf32>) -> tensor<22x20xf32>
+// CHECK-NEXT:    %d = graph.pad %a low [5, 0] high [0, 30] mode "edge" : (tensor<20x10xf32>) -> tensor<25x40xf32>
+// CHECK-NEXT:    %w = graph.pad %a low [50, 0] high [0, 30] mode "wrap" : (tensor<20x10xf32>) -> tensor<70x40xf32>
+// GENERIC-LABEL: sym_name = "slice_pad"
+// GENERIC:         "graph.slice"(%a) <{starts = array<i64: 0, 9>, steps = array<i64: 2, -1>}> : (tensor<20x10xf32>) -> tensor<10x10xf32>
+// GENERIC:         "graph.pad"(%a) <{low = array<i64: 0, 1>, high = array<i64: 2, 0>, mode = "constant", value = 1.500000e+00 : f64}> : (tensor<20x10xf32>) -> tensor<22x11xf32>
+func.func @slice_pad(%a: tensor<20x10xf32>) -> tensor<10x10xf32> {
+  %s = graph.slice %a starts [0, 9] steps [2, -1] : (tensor<20x10xf32>) -> tensor<10x10xf32>
+  %e = graph.slice %a starts [0, 0] steps [1, 1] : (tensor<20x10xf32>) -> tensor<0x10xf32>
+  %c = graph.pad %a low [0, 1] high [2, 0] mode "constant" : (tensor<20x10xf32>) -> tensor<22x11xf32>
+  %v = graph.pad %a low [0, 1] high [2, 0] mode "constant" value 1.5 : (tensor<20x10xf32>) -> tensor<22x11xf32>
+  %r = graph.pad %a low [1, 1] high [1, 9] mode "reflect" : (tensor<20x10xf32>) -> tensor<22x20xf32>
+  %d = graph.pad %a low [5, 0] high [0, 30] mode "edge" : (tensor<20x10xf32>) -> tensor<25x40xf32>
+  %w = graph.pad %a low [50, 0] high [0, 30] mode "wrap" : (tensor<20x10xf32>) -> tensor<70x40xf32>
+  func.return %s : tensor<10x10xf32>
+}
+
+// CHECK-LABEL: func.func @gather_broadcast
+// CHECK-NEXT:    %g = graph.gather %data, %idx axis 0 : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+// CHECK-NEXT:    %h = graph.gather %data, %mat axis 1 : (tensor<5x4xf32>, tensor<2x2xi32>) -> tensor<5x2x2xf32>
+// CHECK-NEXT:    %s = graph.gather %data, %one axis 1 : (tensor<5x4xf32>, tensor<i64>) -> tensor<5xf32>
+// CHECK-NEXT:    %b = graph.broadcast_to %col : (tensor<4x1xf32>) -> tensor<2x4x3xf32>
+// GENERIC-LABEL: sym_name = "gather_broadcast"
+// GENERIC:         "graph.gather"(%data, %idx) <{axis = 0 : i64}> : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+// GENERIC:         "graph.broadcast_to"(%col) : (tensor<4x1xf32>) -> tensor<2x4x3xf32>
+func.func @gather_broadcast(%data: tensor<5x4xf32>, %idx: tensor<3xi64>, %mat: tensor<2x2xi32>, %one: tensor<i64>, %col: tensor<4x1xf32>) -> tensor<3x4xf32> {
+  %g = graph.gather %data, %idx axis 0 : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  %h = graph.gather %data, %mat axis 1 : (tensor<5x4xf32>, tensor<2x2xi32>) -> tensor<5x2x2xf32>
+  %s = graph.gather %data, %one axis 1 : (tensor<5x4xf32>, tensor<i64>) -> tensor<5xf32>
+  %b = graph.broadcast_to %col : (tensor<4x1xf32>) -> tensor<2x4x3xf32>
+  func.return %g : tensor<3x4xf32>
+}
+
+// CHECK-LABEL: func.func @inference_no_ops
+// CHECK-NEXT:    %i = graph.identity %a : tensor<2x3xf32>
+// CHECK-NEXT:    %d = graph.dropout %i ratio 5.000000e-01 : tensor<2x3xf32>
+// CHECK-NEXT:    %e = graph.dropout %d : tensor<2x3xf32>
+// GENERIC-LABEL: sym_name = "inference_no_ops"
+// GENERIC:         "graph.identity"(%a) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// GENERIC:         "graph.dropout"(%i) <{ratio = 5.000000e-01 : f64}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
+func.func @inference_no_ops(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %i = graph.identity %a : tensor<2x3xf32>
+  %d = graph.dropout %i ratio 0.5 : tensor<2x3xf32>
+  %e = graph.dropout %d : tensor<2x3xf32>
+  func.return %e : tensor<2x3xf32>
+}

@@ -1,0 +1,64 @@
+// Every verifier error of the reductions, one case a chunk.
+// RUN: strato-opt %s --split-input-file --verify-diagnostics
+
+func.func @no_axes(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'graph.reduce_sum' needs at least one axis}}
+  %r = graph.reduce_sum %a [] : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @unsorted_axes(%a: tensor<2x3xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'graph.reduce_max' axes [1, 0] must be increasing without repeats}}
+  %r = graph.reduce_max %a [1, 0] : (tensor<2x3xf32>) -> tensor<f32>
+  func.return %r : tensor<f32>
+}
+
+// -----
+
+func.func @repeated_axes(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.reduce_mean' axes [1, 1] must be increasing without repeats}}
+  %r = graph.reduce_mean %a [1, 1] : (tensor<2x3xf32>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @axis_too_large(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.reduce_sum' axes [2] are out of range for rank 2}}
+  %r = graph.reduce_sum %a [2] : (tensor<2x3xf32>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @negative_axis(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.reduce_sum' axes [-1] are out of range for rank 2}}
+  %r = graph.reduce_sum %a [-1] : (tensor<2x3xf32>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @keepdims_result(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.reduce_sum' result shape [2] does not match the inferred shape [2, 1]}}
+  %r = graph.reduce_sum %a [1] keepdims : (tensor<2x3xf32>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @element_type(%a: tensor<2x3xf32>) -> tensor<2xf16> {
+  // expected-error @+1 {{'graph.reduce_max' operand element type f32 differs from result element type f16}}
+  %r = graph.reduce_max %a [1] : (tensor<2x3xf32>) -> tensor<2xf16>
+  func.return %r : tensor<2xf16>
+}
+
+// -----
+
+func.func @axes_type(%a: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{Expected attribute i64 but got i32}}
+  %r = "graph.reduce_sum"(%a) <{axes = array<i32: 1>}> : (tensor<2x3xf32>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}

@@ -1,0 +1,25 @@
+// Round trip of the reductions: custom form, custom form reparsed (stable text), and
+// the generic form.
+// RUN: strato-opt %s | strato-opt | filecheck %s
+// RUN: strato-opt %s > %t.custom && strato-opt %t.custom > %t.custom2 && diff %t.custom %t.custom2
+// RUN: strato-opt %s --print-op-generic > %t.generic && strato-opt %t.generic > %t.from-generic && diff %t.custom %t.from-generic
+// RUN: strato-opt %t.generic --print-op-generic | filecheck %s --check-prefix=GENERIC
+
+// CHECK-LABEL: func.func @reductions
+// CHECK-NEXT:    %s = graph.reduce_sum %a [1] keepdims : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+// CHECK-NEXT:    %m = graph.reduce_mean %a [0, 2] : (tensor<2x3x4xf32>) -> tensor<3xf32>
+// CHECK-NEXT:    %x = graph.reduce_max %a [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
+// CHECK-NEXT:    %k = graph.reduce_max %a [0, 1, 2] keepdims : (tensor<2x3x4xf32>) -> tensor<1x1x1xf32>
+// CHECK-NEXT:    %i = graph.reduce_sum %b [0] : (tensor<5xi32>) -> tensor<i32>
+// GENERIC-LABEL: sym_name = "reductions"
+// GENERIC:         "graph.reduce_sum"(%a) <{axes = array<i64: 1>, keepdims}> : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+// GENERIC:         "graph.reduce_mean"(%a) <{axes = array<i64: 0, 2>}> : (tensor<2x3x4xf32>) -> tensor<3xf32>
+// GENERIC:         "graph.reduce_max"(%a) <{axes = array<i64: 0, 1, 2>}> : (tensor<2x3x4xf32>) -> tensor<f32>
+func.func @reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) -> tensor<3xf32> {
+  %s = graph.reduce_sum %a [1] keepdims : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
+  %m = graph.reduce_mean %a [0, 2] : (tensor<2x3x4xf32>) -> tensor<3xf32>
+  %x = graph.reduce_max %a [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
+  %k = graph.reduce_max %a [0, 1, 2] keepdims : (tensor<2x3x4xf32>) -> tensor<1x1x1xf32>
+  %i = graph.reduce_sum %b [0] : (tensor<5xi32>) -> tensor<i32>
+  func.return %m : tensor<3xf32>
+}
