@@ -479,6 +479,82 @@ def test_dropout_with_a_runtime_ratio_keeps_no_ratio():
     np.testing.assert_array_equal(run_graph(import_onnx(model).module, [X, r])[0], X)
 
 
+# -- constants --------------------------------------------------------------------
+
+
+def _constant_model(**value) -> onnx.ModelProto:
+    """A Constant node feeding an Add with a graph input of its shape (so the constant
+    reaches the function as an operand)."""
+    array = _constant_value(**value)
+    nodes = [
+        helper.make_node("Constant", [], ["c"], **value),
+        helper.make_node("Add", ["x", "c"], ["y0"]),
+    ]
+    onnx_graph = helper.make_graph(
+        nodes,
+        "constant",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, array.shape)],
+        [helper.make_tensor_value_info("y0", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return declare_output_shapes(model)
+
+
+def _constant_value(**value) -> np.ndarray:
+    ((name, attribute),) = value.items()
+    if name == "value":
+        return numpy_helper.to_array(attribute)
+    if name == "sparse_value":
+        return np.zeros(tuple(attribute.dims), np.float32)
+    return np.asarray(attribute, np.float32)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"value": numpy_helper.from_array(np.array(2.5, np.float32))},
+        {"value": numpy_helper.from_array(floats(2, 3))},
+        {"value_float": 1.5},
+        {"value_floats": [1.0, -2.0, 3.0]},
+    ],
+    ids=["0-d value", "value", "value_float", "value_floats"],
+)
+def test_constant_forms(value: dict):
+    x = floats(*_constant_value(**value).shape)
+    check(_constant_model(**value), [x])
+
+
+def test_constant_sparse_value_is_densified():
+    sparse = helper.make_sparse_tensor(
+        numpy_helper.from_array(np.array([1.0, 2.0], np.float32)),
+        numpy_helper.from_array(np.array([1, 5], np.int64)),
+        [2, 3],
+    )
+    model = _constant_model(sparse_value=sparse)
+    x = floats(2, 3)
+    expected = x + np.array([[0, 1, 0], [0, 0, 2]], np.float32)
+    np.testing.assert_array_equal(run_graph(import_onnx(model).module, [x])[0], expected)
+
+
+def test_integer_constants_drive_shapes():
+    nodes = [
+        helper.make_node("Constant", [], ["shape"], value_ints=[4, -1]),
+        helper.make_node("Constant", [], ["axis"], value_int=0),
+        helper.make_node("Reshape", ["x", "shape"], ["r"]),
+        helper.make_node("Unsqueeze", ["r", "axis"], ["y0"]),
+    ]
+    onnx_graph = helper.make_graph(
+        nodes,
+        "constant_shapes",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, X.shape)],
+        [helper.make_tensor_value_info("y0", TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    check(declare_output_shapes(model), [X])
+
+
 # -- diagnostics ------------------------------------------------------------------
 
 

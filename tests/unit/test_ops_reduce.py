@@ -74,7 +74,7 @@ def test_empty_axes_input_reduces_everything(op_type: str):
 def test_noop_with_empty_axes_is_the_identity(op_type: str):
     model = model_of(op_type, {"x": X}, opset=18, noop_with_empty_axes=1)
     assert ops_of(model) == []
-    check(model, [X], compiled=False)
+    check(model, [X])
 
 
 def test_reductions_become_one_graph_op():
@@ -181,6 +181,12 @@ def test_transpose_fuses_into_the_reduction():
     fused = [op for op in module.walk() if isinstance(op, graph.FusedOp)]
     assert [f.pattern_kind for f in fused] == [graph.PatternKind.REDUCTION]
     check(model, [X], rtol=1e-6)
+
+
+def test_integer_mean_truncates_toward_zero_like_numpy():
+    x = np.array([[-3, -4], [5, 2]], dtype=np.int32)
+    op_class = graph.ReduceMeanOp
+    assert op_class.reduce(x, (1,)).astype(np.int32).tolist() == [-3, 3]
 
 
 def test_reductions_are_the_reduction_kind():

@@ -139,7 +139,8 @@ class ReduceMeanOp(ReductionOp):
         total = np.sum(x, axis=axes, dtype=x.dtype)
         with np.errstate(invalid="ignore", divide="ignore"):
             if np.issubdtype(x.dtype, np.integer):
-                return total // count if count else np.zeros_like(total)
+                # numpy's mean cast back to the element type: truncated toward zero
+                return np.trunc(total / count) if count else np.zeros_like(total)
             return total / x.dtype.type(count)
 
 
