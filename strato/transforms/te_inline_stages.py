@@ -9,7 +9,10 @@ becomes one reduction and one element-wise nest instead of three nests and two b
 
 Stages are not inlined into reduction bodies (that would redo the element-wise work for
 every reduction step; a padded input stays a separate stage ahead of a convolution),
-and reductions are never inlined.
+nor into a stage with more elements than their own (a per-row value is computed once per
+row, not once per element), nor when their body has grown past `MAX_INLINED_OPS` (a
+chain of stages would otherwise grow into one huge body: a recurrence unrolled over
+time). Reductions are never inlined.
 
 Requires: te primitives. Leaves illegal: nothing.
 
@@ -51,6 +54,32 @@ from xdsl.passes import ModulePass
 
 from strato.dialects import te
 
+MAX_INLINED_OPS = 48
+"""A stage whose body holds more ops than this is kept (and read from its buffer)."""
+
+
+def _element_count(stage: te.StageOp) -> int:
+    count = 1
+    for dim in stage.tensor_type.get_shape():
+        count *= dim
+    return count
+
+
+def should_inline(stage: te.ComputeOp) -> bool:
+    """Whether every reader of `stage` may take a copy of its body."""
+    if len(stage.body.block.ops) > MAX_INLINED_OPS:
+        return False
+    readers = [use.operation for use in stage.result.uses]
+    if not readers:
+        return False
+    for read in readers:
+        reader = read.parent_op()
+        if not isinstance(read, te.ReadOp) or not isinstance(reader, te.ComputeOp):
+            return False
+        if _element_count(reader) > _element_count(stage):
+            return False
+    return True
+
 
 def inline_into_reader(stage: te.ComputeOp, read: te.ReadOp) -> None:
     """Replace `read` (a te.read of `stage`) by a copy of the stage's body."""
@@ -71,20 +100,16 @@ def inline_into_reader(stage: te.ComputeOp, read: te.ReadOp) -> None:
 
 
 def inline_stages(primitive: te.PrimitiveOp) -> int:
-    """Inline every non-output compute stage of `primitive` that only compute stages
-    read. Returns how many stages were inlined."""
+    """Inline every non-output compute stage of `primitive` that `should_inline`
+    accepts. Returns how many stages were inlined."""
     outputs = set(primitive.output.values)
     inlined = 0
     for stage in list(primitive.body.block.ops):
         if not isinstance(stage, te.ComputeOp) or stage.result in outputs:
             continue
-        readers = [use.operation for use in stage.result.uses]
-        if not readers or not all(
-            isinstance(r, te.ReadOp) and isinstance(r.parent_op(), te.ComputeOp)
-            for r in readers
-        ):
+        if not should_inline(stage):
             continue
-        for read in readers:
+        for read in [use.operation for use in stage.result.uses]:
             assert isinstance(read, te.ReadOp)
             inline_into_reader(stage, read)
         stage.detach()

@@ -52,3 +52,27 @@ te.primitive @into_reduction {
   }
   te.output %s, %p : tensor<1xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A per-row stage is not copied into a per-element reader.
+// CHECK-LABEL: te.primitive @per_row
+// CHECK:         %inv = te.compute "inv"
+// CHECK:         %n = te.compute "normalize"
+// CHECK:           te.read %inv[%{{[a-z0-9_]+}}]
+te.primitive @per_row {
+  %x = te.placeholder "x" : tensor<4x8xf32>
+  %s = te.placeholder "s" : tensor<4xf32>
+  %inv = te.compute "inv" (%i) : tensor<4xf32> {
+    %v = te.read %s[%i] : tensor<4xf32>
+    %r = math.sqrt %v : f32
+    te.yield %r : f32
+  }
+  %n = te.compute "normalize" (%i, %j) : tensor<4x8xf32> {
+    %a = te.read %x[%i, %j] : tensor<4x8xf32>
+    %b = te.read %inv[%i] : tensor<4xf32>
+    %m = arith.divf %a, %b : f32
+    te.yield %m : f32
+  }
+  te.output %n : tensor<4x8xf32>
+}
