@@ -71,7 +71,10 @@ class LocatingParser(Parser):
         # Start offsets of the lines of `text`; positions map to lines by bisection,
         # so locating every op of a large module stays linear.
         self._line_starts = [0]
-        self._line_starts.extend(i + 1 for i, char in enumerate(text) if char == "\n")
+        newline = text.find("\n")
+        while newline != -1:
+            self._line_starts.append(newline + 1)
+            newline = text.find("\n", newline + 1)
 
     def location_at(self, position: int) -> SourceLocation:
         """The file location of a character offset into the parsed text."""

@@ -104,8 +104,13 @@ def test_reads_stdin(run, monkeypatch) -> None:
 @pytest.mark.parametrize(
     ("text", "line", "col", "reason"),
     [
-        (RELU.replace(" : tensor<4xf32>\n  func", " tensor<4xf32>\n  func"), 2, 22, "Expected ':'"),
-        (RELU.replace("graph.relu", "graph.tanh"), 2, 19, "Operation graph.tanh is not registered"),
+        (RELU.replace("%a : tensor", "%a tensor"), 2, 22, "Expected ':'"),
+        (
+            RELU.replace("graph.relu", "graph.frobnicate"),
+            2,
+            25,
+            "Operation graph.frobnicate is not registered",
+        ),
         (INT_RELU, 2, 3, "'graph.relu' expects float tensors, got tensor<4xi32>"),
         ("func.func @f() {\n", 2, 1, "in block definition"),
         ("%x = \n", 2, 1, "operation name expected"),
@@ -222,14 +227,16 @@ def test_split_input_goes_on_after_a_failing_chunk(run, write) -> None:
 def test_split_chunks_report_lines_of_the_whole_file(run, write) -> None:
     result = run(write("chunks.mlir", RELU + "// -----\n" + INT_RELU), "--split-input-file")
     assert result.status == 1
-    assert result.err_lines[0].endswith(":7:3: error: 'graph.relu' expects float tensors, got tensor<4xi32>")
+    assert result.err_lines[0].endswith(
+        ":7:3: error: 'graph.relu' expects float tensors, got tensor<4xi32>"
+    )
 
 
 def test_verify_diagnostics_passes_when_all_match(run, write) -> None:
-    annotated = INT_RELU.replace(
-        "  %r = graph.relu", "  // expected-error @+1 {{expects float tensors}}\n  %r = graph.relu"
-    )
-    result = run(write("ok.mlir", annotated + "// -----\n" + RELU), "--split-input-file", "--verify-diagnostics")
+    annotation = "  // expected-error @+1 {{expects float tensors}}\n"
+    annotated = INT_RELU.replace("  %r = graph.relu", annotation + "  %r = graph.relu")
+    path = write("ok.mlir", annotated + "// -----\n" + RELU)
+    result = run(path, "--split-input-file", "--verify-diagnostics")
     assert result.status == 0
     assert result.err == ""
 
@@ -259,7 +266,8 @@ def test_verify_diagnostics_fails_on_a_mismatch(run, write, annotation, problems
 
 
 def test_verify_diagnostics_fails_on_an_expectation_without_error(run, write) -> None:
-    text = RELU.replace("  %r = graph.relu", "  // expected-error @+1 {{never}}\n  %r = graph.relu")
+    annotation = "  // expected-error @+1 {{never}}\n"
+    text = RELU.replace("  %r = graph.relu", annotation + "  %r = graph.relu")
     result = run(write("unmet.mlir", text), "--verify-diagnostics")
     assert result.status == 1
     assert result.err_lines[0].endswith(':2:6: error: expected error "never" was not produced')

@@ -11,9 +11,9 @@ func.func @missing_colon(%a: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// CHECK-NEXT: malformed-ir.mlir:[[# @LINE + 2]]:22: error: Operation graph.softmax is not registered
+// CHECK-NEXT: malformed-ir.mlir:[[# @LINE + 2]]:25: error: Operation graph.frobnicate is not registered
 func.func @unknown_op(%a: tensor<4xf32>) -> tensor<4xf32> {
-  %r = graph.softmax %a : tensor<4xf32>
+  %r = graph.frobnicate %a : tensor<4xf32>
   func.return %r : tensor<4xf32>
 }
 

@@ -48,8 +48,8 @@ func.func @regex(%a: tensor<2x4x8xf32>, %b: tensor<3x8x5xf32>) -> tensor<2x4x5xf
 // -----
 
 func.func @parse_error(%a: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{Operation graph.sigmoid is not registered}}
-  %r = graph.sigmoid %a : tensor<4xf32>
+  // expected-error @+1 {{Operation graph.frobnicate is not registered}}
+  %r = graph.frobnicate %a : tensor<4xf32>
   func.return %r : tensor<4xf32>
 }
 
