@@ -1,7 +1,7 @@
 """strato-opt: parse, verify, transform and print strato IR, like mlir-opt.
 
     strato-opt model.mlir -p convert-graph-to-te,convert-te-to-loops
-    strato-opt model.mlir -p 'loop-tile{sizes=32,32}' -o tiled.mlir
+    strato-opt model.mlir -p 'graph-fuse-ops,convert-graph-to-te' -o te.mlir
     strato-opt invalid.mlir --split-input-file --verify-diagnostics
     strato-opt model.mlir -t 'interpret{function=main seed=0}'
 
@@ -27,6 +27,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import IO, Any, NoReturn
 
@@ -339,7 +340,8 @@ class StratoOptMain(xDSLOptMain):
         factory = self.available_targets.get(spec.name)
         if factory is None:
             raise UsageError(
-                f"unknown target '{spec.name}'; choose from {', '.join(self.available_targets)}"
+                f"unknown target '{spec.name}'; "
+                f"choose from {', '.join(self.available_targets)}"
             )
         target_class = factory()
         try:
@@ -422,8 +424,9 @@ class StratoOptMain(xDSLOptMain):
                 output.write(SPLIT_MARKER + "\n")
             result, diagnostics = self.process_chunk(chunk)
             if self.args.verify_diagnostics:
-                expectations = parse_expectations(chunk.text, self.input_name, chunk.first_line)
-                diagnostics = check_diagnostics(diagnostics, expectations, self.input_name)
+                file = self.input_name
+                expectations = parse_expectations(chunk.text, file, chunk.first_line)
+                diagnostics = check_diagnostics(diagnostics, expectations, file)
             if diagnostics:
                 output.flush()
                 for diagnostic in diagnostics:
@@ -474,7 +477,12 @@ class StratoOptMain(xDSLOptMain):
                 location = parser.location_at(err.span.start)
                 raise ChunkFailure(Diagnostic("error", one_line(err.msg), location)) from None
             except DiagnosticException as err:
-                raise ChunkFailure(self.diagnostic_of(err)) from None
+                # Raised outside an op (an alias definition, the module itself).
+                diagnostic = self.diagnostic_of(err)
+                location = diagnostic.location
+                if isinstance(location, SourceLocation) and location.line is None:
+                    diagnostic = replace(diagnostic, location=parser.location_at(parser.pos))
+                raise ChunkFailure(diagnostic) from None
 
     def verify(self, module: ModuleOp, after: str | None) -> None:
         """Verify `module`, reporting a failure at the op that does not verify."""
@@ -530,7 +538,9 @@ class StratoOptMain(xDSLOptMain):
         op = getattr(err, "op", None)
         if location is None and op is not None:
             location = location_of(op)
-        return Diagnostic("error", one_line(message), location or SourceLocation(self.input_name))
+        if location is None:
+            location = SourceLocation(self.input_name)
+        return Diagnostic("error", one_line(message), location)
 
     def dump_ir(self, when: str, module: ModuleOp) -> None:
         sys.stdout.flush()
@@ -544,21 +554,8 @@ class StratoOptMain(xDSLOptMain):
         stream.write("\n\n")
         stream.flush()
 
-    def _timed(self, label: str):
-        if self.timer is None:
-            return _NO_TIMING
-        return self.timer.time(label)
-
-
-class _NoTiming:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-
-_NO_TIMING = _NoTiming()
+    def _timed(self, label: str) -> AbstractContextManager[None]:
+        return nullcontext() if self.timer is None else self.timer.time(label)
 
 
 def _parse_one_spec(text: str, what: str) -> ArgSpec:
