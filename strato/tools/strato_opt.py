@@ -591,11 +591,11 @@ def _reason(err: BaseException) -> str:
 def _report_internal_error(err: BaseException) -> None:
     stage = ""
     if isinstance(err, InternalFailure) and err.__cause__ is not None:
-        stage = f" in {err.stage}"
+        stage = f" (in {err.stage})"
         err = err.__cause__
     message = one_line(str(err))
     detail = f"{type(err).__name__}: {message}" if message else type(err).__name__
-    print(f"{TOOL}: internal error{stage}: {detail}", file=sys.stderr)
+    print(f"{TOOL}: internal error: {detail}{stage}", file=sys.stderr)
     print(
         f"{TOOL}: note: this is a bug in strato, not in the input; "
         "rerun with --debug-traceback for the Python traceback",

@@ -355,7 +355,7 @@ def test_internal_error_is_reported_as_a_bug(run, write, monkeypatch) -> None:
     result = run(write("relu.mlir", RELU), "-p", "test-crash")
     assert result.status == 1
     assert result.err_lines[0] == (
-        "strato-opt: internal error in pass 'test-crash': KeyError: 'no such thing'"
+        "strato-opt: internal error: KeyError: 'no such thing' (in pass 'test-crash')"
     )
     assert "--debug-traceback" in result.err_lines[1]
     assert len(result.err_lines) == 2
