@@ -7,6 +7,7 @@ with the shapes of its inputs. Property tests interpret it before and after a pa
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from strato.dialects import graph
 
@@ -36,8 +37,29 @@ def _shape_of(value: SSAValue) -> tuple[int, ...]:
     return value.type.get_shape()
 
 
+GRAPH_OP_KINDS = ("add", "mul", "relu", "dense", "matmul", "transpose")
+"""The op kinds `graph_programs` draws by default."""
+
+INFERENCE_OP_KINDS = (
+    *GRAPH_OP_KINDS,
+    "identity",
+    "dropout",
+    "reshape",
+    "transpose_pair",
+    "batch_norm",
+    "dense_batch_norm",
+    "bias_add",
+    "matmul_bias",
+)
+"""More kinds, for the inference simplifications: pass-through ops, chains of
+reshapes and transposes, batch normalization (alone and after a dense layer), bias
+vectors added to dense and matmul results."""
+
+
 @st.composite
-def graph_programs(draw: st.DrawFn, max_ops: int = 5) -> GraphProgram:
+def graph_programs(
+    draw: st.DrawFn, max_ops: int = 5, kinds: Sequence[str] = GRAPH_OP_KINDS
+) -> GraphProgram:
     rank = draw(st.integers(min_value=1, max_value=3))
     base_shape = tuple(draw(st.lists(DIM, min_size=rank, max_size=rank)))
     input_shapes = [base_shape]
@@ -59,7 +81,7 @@ def graph_programs(draw: st.DrawFn, max_ops: int = 5) -> GraphProgram:
         if draw(st.integers(0, 4)) == 0:
             # an all-constant operand, so that constant subgraphs occur
             x = constant(shape)
-        kind = draw(st.sampled_from(["add", "mul", "relu", "dense", "matmul", "transpose"]))
+        kind = draw(st.sampled_from(list(kinds)))
         if kind in ("add", "mul"):
             partners = [v for v in values if graph.broadcast_shapes(shape, _shape_of(v))]
             if draw(st.booleans()) or not partners:
@@ -78,6 +100,8 @@ def graph_programs(draw: st.DrawFn, max_ops: int = 5) -> GraphProgram:
         elif kind == "transpose":
             perm = draw(st.permutations(range(len(shape))))
             op = graph.TransposeOp(x, perm)
+        elif kind in INFERENCE_OP_KINDS[len(GRAPH_OP_KINDS) :]:
+            op = _inference_op(draw, kind, x, block, rng, constant)
         else:
             op = graph.ReluOp(x)
         block.add_op(op)
@@ -91,3 +115,206 @@ def graph_programs(draw: st.DrawFn, max_ops: int = 5) -> GraphProgram:
         Region(block),
     )
     return GraphProgram(ModuleOp([function]), input_shapes)
+
+
+def _batch_norm_params(
+    block: Block, rng: np.random.Generator, channels: int
+) -> list[SSAValue]:
+    """Constant scale, bias, mean and a positive variance for `channels` channels."""
+    arrays = [
+        rng.uniform(0.5, 1.5, channels),
+        rng.standard_normal(channels),
+        rng.standard_normal(channels),
+        rng.uniform(0.5, 2.0, channels),
+    ]
+    ops = [graph.ConstantOp.from_array(a.astype(np.float32)) for a in arrays]
+    for op in ops:
+        block.add_op(op)
+    return [op.result for op in ops]
+
+
+def _inference_op(
+    draw: st.DrawFn,
+    kind: str,
+    x: SSAValue,
+    block: Block,
+    rng: np.random.Generator,
+    constant: Callable[[tuple[int, ...]], SSAValue],
+) -> Operation:
+    """One op of the kinds only INFERENCE_OP_KINDS has. Ops it depends on are appended
+    to `block`; the returned op is appended by the caller."""
+    shape = _shape_of(x)
+    if kind == "identity":
+        return graph.IdentityOp(x)
+    if kind == "dropout":
+        return graph.DropoutOp(x, draw(st.sampled_from([None, 0.5])))
+    if kind == "reshape":
+        # one reshape (the dims reordered), sometimes followed by a flatten
+        first = graph.ReshapeOp(x, draw(st.permutations(shape)))
+        if draw(st.booleans()):
+            return first
+        block.add_op(first)
+        return graph.ReshapeOp(first, (int(np.prod(shape)),))
+    if kind == "transpose_pair":
+        first = graph.TransposeOp(x, draw(st.permutations(range(len(shape)))))
+        block.add_op(first)
+        if draw(st.booleans()):
+            # the inverse permutation, so that the pair cancels
+            return graph.TransposeOp(first, [int(p) for p in np.argsort(first.permutation)])
+        return graph.TransposeOp(first, draw(st.permutations(range(len(shape)))))
+    if kind == "bias_add":
+        vector = constant((1,) * draw(st.integers(0, len(shape) - 1)) + (shape[-1],))
+        return graph.AddOp(x, vector) if draw(st.booleans()) else graph.AddOp(vector, x)
+    if kind == "matmul_bias" and len(shape) >= 2:
+        units = draw(DIM)
+        product = graph.MatmulOp(x, constant((shape[-1], units)))
+        block.add_op(product)
+        return graph.AddOp(product, constant((units,)))
+    if kind == "batch_norm" and len(shape) >= 2:
+        return graph.BatchNormOp(x, *_batch_norm_params(block, rng, shape[1]), epsilon=1e-3)
+    if kind == "dense_batch_norm":
+        if len(shape) != 2:
+            flat = graph.ReshapeOp(x, (1, int(np.prod(shape))))
+            block.add_op(flat)
+            x = flat.result
+        units = draw(DIM)
+        bias = constant((units,)) if draw(st.booleans()) else None
+        dense = graph.DenseOp(x, constant((units, _shape_of(x)[-1])), bias)
+        block.add_op(dense)
+        return graph.BatchNormOp(dense, *_batch_norm_params(block, rng, units), epsilon=1e-3)
+    return graph.ReluOp(x)
+
+
+CONV_OP_KINDS = (
+    "conv",
+    "depthwise_conv",
+    "batch_norm",
+    "relu",
+    "clip",
+    "residual_add",
+    "channel_scale",
+    "channel_shift",
+    "max_pool",
+    "avg_pool",
+    "global_avg_pool",
+    "identity",
+    "dropout",
+)
+"""The op kinds of `conv_programs`."""
+
+
+@st.composite
+def conv_programs(
+    draw: st.DrawFn,
+    max_ops: int = 6,
+    channels: Sequence[int] = (3, 4, 8),
+    kinds: Sequence[str] = CONV_OP_KINDS,
+) -> GraphProgram:
+    """A small convolutional network on one NCHW input: convolutions (dense and
+    depthwise), batch normalization, activations, residual adds, per-channel scales
+    and shifts, pooling and pass-through ops, sometimes ending in flatten + dense. It
+    returns its last value and sometimes an earlier one too."""
+    input_shape = (
+        draw(st.integers(1, 2)),
+        draw(st.sampled_from(list(channels))),
+        draw(st.integers(3, 7)),
+        draw(st.integers(3, 7)),
+    )
+    block = Block(arg_types=[TensorType(f32, input_shape)])
+    values: list[SSAValue] = list(block.args)
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+
+    def constant(array: np.ndarray) -> SSAValue:
+        op = graph.ConstantOp.from_array(np.asarray(array, dtype=np.float32))
+        block.add_op(op)
+        return op.result
+
+    for _ in range(draw(st.integers(min_value=1, max_value=max_ops))):
+        x = draw(st.sampled_from(values))
+        n, c, h, w = _shape_of(x)
+        kind = draw(st.sampled_from(list(kinds)))
+        op: Operation
+        if kind in ("conv", "depthwise_conv"):
+            kernel = draw(st.sampled_from([k for k in (1, 3) if k <= min(h, w) + 2]))
+            pad = draw(st.integers(0, 1)) if kernel == 3 else 0
+            if kernel > min(h, w) + 2 * pad:
+                pad = 1  # a 3x3 window needs the padding to fit
+            stride = draw(st.integers(1, 2))
+            depthwise = kind == "depthwise_conv"
+            out = c if depthwise else draw(st.sampled_from(list(channels)))
+            per_group = 1 if depthwise else c
+            weight = rng.standard_normal((out, per_group, kernel, kernel)) / np.sqrt(
+                per_group * kernel * kernel
+            )
+            bias = constant(rng.standard_normal(out)) if draw(st.booleans()) else None
+            op = graph.ConvOp(
+                x,
+                constant(weight),
+                bias,
+                strides=(stride, stride),
+                padding=(pad,) * 4,
+                groups=c if depthwise else 1,
+            )
+        elif kind == "batch_norm":
+            op = graph.BatchNormOp(x, *_batch_norm_params(block, rng, c), epsilon=1e-3)
+        elif kind == "clip":
+            op = graph.ClipOp(x, 0.0, 6.0)
+        elif kind == "residual_add" and (
+            partners := [v for v in values if v is not x and _shape_of(v) == _shape_of(x)]
+        ):
+            op = graph.AddOp(x, draw(st.sampled_from(partners)))
+        elif kind in ("channel_scale", "channel_shift", "residual_add"):
+            shape = draw(st.sampled_from([(c, 1, 1), (1, c, 1, 1), (), (1,)]))
+            operand = constant(rng.uniform(0.5, 1.5, shape))
+            binary = graph.MulOp if kind == "channel_scale" else graph.AddOp
+            op = binary(x, operand) if draw(st.booleans()) else binary(operand, x)
+        elif kind in ("max_pool", "avg_pool") and min(h, w) >= 2:
+            kernel = draw(st.sampled_from([k for k in (2, 3) if k <= min(h, w)]))
+            pad = draw(st.integers(0, kernel // 2))
+            options = dict(
+                strides=(draw(st.integers(1, 2)),) * 2,
+                padding=(pad,) * 4,
+                ceil_mode=draw(st.booleans()),
+            )
+            if kind == "max_pool":
+                op = graph.MaxPoolOp(x, (kernel, kernel), **options)
+            else:
+                op = graph.AvgPoolOp(
+                    x, (kernel, kernel), count_include_pad=draw(st.booleans()), **options
+                )
+        elif kind == "global_avg_pool":
+            op = graph.GlobalAvgPoolOp(x)
+        elif kind == "identity":
+            op = graph.IdentityOp(x)
+        elif kind == "dropout":
+            op = graph.DropoutOp(x, 0.5)
+        else:
+            op = graph.ReluOp(x)
+        block.add_op(op)
+        values.append(op.results[0])
+
+    results = [values[-1]]
+    if draw(st.booleans()):
+        flat = graph.ReshapeOp(results[0], _flat_shape(results[0]))
+        block.add_op(flat)
+        units = draw(st.integers(1, 4))
+        dense = graph.DenseOp(
+            flat, constant(rng.standard_normal((units, _flat_shape(results[0])[1]))), None
+        )
+        block.add_op(dense)
+        results = [dense.result]
+    if len(values) > 2 and draw(st.booleans()):
+        earlier = draw(st.sampled_from(values[1:-1]))
+        if earlier not in results:
+            results.append(earlier)
+    block.add_op(func.ReturnOp(*results))
+    function = func.FuncOp(
+        "main", ([TensorType(f32, input_shape)], [r.type for r in results]), Region(block)
+    )
+    return GraphProgram(ModuleOp([function]), [input_shape])
+
+
+def _flat_shape(value: SSAValue) -> tuple[int, int]:
+    """[N, C * H * W] of an [N, C, H, W] value."""
+    shape = _shape_of(value)
+    return shape[0], int(np.prod(shape[1:]))

@@ -25,6 +25,7 @@ PASS_REGISTRY: dict[str, str] = {
     "graph-fuse-ops": "strato.transforms.graph_fuse_ops:GraphFuseOpsPass",
     "graph-fold-constants": "strato.transforms.graph_fold_constants:GraphFoldConstantsPass",
     "graph-plan-memory": "strato.transforms.graph_plan_memory:GraphPlanMemoryPass",
+    "graph-simplify-inference": "strato.transforms.graph_simplify_inference:GraphSimplifyInferencePass",
     "graph-default": "strato.transforms.graph_default:GraphDefaultPass",
     "te-inline-stages": "strato.transforms.te_inline_stages:TeInlineStagesPass",
 }

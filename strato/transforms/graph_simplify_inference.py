@@ -1,0 +1,376 @@
+"""graph-simplify-inference: rewrite a model for inference into fewer, cheaper ops.
+
+Each rewrite is one small pattern; `simplify_inference_patterns()` collects them and the
+pass applies them to a fixed point:
+
+- `FoldBatchNorm`: batch normalization after a convolution (conv, conv_transpose) or a
+  rank-2 dense layer whose result has no other user, with constant weights, bias and
+  normalization parameters, is folded into the producer. With
+  f = scale / sqrt(variance + epsilon) per output channel:
+  w' = w * f, b' = (b - mean) * f + beta (b = 0 without a bias).
+- `LowerBatchNorm`: any other batch normalization with constant parameters becomes
+  x * f + (beta - mean * f), a mul and an add of constant per-channel vectors.
+- `RemovePassThrough`: identity and inference dropout are their input.
+- `MergeReshapes` / `RemoveNoOpReshape`: a reshape of a reshape is one reshape; a
+  reshape to the shape it already has goes away.
+- `MergeTransposes` / `RemoveIdentityTranspose`: transposes compose into one; an
+  identity permutation goes away.
+- `MatmulBiasToDense`: a matmul by a constant rank-2 matrix [K, N] whose only user adds
+  a constant bias vector becomes a dense layer with weight [N, K] (the constant,
+  transposed) and bias [N]; batched left operands are fine, dense takes [.., K].
+- `DenseAddToBias`: a dense layer whose only user adds a constant vector [N] takes it
+  as its bias (added to a constant bias it already has).
+
+Requires: functions of graph ops. Leaves illegal: nothing (batch normalization with
+non-constant parameters is kept).
+
+Before:
+
+    %w = graph.constant dense<2.0> : tensor<4x3x3x3xf32>
+    %y = graph.conv %x, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x3x8x8xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x8x8xf32>
+    %n = graph.batch_norm %y, %scale, %beta, %mean, %var epsilon 1.000000e-05 : (...) -> tensor<1x4x8x8xf32>
+    %d = graph.dropout %n : tensor<1x4x8x8xf32>
+    %r = graph.relu %d : tensor<1x4x8x8xf32>
+
+After:
+
+    %w' = graph.constant dense<...> : tensor<4x3x3x3xf32>
+    %b' = graph.constant dense<...> : tensor<4xf32>
+    %n = graph.conv %x, %w', %b' strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (...) -> tensor<1x4x8x8xf32>
+    %r = graph.relu %n : tensor<1x4x8x8xf32>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from strato.dialects import graph
+from strato.dialects.graph import static_shape
+from strato.dialects.tensor_types import array_from_dense, dense_from_array
+
+# -- helpers shared by the patterns --------------------------------------------------------
+
+
+def constant_array(value: SSAValue | None) -> np.ndarray | None:
+    """The value of `value` when a graph.constant defines it, else None."""
+    if value is None or not isinstance(value.owner, graph.ConstantOp):
+        return None
+    return array_from_dense(value.owner.value)
+
+
+def element_type_of(value: SSAValue) -> Attribute:
+    assert isinstance(value.type, TensorType)
+    return value.type.element_type
+
+
+def make_constant(array: np.ndarray, like: SSAValue, name: str | None) -> graph.ConstantOp:
+    """A graph.constant holding `array` in the element type of `like`."""
+    element_type = element_type_of(like)
+    op = graph.ConstantOp(dense_from_array(np.asarray(array), element_type))
+    op.result.name_hint = name
+    return op
+
+
+def erase_if_unused(rewriter: PatternRewriter, values: Sequence[SSAValue | None]) -> None:
+    """Erase the constants among the producers of `values` that lost their last user."""
+    for value in values:
+        if value is None:
+            continue
+        owner = value.owner
+        if isinstance(owner, graph.ConstantOp) and not owner.result.uses:
+            rewriter.erase(owner)
+
+
+def has_single_user(value: SSAValue, user: Operation) -> bool:
+    """Is `user` the only op that reads `value` (and does it read it once)?"""
+    return value.get_user_of_unique_use() is user
+
+
+def channel_vector(array: np.ndarray, rank: int) -> np.ndarray:
+    """A per-channel vector [C] shaped to broadcast along axis 1 of a rank-`rank` tensor."""
+    return array.reshape((-1,) + (1,) * (rank - 2))
+
+
+def last_axis_vector(value: SSAValue, result_shape: Sequence[int]) -> np.ndarray | None:
+    """The constant `value` as a vector [N] along the last axis of `result_shape`, when
+    adding it to a tensor of that shape broadcasts it along the last axis only (its other
+    dimensions are 1, and the sum keeps `result_shape`); else None."""
+    array = constant_array(value)
+    if array is None or not result_shape:
+        return None
+    shape = array.shape
+    if len(shape) > len(result_shape) or any(d != 1 for d in shape[:-1]):
+        return None
+    units = result_shape[-1]
+    if shape and shape[-1] not in (1, units):
+        return None
+    return np.broadcast_to(array.reshape(-1), (units,)).copy()
+
+
+def batch_norm_factors(op: graph.BatchNormOp) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(factor, mean, beta) in float64 of a batch normalization with constant parameters,
+    factor = scale / sqrt(variance + epsilon); None when a parameter is not constant."""
+    params = [constant_array(v) for v in (op.scale, op.bias, op.mean, op.variance)]
+    if any(p is None for p in params):
+        return None
+    scale, beta, mean, variance = (np.asarray(p, dtype=np.float64) for p in params)  # type: ignore[arg-type]
+    # the reference semantics adds epsilon as the f32 it is stored as
+    epsilon = np.float64(np.float32(op.epsilon.value.data))
+    with np.errstate(all="ignore"):
+        factor = scale / np.sqrt(variance + epsilon)
+    return factor, mean, beta
+
+
+def _rebuilt(op: Operation, operands: Sequence[SSAValue]) -> Operation:
+    """A copy of `op` (same properties, attributes and result types) on `operands`."""
+    return type(op).create(
+        operands=list(operands),
+        result_types=[r.type for r in op.results],
+        properties=dict(op.properties),
+        attributes=dict(op.attributes),
+    )
+
+
+def _scaled_weight(producer: Operation, weight: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """`weight` with each output channel's slice multiplied by its factor."""
+    wide = weight.astype(np.float64)
+    if isinstance(producer, graph.ConvTransposeOp):
+        # weight [C, M / groups, K..]: output channel g * (M / groups) + j is column j of
+        # the rows of group g
+        groups = producer.group_count
+        per_group = wide.shape[1]
+        grouped = wide.reshape(groups, wide.shape[0] // groups, per_group, *wide.shape[2:])
+        scale = factor.reshape(groups, 1, per_group, *([1] * (wide.ndim - 2)))
+        return (grouped * scale).reshape(wide.shape)
+    # conv [M, C / groups, K..] and dense [N, K]: output channels along axis 0
+    return wide * factor.reshape((-1,) + (1,) * (wide.ndim - 1))
+
+
+# -- patterns ----------------------------------------------------------------------------
+
+
+class FoldBatchNorm(RewritePattern):
+    """conv / conv_transpose / rank-2 dense with constant weights, then batch_norm with
+    constant parameters -> the producer with scaled weights and a shifted bias."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.BatchNormOp, rewriter: PatternRewriter) -> None:
+        producer = op.input.owner
+        if not isinstance(producer, (graph.ConvOp, graph.ConvTransposeOp, graph.DenseOp)):
+            return
+        if not has_single_user(op.input, op):
+            return
+        if isinstance(producer, graph.DenseOp) and len(static_shape(producer.result)) != 2:
+            return  # the normalized axis 1 is not the dense layer's output axis
+        factors = batch_norm_factors(op)
+        weight = constant_array(producer.weight)
+        if factors is None or weight is None:
+            return
+        bias = constant_array(producer.bias)
+        if producer.bias is not None and bias is None:
+            return
+        factor, mean, beta = factors
+        old_bias = np.zeros_like(factor) if bias is None else bias.astype(np.float64)
+        new_weight = make_constant(
+            _scaled_weight(producer, weight, factor), producer.weight, producer.weight.name_hint
+        )
+        bias_name = (producer.bias if producer.bias is not None else op.bias).name_hint
+        new_bias = make_constant((old_bias - mean) * factor + beta, producer.weight, bias_name)
+        folded = _rebuilt(producer, [producer.operands[0], new_weight.result, new_bias.result])
+        old_operands = list(producer.operands[1:]) + list(op.operands[1:])
+        rewriter.replace(op, [new_weight, new_bias, folded], folded.results)
+        rewriter.erase(producer)
+        erase_if_unused(rewriter, old_operands)
+
+
+class LowerBatchNorm(RewritePattern):
+    """batch_norm with constant parameters -> x * factor + shift, per-channel constants."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.BatchNormOp, rewriter: PatternRewriter) -> None:
+        factors = batch_norm_factors(op)
+        if factors is None:
+            return
+        factor, mean, beta = factors
+        rank = len(static_shape(op.input))
+        name = op.result.name_hint
+        scale = make_constant(channel_vector(factor, rank), op.input, op.scale.name_hint)
+        shift = make_constant(channel_vector(beta - mean * factor, rank), op.input, op.bias.name_hint)
+        mul = graph.MulOp(op.input, scale.result)
+        add = graph.AddOp(mul.result, shift.result)
+        mul.result.name_hint = f"{name}.scaled" if name else None
+        old_operands = list(op.operands[1:])
+        rewriter.replace(op, [scale, shift, mul, add], add.results)
+        erase_if_unused(rewriter, old_operands)
+
+
+class RemovePassThrough(RewritePattern):
+    """identity / dropout (inference) -> its input."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, (graph.IdentityOp, graph.DropoutOp)):
+            return
+        rewriter.replace(op, [], [op.input])
+
+
+class MergeReshapes(RewritePattern):
+    """reshape(reshape(x)) -> reshape(x)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ReshapeOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        if not isinstance(inner, graph.ReshapeOp):
+            return
+        merged = graph.ReshapeOp(inner.input, static_shape(op.result))
+        rewriter.replace(op, merged)
+        if not inner.result.uses:
+            rewriter.erase(inner)
+
+
+class RemoveNoOpReshape(RewritePattern):
+    """reshape of x to x's own shape -> x."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ReshapeOp, rewriter: PatternRewriter) -> None:
+        if op.input.type != op.result.type:
+            return
+        rewriter.replace(op, [], [op.input])
+
+
+class MergeTransposes(RewritePattern):
+    """transpose(transpose(x, p1), p2) -> transpose(x, [p1[d] for d in p2])."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.TransposeOp, rewriter: PatternRewriter) -> None:
+        inner = op.input.owner
+        if not isinstance(inner, graph.TransposeOp):
+            return
+        first = inner.permutation
+        merged = graph.TransposeOp(inner.input, [first[d] for d in op.permutation])
+        rewriter.replace(op, merged)
+        if not inner.result.uses:
+            rewriter.erase(inner)
+
+
+class RemoveIdentityTranspose(RewritePattern):
+    """transpose by the identity permutation -> its input."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.TransposeOp, rewriter: PatternRewriter) -> None:
+        if op.permutation != tuple(range(len(op.permutation))):
+            return
+        rewriter.replace(op, [], [op.input])
+
+
+def _producer_and_addend(op: graph.AddOp, kind: type[Operation]):
+    """(producer, other operand) for the operand of `op` that an op of type `kind`
+    defines and that `op` alone reads, trying lhs first; None if neither is."""
+    for value, other in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
+        if isinstance(value.owner, kind) and has_single_user(value, op):
+            return value.owner, other
+    return None
+
+
+class MatmulBiasToDense(RewritePattern):
+    """matmul(x, W) + b, W a constant [K, N] and b a constant vector along N ->
+    dense(x, W^T, b)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.AddOp, rewriter: PatternRewriter) -> None:
+        found = _producer_and_addend(op, graph.MatmulOp)
+        if found is None:
+            return
+        matmul, addend = found
+        assert isinstance(matmul, graph.MatmulOp)
+        matrix = constant_array(matmul.rhs)
+        if matrix is None or matrix.ndim != 2:
+            return
+        result_shape = static_shape(op.result)
+        if static_shape(matmul.result) != result_shape:
+            return  # the bias broadcasts the product to a larger shape
+        bias = last_axis_vector(addend, result_shape)
+        if bias is None:
+            return
+        weight = make_constant(matrix.T, matmul.rhs, matmul.rhs.name_hint)
+        bias_op = make_constant(bias, matmul.rhs, addend.name_hint)
+        dense = graph.DenseOp(matmul.lhs, weight.result, bias_op.result)
+        old_operands = [matmul.rhs, addend]
+        rewriter.replace(op, [weight, bias_op, dense])
+        rewriter.erase(matmul)
+        erase_if_unused(rewriter, old_operands)
+
+
+class DenseAddToBias(RewritePattern):
+    """dense(x, w) + b, b a constant vector along the output units -> dense(x, w, b)
+    (b added to the dense layer's constant bias when it has one)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.AddOp, rewriter: PatternRewriter) -> None:
+        found = _producer_and_addend(op, graph.DenseOp)
+        if found is None:
+            return
+        dense, addend = found
+        assert isinstance(dense, graph.DenseOp)
+        result_shape = static_shape(op.result)
+        if static_shape(dense.result) != result_shape:
+            return
+        bias = last_axis_vector(addend, result_shape)
+        if bias is None:
+            return
+        if dense.bias is not None:
+            existing = constant_array(dense.bias)
+            if existing is None:
+                return
+            bias = existing.astype(np.float64) + bias
+        bias_op = make_constant(bias, dense.weight, addend.name_hint)
+        merged = graph.DenseOp(dense.input, dense.weight, bias_op.result)
+        old_operands = [dense.bias, addend]
+        rewriter.replace(op, [bias_op, merged])
+        rewriter.erase(dense)
+        erase_if_unused(rewriter, old_operands)
+
+
+def simplify_inference_patterns() -> list[RewritePattern]:
+    """The rewrites of graph-simplify-inference; folding batch normalization is tried
+    before lowering it."""
+    return [
+        FoldBatchNorm(),
+        LowerBatchNorm(),
+        RemovePassThrough(),
+        MergeReshapes(),
+        RemoveNoOpReshape(),
+        MergeTransposes(),
+        RemoveIdentityTranspose(),
+        MatmulBiasToDense(),
+        DenseAddToBias(),
+    ]
+
+
+@dataclass(frozen=True)
+class GraphSimplifyInferencePass(ModulePass):
+    """Fold batch normalization into convolutions and dense layers, drop identity and
+    dropout, merge reshapes and transposes, and turn matmul + bias into dense."""
+
+    name = "graph-simplify-inference"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(
+            GreedyRewritePatternApplier(simplify_inference_patterns())
+        ).rewrite_module(op)
+
+
+__all__ = ["GraphSimplifyInferencePass", "simplify_inference_patterns"]
