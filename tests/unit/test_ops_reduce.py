@@ -194,20 +194,31 @@ def test_reductions_are_the_reduction_kind():
         assert op.PATTERN_KIND == graph.PatternKind.REDUCTION
 
 
-def test_integer_reductions_are_a_diagnostic_in_the_strategy():
-    text = """
-func.func @main(%a: tensor<2x3xi32>) -> tensor<2xi32> {
+INTEGER_REDUCTIONS = """
+func.func @main(%a: tensor<2x3xi32>, %b: tensor<2x3xi1>, %c: tensor<2x0xi32>) -> (tensor<2xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi1>, tensor<2x1xi32>, tensor<2x1xi32>) {
   %s = graph.reduce_sum %a [1] : (tensor<2x3xi32>) -> tensor<2xi32>
-  func.return %s : tensor<2xi32>
+  %m = graph.reduce_mean %a [1] : (tensor<2x3xi32>) -> tensor<2xi32>
+  %x = graph.reduce_max %a [1] : (tensor<2x3xi32>) -> tensor<2xi32>
+  %any = graph.reduce_max %b [1] : (tensor<2x3xi1>) -> tensor<2xi1>
+  %e = graph.reduce_max %c [1] keepdims : (tensor<2x0xi32>) -> tensor<2x1xi32>
+  %f = graph.reduce_mean %c [1] keepdims : (tensor<2x0xi32>) -> tensor<2x1xi32>
+  func.return %s, %m, %x, %any, %e, %f : tensor<2xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi1>, tensor<2x1xi32>, tensor<2x1xi32>
 }"""
-    ctx = make_context()
-    module = Parser(ctx, text).parse_module()
-    x = np.arange(6, dtype=np.int32).reshape(2, 3)
-    np.testing.assert_array_equal(run_graph(module, [x])[0], [3, 12])
-    from strato.diagnostics import StratoError
 
-    with pytest.raises(StratoError, match="'graph.reduce_sum' on i32 tensors"):
-        run_pipeline(ctx, module, "convert-graph-to-te")
+
+def test_integer_and_bool_reductions_lower():
+    a = np.array([[-3, -4, 1], [5, 2, 9]], np.int32)
+    b = np.array([[False, True, False], [False, False, False]])
+    c = np.zeros((2, 0), np.int32)
+    lowest = np.iinfo(np.int32).min
+    expected = [[-6, 16], [-2, 5], [1, 9], [True, False], [[lowest], [lowest]], [[0], [0]]]
+    ctx = make_context()
+    module = Parser(ctx, INTEGER_REDUCTIONS).parse_module()
+    assert [r.tolist() for r in run_graph(module, [a, b, c])] == expected
+    run_pipeline(ctx, module, "convert-graph-to-te")
+    assert [r.tolist() for r in run_te(module, [a, b, c])] == expected
+    run_pipeline(ctx, module, "convert-te-to-loops")
+    assert [r.tolist() for r in run_loops(module, [a, b, c])] == expected
 
 
 @pytest.mark.parametrize(
