@@ -161,6 +161,14 @@ def sub_byte_width(type_: Attribute) -> int | None:
     return None
 
 
+def stores_exactly(type_: Attribute) -> bool:
+    """Whether storing any stage-body scalar as an element of `type_` and reading it
+    back gives the same scalar. Not so for bf16 (stored rounded) and sub-byte integers
+    (stored as their low bits): a pass that forwards a stage's scalar to its readers
+    instead of storing it (inlining) must encode and decode it, or leave it alone."""
+    return not isinstance(type_, BFloat16Type) and sub_byte_width(type_) is None
+
+
 def scalars_from_elements(array: np.ndarray, type_: Attribute) -> np.ndarray:
     """The stage-body scalars (`scalar_type`) of tensor elements of element type
     `type_`, as numpy arrays: unsigned and bit-pattern types are reinterpreted, bf16 is

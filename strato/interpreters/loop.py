@@ -89,6 +89,9 @@ def array_from_buffer(buffer: ShapedArray[Any], type_: MemRefType) -> np.ndarray
     values = np.frombuffer(
         bytes(raw.memory), dtype=_storage_dtype(type_), count=buffer.size, offset=raw.offset
     )
+    if values.dtype == np.bool_:
+        # xDSL may store a true i1 as any nonzero byte; numpy's bools are 0 or 1
+        values = values.view(np.uint8) != 0
     return values.astype(numpy_dtype(type_)).reshape(buffer.shape)
 
 

@@ -28,8 +28,10 @@ from onnx import helper, numpy_helper
 
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Block, Operation, SSAValue
+from xdsl.utils.exceptions import VerifyException
 
 from strato.dialects.graph import ConstantOp, broadcast_shapes
+from strato.dialects.tensor_types import element_type_of
 from strato.diagnostics import ModelImportError
 
 ImportedValue: TypeAlias = SSAValue | np.ndarray
@@ -118,15 +120,16 @@ class NodeContext:
 
     def value(self, index: int) -> ImportedValue:
         """Input `index` as imported: an SSA value, or an array when known at import
-        time. It must be a float32 tensor."""
+        time. It must be a tensor of a numeric element type (`tensor_types`: bool,
+        integers, f16, bf16, f32, f64, the 8- and 4-bit floats); strings are not."""
         if not self.has_input(index):
             raise self.error(f"input {index} is required but not given")
         name = self.node.input[index]
         value = self._env[name]
-        if isinstance(value, np.ndarray) and value.dtype != FLOAT32:
+        if isinstance(value, np.ndarray) and not has_element_type(value.dtype):
             raise self.error(
                 f"input '{name}' has element type {onnx_type_name(value.dtype)}; "
-                "strato imports float32 tensors only"
+                "strato imports numeric tensors only"
             )
         return value
 
@@ -196,13 +199,23 @@ class NodeContext:
 
     def emit(self, op: Operation) -> Operation:
         """Append `op` to the function being built. (The importer names the values a
-        converter returns after the node's outputs.)"""
+        converter returns after the node's outputs.) An op that does not verify (say,
+        operands of two element types the model mixes) is a diagnostic naming the node."""
+        try:
+            op.verify()
+        except VerifyException as err:
+            raise self.error(str(err).splitlines()[0]) from None
         self._block.add_op(op)
         return op
 
     def materialize(self, array: np.ndarray, name_hint: str | None = None) -> SSAValue:
-        """Emit a `graph.constant` holding `array` (float32)."""
-        op = ConstantOp.from_array(np.ascontiguousarray(array, dtype=FLOAT32))
+        """Emit a `graph.constant` holding `array`, with its element type."""
+        array = np.asarray(array)
+        if not has_element_type(array.dtype):
+            raise self.error(
+                f"a constant of element type {onnx_type_name(array.dtype)} is not supported"
+            )
+        op = ConstantOp.from_array(np.require(array, requirements="C"))
         self._block.add_op(op)
         if name_hint:
             op.result.name_hint = name_hint
@@ -218,6 +231,15 @@ class NodeContext:
                 f"input shapes {list(lhs)} and {list(rhs)} do not broadcast"
             )
         return shape
+
+
+def has_element_type(dtype: np.dtype) -> bool:
+    """Whether arrays of `dtype` can become graph tensors (numeric types; not strings)."""
+    try:
+        element_type_of(dtype)
+    except ValueError:
+        return False
+    return True
 
 
 def as_float32(array: np.ndarray) -> np.ndarray:

@@ -15,7 +15,9 @@ gives
 
 The function's arguments are the graph inputs that are not initializers, in ONNX order;
 its results are the graph outputs, in ONNX order. Shapes must be static and tensors
-float32. The model is checked before anything is built (opset domains, every operator in
+numeric (bool, integers, f16, bf16, f32, f64, the 8- and 4-bit floats: see
+`tensor_types`; signed integers become signless `iN`, unsigned ones `uiN`, bool `i1`).
+The model is checked before anything is built (opset domains, every operator in
 `op_table.ONNX_CONVERTERS`, every input defined, `onnx.checker`), then nodes are
 converted in order, and each result shape is compared with ONNX shape inference.
 Anything that cannot be imported raises `ModelImportError` naming the node (its name,
@@ -32,18 +34,19 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import numpy_helper, shape_inference
+from onnx import helper, numpy_helper, shape_inference
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from strato.dialects.graph import ConstantOp
+from strato.dialects.tensor_types import element_type_of
 from strato.diagnostics import ModelImportError
 from strato.frontends.onnx.conversion import (
-    FLOAT32,
     ImportedValue,
     NodeContext,
+    has_element_type,
     node_label,
     shape_of,
 )
@@ -268,23 +271,33 @@ class _GraphImporter:
         if not value.type.HasField("tensor_type"):
             raise self.error(f"{what} is not a tensor")
         tensor = value.type.tensor_type
-        if tensor.elem_type != onnx.TensorProto.FLOAT:
+        element_type = self._element_type(tensor.elem_type)
+        if element_type is None:
             type_name = onnx.TensorProto.DataType.Name(tensor.elem_type)
             raise self.error(
-                f"{what} has element type {type_name}; strato imports float32 tensors only"
+                f"{what} has element type {type_name}; strato imports numeric tensors only"
             )
         if not tensor.HasField("shape"):
             raise self.error(f"{what} has no shape; strato needs static shapes")
         shape = []
         for axis, dim in enumerate(tensor.shape.dim):
-            if not dim.HasField("dim_value") or dim.dim_value <= 0:
+            if not dim.HasField("dim_value") or dim.dim_value < 0:
                 symbol = f" '{dim.dim_param}'" if dim.HasField("dim_param") else ""
                 raise self.error(
                     f"{what} has a dynamic dimension{symbol} at axis {axis}; strato "
                     "needs static shapes (fix it with input_shapes / --batch)"
                 )
             shape.append(dim.dim_value)
-        return TensorType(f32, shape)
+        return TensorType(element_type, shape)
+
+    @staticmethod
+    def _element_type(elem_type: int) -> Attribute | None:
+        """The element type of an ONNX tensor element type, None for unsupported ones
+        (strings, complex numbers)."""
+        try:
+            return element_type_of(helper.tensor_dtype_to_np_dtype(elem_type))
+        except (KeyError, ValueError, TypeError):
+            return None
 
     def _run_checker(self) -> None:
         try:
@@ -353,19 +366,26 @@ class _GraphImporter:
         what = f"graph output '{output.name}'"
         value = env[output.name]
         if isinstance(value, np.ndarray):
-            if value.dtype != FLOAT32:
-                raise self.error(f"{what} is not a float32 tensor")
+            if not has_element_type(value.dtype):
+                raise self.error(f"{what} is not a numeric tensor")
             cached = materialized.get(output.name)
             value = cached if cached is not None else self._materialize(block, value, output.name)
         tensor = output.type.tensor_type
-        if output.type.HasField("tensor_type") and tensor.elem_type not in (
-            onnx.TensorProto.UNDEFINED,
-            onnx.TensorProto.FLOAT,
+        if output.type.HasField("tensor_type") and tensor.elem_type != (
+            onnx.TensorProto.UNDEFINED
         ):
             type_name = onnx.TensorProto.DataType.Name(tensor.elem_type)
-            raise self.error(
-                f"{what} is declared {type_name}; strato imports float32 tensors only"
-            )
+            declared = self._element_type(tensor.elem_type)
+            if declared is None:
+                raise self.error(
+                    f"{what} is declared {type_name}; strato imports numeric tensors only"
+                )
+            assert isinstance(value.type, TensorType)
+            if value.type.element_type != declared:
+                raise self.error(
+                    f"{what} is declared {type_name} but is computed as "
+                    f"{value.type.element_type}"
+                )
         if tensor.HasField("shape"):
             declared = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
             actual = list(shape_of(value))
