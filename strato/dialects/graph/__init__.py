@@ -23,7 +23,7 @@ Example:
 
 from xdsl.ir import Dialect
 
-from strato.dialects.graph import core, elementwise, layout, linalg, nn, normalization, reduce, rnn
+from strato.dialects.graph import blocked, core, elementwise, layout, linalg, logic, nn, normalization, reduce, rnn
 from strato.dialects.graph.base import (
     AnyTensor,
     BroadcastBinaryOp,
@@ -34,16 +34,18 @@ from strato.dialects.graph.base import (
     pattern_kind_of,
     static_shape,
 )
+from strato.dialects.graph.blocked import *  # noqa: F403
 from strato.dialects.graph.core import *  # noqa: F403
 from strato.dialects.graph.elementwise import *  # noqa: F403
 from strato.dialects.graph.layout import *  # noqa: F403
 from strato.dialects.graph.linalg import *  # noqa: F403
+from strato.dialects.graph.logic import *  # noqa: F403
 from strato.dialects.graph.nn import *  # noqa: F403
 from strato.dialects.graph.normalization import *  # noqa: F403
 from strato.dialects.graph.reduce import *  # noqa: F403
 from strato.dialects.graph.rnn import *  # noqa: F403
 
 # Each family module lists its operations in OPS; the dialect is their union.
-FAMILIES = (core, elementwise, layout, linalg, nn, normalization, reduce, rnn)
+FAMILIES = (blocked, core, elementwise, layout, linalg, logic, nn, normalization, reduce, rnn)
 
 Graph = Dialect("graph", [op for family in FAMILIES for op in family.OPS], [])

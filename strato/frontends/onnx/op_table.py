@@ -48,6 +48,7 @@ from strato.frontends.onnx.convert_layout import (
     convert_unsqueeze,
 )
 from strato.frontends.onnx.convert_linear import convert_gemm, convert_matmul
+from strato.frontends.onnx.convert_logic import convert_cast, convert_cast_like, convert_equal, convert_where
 from strato.frontends.onnx.convert_nn import (
     convert_average_pool,
     convert_conv,
@@ -72,6 +73,8 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Add": convert_add,
     "AveragePool": convert_average_pool,
     "BatchNormalization": convert_batch_normalization,
+    "Cast": convert_cast,
+    "CastLike": convert_cast_like,
     "Clip": convert_clip,
     "Concat": convert_concat,
     "Constant": convert_constant,
@@ -80,6 +83,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Div": convert_div,
     "Dropout": convert_dropout,
     "Erf": convert_erf,
+    "Equal": convert_equal,
     "Exp": convert_exp,
     "Expand": convert_expand,
     "Flatten": convert_flatten,
@@ -117,6 +121,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Tanh": convert_tanh,
     "Transpose": convert_transpose,
     "Unsqueeze": convert_unsqueeze,
+    "Where": convert_where,
 }
 
 

@@ -1,0 +1,333 @@
+"""Comparison, selection and element-type conversion: equal, where, cast.
+
+These are the operators whose element types differ between operands and results:
+`graph.equal` compares any two tensors of one element type into booleans (`i1`),
+`graph.where` selects between two tensors by a boolean one, and `graph.cast` converts
+between any two element types strato knows (`tensor_types`): bool, signed and unsigned
+integers of 2 to 64 bits, f16, bf16, f32, f64 and the 8- and 4-bit float formats.
+
+    %m = graph.equal %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
+    %r = graph.where %m, %x, %y : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    %h = graph.cast %x : tensor<4xf32> to tensor<4xf16>
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from typing import ClassVar
+
+import ml_dtypes
+import numpy as np
+from xdsl.dialects.builtin import (
+    BoolAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+    TensorType,
+    i1,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.irdl.operations import ParsePropInAttrDict
+from xdsl.traits import NoMemoryEffect
+from xdsl.utils.exceptions import VerifyException
+
+from strato.dialects.graph.base import (
+    AnyTensor,
+    BroadcastBinaryOp,
+    GraphOp,
+    PatternKind,
+    broadcast_shapes,
+    element_type,
+    static_shape,
+)
+from strato.dialects.tensor_types import numpy_dtype
+
+
+def _check_known(op: Operation, type_: Attribute) -> None:
+    try:
+        numpy_dtype(type_)
+    except ValueError:
+        raise VerifyException(f"'{op.name}' does not support element type {type_}") from None
+
+
+@irdl_op_definition
+class EqualOp(BroadcastBinaryOp):
+    """Element-wise equality with numpy broadcasting: result[i] = lhs[i'] == rhs[i''].
+    Both operands have one element type (any); the result is a bool (`i1`) tensor.
+    Floats compare ordered: NaN equals nothing.
+
+        %r = graph.equal %a, %b : (tensor<3x4xi32>, tensor<4xi32>) -> tensor<3x4xi1>
+    """
+
+    name = "graph.equal"
+
+    FLOAT_OPERANDS: ClassVar[bool] = False
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
+        lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
+        shape = broadcast_shapes(static_shape(lhs), static_shape(rhs))
+        if shape is None:
+            raise ValueError(f"shapes {lhs.type} and {rhs.type} do not broadcast")
+        GraphOp.__init__(self, operands=[lhs, rhs], result_types=[TensorType(i1, shape)])
+
+    def verify_(self) -> None:
+        super().verify_()
+        if element_type(self.lhs) != element_type(self.rhs):
+            raise VerifyException(
+                f"'graph.equal' compares tensors of one element type, got "
+                f"{element_type(self.lhs)} and {element_type(self.rhs)}"
+            )
+        _check_known(self, element_type(self.lhs))
+        if element_type(self.result) != i1:
+            raise VerifyException(
+                f"'graph.equal' result must be a tensor of i1, got {self.result.type}"
+            )
+
+    @staticmethod
+    def compute(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        return np.equal(lhs, rhs)
+
+
+@irdl_op_definition
+class WhereOp(GraphOp):
+    """Element-wise selection with numpy broadcasting of all three operands:
+    result[i] = condition[i'] ? if_true[i''] : if_false[i''']. The condition is a bool
+    (`i1`) tensor; both choices and the result have one element type (any).
+
+        %r = graph.where %c, %a, %b : (tensor<2x1xi1>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+    """
+
+    name = "graph.where"
+
+    condition = operand_def(AnyTensor)
+    if_true = operand_def(AnyTensor)
+    if_false = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = (
+        "$condition `,` $if_true `,` $if_false attr-dict `:` functional-type(operands, results)"
+    )
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.BROADCAST
+    FLOAT_OPERANDS: ClassVar[bool] = False
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        condition: SSAValue | Operation,
+        if_true: SSAValue | Operation,
+        if_false: SSAValue | Operation,
+    ):
+        operands = [SSAValue.get(v) for v in (condition, if_true, if_false)]
+        shape = _broadcast_all([static_shape(v) for v in operands])
+        if shape is None:
+            raise ValueError(
+                "shapes " + ", ".join(str(v.type) for v in operands) + " do not broadcast"
+            )
+        super().__init__(
+            operands=operands,
+            result_types=[TensorType(element_type(operands[1]), shape)],
+        )
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        shapes = [static_shape(v) for v in self.operands]
+        shape = _broadcast_all(shapes)
+        if shape is None:
+            raise VerifyException(
+                "'graph.where' operand shapes "
+                + ", ".join(str(list(s)) for s in shapes)
+                + " do not broadcast"
+            )
+        return shape
+
+    def verify_(self) -> None:
+        super().verify_()
+        if element_type(self.condition) != i1:
+            raise VerifyException(
+                f"'graph.where' condition must be a tensor of i1, got {self.condition.type}"
+            )
+        types = {element_type(v) for v in (self.if_true, self.if_false, self.result)}
+        if len(types) != 1:
+            raise VerifyException(
+                f"'graph.where' choices and result must have one element type, got "
+                f"{element_type(self.if_true)}, {element_type(self.if_false)} and "
+                f"{element_type(self.result)}"
+            )
+        _check_known(self, element_type(self.result))
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        condition, if_true, if_false = inputs
+        dtype = numpy_dtype(self.result.type)
+        return [np.asarray(np.where(condition, if_true, if_false), dtype=dtype)]
+
+
+def _broadcast_all(shapes: Sequence[Sequence[int]]) -> tuple[int, ...] | None:
+    result: tuple[int, ...] | None = ()
+    for shape in shapes:
+        result = broadcast_shapes(result, shape)
+        if result is None:
+            return None
+    return result
+
+
+class RoundMode(StrEnum):
+    """How a cast to f8E8M0FNU (a power of two) rounds: up (ONNX's default), down or to
+    nearest."""
+
+    UP = "up"
+    DOWN = "down"
+    NEAREST = "nearest"
+
+
+@irdl_op_definition
+class CastOp(GraphOp):
+    """Converts each element to the result's element type (ONNX Cast):
+
+    - float to float rounds to nearest even (+/-inf when out of range);
+    - float to integer truncates toward zero (out of range is undefined in ONNX;
+      strato saturates to the 64-bit range, then keeps the low bits);
+    - integer to integer keeps the low bits (sign- or zero-extends when widening);
+    - to bool: nonzero is true; from bool: 1 and 0;
+    - to an 8-bit float format: round to nearest even; out-of-range values and
+      infinities become the largest finite value when `saturate` (the default), else
+      inf (f8E5M2) or NaN (the formats without inf), as the ONNX Cast table says;
+    - to f8E8M0FNU: the exponent of the f32 value, rounded as `round_mode` says
+      (`up` by default; `saturate` keeps the largest finite value; NaN and inf give
+      NaN);
+    - to f4E2M1FN: round to nearest even, saturating to +/-6.
+
+        %h = graph.cast %x : tensor<4xf32> to tensor<4xf16>
+        %q = graph.cast %x {saturate = false} : tensor<4xf32> to tensor<4xf8E4M3FN>
+        %e = graph.cast %x {round_mode = "nearest"} : tensor<4xf32> to tensor<4xf8E8M0FNU>
+    """
+
+    name = "graph.cast"
+
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+    saturate = opt_prop_def(IntegerAttr[IntegerType])
+    round_mode = opt_prop_def(StringAttr)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.INJECTIVE
+    FLOAT_OPERANDS: ClassVar[bool] = False
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        to: Attribute,
+        *,
+        saturate: bool = True,
+        round_mode: RoundMode | str = RoundMode.UP,
+    ):
+        input = SSAValue.get(input)
+        properties: dict[str, Attribute] = {}
+        if not saturate:
+            properties["saturate"] = BoolAttr.from_bool(False)
+        if RoundMode(round_mode) != RoundMode.UP:
+            properties["round_mode"] = StringAttr(RoundMode(round_mode).value)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(to, static_shape(input))],
+            properties=properties,
+        )
+
+    @property
+    def saturates(self) -> bool:
+        return self.saturate is None or bool(self.saturate.value.data)
+
+    @property
+    def rounding(self) -> RoundMode:
+        return RoundMode.UP if self.round_mode is None else RoundMode(self.round_mode.data)
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        return static_shape(self.input)
+
+    def verify_(self) -> None:
+        super().verify_()
+        _check_known(self, element_type(self.input))
+        _check_known(self, element_type(self.result))
+        if self.saturate is not None and self.saturate.type != i1:
+            raise VerifyException(f"'graph.cast' saturate must be a bool, got {self.saturate}")
+        if self.round_mode is not None and self.round_mode.data not in set(RoundMode):
+            raise VerifyException(
+                f"'graph.cast' round_mode '{self.round_mode.data}' is not one of "
+                + ", ".join(mode.value for mode in RoundMode)
+            )
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [cast_array(inputs[0], self.result.type, self.saturates, self.rounding)]
+
+
+def cast_array(
+    array: np.ndarray, to: Attribute, saturate: bool = True, round_mode: RoundMode = RoundMode.UP
+) -> np.ndarray:
+    """The numpy reference of `graph.cast`: `array` converted to element type `to`
+    (the element type of `to` when it is a tensor type)."""
+    array = np.asarray(array)
+    dtype = numpy_dtype(to)
+    if dtype == np.dtype(ml_dtypes.float8_e8m0fnu):
+        return _to_e8m0(array, saturate, round_mode)
+    with np.errstate(all="ignore"):
+        if saturate and dtype.name in _SATURATING_NAMES:
+            if array.dtype.kind == "f" or array.dtype.name in _FLOAT_NAMES:
+                finfo = ml_dtypes.finfo(dtype)
+                wide = array.astype(np.float64) if array.dtype.itemsize < 8 else array
+                array = np.clip(wide, float(finfo.min), float(finfo.max))
+            else:
+                array = array.astype(np.float64)
+        elif dtype.name in _SATURATING_NAMES and array.dtype.kind in "iub":
+            array = array.astype(np.float64)
+        try:
+            return np.asarray(array.astype(dtype))
+        except TypeError:
+            # ml_dtypes lacks some direct casts (uint4 to int4, float8 to int4)
+            is_float = array.dtype.kind == "f" or array.dtype.name in _FLOAT_NAMES
+            return np.asarray(array.astype(np.float64 if is_float else np.int64).astype(dtype))
+
+
+_SATURATING_NAMES = frozenset(
+    {"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"}
+)
+_FLOAT_NAMES = frozenset({"bfloat16", *_SATURATING_NAMES, "float8_e8m0fnu", "float4_e2m1fn"})
+
+
+def _to_e8m0(array: np.ndarray, saturate: bool, round_mode: RoundMode) -> np.ndarray:
+    """f8E8M0FNU from the f32 value of `array`: its exponent field, rounded per
+    `round_mode` (a value with the largest exponent does not round up to NaN when
+    saturating); NaN and inf give the NaN code 0xFF, as ONNX's reference does. The sign
+    is ignored (a negative input is undefined in ONNX)."""
+    with np.errstate(all="ignore"):
+        bits = np.asarray(array).astype(np.float32).view(np.uint32)
+    exponent = ((bits >> 23) & 0xFF).astype(np.uint16)
+    fraction = bits & 0x7FFFFF
+    special = exponent == 0xFF
+    if round_mode == RoundMode.UP:
+        up = fraction != 0
+    elif round_mode == RoundMode.NEAREST:
+        guard = (bits & 0x400000) != 0
+        sticky = (bits & 0x3FFFFF) != 0
+        up = guard & (sticky | (exponent > 0))
+    else:
+        up = np.zeros_like(special)
+    if saturate:
+        up &= exponent != 0xFE
+    result = np.where(special, 0xFF, exponent + up).astype(np.uint8)
+    return result.view(ml_dtypes.float8_e8m0fnu)
+
+
+OPS = (CastOp, EqualOp, WhereOp)
+
+__all__ = ["CastOp", "EqualOp", "RoundMode", "WhereOp", "cast_array"]

@@ -1,0 +1,113 @@
+"""Converters for ONNX Equal, Where, Cast and CastLike.
+
+Any numeric element type is accepted (bool, integers of 2 to 64 bits, f16, bf16, f32,
+f64 and the 8- and 4-bit float formats); strings are not. When every input is known at
+import time the result is folded with the op's own numpy semantics, so its element type
+is the one ONNX gives it:
+
+    Equal(a: int64[3], b: int64[3])         ->  graph.equal ... -> tensor<3xi1>
+    Cast(x: float[4], to=FLOAT8E4M3FN, saturate=0)
+                                            ->  graph.cast %x {saturate = false}
+                                                  : tensor<4xf32> to tensor<4xf8E4M3FN>
+    CastLike(x: float[4], like: float16[])  ->  graph.cast %x : tensor<4xf32> to tensor<4xf16>
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Attribute, SSAValue
+
+from strato.dialects import graph
+from strato.dialects.graph.logic import RoundMode, cast_array
+from strato.dialects.tensor_types import element_type_of
+from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
+
+
+def _element_type(ctx: NodeContext, index: int) -> Attribute:
+    value = ctx.value(index)
+    if isinstance(value, np.ndarray):
+        return element_type_of(value.dtype)
+    assert isinstance(value.type, TensorType)
+    return value.type.element_type
+
+
+def convert_equal(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Equal -> graph.equal (bool result, numpy broadcasting)."""
+    ctx.broadcast(ctx.shape(0), ctx.shape(1))
+    if _element_type(ctx, 0) != _element_type(ctx, 1):
+        raise ctx.error(
+            f"inputs have element types {_element_type(ctx, 0)} and {_element_type(ctx, 1)}; "
+            "Equal compares tensors of one type"
+        )
+    lhs, rhs = ctx.known(0), ctx.known(1)
+    if lhs is not None and rhs is not None:
+        return [np.equal(lhs, rhs)]
+    return [ctx.emit(graph.EqualOp(ctx.operand(0), ctx.operand(1))).results[0]]
+
+
+def convert_where(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Where -> graph.where (numpy broadcasting of all three inputs)."""
+    if _element_type(ctx, 0) != element_type_of(np.dtype(np.bool_)):
+        raise ctx.error(f"condition has element type {_element_type(ctx, 0)}, expected bool")
+    if _element_type(ctx, 1) != _element_type(ctx, 2):
+        raise ctx.error(
+            f"inputs have element types {_element_type(ctx, 1)} and {_element_type(ctx, 2)}; "
+            "Where selects between tensors of one type"
+        )
+    ctx.broadcast(ctx.broadcast(ctx.shape(0), ctx.shape(1)), ctx.shape(2))
+    known = [ctx.known(i) for i in range(3)]
+    if all(value is not None for value in known):
+        condition, if_true, if_false = known
+        return [np.asarray(np.where(condition, if_true, if_false), dtype=if_true.dtype)]
+    operands = [ctx.operand(i) for i in range(3)]
+    return [ctx.emit(graph.WhereOp(*operands)).results[0]]
+
+
+def _target_type(ctx: NodeContext) -> Attribute:
+    to = ctx.attr("to")
+    if to is None:
+        raise ctx.error("attribute 'to' is required")
+    try:
+        dtype = helper.tensor_dtype_to_np_dtype(int(to))
+        return element_type_of(dtype)
+    except (KeyError, ValueError, TypeError):
+        name = (
+            onnx.TensorProto.DataType.Name(int(to))
+            if to in onnx.TensorProto.DataType.values()
+            else str(to)
+        )
+        raise ctx.error(f"casting to {name} is not supported") from None
+
+
+def _cast(ctx: NodeContext, target: Attribute) -> list[ImportedValue]:
+    saturate = ctx.flag_attr("saturate", 1)
+    round_mode = ctx.attr("round_mode", RoundMode.UP.value)
+    if round_mode not in set(RoundMode):
+        raise ctx.error(
+            f"round_mode '{round_mode}' is not one of "
+            + ", ".join(mode.value for mode in RoundMode)
+        )
+    source = _element_type(ctx, 0)
+    known = ctx.known(0)
+    if known is not None:
+        return [cast_array(known, target, saturate, RoundMode(round_mode))]
+    x = ctx.value(0)
+    assert isinstance(x, SSAValue)
+    if source == target:
+        return [x]  # a cast to the same type is the identity
+    op = graph.CastOp(x, target, saturate=saturate, round_mode=round_mode)
+    assert shape_of(op.results[0]) == shape_of(x)
+    return [ctx.emit(op).results[0]]
+
+
+def convert_cast(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Cast -> graph.cast to the element type of attribute `to`."""
+    return _cast(ctx, _target_type(ctx))
+
+
+def convert_cast_like(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX CastLike -> graph.cast to the element type of input 1."""
+    return _cast(ctx, _element_type(ctx, 1))

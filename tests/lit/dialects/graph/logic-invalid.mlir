@@ -1,0 +1,102 @@
+// Every verifier error of equal, where and cast, one case a chunk.
+// RUN: strato-opt %s --split-input-file --verify-diagnostics
+
+// --- graph.equal ---
+
+func.func @equal_element_types(%a: tensor<2xi32>, %b: tensor<2xi64>) -> tensor<2xi1> {
+  // expected-error @+1 {{'graph.equal' compares tensors of one element type, got i32 and i64}}
+  %r = graph.equal %a, %b : (tensor<2xi32>, tensor<2xi64>) -> tensor<2xi1>
+  func.return %r : tensor<2xi1>
+}
+
+// -----
+
+func.func @equal_result_type(%a: tensor<2xi32>) -> tensor<2xi32> {
+  // expected-error @+1 {{'graph.equal' result must be a tensor of i1, got tensor<2xi32>}}
+  %r = graph.equal %a, %a : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+  func.return %r : tensor<2xi32>
+}
+
+// -----
+
+func.func @equal_shapes(%a: tensor<2xi32>, %b: tensor<3xi32>) -> tensor<3xi1> {
+  // expected-error @+1 {{'graph.equal' operand shapes [2] and [3] do not broadcast}}
+  %r = graph.equal %a, %b : (tensor<2xi32>, tensor<3xi32>) -> tensor<3xi1>
+  func.return %r : tensor<3xi1>
+}
+
+// --- graph.where ---
+
+// -----
+
+func.func @where_condition(%c: tensor<2xi8>, %x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.where' condition must be a tensor of i1, got tensor<2xi8>}}
+  %r = graph.where %c, %x, %x : (tensor<2xi8>, tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @where_choices(%c: tensor<2xi1>, %x: tensor<2xf32>, %y: tensor<2xf16>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.where' choices and result must have one element type, got f32, f16 and f32}}
+  %r = graph.where %c, %x, %y : (tensor<2xi1>, tensor<2xf32>, tensor<2xf16>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @where_shapes(%c: tensor<3xi1>, %x: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.where' operand shapes [3], [2], [2] do not broadcast}}
+  %r = graph.where %c, %x, %x : (tensor<3xi1>, tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @where_result_shape(%c: tensor<2xi1>, %x: tensor<2xf32>) -> tensor<1x2xf32> {
+  // expected-error @+1 {{'graph.where' result shape [1, 2] does not match the inferred shape [2]}}
+  %r = graph.where %c, %x, %x : (tensor<2xi1>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2xf32>
+  func.return %r : tensor<1x2xf32>
+}
+
+// --- graph.cast ---
+
+// -----
+
+func.func @cast_shape(%x: tensor<2xf32>) -> tensor<3xf16> {
+  // expected-error @+1 {{'graph.cast' result shape [3] does not match the inferred shape [2]}}
+  %r = graph.cast %x : tensor<2xf32> to tensor<3xf16>
+  func.return %r : tensor<3xf16>
+}
+
+// -----
+
+func.func @cast_unknown_type(%x: tensor<2xf32>) -> tensor<2xi3> {
+  // expected-error @+1 {{'graph.cast' does not support element type i3}}
+  %r = graph.cast %x : tensor<2xf32> to tensor<2xi3>
+  func.return %r : tensor<2xi3>
+}
+
+// -----
+
+func.func @cast_round_mode(%x: tensor<2xf32>) -> tensor<2xf8E8M0FNU> {
+  // expected-error @+1 {{'graph.cast' round_mode 'sideways' is not one of up, down, nearest}}
+  %r = graph.cast %x {round_mode = "sideways"} : tensor<2xf32> to tensor<2xf8E8M0FNU>
+  func.return %r : tensor<2xf8E8M0FNU>
+}
+
+// -----
+
+func.func @cast_saturate(%x: tensor<2xf32>) -> tensor<2xf8E4M3FN> {
+  // expected-error @+1 {{'graph.cast' saturate must be a bool, got 2 : i32}}
+  %r = graph.cast %x {saturate = 2 : i32} : tensor<2xf32> to tensor<2xf8E4M3FN>
+  func.return %r : tensor<2xf8E4M3FN>
+}
+
+// -----
+
+func.func @cast_dynamic(%x: tensor<?xf32>) -> tensor<?xf16> {
+  // expected-error @+1 {{'graph.cast' requires static shapes, got tensor<?xf32>}}
+  %r = graph.cast %x : tensor<?xf32> to tensor<?xf16>
+  func.return %r : tensor<?xf16>
+}
