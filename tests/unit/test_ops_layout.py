@@ -892,23 +892,38 @@ NEEDS_OTHER_WORK = {
 def bind_import_time_inputs(
     model: onnx.ModelProto, inputs: list[np.ndarray], table: dict[str, tuple[int, ...]]
 ) -> tuple[onnx.ModelProto, list[np.ndarray]]:
-    """`model` with the graph inputs that feed import-time inputs (`table`) turned
-    into initializers holding their values, and the remaining inputs."""
+    """`model` with the graph inputs that import-time inputs (`table`) are computed
+    from turned into initializers holding their values, and the remaining inputs.
+
+    The inputs are found by walking back from each import-time input through the
+    nodes that produce it (not through Shape, whose result only depends on shapes).
+    """
     names = [i.name for i in model.graph.input]
-    bound = {
+    producer = {output: node for node in model.graph.node for output in node.output}
+    pending = [
         node.input[position]
         for node in model.graph.node
         for position in table.get(node.op_type, ())
-        if position < len(node.input) and node.input[position] in names
-    }
+        if position < len(node.input) and node.input[position]
+    ]
+    seen: set[str] = set()
+    bound: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        if name in names:
+            bound.add(name)
+        elif name in producer and producer[name].op_type != "Shape":
+            pending.extend(i for i in producer[name].input if i)
     specialized = onnx.ModelProto()
     specialized.CopyFrom(model)
     values = dict(zip(names, inputs))
     kept = [i for i in specialized.graph.input if i.name not in bound]
     for name in sorted(bound):
-        specialized.graph.initializer.append(
-            numpy_helper.from_array(np.asarray(values[name]), name)
-        )
+        array = np.asarray(values[name])
+        specialized.graph.initializer.append(numpy_helper.from_array(array, name))
     del specialized.graph.input[:]
     specialized.graph.input.extend(kept)
     return specialized, [values[i.name] for i in kept]
