@@ -57,6 +57,7 @@ from strato.dialects.tensor_types import (
     is_bit_pattern_float,
     is_unsigned_type,
     scalar_type,
+    sub_byte_width,
 )
 from strato.strategies import strategy
 from strato.strategies.builder import (
@@ -162,6 +163,9 @@ class Bits:
 
     def shru(self, lhs: SSAValue, rhs: SSAValue | int) -> SSAValue:
         return self._add(arith.ShRUIOp(*self._operands(lhs, rhs)))
+
+    def shrs(self, lhs: SSAValue, rhs: SSAValue | int) -> SSAValue:
+        return self._add(arith.ShRSIOp(*self._operands(lhs, rhs)))
 
     def cmp(self, predicate: str, lhs: SSAValue, rhs: SSAValue | int) -> SSAValue:
         """An integer comparison: eq, ne, slt, sle, sgt, sge, ult, ule, ugt, uge."""
@@ -297,7 +301,10 @@ class Conversion:
     round_mode: RoundMode = RoundMode.UP
 
     def emit(self, b: Bits, x: SSAValue) -> SSAValue:
-        """The stage-body scalar of the target element for the source scalar `x`."""
+        """The stage-body scalar of the target element for the source scalar `x`: the
+        value a store and a load of it would give (a bf16 rounded, a sub-byte integer
+        wrapped), so a reader that gets it without a buffer in between (an inlined
+        stage) sees the same value."""
         source, target = self.source, self.target
         x = self._canonical_source(b, x)
         if target == i1:
@@ -308,9 +315,12 @@ class Conversion:
             wide = self._as_float(b, x, f64 if _is_int(source) else None)
             return self._encode(b, wide, FORMATS[type(target)], self.saturate)
         if isinstance(target, IntegerType):
-            return self._to_int(b, x, target)
+            return canonical_int(b, self._to_int(b, x, target), target)
         assert isinstance(target, AnyFloat), target
-        return self._to_float(b, x, target)
+        value = self._to_float(b, x, target)
+        if isinstance(target, BFloat16Type) and value.type == f32:
+            value = decode_bf16(b, encode_float(b, value, F32, BF16, saturate=False))
+        return value
 
     # sources: bit-pattern floats are decoded to f32, everything else is used as is
     def _canonical_source(self, b: Bits, x: SSAValue) -> SSAValue:
@@ -437,13 +447,15 @@ def encode_float(
     exponent = b.shru(magnitude, s_m)
     is_nan = b.cmp("ugt", magnitude, source.infinity)
     is_inf = b.cmp("eq", magnitude, source.infinity)
-    # source subnormals are far below the smallest value of any narrower format
-    is_tiny = b.cmp("eq", exponent, 0)
+    # a subnormal source has no implicit one and the exponent of the smallest normal
+    # (it can still be a bf16 subnormal: bf16 has the exponent range of f32)
+    subnormal = b.cmp("eq", exponent, 0)
 
     # the biased target exponent; below 1 the result is subnormal and the significand
     # is shifted further right
-    target_exponent = b.add(exponent, to.bias - source.bias)
-    significand = b.or_(b.and_(magnitude, source.mantissa_mask), 1 << s_m)
+    mantissa = b.and_(magnitude, source.mantissa_mask)
+    target_exponent = b.add(b.max_s(exponent, 1), to.bias - source.bias)
+    significand = b.select(subnormal, mantissa, b.or_(mantissa, 1 << s_m))
     below_normal = b.cmp("slt", target_exponent, 1)
     extra = b.select(below_normal, b.sub(b.int(1, word_type), target_exponent), b.int(0, word_type))
     # past s_m + 2 bits everything rounds to zero; clamping keeps shifts in range
@@ -460,7 +472,6 @@ def encode_float(
     # a carry out of the significand moves into the exponent field, as it should
     exponent_field = b.select(below_normal, b.int(0, word_type), b.sub(target_exponent, 1))
     code = b.add(b.shl(exponent_field, t_m), rounded)
-    code = b.select(is_tiny, b.int(0, word_type), code)
 
     too_large = b.or_(is_inf, b.cmp("ugt", code, to.max_finite))
     sign_bits = b.shl(sign, to.width - 1)
@@ -487,6 +498,17 @@ def encode_float(
         nan = b.xor(sign_bits, to.sign_bit)  # what ml_dtypes gives: a zero of the other sign
     result = b.select(is_nan, nan, result)
     return b.resize(result, i8 if to.width <= 8 else i16, signed=False)
+
+
+def canonical_int(b: Bits, value: SSAValue, type_: IntegerType) -> SSAValue:
+    """A 2- or 4-bit integer in its i8 as a load gives it: the low bits, sign- or
+    zero-extended (other integers are returned as they are)."""
+    width = sub_byte_width(type_)
+    if width is None:
+        return value
+    if is_unsigned_type(type_):
+        return b.and_(value, (1 << width) - 1)
+    return b.shrs(b.shl(value, 8 - width), 8 - width)
 
 
 def decode_bf16(b: Bits, bits: SSAValue) -> SSAValue:

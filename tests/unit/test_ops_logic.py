@@ -217,7 +217,8 @@ def test_cast_to_and_from_sub_byte_integers(target):
 
 SPECIALS = np.array(
     [0.0, -0.0, np.nan, np.inf, -np.inf, 448, 464, 470, 480, 57344, 61440, 1e6, -1e6,
-     240, 248, 6, 7, 0.25, 0.75, 2**-9, 2**-10, 3 * 2**-11, 2**-17, 2**-18, 1e-7, 65504],
+     240, 248, 6, 7, 0.25, 0.75, 2**-9, 2**-10, 3 * 2**-11, 2**-17, 2**-18, 1e-7, 65504,
+     1e-40, 3e-39, 1.1754942e-38, 2**-133, 3 * 2**-134, 3.3895314e38, 3.4028235e38],
     dtype=np.float32,
 )  # fmt: skip
 
@@ -232,6 +233,14 @@ def test_cast_to_narrow_floats_against_the_reference(source, target, saturate):
     expected = reference(model, [x])
     for level, result in through_strato(model, [x]).items():
         assert same(result, expected), level
+
+
+@pytest.mark.parametrize("source", [np.float32, np.float64], ids=name_of)
+def test_cast_to_bf16_rounds_to_nearest_even_with_subnormals(source):
+    x = np.concatenate([SPECIALS, -SPECIALS, RNG.standard_normal(40) * 30]).astype(source)
+    model = model_of("Cast", {"x": x}, ml_dtypes.bfloat16, to=TensorProto.BFLOAT16)
+    for level, result in through_strato(model, [x]).items():
+        assert same(result, x.astype(ml_dtypes.bfloat16)), level
 
 
 @pytest.mark.parametrize("round_mode", ["up", "down", "nearest"])
@@ -295,7 +304,7 @@ def test_every_float16_encodes_like_the_reference(target, saturate):
 @given(st.lists(st.integers(0, (1 << 32) - 1), min_size=1, max_size=64), st.booleans())
 def test_random_float32_bit_patterns_encode_like_the_reference(bits, saturate):
     x = np.array(bits, dtype=np.uint32).view(np.float32)
-    for target in [*FLOAT8, ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e8m0fnu]:
+    for target in [*FLOAT8, ml_dtypes.float4_e2m1fn, ml_dtypes.float8_e8m0fnu, ml_dtypes.bfloat16]:
         result = _lowered(np.float32, target, saturate, RoundMode.UP, x)
         assert same(result, cast_array(x, element_type_of(np.dtype(target)), saturate)), name_of(
             target
@@ -323,6 +332,28 @@ def test_llvm_and_the_loop_level_agree_with_the_reference_on_float16s(target):
     run_pipeline(make_context(), module, "convert-te-to-loops")
     loops = elements_from_storage(run_loops(module, [some])[0], element)
     assert same(loops, cast_array(some, element, False))
+
+
+@pytest.mark.parametrize(
+    "middle", [ml_dtypes.int4, ml_dtypes.uint2, ml_dtypes.bfloat16], ids=name_of
+)
+def test_chained_casts_in_one_kernel_see_the_stored_value(middle):
+    # the two casts fuse into one kernel and the first stage is inlined into the second:
+    # the first must give the value a store and a load would (wrapped, rounded)
+    x = np.array([9.0, -9.0, 7.0, 1.00390625, -2.5, 100.0], np.float32)
+    first = helper.make_node("Cast", ["x"], ["m"], to=onnx_type(middle))
+    second = helper.make_node("Cast", ["m"], ["y"], to=TensorProto.FLOAT)
+    model = helper.make_model(
+        helper.make_graph(
+            [first, second],
+            "chain",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, x.shape)],
+        ),
+        opset_imports=[helper.make_opsetid("", 21)],
+    )
+    model.ir_version = 10
+    assert same(strato.compile(model)(x)[0], reference(model, [x]))
 
 
 # -- CastLike, folding, identity -------------------------------------------------------
