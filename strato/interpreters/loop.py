@@ -77,7 +77,7 @@ def buffer_from_array(array: np.ndarray, type_: MemRefType) -> ShapedArray[Any]:
     tensor dtype whose buffers hold its bits (uint8 in an i8 buffer, bfloat16 in an i16
     one) are copied bit for bit."""
     data = reinterpret_array(np.asarray(array), _storage_dtype(type_))
-    data = np.ascontiguousarray(data, dtype=_storage_dtype(type_))
+    data = np.require(data, dtype=_storage_dtype(type_), requirements="C")
     xtype = xtype_for_el_type(type_.element_type, Interpreter.DEFAULT_BITWIDTH)
     ptr = TypedPtr[Any](RawPtr(bytearray(data.tobytes())), xtype=xtype)
     return ShapedArray(ptr, list(type_.get_shape()))

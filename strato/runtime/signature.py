@@ -91,7 +91,7 @@ class Signature:
                     f"input {position} {spec}: shape is {list(value.shape)}, expected "
                     f"{list(spec.shape)}"
                 )
-            checked.append(np.ascontiguousarray(value))
+            checked.append(np.require(value, requirements="C"))
         return checked
 
     def allocate_outputs(self) -> list[np.ndarray]:

@@ -369,7 +369,8 @@ def combine_op(
     if isinstance(element_type, AnyFloat):
         return _FLOAT_COMBINE[kind](lhs, rhs)
     assert isinstance(element_type, IntegerType)
-    if element_type.signedness.data == Signedness.UNSIGNED:
+    # bool (i1) orders false < true: max is "any", min is "all"
+    if element_type.signedness.data == Signedness.UNSIGNED or element_type.width.data == 1:
         return _UNSIGNED_COMBINE[kind](lhs, rhs)
     return _SIGNED_COMBINE[kind](lhs, rhs)
 

@@ -244,4 +244,4 @@ def has_element_type(dtype: np.dtype) -> bool:
 
 def as_float32(array: np.ndarray) -> np.ndarray:
     """An import-time result, kept float32 (numpy promotes scalars to float64)."""
-    return np.ascontiguousarray(array, dtype=FLOAT32)
+    return np.require(array, dtype=FLOAT32, requirements="C")

@@ -30,7 +30,7 @@ def _onnx_name(op_class: type) -> str:
 def folded(result: np.ndarray, like: np.ndarray) -> np.ndarray:
     """An import-time result with the element type of the input `like` (numpy promotes
     some mixes, e.g. with Python floats, to float64)."""
-    return np.ascontiguousarray(result, dtype=like.dtype)
+    return np.require(result, dtype=like.dtype, requirements="C")
 
 
 # -- unary ------------------------------------------------------------------------

@@ -39,7 +39,7 @@ def convert_softmax(ctx: NodeContext) -> list[ImportedValue]:
         axes = list(range(_axis(ctx, rank, 1), rank))
     x = ctx.value(0)
     if isinstance(x, np.ndarray):
-        return [np.ascontiguousarray(normalization.softmax(x, axes))]
+        return [np.require(normalization.softmax(x, axes), requirements="C")]
     return [ctx.emit(graph.SoftmaxOp(x, axes)).results[0]]
 
 
@@ -85,7 +85,7 @@ def convert_layer_normalization(ctx: NodeContext) -> list[ImportedValue]:
     x = ctx.value(0)
     if isinstance(x, np.ndarray) and all(p is None or isinstance(p, np.ndarray) for p in params):
         result, mean, inv_std_dev = normalization.layer_norm(x, axis, epsilon, *params)
-        folded = [np.ascontiguousarray(a) for a in (result, mean, inv_std_dev)]
+        folded = [np.require(a, requirements="C") for a in (result, mean, inv_std_dev)]
         return folded if with_stats else folded[:1]
     scale, bias = (
         ctx.operand(index) if param is not None else None
@@ -127,6 +127,6 @@ def convert_batch_normalization(ctx: NodeContext) -> list[ImportedValue]:
             )
     values = [ctx.value(i) for i in range(5)]
     if all(isinstance(v, np.ndarray) for v in values):
-        return [np.ascontiguousarray(normalization.batch_norm(*values, epsilon=epsilon))]
+        return [np.require(normalization.batch_norm(*values, epsilon=epsilon), requirements="C")]
     operands = [ctx.operand(i) for i in range(5)]
     return [ctx.emit(graph.BatchNormOp(*operands, epsilon=epsilon)).results[0]]

@@ -166,6 +166,7 @@ class _GraphImporter:
         materialized: dict[str, SSAValue] = {}
         for index, node in enumerate(self.graph.node):
             ctx = NodeContext(node, index, env, block, materialized, self.location)
+            ctx.opset_version = self.opset_version
             results = ONNX_CONVERTERS[node.op_type](ctx)
             self._bind_results(ctx, results, env, inferred)
 
@@ -202,6 +203,7 @@ class _GraphImporter:
         if not versions:
             raise self.error("the model does not import the default ONNX opset domain")
         version = max(versions.values())
+        self.opset_version = version
         newest = onnx.defs.onnx_opset_version()
         if version < MIN_OPSET or version > newest:
             raise self.error(
@@ -327,7 +329,7 @@ class _GraphImporter:
 
     def _initializer_array(self, init: onnx.TensorProto) -> np.ndarray:
         try:
-            return np.ascontiguousarray(numpy_helper.to_array(init))
+            return np.require(numpy_helper.to_array(init), requirements="C")
         except Exception as err:  # noqa: BLE001 - any decoding failure is bad input
             raise self.error(f"cannot read initializer '{init.name}': {err}") from None
 
