@@ -164,23 +164,99 @@ def test_run_node_with_a_dict_outputs_info_and_an_opset():
     np.testing.assert_array_equal(c, a * b)
 
 
-def test_one_node_model_bakes_non_float_inputs_into_initializers():
+def test_one_node_model_types_outputs_with_the_input_values_known():
     node = helper.make_node("Reshape", ["data", "shape"], ["reshaped"])
     data = np.arange(6, dtype=np.float32)
     shape = np.array([2, 3], dtype=np.int64)
     model, feeds = backend.one_node_model(node, [data, shape])
     onnx.checker.check_model(model)
-    assert [value.name for value in model.graph.input] == ["data"]
-    assert [init.name for init in model.graph.initializer] == ["shape"]
+    assert [value.name for value in model.graph.input] == ["data", "shape"]
+    assert not model.graph.initializer
     (output,) = model.graph.output
     assert [d.dim_value for d in output.type.tensor_type.shape.dim] == [2, 3]
-    assert len(feeds) == 1 and feeds[0] is data
+    assert feeds[0] is data and feeds[1] is shape
+
+
+def test_run_node_reshape_with_its_shape_as_an_input():
+    node = helper.make_node("Reshape", ["data", "shape"], ["reshaped"])
+    data = np.arange(6, dtype=np.float32)
+    (reshaped,) = backend.run_node(node, [data, np.array([3, -1], dtype=np.int64)])
+    np.testing.assert_array_equal(reshaped, data.reshape(3, 2))
 
 
 def test_run_node_checks_the_number_of_inputs():
     node = helper.make_node("Add", ["a", "b"], ["c"])
     with pytest.raises(StratoError, match=r"the Add node takes 2 input\(s\) \(a, b\), got 1"):
         backend.run_node(node, [np.zeros(2, np.float32)])
+
+
+# -- inputs needed at compile time ---------------------------------------------------------
+
+
+def reshape_model() -> onnx.ModelProto:
+    """y = reshape(x, shape) * 2, with the target shape a graph input (int64)."""
+    graph = helper.make_graph(
+        [
+            helper.make_node("Reshape", ["x", "shape"], ["r"]),
+            helper.make_node("Mul", ["r", "two"], ["y"]),
+        ],
+        "reshape_by_input",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6]),
+            helper.make_tensor_value_info("shape", TensorProto.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["rows", "columns"])],
+        [numpy_helper.from_array(np.array(2.0, dtype=np.float32), "two")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    return model
+
+
+def test_compile_time_inputs_are_found_through_the_nodes_computing_them():
+    model = reshape_model()
+    assert backend.compile_time_inputs(model) == ["shape"]
+    # The shape computed from an input by an Add: still that input.
+    model.graph.node.insert(0, helper.make_node("Add", ["delta", "delta"], ["doubled"]))
+    model.graph.node[1].input[1] = "doubled"
+    model.graph.input[1].name = "delta"
+    assert backend.compile_time_inputs(model) == ["delta"]
+    # Through Shape only the input's shape matters, which is static.
+    model.graph.node[0].CopyFrom(helper.make_node("Shape", ["delta"], ["doubled"]))
+    assert backend.compile_time_inputs(model) == []
+
+
+def test_a_shape_given_as_an_input_compiles_once_per_value():
+    rep = backend.prepare(reshape_model())
+    assert isinstance(rep, backend.SpecializingBackendRep)
+    assert rep.input_names == ["x", "shape"] and rep.output_names == ["y"]
+    assert rep.variants == 0
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    (y,) = rep.run([x, np.array([3, 4], dtype=np.int64)])
+    np.testing.assert_array_equal(y, x.reshape(3, 4) * 2)
+    (y,) = rep.run({"shape": np.array([3, 4], dtype=np.int64), "x": -x})
+    np.testing.assert_array_equal(y, -x.reshape(3, 4) * 2)
+    assert rep.variants == 1
+    (y,) = rep.run([x, np.array([-1, 2], dtype=np.int64)])
+    np.testing.assert_array_equal(y, x.reshape(6, 2) * 2)
+    assert rep.variants == 2
+
+
+def test_a_compile_time_input_is_checked_against_its_declared_type():
+    rep = backend.prepare(reshape_model())
+    x = np.zeros((2, 6), dtype=np.float32)
+    with pytest.raises(InputMismatchError, match="input 'shape': dtype is int32, expected int64"):
+        rep.run([x, np.array([3, 4], dtype=np.int32)])
+    with pytest.raises(InputMismatchError, match=r"input 'shape': shape is \[3\]"):
+        rep.run([x, np.array([3, 4, 1], dtype=np.int64)])
+    with pytest.raises(InputMismatchError, match="takes 2 input"):
+        rep.run([x])
+
+
+def test_a_bad_value_of_a_compile_time_input_is_a_diagnostic_when_it_runs():
+    rep = backend.prepare(reshape_model())
+    with pytest.raises(StratoError, match="Reshape"):
+        rep.run([np.zeros((2, 6), dtype=np.float32), np.array([5, 5], dtype=np.int64)])
 
 
 # -- devices and diagnostics ------------------------------------------------------------
@@ -226,6 +302,14 @@ def test_unsupported_operator_fails_before_any_code_is_generated(monkeypatch):
         import_onnx(model)
     assert str(imported.value) == message
     assert not backend.is_compatible(model)
+
+
+def test_unsupported_operator_fails_in_prepare_even_with_compile_time_inputs():
+    model = reshape_model()
+    model.graph.node.append(helper.make_node("HardSwish", ["y"], ["z"], name="act"))
+    model.graph.output[0].name = "z"
+    with pytest.raises(ModelImportError, match=r"node 'act' \(HardSwish\): operator not supported"):
+        backend.prepare(model)
 
 
 def test_run_node_on_an_unsupported_operator_names_it():

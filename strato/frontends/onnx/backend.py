@@ -10,10 +10,16 @@ runs against the compiled path:
 
     globals().update(BackendTest(backend.StratoBackend, __name__).test_cases)
 
-A model strato cannot import (an operator not in its table, a dynamic shape, a
-non-float32 input) raises the importer's `ModelImportError`, a `StratoError` whose
-one-line message names the node and its op type; the importer checks every node before
-it builds anything, so no code is generated for such a model.
+A model strato cannot import (an operator not in its table, a dynamic shape, ...) raises
+the importer's `ModelImportError`, a `StratoError` whose one-line message names the node
+and its op type; the importer checks every node before it builds anything, so no code is
+generated for such a model.
+
+strato compiles static shapes, so some operator inputs must be known at compile time (a
+Reshape's target shape, a Slice's starts, a reduction's axes, ...). ONNX models may feed
+them from graph inputs. Such a model is compiled when it runs, once per distinct value of
+those inputs, with the values bound as constants (`SpecializingBackendRep`): this is how
+a static-shape compiler serves ONNX's dynamic API.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ import onnx
 from onnx import helper, numpy_helper, shape_inference
 from onnx.backend.base import Backend, BackendRep, namedtupledict
 
-from strato.diagnostics import StratoError
+from strato.diagnostics import ModelImportError, StratoError
 from strato.runtime.compiled_model import CompiledModel
+from strato.runtime.signature import InputMismatchError
 
 DEVICES = ("CPU",)
 """The devices the backend runs on."""
@@ -38,6 +45,10 @@ COMPILE_OPTIONS = frozenset({"input_shapes"})
 RUNNER_OPTIONS = frozenset({"rtol", "atol"})
 """Keyword arguments ONNX's test runner passes to `prepare` along with its per-test
 tolerances; they concern the comparison, not the compilation, and are ignored."""
+
+MAX_SPECIALIZATIONS = 8
+"""Compiled variants a `SpecializingBackendRep` keeps (the least recently compiled is
+dropped first)."""
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -52,21 +63,18 @@ class StratoBackendRep(BackendRep):
 
     def __init__(self, compiled: CompiledModel):
         self.compiled = compiled
-        self._outputs_type = namedtupledict("Outputs", compiled.output_names)
-
-    @property
-    def input_names(self) -> list[str]:
-        return self.compiled.input_names
-
-    @property
-    def output_names(self) -> list[str]:
-        return self.compiled.output_names
+        self.input_names: list[str] = compiled.input_names
+        self.output_names: list[str] = compiled.output_names
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         if kwargs:
             raise StratoError(f"run takes no options, got {', '.join(sorted(kwargs))}")
         arrays = [_as_array(value) for value in self._ordered(inputs)]
-        return self._outputs_type(*self.compiled(*arrays))
+        outputs = namedtupledict("Outputs", self.output_names)
+        return outputs(*self._execute(arrays))
+
+    def _execute(self, arrays: list[Any]) -> list[np.ndarray]:
+        return self.compiled(*arrays)
 
     def _ordered(self, inputs: Any) -> list[Any]:
         if isinstance(inputs, Mapping):
@@ -85,7 +93,105 @@ class StratoBackendRep(BackendRep):
         return list(inputs)
 
     def __repr__(self) -> str:
-        return f"<StratoBackendRep {self.compiled!r}>"
+        return f"<{type(self).__name__} {self.compiled!r}>"
+
+
+class SpecializingBackendRep(StratoBackendRep):
+    """A model with graph inputs that strato needs at compile time (`bound_inputs`: they
+    give shapes, axes, pads, ...). Each run compiles the model with those inputs' values
+    bound as initializers, or reuses the variant compiled for the same values; the other
+    inputs are passed to the compiled code.
+
+        rep = backend.prepare(reshape_model)     # inputs: data, shape (int64)
+        rep.run([data, np.array([2, 3])])        # compiles for shape [2, 3]
+        rep.run([data2, np.array([2, 3])])       # runs that code again
+    """
+
+    def __init__(
+        self, model: onnx.ModelProto, bound_inputs: Sequence[str], options: Mapping[str, Any]
+    ):
+        initializers = {init.name for init in model.graph.initializer}
+        self.model = model
+        self.bound_inputs = list(bound_inputs)
+        self.options = dict(options)
+        self.input_names = [i.name for i in model.graph.input if i.name not in initializers]
+        self.output_names = [output.name for output in model.graph.output]
+        self._declared = {value.name: value for value in model.graph.input}
+        self._variants: dict[tuple, CompiledModel] = {}
+
+    @property
+    def compiled(self) -> CompiledModel | None:
+        """The variant compiled last (None before the first run)."""
+        return next(reversed(self._variants.values()), None)
+
+    @property
+    def variants(self) -> int:
+        """How many compiled variants are kept."""
+        return len(self._variants)
+
+    def _execute(self, arrays: list[Any]) -> list[np.ndarray]:
+        if len(arrays) != len(self.input_names):
+            raise InputMismatchError(
+                f"the model takes {len(self.input_names)} input(s) "
+                f"({', '.join(self.input_names) or 'none'}), got {len(arrays)}"
+            )
+        values = dict(zip(self.input_names, arrays))
+        bound = {name: self._checked(name, values[name]) for name in self.bound_inputs}
+        key = tuple((a.dtype.str, a.shape, a.tobytes()) for a in bound.values())
+        compiled = self._variants.get(key)
+        if compiled is None:
+            compiled = self._compile(bound)
+            if len(self._variants) >= MAX_SPECIALIZATIONS:
+                del self._variants[next(iter(self._variants))]
+            self._variants[key] = compiled
+        return compiled(*(values[name] for name in compiled.input_names))
+
+    def _checked(self, name: str, value: Any) -> np.ndarray:
+        """`value` of compile-time input `name`, after checking it against the type the
+        model declares."""
+        if not isinstance(value, np.ndarray):
+            raise InputMismatchError(
+                f"input '{name}': expected a numpy array, got {type(value).__name__}"
+            )
+        tensor = self._declared[name].type.tensor_type
+        dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        if value.dtype != dtype:
+            raise InputMismatchError(
+                f"input '{name}': dtype is {value.dtype.name}, expected {dtype.name}"
+            )
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        if tensor.HasField("shape") and (
+            len(dims) != value.ndim
+            or any(d is not None and d != n for d, n in zip(dims, value.shape))
+        ):
+            raise InputMismatchError(
+                f"input '{name}': shape is {list(value.shape)}, expected "
+                f"{[d if d is not None else '?' for d in dims]}"
+            )
+        return value
+
+    def _compile(self, bound: Mapping[str, np.ndarray]) -> CompiledModel:
+        import strato
+
+        model = onnx.ModelProto()
+        model.CopyFrom(self.model)
+        kept = [value for value in model.graph.input if value.name not in bound]
+        del model.graph.input[:]
+        model.graph.input.extend(kept)
+        for name, value in bound.items():
+            model.graph.initializer.append(numpy_helper.from_array(value, name))
+        options = dict(self.options)
+        if "input_shapes" in options:
+            options["input_shapes"] = {
+                name: shape for name, shape in options["input_shapes"].items() if name not in bound
+            }
+        return strato.compile(model, target="llvm", **options)
+
+    def __repr__(self) -> str:
+        return (
+            f"<SpecializingBackendRep on {', '.join(self.bound_inputs)}: "
+            f"{self.variants} variant(s)>"
+        )
 
 
 class StratoBackend(Backend):
@@ -116,13 +222,23 @@ class StratoBackend(Backend):
 
         Options: `input_shapes` (a mapping from input name to a static shape, for models
         with symbolic dimensions). Raises a `StratoError` for a model strato cannot
-        compile, with the importer's one-line reason.
+        compile, with the importer's one-line reason. A model that fails to import only
+        because graph inputs give values strato needs at compile time is compiled when it
+        runs, per value (a `SpecializingBackendRep`).
         """
         import strato
+        from strato.frontends.onnx.importer import load_model
 
         _check_device(device)
         options = _compile_options(kwargs)
-        return StratoBackendRep(strato.compile(model, target="llvm", **options))
+        try:
+            return StratoBackendRep(strato.compile(model, target="llvm", **options))
+        except ModelImportError:
+            proto, _ = load_model(model)
+            bound = compile_time_inputs(proto)
+            if not bound or not cls.is_compatible(proto, device):
+                raise
+            return SpecializingBackendRep(proto, bound, options)
 
     @classmethod
     def run_model(
@@ -165,42 +281,49 @@ def one_node_model(
     outputs_info: Sequence[tuple[np.dtype, tuple[int, ...]]] | None = None,
     opset_version: int | None = None,
 ) -> tuple[onnx.ModelProto, list[np.ndarray]]:
-    """A model whose graph is `node` alone, and the values to feed it.
+    """A model whose graph is `node` alone, with one graph input per (non-empty) node
+    input, and the values to feed it.
 
-    Float inputs become graph inputs, fed at run time. Other inputs (integer or boolean
-    tensors: shapes, axes, indices) become initializers, because the model is run once
-    on exactly these values and strato needs such values at compile time.
+    Output types come from `outputs_info`, else from ONNX shape inference with the input
+    values known (so that a Reshape's output shape follows from its shape input).
     """
     names = [name for name in node.input if name]
     values = _node_input_values(node, names, inputs)
-    graph_inputs, initializers, feeds = [], [], []
-    for name, value in zip(names, values):
-        if value.dtype.kind == "f":
-            graph_inputs.append(helper.make_tensor_value_info(
-                name, helper.np_dtype_to_tensor_dtype(value.dtype), value.shape
-            ))  # fmt: skip
-            feeds.append(value)
-        else:
-            initializers.append(numpy_helper.from_array(value, name))
+    graph_inputs = [
+        helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+        for name, v in zip(names, values)
+    ]
     outputs = [name for name in node.output if name]
     if outputs_info is not None and len(outputs_info) != len(outputs):
         raise StratoError(
             f"outputs_info describes {len(outputs_info)} output(s), the node has {len(outputs)}"
         )
-    graph_outputs = [
-        helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape)
-        if outputs_info is not None
-        else helper.make_empty_tensor_value_info(name)
-        for name, (dtype, shape) in zip(outputs, outputs_info or [(None, None)] * len(outputs))
-    ]
-    graph = helper.make_graph(
-        [node], f"{node.op_type or 'node'}_graph", graph_inputs, graph_outputs, initializers
-    )
+    if outputs_info is not None:
+        graph_outputs = [
+            helper.make_tensor_value_info(
+                name, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), shape
+            )
+            for name, (dtype, shape) in zip(outputs, outputs_info)
+        ]
+    else:
+        graph_outputs = [helper.make_empty_tensor_value_info(name) for name in outputs]
     version = opset_version if opset_version is not None else onnx.defs.onnx_opset_version()
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", version)])
+    opsets = [helper.make_opsetid("", version)]
+    graph_name = f"{node.op_type or 'node'}_graph"
+    model = helper.make_model(
+        helper.make_graph([node], graph_name, graph_inputs, graph_outputs), opset_imports=opsets
+    )
     if outputs_info is None:
-        model = _with_inferred_outputs(model)
-    return model, feeds
+        constants = [numpy_helper.from_array(v, name) for name, v in zip(names, values)]
+        known = helper.make_model(
+            helper.make_graph([node], graph_name, [], graph_outputs, constants),
+            opset_imports=opsets,
+        )
+        inferred = _inferred_outputs(known)
+        if inferred is not None:
+            del model.graph.output[:]
+            model.graph.output.extend(inferred)
+    return model, values
 
 
 def _node_input_values(node: onnx.NodeProto, names: list[str], inputs: Any) -> list[np.ndarray]:
@@ -208,10 +331,13 @@ def _node_input_values(node: onnx.NodeProto, names: list[str], inputs: Any) -> l
         missing = [name for name in names if name not in inputs]
         if missing:
             raise StratoError(f"no value given for the node's input '{missing[0]}'")
-        return [_as_array(inputs[name]) for name in names]
+        inputs = [inputs[name] for name in names]
     if isinstance(inputs, (np.ndarray, np.generic)):
         inputs = [inputs]
     values = [_as_array(value) for value in inputs]
+    for value in values:
+        if not isinstance(value, np.ndarray):
+            raise StratoError(f"node inputs must be numpy arrays, got {type(value).__name__}")
     if len(values) != len(names):
         raise StratoError(
             f"the {node.op_type} node takes {len(names)} input(s) "
@@ -220,11 +346,11 @@ def _node_input_values(node: onnx.NodeProto, names: list[str], inputs: Any) -> l
     return values
 
 
-def _with_inferred_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
-    """`model` with the types of its graph outputs filled in by shape inference.
+def _inferred_outputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto] | None:
+    """The graph outputs of `model` typed by shape inference.
 
-    When inference cannot type a node strato does not import anyway, the model is left
-    as it is: `prepare` rejects it by its op type first, which is the clearer reason.
+    None when inference cannot type a node strato does not import anyway: `prepare`
+    rejects it by its op type first, which is the clearer reason.
     """
     from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 
@@ -233,19 +359,51 @@ def _with_inferred_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
         inferred = shape_inference.infer_shapes(model, strict_mode=True)
     except (shape_inference.InferenceError, onnx.checker.ValidationError) as err:
         if unsupported:
-            return model
+            return None
         reason = " ".join(str(err).split())
         raise StratoError(f"run_node: shape inference failed: {reason}") from None
     for output in inferred.graph.output:
         if output.type.HasField("tensor_type"):
             continue
         if unsupported:
-            return model
+            return None
         raise StratoError(
             f"run_node: cannot infer the type of output '{output.name}'; pass outputs_info"
         )
-    del inferred.graph.value_info[:]
-    return inferred
+    return list(inferred.graph.output)
+
+
+def compile_time_inputs(model: onnx.ModelProto) -> list[str]:
+    """The graph inputs, in order, that values strato needs at compile time are computed
+    from: the inputs feeding an operator's shape, axes, pads, ... inputs directly or
+    through other nodes (not through Shape, whose result depends on shapes only)."""
+    table = _import_time_inputs()
+    initializers = {init.name for init in model.graph.initializer}
+    graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
+    producer = {output: node for node in model.graph.node for output in node.output}
+    pending = [
+        node.input[position]
+        for node in model.graph.node
+        for position in table.get(node.op_type, ())
+        if position < len(node.input) and node.input[position]
+    ]
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        node = producer.get(name)
+        if node is not None and node.op_type != "Shape":
+            pending.extend(value for value in node.input if value)
+    return [name for name in graph_inputs if name in seen]
+
+
+def _import_time_inputs() -> dict[str, tuple[int, ...]]:
+    """Per op type, the input positions the importer needs to know at import time."""
+    from strato.frontends.onnx import convert_layout, convert_reduce
+
+    return {**convert_layout.IMPORT_TIME_INPUTS, **convert_reduce.IMPORT_TIME_INPUTS}
 
 
 def _as_array(value: Any) -> Any:
@@ -282,8 +440,10 @@ supports_device = StratoBackend.supports_device
 is_compatible = StratoBackend.is_compatible
 
 __all__ = [
+    "SpecializingBackendRep",
     "StratoBackend",
     "StratoBackendRep",
+    "compile_time_inputs",
     "is_compatible",
     "one_node_model",
     "prepare",
