@@ -84,7 +84,7 @@ class Signature:
             if value.dtype != spec.dtype:
                 raise InputMismatchError(
                     f"input {position} {spec}: dtype is {value.dtype.name}, expected "
-                    f"{spec.dtype.name} (convert with .astype(np.{spec.dtype.name}))"
+                    f"{spec.dtype.name} (convert with .astype({_dtype_expression(spec.dtype)}))"
                 )
             if tuple(value.shape) != spec.shape:
                 raise InputMismatchError(
@@ -96,6 +96,12 @@ class Signature:
 
     def allocate_outputs(self) -> list[np.ndarray]:
         return [np.empty(spec.shape, dtype=spec.dtype) for spec in self.outputs]
+
+
+def _dtype_expression(dtype: np.dtype) -> str:
+    """How Python code names `dtype`: np.float32, ml_dtypes.bfloat16, ..."""
+    module = "ml_dtypes" if dtype.type.__module__.startswith("ml_dtypes") else "np"
+    return f"{module}.{dtype.name}"
 
 
 def _spec(name: str, type_: object) -> TensorSpec:

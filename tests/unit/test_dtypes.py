@@ -56,7 +56,7 @@ from strato.interpreters.graph import run_graph
 from strato.interpreters.loop import run_loops
 from strato.interpreters.te import run_te
 from strato.pipeline import run_pipeline
-from strato.runtime.signature import Signature
+from strato.runtime.signature import Signature, TensorSpec
 from strato.transforms.convert_te_to_loops import lower_te_to_loops
 
 RNG = np.random.default_rng(0)
@@ -362,6 +362,12 @@ def test_compiled_model_keeps_the_user_dtypes():
     assert same(y, a + b)
     with pytest.raises(ValueError, match="uint8"):
         compiled(a.astype(np.int8), b)
+
+
+def test_a_wrong_dtype_names_the_conversion():
+    spec = TensorSpec("x", (2,), np.dtype(ml_dtypes.bfloat16))
+    with pytest.raises(ValueError, match=r"\.astype\(ml_dtypes\.bfloat16\)"):
+        Signature((spec,), ()).check_inputs([np.zeros(2, np.float32)])
 
 
 def test_import_of_every_numeric_type_and_rejection_of_strings():
