@@ -26,6 +26,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from strato.dialects import te
+from strato.dialects.tensor_types import scalar_type
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:
@@ -188,10 +189,10 @@ def reduction_identity(kind: te.ReduceKind, element_type: Attribute) -> float | 
 
 
 def signless(type_: Attribute) -> Attribute:
-    """The scalar type arith works on: integers lose their signedness."""
-    if isinstance(type_, IntegerType) and type_.signedness.data != Signedness.SIGNLESS:
-        return IntegerType(type_.width.data)
-    return type_
+    """The scalar type arith works on inside a stage body: integers lose their
+    signedness, bf16 computes as f32, narrow formats as their bits
+    (`tensor_types.scalar_type`)."""
+    return scalar_type(type_)
 
 
 def is_unsigned(type_: Attribute) -> bool:

@@ -53,6 +53,7 @@ from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from strato.dialects import te
+from strato.dialects.tensor_types import stores_exactly
 
 MAX_INLINED_OPS = 48
 """A stage whose body holds more ops than this is kept (and read from its buffer)."""
@@ -69,6 +70,8 @@ def should_inline(stage: te.ComputeOp) -> bool:
     """Whether every reader of `stage` may take a copy of its body."""
     if len(stage.body.block.ops) > MAX_INLINED_OPS:
         return False
+    if not stores_exactly(stage.tensor_type.element_type):
+        return False  # its readers must see the rounded (stored) value
     readers = [use.operation for use in stage.result.uses]
     if not readers:
         return False
