@@ -6,7 +6,9 @@ cases whose models use only the given operators; `run_node_test` compiles one ca
 strato's ONNX backend (mode "llvm", the real path: `prepare` then `run`, as ONNX's
 backend runner does) or imports and interprets it at the graph level (mode "graph",
 quicker, for operator work) and compares like ONNX's backend runner: same number of
-outputs, same shapes and dtypes, values within the case's rtol/atol.
+outputs, same shapes and dtypes, values within the case's rtol/atol. In both modes, graph
+inputs that strato needs at compile time (a Reshape's shape, a reduction's axes, ...) are
+bound to the case's values, as the backend does (`SpecializingBackendRep`).
 
     python -m strato.testing.onnx_node_tests --mode graph -k conv
     python -m strato.testing.onnx_node_tests --isolate --slowest 10
@@ -128,13 +130,7 @@ def _run_case(case, mode: str) -> NodeTestResult:
 
     try:
         if mode == "graph":
-            from strato.frontends.onnx import import_onnx
-            from strato.interpreters.graph import run_graph
-
-            imported = import_onnx(case.model)
-
-            def run(inputs):
-                return run_graph(imported.module, inputs, imported.function_name)
+            run = _graph_runner(case.model)
 
         elif mode == "llvm":
             from strato.frontends.onnx.backend import StratoBackend
@@ -158,6 +154,29 @@ def _run_case(case, mode: str) -> NodeTestResult:
         reason = _one_line(f"{type(error).__name__}: {error}")
         return NodeTestResult(case.name, False, f"internal error: {reason}")
     return NodeTestResult(case.name, True)
+
+
+def _graph_runner(model):
+    """Runs `model` with the graph interpreter; graph inputs that strato needs at compile
+    time (shapes, axes, ...) are bound to each run's values, as the backend does."""
+    from strato.frontends.onnx import import_onnx
+    from strato.frontends.onnx.backend import bind_inputs, compile_time_inputs
+    from strato.interpreters.graph import run_graph
+
+    initializers = {init.name for init in model.graph.initializer}
+    names = [value.name for value in model.graph.input if value.name not in initializers]
+    bound = set(compile_time_inputs(model))
+    if not bound:
+        imported = import_onnx(model)
+        return lambda inputs: run_graph(imported.module, inputs, imported.function_name)
+
+    def run(inputs):
+        values = dict(zip(names, inputs))
+        imported = import_onnx(bind_inputs(model, {name: values[name] for name in bound}))
+        rest = [values[name] for name in names if name not in bound]
+        return run_graph(imported.module, rest, imported.function_name)
+
+    return run
 
 
 def _one_line(text: str) -> str:

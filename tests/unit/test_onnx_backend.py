@@ -226,6 +226,16 @@ def test_compile_time_inputs_are_found_through_the_nodes_computing_them():
     assert backend.compile_time_inputs(model) == []
 
 
+def test_bind_inputs_turns_graph_inputs_into_initializers():
+    model = reshape_model()
+    bound = backend.bind_inputs(model, {"shape": np.array([3, 4], dtype=np.int64)})
+    onnx.checker.check_model(bound)
+    assert [value.name for value in bound.graph.input] == ["x"]
+    shape = next(init for init in bound.graph.initializer if init.name == "shape")
+    np.testing.assert_array_equal(numpy_helper.to_array(shape), [3, 4])
+    assert [value.name for value in model.graph.input] == ["x", "shape"]
+
+
 def test_a_shape_given_as_an_input_compiles_once_per_value():
     rep = backend.prepare(reshape_model())
     assert isinstance(rep, backend.SpecializingBackendRep)

@@ -19,17 +19,20 @@ from strato.testing.onnx_node_tests import (
     summarize,
 )
 
-MIN_PASS_RATE = 40.0
-"""Percent of the selected node tests that must pass. The operators of the target set
-are still being added: raise this as they land (to the measured rate, rounded down), so
-that a case that passes stays passing."""
+MIN_PASS_RATE = 97.0
+"""Percent of the selected node tests that must pass: 568 of 583 (97.4%) do. The rest
+need features strato leaves out on purpose or has not got yet (training-mode
+BatchNormalization and Dropout, string, sequence and optional inputs, MatMul of a 1-D
+operand by a runtime matrix, MaxPool's argmax output). Raise this as they land, to the
+measured rate rounded down, so that a case that passes stays passing."""
 
 CASE_TIMEOUT = 60.0
 """Seconds one case may take to compile and run; a hung case fails alone."""
 
 RUN_BUDGET = 600.0
-"""Seconds for the whole run; cases not started by then fail as not run. A full run
-takes well under a tenth of this; the budget only bounds a CI job gone wrong."""
+"""Seconds for the whole run; cases not started by then fail as not run. A full run takes
+about a minute (35 s of CPU: compiling about 580 models); the budget only bounds a CI
+job gone wrong."""
 
 
 def test_onnx_node_tests_pass_rate(capsys):

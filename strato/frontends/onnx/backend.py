@@ -173,13 +173,7 @@ class SpecializingBackendRep(StratoBackendRep):
     def _compile(self, bound: Mapping[str, np.ndarray]) -> CompiledModel:
         import strato
 
-        model = onnx.ModelProto()
-        model.CopyFrom(self.model)
-        kept = [value for value in model.graph.input if value.name not in bound]
-        del model.graph.input[:]
-        model.graph.input.extend(kept)
-        for name, value in bound.items():
-            model.graph.initializer.append(numpy_helper.from_array(value, name))
+        model = bind_inputs(self.model, bound)
         options = dict(self.options)
         if "input_shapes" in options:
             options["input_shapes"] = {
@@ -399,6 +393,19 @@ def compile_time_inputs(model: onnx.ModelProto) -> list[str]:
     return [name for name in graph_inputs if name in seen]
 
 
+def bind_inputs(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onnx.ModelProto:
+    """A copy of `model` in which the graph inputs named in `values` are initializers
+    holding those values."""
+    bound = onnx.ModelProto()
+    bound.CopyFrom(model)
+    kept = [value for value in bound.graph.input if value.name not in values]
+    del bound.graph.input[:]
+    bound.graph.input.extend(kept)
+    for name, value in values.items():
+        bound.graph.initializer.append(numpy_helper.from_array(np.asarray(value), name))
+    return bound
+
+
 def _import_time_inputs() -> dict[str, tuple[int, ...]]:
     """Per op type, the input positions the importer needs to know at import time."""
     from strato.frontends.onnx import convert_layout, convert_reduce
@@ -443,6 +450,7 @@ __all__ = [
     "SpecializingBackendRep",
     "StratoBackend",
     "StratoBackendRep",
+    "bind_inputs",
     "compile_time_inputs",
     "is_compatible",
     "one_node_model",
