@@ -36,17 +36,29 @@ def convert_matmul(ctx: NodeContext) -> list[ImportedValue]:
     if isinstance(b, np.ndarray) and b.ndim == 2:
         weight = ctx.materialize(b.T, ctx.input_name(1))
         return [ctx.emit(graph.DenseOp(ctx.operand(0), weight)).results[0]]
-    if len(a_shape) < 2 or len(b_shape) < 2:
-        raise ctx.error(
-            f"operands of shapes {list(a_shape)} x {list(b_shape)} are not supported: "
-            "a rank-1 operand is only supported as the left side of a product with a "
-            "constant matrix"
-        )
-    if matmul_shape(a_shape, b_shape) is None:
+    # numpy promotes a rank-1 operand to a matrix (a row on the left, a column on the
+    # right) and drops that dimension from the result
+    lhs, rhs = ctx.operand(0), ctx.operand(1)
+    lhs_matrix = (1, *a_shape) if len(a_shape) == 1 else a_shape
+    rhs_matrix = (*b_shape, 1) if len(b_shape) == 1 else b_shape
+    result_shape = matmul_shape(lhs_matrix, rhs_matrix)
+    if result_shape is None:
         raise ctx.error(
             f"batch dimensions of {list(a_shape)} and {list(b_shape)} do not broadcast"
         )
-    return [ctx.emit(graph.MatmulOp(ctx.operand(0), ctx.operand(1))).results[0]]
+    if len(a_shape) == 1:
+        lhs = ctx.emit(graph.ReshapeOp(lhs, lhs_matrix)).results[0]
+    if len(b_shape) == 1:
+        rhs = ctx.emit(graph.ReshapeOp(rhs, rhs_matrix)).results[0]
+    product = ctx.emit(graph.MatmulOp(lhs, rhs)).results[0]
+    final_shape = list(result_shape)
+    if len(b_shape) == 1:
+        final_shape.pop(-1)
+    if len(a_shape) == 1:
+        final_shape.pop(-2 if len(b_shape) != 1 else -1)
+    if tuple(final_shape) != result_shape:
+        product = ctx.emit(graph.ReshapeOp(product, final_shape)).results[0]
+    return [product]
 
 
 def convert_gemm(ctx: NodeContext) -> list[ImportedValue]:
