@@ -17,6 +17,7 @@ that raised it, since xDSL's exception does not carry the op.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -66,6 +67,7 @@ class LocatingParser(Parser):
 
     def __init__(self, ctx: Context, text: str, file: str, first_line: int = 1):
         super().__init__(ctx, text, file)
+        _guard_string_literal_lexing(self.lexer)
         self.file = file
         self.first_line = first_line
         # Start offsets of the lines of `text`; positions map to lines by bisection,
@@ -95,6 +97,18 @@ class LocatingParser(Parser):
         if isinstance(op.location, UnknownLoc):
             op.location = file_location(self.location_at(start))
         return op
+
+
+# xDSL 0.75 lexes string literals with `"(?:[^"\\\n\v\f]+|\\(...))*"`: the nested
+# quantifier backtracks exponentially on an unterminated literal, so a stray `"` on a
+# long line hangs the parser. The same language without the inner `+` lexes in linear
+# time. Set on the lexer instance of our parser only.
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+
+
+def _guard_string_literal_lexing(lexer: object) -> None:
+    if hasattr(lexer, "_unescaped_characters_regex"):
+        setattr(lexer, "_unescaped_characters_regex", _STRING_LITERAL)
 
 
 def file_location(location: SourceLocation) -> FileLineColLoc:

@@ -381,3 +381,21 @@ def test_module_entry_point_reports_without_traceback(write) -> None:
     assert "Traceback" not in result.stderr
     assert result.stderr.count("\n") == 1
     assert "error: 'graph.relu' expects float tensors" in result.stderr
+
+
+def test_unterminated_string_on_a_long_line_fails_fast(write) -> None:
+    # xDSL's string-literal regex backtracks exponentially here; strato-opt's parser
+    # must not hang.
+    line = '  %r = graph.relu"(%a) ' + "x, " * 40 + ": (tensor<4xf32>) -> tensor<4xf32>\n"
+    text = RELU.replace("  %r = graph.relu %a : tensor<4xf32>\n", line)
+    path = write("stray-quote.mlir", text)
+    result = subprocess.run(
+        [sys.executable, "-m", "strato.tools.strato_opt", path],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"{path}:2:18: error: End of file reached before closing string literal.\n"
+    )
