@@ -14,7 +14,10 @@ from xdsl.passes import ModulePass, PassPipeline
 
 from strato.transforms import get_all_passes
 
-GRAPH_DEFAULT = "graph-fold-constants,cse,dce,graph-fuse-ops,graph-plan-memory"
+GRAPH_DEFAULT = (
+    "graph-simplify-inference,graph-fold-constants,cse,dce,graph-alter-layout,"
+    "graph-fuse-ops,graph-plan-memory"
+)
 """The graph-level optimizations, in order (also the pass `graph-default`)."""
 
 LOWER_TO_LOOPS = "convert-graph-to-te,te-inline-stages,convert-te-to-loops"

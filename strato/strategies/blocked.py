@@ -1,0 +1,419 @@
+"""Strategies of the blocked-layout operators (NCHW{c}) and of layout transforms.
+
+The stages mirror those of the NCHW operators (strato/strategies/nn.py): a padded
+window reads a "pad" stage, and the window reduction then reads plain affine indices.
+What changes is the innermost axis: a blocked tensor keeps a block of channels
+contiguous, so a convolution's reduction runs over (input-channel block, kh, kw,
+channel in block), reading the input contiguously in its innermost loop, and its weight
+[M/bo, C/bi, KH, KW, bi, bo] keeps the block of output channels that one output block
+needs together.
+
+    graph.layout_transform   ->  layout_transform (a gather: div/mod only where blocks differ)
+    graph.blocked_conv       ->  [pad] -> blocked_conv (sum over C/bi, kh, kw, bi) -> [bias_add]
+    graph.blocked_max_pool   ->  [pad with the lowest value] -> blocked_max_pool
+    graph.blocked_avg_pool   ->  [pad] -> blocked_avg_pool_sum -> [window_count] -> blocked_avg_pool
+    graph.blocked_global_avg_pool -> blocked_global_avg_pool_sum -> blocked_global_avg_pool
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects import arith
+from xdsl.ir import SSAValue
+
+from strato.dialects import graph, te
+from strato.dialects.graph import lowest_value
+from strato.dialects.tensor_types import numpy_dtype
+from strato.strategies import strategy
+from strato.strategies.builder import (
+    PrimitiveBuilder,
+    ScalarBuilder,
+    element_type_of,
+    shape_of,
+)
+from strato.strategies.nn import ReductionAxes
+
+
+def _append(s: ScalarBuilder, op) -> SSAValue:
+    s.block.add_op(op)
+    return op.results[0]
+
+
+def _div(s: ScalarBuilder, value: SSAValue, divisor: int) -> SSAValue:
+    """value / divisor for a non-negative index."""
+    return value if divisor == 1 else _append(s, arith.DivUIOp(value, s.index(divisor)))
+
+
+def _rem(s: ScalarBuilder, value: SSAValue, divisor: int) -> SSAValue:
+    """value mod divisor for a non-negative index."""
+    return s.index(0) if divisor == 1 else _append(s, arith.RemUIOp(value, s.index(divisor)))
+
+
+def _scaled(s: ScalarBuilder, value: SSAValue, factor: int) -> SSAValue:
+    return value if factor == 1 else s.index_mul(value, s.index(factor))
+
+
+def _or_zero(s: ScalarBuilder, value: SSAValue | None) -> SSAValue:
+    return s.index(0) if value is None else value
+
+
+def _window_position(
+    s: ScalarBuilder, out: SSAValue, tap: SSAValue | None, stride: int, dilation: int
+) -> SSAValue:
+    """out * stride + tap * dilation (tap None is tap 0)."""
+    position = _scaled(s, out, stride)
+    return position if tap is None else s.index_add(position, _scaled(s, tap, dilation))
+
+
+# -- layout_transform -----------------------------------------------------------------
+
+
+@strategy(graph.LayoutTransformOp)
+def layout_transform(
+    pb: PrimitiveBuilder, op: graph.LayoutTransformOp, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """result[i..] = x[j..]: each primal axis's position, outer * block + inner in the
+    destination layout, split again by the source layout's block (or copied as it is
+    where both layouts block the axis alike)."""
+    (x,) = inputs
+    source, target = op.source, op.target
+    source_letters = [a for a, _ in source.axes]
+    target_letters = [a for a, _ in target.axes]
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        indices: list[SSAValue | None] = [None] * source.rank
+        for primal in target.primal_axes:
+            inner = primal.lower()
+            outer_index = idx[target.position(primal)]
+            inner_index = idx[target.position(inner)] if inner in target_letters else None
+            source_block = source.block(primal)
+            if source.block(primal) == target.block(primal) and (inner in source_letters) == (
+                inner_index is not None
+            ):
+                indices[source.position(primal)] = outer_index
+                if inner_index is not None:
+                    indices[source.position(inner)] = inner_index
+                continue
+            position = _scaled(s, outer_index, target.block(primal))
+            if inner_index is not None:
+                position = s.index_add(position, inner_index)
+            indices[source.position(primal)] = _div(s, position, source_block)
+            if inner in source_letters:
+                indices[source.position(inner)] = _rem(s, position, source_block)
+        assert all(i is not None for i in indices)
+        return s.read(x, indices)  # type: ignore[arg-type]
+
+    return [pb.compute("layout_transform", shape_of(op.result), body, element_type_of(x))]
+
+
+# -- windows on blocked tensors -----------------------------------------------------------
+
+
+def blocked_pad_stage(
+    pb: PrimitiveBuilder,
+    x: SSAValue,
+    pads_begin: Sequence[int],
+    extents: Sequence[int],
+    value: float,
+) -> SSAValue:
+    """x [N, C/b, H, W, b] placed at offset `pads_begin` in a tensor of spatial `extents`
+    (H', W'), `value` elsewhere; `x` itself when that is the identity."""
+    shape = shape_of(x)
+    sizes = shape[2:4]
+    if tuple(extents) == tuple(sizes) and not any(pads_begin):
+        return x
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        inside: SSAValue | None = None
+        source = list(idx[:2])
+        for d, (begin, size, extent) in enumerate(zip(pads_begin, sizes, extents)):
+            position = idx[2 + d]
+            if begin == 0 and extent == size:
+                source.append(position)
+                continue
+            shifted = position if begin == 0 else s.index_sub(position, s.index(begin))
+            in_bounds = s.index_cmp("ult", shifted, s.index(size))
+            inside = in_bounds if inside is None else _append(s, arith.AndIOp(inside, in_bounds))
+            source.append(s.index_select(in_bounds, shifted, s.index(0)))
+        source.append(idx[4])
+        element = s.read(x, source)
+        assert inside is not None
+        return s.select(inside, element, s.const(value))
+
+    return pb.compute(
+        "pad", (*shape[:2], *extents, shape[4]), body, element_type_of(x)
+    )
+
+
+MAX_UNROLLED_BLOCK = 16
+"""Input-channel blocks up to this size are summed inside a convolution's stage body
+(a tree of adds) instead of by a reduction loop: the serial chain of additions into the
+accumulator, which bounds the speed of the canonical loop nest, is then one add per
+block instead of one per channel, and the products of a block are independent (LLVM's
+SLP vectorizer turns them into vector multiplies when the block's weights are
+contiguous, weight layout OIHW{o}o{i}i)."""
+
+MAX_UNROLLED_WINDOW = 25
+"""Depthwise windows up to this many taps (5x5) are summed inside the stage body."""
+
+
+def _tree_sum(s: ScalarBuilder, terms: list[SSAValue]) -> SSAValue:
+    """terms[0] + terms[1] + ..., added pairwise so that the additions are independent."""
+    while len(terms) > 1:
+        pairs = [s.add(terms[i], terms[i + 1]) for i in range(0, len(terms) - 1, 2)]
+        terms = pairs + ([terms[-1]] if len(terms) % 2 else [])
+    return terms[0]
+
+
+@strategy(graph.BlockedConvOp)
+def blocked_conv(
+    pb: PrimitiveBuilder, op: graph.BlockedConvOp, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """result[n, M, oh, ow, m] = sum_{C, kh, kw, c} x'[n, g*Cg + C, oh*sh + kh*dh,
+    ow*sw + kw*dw, c] * w[M, C, kh, kw, c, m] (+ bias[M * bo + m]), x' the zero-padded
+    input and g the group of output block M; depthwise: sum_{kh, kw}
+    x'[n, M, .., m] * w[M, 0, kh, kw, 0, m]."""
+    x, w = inputs[0], inputs[1]
+    out_shape = shape_of(op.result)
+    x_shape = shape_of(x)
+    padded = [size + b + e for size, b, e in zip(x_shape[2:4], op.pads_begin, op.pads_end)]
+    xp = blocked_pad_stage(pb, x, op.pads_begin, padded, 0)
+    if op.is_depthwise:
+        result = _depthwise_reduction(pb, op, xp, w)
+    else:
+        result = _blocked_reduction(pb, op, xp, w)
+    if len(inputs) > 2:
+        bias, block = inputs[2], op.out_block
+        acc = result
+
+        def add_bias(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+            channel = s.index_add(_scaled(s, idx[1], block), idx[4])
+            return s.add(s.read(acc, idx), s.read(bias, [channel]))
+
+        result = pb.compute("bias_add", out_shape, add_bias, element_type_of(x))
+    return [result]
+
+
+def _window_positions(
+    s: ScalarBuilder, op: graph.BlockedConvOp, oh: SSAValue, ow: SSAValue, kh, kw
+) -> list[SSAValue]:
+    return [
+        _window_position(s, o, tap, stride, dilation)
+        for o, tap, stride, dilation in zip(
+            (oh, ow), (kh, kw), op.stride_values, op.dilation_values
+        )
+    ]
+
+
+def _blocked_reduction(
+    pb: PrimitiveBuilder, op: graph.BlockedConvOp, xp: SSAValue, w: SSAValue
+) -> SSAValue:
+    """The sum over (input block, kh, kw) of the products of one input-channel block,
+    added in the body when the block is small (`MAX_UNROLLED_BLOCK`)."""
+    w_shape, out_shape = shape_of(w), shape_of(op.result)
+    blocks = op.kernel_blocks
+    in_block = blocks.in_block
+    unrolled = in_block <= MAX_UNROLLED_BLOCK
+    axes = ReductionAxes([w_shape[1], w_shape[2], w_shape[3], 1 if unrolled else in_block])
+    groups = op.group_count
+    # output blocks per group: the blocks tile the groups
+    out_blocks_per_group = out_shape[1] // groups
+
+    def weight_index(s, mo, cb, kh, kw, lane, mi) -> list[SSAValue]:
+        inner = [lane, mi] if blocks.order == "io" else [mi, lane]
+        return [mo, _or_zero(s, cb), _or_zero(s, kh), _or_zero(s, kw), *inner]
+
+    def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        n, mo, oh, ow, mi = idx
+        cb, kh, kw, ci = axes.axes(k)
+        positions = _window_positions(s, op, oh, ow, kh, kw)
+        channel_block = _or_zero(s, cb)
+        if groups > 1:
+            base = _scaled(s, _div(s, mo, out_blocks_per_group), w_shape[1])
+            channel_block = base if cb is None else s.index_add(base, cb)
+        lanes = [s.index(c) for c in range(in_block)] if unrolled else [_or_zero(s, ci)]
+        terms = [
+            s.mul(
+                s.read(xp, [n, channel_block, *positions, lane]),
+                s.read(w, weight_index(s, mo, cb, kh, kw, lane, mi)),
+            )
+            for lane in lanes
+        ]
+        return _tree_sum(s, terms)
+
+    return pb.reduce(
+        "blocked_conv", te.ReduceKind.SUM, out_shape, axes.stage_extents, product,
+        element_type_of(xp),
+    )
+
+
+def _depthwise_reduction(
+    pb: PrimitiveBuilder, op: graph.BlockedConvOp, xp: SSAValue, w: SSAValue
+) -> SSAValue:
+    """The sum over the window of one channel. Small windows are added in the body: the
+    stage then has no real reduction loop, and its innermost loop runs over the channels
+    of a block, reading input and weight contiguously."""
+    w_shape, out_shape = shape_of(w), shape_of(op.result)
+    kernel = w_shape[2:4]
+    unrolled = kernel[0] * kernel[1] <= MAX_UNROLLED_WINDOW
+    axes = ReductionAxes([1, 1] if unrolled else kernel)
+
+    def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        n, mo, oh, ow, mi = idx
+        if unrolled:
+            taps = [(s.index(i), s.index(j)) for i in range(kernel[0]) for j in range(kernel[1])]
+        else:
+            kh, kw = axes.axes(k)
+            taps = [(_or_zero(s, kh), _or_zero(s, kw))]
+        zero = s.index(0)
+        terms = []
+        for kh, kw in taps:
+            positions = _window_positions(s, op, oh, ow, kh, kw)
+            terms.append(
+                s.mul(s.read(xp, [n, mo, *positions, mi]), s.read(w, [mo, zero, kh, kw, zero, mi]))
+            )
+        return _tree_sum(s, terms)
+
+    return pb.reduce(
+        "blocked_conv", te.ReduceKind.SUM, out_shape, axes.stage_extents, product,
+        element_type_of(xp),
+    )
+
+
+def _pool_reduce(
+    pb: PrimitiveBuilder,
+    op: graph.BlockedPoolOp,
+    stage: str,
+    kind: te.ReduceKind,
+    padded: SSAValue,
+    init: float | None = None,
+) -> SSAValue:
+    """The reduction of each window of `padded` over the kernel taps."""
+    axes = ReductionAxes(op.kernel_shape)
+
+    def read_tap(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        positions = [
+            _window_position(s, o, tap, stride, dilation)
+            for o, tap, stride, dilation in zip(
+                idx[2:4], axes.axes(k), op.stride_values, op.dilation_values
+            )
+        ]
+        return s.read(padded, [idx[0], idx[1], *positions, idx[4]])
+
+    return pb.reduce(
+        stage,
+        kind,
+        shape_of(op.result),
+        axes.stage_extents,
+        read_tap,
+        element_type_of(padded),
+        init,
+    )
+
+
+@strategy(graph.BlockedMaxPoolOp)
+def blocked_max_pool(
+    pb: PrimitiveBuilder, op: graph.BlockedMaxPoolOp, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """result[n, C, o.., c] = max over taps of x'[n, C, o*stride + k*dilation .., c], x'
+    padded with the lowest value of the element type."""
+    (x,) = inputs
+    lowest = lowest_value(numpy_dtype(element_type_of(x)))
+    nchw = op.nchw_equivalent()
+    padded = blocked_pad_stage(pb, x, op.pads_begin, nchw.padded_extents(), lowest)
+    return [_pool_reduce(pb, op, "blocked_max_pool", te.ReduceKind.MAX, padded, lowest)]
+
+
+@strategy(graph.BlockedAvgPoolOp)
+def blocked_avg_pool(
+    pb: PrimitiveBuilder, op: graph.BlockedAvgPoolOp, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """result[n, C, o.., c] = sum over taps of x'[..] / count(o..), x' zero-padded;
+    count is a constant when all windows count alike, else a stage over (oh, ow)."""
+    (x,) = inputs
+    dtype = element_type_of(x)
+    out_shape = shape_of(op.result)
+    nchw = op.nchw_equivalent()
+    assert isinstance(nchw, graph.AvgPoolOp)
+    padded = blocked_pad_stage(pb, x, op.pads_begin, nchw.padded_extents(), 0)
+    total = _pool_reduce(pb, op, "blocked_avg_pool_sum", te.ReduceKind.SUM, padded)
+    counts = nchw.window_counts()
+    if np.all(counts == counts.flat[0]):
+        count = float(counts.flat[0])
+        return [
+            pb.compute(
+                "blocked_avg_pool",
+                out_shape,
+                lambda s, idx: s.div(s.read(total, idx), s.const(count)),
+                dtype,
+            )
+        ]
+    window_count = _window_count_stage(pb, op, nchw)
+    return [
+        pb.compute(
+            "blocked_avg_pool",
+            out_shape,
+            lambda s, idx: s.div(s.read(total, idx), s.read(window_count, idx[2:4])),
+            dtype,
+        )
+    ]
+
+
+def _window_count_stage(
+    pb: PrimitiveBuilder, op: graph.BlockedAvgPoolOp, nchw: graph.AvgPoolOp
+) -> SSAValue:
+    """count[oh, ow] = the number of taps of window (oh, ow) inside the counted range."""
+    axes = ReductionAxes(op.kernel_shape)
+    ranges = [nchw.counted_range(d) for d in range(2)]
+
+    def counted(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        inside: SSAValue | None = None
+        for d, tap in enumerate(axes.axes(k)):
+            position = _window_position(s, idx[d], tap, op.stride_values[d], op.dilation_values[d])
+            begin, end = ranges[d]
+            shifted = position if begin == 0 else s.index_sub(position, s.index(begin))
+            in_range = s.index_cmp("ult", shifted, s.index(end - begin))
+            inside = in_range if inside is None else _append(s, arith.AndIOp(inside, in_range))
+        assert inside is not None
+        return s.select(inside, s.const(1), s.const(0))
+
+    return pb.reduce(
+        "window_count",
+        te.ReduceKind.SUM,
+        nchw.output_sizes(),
+        axes.stage_extents,
+        counted,
+        element_type_of(op.input),
+    )
+
+
+@strategy(graph.BlockedGlobalAvgPoolOp)
+def blocked_global_avg_pool(
+    pb: PrimitiveBuilder, op: graph.BlockedGlobalAvgPoolOp, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """result[n, C, 0, 0, c] = sum_{h, w} x[n, C, h, w, c] / (H * W)."""
+    (x,) = inputs
+    dtype = element_type_of(x)
+    shape = shape_of(x)
+    out_shape = shape_of(op.result)
+    axes = ReductionAxes(shape[2:4])
+
+    def read(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        h, w = (_or_zero(s, a) for a in axes.axes(k))
+        return s.read(x, [idx[0], idx[1], h, w, idx[4]])
+
+    total = pb.reduce(
+        "blocked_global_avg_pool_sum", te.ReduceKind.SUM, out_shape, axes.stage_extents, read, dtype
+    )
+    size = float(shape[2] * shape[3])
+    return [
+        pb.compute(
+            "blocked_global_avg_pool",
+            out_shape,
+            lambda s, idx: s.div(s.read(total, idx), s.const(size)),
+            dtype,
+        )
+    ]
+

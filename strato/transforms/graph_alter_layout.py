@@ -1,0 +1,327 @@
+"""graph-alter-layout: run chains of 2-D convolutions in the blocked layout NCHW{c}.
+
+A convolution whose input and output channels are multiples of the block (option
+`block`, default 8) becomes a `graph.blocked_conv` on [N, C/b, H, W, b] tensors, with
+its constant weight re-laid out at compile time into OIHW{b}o{b}i (depthwise:
+OIHW1i{b}o). Groups are fine when the blocks tile them, or when the convolution is
+depthwise. The weight keeps the input channels of a block innermost, not the output
+channels as TVM's OIHW{b}i{b}o does: TVM's schedule vectorizes over output channels,
+while the canonical loop nest here computes one output element at a time and its stage
+body sums a block of input channels, whose weights are then contiguous (see
+strato/strategies/blocked.py; both orders are valid `graph.blocked_conv` IR). The ops between such convolutions follow them into the blocked layout:
+
+- element-wise ops (relu, clip, ...) work on blocked tensors as they are;
+- broadcasting binary ops (a residual add, a per-channel scale or shift) take their
+  other operand blocked: a constant is re-laid out at compile time ([C, 1, 1] becomes
+  [C/b, 1, 1, b]), a full-size NCHW tensor goes through a layout transform;
+- max, average and global average pooling become their blocked variants.
+
+`graph.layout_transform` ops are inserted only at the boundaries of a chain: where an
+NCHW value enters it (once per value) and where a blocked value leaves it for an NCHW
+consumer or a function result (once per value). Ops of other kinds, convolutions whose
+channels the block does not divide and everything not 2-D stay as they are. Run it
+after graph-simplify-inference (batch normalization is then folded or a per-channel
+mul/add) and before graph-fuse-ops: the blocked ops keep the pattern kinds of their
+NCHW counterparts, so a convolution still fuses with its bias, relu and residual add.
+
+Requires: functions of graph ops. Leaves illegal: nothing.
+
+Before (block=8):
+
+    %w = graph.constant dense<...> : tensor<16x16x3x3xf32>
+    %y = graph.conv %x, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x8x8xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x8x8xf32>
+    %r = graph.relu %y : tensor<1x16x8x8xf32>
+    func.return %r : tensor<1x16x8x8xf32>
+
+After:
+
+    %x.blocked = graph.layout_transform %x from "NCHW" to "NCHW8c" : (tensor<1x16x8x8xf32>) -> tensor<1x2x8x8x8xf32>
+    %w = graph.constant dense<...> : tensor<2x2x3x3x8x8xf32>
+    %y = graph.blocked_conv %x.blocked, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW8c" kernel_layout "OIHW8o8i" out_layout "NCHW8c" : (...) -> tensor<1x2x8x8x8xf32>
+    %r.blocked = graph.relu %y : tensor<1x2x8x8x8xf32>
+    %r = graph.layout_transform %r.blocked from "NCHW8c" to "NCHW" : (tensor<1x2x8x8x8xf32>) -> tensor<1x16x8x8xf32>
+    func.return %r : tensor<1x16x8x8xf32>
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from strato.dialects import graph
+from strato.dialects.graph import (
+    blocked_kernel_layout,
+    blocked_layout,
+    static_shape,
+    transform_layout,
+)
+from strato.dialects.tensor_types import array_from_dense, dense_from_array, tensor_type_like
+
+NCHW = "NCHW"
+OIHW = "OIHW"
+
+
+def _blocked_shape(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
+    return (shape[0], shape[1] // block, shape[2], shape[3], block)
+
+
+def _is_nchw_2d(value: SSAValue, block: int) -> bool:
+    """Is `value` an [N, C, H, W] tensor whose channels the block divides?"""
+    shape = static_shape(value)
+    return len(shape) == 4 and shape[1] % block == 0
+
+
+def _renamed(value: SSAValue, suffix: str) -> str | None:
+    return None if value.name_hint is None else f"{value.name_hint}{suffix}"
+
+
+@dataclass
+class LayoutRewriter:
+    """Moves the ops of one block into the blocked layout, in program order.
+
+    `blocked` maps an NCHW value to its blocked twin: the result of the blocked op that
+    replaced its producer (`produced` lists those values: the chains), or a layout
+    transform of it (an entry into a chain). Element-wise ops and pools join a chain
+    only when it produced their input: following an entry transform would add an exit
+    transform for nothing. `replaced` lists the original ops, erased at the end once no
+    NCHW consumer reads them any more.
+    """
+
+    block: Block
+    size: int
+    blocked: dict[SSAValue, SSAValue] = field(default_factory=dict)
+    produced: list[SSAValue] = field(default_factory=list)
+    chain: set[SSAValue] = field(default_factory=set)
+    replaced: list[Operation] = field(default_factory=list)
+    constants: dict[tuple[SSAValue, str], SSAValue] = field(default_factory=dict)
+
+    @property
+    def layout(self) -> str:
+        return blocked_layout(self.size)
+
+    # -- values -------------------------------------------------------------------
+
+    def _insert_after_definition(self, value: SSAValue, op: Operation) -> None:
+        owner = value.owner
+        if isinstance(owner, Operation):
+            Rewriter.insert_op(op, InsertPoint.after(owner))
+        else:
+            Rewriter.insert_op(op, InsertPoint.at_start(self.block))
+
+    def entered(self, value: SSAValue) -> SSAValue:
+        """The blocked twin of the NCHW `value` (a layout transform, made once)."""
+        if value in self.blocked:
+            return self.blocked[value]
+        constant = self._relaid_constant(value, NCHW, self.layout)
+        if constant is not None:
+            self.blocked[value] = constant
+            return constant
+        transform = graph.LayoutTransformOp(value, NCHW, self.layout)
+        transform.result.name_hint = _renamed(value, ".blocked")
+        self._insert_after_definition(value, transform)
+        self.blocked[value] = transform.result
+        return transform.result
+
+    def _relaid_constant(self, value: SSAValue, src: str, dst: str) -> SSAValue | None:
+        """A constant holding the constant `value` laid out in `dst` (made once), or
+        None when no graph.constant defines `value`."""
+        if not isinstance(value.owner, graph.ConstantOp):
+            return None
+        key = (value, dst)
+        if key not in self.constants:
+            array = transform_layout(array_from_dense(value.owner.value), src, dst)
+            self.constants[key] = self._constant_after(value, array)
+        return self.constants[key]
+
+    def _constant_after(self, value: SSAValue, array: np.ndarray) -> SSAValue:
+        assert isinstance(value.type, TensorType)
+        constant = graph.ConstantOp(dense_from_array(array, value.type.element_type))
+        constant.result.name_hint = value.name_hint
+        self._insert_after_definition(value, constant)
+        return constant.result
+
+    def broadcast_operand(self, value: SSAValue, result_shape: tuple[int, ...]) -> SSAValue | None:
+        """`value`, an operand of a broadcasting op whose NCHW result has `result_shape`,
+        as the operand of its blocked variant; None when it has none (a non-constant
+        tensor that broadcasts)."""
+        if value in self.blocked:
+            return self.blocked[value]
+        shape = static_shape(value)
+        if shape == result_shape:
+            return self.entered(value)
+        if not isinstance(value.owner, graph.ConstantOp):
+            return None
+        if not shape:
+            return value  # a scalar broadcasts to any layout
+        key = (value, self.layout)
+        if key not in self.constants:
+            full = (1,) * (4 - len(shape)) + shape
+            array = array_from_dense(value.owner.value).reshape(full)
+            if full[1] == 1:
+                array = array.reshape((full[0], 1, full[2], full[3], 1))
+            else:
+                array = transform_layout(array, NCHW, self.layout)
+            self.constants[key] = self._constant_after(value, array)
+        return self.constants[key]
+
+    # -- ops ----------------------------------------------------------------------
+
+    def in_chain(self, value: SSAValue) -> bool:
+        """Did a blocked op replace the producer of `value`?"""
+        return value in self.chain
+
+    def _replace(self, op: Operation, new: Operation) -> None:
+        """Put `new` (the blocked variant of `op`) after `op`; NCHW users of `op` are
+        moved to a layout transform of it at the end."""
+        Rewriter.insert_op(new, InsertPoint.after(op))
+        for old, result in zip(op.results, new.results):
+            result.name_hint = old.name_hint
+            self.blocked[old] = result
+            self.produced.append(old)
+            self.chain.add(old)
+        self.replaced.append(op)
+
+    def _blocked_type(self, value: SSAValue) -> TensorType:
+        return tensor_type_like(value.type, _blocked_shape(static_shape(value), self.size))
+
+    def _clone(self, op: Operation, operands: list[SSAValue]) -> Operation:
+        return type(op).create(
+            operands=operands,
+            result_types=[self._blocked_type(r) for r in op.results],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
+        )
+
+    def visit(self, op: Operation) -> None:
+        if isinstance(op, graph.ConvOp):
+            self.visit_conv(op)
+        elif isinstance(op, graph.UnaryElementwiseOp) and self.in_chain(op.input):
+            self._replace(op, self._clone(op, [self.blocked[op.input]]))
+        elif isinstance(op, graph.BroadcastBinaryOp):
+            self.visit_binary(op)
+        elif isinstance(op, (graph.MaxPoolOp, graph.AvgPoolOp)):
+            self.visit_pool(op)
+        elif isinstance(op, graph.GlobalAvgPoolOp) and self.in_chain(op.input):
+            self._replace(op, graph.BlockedGlobalAvgPoolOp(self.blocked[op.input], self.size))
+
+    def visit_conv(self, op: graph.ConvOp) -> None:
+        if not _is_nchw_2d(op.input, self.size):
+            return
+        outputs, per_group = static_shape(op.weight)[:2]
+        groups, channels = op.group_count, static_shape(op.input)[1]
+        depthwise = groups > 1 and per_group == 1 and outputs == groups == channels
+        tiled = per_group % self.size == 0 and (outputs // groups) % self.size == 0
+        if not depthwise and not tiled:
+            return
+        # the blocked convolution's body sums an input-channel block: those weights are
+        # innermost; a depthwise body reads one weight per channel: channels innermost
+        order = "io" if depthwise else "oi"
+        kernel_in = 1 if depthwise else self.size
+        kernel_layout = blocked_kernel_layout(kernel_in, self.size, order)
+        weight = self._relaid_constant(op.weight, OIHW, kernel_layout)
+        if weight is None:
+            transform = graph.LayoutTransformOp(op.weight, OIHW, kernel_layout)
+            self._insert_after_definition(op.weight, transform)
+            weight = transform.result
+        new = graph.BlockedConvOp(
+            self.entered(op.input),
+            weight,
+            op.bias,
+            strides=op.stride_values,
+            padding=tuple(op.padding.get_values()),
+            dilations=op.dilation_values,
+            groups=groups,
+            in_block=self.size,
+            out_block=self.size,
+            kernel_order=order,
+        )
+        self._replace(op, new)
+
+    def visit_binary(self, op: graph.BroadcastBinaryOp) -> None:
+        result_shape = static_shape(op.result)
+        if len(result_shape) != 4 or result_shape[1] % self.size:
+            return
+        # a chain must lead here, at the full shape
+        if not any(self.in_chain(v) and static_shape(v) == result_shape for v in op.operands):
+            return
+        operands = [self.broadcast_operand(v, result_shape) for v in op.operands]
+        if any(v is None for v in operands):
+            return
+        self._replace(op, self._clone(op, operands))  # type: ignore[arg-type]
+
+    def visit_pool(self, op: graph.MaxPoolOp | graph.AvgPoolOp) -> None:
+        if not self.in_chain(op.input):
+            return
+        options = {
+            "strides": op.stride_values,
+            "padding": tuple(op.padding.get_values()),
+            "dilations": op.dilation_values,
+            "ceil_mode": op.is_ceil_mode,
+            "block": self.size,
+        }
+        x = self.blocked[op.input]
+        if isinstance(op, graph.MaxPoolOp):
+            new: Operation = graph.BlockedMaxPoolOp(x, op.kernel_shape, **options)
+        else:
+            new = graph.BlockedAvgPoolOp(
+                x, op.kernel_shape, count_include_pad=op.counts_padding, **options
+            )
+        self._replace(op, new)
+
+    # -- the chain's exits ------------------------------------------------------------
+
+    def finish(self) -> None:
+        """Give NCHW consumers of blocked values a layout transform back to NCHW, then
+        erase the replaced ops (users first)."""
+        replaced = set(self.replaced)
+        for value in self.produced:
+            outside = [u for u in value.uses if u.operation not in replaced]
+            if not outside:
+                continue
+            twin = self.blocked[value]
+            transform = graph.LayoutTransformOp(twin, self.layout, NCHW)
+            transform.result.name_hint = value.name_hint
+            self._insert_after_definition(twin, transform)
+            value.replace_uses_with_if(
+                transform.result, lambda use: use.operation not in replaced
+            )
+        for op in reversed(self.replaced):
+            Rewriter.erase_op(op)
+        for owner in {value.owner for value, _ in self.constants}:
+            if isinstance(owner, graph.ConstantOp) and not owner.result.uses:
+                Rewriter.erase_op(owner)
+
+
+def alter_layout(block: Block, size: int) -> None:
+    """Move the 2-D convolution chains of `block` into the layout NCHW{size}c."""
+    rewriter = LayoutRewriter(block, size)
+    for op in list(block.ops):
+        if isinstance(op, graph.GraphOp) and not isinstance(op, graph.FusedOp):
+            rewriter.visit(op)
+    rewriter.finish()
+
+
+@dataclass(frozen=True)
+class GraphAlterLayoutPass(ModulePass):
+    """Run chains of 2-D convolutions (and the ops between them) in the blocked layout
+    NCHW{block}c, with layout transforms only where a chain begins or ends."""
+
+    name = "graph-alter-layout"
+
+    block: int = 8
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.block < 1:
+            raise ValueError(f"graph-alter-layout: block must be positive, got {self.block}")
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
+            alter_layout(function.body.block, self.block)
+
+
+__all__ = ["GraphAlterLayoutPass", "alter_layout"]

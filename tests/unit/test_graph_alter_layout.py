@@ -1,0 +1,279 @@
+"""graph-alter-layout and the blocked-layout operators: layouts, chains and their
+boundaries, equivalence on random convolutional programs (graph interpreter, tensor
+expressions, LLVM), ResNet-18 and MobileNetV2 at small sizes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+
+from strato.compiler import build_llvm
+from strato.context import make_context
+from strato.dialects import graph
+from strato.dialects.graph import Layout, transform_layout
+from strato.interpreters.graph import entry_function, run_graph
+from strato.interpreters.te import run_te
+from strato.pipeline import GRAPH_DEFAULT, LOWER_TO_LLVM, run_pipeline
+from strato.runtime.signature import Signature
+from strato.testing.graph_programs import CONV_OP_KINDS, GraphProgram, conv_programs
+from strato.transforms.graph_plan_memory import kernels_of
+
+# -- layouts ------------------------------------------------------------------------------
+
+
+def test_blocked_layout_moves_channels_innermost():
+    x = np.arange(2 * 16 * 3 * 4, dtype=np.float32).reshape(2, 16, 3, 4)
+    blocked = transform_layout(x, "NCHW", "NCHW8c")
+    assert blocked.shape == (2, 2, 3, 4, 8)
+    assert blocked[1, 1, 2, 3, 5] == x[1, 13, 2, 3]
+    np.testing.assert_array_equal(transform_layout(blocked, "NCHW8c", "NCHW"), x)
+    # re-blocking and re-ordering primal axes
+    np.testing.assert_array_equal(
+        transform_layout(blocked, "NCHW8c", "NCHW4c"), transform_layout(x, "NCHW", "NCHW4c")
+    )
+    np.testing.assert_array_equal(transform_layout(x, "NCHW", "NHWC"), x.transpose(0, 2, 3, 1))
+
+
+def test_blocked_kernel_layout():
+    w = np.arange(16 * 8 * 3 * 3, dtype=np.float32).reshape(16, 8, 3, 3)
+    blocked = transform_layout(w, "OIHW", "OIHW4i8o")
+    assert blocked.shape == (2, 2, 3, 3, 4, 8)
+    assert blocked[1, 1, 2, 0, 3, 6] == w[8 + 6, 4 + 3, 2, 0]
+    depthwise = transform_layout(w[:, :1], "OIHW", "OIHW1i8o")
+    assert depthwise.shape == (2, 1, 3, 3, 1, 8)
+    assert depthwise[1, 0, 1, 2, 0, 3] == w[11, 0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("NCHWc", "unexpected 'c'"),
+        ("NCHW8c8c", "axis 'c' appears twice"),
+        ("NHW8c", "block 'c' of a missing axis 'C'"),
+        ("", "at least one axis"),
+        ("NC0c", "unexpected '0'"),
+    ],
+)
+def test_invalid_layouts_are_rejected_with_a_reason(text: str, reason: str):
+    with pytest.raises(ValueError, match=reason):
+        Layout.parse(text)
+
+
+# -- the pass -----------------------------------------------------------------------------
+
+
+def alter(text: str, spec: str = "graph-alter-layout") -> ModuleOp:
+    ctx = make_context()
+    module = Parser(ctx, text).parse_module()
+    run_pipeline(ctx, module, spec)
+    module.verify()
+    return module
+
+
+def names(module: ModuleOp) -> list[str]:
+    return [op.name for op in module.walk() if op.name.startswith("graph.")]
+
+
+def test_non_constant_weight_is_transformed_by_an_op():
+    module = alter(
+        """
+func.func @main(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32> {
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  func.return %y : tensor<1x8x4x4xf32>
+}"""
+    )
+    transforms = [op for op in module.walk() if isinstance(op, graph.LayoutTransformOp)]
+    assert sorted((t.src_layout.data, t.dst_layout.data) for t in transforms) == [
+        ("NCHW", "NCHW8c"),
+        ("NCHW8c", "NCHW"),
+        ("OIHW", "OIHW8o8i"),
+    ]
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 8, 4, 4)).astype(np.float32)
+    w = rng.standard_normal((8, 8, 1, 1)).astype(np.float32)
+    (y,) = run_graph(module, [x, w])
+    np.testing.assert_allclose(y, np.einsum("nchw,mc->nmhw", x, w[:, :, 0, 0]), rtol=1e-5, atol=1e-5)
+
+
+def test_grouped_convolution_runs_blocked_when_the_blocks_tile_the_groups():
+    module = alter(
+        """
+func.func @main(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x8x3x3xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 2 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x4x4xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x4x4xf32>
+  %z = graph.conv %y, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 2 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x4x4xf32>, tensor<16x8x3x3xf32>) -> tensor<1x16x4x4xf32>
+  func.return %z : tensor<1x16x4x4xf32>
+}""",
+        "graph-alter-layout{block=4}",
+    )
+    assert names(module).count("graph.blocked_conv") == 2
+    # the shared weight is re-laid out once
+    assert names(module).count("graph.constant") == 1
+
+
+def test_grouped_convolution_whose_groups_split_a_block_stays_nchw():
+    module = alter(
+        """
+func.func @main(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x4x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 4 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x4x4xf32>, tensor<16x4x1x1xf32>) -> tensor<1x16x4x4xf32>
+  func.return %y : tensor<1x16x4x4xf32>
+}"""
+    )
+    assert names(module) == ["graph.constant", "graph.conv"]
+
+
+def test_broadcast_of_a_non_constant_per_channel_tensor_ends_the_chain():
+    module = alter(
+        """
+func.func @main(%x: tensor<1x8x4x4xf32>, %s: tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<8x8x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x8x4x4xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %m = graph.mul %y, %s : (tensor<1x8x4x4xf32>, tensor<8x1x1xf32>) -> tensor<1x8x4x4xf32>
+  func.return %m : tensor<1x8x4x4xf32>
+}"""
+    )
+    assert names(module) == [
+        "graph.layout_transform",
+        "graph.constant",
+        "graph.blocked_conv",
+        "graph.layout_transform",
+        "graph.mul",
+    ]
+
+
+def _check_boundaries(module: ModuleOp) -> None:
+    """Transforms only at chain boundaries: never one of another transform's result."""
+    for op in module.walk():
+        if isinstance(op, graph.LayoutTransformOp):
+            assert not isinstance(op.input.owner, graph.LayoutTransformOp), op
+
+
+# convolutions and pools more often than the default kinds, so that chains form
+CHAIN_KINDS = (
+    *CONV_OP_KINDS,
+    "conv",
+    "depthwise_conv",
+    "max_pool",
+    "avg_pool",
+    "relu",
+    "residual_add",
+)
+
+
+@given(program=conv_programs(channels=(3, 4, 8), kinds=CHAIN_KINDS))
+def test_alter_layout_preserves_semantics(program: GraphProgram):
+    inputs = program.random_inputs(seed=7)
+    expected = run_graph(program.module, inputs)
+    run_pipeline(make_context(), program.module, "graph-alter-layout{block=4}")
+    program.module.verify()
+    _check_boundaries(program.module)
+    for a, e in zip(run_graph(program.module, inputs), expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4)
+
+
+@given(program=conv_programs(max_ops=5, channels=(4, 8), kinds=CHAIN_KINDS))
+def test_blocked_strategies_compute_the_graph_semantics(program: GraphProgram):
+    inputs = program.random_inputs(seed=8)
+    expected = run_graph(program.module, inputs)
+    ctx = make_context()
+    run_pipeline(
+        ctx,
+        program.module,
+        "graph-simplify-inference,graph-alter-layout{block=4},graph-fuse-ops,convert-graph-to-te",
+    )
+    program.module.verify()
+    for a, e in zip(run_te(program.module, inputs), expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4)
+
+
+def test_blocked_ops_compile_to_llvm():
+    ctx = make_context()
+    module = Parser(
+        ctx,
+        """
+func.func @main(%x: tensor<2x8x7x7xf32>) -> (tensor<2x8x1x1xf32>, tensor<2x8x4x4xf32>) {
+  %w = graph.constant dense<0.125> : tensor<8x8x3x3xf32>
+  %b = graph.constant dense<0.5> : tensor<8xf32>
+  %y = graph.conv %x, %w, %b strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<2x8x7x7xf32>, tensor<8x8x3x3xf32>, tensor<8xf32>) -> tensor<2x8x7x7xf32>
+  %d = graph.constant dense<0.25> : tensor<8x1x3x3xf32>
+  %z = graph.conv %y, %d strides [2, 2] padding [1, 1, 1, 1] dilations [1, 1] groups 8 layout "NCHW" kernel_layout "OIHW" : (tensor<2x8x7x7xf32>, tensor<8x1x3x3xf32>) -> tensor<2x8x4x4xf32>
+  %r = graph.relu %z : tensor<2x8x4x4xf32>
+  %p = graph.max_pool %r kernel [3, 3] strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] layout "NCHW" : (tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32>
+  %q = graph.avg_pool %p kernel [2, 2] strides [1, 1] padding [0, 0, 1, 1] dilations [1, 1] layout "NCHW" : (tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32>
+  %a = graph.add %q, %r : (tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>) -> tensor<2x8x4x4xf32>
+  %g = graph.global_avg_pool %a layout "NCHW" : (tensor<2x8x4x4xf32>) -> tensor<2x8x1x1xf32>
+  func.return %g, %a : tensor<2x8x1x1xf32>, tensor<2x8x4x4xf32>
+}""",
+    ).parse_module()
+    x = np.random.default_rng(3).standard_normal((2, 8, 7, 7)).astype(np.float32)
+    expected = run_graph(module, [x])
+    function = entry_function(module)
+    signature = Signature.from_function(function, ["x"], ["g", "a"])
+    run_pipeline(ctx, module, f"graph-alter-layout,graph-fuse-ops,{LOWER_TO_LLVM}")
+    model = build_llvm(module, "main", signature)
+    for a, e in zip(model(x), expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+
+
+# -- models -------------------------------------------------------------------------------
+
+
+def _zoo(name: str, **sizes) -> ModuleOp:
+    from strato.frontends.onnx import import_model
+    from strato.zoo import build_model
+
+    return import_model(build_model(name, **sizes))
+
+
+def _check_model(module: ModuleOp, spec: str) -> list[str]:
+    function = entry_function(module)
+    rng = np.random.default_rng(0)
+    inputs = [
+        rng.standard_normal(t.get_shape()).astype(np.float32)
+        for t in function.function_type.inputs.data
+    ]
+    expected = run_graph(module, inputs)
+    run_pipeline(make_context(), module, spec)
+    module.verify()
+    _check_boundaries(module)
+    for a, e in zip(run_graph(module, inputs), expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4)
+    return names(module)
+
+
+def test_resnet18_runs_blocked_between_one_entry_and_one_exit():
+    ops = _check_model(
+        _zoo("resnet18", image_size=32, width=8, num_classes=10),
+        "graph-simplify-inference,graph-alter-layout",
+    )
+    # all but the stem (3 input channels) run blocked, max pooling stays before the chain
+    assert ops.count("graph.blocked_conv") == 19 and ops.count("graph.conv") == 1
+    assert ops.count("graph.layout_transform") == 2
+    assert "graph.blocked_global_avg_pool" in ops
+
+
+def test_mobilenet_v2_depthwise_convolutions_run_blocked():
+    ops = _check_model(
+        _zoo("mobilenet_v2", image_size=32), "graph-simplify-inference,graph-alter-layout"
+    )
+    assert ops.count("graph.blocked_conv") == 51 and ops.count("graph.conv") == 1
+    assert ops.count("graph.layout_transform") == 2
+
+
+def test_resnet18_default_pipeline_fuses_the_blocked_convolutions():
+    module = _zoo("resnet18", image_size=32, width=8, num_classes=10)
+    assert "graph-alter-layout" in GRAPH_DEFAULT
+    _check_model(module, GRAPH_DEFAULT)
+    (function,) = list(module.ops)
+    kernels = kernels_of(function)  # type: ignore[arg-type]
+    groups = [op.label.data for op in kernels if isinstance(op, graph.FusedOp)]
+    # each convolution with its bias, relu and residual add in one kernel; the two
+    # layout transforms fuse into the kernels that produce their inputs
+    assert len(kernels) == 20 + 3
+    assert "blocked_conv_add_relu" in groups
+    assert any(label.endswith("layout_transform") for label in groups)
