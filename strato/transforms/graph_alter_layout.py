@@ -38,9 +38,9 @@ After:
     %x.blocked = graph.layout_transform %x from "NCHW" to "NCHW8c" : (tensor<1x16x8x8xf32>) -> tensor<1x2x8x8x8xf32>
     %w = graph.constant dense<...> : tensor<2x2x3x3x8x8xf32>
     %y = graph.blocked_conv %x.blocked, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW8c" kernel_layout "OIHW8o8i" out_layout "NCHW8c" : (...) -> tensor<1x2x8x8x8xf32>
-    %r.blocked = graph.relu %y : tensor<1x2x8x8x8xf32>
-    %r = graph.layout_transform %r.blocked from "NCHW8c" to "NCHW" : (tensor<1x2x8x8x8xf32>) -> tensor<1x16x8x8xf32>
-    func.return %r : tensor<1x16x8x8xf32>
+    %r = graph.relu %y : tensor<1x2x8x8x8xf32>
+    %r_1 = graph.layout_transform %r from "NCHW8c" to "NCHW" : (tensor<1x2x8x8x8xf32>) -> tensor<1x16x8x8xf32>
+    func.return %r_1 : tensor<1x16x8x8xf32>
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ from strato.dialects.graph import (
     transform_layout,
 )
 from strato.dialects.tensor_types import array_from_dense, dense_from_array, tensor_type_like
+from strato.diagnostics import StratoError
 
 NCHW = "NCHW"
 OIHW = "OIHW"
@@ -319,7 +320,7 @@ class GraphAlterLayoutPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.block < 1:
-            raise ValueError(f"graph-alter-layout: block must be positive, got {self.block}")
+            raise StratoError(f"graph-alter-layout: block must be positive, got {self.block}")
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
             alter_layout(function.body.block, self.block)
 

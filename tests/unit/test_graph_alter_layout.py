@@ -277,3 +277,16 @@ def test_resnet18_default_pipeline_fuses_the_blocked_convolutions():
     assert len(kernels) == 20 + 3
     assert "blocked_conv_add_relu" in groups
     assert any(label.endswith("layout_transform") for label in groups)
+
+
+def test_block_must_be_positive():
+    from strato.diagnostics import StratoError
+
+    with pytest.raises(StratoError, match="block must be positive"):
+        alter(
+            """
+func.func @main(%x: tensor<1x8x2x2xf32>) -> tensor<1x8x2x2xf32> {
+  func.return %x : tensor<1x8x2x2xf32>
+}""",
+            "graph-alter-layout{block=0}",
+        )
