@@ -1,8 +1,11 @@
 """graph-default: the graph-level optimization pipeline that `strato.compile` runs.
 
-In order: fold constant subgraphs, remove common subexpressions and dead ops, group ops
-into kernels (graph-fuse-ops), and plan the memory of the intermediates. Each step is a
-pass of its own; this one only names the sequence (`strato.pipeline.GRAPH_DEFAULT`).
+In order: simplify for inference (fold batch norms into convolutions and dense layers,
+drop identities and dropouts, merge reshapes and transposes), fold constant subgraphs,
+remove common subexpressions and dead ops, move convolution chains to the blocked NCHW{c}
+layout, group ops into kernels (graph-fuse-ops), and plan the memory of the
+intermediates. Each step is a pass of its own; this one only names the sequence
+(`strato.pipeline.GRAPH_DEFAULT`).
 
 Requires: functions of graph ops. Leaves illegal: nothing.
 
@@ -30,7 +33,8 @@ from xdsl.passes import ModulePass
 
 @dataclass(frozen=True)
 class GraphDefaultPass(ModulePass):
-    """Run strato's default graph-level pipeline (fold, cse, dce, fuse, plan memory)."""
+    """Run strato's default graph-level pipeline (simplify, fold, cse, dce, alter layout,
+    fuse, plan memory)."""
 
     name = "graph-default"
 
