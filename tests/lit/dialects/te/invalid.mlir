@@ -101,6 +101,20 @@ te.primitive @yield_type {
 
 // -----
 
+te.primitive @yield_storage_type {
+  %q = te.placeholder "q" : tensor<4xui8>
+  // expected-error @+1 {{'te.compute' yields ui8 but its tensor holds ui8 (yielded as i8)}}
+  %r = "te.compute"() <{stage = "r"}> ({
+  ^bb0(%i: index):
+    %v = "te.read"(%q, %i) : (tensor<4xui8>, index) -> i8
+    %c = "builtin.unrealized_conversion_cast"(%v) : (i8) -> ui8
+    "te.yield"(%c) : (ui8) -> ()
+  }) : () -> tensor<4xui8>
+  te.output %r : tensor<4xui8>
+}
+
+// -----
+
 te.primitive @stage_not_tensor {
   // expected-error @+1 {{result 'result' at position 0 does not verify: f32 should be of base attribute tensor}}
   %r = "te.compute"() <{stage = "r"}> ({
@@ -191,6 +205,19 @@ te.primitive @read_result_type {
     // expected-error @+1 {{'te.read' result type f64 differs from the element type f32}}
     %v = "te.read"(%x, %i) : (tensor<4xf32>, index) -> f64
     %w = arith.truncf %v : f64 to f32
+    te.yield %w : f32
+  }
+  te.output %r : tensor<4xf32>
+}
+
+// -----
+
+te.primitive @read_scalar_type {
+  %h = te.placeholder "h" : tensor<4xbf16>
+  %r = te.compute "r" (%i) : tensor<4xf32> {
+    // expected-error @+1 {{'te.read' result type bf16 differs from f32, the scalar type of element type bf16}}
+    %v = "te.read"(%h, %i) : (tensor<4xbf16>, index) -> bf16
+    %w = arith.extf %v : bf16 to f32
     te.yield %w : f32
   }
   te.output %r : tensor<4xf32>

@@ -103,6 +103,41 @@ te.primitive @pool attributes {target = "cpu"} {
   te.output %mx, %mn, %cnt, %s {all} : tensor<1x1x2x2xf32>, tensor<1x1xf32>, tensor<i32>, tensor<f32>
 }
 
+// Inside a stage an element has its scalar type: signless integers for unsigned tensors,
+// f32 for bf16.
+// CHECK-LABEL: te.primitive @storage_types {
+// CHECK-NEXT:    %q = te.placeholder "q" : tensor<4xui8>
+// CHECK-NEXT:    %h = te.placeholder "h" : tensor<4xbf16>
+// CHECK-NEXT:    %s = te.reduce "qsum" sum () over (%k : 4) init 0 : tensor<ui8> {
+// CHECK-NEXT:      %v = te.read %q[%k] : tensor<4xui8>
+// CHECK-NEXT:      te.yield %v : i8
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %b = te.compute "widen" (%i) : tensor<4xbf16> {
+// CHECK-NEXT:      %v_1 = te.read %h[%i] : tensor<4xbf16>
+// CHECK-NEXT:      %w = arith.addf %v_1, %v_1 : f32
+// CHECK-NEXT:      te.yield %w : f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    te.output %s, %b : tensor<ui8>, tensor<4xbf16>
+// GENERIC-LABEL: "te.primitive"() <{sym_name = "storage_types"}> ({
+// GENERIC:         "te.reduce"() <{stage = "qsum", kind = #te<reduce_kind sum>, extents = [#builtin.int<4>], init = 0 : i8}> ({
+// GENERIC-NEXT:    ^bb0(%k: index):
+// GENERIC-NEXT:      %v = "te.read"(%q, %k) : (tensor<4xui8>, index) -> i8
+// GENERIC:           %v_1 = "te.read"(%h, %i) : (tensor<4xbf16>, index) -> f32
+te.primitive @storage_types {
+  %q = te.placeholder "q" : tensor<4xui8>
+  %h = te.placeholder "h" : tensor<4xbf16>
+  %s = te.reduce "qsum" sum () over (%k : 4) init 0 : tensor<ui8> {
+    %v = te.read %q[%k] : tensor<4xui8>
+    te.yield %v : i8
+  }
+  %b = te.compute "widen" (%i) : tensor<4xbf16> {
+    %v = te.read %h[%i] : tensor<4xbf16>
+    %w = arith.addf %v, %v : f32
+    te.yield %w : f32
+  }
+  te.output %s, %b : tensor<ui8>, tensor<4xbf16>
+}
+
 // CHECK-LABEL: func.func @main
 // CHECK-NEXT:    %y = te.call @dense_relu(%x, %w) : (tensor<1x4xf32>, tensor<2x4xf32>) -> tensor<1x2xf32>
 // CHECK-NEXT:    %a, %b, %c, %d = te.call @pool(%p) {note} : (tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1xf32>, tensor<i32>, tensor<f32>)
