@@ -22,14 +22,31 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
 
-OPSET = 17
-IR_VERSION = 8
+from strato.zoo.onnx_graph import GraphBuilder, value_info
 
 KERNEL = 4
 WIDTH_MULTIPLIERS = (8, 4, 2, 1)
 """Output channels of the hidden ConvTranspose layers, in units of ngf."""
+
+
+def _conv_transpose(
+    g: GraphBuilder, x: str, name: str, c_in: int, c_out: int, first: bool, gain: float
+) -> str:
+    stride, pad = (1, 0) if first else (2, 1)
+    # On its 1x1 input the first layer puts exactly one tap on each output pixel.
+    taps_per_output = 1 if first else (KERNEL // stride) ** 2
+    std = np.sqrt(gain / (c_in * taps_per_output))
+    # ConvTranspose weights are [C_in, C_out / group, kH, kW].
+    w = g.rng.normal(0.0, std, (c_in, c_out, KERNEL, KERNEL))
+    return g.node(
+        "ConvTranspose",
+        [x, g.weight(f"{name}.weight", w)],
+        name,
+        kernel_shape=[KERNEL, KERNEL],
+        strides=[stride, stride],
+        pads=[pad, pad, pad, pad],
+    )
 
 
 def build_dcgan(
@@ -44,68 +61,21 @@ def build_dcgan(
 
         model = build_dcgan(nz=16, ngf=8)   # a test-sized one
     """
-    rng = np.random.default_rng(seed)
-    nodes: list[onnx.NodeProto] = []
-    initializers: list[onnx.TensorProto] = []
-
-    def weight(name: str, array: np.ndarray) -> str:
-        initializers.append(numpy_helper.from_array(array.astype(np.float32), name))
-        return name
-
-    def node(op_type: str, inputs: list[str], name: str, **attributes) -> str:
-        nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attributes))
-        return name
-
-    def conv_transpose(x: str, name: str, c_in: int, c_out: int, first: bool, gain: float) -> str:
-        stride, pad = (1, 0) if first else (2, 1)
-        # On its 1x1 input the first layer puts exactly one tap on each output pixel.
-        taps_per_output = 1 if first else (KERNEL // stride) ** 2
-        std = np.sqrt(gain / (c_in * taps_per_output))
-        # ConvTranspose weights are [C_in, C_out / group, kH, kW].
-        w = rng.normal(0.0, std, (c_in, c_out, KERNEL, KERNEL))
-        return node(
-            "ConvTranspose",
-            [x, weight(f"{name}.weight", w)],
-            name,
-            kernel_shape=[KERNEL, KERNEL],
-            strides=[stride, stride],
-            pads=[pad, pad, pad, pad],
-        )
-
-    def batch_norm(x: str, name: str, c: int) -> str:
-        gamma = rng.uniform(0.8, 1.2, c)
-        beta = rng.normal(0.0, 0.1, c)
-        mean = rng.normal(0.0, 0.1, c)
-        var = rng.uniform(0.5, 1.5, c)
-        stats = [
-            weight(f"{name}.weight", gamma),
-            weight(f"{name}.bias", beta),
-            weight(f"{name}.running_mean", mean),
-            weight(f"{name}.running_var", var),
-        ]
-        return node("BatchNormalization", [x, *stats], name, epsilon=1e-5)
-
+    g = GraphBuilder(seed)
     x, c_in, layer = "input", nz, 0
     for index, multiplier in enumerate(WIDTH_MULTIPLIERS):
         c_out = ngf * multiplier
         first = index == 0
         # The latent is standard normal, not the output of a ReLU.
         gain = 1.0 if first else 2.0
-        x = conv_transpose(x, f"main.{layer}", c_in, c_out, first, gain)
-        x = batch_norm(x, f"main.{layer + 1}", c_out)
-        x = node("Relu", [x], f"main.{layer + 2}")
+        x = _conv_transpose(g, x, f"main.{layer}", c_in, c_out, first, gain)
+        x = g.batch_norm(x, f"main.{layer + 1}", c_out)
+        x = g.node("Relu", [x], f"main.{layer + 2}")
         c_in, layer = c_out, layer + 3
-    x = conv_transpose(x, f"main.{layer}", c_in, channels, first=False, gain=2.0)
-    nodes.append(helper.make_node("Tanh", [x], ["output"], name=f"main.{layer + 1}"))
-    graph = helper.make_graph(
-        nodes,
+    x = _conv_transpose(g, x, f"main.{layer}", c_in, channels, first=False, gain=2.0)
+    g.node("Tanh", [x], f"main.{layer + 1}", output="output")
+    return g.finish(
         "dcgan_generator",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [batch, nz, 1, 1])],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [batch, channels, 64, 64])],
-        initializers,
+        [value_info("input", [batch, nz, 1, 1])],
+        [value_info("output", [batch, channels, 64, 64])],
     )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="strato.zoo"
-    )
-    model.ir_version = IR_VERSION
-    return model

@@ -19,12 +19,9 @@ so Q-values stay O(1) for standard normal inputs.
 
 from __future__ import annotations
 
-import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
 
-OPSET = 17
-IR_VERSION = 8
+from strato.zoo.onnx_graph import GraphBuilder, value_info
 
 CONV_LAYERS = (
     # output channels, kernel, stride
@@ -48,60 +45,22 @@ def build_dqn(
         model = build_dqn(image_size=36, hidden=64)   # a test-sized one
 
     `image_size` must be at least 36, the smallest input the three convolutions accept."""
-    rng = np.random.default_rng(seed)
-    nodes: list[onnx.NodeProto] = []
-    initializers: list[onnx.TensorProto] = []
-
-    def weight(name: str, array: np.ndarray) -> str:
-        initializers.append(numpy_helper.from_array(array.astype(np.float32), name))
-        return name
-
-    current, channels, size = "input", frames, image_size
+    g = GraphBuilder(seed)
+    x, channels, size = "input", frames, image_size
     for index, (c_out, kernel, stride) in enumerate(CONV_LAYERS, start=1):
         if size < kernel:
             raise ValueError(f"image_size {image_size} is too small for the DQN's convolutions")
-        fan_in = channels * kernel * kernel
-        w = rng.normal(0.0, np.sqrt(2.0 / fan_in), (c_out, channels, kernel, kernel))
-        b = rng.normal(0.0, 0.01, c_out)
-        conv = f"conv{index}"
-        nodes.append(
-            helper.make_node(
-                "Conv",
-                [current, weight(f"{conv}.weight", w), weight(f"{conv}.bias", b)],
-                [conv],
-                name=conv,
-                kernel_shape=[kernel, kernel],
-                strides=[stride, stride],
-            )
+        x = g.conv(
+            x, f"conv{index}", channels, c_out, kernel, stride, same_padding=False, bias=True
         )
-        current = f"relu{index}"
-        nodes.append(helper.make_node("Relu", [conv], [current], name=current))
+        x = g.node("Relu", [x], f"relu{index}")
         channels, size = c_out, (size - kernel) // stride + 1
-    nodes.append(helper.make_node("Flatten", [current], ["flatten"], name="flatten", axis=1))
-
-    def dense(x: str, name: str, out: str, fan_in: int, fan_out: int, gain: float) -> str:
-        w = rng.normal(0.0, np.sqrt(gain / fan_in), (fan_out, fan_in))
-        b = rng.normal(0.0, 0.01, fan_out)
-        inputs = [x, weight(f"{name}.weight", w), weight(f"{name}.bias", b)]
-        nodes.append(helper.make_node("Gemm", inputs, [out], name=name, transB=1))
-        return out
-
-    x = dense("flatten", "fc1", "fc1", channels * size * size, hidden, gain=2.0)
-    nodes.append(helper.make_node("Relu", [x], ["relu4"], name="relu4"))
-    dense("relu4", "fc2", "output", hidden, num_actions, gain=1.0)
-    graph = helper.make_graph(
-        nodes,
+    x = g.node("Flatten", [x], "flatten", axis=1)
+    x = g.gemm(x, "fc1", channels * size * size, hidden, gain=2.0)
+    x = g.node("Relu", [x], "relu4")
+    g.gemm(x, "fc2", hidden, num_actions, gain=1.0, output="output")
+    return g.finish(
         "dqn",
-        [
-            helper.make_tensor_value_info(
-                "input", TensorProto.FLOAT, [batch, frames, image_size, image_size]
-            )
-        ],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [batch, num_actions])],
-        initializers,
+        [value_info("input", [batch, frames, image_size, image_size])],
+        [value_info("output", [batch, num_actions])],
     )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="strato.zoo"
-    )
-    model.ir_version = IR_VERSION
-    return model

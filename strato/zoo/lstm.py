@@ -31,10 +31,9 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto
 
-OPSET = 17
-IR_VERSION = 8
+from strato.zoo.onnx_graph import GraphBuilder, value_info
 
 GATES = 4
 """An ONNX LSTM stacks the input, output, forget and cell gates (iofc) in W, R and B."""
@@ -60,54 +59,29 @@ def build_lstm(
     """
     if layers < 1:
         raise ValueError(f"an LSTM language model needs at least one layer, got {layers}")
-    rng = np.random.default_rng(seed)
-    nodes: list[onnx.NodeProto] = []
-    initializers: list[onnx.TensorProto] = []
-
-    def weight(name: str, array: np.ndarray) -> str:
-        initializers.append(numpy_helper.from_array(array.astype(np.float32), name))
-        return name
-
-    def node(op_type: str, inputs: list[str], name: str, **attributes) -> str:
-        nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attributes))
-        return name
-
-    direction_axis = numpy_helper.from_array(np.array([1], np.int64), "rnn.direction_axis")
-    node("Constant", [], "rnn.direction_axis", value=direction_axis)
-
-    embedding = rng.normal(0.0, 1.0, (vocab, hidden))
-    x = node("Gather", [weight("encoder.weight", embedding), "tokens"], "encoder", axis=0)
+    g = GraphBuilder(seed)
+    g.constant("rnn.direction_axis", np.array([1], np.int64))
+    embedding = g.rng.normal(0.0, 1.0, (vocab, hidden))
+    x = g.node("Gather", [g.weight("encoder.weight", embedding), "tokens"], "encoder", axis=0)
     for layer in range(layers):
         name = f"rnn.{layer}"
         # The embedding is standard normal; every other input is an LSTM output.
         input_gain = 1.0 if layer == 0 else HIDDEN_STATE_GAIN
-        w = rng.normal(0.0, np.sqrt(input_gain / hidden), (1, GATES * hidden, hidden))
-        r = rng.normal(0.0, np.sqrt(HIDDEN_STATE_GAIN / hidden), (1, GATES * hidden, hidden))
+        w = g.rng.normal(0.0, np.sqrt(input_gain / hidden), (1, GATES * hidden, hidden))
+        r = g.rng.normal(0.0, np.sqrt(HIDDEN_STATE_GAIN / hidden), (1, GATES * hidden, hidden))
         # B is the input bias then the recurrent bias, [1, 8 * hidden].
-        b = rng.normal(0.0, 0.1, (1, 2 * GATES * hidden))
+        b = g.rng.normal(0.0, 0.1, (1, 2 * GATES * hidden))
         inputs = [
             x,
-            weight(f"{name}.weight_ih", w),
-            weight(f"{name}.weight_hh", r),
-            weight(f"{name}.bias", b),
+            g.weight(f"{name}.weight_ih", w),
+            g.weight(f"{name}.weight_hh", r),
+            g.weight(f"{name}.bias", b),
         ]
-        y = node("LSTM", inputs, name, hidden_size=hidden, direction="forward")
-        x = node("Squeeze", [y, "rnn.direction_axis"], f"{name}.squeeze")
-    decoder_w = rng.normal(0.0, np.sqrt(HIDDEN_STATE_GAIN / hidden), (hidden, vocab))
-    decoder_b = rng.normal(0.0, 0.01, vocab)
-    y = node("MatMul", [x, weight("decoder.weight", decoder_w)], "decoder.matmul")
-    nodes.append(
-        helper.make_node("Add", [y, weight("decoder.bias", decoder_b)], ["output"], name="decoder")
-    )
-    graph = helper.make_graph(
-        nodes,
+        y = g.node("LSTM", inputs, name, hidden_size=hidden, direction="forward")
+        x = g.node("Squeeze", [y, "rnn.direction_axis"], f"{name}.squeeze")
+    g.matmul_add(x, "decoder", hidden, vocab, gain=HIDDEN_STATE_GAIN, output="output")
+    return g.finish(
         "lstm_language_model",
-        [helper.make_tensor_value_info("tokens", TensorProto.INT64, [seq_len, batch])],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [seq_len, batch, vocab])],
-        initializers,
+        [value_info("tokens", [seq_len, batch], TensorProto.INT64)],
+        [value_info("output", [seq_len, batch, vocab])],
     )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="strato.zoo"
-    )
-    model.ir_version = IR_VERSION
-    return model

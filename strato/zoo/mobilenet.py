@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
 
-OPSET = 17
-IR_VERSION = 8
+from strato.zoo.onnx_graph import BATCH_NORM_SCALE, GraphBuilder, value_info
 
 INVERTED_RESIDUAL_SETTING = (
     # expansion t, output channels c, repeats n, first stride s
@@ -63,100 +61,58 @@ def make_divisible(value: float, divisor: int = CHANNEL_DIVISOR) -> int:
     return rounded
 
 
-class _MobileNetGraph:
-    """Nodes and initializers of the network under construction, and the generator
-    its weights come from."""
+def _relu6_bounds(g: GraphBuilder) -> None:
+    # Clip's bounds are inputs since opset 11; Constant nodes keep the initializers
+    # to the network's parameters.
+    g.constant("relu6.min", np.array(0.0, np.float32))
+    g.constant("relu6.max", np.array(6.0, np.float32))
 
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = rng
-        self.nodes: list[onnx.NodeProto] = []
-        self.initializers: list[onnx.TensorProto] = []
-        # Clip's bounds are inputs since opset 11; Constant nodes keep the initializers
-        # to the network's parameters.
-        for bound, value in (("relu6.min", 0.0), ("relu6.max", 6.0)):
-            tensor = numpy_helper.from_array(np.array(value, np.float32), bound)
-            self.node("Constant", [], bound, value=tensor)
 
-    def weight(self, name: str, array: np.ndarray) -> str:
-        self.initializers.append(numpy_helper.from_array(array.astype(np.float32), name))
-        return name
+def _conv_bn(
+    g: GraphBuilder,
+    x: str,
+    names: tuple[str, str, str | None],
+    c_in: int,
+    c_out: int,
+    kernel: int,
+    stride: int = 1,
+    groups: int = 1,
+    bn_scale: tuple[float, float] = BATCH_NORM_SCALE,
+) -> str:
+    """Conv (no bias) -> BN [-> ReLU6], the nodes named `names` (conv, BN, ReLU6 or
+    None for none)."""
+    conv_name, bn_name, relu6_name = names
+    gain = 2.0 if relu6_name is not None else 1.0
+    y = g.conv(x, conv_name, c_in, c_out, kernel, stride, gain=gain, groups=groups)
+    y = g.batch_norm(y, bn_name, c_out, bn_scale)
+    if relu6_name is None:
+        return y
+    return g.node("Clip", [y, "relu6.min", "relu6.max"], relu6_name)
 
-    def node(self, op_type: str, inputs: list[str], name: str, **attributes) -> str:
-        self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attributes))
-        return name
 
-    def conv_bn(
-        self,
-        x: str,
-        names: tuple[str, str, str | None],
-        c_in: int,
-        c_out: int,
-        kernel: int,
-        stride: int = 1,
-        groups: int = 1,
-        bn_scale: tuple[float, float] = (0.8, 1.2),
-    ) -> str:
-        """Conv (no bias) -> BN [-> ReLU6], the nodes named `names` (conv, BN, ReLU6 or
-        None for none)."""
-        conv_name, bn_name, relu6_name = names
-        fan_in = c_in // groups * kernel * kernel
-        gain = 2.0 if relu6_name is not None else 1.0
-        w = self.rng.normal(0.0, np.sqrt(gain / fan_in), (c_out, c_in // groups, kernel, kernel))
-        pad = kernel // 2
-        y = self.node(
-            "Conv",
-            [x, self.weight(f"{conv_name}.weight", w)],
-            conv_name,
-            kernel_shape=[kernel, kernel],
-            strides=[stride, stride],
-            pads=[pad, pad, pad, pad],
-            group=groups,
-        )
-        y = self.batch_norm(y, bn_name, c_out, bn_scale)
-        if relu6_name is None:
-            return y
-        return self.node("Clip", [y, "relu6.min", "relu6.max"], relu6_name)
-
-    def batch_norm(self, x: str, name: str, channels: int, scale: tuple[float, float]) -> str:
-        gamma = self.rng.uniform(*scale, channels)
-        beta = self.rng.normal(0.0, 0.1, channels)
-        mean = self.rng.normal(0.0, 0.1, channels)
-        var = self.rng.uniform(0.5, 1.5, channels)
-        return self.node(
-            "BatchNormalization",
-            [
-                x,
-                self.weight(f"{name}.weight", gamma),
-                self.weight(f"{name}.bias", beta),
-                self.weight(f"{name}.running_mean", mean),
-                self.weight(f"{name}.running_var", var),
-            ],
-            name,
-            epsilon=1e-5,
-        )
-
-    def inverted_residual(
-        self, x: str, name: str, c_in: int, c_out: int, stride: int, expansion: int
-    ) -> str:
-        hidden = c_in * expansion
-        residual = stride == 1 and c_in == c_out
-        layers = iter(f"{name}.conv.{layer}" for layer in range(4))
-        y = x
-        if expansion != 1:
-            y = self.conv_bn(y, _conv_bn_relu6_names(next(layers)), c_in, hidden, 1)
-        depthwise = _conv_bn_relu6_names(next(layers))
-        y = self.conv_bn(y, depthwise, hidden, hidden, 3, stride, groups=hidden)
-        projection = self.conv_bn(
-            y,
-            (next(layers), next(layers), None),
-            hidden,
-            c_out,
-            1,
-            bn_scale=RESIDUAL_BN_SCALE if residual else (0.8, 1.2),
-        )
-        if not residual:
-            return projection
-        return self.node("Add", [x, projection], f"{name}.add")
+def _inverted_residual(
+    g: GraphBuilder, x: str, name: str, c_in: int, c_out: int, stride: int, expansion: int
+) -> str:
+    hidden = c_in * expansion
+    residual = stride == 1 and c_in == c_out
+    layers = iter(f"{name}.conv.{layer}" for layer in range(4))
+    y = x
+    if expansion != 1:
+        y = _conv_bn(g, y, _conv_bn_relu6_names(next(layers)), c_in, hidden, 1)
+    depthwise = _conv_bn_relu6_names(next(layers))
+    y = _conv_bn(g, y, depthwise, hidden, hidden, 3, stride, groups=hidden)
+    projection = _conv_bn(
+        g,
+        y,
+        (next(layers), next(layers), None),
+        hidden,
+        c_out,
+        1,
+        bn_scale=RESIDUAL_BN_SCALE if residual else BATCH_NORM_SCALE,
+    )
+    if not residual:
+        return projection
+    return g.node("Add", [x, projection], f"{name}.add")
 
 
 def build_mobilenet_v2(
@@ -176,45 +132,25 @@ def build_mobilenet_v2(
         raise ValueError(f"image_size must be a positive multiple of 32, got {image_size}")
     if width_mult <= 0:
         raise ValueError(f"width_mult must be positive, got {width_mult}")
-    g = _MobileNetGraph(np.random.default_rng(seed))
+    g = GraphBuilder(seed)
+    _relu6_bounds(g)
     channels = make_divisible(STEM_CHANNELS * width_mult)
     last_channels = make_divisible(LAST_CHANNELS * max(1.0, width_mult))
-    x = g.conv_bn("input", _conv_bn_relu6_names("features.0"), 3, channels, 3, 2)
+    x = _conv_bn(g, "input", _conv_bn_relu6_names("features.0"), 3, channels, 3, 2)
     index = 1
     for expansion, c, repeats, first_stride in INVERTED_RESIDUAL_SETTING:
         c_out = make_divisible(c * width_mult)
         for repeat in range(repeats):
             stride = first_stride if repeat == 0 else 1
-            x = g.inverted_residual(x, f"features.{index}", channels, c_out, stride, expansion)
+            x = _inverted_residual(g, x, f"features.{index}", channels, c_out, stride, expansion)
             channels = c_out
             index += 1
-    x = g.conv_bn(x, _conv_bn_relu6_names(f"features.{index}"), channels, last_channels, 1)
+    x = _conv_bn(g, x, _conv_bn_relu6_names(f"features.{index}"), channels, last_channels, 1)
     x = g.node("GlobalAveragePool", [x], "avgpool")
     x = g.node("Flatten", [x], "flatten", axis=1)
-    fc_w = g.rng.normal(0.0, np.sqrt(1.0 / last_channels), (num_classes, last_channels))
-    fc_b = g.rng.normal(0.0, 0.01, num_classes)
-    g.nodes.append(
-        helper.make_node(
-            "Gemm",
-            [x, g.weight("classifier.1.weight", fc_w), g.weight("classifier.1.bias", fc_b)],
-            ["output"],
-            name="classifier.1",
-            transB=1,
-        )
-    )
-    graph = helper.make_graph(
-        g.nodes,
+    g.gemm(x, "classifier.1", last_channels, num_classes, gain=1.0, output="output")
+    return g.finish(
         "mobilenet_v2",
-        [
-            helper.make_tensor_value_info(
-                "input", TensorProto.FLOAT, [batch, 3, image_size, image_size]
-            )
-        ],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [batch, num_classes])],
-        g.initializers,
+        [value_info("input", [batch, 3, image_size, image_size])],
+        [value_info("output", [batch, num_classes])],
     )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="strato.zoo"
-    )
-    model.ir_version = IR_VERSION
-    return model

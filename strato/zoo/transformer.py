@@ -28,10 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
 
-OPSET = 17
-IR_VERSION = 8
+from strato.zoo.onnx_graph import GraphBuilder, value_info
 
 LAYER_NORM_EPSILON = 1e-5
 
@@ -39,60 +37,35 @@ QUERY_KEY_GAIN = 2.0
 """Variance gain of the query and key projections: scaled scores get standard deviation
 about 2, so the softmax is peaked the way a trained model's is, not near uniform."""
 
+BIAS_STD = 0.02
+"""Standard deviation of the projections' biases."""
 
-class _EncoderGraph:
-    """Nodes and initializers of the block under construction, and the generator its
-    weights come from."""
 
-    def __init__(self, rng: np.random.Generator) -> None:
-        self.rng = rng
-        self.nodes: list[onnx.NodeProto] = []
-        self.initializers: list[onnx.TensorProto] = []
+def _linear(
+    g: GraphBuilder, x: str, name: str, fan_in: int, fan_out: int, gain: float = 1.0
+) -> str:
+    return g.matmul_add(x, name, fan_in, fan_out, gain=gain, bias_std=BIAS_STD)
 
-    def weight(self, name: str, array: np.ndarray) -> str:
-        self.initializers.append(numpy_helper.from_array(array.astype(np.float32), name))
-        return name
 
-    def node(self, op_type: str, inputs: list[str], name: str, **attributes) -> str:
-        self.nodes.append(helper.make_node(op_type, inputs, [name], name=name, **attributes))
-        return name
+def _layer_norm(g: GraphBuilder, x: str, name: str, hidden: int, output: str | None = None) -> str:
+    """LayerNormalization over the last axis; its result is `output`, or `name`."""
+    gamma = g.rng.uniform(0.8, 1.2, hidden)
+    beta = g.rng.normal(0.0, 0.1, hidden)
+    inputs = [x, g.weight(f"{name}.weight", gamma), g.weight(f"{name}.bias", beta)]
+    return g.node(
+        "LayerNormalization", inputs, name, output=output, axis=-1, epsilon=LAYER_NORM_EPSILON
+    )
 
-    def constant(self, name: str, array: np.ndarray) -> str:
-        return self.node("Constant", [], name, value=numpy_helper.from_array(array, name))
 
-    def linear(self, x: str, name: str, fan_in: int, fan_out: int, gain: float = 1.0) -> str:
-        w = self.rng.normal(0.0, np.sqrt(gain / fan_in), (fan_in, fan_out))
-        b = self.rng.normal(0.0, 0.02, fan_out)
-        y = self.node("MatMul", [x, self.weight(f"{name}.weight", w)], f"{name}.matmul")
-        return self.node("Add", [y, self.weight(f"{name}.bias", b)], name)
-
-    def layer_norm(self, x: str, name: str, hidden: int, output: str | None = None) -> str:
-        """LayerNormalization over the last axis; its result is `output`, or `name`."""
-        gamma = self.rng.uniform(0.8, 1.2, hidden)
-        beta = self.rng.normal(0.0, 0.1, hidden)
-        inputs = [x, self.weight(f"{name}.weight", gamma), self.weight(f"{name}.bias", beta)]
-        output = output if output is not None else name
-        self.nodes.append(
-            helper.make_node(
-                "LayerNormalization",
-                inputs,
-                [output],
-                name=name,
-                axis=-1,
-                epsilon=LAYER_NORM_EPSILON,
-            )
-        )
-        return output
-
-    def gelu(self, x: str, name: str) -> str:
-        sqrt2 = self.constant(f"{name}.sqrt2", np.array(np.sqrt(2.0), np.float32))
-        one = self.constant(f"{name}.one", np.array(1.0, np.float32))
-        half = self.constant(f"{name}.half", np.array(0.5, np.float32))
-        y = self.node("Div", [x, sqrt2], f"{name}.div")
-        y = self.node("Erf", [y], f"{name}.erf")
-        y = self.node("Add", [y, one], f"{name}.add")
-        y = self.node("Mul", [x, y], f"{name}.mul")
-        return self.node("Mul", [y, half], name)
+def _gelu(g: GraphBuilder, x: str, name: str) -> str:
+    sqrt2 = g.constant(f"{name}.sqrt2", np.array(np.sqrt(2.0), np.float32))
+    one = g.constant(f"{name}.one", np.array(1.0, np.float32))
+    half = g.constant(f"{name}.half", np.array(0.5, np.float32))
+    y = g.node("Div", [x, sqrt2], f"{name}.div")
+    y = g.node("Erf", [y], f"{name}.erf")
+    y = g.node("Add", [y, one], f"{name}.add")
+    y = g.node("Mul", [x, y], f"{name}.mul")
+    return g.node("Mul", [y, half], name)
 
 
 def build_transformer(
@@ -111,7 +84,7 @@ def build_transformer(
     if hidden % heads != 0:
         raise ValueError(f"hidden ({hidden}) must be a multiple of heads ({heads})")
     head_dim = hidden // heads
-    g = _EncoderGraph(np.random.default_rng(seed))
+    g = GraphBuilder(seed)
     split_heads = g.constant(
         "attention.split_heads", np.array([batch, seq_len, heads, head_dim], np.int64)
     )
@@ -119,7 +92,7 @@ def build_transformer(
     scale = g.constant("attention.scale", np.array(np.sqrt(head_dim), np.float32))
 
     def projected_heads(name: str, perm: list[int], gain: float) -> str:
-        y = g.linear("input", f"attention.{name}", hidden, hidden, gain)
+        y = _linear(g, "input", f"attention.{name}", hidden, hidden, gain)
         y = g.node("Reshape", [y, split_heads], f"attention.{name}.split")
         return g.node("Transpose", [y], f"attention.{name}.heads", perm=perm)
 
@@ -132,24 +105,15 @@ def build_transformer(
     context = g.node("MatMul", [probs, v], "attention.context")
     context = g.node("Transpose", [context], "attention.context.seq_major", perm=[0, 2, 1, 3])
     context = g.node("Reshape", [context, merge_heads], "attention.context.merged")
-    x = g.linear(context, "attention.output", hidden, hidden)
+    x = _linear(g, context, "attention.output", hidden, hidden)
     x = g.node("Add", [x, "input"], "attention.residual")
-    x = g.layer_norm(x, "attention.norm", hidden)
-    y = g.linear(x, "ffn.intermediate", hidden, ffn, gain=2.0)
-    y = g.gelu(y, "ffn.gelu")
-    y = g.linear(y, "ffn.output", ffn, hidden)
+    x = _layer_norm(g, x, "attention.norm", hidden)
+    y = _linear(g, x, "ffn.intermediate", hidden, ffn, gain=2.0)
+    y = _gelu(g, y, "ffn.gelu")
+    y = _linear(g, y, "ffn.output", ffn, hidden)
     y = g.node("Add", [y, x], "ffn.residual")
-    g.layer_norm(y, "ffn.norm", hidden, output="output")
+    _layer_norm(g, y, "ffn.norm", hidden, output="output")
     shape = [batch, seq_len, hidden]
-    graph = helper.make_graph(
-        g.nodes,
-        "transformer_encoder_block",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, shape)],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, shape)],
-        g.initializers,
+    return g.finish(
+        "transformer_encoder_block", [value_info("input", shape)], [value_info("output", shape)]
     )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="strato.zoo"
-    )
-    model.ir_version = IR_VERSION
-    return model
