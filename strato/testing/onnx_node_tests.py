@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# The operators of the graph-level issue: their node tests are the target set.
+# The operators the graph level imports: their node tests are the acceptance set.
 TARGET_OPS: frozenset[str] = frozenset(
     """Conv ConvTranspose Gemm MatMul Relu LeakyRelu Clip Sigmoid Tanh Erf Gelu Softmax
     LayerNormalization BatchNormalization Add Sub Mul Div Pow Sqrt Exp Log Neg Abs Max Min
