@@ -19,8 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph, te
@@ -33,38 +31,18 @@ from strato.strategies.builder import (
     element_type_of,
     shape_of,
 )
-from strato.strategies.nn import ReductionAxes
-
-
-def _append(s: ScalarBuilder, op) -> SSAValue:
-    s.block.add_op(op)
-    return op.results[0]
-
-
-def _div(s: ScalarBuilder, value: SSAValue, divisor: int) -> SSAValue:
-    """value / divisor for a non-negative index."""
-    return value if divisor == 1 else _append(s, arith.DivUIOp(value, s.index(divisor)))
-
-
-def _rem(s: ScalarBuilder, value: SSAValue, divisor: int) -> SSAValue:
-    """value mod divisor for a non-negative index."""
-    return s.index(0) if divisor == 1 else _append(s, arith.RemUIOp(value, s.index(divisor)))
-
-
-def _scaled(s: ScalarBuilder, value: SSAValue, factor: int) -> SSAValue:
-    return value if factor == 1 else s.index_mul(value, s.index(factor))
-
-
-def _or_zero(s: ScalarBuilder, value: SSAValue | None) -> SSAValue:
-    return s.index(0) if value is None else value
-
-
-def _window_position(
-    s: ScalarBuilder, out: SSAValue, tap: SSAValue | None, stride: int, dilation: int
-) -> SSAValue:
-    """out * stride + tap * dilation (tap None is tap 0)."""
-    position = _scaled(s, out, stride)
-    return position if tap is None else s.index_add(position, _scaled(s, tap, dilation))
+from strato.strategies.nn import (
+    ReductionAxes,
+    _div,
+    _index_or_zero,
+    _rem,
+    _scaled,
+    _window_position,
+    pad_stage,
+    pool_reduce,
+    spatial_mean,
+    window_average,
+)
 
 
 # -- layout_transform -----------------------------------------------------------------
@@ -111,42 +89,6 @@ def layout_transform(
 # -- windows on blocked tensors -----------------------------------------------------------
 
 
-def blocked_pad_stage(
-    pb: PrimitiveBuilder,
-    x: SSAValue,
-    pads_begin: Sequence[int],
-    extents: Sequence[int],
-    value: float,
-) -> SSAValue:
-    """x [N, C/b, H, W, b] placed at offset `pads_begin` in a tensor of spatial `extents`
-    (H', W'), `value` elsewhere; `x` itself when that is the identity."""
-    shape = shape_of(x)
-    sizes = shape[2:4]
-    if tuple(extents) == tuple(sizes) and not any(pads_begin):
-        return x
-
-    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
-        inside: SSAValue | None = None
-        source = list(idx[:2])
-        for d, (begin, size, extent) in enumerate(zip(pads_begin, sizes, extents)):
-            position = idx[2 + d]
-            if begin == 0 and extent == size:
-                source.append(position)
-                continue
-            shifted = position if begin == 0 else s.index_sub(position, s.index(begin))
-            in_bounds = s.index_cmp("ult", shifted, s.index(size))
-            inside = in_bounds if inside is None else _append(s, arith.AndIOp(inside, in_bounds))
-            source.append(s.index_select(in_bounds, shifted, s.index(0)))
-        source.append(idx[4])
-        element = s.read(x, source)
-        assert inside is not None
-        return s.select(inside, element, s.const(value))
-
-    return pb.compute(
-        "pad", (*shape[:2], *extents, shape[4]), body, element_type_of(x)
-    )
-
-
 MAX_UNROLLED_BLOCK = 16
 """Input-channel blocks up to this size are summed inside a convolution's stage body
 (a tree of adds) instead of by a reduction loop: the serial chain of additions into the
@@ -179,7 +121,7 @@ def blocked_conv(
     out_shape = shape_of(op.result)
     x_shape = shape_of(x)
     padded = [size + b + e for size, b, e in zip(x_shape[2:4], op.pads_begin, op.pads_end)]
-    xp = blocked_pad_stage(pb, x, op.pads_begin, padded, 0)
+    xp = pad_stage(pb, x, op.pads_begin, padded, 0)
     if op.is_depthwise:
         result = _depthwise_reduction(pb, op, xp, w)
     else:
@@ -223,17 +165,17 @@ def _blocked_reduction(
 
     def weight_index(s, mo, cb, kh, kw, lane, mi) -> list[SSAValue]:
         inner = [lane, mi] if blocks.order == "io" else [mi, lane]
-        return [mo, _or_zero(s, cb), _or_zero(s, kh), _or_zero(s, kw), *inner]
+        return [mo, _index_or_zero(s, cb), _index_or_zero(s, kh), _index_or_zero(s, kw), *inner]
 
     def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
         n, mo, oh, ow, mi = idx
         cb, kh, kw, ci = axes.axes(k)
         positions = _window_positions(s, op, oh, ow, kh, kw)
-        channel_block = _or_zero(s, cb)
+        channel_block = _index_or_zero(s, cb)
         if groups > 1:
             base = _scaled(s, _div(s, mo, out_blocks_per_group), w_shape[1])
             channel_block = base if cb is None else s.index_add(base, cb)
-        lanes = [s.index(c) for c in range(in_block)] if unrolled else [_or_zero(s, ci)]
+        lanes = [s.index(c) for c in range(in_block)] if unrolled else [_index_or_zero(s, ci)]
         terms = [
             s.mul(
                 s.read(xp, [n, channel_block, *positions, lane]),
@@ -266,7 +208,7 @@ def _depthwise_reduction(
             taps = [(s.index(i), s.index(j)) for i in range(kernel[0]) for j in range(kernel[1])]
         else:
             kh, kw = axes.axes(k)
-            taps = [(_or_zero(s, kh), _or_zero(s, kw))]
+            taps = [(_index_or_zero(s, kh), _index_or_zero(s, kw))]
         zero = s.index(0)
         terms = []
         for kh, kw in taps:
@@ -282,37 +224,6 @@ def _depthwise_reduction(
     )
 
 
-def _pool_reduce(
-    pb: PrimitiveBuilder,
-    op: graph.BlockedPoolOp,
-    stage: str,
-    kind: te.ReduceKind,
-    padded: SSAValue,
-    init: float | None = None,
-) -> SSAValue:
-    """The reduction of each window of `padded` over the kernel taps."""
-    axes = ReductionAxes(op.kernel_shape)
-
-    def read_tap(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
-        positions = [
-            _window_position(s, o, tap, stride, dilation)
-            for o, tap, stride, dilation in zip(
-                idx[2:4], axes.axes(k), op.stride_values, op.dilation_values
-            )
-        ]
-        return s.read(padded, [idx[0], idx[1], *positions, idx[4]])
-
-    return pb.reduce(
-        stage,
-        kind,
-        shape_of(op.result),
-        axes.stage_extents,
-        read_tap,
-        element_type_of(padded),
-        init,
-    )
-
-
 @strategy(graph.BlockedMaxPoolOp)
 def blocked_max_pool(
     pb: PrimitiveBuilder, op: graph.BlockedMaxPoolOp, inputs: Sequence[SSAValue]
@@ -322,8 +233,8 @@ def blocked_max_pool(
     (x,) = inputs
     lowest = lowest_value(numpy_dtype(element_type_of(x)))
     nchw = op.nchw_equivalent()
-    padded = blocked_pad_stage(pb, x, op.pads_begin, nchw.padded_extents(), lowest)
-    return [_pool_reduce(pb, op, "blocked_max_pool", te.ReduceKind.MAX, padded, lowest)]
+    padded = pad_stage(pb, x, op.pads_begin, nchw.padded_extents(), lowest)
+    return [pool_reduce(pb, op, "blocked_max_pool", te.ReduceKind.MAX, padded, lowest)]
 
 
 @strategy(graph.BlockedAvgPoolOp)
@@ -333,60 +244,11 @@ def blocked_avg_pool(
     """result[n, C, o.., c] = sum over taps of x'[..] / count(o..), x' zero-padded;
     count is a constant when all windows count alike, else a stage over (oh, ow)."""
     (x,) = inputs
-    dtype = element_type_of(x)
-    out_shape = shape_of(op.result)
     nchw = op.nchw_equivalent()
     assert isinstance(nchw, graph.AvgPoolOp)
-    padded = blocked_pad_stage(pb, x, op.pads_begin, nchw.padded_extents(), 0)
-    total = _pool_reduce(pb, op, "blocked_avg_pool_sum", te.ReduceKind.SUM, padded)
-    counts = nchw.window_counts()
-    if np.all(counts == counts.flat[0]):
-        count = float(counts.flat[0])
-        return [
-            pb.compute(
-                "blocked_avg_pool",
-                out_shape,
-                lambda s, idx: s.div(s.read(total, idx), s.const(count)),
-                dtype,
-            )
-        ]
-    window_count = _window_count_stage(pb, op, nchw)
-    return [
-        pb.compute(
-            "blocked_avg_pool",
-            out_shape,
-            lambda s, idx: s.div(s.read(total, idx), s.read(window_count, idx[2:4])),
-            dtype,
-        )
-    ]
-
-
-def _window_count_stage(
-    pb: PrimitiveBuilder, op: graph.BlockedAvgPoolOp, nchw: graph.AvgPoolOp
-) -> SSAValue:
-    """count[oh, ow] = the number of taps of window (oh, ow) inside the counted range."""
-    axes = ReductionAxes(op.kernel_shape)
-    ranges = [nchw.counted_range(d) for d in range(2)]
-
-    def counted(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
-        inside: SSAValue | None = None
-        for d, tap in enumerate(axes.axes(k)):
-            position = _window_position(s, idx[d], tap, op.stride_values[d], op.dilation_values[d])
-            begin, end = ranges[d]
-            shifted = position if begin == 0 else s.index_sub(position, s.index(begin))
-            in_range = s.index_cmp("ult", shifted, s.index(end - begin))
-            inside = in_range if inside is None else _append(s, arith.AndIOp(inside, in_range))
-        assert inside is not None
-        return s.select(inside, s.const(1), s.const(0))
-
-    return pb.reduce(
-        "window_count",
-        te.ReduceKind.SUM,
-        nchw.output_sizes(),
-        axes.stage_extents,
-        counted,
-        element_type_of(op.input),
-    )
+    padded = pad_stage(pb, x, op.pads_begin, nchw.padded_extents(), 0)
+    total = pool_reduce(pb, op, "blocked_avg_pool_sum", te.ReduceKind.SUM, padded)
+    return [window_average(pb, "blocked_avg_pool", total, nchw)]
 
 
 @strategy(graph.BlockedGlobalAvgPoolOp)
@@ -395,25 +257,4 @@ def blocked_global_avg_pool(
 ) -> list[SSAValue]:
     """result[n, C, 0, 0, c] = sum_{h, w} x[n, C, h, w, c] / (H * W)."""
     (x,) = inputs
-    dtype = element_type_of(x)
-    shape = shape_of(x)
-    out_shape = shape_of(op.result)
-    axes = ReductionAxes(shape[2:4])
-
-    def read(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
-        h, w = (_or_zero(s, a) for a in axes.axes(k))
-        return s.read(x, [idx[0], idx[1], h, w, idx[4]])
-
-    total = pb.reduce(
-        "blocked_global_avg_pool_sum", te.ReduceKind.SUM, out_shape, axes.stage_extents, read, dtype
-    )
-    size = float(shape[2] * shape[3])
-    return [
-        pb.compute(
-            "blocked_global_avg_pool",
-            out_shape,
-            lambda s, idx: s.div(s.read(total, idx), s.const(size)),
-            dtype,
-        )
-    ]
-
+    return [spatial_mean(pb, "blocked_global_avg_pool", x, 2)]

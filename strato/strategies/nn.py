@@ -59,7 +59,7 @@ def _div(s: ScalarBuilder, value: SSAValue, divisor: int) -> SSAValue:
 
 def _rem(s: ScalarBuilder, value: SSAValue, divisor: int) -> SSAValue:
     """value mod divisor for a non-negative index value."""
-    return _append(s, arith.RemUIOp(value, s.index(divisor)))
+    return s.index(0) if divisor == 1 else _append(s, arith.RemUIOp(value, s.index(divisor)))
 
 
 def _scaled(s: ScalarBuilder, value: SSAValue, factor: int) -> SSAValue:
@@ -118,10 +118,12 @@ def pad_stage(
     extents: Sequence[int],
     value: float,
 ) -> SSAValue:
-    """x [N, C, X..] placed at offset `pads_begin` in a tensor of spatial `extents`,
-    `value` elsewhere; `x` itself when that is the identity."""
+    """x [N, C, X.., inner..] placed at offset `pads_begin` in a tensor of spatial
+    `extents`, `value` elsewhere; `x` itself when that is the identity. The axes after
+    the spatial ones (a blocked tensor's channel block) are copied as they are."""
     shape = shape_of(x)
-    sizes = shape[2:]
+    rank = len(pads_begin)
+    sizes, inner = shape[2 : 2 + rank], shape[2 + rank :]
     if tuple(extents) == tuple(sizes) and not any(pads_begin):
         return x
 
@@ -137,11 +139,12 @@ def pad_stage(
             in_bounds = _below(s, shifted, size)
             inside = _and(s, inside, in_bounds)
             source.append(s.index_select(in_bounds, shifted, s.index(0)))
+        source.extend(idx[2 + rank :])
         element = s.read(x, source)
         assert inside is not None
         return s.select(inside, element, s.const(value))
 
-    return pb.compute("pad", (*shape[:2], *extents), body, element_type_of(x))
+    return pb.compute("pad", (*shape[:2], *extents, *inner), body, element_type_of(x))
 
 
 def bias_stage(pb: PrimitiveBuilder, acc: SSAValue, bias: SSAValue) -> SSAValue:
@@ -259,16 +262,19 @@ def conv_transpose(
 # -- pooling --------------------------------------------------------------------------
 
 
-def _pool_reduce(
+def pool_reduce(
     pb: PrimitiveBuilder,
-    op: graph.PoolOp,
+    op: graph.PoolOp | graph.BlockedPoolOp,
     stage: str,
     kind: te.ReduceKind,
     padded: SSAValue,
     init: float | None = None,
 ) -> SSAValue:
-    """The reduction of each window of `padded` (laid out as `op.padded_extents`)."""
+    """The reduction of each window of `padded` (laid out as `op.padded_extents`, or as
+    the padded extents of its NCHW equivalent for a blocked pool: the axes after the
+    spatial ones are read as they are)."""
     axes = ReductionAxes(op.kernel_shape)
+    rank = len(op.kernel_shape)
 
     def read_tap(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
         taps = axes.axes(k)
@@ -276,7 +282,7 @@ def _pool_reduce(
             _window_position(s, o, tap, stride, dilation)
             for o, tap, stride, dilation in zip(idx[2:], taps, op.stride_values, op.dilation_values)
         ]
-        return s.read(padded, [idx[0], idx[1], *positions])
+        return s.read(padded, [idx[0], idx[1], *positions, *idx[2 + rank :]])
 
     return pb.reduce(
         stage,
@@ -297,7 +303,7 @@ def max_pool(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) ->
     (x,) = inputs
     lowest = lowest_value(numpy_dtype(element_type_of(x)))
     padded = pad_stage(pb, x, op.pads_begin, op.padded_extents(), lowest)
-    return [_pool_reduce(pb, op, "max_pool", te.ReduceKind.MAX, padded, init=lowest)]
+    return [pool_reduce(pb, op, "max_pool", te.ReduceKind.MAX, padded, init=lowest)]
 
 
 @strategy(graph.AvgPoolOp)
@@ -307,30 +313,32 @@ def avg_pool(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) ->
     small stage over the output's spatial positions."""
     assert isinstance(op, graph.AvgPoolOp)
     (x,) = inputs
-    dtype = element_type_of(x)
-    out_shape = shape_of(op.results[0])
     padded = pad_stage(pb, x, op.pads_begin, op.padded_extents(), 0)
-    total = _pool_reduce(pb, op, "avg_pool_sum", te.ReduceKind.SUM, padded)
-    counts = op.window_counts()
+    total = pool_reduce(pb, op, "avg_pool_sum", te.ReduceKind.SUM, padded)
+    return [window_average(pb, "avg_pool", total, op)]
+
+
+def window_average(
+    pb: PrimitiveBuilder, stage: str, total: SSAValue, pool: graph.AvgPoolOp
+) -> SSAValue:
+    """total[n, c, o.., inner..] / count(o..), the number of taps `pool` counts in window
+    o..: a constant when every window counts the same taps, else a small stage over
+    the output's spatial positions."""
+    out_shape, dtype = shape_of(total), element_type_of(total)
+    rank = pool.spatial_rank
+    counts = pool.window_counts()
     if np.all(counts == counts.flat[0]):
         count = float(counts.flat[0])
-        return [
-            pb.compute(
-                "avg_pool",
-                out_shape,
-                lambda s, idx: s.div(s.read(total, idx), s.const(count)),
-                dtype,
-            )
-        ]
-    window_count = _window_count_stage(pb, op)
-    return [
-        pb.compute(
-            "avg_pool",
-            out_shape,
-            lambda s, idx: s.div(s.read(total, idx), s.read(window_count, idx[2:])),
-            dtype,
+        return pb.compute(
+            stage, out_shape, lambda s, idx: s.div(s.read(total, idx), s.const(count)), dtype
         )
-    ]
+    window_count = _window_count_stage(pb, pool)
+    return pb.compute(
+        stage,
+        out_shape,
+        lambda s, idx: s.div(s.read(total, idx), s.read(window_count, idx[2 : 2 + rank])),
+        dtype,
+    )
 
 
 def _window_count_stage(pb: PrimitiveBuilder, op: graph.AvgPoolOp) -> SSAValue:
@@ -365,24 +373,27 @@ def global_avg_pool(
     """result[n, c, 0..] = sum_{x..} input[n, c, x..] / (X0 * X1 * ..)."""
     assert isinstance(op, graph.GlobalAvgPoolOp)
     (x,) = inputs
+    return [spatial_mean(pb, "global_avg_pool", x, op.spatial_rank)]
+
+
+def spatial_mean(pb: PrimitiveBuilder, stage: str, x: SSAValue, rank: int) -> SSAValue:
+    """result[n, c, 0.., inner..] = sum_{x..} x[n, c, x.., inner..] / (X0 * X1 * ..), over
+    the `rank` spatial axes after N and C; the axes after them (a blocked tensor's
+    channel block) are kept as they are."""
     dtype = element_type_of(x)
     shape = shape_of(x)
-    out_shape = shape_of(op.results[0])
-    axes = ReductionAxes(shape[2:])
+    spatial_shape, inner = shape[2 : 2 + rank], shape[2 + rank :]
+    out_shape = (*shape[:2], *([1] * rank), *inner)
+    axes = ReductionAxes(spatial_shape)
 
     def read(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
         spatial = [_index_or_zero(s, a) for a in axes.axes(k)]
-        return s.read(x, [idx[0], idx[1], *spatial])
+        return s.read(x, [idx[0], idx[1], *spatial, *idx[2 + rank :]])
 
     total = pb.reduce(
-        "global_avg_pool_sum", te.ReduceKind.SUM, out_shape, axes.stage_extents, read, dtype
+        f"{stage}_sum", te.ReduceKind.SUM, out_shape, axes.stage_extents, read, dtype
     )
-    size = float(np.prod(shape[2:]))
-    return [
-        pb.compute(
-            "global_avg_pool",
-            out_shape,
-            lambda s, idx: s.div(s.read(total, idx), s.const(size)),
-            dtype,
-        )
-    ]
+    size = float(np.prod(spatial_shape))
+    return pb.compute(
+        stage, out_shape, lambda s, idx: s.div(s.read(total, idx), s.const(size)), dtype
+    )
