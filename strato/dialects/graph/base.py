@@ -9,7 +9,9 @@ from typing import ClassVar
 import numpy as np
 from xdsl.dialects.builtin import (
     AnyFloat,
+    DenseArrayBase,
     TensorType,
+    i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
@@ -68,6 +70,11 @@ def broadcast_shapes(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...] 
 def static_shape(value: SSAValue) -> tuple[int, ...]:
     assert isinstance(value.type, TensorType)
     return value.type.get_shape()
+
+
+def i64_array(values: Sequence[int]) -> DenseArrayBase:
+    """The i64 dense array property of `values` (strides, paddings, permutations)."""
+    return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
 FloatTensor = base(TensorType)

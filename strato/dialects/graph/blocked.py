@@ -56,6 +56,7 @@ from strato.dialects.graph.base import (
     GraphOp,
     PatternKind,
     element_type,
+    i64_array,
     static_shape,
 )
 from strato.dialects.graph.nn import (
@@ -226,10 +227,6 @@ def layout_transform_shape(shape: Sequence[int], src: str, dst: str) -> tuple[in
             f"({''.join(source.primal_axes)} and {''.join(target.primal_axes)})"
         )
     return target.shape_of(source.primal_extents(shape))
-
-
-def _int_array(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
 def _detached(type_: TensorType) -> SSAValue:
@@ -445,9 +442,9 @@ class BlockedConvOp(BlockedWindowOp):
         super().__init__(
             operands=[input, weight, [] if bias is None else [bias]],
             properties={
-                "strides": _int_array(strides),
-                "padding": _int_array(padding),
-                "dilations": _int_array(dilations),
+                "strides": i64_array(strides),
+                "padding": i64_array(padding),
+                "dilations": i64_array(dilations),
                 "groups": IntegerAttr(groups, i64),
                 "layout": StringAttr(blocked_layout(in_block)),
                 "kernel_layout": StringAttr(
@@ -633,10 +630,10 @@ def _pool_properties(
     block: int,
 ) -> dict:
     properties = {
-        "kernel": _int_array(kernel),
-        "strides": _int_array(strides),
-        "padding": _int_array(padding),
-        "dilations": _int_array(dilations),
+        "kernel": i64_array(kernel),
+        "strides": i64_array(strides),
+        "padding": i64_array(padding),
+        "dilations": i64_array(dilations),
         "layout": StringAttr(blocked_layout(block)),
     }
     if ceil_mode:

@@ -48,13 +48,10 @@ from strato.dialects.graph.base import (
     PatternKind,
     broadcast_shapes,
     element_type,
+    i64_array,
     static_shape,
 )
 from strato.dialects.tensor_types import tensor_type_like
-
-
-def _i64_array(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
 class LayoutOp(GraphOp):
@@ -121,7 +118,7 @@ class TransposeOp(LayoutOp):
         shape = static_shape(input)
         super().__init__(
             operands=[input],
-            properties={"perm": _i64_array(perm)},
+            properties={"perm": i64_array(perm)},
             result_types=[tensor_type_like(input.type, [shape[p] for p in perm])],
         )
 
@@ -317,7 +314,7 @@ class SliceOp(LayoutOp):
         input = SSAValue.get(input)
         super().__init__(
             operands=[input],
-            properties={"starts": _i64_array(starts), "steps": _i64_array(steps)},
+            properties={"starts": i64_array(starts), "steps": i64_array(steps)},
             result_types=[tensor_type_like(input.type, shape)],
         )
 
@@ -409,8 +406,8 @@ class PadOp(LayoutOp):
         input = SSAValue.get(input)
         shape = [d + lo + hi for d, lo, hi in zip(static_shape(input), low, high)]
         properties: dict[str, Attribute] = {
-            "low": _i64_array(low),
-            "high": _i64_array(high),
+            "low": i64_array(low),
+            "high": i64_array(high),
             "mode": StringAttr(PadMode(mode).value),
         }
         if value is not None:

@@ -59,6 +59,7 @@ from strato.dialects.graph.base import (
     GraphOp,
     PatternKind,
     element_type,
+    i64_array,
     static_shape,
 )
 from strato.dialects.tensor_types import tensor_type_like
@@ -208,9 +209,6 @@ def pool_output_shape(
 
 # -- the shared part of the windowed operators ------------------------------------------
 
-
-def _int_array(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, [int(v) for v in values])
 
 
 def _format(values: Sequence[int]) -> str:
@@ -382,9 +380,9 @@ def _conv_properties(
     kernel_layout: str,
 ) -> dict:
     return {
-        "strides": _int_array(strides),
-        "padding": _int_array(padding),
-        "dilations": _int_array(dilations),
+        "strides": i64_array(strides),
+        "padding": i64_array(padding),
+        "dilations": i64_array(dilations),
         "groups": IntegerAttr(groups, i64),
         "layout": StringAttr(layout),
         "kernel_layout": StringAttr(kernel_layout),
@@ -562,7 +560,7 @@ class ConvTransposeOp(ConvolutionOp):
             channel_first_layout(rank),
             channel_first_layout(rank, "IO"),
         )
-        properties["output_padding"] = _int_array(output_padding)
+        properties["output_padding"] = i64_array(output_padding)
         super().__init__(
             operands=[input, weight, [] if bias is None else [bias]],
             properties=properties,
@@ -665,10 +663,10 @@ def _pool_properties(
     padding = tuple(padding or (0,) * (2 * rank))
     dilations = tuple(dilations or (1,) * rank)
     properties = {
-        "kernel": _int_array(kernel),
-        "strides": _int_array(strides),
-        "padding": _int_array(padding),
-        "dilations": _int_array(dilations),
+        "kernel": i64_array(kernel),
+        "strides": i64_array(strides),
+        "padding": i64_array(padding),
+        "dilations": i64_array(dilations),
         "layout": StringAttr(channel_first_layout(rank)),
     }
     if ceil_mode:
