@@ -64,6 +64,7 @@ from strato.dialects.graph.nn import (
     ConvOp,
     MaxPoolOp,
     PoolOp,
+    SlidingWindowOp,
     conv_output_shape,
     pool_output_shape,
 )
@@ -318,37 +319,14 @@ def parse_blocked_kernel_layout(text: str) -> KernelBlocks | None:
     return None
 
 
-class BlockedWindowOp(GraphOp):
+class BlockedWindowOp(SlidingWindowOp):
     """A 2-D window operator on a blocked tensor [N, C/b, H, W, b] ("NCHW{b}c")."""
-
-    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OUT_ELEMWISE_FUSABLE
-
-    strides = prop_def(DenseArrayBase.constr(i64))
-    padding = prop_def(DenseArrayBase.constr(i64))
-    dilations = prop_def(DenseArrayBase.constr(i64))
-    layout = prop_def(StringAttr)
 
     @property
     def block(self) -> int:
         block = parse_blocked_layout(self.layout.data)
         assert block is not None, self.layout.data
         return block
-
-    @property
-    def stride_values(self) -> tuple[int, ...]:
-        return tuple(self.strides.get_values())
-
-    @property
-    def dilation_values(self) -> tuple[int, ...]:
-        return tuple(self.dilations.get_values())
-
-    @property
-    def pads_begin(self) -> tuple[int, ...]:
-        return tuple(self.padding.get_values())[:2]
-
-    @property
-    def pads_end(self) -> tuple[int, ...]:
-        return tuple(self.padding.get_values())[2:]
 
     def _check_layout(self, name: str, text: str) -> int:
         block = parse_blocked_layout(text)

@@ -248,12 +248,18 @@ class ChannelFirstOp(GraphOp):
         return shape
 
 
-class WindowOp(ChannelFirstOp):
-    """An operator sliding a window over the spatial dimensions of its input."""
+class SlidingWindowOp(GraphOp):
+    """The window properties of an operator sliding a window over spatial dimensions,
+    in any layout (channel-first here, blocked in blocked.py): one stride and one
+    dilation per spatial dimension, the begin paddings followed by the end paddings,
+    and the layout of the data."""
+
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OUT_ELEMWISE_FUSABLE
 
     strides = prop_def(DenseArrayBase.constr(i64))
     padding = prop_def(DenseArrayBase.constr(i64))
     dilations = prop_def(DenseArrayBase.constr(i64))
+    layout = prop_def(StringAttr)
 
     @property
     def stride_values(self) -> tuple[int, ...]:
@@ -272,6 +278,10 @@ class WindowOp(ChannelFirstOp):
     def pads_end(self) -> tuple[int, ...]:
         values = tuple(self.padding.get_values())
         return values[len(values) // 2 :]
+
+
+class WindowOp(SlidingWindowOp, ChannelFirstOp):
+    """An operator sliding a window over the spatial dimensions of its input."""
 
     def _check_window_attributes(self, rank: int) -> None:
         for name, values in (
@@ -951,6 +961,7 @@ __all__ = [
     "GlobalAvgPoolOp",
     "MaxPoolOp",
     "PoolOp",
+    "SlidingWindowOp",
     "WindowOp",
     "channel_first_layout",
     "conv_output_shape",
