@@ -28,10 +28,8 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 from xdsl.dialects.builtin import (
     I64,
-    AnyFloat,
     DenseArrayBase,
     IntegerAttr,
-    IntegerType,
     StringAttr,
     TensorType,
     UnitAttr,
@@ -55,8 +53,6 @@ from strato.dialects.graph.base import (
     FloatTensor,
     GraphOp,
     PatternKind,
-    element_type,
-    i64_array,
     static_shape,
 )
 from strato.dialects.graph.nn import (
@@ -66,7 +62,11 @@ from strato.dialects.graph.nn import (
     PoolOp,
     SlidingWindowOp,
     conv_output_shape,
+    conv_properties,
     pool_output_shape,
+    pool_properties,
+    verify_bias,
+    verify_float_or_integer,
 )
 from strato.dialects.tensor_types import tensor_type_like
 
@@ -420,13 +420,13 @@ class BlockedConvOp(BlockedWindowOp):
         super().__init__(
             operands=[input, weight, [] if bias is None else [bias]],
             properties={
-                "strides": i64_array(strides),
-                "padding": i64_array(padding),
-                "dilations": i64_array(dilations),
-                "groups": IntegerAttr(groups, i64),
-                "layout": StringAttr(blocked_layout(in_block)),
-                "kernel_layout": StringAttr(
-                    blocked_kernel_layout(kernel_in, out_block, kernel_order)
+                **conv_properties(
+                    strides,
+                    padding,
+                    dilations,
+                    groups,
+                    blocked_layout(in_block),
+                    blocked_kernel_layout(kernel_in, out_block, kernel_order),
                 ),
                 "out_layout": StringAttr(blocked_layout(out_block)),
             },
@@ -509,10 +509,7 @@ class BlockedConvOp(BlockedWindowOp):
                 f"'{self.name}' channel blocks must tile the groups (input block {in_block}, "
                 f"kernel blocks {ii}i{bo}o, {groups} groups) or the convolution be depthwise"
             )
-        if self.bias is not None and static_shape(self.bias) != (outputs,):
-            raise VerifyException(
-                f"'{self.name}' bias must have shape [{outputs}], got {list(static_shape(self.bias))}"
-            )
+        verify_bias(self, self.bias, outputs)
         out = conv_output_shape(
             x, (outputs, per_group_in, w[2], w[3]), self.stride_values,
             self.padding.get_values(), self.dilation_values,
@@ -599,26 +596,6 @@ class BlockedPoolOp(BlockedWindowOp):
         return [transform_layout(out, "NCHW", self.layout.data)]
 
 
-def _pool_properties(
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    padding: Sequence[int],
-    dilations: Sequence[int],
-    ceil_mode: bool,
-    block: int,
-) -> dict:
-    properties = {
-        "kernel": i64_array(kernel),
-        "strides": i64_array(strides),
-        "padding": i64_array(padding),
-        "dilations": i64_array(dilations),
-        "layout": StringAttr(blocked_layout(block)),
-    }
-    if ceil_mode:
-        properties["ceil_mode"] = UnitAttr()
-    return properties
-
-
 def _pool_result_type(input: SSAValue, kernel, strides, padding, dilations, ceil_mode, block):
     x = static_shape(input)
     out = pool_output_shape(
@@ -659,20 +636,16 @@ class BlockedMaxPoolOp(BlockedPoolOp):
         input = SSAValue.get(input)
         super().__init__(
             operands=[input],
-            properties=_pool_properties(kernel, strides, padding, dilations, ceil_mode, block),
+            properties=pool_properties(
+                kernel, strides, padding, dilations, ceil_mode, blocked_layout(block)
+            ),
             result_types=[
                 _pool_result_type(input, kernel, strides, padding, dilations, ceil_mode, block)
             ],
         )
 
     def verify_(self) -> None:
-        type_ = element_type(self.input)
-        if not isinstance(type_, AnyFloat) and not (
-            isinstance(type_, IntegerType) and type_.width.data > 1
-        ):
-            raise VerifyException(
-                f"'{self.name}' expects float or integer tensors, got {self.input.type}"
-            )
+        verify_float_or_integer(self, self.input)
         super().verify_()
 
 
@@ -709,7 +682,9 @@ class BlockedAvgPoolOp(BlockedPoolOp):
         block: int,
     ):
         input = SSAValue.get(input)
-        properties = _pool_properties(kernel, strides, padding, dilations, ceil_mode, block)
+        properties = pool_properties(
+            kernel, strides, padding, dilations, ceil_mode, blocked_layout(block)
+        )
         if count_include_pad:
             properties["count_include_pad"] = UnitAttr()
         super().__init__(

@@ -333,6 +333,14 @@ def _group_sizes(name: str, channels: int, outputs: int, groups: int) -> None:
         )
 
 
+def verify_bias(op: GraphOp, bias: SSAValue | None, outputs: int) -> None:
+    """The check of a convolution's optional `bias`: one value per output channel."""
+    if bias is not None and static_shape(bias) != (outputs,):
+        raise VerifyException(
+            f"'{op.name}' bias must have shape [{outputs}], got {list(static_shape(bias))}"
+        )
+
+
 class ConvolutionOp(WindowOp):
     """What convolution and transposed convolution share: a weight, an optional bias,
     groups and the weight's layout."""
@@ -373,15 +381,9 @@ class ConvolutionOp(WindowOp):
             )
         return weight
 
-    def _check_bias(self, outputs: int) -> None:
-        if self.bias is not None and static_shape(self.bias) != (outputs,):
-            raise VerifyException(
-                f"'{self.name}' bias must have shape [{outputs}], got "
-                f"{list(static_shape(self.bias))}"
-            )
 
 
-def _conv_properties(
+def conv_properties(
     strides: Sequence[int],
     padding: Sequence[int],
     dilations: Sequence[int],
@@ -444,7 +446,7 @@ class ConvOp(ConvolutionOp):
         shape = conv_output_shape(x, w, strides, padding, dilations)
         super().__init__(
             operands=[input, weight, [] if bias is None else [bias]],
-            properties=_conv_properties(
+            properties=conv_properties(
                 strides,
                 padding,
                 dilations,
@@ -467,7 +469,7 @@ class ConvOp(ConvolutionOp):
                 f"'{self.name}' weight has {w[1]} input channels per group, expected "
                 f"{x[1] // groups} ({x[1]} channels in {groups} groups)"
             )
-        self._check_bias(w[0])
+        verify_bias(self, self.bias, w[0])
         shape = conv_output_shape(
             x, w, self.stride_values, self.padding.get_values(), self.dilation_values
         )
@@ -562,7 +564,7 @@ class ConvTransposeOp(ConvolutionOp):
         shape = conv_transpose_output_shape(
             x, w, strides, padding, output_padding, dilations, groups
         )
-        properties = _conv_properties(
+        properties = conv_properties(
             strides,
             padding,
             dilations,
@@ -603,7 +605,7 @@ class ConvTransposeOp(ConvolutionOp):
                 f"'{self.name}' weight has {w[0]} input channels, the input has {x[1]}"
             )
         _group_sizes(self.name, x[1], outputs, groups)
-        self._check_bias(outputs)
+        verify_bias(self, self.bias, outputs)
         shape = conv_transpose_output_shape(
             x,
             w,
@@ -672,17 +674,32 @@ def _pool_properties(
     strides = tuple(strides or (1,) * rank)
     padding = tuple(padding or (0,) * (2 * rank))
     dilations = tuple(dilations or (1,) * rank)
+    properties = pool_properties(
+        kernel, strides, padding, dilations, ceil_mode, channel_first_layout(rank)
+    )
+    shape = pool_output_shape(input_shape, kernel, strides, padding, dilations, ceil_mode)
+    return properties, shape
+
+
+def pool_properties(
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilations: Sequence[int],
+    ceil_mode: bool,
+    layout: str,
+) -> dict:
+    """The properties of a pooling in `layout` (channel-first or blocked)."""
     properties = {
         "kernel": i64_array(kernel),
         "strides": i64_array(strides),
         "padding": i64_array(padding),
         "dilations": i64_array(dilations),
-        "layout": StringAttr(channel_first_layout(rank)),
+        "layout": StringAttr(layout),
     }
     if ceil_mode:
         properties["ceil_mode"] = UnitAttr()
-    shape = pool_output_shape(input_shape, kernel, strides, padding, dilations, ceil_mode)
-    return properties, shape
+    return properties
 
 
 class PoolOp(WindowOp):
@@ -769,6 +786,15 @@ class PoolOp(WindowOp):
         return np.pad(x, [(0, 0), (0, 0), *widths], constant_values=value)
 
 
+def verify_float_or_integer(op: GraphOp, value: SSAValue) -> None:
+    """The element check of the max pools: floats or integers wider than i1."""
+    type_ = element_type(value)
+    if not isinstance(type_, AnyFloat) and not (
+        isinstance(type_, IntegerType) and type_.width.data > 1
+    ):
+        raise VerifyException(f"'{op.name}' expects float or integer tensors, got {value.type}")
+
+
 def lowest_value(dtype: np.dtype) -> float | int:
     """The identity of max: -inf for floats, the smallest integer otherwise."""
     if np.issubdtype(dtype, np.floating):
@@ -819,13 +845,7 @@ class MaxPoolOp(PoolOp):
         )
 
     def verify_(self) -> None:
-        type_ = element_type(self.input)
-        if not isinstance(type_, AnyFloat) and not (
-            isinstance(type_, IntegerType) and type_.width.data > 1
-        ):
-            raise VerifyException(
-                f"'{self.name}' expects float or integer tensors, got {self.input.type}"
-            )
+        verify_float_or_integer(self, self.input)
         super().verify_()
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
