@@ -168,80 +168,48 @@ class MaxUIOpLowering(_IntMinMaxLowering):
     predicate = "ugt"
 
 
-class FloorDivSIOpLowering(LLVMLoweringPattern):
+class _RoundedDivSILowering(LLVMLoweringPattern):
+    """A signed division rounded away from truncation: the truncated quotient, moved by
+    one (`adjust_op` with 1) when the division is inexact and the sign of the remainder
+    compares to that of the divisor with `signs_predicate`."""
+
+    signs_predicate: ClassVar[str]
+    adjust_op: ClassVar[type[Operation]]
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        type_ = lhs.type
+        zero = builders.constant(0, type_)
+        one = builders.constant(1, type_)
+        quot = builders.int_binary(llvm.SDivOp, lhs, rhs)
+        rem = builders.int_binary(llvm.SRemOp, lhs, rhs)
+        inexact = builders.icmp("ne", rem.results[0], zero.result)
+        rem_neg = builders.icmp("slt", rem.results[0], zero.result)
+        rhs_neg = builders.icmp("slt", rhs, zero.result)
+        signs = builders.icmp(self.signs_predicate, rem_neg.res, rhs_neg.res)
+        adjust = builders.int_binary(llvm.AndOp, inexact.res, signs.res)
+        moved = builders.int_binary(self.adjust_op, quot.results[0], one.result)
+        result = builders.select(adjust.results[0], moved.results[0], quot.results[0])
+        ops = [zero, one, quot, rem, inexact, rem_neg, rhs_neg, signs, adjust, moved, result]
+        replace_with_llvm(rewriter, op, ops)
+
+
+class FloorDivSIOpLowering(_RoundedDivSILowering):
     """Round toward negative infinity: the truncated quotient, minus one when the
     division is inexact and the operands' signs differ."""
 
     source_op = arith.FloorDivSIOp
-
-    def lower(self, op: arith.FloorDivSIOp, rewriter: PatternRewriter) -> None:
-        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
-        type_ = lhs.type
-        zero = builders.constant(0, type_)
-        one = builders.constant(1, type_)
-        quot = builders.int_binary(llvm.SDivOp, lhs, rhs)
-        rem = builders.int_binary(llvm.SRemOp, lhs, rhs)
-        inexact = builders.icmp("ne", rem.results[0], zero.result)
-        rem_neg = builders.icmp("slt", rem.results[0], zero.result)
-        rhs_neg = builders.icmp("slt", rhs, zero.result)
-        signs_differ = builders.icmp("ne", rem_neg.res, rhs_neg.res)
-        adjust = builders.int_binary(llvm.AndOp, inexact.res, signs_differ.res)
-        minus_one = builders.int_binary(llvm.SubOp, quot.results[0], one.result)
-        result = builders.select(
-            adjust.results[0], minus_one.results[0], quot.results[0]
-        )
-        ops = [
-            zero,
-            one,
-            quot,
-            rem,
-            inexact,
-            rem_neg,
-            rhs_neg,
-            signs_differ,
-            adjust,
-            minus_one,
-            result,
-        ]
-        replace_with_llvm(rewriter, op, ops)
+    signs_predicate = "ne"
+    adjust_op = llvm.SubOp
 
 
-class CeilDivSIOpLowering(LLVMLoweringPattern):
+class CeilDivSIOpLowering(_RoundedDivSILowering):
     """Round toward positive infinity: the truncated quotient, plus one when the
     division is inexact and the operands' signs agree."""
 
     source_op = arith.CeilDivSIOp
-
-    def lower(self, op: arith.CeilDivSIOp, rewriter: PatternRewriter) -> None:
-        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
-        type_ = lhs.type
-        zero = builders.constant(0, type_)
-        one = builders.constant(1, type_)
-        quot = builders.int_binary(llvm.SDivOp, lhs, rhs)
-        rem = builders.int_binary(llvm.SRemOp, lhs, rhs)
-        inexact = builders.icmp("ne", rem.results[0], zero.result)
-        rem_neg = builders.icmp("slt", rem.results[0], zero.result)
-        rhs_neg = builders.icmp("slt", rhs, zero.result)
-        signs_agree = builders.icmp("eq", rem_neg.res, rhs_neg.res)
-        adjust = builders.int_binary(llvm.AndOp, inexact.res, signs_agree.res)
-        plus_one = builders.int_binary(llvm.AddOp, quot.results[0], one.result)
-        result = builders.select(
-            adjust.results[0], plus_one.results[0], quot.results[0]
-        )
-        ops = [
-            zero,
-            one,
-            quot,
-            rem,
-            inexact,
-            rem_neg,
-            rhs_neg,
-            signs_agree,
-            adjust,
-            plus_one,
-            result,
-        ]
-        replace_with_llvm(rewriter, op, ops)
+    signs_predicate = "eq"
+    adjust_op = llvm.AddOp
 
 
 class CeilDivUIOpLowering(LLVMLoweringPattern):
