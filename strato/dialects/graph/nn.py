@@ -215,6 +215,21 @@ def _format(values: Sequence[int]) -> str:
     return "[" + ", ".join(str(v) for v in values) + "]"
 
 
+def _window_or_defaults(
+    rank: int,
+    strides: Sequence[int] | None,
+    padding: Sequence[int] | None,
+    dilations: Sequence[int] | None,
+) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The window of a builder call, with unit strides and dilations and no padding
+    where none are given."""
+    return (
+        tuple(strides or (1,) * rank),
+        tuple(padding or (0,) * (2 * rank)),
+        tuple(dilations or (1,) * rank),
+    )
+
+
 class ChannelFirstOp(GraphOp):
     """An operator on a channel-first tensor [N, C, spatial..] (its first operand)."""
 
@@ -440,9 +455,7 @@ class ConvOp(ConvolutionOp):
         input, weight = SSAValue.get(input), SSAValue.get(weight)
         x, w = static_shape(input), static_shape(weight)
         rank = len(x) - 2
-        strides = tuple(strides or (1,) * rank)
-        padding = tuple(padding or (0,) * (2 * rank))
-        dilations = tuple(dilations or (1,) * rank)
+        strides, padding, dilations = _window_or_defaults(rank, strides, padding, dilations)
         shape = conv_output_shape(x, w, strides, padding, dilations)
         super().__init__(
             operands=[input, weight, [] if bias is None else [bias]],
@@ -557,10 +570,8 @@ class ConvTransposeOp(ConvolutionOp):
         input, weight = SSAValue.get(input), SSAValue.get(weight)
         x, w = static_shape(input), static_shape(weight)
         rank = len(x) - 2
-        strides = tuple(strides or (1,) * rank)
-        padding = tuple(padding or (0,) * (2 * rank))
+        strides, padding, dilations = _window_or_defaults(rank, strides, padding, dilations)
         output_padding = tuple(output_padding or (0,) * rank)
-        dilations = tuple(dilations or (1,) * rank)
         shape = conv_transpose_output_shape(
             x, w, strides, padding, output_padding, dilations, groups
         )
@@ -671,9 +682,7 @@ def _pool_properties(
 ) -> tuple[dict, tuple[int, ...]]:
     """The properties of a pooling and its result shape."""
     rank = len(input_shape) - 2
-    strides = tuple(strides or (1,) * rank)
-    padding = tuple(padding or (0,) * (2 * rank))
-    dilations = tuple(dilations or (1,) * rank)
+    strides, padding, dilations = _window_or_defaults(rank, strides, padding, dilations)
     properties = pool_properties(
         kernel, strides, padding, dilations, ceil_mode, channel_first_layout(rank)
     )
