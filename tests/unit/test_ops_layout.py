@@ -889,46 +889,6 @@ NEEDS_OTHER_WORK = {
 }
 
 
-def bind_import_time_inputs(
-    model: onnx.ModelProto, inputs: list[np.ndarray], table: dict[str, tuple[int, ...]]
-) -> tuple[onnx.ModelProto, list[np.ndarray]]:
-    """`model` with the graph inputs that import-time inputs (`table`) are computed
-    from turned into initializers holding their values, and the remaining inputs.
-
-    The inputs are found by walking back from each import-time input through the
-    nodes that produce it (not through Shape, whose result only depends on shapes).
-    """
-    names = [i.name for i in model.graph.input]
-    producer = {output: node for node in model.graph.node for output in node.output}
-    pending = [
-        node.input[position]
-        for node in model.graph.node
-        for position in table.get(node.op_type, ())
-        if position < len(node.input) and node.input[position]
-    ]
-    seen: set[str] = set()
-    bound: set[str] = set()
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        if name in names:
-            bound.add(name)
-        elif name in producer and producer[name].op_type != "Shape":
-            pending.extend(i for i in producer[name].input if i)
-    specialized = onnx.ModelProto()
-    specialized.CopyFrom(model)
-    values = dict(zip(names, inputs))
-    kept = [i for i in specialized.graph.input if i.name not in bound]
-    for name in sorted(bound):
-        array = np.asarray(values[name])
-        specialized.graph.initializer.append(numpy_helper.from_array(array, name))
-    del specialized.graph.input[:]
-    specialized.graph.input.extend(kept)
-    return specialized, [values[i.name] for i in kept]
-
-
 @functools.cache
 def _target_node_tests() -> tuple:
     from strato.testing.onnx_node_tests import select_node_tests
@@ -942,15 +902,22 @@ def node_test_cases(pattern: str) -> list:
     return [case for case in _target_node_tests() if re.search(pattern, case.name)]
 
 
-def run_bound_node_test(case, mode: str, table: dict[str, tuple[int, ...]]) -> str:
+def run_bound_node_test(case, mode: str) -> str:
+    """Runs `case` with the graph inputs strato needs at compile time bound to each data
+    set's values, as the ONNX backend binds them."""
+    from strato.frontends.onnx.backend import bind_inputs, compile_time_inputs
     from strato.testing.onnx_node_tests import compare_outputs
 
+    names = [value.name for value in case.model.graph.input]
+    bound = compile_time_inputs(case.model)
     for inputs, references in case.data_sets:
         arrays = [
             numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else np.asarray(v)
             for v in inputs
         ]
-        model, rest = bind_import_time_inputs(case.model, arrays, table)
+        values = dict(zip(names, arrays))
+        model = bind_inputs(case.model, {name: values[name] for name in bound})
+        rest = [values[name] for name in names if name not in bound]
         if mode == "graph":
             imported = import_onnx(model)
             outputs = run_graph(imported.module, rest, imported.function_name)
@@ -966,9 +933,7 @@ def run_bound_node_test(case, mode: str, table: dict[str, tuple[int, ...]]) -> s
     return ""
 
 
-def check_node_tests(
-    pattern: str, mode: str, table: dict[str, tuple[int, ...]], other_work: dict[str, str]
-) -> None:
+def check_node_tests(pattern: str, mode: str, other_work: dict[str, str]) -> None:
     """Every case matching `pattern` passes, except those of `other_work`, which may
     instead fail with a one-line diagnostic (never a crash or a wrong result)."""
     from strato.diagnostics import StratoError
@@ -978,7 +943,7 @@ def check_node_tests(
     failures = {}
     for case in cases:
         try:
-            reason = run_bound_node_test(case, mode, table)
+            reason = run_bound_node_test(case, mode)
         except StratoError as error:
             reason = "" if case.name in other_work else str(error)
         except Exception as error:  # noqa: BLE001 - collected and reported below
@@ -990,4 +955,4 @@ def check_node_tests(
 
 @pytest.mark.parametrize("mode", ["graph", "llvm"])
 def test_onnx_node_tests(mode: str):
-    check_node_tests(LAYOUT_NODE_TESTS, mode, IMPORT_TIME_INPUTS, NEEDS_OTHER_WORK)
+    check_node_tests(LAYOUT_NODE_TESTS, mode, NEEDS_OTHER_WORK)

@@ -32,8 +32,6 @@ from strato.context import make_context
 from strato.diagnostics import ModelImportError
 from strato.dialects import graph
 from strato.frontends.onnx import import_onnx
-from strato.frontends.onnx.convert_layout import IMPORT_TIME_INPUTS as LAYOUT_INPUTS
-from strato.frontends.onnx.convert_reduce import IMPORT_TIME_INPUTS
 from strato.interpreters.graph import run_graph
 from strato.interpreters.loop import run_loops
 from strato.interpreters.te import run_te
@@ -269,5 +267,4 @@ NEEDS_OTHER_WORK = {
 
 @pytest.mark.parametrize("mode", ["graph", "llvm"])
 def test_onnx_node_tests(mode: str):
-    table = {**LAYOUT_INPUTS, **IMPORT_TIME_INPUTS}
-    check_node_tests(REDUCE_NODE_TESTS, mode, table, NEEDS_OTHER_WORK)
+    check_node_tests(REDUCE_NODE_TESTS, mode, NEEDS_OTHER_WORK)
