@@ -53,10 +53,12 @@ class ConstantOpLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [new])
 
 
-class _IntBinaryLowering(LLVMLoweringPattern):
-    """An arith integer op that is one llvm instruction."""
+class IntBinaryOpLowering(LLVMLoweringPattern):
+    """An arith integer op that is one llvm instruction (`_INT_BINARY_OPS`)."""
 
-    target_op: ClassVar[type[Operation]]
+    def __init__(self, source_op: type[Operation], target_op: type[Operation]):
+        self.source_op = source_op
+        self.target_op = target_op
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
@@ -71,75 +73,30 @@ def _has_nsw(op: Operation) -> bool:
     )
 
 
-class AddiOpLowering(_IntBinaryLowering):
-    source_op = arith.AddiOp
-    target_op = llvm.AddOp
+_INT_BINARY_OPS: dict[type[Operation], type[Operation]] = {
+    arith.AddiOp: llvm.AddOp,
+    arith.SubiOp: llvm.SubOp,
+    arith.MuliOp: llvm.MulOp,
+    arith.DivSIOp: llvm.SDivOp,
+    arith.DivUIOp: llvm.UDivOp,
+    arith.RemSIOp: llvm.SRemOp,
+    arith.RemUIOp: llvm.URemOp,
+    arith.AndIOp: llvm.AndOp,
+    arith.OrIOp: llvm.OrOp,
+    arith.XOrIOp: llvm.XOrOp,
+    arith.ShLIOp: llvm.ShlOp,
+    arith.ShRSIOp: llvm.AShrOp,
+    arith.ShRUIOp: llvm.LShrOp,
+}
 
 
-class SubiOpLowering(_IntBinaryLowering):
-    source_op = arith.SubiOp
-    target_op = llvm.SubOp
+class IntMinMaxOpLowering(LLVMLoweringPattern):
+    """min/max as compare and select: `select(lhs <pred> rhs, lhs, rhs)`
+    (`_INT_MIN_MAX_PREDICATES`)."""
 
-
-class MuliOpLowering(_IntBinaryLowering):
-    source_op = arith.MuliOp
-    target_op = llvm.MulOp
-
-
-class DivSIOpLowering(_IntBinaryLowering):
-    source_op = arith.DivSIOp
-    target_op = llvm.SDivOp
-
-
-class DivUIOpLowering(_IntBinaryLowering):
-    source_op = arith.DivUIOp
-    target_op = llvm.UDivOp
-
-
-class RemSIOpLowering(_IntBinaryLowering):
-    source_op = arith.RemSIOp
-    target_op = llvm.SRemOp
-
-
-class RemUIOpLowering(_IntBinaryLowering):
-    source_op = arith.RemUIOp
-    target_op = llvm.URemOp
-
-
-class AndIOpLowering(_IntBinaryLowering):
-    source_op = arith.AndIOp
-    target_op = llvm.AndOp
-
-
-class OrIOpLowering(_IntBinaryLowering):
-    source_op = arith.OrIOp
-    target_op = llvm.OrOp
-
-
-class XOrIOpLowering(_IntBinaryLowering):
-    source_op = arith.XOrIOp
-    target_op = llvm.XOrOp
-
-
-class ShLIOpLowering(_IntBinaryLowering):
-    source_op = arith.ShLIOp
-    target_op = llvm.ShlOp
-
-
-class ShRSIOpLowering(_IntBinaryLowering):
-    source_op = arith.ShRSIOp
-    target_op = llvm.AShrOp
-
-
-class ShRUIOpLowering(_IntBinaryLowering):
-    source_op = arith.ShRUIOp
-    target_op = llvm.LShrOp
-
-
-class _IntMinMaxLowering(LLVMLoweringPattern):
-    """min/max as compare and select: `select(lhs <pred> rhs, lhs, rhs)`."""
-
-    predicate: ClassVar[str]
+    def __init__(self, source_op: type[Operation], predicate: str):
+        self.source_op = source_op
+        self.predicate = predicate
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
@@ -148,24 +105,12 @@ class _IntMinMaxLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [cmp, sel])
 
 
-class MinSIOpLowering(_IntMinMaxLowering):
-    source_op = arith.MinSIOp
-    predicate = "slt"
-
-
-class MaxSIOpLowering(_IntMinMaxLowering):
-    source_op = arith.MaxSIOp
-    predicate = "sgt"
-
-
-class MinUIOpLowering(_IntMinMaxLowering):
-    source_op = arith.MinUIOp
-    predicate = "ult"
-
-
-class MaxUIOpLowering(_IntMinMaxLowering):
-    source_op = arith.MaxUIOp
-    predicate = "ugt"
+_INT_MIN_MAX_PREDICATES: dict[type[Operation], str] = {
+    arith.MinSIOp: "slt",
+    arith.MaxSIOp: "sgt",
+    arith.MinUIOp: "ult",
+    arith.MaxUIOp: "ugt",
+}
 
 
 class _RoundedDivSILowering(LLVMLoweringPattern):
@@ -232,10 +177,12 @@ class CeilDivUIOpLowering(LLVMLoweringPattern):
         )
 
 
-class _FloatBinaryLowering(LLVMLoweringPattern):
-    """An arith float op that is one llvm instruction."""
+class FloatBinaryOpLowering(LLVMLoweringPattern):
+    """An arith float op that is one llvm instruction (`_FLOAT_BINARY_OPS`)."""
 
-    target_op: ClassVar[type[Operation]]
+    def __init__(self, source_op: type[Operation], target_op: type[Operation]):
+        self.source_op = source_op
+        self.target_op = target_op
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
@@ -244,30 +191,21 @@ class _FloatBinaryLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [new])
 
 
-class AddfOpLowering(_FloatBinaryLowering):
-    source_op = arith.AddfOp
-    target_op = llvm.FAddOp
+_FLOAT_BINARY_OPS: dict[type[Operation], type[Operation]] = {
+    arith.AddfOp: llvm.FAddOp,
+    arith.SubfOp: llvm.FSubOp,
+    arith.MulfOp: llvm.FMulOp,
+    arith.DivfOp: llvm.FDivOp,
+}
 
 
-class SubfOpLowering(_FloatBinaryLowering):
-    source_op = arith.SubfOp
-    target_op = llvm.FSubOp
+class FloatIntrinsicBinaryOpLowering(LLVMLoweringPattern):
+    """An arith float op that is an llvm intrinsic on two operands
+    (`_FLOAT_BINARY_INTRINSICS`)."""
 
-
-class MulfOpLowering(_FloatBinaryLowering):
-    source_op = arith.MulfOp
-    target_op = llvm.FMulOp
-
-
-class DivfOpLowering(_FloatBinaryLowering):
-    source_op = arith.DivfOp
-    target_op = llvm.FDivOp
-
-
-class _FloatIntrinsicBinaryLowering(LLVMLoweringPattern):
-    """An arith float op that is an llvm intrinsic on two operands."""
-
-    intrinsic: ClassVar[str]
+    def __init__(self, source_op: type[Operation], intrinsic: str):
+        self.source_op = source_op
+        self.intrinsic = intrinsic
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
@@ -276,28 +214,14 @@ class _FloatIntrinsicBinaryLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [new])
 
 
-class MaximumfOpLowering(_FloatIntrinsicBinaryLowering):
-    """NaN-propagating maximum, as arith.maximumf requires."""
-
-    source_op = arith.MaximumfOp
-    intrinsic = "llvm.maximum"
-
-
-class MinimumfOpLowering(_FloatIntrinsicBinaryLowering):
-    source_op = arith.MinimumfOp
-    intrinsic = "llvm.minimum"
-
-
-class MaxnumfOpLowering(_FloatIntrinsicBinaryLowering):
-    """IEEE maxNum: a NaN operand yields the other operand."""
-
-    source_op = arith.MaxnumfOp
-    intrinsic = "llvm.maxnum"
-
-
-class MinnumfOpLowering(_FloatIntrinsicBinaryLowering):
-    source_op = arith.MinnumfOp
-    intrinsic = "llvm.minnum"
+_FLOAT_BINARY_INTRINSICS: dict[type[Operation], str] = {
+    # NaN-propagating maximum and minimum, as arith.maximumf and minimumf require
+    arith.MaximumfOp: "llvm.maximum",
+    arith.MinimumfOp: "llvm.minimum",
+    # IEEE maxNum and minNum: a NaN operand yields the other operand
+    arith.MaxnumfOp: "llvm.maxnum",
+    arith.MinnumfOp: "llvm.minnum",
+}
 
 
 class NegfOpLowering(LLVMLoweringPattern):
@@ -486,34 +410,16 @@ def arith_to_llvm_patterns() -> list[LLVMLoweringPattern]:
     """The patterns lowering `arith` ops to the llvm dialect."""
     return [
         ConstantOpLowering(),
-        AddiOpLowering(),
-        SubiOpLowering(),
-        MuliOpLowering(),
-        DivSIOpLowering(),
-        DivUIOpLowering(),
-        RemSIOpLowering(),
-        RemUIOpLowering(),
-        AndIOpLowering(),
-        OrIOpLowering(),
-        XOrIOpLowering(),
-        ShLIOpLowering(),
-        ShRSIOpLowering(),
-        ShRUIOpLowering(),
-        MinSIOpLowering(),
-        MaxSIOpLowering(),
-        MinUIOpLowering(),
-        MaxUIOpLowering(),
+        *(IntBinaryOpLowering(op, target) for op, target in _INT_BINARY_OPS.items()),
+        *(IntMinMaxOpLowering(op, pred) for op, pred in _INT_MIN_MAX_PREDICATES.items()),
         FloorDivSIOpLowering(),
         CeilDivSIOpLowering(),
         CeilDivUIOpLowering(),
-        AddfOpLowering(),
-        SubfOpLowering(),
-        MulfOpLowering(),
-        DivfOpLowering(),
-        MaximumfOpLowering(),
-        MinimumfOpLowering(),
-        MaxnumfOpLowering(),
-        MinnumfOpLowering(),
+        *(FloatBinaryOpLowering(op, target) for op, target in _FLOAT_BINARY_OPS.items()),
+        *(
+            FloatIntrinsicBinaryOpLowering(op, name)
+            for op, name in _FLOAT_BINARY_INTRINSICS.items()
+        ),
         NegfOpLowering(),
         CmpiOpLowering(),
         CmpfOpLowering(),

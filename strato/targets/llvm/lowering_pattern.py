@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Iterable
-from typing import ClassVar
 
 from xdsl.ir import Attribute, Operation
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
@@ -13,11 +12,12 @@ from xdsl.pattern_rewriter import PatternRewriter, RewritePattern
 class LLVMLoweringPattern(RewritePattern):
     """Lowers ops of type `source_op`; subclasses implement `lower`.
 
-    Declaring the source op on the class lets the pass know, before rewriting, which
-    ops it can lower, so unsupported input is reported up front with a reason.
+    Declaring the source op on the pattern (on its class, or in the constructor of a
+    pattern parametrised by the op) lets the pass know, before rewriting, which ops it
+    can lower, so unsupported input is reported up front with a reason.
     """
 
-    source_op: ClassVar[type[Operation]]
+    source_op: type[Operation]
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter, /) -> None:
         if not isinstance(op, self.source_op):
