@@ -210,6 +210,20 @@ def pool_output_shape(
 # -- the shared part of the windowed operators ------------------------------------------
 
 
+def _tap_window(
+    taps: Sequence[int],
+    counts: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> tuple[slice, ...]:
+    """The spatial slices of the padded input that kernel tap `taps` touches in
+    `counts` consecutive windows per dimension: o * stride + k * dilation for each o."""
+    return tuple(
+        slice(k * dilations[d], k * dilations[d] + (counts[d] - 1) * strides[d] + 1, strides[d])
+        for d, k in enumerate(taps)
+    )
+
+
 
 def _format(values: Sequence[int]) -> str:
     return "[" + ", ".join(str(v) for v in values) + "]"
@@ -504,16 +518,7 @@ class ConvOp(ConvolutionOp):
         kernels = w.astype(np.float64).reshape(groups, mg, cg, *w.shape[2:])
         acc = np.zeros((n, groups, mg, *out_shape[2:]))
         for taps in itertools.product(*(range(k) for k in w.shape[2:])):
-            window = tuple(
-                slice(
-                    k * self.dilation_values[d],
-                    k * self.dilation_values[d]
-                    + (out_shape[2 + d] - 1) * self.stride_values[d]
-                    + 1,
-                    self.stride_values[d],
-                )
-                for d, k in enumerate(taps)
-            )
+            window = _tap_window(taps, out_shape[2:], self.stride_values, self.dilation_values)
             patch = grouped[(slice(None), slice(None), slice(None), *window)]
             acc += np.einsum("ngc...,gmc->ngm...", patch, kernels[(..., *taps)])
         out = acc.reshape(out_shape)
@@ -649,14 +654,7 @@ class ConvTransposeOp(ConvolutionOp):
         grouped = x.astype(np.float64).reshape(n, groups, cg, *x.shape[2:])
         kernels = w.astype(np.float64).reshape(groups, cg, mg, *w.shape[2:])
         for taps in itertools.product(*(range(k) for k in w.shape[2:])):
-            window = tuple(
-                slice(
-                    k * dilations[d],
-                    k * dilations[d] + (x.shape[2 + d] - 1) * strides[d] + 1,
-                    strides[d],
-                )
-                for d, k in enumerate(taps)
-            )
+            window = _tap_window(taps, x.shape[2:], strides, dilations)
             acc[(slice(None), slice(None), slice(None), *window)] += np.einsum(
                 "ngc...,gcm->ngm...", grouped, kernels[(..., *taps)]
             )
@@ -776,14 +774,7 @@ class PoolOp(WindowOp):
         kernel tap, each shaped like the result."""
         sizes = self.output_sizes()
         for taps in itertools.product(*(range(k) for k in self.kernel_shape)):
-            window = tuple(
-                slice(
-                    k * self.dilation_values[d],
-                    k * self.dilation_values[d] + (sizes[d] - 1) * self.stride_values[d] + 1,
-                    self.stride_values[d],
-                )
-                for d, k in enumerate(taps)
-            )
+            window = _tap_window(taps, sizes, self.stride_values, self.dilation_values)
             yield padded[(slice(None), slice(None), *window)]
 
     def _pad(self, x: np.ndarray, value: float) -> np.ndarray:
