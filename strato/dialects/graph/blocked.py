@@ -319,8 +319,12 @@ def parse_blocked_kernel_layout(text: str) -> KernelBlocks | None:
     return None
 
 
-class BlockedWindowOp(SlidingWindowOp):
-    """A 2-D window operator on a blocked tensor [N, C/b, H, W, b] ("NCHW{b}c")."""
+class BlockedChannelOp(GraphOp):
+    """An operator on a blocked tensor [N, C/b, H, W, b] ("NCHW{b}c", its `layout`)."""
+
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OUT_ELEMWISE_FUSABLE
+
+    layout = prop_def(StringAttr)
 
     @property
     def block(self) -> int:
@@ -344,6 +348,10 @@ class BlockedWindowOp(SlidingWindowOp):
                 f"'{self.name}' {what} must be [N, C/{block}, H, W, {block}], got {list(shape)}"
             )
         return (shape[0], shape[1] * block, shape[2], shape[3])
+
+
+class BlockedWindowOp(SlidingWindowOp, BlockedChannelOp):
+    """A 2-D window operator on a blocked tensor [N, C/b, H, W, b] ("NCHW{b}c")."""
 
     def _check_window(self) -> None:
         for what, values in (("strides", self.stride_values), ("dilations", self.dilation_values)):
@@ -700,7 +708,7 @@ class BlockedAvgPoolOp(BlockedPoolOp):
 
 
 @irdl_op_definition
-class BlockedGlobalAvgPoolOp(GraphOp):
+class BlockedGlobalAvgPoolOp(BlockedChannelOp):
     """`graph.global_avg_pool` on a blocked tensor: [N, C/b, H, W, b] -> [N, C/b, 1, 1, b],
     the mean over H and W of each channel.
 
@@ -708,10 +716,8 @@ class BlockedGlobalAvgPoolOp(GraphOp):
     """
 
     name = "graph.blocked_global_avg_pool"
-    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OUT_ELEMWISE_FUSABLE
 
     input = operand_def(FloatTensor)
-    layout = prop_def(StringAttr)
     result = result_def(FloatTensor)
 
     traits = traits_def(NoMemoryEffect())
@@ -726,23 +732,10 @@ class BlockedGlobalAvgPoolOp(GraphOp):
             result_types=[tensor_type_like(input.type, (x[0], x[1], 1, 1, x[4]))],
         )
 
-    @property
-    def block(self) -> int:
-        block = parse_blocked_layout(self.layout.data)
-        assert block is not None
-        return block
-
     def infer_shape(self) -> tuple[int, ...] | None:
-        block = parse_blocked_layout(self.layout.data)
-        if block is None:
-            raise VerifyException(
-                f"'{self.name}' layout \"{self.layout.data}\" is not a blocked layout NCHW<b>c"
-            )
+        block = self._check_layout("layout", self.layout.data)
+        self._check_blocked(self.input, block, "input")
         x = static_shape(self.input)
-        if len(x) != 5 or x[4] != block:
-            raise VerifyException(
-                f"'{self.name}' input must be [N, C/{block}, H, W, {block}], got {list(x)}"
-            )
         return (x[0], x[1], 1, 1, x[4])
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -760,6 +753,7 @@ OPS = (
 
 __all__ = [
     "BlockedAvgPoolOp",
+    "BlockedChannelOp",
     "BlockedConvOp",
     "BlockedGlobalAvgPoolOp",
     "BlockedMaxPoolOp",
