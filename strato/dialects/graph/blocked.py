@@ -624,11 +624,7 @@ class BlockedMaxPoolOp(BlockedPoolOp):
     FLOAT_OPERANDS: ClassVar[bool] = False
     NCHW_OP: ClassVar[type[PoolOp]] = MaxPoolOp
 
-    assembly_format = (
-        "$input `kernel` $kernel `strides` $strides `padding` $padding `dilations` "
-        "$dilations (`ceil_mode` $ceil_mode^)? `layout` $layout attr-dict `:` "
-        "functional-type(operands, results)"
-    )
+    assembly_format = MaxPoolOp.assembly_format
 
     def __init__(
         self,
@@ -671,11 +667,7 @@ class BlockedAvgPoolOp(BlockedPoolOp):
 
     count_include_pad = opt_prop_def(UnitAttr)
 
-    assembly_format = (
-        "$input `kernel` $kernel `strides` $strides `padding` $padding `dilations` "
-        "$dilations (`ceil_mode` $ceil_mode^)? (`count_include_pad` $count_include_pad^)? "
-        "`layout` $layout attr-dict `:` functional-type(operands, results)"
-    )
+    assembly_format = AvgPoolOp.assembly_format
 
     def __init__(
         self,
