@@ -2,8 +2,9 @@
 
 Every level runs: the level is read off the module and the matching reference
 interpreter is called (graph ops: `run_graph`; te ops: `run_te`; loop nests over
-memrefs: `run_loops`, which allocates the `{loop.output}` buffers itself). The output
-is stable text for FileCheck:
+memrefs: `run_loops`, which allocates the `{loop.output}` buffers itself); an llvm-dialect
+module is compiled for this machine and run (`run_llvm`). The output is stable text for
+FileCheck:
 
     strato-opt model.mlir -p convert-graph-to-te -t 'interpret{function=main seed=3}'
 
@@ -26,7 +27,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, Operation
 from xdsl.utils.target import Target
 
 from strato.diagnostics import StratoError
@@ -73,16 +74,75 @@ def _interpreter_of(level: str) -> Interpreter:
         from strato.interpreters.loop import run_loops
 
         return run_loops
+    if level == "llvm":
+        return run_llvm
+    raise StratoError(f"no interpreter for {level}-level modules")
+
+
+def _llvm_entry(module: ModuleOp, function: str | None):
+    """The llvm.func to run: the one named, else @main, else the only one with a body."""
+    from xdsl.dialects import llvm
+
+    funcs = [op for op in module.ops if isinstance(op, llvm.FuncOp) and op.body.blocks]
+    names = [f.sym_name.data for f in funcs]
+    wanted = function or ("main" if "main" in names else None)
+    if wanted is None and len(funcs) == 1:
+        return funcs[0]
+    for f in funcs:
+        if f.sym_name.data == wanted:
+            return f
+    if wanted is not None:
+        raise StratoError(f"no function named @{wanted} in the module")
     raise StratoError(
-        f"no interpreter for {level}-level modules; interpret before lowering to {level}"
+        "cannot tell the entry function: name one of " + ", ".join("@" + n for n in names)
     )
+
+
+def _llvm_buffers(module: ModuleOp, entry) -> list:
+    from strato.targets.llvm.jit import buffer_specs
+
+    specs = buffer_specs(module).get(entry.sym_name.data, [])
+    if not specs or any(spec is None for spec in specs):
+        raise StratoError(
+            f"@{entry.sym_name.data} takes arguments that are not buffers of the loop-level "
+            "ABI; only functions lowered by convert-loops-to-llvm can be run"
+        )
+    return specs
+
+
+def run_llvm(
+    module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None = None
+) -> list[np.ndarray]:
+    """Compile an llvm-dialect module for this machine and run its entry function:
+    inputs fill the non-output buffers in order, outputs are allocated and returned
+    (as their storage arrays)."""
+    from strato.dialects.tensor_types import numpy_dtype
+    from strato.targets.llvm.jit import JitModule
+
+    entry = _llvm_entry(module, function)
+    specs = _llvm_buffers(module, entry)
+    remaining = list(inputs)
+    args: list[np.ndarray] = []
+    outputs: list[np.ndarray] = []
+    for spec in specs:
+        if spec.is_output:
+            buffer = np.zeros(spec.type.get_shape(), dtype=numpy_dtype(spec.type))
+            outputs.append(buffer)
+            args.append(buffer)
+        else:
+            args.append(np.require(remaining.pop(0), requirements="C"))
+    JitModule(module).function(entry.sym_name.data)(*args)
+    return outputs
 
 
 def entry_and_input_types(
     module: ModuleOp, level: str, function: str | None
-) -> tuple[FuncOp, list[Attribute]]:
+) -> tuple[FuncOp | Operation, list[Attribute]]:
     """The function an interpreter runs and the types of the inputs it takes (at loop
     level, the output buffers marked `{loop.output}` are not inputs)."""
+    if level == "llvm":
+        entry = _llvm_entry(module, function)
+        return entry, [spec.type for spec in _llvm_buffers(module, entry) if not spec.is_output]
     if level == "loop":
         from strato.interpreters.loop import loop_entry_function, output_flags
 

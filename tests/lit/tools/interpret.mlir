@@ -1,8 +1,10 @@
-// -t interpret runs the entry function on seeded random inputs at every level and
-// prints the outputs; the lowerings keep the values, so all levels print the same.
+// -t interpret runs the entry function on seeded random inputs at every level (llvm
+// through the JIT) and prints the outputs; the lowerings keep the values, so all
+// levels print the same.
 // RUN: strato-opt %s -t interpret | filecheck %s --check-prefix=GRAPH
 // RUN: strato-opt %s -p convert-graph-to-te -t interpret | filecheck %s --check-prefix=TE
 // RUN: strato-opt %s -p convert-graph-to-te,convert-te-to-loops -t interpret | filecheck %s --check-prefix=LOOP
+// RUN: strato-opt %s -p convert-graph-to-te,convert-te-to-loops,convert-loops-to-llvm -t interpret | filecheck %s --check-prefix=LLVM
 // RUN: strato-opt %s -t 'interpret{function=main seed=0 print-inputs=true}' | filecheck %s --check-prefix=INPUTS
 // RUN: strato-opt %s -t 'interpret{seed=7}' | filecheck %s --check-prefix=SEED
 // RUN: not strato-opt %s -t 'interpret{function=nowhere}' 2>&1 | filecheck %s --check-prefix=MISSING
@@ -21,6 +23,11 @@
 // LOOP-NEXT:  output 0: shape (2, 3) float32
 // LOOP-NEXT:  {{\[\[}}0.0000, 0.0000, 0.0000],
 // LOOP-NEXT:   [0.5591, 1.9243, 0.0934]]
+
+// LLVM:       // @main at llvm level, inputs from seed 0
+// LLVM-NEXT:  output 0: shape (2, 3) float32
+// LLVM-NEXT:  {{\[\[}}0.0000, 0.0000, 0.0000],
+// LLVM-NEXT:   [0.5591, 1.9243, 0.0934]]
 
 // INPUTS:      // @main at graph level, inputs from seed 0
 // INPUTS-NEXT: input 0: shape (2, 4) float32
