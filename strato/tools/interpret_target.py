@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import IO, ClassVar
 
 import numpy as np
-
 from xdsl.context import Context
 from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.dialects.func import FuncOp
