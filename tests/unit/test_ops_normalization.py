@@ -275,10 +275,67 @@ def test_batch_norm_matches_onnxruntime(name):
     check_everywhere(model, inputs, lowered=name in ("nchw", "params_as_inputs"))
 
 
-def test_batch_norm_training_mode_is_a_diagnostic():
+def with_running_statistics(model: onnx.ModelProto, names=("running_mean", "running_var")):
+    """`model` with BatchNormalization's optional outputs `names` ("" skips one)."""
+    node = model.graph.node[0]
+    node.output.extend(names)
+    channels = model.graph.input[0].type.tensor_type.shape.dim[1].dim_value
+    model.graph.output.extend(
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, [channels]) for n in names if n]
+    )
+    return model
+
+
+TRAINING_CASES = {
+    "nchw": ({"shape": (2, 3, 4, 5)}, True),
+    "nc": ({"shape": (4, 3), "epsilon": 0.01, "momentum": 0.5}, False),
+    "params_as_inputs": ({"shape": (2, 3, 2, 2), "params_as_inputs": True}, True),
+}
+
+
+@pytest.mark.parametrize("name", TRAINING_CASES)
+def test_batch_norm_training_mode_matches_onnxruntime(name):
+    """training_mode=1 normalizes with the batch mean and biased variance and updates
+    the running statistics with `momentum`."""
+    attributes, lowered = TRAINING_CASES[name]
+    model, inputs = batch_norm_model(**attributes, training_mode=1)
+    check_everywhere(with_running_statistics(model), inputs, lowered=lowered)
+
+
+@pytest.mark.parametrize("names", [("", "running_var"), ("running_mean", "")])
+def test_batch_norm_training_mode_with_one_running_statistic(names):
+    """Only the named statistic is computed; onnxruntime (which crashes on the skipped
+    output) gives the expected values from the model with both."""
+    model, inputs = batch_norm_model((2, 3, 2, 2), training_mode=1)
+    y, *statistics = onnxruntime_outputs(with_running_statistics(model), inputs)
+    expected = [y] + [s for name, s in zip(names, statistics, strict=True) if name]
     model, _ = batch_norm_model((2, 3, 2, 2), training_mode=1)
-    message = r"\(BatchNormalization\): training_mode=1 is not supported"
-    with pytest.raises(ModelImportError, match=message):
+    model = with_running_statistics(model, names)
+    assert_close(run_graph(import_onnx(model).module, [inputs["x"]]), expected, what="graph")
+    for level, actual in lowered_results(model, [inputs["x"]]).items():
+        assert_close(actual, expected, what=level)
+
+
+def test_batch_norm_training_mode_is_composed_of_graph_ops():
+    model, _ = batch_norm_model((2, 3, 2, 2), training_mode=1)
+    names = {op.name for op in import_onnx(with_running_statistics(model)).module.walk()}
+    assert "graph.batch_norm" not in names
+    assert {"graph.reduce_mean", "graph.sub", "graph.sqrt", "graph.div"} <= names
+
+
+def test_batch_norm_training_mode_of_constants_is_folded():
+    model, inputs = batch_norm_model((2, 3, 2, 2), training_mode=1)
+    expected = onnxruntime_outputs(with_running_statistics(model), inputs)
+    model.graph.initializer.append(numpy_helper.from_array(inputs["x"], "x"))
+    del model.graph.input[0]
+    module = import_onnx(model).module
+    assert {op.name for op in module.walk() if op.name.startswith("graph.")} == {"graph.constant"}
+    assert_close(run_graph(module, []), expected)
+
+
+def test_batch_norm_training_mode_other_values_are_a_diagnostic():
+    model, _ = batch_norm_model((2, 3, 2, 2), training_mode=2)
+    with pytest.raises(ModelImportError, match=r"attribute training_mode=2 is not supported"):
         import_onnx(model)
 
 

@@ -1,5 +1,5 @@
 """Converters for ONNX normalization operators: Softmax, LayerNormalization and
-BatchNormalization (inference form).
+BatchNormalization.
 
 Softmax normalizes over one axis from opset 13 on (default -1) and, before, over all axes
 from `axis` on (the input "coerced" to 2D, default axis 1); both are `graph.softmax`
@@ -11,9 +11,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from xdsl.ir import SSAValue
 
 from strato.dialects import graph
 from strato.dialects.graph import broadcast_shapes, normalization
+from strato.dialects.tensor_types import numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
 
 SOFTMAX_SINGLE_AXIS_OPSET = 13
@@ -99,22 +101,56 @@ def convert_layer_normalization(ctx: NodeContext) -> list[ImportedValue]:
     return list(op.results)
 
 
-def convert_batch_normalization(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX BatchNormalization in inference mode -> graph.batch_norm. Training mode
-    (training_mode=1, or the running-statistics outputs of older opsets) is rejected."""
-    if ctx.attr("training_mode", 0) != 0:
-        raise ctx.error(
-            "training_mode=1 is not supported: strato compiles inference only "
-            "(BatchNormalization with the given mean and variance)"
-        )
-    if any(_requested_outputs(ctx)[1:]):
-        raise ctx.error(
-            "only output Y is supported: the running mean and variance outputs are "
-            "computed in training mode, which strato does not compile"
-        )
-    if ctx.attr("spatial", 1) != 1:
-        raise ctx.error("attribute spatial=0 (per-activation statistics) is not supported")
-    epsilon = _epsilon(ctx)
+class _FoldingEmitter:
+    """Builds a computation out of graph ops, or computes it in numpy when every operand
+    of a step is known at import time (with the op's own reference semantics)."""
+
+    def __init__(self, ctx: NodeContext, dtype: np.dtype):
+        self.ctx = ctx
+        self.dtype = dtype
+
+    def scalar(self, value: float) -> np.ndarray:
+        return np.asarray(value, dtype=self.dtype)
+
+    def _operand(self, value: ImportedValue) -> SSAValue:
+        if isinstance(value, np.ndarray):
+            return self.ctx.materialize(value)
+        return value
+
+    def _folded(self, result: np.ndarray) -> np.ndarray:
+        return np.require(result, dtype=self.dtype, requirements="C")
+
+    def binary(
+        self, op_class: type[graph.BroadcastBinaryOp], lhs: ImportedValue, rhs: ImportedValue
+    ) -> ImportedValue:
+        if isinstance(lhs, np.ndarray) and isinstance(rhs, np.ndarray):
+            with np.errstate(all="ignore"):
+                return self._folded(op_class.compute(lhs, rhs))
+        op = op_class(self._operand(lhs), self._operand(rhs))
+        return self.ctx.emit(op).results[0]
+
+    def sqrt(self, x: ImportedValue) -> ImportedValue:
+        if isinstance(x, np.ndarray):
+            with np.errstate(all="ignore"):
+                return self._folded(graph.SqrtOp.compute(x))
+        return self.ctx.emit(graph.SqrtOp(x)).results[0]
+
+    def mean(self, x: ImportedValue, axes: list[int]) -> ImportedValue:
+        """The mean over `axes`, keeping them as size-1 dimensions."""
+        if isinstance(x, np.ndarray):
+            kept = tuple(1 if d in axes else n for d, n in enumerate(x.shape))
+            with np.errstate(all="ignore"):
+                return self._folded(graph.ReduceMeanOp.reduce(x, tuple(axes)).reshape(kept))
+        return self.ctx.emit(graph.ReduceMeanOp(x, axes, keepdims=True)).results[0]
+
+    def reshape(self, x: ImportedValue, shape: tuple[int, ...]) -> ImportedValue:
+        if isinstance(x, np.ndarray):
+            return np.require(x.reshape(shape), requirements="C")
+        return self.ctx.emit(graph.ReshapeOp(x, shape)).results[0]
+
+
+def _check_batch_norm_operands(ctx: NodeContext) -> tuple[int, ...]:
+    """The input shape (N, C, ...) once the per-channel operands are checked against it."""
     shape = ctx.shape(0)
     if len(shape) < 2:
         raise ctx.error(f"input must have rank >= 2 (N, C, ...), got shape {list(shape)}")
@@ -125,8 +161,77 @@ def convert_batch_normalization(ctx: NodeContext) -> list[ImportedValue]:
                 f"{what} must have shape [{shape[1]}] (one value a channel), got "
                 f"{list(ctx.shape(index))}"
             )
+    return shape
+
+
+def convert_batch_normalization(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX BatchNormalization. Inference mode (the default) -> graph.batch_norm with
+    the given mean and variance. Training mode (training_mode=1, opset 14 on) normalizes
+    with the batch statistics and is composed of graph ops, see
+    `_batch_normalization_training`. The running-statistics outputs of older opsets
+    (training without the attribute) are rejected."""
+    training = ctx.flag_attr("training_mode", 0)
+    if ctx.attr("spatial", 1) != 1:
+        raise ctx.error("attribute spatial=0 (per-activation statistics) is not supported")
+    if not training and any(_requested_outputs(ctx)[1:]):
+        raise ctx.error(
+            "only output Y is supported without training_mode=1: the running mean and "
+            "variance outputs of opsets before 14 are not compiled"
+        )
+    if len(ctx.node.output) > 3:
+        raise ctx.error(
+            "only outputs Y, running_mean and running_var are supported (the saved "
+            "statistics outputs of opsets before 14 are not compiled)"
+        )
+    epsilon = _epsilon(ctx)
+    shape = _check_batch_norm_operands(ctx)
+    if training:
+        return _batch_normalization_training(ctx, shape, epsilon)
     values = [ctx.value(i) for i in range(5)]
     if all(isinstance(v, np.ndarray) for v in values):
         return [np.require(normalization.batch_norm(*values, epsilon=epsilon), requirements="C")]
     operands = [ctx.operand(i) for i in range(5)]
     return [ctx.emit(graph.BatchNormOp(*operands, epsilon=epsilon)).results[0]]
+
+
+def _batch_normalization_training(
+    ctx: NodeContext, shape: tuple[int, ...], epsilon: float
+) -> list[ImportedValue]:
+    """BatchNormalization with training_mode=1 as graph ops, folded where known:
+
+        mean = reduce_mean(X) over every axis but 1           (kept as size 1)
+        var = reduce_mean((X - mean) * (X - mean))            (biased, as ONNX specifies)
+        Y = (X - mean) / sqrt(var + epsilon) * scale + B
+        running_mean = input_mean * momentum + mean * (1 - momentum)
+        running_var = input_var * momentum + var * (1 - momentum)
+    """
+    momentum = ctx.float_attr("momentum", 0.9)
+    if not math.isfinite(momentum):
+        raise ctx.error(f"attribute momentum={momentum} must be a finite number")
+    x = ctx.value(0)
+    dtype = x.dtype if isinstance(x, np.ndarray) else numpy_dtype(x.type)
+    build = _FoldingEmitter(ctx, dtype)
+    channels = shape[1]
+    channel_shape = (channels,) + (1,) * (len(shape) - 2)
+    axes = [d for d in range(len(shape)) if d != 1]
+
+    mean = build.mean(x, axes)
+    centered = build.binary(graph.SubOp, x, mean)
+    var = build.mean(build.binary(graph.MulOp, centered, centered), axes)
+    std = build.sqrt(build.binary(graph.AddOp, var, build.scalar(epsilon)))
+    normalized = build.binary(graph.DivOp, centered, std)
+    scale = build.reshape(ctx.value(1), channel_shape)
+    bias = build.reshape(ctx.value(2), channel_shape)
+    results = [build.binary(graph.AddOp, build.binary(graph.MulOp, normalized, scale), bias)]
+
+    for index, statistic in ((3, mean), (4, var)):
+        if len(ctx.node.output) <= index - 2:
+            break
+        if not ctx.node.output[index - 2]:
+            results.append(statistic)  # not read: the importer skips unnamed outputs
+            continue
+        kept = build.binary(graph.MulOp, ctx.value(index), build.scalar(momentum))
+        batch = build.reshape(statistic, (channels,))
+        update = build.binary(graph.MulOp, batch, build.scalar(1.0 - momentum))
+        results.append(build.binary(graph.AddOp, kept, update))
+    return results
