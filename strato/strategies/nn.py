@@ -11,6 +11,8 @@ depthwise convolution's channel axis, a 1x1 kernel) are dropped.
     graph.conv (padding [1, 1, 1, 1], bias)  ->  pad -> conv (sum over c, kh, kw) -> bias_add
     graph.conv_transpose                      ->  conv_transpose (gather form) -> bias_add
     graph.max_pool                            ->  [pad with -inf] -> max_pool (max over kh, kw)
+    graph.max_pool_with_indices               ->  .. max_pool -> max_pool_tap (first tap equal
+                                                  to the max) -> max_pool_indices
     graph.avg_pool                            ->  [pad] -> avg_pool_sum -> [window_count] -> avg_pool
     graph.global_avg_pool                     ->  global_avg_pool_sum -> global_avg_pool
 
@@ -26,6 +28,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from xdsl.dialects import arith
+from xdsl.dialects.builtin import AnyFloat, IndexType, i64
 from xdsl.ir import Operation, SSAValue
 
 from strato.dialects import graph, te
@@ -304,6 +307,105 @@ def max_pool(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) ->
     lowest = lowest_value(numpy_dtype(element_type_of(x)))
     padded = pad_stage(pb, x, op.pads_begin, op.padded_extents(), lowest)
     return [pool_reduce(pb, op, "max_pool", te.ReduceKind.MAX, padded, init=lowest)]
+
+
+@strategy(graph.MaxPoolWithIndicesOp)
+def max_pool_with_indices(
+    pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """The max pool, then argmax[n, c, o..] = min over taps t (numbered in row-major
+    order) inside the input with x'[.., o*stride + k(t)*dilation ..] == max[n, c, o..],
+    so the first tap of equal maxima wins; indices = the flat input index of that tap."""
+    assert isinstance(op, graph.MaxPoolWithIndicesOp)
+    (x,) = inputs
+    lowest = lowest_value(numpy_dtype(element_type_of(x)))
+    padded = pad_stage(pb, x, op.pads_begin, op.padded_extents(), lowest)
+    best = pool_reduce(pb, op, "max_pool", te.ReduceKind.MAX, padded, init=lowest)
+    tap = _first_max_tap_stage(pb, op, padded, best)
+    return [best, _flat_index_stage(pb, op, tap)]
+
+
+def _tap_strides(kernel: Sequence[int]) -> list[int]:
+    """The row-major strides of the tap numbering t = sum_d k_d * stride_d."""
+    strides = [1] * len(kernel)
+    for d in range(len(kernel) - 2, -1, -1):
+        strides[d] = strides[d + 1] * kernel[d + 1]
+    return strides
+
+
+def _first_max_tap_stage(
+    pb: PrimitiveBuilder, op: graph.MaxPoolWithIndicesOp, padded: SSAValue, best: SSAValue
+) -> SSAValue:
+    """tap[n, c, o..] (i64) = the smallest tap number t whose element is inside the input
+    and equals best[n, c, o..]; the tap count when there is none."""
+    kernel = op.kernel_shape
+    axes = ReductionAxes(kernel)
+    tap_strides = _tap_strides(kernel)
+    sizes = shape_of(op.input)[2:]
+    tap_count = int(np.prod(kernel))
+
+    def first_tap(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        taps = axes.axes(k)
+        number: SSAValue | None = None
+        inside: SSAValue | None = None
+        positions = []
+        for d, (o, tap) in enumerate(zip(idx[2:], taps)):
+            position = _window_position(s, o, tap, op.stride_values[d], op.dilation_values[d])
+            positions.append(position)
+            begin = op.pads_begin[d]
+            shifted = position if begin == 0 else s.index_sub(position, s.index(begin))
+            inside = _and(s, inside, _below(s, shifted, sizes[d]))
+            if tap is not None:
+                term = _scaled(s, tap, tap_strides[d])
+                number = term if number is None else s.index_add(number, term)
+        value = s.read(padded, [idx[0], idx[1], *positions])
+        hit = s.cmp("eq", value, s.read(best, idx))
+        if isinstance(value.type, AnyFloat):
+            # a NaN maximum is matched by the window's first NaN
+            hit = _append(s, arith.OrIOp(hit, _append(s, arith.CmpfOp(value, value, "uno"))))
+        matches = _and(s, inside, hit)
+        candidate = _append(s, arith.IndexCastOp(_index_or_zero(s, number), i64))
+        return s.select(matches, candidate, s.const(tap_count))
+
+    return pb.reduce(
+        "max_pool_tap",
+        te.ReduceKind.MIN,
+        shape_of(best),
+        axes.stage_extents,
+        first_tap,
+        i64,
+        init=tap_count,
+    )
+
+
+def _flat_index_stage(
+    pb: PrimitiveBuilder, op: graph.MaxPoolWithIndicesOp, tap: SSAValue
+) -> SSAValue:
+    """indices[n, c, o..] (i64) = (n * C + c) * (X0 * X1 * ..) + the position
+    o*stride - pad_begin + k*dilation of tap tap[n, c, o..] in row- or column-major
+    order."""
+    kernel = op.kernel_shape
+    tap_strides = _tap_strides(kernel)
+    x_shape = shape_of(op.input)
+    sizes = x_shape[2:]
+    if op.is_column_major:
+        position_strides = [int(np.prod(sizes[:d])) for d in range(len(sizes))]
+    else:
+        position_strides = [int(np.prod(sizes[d + 1 :])) for d in range(len(sizes))]
+
+    def flat_index(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        number = _append(s, arith.IndexCastOp(s.read(tap, idx), IndexType()))
+        channel = s.index_add(_scaled(s, idx[0], x_shape[1]), idx[1])
+        flat = _scaled(s, channel, int(np.prod(sizes)))
+        for d, o in enumerate(idx[2:]):
+            k = _rem(s, _div(s, number, tap_strides[d]), kernel[d])
+            position = _window_position(s, o, k, op.stride_values[d], op.dilation_values[d])
+            if op.pads_begin[d]:
+                position = s.index_sub(position, s.index(op.pads_begin[d]))
+            flat = s.index_add(flat, _scaled(s, position, position_strides[d]))
+        return _append(s, arith.IndexCastOp(flat, i64))
+
+    return pb.compute("max_pool_indices", shape_of(tap), flat_index, i64)
 
 
 @strategy(graph.AvgPoolOp)

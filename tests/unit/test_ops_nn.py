@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import ModuleOp, TensorType, f32, i64
 from xdsl.ir import Block, Region
 from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
 
 from strato.context import make_context
 from strato.diagnostics import ModelImportError
@@ -568,6 +569,153 @@ def test_max_pool_of_integers(dtype):
 
 
 # ---------------------------------------------------------------------------
+# MaxPool's Indices output
+# ---------------------------------------------------------------------------
+
+
+def max_pool_with_indices(x: list[int], **attrs) -> onnx.ModelProto:
+    """A MaxPool node with both outputs, shapes from ONNX shape inference."""
+    node = helper.make_node("MaxPool", ["x"], ["y", "indices"], **attrs)
+    graph_proto = helper.make_graph(
+        [node],
+        "test_graph",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x)],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("indices", TensorProto.INT64, None),
+        ],
+    )
+    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 9
+    inferred = onnx.shape_inference.infer_shapes(model)
+    for declared, found in zip(model.graph.output, inferred.graph.output):
+        declared.CopyFrom(found)
+    return model
+
+
+INDICES_CASES = {
+    "default": max_pool_with_indices([2, 3, 6, 6], kernel_shape=[2, 2]),
+    "pads_strides": max_pool_with_indices(
+        [1, 2, 5, 5], kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2]
+    ),
+    "asymmetric_pads": max_pool_with_indices([1, 2, 5, 6], kernel_shape=[3, 2], pads=[0, 1, 2, 0]),
+    "ceil": max_pool_with_indices([1, 2, 7, 6], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1),
+    "dilations": max_pool_with_indices([1, 2, 7, 7], kernel_shape=[2, 3], dilations=[2, 2]),
+    "column_major": max_pool_with_indices(
+        [2, 2, 5, 7], kernel_shape=[3, 2], pads=[1, 0, 1, 1], strides=[2, 2], storage_order=1
+    ),
+    "1d": max_pool_with_indices([2, 3, 9], kernel_shape=[3], strides=[2], pads=[1, 1]),
+    "3d": max_pool_with_indices([1, 2, 4, 4, 4], kernel_shape=[2, 2, 2], strides=[2, 1, 2]),
+    "3d_column_major": max_pool_with_indices(
+        [1, 2, 3, 4, 5], kernel_shape=[2, 2, 3], pads=[1, 0, 1, 0, 1, 1], storage_order=1
+    ),
+}
+
+
+def tied_inputs(model: onnx.ModelProto) -> list[np.ndarray]:
+    """Inputs of few distinct values, so windows hold several equal maxima."""
+    return [np.round(a) for a in graph_inputs(model)]
+
+
+@pytest.mark.parametrize("ties", [False, True], ids=["distinct", "ties"])
+@pytest.mark.parametrize("name", sorted(INDICES_CASES))
+def test_max_pool_indices_match_onnxruntime(name, ties):
+    import strato
+
+    model = INDICES_CASES[name]
+    arrays = tied_inputs(model) if ties else graph_inputs(model)
+    expected = run_onnxruntime(model, arrays)
+    module = import_model(model)
+    (op,) = [o for o in module.walk() if isinstance(o, graph.MaxPoolWithIndicesOp)]
+    assert op.is_column_major == ("column_major" in name)
+    results = {
+        "graph": run_graph(module, arrays),
+        "te": run_te(lower(import_model(model), "convert-graph-to-te"), arrays),
+        "compiled": strato.compile(model)(*arrays),
+    }
+    for level, (values, indices) in results.items():
+        np.testing.assert_array_equal(values, expected[0], err_msg=level)
+        assert indices.dtype == np.int64, level
+        np.testing.assert_array_equal(indices, expected[1], err_msg=level)
+
+
+def test_max_pool_indices_at_the_loop_level():
+    from strato.interpreters.loop import run_loops
+
+    model = max_pool_with_indices(
+        [1, 2, 4, 3], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1, storage_order=1
+    )
+    arrays = tied_inputs(model)
+    expected = run_onnxruntime(model, arrays)
+    module = lower(import_model(model), "convert-graph-to-te,convert-te-to-loops")
+    for actual, want in zip(run_loops(module, arrays), expected, strict=True):
+        np.testing.assert_array_equal(actual, want)
+
+
+def test_max_pool_indices_stages():
+    assert stages(INDICES_CASES["pads_strides"]) == [
+        ("pad", "te.compute", ()),
+        ("max_pool", "te.reduce", (3, 3)),
+        ("max_pool_tap", "te.reduce", (3, 3)),
+        ("max_pool_indices", "te.compute", ()),
+    ]
+
+
+def test_max_pool_indices_of_integers_skip_padding():
+    """The lowest integer inside the input wins over the padding holding the same value."""
+    from xdsl.dialects.builtin import i32
+
+    block = Block(arg_types=[TensorType(i32, [1, 1, 2, 2])])
+    op = graph.MaxPoolWithIndicesOp(block.args[0], [2, 2], padding=[1, 1, 0, 0])
+    block.add_ops([op, func.ReturnOp(op.result, op.indices)])
+    types = ([block.args[0].type], [op.result.type, op.indices.type])
+    module = ModuleOp([func.FuncOp("main", types, Region(block))])
+    module.verify()
+    x = np.full((1, 1, 2, 2), np.iinfo(np.int32).min, dtype=np.int32)
+    x[0, 0, 1, 1] = 7
+    # windows of the lowest value report the first input element, never a padding tap
+    expected_indices = np.array([[[[0, 0], [0, 3]]]])
+    for values, indices in (
+        run_graph(module, [x]),
+        run_te(lower(module, "convert-graph-to-te"), [x]),
+    ):
+        np.testing.assert_array_equal(values, x)
+        np.testing.assert_array_equal(indices, expected_indices)
+
+
+def test_max_pool_indices_of_a_nan_maximum():
+    """NaNs propagate as in graph.max_pool; the window's first NaN is reported."""
+    import strato
+
+    model = max_pool_with_indices([1, 1, 2, 4], kernel_shape=[2, 2], strides=[2, 2])
+    x = np.arange(8, dtype=np.float32).reshape(1, 1, 2, 4)
+    x[0, 0, 1, 0] = x[0, 0, 1, 1] = np.nan
+    results = {
+        "graph": run_graph(import_model(model), [x]),
+        "te": run_te(lower(import_model(model), "convert-graph-to-te"), [x]),
+        "compiled": strato.compile(model)(x),
+    }
+    for level, (values, indices) in results.items():
+        np.testing.assert_array_equal(values, [[[[np.nan, 7]]]], err_msg=level)
+        np.testing.assert_array_equal(indices, [[[[4, 7]]]], err_msg=level)
+
+
+def test_max_pool_with_indices_verifier():
+    block = Block(arg_types=[TensorType(f32, [1, 1, 4, 4])])
+    op = graph.MaxPoolWithIndicesOp(block.args[0], [2, 2], strides=[2, 2])
+    op.verify()
+    assert pattern_kind_of(op) == PatternKind.OPAQUE
+    assert op.indices.type == TensorType(i64, [1, 1, 2, 2])
+    wrong = graph.MaxPoolWithIndicesOp.create(
+        operands=[block.args[0]],
+        properties=dict(op.properties),
+        result_types=[op.result.type, TensorType(f32, [1, 1, 2, 2])],
+    )
+    with pytest.raises(VerifyException, match="indices must be an i64 tensor"):
+        wrong.verify()
+
+
+# ---------------------------------------------------------------------------
 # import diagnostics
 # ---------------------------------------------------------------------------
 
@@ -578,12 +726,10 @@ def import_error(model: onnx.ModelProto) -> str:
     return str(info.value)
 
 
-def test_max_pool_indices_output_is_reported():
-    model = pool("MaxPool", [1, 1, 4, 4], outputs=2, kernel_shape=[2, 2])
-    model.graph.output[1].type.tensor_type.elem_type = TensorProto.INT64
+def test_max_pool_storage_order_must_be_0_or_1():
+    model = max_pool_with_indices([1, 1, 4, 4], kernel_shape=[2, 2], storage_order=2)
     message = import_error(model)
-    assert "node #0 (MaxPool)" in message
-    assert "Indices output (argmax positions) of MaxPool is not supported" in message
+    assert "node #0 (MaxPool): attribute storage_order=2 is not 0 or 1" in message
 
 
 def test_unknown_auto_pad_is_reported():

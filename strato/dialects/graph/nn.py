@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     StringAttr,
+    TensorType,
     UnitAttr,
     i64,
 )
@@ -55,6 +56,7 @@ from xdsl.traits import NoMemoryEffect
 from xdsl.utils.exceptions import VerifyException
 
 from strato.dialects.graph.base import (
+    AnyTensor,
     FloatTensor,
     GraphOp,
     PatternKind,
@@ -858,6 +860,105 @@ class MaxPoolOp(PoolOp):
         return [out]
 
 
+def _flat_input_indices(shape: Sequence[int], column_major: bool) -> np.ndarray:
+    """The flat index of every element of a tensor [N, C, X..] as ONNX's MaxPool reports
+    it: (n * C + c) * (X0 * X1 * ..) plus the spatial position in row-major order, or in
+    column-major order (x0 + x1 * X0 + x2 * X0 * X1 ..) when `column_major`."""
+    spatial = tuple(shape[2:])
+    positions = np.arange(int(np.prod(spatial)), dtype=np.int64).reshape(spatial)
+    if column_major:
+        positions = positions.reshape(spatial[::-1]).T
+    channels = np.arange(shape[0] * shape[1], dtype=np.int64)
+    channels = channels.reshape(*shape[:2], *[1] * len(spatial))
+    return channels * positions.size + positions
+
+
+@irdl_op_definition
+class MaxPoolWithIndicesOp(PoolOp):
+    """Max pooling that also returns where each maximum is: the first result is
+    `graph.max_pool`'s, the second the i64 flat index into the input of the element
+    that won its window, (n * C + c) * (X0 * X1 * ..) plus the spatial position in
+    row-major order, or in column-major order (x0 + x1 * X0 + ..) with `column_major`
+    (ONNX's MaxPool `Indices` with storage_order 1). Padding never wins; among equal
+    maxima the first tap of the window (in row-major tap order) wins; a NaN maximum
+    (NaNs propagate as in `graph.max_pool`) reports the window's first NaN.
+
+        %p, %i = graph.max_pool_with_indices %x kernel [2, 2] strides [2, 2] padding [0, 0, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x4x8x8xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x4x4x4xi64>)
+
+    Opaque for fusion: two results, and the indices are usually a model output.
+    """
+
+    name = "graph.max_pool_with_indices"
+    FLOAT_OPERANDS: ClassVar[bool] = False
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OPAQUE
+
+    # redeclared so that the values come before the indices
+    result = result_def(FloatTensor)
+    indices = result_def(AnyTensor)
+    column_major = opt_prop_def(UnitAttr)
+
+    assembly_format = (
+        "$input `kernel` $kernel `strides` $strides `padding` $padding `dilations` "
+        "$dilations (`ceil_mode` $ceil_mode^)? (`column_major` $column_major^)? "
+        "`layout` $layout attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        kernel: Sequence[int],
+        *,
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] | None = None,
+        dilations: Sequence[int] | None = None,
+        ceil_mode: bool = False,
+        column_major: bool = False,
+    ):
+        input = SSAValue.get(input)
+        properties, shape = _pool_properties(
+            static_shape(input), kernel, strides, padding, dilations, ceil_mode
+        )
+        if column_major:
+            properties["column_major"] = UnitAttr()
+        super().__init__(
+            operands=[input],
+            properties=properties,
+            result_types=[tensor_type_like(input.type, shape), TensorType(i64, shape)],
+        )
+
+    @property
+    def is_column_major(self) -> bool:
+        return self.column_major is not None
+
+    def verify_(self) -> None:
+        verify_float_or_integer(self, self.input)
+        super().verify_()
+        indices = self.indices.type
+        assert isinstance(indices, TensorType)
+        if indices.element_type != i64:
+            raise VerifyException(f"'{self.name}' indices must be an i64 tensor, got {indices}")
+        values = static_shape(self.result)
+        if indices.get_shape() != values:
+            raise VerifyException(
+                f"'{self.name}' indices shape {list(indices.get_shape())} differs from "
+                f"the result shape {list(values)}"
+            )
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        x = inputs[0]
+        padded = self._pad(x, lowest_value(x.dtype))
+        positions = self._pad(_flat_input_indices(x.shape, self.is_column_major), -1)
+        (best,) = MaxPoolOp.evaluate(self, inputs)
+        where = np.full(best.shape, -1, dtype=np.int64)
+        for window, position in zip(self._windows(padded), self._windows(positions)):
+            # the first tap inside the input holding the maximum (a NaN, when it is one)
+            hits = window == best
+            if np.issubdtype(x.dtype, np.floating):
+                hits |= np.isnan(window)
+            where = np.where((where < 0) & (position >= 0) & hits, position, where)
+        return [best, where]
+
+
 @irdl_op_definition
 class AvgPoolOp(PoolOp):
     """Average pooling: the mean of each window.
@@ -969,7 +1070,7 @@ class GlobalAvgPoolOp(ChannelFirstOp):
         return [x.astype(np.float64).mean(axis=axes, keepdims=True).astype(x.dtype)]
 
 
-OPS = (ConvOp, ConvTransposeOp, MaxPoolOp, AvgPoolOp, GlobalAvgPoolOp)
+OPS = (ConvOp, ConvTransposeOp, MaxPoolOp, MaxPoolWithIndicesOp, AvgPoolOp, GlobalAvgPoolOp)
 
 __all__ = [
     "MAX_SPATIAL_RANK",
@@ -980,6 +1081,7 @@ __all__ = [
     "ConvolutionOp",
     "GlobalAvgPoolOp",
     "MaxPoolOp",
+    "MaxPoolWithIndicesOp",
     "PoolOp",
     "SlidingWindowOp",
     "WindowOp",

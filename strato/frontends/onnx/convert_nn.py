@@ -9,6 +9,7 @@ is larger than the natural one).
     Conv(x, W, B, auto_pad=SAME_UPPER, strides=[2, 2])  ->  graph.conv %x, %W, %B
         strides [2, 2] padding [0, 0, 1, 1] ...                (for 4x4 input, 3x3 kernel)
     MaxPool(x, kernel_shape=[3, 3], pads=[1, 1, 1, 1])    ->  graph.max_pool %x kernel [3, 3] ...
+    MaxPool(x, ...) -> (Y, Indices)                       ->  graph.max_pool_with_indices %x ...
     GlobalAveragePool(x)                                  ->  graph.global_avg_pool %x
 """
 
@@ -229,11 +230,17 @@ def _pool_window(ctx: NodeContext) -> dict:
 
 
 def convert_max_pool(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX MaxPool -> graph.max_pool (the optional Indices output is not supported)."""
-    if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        raise ctx.error("the Indices output (argmax positions) of MaxPool is not supported")
+    """ONNX MaxPool -> graph.max_pool, or graph.max_pool_with_indices when the node's
+    optional Indices output is used (storage_order 1 -> `column_major`)."""
     window = _pool_window(ctx)
-    return [_checked(ctx, graph.MaxPoolOp(ctx.operand(0), **window))]
+    if len(ctx.node.output) < 2 or not ctx.node.output[1]:
+        return [_checked(ctx, graph.MaxPoolOp(ctx.operand(0), **window))]
+    storage_order = int(ctx.attr("storage_order", 0))
+    if storage_order not in (0, 1):
+        raise ctx.error(f"attribute storage_order={storage_order} is not 0 or 1")
+    op = graph.MaxPoolWithIndicesOp(ctx.operand(0), column_major=storage_order == 1, **window)
+    values = _checked(ctx, op)
+    return [values, op.indices]
 
 
 def convert_average_pool(ctx: NodeContext) -> list[ImportedValue]:

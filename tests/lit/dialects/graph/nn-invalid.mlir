@@ -280,3 +280,27 @@ func.func @conv_transpose_result_shape(%x: tensor<1x2x3x3xf32>, %w: tensor<2x3x2
   %y = graph.conv_transpose %x, %w strides [2, 2] padding [0, 0, 0, 0] output_padding [1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "IOHW" : (tensor<1x2x3x3xf32>, tensor<2x3x2x2xf32>) -> tensor<1x3x4x4xf32>
   func.return %y : tensor<1x3x4x4xf32>
 }
+
+// -----
+
+func.func @max_pool_indices_element_type(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x2x2xi32> {
+  // expected-error @+1 {{'graph.max_pool_with_indices' indices must be an i64 tensor, got tensor<1x1x2x2xi32>}}
+  %m, %i = graph.max_pool_with_indices %x kernel [2, 2] strides [2, 2] padding [0, 0, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x2x2xi32>)
+  func.return %i : tensor<1x1x2x2xi32>
+}
+
+// -----
+
+func.func @max_pool_indices_shape(%x: tensor<1x1x4x4xf32>) -> tensor<1x1x3x3xi64> {
+  // expected-error @+1 {{'graph.max_pool_with_indices' indices shape [1, 1, 3, 3] differs from the result shape [1, 1, 2, 2]}}
+  %m, %i = graph.max_pool_with_indices %x kernel [2, 2] strides [2, 2] padding [0, 0, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1x3x3xi64>)
+  func.return %i : tensor<1x1x3x3xi64>
+}
+
+// -----
+
+func.func @max_pool_indices_input_type(%x: tensor<1x1x4x4xi1>) -> tensor<1x1x2x2xi64> {
+  // expected-error @+1 {{'graph.max_pool_with_indices' expects float or integer tensors, got tensor<1x1x4x4xi1>}}
+  %m, %i = graph.max_pool_with_indices %x kernel [2, 2] strides [2, 2] padding [0, 0, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x1x4x4xi1>) -> (tensor<1x1x2x2xi1>, tensor<1x1x2x2xi64>)
+  func.return %i : tensor<1x1x2x2xi64>
+}

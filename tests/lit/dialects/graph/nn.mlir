@@ -79,3 +79,16 @@ func.func @max_pool_integers(%x: tensor<1x1x5x5xui8>) -> tensor<1x1x3x3xui8> {
   %m = graph.max_pool %x kernel [2, 2] strides [2, 2] padding [1, 1, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x1x5x5xui8>) -> tensor<1x1x3x3xui8>
   func.return %m : tensor<1x1x3x3xui8>
 }
+
+// Max pooling with the flat input index of each maximum, row- and column-major.
+// CHECK-LABEL: func.func @max_pool_with_indices
+// CHECK-NEXT:    %m, %i = graph.max_pool_with_indices %x kernel [3, 3] strides [2, 2] padding [1, 1, 1, 1] dilations [1, 1] layout "NCHW" : (tensor<1x4x8x8xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x4x4x4xi64>)
+// CHECK-NEXT:    %c, %j = graph.max_pool_with_indices %x kernel [2, 2] strides [3, 3] padding [0, 0, 0, 0] dilations [1, 1] ceil_mode column_major layout "NCHW" : (tensor<1x4x8x8xf32>) -> (tensor<1x4x3x3xf32>, tensor<1x4x3x3xi64>)
+// GENERIC-LABEL: sym_name = "max_pool_with_indices"
+// GENERIC:         "graph.max_pool_with_indices"(%x) <{kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, dilations = array<i64: 1, 1>, layout = "NCHW"}>
+// GENERIC:         "graph.max_pool_with_indices"(%x) <{kernel = array<i64: 2, 2>, strides = array<i64: 3, 3>, padding = array<i64: 0, 0, 0, 0>, dilations = array<i64: 1, 1>, ceil_mode, column_major, layout = "NCHW"}>
+func.func @max_pool_with_indices(%x: tensor<1x4x8x8xf32>) -> (tensor<1x4x4x4xi64>, tensor<1x4x3x3xi64>) {
+  %m, %i = graph.max_pool_with_indices %x kernel [3, 3] strides [2, 2] padding [1, 1, 1, 1] dilations [1, 1] layout "NCHW" : (tensor<1x4x8x8xf32>) -> (tensor<1x4x4x4xf32>, tensor<1x4x4x4xi64>)
+  %c, %j = graph.max_pool_with_indices %x kernel [2, 2] strides [3, 3] padding [0, 0, 0, 0] dilations [1, 1] ceil_mode column_major layout "NCHW" : (tensor<1x4x8x8xf32>) -> (tensor<1x4x3x3xf32>, tensor<1x4x3x3xi64>)
+  func.return %i, %j : tensor<1x4x4x4xi64>, tensor<1x4x3x3xi64>
+}
