@@ -19,10 +19,10 @@ from strato.testing.onnx_node_tests import (
     summarize,
 )
 
-# 571 of 583 pass today (97.9%). The 12 failures: training-mode BatchNormalization (2)
-# and Dropout with a ratio (4), string tensors (2), sequence/optional inputs (2), and
-# MaxPool's argmax output (2). Raise this as operators gain coverage.
-MIN_PASS_RATE = 97.5
+# 575 of 583 pass today (98.6%). The 8 failures: training-mode Dropout with a ratio
+# (4: its expected output comes from numpy's random generator), string tensors (2) and
+# sequence/optional inputs (2). Raise this as operators gain coverage.
+MIN_PASS_RATE = 98.0
 """Percent of the selected node tests that must pass: 568 of 583 (97.4%) do. The rest
 need features strato leaves out on purpose or has not got yet (training-mode
 BatchNormalization and Dropout, string, sequence and optional inputs, MatMul of a 1-D
