@@ -722,6 +722,30 @@ class PoolOp(WindowOp):
 
     traits = traits_def(NoMemoryEffect())
 
+    def _build(
+        self,
+        input: SSAValue | Operation,
+        kernel: Sequence[int],
+        strides: Sequence[int] | None,
+        padding: Sequence[int] | None,
+        dilations: Sequence[int] | None,
+        ceil_mode: bool,
+        flags: Sequence[str] = (),
+        with_indices: bool = False,
+    ) -> None:
+        """Initialise a pooling op: its window properties, the unit `flags` given, and
+        its result (plus an i64 index tensor of the same shape `with_indices`)."""
+        input = SSAValue.get(input)
+        properties, shape = _pool_properties(
+            static_shape(input), kernel, strides, padding, dilations, ceil_mode
+        )
+        for flag in flags:
+            properties[flag] = UnitAttr()
+        result_types = [tensor_type_like(input.type, shape)]
+        if with_indices:
+            result_types.append(TensorType(i64, shape))
+        super().__init__(operands=[input], properties=properties, result_types=result_types)
+
     @property
     def kernel_shape(self) -> tuple[int, ...]:
         return tuple(self.kernel.get_values())
@@ -836,15 +860,7 @@ class MaxPoolOp(PoolOp):
         dilations: Sequence[int] | None = None,
         ceil_mode: bool = False,
     ):
-        input = SSAValue.get(input)
-        properties, shape = _pool_properties(
-            static_shape(input), kernel, strides, padding, dilations, ceil_mode
-        )
-        super().__init__(
-            operands=[input],
-            properties=properties,
-            result_types=[tensor_type_like(input.type, shape)],
-        )
+        self._build(input, kernel, strides, padding, dilations, ceil_mode)
 
     def verify_(self) -> None:
         verify_float_or_integer(self, self.input)
@@ -914,17 +930,8 @@ class MaxPoolWithIndicesOp(PoolOp):
         ceil_mode: bool = False,
         column_major: bool = False,
     ):
-        input = SSAValue.get(input)
-        properties, shape = _pool_properties(
-            static_shape(input), kernel, strides, padding, dilations, ceil_mode
-        )
-        if column_major:
-            properties["column_major"] = UnitAttr()
-        super().__init__(
-            operands=[input],
-            properties=properties,
-            result_types=[tensor_type_like(input.type, shape), TensorType(i64, shape)],
-        )
+        flags = ["column_major"] if column_major else []
+        self._build(input, kernel, strides, padding, dilations, ceil_mode, flags, True)
 
     @property
     def is_column_major(self) -> bool:
@@ -993,17 +1000,8 @@ class AvgPoolOp(PoolOp):
         ceil_mode: bool = False,
         count_include_pad: bool = False,
     ):
-        input = SSAValue.get(input)
-        properties, shape = _pool_properties(
-            static_shape(input), kernel, strides, padding, dilations, ceil_mode
-        )
-        if count_include_pad:
-            properties["count_include_pad"] = UnitAttr()
-        super().__init__(
-            operands=[input],
-            properties=properties,
-            result_types=[tensor_type_like(input.type, shape)],
-        )
+        flags = ["count_include_pad"] if count_include_pad else []
+        self._build(input, kernel, strides, padding, dilations, ceil_mode, flags)
 
     @property
     def counts_padding(self) -> bool:
