@@ -8,8 +8,9 @@ The rules are those of the TVM paper:
 - opaque ops (and constants) are never fused.
 
 An op joins the group of the producer of one of its operands only when that producer's
-result is used by this op alone, so no intermediate of a group is needed outside it and
-grouping cannot create cycles. Each group of two or more ops becomes a `graph.fused` op
+result is used by this op alone, so no intermediate of a group is needed outside it. A
+multi-result op (split) may still feed ops outside its group; an op that reads such an
+op's output through them does not join the group, which would otherwise depend on itself. Each group of two or more ops becomes a `graph.fused` op
 whose body holds the ops; convert-graph-to-te turns it into one te primitive (one kernel).
 
 Requires: functions of graph ops. Leaves illegal: nothing (it only groups).
@@ -108,7 +109,7 @@ def _choose_group(op: Operation, group_of: dict[Operation, FusionGroup]) -> Fusi
         # the producer's result must have no other use, and must be the group's last op
         if not _used_only_by(operand, op) or group.ops[-1] is not producer:
             continue
-        if group.accepts(op) and group not in candidates:
+        if group.accepts(op) and group not in candidates and not _closes_a_cycle(op, group):
             candidates.append(group)
     if not candidates:
         return None
@@ -119,6 +120,34 @@ def _choose_group(op: Operation, group_of: dict[Operation, FusionGroup]) -> Fusi
 
 def _used_only_by(value: SSAValue, user: Operation) -> bool:
     return all(use.operation is user for use in value.uses)
+
+
+def _closes_a_cycle(op: Operation, group: FusionGroup) -> bool:
+    """Would `op` joining `group` make the group both feed and read an outside op? A
+    multi-result member (split) can have a result used outside the group; if `op` reads,
+    through ops outside the group, such a result, the fused op would depend on itself."""
+    members = set(group.ops)
+    escapes = any(
+        use.operation not in members and use.operation is not op
+        for member in group.ops
+        for result in member.results
+        for use in result.uses
+    )
+    if not escapes:
+        return False
+    pending = [
+        v.owner for v in op.operands if isinstance(v.owner, Operation) and v.owner not in members
+    ]
+    seen: set[Operation] = set()
+    while pending:
+        producer = pending.pop()
+        if producer in seen or producer.parent_block() is not op.parent_block():
+            continue
+        if producer in members:
+            return True
+        seen.add(producer)
+        pending.extend(v.owner for v in producer.operands if isinstance(v.owner, Operation))
+    return False
 
 
 def outline_group(group: FusionGroup) -> graph.FusedOp:

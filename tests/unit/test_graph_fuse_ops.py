@@ -72,6 +72,28 @@ func.func @main(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
     assert groups(module) == ["relu_add"]
 
 
+def test_a_group_never_reads_what_its_own_split_feeds_outside():
+    """split -> relu on each half -> concat: the second relu reads a split result and
+    feeds the concat, so split and concat in one group would each wait for the other."""
+    text = """
+func.func @main(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %a, %b = graph.split %x axis 1 : (tensor<2x4xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>)
+  %ra = graph.relu %a : tensor<2x2xf32>
+  %rb = graph.relu %b : tensor<2x2xf32>
+  %y = graph.concat %ra, %rb axis 1 : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x4xf32>
+  func.return %y : tensor<2x4xf32>
+}"""
+    module = fuse(text)
+    assert groups(module) == ["split_relu", "relu_concat"]
+    (function,) = [op for op in module.walk() if op.name == "func.func"]
+    defined = set(function.body.block.args)
+    for op in function.body.block.ops:
+        assert all(operand in defined for operand in op.operands), op.name
+        defined.update(op.results)
+    x = np.random.default_rng(0).standard_normal((2, 4)).astype(np.float32)
+    np.testing.assert_array_equal(run_graph(module, [x])[0], np.maximum(x, 0))
+
+
 @given(program=graph_programs(max_ops=6))
 def test_fusion_preserves_semantics(program: GraphProgram):
     inputs = program.random_inputs(seed=1)
