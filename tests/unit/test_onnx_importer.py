@@ -11,10 +11,15 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from xdsl.dialects import func
+from xdsl.parser import Parser
 
+import strato
+from strato.context import make_context
 from strato.dialects import graph
 from strato.diagnostics import ModelImportError, StratoError
 from strato.frontends.onnx import import_model, import_onnx
+from strato.frontends.onnx.backend import prepare
+from strato.frontends.onnx.conversion import ssa_name
 from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 from strato.interpreters.graph import run_graph
 
@@ -404,3 +409,119 @@ def test_unknown_input_shape_override():
 def test_wrong_argument_type():
     with pytest.raises(TypeError):
         import_model(42)  # type: ignore[arg-type]
+
+
+def test_every_unsupported_operator_in_one_diagnostic(monkeypatch):
+    monkeypatch.delitem(ONNX_CONVERTERS, "Relu")
+    monkeypatch.delitem(ONNX_CONVERTERS, "Sigmoid")
+    nodes = [helper.make_node("Relu", ["x"], [f"r{n}"], name=f"relu{n}") for n in range(5)]
+    nodes += [
+        helper.make_node("Sigmoid", ["r0"], ["s"]),
+        helper.make_node("FancyOp", ["s"], ["f"], name="fancy1"),
+        helper.make_node("Add", ["f", "r1"], ["y"]),
+    ]
+    message = import_error(make_model(nodes, {"x": [2]}, {"y": [2]}))
+    assert message == (
+        "error: operators not supported by strato yet: "
+        "Relu (5 nodes: 'relu0', 'relu1', 'relu2', ...), Sigmoid (1 node: #5); "
+        "unknown operators (not in the ONNX standard): FancyOp (1 node: 'fancy1')"
+    )
+
+
+# ---------------------------------------------------------------------------
+# value names as exporters write them
+# ---------------------------------------------------------------------------
+
+
+def exported_names_model() -> onnx.ModelProto:
+    """Names as torch.onnx's TorchScript exporter writes them: `input.1`, `onnx::Conv_12`,
+    `/c/Conv_output_0`, bare numbers, plus names that differ only in what SSA names
+    cannot hold."""
+    weight = np.random.default_rng(1).standard_normal((4, 3, 3, 3)).astype(np.float32)
+    nodes = [
+        helper.make_node(
+            "Conv", ["input.1", "onnx::Conv_12"], ["/c/Conv_output_0"], name="/c/Conv", pads=[1] * 4
+        ),
+        helper.make_node("Relu", ["/c/Conv_output_0"], ["1"], name="/r/Relu"),
+        helper.make_node("Neg", ["1"], ["a/b"]),
+        helper.make_node("Abs", ["1"], ["a:b"]),
+        helper.make_node("Add", ["a/b", "a:b"], ["2"]),
+        helper.make_node("Add", ["2", "/c/Conv_output_0"], ["output:0"]),
+    ]
+    graph_proto = helper.make_graph(
+        nodes,
+        "torch_jit",
+        [helper.make_tensor_value_info("input.1", TensorProto.FLOAT, [1, 3, 5, 5])],
+        [
+            helper.make_tensor_value_info("output:0", TensorProto.FLOAT, [1, 4, 5, 5]),
+            helper.make_tensor_value_info("1", TensorProto.FLOAT, [1, 4, 5, 5]),
+        ],
+        [numpy_helper.from_array(weight, "onnx::Conv_12")],
+    )
+    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize(
+    "onnx_name, hint",
+    [
+        ("/c/Conv_output_0", "c_Conv_output_0"),
+        ("onnx::Conv_12", "onnx_Conv_12"),
+        ("1", "v1"),
+        ("::", "v"),
+        ("input.1", "input.1"),
+        ("x y\u00e9z", "x_y_z"),
+    ],
+)
+def test_ssa_names_of_onnx_names(onnx_name, hint):
+    assert ssa_name(onnx_name) == hint
+
+
+def test_exported_value_names_import_print_and_parse_back():
+    model = exported_names_model()
+    imported = import_onnx(model)
+    assert imported.input_names == ["input.1"]
+    assert imported.output_names == ["output:0", "1"]
+    text = str(imported.module)
+    assert "%input.1: tensor<1x3x5x5xf32>" in text
+    assert "%onnx_Conv = graph.constant" in text and "%c_Conv_output = graph.conv" in text
+    # `a/b` and `a:b` share a hint; the printer numbers the second
+    assert "%a_b = graph.neg" in text and "%a_b_1 = graph.abs" in text
+    reparsed = Parser(make_context(), text).parse_module()
+    reparsed.verify()
+    assert str(reparsed) == text
+    x = random_inputs(model)
+    expected = run_onnxruntime(model, x)
+    for actual, wanted in zip(run_graph(reparsed, x), expected, strict=True):
+        np.testing.assert_allclose(actual, wanted, rtol=1e-5, atol=1e-5)
+
+
+def test_exported_value_names_compile_and_keep_onnx_names():
+    model = exported_names_model()
+    compiled = strato.compile(model)
+    assert compiled.input_names == ["input.1"]
+    assert compiled.output_names == ["output:0", "1"]
+    x = random_inputs(model, seed=3)
+    expected = run_onnxruntime(model, x)
+    for actual, wanted in zip(compiled(*x), expected, strict=True):
+        np.testing.assert_allclose(actual, wanted, rtol=1e-5, atol=1e-5)
+    outputs = prepare(model).run({"input.1": x[0]})
+    np.testing.assert_allclose(outputs["output:0"], expected[0], rtol=1e-5, atol=1e-5)
+
+
+def test_split_halves_through_their_own_ops_into_concat_compile():
+    """Split -> Relu on each half -> Concat: each half is read by an op outside the
+    split's kernel, which the concat then reads back."""
+    nodes = [
+        helper.make_node("Split", ["x", "sizes"], ["/s/a", "/s/b"], axis=1),
+        helper.make_node("Relu", ["/s/a"], ["ra"]),
+        helper.make_node("Sigmoid", ["/s/b"], ["rb"]),
+        helper.make_node("Concat", ["rb", "ra"], ["y"], axis=1),
+    ]
+    model = make_model(
+        nodes, {"x": [2, 6, 3]}, {"y": [2, 6, 3]}, {"sizes": np.array([2, 4], np.int64)}
+    )
+    x = random_inputs(model)
+    (actual,) = strato.compile(model)(*x)
+    np.testing.assert_allclose(actual, run_onnxruntime(model, x)[0], rtol=1e-5, atol=1e-6)

@@ -19,6 +19,7 @@ the node and its op type.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeAlias
 
@@ -44,6 +45,27 @@ def node_label(node: onnx.NodeProto, index: int) -> str:
     """How diagnostics name a node: `node 'fc1' (Gemm)` or `node #3 (Gemm)`."""
     where = f"'{node.name}'" if node.name else f"#{index}"
     return f"node {where} ({node.op_type})"
+
+
+def ssa_name(onnx_name: str) -> str:
+    """The SSA name hint of an ONNX value name. ONNX names are any string (exporters
+    write `/c/Conv_output_0`, `onnx::Conv_12`, `1`); SSA names are
+    `[A-Za-z_$.-][A-Za-z0-9_$.-]*`. Each run of other characters becomes one `_`
+    (leading ones are dropped) and a name that would start with a digit gets a `v`:
+
+        /c/Conv_output_0 -> c_Conv_output_0     onnx::Conv_12 -> onnx_Conv_12
+        1 -> v1                                  :: -> v
+
+    The mapping is deterministic. Two ONNX names may map to one hint: the printer
+    numbers repeated hints, so printed names stay unique. The exact ONNX names of the
+    graph's inputs and outputs are kept beside the IR (`ImportedModel`)."""
+    cleaned = _NOT_IN_SSA_NAMES.sub("_", onnx_name).lstrip("_") or "v"
+    if not cleaned[0].isalpha() and cleaned[0] not in "$.-":
+        cleaned = "v" + cleaned
+    return cleaned
+
+
+_NOT_IN_SSA_NAMES = re.compile(r"[^A-Za-z0-9_$.-]+")
 
 
 def shape_of(value: ImportedValue) -> tuple[int, ...]:
@@ -218,7 +240,7 @@ class NodeContext:
         op = ConstantOp.from_array(np.require(array, requirements="C"))
         self._block.add_op(op)
         if name_hint:
-            op.result.name_hint = name_hint
+            op.result.name_hint = ssa_name(name_hint)
         return op.result
 
     # -- shape rules shared by converters ----------------------------------------

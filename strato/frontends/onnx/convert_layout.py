@@ -25,7 +25,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
-from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
+from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of, ssa_name
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "Reshape": (1,),
@@ -443,7 +443,7 @@ def convert_gather(ctx: NodeContext) -> list[ImportedValue]:
 def _constant(ctx: NodeContext, array: np.ndarray, name: str) -> SSAValue:
     """A graph.constant of `array` with its own element type."""
     op = ctx.emit(graph.ConstantOp.from_array(array))
-    op.results[0].name_hint = name
+    op.results[0].name_hint = ssa_name(name)
     return op.results[0]
 
 

@@ -49,8 +49,9 @@ from strato.frontends.onnx.conversion import (
     has_element_type,
     node_label,
     shape_of,
+    ssa_name,
 )
-from strato.frontends.onnx.op_table import ONNX_CONVERTERS, supported_ops
+from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 
 ENTRY_NAME = "main"
 """The name of the imported function."""
@@ -127,6 +128,19 @@ def load_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelPr
     return proto, path
 
 
+_UNSUPPORTED = "operator not supported by strato yet"
+_UNKNOWN = "unknown operator (not in the ONNX standard)"
+_NODES_NAMED = 3
+"""How many nodes a diagnostic names for one unsupported operator."""
+
+
+def _nodes_using(op_type: str, nodes: Sequence[str]) -> str:
+    """`IsNaN (2 nodes: 'n1', #7)`, naming at most `_NODES_NAMED` nodes."""
+    count = f"{len(nodes)} node" + ("s" if len(nodes) > 1 else "")
+    named = ", ".join(nodes[:_NODES_NAMED]) + (", ..." if len(nodes) > _NODES_NAMED else "")
+    return f"{op_type} ({count}: {named})"
+
+
 class _GraphImporter:
     """Imports one model; one instance per import."""
 
@@ -158,7 +172,7 @@ class _GraphImporter:
         block = Block(arg_types=input_types)
         env: dict[str, ImportedValue] = {}
         for value, arg in zip(self.inputs, block.args):
-            arg.name_hint = value.name
+            arg.name_hint = ssa_name(value.name)
             env[value.name] = arg
         for name, init in self.initializers.items():
             env[name] = self._initializer_array(init)
@@ -213,30 +227,22 @@ class _GraphImporter:
 
     def _check_nodes(self) -> None:
         """Every node is in the default domain, has a converter and reads only values
-        defined before it."""
-        defined = {value.name for value in self.graph.input} | set(self.initializers)
+        defined before it. Unsupported operators are reported together, one diagnostic
+        for the whole model."""
         for index, node in enumerate(self.graph.node):
-            label = node_label(node, index)
             if node.domain not in _DEFAULT_DOMAINS:
                 raise self.error(
-                    f"{label}: operator domain '{node.domain}' is not supported; "
-                    "strato imports operators of the default ONNX domain only"
+                    f"{node_label(node, index)}: operator domain '{node.domain}' is not "
+                    "supported; strato imports operators of the default ONNX domain only"
                 )
-            if node.op_type not in ONNX_CONVERTERS:
-                known = onnx.defs.has(node.op_type)
-                why = (
-                    "operator not supported by strato yet"
-                    if known
-                    else "unknown operator (not in the ONNX standard)"
-                )
-                raise self.error(
-                    f"{label}: {why}; supported: {', '.join(supported_ops())}"
-                )
+        self._check_operators_supported()
+        defined = {value.name for value in self.graph.input} | set(self.initializers)
+        for index, node in enumerate(self.graph.node):
             for name in node.input:
                 if name and name not in defined:
                     raise self.error(
-                        f"{label}: input '{name}' is missing: it is not a graph input, "
-                        "an initializer or an output of an earlier node"
+                        f"{node_label(node, index)}: input '{name}' is missing: it is not "
+                        "a graph input, an initializer or an output of an earlier node"
                     )
             defined.update(name for name in node.output if name)
         for output in self.graph.output:
@@ -244,6 +250,37 @@ class _GraphImporter:
                 raise self.error(
                     f"graph output '{output.name}' is not computed by any node"
                 )
+
+    def _check_operators_supported(self) -> None:
+        """One diagnostic listing every operator without a converter, with the nodes
+        that use it:
+
+            node 'up1' (Resize): operator not supported by strato yet
+            operators not supported by strato yet: IsNaN (2 nodes: 'n1', #7), Resize
+            (1 node: 'up1'); unknown operators (not in the ONNX standard): FancyOp (1
+            node: 'f')
+        """
+        unsupported: dict[str, list[str]] = {}
+        for index, node in enumerate(self.graph.node):
+            if node.op_type not in ONNX_CONVERTERS:
+                where = f"'{node.name}'" if node.name else f"#{index}"
+                unsupported.setdefault(node.op_type, []).append(where)
+        if not unsupported:
+            return
+        if sum(len(nodes) for nodes in unsupported.values()) == 1:
+            ((op_type, (where,)),) = unsupported.items()
+            why = _UNSUPPORTED if onnx.defs.has(op_type) else _UNKNOWN
+            raise self.error(f"node {where} ({op_type}): {why}")
+        parts = []
+        for why, standard in ((_UNSUPPORTED, True), (_UNKNOWN, False)):
+            listed = [
+                _nodes_using(op_type, nodes)
+                for op_type, nodes in unsupported.items()
+                if onnx.defs.has(op_type) == standard
+            ]
+            if listed:
+                parts.append(f"{why.replace('operator', 'operators')}: {', '.join(listed)}")
+        raise self.error("; ".join(parts))
 
     def _fix_input_shapes(self) -> None:
         if not self.input_shapes:
@@ -352,7 +389,7 @@ class _GraphImporter:
                     f"inference gives {list(expected)}"
                 )
             if isinstance(value, SSAValue) and value.name_hint is None:
-                value.name_hint = name
+                value.name_hint = ssa_name(name)
             env[name] = value
         for name in outputs[len(results):]:
             if name:
@@ -401,5 +438,5 @@ class _GraphImporter:
     def _materialize(block: Block, array: np.ndarray, name: str) -> SSAValue:
         op = ConstantOp.from_array(array)
         block.add_op(op)
-        op.result.name_hint = name
+        op.result.name_hint = ssa_name(name)
         return op.result
