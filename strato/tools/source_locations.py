@@ -32,8 +32,10 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation
 from xdsl.parser import Parser
+from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import DiagnosticException, ParseError
-from xdsl.utils.lexer import Span
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,27 @@ def one_line(message: str) -> str:
     return " ".join(part for part in parts if part)
 
 
+class LineIndex:
+    """Maps character offsets of a text to file lines and columns; `first_line` is the
+    line of the whole file on which the text starts."""
+
+    def __init__(self, text: str, file: str, first_line: int = 1):
+        self.file = file
+        self.first_line = first_line
+        # Start offsets of the lines; positions map to lines by bisection, so locating
+        # every op of a large module stays linear.
+        self._line_starts = [0]
+        newline = text.find("\n")
+        while newline != -1:
+            self._line_starts.append(newline + 1)
+            newline = text.find("\n", newline + 1)
+
+    def location_at(self, position: int) -> SourceLocation:
+        index = bisect.bisect_right(self._line_starts, position) - 1
+        column = position - self._line_starts[index] + 1
+        return SourceLocation(self.file, self.first_line + index, column)
+
+
 class LocatingParser(Parser):
     """An MLIR parser that records where each op starts.
 
@@ -66,23 +89,18 @@ class LocatingParser(Parser):
     """
 
     def __init__(self, ctx: Context, text: str, file: str, first_line: int = 1):
-        super().__init__(ctx, text, file)
-        _guard_string_literal_lexing(self.lexer)
+        # xDSL's constructor lexes the first token with its own lexer; start it on an
+        # empty text and install the guarded lexer on the real one, so that no token,
+        # the first included, is lexed by the backtracking string-literal regex.
+        super().__init__(ctx, "", file)
+        self.lines = LineIndex(text, file, first_line)
         self.file = file
         self.first_line = first_line
-        # Start offsets of the lines of `text`; positions map to lines by bisection,
-        # so locating every op of a large module stays linear.
-        self._line_starts = [0]
-        newline = text.find("\n")
-        while newline != -1:
-            self._line_starts.append(newline + 1)
-            newline = text.find("\n", newline + 1)
+        self._parser_state = ParserState(GuardedLexer(Input(text, file)))
 
     def location_at(self, position: int) -> SourceLocation:
         """The file location of a character offset into the parsed text."""
-        index = bisect.bisect_right(self._line_starts, position) - 1
-        column = position - self._line_starts[index] + 1
-        return SourceLocation(self.file, self.first_line + index, column)
+        return self.lines.location_at(position)
 
     def parse_operation(self) -> Operation:
         start = self.pos
@@ -99,16 +117,18 @@ class LocatingParser(Parser):
         return op
 
 
-# xDSL 0.75 lexes string literals with `"(?:[^"\\\n\v\f]+|\\(...))*"`: the nested
-# quantifier backtracks exponentially on an unterminated literal, so a stray `"` on a
-# long line hangs the parser. The same language without the inner `+` lexes in linear
-# time. Set on the lexer instance of our parser only.
-_STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"')
+class GuardedLexer(MLIRLexer):
+    """xDSL's MLIR lexer with a string-literal regex that cannot backtrack.
 
+    xDSL 0.75 lexes string literals with `"(?:[^"\\\n\v\f]+|\\(...))*"`: the nested
+    quantifier backtracks exponentially on an unterminated literal, so a stray `"` on a
+    long line hangs the parser. The same language without the inner `+` lexes in
+    linear time.
+    """
 
-def _guard_string_literal_lexing(lexer: object) -> None:
-    if hasattr(lexer, "_unescaped_characters_regex"):
-        setattr(lexer, "_unescaped_characters_regex", _STRING_LITERAL)
+    _unescaped_characters_regex = re.compile(
+        r'"(?:[^"\\\n\v\f]|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*"'
+    )
 
 
 def file_location(location: SourceLocation) -> FileLineColLoc:

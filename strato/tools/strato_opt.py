@@ -45,6 +45,7 @@ from strato.diagnostics import StratoError
 from strato.tools.diagnostics_check import Diagnostic, check_diagnostics, parse_expectations
 from strato.tools.pass_timing import PassTimer
 from strato.tools.source_locations import (
+    LineIndex,
     LocatingParser,
     SourceLocation,
     find_failing_op,
@@ -464,8 +465,11 @@ class StratoOptMain(xDSLOptMain):
 
     def parse_input(self, chunk: InputChunk) -> ModuleOp:
         with self._timed("Parser"):
-            parser = LocatingParser(self.ctx, chunk.text, self.input_name, chunk.first_line)
+            lines = LineIndex(chunk.text, self.input_name, chunk.first_line)
+            parser: LocatingParser | None = None
             try:
+                # The constructor lexes the first token, which may already be malformed.
+                parser = LocatingParser(self.ctx, chunk.text, self.input_name, chunk.first_line)
                 if (
                     not self.args.no_implicit_module
                     and parser._current_token.kind == MLIRTokenKind.EOF
@@ -474,14 +478,15 @@ class StratoOptMain(xDSLOptMain):
                     return ModuleOp([])
                 return parser.parse_module(not self.args.no_implicit_module)
             except ParseError as err:
-                location = parser.location_at(err.span.start)
+                location = lines.location_at(err.span.start)
                 raise ChunkFailure(Diagnostic("error", one_line(err.msg), location)) from None
             except DiagnosticException as err:
                 # Raised outside an op (an alias definition, the module itself).
                 diagnostic = self.diagnostic_of(err)
                 location = diagnostic.location
                 if isinstance(location, SourceLocation) and location.line is None:
-                    diagnostic = replace(diagnostic, location=parser.location_at(parser.pos))
+                    position = 0 if parser is None else parser.pos
+                    diagnostic = replace(diagnostic, location=lines.location_at(position))
                 raise ChunkFailure(diagnostic) from None
 
     def verify(self, module: ModuleOp, after: str | None) -> None:

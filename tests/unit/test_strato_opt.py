@@ -399,3 +399,47 @@ def test_unterminated_string_on_a_long_line_fails_fast(write) -> None:
     assert result.stderr == (
         f"{path}:2:18: error: End of file reached before closing string literal.\n"
     )
+
+
+def _run_bounded(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """strato-opt in its own process; a hang fails the test through the timeout."""
+    return subprocess.run(
+        [sys.executable, "-m", "strato.tools.strato_opt", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.parametrize("prefix", ["", "@"])
+def test_stray_quote_as_the_first_token_fails_fast(write, prefix) -> None:
+    # The first token is lexed by the constructor of the parser: it must already use
+    # the linear string-literal lexer (40 words would take hours with the other one).
+    path = write("first-quote.mlir", prefix + '"' + "word " * 40 + "\n")
+    result = _run_bounded(path)
+    assert result.returncode == 1
+    column = len(prefix) + 1
+    assert result.stderr == (
+        f"{path}:1:{column}: error: End of file reached before closing string literal.\n"
+    )
+
+
+def test_lex_error_in_the_first_token_of_a_chunk_spares_the_other_chunks(write) -> None:
+    text = (
+        RELU
+        + "// -----\n"
+        + '"' + "word " * 40 + "\n"
+        + "// -----\n"
+        + "`\n"
+        + "// -----\n"
+        + RELU.replace("@relu", "@after")
+    )
+    path = write("chunks.mlir", text)
+    result = _run_bounded(path, "--split-input-file")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"{path}:6:1: error: End of file reached before closing string literal.",
+        f"{path}:8:1: error: Unexpected character: `",
+    ]
+    assert "func.func @relu" in result.stdout
+    assert "func.func @after" in result.stdout
