@@ -91,11 +91,12 @@ Tensor = base(TensorType)
 
 
 class ReduceKind(StrEnum):
-    """How a `te.reduce` combines the values of its body: sum, max or min."""
+    """How a `te.reduce` combines the values of its body: sum, max, min or product."""
 
     SUM = "sum"
     MAX = "max"
     MIN = "min"
+    PROD = "prod"
 
 
 @irdl_attr_definition

@@ -422,6 +422,7 @@ _COMBINE: dict[te.ReduceKind, Callable[[np.ndarray, np.ndarray], np.ndarray]] = 
     te.ReduceKind.SUM: np.add,
     te.ReduceKind.MAX: np.maximum,
     te.ReduceKind.MIN: np.minimum,
+    te.ReduceKind.PROD: np.multiply,
 }
 
 

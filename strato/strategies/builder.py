@@ -174,9 +174,11 @@ class ScalarBuilder:
 
 def reduction_identity(kind: te.ReduceKind, element_type: Attribute) -> float | int:
     """The value a reduction of `kind` starts from: 0 for sum, the lowest value of the
-    type for max, the highest for min (infinities for floats)."""
+    type for max, the highest for min (infinities for floats), 1 for a product."""
     if kind == te.ReduceKind.SUM:
         return 0.0 if isinstance(element_type, AnyFloat) else 0
+    if kind == te.ReduceKind.PROD:
+        return 1.0 if isinstance(element_type, AnyFloat) else 1
     if isinstance(element_type, AnyFloat):
         return float("-inf") if kind == te.ReduceKind.MAX else float("inf")
     assert isinstance(element_type, IntegerType), element_type

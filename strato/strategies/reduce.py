@@ -1,5 +1,9 @@
-"""Strategies of reductions: one `te.reduce` over the reduced axes (a mean adds a
-compute stage dividing by the count, which fuses into the same kernel)."""
+"""Strategies of reductions: one `te.reduce` over the reduced axes. The norms map each
+element before combining (|x|, x * x) and a mean, L2 norm or log-sum-exp adds a compute
+stage after it (divide by the count, square root, logarithm), all in one kernel.
+Log-sum-exp first reduces the maximum, which it subtracts before exponentiating.
+arg_max and arg_min reduce the extreme value, then the first (or last) position that
+holds it."""
 
 from __future__ import annotations
 
@@ -23,10 +27,40 @@ _KINDS: dict[type[Operation], te.ReduceKind] = {
     graph.ReduceSumOp: te.ReduceKind.SUM,
     graph.ReduceMeanOp: te.ReduceKind.SUM,
     graph.ReduceMaxOp: te.ReduceKind.MAX,
+    graph.ReduceMinOp: te.ReduceKind.MIN,
+    graph.ReduceProdOp: te.ReduceKind.PROD,
+    graph.ReduceL1Op: te.ReduceKind.SUM,
+    graph.ReduceL2Op: te.ReduceKind.SUM,
+    graph.ReduceSumSquareOp: te.ReduceKind.SUM,
+    graph.ReduceLogSumExpOp: te.ReduceKind.SUM,
+}
+
+# what a reduction of nothing gives where it is not the identity of its combination
+_EMPTY_VALUES: dict[type[Operation], float] = {
+    graph.ReduceMeanOp: float("nan"),
+    graph.ReduceLogSumExpOp: float("-inf"),
+}
+
+# booleans combine as 0/1 bytes: min and product are `and`, max is `or`
+_BOOL_KINDS = {
+    te.ReduceKind.SUM: te.ReduceKind.SUM,
+    te.ReduceKind.MAX: te.ReduceKind.MAX,
+    te.ReduceKind.MIN: te.ReduceKind.MIN,
+    te.ReduceKind.PROD: te.ReduceKind.MIN,
 }
 
 
-@strategy(graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp)
+def _mapped(op: Operation, s: ScalarBuilder, value: SSAValue) -> SSAValue:
+    """The element as the reduction combines it: |x| for L1, x * x for L2 and the sum
+    of squares, x itself otherwise."""
+    if isinstance(op, graph.ReduceL1Op):
+        return s.abs(value)
+    if isinstance(op, (graph.ReduceL2Op, graph.ReduceSumSquareOp)):
+        return s.mul(value, value)
+    return value
+
+
+@strategy(*_KINDS)
 def reduction(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
     """result[i..] = combine over k.. of input[i.. with k.. at the reduced axes]."""
     assert isinstance(op, graph.ReductionOp)
@@ -40,14 +74,14 @@ def reduction(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -
     stage = op.name.split(".", 1)[1]
     if 0 in extents:
         # nothing to combine: the identity of the reduction (a mean of nothing is NaN,
-        # or 0 for integers)
-        if isinstance(op, graph.ReduceMeanOp):
-            value = float("nan") if isinstance(dtype, AnyFloat) else 0
+        # or 0 for integers; log-sum-exp is log(0))
+        if type(op) in _EMPTY_VALUES:
+            value = _EMPTY_VALUES[type(op)] if isinstance(dtype, AnyFloat) else 0
         else:
             value = reduction_identity(_KINDS[type(op)], dtype)
         return [pb.compute(stage, out_shape, lambda s, idx: s.const(value), dtype)]
 
-    def body(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+    def source_indices(idx: list[SSAValue], k: list[SSAValue]) -> list[SSAValue]:
         source: list[SSAValue] = []
         kept = iter(idx)
         reduced = iter(k)
@@ -58,11 +92,20 @@ def reduction(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -
                     next(kept)
             else:
                 source.append(next(kept))
-        return s.read(x, source)
+        return source
+
+    def body(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        return _mapped(op, s, s.read(x, source_indices(idx, k)))
 
     if isinstance(dtype, IntegerType) and dtype.width.data == 1:
-        return [_bool_reduction(pb, stage, _KINDS[type(op)], out_shape, extents, body)]
+        kind = _BOOL_KINDS[_KINDS[type(op)]]
+        return [_bool_reduction(pb, stage, kind, out_shape, extents, body)]
+    if isinstance(op, graph.ReduceLogSumExpOp):
+        return [_log_sum_exp(pb, out_shape, extents, x, source_indices, dtype)]
     result = pb.reduce(stage, _KINDS[type(op)], out_shape, extents, body, dtype)
+    if isinstance(op, graph.ReduceL2Op):
+        total = result
+        result = pb.compute("l2", out_shape, lambda s, idx: s.sqrt(s.read(total, idx)), dtype)
     if isinstance(op, graph.ReduceMeanOp):
         count = 1
         for extent in extents:
@@ -75,6 +118,89 @@ def reduction(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -
             dtype,
         )
     return [result]
+
+
+def _log_sum_exp(
+    pb: PrimitiveBuilder,
+    shape: Sequence[int],
+    extents: Sequence[int],
+    x: SSAValue,
+    source_indices: Callable[[list[SSAValue], list[SSAValue]], list[SSAValue]],
+    dtype,
+) -> SSAValue:
+    """peak + log(sum(exp(x - peak))) with peak the maximum (0 where it is infinite,
+    so that an all -inf slice gives -inf rather than NaN)."""
+    peak = pb.reduce(
+        "lse_max",
+        te.ReduceKind.MAX,
+        shape,
+        extents,
+        lambda s, idx, k: s.read(x, source_indices(idx, k)),
+        dtype,
+    )
+
+    def finite_peak(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        value = s.read(peak, idx)
+        infinite = s.cmp("eq", s.abs(value), s.const(float("inf")))
+        return s.select(infinite, s.const(0.0), value)
+
+    def shifted_exp(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        return s.exp(s.sub(s.read(x, source_indices(idx, k)), finite_peak(s, idx)))
+
+    total = pb.reduce("lse_sum", te.ReduceKind.SUM, shape, extents, shifted_exp, dtype)
+    return pb.compute(
+        "log_sum_exp",
+        shape,
+        lambda s, idx: s.add(s.log(s.read(total, idx)), finite_peak(s, idx)),
+        dtype,
+    )
+
+
+@strategy(graph.ArgMaxOp, graph.ArgMinOp)
+def arg_reduction(
+    pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """extreme[i..] = max (min) over k of input[i.. with k at axis]; then
+    result[i..] = min over k of (k where input == extreme, else the axis size), or max
+    of (k, else -1) for the last index. A NaN counts as the extreme, as numpy's argmax
+    says, because the max reduction propagates it and NaN is matched by `x != x`."""
+    assert isinstance(op, graph.ArgReductionOp)
+    (x,) = inputs
+    dtype = element_type_of(x)
+    shape = shape_of(x)
+    axis = op.axis_value
+    keepdims = op.keeps_dims
+    out_shape = shape_of(op.results[0])
+    size = shape[axis]
+    index_type = element_type_of(op.results[0])
+
+    def source(idx: list[SSAValue], k: SSAValue) -> list[SSAValue]:
+        kept = idx[:axis] + idx[axis + 1 :] if keepdims else idx
+        return [*kept[:axis], k, *kept[axis:]]
+
+    kind = te.ReduceKind.MAX if isinstance(op, graph.ArgMaxOp) else te.ReduceKind.MIN
+    if isinstance(dtype, IntegerType) and dtype.width.data == 1:
+        wide = pb.compute(
+            "widen", shape, lambda s, idx: _append(s, arith.ExtUIOp(s.read(x, idx), i8)), i8
+        )
+        x, dtype = wide, i8
+    extreme = pb.reduce(
+        "extreme", kind, out_shape, [size], lambda s, idx, k: s.read(x, source(idx, k[0])), dtype
+    )
+
+    def position(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        value = s.read(x, source(idx, k[0]))
+        best = s.read(extreme, idx)
+        hit = s.cmp("eq", value, best)
+        if isinstance(dtype, AnyFloat):
+            is_nan = _append(s, arith.CmpfOp(value, value, "uno"))
+            hit = _append(s, arith.OrIOp(hit, is_nan))
+        k_value = _append(s, arith.IndexCastOp(k[0], index_type))
+        miss = s.const(-1 if op.last_index else size, index_type)
+        return s.select(hit, k_value, miss)
+
+    position_kind = te.ReduceKind.MAX if op.last_index else te.ReduceKind.MIN
+    return [pb.reduce(op.name.split(".", 1)[1], position_kind, out_shape, [size], position, index_type)]
 
 
 def _bool_reduction(

@@ -349,16 +349,19 @@ _FLOAT_COMBINE = {
     te.ReduceKind.SUM: arith.AddfOp,
     te.ReduceKind.MAX: arith.MaximumfOp,
     te.ReduceKind.MIN: arith.MinimumfOp,
+    te.ReduceKind.PROD: arith.MulfOp,
 }
 _SIGNED_COMBINE = {
     te.ReduceKind.SUM: arith.AddiOp,
     te.ReduceKind.MAX: arith.MaxSIOp,
     te.ReduceKind.MIN: arith.MinSIOp,
+    te.ReduceKind.PROD: arith.MuliOp,
 }
 _UNSIGNED_COMBINE = {
     te.ReduceKind.SUM: arith.AddiOp,
     te.ReduceKind.MAX: arith.MaxUIOp,
     te.ReduceKind.MIN: arith.MinUIOp,
+    te.ReduceKind.PROD: arith.MuliOp,
 }
 
 

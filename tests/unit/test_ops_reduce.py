@@ -1,4 +1,5 @@
-"""Reductions: ONNX import of ReduceSum/Mean/Max against onnxruntime through the graph
+"""Reductions: ONNX import of ReduceSum/Mean/Max/Min/Prod/L1/L2/SumSquare/LogSumExp and
+ArgMax/ArgMin against onnxruntime through the graph
 interpreter and the LLVM JIT (axes as attribute or input, keepdims, empty axes,
 noop_with_empty_axes), the strategy through the te and loop interpreters, fusion with
 injective producers, empty reductions, verifier errors and ONNX's own node tests."""
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 # helpers shared with the layout tests (pytest puts this directory on sys.path)
 from test_ops_layout import (
@@ -39,10 +40,34 @@ from strato.pipeline import run_pipeline
 
 X = floats(2, 3, 4)
 
-REDUCTIONS = ["ReduceSum", "ReduceMean", "ReduceMax"]
+REDUCTIONS = [
+    "ReduceSum",
+    "ReduceMean",
+    "ReduceMax",
+    "ReduceMin",
+    "ReduceProd",
+    "ReduceL1",
+    "ReduceL2",
+    "ReduceSumSquare",
+    "ReduceLogSumExp",
+]
 
 # the first opset where the axes of each reduction are an input
-AXES_INPUT_OPSET = {"ReduceSum": 13, "ReduceMean": 18, "ReduceMax": 18}
+AXES_INPUT_OPSET = {name: 18 for name in REDUCTIONS} | {"ReduceSum": 13}
+
+NUMPY_REDUCTIONS = {
+    graph.ReduceSumOp: np.sum,
+    graph.ReduceMeanOp: np.mean,
+    graph.ReduceMaxOp: np.max,
+    graph.ReduceMinOp: np.min,
+    graph.ReduceProdOp: np.prod,
+    graph.ReduceL1Op: lambda x, axis, keepdims: np.sum(np.abs(x), axis=axis, keepdims=keepdims),
+    graph.ReduceL2Op: lambda x, axis, keepdims: np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims)),
+    graph.ReduceSumSquareOp: lambda x, axis, keepdims: np.sum(x * x, axis=axis, keepdims=keepdims),
+    graph.ReduceLogSumExpOp: lambda x, axis, keepdims: np.log(
+        np.sum(np.exp(x), axis=axis, keepdims=keepdims)
+    ),
+}
 
 
 def reduce_model(op_type: str, axes: list[int] | None, *, as_input: bool, **attributes):
@@ -69,9 +94,11 @@ def test_empty_axes_input_reduces_everything(op_type: str):
 
 
 @pytest.mark.parametrize("op_type", REDUCTIONS)
-def test_noop_with_empty_axes_is_the_identity(op_type: str):
+def test_noop_with_empty_axes_skips_the_combination(op_type: str):
+    """The identity, or the norm's element map (|x|, x * x) as ONNX's function bodies say."""
     model = model_of(op_type, {"x": X}, opset=18, noop_with_empty_axes=1)
-    assert ops_of(model) == []
+    maps = {"ReduceL1": ["graph.abs"], "ReduceL2": ["graph.abs"], "ReduceSumSquare": ["graph.mul"]}
+    assert ops_of(model) == maps.get(op_type, [])
     check(model, [X])
 
 
@@ -125,19 +152,16 @@ def reduction_module(op_class, shape, axes, keepdims) -> ModuleOp:
 
 
 @given(
-    op_class=st.sampled_from([graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp]),
+    op_class=st.sampled_from(list(NUMPY_REDUCTIONS)),
     shape=st.lists(st.integers(1, 4), min_size=1, max_size=4),
     keepdims=st.booleans(),
     data=st.data(),
 )
 def test_strategy_matches_numpy(op_class, shape, keepdims, data):
+    """Every reduction, as the graph interpreter and the te strategy compute it."""
     axes = data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))
     x = np.random.default_rng(len(shape)).standard_normal(shape).astype(np.float32)
-    numpy_reduction = {
-        graph.ReduceSumOp: np.sum,
-        graph.ReduceMeanOp: np.mean,
-        graph.ReduceMaxOp: np.max,
-    }[op_class]
+    numpy_reduction = NUMPY_REDUCTIONS[op_class]
     expected = numpy_reduction(x, axis=tuple(sorted(axes)), keepdims=keepdims)
     module = reduction_module(op_class, shape, axes, keepdims)
     np.testing.assert_allclose(run_graph(module, [x])[0], expected, rtol=1e-5, atol=1e-6)
@@ -148,7 +172,17 @@ def test_strategy_matches_numpy(op_class, shape, keepdims, data):
 
 @pytest.mark.parametrize(
     "op_class, value",
-    [(graph.ReduceSumOp, 0.0), (graph.ReduceMeanOp, np.nan), (graph.ReduceMaxOp, -np.inf)],
+    [
+        (graph.ReduceSumOp, 0.0),
+        (graph.ReduceMeanOp, np.nan),
+        (graph.ReduceMaxOp, -np.inf),
+        (graph.ReduceMinOp, np.inf),
+        (graph.ReduceProdOp, 1.0),
+        (graph.ReduceL1Op, 0.0),
+        (graph.ReduceL2Op, 0.0),
+        (graph.ReduceSumSquareOp, 0.0),
+        (graph.ReduceLogSumExpOp, -np.inf),
+    ],
 )
 def test_empty_reductions_give_the_identity(op_class, value):
     module = reduction_module(op_class, [2, 0, 3], [1], True)
@@ -188,8 +222,80 @@ def test_integer_mean_truncates_toward_zero_like_numpy():
 
 
 def test_reductions_are_the_reduction_kind():
-    for op in (graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp):
+    for op in (*NUMPY_REDUCTIONS, graph.ArgMaxOp, graph.ArgMinOp):
         assert op.PATTERN_KIND == graph.PatternKind.REDUCTION
+
+
+def test_log_sum_exp_does_not_overflow():
+    x = np.array([[1000.0, 1000.0], [-1000.0, -1001.0]], np.float32)
+    model = model_of("ReduceLogSumExp", {"x": x}, {"axes": ints(1)}, opset=18, keepdims=0)
+    expected = np.array([1000.0 + np.log(2.0), -1000.0 + np.log1p(np.exp(-1.0))], np.float32)
+    np.testing.assert_allclose(run_graph(import_onnx(model).module, [x])[0], expected, rtol=1e-6)
+    np.testing.assert_allclose(strato.compile(model)(x)[0], expected, rtol=1e-6)
+
+
+def test_l2_of_integers_is_a_diagnostic():
+    x = np.ones((2, 3), np.int32)
+    node = helper.make_node("ReduceL2", ["x"], ["y"], name="node", keepdims=0)
+    onnx_graph = helper.make_graph(
+        [node],
+        "l2",
+        [helper.make_tensor_value_info("x", TensorProto.INT32, x.shape)],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, [])],
+    )
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ModelImportError, match=r"node 'node' \(ReduceL2\): ReduceL2 of i32"):
+        import_onnx(model)
+
+
+# -- ArgMax and ArgMin ------------------------------------------------------------
+
+TIES = np.array([[[1, 3, 3, 0], [2, 2, 1, 1], [0, 0, 0, 0]]] * 2, np.float32)
+
+
+@pytest.mark.parametrize("op_type", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("keepdims", [0, 1])
+@pytest.mark.parametrize("last", [0, 1])
+@pytest.mark.parametrize("x", [X, TIES], ids=["random", "ties"])
+def test_arg_reductions(op_type: str, axis: int, keepdims: int, last: int, x: np.ndarray):
+    model = arg_model(op_type, x, axis=axis, keepdims=keepdims, select_last_index=last)
+    check(model, [x])
+
+
+def arg_model(op_type: str, x: np.ndarray, *, constant: bool = False, **attributes):
+    """A one-node ArgMax/ArgMin model of input (or, with `constant`, initializer) x."""
+    node = helper.make_node(op_type, ["x"], ["y"], name="node", **attributes)
+    inputs = [] if constant else [helper.make_tensor_value_info("x", TensorProto.FLOAT, x.shape)]
+    initializers = [numpy_helper.from_array(x, "x")] if constant else []
+    onnx_graph = helper.make_graph(
+        [node],
+        "arg",
+        inputs,
+        [helper.make_tensor_value_info("y", TensorProto.INT64, None)],
+        initializers,
+    )
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return declare_output_shapes(model)
+
+
+def test_arg_max_of_integers_and_constants():
+    x = np.array([[3, -7, 3], [0, 9, 9]], np.int32)
+    module = Parser(
+        make_context(),
+        """
+func.func @main(%a: tensor<2x3xi32>) -> tensor<2xi64> {
+  %i = graph.arg_max %a axis 1 select_last_index : (tensor<2x3xi32>) -> tensor<2xi64>
+  func.return %i : tensor<2xi64>
+}""",
+    ).parse_module()
+    assert run_graph(module, [x])[0].tolist() == [2, 2]
+    run_pipeline(make_context(), module, "convert-graph-to-te,convert-te-to-loops")
+    assert run_loops(module, [x])[0].tolist() == [2, 2]
+    folded = arg_model("ArgMin", X, constant=True, axis=2, keepdims=0)
+    assert ops_of(folded) == ["graph.constant"]
+    assert run_graph(import_onnx(folded).module, [])[0].tolist() == np.argmin(X, 2).tolist()
 
 
 INTEGER_REDUCTIONS = """
@@ -229,6 +335,18 @@ def test_integer_and_bool_reductions_lower():
         ("graph.reduce_max %a [1, 0] : (tensor<2x3xf32>) -> tensor<f32>", "must be increasing"),
         ("graph.reduce_mean %a [2] : (tensor<2x3xf32>) -> tensor<2x3xf32>", "out of range"),
         (
+            "graph.arg_max %a axis 2 : (tensor<2x3xf32>) -> tensor<2xi64>",
+            "'graph.arg_max' axis 2 is out of range for rank 2",
+        ),
+        (
+            "graph.arg_min %a axis 1 : (tensor<2x3xf32>) -> tensor<2xi32>",
+            "result must be an i64 tensor",
+        ),
+        (
+            "graph.arg_min %a axis 1 keepdims : (tensor<2x3xf32>) -> tensor<2xi64>",
+            r"result shape \[2\] does not match the inferred shape \[2, 1\]",
+        ),
+        (
             "graph.reduce_sum %a [1] keepdims : (tensor<2x3xf32>) -> tensor<2xf32>",
             r"result shape \[2\] does not match the inferred shape \[2, 1\]",
         ),
@@ -247,7 +365,9 @@ func.func @main(%a: tensor<2x3xf32>) {{
 
 # -- ONNX node tests --------------------------------------------------------------
 
-REDUCE_NODE_TESTS = r"^test_reduce_(sum|mean|max|sum_square)_"
+REDUCE_NODE_TESTS = (
+    r"^test_(reduce_(sum|mean|max|min|prod|l1|l2|log_sum_exp|sum_square)|arg(max|min))_"
+)
 
 NEEDS_OTHER_WORK = {
     **dict.fromkeys(

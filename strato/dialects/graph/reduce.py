@@ -1,4 +1,6 @@
-"""Reductions over axes: sum, mean, max.
+"""Reductions over axes: sum, mean, max, min, product, the L1 and L2 norms, the sum of
+squares and log-sum-exp; and the index of the largest or smallest element (arg_max,
+arg_min).
 
 Each op reduces its input over a sorted, non-empty list of axes; with `keepdims` the
 reduced dimensions stay as size 1, without they are dropped. What ONNX leaves to
@@ -12,11 +14,14 @@ from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
+    I64,
     DenseArrayBase,
+    IntegerAttr,
+    TensorType,
     UnitAttr,
     i64,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
@@ -34,6 +39,7 @@ from strato.dialects.graph.base import (
     AnyTensor,
     GraphOp,
     PatternKind,
+    element_type,
     static_shape,
 )
 from strato.dialects.tensor_types import tensor_type_like
@@ -169,9 +175,251 @@ def lowest_value(dtype: np.dtype) -> float | int | bool:
     return float("-inf")
 
 
-OPS = (ReduceSumOp, ReduceMeanOp, ReduceMaxOp)
+def highest_value(dtype: np.dtype) -> float | int | bool:
+    """The identity of min over `dtype`: +inf, the largest integer, or True."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return True
+    if np.issubdtype(dtype, np.integer):
+        return int(np.iinfo(dtype).max)
+    return float("inf")
+
+
+@irdl_op_definition
+class ReduceMinOp(ReductionOp):
+    """Minimum over `axes`, NaN if any element is NaN (the highest value of the element
+    type, +inf for floats, over an empty range).
+
+        %m = graph.reduce_min %a [1] : (tensor<3x4xf32>) -> tensor<3xf32>
+    """
+
+    name = "graph.reduce_min"
+
+    @staticmethod
+    def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        return np.min(x, axis=axes, initial=highest_value(x.dtype))
+
+
+@irdl_op_definition
+class ReduceProdOp(ReductionOp):
+    """Product over `axes` (1 over an empty range).
+
+        %p = graph.reduce_prod %a [0] : (tensor<3x4xf32>) -> tensor<4xf32>
+    """
+
+    name = "graph.reduce_prod"
+
+    @staticmethod
+    def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        return np.prod(x, axis=axes, dtype=x.dtype)
+
+
+@irdl_op_definition
+class ReduceL1Op(ReductionOp):
+    """Sum of absolute values over `axes` (0 over an empty range).
+
+        %n = graph.reduce_l1 %a [1] : (tensor<3x4xf32>) -> tensor<3xf32>
+    """
+
+    name = "graph.reduce_l1"
+
+    @staticmethod
+    def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        return np.sum(np.abs(x), axis=axes, dtype=x.dtype)
+
+
+@irdl_op_definition
+class ReduceSumSquareOp(ReductionOp):
+    """Sum of squares over `axes` (0 over an empty range).
+
+        %n = graph.reduce_sum_square %a [1] : (tensor<3x4xf32>) -> tensor<3xf32>
+    """
+
+    name = "graph.reduce_sum_square"
+
+    @staticmethod
+    def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        return np.sum(x * x, axis=axes, dtype=x.dtype)
+
+
+class FloatReductionOp(ReductionOp):
+    """A reduction defined on floats only (a square root or a logarithm follows the
+    combination)."""
+
+    FLOAT_OPERANDS: ClassVar[bool] = True
+
+
+@irdl_op_definition
+class ReduceL2Op(FloatReductionOp):
+    """Euclidean norm over `axes`: the square root of the sum of squares (0 over an
+    empty range).
+
+        %n = graph.reduce_l2 %a [1] : (tensor<3x4xf32>) -> tensor<3xf32>
+    """
+
+    name = "graph.reduce_l2"
+
+    @staticmethod
+    def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        return np.sqrt(np.sum(x * x, axis=axes, dtype=x.dtype))
+
+
+@irdl_op_definition
+class ReduceLogSumExpOp(FloatReductionOp):
+    """log(sum(exp(x))) over `axes`, computed as max + log(sum(exp(x - max))) so that
+    large inputs do not overflow (-inf over an empty range).
+
+        %l = graph.reduce_log_sum_exp %a [1] : (tensor<3x4xf32>) -> tensor<3xf32>
+    """
+
+    name = "graph.reduce_log_sum_exp"
+
+    @staticmethod
+    def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+        if any(x.shape[a] == 0 for a in axes):
+            return np.full(reduced_shape(x.shape, axes, False), -np.inf, dtype=x.dtype)
+        peak = np.max(x, axis=axes, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            peak = np.where(np.isfinite(peak), peak, 0).astype(x.dtype)
+            total = np.sum(np.exp(x - peak), axis=axes, keepdims=True, dtype=x.dtype)
+            return (np.log(total) + peak).reshape(reduced_shape(x.shape, axes, False))
+
+
+class ArgReductionOp(GraphOp):
+    """The shared definition of `graph.arg_max` and `graph.arg_min`: the position along
+    `axis` of the largest (smallest) element, as i64. Ties give the first position, or
+    the last one with `select_last_index`. With `keepdims` the axis stays as size 1."""
+
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.REDUCTION
+    FLOAT_OPERANDS: ClassVar[bool] = False
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    input = operand_def(AnyTensor)
+    axis = prop_def(IntegerAttr[I64])
+    keepdims = opt_prop_def(UnitAttr)
+    select_last_index = opt_prop_def(UnitAttr)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = (
+        "$input `axis` $axis (`keepdims` $keepdims^)? (`select_last_index` $select_last_index^)? "
+        "attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        axis: int,
+        keepdims: bool = False,
+        select_last_index: bool = False,
+    ):
+        input = SSAValue.get(input)
+        properties: dict[str, Attribute] = {"axis": IntegerAttr(axis, i64)}
+        if keepdims:
+            properties["keepdims"] = UnitAttr()
+        if select_last_index:
+            properties["select_last_index"] = UnitAttr()
+        shape = reduced_shape(static_shape(input), [axis], keepdims)
+        super().__init__(
+            operands=[input], properties=properties, result_types=[TensorType(i64, shape)]
+        )
+
+    @property
+    def axis_value(self) -> int:
+        return self.axis.value.data
+
+    @property
+    def keeps_dims(self) -> bool:
+        return self.keepdims is not None
+
+    @property
+    def last_index(self) -> bool:
+        return self.select_last_index is not None
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        shape = static_shape(self.input)
+        axis = self.axis_value
+        if not 0 <= axis < len(shape):
+            raise VerifyException(
+                f"'{self.name}' axis {axis} is out of range for rank {len(shape)}"
+            )
+        if shape[axis] == 0:
+            raise VerifyException(f"'{self.name}' cannot reduce the empty axis {axis}")
+        if element_type(self.result) != i64:
+            raise VerifyException(
+                f"'{self.name}' result must be an i64 tensor, got {self.result.type}"
+            )
+        return reduced_shape(shape, [axis], self.keeps_dims)
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        x = inputs[0]
+        axis = self.axis_value
+        if self.last_index:
+            flipped = np.flip(x, axis)
+            index = x.shape[axis] - 1 - self.pick(flipped, axis)
+        else:
+            index = self.pick(x, axis)
+        return [np.asarray(index, dtype=np.int64).reshape(static_shape(self.result))]
+
+    @staticmethod
+    def pick(x: np.ndarray, axis: int) -> np.ndarray:
+        raise NotImplementedError
+
+
+@irdl_op_definition
+class ArgMaxOp(ArgReductionOp):
+    """The position of the largest element along `axis` (of the first NaN, if any).
+
+        %i = graph.arg_max %a axis 1 keepdims : (tensor<3x4xf32>) -> tensor<3x1xi64>
+    """
+
+    name = "graph.arg_max"
+
+    @staticmethod
+    def pick(x: np.ndarray, axis: int) -> np.ndarray:
+        return np.argmax(x, axis=axis)
+
+
+@irdl_op_definition
+class ArgMinOp(ArgReductionOp):
+    """The position of the smallest element along `axis` (of the first NaN, if any).
+
+        %i = graph.arg_min %a axis 0 select_last_index : (tensor<3x4xf32>) -> tensor<4xi64>
+    """
+
+    name = "graph.arg_min"
+
+    @staticmethod
+    def pick(x: np.ndarray, axis: int) -> np.ndarray:
+        return np.argmin(x, axis=axis)
+
+
+OPS = (
+    ReduceSumOp,
+    ReduceMeanOp,
+    ReduceMaxOp,
+    ReduceMinOp,
+    ReduceProdOp,
+    ReduceL1Op,
+    ReduceL2Op,
+    ReduceSumSquareOp,
+    ReduceLogSumExpOp,
+    ArgMaxOp,
+    ArgMinOp,
+)
 
 __all__ = [
+    "ArgMaxOp",
+    "ArgMinOp",
+    "ArgReductionOp",
+    "FloatReductionOp",
+    "ReduceL1Op",
+    "ReduceL2Op",
+    "ReduceLogSumExpOp",
+    "ReduceMinOp",
+    "ReduceProdOp",
+    "ReduceSumSquareOp",
+    "highest_value",
     "ReduceMaxOp",
     "ReduceMeanOp",
     "ReduceSumOp",

@@ -1,4 +1,5 @@
-"""Converters for ONNX reductions: ReduceSum, ReduceMean, ReduceMax.
+"""Converters for ONNX reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin,
+ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp, and ArgMax/ArgMin.
 
 The axes are an attribute (ReduceSum before opset 13, the others before 18) or an input
 known at import time. No axes (or an empty list) means every axis, unless
@@ -13,15 +14,28 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from xdsl.dialects.builtin import AnyFloat
 
 from strato.dialects import graph
+from strato.dialects.graph.base import element_type
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
-from strato.frontends.onnx.convert_layout import axes_of, input_shape, normalize_axes
+from strato.frontends.onnx.convert_layout import (
+    axes_of,
+    input_shape,
+    normalize_axes,
+    normalize_axis,
+)
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "ReduceSum": (1,),
     "ReduceMean": (1,),
     "ReduceMax": (1,),
+    "ReduceMin": (1,),
+    "ReduceProd": (1,),
+    "ReduceL1": (1,),
+    "ReduceL2": (1,),
+    "ReduceSumSquare": (1,),
+    "ReduceLogSumExp": (1,),
 }
 """The inputs of each operator that must be known at import time (by position)."""
 
@@ -37,24 +51,91 @@ def _reduction(
         x = known if known is not None else ctx.operand(0)
         if not axes:
             if ctx.flag_attr("noop_with_empty_axes"):
-                return [x]
+                return [_unreduced(ctx, op_class, x)]
             axes = list(range(len(shape)))
         axes = sorted(normalize_axes(ctx, axes, len(shape)))
         if not axes:  # a rank-0 input: reducing nothing
             return [x]
+        if op_class.FLOAT_OPERANDS and not _is_float(x):
+            raise ctx.error(f"{ctx.op_type} of {_dtype_name(x)} tensors is not supported")
         if isinstance(x, np.ndarray):
-            reduced = op_class.reduce(x, tuple(axes))
+            with np.errstate(all="ignore"):
+                reduced = op_class.reduce(x, tuple(axes))
             result = np.asarray(reduced, dtype=x.dtype)
             result = result.reshape(graph.reduced_shape(shape, axes, keepdims))
             return [result]
         return [ctx.emit(op_class(x, axes, keepdims)).results[0]]
 
-    kind = op_class.name.split("_", 1)[1].capitalize()
-    convert.__name__ = f"convert_reduce_{kind.lower()}"
-    convert.__doc__ = f"ONNX Reduce{kind} -> {op_class.name}."
+    kind = op_class.name.split("_", 1)[1]
+    convert.__name__ = f"convert_reduce_{kind}"
+    convert.__doc__ = f"ONNX Reduce ({kind}) -> {op_class.name}."
     return convert
 
 
 convert_reduce_sum = _reduction(graph.ReduceSumOp)
 convert_reduce_mean = _reduction(graph.ReduceMeanOp)
 convert_reduce_max = _reduction(graph.ReduceMaxOp)
+def _unreduced(
+    ctx: NodeContext, op_class: type[graph.ReductionOp], x: ImportedValue
+) -> ImportedValue:
+    """A reduction over no axes, as the functions that define the norms in ONNX compute
+    it: the element map without the combination (|x| for L1 and L2, x * x for the sum
+    of squares, x otherwise)."""
+    if op_class in (graph.ReduceL1Op, graph.ReduceL2Op):
+        if isinstance(x, np.ndarray):
+            return np.abs(x)
+        return ctx.emit(graph.AbsOp(x)).results[0]
+    if op_class is graph.ReduceSumSquareOp:
+        if isinstance(x, np.ndarray):
+            return np.asarray(x * x, dtype=x.dtype)
+        return ctx.emit(graph.MulOp(x, x)).results[0]
+    return x
+
+
+convert_reduce_min = _reduction(graph.ReduceMinOp)
+convert_reduce_prod = _reduction(graph.ReduceProdOp)
+convert_reduce_l1 = _reduction(graph.ReduceL1Op)
+convert_reduce_l2 = _reduction(graph.ReduceL2Op)
+convert_reduce_sum_square = _reduction(graph.ReduceSumSquareOp)
+convert_reduce_log_sum_exp = _reduction(graph.ReduceLogSumExpOp)
+
+
+def _is_float(x: ImportedValue) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.dtype.kind == "f" or x.dtype.name == "bfloat16"
+    return isinstance(element_type(x), AnyFloat)
+
+
+def _dtype_name(x: ImportedValue) -> str:
+    return str(x.dtype) if isinstance(x, np.ndarray) else str(element_type(x))
+
+
+def _arg_reduction(
+    op_class: type[graph.ArgReductionOp],
+) -> Callable[[NodeContext], list[ImportedValue]]:
+    def convert(ctx: NodeContext) -> list[ImportedValue]:
+        shape = input_shape(ctx, 0)
+        if not shape:
+            raise ctx.error("input must have rank >= 1")
+        axis = normalize_axis(ctx, int(ctx.attr("axis", 0)), len(shape))
+        keepdims = ctx.flag_attr("keepdims", 1)
+        last = ctx.flag_attr("select_last_index", 0)
+        if shape[axis] == 0:
+            raise ctx.error(f"cannot take the {ctx.op_type} of the empty axis {axis}")
+        known = ctx.known(0)
+        x = known if known is not None else ctx.operand(0)
+        if isinstance(x, np.ndarray):
+            picked = np.flip(x, axis) if last else x
+            index = op_class.pick(picked, axis)
+            if last:
+                index = shape[axis] - 1 - index
+            return [np.asarray(index, np.int64).reshape(graph.reduced_shape(shape, [axis], keepdims))]
+        return [ctx.emit(op_class(x, axis, keepdims, last)).results[0]]
+
+    convert.__name__ = f"convert_{op_class.name.split('.', 1)[1]}"
+    convert.__doc__ = f"ONNX {op_class.name} (axis, keepdims, select_last_index)."
+    return convert
+
+
+convert_arg_max = _arg_reduction(graph.ArgMaxOp)
+convert_arg_min = _arg_reduction(graph.ArgMinOp)

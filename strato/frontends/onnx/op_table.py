@@ -62,15 +62,25 @@ from strato.frontends.onnx.convert_normalization import (
     convert_softmax,
 )
 from strato.frontends.onnx.convert_reduce import (
+    convert_arg_max,
+    convert_arg_min,
+    convert_reduce_l1,
+    convert_reduce_l2,
+    convert_reduce_log_sum_exp,
     convert_reduce_max,
     convert_reduce_mean,
+    convert_reduce_min,
+    convert_reduce_prod,
     convert_reduce_sum,
+    convert_reduce_sum_square,
 )
 from strato.frontends.onnx.convert_rnn import convert_lstm
 
 ONNX_CONVERTERS: dict[str, Converter] = {
     "Abs": convert_abs,
     "Add": convert_add,
+    "ArgMax": convert_arg_max,
+    "ArgMin": convert_arg_min,
     "AveragePool": convert_average_pool,
     "BatchNormalization": convert_batch_normalization,
     "Cast": convert_cast,
@@ -104,9 +114,15 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Neg": convert_neg,
     "Pad": convert_pad,
     "Pow": convert_pow,
+    "ReduceL1": convert_reduce_l1,
+    "ReduceL2": convert_reduce_l2,
+    "ReduceLogSumExp": convert_reduce_log_sum_exp,
     "ReduceMax": convert_reduce_max,
     "ReduceMean": convert_reduce_mean,
+    "ReduceMin": convert_reduce_min,
+    "ReduceProd": convert_reduce_prod,
     "ReduceSum": convert_reduce_sum,
+    "ReduceSumSquare": convert_reduce_sum_square,
     "Relu": convert_relu,
     "Reshape": convert_reshape,
     "Shape": convert_shape,

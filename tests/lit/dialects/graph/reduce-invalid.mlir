@@ -62,3 +62,35 @@ func.func @axes_type(%a: tensor<2x3xf32>) -> tensor<2xf32> {
   %r = "graph.reduce_sum"(%a) <{axes = array<i32: 1>}> : (tensor<2x3xf32>) -> tensor<2xf32>
   func.return %r : tensor<2xf32>
 }
+
+// -----
+
+func.func @l2_of_integers(%a: tensor<2x3xi32>) -> tensor<2xi32> {
+  // expected-error @+1 {{'graph.reduce_l2' expects float tensors, got tensor<2x3xi32>}}
+  %r = graph.reduce_l2 %a [1] : (tensor<2x3xi32>) -> tensor<2xi32>
+  func.return %r : tensor<2xi32>
+}
+
+// -----
+
+func.func @arg_axis(%a: tensor<2x3xf32>) -> tensor<2xi64> {
+  // expected-error @+1 {{'graph.arg_max' axis 2 is out of range for rank 2}}
+  %r = graph.arg_max %a axis 2 : (tensor<2x3xf32>) -> tensor<2xi64>
+  func.return %r : tensor<2xi64>
+}
+
+// -----
+
+func.func @arg_result_type(%a: tensor<2x3xf32>) -> tensor<2xi32> {
+  // expected-error @+1 {{'graph.arg_min' result must be an i64 tensor, got tensor<2xi32>}}
+  %r = graph.arg_min %a axis 1 : (tensor<2x3xf32>) -> tensor<2xi32>
+  func.return %r : tensor<2xi32>
+}
+
+// -----
+
+func.func @arg_empty_axis(%a: tensor<2x0xf32>) -> tensor<2xi64> {
+  // expected-error @+1 {{'graph.arg_max' cannot reduce the empty axis 1}}
+  %r = graph.arg_max %a axis 1 : (tensor<2x0xf32>) -> tensor<2xi64>
+  func.return %r : tensor<2xi64>
+}

@@ -23,3 +23,27 @@ func.func @reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) -> tensor<3xf32>
   %i = graph.reduce_sum %b [0] : (tensor<5xi32>) -> tensor<i32>
   func.return %m : tensor<3xf32>
 }
+
+// CHECK-LABEL: func.func @more_reductions
+// CHECK-NEXT:    %0 = graph.reduce_min %a [1] : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
+// CHECK-NEXT:    %1 = graph.reduce_prod %a [0, 2] keepdims : (tensor<2x3x4xf32>) -> tensor<1x3x1xf32>
+// CHECK-NEXT:    %2 = graph.reduce_l1 %a [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %3 = graph.reduce_l2 %a [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+// CHECK-NEXT:    %4 = graph.reduce_sum_square %b [0] : (tensor<5xi32>) -> tensor<i32>
+// CHECK-NEXT:    %5 = graph.reduce_log_sum_exp %a [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
+// CHECK-NEXT:    %6 = graph.arg_max %a axis 1 keepdims : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
+// CHECK-NEXT:    %7 = graph.arg_min %b axis 0 select_last_index : (tensor<5xi32>) -> tensor<i64>
+// GENERIC-LABEL: sym_name = "more_reductions"
+// GENERIC:         "graph.arg_max"(%a) <{axis = 1 : i64, keepdims}> : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
+// GENERIC:         "graph.arg_min"(%b) <{axis = 0 : i64, select_last_index}> : (tensor<5xi32>) -> tensor<i64>
+func.func @more_reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) {
+  %0 = graph.reduce_min %a [1] : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
+  %1 = graph.reduce_prod %a [0, 2] keepdims : (tensor<2x3x4xf32>) -> tensor<1x3x1xf32>
+  %2 = graph.reduce_l1 %a [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  %3 = graph.reduce_l2 %a [2] : (tensor<2x3x4xf32>) -> tensor<2x3xf32>
+  %4 = graph.reduce_sum_square %b [0] : (tensor<5xi32>) -> tensor<i32>
+  %5 = graph.reduce_log_sum_exp %a [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
+  %6 = graph.arg_max %a axis 1 keepdims : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
+  %7 = graph.arg_min %b axis 0 select_last_index : (tensor<5xi32>) -> tensor<i64>
+  func.return
+}
