@@ -11,9 +11,15 @@ Leaves illegal: every op outside the llvm dialect (checked after the pass).
   static layout (row-major by default). `index` becomes i64. Each pointer argument keeps
   its memref type as the argument attribute `strato.memref_type`; `loop.output` and
   `loop.kernel` are kept.
-- `loop.for` becomes a header/body/latch CFG (blocks named after the axis). Every kind
-  is generated as a serial loop for now; the back edge of a non-serial loop carries
-  `strato.loop_kind` for the code generation that will honour it.
+- Reduction updates (`acc = acc + a * b` through one location) get the `reassoc` and
+  `contract` fast-math flags (`strato.targets.llvm.reduction_flags`).
+- `unrolled` loops are fully unrolled (`unroll_loops`), then `vectorized` loops become
+  `<W x T>` vector code: vector loads/stores where the address moves by one element,
+  broadcasts of scalars that do not vary, per-lane accesses for strides and gathers
+  (`vectorize_loops`, which says when a loop stays serial).
+- The remaining `loop.for`s become header/body/latch CFGs (blocks named after the axis);
+  parallel and virtual-thread loops run serially, and the back edge of a non-serial
+  loop carries `strato.loop_kind`.
 - Global-scope buffers come from `malloc`/`free`; small local ones are one `alloca` at
   the function entry. `memref.global` constants become internal llvm globals holding
   the same dense bytes. `math` ops become LLVM intrinsics or libm calls.
@@ -83,8 +89,11 @@ from strato.targets.llvm.loop_to_llvm import loop_to_llvm_patterns
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern, LoweringDispatcher
 from strato.targets.llvm.math_to_llvm import math_to_llvm_patterns
 from strato.targets.llvm.memref_to_llvm import memref_to_llvm_patterns
+from strato.targets.llvm.reduction_flags import mark_reductions
 from strato.targets.llvm.scf_to_llvm import scf_to_llvm_patterns
 from strato.targets.llvm.type_conversion import unsupported, unsupported_type_reason
+from strato.targets.llvm.unroll_loops import unroll_loops
+from strato.targets.llvm.vectorize_loops import vectorize_loops
 
 PASS_NAME = "convert-loops-to-llvm"
 
@@ -143,6 +152,9 @@ def convert_loops_to_llvm(module: ModuleOp) -> None:
     """Lower `module` from the loop level to the llvm dialect, in place."""
     dispatcher = LoweringDispatcher(loops_to_llvm_patterns())
     check_lowerable(module, set(dispatcher.by_type))
+    mark_reductions(module)
+    unroll_loops(module)
+    vectorize_loops(module)
     PatternRewriteWalker(dispatcher, apply_recursively=True).rewrite_module(module)
     reconcile_unrealized_casts(module, warn_on_failure=False)
     check_legal(

@@ -69,13 +69,29 @@ def test_pointer_arguments_keep_their_memref_type_and_output_marker():
     assert "loop.kernel" in fn.attributes
 
 
+_STAYS_A_LOOP = {LoopKind.SERIAL, LoopKind.PARALLEL, LoopKind.VIRTUAL_THREAD}
+
+
 @pytest.mark.parametrize("kind", list(LoopKind))
-def test_every_loop_kind_computes_the_serial_result(kind: LoopKind):
+def test_each_loop_kind_is_generated_as_its_kind_and_computes_the_serial_result(
+    kind: LoopKind,
+):
     module = parse(RELU.replace("KIND", kind.value))
     lowered = module.clone()
     convert_loops_to_llvm(lowered)
     back_edges = [op for op in lowered.walk() if LOOP_KIND_ATTR in op.attributes]
-    assert len(back_edges) == (0 if kind == LoopKind.SERIAL else 1)
+    loads = [op for op in lowered.walk() if isinstance(op, llvm.LoadOp)]
+    if kind in _STAYS_A_LOOP:
+        # parallel loops run serially until the runtime has a thread pool
+        assert len(back_edges) == (0 if kind == LoopKind.SERIAL else 1)
+        assert [str(op.dereferenced_value.type) for op in loads] == ["f32"]
+    elif kind == LoopKind.VECTORIZED:
+        assert not back_edges and not any(isinstance(op, llvm.BrOp) for op in lowered.walk())
+        assert [str(op.dereferenced_value.type) for op in loads] == ["vector<8xf32>"]
+    else:
+        assert kind == LoopKind.UNROLLED
+        assert not any(isinstance(op, llvm.BrOp) for op in lowered.walk())
+        assert len(loads) == 8
     x = np.linspace(-2, 2, 8, dtype=np.float32)
     out = np.empty(8, np.float32)
     JitModule(lowered).function("relu")(x, out)

@@ -47,7 +47,7 @@ def fastmath(flags: Attribute | None) -> llvm.FastMathAttr:
     """The llvm fastmath attribute carrying the same flags as an arith one."""
     if flags is None or not isinstance(flags.data, frozenset) or not flags.data:
         return _NO_FASTMATH
-    return llvm.FastMathAttr(flags.data)
+    return llvm.FastMathAttr([llvm.FastMathFlag(str(flag)) for flag in flags.data])
 
 
 def int_binary(
@@ -117,12 +117,18 @@ def gep(base: SSAValue, index: SSAValue | int, element_type: Attribute) -> llvm.
     return llvm.GEPOp.from_mixed_indices(base, [index], element_type, inbounds=True)
 
 
-def load(pointer: SSAValue, type_: Attribute) -> llvm.LoadOp:
-    return llvm.LoadOp(pointer, type_)
+def load(
+    pointer: SSAValue, type_: Attribute, alignment: int | None = None
+) -> llvm.LoadOp:
+    """A load of `type_`; `alignment` in bytes when the pointer is known to have it
+    (a vector load of a buffer only knows its elements' alignment)."""
+    return llvm.LoadOp(pointer, type_, alignment=alignment)
 
 
-def store(value: SSAValue, pointer: SSAValue) -> llvm.StoreOp:
-    return llvm.StoreOp(value, pointer)
+def store(
+    value: SSAValue, pointer: SSAValue, alignment: int | None = None
+) -> llvm.StoreOp:
+    return llvm.StoreOp(value, pointer, alignment=alignment)
 
 
 def alloca(count: SSAValue, element_type: Attribute, alignment: int) -> llvm.AllocaOp:

@@ -10,6 +10,11 @@ the module, function and global translation itself because it needs what xDSL's
   and definitions are marked `nounwind` (lowered code never unwinds);
 * blocks are translated in reverse post-order, so a value is always translated before
   a branch in another block passes it to a phi;
+* definitions carry the host CPU, its features and `"prefer-vector-width"="512"` (LLVM
+  otherwise prefers 256-bit vectors on AVX-512 CPUs), and the buffer arguments of
+  kernels (`loop.kernel`) are `noalias`: a kernel's buffers are distinct by the
+  loop-level ABI, which lets LLVM keep accumulators in registers;
+* fast-math flags of intrinsic calls are kept;
 * GEPs are emitted on the opaque pointer directly (xDSL inserts a bitcast), and
   intrinsics are declared with opaque pointer parameters (xDSL declares them with the
   typed pointer llvmlite gives the first call's arguments, and a later call with a
@@ -51,6 +56,10 @@ _ARG_FLAGS = {
     "llvm.nocapture": "captures(none)",
 }
 _ARG_INTS = {"llvm.align": "align", "llvm.dereferenceable": "dereferenceable"}
+
+_KERNEL_ATTR = "loop.kernel"  # restated: the llvm target does not import the loop dialect
+
+PREFERRED_VECTOR_BITS = 512
 
 _LOCAL_LINKAGES = frozenset({"internal", "private", "linkonce_odr", "weak_odr"})
 
@@ -151,7 +160,21 @@ def _emit_global(op: llvm.GlobalOp, module: ir.Module) -> None:
 # -- functions ---------------------------------------------------------------------------
 
 
-def _declare_function(op: llvm.FuncOp, module: ir.Module) -> ir.Function:
+def _add_target_attributes(fn: ir.Function) -> None:
+    """String attributes llvmlite's attribute set does not know: added to the set
+    itself, which prints them as they are."""
+    host = host_target()
+    for attribute in (
+        f'"target-cpu"="{host.cpu}"',
+        f'"target-features"="{host.features}"',
+        f'"prefer-vector-width"="{PREFERRED_VECTOR_BITS}"',
+    ):
+        set.add(fn.attributes, attribute)
+
+
+def _declare_function(
+    op: llvm.FuncOp, module: ir.Module, *, target_attributes: bool
+) -> ir.Function:
     fn_type = op.function_type
     ir_type = ir.FunctionType(
         _llvm_type(fn_type.output),
@@ -164,6 +187,12 @@ def _declare_function(op: llvm.FuncOp, module: ir.Module) -> ir.Function:
         if linkage in _LOCAL_LINKAGES:
             fn.linkage = linkage
         fn.attributes.add("nounwind")
+        if target_attributes:
+            _add_target_attributes(fn)
+        if _KERNEL_ATTR in op.attributes:
+            for arg in fn.args:
+                if isinstance(arg.type, ir.PointerType):
+                    arg.add_attribute("noalias")
     if op.arg_attrs is None:
         return fn
     for arg, attrs in zip(fn.args, op.arg_attrs.data, strict=True):
@@ -235,9 +264,21 @@ def _emit_call_intrinsic(
     callee = module.globals.get(name)
     if callee is None:
         callee = ir.Function(module, fn_type, name=name)
-    result = builder.call(callee, args)
+    flags = sorted(flag.value for flag in op.fastmathFlags.data)
+    result = builder.call(callee, args, fastmath=flags)
     if op.ress is not None:
         values[op.ress] = result
+
+
+def _emit_store(op: llvm.StoreOp, builder: ir.IRBuilder, values: ValueMap) -> None:
+    """A store; the pointer is retyped when llvmlite gave it another pointee (GEPs of
+    a buffer's element type, stored to with a vector of those elements)."""
+    value, pointer = values[op.value], values[op.ptr]
+    if not pointer.type.is_opaque and pointer.type.pointee != value.type:
+        pointer = builder.bitcast(pointer, value.type.as_pointer())
+    store = builder.store(value, pointer)
+    if op.alignment is not None:
+        store.align = op.alignment.value.data
 
 
 _OP_EMITTERS: dict[
@@ -245,6 +286,7 @@ _OP_EMITTERS: dict[
 ] = {
     llvm.GEPOp: _emit_gep,  # type: ignore[dict-item]
     llvm.CallIntrinsicOp: _emit_call_intrinsic,  # type: ignore[dict-item]
+    llvm.StoreOp: _emit_store,  # type: ignore[dict-item]
 }
 
 
@@ -324,7 +366,11 @@ def to_llvmlite_module(
             )
     for op in globals_:
         _emit_global(op, ir_module)
-    declared = [(op, _declare_function(op, ir_module)) for op in functions]
+    on_host = triple == host.triple
+    declared = [
+        (op, _declare_function(op, ir_module, target_attributes=on_host))
+        for op in functions
+    ]
     for op, fn in declared:
         if op.body.blocks:
             _emit_body(op, fn)

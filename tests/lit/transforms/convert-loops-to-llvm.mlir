@@ -1,7 +1,8 @@
 // RUN: strato-opt %s -p convert-loops-to-llvm | filecheck %s
 
 // A loop becomes header, body and latch blocks named after its axis; the kind of a
-// non-serial loop stays on the back edge. Memrefs are bare pointers, index is i64.
+// non-serial loop that stays a loop (virtual threads and, for now, parallel loops) is
+// on the back edge. Memrefs are bare pointers, index is i64.
 // CHECK-LABEL: llvm.func @relu(%a: !llvm.ptr {strato.memref_type = memref<8xf32>}, %o: !llvm.ptr {loop.output, strato.memref_type = memref<8xf32>}) attributes {loop.kernel} {
 // CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    llvm.br ^i_header(%[[LB]] : i64)
@@ -18,12 +19,12 @@
 // CHECK-NEXT:    llvm.store %[[M]], %[[Q]] : f32, !llvm.ptr
 // CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    %[[NEXT:.*]] = llvm.add %i, %[[STEP]] overflow<nsw> : i64
-// CHECK-NEXT:    llvm.br ^i_header(%[[NEXT]] : i64) {strato.loop_kind = "vectorized"}
+// CHECK-NEXT:    llvm.br ^i_header(%[[NEXT]] : i64) {strato.loop_kind = "virtual_thread"}
 // CHECK-NEXT:  ^i_exit:
 // CHECK-NEXT:    llvm.return
 // CHECK-NEXT:  }
 func.func @relu(%a: memref<8xf32>, %o: memref<8xf32> {loop.output}) attributes {loop.kernel} {
-  loop.for %i = 0 to 8 vectorized axis "i" {
+  loop.for %i = 0 to 8 virtual_thread axis "i" {
     %v = memref.load %a[%i] : memref<8xf32>
     %z = arith.constant 0.0 : f32
     %m = arith.maximumf %v, %z : f32
@@ -31,6 +32,7 @@ func.func @relu(%a: memref<8xf32>, %o: memref<8xf32> {loop.output}) attributes {
   }
   func.return
 }
+
 
 // Nested loops nest their CFGs: the outer latch follows the inner exit. A 2-d access
 // is linearized row-major. A serial loop's back edge carries no kind.
@@ -241,6 +243,57 @@ func.func @branches(%n: index) -> index {
   cf.cond_br %done, ^exit, ^loop(%next : index)
 ^exit:
   func.return %next : index
+}
+
+// A vectorized loop is no loop: one vector load at the first lane's address, the op
+// on <8 x f32> (a uniform operand broadcast), one vector store.
+// CHECK-LABEL: llvm.func @relu_vectorized(
+// CHECK-NOT:     llvm.br
+// CHECK:         %[[P:.*]] = llvm.getelementptr inbounds %a{{.*}}[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %[[V:.*]] = llvm.load %[[P]] {alignment = 4 : i64} : !llvm.ptr -> vector<8xf32>
+// CHECK:         %[[B:.*]] = llvm.shufflevector %{{.*}}, %{{.*}} [0, 0, 0, 0, 0, 0, 0, 0] : vector<8xf32>
+// CHECK-NEXT:    %[[M:.*]] = llvm.call_intrinsic "llvm.maximum.v8f32"(%[[V]], %[[B]]) : (vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:         llvm.store %[[M]], %{{.*}} {alignment = 4 : i64} : vector<8xf32>, !llvm.ptr
+// CHECK-NEXT:    llvm.return
+func.func @relu_vectorized(%a: memref<8xf32>, %o: memref<8xf32> {loop.output}) attributes {loop.kernel} {
+  loop.for %i = 0 to 8 vectorized axis "i" {
+    %v = memref.load %a[%i] : memref<8xf32>
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    memref.store %m, %o[%i] : memref<8xf32>
+  }
+  func.return
+}
+
+// An unrolled loop is one copy of the body per iteration, at constant indices.
+// CHECK-LABEL: llvm.func @unrolled(
+// CHECK-NOT:     llvm.br
+// CHECK-COUNT-3: llvm.fneg
+// CHECK-NOT:     llvm.fneg
+// CHECK:         llvm.return
+func.func @unrolled(%a: memref<3xf32>, %o: memref<3xf32> {loop.output}) attributes {loop.kernel} {
+  loop.for %i = 0 to 3 unrolled axis "i" {
+    %v = memref.load %a[%i] : memref<3xf32>
+    %n = arith.negf %v : f32
+    memref.store %n, %o[%i] : memref<3xf32>
+  }
+  func.return
+}
+
+// The update of a reduction may be reassociated and contracted into an FMA.
+// CHECK-LABEL: llvm.func @sum_of_squares(
+// CHECK:         llvm.fmul %{{.*}}, %{{.*}} {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
+// CHECK:         llvm.fadd %{{.*}}, %{{.*}} {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32
+func.func @sum_of_squares(%a: memref<8xf32>, %o: memref<1xf32> {loop.output}) attributes {loop.kernel} {
+  %q_c0 = arith.constant 0 : index
+  loop.for %q_k = 0 to 8 axis "k" {
+    %q_e = memref.load %a[%q_k] : memref<8xf32>
+    %q_p = arith.mulf %q_e, %q_e : f32
+    %q_s = memref.load %o[%q_c0] : memref<1xf32>
+    %q_t = arith.addf %q_s, %q_p : f32
+    memref.store %q_t, %o[%q_c0] : memref<1xf32>
+  }
+  func.return
 }
 
 // The C library functions used are declared at the end of the module.

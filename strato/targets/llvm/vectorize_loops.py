@@ -1,0 +1,469 @@
+"""Vector code for `vectorized` loops, before the rest of the lowering to llvm.
+
+A `vectorized` loop of W iterations whose body is straight-line (arith, math,
+memref.load/store) is replaced by straight-line code in which each value that varies
+with the induction variable is one `<W x T>` LLVM vector, and each value that does not
+stays a scalar:
+
+- a load or store whose address moves by one element per iteration is one vector
+  load/store; an address that does not move is a scalar load, broadcast to every lane
+  where a vector needs it; any other address (a stride, a gather through a computed
+  index) is one scalar access per lane, assembled with `insertelement`;
+- float and integer arithmetic, min/max, fma and the math functions LLVM has vector
+  intrinsics for become vector instructions (keeping the op's fast-math flags); any
+  other op is computed per lane and assembled into a vector where a vector needs it.
+
+Index arithmetic stays scalar: the analysis follows each index as `base + stride * iv`
+(stride a constant) to classify addresses, and computes the base at the first lane.
+
+The vector ops are llvm-dialect ops on values bridged from the loop level by
+`builtin.unrealized_conversion_cast`, like every other pattern of the lowering; the
+scalar ops it leaves are lowered by the usual patterns.
+
+A loop is vectorized only when its lanes are independent: every buffer it writes is
+read and written at one address per lane, and that address differs between lanes. Any
+other `vectorized` loop (a body with nested loops or branches, a lane reading what
+another lane writes, more than `MAX_VECTOR_LANES` iterations) is generated as a serial
+loop, which computes the same values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import arith, llvm, math, memref
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    DenseArrayBase,
+    IndexType,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+    UnrealizedConversionCastOp,
+    VectorType,
+    i32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from strato.dialects.loop import ForOp, LoopKind, YieldOp
+from strato.targets.llvm import builders
+from strato.targets.llvm.memref_to_llvm import element_address
+from strato.targets.llvm.reduction_flags import same_index
+from strato.targets.llvm.type_conversion import (
+    POINTER,
+    element_byte_size,
+    memref_layout,
+)
+
+MAX_VECTOR_LANES = 64
+"""A vectorized loop with more iterations is generated as a serial loop (a schedule
+splits a long loop and vectorizes the inner part)."""
+
+_FLOAT_BINARY: dict[type[Operation], type[Operation]] = {
+    arith.AddfOp: llvm.FAddOp,
+    arith.SubfOp: llvm.FSubOp,
+    arith.MulfOp: llvm.FMulOp,
+    arith.DivfOp: llvm.FDivOp,
+}
+_INT_BINARY: dict[type[Operation], type[Operation]] = {
+    arith.AddiOp: llvm.AddOp,
+    arith.SubiOp: llvm.SubOp,
+    arith.MuliOp: llvm.MulOp,
+    arith.AndIOp: llvm.AndOp,
+    arith.OrIOp: llvm.OrOp,
+    arith.XOrIOp: llvm.XOrOp,
+}
+_FLOAT_INTRINSICS: dict[type[Operation], str] = {
+    arith.MaximumfOp: "llvm.maximum",
+    arith.MinimumfOp: "llvm.minimum",
+    arith.MaxnumfOp: "llvm.maxnum",
+    arith.MinnumfOp: "llvm.minnum",
+    math.FmaOp: "llvm.fma",
+    math.SqrtOp: "llvm.sqrt",
+    math.AbsFOp: "llvm.fabs",
+    math.ExpOp: "llvm.exp",
+    math.Exp2Op: "llvm.exp2",
+    math.LogOp: "llvm.log",
+    math.Log2Op: "llvm.log2",
+    math.FloorOp: "llvm.floor",
+    math.CeilOp: "llvm.ceil",
+    math.RoundOp: "llvm.round",
+    math.TruncOp: "llvm.trunc",
+    math.CopySignOp: "llvm.copysign",
+    math.PowFOp: "llvm.pow",
+}
+
+
+def _is_straight_line(op: Operation) -> bool:
+    return not op.regions and (
+        op.dialect_name() in ("arith", "math")
+        or isinstance(op, memref.LoadOp | memref.StoreOp | YieldOp)
+    )
+
+
+def _vector_element_ok(type_: Attribute) -> bool:
+    if isinstance(type_, AnyFloat):
+        return True
+    return isinstance(type_, IntegerType) and type_.width.data in (1, 8, 16, 32, 64)
+
+
+@dataclass
+class _Access:
+    op: memref.LoadOp | memref.StoreOp
+    stride: int | None  # in elements of the buffer per iteration; None when not affine
+
+
+class _LoopVectorizer:
+    """Replaces one `vectorized` loop by vector code (see the module docstring)."""
+
+    def __init__(self, loop: ForOp):
+        self.loop = loop
+        self.width = loop.trip_count
+        self.body = [op for op in loop.body.block.ops if not isinstance(op, YieldOp)]
+        self.iv = loop.induction_var
+        self.inside: set[SSAValue] = {self.iv}
+        for op in self.body:
+            self.inside.update(op.results)
+        self.written: set[SSAValue] = {
+            op.memref for op in self.body if isinstance(op, memref.StoreOp)
+        }
+        self._stride: dict[SSAValue, int | None] = {}
+        self._uniform: dict[SSAValue, bool] = {}
+        self._scalar: dict[SSAValue, SSAValue] = {}
+        self._lane: dict[tuple[SSAValue, int], SSAValue] = {}
+        self._vector: dict[SSAValue, SSAValue] = {}
+        self._lane_constants: dict[int, SSAValue] = {}
+
+    # -- analysis -------------------------------------------------------------------------
+
+    def is_uniform(self, value: SSAValue) -> bool:
+        """Whether `value` is the same in every iteration."""
+        if value not in self.inside:
+            return True
+        if value is self.iv:
+            return False
+        if value in self._uniform:
+            return self._uniform[value]
+        op = value.owner
+        assert isinstance(op, Operation)
+        uniform = all(self.is_uniform(v) for v in op.operands)
+        if isinstance(op, memref.LoadOp) and op.memref in self.written:
+            uniform = False
+        self._uniform[value] = uniform
+        return uniform
+
+    def stride(self, value: SSAValue) -> int | None:
+        """`s` when `value` is `base + s * lane` for a constant s, else None."""
+        if self.is_uniform(value):
+            return 0
+        if value is self.iv:
+            return self.loop.step.data
+        if value in self._stride:
+            return self._stride[value]
+        op = value.owner
+        result: int | None = None
+        if isinstance(op, arith.AddiOp | arith.SubiOp):
+            lhs, rhs = self.stride(op.lhs), self.stride(op.rhs)
+            if lhs is not None and rhs is not None:
+                result = lhs + rhs if isinstance(op, arith.AddiOp) else lhs - rhs
+        elif isinstance(op, arith.MuliOp):
+            lhs, rhs = self.stride(op.lhs), self.stride(op.rhs)
+            lhs_c, rhs_c = _constant_int(op.lhs), _constant_int(op.rhs)
+            if rhs_c is not None and lhs is not None:
+                result = lhs * rhs_c
+            elif lhs_c is not None and rhs is not None:
+                result = rhs * lhs_c
+        elif isinstance(op, arith.IndexCastOp):
+            result = self.stride(op.input)
+        self._stride[value] = result
+        return result
+
+    def access(self, op: memref.LoadOp | memref.StoreOp) -> _Access:
+        type_ = op.memref.type
+        assert isinstance(type_, MemRefType)
+        strides = memref_layout(type_).strides
+        total: int | None = 0
+        for index, stride in zip(op.indices, strides, strict=True):
+            s = self.stride(index)
+            if s is None or total is None:
+                total = None
+            else:
+                total += s * stride
+        return _Access(op, total)
+
+    def lanes_independent(self) -> bool:
+        """Every written buffer is accessed at one address per lane, distinct lanes
+        touching distinct elements."""
+        for buffer in self.written:
+            accesses = [
+                op
+                for op in self.body
+                if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref is buffer
+            ]
+            first = accesses[0]
+            stride = self.access(first).stride
+            if stride is None or stride == 0:
+                return False
+            for other in accesses[1:]:
+                if not all(
+                    same_index(a, b)
+                    for a, b in zip(first.indices, other.indices, strict=True)
+                ):
+                    return False
+        return True
+
+    def runs_per_lane(self, op: Operation) -> bool:
+        """Whether `op` is computed lane by lane rather than as one vector op."""
+        if isinstance(op, memref.LoadOp | memref.StoreOp):
+            element = op.res.type if isinstance(op, memref.LoadOp) else op.value.type
+            return not (self.access(op).stride == 1 and _vector_element_ok(element))
+        return not self.vectorizes_as_vector(op)
+
+    def values_needed_per_lane(self) -> set[SSAValue]:
+        """The varying values some op uses lane by lane (so loads among them are also
+        loaded per lane, where they stand)."""
+        needed: set[SSAValue] = set()
+        for op in reversed(self.body):
+            uniform = all(self.is_uniform(r) for r in op.results)
+            if uniform and not isinstance(op, memref.StoreOp):
+                continue
+            if self.runs_per_lane(op) or any(r in needed for r in op.results):
+                needed.update(v for v in op.operands if not self.is_uniform(v))
+        return needed
+
+    def can_vectorize(self) -> bool:
+        return (
+            1 < self.width <= MAX_VECTOR_LANES
+            and all(_is_straight_line(op) for op in self.body)
+            and self.lanes_independent()
+        )
+
+    # -- emission helpers -----------------------------------------------------------------
+
+    def emit(self, op: Operation) -> Operation:
+        block = self.loop.parent_block()
+        assert block is not None
+        block.insert_op_before(op, self.loop)
+        return op
+
+    def vector_type(self, scalar: Attribute) -> VectorType:
+        return VectorType(scalar, [self.width])
+
+    def to_llvm(self, value: SSAValue, type_: Attribute) -> SSAValue:
+        if value.type == type_:
+            return value
+        cast, result = UnrealizedConversionCastOp.cast_one(value, type_)
+        self.emit(cast)
+        return result
+
+    def lane_index(self, lane: int) -> SSAValue:
+        if lane not in self._lane_constants:
+            constant = self.emit(builders.constant(lane, i32))
+            self._lane_constants[lane] = constant.results[0]
+        return self._lane_constants[lane]
+
+    # -- values ---------------------------------------------------------------------------
+
+    def scalar(self, value: SSAValue) -> SSAValue:
+        """A uniform value, computed once before the vector code."""
+        if value not in self.inside:
+            return value
+        if value not in self._scalar:
+            op = value.owner
+            assert isinstance(op, Operation) and not isinstance(op, memref.LoadOp)
+            self._scalar[value] = self.clone_with(op, self.scalar).results[0]
+        return self._scalar[value]
+
+    def lane(self, value: SSAValue, lane: int) -> SSAValue:
+        """The scalar value of `value` in one lane."""
+        if self.is_uniform(value):
+            return self.scalar(value)
+        key = (value, lane)
+        if key not in self._lane:
+            if value is self.iv:
+                start, step = self.loop.lb.data, self.loop.step.data
+                constant = arith.ConstantOp.from_int_and_width(
+                    start + lane * step, IndexType()
+                )
+                self._lane[key] = self.emit(constant).results[0]
+            else:
+                op = value.owner
+                assert isinstance(op, Operation)
+                # loads are emitted per lane where they stand (see `vectorize`)
+                assert not isinstance(op, memref.LoadOp), "lane of a load not emitted"
+                cloned = self.clone_with(op, lambda v: self.lane(v, lane))
+                self._lane[key] = cloned.results[value.index]
+        return self._lane[key]
+
+    def vector(self, value: SSAValue) -> SSAValue:
+        """`value` as a `<W x T>` vector: a broadcast when it is uniform, lanes
+        assembled with insertelement when it was computed per lane."""
+        if value in self._vector:
+            return self._vector[value]
+        vector_type = self.vector_type(value.type)
+        if self.is_uniform(value):
+            scalar = self.scalar(value)
+            undef = self.emit(llvm.UndefOp(vector_type)).results[0]
+            single = self.emit(
+                llvm.InsertElementOp(undef, scalar, self.lane_index(0))
+            ).results[0]
+            mask = DenseArrayBase.from_list(i32, [0] * self.width)
+            result = self.emit(
+                llvm.ShuffleVectorOp(single, undef, mask, vector_type)
+            ).results[0]
+        else:
+            result = self.emit(llvm.UndefOp(vector_type)).results[0]
+            for lane in range(self.width):
+                result = self.emit(
+                    llvm.InsertElementOp(
+                        result, self.lane(value, lane), self.lane_index(lane)
+                    )
+                ).results[0]
+        self._vector[value] = result
+        return result
+
+    def clone_with(
+        self, op: Operation, operand: Callable[[SSAValue], SSAValue]
+    ) -> Operation:
+        mapping = {v: operand(v) for v in op.operands}
+        return self.emit(op.clone(mapping))
+
+    # -- ops ------------------------------------------------------------------------------
+
+    def address(self, op: memref.LoadOp | memref.StoreOp) -> SSAValue:
+        """Pointer to the element the first lane accesses."""
+        type_ = op.memref.type
+        assert isinstance(type_, MemRefType)
+        base = self.to_llvm(op.memref, POINTER)
+        indices = [self.to_llvm(self.lane(i, 0), i64) for i in op.indices]
+        ops, address = element_address(base, indices, type_)
+        for address_op in ops:
+            self.emit(address_op)
+        return address
+
+    def vectorizes_as_vector(self, op: Operation) -> bool:
+        """Whether a varying op becomes one vector instruction."""
+        if not all(_vector_element_ok(r.type) for r in op.results):
+            return False
+        if not all(_vector_element_ok(v.type) for v in op.operands):
+            return False
+        if isinstance(op, arith.SelectOp):
+            # xDSL's llvm.select takes an i1 condition only: a varying one goes per lane
+            return self.is_uniform(op.cond)
+        if isinstance(op, arith.CmpiOp):
+            return True
+        return type(op) in _FLOAT_BINARY or type(op) in _INT_BINARY or (
+            type(op) in _FLOAT_INTRINSICS or isinstance(op, arith.NegfOp)
+        )
+
+    def vector_op(self, op: Operation) -> SSAValue:
+        operands = [self.vector(v) for v in op.operands]
+        result_type = self.vector_type(op.results[0].type)
+        if type(op) in _FLOAT_BINARY:
+            flags = builders.fastmath(op.properties.get("fastmath"))
+            new = builders.float_binary(_FLOAT_BINARY[type(op)], *operands, flags)
+        elif type(op) in _INT_BINARY:
+            new = builders.int_binary(_INT_BINARY[type(op)], *operands)
+        elif isinstance(op, arith.NegfOp):
+            new = builders.fneg(operands[0])
+        elif isinstance(op, arith.SelectOp):
+            new = builders.select(self.scalar(op.cond), operands[1], operands[2])
+        elif isinstance(op, arith.CmpiOp):
+            new = builders.icmp(
+                _CMPI_NAMES[op.predicate.value.data], operands[0], operands[1]
+            )
+        else:
+            element = op.results[0].type
+            name = f"{_FLOAT_INTRINSICS[type(op)]}.v{self.width}{element}"
+            new = builders.call_intrinsic(name, operands, result_type)
+        return self.emit(new).results[0]
+
+    def vectorize(self) -> None:
+        self.per_lane = self.values_needed_per_lane()
+        for op in self.body:
+            if isinstance(op, memref.StoreOp):
+                self.store(op)
+            elif isinstance(op, memref.LoadOp):
+                self.load(op)
+            elif all(self.is_uniform(r) for r in op.results):
+                continue  # computed on demand, once
+            elif self.vectorizes_as_vector(op):
+                self._vector[op.results[0]] = self.vector_op(op)
+            # other varying ops are computed per lane on demand
+        self.loop.detach()
+        self.loop.erase()
+
+    def load(self, op: memref.LoadOp) -> None:
+        value = op.res
+        if self.is_uniform(value):
+            # in place: a later store in the body may not move above it
+            self._scalar[value] = self.clone_with(op, self.scalar).results[0]
+            return
+        stride = self.access(op).stride
+        element = value.type
+        if stride == 1 and _vector_element_ok(element):
+            load = builders.load(
+                self.address(op),
+                self.vector_type(element),
+                alignment=element_byte_size(element),
+            )
+            self._vector[value] = self.emit(load).results[0]
+            if value not in self.per_lane:
+                return
+        # each lane's scalar, where the load stands: the lanes of a strided or
+        # gathered load, or lanes per-lane users of a vector load need
+        for lane in range(self.width):
+            cloned = self.clone_with(op, lambda v, lane=lane: self.lane(v, lane))
+            self._lane[(value, lane)] = cloned.results[0]
+
+    def store(self, op: memref.StoreOp) -> None:
+        stride = self.access(op).stride
+        element = op.value.type
+        if stride == 1 and _vector_element_ok(element):
+            vector = self.vector(op.value)
+            address = self.address(op)
+            self.emit(
+                builders.store(vector, address, alignment=element_byte_size(element))
+            )
+            return
+        for lane in range(self.width):
+            self.clone_with(op, lambda v, lane=lane: self.lane(v, lane))
+
+
+_CMPI_NAMES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+
+
+def _constant_int(value: SSAValue) -> int | None:
+    op = value.owner
+    if isinstance(op, arith.ConstantOp):
+        attr = op.value
+        data = getattr(getattr(attr, "value", None), "data", None)
+        if isinstance(data, int):
+            return data
+    return None
+
+
+def vectorize_loop(loop: ForOp) -> bool:
+    """Replace `loop` by vector code if its lanes are independent; whether it did."""
+    vectorizer = _LoopVectorizer(loop)
+    if not vectorizer.can_vectorize():
+        return False
+    vectorizer.vectorize()
+    return True
+
+
+def vectorize_loops(module: ModuleOp) -> list[ForOp]:
+    """Vectorize every `vectorized` loop of `module` that can be (see the module
+    docstring); returns the ones left to run as serial loops."""
+    left: list[ForOp] = []
+    loops: Sequence[ForOp] = [
+        op
+        for op in module.walk()
+        if isinstance(op, ForOp) and op.loop_kind == LoopKind.VECTORIZED
+    ]
+    for loop in loops:
+        if not vectorize_loop(loop):
+            left.append(loop)
+    return left
