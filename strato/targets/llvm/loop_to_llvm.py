@@ -18,10 +18,12 @@ latch that steps it:
       llvm.br ^header(%next : i64)
     ^exit:
 
-Every loop kind computes the same values as a serial loop, and for now every kind is
-generated as one. The kind still selects its own lowering, and the latch branch of a
-non-serial loop carries `strato.loop_kind`, so parallel and vector code generation can
-take over per kind without changing the others.
+Every loop kind computes the same values as a serial loop. `unrolled` and `vectorized`
+loops are replaced before this lowering runs (`unroll_loops`, `vectorize_loops`); the
+loops that reach it are serial, parallel and virtual-thread loops (parallel ones run
+serially until the runtime has a thread pool), and the vectorized or unrolled loops
+those steps leave as loops (see their docstrings for when). The kind selects its own
+lowering, and the latch branch of a non-serial loop carries `strato.loop_kind`.
 """
 
 from __future__ import annotations
@@ -106,9 +108,9 @@ class ForOpLowering(LLVMLoweringPattern):
         dict[LoopKind, Callable[[ForOp, PatternRewriter], None]]
     ] = {
         LoopKind.SERIAL: lower_loop_as_serial,
-        # parallel, vector and unrolled code generation come later; each of these
-        # computes what the serial loop computes, and LLVM unrolls and vectorizes
-        # small serial loops by itself
+        # parallel loops run serially until there is a thread pool; vectorized and
+        # unrolled loops that reach this pattern are those vector code generation and
+        # unrolling leave as loops
         LoopKind.PARALLEL: lower_loop_as_serial,
         LoopKind.VECTORIZED: lower_loop_as_serial,
         LoopKind.UNROLLED: lower_loop_as_serial,
