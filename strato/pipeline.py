@@ -23,7 +23,11 @@ GRAPH_DEFAULT = (
 LOWER_TO_LOOPS = "convert-graph-to-te,te-inline-stages,convert-te-to-loops"
 LOWER_TO_LLVM = f"{LOWER_TO_LOOPS},convert-loops-to-llvm"
 
-COMPILE = f"graph-default,{LOWER_TO_LLVM}"
+COMPILE_UNSCHEDULED = f"graph-default,{LOWER_TO_LLVM}"
+"""Graph optimizations, then the canonical loop nests lowered as they are (the baseline
+of benchmarks/kernels.py)."""
+
+COMPILE = COMPILE_UNSCHEDULED
 """What `strato.compile` runs: graph optimizations, then lowering to the llvm dialect."""
 
 
