@@ -1,0 +1,503 @@
+"""Real exported models: strato against onnxruntime on a corpus exported from torch.
+
+    pip install -e '.[corpus]'
+    python benchmarks/torch_corpus.py                        # every model, both exporters
+    python benchmarks/torch_corpus.py --only resnet18 --only bert --exporter dynamo
+    python benchmarks/torch_corpus.py --json corpus.json
+
+The corpus is built here, with random weights (seeded), from model definitions that real
+users export: torchvision's CNNs, its VisionTransformer and SwinTransformer classes in small
+configurations, and small BERT, GPT-2, DistilBERT, T5 and ViT models of the transformers
+library built from configs. Each model is exported with both of torch's ONNX exporters
+(`torch.onnx.export(..., dynamo=True)` at opset 18 and the TorchScript exporter,
+`dynamo=False`, at opset 17) into a cache directory (`benchmarks/.torch_corpus`, not
+tracked; `--rebuild` exports again).
+
+For each model and exporter, in a worker process of its own (so a crash or a hang costs
+that case only): compile with `strato.compile`, run on seeded inputs, run onnxruntime on
+the same inputs, compare (rtol 1e-3, atol 1e-4), and time both (median latency after a
+warm-up). The table gives the status (ok, mismatch with the largest error, or the first
+line of the diagnostic), the compile time, both latencies and their ratio.
+
+torchvision's wheels for this torch are CUDA builds whose compiled operators (nms,
+roi_align, ...) do not load beside the CPU torch. The model definitions never call them,
+but importing torchvision registers fake kernels for two of them; `import_torchvision`
+declares those two operator schemas first, inside this process only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+CACHE_DIR = Path(__file__).resolve().parent / ".torch_corpus"
+EXPORTERS = ("dynamo", "torchscript")
+OPSETS = {"dynamo": 18, "torchscript": 17}
+RTOL = 1e-3
+ATOL = 1e-4
+SEED = 0
+
+
+# ---------------------------------------------------------------------------
+# The corpus: each entry builds a torch module in eval mode and its example inputs.
+# ---------------------------------------------------------------------------
+
+Inputs = dict[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class CorpusModel:
+    name: str
+    source: str
+    build: Callable[[], tuple[object, Inputs]]
+
+
+def import_torchvision():
+    """torchvision, importable beside a torch it was not built with.
+
+    Its package import registers fake (meta) kernels for `torchvision::nms` and `qnms`,
+    which fails when its compiled library did not load and so never declared them.
+    Declaring the two schemas first is enough: the models never run these operators.
+    """
+    import torch
+
+    if not hasattr(import_torchvision, "library"):
+        try:
+            torch.ops.torchvision.nms.default  # noqa: B018 - loaded from the real library
+        except (AttributeError, RuntimeError):
+            library = torch.library.Library("torchvision", "DEF")
+            library.define("nms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+            library.define("qnms(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+            import_torchvision.library = library  # kept alive: dropping it undefines them
+    import torchvision
+
+    return torchvision
+
+
+def _image(size: int = 224, channels: int = 3) -> Inputs:
+    rng = np.random.default_rng(SEED)
+    return {"pixels": rng.standard_normal((1, channels, size, size)).astype(np.float32)}
+
+
+def _tokens(vocab: int, length: int = 16, *, mask: bool = True) -> Inputs:
+    rng = np.random.default_rng(SEED)
+    inputs = {"input_ids": rng.integers(0, vocab, size=(1, length), dtype=np.int64)}
+    if mask:
+        attention = np.ones((1, length), dtype=np.int64)
+        attention[0, length - 3 :] = 0  # padded tail: the mask matters
+        inputs["attention_mask"] = attention
+    return inputs
+
+
+class _FirstTensor:
+    """Wraps a module whose output is a tuple, dict or model output, keeping the first
+    tensor (a segmentation model's "out", a transformer's last hidden state)."""
+
+    @staticmethod
+    def wrap(module, keywords: tuple[str, ...] = ()):
+        """`keywords`: pass the inputs by these names (transformers' forward methods take
+        optional arguments between the ones exported)."""
+        import torch
+
+        class FirstTensor(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, *args):
+                if keywords:
+                    out = self.inner(**dict(zip(keywords, args)))
+                else:
+                    out = self.inner(*args)
+                if isinstance(out, dict):
+                    return next(iter(out.values()))
+                if isinstance(out, (tuple, list)):
+                    return out[0]
+                return out
+
+        return FirstTensor(module).eval()
+
+
+def _torchvision(builder: str, size: int = 224, **kwargs) -> Callable[[], tuple[object, Inputs]]:
+    def build():
+        import torch
+
+        models = import_torchvision().models
+        torch.manual_seed(SEED)
+        module = getattr(models, builder)(weights=None, **kwargs).eval()
+        _randomize_batch_norm(module)
+        return _FirstTensor.wrap(module), _image(size)
+
+    return build
+
+
+def _randomize_batch_norm(module) -> None:
+    """Fresh batch norms normalise with mean 0 and variance 1, which hides mistakes in how
+    their statistics are used; give them seeded, plausible statistics."""
+    import torch
+
+    generator = torch.Generator().manual_seed(SEED)
+    for layer in module.modules():
+        if isinstance(layer, torch.nn.modules.batchnorm._BatchNorm) and layer.running_mean is not None:
+            count = layer.running_mean.numel()
+            layer.running_mean.copy_(0.1 * torch.randn(count, generator=generator))
+            layer.running_var.copy_(0.5 + torch.rand(count, generator=generator))
+
+
+def _vit_small():
+    import torch
+
+    vision_transformer = import_torchvision().models.vision_transformer
+    torch.manual_seed(SEED)
+    module = vision_transformer.VisionTransformer(
+        image_size=64, patch_size=16, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128,
+        num_classes=10,
+    ).eval()
+    return module, _image(64)
+
+
+def _swin_small():
+    import torch
+
+    swin = import_torchvision().models.swin_transformer
+    torch.manual_seed(SEED)
+    module = swin.SwinTransformer(
+        patch_size=[4, 4], embed_dim=32, depths=[2, 2, 2], num_heads=[2, 4, 8],
+        window_size=[4, 4], stochastic_depth_prob=0.0, num_classes=10,
+    ).eval()
+    return module, _image(64)
+
+
+def _transformers(kind: str) -> Callable[[], tuple[object, Inputs]]:
+    def build():
+        import torch
+
+        import_torchvision()  # transformers imports torchvision when it is installed
+        import transformers
+
+        torch.manual_seed(SEED)
+        small = dict(
+            vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=128, max_position_embeddings=64,
+        )
+        if kind == "bert":
+            model = transformers.BertModel(transformers.BertConfig(**small))
+            inputs = _tokens(1000)
+        elif kind == "distilbert":
+            config = transformers.DistilBertConfig(
+                vocab_size=1000, dim=64, n_layers=2, n_heads=4, hidden_dim=128,
+                max_position_embeddings=64,
+            )
+            model = transformers.DistilBertModel(config)
+            inputs = _tokens(1000)
+        elif kind == "gpt2":
+            config = transformers.GPT2Config(
+                vocab_size=1000, n_embd=64, n_layer=2, n_head=4, n_positions=64, use_cache=False
+            )
+            model = transformers.GPT2Model(config)
+            inputs = _tokens(1000)
+        elif kind in ("t5_encoder", "t5"):
+            config = transformers.T5Config(
+                vocab_size=1000, d_model=64, d_kv=16, d_ff=128, num_layers=2,
+                num_decoder_layers=2, num_heads=4, use_cache=False,
+            )
+            if kind == "t5_encoder":
+                model = transformers.T5EncoderModel(config)
+                inputs = _tokens(1000)
+            else:
+                model = transformers.T5Model(config)
+                inputs = _tokens(1000)
+                inputs["decoder_input_ids"] = np.random.default_rng(SEED + 1).integers(
+                    0, 1000, size=(1, 8), dtype=np.int64
+                )
+        elif kind == "vit":
+            config = transformers.ViTConfig(
+                image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2,
+                num_attention_heads=4, intermediate_size=128,
+            )
+            model = transformers.ViTModel(config, add_pooling_layer=False)
+            inputs = _image(32)
+        else:
+            raise ValueError(kind)
+        model.config.return_dict = False
+        return _FirstTensor.wrap(model.eval(), tuple(inputs)), inputs
+
+    return build
+
+
+CORPUS: tuple[CorpusModel, ...] = (
+    CorpusModel("resnet18", "torchvision", _torchvision("resnet18")),
+    CorpusModel("mobilenet_v2", "torchvision", _torchvision("mobilenet_v2")),
+    CorpusModel("mobilenet_v3_small", "torchvision", _torchvision("mobilenet_v3_small")),
+    CorpusModel("efficientnet_b0", "torchvision", _torchvision("efficientnet_b0")),
+    CorpusModel("shufflenet_v2_x0_5", "torchvision", _torchvision("shufflenet_v2_x0_5")),
+    CorpusModel("squeezenet1_0", "torchvision", _torchvision("squeezenet1_0")),
+    CorpusModel("densenet121", "torchvision", _torchvision("densenet121")),
+    CorpusModel(
+        "googlenet", "torchvision", _torchvision("googlenet", aux_logits=False, init_weights=True)
+    ),
+    CorpusModel("regnet_x_400mf", "torchvision", _torchvision("regnet_x_400mf")),
+    CorpusModel(
+        "deeplabv3_mobilenet_v3_large",
+        "torchvision",
+        _torchvision("deeplabv3_mobilenet_v3_large", weights_backbone=None, aux_loss=False),
+    ),
+    CorpusModel("vit_small", "torchvision", _vit_small),
+    CorpusModel("swin_small", "torchvision", _swin_small),
+    CorpusModel("bert", "transformers", _transformers("bert")),
+    CorpusModel("distilbert", "transformers", _transformers("distilbert")),
+    CorpusModel("gpt2", "transformers", _transformers("gpt2")),
+    CorpusModel("t5_encoder", "transformers", _transformers("t5_encoder")),
+    CorpusModel("t5", "transformers", _transformers("t5")),
+    CorpusModel("hf_vit", "transformers", _transformers("vit")),
+)
+
+
+# ---------------------------------------------------------------------------
+# One case (model, exporter): runs in a worker process.
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class CaseResult:
+    model: str
+    exporter: str
+    status: str = "failed"
+    detail: str = ""
+    compile_s: float | None = None
+    strato_ms: float | None = None
+    onnxruntime_ms: float | None = None
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    nodes: int | None = None
+    op_types: list[str] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float | None:
+        if self.strato_ms is None or not self.onnxruntime_ms:
+            return None
+        return self.strato_ms / self.onnxruntime_ms
+
+
+def export(entry: CorpusModel, exporter: str, rebuild: bool) -> tuple[Path, Inputs]:
+    """The model exported by `exporter` (from the cache when it is there) and its inputs."""
+    import torch
+
+    module, inputs = entry.build()
+    path = CACHE_DIR / f"{entry.name}.{exporter}.torch-{torch.__version__}.onnx"
+    if path.exists() and not rebuild:
+        return path, inputs
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    args = tuple(torch.from_numpy(value) for value in inputs.values())
+    partial = path.with_suffix(".partial")
+    with torch.no_grad():
+        torch.onnx.export(
+            module,
+            args,
+            str(partial),
+            input_names=list(inputs),
+            output_names=["output"],
+            opset_version=OPSETS[exporter],
+            dynamo=exporter == "dynamo",
+            **({"external_data": False} if exporter == "dynamo" else {}),
+        )
+    partial.replace(path)
+    return path, inputs
+
+
+def run_case(name: str, exporter: str, repeat: int, rebuild: bool) -> CaseResult:
+    result = CaseResult(name, exporter)
+    entry = next(entry for entry in CORPUS if entry.name == name)
+    try:
+        path, inputs = export(entry, exporter, rebuild)
+    except Exception as error:  # noqa: BLE001 - reported as this case's status
+        result.status = "export failed"
+        result.detail = _first_line(f"{type(error).__name__}: {error}")
+        return result
+
+    import onnx
+    import onnxruntime
+
+    import strato
+    from strato.diagnostics import StratoError
+    from strato.runtime.timing import median_latency_ms
+
+    model = onnx.load(str(path))
+    result.nodes = len(model.graph.node)
+    result.op_types = sorted({node.op_type for node in model.graph.node})
+    initializers = {init.name for init in model.graph.initializer}
+    input_names = [value.name for value in model.graph.input if value.name not in initializers]
+    feed = {input_name: inputs[input_name] for input_name in input_names}
+    arrays = list(feed.values())
+
+    options = onnxruntime.SessionOptions()
+    # idle onnxruntime worker threads must not spin while strato is timed
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = onnxruntime.InferenceSession(
+        str(path), options, providers=["CPUExecutionProvider"]
+    )
+    theirs = session.run(None, feed)
+    result.onnxruntime_ms = median_latency_ms(lambda: session.run(None, feed), repeat, warmup=2)
+
+    try:
+        start = time.perf_counter()
+        compiled = strato.compile(str(path))
+        result.compile_s = time.perf_counter() - start
+        ours = compiled(*arrays)
+    except StratoError as error:
+        where = error.location and error.location != str(path)
+        result.detail = _first_line(str(error) if where else f"error: {error.message}")
+        return result
+    except Exception as error:  # noqa: BLE001 - an internal error is this case's status
+        result.detail = _first_line(f"internal error: {type(error).__name__}: {error}")
+        return result
+    result.strato_ms = median_latency_ms(lambda: compiled(*arrays), repeat, warmup=2)
+
+    abs_err, rel_err, close = compare(ours, theirs)
+    result.max_abs_err, result.max_rel_err = abs_err, rel_err
+    result.status = "ok" if close else "mismatch"
+    return result
+
+
+def compare(ours: list, theirs: list) -> tuple[float, float, bool]:
+    """The largest absolute and relative errors over all outputs, and whether every
+    element is within atol + rtol * |reference|."""
+    if len(ours) != len(theirs):
+        return float("inf"), float("inf"), False
+    abs_err = rel_err = 0.0
+    close = True
+    for a, b in zip(ours, theirs):
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return float("inf"), float("inf"), False
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        diff = np.abs(a64 - b64)
+        if diff.size:
+            abs_err = max(abs_err, float(np.nanmax(diff)))
+            scale = max(float(np.max(np.abs(b64))), 1e-30)
+            rel_err = max(rel_err, abs_err / scale)
+        same_nan = np.isnan(a64) == np.isnan(b64)
+        within = diff <= ATOL + RTOL * np.abs(b64)
+        close = close and bool(np.all(same_nan & (within | np.isnan(b64))))
+    return abs_err, rel_err, close
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+# ---------------------------------------------------------------------------
+# The driver: one worker process per case, then the table.
+# ---------------------------------------------------------------------------
+
+
+def run_isolated(name: str, exporter: str, args: argparse.Namespace) -> CaseResult:
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "result.json"
+        command = [
+            sys.executable, __file__, "--case", name, exporter, str(out),
+            "--repeat", str(args.repeat),
+        ] + (["--rebuild"] if args.rebuild else [])
+        try:
+            completed = subprocess.run(
+                command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                timeout=args.timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return CaseResult(name, exporter, detail=f"timed out after {args.timeout:g} s")
+        if out.exists():
+            return CaseResult(**json.loads(out.read_text()))
+        how = (
+            f"signal {-completed.returncode}" if completed.returncode < 0
+            else f"exit status {completed.returncode}"
+        )
+        tail = [line for line in completed.stderr.splitlines() if line.strip()][-1:]
+        return CaseResult(
+            name, exporter, detail=f"crashed ({how})" + (f": {tail[0].strip()}" if tail else "")
+        )
+
+
+def status_text(result: CaseResult, width: int = 0) -> str:
+    if result.status == "ok":
+        text = f"ok (max err {result.max_abs_err:.1e})"
+    elif result.status == "mismatch":
+        text = f"mismatch: max abs err {result.max_abs_err:.2e}, rel {result.max_rel_err:.2e}"
+    else:
+        text = f"{result.status}: {result.detail}"
+    if width and len(text) > width:
+        text = text[: width - 3] + "..."
+    return text
+
+
+def print_table(results: list[CaseResult], width: int) -> None:
+    def number(value: float | None, fmt: str) -> str:
+        width = int(fmt.split(".")[0])
+        return f"{'-':>{width}s}" if value is None else format(value, fmt)
+
+    header = (
+        f"{'model':28s} {'exporter':11s} {'compile s':>9s} {'strato ms':>10s} "
+        f"{'ort ms':>9s} {'ratio':>7s}  status"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in results:
+        print(
+            f"{r.model:28s} {r.exporter:11s} {number(r.compile_s, '9.1f')} "
+            f"{number(r.strato_ms, '10.2f')} {number(r.onnxruntime_ms, '9.2f')} "
+            f"{number(r.ratio, '7.1f')}  {status_text(r, width)}"
+        )
+    ok = sum(r.status == "ok" for r in results)
+    print(f"{ok} of {len(results)} match onnxruntime (rtol {RTOL:g}, atol {ATOL:g})")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--only", action="append", metavar="NAME", choices=[e.name for e in CORPUS],
+        help="run this model only (repeatable)",
+    )
+    parser.add_argument("--exporter", choices=EXPORTERS, help="one exporter only")
+    parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per side")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
+    parser.add_argument("--rebuild", action="store_true", help="export again, ignoring the cache")
+    parser.add_argument("--width", type=int, default=110, help="status column width (0: full)")
+    parser.add_argument("--case", nargs=3, metavar=("NAME", "EXPORTER", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.case:
+        name, exporter, out = args.case
+        result = run_case(name, exporter, args.repeat, args.rebuild)
+        Path(out).write_text(json.dumps(asdict(result)))
+        return 0
+
+    names = args.only or [entry.name for entry in CORPUS]
+    exporters = [args.exporter] if args.exporter else list(EXPORTERS)
+    results = []
+    for name in names:
+        for exporter in exporters:
+            result = run_isolated(name, exporter, args)
+            results.append(result)
+            print(f"  {name} / {exporter}: {status_text(result)}", file=sys.stderr, flush=True)
+    print_table(results, args.width)
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps([asdict(r) | {"ratio": r.ratio} for r in results], indent=1)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    sys.exit(main())
