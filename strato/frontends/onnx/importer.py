@@ -116,6 +116,12 @@ def load_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelPr
         raise ModelImportError("no such file", location=path)
     if os.path.isdir(path):
         raise ModelImportError("is a directory, not an ONNX model file", location=path)
+    if not os.path.isfile(path):
+        # A FIFO or a device would block or never end: read regular files only.
+        raise ModelImportError(
+            "not a regular file (a FIFO, device or socket); ONNX models are read from files",
+            location=path,
+        )
     try:
         proto = onnx.load(path)
     except DecodeError as err:
