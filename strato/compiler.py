@@ -5,7 +5,8 @@ The stages, in order, each a function from one artifact to the next:
     import      ONNX ModelProto -> graph-dialect module (strato.frontends.onnx)
     signature   recorded from the graph-level entry before lowering
     lower       strato.pipeline.COMPILE (graph optimizations, then graph -> te -> loop -> llvm)
-    build       llvm dialect -> LLVM IR -> machine code (strato.targets.llvm)
+    build       llvm dialect -> the C entry `<name>_run` returning a status
+                (strato.targets.llvm.entry_abi) -> LLVM IR -> machine code
 
     model = compile_model("mlp.onnx")
     (logits,) = model(x)
@@ -13,14 +14,17 @@ The stages, in order, each a function from one artifact to the next:
 
 from __future__ import annotations
 
+import math
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.passes import ModulePass
 
 from strato.context import make_context
@@ -29,6 +33,12 @@ from strato.frontends.onnx import import_onnx
 from strato.pipeline import COMPILE, run_pipeline
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import Signature
+from strato.targets.llvm.entry_abi import (
+    ALLOCATORS,
+    STATUS_OK,
+    STATUS_OUT_OF_MEMORY,
+    finalize_entry,
+)
 
 if TYPE_CHECKING:
     from strato.targets.llvm.jit import JitFunction
@@ -40,24 +50,38 @@ StageCallback = Callable[[str, ModuleOp], None]
 of each lowering pass after that pass (the last leaves the llvm dialect)."""
 
 
+MAX_BUFFER_BYTES = 1 << 47
+"""Most bytes a model may ask for at once (a buffer, or all its heap buffers together):
+the user address space of a 64-bit host (x86-64 and AArch64 give user code 47-48 bits).
+A model that asks for more can never run anywhere and is refused at compile time;
+one that fits this bound but not the machine's memory fails cleanly when called."""
+
+
 def compile_model(
     model: str | os.PathLike | onnx.ModelProto,
     target: str = "llvm",
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     after_stage: StageCallback | None = None,
+    name: str | None = None,
 ) -> CompiledModel:
-    """Compile an ONNX model (a path or a ModelProto) for `target`.
+    """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
+    ModelProto) for `target`.
 
     `input_shapes` fixes input shapes by name (for models with symbolic dimensions);
-    `after_stage` sees the module after each IR stage, e.g. to dump it.
+    `after_stage` sees the module after each IR stage, e.g. to dump it; `name` prefixes
+    the C entry point (`<name>_run`; by default the file's stem, the zoo name or the
+    ONNX graph's name).
     """
     if target not in TARGETS:
         raise StratoError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
-    imported = import_onnx(model, input_shapes=input_shapes)
+    shapes = check_input_shapes(input_shapes)
+    proto_or_path, default_name = _model_source(model)
+    imported = import_onnx(proto_or_path, input_shapes=shapes)
     signature = Signature.from_function(
         imported.function, imported.input_names, imported.output_names
     )
+    _check_signature_size(signature)
     module = imported.module
     callback = None
     if after_stage is not None:
@@ -66,34 +90,158 @@ def compile_model(
             after_stage("graph" if previous is None else previous.name, module)
 
     run_pipeline(make_context(), module, COMPILE, callback)
-    return build_llvm(module, imported.function_name, signature)
+    return build_llvm(
+        module, imported.function_name, signature, public_name=c_identifier(name or default_name)
+    )
+
+
+def _model_source(
+    model: str | os.PathLike | onnx.ModelProto,
+) -> tuple[str | os.PathLike | onnx.ModelProto, str]:
+    """What to import for `model` (a zoo name becomes its ModelProto) and the model's
+    default name."""
+    if isinstance(model, onnx.ModelProto):
+        return model, model.graph.name or "model"
+    if isinstance(model, str) and not os.path.exists(model):
+        from strato import zoo
+
+        if model in zoo.ZOO:
+            return zoo.build_model(model), model
+        if not model.endswith(".onnx") and os.sep not in model:
+            raise StratoError(
+                f"unknown model '{model}': not a file and not a zoo model "
+                f"(zoo: {', '.join(zoo.zoo_names())})"
+            )
+    if isinstance(model, (str, os.PathLike)):
+        stem = os.path.basename(os.fspath(model))
+        return model, stem[: -len(".onnx")] if stem.endswith(".onnx") else stem
+    return model, "model"
+
+
+def c_identifier(name: str) -> str:
+    """`name` as a C identifier: other characters become `_`, a leading digit gets `_`.
+
+    >>> c_identifier("resnet-18.v2")
+    'resnet_18_v2'
+    """
+    identifier = re.sub(r"[^0-9A-Za-z_]", "_", name) or "model"
+    return f"_{identifier}" if identifier[0].isdigit() else identifier
+
+
+def check_input_shapes(
+    input_shapes: Mapping[str, Sequence[int]] | None,
+) -> dict[str, tuple[int, ...]] | None:
+    """`input_shapes` checked: a mapping from input names to sequences of non-negative
+    integers (not floats, strings or bools) whose tensor fits in `MAX_BUFFER_BYTES`.
+    Each error names the entry, e.g. `input_shapes['x']: ...`."""
+    if input_shapes is None:
+        return None
+    if not isinstance(input_shapes, Mapping):
+        raise StratoError(
+            f"input_shapes must map input names to shapes, got {type(input_shapes).__name__}"
+        )
+    checked: dict[str, tuple[int, ...]] = {}
+    for name, shape in input_shapes.items():
+        where = f"input_shapes[{name!r}]"
+        if not isinstance(name, str):
+            raise StratoError(f"{where}: input names are strings")
+        if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence | np.ndarray):
+            raise StratoError(f"{where}: a shape is a list of integers, got {shape!r}")
+        dims = []
+        for dim in shape:
+            if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, (int, np.integer)):
+                raise StratoError(f"{where}: dimension {dim!r} is not an integer")
+            if dim < 0:
+                raise StratoError(f"{where}: dimension {dim} is negative")
+            dims.append(int(dim))
+        if math.prod(dims) * 8 > MAX_BUFFER_BYTES:
+            raise StratoError(
+                f"{where}: a tensor of shape {dims} does not fit in memory "
+                f"(more than {MAX_BUFFER_BYTES} bytes)"
+            )
+        checked[name] = tuple(dims)
+    return checked
+
+
+def _check_signature_size(signature: Signature) -> None:
+    for spec in (*signature.inputs, *signature.outputs):
+        size = math.prod(spec.shape) * spec.dtype.itemsize
+        if size > MAX_BUFFER_BYTES:
+            raise StratoError(
+                f"'{spec.name}' of shape {list(spec.shape)} needs {size} bytes, more than "
+                f"a 64-bit address space holds ({MAX_BUFFER_BYTES} bytes)"
+            )
+
+
+def _check_heap_size(module: ModuleOp) -> None:
+    """Refuse a module whose heap allocations could never all succeed."""
+    total = 0
+    for op in module.walk():
+        if not isinstance(op, llvm.CallOp) or op.callee is None:
+            continue
+        if op.callee.root_reference.data not in ALLOCATORS:
+            continue
+        size = op.args[-1].owner
+        if isinstance(size, llvm.ConstantOp) and isinstance(size.value, IntegerAttr):
+            total += size.value.value.data
+    if total > MAX_BUFFER_BYTES:
+        raise StratoError(
+            f"the model's intermediate buffers need {total} bytes, more than a 64-bit "
+            f"address space holds ({MAX_BUFFER_BYTES} bytes)"
+        )
+
+
+class ModelMemoryError(StratoError, MemoryError):
+    """A compiled model that could not allocate its buffers when called."""
 
 
 def build_llvm(
-    module: ModuleOp, entry_name: str, signature: Signature, *, opt_level: int = 3
+    module: ModuleOp,
+    entry_name: str,
+    signature: Signature,
+    *,
+    opt_level: int = 3,
+    public_name: str = "model",
 ) -> CompiledModel:
     """JIT-compile an llvm-dialect module whose function `entry_name` takes pointers to
-    the buffers of `signature`: the inputs, then the outputs it fills."""
+    the buffers of `signature`: the inputs, then the outputs it fills.
+
+    The entry becomes `<public_name>_run` returning a status and the other functions
+    internal (`strato.targets.llvm.entry_abi`); a call that runs out of memory raises
+    `ModelMemoryError`.
+    """
     from strato.targets.llvm.jit import JitModule
 
+    _check_heap_size(module)
+    entry_symbol = f"{public_name}_run"
+    finalize_entry(module, entry_name, entry_symbol)
     jit = JitModule(module, opt_level=opt_level)
-    entry = jit.function(entry_name)
+    entry = jit.function(entry_symbol)
     _check_entry_abi(entry, signature)
 
     def run(buffers: Sequence[np.ndarray]) -> None:
-        entry(*buffers)
+        status = entry(*buffers)
+        if status == STATUS_OUT_OF_MEMORY:
+            raise ModelMemoryError(
+                "out of memory: the model could not allocate its intermediate buffers"
+            )
+        if status != STATUS_OK:
+            raise AssertionError(f"@{entry_symbol} returned the unknown status {status}")
 
-    return CompiledModel(signature, run, target="llvm", llvm_ir=jit.llvm_ir)
+    return CompiledModel(
+        signature, run, target="llvm", llvm_ir=jit.llvm_ir, entry_symbol=entry_symbol
+    )
 
 
 def _check_entry_abi(entry: JitFunction, signature: Signature) -> None:
-    """The lowered entry takes one pointer per input then one per output; a mismatch is
-    a bug in the lowering, not in the model."""
+    """The lowered entry takes one pointer per input then one per output and returns an
+    i32 status; a mismatch is a bug in the lowering, not in the model."""
     count = len(signature.inputs) + len(signature.outputs)
-    if entry.param_types != ("ptr",) * count:
+    if entry.param_types != ("ptr",) * count or entry.return_type != "i32":
         raise AssertionError(
-            f"@{entry.name} has parameters ({', '.join(entry.param_types)}); expected "
-            f"{count} buffer pointers (inputs, then outputs)"
+            f"@{entry.name} has parameters ({', '.join(entry.param_types)}) and returns "
+            f"{entry.return_type}; expected {count} buffer pointers (inputs, then outputs) "
+            "and an i32 status"
         )
     if entry.buffers is not None:
         flags = [spec is not None and spec.is_output for spec in entry.buffers]

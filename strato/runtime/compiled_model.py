@@ -4,10 +4,11 @@
     (logits,) = model(x)                 # numpy in, numpy out, ONNX order
     model.save_llvm_ir("mlp.ll")
 
-The entry follows the loop-level ABI: inputs then outputs, all buffers, no results.
-The runtime checks the arguments against the signature recorded from the graph-level
-function, allocates the outputs, calls the entry with inputs + outputs, and returns the
-outputs.
+The entry follows the loop-level ABI: inputs then outputs, all buffers; in C it is
+`int32_t <name>_run(const T *input..., T *output...)` returning a status
+(`c_header()`, `save_object`). The runtime checks the arguments against the signature
+recorded from the graph-level function, allocates the outputs, calls the entry with
+inputs + outputs, and returns the outputs.
 """
 
 from __future__ import annotations
@@ -18,10 +19,15 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from strato.diagnostics import StratoError
+from strato.runtime.atomic_write import write_atomically
 from strato.runtime.signature import Signature, TensorSpec
 
 EntryFunction = Callable[[Sequence[np.ndarray]], None]
 """Runs the model's entry on C-contiguous arrays: inputs, then outputs to fill."""
+
+
+class OutputMemoryError(StratoError, MemoryError):
+    """Outputs too large to allocate on this machine."""
 
 
 class CompiledModel:
@@ -39,11 +45,14 @@ class CompiledModel:
         *,
         target: str,
         llvm_ir: str | None = None,
+        entry_symbol: str | None = None,
     ):
         self.signature = signature
         self.target = target
         self._entry = entry
         self._llvm_ir = llvm_ir
+        self.entry_symbol = entry_symbol
+        """The C name of the entry function (`mlp_run`), when the model has one."""
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
@@ -63,7 +72,14 @@ class CompiledModel:
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
         inputs = self.signature.check_inputs(arrays)
-        outputs = self.signature.allocate_outputs()
+        try:
+            outputs = self.signature.allocate_outputs()
+        except MemoryError:
+            raise OutputMemoryError(
+                "out of memory: cannot allocate the outputs ("
+                + ", ".join(str(spec) for spec in self.outputs)
+                + ")"
+            ) from None
         self._entry([*inputs, *outputs])
         return outputs
 
@@ -75,9 +91,30 @@ class CompiledModel:
         return self._llvm_ir
 
     def save_llvm_ir(self, path: str | os.PathLike) -> None:
-        """Write `llvm_ir` to `path` (conventionally `.ll`)."""
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(self.llvm_ir)
+        """Write `llvm_ir` to `path` (conventionally `.ll`), whole or not at all."""
+        write_atomically(path, self.llvm_ir, what="the LLVM IR")
+
+    def object_code(self, *, portable: bool = False) -> bytes:
+        """The model as an object file for the host (a generic CPU of the host's
+        architecture when `portable`), to link into a C program with `c_header()`."""
+        from strato.targets.llvm.jit import compile_object
+
+        return compile_object(self.llvm_ir, portable=portable)
+
+    def save_object(self, path: str | os.PathLike, *, portable: bool = False) -> None:
+        """Write `object_code()` to `path` (conventionally `.o`), whole or not at all."""
+        write_atomically(path, self.object_code(portable=portable), what="the object file")
+
+    def c_header(self) -> str:
+        """A C header declaring the entry function (see `strato.runtime.c_header`)."""
+        from strato.runtime.c_header import c_header
+
+        if self.entry_symbol is None:
+            raise StratoError(f"a model compiled for '{self.target}' has no C entry point")
+        return c_header(self.entry_symbol, self.signature)
+
+    def save_c_header(self, path: str | os.PathLike) -> None:
+        write_atomically(path, self.c_header(), what="the C header")
 
     def __repr__(self) -> str:
         ins = ", ".join(str(spec) for spec in self.inputs)

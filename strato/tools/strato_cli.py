@@ -1,12 +1,18 @@
 """The `strato` command: compile and run ONNX models.
 
     strato run mlp --repeat 20          # compile, run on seeded random inputs, time, check
-    strato run model.onnx --batch 8
-    strato compile mlp -o mlp.ll        # write the LLVM IR
+    strato run model.onnx --batch 8 -v  # -v: progress and the time of every stage
+    strato run model.onnx --input-shapes 'x:[1,3,224,224]' --inputs in.npz --outputs out.npz
+    strato compile mlp -o mlp.ll        # the LLVM IR, and the C header mlp.h
+    strato compile mlp -o mlp.o         # an object file to link, and mlp.h
+    strato compile mlp -o -             # the LLVM IR on standard output
+    strato import model.onnx -o model.mlir   # the graph-level IR, for strato-opt
 
-MODEL is a path to an ONNX file or the name of a built-in model (`strato.zoo`). Errors
-in the input are one line, `strato: error: <where>: <why>`, with exit status 1; an
-unexpected exception is reported as an internal error (exit 1; `--traceback` shows it).
+MODEL is a path to an ONNX file (a regular file) or the name of a built-in model
+(`strato.zoo`). Errors in the input or the command line are one line,
+`strato: error: <where>: <why>`, with exit status 1; an unexpected exception is reported
+as an internal error (exit 1; `--traceback` shows it). Output files are written whole or
+not at all.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import numpy as np
 import onnx
 
 from strato.diagnostics import StratoError
+from strato.runtime.atomic_write import write_atomically
 
 
 @dataclass
@@ -38,14 +45,15 @@ def resolve_model(spec: str, batch: int | None, seed: int) -> ResolvedModel:
     from strato import zoo
     from strato.frontends.onnx.importer import load_model
 
-    if os.path.exists(spec):
+    if os.path.lexists(spec):
         proto, location = load_model(spec)
         if batch is not None:
             proto = with_batch(proto, batch, location)
         return ResolvedModel(proto, f"{spec} (ONNX file)", location)
     if spec in zoo.ZOO:
-        proto = zoo.build_model(spec, batch=batch or 1, seed=seed)
-        return ResolvedModel(proto, f"{spec} (zoo, batch {batch or 1}, seed {seed})", None)
+        size = 1 if batch is None else batch
+        proto = zoo.build_model(spec, batch=size, seed=seed)
+        return ResolvedModel(proto, f"{spec} (zoo, batch {size}, seed {seed})", None)
     if spec.endswith(".onnx") or os.sep in spec:
         raise StratoError("no such file", location=spec)
     raise StratoError(
@@ -132,7 +140,8 @@ def reference_outputs(
 
 def compile_resolved(resolved: ResolvedModel, args: argparse.Namespace):
     """strato.compile with the CLI's options; with --dump-ir, each stage's IR is written
-    to DIR/NN-<stage>.mlir and the LLVM IR to DIR/NN-llvm-ir.ll."""
+    to DIR/NN-<stage>.mlir and the LLVM IR to DIR/NN-llvm-ir.ll; with -v, each stage is
+    reported on stderr with its time as it ends."""
     try:
         return _compile(resolved, args)
     except StratoError as err:
@@ -142,27 +151,73 @@ def compile_resolved(resolved: ResolvedModel, args: argparse.Namespace):
         raise
 
 
+class StageLog:
+    """With -v, one stderr line per finished compile stage and its wall-clock time."""
+
+    def __init__(self, verbose: bool):
+        self.verbose = verbose
+        self.started = self.last = time.perf_counter()
+
+    def note(self, message: str) -> None:
+        if self.verbose:
+            print(f"strato: {message}", file=sys.stderr, flush=True)
+
+    def stage_done(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.note(f"{stage}: {now - self.last:.2f} s")
+        self.last = now
+
+
 def _compile(resolved: ResolvedModel, args: argparse.Namespace):
     import strato
 
-    if args.dump_ir is None:
-        return strato.compile(resolved.proto, target=args.target)
+    log = StageLog(args.verbose)
+    log.note(f"compiling {resolved.description} for {args.target}")
     directory = args.dump_ir
-    try:
-        os.makedirs(directory, exist_ok=True)
-    except OSError as err:
-        raise StratoError(f"cannot create the dump directory: {err.strerror}", location=directory) from None
+    if directory is not None:
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as err:
+            raise StratoError(f"cannot create the dump directory: {err.strerror}", location=directory) from None
     stages: list[str] = []
 
-    def dump(stage: str, module) -> None:
+    def after_stage(stage: str, module) -> None:
         stages.append(stage)
-        path = os.path.join(directory, f"{len(stages):02d}-{stage}.mlir")
-        with open(path, "w", encoding="utf-8") as file:
-            file.write(f"{module}\n")
+        log.stage_done("import" if stage == "graph" else stage)
+        if directory is not None:
+            path = os.path.join(directory, f"{len(stages):02d}-{stage}.mlir")
+            write_atomically(path, module_text(module), what="the IR dump")
 
-    model = strato.compile(resolved.proto, target=args.target, after_stage=dump)
-    model.save_llvm_ir(os.path.join(directory, f"{len(stages) + 1:02d}-llvm-ir.ll"))
+    model = strato.compile(
+        resolved.proto,
+        target=args.target,
+        after_stage=after_stage,
+        input_shapes=args.input_shapes,
+        name=c_identifier(_stem(args.model)),
+    )
+    log.stage_done("build (LLVM optimization and machine code)")
+    log.note(f"compiled in {time.perf_counter() - log.started:.2f} s")
+    if directory is not None:
+        model.save_llvm_ir(os.path.join(directory, f"{len(stages) + 1:02d}-llvm-ir.ll"))
     return model
+
+
+def module_text(module) -> str:
+    """The module in MLIR's custom assembly format, as strato-opt reads it back."""
+    import io
+
+    from xdsl.printer import Printer
+
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(module)
+    stream.write("\n")
+    return stream.getvalue()
+
+
+def c_identifier(name: str) -> str:
+    from strato.compiler import c_identifier as identifier
+
+    return identifier(name)
 
 
 # ---------------------------------------------------------------------------
@@ -173,39 +228,169 @@ def _compile(resolved: ResolvedModel, args: argparse.Namespace):
 def run_command(args: argparse.Namespace) -> int:
     from strato.runtime.timing import median_latency_ms
 
-    if args.repeat < 1:
-        raise StratoError(f"--repeat must be at least 1, got {args.repeat}")
     resolved = resolve_model(args.model, args.batch, args.seed)
     start = time.perf_counter()
     model = compile_resolved(resolved, args)
     compile_seconds = time.perf_counter() - start
     print(f"model: {resolved.description}, target {args.target}, compiled in {compile_seconds:.2f} s")
 
-    inputs = random_inputs(model, args.seed)
+    inputs = load_inputs(args.inputs, model) if args.inputs else random_inputs(model, args.seed)
+    log = StageLog(args.verbose)
+    log.note(f"running {args.repeat + 2} time(s)")
     outputs = model(*inputs)
     for spec, array in zip(model.outputs, outputs):
         print(f"output '{spec.name}': shape {list(array.shape)} {array.dtype.name}")
+    if args.outputs:
+        save_outputs(args.outputs, model, outputs)
     latency = median_latency_ms(lambda: model(*inputs), args.repeat)
     print(f"latency: median {latency:.3f} ms over {args.repeat} run(s)")
 
-    expected, oracle = reference_outputs(resolved, inputs, model.input_names)
-    error = max_relative_error(outputs, expected)
-    print(f"max relative error vs {oracle}: {error:.3g}")
+    log.note("running the reference")
+    reference = reference_run(resolved, inputs, model.input_names, args.repeat)
+    error = max_relative_error(outputs, reference.outputs)
+    print(f"max relative error vs {reference.oracle}: {error:.3g}")
+    if reference.latency_ms is not None:
+        print(
+            f"onnxruntime latency: median {reference.latency_ms:.3f} ms over {args.repeat} "
+            f"run(s) (strato / onnxruntime = {latency / reference.latency_ms:.2f})"
+        )
     return 0
 
 
+def load_inputs(path: str, model) -> list[np.ndarray]:
+    """The model's inputs from an .npz file whose keys are the ONNX input names."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except FileNotFoundError:
+        raise StratoError("no such file", location=path) from None
+    except (OSError, ValueError, EOFError) as err:
+        reason = " ".join(str(err).split())
+        raise StratoError(f"not a readable .npz file of arrays: {reason}", location=path) from None
+    names = model.input_names
+    missing = [name for name in names if name not in arrays]
+    unknown = [name for name in arrays if name not in names]
+    if missing or unknown:
+        what = f"no array '{missing[0]}'" if missing else f"array '{unknown[0]}' is not an input"
+        raise StratoError(f"{what}; the model's inputs are {', '.join(names) or 'none'}", location=path)
+    inputs = [arrays[name] for name in names]
+    try:
+        model.signature.check_inputs(inputs)
+    except StratoError as err:
+        err.location = path
+        raise
+    return inputs
+
+
+def save_outputs(path: str, model, outputs: Sequence[np.ndarray]) -> None:
+    """Write the outputs to an .npz file keyed by the ONNX output names."""
+    import io
+
+    if not path.endswith(".npz"):
+        raise StratoError("--outputs must name an .npz file", location=path)
+    buffer = io.BytesIO()
+    np.savez(buffer, **dict(zip(model.output_names, outputs)))
+    write_atomically(path, buffer.getvalue(), what="the outputs")
+
+
+@dataclass
+class Reference:
+    outputs: list[np.ndarray]
+    oracle: str
+    latency_ms: float | None
+
+
+def reference_run(
+    resolved: ResolvedModel, inputs: Sequence[np.ndarray], names: Sequence[str], repeat: int
+) -> Reference:
+    """onnxruntime's outputs and median latency over `repeat` runs when it is installed,
+    else the outputs of strato's graph interpreter (not timed: it is not a peer)."""
+    from strato.runtime.timing import median_latency_ms
+
+    try:
+        import onnxruntime
+    except ImportError:
+        from strato.frontends.onnx import import_model
+        from strato.interpreters.graph import run_graph
+
+        outputs = run_graph(import_model(resolved.proto), inputs)
+        return Reference(outputs, "the graph interpreter (onnxruntime is not installed)", None)
+    session = onnxruntime.InferenceSession(
+        resolved.proto.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    feed = dict(zip(names, inputs))
+    outputs = session.run(None, feed)
+    latency = median_latency_ms(lambda: session.run(None, feed), repeat)
+    return Reference(outputs, "onnxruntime", latency)
+
+
+def reference_outputs(
+    resolved: ResolvedModel, inputs: Sequence[np.ndarray], names: Sequence[str]
+) -> tuple[list[np.ndarray], str]:
+    """The outputs of onnxruntime when it is installed, else of strato's graph interpreter."""
+    reference = reference_run(resolved, inputs, names, 1)
+    return reference.outputs, reference.oracle
+
+
+TEXT_OUTPUT = "-"
+"""`-o -`: write text output to standard output."""
+
+
+def _output_path(args: argparse.Namespace, suffix: str) -> str:
+    """The output path: -o, else MODEL<suffix> in the current directory."""
+    if args.output is None:
+        return f"{_stem(args.model)}{suffix}"
+    if not args.output.strip():
+        raise StratoError("-o: the output path is empty")
+    if args.output != TEXT_OUTPUT:
+        directory = os.path.dirname(args.output) or "."
+        if not os.path.isdir(directory):
+            raise StratoError(f"cannot write the output: no directory {directory}", location=args.output)
+        if os.path.isdir(args.output):
+            raise StratoError("cannot write the output: it is a directory", location=args.output)
+    return args.output
+
+
 def compile_command(args: argparse.Namespace) -> int:
-    output = args.output or f"{_stem(args.model)}.ll"
-    directory = os.path.dirname(output) or "."
-    if not os.path.isdir(directory):
-        raise StratoError(f"cannot write the LLVM IR: no directory {directory}", location=output)
+    output = _output_path(args, ".ll")
+    is_object = output.endswith(".o")
     resolved = resolve_model(args.model, args.batch, args.seed)
     model = compile_resolved(resolved, args)
-    try:
+    if output == TEXT_OUTPUT:
+        sys.stdout.write(model.llvm_ir)
+        return 0
+    header = f"{os.path.splitext(output)[0]}.h"
+    if is_object:
+        model.save_object(output)
+        what = "object code"
+    else:
         model.save_llvm_ir(output)
-    except OSError as err:
-        raise StratoError(f"cannot write the LLVM IR: {err.strerror}", location=output) from None
-    print(f"wrote {output} ({os.path.getsize(output)} bytes of LLVM IR)")
+        what = "LLVM IR"
+    model.save_c_header(header)
+    print(
+        f"wrote {output} ({os.path.getsize(output)} bytes of {what}) and {header} "
+        f"(entry {model.entry_symbol})"
+    )
+    return 0
+
+
+def import_command(args: argparse.Namespace) -> int:
+    from strato.frontends.onnx import import_onnx
+
+    output = _output_path(args, ".mlir")
+    resolved = resolve_model(args.model, args.batch, args.seed)
+    try:
+        imported = import_onnx(resolved.proto, input_shapes=args.input_shapes)
+    except StratoError as err:
+        if err.location is None:
+            err.location = resolved.location
+        raise
+    text = module_text(imported.module)
+    if output == TEXT_OUTPUT:
+        sys.stdout.write(text)
+        return 0
+    write_atomically(output, text, what="the graph-level IR")
+    print(f"wrote {output} ({len(text.encode())} bytes of graph-level IR)")
     return 0
 
 
@@ -214,33 +399,128 @@ def _stem(spec: str) -> str:
     return base[: -len(".onnx")] if base.endswith(".onnx") else base
 
 
+class UsageError(StratoError):
+    """A command line argparse rejects."""
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one `strato: error:` line with exit
+    status 1 (argparse prints the usage and exits 2)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
+
+
+def parse_input_shapes(text: str) -> dict[str, tuple[int, ...]]:
+    """`--input-shapes 'x:[1,3,224,224] mask:[1,128]'` (tvmc's syntax) -> shapes by
+    name. Entries are separated by spaces; the name is everything before the last `:`."""
+    from strato.compiler import check_input_shapes
+
+    shapes: dict[str, list[int]] = {}
+    for entry in text.split():
+        name, colon, dims = entry.rpartition(":")
+        if not colon or not name or not (dims.startswith("[") and dims.endswith("]")):
+            raise argparse.ArgumentTypeError(f"'{entry}' is not NAME:[D0,D1,...]")
+        values = [part.strip() for part in dims[1:-1].split(",") if part.strip()]
+        try:
+            shapes[name] = [int(value, 10) for value in values]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"'{entry}': dimensions must be integers") from None
+    if not shapes:
+        raise argparse.ArgumentTypeError("no shapes given")
+    try:
+        return check_input_shapes(shapes) or {}
+    except StratoError as err:
+        raise argparse.ArgumentTypeError(err.message) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="strato", description="Compile and run ONNX models with strato."
+    from strato import __version__
+
+    # Options accepted before and after the command; SUPPRESS keeps the subcommand's
+    # parse from resetting what was given before it.
+    common = _ArgumentParser(add_help=False)
+    common.add_argument(
+        "--traceback", action="store_true", default=argparse.SUPPRESS,
+        help="show the Python traceback of internal errors",
     )
-    parser.add_argument(
-        "--traceback", action="store_true", help="show the Python traceback of internal errors"
+    common.add_argument(
+        "-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+        help="report progress and the time of every stage on stderr",
     )
+    parser = _ArgumentParser(
+        prog="strato", description="Compile and run ONNX models with strato.", parents=[common]
+    )
+    parser.add_argument("--version", action="version", version=f"strato {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add_model_arguments(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("model", metavar="MODEL", help="an ONNX file or a zoo name (e.g. mlp)")
-        sub.add_argument("--batch", type=int, default=None, help="batch size (leading dimension of the inputs)")
-        sub.add_argument("--seed", type=int, default=0, help="seed of zoo weights and random inputs (default 0)")
+        sub.add_argument("--batch", type=positive_int, default=None, help="batch size (leading dimension of the inputs)")
+        sub.add_argument("--seed", type=non_negative_int, default=0, help="seed of zoo weights and random inputs (default 0)")
+        sub.add_argument(
+            "--input-shapes", type=parse_input_shapes, default=None, metavar="SHAPES",
+            help="input shapes by name, e.g. 'x:[1,3,224,224] mask:[1,128]'",
+        )
+
+    def add_compile_arguments(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--target", default="llvm", help="code generation target (default llvm)")
         sub.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
 
     run = commands.add_parser(
-        "run", help="compile MODEL, run it on random inputs, report latency and error"
+        "run", parents=[common],
+        help="compile MODEL, run it, report latency (next to onnxruntime's) and error",
+        description="Compile MODEL, run it on seeded random inputs (or --inputs), report "
+        "its latency next to onnxruntime's and its error against onnxruntime.",
     )
     add_model_arguments(run)
-    run.add_argument("--repeat", type=int, default=10, help="timed runs (default 10)")
+    add_compile_arguments(run)
+    run.add_argument("--repeat", type=positive_int, default=10, help="timed runs (default 10)")
+    run.add_argument("--inputs", metavar="IN.npz", help="inputs by ONNX input name (default: seeded random)")
+    run.add_argument("--outputs", metavar="OUT.npz", help="write the outputs, by ONNX output name")
     run.set_defaults(handler=run_command)
 
-    compile_ = commands.add_parser("compile", help="compile MODEL and write its LLVM IR")
+    compile_ = commands.add_parser(
+        "compile", parents=[common],
+        help="compile MODEL to LLVM IR (.ll) or an object file (.o), with a C header",
+        description="Compile MODEL. `-o X.ll` writes LLVM IR, `-o X.o` an object file; "
+        "either comes with the C header X.h declaring the entry <model>_run. "
+        "`-o -` writes the LLVM IR to standard output.",
+    )
     add_model_arguments(compile_)
-    compile_.add_argument("-o", "--output", metavar="OUT.ll", help="output file (default MODEL.ll)")
+    add_compile_arguments(compile_)
+    compile_.add_argument("-o", "--output", metavar="OUT", help="OUT.ll, OUT.o or - (default MODEL.ll)")
     compile_.set_defaults(handler=compile_command)
+
+    import_ = commands.add_parser(
+        "import", parents=[common],
+        help="import MODEL to the graph-level IR that strato-opt reads",
+        description="Import MODEL into the graph dialect and write it as MLIR text, "
+        "ready for strato-opt (`-o -`: standard output).",
+    )
+    add_model_arguments(import_)
+    import_.add_argument("-o", "--output", metavar="OUT.mlir", help="output file (default MODEL.mlir)")
+    import_.set_defaults(handler=import_command)
     return parser
 
 
@@ -251,9 +531,14 @@ def format_error(err: StratoError) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    traceback = "--traceback" in (sys.argv[1:] if argv is None else argv)
     try:
+        args = build_parser().parse_args(argv)
+        args.traceback = getattr(args, "traceback", False)
+        args.verbose = getattr(args, "verbose", False)
+        args.target = getattr(args, "target", "llvm")
+        args.dump_ir = getattr(args, "dump_ir", None)
+        traceback = args.traceback
         return args.handler(args)
     except StratoError as err:
         print(format_error(err), file=sys.stderr)
@@ -262,7 +547,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("strato: interrupted", file=sys.stderr)
         return 130
     except Exception as err:  # noqa: BLE001 - everything else is a bug in strato
-        if args.traceback:
+        if traceback:
             raise
         reason = " ".join(str(err).split())[:300]
         print(

@@ -141,3 +141,209 @@ def test_run_without_onnxruntime_checks_against_the_graph_interpreter(monkeypatc
     line = next(l for l in out.splitlines() if l.startswith("max relative error vs"))
     assert "the graph interpreter" in line and "onnxruntime is not installed" in line
     assert float(line.rsplit(":", 1)[1]) < 1e-4
+
+
+# -- the command line as mlir-opt and tvmc users expect --------------------------------
+
+
+def _relu_model(path, shape=("n", 8)) -> str:
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, list(shape))],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, path)
+    return str(path)
+
+
+USAGE_ERRORS = [
+    (["run", "mlp", "--batch", "0"], "--batch: must be at least 1, got 0"),
+    (["run", "mlp", "--batch", "-2"], "--batch: must be at least 1"),
+    (["run", "mlp", "--repeat", "0"], "--repeat: must be at least 1"),
+    (["run", "mlp", "--seed", "-1"], "--seed: must not be negative"),
+    (["run", "mlp", "--frobnicate"], "unrecognized arguments: --frobnicate"),
+    (["run"], "required: MODEL"),
+    ([], "required: COMMAND"),
+    (["explode", "mlp"], "invalid choice: 'explode'"),
+    (["compile", "mlp", "-o"], "expected one argument"),
+    (["compile", "mlp", "-o", ""], "the output path is empty"),
+    (["run", "mlp", "--input-shapes", "x:[a,4]"], "dimensions must be integers"),
+    (["run", "mlp", "--input-shapes", "x:[1.5,4]"], "dimensions must be integers"),
+    (["run", "mlp", "--input-shapes", "x:[-1,4]"], "dimension -1 is negative"),
+    (["run", "mlp", "--input-shapes", f"x:[{2**70},4]"], "does not fit in memory"),
+    (["run", "mlp", "--input-shapes", "x"], "is not NAME:[D0,D1,...]"),
+]
+
+
+@pytest.mark.parametrize("argv,fragment", USAGE_ERRORS, ids=[" ".join(a) or "nothing" for a, _ in USAGE_ERRORS])
+def test_usage_errors_are_one_line_with_exit_status_1(argv, fragment, capsys):
+    assert strato_cli.main(argv) == 1
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("strato: error: "), captured.err
+    assert fragment in lines[0]
+    assert "usage:" not in captured.err and captured.out == ""
+
+
+def test_version_and_help(capsys):
+    with pytest.raises(SystemExit) as exited:
+        strato_cli.main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"strato {strato_package_version()}"
+    with pytest.raises(SystemExit) as exited:
+        strato_cli.main(["run", "--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    for option in ("--input-shapes", "--inputs", "--outputs", "--traceback", "--verbose"):
+        assert option in out
+
+
+def strato_package_version() -> str:
+    import strato as package
+
+    return package.__version__
+
+
+def test_traceback_is_accepted_after_the_command(monkeypatch):
+    import strato as package
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(package, "compile", broken)
+    for argv in (["--traceback", "run", "mlp"], ["run", "mlp", "--traceback"]):
+        with pytest.raises(KeyError):
+            strato_cli.main(argv)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+def test_model_path_must_be_a_regular_file(kind, tmp_path):
+    import os
+
+    if kind == "fifo":
+        path = str(tmp_path / "model.onnx")
+        os.mkfifo(path)  # opening it for reading would block forever
+    elif kind == "directory":
+        path = str(tmp_path)
+    else:
+        path = "/dev/zero"  # reading it never ends
+    result = strato("run", path)
+    line = assert_one_line_error(result, path)
+    assert "not a regular file" in line or "is a directory" in line
+
+
+def test_run_with_input_shapes_inputs_and_outputs(tmp_path):
+    import numpy as np
+
+    model = _relu_model(tmp_path / "relu.onnx")
+    x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(3, 8)
+    np.savez(tmp_path / "in.npz", x=x)
+    out = tmp_path / "out.npz"
+    result = strato(
+        "run", model, "--input-shapes", "x:[3,8]", "--inputs", str(tmp_path / "in.npz"),
+        "--outputs", str(out), "--repeat", "2",
+    )
+    assert result.returncode == 0, result.stderr
+    assert "output 'y': shape [3, 8] float32" in result.stdout
+    assert "onnxruntime latency: median" in result.stdout and "strato / onnxruntime = " in result.stdout
+    with np.load(out) as saved:
+        assert saved.files == ["y"]
+        np.testing.assert_array_equal(saved["y"], np.maximum(x, 0))
+
+
+def test_inputs_file_errors_name_the_file(tmp_path):
+    import numpy as np
+
+    model = _relu_model(tmp_path / "relu.onnx", shape=(2, 8))
+    wrong_name = tmp_path / "wrong.npz"
+    np.savez(wrong_name, z=np.zeros((2, 8), np.float32))
+    assert_one_line_error(strato("run", model, "--inputs", str(wrong_name)), str(wrong_name), "no array 'x'")
+    wrong_shape = tmp_path / "shape.npz"
+    np.savez(wrong_shape, x=np.zeros((3, 8), np.float32))
+    assert_one_line_error(strato("run", model, "--inputs", str(wrong_shape)), str(wrong_shape), "shape is [3, 8]")
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(b"not a zip")
+    assert_one_line_error(strato("run", model, "--inputs", str(garbage)), str(garbage), ".npz")
+
+
+def test_verbose_reports_every_stage_with_its_time():
+    result = strato("run", "mlp", "-v", "--repeat", "1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    for stage in ("import", "graph-default", "convert-te-to-loops", "convert-loops-to-llvm", "build"):
+        assert any(line.startswith(f"strato: {stage}") and line.endswith(" s") for line in lines), result.stderr
+    assert not any("Traceback" in line for line in lines)
+
+
+def test_compile_to_stdout_writes_no_file(tmp_path):
+    result = strato("compile", "mlp", "-o", "-", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("; ModuleID") and "define i32 @\"mlp_run\"" in result.stdout
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_compile_writes_the_header_beside_the_output(tmp_path):
+    result = strato("compile", "mlp", "-o", str(tmp_path / "net.ll"))
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["net.h", "net.ll"]
+    assert "int32_t mlp_run(const float *input, float *logits);" in (tmp_path / "net.h").read_text()
+
+
+def test_a_failed_write_leaves_no_partial_file(tmp_path, monkeypatch, capsys):
+    """A full disk (ENOSPC while writing) leaves the previous file as it was and no
+    temporary file behind."""
+    import errno
+    import os
+
+    target = tmp_path / "mlp.ll"
+    target.write_text("previous contents")
+    real_fdopen = os.fdopen
+
+    class FullDisk:
+        def __init__(self, file):
+            self.file = file
+
+        def write(self, data):
+            self.file.write(data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def __getattr__(self, name):
+            return getattr(self.file, name)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+    monkeypatch.setattr(os, "fdopen", lambda fd, mode: FullDisk(real_fdopen(fd, mode)))
+    assert strato_cli.main(["compile", "mlp", "-o", str(target)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err == f"strato: error: {target}: cannot write the LLVM IR: No space left on device"
+    assert target.read_text() == "previous contents"
+    assert [p.name for p in tmp_path.iterdir()] == ["mlp.ll"]
+
+
+def test_import_writes_graph_ir_that_strato_opt_reads(tmp_path):
+    model = _relu_model(tmp_path / "relu.onnx", shape=(2, 8))
+    out = tmp_path / "relu.mlir"
+    result = strato("import", model, "-o", str(out))
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert text.startswith("builtin.module {") and "graph.relu" in text and "\t" not in text
+    opt = subprocess.run(
+        [sys.executable, "-m", "strato.tools.strato_opt", str(out), "-t", "interpret"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert opt.returncode == 0, opt.stderr
+
+
+def test_dump_ir_files_are_readable_mlir(tmp_path):
+    result = strato("compile", "mlp", "-o", str(tmp_path / "m.ll"), "--dump-ir", str(tmp_path / "dump"))
+    assert result.returncode == 0, result.stderr
+    first = sorted((tmp_path / "dump").iterdir())[0]
+    assert first.name == "01-graph.mlir"
+    assert first.read_text().startswith("builtin.module {")

@@ -177,6 +177,7 @@ class JitFunction:
         self._owner = owner  # keeps the machine code alive
         self.name = name
         self.param_types = tuple(param_types)
+        self.return_type = return_type
         self.buffers = tuple(buffers) if buffers is not None else None
         restype = None if return_type == "void" else _SCALAR_CTYPES[return_type]
         argtypes = [_SCALAR_CTYPES[t] for t in self.param_types]

@@ -1,0 +1,199 @@
+"""The C ABI of a compiled model: a named entry that returns a status, internal kernels,
+and heap allocations that are checked.
+
+A lowered model is one llvm-dialect module: kernels, and an entry function (`@main` after
+import) that allocates the intermediate buffers and calls the kernels. `finalize_entry`
+makes it a module a C program can link and a caller can trust:
+
+* the entry gets a model-prefixed public name (`mlp_run`); every other function defined in
+  the module becomes `internal`, so two models link into one program;
+* the entry returns an `i32` status, `STATUS_OK` (0) or `STATUS_OUT_OF_MEMORY` (1): every
+  `malloc`/`aligned_alloc` result is compared with null, and a failure frees what the
+  function still holds and returns the status to its caller, up to the entry. Generated
+  code never writes through a null pointer, whatever the machine's memory.
+
+    %p = llvm.call @malloc(%n) : (i64) -> !llvm.ptr
+    <rest>
+->
+    %p = llvm.call @malloc(%n) : (i64) -> !llvm.ptr
+    llvm.store %p, %slot                            // freed again on failure
+    %null = llvm.mlir.zero : !llvm.ptr
+    %failed = llvm.icmp "eq" %p, %null : !llvm.ptr
+    llvm.cond_br %failed, ^failure(%c1 : i32), ^next
+  ^next:
+    <rest>
+  ^failure(%status: i32):
+    llvm.call @free(<each slot>)
+    llvm.return %status : i32
+
+Functions that neither allocate nor call one that does keep their `void` type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import ModuleOp, StringAttr, i32
+from xdsl.ir import Block, Operation, SSAValue
+
+from strato.targets.llvm import builders
+from strato.targets.llvm.type_conversion import POINTER
+
+STATUS_OK = 0
+STATUS_OUT_OF_MEMORY = 1
+
+ALLOCATORS = frozenset({"malloc", "aligned_alloc"})
+"""The C library functions lowered code allocates heap buffers with."""
+
+
+def finalize_entry(module: ModuleOp, entry: str, public_name: str) -> None:
+    """Give `module` the C ABI described in the module docstring, in place."""
+    functions = _defined_functions(module)
+    if entry not in functions:
+        raise AssertionError(f"no function @{entry} to finalize")
+    if public_name != entry and public_name in functions:
+        raise AssertionError(f"@{public_name} is already defined in the module")
+    for name, function in functions.items():
+        if name != entry:
+            function.properties["linkage"] = llvm.LinkageAttr("internal")
+    failing = _functions_that_can_fail(functions)
+    for name in failing:
+        _return_status(functions[name], failing)
+    if entry not in failing:
+        _return_status(functions[entry], failing)
+    functions[entry].properties["sym_name"] = StringAttr(public_name)
+
+
+def _defined_functions(module: ModuleOp) -> dict[str, llvm.FuncOp]:
+    return {
+        op.sym_name.data: op
+        for op in module.ops
+        if isinstance(op, llvm.FuncOp) and op.body.blocks
+    }
+
+
+def _callee(op: Operation) -> str | None:
+    if isinstance(op, llvm.CallOp) and op.callee is not None:
+        return op.callee.root_reference.data
+    return None
+
+
+def _functions_that_can_fail(functions: dict[str, llvm.FuncOp]) -> set[str]:
+    """Functions that allocate, or call (transitively) one that does."""
+    calls = {
+        name: {_callee(op) for op in function.walk()} - {None}
+        for name, function in functions.items()
+    }
+    failing = {name for name, callees in calls.items() if callees & ALLOCATORS}
+    changed = True
+    while changed:
+        changed = False
+        for name, callees in calls.items():
+            if name not in failing and callees & failing:
+                failing.add(name)
+                changed = True
+    return failing
+
+
+def _ops_calling(function: llvm.FuncOp, names: Iterable[str]) -> list[llvm.CallOp]:
+    wanted = set(names)
+    return [op for op in function.walk() if _callee(op) in wanted]  # type: ignore[misc]
+
+
+def _return_status(function: llvm.FuncOp, failing: set[str]) -> None:
+    """Make `function` return an i32 status, checking its allocations and the status of
+    the failing functions it calls."""
+    fn_type = function.function_type
+    if not isinstance(fn_type.output, llvm.LLVMVoidType):
+        raise AssertionError(f"@{function.sym_name.data} already returns {fn_type.output}")
+    function.properties["function_type"] = builders.function_type(fn_type.inputs.data, i32)
+    body = function.body
+    entry = body.blocks[0]
+    failure = Block(arg_types=[i32])
+    failure.args[0].name_hint = "status"
+    failure.name_hint = "failure"
+
+    for op in list(function.walk()):
+        if isinstance(op, llvm.ReturnOp):
+            ok = builders.constant(STATUS_OK, i32)
+            op.parent_block().insert_ops_before([ok, builders.return_(ok.result)], op)
+            op.detach()
+            op.erase()
+
+    slots = _allocation_slots(function, entry)
+    for call in _ops_calling(function, ALLOCATORS):
+        null = llvm.ZeroOp(result_types=[POINTER])
+        failed = builders.icmp("eq", call.results[0], null.results[0])
+        status = builders.constant(STATUS_OUT_OF_MEMORY, i32)
+        _branch_on_failure(call, [null, failed, status], failed.results[0], status.result, failure)
+    for call in _ops_calling(function, failing):
+        checked = builders.call(_callee(call), list(call.args), i32)
+        call.parent_block().insert_op_before(checked, call)
+        call.detach()
+        call.erase()
+        zero = builders.constant(STATUS_OK, i32)
+        failed = builders.icmp("ne", checked.results[0], zero.result)
+        _branch_on_failure(checked, [zero, failed], failed.results[0], checked.results[0], failure)
+
+    for slot in slots:
+        pointer = builders.load(slot, POINTER)
+        failure.add_ops([pointer, builders.call("free", [pointer.results[0]], None)])
+    failure.add_op(builders.return_(failure.args[0]))
+    body.add_block(failure)
+
+
+def _allocation_slots(function: llvm.FuncOp, entry: Block) -> list[SSAValue]:
+    """One stack slot per allocation site, holding the live buffer or null, so the
+    failure block can free what the function holds. Returns no slots (the failure path
+    then leaks rather than risk a double free) when some `free` does not take a pointer
+    straight from an allocation of this function."""
+    allocations = _ops_calling(function, ALLOCATORS)
+    if not allocations:
+        return []
+    frees = _ops_calling(function, ["free"])
+    if any(not isinstance(f.args[0].owner, llvm.CallOp) or f.args[0].owner not in allocations for f in frees):
+        return []
+    one = builders.index_constant(1)
+    null = llvm.ZeroOp(result_types=[POINTER])
+    setup: list[Operation] = [one, null]
+    slot_of: dict[Operation, SSAValue] = {}
+    for call in allocations:
+        slot = builders.alloca(one.result, POINTER, 8)
+        setup += [slot, builders.store(null.results[0], slot.results[0])]
+        slot_of[call] = slot.results[0]
+        call.parent_block().insert_op_after(builders.store(call.results[0], slot.results[0]), call)
+    for free in frees:
+        cleared = llvm.ZeroOp(result_types=[POINTER])
+        free.parent_block().insert_ops_after(
+            [cleared, builders.store(cleared.results[0], slot_of[free.args[0].owner])], free
+        )
+    builders.ensure_declared(function, "free", builders.function_type([POINTER], None))
+    if entry.first_op is None:
+        entry.add_ops(setup)
+    else:
+        entry.insert_ops_before(setup, entry.first_op)
+    return list(slot_of.values())
+
+
+def _branch_on_failure(
+    anchor: Operation,
+    checks: list[Operation],
+    failed: SSAValue,
+    status: SSAValue,
+    failure: Block,
+) -> None:
+    """After `anchor` (and the slot store that may follow it), run `checks` and branch
+    to `failure` with `status` when `failed` holds; the rest of the block continues."""
+    block = anchor.parent_block()
+    last = anchor
+    following = anchor.next_op
+    if isinstance(following, llvm.StoreOp) and following.value == anchor.results[0]:
+        last = following
+    rest = last.next_op
+    assert rest is not None, "a call cannot end a block"
+    continuation = block.split_before(rest)
+    block.add_ops([*checks, builders.cond_branch(failed, failure, [status], continuation, [])])
+
+
+__all__ = ["ALLOCATORS", "STATUS_OK", "STATUS_OUT_OF_MEMORY", "finalize_entry"]
