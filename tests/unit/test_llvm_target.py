@@ -341,3 +341,174 @@ def test_integer_expansions_and_control_flow():
     assert jit.function("from_unsigned")(-1) == 2.0**32 - 1
     assert jit.function("sum_to")(5) == 6.0  # 0 + 2 + 4
     assert jit.function("count")(10) == 12
+
+
+# -- the C ABI of a compiled model: entry name, status, checked allocations, header -----
+
+
+def expand_then_sum(rows: int):
+    """x[1, 8] -> Expand to [rows, 8] (an intermediate of rows * 32 bytes) -> ReduceSum."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [
+            helper.make_node("Expand", ["x", "shape"], ["big"]),
+            helper.make_node("ReduceSum", ["big", "axes"], ["y"], keepdims=1),
+        ],
+        "expand_sum",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+        [
+            numpy_helper.from_array(np.array([rows, 8], np.int64), "shape"),
+            numpy_helper.from_array(np.array([0], np.int64), "axes"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    return model
+
+
+def test_entry_is_named_after_the_model_and_kernels_are_internal():
+    import llvmlite.binding as llvm
+
+    import strato
+
+    model = strato.compile(expand_then_sum(16), name="net")
+    assert model.entry_symbol == "net_run"
+    module = llvm.parse_assembly(model.llvm_ir)
+    defined = {f.name: f for f in module.functions if not f.is_declaration}
+    assert "main" not in defined and "net_run" in defined
+    assert defined["net_run"].linkage == llvm.Linkage.external
+    assert len(defined) > 1
+    for name, function in defined.items():
+        if name != "net_run":
+            assert function.linkage == llvm.Linkage.internal, name
+    np.testing.assert_array_equal(model(np.ones((1, 8), np.float32))[0], np.full((1, 8), 16, np.float32))
+
+
+_OUT_OF_MEMORY_CHILD = """
+import resource, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+from test_llvm_target import expand_then_sum
+import strato
+from strato.compiler import ModelMemoryError
+
+model = strato.compile(expand_then_sum(2**30))   # a 32 GiB intermediate
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # malloc fails, whatever the machine
+x = np.ones((1, 8), np.float32)
+for attempt in range(2):
+    try:
+        model(x)
+    except ModelMemoryError as err:
+        assert isinstance(err, MemoryError)
+        print("clean:", err.message)
+small = strato.compile(expand_then_sum(4))
+print("after:", small(x)[0].tolist())
+"""
+
+
+def test_a_failed_allocation_is_a_memory_error_not_a_crash():
+    import pathlib
+    import subprocess
+    import sys
+
+    tests = str(pathlib.Path(__file__).parent)
+    result = subprocess.run(
+        [sys.executable, "-c", _OUT_OF_MEMORY_CHILD.format(tests=tests)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert result.returncode == 0, result.stderr  # a signal gives a negative code
+    lines = result.stdout.splitlines()
+    assert lines[:2] == ["clean: out of memory: the model could not allocate its intermediate buffers"] * 2
+    assert lines[2] == "after: [[4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0]]"
+
+
+def test_an_absurd_footprint_is_refused_at_compile_time():
+    import strato
+    from strato.diagnostics import StratoError
+
+    with pytest.raises(StratoError, match="more than a 64-bit address space holds") as raised:
+        strato.compile(expand_then_sum(2**50))
+    assert "\n" not in str(raised.value)
+
+
+def test_failure_path_frees_what_the_entry_holds():
+    """The entry's failure block frees every buffer it allocated (free(NULL) for those not
+    yet allocated or already freed), so a failed call leaks nothing."""
+    import strato
+
+    ir = strato.compile("mlp", name="net").llvm_ir
+    entry = ir[ir.index('define i32 @"net_run"'):]
+    entry = entry[: entry.index("\n}")]
+    failure = entry[entry.index("failure:"):]
+    assert entry.count('call ccc ptr @"malloc"') == failure.count('call ccc void @"free"') >= 1
+    assert "ret i32 0" in entry and 'ret i32 %"status"' in failure
+
+
+_C_PROGRAM = """
+#include <stdio.h>
+#include "net.h"
+
+int main(void) {
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, -8};
+    float y[8] = {0};
+    int32_t status = net_run(x, y);
+    if (status != NET_OK) return 2;
+    for (int i = 0; i < 8; ++i) printf("%g ", y[i]);
+    printf("\\n");
+    return 0;
+}
+"""
+
+
+def test_object_and_header_link_into_a_c_program(tmp_path):
+    """gcc is on the development machine; the test needs it and skips only without it."""
+    import shutil
+    import subprocess
+
+    import strato
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("no gcc on this machine")
+    model = strato.compile(expand_then_sum(3), name="net")
+    model.save_object(tmp_path / "net.o")
+    model.save_c_header(tmp_path / "net.h")
+    header = (tmp_path / "net.h").read_text()
+    assert "int32_t net_run(const float *x, float *y);" in header
+    (tmp_path / "main.c").write_text(_C_PROGRAM)
+    build = subprocess.run(
+        [gcc, "-std=c11", "-Wall", "-Werror", "-o", "prog", "main.c", "net.o", "-lm"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["3", "6", "9", "12", "15", "18", "21", "-24"]
+    # Two models link into one program: nothing but the entries is global.
+    other = strato.compile(expand_then_sum(2), name="other")
+    other.save_object(tmp_path / "other.o")
+    both = subprocess.run(
+        [gcc, "-std=c11", "-o", "both", "main.c", "net.o", "other.o", "-lm"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert both.returncode == 0, both.stderr
+
+
+def test_header_types_follow_the_signature():
+    from strato.runtime.c_header import c_header
+    from strato.runtime.signature import Signature, TensorSpec
+
+    signature = Signature(
+        (
+            TensorSpec("ids", (35,), np.dtype(np.int64)),
+            TensorSpec("mask", (35,), np.dtype(np.bool_)),
+            TensorSpec("x-1", (2, 2), np.dtype(np.float16)),
+        ),
+        (TensorSpec("out", (1,), np.dtype(np.float64)),),
+    )
+    header = c_header("lm_run", signature)
+    assert "int32_t lm_run(const int64_t *ids, const bool *mask, const uint16_t *x_1, double *out);" in header
+    assert "#define LM_OUT_OF_MEMORY 1" in header and "LLVM " in header
