@@ -54,6 +54,19 @@ from xdsl.traits import (
 from xdsl.utils.exceptions import VerifyException
 
 
+KERNEL_ATTR = "loop.kernel"
+"""Unit attribute on the `func.func` of a lowered primitive (a kernel)."""
+OUTPUT_ATTR = "loop.output"
+"""Unit argument attribute on the output buffers of a kernel or a lowered function."""
+STAGE_ATTR = "stage"
+"""String attribute on every `loop.for` of a stage, naming the stage that owns it."""
+REDUCTION_ATTR = "reduction"
+"""Unit attribute on a `loop.for` that iterates over a reduction axis of its stage."""
+INIT_ATTR = "init"
+"""Unit attribute on the loops of a reduction's init nest (the nest that stores the
+initial value); the loops of its update nest do not carry it."""
+
+
 class LoopKind(StrEnum):
     """How a loop's iterations run. Every kind computes the same values as `serial`;
     the others are promises a schedule makes and code generation uses."""
@@ -135,6 +148,16 @@ class ForOp(IRDLOperation):
 
         loop.for %i = 0 to 1024 step 4 parallel axis "i" {
           ...
+        }
+
+    Loops of a kernel belong to stages: each carries `stage = "<name>"` (STAGE_ATTR), and
+    an axis name unique within its stage's nest. A `te.reduce` stage has two nests: the
+    init nest (loops marked `init`, storing the initial value) and the update nest, whose
+    loops over reduction axes are marked `reduction`:
+
+        loop.for %i = 0 to 4 axis "i" attributes {stage = "sum", init} { .. store init .. }
+        loop.for %i = 0 to 4 axis "i" attributes {stage = "sum"} {
+          loop.for %k = 0 to 8 axis "k" attributes {stage = "sum", reduction} { .. }
         }
     """
 
@@ -257,6 +280,22 @@ class ForOp(IRDLOperation):
         for trait in op.get_traits_of_type(SingleBlockImplicitTerminator):
             ensure_terminator(op, trait)
         return op
+
+
+def loop_stage(loop: ForOp) -> str | None:
+    """The name of the stage that owns `loop` (None for a loop outside any stage)."""
+    attr = loop.attributes.get(STAGE_ATTR)
+    return attr.data if isinstance(attr, StringAttr) else None
+
+
+def is_reduction_loop(loop: ForOp) -> bool:
+    """Whether `loop` iterates over a reduction axis of its stage."""
+    return REDUCTION_ATTR in loop.attributes
+
+
+def is_init_loop(loop: ForOp) -> bool:
+    """Whether `loop` belongs to the init nest of a reduction stage."""
+    return INIT_ATTR in loop.attributes
 
 
 def enclosing_loops(op: Operation) -> list[ForOp]:

@@ -60,8 +60,8 @@ from strato.dialects.tensor_types import array_from_dense, numpy_dtype, reinterp
 from strato.interpreters.graph import entry_function
 from strato.interpreters.te import SCALAR_SEMANTICS, evaluate_scalar_op
 
-OUTPUT_ATTR = "loop.output"
-KERNEL_ATTR = "loop.kernel"
+OUTPUT_ATTR = loop.OUTPUT_ATTR
+KERNEL_ATTR = loop.KERNEL_ATTR
 
 
 # ---------------------------------------------------------------------------------------

@@ -16,11 +16,13 @@ The result follows the loop-level ABI:
   element to its stage-body scalar (sign- or zero-extends a sub-byte integer, widens
   bf16 to f32) and a store encodes it (keeps the low bits, rounds f32 to bf16 to
   nearest even).
-- Each stage becomes one loop nest, a `loop.for` per result dimension (axis named after
-  the stage's index argument, else i0, i1, ..), with `stage = "<name>"` on the outermost
-  loop; a rank-0 stage gets one loop of trip count 1 so every stage has its loop. A
-  reduction stores `init` and then accumulates in its buffer in reduction loops
-  innermost (axes named after the reduction arguments, else k0, k1, ..). A stage that
+- Each stage becomes a loop nest, a `loop.for` per result dimension (axis named after
+  the stage's index argument, else i0, i1, ..), with `stage = "<name>"` on every loop
+  of the nest; a rank-0 stage gets one loop of trip count 1 so every stage has its loop.
+  A reduction becomes two nests of the same stage: the init nest (loops marked `init`)
+  stores `init`, then the update nest accumulates in the buffer with the reduction
+  loops innermost (marked `reduction`, axes named after the reduction arguments, else
+  k0, k1, ..). The attribute names are defined in `strato.dialects.loop`. A stage that
   `te.output` returns writes its output buffer; other stages write a
   `memref<.., #loop.scope<local>>` allocated before the nest and freed before the return.
 - A function over tensors keeps its name and becomes `func.func @f(%in.., %out..
@@ -105,7 +107,16 @@ from xdsl.rewriter import InsertPoint
 
 from strato.diagnostics import StratoError
 from strato.dialects import te
-from strato.dialects.loop import ForOp, MemoryScope, ScopeAttr
+from strato.dialects.loop import (
+    INIT_ATTR,
+    KERNEL_ATTR,
+    OUTPUT_ATTR,
+    REDUCTION_ATTR,
+    STAGE_ATTR,
+    ForOp,
+    MemoryScope,
+    ScopeAttr,
+)
 from strato.dialects.tensor_types import (
     is_unsigned_type,
     scalar_type,
@@ -116,12 +127,6 @@ from strato.legality import check_legal
 
 PASS_NAME = "convert-te-to-loops"
 
-KERNEL_ATTR = "loop.kernel"
-"""Unit attribute on the function of a lowered primitive."""
-OUTPUT_ATTR = "loop.output"
-"""Unit argument attribute on the output buffers of a lowered function or kernel."""
-STAGE_ATTR = "stage"
-"""String attribute naming the stage on the outermost loop of its nest."""
 
 
 def memref_for(type_: Attribute, op: Operation, scope: MemoryScope | None = None) -> MemRefType:
@@ -228,10 +233,20 @@ class LoopNest:
     loops: list[ForOp]
 
     @staticmethod
-    def build(builder: Builder, axes: Sequence[tuple[str, int]]) -> LoopNest:
+    def build(
+        builder: Builder,
+        axes: Sequence[tuple[str, int]],
+        stage: str,
+        marker: str | None = None,
+    ) -> LoopNest:
+        """Loops over `axes` owned by `stage`, each also carrying the unit attribute
+        `marker` when given (init or reduction)."""
         loops: list[ForOp] = []
         for name, extent in axes:
             loop, block = ForOp.build(0, extent, axis=name)
+            loop.attributes[STAGE_ATTR] = StringAttr(stage)
+            if marker is not None:
+                loop.attributes[marker] = UnitAttr()
             _set_name(loop.induction_var, name)
             builder.insert(loop)
             builder = Builder(InsertPoint.before(block.last_op))  # before loop.yield
@@ -269,14 +284,14 @@ def _axis_names(stage: te.StageOp) -> tuple[list[str], list[str]]:
     return spatial, reduce
 
 
-def _spatial_nest(stage: te.StageOp, builder: Builder, names: Sequence[str]) -> LoopNest:
+def _spatial_nest(
+    stage: te.StageOp, builder: Builder, names: Sequence[str], marker: str | None = None
+) -> LoopNest:
     """The loops over the result dimensions, marked with the stage name. A rank-0
     result gets a single-iteration loop so that every stage has a loop to schedule."""
     shape = stage.tensor_type.get_shape()
     axes = list(zip(names, shape)) or [("i0", 1)]
-    nest = LoopNest.build(builder, axes)
-    nest.loops[0].attributes[STAGE_ATTR] = StringAttr(stage.stage.data)
-    return nest
+    return LoopNest.build(builder, axes, stage.stage.data, marker)
 
 
 def lower_stage_body(
@@ -379,8 +394,9 @@ def combine_op(
 
 
 class ReduceOpLowering:
-    """te.reduce -> loops over the result dimensions that store `init`, then the
-    reduction loops innermost that load, combine and store the accumulator."""
+    """te.reduce -> an init nest over the result dimensions that stores `init`, then
+    an update nest over the result dimensions and the reduction axes innermost that
+    loads, combines and stores the accumulator."""
 
     def lower(
         self,
@@ -390,14 +406,18 @@ class ReduceOpLowering:
         builder: Builder,
     ) -> ForOp:
         spatial, reduce = _axis_names(op)
+        element_type = op.tensor_type.element_type
+        init_nest = _spatial_nest(op, builder, spatial, INIT_ATTR)
+        init_body = init_nest.body
+        init = init_body.insert(arith.ConstantOp(_scalar_init(op.init, element_type)))
+        _set_name(init.result, "init")
+        store_element(init_body, init.result, dest, init_nest.ivs[: len(spatial)], element_type)
+
         nest = _spatial_nest(op, builder, spatial)
         indices = nest.ivs[: len(spatial)]
-        outer = nest.body
-        element_type = op.tensor_type.element_type
-        init = outer.insert(arith.ConstantOp(_scalar_init(op.init, element_type)))
-        _set_name(init.result, "init")
-        store_element(outer, init.result, dest, indices, element_type)
-        reduction = LoopNest.build(outer, list(zip(reduce, op.reduce_extents())))
+        reduction = LoopNest.build(
+            nest.body, list(zip(reduce, op.reduce_extents())), op.stage.data, REDUCTION_ATTR
+        )
         body = reduction.body
         value = lower_stage_body(op, [*indices, *reduction.ivs], buffers, body)
         acc = load_element(body, dest, indices, element_type)

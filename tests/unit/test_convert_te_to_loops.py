@@ -15,7 +15,14 @@ from xdsl.parser import Parser
 
 from strato.context import make_context
 from strato.diagnostics import LegalityError, StratoError
-from strato.dialects.loop import ForOp, MemoryScope, memory_scope
+from strato.dialects.loop import (
+    ForOp,
+    MemoryScope,
+    is_init_loop,
+    is_reduction_loop,
+    loop_stage,
+    memory_scope,
+)
 from strato.interpreters.loop import run_loops
 from strato.interpreters.te import run_te
 from strato.legality import check_legal
@@ -83,9 +90,15 @@ def test_kernel_follows_the_loop_abi():
 def test_one_nest_per_stage_with_named_axes():
     kernel = functions(lower(parse(MODEL)))["dense_relu"]
     outer = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
-    assert [loop.attributes["stage"].data for loop in outer] == ["dense", "relu"]
-    axes = [loop.axis.data for loop in outer[0].walk() if isinstance(loop, ForOp)]
-    assert axes == ["i", "j", "k"]
+    # a reduction is an init nest and an update nest; every loop names its stage
+    assert [loop.attributes["stage"].data for loop in outer] == ["dense", "dense", "relu"]
+    init, update = outer[0], outer[1]
+    assert all(is_init_loop(loop) for loop in init.walk() if isinstance(loop, ForOp))
+    loops = [loop for loop in update.walk() if isinstance(loop, ForOp)]
+    assert [loop.axis.data for loop in loops] == ["i", "j", "k"]
+    assert [loop_stage(loop) for loop in loops] == ["dense"] * 3
+    assert [is_reduction_loop(loop) for loop in loops] == [False, False, True]
+    assert not any(is_init_loop(loop) for loop in loops)
     allocs = [op for op in kernel.walk() if isinstance(op, memref.AllocOp)]
     assert len(allocs) == 1 and memory_scope(allocs[0].memref.type) == MemoryScope.LOCAL
     deallocs = [op for op in kernel.walk() if isinstance(op, memref.DeallocOp)]

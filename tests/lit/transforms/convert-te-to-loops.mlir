@@ -3,7 +3,7 @@
 // An elementwise stage returned by the primitive writes the output buffer directly.
 // CHECK-LABEL: func.func @relu(%a: memref<4x8xf32>, %r: memref<4x8xf32> {loop.output}) attributes {loop.kernel} {
 // CHECK-NEXT:    loop.for %i = 0 to 4 axis "i" attributes {stage = "relu"} {
-// CHECK-NEXT:      loop.for %j = 0 to 8 axis "j" {
+// CHECK-NEXT:      loop.for %j = 0 to 8 axis "j" attributes {stage = "relu"} {
 // CHECK-NEXT:        %v = memref.load %a[%i, %j] : memref<4x8xf32>
 // CHECK-NEXT:        %z = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:        %m = arith.maximumf %v, %z : f32
@@ -23,27 +23,32 @@ te.primitive @relu {
   te.output %r : tensor<4x8xf32>
 }
 
-// A reduction stores init inside the result loops, then accumulates in its buffer in
-// the reduction loop innermost. An intermediate stage gets a local buffer, freed
-// before the return.
+// A reduction is an init nest (loops marked init) that stores init, then an update
+// nest of the same stage that accumulates in its buffer with the reduction loop
+// innermost (marked reduction). Every loop names its stage. An intermediate stage gets
+// a local buffer, freed before the return.
 // CHECK-LABEL: func.func @dense_relu(%x: memref<1x4xf32>, %w: memref<2x4xf32>, %r: memref<1x2xf32> {loop.output}) attributes {loop.kernel} {
 // CHECK-NEXT:    %d = memref.alloc() : memref<1x2xf32, #loop.scope<local>>
-// CHECK-NEXT:    loop.for %i = 0 to 1 axis "i" attributes {stage = "dense"} {
-// CHECK-NEXT:      loop.for %j = 0 to 2 axis "j" {
+// CHECK-NEXT:    loop.for %i = 0 to 1 axis "i" attributes {stage = "dense", init} {
+// CHECK-NEXT:      loop.for %j = 0 to 2 axis "j" attributes {stage = "dense", init} {
 // CHECK-NEXT:        %init = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:        memref.store %init, %d[%i, %j] : memref<1x2xf32, #loop.scope<local>>
-// CHECK-NEXT:        loop.for %k = 0 to 4 axis "k" {
-// CHECK-NEXT:          %a = memref.load %x[%i, %k] : memref<1x4xf32>
-// CHECK-NEXT:          %b = memref.load %w[%j, %k] : memref<2x4xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    loop.for %i_1 = 0 to 1 axis "i" attributes {stage = "dense"} {
+// CHECK-NEXT:      loop.for %j_1 = 0 to 2 axis "j" attributes {stage = "dense"} {
+// CHECK-NEXT:        loop.for %k = 0 to 4 axis "k" attributes {stage = "dense", reduction} {
+// CHECK-NEXT:          %a = memref.load %x[%i_1, %k] : memref<1x4xf32>
+// CHECK-NEXT:          %b = memref.load %w[%j_1, %k] : memref<2x4xf32>
 // CHECK-NEXT:          %p = arith.mulf %a, %b : f32
-// CHECK-NEXT:          %acc = memref.load %d[%i, %j] : memref<1x2xf32, #loop.scope<local>>
+// CHECK-NEXT:          %acc = memref.load %d[%i_1, %j_1] : memref<1x2xf32, #loop.scope<local>>
 // CHECK-NEXT:          %sum = arith.addf %acc, %p : f32
-// CHECK-NEXT:          memref.store %sum, %d[%i, %j] : memref<1x2xf32, #loop.scope<local>>
+// CHECK-NEXT:          memref.store %sum, %d[%i_1, %j_1] : memref<1x2xf32, #loop.scope<local>>
 // CHECK-NEXT:        }
 // CHECK-NEXT:      }
 // CHECK-NEXT:    }
 // CHECK-NEXT:    loop.for %[[I:.*]] = 0 to 1 axis "i" attributes {stage = "relu"} {
-// CHECK-NEXT:      loop.for %[[J:.*]] = 0 to 2 axis "j" {
+// CHECK-NEXT:      loop.for %[[J:.*]] = 0 to 2 axis "j" attributes {stage = "relu"} {
 // CHECK-NEXT:        %v = memref.load %d[%[[I]], %[[J]]] : memref<1x2xf32, #loop.scope<local>>
 // CHECK:             memref.store %{{.*}}, %r[%[[I]], %[[J]]] : memref<1x2xf32>
 // CHECK:         memref.dealloc %d : memref<1x2xf32, #loop.scope<local>>
@@ -69,17 +74,21 @@ te.primitive @dense_relu {
 // max and min reductions combine with maximumf/minimumf; two reduction axes give two
 // innermost loops.
 // CHECK-LABEL: func.func @row_max_min
-// CHECK:         loop.for %i = 0 to 3 axis "i" attributes {stage = "rowmax"} {
+// CHECK:         loop.for %i = 0 to 3 axis "i" attributes {stage = "rowmax", init} {
 // CHECK-NEXT:      %init = arith.constant -1.000000e+30 : f32
 // CHECK-NEXT:      memref.store %init, %mx[%i] : memref<3xf32>
-// CHECK-NEXT:      loop.for %k = 0 to 5 axis "k" {
+// CHECK-NEXT:    }
+// CHECK-NEXT:    loop.for %[[I:.*]] = 0 to 3 axis "i" attributes {stage = "rowmax"} {
+// CHECK-NEXT:      loop.for %k = 0 to 5 axis "k" attributes {stage = "rowmax", reduction} {
 // CHECK:             %max = arith.maximumf %acc, %v : f32
-// CHECK-NEXT:        memref.store %max, %mx[%i] : memref<3xf32>
-// CHECK:         loop.for %{{.*}} = 0 to 1 axis "i0" attributes {stage = "allmin"} {
+// CHECK-NEXT:        memref.store %max, %mx[%[[I]]] : memref<3xf32>
+// CHECK:         loop.for %{{.*}} = 0 to 1 axis "i0" attributes {stage = "allmin", init} {
 // CHECK-NEXT:      %{{.*}} = arith.constant 1.000000e+30 : f32
 // CHECK-NEXT:      memref.store %{{.*}}, %mn[] : memref<f32>
-// CHECK-NEXT:      loop.for %{{.*}} = 0 to 3 axis "k0" {
-// CHECK-NEXT:        loop.for %{{.*}} = 0 to 5 axis "k1" {
+// CHECK-NEXT:    }
+// CHECK-NEXT:    loop.for %{{.*}} = 0 to 1 axis "i0" attributes {stage = "allmin"} {
+// CHECK-NEXT:      loop.for %{{.*}} = 0 to 3 axis "k0" attributes {stage = "allmin", reduction} {
+// CHECK-NEXT:        loop.for %{{.*}} = 0 to 5 axis "k1" attributes {stage = "allmin", reduction} {
 // CHECK:               arith.minimumf
 te.primitive @row_max_min {
   %a = te.placeholder "a" : tensor<3x5xf32>

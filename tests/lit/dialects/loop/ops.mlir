@@ -85,3 +85,27 @@ func.func @scopes(%g: memref<16xf32>, %gg: memref<16xf32, #loop.scope<global>>, 
   memref.dealloc %l : memref<4x4xf32, #loop.scope<local>>
   func.return
 }
+
+// Stage ownership on every loop, the init nest and the reduction loops of a stage.
+// CHECK-LABEL: func.func @stages
+// CHECK-NEXT:    loop.for %i = 0 to 4 axis "i" attributes {stage = "sum", init} {
+// CHECK:         loop.for %i_1 = 0 to 4 axis "i" attributes {stage = "sum"} {
+// CHECK-NEXT:      loop.for %k = 0 to 8 axis "k" attributes {stage = "sum", reduction} {
+// GENERIC-LABEL: sym_name = "stages"
+// GENERIC:         }) {stage = "sum", init} : () -> ()
+// GENERIC:         }) {stage = "sum", reduction} : () -> ()
+func.func @stages(%a: memref<4x8xf32>, %s: memref<4xf32>) {
+  loop.for %i = 0 to 4 axis "i" attributes {stage = "sum", init} {
+    %z = arith.constant 0.0 : f32
+    memref.store %z, %s[%i] : memref<4xf32>
+  }
+  loop.for %i = 0 to 4 axis "i" attributes {stage = "sum"} {
+    loop.for %k = 0 to 8 axis "k" attributes {stage = "sum", reduction} {
+      %v = memref.load %a[%i, %k] : memref<4x8xf32>
+      %acc = memref.load %s[%i] : memref<4xf32>
+      %n = arith.addf %acc, %v : f32
+      memref.store %n, %s[%i] : memref<4xf32>
+    }
+  }
+  func.return
+}
