@@ -14,13 +14,14 @@ from xdsl.dialects import arith
 from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Operation, SSAValue
 
-from strato.dialects import graph
+from strato.dialects import graph, te
 from strato.strategies import strategy
 from strato.strategies.builder import (
     PrimitiveBuilder,
     ScalarBuilder,
     broadcast_indices,
     element_type_of,
+    reduction_identity,
     shape_of,
 )
 
@@ -361,3 +362,158 @@ def gather(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> l
         return s.read(data, [*idx[:axis], position, *idx[axis + index_rank :]])
 
     return [pb.compute("gather", out_shape, body, dtype)]
+
+
+def _wrapped_position(s: ScalarBuilder, raw: SSAValue, size: int) -> SSAValue:
+    """An index read from a tensor as an in-bounds position: negative counts from the
+    end, then clamped into [0, size)."""
+    position = _append(s, arith.IndexCastOp(raw, IndexType()))
+    negative = s.index_cmp("slt", position, s.index(0))
+    position = s.index_select(negative, index_offset(s, position, size), position)
+    return index_clamp(s, position, 0, size - 1)
+
+
+@strategy(graph.GatherElementsOp)
+def gather_elements(
+    pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """result[i..] = data[i.. with wrap(indices[i..]) at axis]."""
+    assert isinstance(op, graph.GatherElementsOp)
+    data, indices = inputs
+    axis = op.axis_value
+    size = shape_of(data)[axis]
+    out_shape = shape_of(op.results[0])
+    dtype = element_type_of(data)
+    if 0 in shape_of(data):
+        return [pb.compute("gather_elements", out_shape, lambda s, idx: s.const(0), dtype)]
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        position = _wrapped_position(s, s.read(indices, idx), size)
+        return s.read(data, [*idx[:axis], position, *idx[axis + 1 :]])
+
+    return [pb.compute("gather_elements", out_shape, body, dtype)]
+
+
+@strategy(graph.TileOp)
+def tile(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """result[i..] = input[i_d mod input.shape[d]..]."""
+    assert isinstance(op, graph.TileOp)
+    (x,) = inputs
+    shape = shape_of(x)
+    out_shape = shape_of(op.results[0])
+    dtype = element_type_of(x)
+    if 0 in shape:
+        return [pb.compute("tile", out_shape, lambda s, idx: s.const(0), dtype)]
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        source = [
+            i if repeat == 1 else (s.index(0) if dim == 1 else index_rem(s, i, dim))
+            for i, dim, repeat in zip(idx, shape, op.repeat_values)
+        ]
+        return s.read(x, source)
+
+    return [pb.compute("tile", out_shape, body, dtype)]
+
+
+_SCATTER_KINDS = {
+    graph.ScatterReduction.NONE: te.ReduceKind.MAX,  # the last row that hits
+    graph.ScatterReduction.ADD: te.ReduceKind.SUM,
+    graph.ScatterReduction.MUL: te.ReduceKind.PROD,
+    graph.ScatterReduction.MAX: te.ReduceKind.MAX,
+    graph.ScatterReduction.MIN: te.ReduceKind.MIN,
+}
+
+
+@strategy(graph.ScatterNDOp)
+def scatter_nd(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """Per result element, a reduction over the update rows u: whether row u indexes
+    this element (hit), and then
+
+    - none: the last row that hits (max of u where hit, else -1), whose update is read
+      if there is one, else the data;
+    - add, mul, max, min: the data combined with every update that hits (the identity
+      of the combination where a row misses).
+
+    Duplicate rows thus combine in any order, which for add and mul changes floats
+    only by rounding."""
+    assert isinstance(op, graph.ScatterNDOp)
+    data, indices, updates = inputs
+    shape = shape_of(data)
+    index_shape = shape_of(indices)
+    depth = index_shape[-1]
+    rows = list(index_shape[:-1])
+    dtype = element_type_of(data)
+    index_type = element_type_of(indices)
+    combine = op.combine
+    if 0 in rows or 0 in shape:
+        return [_copy_stage(pb, op, data)]
+    # a 1-D index tensor is one row: reduce over a single step and index nothing by it
+    extents = rows or [1]
+
+    def row_of(u: list[SSAValue]) -> list[SSAValue]:
+        return u if rows else []
+
+    def hit(s: ScalarBuilder, idx: list[SSAValue], u: list[SSAValue]) -> SSAValue:
+        condition: SSAValue | None = None
+        for d in range(depth):
+            raw = s.read(indices, [*row_of(u), s.index(d)])
+            position = _wrapped_position(s, raw, shape[d])
+            equal = s.index_cmp("eq", position, idx[d])
+            condition = equal if condition is None else _append(s, arith.AndIOp(condition, equal))
+        assert condition is not None
+        return condition
+
+    def update_at(s: ScalarBuilder, idx: list[SSAValue], u: list[SSAValue]) -> SSAValue:
+        return s.read(updates, [*row_of(u), *idx[depth:]])
+
+    if combine == graph.ScatterReduction.NONE:
+
+        def last_row(s: ScalarBuilder, idx: list[SSAValue], u: list[SSAValue]) -> SSAValue:
+            u = row_of(u)
+            linear = u[0] if u else s.index(0)
+            for axis, size in zip(u[1:], rows[1:]):
+                linear = s.index_add(s.index_mul(linear, s.index(size)), axis)
+            row = _append(s, arith.IndexCastOp(linear, index_type))
+            return s.select(hit(s, idx, u), row, s.const(-1, index_type))
+
+        chosen = pb.reduce(
+            "scatter_row", te.ReduceKind.MAX, shape, extents, last_row, index_type, init=-1
+        )
+
+        def replaced(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+            row = s.read(chosen, idx)
+            found = _append(s, arith.CmpiOp(row, s.const(0, index_type), "sge"))
+            position = _append(s, arith.IndexCastOp(row, IndexType()))
+            position = index_clamp(s, position, 0, None)
+            u = []
+            stride = 1
+            for size in reversed(rows):
+                u.append(index_rem(s, index_div(s, position, stride), size))
+                stride *= size
+            value = s.read(updates, [*reversed(u), *idx[depth:]])
+            return s.select(found, value, s.read(data, idx))
+
+        return [pb.compute("scatter_nd", shape, replaced, dtype)]
+
+    kind = _SCATTER_KINDS[combine]
+    identity = reduction_identity(kind, dtype)
+
+    def contribution(s: ScalarBuilder, idx: list[SSAValue], u: list[SSAValue]) -> SSAValue:
+        return s.select(hit(s, idx, u), update_at(s, idx, u), s.const(identity))
+
+    combined = pb.reduce("scatter_updates", kind, shape, extents, contribution, dtype)
+    combiners = {
+        te.ReduceKind.SUM: ScalarBuilder.add,
+        te.ReduceKind.PROD: ScalarBuilder.mul,
+        te.ReduceKind.MAX: ScalarBuilder.max,
+        te.ReduceKind.MIN: ScalarBuilder.min,
+    }
+    combiner = combiners[kind]
+    return [
+        pb.compute(
+            "scatter_nd",
+            shape,
+            lambda s, idx: combiner(s, s.read(data, idx), s.read(combined, idx)),
+            dtype,
+        )
+    ]

@@ -442,6 +442,244 @@ def test_expand_to_its_own_shape_is_no_op():
     assert ops_of(model_of("Expand", {"x": X}, {"shape": ints(1, 3, 1)})) == []
 
 
+# -- gather_elements, scatter_nd, tile, depth/space, constant_of_shape, range -----
+
+
+def graph_model(
+    nodes: list[onnx.NodeProto],
+    inputs: dict[str, np.ndarray],
+    outputs: dict[str, int],
+    initializers: dict[str, np.ndarray] | None = None,
+    opset: int = 18,
+) -> onnx.ModelProto:
+    """A model of `nodes` with graph inputs typed after their arrays and outputs of the
+    given ONNX element types (shapes from inference)."""
+    onnx_graph = helper.make_graph(
+        nodes,
+        "model",
+        [
+            helper.make_tensor_value_info(
+                n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape
+            )
+            for n, a in inputs.items()
+        ],
+        [helper.make_tensor_value_info(n, t, None) for n, t in outputs.items()],
+        [numpy_helper.from_array(np.asarray(a), n) for n, a in (initializers or {}).items()],
+    )
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return declare_output_shapes(model)
+
+
+def one_node(op_type: str, inputs: list[str], **attributes) -> onnx.NodeProto:
+    return helper.make_node(op_type, inputs, ["y"], name="node", **attributes)
+
+
+FLOAT = {"y": TensorProto.FLOAT}
+
+
+@pytest.mark.parametrize(
+    "axis, indices",
+    [
+        (0, np.array([[[1, 0, 1, 0]] * 3], np.int64)),
+        (1, np.array([[[2], [0]], [[-1], [1]]], np.int64)),
+        (2, np.array([[[3, -4, 0]] * 3] * 2, np.int32)),
+        (-1, np.zeros((1, 1, 2), np.int64)),
+    ],
+)
+@pytest.mark.parametrize("runtime_indices", [False, True])
+def test_gather_elements(axis: int, indices: np.ndarray, runtime_indices: bool):
+    if runtime_indices:
+        model = graph_model(
+            [one_node("GatherElements", ["x", "i"], axis=axis)], {"x": X, "i": indices}, FLOAT
+        )
+        check(model, [X, indices])
+    else:
+        model = graph_model(
+            [one_node("GatherElements", ["x", "i"], axis=axis)], {"x": X}, FLOAT, {"i": indices}
+        )
+        check(model, [X])
+
+
+@pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
+@pytest.mark.parametrize(
+    "indices",
+    [
+        np.array([[1], [-2]], np.int64),  # rows of x
+        np.array([[0, 2], [1, 0], [1, 1]], np.int64),  # rows of x[i, j]
+        np.array([[[0, 1, 3]], [[1, 2, -1]]], np.int64),  # single elements, 2-D rows
+        np.array([1, 2], np.int64),  # one row
+    ],
+)
+def test_scatter_nd(reduction: str, indices: np.ndarray):
+    depth = indices.shape[-1]
+    updates = floats(*indices.shape[:-1], *X.shape[depth:])
+    model = graph_model(
+        [one_node("ScatterND", ["x", "i", "u"], reduction=reduction)],
+        {"x": X, "u": updates},
+        FLOAT,
+        {"i": indices},
+    )
+    check(model, [X, updates])
+
+
+def test_scatter_nd_with_runtime_indices_and_duplicates():
+    indices = np.array([[2], [0], [2]], np.int64)
+    updates = floats(3, 3, 4)
+    model = graph_model(
+        [one_node("ScatterND", ["x", "i", "u"], reduction="add")],
+        {"x": X[:1].repeat(3, 0), "i": indices, "u": updates},
+        FLOAT,
+    )
+    check(model, [X[:1].repeat(3, 0), indices, updates], rtol=1e-6)
+
+
+@pytest.mark.parametrize("repeats", [[1, 1, 1], [2, 1, 3], [1, 3, 1], [2, 2, 2]])
+def test_tile(repeats: list[int]):
+    check(model_of("Tile", {"x": X}, {"repeats": ints(*repeats)}), [X])
+
+
+def test_tile_of_ones_is_no_op():
+    assert ops_of(model_of("Tile", {"x": X}, {"repeats": ints(1, 1, 1)})) == []
+
+
+@pytest.mark.parametrize("blocksize", [1, 2, 3])
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space(blocksize: int, mode: str):
+    x = floats(2, 2 * blocksize * blocksize, 3, 2)
+    model = graph_model(
+        [one_node("DepthToSpace", ["x"], blocksize=blocksize, mode=mode)], {"x": x}, FLOAT
+    )
+    check(model, [x])
+
+
+@pytest.mark.parametrize("blocksize", [1, 2, 3])
+def test_space_to_depth(blocksize: int):
+    x = floats(2, 3, 2 * blocksize, 3 * blocksize)
+    model = graph_model([one_node("SpaceToDepth", ["x"], blocksize=blocksize)], {"x": x}, FLOAT)
+    check(model, [x])
+
+
+def test_depth_to_space_round_trips_space_to_depth_through_one_kernel_each():
+    x = floats(1, 2, 4, 6)
+    nodes = [
+        helper.make_node("SpaceToDepth", ["x"], ["d"], blocksize=2),
+        helper.make_node("DepthToSpace", ["d"], ["y"], blocksize=2, mode="DCR"),
+    ]
+    model = graph_model(nodes, {"x": x}, FLOAT)
+    np.testing.assert_array_equal(strato.compile(model)(x)[0], x)
+
+
+@pytest.mark.parametrize(
+    "value", [None, np.array([2.5], np.float32), np.array([7], np.int64)], ids=str
+)
+def test_constant_of_shape_from_a_shape(value):
+    """torch's pattern: Shape -> ConstantOfShape, here added to the input so the result
+    is compiled."""
+    attributes = {} if value is None else {"value": numpy_helper.from_array(value)}
+    dtype = np.float32 if value is None else value.dtype
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("ConstantOfShape", ["s"], ["c"], name="node", **attributes),
+        helper.make_node("Cast", ["x"], ["xc"], to=helper.np_dtype_to_tensor_dtype(np.dtype(dtype))),
+        helper.make_node("Add", ["xc", "c"], ["y"]),
+    ]
+    model = graph_model(nodes, {"x": X}, {"y": helper.np_dtype_to_tensor_dtype(np.dtype(dtype))})
+    check(model, [X])
+
+
+@pytest.mark.parametrize(
+    "start, limit, delta",
+    [(0, 4, 1), (10, 2, -3), (1, 1, 1), (0.5, 4.0, 0.5), (3.0, -1.0, -1.5)],
+)
+def test_range_of_known_bounds(start, limit, delta):
+    dtype = np.int64 if isinstance(start, int) else np.float32
+    bounds = {n: np.array(v, dtype) for n, v in zip(("a", "b", "c"), (start, limit, delta))}
+    model = graph_model(
+        [one_node("Range", ["a", "b", "c"])],
+        {},
+        {"y": helper.np_dtype_to_tensor_dtype(np.dtype(dtype))},
+        bounds,
+    )
+    expected = reference(model, [])[0]
+    actual = run_graph(import_onnx(model).module, [])[0]
+    assert actual.dtype == expected.dtype
+    np.testing.assert_array_equal(actual, expected)
+
+
+@pytest.mark.parametrize(
+    "nodes, inputs, message",
+    [
+        (
+            [one_node("ConstantOfShape", ["s"])],
+            {"s": ints(2, 3)},
+            r"node 'node' \(ConstantOfShape\): the shape \(input 's'\) must be known at "
+            "import time",
+        ),
+        (
+            [one_node("Range", ["a", "b", "c"])],
+            {"a": np.array(0, np.int64), "b": np.array(5, np.int64), "c": np.array(1, np.int64)},
+            r"node 'node' \(Range\): start \(input 'a'\) must be known at import time",
+        ),
+        (
+            [one_node("Tile", ["x", "r"])],
+            {"x": X, "r": ints(1, 2, 1)},
+            r"node 'node' \(Tile\): repeats \(input 'r'\) must be known at import time",
+        ),
+        (
+            [one_node("DepthToSpace", ["x"], blocksize=2)],
+            {"x": floats(1, 6, 2, 2)},
+            r"node 'node' \(DepthToSpace\): 6 channels are not a multiple of blocksize\^2 = 4",
+        ),
+    ],
+)
+def test_data_dependent_shapes_are_diagnostics(nodes, inputs, message):
+    onnx_graph = helper.make_graph(
+        nodes,
+        "model",
+        [
+            helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+            for n, a in inputs.items()
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+    )
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", 18)])
+    with pytest.raises(ModelImportError, match=message):
+        import_onnx(model)
+
+
+GATHER_SCATTER_TILE = """
+func.func @main(%x: tensor<4x3xf32>, %i: tensor<4x2xi64>, %rows: tensor<3x1xi64>, %u: tensor<3x3xf32>) -> (tensor<4x2xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<8x3xf32>) {
+  %g = graph.gather_elements %x, %i axis 1 : (tensor<4x3xf32>, tensor<4x2xi64>) -> tensor<4x2xf32>
+  %s = graph.scatter_nd %x, %rows, %u reduction "none" : (tensor<4x3xf32>, tensor<3x1xi64>, tensor<3x3xf32>) -> tensor<4x3xf32>
+  %m = graph.scatter_nd %x, %rows, %u reduction "max" : (tensor<4x3xf32>, tensor<3x1xi64>, tensor<3x3xf32>) -> tensor<4x3xf32>
+  %t = graph.tile %x [2, 1] : (tensor<4x3xf32>) -> tensor<8x3xf32>
+  func.return %g, %s, %m, %t : tensor<4x2xf32>, tensor<4x3xf32>, tensor<4x3xf32>, tensor<8x3xf32>
+}"""
+
+
+def test_gather_scatter_tile_through_te_and_loops():
+    x, u = floats(4, 3), floats(3, 3)
+    i = np.array([[0, 2], [-1, 1], [1, 1], [-3, 0]], np.int64)
+    rows = np.array([[3], [-4], [1]], np.int64)
+    expected = [
+        np.take_along_axis(x, np.where(i < 0, i + 3, i), axis=1),
+        np.concatenate([u[1:2], u[2:3], x[2:3], u[0:1]]),
+        np.maximum(x, np.stack([u[1], u[2], np.full(3, -np.inf), u[0]])),
+        np.tile(x, (2, 1)),
+    ]
+    ctx = make_context()
+    module = Parser(ctx, GATHER_SCATTER_TILE).parse_module()
+    for actual, e in zip(run_graph(module, [x, i, rows, u]), expected):
+        np.testing.assert_array_equal(actual, e)
+    run_pipeline(ctx, module, "convert-graph-to-te")
+    for actual, e in zip(run_te(module, [x, i, rows, u]), expected):
+        np.testing.assert_array_equal(actual, e)
+    run_pipeline(ctx, module, "convert-te-to-loops")
+    for actual, e in zip(run_loops(module, [x, i, rows, u]), expected):
+        np.testing.assert_array_equal(actual, e)
+
+
 # -- identity and dropout ---------------------------------------------------------
 
 
@@ -826,7 +1064,8 @@ def test_verifier_errors(body: str, message: str):
 
 LAYOUT_NODE_TESTS = (
     r"^test_(flatten|reshape|transpose|concat|split|slice|squeeze|unsqueeze|gather|shape|expand"
-    r"|identity|dropout|training_dropout|constant|edge_pad|reflect_pad|wrap_pad|constant_pad)"
+    r"|identity|dropout|training_dropout|constant|edge_pad|reflect_pad|wrap_pad|constant_pad"
+    r"|gatherelements|gather_elements|scatternd|tile|depthtospace|spacetodepth|range)"
 )
 
 # Cases that need more than this family: other element types at the model's

@@ -1,5 +1,6 @@
 """Operators that move data without arithmetic: reshape, transpose, concat, split, slice,
-pad, gather, broadcast_to, and the inference no-ops identity and dropout.
+pad, gather, gather_elements, scatter_nd, tile, broadcast_to, and the inference no-ops
+identity and dropout.
 
 Every op here is element-type generic (any int or float tensor; the result holds the
 element type of the data operand) and injective, except `graph.broadcast_to`, which is
@@ -548,6 +549,242 @@ def gather_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> tupl
     return (*data[:axis], *indices, *data[axis + 1 :])
 
 
+def _check_index_tensor(op: GraphOp, value: SSAValue, what: str = "indices") -> None:
+    index_type = element_type(value)
+    if not isinstance(index_type, IntegerType) or index_type.width.data == 1:
+        raise VerifyException(f"'{op.name}' {what} must be an integer tensor, got {value.type}")
+
+
+def _checked_positions(
+    op: GraphOp, indices: np.ndarray, size: int | np.ndarray, where: str
+) -> np.ndarray:
+    """`indices` with negative entries counted from the end, or an error when one lies
+    outside [-size, size)."""
+    indices = np.asarray(indices, dtype=np.int64)
+    if indices.size and (np.any(indices < -size) or np.any(indices >= size)):
+        from strato.diagnostics import StratoError
+
+        raise StratoError(f"'{op.name}' index out of range {where}", op=op)
+    return np.where(indices < 0, indices + size, indices)
+
+
+@irdl_op_definition
+class GatherElementsOp(LayoutOp):
+    """Picks one entry of `data` per entry of `indices` (same rank) along `axis`
+    (numpy `take_along_axis`): result[i..] = data[i.. with indices[i..] at axis]. The
+    result has the shape of `indices`; outside `axis` its dimensions are at most the
+    data's. A negative index counts from the end; one outside [-n, n) is an error
+    (clamped into range by the compiled code).
+
+        %g = graph.gather_elements %data, %idx axis 1 : (tensor<3x4xf32>, tensor<3x2xi64>) -> tensor<3x2xf32>
+    """
+
+    name = "graph.gather_elements"
+
+    data = operand_def(AnyTensor)
+    indices = operand_def(AnyTensor)
+    axis = prop_def(IntegerAttr[I64])
+    result = result_def(AnyTensor)
+
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = (
+        "$data `,` $indices `axis` $axis attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(self, data: SSAValue | Operation, indices: SSAValue | Operation, axis: int):
+        data, indices = SSAValue.get(data), SSAValue.get(indices)
+        super().__init__(
+            operands=[data, indices],
+            properties={"axis": IntegerAttr(axis, i64)},
+            result_types=[tensor_type_like(data.type, static_shape(indices))],
+        )
+
+    @property
+    def axis_value(self) -> int:
+        return self.axis.value.data
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        data, indices = static_shape(self.data), static_shape(self.indices)
+        _check_axis(self.name, self.axis_value, len(data))
+        _check_index_tensor(self, self.indices)
+        _check_same_element_types(self, [self.data, self.result])
+        if len(indices) != len(data) or any(
+            n > d for axis, (n, d) in enumerate(zip(indices, data)) if axis != self.axis_value
+        ):
+            raise VerifyException(
+                f"'graph.gather_elements' indices shape {list(indices)} must have the rank "
+                f"of the data shape {list(data)} and no larger dimension outside the axis"
+            )
+        return indices
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        data, indices = inputs
+        axis = self.axis_value
+        positions = _checked_positions(self, indices, data.shape[axis], f"along axis {axis}")
+        return [take_along_axis(data, positions, axis)]
+
+
+def take_along_axis(data: np.ndarray, positions: np.ndarray, axis: int) -> np.ndarray:
+    """numpy's take_along_axis without broadcasting: outside `axis`, data is cut to the
+    (smaller or equal) dimensions of `positions`."""
+    window = tuple(
+        slice(None) if d == axis else slice(0, n) for d, n in enumerate(positions.shape)
+    )
+    return np.take_along_axis(data[window], positions, axis=axis)
+
+
+class ScatterReduction(StrEnum):
+    """How `graph.scatter_nd` combines an update with what is already there."""
+
+    NONE = "none"  # replace
+    ADD = "add"
+    MUL = "mul"
+    MAX = "max"
+    MIN = "min"
+
+
+_SCATTER_COMBINE = {
+    ScatterReduction.ADD: np.add,
+    ScatterReduction.MUL: np.multiply,
+    ScatterReduction.MAX: np.maximum,
+    ScatterReduction.MIN: np.minimum,
+}
+
+
+@irdl_op_definition
+class ScatterNDOp(LayoutOp):
+    """A copy of `data` with slices replaced (or combined, by `reduction`) by
+    `updates`. `indices` has shape [u.., q]: each of its rows indexes the first q
+    dimensions of data, and updates[u..] (shape data.shape[q:]) goes there. With
+    `reduction` none, rows must be distinct; add, mul, max and min combine every
+    update of a position, in row order, with the data.
+
+        %s = graph.scatter_nd %data, %idx, %upd reduction "add" : (tensor<4x3xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<4x3xf32>
+    """
+
+    name = "graph.scatter_nd"
+    # every update may land on any element: a reduction over the updates per element
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OPAQUE
+
+    data = operand_def(AnyTensor)
+    indices = operand_def(AnyTensor)
+    updates = operand_def(AnyTensor)
+    reduction = prop_def(StringAttr)
+    result = result_def(AnyTensor)
+
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = (
+        "$data `,` $indices `,` $updates `reduction` $reduction attr-dict `:` "
+        "functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        data: SSAValue | Operation,
+        indices: SSAValue | Operation,
+        updates: SSAValue | Operation,
+        reduction: ScatterReduction = ScatterReduction.NONE,
+    ):
+        data = SSAValue.get(data)
+        super().__init__(
+            operands=[data, indices, updates],
+            properties={"reduction": StringAttr(ScatterReduction(reduction).value)},
+            result_types=[data.type],
+        )
+
+    @property
+    def combine(self) -> ScatterReduction:
+        return ScatterReduction(self.reduction.data)
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        try:
+            ScatterReduction(self.reduction.data)
+        except ValueError:
+            raise VerifyException(
+                f"'graph.scatter_nd' reduction '{self.reduction.data}' is not one of "
+                f"{', '.join(r.value for r in ScatterReduction)}"
+            ) from None
+        data, indices = static_shape(self.data), static_shape(self.indices)
+        updates = static_shape(self.updates)
+        _check_index_tensor(self, self.indices)
+        _check_same_element_types(self, [self.data, self.updates, self.result])
+        if not indices or not 1 <= indices[-1] <= len(data):
+            raise VerifyException(
+                f"'graph.scatter_nd' indices shape {list(indices)} must end in a depth "
+                f"between 1 and the data rank {len(data)}"
+            )
+        expected = (*indices[:-1], *data[indices[-1] :])
+        if updates != expected:
+            raise VerifyException(
+                f"'graph.scatter_nd' updates shape {list(updates)} differs from "
+                f"{list(expected)} (indices shape without its last dimension, then the "
+                "data dimensions it does not index)"
+            )
+        return data
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        data, indices, updates = inputs
+        depth = indices.shape[-1]
+        rows = np.asarray(indices, dtype=np.int64).reshape(-1, depth)
+        sizes = np.array(data.shape[:depth], dtype=np.int64)
+        rows = _checked_positions(self, rows, sizes, "of the data")
+        slices = updates.reshape(rows.shape[0], *data.shape[depth:])
+        result = data.copy()
+        combine = _SCATTER_COMBINE.get(self.combine)
+        for row, update in zip(rows, slices):
+            position = tuple(int(i) for i in row)
+            result[position] = update if combine is None else combine(result[position], update)
+        return [result]
+
+
+@irdl_op_definition
+class TileOp(LayoutOp):
+    """Repeats a tensor `repeats[d]` times along each dimension d:
+    result[i..] = input[i_d mod input.shape[d]..].
+
+        %t = graph.tile %a [2, 3] : (tensor<2x4xf32>) -> tensor<4x12xf32>
+    """
+
+    name = "graph.tile"
+
+    input = operand_def(AnyTensor)
+    repeats = prop_def(DenseArrayBase.constr(i64))
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$input $repeats attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, input: SSAValue | Operation, repeats: Sequence[int]):
+        input = SSAValue.get(input)
+        shape = [d * r for d, r in zip(static_shape(input), repeats)]
+        super().__init__(
+            operands=[input],
+            properties={"repeats": i64_array(repeats)},
+            result_types=[tensor_type_like(input.type, shape)],
+        )
+
+    @property
+    def repeat_values(self) -> tuple[int, ...]:
+        return tuple(self.repeats.get_values())
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        shape, repeats = static_shape(self.input), self.repeat_values
+        if len(repeats) != len(shape) or any(r < 0 for r in repeats):
+            raise VerifyException(
+                f"'graph.tile' needs one repeat count >= 0 per dimension of the rank-"
+                f"{len(shape)} input, got {list(repeats)}"
+            )
+        _check_same_element_types(self, [self.input, self.result])
+        return tuple(d * r for d, r in zip(shape, repeats))
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.tile(inputs[0], self.repeat_values)]
+
+
 @irdl_op_definition
 class BroadcastToOp(GraphOp):
     """Numpy-broadcasts a tensor to the result shape: dimensions align from the right,
@@ -648,6 +885,9 @@ OPS = (
     SliceOp,
     PadOp,
     GatherOp,
+    GatherElementsOp,
+    ScatterNDOp,
+    TileOp,
     BroadcastToOp,
     IdentityOp,
     DropoutOp,
@@ -657,7 +897,11 @@ __all__ = [
     "BroadcastToOp",
     "ConcatOp",
     "DropoutOp",
+    "GatherElementsOp",
     "GatherOp",
+    "ScatterNDOp",
+    "ScatterReduction",
+    "TileOp",
     "IdentityOp",
     "PadMode",
     "PadOp",
@@ -666,4 +910,5 @@ __all__ = [
     "SplitOp",
     "TransposeOp",
     "gather_shape",
+    "take_along_axis",
 ]

@@ -1,5 +1,6 @@
 """Converters for ONNX operators that move data: Flatten, Reshape, Squeeze, Unsqueeze,
-Transpose, Concat, Split, Slice, Pad, Gather, Shape, Expand, Identity, Dropout.
+Transpose, Concat, Split, Slice, Pad, Gather, GatherElements, ScatterND, Shape, Expand,
+Tile, DepthToSpace, SpaceToDepth, Identity, Dropout.
 
 Whatever decides a result shape (a target shape, axes, slice bounds, pads) must be known
 at import time; it is folded into static properties of the graph op, as is every
@@ -35,6 +36,7 @@ IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "Slice": (1, 2, 3, 4),
     "Pad": (1, 2, 3),
     "Expand": (1,),
+    "Tile": (1,),
     "Dropout": (1, 2),
 }
 """The inputs of each operator that must be known at import time (by position)."""
@@ -525,3 +527,169 @@ def _dropout_training(ctx: NodeContext) -> bool:
     if training is None:
         raise ctx.error(f"training_mode (input '{ctx.input_name(2)}') must be known at import time")
     return bool(np.asarray(training).reshape(()))
+
+
+# -- gather_elements, scatter_nd, tile ---------------------------------------------
+
+
+def _index_operand(ctx: NodeContext, index: int, sizes: np.ndarray | int, what: str) -> SSAValue:
+    """Integer input `index` as an operand: a known array is range-checked against
+    `sizes` and made non-negative (an i64 constant); otherwise the SSA value."""
+    indices = ctx.known(index)
+    if indices is None:
+        operand = ctx.operand(index)
+        return operand
+    if indices.dtype.kind not in "iu":
+        raise ctx.error(f"{what} must be integers, got {indices.dtype}")
+    indices = indices.astype(np.int64)
+    if indices.size and (np.any(indices < -sizes) or np.any(indices >= sizes)):
+        raise ctx.error(f"{what} out of range of the data")
+    indices = np.where(indices < 0, indices + sizes, indices)
+    return _constant(ctx, np.require(indices, requirements="C"), ctx.input_name(index))
+
+
+def _data_operand(ctx: NodeContext, index: int = 0) -> SSAValue:
+    known = ctx.known(index)
+    if known is not None:
+        return _constant(ctx, np.require(known, requirements="C"), ctx.input_name(index))
+    return ctx.operand(index)
+
+
+def convert_gather_elements(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX GatherElements along `axis` -> graph.gather_elements (folded when data and
+    indices are known)."""
+    shape = input_shape(ctx, 0)
+    index_shape = input_shape(ctx, 1)
+    if not shape:
+        raise ctx.error("data must have rank >= 1")
+    axis = normalize_axis(ctx, int(ctx.attr("axis", 0)), len(shape))
+    if len(index_shape) != len(shape):
+        raise ctx.error(
+            f"indices of shape {list(index_shape)} must have the rank of the data {list(shape)}"
+        )
+    if any(n > d for a, (n, d) in enumerate(zip(index_shape, shape)) if a != axis):
+        raise ctx.error(
+            f"indices of shape {list(index_shape)} exceed the data shape {list(shape)} "
+            f"outside axis {axis}"
+        )
+    data, known_indices = ctx.known(0), ctx.known(1)
+    if data is not None and known_indices is not None:
+        size = shape[axis]
+        if known_indices.size and (
+            known_indices.min() < -size or known_indices.max() >= size
+        ):
+            raise ctx.error(f"indices out of range [{-size}, {size}) for axis {axis}")
+        positions = np.where(known_indices < 0, known_indices + size, known_indices)
+        return [graph.take_along_axis(data, positions.astype(np.int64), axis)]
+    indices = _index_operand(ctx, 1, shape[axis], "indices")
+    return [ctx.emit(graph.GatherElementsOp(_data_operand(ctx), indices, axis)).results[0]]
+
+
+_SCATTER_REDUCTIONS = {r.value: r for r in graph.ScatterReduction}
+
+
+def convert_scatter_nd(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX ScatterND (reduction none, add, mul, max, min) -> graph.scatter_nd."""
+    shape = input_shape(ctx, 0)
+    index_shape = input_shape(ctx, 1)
+    name = ctx.attr("reduction", "none")
+    if name not in _SCATTER_REDUCTIONS:
+        raise ctx.error(f"reduction '{name}' is not supported (none, add, mul, max, min)")
+    if not index_shape or not 1 <= index_shape[-1] <= len(shape):
+        raise ctx.error(
+            f"indices of shape {list(index_shape)} must end in a depth between 1 and the "
+            f"data rank {len(shape)}"
+        )
+    depth = index_shape[-1]
+    expected = (*index_shape[:-1], *shape[depth:])
+    if input_shape(ctx, 2) != expected:
+        raise ctx.error(
+            f"updates of shape {list(input_shape(ctx, 2))} must have shape {list(expected)}"
+        )
+    sizes = np.array(shape[:depth], dtype=np.int64)
+    indices = _index_operand(ctx, 1, sizes, "indices")
+    op = graph.ScatterNDOp(
+        _data_operand(ctx, 0), indices, _data_operand(ctx, 2), _SCATTER_REDUCTIONS[name]
+    )
+    return [ctx.emit(op).results[0]]
+
+
+def convert_tile(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Tile: the repeats (known at import time) -> graph.tile."""
+    shape = input_shape(ctx, 0)
+    repeats = int_list_input(ctx, 1, "repeats")
+    if len(repeats) != len(shape) or any(r < 0 for r in repeats):
+        raise ctx.error(
+            f"repeats {repeats} must hold one count >= 0 per dimension of the rank-"
+            f"{len(shape)} input"
+        )
+    x = _data(ctx)
+    if isinstance(x, np.ndarray):
+        return [np.tile(x, repeats)]
+    if all(r == 1 for r in repeats):
+        return [x]
+    return [ctx.emit(graph.TileOp(x, repeats)).results[0]]
+
+
+# -- depth_to_space and space_to_depth ----------------------------------------------
+
+
+def _permuted(ctx: NodeContext, x: ImportedValue, perm: Sequence[int]) -> ImportedValue:
+    if isinstance(x, np.ndarray):
+        return np.array(np.transpose(x, perm), order="C")
+    return ctx.emit(graph.TransposeOp(x, perm)).results[0]
+
+
+def _reshaped_value(ctx: NodeContext, x: ImportedValue, shape: Sequence[int]) -> ImportedValue:
+    shape = tuple(int(d) for d in shape)
+    if isinstance(x, np.ndarray):
+        return x.reshape(shape)
+    if shape_of(x) == shape:
+        return x
+    return ctx.emit(graph.ReshapeOp(x, shape)).results[0]
+
+
+def _block_size(ctx: NodeContext) -> tuple[tuple[int, ...], int]:
+    shape = input_shape(ctx, 0)
+    if len(shape) != 4:
+        raise ctx.error(f"input must have rank 4 (N, C, H, W), got shape {list(shape)}")
+    if not ctx.has_attr("blocksize"):
+        raise ctx.error("attribute blocksize is required")
+    block = int(ctx.attr("blocksize"))
+    if block < 1:
+        raise ctx.error(f"blocksize {block} must be >= 1")
+    return shape, block
+
+
+def convert_depth_to_space(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX DepthToSpace, as its definition: a reshape to 6 dimensions, a transpose
+    (DCR: depth-column-row order, or CRD) and a reshape to [N, C / b^2, H * b, W * b]."""
+    (n, c, h, w), b = _block_size(ctx)
+    if c % (b * b):
+        raise ctx.error(f"{c} channels are not a multiple of blocksize^2 = {b * b}")
+    mode = ctx.attr("mode", "DCR")
+    if mode == "DCR":
+        split, perm = (n, b, b, c // (b * b), h, w), (0, 3, 4, 1, 5, 2)
+    elif mode == "CRD":
+        split, perm = (n, c // (b * b), b, b, h, w), (0, 1, 4, 2, 5, 3)
+    else:
+        raise ctx.error(f"mode '{mode}' is not one of DCR, CRD")
+    x = _reshaped_value(ctx, _data(ctx), split)
+    x = _permuted(ctx, x, perm)
+    return [_reshaped_value(ctx, x, (n, c // (b * b), h * b, w * b))]
+
+
+def convert_space_to_depth(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX SpaceToDepth, as its definition: [N, C, H, W] -> [N, C, H/b, b, W/b, b],
+    transposed to [N, b, b, C, H/b, W/b] (DCR, the default) or [N, C, b, b, H/b, W/b]
+    (CRD), reshaped to [N, C * b^2, H / b, W / b]."""
+    (n, c, h, w), b = _block_size(ctx)
+    if h % b or w % b:
+        raise ctx.error(f"spatial size {h}x{w} is not a multiple of blocksize {b}")
+    perms = {"DCR": (0, 3, 5, 1, 2, 4), "CRD": (0, 1, 3, 5, 2, 4)}
+    mode = ctx.attr("mode", "DCR")
+    if mode not in perms:
+        raise ctx.error(f"mode '{mode}' is not one of DCR, CRD")
+    x = _reshaped_value(ctx, _data(ctx), (n, c, h // b, b, w // b, b))
+    x = _permuted(ctx, x, perms[mode])
+    return [_reshaped_value(ctx, x, (n, c * b * b, h // b, w // b))]

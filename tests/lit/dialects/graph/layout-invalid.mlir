@@ -302,3 +302,59 @@ func.func @dropout_ratio(%a: tensor<4xf32>) -> tensor<4xf32> {
   %r = graph.dropout %a ratio 1.0 : tensor<4xf32>
   func.return %r : tensor<4xf32>
 }
+
+// -----
+
+func.func @gather_elements_rank(%d: tensor<5x4xf32>, %i: tensor<2xi64>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.gather_elements' indices shape [2] must have the rank of the data shape [5, 4] and no larger dimension outside the axis}}
+  %r = graph.gather_elements %d, %i axis 0 : (tensor<5x4xf32>, tensor<2xi64>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @gather_elements_float_indices(%d: tensor<5x4xf32>, %i: tensor<5x2xf32>) -> tensor<5x2xf32> {
+  // expected-error @+1 {{'graph.gather_elements' indices must be an integer tensor, got tensor<5x2xf32>}}
+  %r = graph.gather_elements %d, %i axis 1 : (tensor<5x4xf32>, tensor<5x2xf32>) -> tensor<5x2xf32>
+  func.return %r : tensor<5x2xf32>
+}
+
+// -----
+
+func.func @scatter_nd_reduction(%d: tensor<5x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x4xf32>) -> tensor<5x4xf32> {
+  // expected-error @+1 {{'graph.scatter_nd' reduction 'or' is not one of none, add, mul, max, min}}
+  %r = graph.scatter_nd %d, %i, %u reduction "or" : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<5x4xf32>
+  func.return %r : tensor<5x4xf32>
+}
+
+// -----
+
+func.func @scatter_nd_depth(%d: tensor<5x4xf32>, %i: tensor<2x3xi64>, %u: tensor<2xf32>) -> tensor<5x4xf32> {
+  // expected-error @+1 {{'graph.scatter_nd' indices shape [2, 3] must end in a depth between 1 and the data rank 2}}
+  %r = graph.scatter_nd %d, %i, %u reduction "none" : (tensor<5x4xf32>, tensor<2x3xi64>, tensor<2xf32>) -> tensor<5x4xf32>
+  func.return %r : tensor<5x4xf32>
+}
+
+// -----
+
+func.func @scatter_nd_updates(%d: tensor<5x4xf32>, %i: tensor<2x1xi64>, %u: tensor<2x3xf32>) -> tensor<5x4xf32> {
+  // expected-error @+1 {{'graph.scatter_nd' updates shape [2, 3] differs from [2, 4]}}
+  %r = graph.scatter_nd %d, %i, %u reduction "none" : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x3xf32>) -> tensor<5x4xf32>
+  func.return %r : tensor<5x4xf32>
+}
+
+// -----
+
+func.func @tile_repeats(%d: tensor<5x4xf32>) -> tensor<10x4xf32> {
+  // expected-error @+1 {{'graph.tile' needs one repeat count >= 0 per dimension of the rank-2 input, got [2]}}
+  %r = graph.tile %d [2] : (tensor<5x4xf32>) -> tensor<10x4xf32>
+  func.return %r : tensor<10x4xf32>
+}
+
+// -----
+
+func.func @tile_shape(%d: tensor<5x4xf32>) -> tensor<10x4xf32> {
+  // expected-error @+1 {{'graph.tile' result shape [10, 4] does not match the inferred shape [10, 8]}}
+  %r = graph.tile %d [2, 2] : (tensor<5x4xf32>) -> tensor<10x4xf32>
+  func.return %r : tensor<10x4xf32>
+}

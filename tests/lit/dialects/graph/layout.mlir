@@ -85,3 +85,20 @@ func.func @inference_no_ops(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %e = graph.dropout %d : tensor<2x3xf32>
   func.return %e : tensor<2x3xf32>
 }
+
+// CHECK-LABEL: func.func @gather_scatter_tile
+// CHECK-NEXT:    %g = graph.gather_elements %data, %idx axis 1 : (tensor<5x4xf32>, tensor<5x2xi64>) -> tensor<5x2xf32>
+// CHECK-NEXT:    %s = graph.scatter_nd %data, %rows, %upd reduction "none" : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<5x4xf32>
+// CHECK-NEXT:    %a = graph.scatter_nd %data, %rows, %upd reduction "add" : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<5x4xf32>
+// CHECK-NEXT:    %t = graph.tile %data [2, 1] : (tensor<5x4xf32>) -> tensor<10x4xf32>
+// GENERIC-LABEL: sym_name = "gather_scatter_tile"
+// GENERIC:         "graph.gather_elements"(%data, %idx) <{axis = 1 : i64}> : (tensor<5x4xf32>, tensor<5x2xi64>) -> tensor<5x2xf32>
+// GENERIC:         "graph.scatter_nd"(%data, %rows, %upd) <{reduction = "none"}> : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<5x4xf32>
+// GENERIC:         "graph.tile"(%data) <{repeats = array<i64: 2, 1>}> : (tensor<5x4xf32>) -> tensor<10x4xf32>
+func.func @gather_scatter_tile(%data: tensor<5x4xf32>, %idx: tensor<5x2xi64>, %rows: tensor<2x1xi64>, %upd: tensor<2x4xf32>) -> tensor<5x2xf32> {
+  %g = graph.gather_elements %data, %idx axis 1 : (tensor<5x4xf32>, tensor<5x2xi64>) -> tensor<5x2xf32>
+  %s = graph.scatter_nd %data, %rows, %upd reduction "none" : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<5x4xf32>
+  %a = graph.scatter_nd %data, %rows, %upd reduction "add" : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<5x4xf32>
+  %t = graph.tile %data [2, 1] : (tensor<5x4xf32>) -> tensor<10x4xf32>
+  func.return %g : tensor<5x2xf32>
+}
