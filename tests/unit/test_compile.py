@@ -170,3 +170,63 @@ def test_import_errors_surface_from_compile():
     model.graph.node[1].op_type = "NotAnOnnxOperator"
     with pytest.raises(ModelImportError, match=r"node 'relu1' \(NotAnOnnxOperator\)"):
         strato.compile(model)
+
+
+# -- integer division never traps: defined results, as numpy's ---------------------------
+
+
+def _binary_model(op_type: str, dtype: np.dtype, divisor: np.ndarray | None = None, **attrs) -> onnx.ModelProto:
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    inputs = [helper.make_tensor_value_info("a", elem, [6])]
+    initializers = []
+    if divisor is None:
+        inputs.append(helper.make_tensor_value_info("b", elem, [6]))
+    else:
+        initializers.append(numpy_helper.from_array(divisor.astype(dtype), "b"))
+    graph = helper.make_graph(
+        [helper.make_node(op_type, ["a", "b"], ["y"], **attrs)],
+        "division",
+        inputs,
+        [helper.make_tensor_value_info("y", elem, [6])],
+        initializers,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint8, np.uint32])
+def test_integer_division_by_zero_and_overflow_are_defined(dtype):
+    """x / 0 = 0, x % 0 = 0, INT_MIN / -1 = INT_MIN, INT_MIN % -1 = 0 (numpy's values;
+    onnxruntime raises instead, C traps with SIGFPE)."""
+    info = np.iinfo(dtype)
+    signed = info.min < 0
+    a = np.array([7, -7 if signed else 9, info.min, info.min, 5, info.max], dtype)
+    b = np.array([0, 2, -1 if signed else 3, 0, -3 if signed else 3, 0], dtype)
+
+    def wrap(value: int) -> int:
+        return (value - info.min) % (1 << info.bits) + info.min
+
+    def truncated(x: int, y: int) -> tuple[int, int]:
+        if y == 0:
+            return 0, 0
+        q = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+        return wrap(q), x - q * y
+
+    pairs = [truncated(int(x), int(y)) for x, y in zip(a, b)]
+    quotient = np.array([q for q, _ in pairs], dtype)
+    remainder = np.array([r for _, r in pairs], dtype)
+    div = strato.compile(_binary_model("Div", dtype))(a, b)[0]
+    np.testing.assert_array_equal(div, quotient)
+    mod = strato.compile(_binary_model("Mod", dtype, fmod=1))(a, b)[0]
+    np.testing.assert_array_equal(mod, remainder)
+    if signed:
+        assert div[2] == info.min and mod[2] == 0
+
+
+def test_division_by_a_zero_initializer_is_zero():
+    a = np.array([1, -2, 3, 0, 2**31 - 1, -(2**31)], np.int32)
+    for divisor in (np.zeros(6), np.array([0, 1, 0, 2, 0, -1])):
+        model = strato.compile(_binary_model("Div", np.int32, divisor=divisor))
+        expected = np.where(divisor == 0, 0, np.trunc(a / np.where(divisor == 0, 1, divisor)))
+        np.testing.assert_array_equal(model(a)[0], expected.astype(np.int64).astype(np.int32))

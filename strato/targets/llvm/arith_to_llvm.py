@@ -2,6 +2,8 @@
 
 `index` values become i64. Ops LLVM has no instruction for (floordivsi, minsi,
 maximumf, fptosi, ...) expand to short instruction sequences or intrinsic calls.
+Integer division and remainder never trap: a divisor that is not a safe constant is
+guarded, giving x / 0 = 0, x % 0 = 0 and INT_MIN / -1 = INT_MIN (numpy's results).
 
     %s = arith.addi %i, %j : index         %s = llvm.add %i, %j : i64
     %m = arith.maximumf %a, %b : f32   ->  %m = llvm.call_intrinsic "llvm.maximum.f32"(%a, %b)
@@ -77,16 +79,93 @@ _INT_BINARY_OPS: dict[type[Operation], type[Operation]] = {
     arith.AddiOp: llvm.AddOp,
     arith.SubiOp: llvm.SubOp,
     arith.MuliOp: llvm.MulOp,
-    arith.DivSIOp: llvm.SDivOp,
-    arith.DivUIOp: llvm.UDivOp,
-    arith.RemSIOp: llvm.SRemOp,
-    arith.RemUIOp: llvm.URemOp,
     arith.AndIOp: llvm.AndOp,
     arith.OrIOp: llvm.OrOp,
     arith.XOrIOp: llvm.XOrOp,
     arith.ShLIOp: llvm.ShlOp,
     arith.ShRSIOp: llvm.AShrOp,
     arith.ShRUIOp: llvm.LShrOp,
+}
+
+
+def _constant_value(value: SSAValue) -> int | None:
+    owner = value.owner
+    if isinstance(owner, arith.ConstantOp | llvm.ConstantOp) and isinstance(
+        owner.value, IntegerAttr
+    ):
+        return owner.value.value.data
+    return None
+
+
+def _guarded_divisor(
+    op: Operation, lhs: SSAValue, rhs: SSAValue, *, signed: bool
+) -> tuple[list[Operation], SSAValue, SSAValue | None]:
+    """A divisor for `lhs / rhs` that cannot trap, so generated code never raises SIGFPE
+    whatever the values: 1 where `rhs` is 0 or (signed) where `lhs` is INT_MIN and `rhs`
+    is -1. Returns the ops, that divisor, and the `rhs == 0` flag the caller selects 0
+    with (None when a constant divisor needs no guard). Defined results, as numpy's:
+    x / 0 = 0, x % 0 = 0, INT_MIN / -1 = INT_MIN (wraps), INT_MIN % -1 = 0."""
+    constant = _constant_value(op.operands[1])
+    if constant is None:
+        constant = _constant_value(rhs)
+    if constant is not None and constant != 0 and not (signed and constant == -1):
+        return [], rhs, None
+    type_ = rhs.type
+    if not isinstance(type_, IntegerType):
+        return [], rhs, None  # vectors: guarded where they are generated
+    width = type_.width.data
+    zero = builders.constant(0, type_)
+    one = builders.constant(1, type_)
+    is_zero = builders.icmp("eq", rhs, zero.result)
+    ops: list[Operation] = [zero, one, is_zero]
+    replace = is_zero.res
+    if signed:
+        int_min = builders.constant(-(1 << (width - 1)) if width > 1 else -1, type_)
+        minus_one = builders.constant(-1, type_)
+        lhs_min = builders.icmp("eq", lhs, int_min.result)
+        rhs_minus_one = builders.icmp("eq", rhs, minus_one.result)
+        overflow = builders.int_binary(llvm.AndOp, lhs_min.res, rhs_minus_one.res)
+        either = builders.int_binary(llvm.OrOp, is_zero.res, overflow.results[0])
+        ops += [int_min, minus_one, lhs_min, rhs_minus_one, overflow, either]
+        replace = either.results[0]
+    divisor = builders.select(replace, one.result, rhs)
+    ops.append(divisor)
+    return ops, divisor.results[0], is_zero.res
+
+
+def _zero_where(
+    flag: SSAValue | None, value: SSAValue
+) -> tuple[list[Operation], SSAValue]:
+    """`flag ? 0 : value` (just `value` without a flag)."""
+    if flag is None:
+        return [], value
+    zero = builders.constant(0, value.type)
+    result = builders.select(flag, zero.result, value)
+    return [zero, result], result.results[0]
+
+
+class IntDivisionOpLowering(LLVMLoweringPattern):
+    """divsi/divui/remsi/remui as one llvm instruction on a guarded divisor
+    (`_guarded_divisor`): x / 0 = 0 and x % 0 = 0 instead of a trap."""
+
+    def __init__(self, source_op: type[Operation], target_op: type[Operation], signed: bool):
+        self.source_op = source_op
+        self.target_op = target_op
+        self.signed = signed
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        guard, divisor, is_zero = _guarded_divisor(op, lhs, rhs, signed=self.signed)
+        quotient = builders.int_binary(self.target_op, lhs, divisor)
+        tail, _ = _zero_where(is_zero, quotient.results[0])
+        replace_with_llvm(rewriter, op, [*guard, quotient, *tail])
+
+
+_INT_DIVISION_OPS: dict[type[Operation], tuple[type[Operation], bool]] = {
+    arith.DivSIOp: (llvm.SDivOp, True),
+    arith.DivUIOp: (llvm.UDivOp, False),
+    arith.RemSIOp: (llvm.SRemOp, True),
+    arith.RemUIOp: (llvm.URemOp, False),
 }
 
 
@@ -123,6 +202,7 @@ class _RoundedDivSILowering(LLVMLoweringPattern):
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        guard, rhs, is_zero = _guarded_divisor(op, lhs, rhs, signed=True)
         type_ = lhs.type
         zero = builders.constant(0, type_)
         one = builders.constant(1, type_)
@@ -135,8 +215,9 @@ class _RoundedDivSILowering(LLVMLoweringPattern):
         adjust = builders.int_binary(llvm.AndOp, inexact.res, signs.res)
         moved = builders.int_binary(self.adjust_op, quot.results[0], one.result)
         result = builders.select(adjust.results[0], moved.results[0], quot.results[0])
-        ops = [zero, one, quot, rem, inexact, rem_neg, rhs_neg, signs, adjust, moved, result]
-        replace_with_llvm(rewriter, op, ops)
+        tail, _ = _zero_where(is_zero, result.results[0])
+        ops = [*guard, zero, one, quot, rem, inexact, rem_neg, rhs_neg, signs, adjust, moved, result]
+        replace_with_llvm(rewriter, op, [*ops, *tail])
 
 
 class FloorDivSIOpLowering(_RoundedDivSILowering):
@@ -164,6 +245,7 @@ class CeilDivUIOpLowering(LLVMLoweringPattern):
 
     def lower(self, op: arith.CeilDivUIOp, rewriter: PatternRewriter) -> None:
         lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
+        guard, rhs, rhs_zero = _guarded_divisor(op, lhs, rhs, signed=False)
         type_ = lhs.type
         zero = builders.constant(0, type_)
         one = builders.constant(1, type_)
@@ -172,8 +254,9 @@ class CeilDivUIOpLowering(LLVMLoweringPattern):
         quot = builders.int_binary(llvm.UDivOp, minus_one.results[0], rhs)
         plus_one = builders.int_binary(llvm.AddOp, quot.results[0], one.result)
         result = builders.select(is_zero.res, zero.result, plus_one.results[0])
+        tail, _ = _zero_where(rhs_zero, result.results[0])
         replace_with_llvm(
-            rewriter, op, [zero, one, is_zero, minus_one, quot, plus_one, result]
+            rewriter, op, [*guard, zero, one, is_zero, minus_one, quot, plus_one, result, *tail]
         )
 
 
@@ -411,6 +494,10 @@ def arith_to_llvm_patterns() -> list[LLVMLoweringPattern]:
     return [
         ConstantOpLowering(),
         *(IntBinaryOpLowering(op, target) for op, target in _INT_BINARY_OPS.items()),
+        *(
+            IntDivisionOpLowering(op, target, signed)
+            for op, (target, signed) in _INT_DIVISION_OPS.items()
+        ),
         *(IntMinMaxOpLowering(op, pred) for op, pred in _INT_MIN_MAX_PREDICATES.items()),
         FloorDivSIOpLowering(),
         CeilDivSIOpLowering(),

@@ -79,14 +79,24 @@ func.func @strided(%a: memref<2x3xf32, strided<[1, 2], offset: 5>>, %o: memref<1
 }
 
 // Index arithmetic is i64 arithmetic; floordivsi corrects the truncated quotient.
+// A divisor that is not a safe constant is guarded so nothing traps: 1 replaces a zero
+// divisor (and -1 under INT_MIN), and a zero divisor gives 0.
 // CHECK-LABEL: llvm.func @index_math(%i{{.*}}: i64, %j{{.*}}: i64) -> i64 {
 // CHECK-NEXT:    %[[S:.*]] = llvm.add %i{{.*}}, %j{{.*}} : i64
 // CHECK-NEXT:    %[[P:.*]] = llvm.mul %[[S]], %j{{.*}} : i64
-// CHECK-NEXT:    %[[R:.*]] = llvm.srem %[[P]], %i{{.*}} : i64
-// CHECK:         %[[Q:.*]] = llvm.sdiv %[[R]], %j{{.*}} : i64
+// CHECK:         %[[IZ:.*]] = llvm.icmp "eq" %i{{.*}}, %{{.*}} : i64
+// CHECK:         %[[BAD:.*]] = llvm.or %[[IZ]], %{{.*}} : i1
+// CHECK-NEXT:    %[[D:.*]] = llvm.select %[[BAD]], %{{.*}}, %i{{.*}} : i1, i64
+// CHECK-NEXT:    %[[R0:.*]] = llvm.srem %[[P]], %[[D]] : i64
+// CHECK-NEXT:    %[[Z:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[R:.*]] = llvm.select %[[IZ]], %[[Z]], %[[R0]] : i1, i64
+// CHECK:         %[[JD:.*]] = llvm.select %{{.*}}, %{{.*}}, %j{{.*}} : i1, i64
+// CHECK:         %[[Q:.*]] = llvm.sdiv %[[R]], %[[JD]] : i64
 // CHECK:         %[[ADJ:.*]] = llvm.and
 // CHECK-NEXT:    %[[QM1:.*]] = llvm.sub %[[Q]], %{{.*}} : i64
-// CHECK-NEXT:    %[[F:.*]] = llvm.select %[[ADJ]], %[[QM1]], %[[Q]] : i1, i64
+// CHECK-NEXT:    %[[F0:.*]] = llvm.select %[[ADJ]], %[[QM1]], %[[Q]] : i1, i64
+// CHECK-NEXT:    %{{.*}} = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[F:.*]] = llvm.select %{{.*}}, %{{.*}}, %[[F0]] : i1, i64
 // CHECK-NEXT:    llvm.return %[[F]] : i64
 func.func @index_math(%i: index, %j: index) -> index {
   %s = arith.addi %i, %j : index
@@ -94,6 +104,17 @@ func.func @index_math(%i: index, %j: index) -> index {
   %r = arith.remsi %p, %i : index
   %f = arith.floordivsi %r, %j : index
   func.return %f : index
+}
+
+// A constant divisor other than 0 and -1 needs no guard.
+// CHECK-LABEL: llvm.func @constant_divisor(%i{{.*}}: i64) -> i64 {
+// CHECK-NEXT:    %[[C:.*]] = llvm.mlir.constant(7) : i64
+// CHECK-NEXT:    %[[Q:.*]] = llvm.sdiv %i{{.*}}, %[[C]] : i64
+// CHECK-NEXT:    llvm.return %[[Q]] : i64
+func.func @constant_divisor(%i: index) -> index {
+  %c7 = arith.constant 7 : index
+  %q = arith.divsi %i, %c7 : index
+  func.return %q : index
 }
 
 // CHECK-LABEL: llvm.func @float_math(%a{{.*}}: f32, %b{{.*}}: f32) -> f32 {
