@@ -1,0 +1,65 @@
+"""Workload keys: a structural hash of a te primitive, the tuner's name for a task.
+
+Two primitives get the same key when they compute the same thing on the same shapes:
+the same ops in the same order, with the same types, operands (by position, not by
+name) and properties. The names of values, placeholders, stages and of the primitive
+itself do not count, so the same dense layer in two models is one tuning task.
+
+    key = workload_key(primitive)   # "wl-" + 16 hex digits
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from strato.dialects import te
+
+# Properties that only name things.
+_NAMING_PROPERTIES = {"stage", "name", "sym_name"}
+
+
+def _canonical_lines(primitive: te.PrimitiveOp) -> list[str]:
+    numbers: dict[SSAValue, int] = {}
+    blocks: dict[Block, int] = {}
+
+    def number(value: SSAValue) -> str:
+        if value not in numbers:
+            numbers[value] = len(numbers)
+        return f"%{numbers[value]}"
+
+    def attribute(attr: Attribute) -> str:
+        return str(attr)
+
+    lines: list[str] = []
+
+    def visit(op: Operation, depth: int) -> None:
+        properties = ", ".join(
+            f"{k}={attribute(v)}"
+            for k, v in sorted(op.properties.items())
+            if k not in _NAMING_PROPERTIES
+        )
+        operands = ", ".join(number(v) for v in op.operands)
+        results = ", ".join(f"{number(r)}:{r.type}" for r in op.results)
+        lines.append(f"{'  ' * depth}{results} = {op.name}({operands}) <{properties}>")
+        for region in op.regions:
+            for block in region.blocks:
+                blocks[block] = len(blocks)
+                args = ", ".join(f"{number(a)}:{a.type}" for a in block.args)
+                lines.append(f"{'  ' * depth}^{blocks[block]}({args})")
+                for inner in block.ops:
+                    visit(inner, depth + 1)
+
+    for op in primitive.body.block.ops:
+        visit(op, 0)
+    return lines
+
+
+def workload_key(primitive: te.PrimitiveOp) -> str:
+    """A stable key naming what `primitive` computes (see the module docstring)."""
+    text = "\n".join(_canonical_lines(primitive))
+    return "wl-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+__all__ = ["workload_key"]
