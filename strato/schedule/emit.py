@@ -1,0 +1,600 @@
+"""Building a kernel's IR from its schedule state.
+
+Each stage's loops are its leaf variables in order; at the innermost loop the iteration
+variables are computed back from the loop variables through the split and fuse
+relations (plus the region offset of an attached stage), guarded where a split does not
+divide or a region may leave its buffer, and the stage's template is cloned with them.
+A stage attached to a loop gets the region its consumers read inside that loop (bound
+inference on the affine accesses of their templates) or, attached after the loop's body,
+the region its producer has just written.
+
+Every loop carries its stage, its axis name, and `reduction`/`init` where they apply; a
+loop marked for tensorization is handed to `strato.schedule.tensorize` once its subtree
+is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+from xdsl.builder import Builder
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    NoneAttr,
+    StringAttr,
+    UnitAttr,
+    f64,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.rewriter import InsertPoint
+
+from strato.dialects.loop import (
+    INIT_ATTR,
+    REDUCTION_ATTR,
+    STAGE_ATTR,
+    ForOp,
+    LoopKind,
+    MemoryScope,
+    ScopeAttr,
+)
+from strato.schedule.access import Affine, access_of
+from strato.schedule.errors import ScheduleError
+from strato.schedule.state import Fuse, ScheduleState, Split, Stage, Template
+
+Interval = tuple[Affine, int]
+"""A value between `lo` (affine in IR values) and lo + span (span a constant)."""
+
+
+def annotation_attr(value: Any) -> Attribute:
+    """The attribute an annotation value becomes on its loop."""
+    if value is True or value is None:
+        return UnitAttr()
+    if isinstance(value, bool):
+        return IntegerAttr(int(value), 1)
+    if isinstance(value, int):
+        return IntegerAttr(value, i64)
+    if isinstance(value, float):
+        return FloatAttr(value, f64)
+    return StringAttr(str(value))
+
+
+def physical_type(state: ScheduleState, buffer: int) -> MemRefType:
+    """The memref type a buffer is allocated with: its padded shape, laid out and with
+    aligned strides."""
+    b = state.buffers[buffer]
+    shape = list(b.logical_shape)
+    if b.layout is not None:
+        shape = list(b.layout.new_shape(shape))
+    for axis, (factor, offset) in sorted(b.align.items()):
+        # grow the last dimension until the stride of `axis` is offset modulo factor
+        while prod(shape[axis + 1 :]) % factor != offset % factor:
+            shape[-1] += 1
+    space: Attribute = NoneAttr() if b.scope == MemoryScope.GLOBAL else ScopeAttr(b.scope)
+    return MemRefType(b.element_type, shape, memory_space=space)
+
+
+@dataclass
+class _Region:
+    """The part of a stage's iteration space an attached nest computes: per iteration
+    variable, an offset (affine in IR values defined at the attach point) and an extent."""
+
+    lo: dict[str, Affine]
+    extent: dict[str, int]
+
+
+class KernelEmitter:
+    """Rebuilds `state.kernel` as a new `func.func` (the old one is left alone)."""
+
+    def __init__(self, state: ScheduleState):
+        self.state = state
+        self.ranges: dict[SSAValue, tuple[int, int]] = {}
+        self.buffers: list[SSAValue] = []
+
+    # -- the kernel ----------------------------------------------------------------------
+
+    def emit(self) -> func.FuncOp:
+        old = self.state.kernel
+        kernel = old.clone_without_regions()
+        block = Block(arg_types=old.function_type.inputs.data)
+        for new, arg in zip(block.args, old.body.block.args):
+            new.name_hint = arg.name_hint
+        kernel.body.add_block(block)
+        builder = Builder(InsertPoint.at_end(block))
+        locals_: list[SSAValue] = []
+        for n, b in enumerate(self.state.buffers):
+            if b.arg is not None:
+                self.buffers.append(block.args[b.arg])
+                continue
+            alloc = builder.insert(memref.AllocOp([], [], physical_type(self.state, n)))
+            alloc.memref.name_hint = _value_name(b.name)
+            self.buffers.append(alloc.memref)
+            locals_.append(alloc.memref)
+        for stage in self.state.stages:
+            if stage.attach is None:
+                self.emit_stage(stage, builder, None)
+        for src, dst in self.state.copies:
+            builder.insert(memref.CopyOp(self.buffers[src], self.buffers[dst]))
+        for value in locals_:
+            builder.insert(memref.DeallocOp.get(value))
+        builder.insert(func.ReturnOp())
+        return kernel
+
+    # -- a stage ---------------------------------------------------------------------------
+
+    def emit_stage(self, stage: Stage, builder: Builder, region: _Region | None) -> None:
+        ext = stage.extents(region.extent if region is not None else None)
+        if stage.init is not None and stage.init_at is None:
+            self.emit_init(stage, builder, region, ext, 0, {})
+        self.emit_level(stage, 0, builder, {}, ext, region)
+
+    def emit_level(
+        self,
+        stage: Stage,
+        pos: int,
+        builder: Builder,
+        ivs: dict[str, SSAValue],
+        ext: dict[str, int],
+        region: _Region | None,
+    ) -> None:
+        if pos == len(stage.leaves):
+            self.emit_block(stage, stage.body, builder, ivs, ext, region, stage.root_vars)
+            return
+        var = stage.leaves[pos]
+        if stage.init is not None and stage.init_at == var:
+            self.emit_init(stage, builder, region, ext, pos, ivs)
+        loop, inner = self.open_loop(stage, var, ext[var], builder)
+        ivs = {**ivs, var: loop.induction_var}
+        attached = self.state.attached_at(stage.name, var)
+        regions = self.infer_regions(stage, pos, ivs, ext, region, attached, inner)
+        for other in attached:
+            if not other.attach.reverse:  # type: ignore[union-attr]
+                self.emit_stage(other, inner, regions[other.name])
+        self.emit_level(stage, pos + 1, inner, ivs, ext, region)
+        for other in attached:
+            if other.attach.reverse:  # type: ignore[union-attr]
+                self.emit_stage(other, inner, regions[other.name])
+        intrinsic = stage.tensorized.get(var)
+        if intrinsic is not None:
+            from strato.schedule.tensorize import tensorize
+
+            tensorize(loop, intrinsic)
+
+    def emit_init(
+        self,
+        stage: Stage,
+        builder: Builder,
+        region: _Region | None,
+        ext: dict[str, int],
+        pos: int,
+        ivs: dict[str, SSAValue],
+    ) -> None:
+        """The init nest: before the update nest (pos 0, over the iteration variables) or
+        decomposed before the leaf at `pos` (over the spatial leaves from there on)."""
+        assert stage.init is not None
+        if stage.init_at is None:
+            loops_over = [(n, ext[n]) for n, _ in stage.spatial]
+        else:
+            loops_over = [
+                (v, ext[v]) for v in stage.leaves[pos:] if not stage.is_reduction_var(v)
+            ]
+        ivs = dict(ivs)
+        for var, extent in loops_over:
+            loop, builder = self.open_loop(stage, var, extent, builder, init=True)
+            ivs[var] = loop.induction_var
+        spatial = [n for n, _ in stage.spatial]
+        if stage.init_at is None:
+            # the canonical init nest runs over the iteration variables themselves
+            self.emit_template(stage, stage.init, builder, {v: ivs[v] for v in spatial}, region, spatial, [])
+        else:
+            self.emit_block(stage, stage.init, builder, ivs, ext, region, spatial)
+
+    def open_loop(
+        self, stage: Stage, var: str, extent: int, builder: Builder, init: bool = False
+    ) -> tuple[ForOp, Builder]:
+        kind = LoopKind.SERIAL if init else stage.kinds.get(var, LoopKind.SERIAL)
+        loop, body = ForOp.build(0, extent, kind=kind, axis=var)
+        loop.attributes[STAGE_ATTR] = StringAttr(stage.name)
+        if init:
+            loop.attributes[INIT_ATTR] = UnitAttr()
+        elif stage.is_reduction_var(var):
+            loop.attributes[REDUCTION_ATTR] = UnitAttr()
+        if not init:
+            annotations = dict(stage.annotations.get(var, {}))
+            if stage.leaves and var == stage.leaves[0]:
+                annotations.update(stage.annotations.get("", {}))  # the stage's own
+            for key, value in annotations.items():
+                loop.attributes[key] = annotation_attr(value)
+        loop.induction_var.name_hint = _value_name(var)
+        self.ranges[loop.induction_var] = (0, max(extent - 1, 0))
+        builder.insert(loop)
+        assert body.last_op is not None
+        return loop, Builder(InsertPoint.before(body.last_op))
+
+    # -- the body of a stage at its innermost loop ---------------------------------------------
+
+    def emit_block(
+        self,
+        stage: Stage,
+        template: Template,
+        builder: Builder,
+        ivs: dict[str, SSAValue],
+        ext: dict[str, int],
+        region: _Region | None,
+        roots: list[str],
+    ) -> None:
+        values, guards = self.root_values(stage, ivs, ext, builder)
+        self.emit_template(stage, template, builder, {r: values[r] for r in roots}, region, roots, guards)
+
+    def emit_template(
+        self,
+        stage: Stage,
+        template: Template,
+        builder: Builder,
+        values: dict[str, SSAValue],
+        region: _Region | None,
+        roots: list[str],
+        guards: list[SSAValue],
+    ) -> None:
+        full = dict(stage.spatial + stage.reduce)
+        guards = list(guards)
+        if region is not None:
+            for r in roots:
+                lo = region.lo.get(r)
+                if lo is None:
+                    continue
+                value = values[r]
+                if lo.terms or lo.constant:
+                    offset = self.emit_affine(lo, builder)
+                    value = builder.insert(arith.AddiOp(offset, value)).result
+                    value.name_hint = _value_name(r)
+                    values[r] = value
+                bounds = lo.bounds(self.ranges.get)
+                if bounds is None or bounds[0] < 0:
+                    zero = self.constant(0, builder)
+                    guards.append(builder.insert(arith.CmpiOp(value, zero, "sge")).result)
+                if bounds is None or bounds[1] + region.extent[r] > full[r]:
+                    limit = self.constant(full[r], builder)
+                    guards.append(builder.insert(arith.CmpiOp(value, limit, "slt")).result)
+        if guards:
+            cond = guards[0]
+            for g in guards[1:]:
+                cond = builder.insert(arith.AndIOp(cond, g)).result
+            then = Block()
+            then.add_op(scf.YieldOp())
+            builder.insert(scf.IfOp(cond, [], [then]))
+            builder = Builder(InsertPoint.before(then.last_op))  # type: ignore[arg-type]
+        mapping: dict[SSAValue, SSAValue] = {}
+        names = stage.root_vars
+        for arg, name in zip(template.vars, names):
+            if name in values:
+                mapping[arg] = values[name]
+        for arg, b in zip(template.block.args[template.var_count :], template.buffers):
+            mapping[arg] = self.buffers[b]
+        layouts = {
+            arg: self.state.buffers[b].layout
+            for arg, b in zip(template.block.args[template.var_count :], template.buffers)
+            if self.state.buffers[b].layout is not None
+        }
+        for op in template.block.ops:
+            if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref in layouts:
+                self.emit_relaid_access(op, layouts[op.memref], mapping, builder)
+                continue
+            builder.insert(op.clone(mapping))
+
+    def emit_relaid_access(
+        self,
+        op: memref.LoadOp | memref.StoreOp,
+        layout: Any,
+        mapping: dict[SSAValue, SSAValue],
+        builder: Builder,
+    ) -> None:
+        """A load or store of a laid-out buffer, its indices mapped through the layout."""
+        indices = layout.emit([mapping[i] for i in op.indices], builder)
+        buffer = mapping[op.memref]
+        if isinstance(op, memref.LoadOp):
+            load = builder.insert(memref.LoadOp.get(buffer, indices))
+            load.res.name_hint = op.res.name_hint
+            mapping[op.res] = load.res
+        else:
+            builder.insert(memref.StoreOp.get(mapping[op.value], buffer, indices))
+
+    def root_values(
+        self, stage: Stage, ivs: dict[str, SSAValue], ext: dict[str, int], builder: Builder
+    ) -> tuple[dict[str, SSAValue], list[SSAValue]]:
+        """The iteration variables' values from the loop variables `ivs`, and the
+        conditions under which they are in range (non-dividing splits)."""
+        values = dict(ivs)
+        guards: list[SSAValue] = []
+        for rel in reversed(stage.relations):
+            if isinstance(rel, Split):
+                if not all(c in values for c in rel.children):
+                    continue
+                total: SSAValue | None = None
+                for i, child in enumerate(rel.children):
+                    stride = prod(ext[c] for c in rel.children[i + 1 :])
+                    term = values[child]
+                    if stride != 1:
+                        term = builder.insert(arith.MuliOp(term, self.constant(stride, builder))).result
+                    total = term if total is None else builder.insert(arith.AddiOp(total, term)).result
+                assert total is not None
+                total.name_hint = _value_name(rel.parent)
+                values[rel.parent] = total
+                covered = prod(ext[c] for c in rel.children)
+                if covered != ext[rel.parent] and rel.tail == "guard":
+                    limit = self.constant(ext[rel.parent], builder)
+                    guards.append(builder.insert(arith.CmpiOp(total, limit, "slt")).result)
+            else:
+                if rel.child not in values:
+                    continue
+                for p, value in self.unfuse(rel, values[rel.child], ext, builder).items():
+                    values[p] = value
+        return values, guards
+
+    def unfuse(
+        self, rel: Fuse, fused: SSAValue, ext: dict[str, int], builder: Builder
+    ) -> dict[str, SSAValue]:
+        result = {}
+        for i, parent in enumerate(rel.parents):
+            stride = prod(ext[p] for p in rel.parents[i + 1 :])
+            value = fused
+            if stride != 1:
+                value = builder.insert(arith.DivUIOp(value, self.constant(stride, builder))).result
+            if i > 0:
+                value = builder.insert(arith.RemUIOp(value, self.constant(ext[parent], builder))).result
+            value.name_hint = _value_name(parent)
+            self.ranges[value] = (0, ext[parent] - 1)
+            result[parent] = value
+        return result
+
+    # -- bound inference ---------------------------------------------------------------------
+
+    def root_intervals(
+        self,
+        stage: Stage,
+        pos: int,
+        ivs: dict[str, SSAValue],
+        ext: dict[str, int],
+        region: _Region | None,
+        builder: Builder,
+    ) -> dict[str, Interval]:
+        """Per iteration variable of `stage`, the values it takes inside its loop at `pos`
+        (loops up to `pos` fixed at their induction variables, the inner ones free)."""
+        iv: dict[str, Interval] = {}
+        for n, var in enumerate(stage.leaves):
+            if n <= pos:
+                iv[var] = (Affine.variable(ivs[var]), 0)
+            else:
+                iv[var] = (Affine.const(0), ext[var] - 1)
+        for rel in reversed(stage.relations):
+            if isinstance(rel, Split):
+                lo, span = Affine(), 0
+                for i, child in enumerate(rel.children):
+                    stride = prod(ext[c] for c in rel.children[i + 1 :])
+                    lo = lo + iv[child][0].scale(stride)
+                    span += stride * iv[child][1]
+                if not lo.terms:
+                    span = min(span, ext[rel.parent] - 1 - lo.constant)
+                iv[rel.parent] = (lo, span)
+            else:
+                lo, span = iv[rel.child]
+                if span == 0 and lo.terms:
+                    fused = ivs[rel.child] if rel.child in ivs else self.emit_affine(lo, builder)
+                    for p, value in self.unfuse(rel, fused, ext, builder).items():
+                        iv[p] = (Affine.variable(value), 0)
+                else:
+                    for p in rel.parents:
+                        iv[p] = (Affine.const(0), ext[p] - 1)
+        result = {}
+        for r in stage.root_vars:
+            lo, span = iv[r]
+            if region is not None and r in region.lo:
+                lo = lo + region.lo[r]
+            result[r] = (lo, span)
+        return result
+
+    def infer_regions(
+        self,
+        stage: Stage,
+        pos: int,
+        ivs: dict[str, SSAValue],
+        ext: dict[str, int],
+        region: _Region | None,
+        attached: list[Stage],
+        builder: Builder,
+    ) -> dict[str, _Region]:
+        if not attached:
+            return {}
+        here = self.root_intervals(stage, pos, ivs, ext, region, builder)
+        known: dict[str, dict[str, Interval]] = {stage.name: here}
+        regions: dict[str, _Region] = {}
+        for other in attached:
+            if other.attach.reverse:  # type: ignore[union-attr]
+                regions[other.name] = self.consumer_region(stage, here, other)
+                known[other.name] = _intervals(other, regions[other.name])
+        # producers: consumers first, so a producer sees the regions of the stages
+        # attached here that read it
+        for other in reversed(attached):
+            if other.attach.reverse:  # type: ignore[union-attr]
+                continue
+            regions[other.name] = self.producer_region(other, known)
+            known[other.name] = _intervals(other, regions[other.name])
+        return regions
+
+    def producer_region(self, producer: Stage, known: dict[str, dict[str, Interval]]) -> _Region:
+        """The region of `producer` that the stages computed in this scope read."""
+        shape = self.state.buffers[producer.buffer].shape
+        spans: list[list[tuple[Affine, int]] | None] = [[] for _ in shape]
+        for reader in self.state.readers_of(producer.buffer):
+            if reader is producer:
+                continue
+            intervals = known.get(reader.name) or _intervals(reader, None)
+            for lo_hi in _read_intervals(reader, producer.buffer, intervals, shape):
+                for d, item in enumerate(lo_hi):
+                    if spans[d] is not None:
+                        spans[d].append(item)  # type: ignore[union-attr]
+        lo: dict[str, Affine] = {}
+        extent: dict[str, int] = {}
+        for d, (name, full) in enumerate(producer.spatial[: len(shape)]):
+            lo[name], extent[name] = _union(spans[d], full)
+        for name, full in producer.spatial[len(shape) :]:
+            lo[name], extent[name] = Affine(), full  # the rank-0 stage's single loop
+        return _Region(lo, extent)
+
+    def consumer_region(self, producer: Stage, here: dict[str, Interval], consumer: Stage) -> _Region:
+        """The region of `consumer` that reads only what `producer` has written so far."""
+        written = [here[name] for name, _ in producer.spatial]
+        mapping = reverse_mapping(consumer, producer.buffer)
+        assert mapping is not None, "reverse_compute_at checked the consumer's accesses"
+        lo: dict[str, Affine] = {}
+        extent: dict[str, int] = {}
+        for d, item in enumerate(mapping):
+            if item is None:
+                continue
+            var, const = item
+            w_lo, w_span = written[d]
+            lo[var] = w_lo - Affine.const(const)
+            extent[var] = w_span + 1
+        for name, full in consumer.spatial:
+            if name not in lo:
+                lo[name], extent[name] = Affine(), full
+        return _Region(lo, extent)
+
+    # -- small IR helpers ------------------------------------------------------------------------
+
+    def constant(self, value: int, builder: Builder) -> SSAValue:
+        op = builder.insert(arith.ConstantOp(IntegerAttr(value, IndexType())))
+        self.ranges[op.result] = (value, value)
+        return op.result
+
+    def emit_affine(self, a: Affine, builder: Builder) -> SSAValue:
+        total: SSAValue | None = None
+        for value, coeff in a.terms:
+            term = value
+            if coeff != 1:
+                term = builder.insert(arith.MuliOp(value, self.constant(coeff, builder))).result
+            total = term if total is None else builder.insert(arith.AddiOp(total, term)).result
+        if total is None:
+            return self.constant(a.constant, builder)
+        if a.constant:
+            total = builder.insert(arith.AddiOp(total, self.constant(a.constant, builder))).result
+        return total
+
+
+def _value_name(name: str) -> str:
+    text = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    return text if text and not text[0].isdigit() else f"v{text}"
+
+
+def _intervals(stage: Stage, region: _Region | None) -> dict[str, Interval]:
+    """A stage's iteration variables over its whole (region of its) iteration space."""
+    result: dict[str, Interval] = {}
+    for name, full in stage.spatial + stage.reduce:
+        if region is not None and name in region.lo:
+            result[name] = (region.lo[name], region.extent[name] - 1)
+        else:
+            result[name] = (Affine(), full - 1)
+    return result
+
+
+def _read_intervals(
+    reader: Stage, buffer: int, intervals: dict[str, Interval], shape: tuple[int, ...]
+) -> list[list[tuple[Affine, int] | None]]:
+    """For each load of `buffer` in `reader`'s template, per dimension the indices it
+    reads (offset and span), None where the index is opaque."""
+    template = reader.body
+    arg = template.buffer_arg(buffer)
+    names = dict(zip(template.vars, reader.root_vars))
+    result = []
+    for op in template.block.walk():
+        if not isinstance(op, memref.LoadOp) or op.memref is not arg:
+            continue
+        access = access_of(op, lambda v: v in names)
+        assert access is not None
+        dims: list[tuple[Affine, int] | None] = []
+        for index in access.indices:
+            if index is None:
+                dims.append(None)
+                continue
+            lo, span = Affine.const(index.constant), 0
+            for var, coeff in index.terms:
+                v_lo, v_span = intervals[names[var]]  # type: ignore[index]
+                if coeff >= 0:
+                    lo = lo + v_lo.scale(coeff)
+                else:
+                    lo = lo + v_lo.scale(coeff) + Affine.const(coeff * v_span)
+                span += abs(coeff) * v_span
+            dims.append((lo, span))
+        result.append(dims)
+    return result
+
+
+def _union(items: list[tuple[Affine, int] | None] | None, full: int) -> tuple[Affine, int]:
+    """One offset and extent covering every (offset, span); the whole dimension when
+    they are opaque or their offsets differ in more than a constant."""
+    if not items or any(i is None for i in items):
+        return Affine(), full
+    first = items[0][0]  # type: ignore[index]
+    if any(set(i[0].terms) != set(first.terms) for i in items):  # type: ignore[index]
+        return Affine(), full
+    lo = min(i[0].constant for i in items)  # type: ignore[index]
+    hi = max(i[0].constant + i[1] for i in items)  # type: ignore[index]
+    base = Affine(first.terms, 0)
+    if not base.terms:
+        lo, hi = max(lo, 0), min(hi, full - 1)
+        if hi < lo:
+            return Affine.const(0), 1
+    extent = hi - lo + 1
+    if extent >= full and not base.terms:
+        return Affine(), full
+    return base + Affine.const(lo), min(extent, full) if not base.terms else extent
+
+
+def reverse_mapping(consumer: Stage, buffer: int) -> list[tuple[str, int] | None] | None:
+    """How `consumer` indexes `buffer`: per dimension the spatial iteration variable and
+    constant offset (var + c), or None for a constant index; None when some load
+    indexes it otherwise, or two loads differ."""
+    template = consumer.body
+    arg = template.buffer_arg(buffer)
+    names = dict(zip(template.vars, consumer.root_vars))
+    spatial = {n for n, _ in consumer.spatial}
+    mapping: list[tuple[str, int] | None] | None = None
+    for op in template.block.walk():
+        if not isinstance(op, memref.LoadOp) or op.memref is not arg:
+            continue
+        access = access_of(op, lambda v: v in names)
+        assert access is not None
+        dims: list[tuple[str, int] | None] = []
+        for index in access.indices:
+            if index is None:
+                return None
+            if not index.terms:
+                dims.append(None)
+                continue
+            if len(index.terms) != 1 or index.terms[0][1] != 1:
+                return None
+            var = names[index.terms[0][0]]  # type: ignore[index]
+            if var not in spatial:
+                return None
+            dims.append((var, index.constant))
+        used = [d[0] for d in dims if d is not None]
+        if len(set(used)) != len(used):
+            return None
+        if mapping is not None and mapping != dims:
+            return None
+        mapping = dims
+    return mapping
+
+
+def rebuild_kernel(state: ScheduleState) -> func.FuncOp:
+    """A new kernel function built from `state` (the state's kernel is not touched)."""
+    return KernelEmitter(state).emit()
+
+
+__all__ = ["KernelEmitter", "annotation_attr", "physical_type", "rebuild_kernel", "reverse_mapping"]

@@ -1,0 +1,86 @@
+"""compute_at: a producer computed inside a loop of a consumer, over the region the
+stages in that loop read (bound inference at emission); reverse_compute_at: a consumer
+computed inside a loop of its producer, right after it, over the region it can read
+of what the producer has written so far."""
+
+from __future__ import annotations
+
+from strato.schedule.emit import reverse_mapping
+from strato.schedule.primitives.checks import fail, is_within, leaf, root_of
+from strato.schedule.state import Attach, ScheduleState
+
+
+def compute_at(state: ScheduleState, stage_name: str, host_name: str, var: str) -> None:
+    stage = state.stage(stage_name)
+    host = state.stage(host_name)
+    pos = leaf("compute_at", host, var)
+    if stage is host:
+        raise fail("compute_at", f"stage {stage.name} cannot be computed inside itself")
+    if host.is_reduction_var(var):
+        raise fail("compute_at", f"loop {var} of stage {host.name} is a reduction loop of the consumer")
+    if state.is_output(stage.buffer):
+        raise fail(
+            "compute_at",
+            f"stage {stage.name} writes the kernel's output {state.buffers[stage.buffer].name}, "
+            "which must be computed whole",
+        )
+    if is_within(state, host, stage, stage.leaves[0]) if stage.leaves else False:
+        raise fail("compute_at", f"stage {host.name} is computed inside stage {stage.name}")
+    readers = [r for r in state.readers_of(stage.buffer) if r is not stage]
+    if not readers:
+        raise fail("compute_at", f"no stage reads the result of stage {stage.name}")
+    saved = stage.attach
+    stage.attach = Attach(host.name, var)
+    try:
+        for reader in readers:
+            if not is_within(state, reader, host, var):
+                raise fail(
+                    "compute_at",
+                    f"stage {reader.name} also reads stage {stage.name} outside loop {var} of "
+                    f"stage {host.name}",
+                )
+        if state.stages.index(stage) > state.stages.index(host):
+            raise fail("compute_at", f"stage {stage.name} is not a producer of stage {host.name}")
+    except Exception:
+        stage.attach = saved
+        raise
+    del pos
+
+
+def reverse_compute_at(state: ScheduleState, stage_name: str, host_name: str, var: str) -> None:
+    stage = state.stage(stage_name)
+    host = state.stage(host_name)
+    pos = leaf("reverse_compute_at", host, var)
+    if stage is host:
+        raise fail("reverse_compute_at", f"stage {stage.name} cannot be computed inside itself")
+    for outer in host.leaves[: pos + 1]:
+        if host.is_reduction_var(outer):
+            raise fail(
+                "reverse_compute_at",
+                f"loop {outer} of stage {host.name} is a reduction loop of the producer",
+            )
+    if host.buffer not in stage.body.reads():
+        raise fail("reverse_compute_at", f"stage {stage.name} does not read stage {host.name}")
+    if reverse_mapping(stage, host.buffer) is None:
+        raise fail(
+            "reverse_compute_at",
+            f"stage {stage.name} reads stage {host.name} at indices that are not its own "
+            "data-parallel loop variables plus constants",
+        )
+    order = state.stages
+    host_root = root_of(state, host)
+    for producer in state.producers(stage):
+        if producer is host:
+            continue
+        if producer.attach is not None or order.index(producer) > order.index(host_root):
+            raise fail(
+                "reverse_compute_at",
+                f"stage {stage.name} also reads stage {producer.name}, which is not computed "
+                f"before stage {host.name}",
+            )
+    if order.index(stage) < order.index(host):
+        raise fail("reverse_compute_at", f"stage {stage.name} is not a consumer of stage {host.name}")
+    for other in state.stages:
+        if other.attach is not None and other.attach.stage == stage.name:
+            raise fail("reverse_compute_at", f"stage {other.name} is computed inside stage {stage.name}")
+    stage.attach = Attach(host.name, var, reverse=True)
