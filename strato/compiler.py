@@ -23,8 +23,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import onnx
 
-from xdsl.dialects import llvm
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects import func, llvm, memref
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
+from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass
 
 from strato.context import make_context
@@ -87,11 +88,66 @@ def compile_model(
     if after_stage is not None:
 
         def callback(previous: ModulePass | None, module: ModuleOp, _next: object) -> None:
-            after_stage("graph" if previous is None else previous.name, module)
+            if previous is None:
+                if _next is not None and _next.name == _LLVM_STAGE:
+                    return  # the second pipeline starts where the first ended
+                after_stage("graph", module)
+                return
+            after_stage(previous.name, module)
 
-    run_pipeline(make_context(), module, COMPILE, callback)
+    ctx = make_context()
+    try:
+        run_pipeline(ctx, module, _LOOP_STAGES, callback)
+        check_buffer_sizes(module)
+        run_pipeline(ctx, module, _LLVM_STAGE, callback)
+    except MemoryError:
+        raise StratoError(
+            "out of memory while compiling (a constant too large to fold on this machine?)"
+        ) from None
     return build_llvm(
         module, imported.function_name, signature, public_name=c_identifier(name or default_name)
+    )
+
+
+_LOOP_STAGES, _, _LLVM_STAGE = COMPILE.rpartition(",")
+"""COMPILE in two steps: down to the loop level, where every buffer has its final type
+and its size is checked, then convert-loops-to-llvm."""
+assert _LLVM_STAGE == "convert-loops-to-llvm"
+
+
+def check_buffer_sizes(module: ModuleOp) -> None:
+    """Refuse a loop-level module with a buffer larger than `MAX_BUFFER_BYTES` (huge pads,
+    dilations or intermediate shapes), naming the function that holds it."""
+    for op in module.walk():
+        if isinstance(op, memref.AllocOp | memref.AllocaOp | memref.GlobalOp):
+            type_ = op.type if isinstance(op, memref.GlobalOp) else op.memref.type
+        elif isinstance(op, func.FuncOp):
+            for type_ in op.function_type.inputs.data:
+                _check_memref_size(op, type_)
+            continue
+        else:
+            continue
+        _check_memref_size(op, type_)
+
+
+def _check_memref_size(op: Operation, type_: Attribute) -> None:
+    if not isinstance(type_, MemRefType):
+        return
+    shape = type_.get_shape()
+    if any(dim < 0 for dim in shape):
+        return
+    width = type_.element_type.bitwidth if hasattr(type_.element_type, "bitwidth") else 64
+    size = math.prod(shape) * max(1, width // 8)
+    if size <= MAX_BUFFER_BYTES:
+        return
+    parent = op if isinstance(op, func.FuncOp) else op.parent_op()
+    while parent is not None and not isinstance(parent, func.FuncOp):
+        parent = parent.parent_op()
+    where = f" in kernel '{parent.sym_name.data}'" if parent is not None else ""
+    raise StratoError(
+        f"a buffer of shape {list(shape)}{where} needs {size} bytes, more than a 64-bit "
+        f"address space holds ({MAX_BUFFER_BYTES} bytes); check the model's pads, "
+        "dilations and shapes"
     )
 
 

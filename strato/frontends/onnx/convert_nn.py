@@ -50,6 +50,14 @@ def _ints(ctx: NodeContext, name: str, count: int, default: int) -> list[int]:
     return values
 
 
+def _positive_ints(ctx: NodeContext, name: str, count: int) -> list[int]:
+    """`_ints` with default 1, each entry at least 1 (strides, dilations, kernels)."""
+    values = _ints(ctx, name, count, 1)
+    if any(v < 1 for v in values):
+        raise ctx.error(f"attribute {name} must be positive, got {values}")
+    return values
+
+
 def _auto_pad(ctx: NodeContext) -> str:
     mode = ctx.attr("auto_pad", "NOTSET")
     if mode not in _AUTO_PADS:
@@ -135,8 +143,8 @@ def convert_conv(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX Conv -> graph.conv (bias as its optional operand)."""
     rank = _spatial_rank(ctx)
     kernel = _kernel_of_weight(ctx, rank)
-    strides = _ints(ctx, "strides", rank, 1)
-    dilations = _ints(ctx, "dilations", rank, 1)
+    strides = _positive_ints(ctx, "strides", rank)
+    dilations = _positive_ints(ctx, "dilations", rank)
     padding = _window_padding(ctx, ctx.shape(0)[2:], kernel, strides, dilations)
     op = graph.ConvOp(
         ctx.operand(0),
@@ -162,9 +170,15 @@ def convert_conv_transpose(ctx: NodeContext) -> list[ImportedValue]:
     rank = _spatial_rank(ctx)
     kernel = _kernel_of_weight(ctx, rank)
     sizes = ctx.shape(0)[2:]
-    strides = _ints(ctx, "strides", rank, 1)
-    dilations = _ints(ctx, "dilations", rank, 1)
+    strides = _positive_ints(ctx, "strides", rank)
+    dilations = _positive_ints(ctx, "dilations", rank)
     output_padding = _ints(ctx, "output_padding", rank, 0)
+    for pad, stride, dilation in zip(output_padding, strides, dilations):
+        if not 0 <= pad < max(stride, dilation):
+            raise ctx.error(
+                f"attribute output_padding {output_padding} must be non-negative and "
+                f"smaller than the stride {strides} or the dilation {dilations}"
+            )
     mode = _auto_pad(ctx)
     requested = ctx.attr("output_shape")
     if requested is not None:
@@ -216,9 +230,9 @@ def _pool_window(ctx: NodeContext) -> dict:
     rank = _spatial_rank(ctx)
     if not ctx.has_attr("kernel_shape"):
         raise ctx.error("attribute kernel_shape is required")
-    kernel = _ints(ctx, "kernel_shape", rank, 1)
-    strides = _ints(ctx, "strides", rank, 1)
-    dilations = _ints(ctx, "dilations", rank, 1)
+    kernel = _positive_ints(ctx, "kernel_shape", rank)
+    strides = _positive_ints(ctx, "strides", rank)
+    dilations = _positive_ints(ctx, "dilations", rank)
     padding = _window_padding(ctx, ctx.shape(0)[2:], kernel, strides, dilations)
     return {
         "kernel": kernel,

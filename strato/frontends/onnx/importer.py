@@ -187,7 +187,11 @@ class _GraphImporter:
         for index, node in enumerate(self.graph.node):
             ctx = NodeContext(node, index, env, block, materialized, self.location)
             ctx.opset_version = self.opset_version
-            results = ONNX_CONVERTERS[node.op_type](ctx)
+            try:
+                results = ONNX_CONVERTERS[node.op_type](ctx)
+            except MemoryError:
+                # a constant computed at import that this machine cannot hold
+                raise ctx.error("out of memory computing the node's constant result") from None
             self._bind_results(ctx, results, env, inferred)
 
         returned = [self._output_value(output, env, block, materialized) for output in self.graph.output]
