@@ -22,6 +22,7 @@ PASS_REGISTRY: dict[str, str] = {
     "convert-graph-to-te": "strato.transforms.convert_graph_to_te:ConvertGraphToTePass",
     "convert-te-to-loops": "strato.transforms.convert_te_to_loops:ConvertTeToLoopsPass",
     "convert-loops-to-llvm": "strato.transforms.convert_loops_to_llvm:ConvertLoopsToLLVMPass",
+    "apply-schedule": "strato.transforms.apply_schedule:ApplySchedulePass",
     "graph-alter-layout": "strato.transforms.graph_alter_layout:GraphAlterLayoutPass",
     "graph-fuse-ops": "strato.transforms.graph_fuse_ops:GraphFuseOpsPass",
     "graph-fold-constants": "strato.transforms.graph_fold_constants:GraphFoldConstantsPass",

@@ -1,0 +1,34 @@
+// tile: split i and j and order i.outer, j.outer, i.inner, j.inner.
+// RUN: strato-opt %s -p 'convert-te-to-loops,apply-schedule{trace="%S/Inputs/tile.json"}' | filecheck %s
+
+// CHECK-LABEL: func.func @relu(%a: memref<8x6xf32>, %r: memref<8x6xf32> {loop.output}) attributes {loop.kernel} {
+// CHECK-NEXT:   loop.for %i_outer = 0 to 2 axis "i.outer" attributes {stage = "relu"} {
+// CHECK-NEXT:     loop.for %j_outer = 0 to 2 axis "j.outer" attributes {stage = "relu"} {
+// CHECK-NEXT:       loop.for %i_inner = 0 to 4 axis "i.inner" attributes {stage = "relu"} {
+// CHECK-NEXT:         loop.for %j_inner = 0 to 3 axis "j.inner" attributes {stage = "relu"} {
+// CHECK-NEXT:           %0 = arith.constant 3 : index
+// CHECK-NEXT:           %1 = arith.muli %j_outer, %0 : index
+// CHECK-NEXT:           %j = arith.addi %1, %j_inner : index
+// CHECK-NEXT:           %2 = arith.constant 4 : index
+// CHECK-NEXT:           %3 = arith.muli %i_outer, %2 : index
+// CHECK-NEXT:           %i = arith.addi %3, %i_inner : index
+// CHECK-NEXT:           %v = memref.load %a[%i, %j] : memref<8x6xf32>
+// CHECK-NEXT:           %z = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:           %m = arith.maximumf %v, %z : f32
+// CHECK-NEXT:           memref.store %m, %r[%i, %j] : memref<8x6xf32>
+// CHECK-NEXT:         }
+// CHECK-NEXT:       }
+// CHECK-NEXT:     }
+// CHECK-NEXT:   }
+// CHECK-NEXT:   func.return
+// CHECK-NEXT: }
+te.primitive @relu {
+  %a = te.placeholder "a" : tensor<8x6xf32>
+  %r = te.compute "relu" (%i, %j) : tensor<8x6xf32> {
+    %v = te.read %a[%i, %j] : tensor<8x6xf32>
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    te.yield %m : f32
+  }
+  te.output %r : tensor<8x6xf32>
+}
