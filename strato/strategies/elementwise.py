@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as math_dialect
-from xdsl.dialects.builtin import AnyFloat, IntegerType, f64
+from xdsl.dialects.builtin import AnyFloat, Float16Type, IntegerType, f32, f64
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from strato.dialects import graph
@@ -49,7 +49,59 @@ def gelu_tanh(s: ScalarBuilder, x: SSAValue) -> SSAValue:
     return s.mul(s.mul(s.const(0.5), x), s.add(s.const(1.0), s.tanh(inner)))
 
 
+def _math(op_class: type[Operation]) -> UnaryScalar:
+    """The stage body of a one-operand `math` op."""
+    return lambda s, x: _emit(s, op_class(x))
+
+
+def _libm(op_class: type[Operation], s: ScalarBuilder, x: SSAValue) -> SSAValue:
+    """A `math` op that lowers to a libm call, which exists for f32 and f64 only: an f16
+    computes in f32 and rounds once."""
+    if not isinstance(x.type, Float16Type):
+        return _emit(s, op_class(x))
+    wide = _emit(s, op_class(_emit(s, arith.ExtFOp(x, f32))))
+    return _emit(s, arith.TruncFOp(wide, x.type))
+
+
+def softplus(s: ScalarBuilder, x: SSAValue) -> SSAValue:
+    """max(x, 0) + log1p(exp(-|x|)): no overflow for large x, exact 0 + x there."""
+    tail = _libm(math_dialect.Log1pOp, s, s.exp(s.neg(s.abs(x))))
+    return s.add(s.max(x, s.const(0.0)), tail)
+
+
+def sign(s: ScalarBuilder, x: SSAValue) -> SSAValue:
+    """1 above zero, -1 below, else x itself (0, or NaN)."""
+    zero = s.const(0, x.type)
+    below = s.select(s.cmp("lt", x, zero), s.const(-1, x.type), x)
+    return s.select(s.cmp("gt", x, zero), s.const(1, x.type), below)
+
+
+def clamp_unit(s: ScalarBuilder, x: SSAValue) -> SSAValue:
+    """max(0, min(1, x))."""
+    return s.max(s.min(x, s.const(1.0)), s.const(0.0))
+
+
+def elu(s: ScalarBuilder, x: SSAValue, alpha: float) -> SSAValue:
+    """x if x > 0 else alpha * expm1(x)."""
+    negative = s.mul(s.const(alpha), _libm(math_dialect.ExpM1Op, s, s.min(x, s.const(0.0))))
+    return s.select(s.cmp("gt", x, s.const(0.0)), x, negative)
+
+
 UNARY: dict[type[Operation], UnaryScalar] = {
+    graph.FloorOp: _math(math_dialect.FloorOp),
+    graph.CeilOp: _math(math_dialect.CeilOp),
+    graph.RoundOp: _math(math_dialect.RoundEvenOp),
+    graph.SignOp: sign,
+    graph.SinOp: _math(math_dialect.SinOp),
+    graph.CosOp: _math(math_dialect.CosOp),
+    graph.TanOp: _math(math_dialect.TanOp),
+    graph.ReciprocalOp: lambda s, x: s.div(s.const(1.0), x),
+    graph.SoftplusOp: softplus,
+    graph.SoftsignOp: lambda s, x: s.div(x, s.add(s.const(1.0), s.abs(x))),
+    graph.MishOp: lambda s, x: s.mul(x, s.tanh(softplus(s, x))),
+    graph.HardSwishOp: lambda s, x: s.mul(
+        x, clamp_unit(s, s.add(s.mul(x, s.const(1.0 / 6.0)), s.const(0.5)))
+    ),
     graph.ReluOp: lambda s, x: s.max(x, s.const(0)),
     graph.SigmoidOp: sigmoid,
     graph.TanhOp: ScalarBuilder.tanh,
@@ -118,6 +170,30 @@ def clip(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> lis
     return [_map(pb, op, inputs[0], body)]
 
 
+@strategy(graph.EluOp, graph.SeluOp, graph.CeluOp, graph.HardSigmoidOp, graph.ThresholdedReluOp)
+def float_params_unary(
+    pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """The activations with float parameters (alpha, beta, gamma)."""
+    assert isinstance(op, graph.FloatParamsUnaryOp)
+    alpha = op.param("alpha")
+
+    def body(s: ScalarBuilder, x: SSAValue) -> SSAValue:
+        if isinstance(op, graph.EluOp):
+            return elu(s, x, alpha)
+        if isinstance(op, graph.SeluOp):
+            return s.mul(s.const(op.param("gamma")), elu(s, x, alpha))
+        if isinstance(op, graph.CeluOp):
+            scaled = elu(s, s.mul(x, s.const(1.0 / alpha)), 1.0)
+            return s.add(s.max(x, s.const(0.0)), s.min(s.mul(s.const(alpha), scaled), s.const(0.0)))
+        if isinstance(op, graph.HardSigmoidOp):
+            return clamp_unit(s, s.add(s.mul(s.const(alpha), x), s.const(op.param("beta"))))
+        assert isinstance(op, graph.ThresholdedReluOp)
+        return s.select(s.cmp("gt", x, s.const(alpha)), x, s.const(0.0))
+
+    return [_map(pb, op, inputs[0], body)]
+
+
 @strategy(graph.GeluOp)
 def gelu(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
     assert isinstance(op, graph.GeluOp)
@@ -144,6 +220,54 @@ def broadcast_binary(
     pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]
 ) -> list[SSAValue]:
     return [_broadcast_binary(pb, op, inputs, BINARY[type(op)])]
+
+
+@strategy(graph.PReluOp)
+def prelu(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """x if x >= 0 else slope * x (NaN stays NaN)."""
+
+    def body(s: ScalarBuilder, x: SSAValue, slope: SSAValue) -> SSAValue:
+        return s.select(s.cmp("lt", x, s.const(0, x.type)), s.mul(slope, x), x)
+
+    return [_broadcast_binary(pb, op, inputs, body)]
+
+
+@strategy(graph.ModOp)
+def mod(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """The remainder, truncated (C's fmod), then moved into the divisor's sign unless
+    `fmod`. Floats: x - trunc(x / y) * y with one rounding (an fma; xDSL's arith has no
+    remf), x itself for an infinite y. Integers: `remsi`/`remui`, and 0 for a zero
+    divisor (where arith's remainder is undefined)."""
+    assert isinstance(op, graph.ModOp)
+    floored = not op.truncated
+
+    def body(s: ScalarBuilder, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        zero = s.const(0, lhs.type)
+        if isinstance(lhs.type, AnyFloat):
+            quotient = _emit(s, math_dialect.TruncOp(s.div(lhs, rhs)))
+            remainder = _emit(s, math_dialect.FmaOp(s.neg(quotient), rhs, lhs))
+            infinity = s.const(float("inf"), lhs.type)
+            keep = _emit(
+                s,
+                arith.AndIOp(s.cmp("eq", s.abs(rhs), infinity), s.cmp("lt", s.abs(lhs), infinity)),
+            )
+            remainder = s.select(keep, lhs, remainder)
+            divisor = rhs
+        else:
+            is_zero = s.cmp("eq", rhs, zero)
+            # a zero divisor is replaced by 1 so that the remainder is defined
+            divisor = s.select(is_zero, s.const(1, lhs.type), rhs)
+            remainder = s.rem(lhs, divisor)
+        if floored and not s.unsigned:
+            signs_differ = s.cmp("ne", s.cmp("lt", remainder, zero), s.cmp("lt", divisor, zero))
+            nonzero = s.cmp("ne", remainder, zero)
+            fix = _emit(s, arith.AndIOp(signs_differ, nonzero))
+            remainder = s.select(fix, s.add(remainder, divisor), remainder)
+        if isinstance(lhs.type, AnyFloat):
+            return remainder
+        return s.select(is_zero, zero, remainder)
+
+    return [_broadcast_binary(pb, op, inputs, body)]
 
 
 @strategy(graph.PowOp)

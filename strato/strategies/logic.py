@@ -1,4 +1,5 @@
-"""Strategies of equal, where and cast: one compute stage each.
+"""Strategies of the comparisons, the boolean ops, is_nan/is_inf, where and cast: one
+compute stage each.
 
 `graph.cast` converts one scalar at a time with arith ops. Conversions between the types
 LLVM computes with (integers, f16, f32, f64) are arith's own (`sitofp`, `truncf`, ...).
@@ -71,17 +72,96 @@ from strato.strategies.builder import (
 # -- equal and where ----------------------------------------------------------------
 
 
-@strategy(graph.EqualOp)
-def equal(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+@strategy(graph.ComparisonOp)
+def compare(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """`arith.cmpf` with the ordered predicate on floats (8- and 4-bit formats decoded
+    to f32 first), `arith.cmpi` on integers, unsigned as the operands' type says (the
+    stage's own type is the result's, i1)."""
+    assert isinstance(op, graph.ComparisonOp)
     lhs, rhs = inputs
     out_shape = shape_of(op.results[0])
+    source = element_type_of(lhs)
+    predicate = op.PREDICATE
+    if not isinstance(source, AnyFloat) and predicate != "eq":
+        predicate = ("u" if is_unsigned_type(source) else "s") + predicate
+    elif isinstance(source, AnyFloat):
+        predicate = "o" + predicate
 
     def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
         a = s.read(lhs, broadcast_indices(s, idx, shape_of(lhs), out_shape))
         b = s.read(rhs, broadcast_indices(s, idx, shape_of(rhs), out_shape))
-        return s.cmp("eq", a, b)
+        if is_bit_pattern_float(source):
+            decode = Conversion(source, f32, True, RoundMode.UP)
+            a, b = decode.emit(Bits(s), a), decode.emit(Bits(s), b)
+        if isinstance(a.type, AnyFloat):
+            return _emit(s, arith.CmpfOp(a, b, predicate))
+        return _emit(s, arith.CmpiOp(a, b, predicate))
 
-    return [pb.compute("equal", out_shape, body, element_type_of(op.results[0]))]
+    return [pb.compute(_stage_name(op), out_shape, body, i1)]
+
+
+_BOOLEAN_OPS: dict[type[Operation], type[Operation]] = {
+    graph.AndOp: arith.AndIOp,
+    graph.OrOp: arith.OrIOp,
+    graph.XorOp: arith.XOrIOp,
+}
+
+
+@strategy(*_BOOLEAN_OPS)
+def boolean(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    lhs, rhs = inputs
+    out_shape = shape_of(op.results[0])
+    combine = _BOOLEAN_OPS[type(op)]
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        a = s.read(lhs, broadcast_indices(s, idx, shape_of(lhs), out_shape))
+        b = s.read(rhs, broadcast_indices(s, idx, shape_of(rhs), out_shape))
+        return _emit(s, combine(a, b))
+
+    return [pb.compute(_stage_name(op), out_shape, body, i1)]
+
+
+@strategy(graph.NotOp)
+def logical_not(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    (x,) = inputs
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        return _emit(s, arith.XOrIOp(s.read(x, idx), s.const(True, i1)))
+
+    return [pb.compute("not", shape_of(x), body, i1)]
+
+
+@strategy(graph.IsNaNOp, graph.IsInfOp)
+def float_class(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """NaN: unordered with itself; infinities: equal to +inf or -inf, as detected."""
+    (x,) = inputs
+    source = element_type_of(x)
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        value = s.read(x, idx)
+        if is_bit_pattern_float(source):
+            value = Conversion(source, f32, True, RoundMode.UP).emit(Bits(s), value)
+        if isinstance(op, graph.IsNaNOp):
+            return _emit(s, arith.CmpfOp(value, value, "uno"))
+        assert isinstance(op, graph.IsInfOp)
+        positive, negative = op.detects
+        result = s.const(False, i1)
+        for detect, infinity in ((positive, float("inf")), (negative, float("-inf"))):
+            if detect:
+                bound = s.const(infinity, value.type)
+                result = _emit(s, arith.OrIOp(result, _emit(s, arith.CmpfOp(value, bound, "oeq"))))
+        return result
+
+    return [pb.compute(_stage_name(op), shape_of(x), body, i1)]
+
+
+def _stage_name(op: Operation) -> str:
+    return op.name.split(".", 1)[1]
+
+
+def _emit(s: ScalarBuilder, op: Operation) -> SSAValue:
+    s.block.add_op(op)
+    return op.results[0]
 
 
 @strategy(graph.WhereOp)

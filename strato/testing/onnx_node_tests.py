@@ -4,14 +4,17 @@ The cases come with the onnx package (`onnx.backend.test.loader.load_model_tests
 one-node (or small) model, inputs, and reference outputs. `select_node_tests` picks the
 cases whose models use only the given operators; `run_node_test` compiles one case with
 strato's ONNX backend (mode "llvm", the real path: `prepare` then `run`, as ONNX's
-backend runner does) or imports and interprets it at the graph level (mode "graph",
-quicker, for operator work) and compares like ONNX's backend runner: same number of
-outputs, same shapes and dtypes, values within the case's rtol/atol. In both modes, graph
-inputs that strato needs at compile time (a Reshape's shape, a reduction's axes, ...) are
-bound to the case's values, as the backend does (`SpecializingBackendRep`).
+backend runner does), imports and interprets it at the graph level (mode "graph",
+quicker, for operator work), or runs it with onnxruntime (mode "onnxruntime", the peer
+the pass rate is compared with), and compares like ONNX's backend runner: same number of
+outputs, same shapes and dtypes, values within the case's rtol/atol. In strato's two
+modes, graph inputs that strato needs at compile time (a Reshape's shape, a reduction's
+axes, ...) are bound to the case's values, as the backend does
+(`SpecializingBackendRep`).
 
     python -m strato.testing.onnx_node_tests --mode graph -k conv
     python -m strato.testing.onnx_node_tests --isolate --slowest 10
+    python -m strato.testing.onnx_node_tests --all --mode onnxruntime
 
 `run_node_tests(..., isolate=True)` runs the cases in a worker process, so a case whose
 generated code crashes the process or runs past `timeout` seconds is one failed case
@@ -32,15 +35,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# The operators the graph level imports: their node tests are the acceptance set.
-TARGET_OPS: frozenset[str] = frozenset(
-    """Conv ConvTranspose Gemm MatMul Relu LeakyRelu Clip Sigmoid Tanh Erf Gelu Softmax
-    LayerNormalization BatchNormalization Add Sub Mul Div Pow Sqrt Exp Log Neg Abs Max Min
-    Sum MaxPool AveragePool GlobalAveragePool Flatten Reshape Transpose Concat Split Slice
-    Pad Squeeze Unsqueeze Gather Shape Cast Identity Dropout Constant Expand Where Equal
-    ReduceMean ReduceSum ReduceMax LSTM""".split()
-)
+def supported_ops() -> frozenset[str]:
+    """The operators strato imports (its ONNX op table): their node tests, `_expanded`
+    variants included where the function body uses only such operators, are the
+    acceptance set."""
+    from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 
+    return frozenset(ONNX_CONVERTERS)
+
+
+TARGET_OPS: frozenset[str] = supported_ops()
+
+
+MODES = ("llvm", "graph", "onnxruntime")
+"""How a case runs: compiled by strato's ONNX backend, imported and interpreted at the
+graph level, or by onnxruntime (the peer)."""
 
 DEFAULT_TIMEOUT = 120.0
 """Seconds one case may take (compile and run) in an isolated run before it is
@@ -56,18 +65,19 @@ class NodeTestResult:
     """Wall time of the case: import or compilation, and every run."""
 
 
-def select_node_tests(ops: Iterable[str] = TARGET_OPS, pattern: str | None = None) -> list:
-    """The node test cases whose models use only `ops` (and match `pattern`)."""
+def select_node_tests(ops: Iterable[str] | None = TARGET_OPS, pattern: str | None = None) -> list:
+    """The node test cases whose models use only `ops` (every case when `ops` is None)
+    and match `pattern`."""
     from onnx.backend.test.loader import load_model_tests
 
-    allowed = set(ops)
+    allowed = None if ops is None else set(ops)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cases = load_model_tests(kind="node")
     selected = []
     for case in cases:
         types = {node.op_type for node in case.model.graph.node}
-        if not types or not types <= allowed:
+        if allowed is not None and (not types or not types <= allowed):
             continue
         if pattern is not None and not re.search(pattern, case.name):
             continue
@@ -136,8 +146,10 @@ def _run_case(case, mode: str) -> NodeTestResult:
             from strato.frontends.onnx.backend import StratoBackend
 
             run = StratoBackend.prepare(case.model, "CPU").run
+        elif mode == "onnxruntime":
+            run = _onnxruntime_runner(case.model)
         else:
-            raise ValueError(f"unknown mode '{mode}' (modes: llvm, graph)")
+            raise ValueError(f"unknown mode '{mode}' (modes: {', '.join(MODES)})")
         for inputs, references in case.data_sets:
             arrays = [_normalize(v) for v in inputs]
             outputs = run(arrays)
@@ -177,6 +189,20 @@ def _graph_runner(model):
         return run_graph(imported.module, rest, imported.function_name)
 
     return run
+
+
+def _onnxruntime_runner(model):
+    """Runs `model` with onnxruntime's CPU provider: the peer the pass rate is compared
+    with, under the same comparison."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.log_severity_level = 3
+    session = onnxruntime.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    names = [value.name for value in session.get_inputs()]
+    return lambda inputs: session.run(None, dict(zip(names, inputs)))
 
 
 def _one_line(text: str) -> str:
@@ -320,8 +346,13 @@ def _reason_kind(reason: str) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=["llvm", "graph"], default="llvm")
+    parser.add_argument("--mode", choices=MODES, default="llvm")
     parser.add_argument("-k", dest="pattern", help="regex on test names")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="every node test of the onnx package, not only those of supported operators",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="list passing cases too")
     parser.add_argument(
         "--isolate",
@@ -341,7 +372,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--slowest", type=int, default=0, metavar="N", help="list the N slowest cases"
     )
     args = parser.parse_args(argv)
-    cases = select_node_tests(pattern=args.pattern)
+    cases = select_node_tests(None if args.all else TARGET_OPS, pattern=args.pattern)
     results = run_node_tests(
         cases, args.mode, isolate=args.isolate, timeout=args.timeout, budget=args.budget
     )

@@ -377,8 +377,26 @@ def test_wrong_domain():
 
 
 def test_old_opset():
-    model = make_model([helper.make_node("Relu", ["x"], ["y"])], {"x": [2]}, {"y": [2]}, opset=6)
-    assert "opset 6" in import_error(model)
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Add", ["r", "x"], ["y"])],
+        {"x": [2]},
+        {"y": [2]},
+        opset=6,
+    )
+    message = import_error(model)
+    assert "opset 6" in message and "Add differ from opset 7" in message and "Relu" not in message
+
+
+def test_old_opset_of_operators_unchanged_since_imports():
+    """Not is defined once, in opset 1: a model of opset 1 means what it means at 7."""
+    model = make_model(
+        [helper.make_node("Not", ["x"], ["n"]), helper.make_node("Not", ["n"], ["y"])],
+        {"x": [3]},
+        {"y": [3]},
+        elem_type=TensorProto.BOOL,
+        opset=1,
+    )
+    assert ops_of(import_model(model)) == ["graph.not", "graph.not"]
 
 
 def test_malformed_file(tmp_path):

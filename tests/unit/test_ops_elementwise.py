@@ -81,6 +81,26 @@ def positive(*shape: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(0.1, 4.0, shape).astype(np.float32)
 
 
+def halves(*shape: int, seed: int = 0) -> np.ndarray:
+    """Values at and between halves: Round's ties go to even."""
+    rng = np.random.default_rng(seed)
+    return (rng.integers(-12, 12, shape) / 2 + rng.choice([0.0, 0.25], shape)).astype(np.float32)
+
+
+def with_zeros(*shape: int, seed: int = 0) -> np.ndarray:
+    x = normal(*shape, seed=seed)
+    x.reshape(-1)[::3] = 0.0
+    return x
+
+
+def wide(*shape: int, seed: int = 0) -> np.ndarray:
+    """Across the bends of the saturating activations (+/-3 for HardSwish) and far out
+    (softplus of 100 without overflow)."""
+    x = normal(*shape, seed=seed, scale=4.0)
+    x.reshape(-1)[:4] = [-100.0, 100.0, -3.0, 3.0]
+    return x
+
+
 # op type, attributes, opset, input generator: each against onnxruntime
 UNARY_CASES = {
     "relu": ("Relu", {}, OPSET, normal),
@@ -97,6 +117,28 @@ UNARY_CASES = {
     "neg": ("Neg", {}, OPSET, normal),
     "abs": ("Abs", {}, OPSET, normal),
     "clip_attributes": ("Clip", {"min": -0.5, "max": 1.0}, 10, normal),
+    "floor": ("Floor", {}, OPSET, normal),
+    "ceil": ("Ceil", {}, OPSET, normal),
+    "round": ("Round", {}, OPSET, halves),
+    "sign": ("Sign", {}, OPSET, with_zeros),
+    "sin": ("Sin", {}, OPSET, normal),
+    "cos": ("Cos", {}, OPSET, normal),
+    "tan": ("Tan", {}, OPSET, normal),
+    "reciprocal": ("Reciprocal", {}, OPSET, positive),
+    "softplus": ("Softplus", {}, OPSET, wide),
+    "softsign": ("Softsign", {}, OPSET, normal),
+    "mish": ("Mish", {}, 18, wide),
+    "hard_swish": ("HardSwish", {}, OPSET, wide),
+    "hard_sigmoid": ("HardSigmoid", {}, OPSET, wide),
+    "hard_sigmoid_attributes": ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}, OPSET, normal),
+    "elu": ("Elu", {}, OPSET, normal),
+    "elu_alpha": ("Elu", {"alpha": 0.5}, OPSET, normal),
+    "selu": ("Selu", {}, OPSET, normal),
+    "selu_attributes": ("Selu", {"alpha": 2.0, "gamma": 3.0}, OPSET, normal),
+    "celu": ("Celu", {}, OPSET, normal),
+    "celu_alpha": ("Celu", {"alpha": 2.5}, OPSET, normal),
+    "thresholded_relu": ("ThresholdedRelu", {}, OPSET, normal),
+    "thresholded_relu_alpha": ("ThresholdedRelu", {"alpha": -0.5}, OPSET, normal),
 }
 
 
@@ -131,6 +173,8 @@ BINARY_CASES = {
     "sum_three": ("Sum", lambda: three_inputs((2, 1, 4), (3, 4), (4,))),
     "sum_one": ("Sum", lambda: {"a": normal(2, 3)}),
     "max_one": ("Max", lambda: {"a": normal(2, 3)}),
+    "prelu": ("PRelu", lambda: {"a": normal(2, 3, 4), "b": normal(3, 1, seed=1)}),
+    "prelu_scalar": ("PRelu", lambda: {"a": normal(2, 3), "b": np.array(0.25, np.float32)}),
 }
 
 
@@ -172,7 +216,7 @@ def test_unary_strategies_match_onnxruntime(name):
         assert_close(actual, expected, what=level)
 
 
-@pytest.mark.parametrize("name", ["sub", "div", "pow", "max_three", "min", "sum_three"])
+@pytest.mark.parametrize("name", ["sub", "div", "pow", "max_three", "min", "sum_three", "prelu"])
 def test_binary_strategies_match_onnxruntime(name):
     model, inputs = binary_model(name)
     expected = onnxruntime_outputs(model, inputs)
@@ -203,14 +247,120 @@ def test_compiled_sigmoid_saturates_without_nan():
 
 def test_special_values_follow_onnxruntime():
     x = np.array([-1.0, 0.0, np.inf, -np.inf, np.nan], np.float32)
-    for op_type in ("Sqrt", "Log", "Exp", "Tanh", "Relu", "Abs", "Neg", "LeakyRelu"):
-        model = one_node_model(op_type, {"x": x})
+    unary = ["Sqrt", "Log", "Exp", "Tanh", "Relu", "Abs", "Neg", "LeakyRelu", "Floor", "Ceil"]
+    unary += ["Round", "Sign", "Reciprocal", "Softplus", "Softsign", "HardSwish", "HardSigmoid"]
+    unary += ["Elu", "Selu", "Celu", "ThresholdedRelu", "Mish"]
+    for op_type in unary:
+        model = one_node_model(op_type, {"x": x}, opset=18)
         expected = onnxruntime_outputs(model, {"x": x})[0]
         with np.errstate(all="ignore"):
             (actual,) = strato.compile(model)(x)
             (interpreted,) = run_graph(import_onnx(model).module, [x])
-        np.testing.assert_array_equal(actual, expected, err_msg=op_type)
-        np.testing.assert_array_equal(interpreted, expected, err_msg=op_type)
+        # infinities and NaN exactly where onnxruntime has them, finite values to an ulp
+        np.testing.assert_allclose(actual, expected, rtol=2e-7, atol=0, err_msg=op_type)
+        np.testing.assert_allclose(interpreted, expected, rtol=2e-7, atol=0, err_msg=op_type)
+
+
+def test_round_takes_halves_to_even():
+    x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999998, 1e8 + 0.5], np.float32)
+    (actual,) = strato.compile(one_node_model("Round", {"x": x}))(x)
+    np.testing.assert_array_equal(actual, np.rint(x))
+    np.testing.assert_array_equal(actual[:6], [0.0, 2.0, 2.0, -0.0, -2.0, -2.0])
+
+
+def typed_model(op_type: str, inputs: dict[str, np.ndarray], opset: int = OPSET, **attributes):
+    """A one-node model whose inputs and output have the inputs' element type."""
+    elem = helper.np_dtype_to_tensor_dtype(next(iter(inputs.values())).dtype)
+    shape = np.broadcast_shapes(*(a.shape for a in inputs.values()))
+    node = helper.make_node(op_type, list(inputs), ["y"], **attributes)
+    onnx_graph = helper.make_graph(
+        [node],
+        "typed",
+        [helper.make_tensor_value_info(n, elem, a.shape) for n, a in inputs.items()],
+        [helper.make_tensor_value_info("y", elem, shape)],
+    )
+    return helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+INTEGER_MOD_INPUTS = {
+    "a": np.array([[7, -7, 7, -7, 0, 5], [9, -9, 1, -1, 6, -6]], np.int32),
+    "b": np.array([3, 3, -3, -3, 4, 0], np.int32),
+}
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+def test_integer_mod_matches_onnxruntime(fmod, dtype):
+    unsigned = np.dtype(dtype).kind == "u"
+    a, b = ((np.abs(v) if unsigned else v).astype(dtype) for v in INTEGER_MOD_INPUTS.values())
+    inputs = {"a": a, "b": b}
+    model = typed_model("Mod", inputs, fmod=fmod)
+    nonzero = b != 0  # a zero divisor is undefined in ONNX (strato gives 0)
+    b_safe = np.where(nonzero, b, 1).astype(dtype)
+    expected = onnxruntime_outputs(model, {"a": a, "b": b_safe})[0]
+    expected = np.where(nonzero, expected, 0).astype(dtype)
+    (compiled,) = strato.compile(model)(a, b)
+    (interpreted,) = run_graph(import_onnx(model).module, [a, b])
+    np.testing.assert_array_equal(compiled, expected)
+    np.testing.assert_array_equal(interpreted, expected)
+
+
+def test_float_mod_is_fmod_or_floored_with_special_values():
+    inf, nan = np.inf, np.nan
+    x = np.array([-4.3, 7.2, 5.0, 4.3, -7.2, 8.0, -3, 3, -1, 1, inf, 1, nan], np.float32)
+    y = np.array([2.1, -3.4, 8.0, -2.1, 3.4, 5.0, inf, inf, -inf, -inf, 2, 0, 2], np.float32)
+    for fmod, reference in ((1, np.fmod), (0, np.mod)):
+        with np.errstate(all="ignore"):
+            expected = reference(x, y)
+        model = typed_model("Mod", {"a": x, "b": y}, opset=18, fmod=fmod)
+        if fmod == 1:  # the reference is onnxruntime's result
+            (peer,) = onnxruntime_outputs(model, {"a": x, "b": y})
+            np.testing.assert_allclose(peer, expected, rtol=1e-6)
+        model.opset_import[0].version = 28  # fmod=0 of floats is defined since opset 28
+        (actual,) = strato.compile(model)(x, y)
+        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6, err_msg=str(fmod))
+
+
+def test_integer_sign_and_prelu():
+    x = np.array([[-5, 0, 3], [7, -1, 0]], np.int64)
+    slope = np.array([2, -3, 4], np.int64)
+    for model, inputs in (
+        (typed_model("Sign", {"x": x}), [x]),
+        (typed_model("PRelu", {"x": x, "s": slope}, opset=16), [x, slope]),
+    ):
+        expected = onnxruntime_outputs(model, dict(zip(["x", "s"], inputs)))[0]
+        np.testing.assert_array_equal(strato.compile(model)(*inputs)[0], expected)
+
+
+def test_prelu_slope_must_broadcast_to_the_input():
+    model = one_node_model("PRelu", {"x": normal(3, 1), "s": normal(4, seed=1)}, out_shape=(3, 4))
+    message = r"\(PRelu\): slope of shape \[4\] does not broadcast"
+    with pytest.raises(ModelImportError, match=message):
+        import_onnx(model)
+
+
+def test_activations_of_constants_fold_at_import():
+    x = normal(2, 3)
+    node = helper.make_node("Selu", ["w"], ["t"], alpha=1.5, gamma=2.0)
+    add = helper.make_node("Add", ["x", "t"], ["y"])
+    onnx_graph = helper.make_graph(
+        [node, add],
+        "folded",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+        [numpy_helper.from_array(x, "w")],
+    )
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    assert graph_ops(model) == ["graph.constant", "graph.add"]
+    inputs = {"x": normal(2, 3, seed=3)}
+    actual = run_graph(import_onnx(model).module, [inputs["x"]])
+    assert_close(actual, onnxruntime_outputs(model, inputs))
+
+
+def test_celu_alpha_zero_is_a_diagnostic():
+    model = one_node_model("Celu", {"x": normal(3)}, alpha=0.0)
+    with pytest.raises(ModelImportError, match=r"\(Celu\): attribute alpha=0 is not supported"):
+        import_onnx(model)
 
 
 # -- import: folding, Clip's bounds, variadic chains ------------------------------------
@@ -348,9 +498,13 @@ def parse(text: str):
 def test_pattern_kinds():
     unary = [graph.ReluOp, graph.LeakyReluOp, graph.ClipOp, graph.SigmoidOp, graph.TanhOp]
     unary += [graph.ErfOp, graph.GeluOp, graph.SqrtOp, graph.ExpOp, graph.LogOp]
-    unary += [graph.NegOp, graph.AbsOp]
+    unary += [graph.NegOp, graph.AbsOp, graph.FloorOp, graph.CeilOp, graph.RoundOp]
+    unary += [graph.SignOp, graph.SinOp, graph.CosOp, graph.TanOp, graph.ReciprocalOp]
+    unary += [graph.SoftplusOp, graph.SoftsignOp, graph.MishOp, graph.HardSwishOp]
+    unary += [graph.EluOp, graph.SeluOp, graph.CeluOp, graph.HardSigmoidOp]
+    unary += [graph.ThresholdedReluOp]
     binary = [graph.AddOp, graph.SubOp, graph.MulOp, graph.DivOp, graph.PowOp]
-    binary += [graph.MaximumOp, graph.MinimumOp]
+    binary += [graph.MaximumOp, graph.MinimumOp, graph.PReluOp, graph.ModOp]
     assert {op.PATTERN_KIND for op in unary} == {graph.PatternKind.INJECTIVE}
     assert {op.PATTERN_KIND for op in binary} == {graph.PatternKind.BROADCAST}
 
@@ -477,8 +631,19 @@ UNARY_OPS = {
     "exp": "graph.exp %x",
     "neg": "graph.neg %x",
     "abs": "graph.abs %x",
+    "floor": "graph.floor %x",
+    "round": "graph.round %x",
+    "sign": "graph.sign %x",
+    "sin": "graph.sin %x",
+    "softplus": "graph.softplus %x",
+    "mish": "graph.mish %x",
+    "hard_swish": "graph.hard_swish %x",
+    "selu": "graph.selu %x alpha 1.500000e+00 gamma 2.000000e+00",
+    "celu": "graph.celu %x alpha 5.000000e-01",
+    "hard_sigmoid": "graph.hard_sigmoid %x alpha 2.000000e-01 beta 5.000000e-01",
+    "thresholded_relu": "graph.thresholded_relu %x alpha 1.000000e-01",
 }
-BINARY_OPS = ["add", "sub", "mul", "div", "maximum", "minimum"]
+BINARY_OPS = ["add", "sub", "mul", "div", "maximum", "minimum", "prelu"]
 
 
 @st.composite

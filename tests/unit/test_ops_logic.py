@@ -155,6 +155,143 @@ def test_equal_of_floats_is_ordered():
         assert result.tolist() == [False, True, True]
 
 
+# -- Less, Greater, LessOrEqual, GreaterOrEqual ----------------------------------------
+
+COMPARISONS = ["Less", "LessOrEqual", "Greater", "GreaterOrEqual"]
+
+
+def lowered(model: onnx.ModelProto, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """The model's output from every level: graph, te and loop interpreters, LLVM."""
+    results = through_strato(model, inputs)
+    module = import_onnx(model).module
+    ctx = make_context()
+    run_pipeline(ctx, module, "convert-graph-to-te")
+    results["te"] = run_te(module, inputs)[0]
+    run_pipeline(ctx, module, "convert-te-to-loops")
+    results["loops"] = run_loops(module, inputs)[0]
+    return results
+
+
+@pytest.mark.parametrize("op_type", COMPARISONS)
+@pytest.mark.parametrize(
+    "dtype", [np.int32, np.uint8, np.uint64, np.int64, np.float32, np.float16], ids=name_of
+)
+def test_comparisons_against_onnxruntime(op_type, dtype):
+    a = sample(dtype, (3, 4))
+    b = a[1].copy()  # row 1 compares equal
+    b[:2] = sample(dtype, (2,))
+    if np.dtype(dtype).kind == "f":
+        a[2, :2] = np.nan
+    model = model_of(op_type, {"a": a, "b": b}, np.bool_, opset=16)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"a": a, "b": b})
+    every_level = dtype in (np.uint64, np.float32)
+    results = lowered(model, [a, b]) if every_level else through_strato(model, [a, b])
+    for level, result in results.items():
+        assert same(result, expected), level
+
+
+def test_comparisons_of_unsigned_integers_are_unsigned():
+    a = np.array([0, 200, 255, 1], np.uint8)
+    b = np.array([255, 100, 0, 1], np.uint8)
+    for op_type, fn in zip(COMPARISONS, [np.less, np.less_equal, np.greater, np.greater_equal]):
+        model = model_of(op_type, {"a": a, "b": b}, np.bool_, opset=16)
+        for level, result in lowered(model, [a, b]).items():
+            assert result.tolist() == fn(a, b).tolist(), (op_type, level)
+
+
+# -- And, Or, Xor, Not ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op_type", ["And", "Or", "Xor"])
+def test_boolean_ops_broadcast(op_type):
+    a = RNG.integers(0, 2, (3, 1, 4)).astype(bool)
+    b = RNG.integers(0, 2, (5, 1)).astype(bool)
+    model = model_of(op_type, {"a": a, "b": b}, np.bool_, opset=7)
+    expected = {"And": np.logical_and, "Or": np.logical_or, "Xor": np.logical_xor}[op_type](a, b)
+    for level, result in lowered(model, [a, b]).items():
+        assert same(result, expected), level
+
+
+def test_not():
+    a = RNG.integers(0, 2, (3, 4)).astype(bool)
+    for level, result in lowered(model_of("Not", {"a": a}, np.bool_, opset=1), [a]).items():
+        assert same(result, ~a), level
+
+
+def test_boolean_ops_need_bool_inputs():
+    a = np.ones(3, np.float32)
+    model = model_of("And", {"a": a, "b": a.astype(bool)}, np.bool_, opset=7)
+    model.graph.node[0].input[1] = "a"
+    del model.graph.input[1]
+    message = r"\(And\): input 0 has element type f32, expected bool"
+    with pytest.raises(ModelImportError, match=message):
+        import_onnx(model)
+
+
+# -- IsNaN, IsInf -----------------------------------------------------------------------
+
+SPECIAL = [0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, -np.nan, 65504.0, 1e-40]
+
+
+@pytest.mark.parametrize(
+    "dtype", [np.float32, np.float16, np.float64, ml_dtypes.bfloat16], ids=name_of
+)
+@pytest.mark.parametrize(
+    "op_type, attributes",
+    [
+        ("IsNaN", {}),
+        ("IsInf", {}),
+        ("IsInf", {"detect_negative": 0}),
+        ("IsInf", {"detect_positive": 0}),
+        ("IsInf", {"detect_positive": 0, "detect_negative": 0}),
+    ],
+)
+def test_float_classes(op_type, attributes, dtype):
+    with np.errstate(over="ignore"):
+        x = np.array(SPECIAL, dtype)
+    model = model_of(op_type, {"x": x}, np.bool_, opset=20, **attributes)
+    expected = reference(model, [x])
+    results = lowered(model, [x]) if dtype == np.float32 else through_strato(model, [x])
+    for level, result in results.items():
+        assert same(result, expected), (level, result, expected)
+
+
+@pytest.mark.parametrize("dtype", FLOAT8, ids=name_of)
+def test_float_classes_of_narrow_floats(dtype):
+    x = np.array([0.0, 1.5, np.nan, np.inf, -np.inf], np.float32).astype(dtype)
+    for op_type in ("IsNaN", "IsInf"):
+        model = model_of(op_type, {"x": x}, np.bool_, opset=20)
+        for level, result in through_strato(model, [x]).items():
+            assert same(result, reference(model, [x])), (op_type, level)
+
+
+def test_attention_mask_pattern():
+    """What torch's exporter writes for attention: Softmax -> IsNaN -> Where(0)."""
+    scores = np.array([[1.0, -np.inf, 2.0], [-np.inf, -np.inf, -np.inf]], np.float32)
+    nodes = [
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("IsNaN", ["p"], ["bad"]),
+        helper.make_node("Where", ["bad", "zero", "p"], ["y"]),
+    ]
+    model = helper.make_model(
+        helper.make_graph(
+            nodes,
+            "attention",
+            [helper.make_tensor_value_info("s", TensorProto.FLOAT, [2, 3])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+            [numpy_helper.from_array(np.array(0.0, np.float32), "zero")],
+        ),
+        opset_imports=[helper.make_opsetid("", 18)],
+    )
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (expected,) = session.run(None, {"s": scores})
+    with np.errstate(invalid="ignore"):
+        for level, result in through_strato(model, [scores]).items():
+            np.testing.assert_allclose(result, expected, rtol=1e-6, err_msg=level)
+    assert expected[1].tolist() == [0.0, 0.0, 0.0]
+
+
 # -- Where -----------------------------------------------------------------------------
 
 
@@ -394,6 +531,37 @@ def test_known_inputs_fold_at_import():
     assert run_graph(imported.module, [x])[0].tolist() == [1.0, 0.0, 3.0]
 
 
+def test_known_comparisons_and_logic_fold_at_import():
+    a = np.array([1.0, np.nan, 3.0, np.inf], np.float32)
+    b = np.array([2.0, 2.0, 2.0, 2.0], np.float32)
+    nodes = [
+        helper.make_node("Less", ["a", "b"], ["lt"]),
+        helper.make_node("IsNaN", ["a"], ["nan"]),
+        helper.make_node("IsInf", ["a"], ["inf"]),
+        helper.make_node("Or", ["nan", "inf"], ["special"]),
+        helper.make_node("Not", ["special"], ["finite"]),
+        helper.make_node("Xor", ["lt", "finite"], ["m"]),
+        helper.make_node("Where", ["m", "x", "b"], ["y"]),
+    ]
+    model = helper.make_model(
+        helper.make_graph(
+            nodes,
+            "folded",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4])],
+            [numpy_helper.from_array(a, "a"), numpy_helper.from_array(b, "b")],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )
+    imported = import_onnx(model)
+    names = [op.name for op in imported.function.body.block.ops]
+    assert names == ["graph.constant", "graph.constant", "graph.where", "func.return"]
+    x = np.full(4, -1.0, np.float32)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, {"x": x})[0]
+    assert run_graph(imported.module, [x])[0].tolist() == expected.tolist()
+
+
 def test_a_cast_to_the_same_type_is_the_identity():
     x = sample(np.float32)
     imported = import_onnx(model_of("Cast", {"x": x}, np.float32, to=TensorProto.FLOAT))
@@ -489,7 +657,9 @@ def test_builders():
 
 # -- ONNX's node tests -------------------------------------------------------------------
 
-LOGIC_NODE_TESTS = r"^test_(cast|castlike|equal|where)_"
+LOGIC_NODE_TESTS = (
+    r"^test_(cast|castlike|equal|where|less|greater|and|or|xor|not|isnan|isinf)(_|$)"
+)
 
 STRINGS = {"test_equal_string", "test_equal_string_broadcast"}
 """String tensors: no numeric element type, rejected at import with a diagnostic."""

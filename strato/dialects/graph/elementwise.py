@@ -21,6 +21,7 @@ from xdsl.dialects.builtin import (
     FloatAttr,
     StringAttr,
     TensorType,
+    UnitAttr,
     f32,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -30,6 +31,7 @@ from xdsl.irdl import (
     opt_prop_def,
     prop_def,
 )
+from xdsl.irdl.operations import ParsePropInAttrDict
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
@@ -39,6 +41,7 @@ from strato.dialects.graph.base import (
     UnaryElementwiseOp,
     element_type,
 )
+from strato.dialects.tensor_types import numpy_dtype
 
 # -- keyword parameters: `name value` pairs after the operands ----------------------
 
@@ -402,6 +405,272 @@ class AbsOp(MathUnaryOp):
         return np.abs(x)
 
 
+@irdl_op_definition
+class FloorOp(MathUnaryOp):
+    """Rounds down to an integral value, element by element.
+
+        %r = graph.floor %a : tensor<4x8xf32>
+    """
+
+    name = "graph.floor"
+    compute = staticmethod(np.floor)
+
+
+@irdl_op_definition
+class CeilOp(MathUnaryOp):
+    """Rounds up to an integral value, element by element.
+
+        %r = graph.ceil %a : tensor<4x8xf32>
+    """
+
+    name = "graph.ceil"
+    compute = staticmethod(np.ceil)
+
+
+@irdl_op_definition
+class RoundOp(MathUnaryOp):
+    """Rounds to the nearest integral value, halves to even (2.5 -> 2, -1.5 -> -2).
+
+        %r = graph.round %a : tensor<4x8xf32>
+    """
+
+    name = "graph.round"
+    compute = staticmethod(np.rint)
+
+
+@irdl_op_definition
+class SignOp(MathUnaryOp):
+    """-1, 0 or 1 by the sign of each element (NaN stays NaN; unsigned integers give 0
+    or 1).
+
+        %r = graph.sign %a : tensor<4x8xf32>
+    """
+
+    name = "graph.sign"
+    FLOAT_OPERANDS: ClassVar[bool] = False
+    compute = staticmethod(np.sign)
+
+
+@irdl_op_definition
+class SinOp(MathUnaryOp):
+    """Sine (radians), element by element.
+
+        %r = graph.sin %a : tensor<4x8xf32>
+    """
+
+    name = "graph.sin"
+    compute = staticmethod(_in_f64(np.sin))
+
+
+@irdl_op_definition
+class CosOp(MathUnaryOp):
+    """Cosine (radians), element by element.
+
+        %r = graph.cos %a : tensor<4x8xf32>
+    """
+
+    name = "graph.cos"
+    compute = staticmethod(_in_f64(np.cos))
+
+
+@irdl_op_definition
+class TanOp(MathUnaryOp):
+    """Tangent (radians), element by element.
+
+        %r = graph.tan %a : tensor<4x8xf32>
+    """
+
+    name = "graph.tan"
+    compute = staticmethod(_in_f64(np.tan))
+
+
+@irdl_op_definition
+class ReciprocalOp(MathUnaryOp):
+    """result[i] = 1 / input[i] (+/-inf at +/-0).
+
+        %r = graph.reciprocal %a : tensor<4x8xf32>
+    """
+
+    name = "graph.reciprocal"
+    compute = staticmethod(_in_f64(lambda x: 1.0 / x))
+
+
+def softplus(x: np.ndarray) -> np.ndarray:
+    """log(1 + exp(x)), without overflow: max(x, 0) + log1p(exp(-|x|))."""
+    return np.maximum(x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+
+
+@irdl_op_definition
+class SoftplusOp(MathUnaryOp):
+    """Softplus: result[i] = log(1 + exp(input[i])).
+
+        %r = graph.softplus %a : tensor<4x8xf32>
+    """
+
+    name = "graph.softplus"
+    compute = staticmethod(_in_f64(softplus))
+
+
+@irdl_op_definition
+class SoftsignOp(MathUnaryOp):
+    """Softsign: result[i] = input[i] / (1 + |input[i]|).
+
+        %r = graph.softsign %a : tensor<4x8xf32>
+    """
+
+    name = "graph.softsign"
+    compute = staticmethod(_in_f64(lambda x: x / (1.0 + np.abs(x))))
+
+
+@irdl_op_definition
+class MishOp(MathUnaryOp):
+    """Mish: result[i] = x * tanh(softplus(x)).
+
+        %r = graph.mish %a : tensor<4x8xf32>
+    """
+
+    name = "graph.mish"
+    compute = staticmethod(_in_f64(lambda x: x * np.tanh(softplus(x))))
+
+
+@irdl_op_definition
+class HardSwishOp(MathUnaryOp):
+    """Hard swish: result[i] = x * max(0, min(1, x / 6 + 1 / 2)).
+
+        %r = graph.hard_swish %a : tensor<4x8xf32>
+    """
+
+    name = "graph.hard_swish"
+    compute = staticmethod(_in_f64(lambda x: x * np.clip(x / 6.0 + 0.5, 0.0, 1.0)))
+
+
+class FloatParamsUnaryOp(ParameterizedUnaryOp):
+    """A unary op whose parameters are all finite floats, each with an ONNX default;
+    `function` is its reference semantics on f64 arrays."""
+
+    DEFAULTS: ClassVar[dict[str, float]] = {}
+
+    def __init__(self, input: SSAValue | Operation, **params: float):
+        unknown = set(params) - set(self.DEFAULTS)
+        if unknown:
+            raise TypeError(f"{self.name} has no parameter {', '.join(sorted(unknown))}")
+        values = {**self.DEFAULTS, **params}
+        super().__init__(input, {name: FloatAttr(values[name], f32) for name in self.PARAMS})
+
+    def param(self, name: str) -> float:
+        value = float_param(self, name)
+        assert value is not None, f"{self.name} has no {name}"
+        return value
+
+    def verify_(self) -> None:
+        for name in self.PARAMS:
+            check_finite(self, name)
+        super().verify_()
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [_in_f64(self.function)(inputs[0])]
+
+
+def _elu(x: np.ndarray, alpha: float) -> np.ndarray:
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0)))
+
+
+@irdl_op_definition
+class EluOp(FloatParamsUnaryOp):
+    """Exponential linear unit: x if x > 0 else alpha * (exp(x) - 1).
+
+        %r = graph.elu %a alpha 1.000000e+00 : tensor<4x8xf32>
+    """
+
+    name = "graph.elu"
+    PARAMS: ClassVar[dict[str, ParamKind]] = {"alpha": FloatAttr}
+    DEFAULTS: ClassVar[dict[str, float]] = {"alpha": 1.0}
+    alpha = prop_def(FloatAttr[Float32Type])
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return _elu(x, self.param("alpha"))
+
+
+SELU_ALPHA = 1.67326319217681884765625
+SELU_GAMMA = 1.05070102214813232421875
+
+
+@irdl_op_definition
+class SeluOp(FloatParamsUnaryOp):
+    """Scaled exponential linear unit: gamma * (x if x > 0 else alpha * (exp(x) - 1)).
+
+        %r = graph.selu %a alpha 1.673263e+00 gamma 1.050701e+00 : tensor<4x8xf32>
+    """
+
+    name = "graph.selu"
+    PARAMS: ClassVar[dict[str, ParamKind]] = {"alpha": FloatAttr, "gamma": FloatAttr}
+    DEFAULTS: ClassVar[dict[str, float]] = {"alpha": SELU_ALPHA, "gamma": SELU_GAMMA}
+    alpha = prop_def(FloatAttr[Float32Type])
+    gamma = prop_def(FloatAttr[Float32Type])
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return self.param("gamma") * _elu(x, self.param("alpha"))
+
+
+@irdl_op_definition
+class CeluOp(FloatParamsUnaryOp):
+    """Continuously differentiable ELU: max(0, x) + min(0, alpha * (exp(x / alpha) - 1));
+    alpha is nonzero.
+
+        %r = graph.celu %a alpha 1.000000e+00 : tensor<4x8xf32>
+    """
+
+    name = "graph.celu"
+    PARAMS: ClassVar[dict[str, ParamKind]] = {"alpha": FloatAttr}
+    DEFAULTS: ClassVar[dict[str, float]] = {"alpha": 1.0}
+    alpha = prop_def(FloatAttr[Float32Type])
+
+    def verify_(self) -> None:
+        if self.param("alpha") == 0.0:
+            raise VerifyException("'graph.celu' alpha must be nonzero")
+        super().verify_()
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        alpha = self.param("alpha")
+        return np.maximum(x, 0.0) + np.minimum(0.0, alpha * np.expm1(x / alpha))
+
+
+@irdl_op_definition
+class HardSigmoidOp(FloatParamsUnaryOp):
+    """Hard sigmoid: max(0, min(1, alpha * x + beta)).
+
+        %r = graph.hard_sigmoid %a alpha 2.000000e-01 beta 5.000000e-01 : tensor<4x8xf32>
+    """
+
+    name = "graph.hard_sigmoid"
+    PARAMS: ClassVar[dict[str, ParamKind]] = {"alpha": FloatAttr, "beta": FloatAttr}
+    DEFAULTS: ClassVar[dict[str, float]] = {"alpha": 0.2, "beta": 0.5}
+    alpha = prop_def(FloatAttr[Float32Type])
+    beta = prop_def(FloatAttr[Float32Type])
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return np.clip(self.param("alpha") * x + self.param("beta"), 0.0, 1.0)
+
+
+@irdl_op_definition
+class ThresholdedReluOp(FloatParamsUnaryOp):
+    """Thresholded rectified linear unit: x if x > alpha else 0.
+
+        %r = graph.thresholded_relu %a alpha 1.000000e+00 : tensor<4x8xf32>
+    """
+
+    name = "graph.thresholded_relu"
+    PARAMS: ClassVar[dict[str, ParamKind]] = {"alpha": FloatAttr}
+    DEFAULTS: ClassVar[dict[str, float]] = {"alpha": 1.0}
+    alpha = prop_def(FloatAttr[Float32Type])
+
+    def function(self, x: np.ndarray) -> np.ndarray:
+        return np.where(x > self.param("alpha"), x, 0.0)
+
+
 # -- binary operators -------------------------------------------------------------
 
 
@@ -536,6 +805,62 @@ class MinimumOp(BroadcastBinaryOp):
         return np.minimum(lhs, rhs)
 
 
+@irdl_op_definition
+class PReluOp(BroadcastBinaryOp):
+    """Parametric rectified linear unit: result[i] = lhs[i] if lhs[i] >= 0 else
+    rhs[i''] * lhs[i], the slope `rhs` broadcasting to the input.
+
+        %r = graph.prelu %a, %s : (tensor<2x8x4xf32>, tensor<8x1xf32>) -> tensor<2x8x4xf32>
+    """
+
+    name = "graph.prelu"
+    FLOAT_OPERANDS: ClassVar[bool] = False
+
+    @staticmethod
+    def compute(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        return np.where(lhs < 0, rhs * lhs, lhs)
+
+
+@irdl_op_definition
+class ModOp(BroadcastBinaryOp):
+    """Element-wise remainder with numpy broadcasting: by default with the divisor's
+    sign (floored, Python's % and numpy's mod); with `fmod` with the dividend's
+    (truncated, C's fmod). An integer divided by zero gives 0, a float NaN.
+
+        %r = graph.mod %a, %b : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+        %s = graph.mod %x, %y {fmod} : (tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
+    """
+
+    name = "graph.mod"
+    FLOAT_OPERANDS: ClassVar[bool] = False
+
+    fmod = opt_prop_def(UnitAttr)
+    irdl_options = (ParsePropInAttrDict(),)
+
+    def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation, fmod: bool = False):
+        super().__init__(lhs, rhs)
+        if fmod:
+            self.properties["fmod"] = UnitAttr()
+
+    @property
+    def truncated(self) -> bool:
+        return self.fmod is not None
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        dtype = numpy_dtype(self.result.type)
+        return [np.asarray(remainder(inputs[0], inputs[1], self.truncated), dtype=dtype)]
+
+
+def remainder(lhs: np.ndarray, rhs: np.ndarray, truncated: bool) -> np.ndarray:
+    """graph.mod's reference: numpy's fmod or mod, with 0 for integer division by 0."""
+    lhs, rhs = np.asarray(lhs), np.asarray(rhs)
+    with np.errstate(all="ignore"):
+        result = np.fmod(lhs, rhs) if truncated else np.mod(lhs, rhs)
+    if lhs.dtype.kind in "iu":
+        result = np.where(rhs == 0, 0, result)
+    return result
+
+
 OPS = (
     AddOp,
     SubOp,
@@ -556,28 +881,67 @@ OPS = (
     LogOp,
     NegOp,
     AbsOp,
+    FloorOp,
+    CeilOp,
+    RoundOp,
+    SignOp,
+    SinOp,
+    CosOp,
+    TanOp,
+    ReciprocalOp,
+    SoftplusOp,
+    SoftsignOp,
+    MishOp,
+    HardSwishOp,
+    EluOp,
+    SeluOp,
+    CeluOp,
+    HardSigmoidOp,
+    ThresholdedReluOp,
+    PReluOp,
+    ModOp,
 )
 
 __all__ = [
     "AbsOp",
     "AddOp",
+    "CeilOp",
+    "CeluOp",
     "ClipOp",
+    "CosOp",
     "DivOp",
+    "EluOp",
     "ErfOp",
     "ExpOp",
+    "FloatParamsUnaryOp",
+    "FloorOp",
     "GeluOp",
+    "HardSigmoidOp",
+    "HardSwishOp",
     "LeakyReluOp",
     "LogOp",
     "MathUnaryOp",
     "MaximumOp",
     "MinimumOp",
+    "MishOp",
+    "ModOp",
     "MulOp",
     "NegOp",
+    "PReluOp",
     "ParameterizedUnaryOp",
     "PowOp",
+    "ReciprocalOp",
     "ReluOp",
+    "RoundOp",
+    "SeluOp",
     "SigmoidOp",
+    "SignOp",
+    "SinOp",
+    "SoftplusOp",
+    "SoftsignOp",
     "SqrtOp",
     "SubOp",
+    "TanOp",
     "TanhOp",
+    "ThresholdedReluOp",
 ]

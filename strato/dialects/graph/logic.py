@@ -1,10 +1,13 @@
-"""Comparison, selection and element-type conversion: equal, where, cast.
+"""Comparison, logic, selection and element-type conversion.
 
-These are the operators whose element types differ between operands and results:
-`graph.equal` compares any two tensors of one element type into booleans (`i1`),
-`graph.where` selects between two tensors by a boolean one, and `graph.cast` converts
-between any two element types strato knows (`tensor_types`): bool, signed and unsigned
-integers of 2 to 64 bits, f16, bf16, f32, f64 and the 8- and 4-bit float formats.
+These are the operators whose element types differ between operands and results, or
+that compute on booleans: `graph.equal`, `less`, `less_equal`, `greater` and
+`greater_equal` compare any two tensors of one element type into booleans (`i1`);
+`graph.and`, `or`, `xor` and `not` combine booleans; `graph.is_nan` and `is_inf`
+classify floats; `graph.where` selects between two tensors by a boolean one, and
+`graph.cast` converts between any two element types strato knows (`tensor_types`):
+bool, signed and unsigned integers of 2 to 64 bits, f16, bf16, f32, f64 and the 8- and
+4-bit float formats.
 
     %m = graph.equal %a, %b : (tensor<4xi64>, tensor<4xi64>) -> tensor<4xi1>
     %r = graph.where %m, %x, %y : (tensor<4xi1>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>
@@ -44,6 +47,7 @@ from strato.dialects.graph.base import (
     BroadcastBinaryOp,
     GraphOp,
     PatternKind,
+    UnaryElementwiseOp,
     broadcast_shapes,
     element_type,
     static_shape,
@@ -58,19 +62,15 @@ def _check_known(op: Operation, type_: Attribute) -> None:
         raise VerifyException(f"'{op.name}' does not support element type {type_}") from None
 
 
-@irdl_op_definition
-class EqualOp(BroadcastBinaryOp):
-    """Element-wise equality with numpy broadcasting: result[i] = lhs[i'] == rhs[i''].
-    Both operands have one element type (any); the result is a bool (`i1`) tensor.
-    Floats compare ordered: NaN equals nothing.
-
-        %r = graph.equal %a, %b : (tensor<3x4xi32>, tensor<4xi32>) -> tensor<3x4xi1>
-    """
-
-    name = "graph.equal"
+class ComparisonOp(BroadcastBinaryOp):
+    """An element-wise comparison with numpy broadcasting: both operands have one
+    element type (any); the result is a bool (`i1`) tensor. Floats compare ordered:
+    NaN compares false with everything. `PREDICATE` is the comparison (eq, lt, le, gt,
+    ge) as strategies emit it."""
 
     FLOAT_OPERANDS: ClassVar[bool] = False
     SAME_ELEMENT_TYPE: ClassVar[bool] = False
+    PREDICATE: ClassVar[str]
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
@@ -83,18 +83,227 @@ class EqualOp(BroadcastBinaryOp):
         super().verify_()
         if element_type(self.lhs) != element_type(self.rhs):
             raise VerifyException(
-                f"'graph.equal' compares tensors of one element type, got "
+                f"'{self.name}' compares tensors of one element type, got "
                 f"{element_type(self.lhs)} and {element_type(self.rhs)}"
             )
         _check_known(self, element_type(self.lhs))
-        if element_type(self.result) != i1:
-            raise VerifyException(
-                f"'graph.equal' result must be a tensor of i1, got {self.result.type}"
-            )
+        _check_bool_result(self)
 
-    @staticmethod
-    def compute(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        return np.equal(lhs, rhs)
+
+def _check_bool_result(op: GraphOp) -> None:
+    if element_type(op.results[0]) != i1:
+        raise VerifyException(
+            f"'{op.name}' result must be a tensor of i1, got {op.results[0].type}"
+        )
+
+
+@irdl_op_definition
+class EqualOp(ComparisonOp):
+    """Element-wise equality: result[i] = lhs[i'] == rhs[i''].
+
+        %r = graph.equal %a, %b : (tensor<3x4xi32>, tensor<4xi32>) -> tensor<3x4xi1>
+    """
+
+    name = "graph.equal"
+    PREDICATE: ClassVar[str] = "eq"
+    compute = staticmethod(np.equal)
+
+
+@irdl_op_definition
+class LessOp(ComparisonOp):
+    """Element-wise less-than: result[i] = lhs[i'] < rhs[i''].
+
+        %r = graph.less %a, %b : (tensor<3x4xf32>, tensor<f32>) -> tensor<3x4xi1>
+    """
+
+    name = "graph.less"
+    PREDICATE: ClassVar[str] = "lt"
+    compute = staticmethod(np.less)
+
+
+@irdl_op_definition
+class LessEqualOp(ComparisonOp):
+    """Element-wise less-or-equal: result[i] = lhs[i'] <= rhs[i''].
+
+        %r = graph.less_equal %a, %b : (tensor<3x4xf32>, tensor<f32>) -> tensor<3x4xi1>
+    """
+
+    name = "graph.less_equal"
+    PREDICATE: ClassVar[str] = "le"
+    compute = staticmethod(np.less_equal)
+
+
+@irdl_op_definition
+class GreaterOp(ComparisonOp):
+    """Element-wise greater-than: result[i] = lhs[i'] > rhs[i''].
+
+        %r = graph.greater %a, %b : (tensor<3x4xf32>, tensor<f32>) -> tensor<3x4xi1>
+    """
+
+    name = "graph.greater"
+    PREDICATE: ClassVar[str] = "gt"
+    compute = staticmethod(np.greater)
+
+
+@irdl_op_definition
+class GreaterEqualOp(ComparisonOp):
+    """Element-wise greater-or-equal: result[i] = lhs[i'] >= rhs[i''].
+
+        %r = graph.greater_equal %a, %b : (tensor<3x4xf32>, tensor<f32>) -> tensor<3x4xi1>
+    """
+
+    name = "graph.greater_equal"
+    PREDICATE: ClassVar[str] = "ge"
+    compute = staticmethod(np.greater_equal)
+
+
+class BooleanBinaryOp(BroadcastBinaryOp):
+    """A logical operator on two bool (`i1`) tensors with numpy broadcasting."""
+
+    FLOAT_OPERANDS: ClassVar[bool] = False
+
+    def verify_(self) -> None:
+        super().verify_()
+        _check_bool_result(self)
+
+
+@irdl_op_definition
+class AndOp(BooleanBinaryOp):
+    """Element-wise logical and of bool tensors.
+
+        %r = graph.and %a, %b : (tensor<3x4xi1>, tensor<4xi1>) -> tensor<3x4xi1>
+    """
+
+    name = "graph.and"
+    compute = staticmethod(np.logical_and)
+
+
+@irdl_op_definition
+class OrOp(BooleanBinaryOp):
+    """Element-wise logical or of bool tensors.
+
+        %r = graph.or %a, %b : (tensor<3x4xi1>, tensor<4xi1>) -> tensor<3x4xi1>
+    """
+
+    name = "graph.or"
+    compute = staticmethod(np.logical_or)
+
+
+@irdl_op_definition
+class XorOp(BooleanBinaryOp):
+    """Element-wise logical exclusive or of bool tensors.
+
+        %r = graph.xor %a, %b : (tensor<3x4xi1>, tensor<4xi1>) -> tensor<3x4xi1>
+    """
+
+    name = "graph.xor"
+    compute = staticmethod(np.logical_xor)
+
+
+@irdl_op_definition
+class NotOp(UnaryElementwiseOp):
+    """Element-wise logical negation of a bool tensor.
+
+        %r = graph.not %a : tensor<3x4xi1>
+    """
+
+    name = "graph.not"
+    FLOAT_OPERANDS: ClassVar[bool] = False
+
+    def verify_(self) -> None:
+        super().verify_()
+        _check_bool_result(self)
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.logical_not(inputs[0])]
+
+
+class FloatClassOp(GraphOp):
+    """A float tensor in, a bool (`i1`) tensor of the same shape out: a test of each
+    element's class (NaN, infinity)."""
+
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
+    irdl_options = (ParsePropInAttrDict(),)
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.INJECTIVE
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    def __init__(
+        self, input: SSAValue | Operation, properties: dict[str, Attribute] | None = None
+    ):
+        input = SSAValue.get(input)
+        super().__init__(
+            operands=[input],
+            result_types=[TensorType(i1, static_shape(input))],
+            properties=properties or {},
+        )
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        return static_shape(self.input)
+
+    def verify_(self) -> None:
+        super().verify_()
+        _check_bool_result(self)
+
+
+@irdl_op_definition
+class IsNaNOp(FloatClassOp):
+    """Whether each element is NaN.
+
+        %r = graph.is_nan %a : tensor<3x4xf32> -> tensor<3x4xi1>
+    """
+
+    name = "graph.is_nan"
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.isnan(np.asarray(inputs[0], np.float64))]
+
+
+@irdl_op_definition
+class IsInfOp(FloatClassOp):
+    """Whether each element is an infinity: +inf unless `detect_positive = false`, -inf
+    unless `detect_negative = false`.
+
+        %r = graph.is_inf %a : tensor<3x4xf32> -> tensor<3x4xi1>
+        %p = graph.is_inf %a {detect_negative = false} : tensor<3x4xf32> -> tensor<3x4xi1>
+    """
+
+    name = "graph.is_inf"
+
+    detect_positive = opt_prop_def(IntegerAttr[IntegerType])
+    detect_negative = opt_prop_def(IntegerAttr[IntegerType])
+
+    def __init__(
+        self, input: SSAValue | Operation, *, positive: bool = True, negative: bool = True
+    ):
+        properties: dict[str, Attribute] = {}
+        if not positive:
+            properties["detect_positive"] = BoolAttr.from_bool(False)
+        if not negative:
+            properties["detect_negative"] = BoolAttr.from_bool(False)
+        super().__init__(input, properties)
+
+    @property
+    def detects(self) -> tuple[bool, bool]:
+        """Whether +inf and -inf are detected."""
+        return tuple(  # type: ignore[return-value]
+            flag is None or bool(flag.value.data)
+            for flag in (self.detect_positive, self.detect_negative)
+        )
+
+    def verify_(self) -> None:
+        super().verify_()
+        for flag in (self.detect_positive, self.detect_negative):
+            if flag is not None and flag.type != i1:
+                raise VerifyException(f"'graph.is_inf' flags must be bools, got {flag}")
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        x = np.asarray(inputs[0], np.float64)
+        positive, negative = self.detects
+        return [(positive & (x == np.inf)) | (negative & (x == -np.inf))]
 
 
 @irdl_op_definition
@@ -328,6 +537,39 @@ def _to_e8m0(array: np.ndarray, saturate: bool, round_mode: RoundMode) -> np.nda
     return result.view(ml_dtypes.float8_e8m0fnu)
 
 
-OPS = (CastOp, EqualOp, WhereOp)
+OPS = (
+    CastOp,
+    EqualOp,
+    LessOp,
+    LessEqualOp,
+    GreaterOp,
+    GreaterEqualOp,
+    AndOp,
+    OrOp,
+    XorOp,
+    NotOp,
+    IsNaNOp,
+    IsInfOp,
+    WhereOp,
+)
 
-__all__ = ["CastOp", "EqualOp", "RoundMode", "WhereOp", "cast_array"]
+__all__ = [
+    "AndOp",
+    "BooleanBinaryOp",
+    "CastOp",
+    "ComparisonOp",
+    "EqualOp",
+    "FloatClassOp",
+    "GreaterEqualOp",
+    "GreaterOp",
+    "IsInfOp",
+    "IsNaNOp",
+    "LessEqualOp",
+    "LessOp",
+    "NotOp",
+    "OrOp",
+    "RoundMode",
+    "WhereOp",
+    "XorOp",
+    "cast_array",
+]

@@ -1,7 +1,10 @@
 """Converters for ONNX element-wise operators.
 
-Unary: Relu, LeakyRelu, Clip, Sigmoid, Tanh, Erf, Gelu, Sqrt, Exp, Log, Neg, Abs.
-Binary, with numpy broadcasting (opset >= 7): Add, Sub, Mul, Div, Pow.
+Unary: Relu, LeakyRelu, Clip, Sigmoid, Tanh, Erf, Gelu, Sqrt, Exp, Log, Neg, Abs, Floor,
+Ceil, Round, Sign, Sin, Cos, Tan, Reciprocal, Softplus, Softsign, Mish, HardSwish, and
+with float attributes Elu, Selu, Celu, HardSigmoid, ThresholdedRelu.
+Binary, with numpy broadcasting (opset >= 7): Add, Sub, Mul, Div, Pow, Mod, PRelu (the
+slope broadcasting to the input).
 Variadic, with numpy broadcasting: Max, Min, Sum, lowered to a left-to-right chain of
 `graph.maximum` / `graph.minimum` / `graph.add` (one input is the identity).
 
@@ -57,6 +60,60 @@ convert_exp = _unary(graph.ExpOp, "Exp")
 convert_log = _unary(graph.LogOp, "Log")
 convert_neg = _unary(graph.NegOp, "Neg")
 convert_abs = _unary(graph.AbsOp, "Abs")
+convert_floor = _unary(graph.FloorOp, "Floor")
+convert_ceil = _unary(graph.CeilOp, "Ceil")
+convert_round = _unary(graph.RoundOp, "Round")
+convert_sign = _unary(graph.SignOp, "Sign")
+convert_sin = _unary(graph.SinOp, "Sin")
+convert_cos = _unary(graph.CosOp, "Cos")
+convert_tan = _unary(graph.TanOp, "Tan")
+convert_reciprocal = _unary(graph.ReciprocalOp, "Reciprocal")
+convert_softplus = _unary(graph.SoftplusOp, "Softplus")
+convert_softsign = _unary(graph.SoftsignOp, "Softsign")
+convert_mish = _unary(graph.MishOp, "Mish")
+convert_hard_swish = _unary(graph.HardSwishOp, "HardSwish")
+
+
+def _with_float_params(
+    op_class: type[graph.FloatParamsUnaryOp], onnx_name: str, attributes: dict[str, str]
+) -> Convert:
+    """A converter of an activation whose float attributes (ONNX name -> property in
+    `attributes`) become the op's parameters, with the op's defaults (ONNX's)."""
+
+    def convert(ctx: NodeContext) -> list[ImportedValue]:
+        params = {}
+        for onnx_attr, param in attributes.items():
+            value = ctx.float_attr(onnx_attr, op_class.DEFAULTS[param])
+            if not math.isfinite(value):
+                raise ctx.error(f"attribute {onnx_attr}={value} is not a finite number")
+            params[param] = value
+        x = ctx.value(0)
+        if isinstance(x, np.ndarray):
+            detached = graph.ConstantOp.from_array(np.require(x, requirements="C"))
+            return [folded(op_class(detached.result, **params).evaluate([x])[0], x)]
+        return [ctx.emit(op_class(x, **params)).results[0]]
+
+    convert.__name__ = f"convert_{_onnx_name(op_class)}"
+    convert.__doc__ = f"ONNX {onnx_name} ({', '.join(attributes)}) -> {op_class.name}."
+    return convert
+
+
+convert_elu = _with_float_params(graph.EluOp, "Elu", {"alpha": "alpha"})
+convert_selu = _with_float_params(graph.SeluOp, "Selu", {"alpha": "alpha", "gamma": "gamma"})
+convert_hard_sigmoid = _with_float_params(
+    graph.HardSigmoidOp, "HardSigmoid", {"alpha": "alpha", "beta": "beta"}
+)
+convert_thresholded_relu = _with_float_params(
+    graph.ThresholdedReluOp, "ThresholdedRelu", {"alpha": "alpha"}
+)
+_convert_celu = _with_float_params(graph.CeluOp, "Celu", {"alpha": "alpha"})
+
+
+def convert_celu(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Celu (alpha, nonzero) -> graph.celu."""
+    if ctx.float_attr("alpha", 1.0) == 0.0:
+        raise ctx.error("attribute alpha=0 is not supported (Celu divides by alpha)")
+    return _convert_celu(ctx)
 
 
 def convert_leaky_relu(ctx: NodeContext) -> list[ImportedValue]:
@@ -196,6 +253,29 @@ convert_sub = _binary(graph.SubOp, "Sub")
 convert_mul = _binary(graph.MulOp, "Mul")
 convert_div = _binary(graph.DivOp, "Div")
 convert_pow = _binary(graph.PowOp, "Pow")
+
+
+def convert_prelu(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX PRelu -> graph.prelu; the slope broadcasts to the input (one way)."""
+    shape = ctx.broadcast(ctx.shape(0), ctx.shape(1))
+    if shape != ctx.shape(0):
+        raise ctx.error(
+            f"slope of shape {list(ctx.shape(1))} does not broadcast to the input's "
+            f"shape {list(ctx.shape(0))}"
+        )
+    return [_combine(ctx, graph.PReluOp, ctx.value(0), 0, 1)]
+
+
+def convert_mod(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Mod -> graph.mod: fmod=0 takes the divisor's sign (for floats since opset
+    28; strato accepts it at every opset), fmod=1 the dividend's."""
+    truncated = ctx.flag_attr("fmod", 0)
+    lhs, rhs = ctx.value(0), ctx.value(1)
+    ctx.broadcast(shape_of(lhs), shape_of(rhs))
+    if isinstance(lhs, np.ndarray) and isinstance(rhs, np.ndarray):
+        return [folded(graph.elementwise.remainder(lhs, rhs, truncated), lhs)]
+    op = graph.ModOp(_operand(ctx, lhs, 0), _operand(ctx, rhs, 1), truncated)
+    return [ctx.emit(op).results[0]]
 
 
 def _variadic(op_class: type[graph.BroadcastBinaryOp], onnx_name: str) -> Convert:

@@ -1,4 +1,5 @@
-"""Converters for ONNX Equal, Where, Cast and CastLike.
+"""Converters for ONNX comparisons (Equal, Less, LessOrEqual, Greater, GreaterOrEqual),
+logic (And, Or, Xor, Not), IsNaN, IsInf, Where, Cast and CastLike.
 
 Any numeric element type is accepted (bool, integers of 2 to 64 bits, f16, bf16, f32,
 f64 and the 8- and 4-bit float formats); strings are not. When every input is known at
@@ -17,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 from onnx import helper
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import AnyFloat, TensorType
 from xdsl.ir import Attribute, SSAValue
 
 from strato.dialects import graph
@@ -34,23 +35,99 @@ def _element_type(ctx: NodeContext, index: int) -> Attribute:
     return value.type.element_type
 
 
-def convert_equal(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX Equal -> graph.equal (bool result, numpy broadcasting)."""
-    ctx.broadcast(ctx.shape(0), ctx.shape(1))
-    if _element_type(ctx, 0) != _element_type(ctx, 1):
-        raise ctx.error(
-            f"inputs have element types {_element_type(ctx, 0)} and {_element_type(ctx, 1)}; "
-            "Equal compares tensors of one type"
-        )
-    lhs, rhs = ctx.known(0), ctx.known(1)
-    if lhs is not None and rhs is not None:
-        return [np.equal(lhs, rhs)]
-    return [ctx.emit(graph.EqualOp(ctx.operand(0), ctx.operand(1))).results[0]]
+def _comparison(op_class: type[graph.ComparisonOp], onnx_name: str):
+    def convert(ctx: NodeContext) -> list[ImportedValue]:
+        ctx.broadcast(ctx.shape(0), ctx.shape(1))
+        if _element_type(ctx, 0) != _element_type(ctx, 1):
+            raise ctx.error(
+                f"inputs have element types {_element_type(ctx, 0)} and "
+                f"{_element_type(ctx, 1)}; {onnx_name} compares tensors of one type"
+            )
+        lhs, rhs = ctx.known(0), ctx.known(1)
+        if lhs is not None and rhs is not None:
+            return [np.asarray(op_class.compute(lhs, rhs))]
+        return [ctx.emit(op_class(ctx.operand(0), ctx.operand(1))).results[0]]
+
+    convert.__name__ = f"convert_{op_class.name.split('.', 1)[1]}"
+    convert.__doc__ = f"ONNX {onnx_name} -> {op_class.name} (bool result, numpy broadcasting)."
+    return convert
+
+
+convert_equal = _comparison(graph.EqualOp, "Equal")
+convert_less = _comparison(graph.LessOp, "Less")
+convert_less_or_equal = _comparison(graph.LessEqualOp, "LessOrEqual")
+convert_greater = _comparison(graph.GreaterOp, "Greater")
+convert_greater_or_equal = _comparison(graph.GreaterEqualOp, "GreaterOrEqual")
+
+_BOOL = element_type_of(np.dtype(np.bool_))
+
+
+def _check_bool(ctx: NodeContext, *indices: int) -> None:
+    for index in indices:
+        if _element_type(ctx, index) != _BOOL:
+            raise ctx.error(
+                f"input {index} has element type {_element_type(ctx, index)}, expected bool"
+            )
+
+
+def _logical(op_class: type[graph.BooleanBinaryOp], onnx_name: str):
+    def convert(ctx: NodeContext) -> list[ImportedValue]:
+        _check_bool(ctx, 0, 1)
+        ctx.broadcast(ctx.shape(0), ctx.shape(1))
+        lhs, rhs = ctx.known(0), ctx.known(1)
+        if lhs is not None and rhs is not None:
+            return [np.asarray(op_class.compute(lhs, rhs))]
+        return [ctx.emit(op_class(ctx.operand(0), ctx.operand(1))).results[0]]
+
+    convert.__name__ = f"convert_{op_class.name.split('.', 1)[1]}"
+    convert.__doc__ = f"ONNX {onnx_name} -> {op_class.name} (bool tensors, numpy broadcasting)."
+    return convert
+
+
+convert_and = _logical(graph.AndOp, "And")
+convert_or = _logical(graph.OrOp, "Or")
+convert_xor = _logical(graph.XorOp, "Xor")
+
+
+def convert_not(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Not -> graph.not."""
+    _check_bool(ctx, 0)
+    known = ctx.known(0)
+    if known is not None:
+        return [np.logical_not(known)]
+    return [ctx.emit(graph.NotOp(ctx.operand(0))).results[0]]
+
+
+def _check_float(ctx: NodeContext) -> None:
+    if not isinstance(_element_type(ctx, 0), AnyFloat):
+        raise ctx.error(f"input has element type {_element_type(ctx, 0)}, expected a float")
+
+
+def convert_is_nan(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX IsNaN -> graph.is_nan."""
+    _check_float(ctx)
+    known = ctx.known(0)
+    if known is not None:
+        return [np.isnan(known.astype(np.float64))]
+    return [ctx.emit(graph.IsNaNOp(ctx.operand(0))).results[0]]
+
+
+def convert_is_inf(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX IsInf (detect_positive, detect_negative) -> graph.is_inf."""
+    _check_float(ctx)
+    positive = ctx.flag_attr("detect_positive", 1)
+    negative = ctx.flag_attr("detect_negative", 1)
+    known = ctx.known(0)
+    if known is not None:
+        wide = known.astype(np.float64)
+        return [(positive & (wide == np.inf)) | (negative & (wide == -np.inf))]
+    op = graph.IsInfOp(ctx.operand(0), positive=positive, negative=negative)
+    return [ctx.emit(op).results[0]]
 
 
 def convert_where(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX Where -> graph.where (numpy broadcasting of all three inputs)."""
-    if _element_type(ctx, 0) != element_type_of(np.dtype(np.bool_)):
+    if _element_type(ctx, 0) != _BOOL:
         raise ctx.error(f"condition has element type {_element_type(ctx, 0)}, expected bool")
     if _element_type(ctx, 1) != _element_type(ctx, 2):
         raise ctx.error(

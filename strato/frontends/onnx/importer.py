@@ -57,7 +57,8 @@ ENTRY_NAME = "main"
 """The name of the imported function."""
 
 MIN_OPSET = 7
-"""Oldest default-domain opset imported (numpy broadcasting in Add/Mul/Gemm)."""
+"""Oldest default-domain opset imported (numpy broadcasting in Add/Mul/Gemm); older
+models import when their operators are defined there as in this opset."""
 
 _DEFAULT_DOMAINS = ("", "ai.onnx")
 
@@ -229,10 +230,32 @@ class _GraphImporter:
         version = max(versions.values())
         self.opset_version = version
         newest = onnx.defs.onnx_opset_version()
-        if version < MIN_OPSET or version > newest:
+        if version < 1 or version > newest:
             raise self.error(
                 f"the model uses opset {version} of the default domain; strato imports "
                 f"opsets {MIN_OPSET} to {newest}"
+            )
+        if version < MIN_OPSET:
+            self._check_old_opset(version)
+
+    def _check_old_opset(self, version: int) -> None:
+        """A model of an opset before `MIN_OPSET` imports when each of its operators
+        means there what it means at `MIN_OPSET` (Not, Relu, ... unchanged since opset 1),
+        not when one of them changed since (Add's broadcasting in opset 7)."""
+        changed = []
+        for op_type in dict.fromkeys(node.op_type for node in self.graph.node):
+            try:
+                old = onnx.defs.get_schema(op_type, version).since_version
+                new = onnx.defs.get_schema(op_type, MIN_OPSET).since_version
+            except onnx.defs.SchemaError:
+                continue  # unknown or not yet defined: reported with the nodes
+            if old != new:
+                changed.append(op_type)
+        if changed:
+            raise self.error(
+                f"the model uses opset {version} of the default domain, where "
+                f"{', '.join(changed)} differ from opset {MIN_OPSET}; strato imports "
+                f"opsets {MIN_OPSET} to {onnx.defs.onnx_opset_version()}"
             )
 
     def _check_nodes(self) -> None:

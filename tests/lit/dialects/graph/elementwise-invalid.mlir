@@ -94,3 +94,35 @@ func.func @keyword_value(%a: tensor<4xf32>) -> tensor<4xf32> {
   %r = graph.clip %a max : tensor<4xf32>
   func.return %r : tensor<4xf32>
 }
+
+// -----
+
+func.func @celu_alpha_zero(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.celu' alpha must be nonzero}}
+  %r = graph.celu %a alpha 0.0 : tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @selu_gamma_missing(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{property 'gamma' expected}}
+  %r = graph.selu %a alpha 1.0 : tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @hard_sigmoid_beta_not_finite(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.hard_sigmoid' beta must be finite, got inf}}
+  %r = "graph.hard_sigmoid"(%a) <{alpha = 2.0e-01 : f32, beta = 0x7F800000 : f32}> : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+
+// -----
+
+func.func @round_of_integers(%a: tensor<4xi32>) -> tensor<4xi32> {
+  // expected-error @+1 {{'graph.round' expects float tensors, got tensor<4xi32>}}
+  %r = graph.round %a : tensor<4xi32>
+  func.return %r : tensor<4xi32>
+}

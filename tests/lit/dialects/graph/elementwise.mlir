@@ -83,3 +83,69 @@ func.func @binary(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %c: tensor<4x1xf32>, %
   %i = graph.div %ia, %ib : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
   func.return %n : tensor<4x8xf32>
 }
+
+// CHECK-LABEL: func.func @rounding_and_trigonometry
+// CHECK-NEXT:    %f = graph.floor %x : tensor<2x3xf32>
+// CHECK-NEXT:    %c = graph.ceil %f : tensor<2x3xf32>
+// CHECK-NEXT:    %r = graph.round %c : tensor<2x3xf32>
+// CHECK-NEXT:    %s = graph.sign %r : tensor<2x3xf32>
+// CHECK-NEXT:    %si = graph.sign %i : tensor<4xi64>
+// CHECK-NEXT:    %sn = graph.sin %s : tensor<2x3xf32>
+// CHECK-NEXT:    %cs = graph.cos %sn : tensor<2x3xf32>
+// CHECK-NEXT:    %tn = graph.tan %cs : tensor<2x3xf32>
+// CHECK-NEXT:    %rc = graph.reciprocal %tn : tensor<2x3xf32>
+// GENERIC-LABEL: sym_name = "rounding_and_trigonometry"
+// GENERIC:         "graph.round"(%c) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+func.func @rounding_and_trigonometry(%x: tensor<2x3xf32>, %i: tensor<4xi64>) -> tensor<2x3xf32> {
+  %f = graph.floor %x : tensor<2x3xf32>
+  %c = graph.ceil %f : tensor<2x3xf32>
+  %r = graph.round %c : tensor<2x3xf32>
+  %s = graph.sign %r : tensor<2x3xf32>
+  %si = graph.sign %i : tensor<4xi64>
+  %sn = graph.sin %s : tensor<2x3xf32>
+  %cs = graph.cos %sn : tensor<2x3xf32>
+  %tn = graph.tan %cs : tensor<2x3xf32>
+  %rc = graph.reciprocal %tn : tensor<2x3xf32>
+  func.return %rc : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @activations
+// CHECK-NEXT:    %a = graph.softplus %x : tensor<2x3xf32>
+// CHECK-NEXT:    %b = graph.softsign %a : tensor<2x3xf32>
+// CHECK-NEXT:    %c = graph.mish %b : tensor<2x3xf32>
+// CHECK-NEXT:    %d = graph.hard_swish %c : tensor<2x3xf32>
+// CHECK-NEXT:    %e = graph.elu %d alpha 5.000000e-01 : tensor<2x3xf32>
+// CHECK-NEXT:    %f = graph.selu %e alpha 1.67326319 gamma 1.05070102 : tensor<2x3xf32>
+// CHECK-NEXT:    %g = graph.celu %f alpha 2.000000e+00 : tensor<2x3xf32>
+// CHECK-NEXT:    %h = graph.hard_sigmoid %g alpha 2.000000e-01 beta 5.000000e-01 : tensor<2x3xf32>
+// CHECK-NEXT:    %t = graph.thresholded_relu %h alpha 1.000000e+00 {tag} : tensor<2x3xf32>
+// GENERIC-LABEL: sym_name = "activations"
+// GENERIC:         "graph.elu"(%d) <{alpha = 5.000000e-01 : f32}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// GENERIC:         "graph.hard_sigmoid"(%g) <{alpha = 2.000000e-01 : f32, beta = 5.000000e-01 : f32}>
+func.func @activations(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %a = graph.softplus %x : tensor<2x3xf32>
+  %b = graph.softsign %a : tensor<2x3xf32>
+  %c = graph.mish %b : tensor<2x3xf32>
+  %d = graph.hard_swish %c : tensor<2x3xf32>
+  %e = graph.elu %d alpha 0.5 : tensor<2x3xf32>
+  %f = graph.selu %e alpha 1.67326319 gamma 1.05070102 : tensor<2x3xf32>
+  %g = graph.celu %f alpha 2.0 : tensor<2x3xf32>
+  %h = graph.hard_sigmoid %g alpha 0.2 beta 0.5 : tensor<2x3xf32>
+  %t = graph.thresholded_relu %h alpha 1.0 {tag} : tensor<2x3xf32>
+  func.return %t : tensor<2x3xf32>
+}
+
+// CHECK-LABEL: func.func @prelu_and_mod
+// CHECK-NEXT:    %p = graph.prelu %x, %s : (tensor<2x4x3xf32>, tensor<4x1xf32>) -> tensor<2x4x3xf32>
+// CHECK-NEXT:    %m = graph.mod %a, %b : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+// CHECK-NEXT:    %t = graph.mod %a, %b {fmod} : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+// CHECK-NEXT:    %f = graph.mod %x, %s {fmod} : (tensor<2x4x3xf32>, tensor<4x1xf32>) -> tensor<2x4x3xf32>
+// GENERIC-LABEL: sym_name = "prelu_and_mod"
+// GENERIC:         "graph.mod"(%a, %b) <{fmod}> : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+func.func @prelu_and_mod(%x: tensor<2x4x3xf32>, %s: tensor<4x1xf32>, %a: tensor<3xi32>, %b: tensor<3xi32>) -> tensor<2x4x3xf32> {
+  %p = graph.prelu %x, %s : (tensor<2x4x3xf32>, tensor<4x1xf32>) -> tensor<2x4x3xf32>
+  %m = graph.mod %a, %b : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+  %t = graph.mod %a, %b {fmod} : (tensor<3xi32>, tensor<3xi32>) -> tensor<3xi32>
+  %f = graph.mod %x, %s {fmod} : (tensor<2x4x3xf32>, tensor<4x1xf32>) -> tensor<2x4x3xf32>
+  func.return %f : tensor<2x4x3xf32>
+}

@@ -100,3 +100,51 @@ func.func @cast_dynamic(%x: tensor<?xf32>) -> tensor<?xf16> {
   %r = graph.cast %x : tensor<?xf32> to tensor<?xf16>
   func.return %r : tensor<?xf16>
 }
+
+// -----
+
+func.func @less_of_two_types(%a: tensor<2xi32>, %b: tensor<2xi64>) -> tensor<2xi1> {
+  // expected-error @+1 {{'graph.less' compares tensors of one element type, got i32 and i64}}
+  %r = graph.less %a, %b : (tensor<2xi32>, tensor<2xi64>) -> tensor<2xi1>
+  func.return %r : tensor<2xi1>
+}
+
+// -----
+
+func.func @and_of_integers(%a: tensor<2xi8>) -> tensor<2xi8> {
+  // expected-error @+1 {{'graph.and' result must be a tensor of i1, got tensor<2xi8>}}
+  %r = graph.and %a, %a : (tensor<2xi8>, tensor<2xi8>) -> tensor<2xi8>
+  func.return %r : tensor<2xi8>
+}
+
+// -----
+
+func.func @not_of_floats(%a: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.not' result must be a tensor of i1, got tensor<2xf32>}}
+  %r = graph.not %a : tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @is_nan_of_integers(%a: tensor<2xi32>) -> tensor<2xi1> {
+  // expected-error @+1 {{'graph.is_nan' expects float tensors, got tensor<2xi32>}}
+  %r = graph.is_nan %a : tensor<2xi32> -> tensor<2xi1>
+  func.return %r : tensor<2xi1>
+}
+
+// -----
+
+func.func @is_inf_flag(%a: tensor<2xf32>) -> tensor<2xi1> {
+  // expected-error @+1 {{'graph.is_inf' flags must be bools, got 2 : i32}}
+  %r = graph.is_inf %a {detect_positive = 2 : i32} : tensor<2xf32> -> tensor<2xi1>
+  func.return %r : tensor<2xi1>
+}
+
+// -----
+
+func.func @is_inf_result(%a: tensor<2xf32>) -> tensor<3xi1> {
+  // expected-error @+1 {{'graph.is_inf' result shape [3] does not match the inferred shape [2]}}
+  %r = graph.is_inf %a : tensor<2xf32> -> tensor<3xi1>
+  func.return %r : tensor<3xi1>
+}

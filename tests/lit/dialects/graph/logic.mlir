@@ -40,3 +40,35 @@ func.func @unsigned_and_small_constants() -> (tensor<3xui8>, tensor<2xi1>) {
   %b = graph.constant dense<[true, false]> : tensor<2xi1>
   func.return %u, %b : tensor<3xui8>, tensor<2xi1>
 }
+
+// CHECK-LABEL: func.func @comparisons
+// CHECK-NEXT:    %lt = graph.less %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+// CHECK-NEXT:    %le = graph.less_equal %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+// CHECK-NEXT:    %gt = graph.greater %u, %v : (tensor<4xui16>, tensor<ui16>) -> tensor<4xi1>
+// CHECK-NEXT:    %ge = graph.greater_equal %a, %b {tag} : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+func.func @comparisons(%a: tensor<3x4xf32>, %b: tensor<4xf32>, %u: tensor<4xui16>, %v: tensor<ui16>) -> tensor<3x4xi1> {
+  %lt = graph.less %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+  %le = graph.less_equal %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+  %gt = graph.greater %u, %v : (tensor<4xui16>, tensor<ui16>) -> tensor<4xi1>
+  %ge = graph.greater_equal %a, %b {tag} : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xi1>
+  func.return %ge : tensor<3x4xi1>
+}
+
+// CHECK-LABEL: func.func @booleans_and_float_classes
+// CHECK-NEXT:    %n = graph.is_nan %x : tensor<3x4xf16> -> tensor<3x4xi1>
+// CHECK-NEXT:    %i = graph.is_inf %x : tensor<3x4xf16> -> tensor<3x4xi1>
+// CHECK-NEXT:    %p = graph.is_inf %x {detect_negative = false} : tensor<3x4xf16> -> tensor<3x4xi1>
+// CHECK-NEXT:    %a = graph.and %n, %m : (tensor<3x4xi1>, tensor<4xi1>) -> tensor<3x4xi1>
+// CHECK-NEXT:    %o = graph.or %a, %i : (tensor<3x4xi1>, tensor<3x4xi1>) -> tensor<3x4xi1>
+// CHECK-NEXT:    %e = graph.xor %o, %p : (tensor<3x4xi1>, tensor<3x4xi1>) -> tensor<3x4xi1>
+// CHECK-NEXT:    %r = graph.not %e : tensor<3x4xi1>
+func.func @booleans_and_float_classes(%x: tensor<3x4xf16>, %m: tensor<4xi1>) -> tensor<3x4xi1> {
+  %n = graph.is_nan %x : tensor<3x4xf16> -> tensor<3x4xi1>
+  %i = graph.is_inf %x : tensor<3x4xf16> -> tensor<3x4xi1>
+  %p = graph.is_inf %x {detect_negative = false} : tensor<3x4xf16> -> tensor<3x4xi1>
+  %a = graph.and %n, %m : (tensor<3x4xi1>, tensor<4xi1>) -> tensor<3x4xi1>
+  %o = graph.or %a, %i : (tensor<3x4xi1>, tensor<3x4xi1>) -> tensor<3x4xi1>
+  %e = graph.xor %o, %p : (tensor<3x4xi1>, tensor<3x4xi1>) -> tensor<3x4xi1>
+  %r = graph.not %e : tensor<3x4xi1>
+  func.return %r : tensor<3x4xi1>
+}
