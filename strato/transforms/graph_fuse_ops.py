@@ -32,6 +32,7 @@ After:
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -39,6 +40,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.traits import IsTerminator
 
 from strato.dialects import graph
 from strato.dialects.graph import PatternKind, pattern_kind_of
@@ -196,3 +198,55 @@ class GraphFuseOpsPass(ModulePass):
             for group in plan_fusion(function.body.block):
                 if len(group.ops) > 1:
                     outline_group(group)
+            order_after_producers(function.body.block)
+
+
+def order_after_producers(block: Block) -> None:
+    """Move ops so that each comes after the producers of its operands, otherwise keeping
+    program order (the terminator stays last).
+
+    A fused op takes the place of its group's last member, but an early member (a split)
+    may feed ops outside the group that come before that place: split -> relu (joins) ->
+    neg on the other half (outside) -> exp of the relu (joins) puts the fused op after
+    the neg that reads it. Graph ops have no side effects, so any topological order
+    computes the same values.
+    """
+    ops = list(block.ops)
+    position = {op: index for index, op in enumerate(ops)}
+    if _in_def_use_order(ops, position):
+        return
+    terminator = ops[-1] if ops and ops[-1].has_trait(IsTerminator) else None
+    producers = {
+        op: {v.owner for v in op.operands if v.owner in position and v.owner is not op}
+        for op in ops
+        if op is not terminator
+    }
+    users: dict[Operation, list[Operation]] = {op: [] for op in producers}
+    for op, needed in producers.items():
+        for producer in needed:
+            users[producer].append(op)
+    ready = [position[op] for op, needed in producers.items() if not needed]
+    heapq.heapify(ready)
+    order: list[Operation] = []
+    while ready:
+        op = ops[heapq.heappop(ready)]
+        order.append(op)
+        for user in users[op]:
+            producers[user].discard(op)
+            if not producers[user]:
+                heapq.heappush(ready, position[user])
+    if len(order) != len(producers):
+        raise ValueError("graph-fuse-ops: the fused function has a cycle (internal error)")
+    for op in order + ([terminator] if terminator is not None else []):
+        op.detach()
+        block.add_op(op)
+
+
+def _in_def_use_order(ops: list[Operation], position: dict[Operation, int]) -> bool:
+    """Whether every operand produced in the block is produced before its use."""
+    defined: set[SSAValue] = set()
+    for op in ops:
+        if any(v.owner in position and v not in defined for v in op.operands):
+            return False
+        defined.update(op.results)
+    return True
