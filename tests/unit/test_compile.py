@@ -230,3 +230,15 @@ def test_division_by_a_zero_initializer_is_zero():
         model = strato.compile(_binary_model("Div", np.int32, divisor=divisor))
         expected = np.where(divisor == 0, 0, np.trunc(a / np.where(divisor == 0, 1, divisor)))
         np.testing.assert_array_equal(model(a)[0], expected.astype(np.int64).astype(np.int32))
+
+
+def test_compile_takes_a_zoo_name_as_strato_run_does():
+    model = strato.compile("mlp")
+    assert model.entry_symbol == "mlp_run"
+    assert model.inputs[0].shape == (1, 784)
+    expected = run_onnxruntime(zoo.build_model("mlp"), [np.ones((1, 784), np.float32)])
+    assert_close(model(np.ones((1, 784), np.float32)), expected)
+    with pytest.raises(StratoError, match="unknown model 'mlp2': not a file and not a zoo model"):
+        strato.compile("mlp2")
+    with pytest.raises(StratoError, match="no such file"):
+        strato.compile("missing/model.onnx")

@@ -347,3 +347,25 @@ def test_dump_ir_files_are_readable_mlir(tmp_path):
     first = sorted((tmp_path / "dump").iterdir())[0]
     assert first.name == "01-graph.mlir"
     assert first.read_text().startswith("builtin.module {")
+
+
+def test_out_of_memory_in_generated_code_is_one_line(tmp_path):
+    """The Expand [1, 8] -> [2^30, 8] -> ReduceSum model needs a 32 GiB intermediate: with
+    the address space limited to 16 GiB, malloc fails and `strato run` says so in one
+    line instead of dying of a segmentation fault."""
+    import resource
+
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).parent))
+    from test_llvm_target import expand_then_sum
+
+    path = tmp_path / "expand.onnx"
+    onnx.save(expand_then_sum(2**30), path)
+
+    def limit_memory():
+        resource.setrlimit(resource.RLIMIT_AS, (16 << 30, 16 << 30))
+
+    result = subprocess.run(
+        [sys.executable, "-m", "strato.tools.strato_cli", "run", str(path), "--repeat", "1"],
+        capture_output=True, text=True, timeout=600, preexec_fn=limit_memory,
+    )
+    assert_one_line_error(result, "out of memory: the model could not allocate its intermediate buffers")
