@@ -166,6 +166,9 @@ class StageLog:
         now = time.perf_counter()
         self.note(f"{stage}: {now - self.last:.2f} s")
         self.last = now
+        if stage == "convert-loops-to-llvm":
+            # the longest stage of a large model gets a line before it starts
+            self.note("building machine code with LLVM ...")
 
 
 def _compile(resolved: ResolvedModel, args: argparse.Namespace):
