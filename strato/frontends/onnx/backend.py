@@ -408,12 +408,18 @@ def bind_inputs(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onn
 
 def _import_time_inputs() -> dict[str, tuple[int, ...]]:
     """Per op type, the input positions the importer needs to know at import time."""
-    from strato.frontends.onnx import convert_constant, convert_layout, convert_reduce
+    from strato.frontends.onnx import (
+        convert_constant,
+        convert_layout,
+        convert_reduce,
+        convert_resize,
+    )
 
     return {
         **convert_constant.IMPORT_TIME_INPUTS,
         **convert_layout.IMPORT_TIME_INPUTS,
         **convert_reduce.IMPORT_TIME_INPUTS,
+        **convert_resize.IMPORT_TIME_INPUTS,
     }
 
 

@@ -117,6 +117,7 @@ from strato.frontends.onnx.convert_reduce import (
     convert_reduce_sum,
     convert_reduce_sum_square,
 )
+from strato.frontends.onnx.convert_resize import convert_resize
 from strato.frontends.onnx.convert_rnn import convert_lstm
 
 ONNX_CONVERTERS: dict[str, Converter] = {
@@ -192,6 +193,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "ReduceSumSquare": convert_reduce_sum_square,
     "Relu": convert_relu,
     "Reshape": convert_reshape,
+    "Resize": convert_resize,
     "Round": convert_round,
     "ScatterND": convert_scatter_nd,
     "Selu": convert_selu,
