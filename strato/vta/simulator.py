@@ -76,11 +76,8 @@ def check_dram(dram: Mapping[str, np.ndarray], config: VTAConfig) -> None:
             raise VTAError(f"DRAM region {name!r} is not one of {', '.join(layouts)}")
         dtype, shape = layouts[name]
         if array.dtype != dtype or array.shape[1:] != shape or array.ndim != 1 + len(shape):
-            raise VTAError(
-                f"DRAM region {name} is {array.dtype}{list(array.shape)}, expected {dtype}[n, {', '.join(map(str, shape))}]"
-                if shape
-                else f"DRAM region {name} is {array.dtype}{list(array.shape)}, expected {dtype}[n]"
-            )
+            expected = ", ".join(["n", *map(str, shape)])
+            raise VTAError(f"DRAM region {name} is {array.dtype}{list(array.shape)}, expected {dtype}[{expected}]")
 
 
 @dataclass
@@ -306,9 +303,12 @@ class _Machine:
         block[insn.y_pad_0 : insn.y_pad_0 + insn.y_size, insn.x_pad_0 : insn.x_pad_0 + insn.x_size] = data.reshape(
             (insn.y_size, insn.x_size, *array.shape[1:])
         )
-        target = {MemoryType.UOP: self.uop, MemoryType.INP: self.inp, MemoryType.WGT: self.wgt, MemoryType.ACC: self.acc}[
-            memory
-        ]
+        target = {
+            MemoryType.UOP: self.uop,
+            MemoryType.INP: self.inp,
+            MemoryType.WGT: self.wgt,
+            MemoryType.ACC: self.acc,
+        }[memory]
         written = np.arange(insn.sram_base, insn.sram_base + width * height)
         self.access(index, stage, seq, memory, written, write=True)
         target[written] = block.reshape((width * height, *array.shape[1:]))

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strato.vta.config import DEFAULT_CONFIG, MemoryType
+from strato.vta.config import DEFAULT_CONFIG, MemoryType, VTAConfig
 from strato.vta.cycle_model import CycleParams, estimate_cycles
 from strato.vta.errors import VTAError
 from strato.vta.isa import Alu, AluOp, Finish, Gemm, Load, Store, Uop, encode_uop
@@ -101,7 +101,8 @@ def test_t5_alu_immediates():
 
     def after(op, imm, value):
         acc = np.full((1, 1, 16), value, dtype=np.int32)
-        insns = [Load(MemoryType.UOP, 0, 0, 1, 8, 8), Load(MemoryType.ACC, 0, 0, 1, 1, 1), imm_alu(op, imm, 1), Finish()]
+        loads = [Load(MemoryType.UOP, 0, 0, 1, 8, 8), Load(MemoryType.ACC, 0, 0, 1, 1, 1)]
+        insns = [*loads, imm_alu(op, imm, 1), Finish()]
         dram = {"uop": alu_stream()[1]["uop"], "acc": acc}
         return int(simulate(insns, dram).buffers["acc"][0, 0, 0])
 
@@ -324,3 +325,24 @@ def test_cycle_model_overlaps_modules_and_honours_tokens():
     assert report.compute_utilization == pytest.approx(6 / 28)
     padded = Load(MemoryType.INP, 0, 0, 1, 4, 4, x_pad_0=1, y_pad_1=1)  # 2x5 SRAM elements, 6 of them pads
     assert estimate_cycles([padded, Finish()], params=p).busy_cycles["load"] == 19 + 6
+
+
+def test_batch_two_gemm_on_a_second_config():
+    cfg = VTAConfig(log_batch=1, log_block=3, log_inp_buff_size=12, log_wgt_buff_size=14, log_acc_buff_size=14)
+    rng = np.random.default_rng(5)
+    inp = rng.integers(-128, 128, (3, 2, 8), dtype=np.int8)
+    wgt = rng.integers(-128, 128, (2, 8, 8), dtype=np.int8)
+    uops = np.array([encode_uop(Uop(0, 0, 0), cfg), encode_uop(Uop(1, 2, 1), cfg)], dtype=np.uint32)
+    insns = [
+        Load(MemoryType.INP, 0, 0, 1, 3, 3),
+        Load(MemoryType.WGT, 0, 0, 1, 2, 2, push_next=True),
+        Load(MemoryType.UOP, 0, 0, 1, 2, 2, pop_prev=True),
+        Gemm(False, 0, 2, 1, 2, 0, 0, 0, 0),  # each micro-op twice: accumulate
+        Finish(),
+    ]
+    report = simulate(insns, {"inp": inp, "wgt": wgt, "uop": uops}, cfg)
+    acc = report.buffers["acc"]
+    assert acc.shape[1:] == (2, 8)
+    assert (acc[0] == 2 * inp[0].astype(np.int64) @ wgt[0].astype(np.int64).T).all()
+    assert (acc[1] == 2 * inp[2].astype(np.int64) @ wgt[1].astype(np.int64).T).all()
+    assert report.counters.inp_load_nbytes == 3 * 16 and report.counters.wgt_load_nbytes == 2 * 64
