@@ -17,14 +17,15 @@ Durations (`CycleParams`, defaults below, all in accelerator clock cycles):
 
 The defaults model the Pynq build: 8 bytes per cycle (a 64-bit AXI port), 32 cycles from a
 DMA request to its first beat, 4 cycles of instruction overhead. Each module has its own DMA
-port and the ports do not contend. Compute utilization is the fraction of all cycles in which
+port and the ports do not contend; the instruction queues between fetch and the modules are
+unbounded (VTA's hold 512 instructions) and fetch itself takes no time. Compute utilization is the fraction of all cycles in which
 the GEMM core does useful work: accumulate micro-ops x `gemm_cycles_per_uop` / total cycles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from strato.vta.config import DEFAULT_CONFIG, VTAConfig
 from strato.vta.errors import VTAError
@@ -41,6 +42,11 @@ class CycleParams:
     dma_latency: int = 32
     pad_cycles_per_element: int = 1
     insn_overhead: int = 4
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if value < 0 or (value == 0 and name == "dma_bytes_per_cycle"):
+                raise VTAError(f"cycle model: {name} = {value} must be {'positive' if value == 0 else 'non-negative'}")
 
     def describe(self) -> str:
         return (

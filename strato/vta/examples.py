@@ -329,15 +329,15 @@ def _figures() -> list[tuple[str, int, object]]:
     rng = np.random.default_rng(0)
     a = rng.integers(-128, 128, (256, 1024), dtype=np.int8)
     b = rng.integers(-128, 128, (128, 1024), dtype=np.int8)
-    x = rng.integers(-128, 128, (1, 128, 14, 14), dtype=np.int8)
-    w = rng.integers(-128, 128, (32, 128, 3, 3), dtype=np.int8)
+    x = rng.integers(-128, 128, (1, 128, 28, 28), dtype=np.int8)
+    w = rng.integers(-128, 128, (64, 128, 3, 3), dtype=np.int8)
     rows = []
     for threads in (1, 2):
         bundle = tiled_gemm(a, b, shift=14, tile_m=128, tile_n=4, tile_k=8, threads=threads)
         rows.append(("gemm M256 K1024 N128, tiles 128x128x64", threads, simulate(bundle.insns, bundle.dram).cycles))
     for threads in (1, 2):
         bundle = conv2d_3x3(x, w, shift=14, tile_h=2, threads=threads)
-        rows.append(("conv 128->32 14x14 3x3, 2-row tiles", threads, simulate(bundle.insns, bundle.dram).cycles))
+        rows.append(("conv 128->64 28x28 3x3, 2-row tiles", threads, simulate(bundle.insns, bundle.dram).cycles))
     return rows
 
 

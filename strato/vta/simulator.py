@@ -20,7 +20,7 @@ DRAM is a mapping from region name to array (`uop` uint32 [n], `inp` [n, BATCH, 
 an instruction's dram_base and x_stride count elements of the region of its memory type.
 STOREs write `out` in place.
 
-    python -m strato.vta.simulator BUNDLE_DIR [--seed N] [--json]
+    python -m strato.vta.simulator BUNDLE_DIR [--seed N] [--json] [--dma-latency N ...]
 
 runs a bundle (see `strato.vta.bundle`) and prints the counters and the cycle model's report.
 """
@@ -32,7 +32,7 @@ import json
 import random
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 
 import numpy as np
 
@@ -48,6 +48,8 @@ REGIONS = {
     MemoryType.ACC: "acc",
     MemoryType.OUT: "out",
 }
+
+_GEMM_CHUNK = 8192  # micro-op executions per numpy batch
 
 _QUEUE_NAMES = {
     (Stage.LOAD, Stage.COMPUTE): "load->compute",
@@ -362,12 +364,16 @@ class _Machine:
         self.access(index, stage, seq, MemoryType.WGT, w, write=False)
         self.access(index, stage, seq, MemoryType.ACC, d, write=True)
         if d.size:
-            products = np.einsum(
-                "nbk,nok->nbo", self.inp[s].astype(np.int64), self.wgt[w].astype(np.int64), optimize=False
-            )
+            # int64 sums are exact; additions commute modulo 2**32, so summing all of an
+            # instruction's products per target before the wrap equals wrapping after each
             targets, inverse = np.unique(d, return_inverse=True)
-            sums = np.zeros((len(targets), *products.shape[1:]), dtype=np.int64)
-            np.add.at(sums, inverse.reshape(-1), products)
+            inverse = inverse.reshape(-1)
+            sums = np.zeros((len(targets), *self.config.acc_elem_shape), dtype=np.int64)
+            for first in range(0, d.size, _GEMM_CHUNK):  # bounds the memory of one einsum
+                part = slice(first, first + _GEMM_CHUNK)
+                inp = self.inp[s[part]].astype(np.int64)
+                wgt = self.wgt[w[part]].astype(np.int64)
+                np.add.at(sums, inverse[part], np.einsum("nbk,nok->nbo", inp, wgt, optimize=False))
             self.acc[targets] = _wrap32(self.acc[targets].astype(np.int64) + sums)
         self.counters.gemm_counter += insn.uop_count
 
@@ -516,10 +522,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("bundle", help="bundle directory (insns.bin, <region>.npy, manifest.json)")
     parser.add_argument("--seed", type=int, default=None, help="random order of ready modules")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    defaults = CycleParams()
+    for param in fields(CycleParams):
+        parser.add_argument(
+            "--" + param.name.replace("_", "-"),
+            type=int,
+            default=getattr(defaults, param.name),
+            help=f"cycle model (default {getattr(defaults, param.name)})",
+        )
     args = parser.parse_args(argv)
+    params = CycleParams(**{param.name: getattr(args, param.name) for param in fields(CycleParams)})
     try:
         bundle = read_bundle(args.bundle)
-        report = simulate(bundle.insns, bundle.dram, bundle.config, seed=args.seed)
+        report = simulate(bundle.insns, bundle.dram, bundle.config, seed=args.seed, params=params)
     except VTAError as error:
         print(f"{args.bundle}: {error}", file=sys.stderr)
         return 1

@@ -57,6 +57,9 @@ def test_command_line_prints_the_report(tmp_path, conv_bundle, capsys):
     assert main([str(tmp_path), "--json", "--seed", "3"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["counters"]["gemm_counter"] == 288 and report["cycles"]["total_cycles"] > 0
+    assert main([str(tmp_path), "--json", "--dma-latency", "1000"]) == 0
+    slower = json.loads(capsys.readouterr().out)
+    assert slower["cycles"]["total_cycles"] > report["cycles"]["total_cycles"] + 1000
     # as a module, without a traceback on a broken bundle
     (tmp_path / "insns.bin").write_bytes(b"\x07" + bytes(15))
     run = subprocess.run(

@@ -228,3 +228,10 @@ def test_tiled_gemm_on_a_second_config():
         assert report.config.name == "1x8_i8w8a32_12_12_14_14"
         expect = reference_requantize(a.astype(np.int64) @ b.astype(np.int64).T, 7)
         assert (bundle.tensor("out")[:, :, 0, 0] == expect).all()
+
+
+def test_chunked_gemm_matches(monkeypatch):
+    bundle, expect = gemm_case(6, 1, m=16, k=64, n=32, tiles=(16, 2, 4))
+    monkeypatch.setattr("strato.vta.simulator._GEMM_CHUNK", 7)  # 128 executions per GEMM, in 19 parts
+    simulate(bundle.insns, bundle.dram)
+    assert (bundle.tensor("out")[:, :, 0, 0] == expect).all()

@@ -346,3 +346,10 @@ def test_batch_two_gemm_on_a_second_config():
     assert (acc[0] == 2 * inp[0].astype(np.int64) @ wgt[0].astype(np.int64).T).all()
     assert (acc[1] == 2 * inp[2].astype(np.int64) @ wgt[1].astype(np.int64).T).all()
     assert report.counters.inp_load_nbytes == 3 * 16 and report.counters.wgt_load_nbytes == 2 * 64
+
+
+def test_cycle_params_are_checked():
+    with pytest.raises(VTAError, match="dma_bytes_per_cycle = 0 must be positive"):
+        CycleParams(dma_bytes_per_cycle=0)
+    with pytest.raises(VTAError, match="dma_latency = -1 must be non-negative"):
+        CycleParams(dma_latency=-1)
