@@ -121,6 +121,195 @@ def max_relative_error(actual: Sequence[np.ndarray], expected: Sequence[np.ndarr
     return worst
 
 
+def compile_resolved(resolved: ResolvedModel, args: argparse.Namespace):
+    """strato.compile with the CLI's options; with --dump-ir, each stage's IR is written
+    to DIR/NN-<stage>.mlir and the LLVM IR to DIR/NN-llvm-ir.ll; with -v, each stage is
+    reported on stderr with its time as it ends."""
+    try:
+        return _compile(resolved, args)
+    except StratoError as err:
+        # The model was loaded from a file before compiling: name the file.
+        if err.location is None:
+            err.location = resolved.location
+        raise
+
+
+class StageLog:
+    """With -v, one stderr line per finished compile stage and its wall-clock time."""
+
+    def __init__(self, verbose: bool):
+        self.verbose = verbose
+        self.started = self.last = time.perf_counter()
+
+    def note(self, message: str) -> None:
+        if self.verbose:
+            print(f"strato: {message}", file=sys.stderr, flush=True)
+
+    def stage_done(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.note(f"{stage}: {now - self.last:.2f} s")
+        self.last = now
+        if stage == "convert-loops-to-llvm":
+            # the longest stage of a large model gets a line before it starts
+            self.note("building machine code with LLVM ...")
+
+
+def _compile(resolved: ResolvedModel, args: argparse.Namespace):
+    import strato
+
+    log = StageLog(args.verbose)
+    log.note(f"compiling {resolved.description} for {args.target}")
+    directory = args.dump_ir
+    if directory is not None:
+        try:
+            os.makedirs(directory, exist_ok=True)
+        except OSError as err:
+            raise StratoError(f"cannot create the dump directory: {err.strerror}", location=directory) from None
+    stages: list[str] = []
+
+    def after_stage(stage: str, module) -> None:
+        stages.append(stage)
+        log.stage_done("import" if stage == "graph" else stage)
+        if directory is not None:
+            path = os.path.join(directory, f"{len(stages):02d}-{stage}.mlir")
+            write_atomically(path, module_text(module), what="the IR dump")
+
+    model = strato.compile(
+        resolved.proto,
+        target=args.target,
+        after_stage=after_stage,
+        input_shapes=args.input_shapes,
+        name=c_identifier(_stem(args.model)),
+    )
+    log.stage_done("build (LLVM optimization and machine code)")
+    log.note(f"compiled in {time.perf_counter() - log.started:.2f} s")
+    if directory is not None:
+        model.save_llvm_ir(os.path.join(directory, f"{len(stages) + 1:02d}-llvm-ir.ll"))
+    return model
+
+
+def module_text(module) -> str:
+    """The module in MLIR's custom assembly format, as strato-opt reads it back."""
+    import io
+
+    from xdsl.printer import Printer
+
+    stream = io.StringIO()
+    Printer(stream=stream).print_op(module)
+    stream.write("\n")
+    return stream.getvalue()
+
+
+def c_identifier(name: str) -> str:
+    from strato.compiler import c_identifier as identifier
+
+    return identifier(name)
+
+
+# ---------------------------------------------------------------------------
+# commands
+# ---------------------------------------------------------------------------
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from strato.runtime.timing import median_latency_ms
+
+    resolved = resolve_model(args.model, args.batch, args.seed)
+    start = time.perf_counter()
+    model = compile_resolved(resolved, args)
+    compile_seconds = time.perf_counter() - start
+    print(f"model: {resolved.description}, target {args.target}, compiled in {compile_seconds:.2f} s")
+
+    inputs = load_inputs(args.inputs, model) if args.inputs else random_inputs(model, args.seed)
+    log = StageLog(args.verbose)
+    log.note(f"running {args.repeat + 2} time(s)")
+    outputs = model(*inputs)
+    for spec, array in zip(model.outputs, outputs):
+        print(f"output '{spec.name}': shape {list(array.shape)} {array.dtype.name}")
+    if args.outputs:
+        save_outputs(args.outputs, model, outputs)
+    latency = median_latency_ms(lambda: model(*inputs), args.repeat)
+    print(f"latency: median {latency:.3f} ms over {args.repeat} run(s)")
+
+    log.note("running the reference")
+    reference = reference_run(resolved, inputs, model.input_names, args.repeat)
+    error = max_relative_error(outputs, reference.outputs)
+    print(f"max relative error vs {reference.oracle}: {error:.3g}")
+    if reference.latency_ms is not None:
+        print(
+            f"onnxruntime latency: median {reference.latency_ms:.3f} ms over {args.repeat} "
+            f"run(s) (strato / onnxruntime = {latency / reference.latency_ms:.2f})"
+        )
+    return 0
+
+
+def load_inputs(path: str, model) -> list[np.ndarray]:
+    """The model's inputs from an .npz file whose keys are the ONNX input names."""
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+    except FileNotFoundError:
+        raise StratoError("no such file", location=path) from None
+    except (OSError, ValueError, EOFError) as err:
+        reason = " ".join(str(err).split())
+        raise StratoError(f"not a readable .npz file of arrays: {reason}", location=path) from None
+    names = model.input_names
+    missing = [name for name in names if name not in arrays]
+    unknown = [name for name in arrays if name not in names]
+    if missing or unknown:
+        what = f"no array '{missing[0]}'" if missing else f"array '{unknown[0]}' is not an input"
+        raise StratoError(f"{what}; the model's inputs are {', '.join(names) or 'none'}", location=path)
+    inputs = [arrays[name] for name in names]
+    try:
+        model.signature.check_inputs(inputs)
+    except StratoError as err:
+        err.location = path
+        raise
+    return inputs
+
+
+def save_outputs(path: str, model, outputs: Sequence[np.ndarray]) -> None:
+    """Write the outputs to an .npz file keyed by the ONNX output names."""
+    import io
+
+    if not path.endswith(".npz"):
+        raise StratoError("--outputs must name an .npz file", location=path)
+    buffer = io.BytesIO()
+    np.savez(buffer, **dict(zip(model.output_names, outputs)))
+    write_atomically(path, buffer.getvalue(), what="the outputs")
+
+
+@dataclass
+class Reference:
+    outputs: list[np.ndarray]
+    oracle: str
+    latency_ms: float | None
+
+
+def reference_run(
+    resolved: ResolvedModel, inputs: Sequence[np.ndarray], names: Sequence[str], repeat: int
+) -> Reference:
+    """onnxruntime's outputs and median latency over `repeat` runs when it is installed,
+    else the outputs of strato's graph interpreter (not timed: it is not a peer)."""
+    from strato.runtime.timing import median_latency_ms
+
+    try:
+        import onnxruntime
+    except ImportError:
+        from strato.frontends.onnx import import_model
+        from strato.interpreters.graph import run_graph
+
+        outputs = run_graph(import_model(resolved.proto), inputs)
+        return Reference(outputs, "the graph interpreter (onnxruntime is not installed)", None)
+    session = onnxruntime.InferenceSession(
+        resolved.proto.SerializeToString(), providers=["CPUExecutionProvider"]
+    )
+    feed = dict(zip(names, inputs))
+    outputs = session.run(None, feed)
+    latency = median_latency_ms(lambda: session.run(None, feed), repeat)
+    return Reference(outputs, "onnxruntime", latency)
+
+
 TEXT_OUTPUT = "-"
 """`-o -`: write text output to standard output."""
 
