@@ -1,1 +1,13 @@
-"""The VTA accelerator: configuration, ISA, simulator and runtime."""
+"""The VTA accelerator: configuration, ISA, simulator and runtime.
+
+- `config`: the hardware configuration (log2 parameters) and every width derived from it;
+- `isa`: LOAD/STORE/GEMM/ALU/FINISH and micro-ops, with their exact 128/32-bit encodings;
+- `simulator`: bit-exact semantics over DRAM in numpy arrays, token queues, diagnostics
+  with instruction indices, VTA's counters (`python -m strato.vta.simulator BUNDLE_DIR`);
+- `cycle_model`: three modules running concurrently under tokens, total and busy cycles;
+- `runtime`: the instruction-stream builder (2-D DMA, micro-op kernels and their cache,
+  dependence pushes and pops, synchronize);
+- `layout` and `bundle`: the NCHW1n16c / OIHW16o16i element orders and the on-disk bundle;
+- `examples`: a tiled GEMM and a conv2d written against the runtime, one or two virtual
+  threads (`python -m strato.vta.examples`).
+"""
