@@ -331,6 +331,10 @@ def _output_path(args: argparse.Namespace, suffix: str) -> str:
 
 def compile_command(args: argparse.Namespace) -> int:
     output = _output_path(args, ".ll")
+    if output.endswith(".h"):
+        raise StratoError(
+            "-o names the .ll or .o file; the C header is written beside it", location=output
+        )
     is_object = output.endswith(".o")
     resolved = resolve_model(args.model, args.batch, args.seed)
     model = compile_resolved(resolved, args)

@@ -170,6 +170,7 @@ USAGE_ERRORS = [
     (["explode", "mlp"], "invalid choice: 'explode'"),
     (["compile", "mlp", "-o"], "expected one argument"),
     (["compile", "mlp", "-o", ""], "the output path is empty"),
+    (["compile", "mlp", "-o", "mlp.h"], "the C header is written beside it"),
     (["run", "mlp", "--input-shapes", "x:[a,4]"], "dimensions must be integers"),
     (["run", "mlp", "--input-shapes", "x:[1.5,4]"], "dimensions must be integers"),
     (["run", "mlp", "--input-shapes", "x:[-1,4]"], "dimension -1 is negative"),
