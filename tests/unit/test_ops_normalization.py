@@ -97,6 +97,69 @@ def check_everywhere(model: onnx.ModelProto, inputs: dict[str, np.ndarray], lowe
             assert_close(actual, expected, what=level)
 
 
+# -- instance and group normalization ----------------------------------------------------
+
+INSTANCE_NORM_CASES = {
+    "nchw": ((2, 3, 4, 5), {}, True),
+    "ncw_epsilon": ((1, 4, 6), {"epsilon": 0.1}, False),
+    "ncdhw": ((1, 2, 2, 3, 2), {}, False),
+}
+
+
+@pytest.mark.parametrize("name", INSTANCE_NORM_CASES)
+def test_instance_norm_matches_onnxruntime(name):
+    shape, attributes, lowered = INSTANCE_NORM_CASES[name]
+    x = normal(*shape, scale=3.0)
+    params = {"scale": normal(shape[1], seed=1), "B": normal(shape[1], seed=2)}
+    model = one_node_model("InstanceNormalization", {"x": x}, params, **attributes)
+    check_everywhere(model, {"x": x}, lowered)
+
+
+GROUP_NORM_CASES = {
+    "two_groups": ((2, 4, 3, 3), 2, 21, True),
+    "one_group": ((1, 3, 5), 1, 21, False),
+    "group_per_channel": ((2, 3, 2, 2), 3, 21, False),
+    "three_groups": ((2, 6, 2, 3), 3, 21, True),
+}
+
+
+@pytest.mark.parametrize("name", GROUP_NORM_CASES)
+def test_group_norm_matches_onnxruntime(name):
+    shape, groups, opset, lowered = GROUP_NORM_CASES[name]
+    x = normal(*shape, scale=2.0)
+    params = {"scale": normal(shape[1], seed=1), "bias": normal(shape[1], seed=2)}
+    model = one_node_model(
+        "GroupNormalization", {"x": x}, params, opset=opset, num_groups=groups, epsilon=1e-3
+    )
+    check_everywhere(model, {"x": x}, lowered)
+
+
+def test_instance_and_group_norm_are_layer_norms():
+    x = normal(2, 4, 3, 3)
+    params = {"scale": normal(4), "B": normal(4)}
+    model = one_node_model("InstanceNormalization", {"x": x}, params)
+    ops = [op.name for op in import_onnx(model).function.body.block.ops]
+    assert "graph.layer_norm" in ops and "graph.reduce_mean" not in ops
+
+
+@pytest.mark.parametrize(
+    "op_type, shape, params, attributes, message",
+    [
+        ("GroupNormalization", (1, 6, 2), 6, {"num_groups": 4}, "num_groups=4 does not divide the 6 channels"),
+        ("GroupNormalization", (1, 6, 2), 3, {"num_groups": 3}, r"scale must have shape \[6\] \(one value a channel\)"),
+        ("InstanceNormalization", (2, 3), 3, {}, r"input must have rank >= 3"),
+        ("InstanceNormalization", (2, 3, 4), 2, {}, r"scale must have shape \[3\]"),
+    ],
+)
+def test_instance_and_group_norm_diagnostics(op_type, shape, params, attributes, message):
+    x = normal(*shape)
+    names = ("scale", "B") if op_type == "InstanceNormalization" else ("scale", "bias")
+    initializers = {n: normal(params, seed=k) for k, n in enumerate(names)}
+    model = one_node_model(op_type, {"x": x}, initializers, opset=21, **attributes)
+    with pytest.raises(ModelImportError, match=rf"node 'node' \({op_type}\): {message}"):
+        import_onnx(model)
+
+
 # -- softmax ---------------------------------------------------------------------------
 
 SOFTMAX_CASES = {
@@ -507,3 +570,13 @@ def test_strategies_agree_with_reference_semantics(case, seed, stats):
     run_pipeline(make_context(), module, "convert-graph-to-te")
     for actual, wanted in zip(run_te(module, [x, g]), expected, strict=True):
         np.testing.assert_allclose(actual, wanted, rtol=1e-4, atol=1e-5)
+
+
+# -- ONNX node tests --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["graph", "llvm"])
+def test_instance_and_group_norm_onnx_node_tests(mode: str):
+    from test_ops_layout import check_node_tests
+
+    check_node_tests(r"^test_(instancenorm|group_normalization)", mode, {})

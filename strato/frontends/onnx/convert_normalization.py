@@ -1,5 +1,13 @@
-"""Converters for ONNX normalization operators: Softmax, LayerNormalization and
-BatchNormalization.
+"""Converters for ONNX normalization operators: Softmax, LayerNormalization,
+BatchNormalization, InstanceNormalization and GroupNormalization.
+
+Instance and group normalization are layer normalization over a suitable view of the
+input, followed by the per-channel affine map, so they share `graph.layer_norm`'s
+strategy (and its fusion of the affine ops into the normalizing stage):
+
+    InstanceNormalization(x: [N, C, H, W])  ->  layer_norm(x, axis 2) * scale[C, 1, 1] + B[C, 1, 1]
+    GroupNormalization(x: [N, C, H, W], G)  ->  reshape to [N, G, C/G * H * W], layer_norm(axis 2),
+                                                reshape back, * scale + bias (per channel)
 
 Softmax normalizes over one axis from opset 13 on (default -1) and, before, over all axes
 from `axis` on (the input "coerced" to 2D, default axis 1); both are `graph.softmax`
@@ -235,3 +243,93 @@ def _batch_normalization_training(
         update = build.binary(graph.MulOp, batch, build.scalar(1.0 - momentum))
         results.append(build.binary(graph.AddOp, kept, update))
     return results
+
+
+def _normalized_view(
+    build: _FoldingEmitter, x: ImportedValue, view: tuple[int, ...], epsilon: float
+) -> ImportedValue:
+    """Layer normalization of x, viewed with shape `view`, over its last axis."""
+    viewed = build.reshape(x, view)
+    axis = len(view) - 1
+    if isinstance(viewed, np.ndarray):
+        normalized: ImportedValue = np.require(
+            normalization.layer_norm(viewed, axis, epsilon)[0], requirements="C"
+        )
+    else:
+        normalized = build.ctx.emit(graph.LayerNormOp(viewed, axis, epsilon)).results[0]
+    return normalized
+
+
+def _affine(
+    build: _FoldingEmitter,
+    x: ImportedValue,
+    scale: ImportedValue,
+    bias: ImportedValue,
+    param_shape: tuple[int, ...],
+) -> ImportedValue:
+    scaled = build.binary(graph.MulOp, x, build.reshape(scale, param_shape))
+    return build.binary(graph.AddOp, scaled, build.reshape(bias, param_shape))
+
+
+def _float_input(ctx: NodeContext) -> tuple[ImportedValue, np.dtype, tuple[int, ...]]:
+    x = ctx.value(0)
+    dtype = x.dtype if isinstance(x, np.ndarray) else numpy_dtype(x.type)
+    if dtype.kind != "f" and dtype.name != "bfloat16":
+        raise ctx.error(f"input must be a float tensor, got {dtype}")
+    shape = ctx.shape(0)
+    if len(shape) < 3:
+        raise ctx.error(f"input must have rank >= 3 (N, C, spatial..), got shape {list(shape)}")
+    return x, dtype, shape
+
+
+def convert_instance_normalization(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX InstanceNormalization: each (n, c) slice normalized over its spatial axes,
+    then scaled and shifted per channel."""
+    x, dtype, shape = _float_input(ctx)
+    channels = shape[1]
+    for index, what in ((1, "scale"), (2, "B")):
+        if ctx.shape(index) != (channels,):
+            raise ctx.error(
+                f"{what} must have shape [{channels}] (one value a channel), got "
+                f"{list(ctx.shape(index))}"
+            )
+    build = _FoldingEmitter(ctx, dtype)
+    normalized = _normalized_view(
+        build, x, (shape[0], channels, math.prod(shape[2:])), _epsilon(ctx)
+    )
+    normalized = build.reshape(normalized, tuple(shape))
+    param_shape = (channels,) + (1,) * (len(shape) - 2)
+    return [_affine(build, normalized, ctx.value(1), ctx.value(2), param_shape)]
+
+
+def convert_group_normalization(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX GroupNormalization: the channels split into `num_groups` groups, each
+    (n, group) normalized over its channels and spatial axes, then scaled and shifted
+    per channel (opset 21; onnx rejects the per-group parameters of opset 18 as
+    deprecated)."""
+    x, dtype, shape = _float_input(ctx)
+    if not ctx.has_attr("num_groups"):
+        raise ctx.error("attribute num_groups is required")
+    groups = int(ctx.attr("num_groups"))
+    channels = shape[1]
+    if groups < 1 or channels % groups:
+        raise ctx.error(f"num_groups={groups} does not divide the {channels} channels")
+    if ctx.attr("stash_type", 1) != 1:
+        raise ctx.error(
+            f"attribute stash_type={ctx.attr('stash_type')} is not supported (statistics "
+            "are computed in float32, stash_type=1)"
+        )
+    for index, what in ((1, "scale"), (2, "bias")):
+        if ctx.shape(index) != (channels,):
+            raise ctx.error(
+                f"{what} must have shape [{channels}] (one value a channel), got "
+                f"{list(ctx.shape(index))}"
+            )
+    build = _FoldingEmitter(ctx, dtype)
+    size = math.prod(shape[2:])
+    normalized = _normalized_view(
+        build, x, (shape[0], groups, channels // groups * size), _epsilon(ctx)
+    )
+    normalized = build.reshape(normalized, tuple(shape))
+    param_shape = (channels,) + (1,) * (len(shape) - 2)
+    return [_affine(build, normalized, ctx.value(1), ctx.value(2), param_shape)]

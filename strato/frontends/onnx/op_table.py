@@ -101,6 +101,8 @@ from strato.frontends.onnx.convert_nn import (
 )
 from strato.frontends.onnx.convert_normalization import (
     convert_batch_normalization,
+    convert_group_normalization,
+    convert_instance_normalization,
     convert_layer_normalization,
     convert_softmax,
 )
@@ -154,11 +156,13 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Gelu": convert_gelu,
     "Gemm": convert_gemm,
     "GlobalAveragePool": convert_global_average_pool,
+    "GroupNormalization": convert_group_normalization,
     "Greater": convert_greater,
     "GreaterOrEqual": convert_greater_or_equal,
     "HardSigmoid": convert_hard_sigmoid,
     "HardSwish": convert_hard_swish,
     "Identity": convert_identity,
+    "InstanceNormalization": convert_instance_normalization,
     "IsInf": convert_is_inf,
     "IsNaN": convert_is_nan,
     "LSTM": convert_lstm,
