@@ -18,8 +18,10 @@ Durations (`CycleParams`, defaults below, all in accelerator clock cycles):
 The defaults model the Pynq build: 8 bytes per cycle (a 64-bit AXI port), 32 cycles from a
 DMA request to its first beat, 4 cycles of instruction overhead. Each module has its own DMA
 port and the ports do not contend; the instruction queues between fetch and the modules are
-unbounded (VTA's hold 512 instructions) and fetch itself takes no time. Compute utilization is the fraction of all cycles in which
-the GEMM core does useful work: accumulate micro-ops x `gemm_cycles_per_uop` / total cycles.
+unbounded (VTA's hold 512 instructions) and fetch itself takes no time.
+
+Compute utilization is the fraction of all cycles in which the GEMM core does useful work:
+accumulate micro-ops x `gemm_cycles_per_uop` / total cycles.
 """
 
 from __future__ import annotations

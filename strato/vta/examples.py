@@ -22,7 +22,7 @@ core works on the other's: the cycle model shows the gain.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,71 +35,101 @@ from strato.vta.layout import activation_layout, pack_activations, pack_weights,
 from strato.vta.runtime import CommandQueue, UopKernel
 
 
+@dataclass(frozen=True)
+class ThreadBuffers:
+    """The first element of one virtual thread's share of the INP, WGT and ACC buffers."""
+
+    thread: int
+    inp: int
+    wgt: int
+    acc: int
+    inp_size: int
+    wgt_size: int
+    acc_size: int
+
+    @staticmethod
+    def split(config: VTAConfig, threads: int) -> list[ThreadBuffers]:
+        """Equal shares, thread index on the outermost position (as TVM splits cthread buffers)."""
+        inp, wgt, acc = config.inp_depth // threads, config.wgt_depth // threads, config.acc_depth // threads
+        return [ThreadBuffers(t, t * inp, t * wgt, t * acc, inp, wgt, acc) for t in range(threads)]
+
+
 @dataclass
-class Tile:
-    """The tasks of one output tile; `thread` selects the half of every buffer it uses."""
+class Task:
+    """One output tile: loads per reduction step, GEMM per step, then ALU epilogue and store.
 
-    load: Callable[[CommandQueue, int], None]  # (queue, k)
-    reset: Callable[[CommandQueue], None]
-    gemm: Callable[[CommandQueue, int], None]
-    epilogue: Callable[[CommandQueue], None]
-    store: Callable[[CommandQueue], None]
+    Subclasses say what to load, multiply and store; the ACC reset and the requantizing
+    epilogue `clip(acc >> shift, 0, 127)` over the tile's `acc_elements` are shared.
+    """
+
+    buffers: ThreadBuffers
+    shift: int
+
+    @property
+    def acc_elements(self) -> int:
+        raise NotImplementedError
+
+    def load(self, q: CommandQueue, k: int) -> None:
+        raise NotImplementedError
+
+    def gemm(self, q: CommandQueue, k: int) -> None:
+        raise NotImplementedError
+
+    def store(self, q: CommandQueue) -> None:
+        raise NotImplementedError
+
+    def reset(self, q: CommandQueue) -> None:
+        def init(kernel: UopKernel) -> None:
+            kernel.loop(self.acc_elements, 1, 0)
+            kernel.push(self.buffers.acc)
+
+        q.gemm(("reset", self.buffers.thread, self.acc_elements), init, reset=True)
+
+    def epilogue(self, q: CommandQueue) -> None:
+        def init(kernel: UopKernel) -> None:
+            kernel.loop(self.acc_elements, 1, 1)
+            kernel.push(self.buffers.acc, self.buffers.acc)
+
+        key = ("epilogue", self.buffers.thread, self.acc_elements)
+        q.alu(key, init, op=AluOp.SHR, imm=self.shift)
+        q.alu(key, init, op=AluOp.MAX, imm=0)
+        q.alu(key, init, op=AluOp.MIN, imm=127)
 
 
-def emit_tiles(q: CommandQueue, tiles: Sequence[Tile], k_steps: int, threads: int) -> None:
-    """Emit tiles `threads` at a time (tile i on thread i % threads), interleaving their tasks."""
-    if len(tiles) % threads:
+def emit_tasks(q: CommandQueue, tasks: Sequence[Task], k_steps: int, threads: int) -> None:
+    """Emit tasks `threads` at a time (task i on thread i % threads), interleaving them."""
+    if len(tasks) % threads:
         # a short last group would pop another thread's token and race with its own loads
-        raise VTAError(f"{len(tiles)} tiles do not split over {threads} virtual threads")
+        raise VTAError(f"{len(tasks)} tasks do not split over {threads} virtual threads")
     for _ in range(threads):
         q.dep_push(Stage.COMPUTE, Stage.LOAD)
     for _ in range(threads):
         q.dep_push(Stage.STORE, Stage.COMPUTE)
-    for first in range(0, len(tiles), threads):
-        group = tiles[first : first + threads]
+    for first in range(0, len(tasks), threads):
+        group = tasks[first : first + threads]
         for k in range(k_steps):
-            for tile in group:
+            for task in group:
                 q.dep_pop(Stage.COMPUTE, Stage.LOAD)
-                tile.load(q, k)
+                task.load(q, k)
                 q.dep_push(Stage.LOAD, Stage.COMPUTE)
-            for tile in group:
+            for task in group:
                 q.dep_pop(Stage.LOAD, Stage.COMPUTE)
                 if k == 0:
                     q.dep_pop(Stage.STORE, Stage.COMPUTE)
-                    tile.reset(q)
-                tile.gemm(q, k)
+                    task.reset(q)
+                task.gemm(q, k)
                 q.dep_push(Stage.COMPUTE, Stage.LOAD)
-        for tile in group:
-            tile.epilogue(q)
+        for task in group:
+            task.epilogue(q)
             q.dep_push(Stage.COMPUTE, Stage.STORE)
-        for tile in group:
+        for task in group:
             q.dep_pop(Stage.COMPUTE, Stage.STORE)
-            tile.store(q)
+            task.store(q)
             q.dep_push(Stage.STORE, Stage.COMPUTE)
     for _ in range(threads):
         q.dep_pop(Stage.COMPUTE, Stage.LOAD)
     for _ in range(threads):
         q.dep_pop(Stage.STORE, Stage.COMPUTE)
-
-
-def _reset_and_epilogue(acc_base: int, count: int, shift: int, key: object) -> tuple[Callable, Callable]:
-    def reset(q: CommandQueue) -> None:
-        def init(k: UopKernel) -> None:
-            k.loop(count, 1, 0)
-            k.push(acc_base)
-
-        q.gemm(("reset", key), init, reset=True)
-
-    def epilogue(q: CommandQueue) -> None:
-        def init(k: UopKernel) -> None:
-            k.loop(count, 1, 1)
-            k.push(acc_base, acc_base)
-
-        q.alu(("epilogue", key), init, op=AluOp.SHR, imm=shift)
-        q.alu(("epilogue", key), init, op=AluOp.MAX, imm=0)
-        q.alu(("epilogue", key), init, op=AluOp.MIN, imm=127)
-
-    return reset, epilogue
 
 
 def reference_requantize(acc: np.ndarray, shift: int) -> np.ndarray:
@@ -109,6 +139,45 @@ def reference_requantize(acc: np.ndarray, shift: int) -> np.ndarray:
 
 
 # --- tiled GEMM ------------------------------------------------------------------------
+
+
+@dataclass
+class GemmTile(Task):
+    """Rows mt*tile_m.. and column blocks nt*tile_n.. of out; INP/WGT are [rows, k blocks]."""
+
+    mt: int
+    nt: int
+    tile_m: int
+    tile_n: int
+    tile_k: int
+    k_blocks: int
+    n_blocks: int
+
+    @property
+    def acc_elements(self) -> int:
+        return self.tile_m * self.tile_n
+
+    def load(self, q: CommandQueue, k: int) -> None:
+        kb, tk = self.k_blocks, self.tile_k
+        q.load_2d(MemoryType.INP, self.buffers.inp, self.mt * self.tile_m * kb + k * tk, self.tile_m, tk, kb)
+        q.load_2d(MemoryType.WGT, self.buffers.wgt, self.nt * self.tile_n * kb + k * tk, self.tile_n, tk, kb)
+
+    def gemm(self, q: CommandQueue, k: int) -> None:
+        buffers = self.buffers
+
+        def init(kernel: UopKernel) -> None:
+            kernel.loop(self.tile_k, 0, 1, 1)  # the reduction over the tile's k blocks
+            for i in range(self.tile_m):
+                for j in range(self.tile_n):
+                    kernel.push(
+                        buffers.acc + i * self.tile_n + j, buffers.inp + i * self.tile_k, buffers.wgt + j * self.tile_k
+                    )
+
+        q.gemm(("gemm", buffers.thread), init)
+
+    def store(self, q: CommandQueue) -> None:
+        first = self.mt * self.tile_m * self.n_blocks + self.nt * self.tile_n
+        q.store_2d(self.buffers.acc, first, self.tile_m, self.tile_n, self.n_blocks)
 
 
 def tiled_gemm(
@@ -135,47 +204,17 @@ def tiled_gemm(
     kb, nb = kdim // blk, n // blk
     if kdim % blk or n % blk or m % tile_m or nb % tile_n or kb % tile_k:
         raise VTAError(f"tiled_gemm: {m}x{kdim}x{n} does not tile by {tile_m}x{tile_k}x{tile_n}")
-    inp_half = config.inp_depth // threads
-    wgt_half = config.wgt_depth // threads
-    acc_half = config.acc_depth // threads
-    if tile_m * tile_k > inp_half or tile_n * tile_k > wgt_half or tile_m * tile_n > acc_half:
+    shares = ThreadBuffers.split(config, threads)
+    share = shares[0]
+    if tile_m * tile_k > share.inp_size or tile_n * tile_k > share.wgt_size or tile_m * tile_n > share.acc_size:
         raise VTAError("tiled_gemm: a tile does not fit a thread's share of the buffers")
-
-    tiles = []
-    for index, (mt, nt) in enumerate((mt, nt) for mt in range(m // tile_m) for nt in range(nb // tile_n)):
-        t = index % threads
-        inp_base, wgt_base, acc_base = t * inp_half, t * wgt_half, t * acc_half
-
-        def load(
-            q: CommandQueue, k: int, mt: int = mt, nt: int = nt, inp_base: int = inp_base, wgt_base: int = wgt_base
-        ) -> None:
-            q.load_2d(MemoryType.INP, inp_base, mt * tile_m * kb + k * tile_k, tile_m, tile_k, kb)
-            q.load_2d(MemoryType.WGT, wgt_base, nt * tile_n * kb + k * tile_k, tile_n, tile_k, kb)
-
-        def gemm(
-            q: CommandQueue,
-            k: int,
-            t: int = t,
-            inp_base: int = inp_base,
-            wgt_base: int = wgt_base,
-            acc_base: int = acc_base,
-        ) -> None:
-            def init(kern: UopKernel) -> None:
-                kern.loop(tile_k, 0, 1, 1)  # reduction over the tile's k blocks
-                for i in range(tile_m):
-                    for j in range(tile_n):
-                        kern.push(acc_base + i * tile_n + j, inp_base + i * tile_k, wgt_base + j * tile_k)
-
-            q.gemm(("gemm", t), init)
-
-        def store(q: CommandQueue, mt: int = mt, nt: int = nt, acc_base: int = acc_base) -> None:
-            q.store_2d(acc_base, mt * tile_m * nb + nt * tile_n, tile_m, tile_n, nb)
-
-        reset, epilogue = _reset_and_epilogue(acc_base, tile_m * tile_n, shift, t)
-        tiles.append(Tile(load, reset, gemm, epilogue, store))
-
+    positions = [(mt, nt) for mt in range(m // tile_m) for nt in range(nb // tile_n)]
+    tasks = [
+        GemmTile(shares[i % threads], shift, mt, nt, tile_m, tile_n, tile_k, kb, nb)
+        for i, (mt, nt) in enumerate(positions)
+    ]
     q = CommandQueue(config)
-    emit_tiles(q, tiles, kb // tile_k, threads)
+    emit_tasks(q, tasks, kb // tile_k, threads)
     program = q.synchronize()
     dram = {
         "uop": program.uops,
@@ -194,6 +233,73 @@ def tiled_gemm(
 # --- conv2d ----------------------------------------------------------------------------
 
 
+@dataclass
+class ConvTask(Task):
+    """Output rows ht*tile_h.. of output-channel block oc of a 3x3, stride 1, padding 1 conv.
+
+    The input tile is [C/16][tile_h + 2][W + 2] in INP, padded by the DMA; the block's weights
+    [C/16][3][3] are loaded only when the thread's previous task had another block.
+    """
+
+    ht: int
+    oc: int
+    tile_h: int
+    channel_blocks: int
+    height: int
+    width: int
+    load_weights: bool
+
+    @property
+    def acc_elements(self) -> int:
+        return self.tile_h * self.width
+
+    @property
+    def rows(self) -> int:
+        return self.tile_h + 2
+
+    @property
+    def cols(self) -> int:
+        return self.width + 2
+
+    def load(self, q: CommandQueue, k: int) -> None:
+        h, wd, cb = self.height, self.width, self.channel_blocks
+        top = self.ht * self.tile_h - 1
+        first, last = max(top, 0), min(top + self.rows, h)  # input rows that exist in DRAM
+        for ci in range(cb):
+            q.load_2d(
+                MemoryType.INP,
+                self.buffers.inp + ci * self.rows * self.cols,
+                ci * h * wd + first * wd,
+                last - first,
+                wd,
+                wd,
+                x_pad_0=1,
+                x_pad_1=1,
+                y_pad_0=first - top,
+                y_pad_1=top + self.rows - last,
+            )
+        if self.load_weights:
+            q.load_2d(MemoryType.WGT, self.buffers.wgt, self.oc * cb * 9, 1, cb * 9, cb * 9)
+
+    def gemm(self, q: CommandQueue, k: int) -> None:
+        buffers = self.buffers
+
+        def init(kernel: UopKernel) -> None:
+            kernel.loop(self.tile_h, self.width, self.cols, 0)  # output rows
+            for ci in range(self.channel_blocks):
+                for kh in range(3):
+                    for kw in range(3):
+                        for ow in range(self.width):
+                            src = buffers.inp + ci * self.rows * self.cols + kh * self.cols + ow + kw
+                            kernel.push(buffers.acc + ow, src, buffers.wgt + ci * 9 + kh * 3 + kw)
+
+        q.gemm(("conv", buffers.thread), init)
+
+    def store(self, q: CommandQueue) -> None:
+        first = self.oc * self.height * self.width + self.ht * self.tile_h * self.width
+        q.store_2d(self.buffers.acc, first, 1, self.acc_elements, self.acc_elements)
+
+
 def conv2d_3x3(
     x: np.ndarray,
     w: np.ndarray,
@@ -206,9 +312,8 @@ def conv2d_3x3(
     """out = clip(conv2d(x, w, stride 1, padding 1) >> shift, 0, 127) for x [1, C, H, W], w [O, C, 3, 3].
 
     A task is one output-channel block of a tile of `tile_h` output rows; the threads take
-    alternate tasks. The input tile (tile_h + 2 rows, W + 2 columns per channel block) is one
-    padded 2-D LOAD per channel block. Tensors `x`, `w`, `out` are placed in NCHW1n16c /
-    OIHW16o16i.
+    alternate tasks, and a thread keeps one channel block over consecutive row tiles so it
+    loads those weights once. Tensors `x`, `w`, `out` are placed in NCHW1n16c / OIHW16o16i.
     """
     if config.batch != 1:
         raise VTAError("conv2d_3x3 builds BATCH = 1 programs")
@@ -218,81 +323,23 @@ def conv2d_3x3(
     cb, ob = c // blk, o // blk
     if c % blk or o % blk or h % tile_h or w.shape[1:] != (c, 3, 3) or x.shape[0] != 1:
         raise VTAError(f"conv2d_3x3: x {list(x.shape)} / w {list(w.shape)} do not tile")
-    rows, cols = tile_h + 2, wd + 2
-    inp_half = config.inp_depth // threads
-    wgt_half = config.wgt_depth // threads
-    acc_half = config.acc_depth // threads
-    if cb * rows * cols > inp_half or cb * 9 > wgt_half or tile_h * wd > acc_half:
+    shares = ThreadBuffers.split(config, threads)
+    share = shares[0]
+    if cb * (tile_h + 2) * (wd + 2) > share.inp_size or cb * 9 > share.wgt_size or tile_h * wd > share.acc_size:
         raise VTAError("conv2d_3x3: a tile does not fit a thread's share of the buffers")
-
-    tiles = []
-    # a thread keeps one output-channel block for consecutive row tiles, so it loads its
-    # weights once per block
-    tasks = sorted(
+    order = sorted(
         ((ht, oc) for ht in range(h // tile_h) for oc in range(ob)),
         key=lambda task: (task[1] // threads, task[0], task[1] % threads),
     )
-    previous_block: dict[int, int] = {}
-    for index, (ht, oc) in enumerate(tasks):
-        t = index % threads
-        inp_base, wgt_base, acc_base = t * inp_half, t * wgt_half, t * acc_half
-        new_block = previous_block.get(t) != oc
-        previous_block[t] = oc
-
-        def load(
-            q: CommandQueue,
-            k: int,
-            ht: int = ht,
-            oc: int = oc,
-            inp_base: int = inp_base,
-            wgt_base: int = wgt_base,
-            new_block: bool = new_block,
-        ) -> None:
-            top = ht * tile_h - 1
-            first, last = max(top, 0), min(top + rows, h)  # input rows present in DRAM
-            for ci in range(cb):
-                q.load_2d(
-                    MemoryType.INP,
-                    inp_base + ci * rows * cols,
-                    ci * h * wd + first * wd,
-                    last - first,
-                    wd,
-                    wd,
-                    x_pad_0=1,
-                    x_pad_1=1,
-                    y_pad_0=first - top,
-                    y_pad_1=top + rows - last,
-                )
-            if new_block:
-                q.load_2d(MemoryType.WGT, wgt_base, oc * cb * 9, 1, cb * 9, cb * 9)
-
-        def gemm(
-            q: CommandQueue,
-            k: int,
-            t: int = t,
-            inp_base: int = inp_base,
-            wgt_base: int = wgt_base,
-            acc_base: int = acc_base,
-        ) -> None:
-            def init(kern: UopKernel) -> None:
-                kern.loop(tile_h, wd, cols, 0)  # output rows
-                for ci in range(cb):
-                    for kh in range(3):
-                        for kw in range(3):
-                            for ow in range(wd):
-                                src = inp_base + ci * rows * cols + kh * cols + ow + kw
-                                kern.push(acc_base + ow, src, wgt_base + ci * 9 + kh * 3 + kw)
-
-            q.gemm(("conv", t), init)
-
-        def store(q: CommandQueue, ht: int = ht, oc: int = oc, acc_base: int = acc_base) -> None:
-            q.store_2d(acc_base, oc * h * wd + ht * tile_h * wd, 1, tile_h * wd, tile_h * wd)
-
-        reset, epilogue = _reset_and_epilogue(acc_base, tile_h * wd, shift, t)
-        tiles.append(Tile(load, reset, gemm, epilogue, store))
-
+    tasks = []
+    block_of_thread: dict[int, int] = {}
+    for i, (ht, oc) in enumerate(order):
+        thread = i % threads
+        load_weights = block_of_thread.get(thread) != oc
+        block_of_thread[thread] = oc
+        tasks.append(ConvTask(shares[thread], shift, ht, oc, tile_h, cb, h, wd, load_weights))
     q = CommandQueue(config)
-    emit_tiles(q, tiles, 1, threads)
+    emit_tasks(q, tasks, 1, threads)
     program = q.synchronize()
     dram = {
         "uop": program.uops,

@@ -235,3 +235,13 @@ def test_chunked_gemm_matches(monkeypatch):
     monkeypatch.setattr("strato.vta.simulator._GEMM_CHUNK", 7)  # 128 executions per GEMM, in 19 parts
     simulate(bundle.insns, bundle.dram)
     assert (bundle.tensor("out")[:, :, 0, 0] == expect).all()
+
+
+def test_hand_built_programs_reject_what_they_cannot_build():
+    a = np.zeros((16, 32), dtype=np.int8)
+    with pytest.raises(VTAError, match="1 tasks do not split over 2 virtual threads"):
+        tiled_gemm(a, np.zeros((16, 32), np.int8), shift=0, tile_m=16, tile_n=1, tile_k=2, threads=2)
+    with pytest.raises(VTAError, match="does not tile"):
+        tiled_gemm(a, np.zeros((16, 32), np.int8), shift=0, tile_m=5, tile_n=1, tile_k=2)
+    with pytest.raises(VTAError, match="does not fit a thread's share"):
+        tiled_gemm(np.zeros((2048, 32), np.int8), np.zeros((16, 32), np.int8), shift=0, tile_m=2048, tile_n=1, tile_k=2)
