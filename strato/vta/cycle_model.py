@@ -66,6 +66,8 @@ class CycleReport:
     busy_cycles: dict[str, int]
     gemm_cycles: int
     params: CycleParams = field(default_factory=CycleParams)
+    # (start, end) cycle of every instruction, by index in the stream
+    timeline: list[tuple[int, int]] = field(default_factory=list, repr=False)
 
     @property
     def compute_utilization(self) -> float:
@@ -128,6 +130,7 @@ def estimate_cycles(
     pushes: dict[tuple[Stage, Stage], list[int]] = {}
     popped: dict[tuple[Stage, Stage], int] = {}
     gemm_cycles = 0
+    timeline = [(0, 0)] * len(insns)
     remaining = len(insns)
     while remaining:
         progressed = False
@@ -149,6 +152,7 @@ def estimate_cycles(
                     start = max([free_at[stage], *ready_times])
                     cycles = duration(insn, config, params)
                     end = start + cycles
+                    timeline[index] = (start, end)
                     free_at[stage] = end
                     busy[stage] += cycles
                     if isinstance(insn, Gemm) and not insn.reset:
@@ -170,5 +174,6 @@ def estimate_cycles(
         busy_cycles={stage.name.lower(): busy[stage] for stage in Stage},
         gemm_cycles=gemm_cycles,
         params=params,
+        timeline=timeline,
     )
 

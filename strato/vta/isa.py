@@ -407,3 +407,24 @@ def decode_uop(word: int, config: VTAConfig = DEFAULT_CONFIG) -> Uop:
 def describe(insn: Instruction, index: int | None = None) -> str:
     """A short name for messages: `GEMM`, `LOAD INP`, `ALU SHR`, with its index when known."""
     return insn.mnemonic if index is None else f"{index} ({insn.mnemonic})"
+
+
+def format_instruction(insn: Instruction) -> str:
+    """Every field of the instruction on one line, token flags last.
+
+    >>> format_instruction(Load(MemoryType.INP, 10, 256, 2, 3, 5, 1, 0, 1, 1, pop_next=True))
+    'LOAD INP sram_base=10 dram_base=256 y_size=2 x_size=3 x_stride=5 y_pad_0=1 y_pad_1=0 x_pad_0=1 x_pad_1=1 [pop_next]'
+    >>> format_instruction(Finish())
+    'FINISH'
+    """
+    skip = {"pop_prev", "pop_next", "push_prev", "push_next", "memory_type", "alu_opcode"}
+    parts = [insn.mnemonic]
+    for f in fields(insn):
+        if f.name in skip:
+            continue
+        value = getattr(insn, f.name)
+        parts.append(f"{f.name}={int(value) if isinstance(value, bool) else value}")
+    flags = [name for name in ("pop_prev", "pop_next", "push_prev", "push_next") if getattr(insn, name)]
+    if flags:
+        parts.append(f"[{' '.join(flags)}]")
+    return " ".join(parts)

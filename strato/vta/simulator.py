@@ -39,7 +39,19 @@ import numpy as np
 from strato.vta.config import DEFAULT_CONFIG, MemoryType, VTAConfig
 from strato.vta.cycle_model import CycleParams, CycleReport, estimate_cycles, token_queue
 from strato.vta.errors import VTAError
-from strato.vta.isa import Alu, AluOp, Finish, Gemm, Instruction, Load, Stage, Store, describe, uop_layout
+from strato.vta.isa import (
+    Alu,
+    AluOp,
+    Finish,
+    Gemm,
+    Instruction,
+    Load,
+    Stage,
+    Store,
+    describe,
+    format_instruction,
+    uop_layout,
+)
 
 REGIONS = {
     MemoryType.UOP: "uop",
@@ -522,6 +534,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("bundle", help="bundle directory (insns.bin, <region>.npy, manifest.json)")
     parser.add_argument("--seed", type=int, default=None, help="random order of ready modules")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--trace", action="store_true", help="first print every instruction with its cycles")
     defaults = CycleParams()
     for param in fields(CycleParams):
         parser.add_argument(
@@ -538,6 +551,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except VTAError as error:
         print(f"{args.bundle}: {error}", file=sys.stderr)
         return 1
+    if args.trace:
+        for index, (insn, (start, end)) in enumerate(zip(bundle.insns, report.cycles.timeline, strict=True)):
+            print(f"{index:6} {insn.stage.name.lower():7} {start:9}-{end:<9} {format_instruction(insn)}")
     print(json.dumps(report.to_json(), indent=2) if args.json else report.format())
     return 0
 

@@ -57,6 +57,12 @@ def test_command_line_prints_the_report(tmp_path, conv_bundle, capsys):
     assert main([str(tmp_path), "--json", "--seed", "3"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["counters"]["gemm_counter"] == 288 and report["cycles"]["total_cycles"] > 0
+    assert main([str(tmp_path), "--trace"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[:3] == ["0", "compute", "0-4"]  # a LOAD UOP no-op carrying a push: overhead only
+    assert lines[0].endswith("LOAD UOP sram_base=0 dram_base=0 y_size=0 x_size=0 x_stride=0 y_pad_0=0 y_pad_1=0 "
+                             "x_pad_0=0 x_pad_1=0 [push_prev]")  # fmt: skip
+    assert lines[len(bundle.insns) - 1].split()[1] == "compute" and "FINISH" in lines[len(bundle.insns) - 1]
     assert main([str(tmp_path), "--json", "--dma-latency", "1000"]) == 0
     slower = json.loads(capsys.readouterr().out)
     assert slower["cycles"]["total_cycles"] > report["cycles"]["total_cycles"] + 1000

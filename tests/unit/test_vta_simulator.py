@@ -323,6 +323,7 @@ def test_cycle_model_overlaps_modules_and_honours_tokens():
     assert report.busy_cycles == {"load": 19, "compute": 11 + 7 + 1 + 1, "store": 0}
     assert report.gemm_cycles == 6
     assert report.compute_utilization == pytest.approx(6 / 28)
+    assert report.timeline == [(0, 11), (0, 19), (19, 26), (26, 27), (27, 28)]
     padded = Load(MemoryType.INP, 0, 0, 1, 4, 4, x_pad_0=1, y_pad_1=1)  # 2x5 SRAM elements, 6 of them pads
     assert estimate_cycles([padded, Finish()], params=p).busy_cycles["load"] == 19 + 6
 
