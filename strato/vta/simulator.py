@@ -549,7 +549,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         bundle = read_bundle(args.bundle)
         report = simulate(bundle.insns, bundle.dram, bundle.config, seed=args.seed, params=params)
     except VTAError as error:
-        print(f"{args.bundle}: {error}", file=sys.stderr)
+        # bundle-level errors already name the directory; others get it as a prefix
+        named = error.location is not None and error.index is None
+        print(error if named else f"{args.bundle}: {error}", file=sys.stderr)
         return 1
     if args.trace:
         for index, (insn, (start, end)) in enumerate(zip(bundle.insns, report.cycles.timeline, strict=True)):

@@ -74,6 +74,8 @@ def test_command_line_prints_the_report(tmp_path, conv_bundle, capsys):
     assert run.returncode == 1
     message = f"{tmp_path}: instruction 0: error: field opcode = 7 is not a VTA opcode"
     assert run.stderr.strip().splitlines() == [message]
+    assert main([str(tmp_path / "missing")]) == 1
+    assert capsys.readouterr().err == f"{tmp_path / 'missing'}: error: not a bundle directory\n"
 
 
 def test_bad_bundles_are_one_line_errors(tmp_path, conv_bundle):
