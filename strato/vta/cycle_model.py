@@ -17,8 +17,11 @@ Durations (`CycleParams`, defaults below, all in accelerator clock cycles):
 
 The defaults model the Pynq build: 8 bytes per cycle (a 64-bit AXI port), 32 cycles from a
 DMA request to its first beat, 4 cycles of instruction overhead. Each module has its own DMA
-port and the ports do not contend; the instruction queues between fetch and the modules are
-unbounded (VTA's hold 512 instructions) and fetch itself takes no time.
+port and the ports do not contend. Fetch routes the stream in order into the module queues
+and takes no time, but stalls while the next instruction's queue is full: a module holds the
+instruction it executes or waits on, and its queue `queue_depth` more (VTA: 512); the
+functional simulator applies the same bound, so a stream that only deadlocks because a
+queue fills up is reported there too.
 
 Compute utilization is the fraction of all cycles in which the GEMM core does useful work:
 accumulate micro-ops x `gemm_cycles_per_uop` / total cycles.
@@ -44,17 +47,19 @@ class CycleParams:
     dma_latency: int = 32
     pad_cycles_per_element: int = 1
     insn_overhead: int = 4
+    queue_depth: int = 512
 
     def __post_init__(self) -> None:
         for name, value in asdict(self).items():
-            if value < 0 or (value == 0 and name == "dma_bytes_per_cycle"):
+            if value < 0 or (value == 0 and name in ("dma_bytes_per_cycle", "queue_depth")):
                 raise VTAError(f"cycle model: {name} = {value} must be {'positive' if value == 0 else 'non-negative'}")
 
     def describe(self) -> str:
         return (
             f"GEMM {self.gemm_cycles_per_uop} cycle/uop, ALU {self.alu_cycles_per_uop} cycles/uop, "
             f"DMA {self.dma_bytes_per_cycle} B/cycle + {self.dma_latency} cycles latency, "
-            f"{self.pad_cycles_per_element} cycle/pad element, {self.insn_overhead} cycles/instruction"
+            f"{self.pad_cycles_per_element} cycle/pad element, {self.insn_overhead} cycles/instruction, "
+            f"module queues of {self.queue_depth}"
         )
 
 
@@ -122,8 +127,14 @@ def estimate_cycles(
     """Time a well-formed stream (one that the functional simulator runs without error)."""
     params = params or CycleParams()
     per_stage: dict[Stage, list[int]] = {stage: [] for stage in Stage}
+    stage_position = []
     for index, insn in enumerate(insns):
+        stage_position.append(len(per_stage[insn.stage]))
         per_stage[insn.stage].append(index)
+    fetched, last_fetch = 0, 0
+    fetch_time = [0] * len(insns)
+    # when a module takes the instruction (frees its queue slot): fetched and module free
+    take_time: list[int | None] = [None] * len(insns)
     position = dict.fromkeys(Stage, 0)
     free_at = dict.fromkeys(Stage, 0)
     busy = dict.fromkeys(Stage, 0)
@@ -134,10 +145,23 @@ def estimate_cycles(
     remaining = len(insns)
     while remaining:
         progressed = False
+        while fetched < len(insns):
+            stage, p = insns[fetched].stage, stage_position[fetched]
+            if p >= params.queue_depth:  # the queue is full until the module takes p - depth
+                freed = take_time[per_stage[stage][p - params.queue_depth]]
+                if freed is None:
+                    break
+                last_fetch = max(last_fetch, freed)
+            fetch_time[fetched] = last_fetch
+            fetched += 1
+            progressed = True
         for stage in Stage:
-            while position[stage] < len(per_stage[stage]):
+            while position[stage] < len(per_stage[stage]) and per_stage[stage][position[stage]] < fetched:
                 index = per_stage[stage][position[stage]]
                 insn = insns[index]
+                if take_time[index] is None:
+                    take_time[index] = max(fetch_time[index], free_at[stage])
+                    progressed = True
                 pops = [token_queue(stage, d)[::-1] for d, flag in _pops(insn) if flag]
                 ready_times = []
                 for queue in pops:
@@ -149,7 +173,7 @@ def estimate_cycles(
                 else:
                     for queue in pops:
                         popped[queue] = popped.get(queue, 0) + 1
-                    start = max([free_at[stage], *ready_times])
+                    start = max([take_time[index], *ready_times])
                     cycles = duration(insn, config, params)
                     end = start + cycles
                     timeline[index] = (start, end)

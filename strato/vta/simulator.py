@@ -158,8 +158,11 @@ class _Shared:
 
 
 class _Machine:
-    def __init__(self, insns: Sequence[Instruction], dram: Mapping[str, np.ndarray], config: VTAConfig):
+    def __init__(
+        self, insns: Sequence[Instruction], dram: Mapping[str, np.ndarray], config: VTAConfig, queue_depth: int
+    ):
         self.insns = insns
+        self.queue_depth = queue_depth
         self.dram = dram
         self.config = config
         cfg = config
@@ -178,6 +181,9 @@ class _Machine:
         for index, insn in enumerate(insns):
             self.per_stage[insn.stage].append(index)
         self.position = dict.fromkeys(Stage, 0)
+        # fetch: a prefix of the stream has been routed into the module queues
+        self.fetched = 0
+        self.fetched_per_stage = dict.fromkeys(Stage, 0)
         # knowledge[s][t]: how many of module t's instructions happened before module s's next one
         self.knowledge = {stage: dict.fromkeys(Stage, 0) for stage in Stage}
         self.tokens: dict[tuple[Stage, Stage], list[dict[Stage, int]]] = {q: [] for q in _QUEUE_NAMES}
@@ -185,8 +191,23 @@ class _Machine:
     # --- scheduling --------------------------------------------------------------------
 
     def head(self, stage: Stage) -> int | None:
-        indices = self.per_stage[stage]
-        return indices[self.position[stage]] if self.position[stage] < len(indices) else None
+        """The next instruction of `stage`, once fetch has routed it to the module."""
+        if self.position[stage] >= self.fetched_per_stage[stage]:
+            return None
+        return self.per_stage[stage][self.position[stage]]
+
+    def fetch(self) -> None:
+        """Route instructions in order while their module's queue has room.
+
+        A module holds the instruction it executes (or waits to execute) and its queue holds
+        up to `queue_depth` more.
+        """
+        while self.fetched < len(self.insns):
+            stage = self.insns[self.fetched].stage
+            if self.fetched_per_stage[stage] - self.position[stage] > self.queue_depth:
+                return
+            self.fetched_per_stage[stage] += 1
+            self.fetched += 1
 
     def pops(self, stage: Stage, insn: Instruction) -> list[tuple[Stage, Stage]]:
         queues = []
@@ -204,19 +225,26 @@ class _Machine:
 
     def run(self, rng: random.Random | None) -> None:
         while True:
+            self.fetch()
             ready = [stage for stage in Stage if self.ready(stage)]
             if not ready:
                 break
             stage = rng.choice(ready) if rng is not None else ready[0]
             self.step(stage)
-        stuck = [(self.head(s), s) for s in Stage if self.head(s) is not None]
+        stuck = sorted((index, s) for s in Stage if (index := self.head(s)) is not None)
         if stuck:
-            index, stage = min(stuck)
+            index, stage = stuck[0]
             waits = [_QUEUE_NAMES[q] for q in self.pops(stage, self.insns[index]) if not self.tokens[q]]
-            others = "; ".join(f"instruction {describe(self.insns[i], i)} waits too" for i, _ in sorted(stuck)[1:])
+            notes = [f"instruction {describe(self.insns[i], i)} waits too" for i, _ in stuck[1:]]
+            if self.fetched < len(self.insns):
+                blocked = self.insns[self.fetched]
+                notes.append(
+                    f"fetch waits at instruction {describe(blocked, self.fetched)}: the "
+                    f"{blocked.stage.name.lower()} queue is full ({self.queue_depth} instructions)"
+                )
             raise VTAError(
                 f"deadlock: {describe(self.insns[index])} on the {stage.name.lower()} module waits for a "
-                f"{' and a '.join(waits)} token that is never pushed" + (f" ({others})" if others else ""),
+                f"{' and a '.join(waits)} token that is never pushed" + (f" ({'; '.join(notes)})" if notes else ""),
                 index,
             )
 
@@ -509,10 +537,12 @@ def simulate(
 
     `seed` picks the order in which ready modules run (None: load, then compute, then store
     first); a stream the simulator accepts computes the same result under every order.
+    `params` are the cycle model's; its `queue_depth` also bounds the module queues here.
     """
     check_stream(insns)
     check_dram(dram, config)
-    machine = _Machine(insns, dram, config)
+    params = params or CycleParams()
+    machine = _Machine(insns, dram, config, params.queue_depth)
     machine.run(random.Random(seed) if seed is not None else None)
     left = [(q, len(t)) for q, t in machine.tokens.items() if t]
     if left:
