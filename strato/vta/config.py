@@ -297,6 +297,16 @@ class VTAConfig:
         """Read the log2 parameters; unknown keys (TARGET, HW_VER, ...) are ignored."""
         fields = {key.upper(): key for key in cls.__dataclass_fields__}
         values: dict[str, int] = {}
+        data = dict(data)
+        # older configurations give the two block sizes separately; strato needs them equal
+        block_in, block_out = data.pop("LOG_BLOCK_IN", None), data.pop("LOG_BLOCK_OUT", None)
+        if block_in is not None or block_out is not None:
+            if block_in != block_out or ("LOG_BLOCK" in data and data["LOG_BLOCK"] != block_in):
+                raise VTAError(
+                    f"config: LOG_BLOCK_IN = {block_in} and LOG_BLOCK_OUT = {block_out} differ "
+                    "(strato supports square GEMM cores)"
+                )
+            data.setdefault("LOG_BLOCK", block_in)
         for key, value in data.items():
             name = fields.get(key.upper())
             if name is None:

@@ -64,6 +64,14 @@ def test_bad_config_names_the_parameter():
         VTAConfig(log_acc_width=4)
     with pytest.raises(VTAError, match="log_wgt_buff_size"):
         VTAConfig(log_wgt_buff_size=40)
+    with pytest.raises(VTAError, match="LOG_BLOCK_IN = 4 and LOG_BLOCK_OUT = 3 differ"):
+        VTAConfig.from_json({"LOG_BLOCK_IN": 4, "LOG_BLOCK_OUT": 3})
+    with pytest.raises(VTAError, match="LOG_BATCH = '0' is not an integer"):
+        VTAConfig.from_json({"LOG_BATCH": "0"})
+    older = {"TARGET": "sim", "HW_VER": "0.0.1", "LOG_BLOCK_IN": 3, "LOG_BLOCK_OUT": 3}
+    older |= {"LOG_INP_BUFF_SIZE": 14, "LOG_WGT_BUFF_SIZE": 16, "LOG_ACC_BUFF_SIZE": 16}
+    expect = VTAConfig(log_block=3, log_inp_buff_size=14, log_wgt_buff_size=16, log_acc_buff_size=16)
+    assert VTAConfig.from_json(older) == expect
 
 
 def test_t1_uop_packing():
