@@ -245,3 +245,27 @@ def test_hand_built_programs_reject_what_they_cannot_build():
         tiled_gemm(a, np.zeros((16, 32), np.int8), shift=0, tile_m=5, tile_n=1, tile_k=2)
     with pytest.raises(VTAError, match="does not fit a thread's share"):
         tiled_gemm(np.zeros((2048, 32), np.int8), np.zeros((16, 32), np.int8), shift=0, tile_m=2048, tile_n=1, tile_k=2)
+
+
+@given(st.data())
+def test_removing_a_token_from_random_programs_is_reported(data):
+    threads = data.draw(st.sampled_from([1, 2]), "threads")
+    if data.draw(st.booleans(), "conv"):
+        rng = np.random.default_rng(data.draw(st.integers(0, 2**16), "seed"))
+        x = rng.integers(-128, 128, (1, 16, 4, 3), dtype=np.int8)
+        w = rng.integers(-128, 128, (32, 16, 3, 3), dtype=np.int8)
+        bundle = conv2d_3x3(x, w, shift=8, tile_h=data.draw(st.sampled_from([1, 2, 4]), "tile_h"), threads=threads)
+    else:
+        tiles = data.draw(st.sampled_from([(8, 1, 1), (8, 2, 2), (16, 2, 1), (4, 4, 2)]), "tiles")
+        bundle, _ = gemm_case(data.draw(st.integers(0, 2**16), "seed"), threads, m=16, k=32, n=64, tiles=tiles)
+    flags = [
+        (index, flag)
+        for index, insn in enumerate(bundle.insns)
+        for flag in ("pop_prev", "pop_next", "push_prev", "push_next")
+        if getattr(insn, flag)
+    ]
+    index, flag = data.draw(st.sampled_from(flags), "removed")
+    broken = list(bundle.insns)
+    broken[index] = replace(broken[index], **{flag: False})
+    with pytest.raises(VTAError, match="deadlock|token|race|not ordered after"):
+        simulate(broken, bundle.dram, seed=data.draw(st.integers(0, 3), "order"))
