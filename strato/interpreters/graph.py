@@ -88,7 +88,7 @@ def _run_function(
             callee = entry_function(module, op.callee.string_value())
             results = _run_function(module, callee, args)
         else:
-            raise StratoError(f"the graph interpreter cannot run '{op.name}'")
+            raise StratoError(f"the graph interpreter cannot run '{op.name}'", op=op)
         for value, array in zip(op.results, results, strict=True):
             env[value] = array
     raise StratoError(f"@{function.sym_name.data} has no func.return")

@@ -58,11 +58,19 @@ class Diagnostic:
         return None
 
 
-_ANNOTATION = re.compile(
-    r"expected-(?P<severity>error|warning|remark|note)(?P<regex>-re)?"
-    r" *(?:@(?P<designator>[+-]\d+|above|below|unknown))?"
-    r" *\{\{(?P<text>.*)\}\}"
-)
+# Where an annotation may start: `expected-` and a word, as a word of its own.
+_ANNOTATION_START = re.compile(r"(?<![\w-])expected-(?P<kind>[A-Za-z]+)(?P<regex>-re)?")
+_DESIGNATOR = re.compile(r"@(?P<designator>\S*)")
+_VALID_DESIGNATOR = re.compile(r"[+-]\d+|above|below|unknown")
+
+
+class MalformedAnnotation(Exception):
+    """An `expected-...` annotation that cannot be read; it fails the check instead of
+    being ignored, so a typo cannot make a test pass."""
+
+    def __init__(self, diagnostic: Diagnostic):
+        super().__init__(str(diagnostic))
+        self.diagnostic = diagnostic
 
 
 @dataclass
@@ -101,15 +109,72 @@ def _regex_of(text: str) -> str:
     return "".join(pattern)
 
 
+@dataclass(frozen=True)
+class _Annotation:
+    severity: str
+    is_regex: bool
+    designator: str | None
+    text: str
+    index: int  # line index in the chunk
+    column: int  # 1-based
+
+
+def _read_annotations(line: str, index: int, file: str, first_line: int) -> list[_Annotation]:
+    """The annotations on one line; MalformedAnnotation for one that cannot be read."""
+    found: list[_Annotation] = []
+    for start in _ANNOTATION_START.finditer(line):
+        kind = start.group("kind")
+        position = start.end()
+        rest = line[position:]
+        stripped = rest.lstrip()
+        designator: str | None = None
+        if stripped.startswith("@"):
+            match = _DESIGNATOR.match(stripped)
+            assert match is not None
+            designator = match.group("designator").split("{{")[0]
+            stripped = stripped[1 + len(designator) :].lstrip()
+        location = SourceLocation(file, first_line + index, start.start() + 1)
+        spelled = start.group(0)
+
+        def malformed(reason: str) -> MalformedAnnotation:
+            return MalformedAnnotation(Diagnostic("error", f"{reason}", location))
+
+        if kind not in SEVERITIES:
+            if designator is None and not stripped.startswith("{{"):
+                continue  # prose such as "expected-output", not an annotation
+            raise malformed(
+                f"unknown annotation '{spelled}': use expected-error, expected-warning, "
+                "expected-remark or expected-note"
+            )
+        if designator is not None and _VALID_DESIGNATOR.fullmatch(designator) is None:
+            raise malformed(
+                f"malformed designator '@{designator}' in {spelled}: use @+N, @-N, @above, "
+                "@below or @unknown"
+            )
+        if not stripped.startswith("{{"):
+            raise malformed(f"{spelled} needs its expected text in '{{{{...}}}}'")
+        close = stripped.rfind("}}")
+        if close < 2:
+            raise malformed(f"unterminated {spelled}: no '}}}}' closes the expected text")
+        text = stripped[2:close]
+        is_regex = start.group("regex") is not None
+        if is_regex:
+            try:
+                re.compile(_regex_of(text))
+            except re.error as err:
+                raise malformed(f"invalid regex in {spelled}: {err}") from None
+        found.append(_Annotation(kind, is_regex, designator, text, index, start.start() + 1))
+    return found
+
+
 def parse_expectations(text: str, file: str, first_line: int = 1) -> list[Expectation]:
-    """The annotations of `text`, whose first line is line `first_line` of `file`."""
+    """The annotations of `text`, whose first line is line `first_line` of `file`;
+    MalformedAnnotation for one that cannot be read or points outside `text`."""
     lines = text.split("\n")
-    annotations: list[tuple[int, re.Match[str]]] = []
+    annotations: list[_Annotation] = []
     for index, line in enumerate(lines):
-        match = _ANNOTATION.search(line)
-        if match is not None:
-            annotations.append((index, match))
-    annotated = {index for index, _ in annotations}
+        annotations.extend(_read_annotations(line, index, file, first_line))
+    annotated = {annotation.index for annotation in annotations}
 
     def nearest_plain_line(index: int, step: int) -> int:
         index += step
@@ -118,26 +183,37 @@ def parse_expectations(text: str, file: str, first_line: int = 1) -> list[Expect
         return index
 
     expectations: list[Expectation] = []
-    for index, match in annotations:
-        designator = match.group("designator")
+    for annotation in annotations:
+        designator = annotation.designator
         target: int | None
         if designator is None:
-            target = index
+            target = annotation.index
         elif designator == "unknown":
             target = None
         elif designator == "above":
-            target = nearest_plain_line(index, -1)
+            target = nearest_plain_line(annotation.index, -1)
         elif designator == "below":
-            target = nearest_plain_line(index, +1)
+            target = nearest_plain_line(annotation.index, +1)
         else:
-            target = index + int(designator)
+            target = annotation.index + int(designator)
+        location = SourceLocation(file, first_line + annotation.index, annotation.column)
+        if target is not None and not 0 <= target < len(lines):
+            where = "@" + designator if designator else ""
+            raise MalformedAnnotation(
+                Diagnostic(
+                    "error",
+                    f"expected-{annotation.severity} {where} points outside the input "
+                    f"(line {first_line + target})".replace("  ", " "),
+                    location,
+                )
+            )
         expectations.append(
             Expectation(
-                severity=match.group("severity"),
-                text=match.group("text"),
-                is_regex=match.group("regex") is not None,
+                severity=annotation.severity,
+                text=annotation.text,
+                is_regex=annotation.is_regex,
                 line=None if target is None else first_line + target,
-                annotation=SourceLocation(file, first_line + index, match.start() + 1),
+                annotation=location,
             )
         )
     return expectations

@@ -18,6 +18,12 @@ integers in [-4, 4], booleans 0 or 1. With `print-inputs=true` they are printed 
 
 from __future__ import annotations
 
+import faulthandler
+import mmap
+import os
+import pickle
+import signal
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, ClassVar
@@ -125,13 +131,93 @@ def run_llvm(
     outputs: list[np.ndarray] = []
     for spec in specs:
         if spec.is_output:
-            buffer = np.zeros(spec.type.get_shape(), dtype=numpy_dtype(spec.type))
+            buffer = _shared_zeros(spec.type.get_shape(), numpy_dtype(spec.type))
             outputs.append(buffer)
             args.append(buffer)
         else:
             args.append(np.require(remaining.pop(0), requirements="C"))
-    JitModule(module).function(entry.sym_name.data)(*args)
-    return outputs
+    compiled = JitModule(module).function(entry.sym_name.data)
+    run_isolated(lambda: compiled(*args), entry.sym_name.data, entry)
+    return [np.array(output) for output in outputs]
+
+
+def _shared_zeros(shape: Sequence[int], dtype: np.dtype) -> np.ndarray:
+    """A zeroed array in memory shared with child processes, so that compiled code
+    run by `run_isolated` can write the outputs the parent reads."""
+    size = max(1, int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize)
+    return np.frombuffer(mmap.mmap(-1, size), dtype=dtype, count=int(np.prod(shape))).reshape(
+        shape
+    )
+
+
+def run_isolated(call: Callable[[], object], name: str, op: Operation) -> None:
+    """Run `call` (compiled code) in a forked child process where fork exists.
+
+    Machine code reads and writes memory it is given without checks; a bad index, a
+    division by zero or a failed allocation ends the process with a signal. In a child,
+    that signal becomes a diagnostic naming the function instead of killing
+    strato-opt. Outputs must live in shared memory (`_shared_zeros`); a Python
+    exception raised by `call` is re-raised here.
+    """
+    if not hasattr(os, "fork"):
+        call()
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: run, report a Python exception, never return
+        status = 0
+        try:
+            os.close(read_end)
+            # The signal is reported by the parent: no Python stack dump, no core file.
+            import resource  # POSIX only, as fork is
+
+            faulthandler.disable()
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            call()
+        except BaseException as err:
+            status = 1
+            try:
+                message = pickle.dumps(err)
+            except Exception:
+                message = pickle.dumps(RuntimeError(f"{type(err).__name__}: {err}"))
+            with os.fdopen(write_end, "wb") as stream:
+                stream.write(message)
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as stream:
+        reported = stream.read()
+    _, wait_status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(wait_status):
+        number = os.WTERMSIG(wait_status)
+        try:
+            signal_name = signal.Signals(number).name
+        except ValueError:
+            signal_name = f"signal {number}"
+        cause = _SIGNAL_CAUSES.get(signal_name, "")
+        raise StratoError(
+            f"the compiled code of @{name} was stopped by {signal_name}"
+            + (f" ({cause})" if cause else ""),
+            op=op,
+        )
+    if reported:
+        raise pickle.loads(reported)
+    if os.WEXITSTATUS(wait_status) != 0:
+        raise StratoError(
+            f"the compiled code of @{name} exited with status {os.WEXITSTATUS(wait_status)}",
+            op=op,
+        )
+
+
+_SIGNAL_CAUSES = {
+    "SIGSEGV": "an access out of the bounds of a buffer, or a failed allocation",
+    "SIGBUS": "an access out of the bounds of a buffer",
+    "SIGFPE": "an integer division by zero or an overflowing division",
+    "SIGILL": "an unreachable point or a trap in the code",
+    "SIGABRT": "an abort in the code",
+}
 
 
 def entry_and_input_types(
@@ -152,6 +238,82 @@ def entry_and_input_types(
 
     entry = entry_function(module, function)
     return entry, list(entry.function_type.inputs.data)
+
+
+# The largest buffer -t interpret makes or lets a program make, in elements: inputs are
+# drawn in float64 first, so this is 512 MiB of draws.
+MAX_BUFFER_ELEMENTS = 2**26
+
+
+def _is_defined_function(op: Operation) -> bool:
+    from xdsl.dialects import llvm
+
+    return isinstance(op, FuncOp | llvm.FuncOp) and bool(op.body.blocks)
+
+
+def check_runnable(module: ModuleOp, entry: Operation, level: str) -> None:
+    """Diagnostics for programs the interpreters cannot run, before running them:
+    buffers too large to allocate, and, below llvm, functions of several blocks and
+    recursive calls (the interpreters walk one block and recurse on calls)."""
+    for op in module.walk():
+        for value in (*op.results, *(a for r in op.regions for b in r.blocks for a in b.args)):
+            type_ = value.type
+            if not isinstance(type_, TensorType | MemRefType):
+                continue
+            shape = type_.get_shape()
+            if any(dim < 0 for dim in shape):
+                continue
+            elements = int(np.prod(shape, dtype=object))
+            if elements > MAX_BUFFER_ELEMENTS:
+                raise StratoError(
+                    f"{type_} holds {elements} elements, more than -t interpret "
+                    f"allocates ({MAX_BUFFER_ELEMENTS})",
+                    op=op,
+                )
+    if level == "llvm" or not isinstance(entry, FuncOp):
+        return
+    _check_call_graph(module, entry)
+
+
+def _check_call_graph(module: ModuleOp, entry: FuncOp) -> None:
+    from xdsl.dialects.func import CallOp
+
+    functions = {
+        op.sym_name.data: op for op in module.ops if isinstance(op, FuncOp) and op.body.blocks
+    }
+    # Depth-first over the calls from `entry`, with an explicit stack: a call to a
+    # function still on the path is recursion.
+    on_path: set[str] = set()
+    done: set[str] = set()
+    stack: list[tuple[FuncOp, list[CallOp] | None]] = [(entry, None)]
+    while stack:
+        function, pending = stack[-1]
+        name = function.sym_name.data
+        if pending is None:
+            if len(function.body.blocks) > 1:
+                raise StratoError(
+                    f"@{name} has {len(function.body.blocks)} blocks; the interpreters run "
+                    "functions of a single block",
+                    op=function,
+                )
+            on_path.add(name)
+            pending = [op for op in function.walk() if isinstance(op, CallOp)]
+            stack[-1] = (function, pending)
+        if not pending:
+            on_path.discard(name)
+            done.add(name)
+            stack.pop()
+            continue
+        call = pending.pop()
+        callee = call.callee.string_value()
+        if callee in on_path:
+            raise StratoError(
+                f"recursive call to @{callee}: the interpreters run programs without "
+                "recursion",
+                op=call,
+            )
+        if callee in functions and callee not in done:
+            stack.append((functions[callee], None))
 
 
 def random_input(type_: Attribute, rng: np.random.Generator) -> np.ndarray:
@@ -194,10 +356,17 @@ class InterpretTarget(Target):
     seed: int = 0
     print_inputs: bool = False
 
+    def __post_init__(self) -> None:
+        if self.seed < 0:
+            raise ValueError(f"seed must be a non-negative integer, got {self.seed}")
+
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         level = program_level(module)
         interpreter = _interpreter_of(level)
+        if not any(_is_defined_function(op) for op in module.ops):
+            raise StratoError("the module has no function with a body to run", op=module)
         entry, input_types = entry_and_input_types(module, level, self.function)
+        check_runnable(module, entry, level)
         rng = np.random.default_rng(self.seed)
         inputs = [random_input(t, rng) for t in input_types]
         name = entry.sym_name.data

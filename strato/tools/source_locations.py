@@ -17,20 +17,25 @@ that raised it, since xDSL's exception does not carry the op.
 from __future__ import annotations
 
 import bisect
+import math
 import re
+from typing import Any
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     CallSiteLoc,
     FileLineColLoc,
+    DenseIntOrFPElementsAttr,
     FusedLoc,
     IntAttr,
+    IntegerType,
     NameLoc,
+    ShapedType,
     StringAttr,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Operation
+from xdsl.ir import Attribute, Operation, TypeAttribute
 from xdsl.parser import Parser
 from xdsl.parser.generic_parser import ParserState
 from xdsl.utils.exceptions import DiagnosticException, ParseError
@@ -57,7 +62,18 @@ class SourceLocation:
 def one_line(message: str) -> str:
     """A possibly multi-line message as one line (xDSL's constraint errors span several)."""
     parts = [part.strip() for part in str(message).splitlines()]
-    return " ".join(part for part in parts if part)
+    text = " ".join(part for part in parts if part)
+    if len(text) > MAX_MESSAGE_CHARS:
+        # A message that quotes the input (a 3000-element shape) stays readable.
+        text = text[: MAX_MESSAGE_CHARS - 3] + "..."
+    return text
+
+
+MAX_MESSAGE_CHARS = 1000
+MAX_DIMENSION = 2**63 - 1
+# MLIR's limit on the width of an integer type.
+MAX_INTEGER_WIDTH = 2**24 - 1
+MAX_DENSE_ELEMENTS = 2**26
 
 
 class LineIndex:
@@ -101,6 +117,54 @@ class LocatingParser(Parser):
     def location_at(self, position: int) -> SourceLocation:
         """The file location of a character offset into the parsed text."""
         return self.lines.location_at(position)
+
+    # -- limits on what a short text can make the parser build ------------------------
+
+    def parse_shape_dimension(self, allow_dynamic: bool = True) -> int:
+        start = self._current_token.span.start
+        dimension = super().parse_shape_dimension(allow_dynamic)
+        if dimension > MAX_DIMENSION:
+            self.raise_error(
+                f"dimension {dimension} is too large (at most 2**63 - 1)", start, self.pos
+            )
+        return dimension
+
+    def _parse_optional_integer_or_float_type(self) -> TypeAttribute | None:
+        start = self._current_token.span.start
+        parsed = super()._parse_optional_integer_or_float_type()
+        if isinstance(parsed, IntegerType) and parsed.width.data > MAX_INTEGER_WIDTH:
+            self.raise_error(
+                f"integer width {parsed.width.data} is too large "
+                f"(at most {MAX_INTEGER_WIDTH} bits)",
+                start,
+                self.pos,
+            )
+        return parsed
+
+    def parse_dense_int_or_fp_elements_attr(self, type: Any) -> DenseIntOrFPElementsAttr:
+        if type is not None:
+            self._check_dense_size(type, self.pos)
+        return super().parse_dense_int_or_fp_elements_attr(type)
+
+    def _parse_dense_literal_type(self) -> Any:
+        start = self._current_token.span.start
+        type = super()._parse_dense_literal_type()
+        self._check_dense_size(type, start)
+        return type
+
+    def _check_dense_size(self, type: Attribute, start: int) -> None:
+        # A splat `dense<1.0> : tensor<99999999999xf32>` is a few characters that xDSL
+        # would expand into one Python value per element.
+        if not isinstance(type, ShapedType):
+            return
+        elements = math.prod(type.get_shape())
+        if elements > MAX_DENSE_ELEMENTS:
+            self.raise_error(
+                f"dense constant of {elements} elements is too large "
+                f"(strato holds constants element by element, at most {MAX_DENSE_ELEMENTS})",
+                start,
+                self.pos,
+            )
 
     def parse_operation(self) -> Operation:
         start = self.pos
@@ -198,3 +262,19 @@ def find_failing_op(root: Operation, message: str) -> Operation:
             break
         current = child
     return current
+
+
+def deepest_op(root: Operation) -> tuple[Operation, int]:
+    """The first most deeply nested op under `root` and its depth (root: 0), found
+    without recursion, for IR nested too deeply for the recursive walks."""
+    deepest, deepest_depth = root, 0
+    stack: list[tuple[Operation, int]] = [(root, 0)]
+    while stack:
+        op, depth = stack.pop()
+        if depth > deepest_depth:
+            deepest, deepest_depth = op, depth
+        for region in reversed(op.regions):
+            for block in reversed(region.blocks):
+                children = list(block.ops)
+                stack.extend((child, depth + 1) for child in reversed(children))
+    return deepest, deepest_depth

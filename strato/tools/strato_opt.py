@@ -26,12 +26,14 @@ import io
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, replace
 from typing import IO, Any, NoReturn
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, UnknownLoc
+from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass, PassPipeline, get_pass_option_infos
 from xdsl.printer import Printer
 from xdsl.utils.arg_spec import ArgSpec, parse_pipeline, parse_spec
@@ -42,12 +44,19 @@ from xdsl.xdsl_opt_main import xDSLOptMain
 
 from strato.context import make_context
 from strato.diagnostics import StratoError
-from strato.tools.diagnostics_check import Diagnostic, check_diagnostics, parse_expectations
+from strato.tools.diagnostics_check import (
+    Diagnostic,
+    MalformedAnnotation,
+    check_diagnostics,
+    parse_expectations,
+)
 from strato.tools.pass_timing import PassTimer
 from strato.tools.source_locations import (
     LineIndex,
     LocatingParser,
     SourceLocation,
+    deepest_op,
+    file_location,
     find_failing_op,
     location_of,
     one_line,
@@ -426,8 +435,12 @@ class StratoOptMain(xDSLOptMain):
             result, diagnostics = self.process_chunk(chunk)
             if self.args.verify_diagnostics:
                 file = self.input_name
-                expectations = parse_expectations(chunk.text, file, chunk.first_line)
-                diagnostics = check_diagnostics(diagnostics, expectations, file)
+                try:
+                    expectations = parse_expectations(chunk.text, file, chunk.first_line)
+                except MalformedAnnotation as malformed:
+                    diagnostics = [malformed.diagnostic]
+                else:
+                    diagnostics = check_diagnostics(diagnostics, expectations, file)
             if diagnostics:
                 output.flush()
                 for diagnostic in diagnostics:
@@ -455,6 +468,10 @@ class StratoOptMain(xDSLOptMain):
 
     def process_chunk(self, chunk: InputChunk) -> tuple[str | None, list[Diagnostic]]:
         """The printed result of one chunk, or the diagnostics that stopped it."""
+        # Where a diagnostic about the whole module points: the start of the chunk, as
+        # mlir-opt locates the implicit module at the start of its buffer.
+        self.chunk_location = SourceLocation(self.input_name, chunk.first_line, 1)
+        module: ModuleOp | None = None
         try:
             module = self.parse_input(chunk)
             self.verify(module, after=None)
@@ -462,6 +479,17 @@ class StratoOptMain(xDSLOptMain):
             return self.output_resulting_program(module), []
         except ChunkFailure as failure:
             return None, [failure.diagnostic]
+        except RecursionError:
+            # Printing or dumping IR nested deeper than Python's recursion allows.
+            return None, [self._too_deep(module, "strato-opt")]
+
+    def _too_deep(self, module: ModuleOp | None, stage: str) -> Diagnostic:
+        """The diagnostic for IR nested too deeply for `stage`, at its deepest op."""
+        op, depth = (None, 0) if module is None else deepest_op(module)
+        location = (None if op is None else location_of(op)) or self.chunk_location
+        return Diagnostic(
+            "error", f"IR nested {depth} ops deep is too deep for {stage}", location
+        )
 
     def parse_input(self, chunk: InputChunk) -> ModuleOp:
         with self._timed("Parser"):
@@ -476,10 +504,25 @@ class StratoOptMain(xDSLOptMain):
                 ):
                     # Only comments and blank lines: an empty module, as in mlir-opt.
                     return ModuleOp([])
-                return parser.parse_module(not self.args.no_implicit_module)
+                module = parser.parse_module(not self.args.no_implicit_module)
+                if parser._current_token.kind != MLIRTokenKind.EOF:
+                    parser.raise_error("unexpected input after the top-level module")
+            except RecursionError:
+                position = 0 if parser is None else parser._current_token.span.start
+                raise ChunkFailure(
+                    Diagnostic(
+                        "error",
+                        "IR nested too deeply to parse (attributes, types or regions)",
+                        lines.location_at(position),
+                    )
+                ) from None
             except ParseError as err:
                 location = lines.location_at(err.span.start)
-                raise ChunkFailure(Diagnostic("error", one_line(err.msg), location)) from None
+                message = one_line(err.msg)
+                if "{first_char}" in message:
+                    # xDSL leaves the placeholder of this message unformatted.
+                    message = message.replace("{first_char}", f"'{chunk.text[err.span.start]}'")
+                raise ChunkFailure(Diagnostic("error", message, location)) from None
             except DiagnosticException as err:
                 # Raised outside an op (an alias definition, the module itself).
                 diagnostic = self.diagnostic_of(err)
@@ -488,6 +531,17 @@ class StratoOptMain(xDSLOptMain):
                     position = 0 if parser is None else parser.pos
                     diagnostic = replace(diagnostic, location=lines.location_at(position))
                 raise ChunkFailure(diagnostic) from None
+        if isinstance(module.location, UnknownLoc):
+            module.location = file_location(self.chunk_location)
+        if any(block.args for block in module.body.blocks):
+            raise ChunkFailure(
+                Diagnostic(
+                    "error",
+                    "'builtin.module' body takes no block arguments",
+                    self.chunk_location,
+                )
+            )
+        return module
 
     def verify(self, module: ModuleOp, after: str | None) -> None:
         """Verify `module`, reporting a failure at the op that does not verify."""
@@ -496,24 +550,46 @@ class StratoOptMain(xDSLOptMain):
         with self._timed("Verifier"):
             try:
                 module.verify()
+            except RecursionError:
+                stage = "the verifier" if after is None else f"the verifier after {after}"
+                raise ChunkFailure(self._too_deep(module, stage)) from None
             except DiagnosticException as err:
                 message = str(err)
                 op = find_failing_op(module, message)
                 text = one_line(message)
                 if after is not None:
                     text += f" (in the IR produced by {after})"
-                location = location_of(op) or SourceLocation(self.input_name)
+                location = location_of(op) or self.chunk_location
                 raise ChunkFailure(Diagnostic("error", text, location)) from None
 
     def apply_passes(self, prog: ModuleOp) -> None:
         for pass_, label in zip(self.pipeline.passes, self.pipeline_labels):
             if self.args.print_ir_before_all:
                 self.dump_ir(f"Before {pass_.name}", prog)
+            if pass_.name.startswith("graph-"):
+                self._check_graph_functions(prog, pass_.name)
             with self._timed(label):
-                self._run_stage(f"pass '{pass_.name}'", lambda: pass_.apply(self.ctx, prog))
+                self._run_stage(
+                    f"pass '{pass_.name}'", lambda: pass_.apply(self.ctx, prog), prog
+                )
             self.verify(prog, after=pass_.name)
             if self.args.print_ir_after_all:
                 self.dump_ir(f"After {pass_.name}", prog)
+
+    def _check_graph_functions(self, prog: ModuleOp, pass_name: str) -> None:
+        """Graph-level passes take functions of one block: graph ops have no control
+        flow, and the passes read a function as one list of ops."""
+        for op in prog.walk():
+            if isinstance(op, FuncOp) and len(op.body.blocks) > 1:
+                location = location_of(op) or self.chunk_location
+                raise ChunkFailure(
+                    Diagnostic(
+                        "error",
+                        f"@{op.sym_name.data} has {len(op.body.blocks)} blocks; graph-level "
+                        f"passes ({pass_name}) take functions of a single block",
+                        location,
+                    )
+                )
 
     def output_resulting_program(self, prog: ModuleOp) -> str:
         stream = io.StringIO()
@@ -521,16 +597,23 @@ class StratoOptMain(xDSLOptMain):
             self._run_stage(
                 f"target '{self.target.name}'",
                 lambda: self.target.emit(self.ctx, prog, stream),
+                prog,
             )
         return stream.getvalue()
 
-    def _run_stage(self, stage: str, action: Callable[[], None]) -> None:
+    def _run_stage(self, stage: str, action: Callable[[], None], prog: ModuleOp) -> None:
         try:
             action()
         except DiagnosticException as err:
             raise ChunkFailure(self.diagnostic_of(err)) from None
         except ChunkFailure:
             raise
+        except RecursionError:
+            raise ChunkFailure(self._too_deep(prog, stage)) from None
+        except MemoryError:
+            raise ChunkFailure(
+                Diagnostic("error", f"out of memory in {stage}", self.chunk_location)
+            ) from None
         except Exception as err:
             raise InternalFailure(stage) from err
 
@@ -544,7 +627,7 @@ class StratoOptMain(xDSLOptMain):
         if location is None and op is not None:
             location = location_of(op)
         if location is None:
-            location = SourceLocation(self.input_name)
+            location = self.chunk_location
         return Diagnostic("error", one_line(message), location)
 
     def dump_ir(self, when: str, module: ModuleOp) -> None:
@@ -608,8 +691,43 @@ def _report_internal_error(err: BaseException) -> None:
     )
 
 
+# Python's default recursion limit stops xDSL's recursive parser, verifier and printer
+# at about 150 levels of nested regions; strato-opt runs on a thread with a large stack
+# and a higher limit, and IR deeper than that is a located error, not a crash.
+RECURSION_LIMIT = 20_000
+THREAD_STACK_BYTES = 512 * 1024 * 1024
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run strato-opt on `argv` (default: the command line); the exit status."""
+    outcome: list[int] = []
+    failure: list[BaseException] = []
+
+    def body() -> None:
+        try:
+            outcome.append(_main(argv))
+        except BaseException as err:  # re-raised on the calling thread
+            failure.append(err)
+
+    previous_limit = sys.getrecursionlimit()
+    previous_stack = threading.stack_size(THREAD_STACK_BYTES)
+    # Set before the thread starts: a thread takes the limit in force when it starts.
+    sys.setrecursionlimit(max(previous_limit, RECURSION_LIMIT))
+    try:
+        worker = threading.Thread(target=body, name=TOOL, daemon=True)
+        worker.start()
+        threading.stack_size(previous_stack)
+        worker.join()
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        sys.setrecursionlimit(previous_limit)
+    if failure:
+        raise failure[0]
+    return outcome[0]
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug_traceback = "--debug-traceback" in args
     try:

@@ -333,12 +333,12 @@ def test_pass_error_with_op_is_located_at_the_op(run, write, monkeypatch) -> Non
     assert result.err_lines == [f"{path}:2:3: error: relu is not supported here"]
 
 
-def test_pass_failure_without_op_names_the_file(run, write, monkeypatch) -> None:
+def test_pass_failure_without_op_is_located_at_the_module(run, write, monkeypatch) -> None:
     _register(monkeypatch, FailWithoutOpPass)
     path = write("relu.mlir", RELU)
     result = run(path, "-p", "test-fail-without-op")
     assert result.status == 1
-    assert result.err_lines == [f"{path}: error: nothing to do"]
+    assert result.err_lines == [f"{path}:1:1: error: nothing to do"]
 
 
 def test_invalid_ir_after_a_pass_names_the_pass(run, write, monkeypatch) -> None:
@@ -443,3 +443,152 @@ def test_lex_error_in_the_first_token_of_a_chunk_spares_the_other_chunks(write) 
     ]
     assert "func.func @relu" in result.stdout
     assert "func.func @after" in result.stdout
+
+
+# -- hostile inputs: one located line, status 1, no traceback, no hang ---------------
+
+
+def _func(body: str, args: str = "", results: str = "", name: str = "f") -> str:
+    arrow = f" -> {results}" if results else ""
+    return f"func.func @{name}({args}){arrow} {{\n{body}\n}}\n"
+
+
+_HUGE = "tensor<99999999999x99999999999xf32>"
+_TWO_BLOCKS = _func(
+    "  cf.br ^bb1(%a : tensor<4xf32>)\n"
+    "^bb1(%b: tensor<4xf32>):\n"
+    "  %r = graph.relu %b : tensor<4xf32>\n"
+    "  func.return %r : tensor<4xf32>",
+    args="%a: tensor<4xf32>",
+    results="tensor<4xf32>",
+)
+_RECURSIVE = _func(
+    "  %r = func.call @f(%a) : (tensor<4xf32>) -> tensor<4xf32>\n"
+    "  func.return %r : tensor<4xf32>",
+    args="%a: tensor<4xf32>",
+    results="tensor<4xf32>",
+)
+LOOP_OUT_OF_BOUNDS = """\
+func.func @oob(%a: memref<4xf32>, %o: memref<4xf32> {loop.output}) attributes {loop.kernel} {
+  loop.for %i = 0 to 4 axis "i" {
+    %v = memref.load %a[%i] : memref<4xf32>
+    %c = arith.constant 100000000 : index
+    %j = arith.addi %i, %c : index
+    memref.store %v, %o[%j] : memref<4xf32>
+  }
+  func.return
+}
+"""
+
+
+def _annotated(annotation: str) -> str:
+    return INT_RELU.replace("  %r = graph.relu", f"  // {annotation}\n  %r = graph.relu")
+
+
+HOSTILE_INPUTS = [
+    # lexing, the first token included
+    pytest.param('"abc def', [], 1, "End of file reached before closing string literal", id="quote-first"),
+    pytest.param("`", [], 1, "Unexpected character: `", id="backtick-first"),
+    pytest.param('"\\q"', [], 1, "closing string literal", id="bad-escape-first"),
+    pytest.param("%", [], 1, "Expected suffix identifier after '%'", id="percent-alone"),
+    pytest.param("^", [], 1, "Expected suffix identifier after '^'", id="caret-alone"),
+    pytest.param("!", [], 1, "Expected suffix identifier after '!'", id="bang-alone"),
+    pytest.param("#", [], 1, "Expected suffix identifier after '#'", id="hash-alone"),
+    pytest.param("\0", [], 1, "Unexpected character", id="nul-byte"),
+    pytest.param("\ufeff" + RELU, [], 1, "Unexpected character", id="byte-order-mark"),
+    pytest.param("\x01\x02", [], 1, "Unexpected character", id="control-characters"),
+    pytest.param("0x", [], 1, "Could not parse entire input", id="bare-hex-prefix"),
+    pytest.param("}", [], 1, "Could not parse entire input", id="close-brace"),
+    pytest.param("(", [], 1, "Could not parse entire input", id="open-paren"),
+    pytest.param("->", [], 1, "Could not parse entire input", id="arrow"),
+    pytest.param("{-#", [], 1, "Expected a resource type key", id="open-file-metadata"),
+    pytest.param(_func("  %é = arith.constant 1 : i32\n  func.return"), [], 2, "Expected suffix identifier", id="non-ascii-name"),
+    pytest.param(RELU.replace("graph.relu %a", 'graph.relu "' + "x " * 30), [], 2, "closing string literal", id="quote-mid-line"),
+    # nesting deeper than the recursive parser goes
+    pytest.param(_func("  func.return", args="(" * 5000), [], 1, "nested too deeply to parse", id="deep-parentheses"),
+    pytest.param(_func("  func.return").replace("@f()", "@f() attributes {x = " + "[" * 5000 + "]" * 5000 + "}"), [], 1, "nested too deeply to parse", id="deep-array-attribute"),
+    pytest.param("builtin.module attributes {" + "a = {" * 6000 + "}" * 6001 + " {}\n", [], 1, "nested too deeply to parse", id="deep-dictionary"),
+    pytest.param(_func("  func.return", args="%a: " + "tensor<" * 4000 + "f32" + ">" * 4000), [], 1, "nested too deeply to parse", id="deep-types"),
+    pytest.param("builtin.module {" * 4000 + "}" * 4000 + "\n", [], 1, "nested too deeply to parse", id="deep-regions"),
+    pytest.param(_func("  %c = arith.constant dense<" + "[" * 3000 + "1.0" + "]" * 3000 + "> : tensor<1xf32>\n  func.return"), [], 3, "Shape mismatch in dense literal", id="deep-dense-literal"),
+    # sizes a few characters can ask for
+    pytest.param(_func(f"  %c = graph.constant dense<1.0> : {_HUGE}\n  func.return %c : {_HUGE}", results=_HUGE), [], 2, "dense constant of 9999999999800000000001 elements is too large", id="huge-splat"),
+    pytest.param(_func(f"  %c = arith.constant dense<1.0> : {_HUGE}\n  func.return"), [], 2, "is too large", id="huge-arith-splat"),
+    pytest.param(_func('  %c = arith.constant dense<"0x01000000"> : tensor<99999999999xi32>\n  func.return'), [], 2, "is too large", id="huge-hex-splat"),
+    pytest.param(_func("  %c = graph.constant dense<1.0> : tensor<99999999999xf32>\n  %r = graph.relu %c : tensor<99999999999xf32>\n  func.return"), ["-p", "graph-fold-constants"], 2, "is too large", id="huge-splat-folded"),
+    pytest.param(_func("  func.return", args="%a: tensor<99999999999999999999999xf32>"), [], 1, "dimension 99999999999999999999999 is too large", id="dimension-over-int64"),
+    pytest.param(_func("  func.return", args="%a: i99999999"), [], 1, "integer width 99999999 is too large", id="huge-integer-width"),
+    pytest.param(_func("  %c = arith.constant 1 : i99999999\n  func.return"), [], 2, "integer width", id="huge-integer-width-constant"),
+    pytest.param(_func("  %c = arith.constant 99999999999999999999999999999 : i32\n  func.return"), [], 2, "out of range for type i32", id="huge-integer-literal"),
+    pytest.param(_func("  %c = arith.constant 300 : i8\n  func.return"), [], 2, "out of range for type i8", id="integer-out-of-range"),
+    pytest.param(_func(f"  func.return %a : {_HUGE}", args=f"%a: {_HUGE}", results=_HUGE), ["-t", "interpret"], 1, "more than -t interpret allocates", id="huge-input-interpret"),
+    pytest.param(_func("  func.return %a : tensor<4000000000xf32>", args="%a: tensor<4000000000xf32>", results="tensor<4000000000xf32>"), ["-t", "interpret"], 1, "4000000000 elements", id="large-input-interpret"),
+    pytest.param(_func('  %c = graph.constant dense<"0x0102"> : tensor<4xf32>\n  func.return'), [], 3, "Shape mismatch in dense literal", id="hex-of-the-wrong-size"),
+    pytest.param(_func("  %c = graph.constant dense<[1.5, 2.0]> : tensor<2xi32>\n  func.return"), [], 2, "Expected integer value", id="float-in-integer-dense"),
+    # functions the passes and interpreters do not take
+    pytest.param(_TWO_BLOCKS, ["-t", "interpret"], 1, "@f has 2 blocks; the interpreters run functions of a single block", id="two-blocks-interpret"),
+    pytest.param(_TWO_BLOCKS, ["-p", "graph-fuse-ops"], 1, "@f has 2 blocks; graph-level passes (graph-fuse-ops)", id="two-blocks-fuse"),
+    pytest.param(_TWO_BLOCKS, ["-p", "graph-plan-memory"], 1, "graph-level passes (graph-plan-memory)", id="two-blocks-plan-memory"),
+    pytest.param(_TWO_BLOCKS, ["-p", "graph-alter-layout"], 1, "graph-level passes (graph-alter-layout)", id="two-blocks-alter-layout"),
+    pytest.param(_TWO_BLOCKS, ["-p", "graph-default"], 1, "graph-level passes (graph-default)", id="two-blocks-default"),
+    pytest.param(_TWO_BLOCKS, ["-p", "convert-graph-to-te,convert-te-to-loops"], 1, "single block", id="two-blocks-to-loops"),
+    pytest.param(_RECURSIVE, ["-t", "interpret"], 2, "recursive call to @f", id="recursion-graph"),
+    pytest.param(_RECURSIVE, ["-p", "convert-graph-to-te", "-t", "interpret"], 2, "recursive call to @f", id="recursion-te"),
+    pytest.param(_func("  %r = func.call @g(%a) : (tensor<4xf32>) -> tensor<4xf32>\n  func.return %r : tensor<4xf32>", args="%a: tensor<4xf32>", results="tensor<4xf32>") + _func("  %r = func.call @f(%a) : (tensor<4xf32>) -> tensor<4xf32>\n  func.return %r : tensor<4xf32>", args="%a: tensor<4xf32>", results="tensor<4xf32>", name="g"), ["-t", "interpret{function=f}"], 6, "recursive call to @f", id="mutual-recursion"),
+    pytest.param(_func("  %r = func.call @nowhere(%a) : (tensor<4xf32>) -> tensor<4xf32>\n  func.return %r : tensor<4xf32>", args="%a: tensor<4xf32>", results="tensor<4xf32>"), [], 2, "'@nowhere' could not be found", id="call-to-nowhere"),
+    pytest.param("func.func private @f(tensor<4xf32>) -> tensor<4xf32>\n", ["-t", "interpret"], 1, "no function with a body to run", id="declaration-only-interpret"),
+    pytest.param("// nothing here\n", ["-t", "interpret"], 1, "no function with a body to run", id="empty-interpret"),
+    pytest.param(RELU + RELU.replace("@relu", "@relu2"), ["-t", "interpret"], 1, "cannot tell the entry function", id="two-entries-interpret"),
+    pytest.param(RELU, ["-t", "interpret{function=nowhere}"], 1, "no function named @nowhere", id="missing-entry-interpret"),
+    pytest.param(_func("  func.return %a : tensor<2xcomplex<f32>>", args="%a: tensor<2xcomplex<f32>>", results="tensor<2xcomplex<f32>>"), ["-t", "interpret"], 1, "cannot make a random input", id="complex-input-interpret"),
+    pytest.param(_func("  func.return %a : tensor<*xf32>", args="%a: tensor<*xf32>", results="tensor<*xf32>"), ["-t", "interpret"], 1, "cannot make a random input", id="unranked-input-interpret"),
+    pytest.param(_func("  func.return %a : tensor<?xf32>", args="%a: tensor<?xf32>", results="tensor<?xf32>"), ["-t", "interpret"], 1, "dynamic type", id="dynamic-input-interpret"),
+    pytest.param(_func("  %c = arith.constant 1 : i32\n  func.return %c : i32", results="i32"), ["-t", "interpret"], 2, "the graph interpreter cannot run 'arith.constant'", id="scalar-ops-at-graph-level"),
+    pytest.param(_func('  "foo.bar"() : () -> ()\n  func.return'), ["--allow-unregistered-dialect", "-t", "interpret"], 2, "cannot run 'builtin.unregistered'", id="unregistered-op-interpret"),
+    pytest.param(_func('  "foo.bar"() : () -> ()\n  func.return'), ["--allow-unregistered-dialect", "-p", "convert-loops-to-llvm"], 2, "not supported by convert-loops-to-llvm", id="unregistered-op-to-llvm"),
+    pytest.param(LOOP_OUT_OF_BOUNDS, ["-t", "interpret"], 6, "out of bounds of a buffer of shape [4]", id="out-of-bounds-loops"),
+    pytest.param(LOOP_OUT_OF_BOUNDS, ["-p", "convert-loops-to-llvm", "-t", "interpret"], 1, "the compiled code of @oob was stopped by SIGSEGV", id="out-of-bounds-jit"),
+    pytest.param(LOOP_OUT_OF_BOUNDS.replace("0 to 4", "0 to 4 step 0"), ["-t", "interpret"], 2, "step must be positive, got 0", id="loop-step-zero"),
+    pytest.param(RELU, ["-p", "convert-loops-to-llvm"], 1, "is not supported by the llvm target", id="graph-to-llvm"),
+    pytest.param(RELU, ["-t", "llvm"], 1, "lower the module with convert-loops-to-llvm", id="graph-as-llvm-ir"),
+    # ill-formed IR
+    pytest.param(_func("  func.return %nope : tensor<4xf32>", results="tensor<4xf32>"), [], 4, "values used but not defined", id="undefined-value"),
+    pytest.param(_func("  %c = arith.constant 1 : i32\n  %c = arith.constant 2 : i32\n  func.return"), [], 3, "SSA value %c is already defined", id="redefined-value"),
+    pytest.param(_func("  cf.br ^nowhere"), [], 4, "missing block declarations", id="undefined-block"),
+    pytest.param(_func("  func.return %a, %a : tensor<4xf32>, tensor<4xf32>", args="%a: tensor<4xf32>", results="tensor<4xf32>"), [], 2, "same types as the function output types", id="wrong-return-count"),
+    pytest.param(_func("  func.return").replace("@f()", "@f() attributes {x = #foo.bar}"), [], 1, "'foo.bar' is not registered", id="unknown-attribute"),
+    pytest.param(_func("  func.return", args="%a: !foo.bar"), [], 1, "'foo.bar' is not registered", id="unknown-type"),
+    pytest.param(_func("  func.return loc("), [], 3, "Unexpected location syntax", id="unterminated-location"),
+    pytest.param(_func('  %r = "graph.relu"(%a) <{bogus = 1}> : (tensor<4xf32>) -> tensor<4xf32>\n  func.return', args="%a: tensor<4xf32>"), [], 2, "property 'bogus' is not defined", id="unknown-property"),
+    pytest.param(_func('  %r = "graph.relu"(%a) ({}) : (tensor<4xf32>) -> tensor<4xf32>\n  func.return', args="%a: tensor<4xf32>"), [], 2, "Expected 0 regions", id="extra-region"),
+    pytest.param(_func('  %r = "graph.relu"() : () -> tensor<4xf32>\n  func.return'), [], 2, "Expected 1 operand", id="missing-operand"),
+    pytest.param(_func('  %r = "graph.constant"() : () -> tensor<4xf32>\n  func.return'), [], 2, "property 'value' expected", id="constant-without-value"),
+    pytest.param("#a = 1 : i32\n#a = 2 : i32\n", [], 2, "re-declaration of alias '#a'", id="alias-redefined"),
+    pytest.param("!a = !a\n", [], 2, "undefined symbol alias '!a'", id="self-alias"),
+    pytest.param("builtin.module {}\nbuiltin.module {}\n", ["--no-implicit-module"], 2, "unexpected input after the top-level module", id="two-top-level-modules"),
+    pytest.param(RELU, ["--no-implicit-module"], 1, "builtin.module operation expected", id="no-implicit-module"),
+    pytest.param("builtin.module {\n^bb0(%a: i32):\n}\n", [], 1, "takes no block arguments", id="module-with-arguments"),
+    pytest.param('"builtin.module"() ({\n^bb0:\n^bb1:\n}) : () -> ()\n', [], 1, "expected a single block", id="module-with-two-blocks"),
+    # --verify-diagnostics annotations that cannot be read fail the run
+    pytest.param(_annotated("expected-error @+1 {{oops"), ["--verify-diagnostics"], 2, "unterminated expected-error", id="annotation-unterminated"),
+    pytest.param(_annotated("expected-bogus @+1 {{oops}}"), ["--verify-diagnostics"], 2, "unknown annotation 'expected-bogus'", id="annotation-unknown-kind"),
+    pytest.param(_annotated("expected-error @+x {{oops}}"), ["--verify-diagnostics"], 2, "malformed designator '@+x'", id="annotation-bad-designator"),
+    pytest.param(_annotated("expected-error @ {{oops}}"), ["--verify-diagnostics"], 2, "malformed designator '@'", id="annotation-empty-designator"),
+    pytest.param(_annotated("expected-error-re @+1 {{{{[}}}}"), ["--verify-diagnostics"], 2, "invalid regex in expected-error-re", id="annotation-bad-regex"),
+    pytest.param(_annotated("expected-error @-1000 {{oops}}"), ["--verify-diagnostics"], 2, "points outside the input", id="annotation-outside-the-input"),
+    pytest.param(_annotated("expected-error oops"), ["--verify-diagnostics"], 2, "needs its expected text", id="annotation-without-braces"),
+    pytest.param("// expected-error @above {{x}}\n" + RELU, ["--verify-diagnostics"], 1, "points outside the input", id="annotation-above-the-first-line"),
+]
+
+
+@pytest.mark.parametrize(("text", "argv", "line", "reason"), HOSTILE_INPUTS)
+def test_hostile_input_is_one_located_line(run, write, text, argv, line, reason) -> None:
+    path = write("hostile.mlir", text)
+    result = run(path, *argv)
+    assert result.status == 1
+    assert len(result.err_lines) == 1, result.err
+    match = LOCATED_ERROR.match(result.err_lines[0])
+    assert match is not None, result.err
+    assert (match["file"], int(match["line"])) == (path, line), result.err
+    assert reason in match["reason"], result.err
+    assert "internal error" not in result.err

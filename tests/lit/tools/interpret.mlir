@@ -38,7 +38,7 @@
 // SEED:       // @main at graph level, inputs from seed 7
 // SEED-NOT:   0.5591, 1.9243, 0.0934
 
-// MISSING:    interpret.mlir: error: no function named @nowhere in the module
+// MISSING:    interpret.mlir:1:1: error: no function named @nowhere in the module
 
 func.func @main(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
   %w = graph.constant dense<[[0.5, -1.0, 0.25, 2.0], [1.0, 1.0, 1.0, 1.0], [-0.5, 0.0, 0.5, 0.0]]> : tensor<3x4xf32>
