@@ -29,12 +29,14 @@ from strato.vta.isa import Instruction, decode_stream, encode_stream
 from strato.vta.layout import (
     activation_elements,
     activation_layout,
+    pack_activations,
+    pack_weights,
     unpack_activations,
     unpack_weights,
     weight_elements,
     weight_layout,
 )
-from strato.vta.simulator import check_dram
+from strato.vta.simulator import check_dram, region_layout
 
 INSNS_FILE = "insns.bin"
 MANIFEST_FILE = "manifest.json"
@@ -78,6 +80,59 @@ class Bundle:
         if placement.layout == weight_layout(self.config):
             return unpack_weights(elems, placement.shape, self.config)
         return unpack_activations(elems, placement.shape, self.config)
+
+
+class DramImage:
+    """Lays named tensors out in the DRAM regions, one after another, for a bundle.
+
+    >>> image = DramImage()
+    >>> image.add_activations("x", np.zeros((1, 32, 2, 2), np.int8)).first_element
+    0
+    >>> image.add_activations("y", np.zeros((1, 16, 1, 3), np.int8)).first_element
+    8
+    >>> image.reserve_activations("out", (1, 16, 2, 2)).region, image.regions()["inp"].shape
+    ('out', (11, 1, 16))
+    """
+
+    def __init__(self, config: VTAConfig = DEFAULT_CONFIG):
+        self.config = config
+        self.tensors: dict[str, TensorPlacement] = {}
+        self._parts: dict[str, list[np.ndarray]] = {}
+        self._sizes: dict[str, int] = {}
+
+    def _append(
+        self, name: str, region: str, elems: np.ndarray, shape: tuple[int, ...], layout: str
+    ) -> TensorPlacement:
+        if name in self.tensors:
+            raise VTAError(f"tensor {name} is placed twice")
+        first = self._sizes.get(region, 0)
+        self._parts.setdefault(region, []).append(elems)
+        self._sizes[region] = first + len(elems)
+        placement = TensorPlacement(region, first, tuple(int(d) for d in shape), layout)
+        self.tensors[name] = placement
+        return placement
+
+    def add_activations(self, name: str, x: np.ndarray, region: str = "inp") -> TensorPlacement:
+        """An NCHW tensor in NCHW{BATCH}n{BLOCK}c, in region inp, acc or out."""
+        if region not in ("inp", "acc", "out"):
+            raise VTAError(f"tensor {name}: activations go to inp, acc or out, not {region}")
+        dtype, _ = region_layout(self.config)[region]
+        elems = pack_activations(np.asarray(x), self.config).astype(dtype, casting="same_kind")
+        return self._append(name, region, elems, x.shape, activation_layout(self.config))
+
+    def reserve_activations(self, name: str, shape: tuple[int, ...], region: str = "out") -> TensorPlacement:
+        """Zero-filled room for an NCHW tensor (an output)."""
+        dtype, _ = region_layout(self.config)[region]
+        return self.add_activations(name, np.zeros(shape, dtype=dtype), region)
+
+    def add_weights(self, name: str, w: np.ndarray) -> TensorPlacement:
+        """OIHW weights in OIHW{BLOCK}o{BLOCK}i, in region wgt."""
+        elems = pack_weights(np.asarray(w), self.config).astype(self.config.wgt_dtype, casting="same_kind")
+        return self._append(name, "wgt", elems, w.shape, weight_layout(self.config))
+
+    def regions(self) -> dict[str, np.ndarray]:
+        """Each used region as one array (a copy; later additions do not show)."""
+        return {region: np.concatenate(parts) for region, parts in self._parts.items()}
 
 
 def _element_count(name: str, placement: TensorPlacement, config: VTAConfig) -> int:

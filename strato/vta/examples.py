@@ -27,11 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from strato.vta.bundle import Bundle, TensorPlacement
+from strato.vta.bundle import Bundle, DramImage, TensorPlacement
 from strato.vta.config import DEFAULT_CONFIG, MemoryType, VTAConfig
 from strato.vta.errors import VTAError
 from strato.vta.isa import AluOp, Stage
-from strato.vta.layout import activation_layout, pack_activations, pack_weights, weight_layout
 from strato.vta.runtime import CommandQueue, UopKernel
 
 
@@ -152,6 +151,7 @@ class GemmTile(Task):
     tile_k: int
     k_blocks: int
     n_blocks: int
+    placements: tuple[TensorPlacement, TensorPlacement, TensorPlacement]  # a, b, out
 
     @property
     def acc_elements(self) -> int:
@@ -159,8 +159,9 @@ class GemmTile(Task):
 
     def load(self, q: CommandQueue, k: int) -> None:
         kb, tk = self.k_blocks, self.tile_k
-        q.load_2d(MemoryType.INP, self.buffers.inp, self.mt * self.tile_m * kb + k * tk, self.tile_m, tk, kb)
-        q.load_2d(MemoryType.WGT, self.buffers.wgt, self.nt * self.tile_n * kb + k * tk, self.tile_n, tk, kb)
+        a, b, _ = (p.first_element for p in self.placements)
+        q.load_2d(MemoryType.INP, self.buffers.inp, a + self.mt * self.tile_m * kb + k * tk, self.tile_m, tk, kb)
+        q.load_2d(MemoryType.WGT, self.buffers.wgt, b + self.nt * self.tile_n * kb + k * tk, self.tile_n, tk, kb)
 
     def gemm(self, q: CommandQueue, k: int) -> None:
         buffers = self.buffers
@@ -176,7 +177,7 @@ class GemmTile(Task):
         q.gemm(("gemm", buffers.thread), init)
 
     def store(self, q: CommandQueue) -> None:
-        first = self.mt * self.tile_m * self.n_blocks + self.nt * self.tile_n
+        first = self.placements[2].first_element + self.mt * self.tile_m * self.n_blocks + self.nt * self.tile_n
         q.store_2d(self.buffers.acc, first, self.tile_m, self.tile_n, self.n_blocks)
 
 
@@ -208,26 +209,21 @@ def tiled_gemm(
     share = shares[0]
     if tile_m * tile_k > share.inp_size or tile_n * tile_k > share.wgt_size or tile_m * tile_n > share.acc_size:
         raise VTAError("tiled_gemm: a tile does not fit a thread's share of the buffers")
+    image = DramImage(config)
+    placements = (
+        image.add_activations("a", a.reshape(m, kdim, 1, 1)),
+        image.add_weights("b", b.reshape(n, kdim, 1, 1)),
+        image.reserve_activations("out", (m, n, 1, 1)),
+    )
     positions = [(mt, nt) for mt in range(m // tile_m) for nt in range(nb // tile_n)]
     tasks = [
-        GemmTile(shares[i % threads], shift, mt, nt, tile_m, tile_n, tile_k, kb, nb)
+        GemmTile(shares[i % threads], shift, mt, nt, tile_m, tile_n, tile_k, kb, nb, placements)
         for i, (mt, nt) in enumerate(positions)
     ]
     q = CommandQueue(config)
     emit_tasks(q, tasks, kb // tile_k, threads)
     program = q.synchronize()
-    dram = {
-        "uop": program.uops,
-        "inp": pack_activations(a.reshape(m, kdim, 1, 1), config),
-        "wgt": pack_weights(b.reshape(n, kdim, 1, 1), config),
-        "out": np.zeros((m * nb, 1, blk), dtype=config.out_dtype),
-    }
-    tensors = {
-        "a": TensorPlacement("inp", 0, (m, kdim, 1, 1), activation_layout(config)),
-        "b": TensorPlacement("wgt", 0, (n, kdim, 1, 1), weight_layout(config)),
-        "out": TensorPlacement("out", 0, (m, n, 1, 1), activation_layout(config)),
-    }
-    return Bundle(program.insns, dram, config, tensors)
+    return Bundle(program.insns, {"uop": program.uops, **image.regions()}, config, image.tensors)
 
 
 # --- conv2d ----------------------------------------------------------------------------
@@ -248,6 +244,7 @@ class ConvTask(Task):
     height: int
     width: int
     load_weights: bool
+    placements: tuple[TensorPlacement, TensorPlacement, TensorPlacement]  # x, w, out
 
     @property
     def acc_elements(self) -> int:
@@ -263,13 +260,14 @@ class ConvTask(Task):
 
     def load(self, q: CommandQueue, k: int) -> None:
         h, wd, cb = self.height, self.width, self.channel_blocks
+        x, w, _ = (p.first_element for p in self.placements)
         top = self.ht * self.tile_h - 1
         first, last = max(top, 0), min(top + self.rows, h)  # input rows that exist in DRAM
         for ci in range(cb):
             q.load_2d(
                 MemoryType.INP,
                 self.buffers.inp + ci * self.rows * self.cols,
-                ci * h * wd + first * wd,
+                x + ci * h * wd + first * wd,
                 last - first,
                 wd,
                 wd,
@@ -279,7 +277,7 @@ class ConvTask(Task):
                 y_pad_1=top + self.rows - last,
             )
         if self.load_weights:
-            q.load_2d(MemoryType.WGT, self.buffers.wgt, self.oc * cb * 9, 1, cb * 9, cb * 9)
+            q.load_2d(MemoryType.WGT, self.buffers.wgt, w + self.oc * cb * 9, 1, cb * 9, cb * 9)
 
     def gemm(self, q: CommandQueue, k: int) -> None:
         buffers = self.buffers
@@ -296,7 +294,7 @@ class ConvTask(Task):
         q.gemm(("conv", buffers.thread), init)
 
     def store(self, q: CommandQueue) -> None:
-        first = self.oc * self.height * self.width + self.ht * self.tile_h * self.width
+        first = self.placements[2].first_element + (self.oc * self.height + self.ht * self.tile_h) * self.width
         q.store_2d(self.buffers.acc, first, 1, self.acc_elements, self.acc_elements)
 
 
@@ -331,28 +329,23 @@ def conv2d_3x3(
         ((ht, oc) for ht in range(h // tile_h) for oc in range(ob)),
         key=lambda task: (task[1] // threads, task[0], task[1] % threads),
     )
+    image = DramImage(config)
+    placements = (
+        image.add_activations("x", x),
+        image.add_weights("w", w),
+        image.reserve_activations("out", (1, o, h, wd)),
+    )
     tasks = []
     block_of_thread: dict[int, int] = {}
     for i, (ht, oc) in enumerate(order):
         thread = i % threads
         load_weights = block_of_thread.get(thread) != oc
         block_of_thread[thread] = oc
-        tasks.append(ConvTask(shares[thread], shift, ht, oc, tile_h, cb, h, wd, load_weights))
+        tasks.append(ConvTask(shares[thread], shift, ht, oc, tile_h, cb, h, wd, load_weights, placements))
     q = CommandQueue(config)
     emit_tasks(q, tasks, 1, threads)
     program = q.synchronize()
-    dram = {
-        "uop": program.uops,
-        "inp": pack_activations(x, config),
-        "wgt": pack_weights(w, config),
-        "out": np.zeros((ob * h * wd, 1, blk), dtype=config.out_dtype),
-    }
-    tensors = {
-        "x": TensorPlacement("inp", 0, tuple(x.shape), activation_layout(config)),
-        "w": TensorPlacement("wgt", 0, tuple(w.shape), weight_layout(config)),
-        "out": TensorPlacement("out", 0, (1, o, h, wd), activation_layout(config)),
-    }
-    return Bundle(program.insns, dram, config, tensors)
+    return Bundle(program.insns, {"uop": program.uops, **image.regions()}, config, image.tensors)
 
 
 def reference_conv2d_3x3(x: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from strato.vta.bundle import TensorPlacement, read_bundle, write_bundle
+from strato.vta.bundle import Bundle, DramImage, TensorPlacement, read_bundle, write_bundle
 from strato.vta.config import DEFAULT_CONFIG, VTAConfig
 from strato.vta.errors import VTAError
 from strato.vta.examples import conv2d_3x3, reference_conv2d_3x3, reference_requantize
@@ -129,3 +129,27 @@ def test_layouts_round_trip():
     welems = pack_weights(w)
     assert (welems[(1 * 3 + 2) * 3 + 1] == w[16:32, 32:48, 1, 0]).all()  # [o][i] within an element
     assert (unpack_weights(welems, w.shape) == w).all()
+
+
+def test_dram_image_places_tensors_one_after_another(tmp_path):
+    rng = np.random.default_rng(1)
+    image = DramImage()
+    x = rng.integers(-128, 128, (1, 32, 2, 3), dtype=np.int8)
+    y = rng.integers(-128, 128, (1, 16, 1, 1), dtype=np.int8)
+    w = rng.integers(-128, 128, (16, 32, 1, 1), dtype=np.int8)
+    bias = rng.integers(-(2**31), 2**31, (1, 16, 2, 2), dtype=np.int64).astype(np.int32)
+    assert image.add_activations("x", x).first_element == 0
+    assert image.add_activations("y", y).first_element == 12
+    assert image.add_weights("w", w).first_element == 0
+    assert image.add_activations("bias", bias, region="acc").first_element == 0
+    assert image.reserve_activations("out", (1, 16, 2, 2)).first_element == 0
+    with pytest.raises(VTAError, match="tensor x is placed twice"):
+        image.add_activations("x", x)
+    with pytest.raises(VTAError, match="activations go to inp, acc or out, not wgt"):
+        image.add_activations("z", x, region="wgt")
+    write_bundle(tmp_path, [], image.regions(), tensors=image.tensors)
+    back = read_bundle(tmp_path)
+    for name, value in {"x": x, "y": y, "w": w, "bias": bias}.items():
+        assert (back.tensor(name) == value).all(), name
+    assert back.dram["acc"].dtype == np.int32 and (back.tensor("out") == 0).all()
+    assert isinstance(back, Bundle)
