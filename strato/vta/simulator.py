@@ -15,6 +15,14 @@ module (one whose pops can be satisfied); which ready module runs first is a par
 
 Every fault is a `VTAError` whose location is the offending instruction's index.
 
+Where VTA's implementations differ, the simulator follows its functional simulator: LOAD
+pads any memory (the HLS design ignores the pads of WGT loads), STORE reads the accumulator
+directly (HLS keeps a separate OUT buffer that GEMM/ALU update), ALU MUL keeps the low 32
+bits of the product. SHR by b >= 0 is an arithmetic right shift, by b < 0 a left shift by -b;
+shifts past 31 give the sign (right) or 0 (left). Back-to-back micro-ops writing the same
+accumulator element compute as written (the hardware pipeline would not forward; the
+runtime rejects such kernels).
+
 DRAM is a mapping from region name to array (`uop` uint32 [n], `inp` [n, BATCH, BLOCK_IN],
 `wgt` [n, BLOCK_OUT, BLOCK_IN], `acc` int32 [n, BATCH, BLOCK_OUT], `out` [n, BATCH, BLOCK_OUT]);
 an instruction's dram_base and x_stride count elements of the region of its memory type.
