@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import AnyFloat, IntegerType, i1, i8
+from xdsl.dialects.builtin import AnyFloat, IndexType, IntegerType, Signedness, i1, i8
 from xdsl.ir import Operation, SSAValue
 
 from strato.dialects import graph, te
@@ -201,6 +201,72 @@ def arg_reduction(
 
     position_kind = te.ReduceKind.MAX if op.last_index else te.ReduceKind.MIN
     return [pb.reduce(op.name.split(".", 1)[1], position_kind, out_shape, [size], position, index_type)]
+
+
+@strategy(graph.TopKOp)
+def top_k(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """A selection by ranks, with no sort:
+
+        rank[.., j, ..] = count over m of (x[m] beats x[j]), where m beats j if its value
+                          is larger (smaller) or equal with m < j: ranks are a permutation
+        indices[.., r, ..] = sum over j of (j where rank[j] == r, else 0)
+        values[.., r, ..] = x[.., indices[r], ..]
+
+    Quadratic in the axis length, which suits the small k and axes of detection and
+    sampling heads."""
+    assert isinstance(op, graph.TopKOp)
+    (x,) = inputs
+    shape = shape_of(x)
+    axis = op.axis_value
+    size = shape[axis]
+    dtype = element_type_of(x)
+    index_type = element_type_of(op.results[1])
+    out_shape = shape_of(op.results[0])
+    if op.k_value == 0:
+        empty_values = pb.compute("top_k", out_shape, lambda s, idx: s.const(0), dtype)
+        empty_indices = pb.compute("top_k_indices", out_shape, lambda s, idx: s.const(0), index_type)
+        return [empty_values, empty_indices]
+    better = "gt" if op.is_largest else "lt"
+
+    def at(idx: list[SSAValue], position: SSAValue) -> list[SSAValue]:
+        return [*idx[:axis], position, *idx[axis + 1 :]]
+
+    def beats(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        other = s.read(x, at(idx, k[0]))
+        this = s.read(x, idx)
+        strictly = _append(s, _compare(dtype, better, other, this))
+        tie = _append(s, _compare(dtype, "eq", other, this))
+        earlier = s.index_cmp("slt", k[0], idx[axis])
+        wins = _append(s, arith.OrIOp(strictly, _append(s, arith.AndIOp(tie, earlier))))
+        return s.select(wins, s.const(1, index_type), s.const(0, index_type))
+
+    rank = pb.reduce("top_k_rank", te.ReduceKind.SUM, shape, [size], beats, index_type)
+
+    def position(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        wanted = _append(s, arith.IndexCastOp(idx[axis], index_type))
+        hit = s.cmp("eq", s.read(rank, at(idx, k[0])), wanted)
+        return s.select(hit, _append(s, arith.IndexCastOp(k[0], index_type)), s.const(0, index_type))
+
+    indices = pb.reduce("top_k_indices", te.ReduceKind.SUM, out_shape, [size], position, index_type)
+
+    def value(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        where = _append(s, arith.IndexCastOp(s.read(indices, idx), IndexType()))
+        return s.read(x, at(idx, where))
+
+    return [pb.compute("top_k", out_shape, value, dtype), indices]
+
+
+def _compare(dtype, predicate: str, lhs: SSAValue, rhs: SSAValue) -> Operation:
+    """lhs <predicate> rhs in the element type of the compared tensor (ordered for
+    floats, unsigned for unsigned integers)."""
+    if isinstance(dtype, AnyFloat):
+        return arith.CmpfOp(lhs, rhs, "o" + predicate)
+    if predicate == "eq":
+        return arith.CmpiOp(lhs, rhs, "eq")
+    unsigned = isinstance(dtype, IntegerType) and (
+        dtype.width.data == 1 or dtype.signedness.data == Signedness.UNSIGNED
+    )
+    return arith.CmpiOp(lhs, rhs, ("u" if unsigned else "s") + predicate)
 
 
 def _bool_reduction(

@@ -298,6 +298,50 @@ func.func @main(%a: tensor<2x3xi32>) -> tensor<2xi64> {
     assert run_graph(import_onnx(folded).module, [])[0].tolist() == np.argmin(X, 2).tolist()
 
 
+# -- TopK -------------------------------------------------------------------------
+
+
+def top_k_model(x: np.ndarray, k: int, **attributes):
+    node = helper.make_node("TopK", ["x", "k"], ["values", "indices"], name="node", **attributes)
+    onnx_graph = helper.make_graph(
+        [node],
+        "top_k",
+        [helper.make_tensor_value_info("x", helper.np_dtype_to_tensor_dtype(x.dtype), x.shape)],
+        [
+            helper.make_tensor_value_info("values", helper.np_dtype_to_tensor_dtype(x.dtype), None),
+            helper.make_tensor_value_info("indices", TensorProto.INT64, None),
+        ],
+        [numpy_helper.from_array(np.array([k], np.int64), "k")],
+    )
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 8
+    return declare_output_shapes(model)
+
+
+@pytest.mark.parametrize("axis, k", [(-1, 2), (0, 1), (1, 3), (2, 4), (1, 0)])
+@pytest.mark.parametrize("largest", [0, 1])
+@pytest.mark.parametrize("x", [X, TIES, TIES.astype(np.int32)], ids=["random", "ties", "ints"])
+def test_top_k(axis: int, k: int, largest: int, x: np.ndarray):
+    check(top_k_model(x, k, axis=axis, largest=largest), [x])
+
+
+def test_top_k_is_one_opaque_op():
+    (op,) = [
+        op
+        for op in import_onnx(top_k_model(X, 2, axis=1)).function.body.block.ops
+        if isinstance(op, graph.TopKOp)
+    ]
+    assert op.k_value == 2 and op.is_largest and op.PATTERN_KIND == graph.PatternKind.OPAQUE
+
+
+def test_top_k_with_a_runtime_k_is_a_diagnostic():
+    model = top_k_model(X, 2, axis=1)
+    model.graph.input.append(helper.make_tensor_value_info("k", TensorProto.INT64, [1]))
+    del model.graph.initializer[:]
+    with pytest.raises(ModelImportError, match=r"node 'node' \(TopK\): K \(input 'k'\) must be known"):
+        import_onnx(model)
+
+
 INTEGER_REDUCTIONS = """
 func.func @main(%a: tensor<2x3xi32>, %b: tensor<2x3xi1>, %c: tensor<2x0xi32>) -> (tensor<2xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi1>, tensor<2x1xi32>, tensor<2x1xi32>) {
   %s = graph.reduce_sum %a [1] : (tensor<2x3xi32>) -> tensor<2xi32>
@@ -366,7 +410,7 @@ func.func @main(%a: tensor<2x3xf32>) {{
 # -- ONNX node tests --------------------------------------------------------------
 
 REDUCE_NODE_TESTS = (
-    r"^test_(reduce_(sum|mean|max|min|prod|l1|l2|log_sum_exp|sum_square)|arg(max|min))_"
+    r"^test_(reduce_(sum|mean|max|min|prod|l1|l2|log_sum_exp|sum_square)|arg(max|min)|top_k)"
 )
 
 NEEDS_OTHER_WORK = {

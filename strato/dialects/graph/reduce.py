@@ -394,6 +394,102 @@ class ArgMinOp(ArgReductionOp):
         return np.argmin(x, axis=axis)
 
 
+@irdl_op_definition
+class TopKOp(GraphOp):
+    """The `k` largest (or, without `largest`, smallest) entries along `axis`, in order,
+    and their positions (i64): values[.., r, ..] is the entry of rank r, where entries
+    rank by value and, among equal values, by position (the earlier first).
+
+        %v, %i = graph.top_k %a axis 1 k 2 largest : (tensor<3x5xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
+
+    Opaque: each result element depends on the whole axis.
+    """
+
+    name = "graph.top_k"
+    FLOAT_OPERANDS: ClassVar[bool] = False
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    input = operand_def(AnyTensor)
+    axis = prop_def(IntegerAttr[I64])
+    k = prop_def(IntegerAttr[I64])
+    largest = opt_prop_def(UnitAttr)
+    values = result_def(AnyTensor)
+    indices = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = (
+        "$input `axis` $axis `k` $k (`largest` $largest^)? attr-dict `:` "
+        "functional-type(operands, results)"
+    )
+
+    def __init__(self, input: SSAValue | Operation, axis: int, k: int, largest: bool = True):
+        input = SSAValue.get(input)
+        shape = list(static_shape(input))
+        shape[axis] = k
+        properties: dict[str, Attribute] = {
+            "axis": IntegerAttr(axis, i64),
+            "k": IntegerAttr(k, i64),
+        }
+        if largest:
+            properties["largest"] = UnitAttr()
+        super().__init__(
+            operands=[input],
+            properties=properties,
+            result_types=[tensor_type_like(input.type, shape), TensorType(i64, shape)],
+        )
+
+    @property
+    def axis_value(self) -> int:
+        return self.axis.value.data
+
+    @property
+    def k_value(self) -> int:
+        return self.k.value.data
+
+    @property
+    def is_largest(self) -> bool:
+        return self.largest is not None
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        shape = list(static_shape(self.input))
+        axis, k = self.axis_value, self.k_value
+        if not 0 <= axis < len(shape):
+            raise VerifyException(
+                f"'graph.top_k' axis {axis} is out of range for rank {len(shape)}"
+            )
+        if not 0 <= k <= shape[axis]:
+            raise VerifyException(
+                f"'graph.top_k' k {k} is not in [0, {shape[axis]}] (the size of axis {axis})"
+            )
+        if element_type(self.values) != element_type(self.input):
+            raise VerifyException(
+                f"'graph.top_k' values element type {element_type(self.values)} differs "
+                f"from the input's {element_type(self.input)}"
+            )
+        shape[axis] = k
+        if element_type(self.indices) != i64 or static_shape(self.indices) != tuple(shape):
+            raise VerifyException(
+                f"'graph.top_k' indices must be a tensor of i64 of shape {shape}, got "
+                f"{self.indices.type}"
+            )
+        return tuple(shape)
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        values, indices = top_k(inputs[0], self.axis_value, self.k_value, self.is_largest)
+        return [values, indices]
+
+
+def top_k(x: np.ndarray, axis: int, k: int, largest: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The reference semantics of `graph.top_k`: a stable sort of the axis (descending
+    for the largest), cut to k."""
+    keys = -x if largest and x.dtype.kind != "u" and x.dtype != np.bool_ else x
+    if largest and (x.dtype.kind == "u" or x.dtype == np.bool_):
+        keys = np.iinfo(np.int64).max - x.astype(np.int64)
+    order = np.argsort(keys, axis=axis, kind="stable")
+    order = np.take(order, np.arange(k), axis=axis)
+    return np.take_along_axis(x, order, axis=axis), order.astype(np.int64)
+
+
 OPS = (
     ReduceSumOp,
     ReduceMeanOp,
@@ -406,6 +502,7 @@ OPS = (
     ReduceLogSumExpOp,
     ArgMaxOp,
     ArgMinOp,
+    TopKOp,
 )
 
 __all__ = [
@@ -420,6 +517,8 @@ __all__ = [
     "ReduceProdOp",
     "ReduceSumSquareOp",
     "highest_value",
+    "top_k",
+    "TopKOp",
     "ReduceMaxOp",
     "ReduceMeanOp",
     "ReduceSumOp",

@@ -36,6 +36,7 @@ IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "ReduceL2": (1,),
     "ReduceSumSquare": (1,),
     "ReduceLogSumExp": (1,),
+    "TopK": (1,),
 }
 """The inputs of each operator that must be known at import time (by position)."""
 
@@ -139,3 +140,37 @@ def _arg_reduction(
 
 convert_arg_max = _arg_reduction(graph.ArgMaxOp)
 convert_arg_min = _arg_reduction(graph.ArgMinOp)
+
+
+def convert_top_k(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX TopK (K an input from opset 10, an attribute before) -> graph.top_k. Results
+    are always sorted, which `sorted=0` (any order) allows."""
+    shape = input_shape(ctx, 0)
+    if not shape:
+        raise ctx.error("input must have rank >= 1")
+    axis = normalize_axis(ctx, int(ctx.attr("axis", -1)), len(shape))
+    if ctx.has_attr("k"):
+        k = int(ctx.attr("k"))
+    else:
+        (k,) = _k_input(ctx)
+    if not 0 <= k <= shape[axis]:
+        raise ctx.error(f"K={k} is not in [0, {shape[axis]}] (the size of axis {axis})")
+    largest = ctx.flag_attr("largest", 1)
+    ctx.flag_attr("sorted", 1)
+    known = ctx.known(0)
+    if known is not None:
+        return list(graph.top_k(known, axis, k, largest))
+    op = ctx.emit(graph.TopKOp(ctx.operand(0), axis, k, largest))
+    return list(op.results)
+
+
+def _k_input(ctx: NodeContext) -> list[int]:
+    k = ctx.known(1)
+    if k is None:
+        raise ctx.error(
+            f"K (input '{ctx.input_name(1)}') must be known at import time: the result "
+            "shape depends on it"
+        )
+    if k.dtype.kind not in "iu" or k.size != 1:
+        raise ctx.error(f"K must be one integer, got {k.dtype}{list(k.shape)}")
+    return [int(k.reshape(()))]

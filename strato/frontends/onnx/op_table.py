@@ -118,6 +118,7 @@ from strato.frontends.onnx.convert_reduce import (
     convert_reduce_prod,
     convert_reduce_sum,
     convert_reduce_sum_square,
+    convert_top_k,
 )
 from strato.frontends.onnx.convert_resize import convert_resize
 from strato.frontends.onnx.convert_rnn import convert_lstm
@@ -219,6 +220,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Tanh": convert_tanh,
     "ThresholdedRelu": convert_thresholded_relu,
     "Tile": convert_tile,
+    "TopK": convert_top_k,
     "Transpose": convert_transpose,
     "Unsqueeze": convert_unsqueeze,
     "Where": convert_where,

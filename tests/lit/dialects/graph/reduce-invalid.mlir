@@ -94,3 +94,19 @@ func.func @arg_empty_axis(%a: tensor<2x0xf32>) -> tensor<2xi64> {
   %r = graph.arg_max %a axis 1 : (tensor<2x0xf32>) -> tensor<2xi64>
   func.return %r : tensor<2xi64>
 }
+
+// -----
+
+func.func @top_k_too_many(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'graph.top_k' k 4 is not in [0, 3] (the size of axis 1)}}
+  %v, %i = graph.top_k %a axis 1 k 4 largest : (tensor<2x3xf32>) -> (tensor<2x4xf32>, tensor<2x4xi64>)
+  func.return
+}
+
+// -----
+
+func.func @top_k_index_type(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'graph.top_k' indices must be a tensor of i64 of shape [2, 2], got tensor<2x2xi32>}}
+  %v, %i = graph.top_k %a axis 1 k 2 : (tensor<2x3xf32>) -> (tensor<2x2xf32>, tensor<2x2xi32>)
+  func.return
+}

@@ -33,9 +33,12 @@ func.func @reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) -> tensor<3xf32>
 // CHECK-NEXT:    %5 = graph.reduce_log_sum_exp %a [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
 // CHECK-NEXT:    %6 = graph.arg_max %a axis 1 keepdims : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
 // CHECK-NEXT:    %7 = graph.arg_min %b axis 0 select_last_index : (tensor<5xi32>) -> tensor<i64>
+// CHECK-NEXT:    %v, %vi = graph.top_k %a axis 2 k 3 largest : (tensor<2x3x4xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3xi64>)
+// CHECK-NEXT:    %w, %wi = graph.top_k %b axis 0 k 1 : (tensor<5xi32>) -> (tensor<1xi32>, tensor<1xi64>)
 // GENERIC-LABEL: sym_name = "more_reductions"
 // GENERIC:         "graph.arg_max"(%a) <{axis = 1 : i64, keepdims}> : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
 // GENERIC:         "graph.arg_min"(%b) <{axis = 0 : i64, select_last_index}> : (tensor<5xi32>) -> tensor<i64>
+// GENERIC:         "graph.top_k"(%a) <{axis = 2 : i64, k = 3 : i64, largest}> : (tensor<2x3x4xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3xi64>)
 func.func @more_reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) {
   %0 = graph.reduce_min %a [1] : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
   %1 = graph.reduce_prod %a [0, 2] keepdims : (tensor<2x3x4xf32>) -> tensor<1x3x1xf32>
@@ -45,5 +48,7 @@ func.func @more_reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) {
   %5 = graph.reduce_log_sum_exp %a [0, 1, 2] : (tensor<2x3x4xf32>) -> tensor<f32>
   %6 = graph.arg_max %a axis 1 keepdims : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
   %7 = graph.arg_min %b axis 0 select_last_index : (tensor<5xi32>) -> tensor<i64>
+  %v, %vi = graph.top_k %a axis 2 k 3 largest : (tensor<2x3x4xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3xi64>)
+  %w, %wi = graph.top_k %b axis 0 k 1 : (tensor<5xi32>) -> (tensor<1xi32>, tensor<1xi64>)
   func.return
 }
