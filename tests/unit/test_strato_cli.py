@@ -343,11 +343,21 @@ def test_import_writes_graph_ir_that_strato_opt_reads(tmp_path):
 
 
 def test_dump_ir_files_are_readable_mlir(tmp_path):
-    result = strato("compile", "mlp", "-o", str(tmp_path / "m.ll"), "--dump-ir", str(tmp_path / "dump"))
+    """Every stage's dump is MLIR text that strato-opt reads back."""
+    model = _relu_model(tmp_path / "relu.onnx", shape=(2, 8))
+    dump = tmp_path / "dump"
+    result = strato("compile", model, "-o", str(tmp_path / "m.ll"), "--dump-ir", str(dump))
     assert result.returncode == 0, result.stderr
-    first = sorted((tmp_path / "dump").iterdir())[0]
-    assert first.name == "01-graph.mlir"
-    assert first.read_text().startswith("builtin.module {")
+    files = sorted(dump.iterdir())
+    assert files[0].name == "01-graph.mlir" and files[-1].suffix == ".ll"
+    for path in files[:-1]:
+        assert path.read_text().startswith("builtin.module {"), path.name
+        opt = subprocess.run(
+            [sys.executable, "-m", "strato.tools.strato_opt", str(path), "-o", "/dev/null"],
+            capture_output=True, text=True, timeout=300,
+        )
+        assert opt.returncode == 0, (path.name, opt.stderr)
+
 
 
 def test_out_of_memory_in_generated_code_is_one_line(tmp_path):
