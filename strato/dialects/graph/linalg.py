@@ -99,6 +99,8 @@ class DenseOp(GraphOp):
     """
 
     name = "graph.dense"
+    # quantized graphs multiply int32 tensors (int8 values, exact int32 accumulation)
+    FLOAT_OPERANDS: ClassVar[bool] = False
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OUT_ELEMWISE_FUSABLE
 
     input = operand_def(FloatTensor)

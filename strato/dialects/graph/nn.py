@@ -450,6 +450,8 @@ class ConvOp(ConvolutionOp):
     """
 
     name = "graph.conv"
+    # quantized graphs convolve int32 tensors (int8 values, exact int32 accumulation)
+    FLOAT_OPERANDS: ClassVar[bool] = False
 
     assembly_format = (
         "$input `,` $weight (`,` $bias^)? `strides` $strides `padding` $padding "
