@@ -8,8 +8,9 @@ loop nest of convert-te-to-loops (`unscheduled`) and the kernel `schedule-defaul
 of it (`default`). Peers measured right after, on the same inputs: numpy's matmul for the
 GEMM (OpenBLAS, OPENBLAS_NUM_THREADS=1 set before numpy is imported) and onnxruntime with
 one intra-op thread for every workload. Speeds are GFLOP/s (2 flops per multiply-add) of
-the median latency over `--seconds` of repeats after a warm-up; the unscheduled nest runs
-once (it takes seconds). Results are checked against onnxruntime (max relative error).
+the median CPU time of the calling thread per call, over `--seconds` of repeats after a
+warm-up (thread CPU time, because on a machine shared with other work wall time counts
+the time the core spends on others); the unscheduled nest runs once (it takes seconds). Results are checked against onnxruntime (max relative error).
 
 The C1-C12 shapes (H/W, in -> out channels, kernel, stride; "same" padding) are those of
 the TVM paper's ResNet-18 benchmark. OPENBLAS_CORETYPE, when the environment sets it,
@@ -108,17 +109,21 @@ def compile_with(model: onnx.ModelProto, pipeline: str) -> Callable[..., list[np
 
 
 def median_seconds(run: Callable[[], object], seconds: float, once: bool) -> float:
-    run()  # warm-up (and the only run when `once`)
+    """Median CPU time of the calling thread per call. Every side runs single-threaded
+    in this thread (strato, numpy with one OpenBLAS thread, onnxruntime with one
+    intra-op thread), and thread CPU time does not count the time other processes
+    take the core from it, which wall time on a shared machine does."""
+    run()  # warm-up
     if once:
-        start = time.perf_counter()
+        start = time.thread_time()
         run()
-        return time.perf_counter() - start
+        return time.thread_time() - start
     times: list[float] = []
     deadline = time.perf_counter() + seconds
     while len(times) < 3 or time.perf_counter() < deadline:
-        start = time.perf_counter()
+        start = time.thread_time()
         run()
-        times.append(time.perf_counter() - start)
+        times.append(time.thread_time() - start)
     return median(times)
 
 

@@ -37,7 +37,7 @@ from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.parser import Parser
 
 from strato.dialects.loop import ForOp, YieldOp, loop_stage
-from strato.schedule.access import affine_of
+from strato.schedule.access import affine_of, is_loop_variable
 from strato.schedule.errors import ScheduleError
 from strato.schedule.intrinsics import TENSORIZED_ATTR, Intrinsic, get_intrinsic
 
@@ -389,20 +389,23 @@ def _linear_coefficients(
     None). Values that do not depend on `inside` are free."""
     type_ = access.memref.type
     assert isinstance(type_, MemRefType)
+    from strato.targets.llvm.index_simplification import affine_index
     from strato.targets.llvm.type_conversion import memref_layout
 
     strides = memref_layout(type_).strides
 
     def is_variable(value: SSAValue) -> bool:
-        if inside is None:
-            return isinstance(value, BlockArgument) and isinstance(
-                value.owner.parent_op(), ForOp
-            )
-        return value in inside or not _depends_on(value, inside)
+        # loop variables, and values from outside the nest that are not affine
+        # functions of loop variables themselves (symbols the nest does not change)
+        if is_loop_variable(value):
+            return True
+        if inside is None or _depends_on(value, inside):
+            return False
+        return affine_index(value) is None
 
     coefficients: dict[SSAValue, int] = {}
     for index, stride in zip(access.indices, strides, strict=True):
-        affine = affine_of(index, is_variable)
+        affine = affine_index(index, is_variable)
         if affine is None:
             return None
         for value, coefficient in affine.terms:

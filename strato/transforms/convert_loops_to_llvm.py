@@ -13,8 +13,9 @@ Leaves illegal: every op outside the llvm dialect (checked after the pass).
   `loop.kernel` are kept.
 - Reduction updates (`acc = acc + a * b` through one location) get the `reassoc` and
   `contract` fast-math flags (`strato.targets.llvm.reduction_flags`).
-- `unrolled` loops are fully unrolled (`unroll_loops`), then `vectorized` loops become
-  `<W x T>` vector code: vector loads/stores where the address moves by one element,
+- `unrolled` loops are fully unrolled (`unroll_loops`), index divisions that are exact
+  over the loop ranges become affine arithmetic (`index_simplification`), then
+  `vectorized` loops become `<W x T>` vector code: vector loads/stores where the address moves by one element,
   broadcasts of scalars that do not vary, per-lane accesses for strides and gathers
   (`vectorize_loops`, which says when a loop stays serial).
 - The remaining `loop.for`s become header/body/latch CFGs (blocks named after the axis);
@@ -85,6 +86,7 @@ from strato.legality import check_legal
 from strato.targets.llvm.arith_to_llvm import arith_to_llvm_patterns
 from strato.targets.llvm.cf_to_llvm import cf_to_llvm_patterns
 from strato.targets.llvm.func_to_llvm import func_to_llvm_patterns
+from strato.targets.llvm.index_simplification import simplify_index_divisions
 from strato.targets.llvm.loop_to_llvm import loop_to_llvm_patterns
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern, LoweringDispatcher
 from strato.targets.llvm.math_to_llvm import math_to_llvm_patterns
@@ -154,6 +156,7 @@ def convert_loops_to_llvm(module: ModuleOp) -> None:
     check_lowerable(module, set(dispatcher.by_type))
     mark_reductions(module)
     unroll_loops(module)
+    simplify_index_divisions(module)
     vectorize_loops(module)
     PatternRewriteWalker(dispatcher, apply_recursively=True).rewrite_module(module)
     reconcile_unrealized_casts(module, warn_on_failure=False)

@@ -4,9 +4,10 @@ A reduction's update `acc[...] = acc[...] + a * b` is a chain of `fadd`s through
 location. Without `reassoc`, LLVM must keep that chain in order: it can neither
 vectorize it nor keep several partial sums; without `contract` it cannot fuse the
 multiply into the add (one FMA instead of two roundings). A reduction in a te program
-says the order of its terms does not matter, so the update's `addf`/`mulf` (and the
-`mulf` that feeds the add) get `reassoc` and `contract`; other flags (`nnan`, `ninf`,
-...) are never added, and flags an op already has are kept.
+says the order of its terms does not matter, so the update's `addf`/`mulf` and the sums
+and products that only feed it (a blocked convolution adds eight products before
+accumulating) get `reassoc` and `contract`; other flags (`nnan`, `ninf`, ...) are never
+added, and flags an op already has are kept.
 
     %acc = memref.load %y[%i] : memref<8xf32>
     %s = arith.addf %acc, %p : f32                 ->  arith.addf %acc, %p fastmath<reassoc,contract>
@@ -74,7 +75,16 @@ def mark_reductions(module: ModuleOp) -> None:
         if not any(_reads_stored_location(v, store) for v in operands):
             continue
         _add_flags(update)
-        for operand in operands:
-            product = operand.owner
-            if isinstance(product, arith.MulfOp) and operand.has_one_use():
-                _add_flags(product)
+        _mark_terms(operands)
+
+
+def _mark_terms(operands) -> None:
+    """The sums and products that only feed a reduction update are its terms (a
+    blocked convolution adds eight products in its body before accumulating)."""
+    work = list(operands)
+    while work:
+        value = work.pop()
+        term = value.owner
+        if isinstance(term, arith.AddfOp | arith.MulfOp) and value.has_one_use():
+            _add_flags(term)
+            work.extend(term.operands)
