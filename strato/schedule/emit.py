@@ -44,7 +44,7 @@ from strato.dialects.loop import (
     MemoryScope,
     ScopeAttr,
 )
-from strato.schedule.access import Affine, access_of
+from strato.schedule.access import Affine, access_of, affine_of
 from strato.schedule.errors import ScheduleError
 from strato.schedule.state import Fuse, ScheduleState, Split, Stage, Template
 
@@ -65,11 +65,13 @@ def annotation_attr(value: Any) -> Attribute:
     return StringAttr(str(value))
 
 
-def physical_type(state: ScheduleState, buffer: int) -> MemRefType:
-    """The memref type a buffer is allocated with: its padded shape, laid out and with
-    aligned strides."""
+def physical_type(
+    state: ScheduleState, buffer: int, compact: tuple[int, ...] | None = None
+) -> MemRefType:
+    """The memref type a buffer is allocated with: its padded shape (or the `compact`
+    region shape), laid out and with aligned strides."""
     b = state.buffers[buffer]
-    shape = list(b.logical_shape)
+    shape = list(compact if compact is not None else b.logical_shape)
     if b.layout is not None:
         shape = list(b.layout.new_shape(shape))
     for axis, (factor, offset) in sorted(b.align.items()):
@@ -92,10 +94,34 @@ class _Region:
 class KernelEmitter:
     """Rebuilds `state.kernel` as a new `func.func` (the old one is left alone)."""
 
-    def __init__(self, state: ScheduleState):
+    def __init__(self, state: ScheduleState, compact_shapes: dict[int, tuple[int, ...]] | None = None):
         self.state = state
         self.ranges: dict[SSAValue, tuple[int, int]] = {}
         self.buffers: list[SSAValue] = []
+        # Storage compaction: a local buffer whose writer is computed at a loop holds
+        # only the region computed there, indexed relative to the region's offset.
+        self.compact_shapes = compact_shapes or {}
+        self.found_shapes: dict[int, tuple[int, ...]] = {}
+        self.offsets: dict[int, list[Affine]] = {}
+
+    def compactable(self, stage: Stage) -> bool:
+        b = self.state.buffers[stage.buffer]
+        return (
+            not self.state.is_output(stage.buffer)
+            and b.layout is None
+            and b.padded is None
+            and not b.align
+            and len(b.shape) > 0
+            and [s for s in self.state.stages if s.buffer == stage.buffer] == [stage]
+        )
+
+    def compact(self, stage: Stage, region: _Region, builder: Builder) -> None:
+        """Record the region's extents as the buffer's shape (first pass) and emit its
+        offsets where the buffer is compacted (second pass)."""
+        names = [n for n, _ in stage.spatial[: len(self.state.buffers[stage.buffer].shape)]]
+        self.found_shapes[stage.buffer] = tuple(region.extent[n] for n in names)
+        if stage.buffer in self.compact_shapes:
+            self.offsets[stage.buffer] = [region.lo[n] for n in names]
 
     # -- the kernel ----------------------------------------------------------------------
 
@@ -112,7 +138,9 @@ class KernelEmitter:
             if b.arg is not None:
                 self.buffers.append(block.args[b.arg])
                 continue
-            alloc = builder.insert(memref.AllocOp([], [], physical_type(self.state, n)))
+            alloc = builder.insert(
+                memref.AllocOp([], [], physical_type(self.state, n, self.compact_shapes.get(n)))
+            )
             alloc.memref.name_hint = _value_name(b.name)
             self.buffers.append(alloc.memref)
             locals_.append(alloc.memref)
@@ -153,6 +181,9 @@ class KernelEmitter:
         ivs = {**ivs, var: loop.induction_var}
         attached = self.state.attached_at(stage.name, var)
         regions = self.infer_regions(stage, pos, ivs, ext, region, attached, inner)
+        for other in attached:
+            if not other.attach.reverse and self.compactable(other):  # type: ignore[union-attr]
+                self.compact(other, regions[other.name], inner)
         for other in attached:
             if not other.attach.reverse:  # type: ignore[union-attr]
                 self.emit_stage(other, inner, regions[other.name])
@@ -282,11 +313,46 @@ class KernelEmitter:
             for arg, b in zip(template.block.args[template.var_count :], template.buffers)
             if self.state.buffers[b].layout is not None
         }
+        offsets = {
+            arg: self.offsets[b]
+            for arg, b in zip(template.block.args[template.var_count :], template.buffers)
+            if b in self.offsets
+        }
         for op in template.block.ops:
             if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref in layouts:
                 self.emit_relaid_access(op, layouts[op.memref], mapping, builder)
                 continue
+            if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref in offsets:
+                self.emit_compact_access(op, offsets[op.memref], mapping, builder)
+                continue
             builder.insert(op.clone(mapping))
+
+    def emit_compact_access(
+        self,
+        op: memref.LoadOp | memref.StoreOp,
+        offsets: list[Affine],
+        mapping: dict[SSAValue, SSAValue],
+        builder: Builder,
+    ) -> None:
+        """A load or store of a compacted buffer, relative to its region's offset (the
+        difference simplified where both are affine in the same values)."""
+        indices = []
+        for index, offset in zip(op.indices, offsets):
+            value = mapping[index]
+            if offset.terms or offset.constant:
+                relative = affine_of(value, _opaque_index)
+                if relative is not None:
+                    value = self.emit_affine(relative - offset, builder)
+                else:
+                    value = builder.insert(arith.SubiOp(value, self.emit_affine(offset, builder))).result
+            indices.append(value)
+        buffer = mapping[op.memref]
+        if isinstance(op, memref.LoadOp):
+            load = builder.insert(memref.LoadOp.get(buffer, indices))
+            load.res.name_hint = op.res.name_hint
+            mapping[op.res] = load.res
+        else:
+            builder.insert(memref.StoreOp.get(mapping[op.value], buffer, indices))
 
     def emit_relaid_access(
         self,
@@ -487,6 +553,12 @@ class KernelEmitter:
         return total
 
 
+def _opaque_index(value: SSAValue) -> bool:
+    """Index values affine_of treats as variables when simplifying: all but the index
+    arithmetic it sees through."""
+    return not isinstance(value.owner, arith.ConstantOp | arith.AddiOp | arith.SubiOp | arith.MuliOp)
+
+
 def _value_name(name: str) -> str:
     text = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
     return text if text and not text[0].isdigit() else f"v{text}"
@@ -593,8 +665,15 @@ def reverse_mapping(consumer: Stage, buffer: int) -> list[tuple[str, int] | None
 
 
 def rebuild_kernel(state: ScheduleState) -> func.FuncOp:
-    """A new kernel function built from `state` (the state's kernel is not touched)."""
-    return KernelEmitter(state).emit()
+    """A new kernel function built from `state` (the state's kernel is not touched).
+    A first pass finds the regions of the buffers computed at a loop, the second
+    allocates those buffers at that size."""
+    first = KernelEmitter(state)
+    kernel = first.emit()
+    if not first.found_shapes:
+        return kernel
+    kernel.erase(safe_erase=False)
+    return KernelEmitter(state, first.found_shapes).emit()
 
 
 __all__ = ["KernelEmitter", "annotation_attr", "physical_type", "rebuild_kernel", "reverse_mapping"]

@@ -131,8 +131,10 @@ class Schedule:
         for loop in self.get_loops(stage):
             if loop.axis == axis:
                 return loop
-        s = self.state.stage(_stage_name(stage))
-        raise ScheduleError(f"stage {s.name} has no loop named {axis} (its loops: {', '.join(s.leaves)})")
+        from strato.schedule.primitives.checks import leaf
+
+        leaf("get a loop", self.state.stage(_stage_name(stage)), axis)
+        raise AssertionError("unreachable: leaf() raises for a loop get_loops does not list")
 
     def get_producers(self, stage: StageHandle | str) -> list[StageHandle]:
         s = self.state.stage(_stage_name(stage))

@@ -437,7 +437,10 @@ def _lift_stage(
 ) -> Stage:
     ops = _leaf_ops(chain)
     if any(isinstance(op, ForOp) for op in ops):
-        raise ScheduleError(f"stage {name} is not a perfect loop nest")
+        raise ScheduleError(
+            f"stage {name} is not a canonical loop nest (its loops are not perfectly nested); "
+            "schedules apply to kernels as convert-te-to-loops emits them"
+        )
     spatial_loops = [loop for loop in chain if not is_reduction_loop(loop)]
     reduce_loops = [loop for loop in chain if is_reduction_loop(loop)]
     if chain[len(spatial_loops) :] != reduce_loops:
@@ -447,7 +450,10 @@ def _lift_stage(
     init = None
     if init_chain is not None:
         if [_axis(a) for a in init_chain] != [_axis(b) for b in spatial_loops]:
-            raise ScheduleError(f"the init nest of stage {name} does not match its update nest")
+            raise ScheduleError(
+                f"stage {name} is not a canonical loop nest (its init nest does not match its "
+                "update nest); schedules apply to kernels as convert-te-to-loops emits them"
+            )
         init = make_template(
             _leaf_ops(init_chain),
             [loop.induction_var for loop in init_chain],

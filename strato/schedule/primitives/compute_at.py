@@ -26,6 +26,8 @@ def compute_at(state: ScheduleState, stage_name: str, host_name: str, var: str) 
         )
     if is_within(state, host, stage, stage.leaves[0]) if stage.leaves else False:
         raise fail("compute_at", f"stage {host.name} is computed inside stage {stage.name}")
+    if state.stages.index(stage) > state.stages.index(host):
+        raise fail("compute_at", f"stage {stage.name} is not a producer of stage {host.name}")
     readers = [r for r in state.readers_of(stage.buffer) if r is not stage]
     if not readers:
         raise fail("compute_at", f"no stage reads the result of stage {stage.name}")
@@ -39,8 +41,6 @@ def compute_at(state: ScheduleState, stage_name: str, host_name: str, var: str) 
                     f"stage {reader.name} also reads stage {stage.name} outside loop {var} of "
                     f"stage {host.name}",
                 )
-        if state.stages.index(stage) > state.stages.index(host):
-            raise fail("compute_at", f"stage {stage.name} is not a producer of stage {host.name}")
     except Exception:
         stage.attach = saved
         raise

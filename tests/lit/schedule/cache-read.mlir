@@ -1,9 +1,10 @@
-// cache_read: dense reads a local copy of x, computed at its loop i (one row).
+// cache_read: dense reads a local copy of x, computed at its loop i: one row, in a 1x3
+// buffer.
 // RUN: strato-opt %s -p 'convert-te-to-loops,apply-schedule{trace="%S/Inputs/cache-read.json"}' | filecheck %s
 
 // CHECK-LABEL: func.func @dense_relu(%x: memref<4x3xf32>, %w: memref<6x3xf32>, %r: memref<4x6xf32> {loop.output}) attributes {loop.kernel} {
 // CHECK-NEXT:   %d = memref.alloc() : memref<4x6xf32, #loop.scope<local>>
-// CHECK-NEXT:   %x_local = memref.alloc() : memref<4x3xf32, #loop.scope<local>>
+// CHECK-NEXT:   %x_local = memref.alloc() : memref<1x3xf32, #loop.scope<local>>
 // CHECK-NEXT:   loop.for %i = 0 to 4 axis "i" attributes {stage = "dense", init} {
 // CHECK-NEXT:     loop.for %j = 0 to 6 axis "j" attributes {stage = "dense", init} {
 // CHECK-NEXT:       %init = arith.constant 0.000000e+00 : f32
@@ -15,12 +16,13 @@
 // CHECK-NEXT:       loop.for %ax1 = 0 to 3 axis "ax1" attributes {stage = "dense.x.local"} {
 // CHECK-NEXT:         %ax0_1 = arith.addi %i_1, %ax0 : index
 // CHECK-NEXT:         %0 = memref.load %x[%ax0_1, %ax1] : memref<4x3xf32>
-// CHECK-NEXT:         memref.store %0, %x_local[%ax0_1, %ax1] : memref<4x3xf32, #loop.scope<local>>
+// CHECK-NEXT:         memref.store %0, %x_local[%ax0, %ax1] : memref<1x3xf32, #loop.scope<local>>
 // CHECK-NEXT:       }
 // CHECK-NEXT:     }
 // CHECK-NEXT:     loop.for %j_1 = 0 to 6 axis "j" attributes {stage = "dense"} {
 // CHECK-NEXT:       loop.for %k = 0 to 3 axis "k" attributes {stage = "dense", reduction} {
-// CHECK-NEXT:         %a = memref.load %x_local[%i_1, %k] : memref<4x3xf32, #loop.scope<local>>
+// CHECK-NEXT:         %1 = arith.constant 0 : index
+// CHECK-NEXT:         %a = memref.load %x_local[%1, %k] : memref<1x3xf32, #loop.scope<local>>
 // CHECK-NEXT:         %b = memref.load %w[%j_1, %k] : memref<6x3xf32>
 // CHECK-NEXT:         %p = arith.mulf %a, %b : f32
 // CHECK-NEXT:         %acc = memref.load %d[%i_1, %j_1] : memref<4x6xf32, #loop.scope<local>>
@@ -38,7 +40,7 @@
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT:   memref.dealloc %d : memref<4x6xf32, #loop.scope<local>>
-// CHECK-NEXT:   memref.dealloc %x_local : memref<4x3xf32, #loop.scope<local>>
+// CHECK-NEXT:   memref.dealloc %x_local : memref<1x3xf32, #loop.scope<local>>
 // CHECK-NEXT:   func.return
 // CHECK-NEXT: }
 te.primitive @dense_relu {

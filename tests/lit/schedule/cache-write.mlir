@@ -1,16 +1,16 @@
-// cache_write: dense.local computes into a local buffer at each row of dense, which
-// copies it out.
+// cache_write: dense.local computes one row into a 1x6 local buffer at each iteration of
+// loop i of dense, which copies it out.
 // RUN: strato-opt %s -p 'convert-te-to-loops,apply-schedule{trace="%S/Inputs/cache-write.json"}' | filecheck %s
 
 // CHECK-LABEL: func.func @dense_relu(%x: memref<4x3xf32>, %w: memref<6x3xf32>, %r: memref<4x6xf32> {loop.output}) attributes {loop.kernel} {
 // CHECK-NEXT:   %d = memref.alloc() : memref<4x6xf32, #loop.scope<local>>
-// CHECK-NEXT:   %d_local = memref.alloc() : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:   %d_local = memref.alloc() : memref<1x6xf32, #loop.scope<local>>
 // CHECK-NEXT:   loop.for %i = 0 to 4 axis "i" attributes {stage = "dense"} {
 // CHECK-NEXT:     loop.for %i_1 = 0 to 1 axis "i" attributes {stage = "dense.local", init} {
 // CHECK-NEXT:       loop.for %j = 0 to 6 axis "j" attributes {stage = "dense.local", init} {
 // CHECK-NEXT:         %i_2 = arith.addi %i, %i_1 : index
 // CHECK-NEXT:         %init = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:         memref.store %init, %d_local[%i_2, %j] : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:         memref.store %init, %d_local[%i_1, %j] : memref<1x6xf32, #loop.scope<local>>
 // CHECK-NEXT:       }
 // CHECK-NEXT:     }
 // CHECK-NEXT:     loop.for %i_3 = 0 to 1 axis "i" attributes {stage = "dense.local"} {
@@ -20,15 +20,16 @@
 // CHECK-NEXT:           %a = memref.load %x[%i_4, %k] : memref<4x3xf32>
 // CHECK-NEXT:           %b = memref.load %w[%j_1, %k] : memref<6x3xf32>
 // CHECK-NEXT:           %p = arith.mulf %a, %b : f32
-// CHECK-NEXT:           %acc = memref.load %d_local[%i_4, %j_1] : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:           %acc = memref.load %d_local[%i_3, %j_1] : memref<1x6xf32, #loop.scope<local>>
 // CHECK-NEXT:           %sum = arith.addf %acc, %p : f32
-// CHECK-NEXT:           memref.store %sum, %d_local[%i_4, %j_1] : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:           memref.store %sum, %d_local[%i_3, %j_1] : memref<1x6xf32, #loop.scope<local>>
 // CHECK-NEXT:         }
 // CHECK-NEXT:       }
 // CHECK-NEXT:     }
 // CHECK-NEXT:     loop.for %j_2 = 0 to 6 axis "j" attributes {stage = "dense"} {
-// CHECK-NEXT:       %0 = memref.load %d_local[%i, %j_2] : memref<4x6xf32, #loop.scope<local>>
-// CHECK-NEXT:       memref.store %0, %d[%i, %j_2] : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:       %0 = arith.constant 0 : index
+// CHECK-NEXT:       %1 = memref.load %d_local[%0, %j_2] : memref<1x6xf32, #loop.scope<local>>
+// CHECK-NEXT:       memref.store %1, %d[%i, %j_2] : memref<4x6xf32, #loop.scope<local>>
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT:   loop.for %i_5 = 0 to 4 axis "i" attributes {stage = "relu"} {
@@ -40,7 +41,7 @@
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
 // CHECK-NEXT:   memref.dealloc %d : memref<4x6xf32, #loop.scope<local>>
-// CHECK-NEXT:   memref.dealloc %d_local : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:   memref.dealloc %d_local : memref<1x6xf32, #loop.scope<local>>
 // CHECK-NEXT:   func.return
 // CHECK-NEXT: }
 te.primitive @dense_relu {

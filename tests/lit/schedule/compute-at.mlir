@@ -1,15 +1,16 @@
 // compute_at: dense is computed inside loop i of relu, over the one row relu reads
-// (init and update nests both move; the row offset is %i).
+// (init and update nests both move; the row offset is %i). Its local buffer shrinks to
+// the 1x6 region, indexed relative to the row.
 // RUN: strato-opt %s -p 'convert-te-to-loops,apply-schedule{trace="%S/Inputs/compute-at.json"}' | filecheck %s
 
 // CHECK-LABEL: func.func @dense_relu(%x: memref<4x3xf32>, %w: memref<6x3xf32>, %r: memref<4x6xf32> {loop.output}) attributes {loop.kernel} {
-// CHECK-NEXT:   %d = memref.alloc() : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:   %d = memref.alloc() : memref<1x6xf32, #loop.scope<local>>
 // CHECK-NEXT:   loop.for %i = 0 to 4 axis "i" attributes {stage = "relu"} {
 // CHECK-NEXT:     loop.for %i_1 = 0 to 1 axis "i" attributes {stage = "dense", init} {
 // CHECK-NEXT:       loop.for %j = 0 to 6 axis "j" attributes {stage = "dense", init} {
 // CHECK-NEXT:         %i_2 = arith.addi %i, %i_1 : index
 // CHECK-NEXT:         %init = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:         memref.store %init, %d[%i_2, %j] : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:         memref.store %init, %d[%i_1, %j] : memref<1x6xf32, #loop.scope<local>>
 // CHECK-NEXT:       }
 // CHECK-NEXT:     }
 // CHECK-NEXT:     loop.for %i_3 = 0 to 1 axis "i" attributes {stage = "dense"} {
@@ -19,20 +20,21 @@
 // CHECK-NEXT:           %a = memref.load %x[%i_4, %k] : memref<4x3xf32>
 // CHECK-NEXT:           %b = memref.load %w[%j_1, %k] : memref<6x3xf32>
 // CHECK-NEXT:           %p = arith.mulf %a, %b : f32
-// CHECK-NEXT:           %acc = memref.load %d[%i_4, %j_1] : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:           %acc = memref.load %d[%i_3, %j_1] : memref<1x6xf32, #loop.scope<local>>
 // CHECK-NEXT:           %sum = arith.addf %acc, %p : f32
-// CHECK-NEXT:           memref.store %sum, %d[%i_4, %j_1] : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:           memref.store %sum, %d[%i_3, %j_1] : memref<1x6xf32, #loop.scope<local>>
 // CHECK-NEXT:         }
 // CHECK-NEXT:       }
 // CHECK-NEXT:     }
 // CHECK-NEXT:     loop.for %j_2 = 0 to 6 axis "j" attributes {stage = "relu"} {
-// CHECK-NEXT:       %v = memref.load %d[%i, %j_2] : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:       %0 = arith.constant 0 : index
+// CHECK-NEXT:       %v = memref.load %d[%0, %j_2] : memref<1x6xf32, #loop.scope<local>>
 // CHECK-NEXT:       %z = arith.constant 0.000000e+00 : f32
 // CHECK-NEXT:       %m = arith.maximumf %v, %z : f32
 // CHECK-NEXT:       memref.store %m, %r[%i, %j_2] : memref<4x6xf32>
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
-// CHECK-NEXT:   memref.dealloc %d : memref<4x6xf32, #loop.scope<local>>
+// CHECK-NEXT:   memref.dealloc %d : memref<1x6xf32, #loop.scope<local>>
 // CHECK-NEXT:   func.return
 // CHECK-NEXT: }
 te.primitive @dense_relu {
