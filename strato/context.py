@@ -16,8 +16,9 @@ from xdsl.ir import Dialect
 from strato.dialects.graph import Graph
 from strato.dialects.loop import Loop
 from strato.dialects.te import TE
+from strato.dialects.vta import Vta
 
-STRATO_DIALECTS: tuple[Dialect, ...] = (Graph, TE, Loop)
+STRATO_DIALECTS: tuple[Dialect, ...] = (Graph, TE, Loop, Vta)
 UPSTREAM_DIALECTS: tuple[Dialect, ...] = (Builtin, Func, Arith, Math, MemRef, Scf, Cf, LLVM)
 
 
