@@ -74,12 +74,25 @@ def physical_type(
     shape = list(compact if compact is not None else b.logical_shape)
     if b.layout is not None:
         shape = list(b.layout.new_shape(shape))
-    for axis, (factor, offset) in sorted(b.align.items()):
-        # grow the last dimension until the stride of `axis` is offset modulo factor
-        while prod(shape[axis + 1 :]) % factor != offset % factor:
-            shape[-1] += 1
+    aligned = aligned_shape(shape, b.align)
+    assert aligned is not None, "storage_align checked that the alignment is reachable"
+    shape = aligned
     space: Attribute = NoneAttr() if b.scope == MemoryScope.GLOBAL else ScopeAttr(b.scope)
     return MemRefType(b.element_type, shape, memory_space=space)
+
+
+def aligned_shape(shape: list[int], align: dict[int, tuple[int, int]]) -> list[int] | None:
+    """`shape` with its last dimension grown until the stride of each aligned axis is
+    its offset modulo its factor (None when no size up to factor more reaches it)."""
+    shape = list(shape)
+    for axis, (factor, offset) in sorted(align.items()):
+        for _ in range(factor):
+            if prod(shape[axis + 1 :]) % factor == offset % factor:
+                break
+            shape[-1] += 1
+        else:
+            return None
+    return shape
 
 
 @dataclass
@@ -676,4 +689,4 @@ def rebuild_kernel(state: ScheduleState) -> func.FuncOp:
     return KernelEmitter(state, first.found_shapes).emit()
 
 
-__all__ = ["KernelEmitter", "annotation_attr", "physical_type", "rebuild_kernel", "reverse_mapping"]
+__all__ = ["KernelEmitter", "aligned_shape", "annotation_attr", "physical_type", "rebuild_kernel", "reverse_mapping"]

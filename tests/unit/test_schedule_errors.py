@@ -64,7 +64,15 @@ te.primitive @k {
     %v = te.read %a1[%i] : tensor<3xf32>
     te.yield %v : f32
   }
-  te.output %o, %t, %a2, %a3 : tensor<2xf32>, tensor<4x6xf32>, tensor<3xf32>, tensor<3xf32>
+  %c = te.compute "cube" (%i, %j, %l) : tensor<3x2x3xf32> {
+    %v = te.read %x[%i, %l] : tensor<4x3xf32>
+    te.yield %v : f32
+  }
+  %cs = te.reduce "cubesum" sum () over (%i : 3, %j : 2, %l : 3) init 0.0 : tensor<f32> {
+    %v = te.read %c[%i, %j, %l] : tensor<3x2x3xf32>
+    te.yield %v : f32
+  }
+  te.output %o, %t, %a2, %a3, %cs : tensor<2xf32>, tensor<4x6xf32>, tensor<3xf32>, tensor<3xf32>, tensor<f32>
 }
 """
 
@@ -176,6 +184,8 @@ CASES: list[Case] = [
     ("align output", lambda s: s.storage_align(stage(s, "tanh"), 0, 4, 1), "writes the kernel's buffer t, whose layout is fixed"),
     ("align axis", lambda s: s.storage_align(stage(s, "dense"), 1, 4, 1), "axis 1 of buffer d \\(rank 2\\) has no stride to pad"),
     ("align offset", lambda s: s.storage_align(stage(s, "dense"), 0, 4, 4), "need factor > 0 and 0 <= offset < factor"),
+    ("align unreachable", lambda s: s.storage_align(stage(s, "cube"), 0, 4, 1),
+        "no size of the last dimension of buffer c makes the stride of axis 0 1 modulo 4"),
     # transform_layout
     ("layout argument", lambda s: s.transform_layout(stage(s, "dense"), "i, j -> j, i", buffer="x"), "buffer x is an argument of the kernel"),
     ("layout twice", lambda s: (s.transform_layout(stage(s, "dense"), "i, j -> j, i"),

@@ -4,6 +4,7 @@ sets or memory banks."""
 
 from __future__ import annotations
 
+from strato.schedule.emit import aligned_shape
 from strato.schedule.primitives.checks import fail
 from strato.schedule.state import ScheduleState
 
@@ -18,4 +19,11 @@ def storage_align(state: ScheduleState, stage_name: str, axis: int, factor: int,
         raise fail("storage_align", f"axis {axis} of buffer {buffer.name} (rank {rank}) has no stride to pad; give 0..{rank - 2}")
     if factor <= 0 or not 0 <= offset < factor:
         raise fail("storage_align", f"need factor > 0 and 0 <= offset < factor, got factor {factor}, offset {offset}")
-    buffer.align[axis] = (factor, offset)
+    align = {**buffer.align, axis: (factor, offset)}
+    if aligned_shape(list(buffer.logical_shape), align) is None:
+        raise fail(
+            "storage_align",
+            f"no size of the last dimension of buffer {buffer.name} makes the stride of axis "
+            f"{axis} {offset} modulo {factor}",
+        )
+    buffer.align = align
