@@ -13,6 +13,7 @@ from strato.frontends.onnx.convert_constant import (
     convert_constant_of_shape,
     convert_range,
 )
+from strato.frontends.onnx.convert_einsum import convert_einsum
 from strato.frontends.onnx.convert_elementwise import (
     convert_abs,
     convert_add,
@@ -145,6 +146,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "DepthToSpace": convert_depth_to_space,
     "Div": convert_div,
     "Dropout": convert_dropout,
+    "Einsum": convert_einsum,
     "Elu": convert_elu,
     "Erf": convert_erf,
     "Equal": convert_equal,
