@@ -13,7 +13,7 @@ from strato.schedule.state import Attach, ScheduleState
 def compute_at(state: ScheduleState, stage_name: str, host_name: str, var: str) -> None:
     stage = state.stage(stage_name)
     host = state.stage(host_name)
-    pos = leaf("compute_at", host, var)
+    leaf("compute_at", host, var)
     if stage is host:
         raise fail("compute_at", f"stage {stage.name} cannot be computed inside itself")
     if host.is_reduction_var(var):
@@ -24,27 +24,22 @@ def compute_at(state: ScheduleState, stage_name: str, host_name: str, var: str) 
             f"stage {stage.name} writes the kernel's output {state.buffers[stage.buffer].name}, "
             "which must be computed whole",
         )
-    if is_within(state, host, stage, stage.leaves[0]) if stage.leaves else False:
+    if stage.leaves and is_within(state, host, stage, stage.leaves[0]):
         raise fail("compute_at", f"stage {host.name} is computed inside stage {stage.name}")
     if state.stages.index(stage) > state.stages.index(host):
         raise fail("compute_at", f"stage {stage.name} is not a producer of stage {host.name}")
     readers = [r for r in state.readers_of(stage.buffer) if r is not stage]
     if not readers:
         raise fail("compute_at", f"no stage reads the result of stage {stage.name}")
-    saved = stage.attach
+    # (the state is a copy: a refusal below drops it)
     stage.attach = Attach(host.name, var)
-    try:
-        for reader in readers:
-            if not is_within(state, reader, host, var):
-                raise fail(
-                    "compute_at",
-                    f"stage {reader.name} also reads stage {stage.name} outside loop {var} of "
-                    f"stage {host.name}",
-                )
-    except Exception:
-        stage.attach = saved
-        raise
-    del pos
+    for reader in readers:
+        if not is_within(state, reader, host, var):
+            raise fail(
+                "compute_at",
+                f"stage {reader.name} also reads stage {stage.name} outside loop {var} of "
+                f"stage {host.name}",
+            )
 
 
 def reverse_compute_at(state: ScheduleState, stage_name: str, host_name: str, var: str) -> None:

@@ -61,8 +61,7 @@ def split(
 
         pad_for_split(state, stage, var)
     stage.leaves[pos : pos + 1] = names
-    kind = stage.kinds.pop(var, None)
-    del kind  # the new loops are serial
+    stage.kinds.pop(var, None)  # the new loops are serial
     stage.annotations.pop(var, None)
     if stage.init_at == var:
         stage.init_at = names[0]
