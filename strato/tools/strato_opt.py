@@ -22,21 +22,33 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import io
 import os
 import re
+import stat
 import sys
+import tempfile
 import threading
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, replace
 from typing import IO, Any, NoReturn
 
-from xdsl.dialects.builtin import ModuleOp, UnknownLoc
+from xdsl.context import Context
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, UnknownLoc
 from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass, PassPipeline, get_pass_option_infos
+from xdsl.ir import Attribute
 from xdsl.printer import Printer
-from xdsl.utils.arg_spec import ArgSpec, parse_pipeline, parse_spec
+from xdsl.targets.mlir import MLIRTarget
+from xdsl.utils.arg_spec import (
+    ArgSpec,
+    PipelineLexer,
+    SpecTokenKind,
+    parse_pipeline,
+    parse_spec,
+)
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.utils.target import Target
@@ -78,6 +90,17 @@ UPSTREAM_PASSES = (
     "scf-for-loop-range-folding",
     "scf-for-loop-unroll",
 )
+
+
+# One-sentence summaries of the upstream passes whose docstrings give none.
+UPSTREAM_SUMMARIES = {
+    "cse": "Eliminate common subexpressions: ops equal to an earlier op are replaced by it.",
+    "dce": "Remove ops without side effects whose results are unused.",
+    "reconcile-unrealized-casts": "Fold chains of builtin.unrealized_conversion_cast "
+    "ops and remove the casts that cancel out.",
+    "scf-for-loop-range-folding": "Fold additions and multiplications of an scf.for "
+    "induction variable into the loop's bounds.",
+}
 
 
 class UsageError(Exception):
@@ -155,6 +178,37 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+class _OnceAction(argparse.Action):
+    """An option that may be given once: a second pipeline would otherwise replace the
+    first without a word (mlir-opt rejects a second --pass-pipeline too)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        for other in ("passes", "pass_pipeline"):
+            if getattr(namespace, other, None) is not None:
+                given = "-p/--passes" if other == "passes" else "--pass-pipeline"
+                raise UsageError(
+                    f"{option_string} given after {given}: write the whole pipeline in one "
+                    "option, passes separated by ','"
+                )
+        setattr(namespace, self.dest, values)
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
+    return value
+
+
 def _options_of(cls: type) -> str:
     """`name: type = default, ...` of a pass or target dataclass, in CLI spelling."""
     return ", ".join(
@@ -165,11 +219,59 @@ def _options_of(cls: type) -> str:
 
 
 def _summary(cls: type) -> str:
-    """The first line of a class docstring (dataclasses invent one from the signature)."""
+    """The first sentence of a class docstring, over as many lines as it takes
+    (dataclasses invent a docstring from the signature: no description then)."""
     doc = (cls.__doc__ or "").strip()
     if not doc or doc.startswith(cls.__name__ + "("):
         return "(no description)"
-    return doc.splitlines()[0].strip()
+    paragraph = " ".join(line.strip() for line in doc.split("\n\n")[0].splitlines())
+    match = re.search(r"(?<!e\.g)(?<!i\.e)\.(\s|$)", paragraph)
+    return paragraph if match is None else paragraph[: match.start() + 1]
+
+
+ELIDED = "dense_resource<__elided__>"
+
+
+class ElidingPrinter(Printer):
+    """xDSL's printer that prints dense constants of more than `elide_larger_than`
+    elements as MLIR does with --mlir-elide-elementsattrs-if-larger:
+    `dense_resource<__elided__> : tensor<...>`, which marks the value as missing (the
+    text still parses; an op that needs the values then reports it)."""
+
+    def __init__(self, *args: Any, elide_larger_than: int | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.elide_larger_than = elide_larger_than
+
+    def print_attribute(self, attribute: Attribute) -> None:
+        limit = self.elide_larger_than
+        if (
+            limit is not None
+            and isinstance(attribute, DenseIntOrFPElementsAttr)
+            and len(attribute) > limit
+        ):
+            self.print_string(f"{ELIDED} : ")
+            super().print_attribute(attribute.get_type())
+            return
+        super().print_attribute(attribute)
+
+
+@dataclass(frozen=True)
+class StratoMLIRTarget(MLIRTarget):
+    """MLIR text, with large constants elided on request."""
+
+    elide_elements_larger_than: int | None = None
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        printer = ElidingPrinter(
+            stream=output,
+            print_generic_format=self.print_generic_format,
+            print_properties_as_attributes=self.print_properties_as_attributes,
+            print_debuginfo=self.print_debuginfo,
+            elide_larger_than=self.elide_elements_larger_than,
+        )
+        printer.print_op(module)
+        printer.print_metadata(ctx.loaded_dialects)
+        print("\n", file=output)
 
 
 class StratoOptMain(xDSLOptMain):
@@ -199,6 +301,10 @@ class StratoOptMain(xDSLOptMain):
         parser.catalogue = self.catalogue
         self.register_all_arguments(parser)
         self.args = parser.parse_args(args=args)
+        if self.args.output_file == "":
+            raise UsageError("-o needs a file name ('-' for stdout)")
+        if self.args.output_file == "-":
+            self.args.output_file = None
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
         self.timer = PassTimer() if self.args.time_passes else None
 
@@ -228,9 +334,7 @@ class StratoOptMain(xDSLOptMain):
 
     def register_all_targets(self) -> None:
         def mlir() -> type[Target]:
-            from xdsl.targets.mlir import MLIRTarget
-
-            return MLIRTarget
+            return StratoMLIRTarget
 
         def llvm() -> type[Target]:
             from strato.targets.llvm.emit import LLVMIRTarget
@@ -247,14 +351,22 @@ class StratoOptMain(xDSLOptMain):
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         add = arg_parser.add_argument
         add("input_file", nargs="?", default="-", help="input file (default: stdin)")
-        add("-o", "--output-file", metavar="FILE", help="output file (default: stdout)")
+        add("-o", "--output-file", metavar="FILE", help="output file ('-' or default: stdout)")
         add(
             "-p",
             "--passes",
-            default="",
+            action=_OnceAction,
             metavar="PIPELINE",
-            help="comma-separated passes with options, e.g. 'a,b{opt=1}' (listed below)",
+            help="comma-separated passes with options, e.g. 'a,b{opt=1}' (listed below); "
+            "given once",
         )
+        add(
+            "--pass-pipeline",
+            action=_OnceAction,
+            metavar="PIPELINE",
+            help="the pipeline in mlir-opt's spelling, 'builtin.module(a,b{opt=1})'",
+        )
+        add("--list-passes", action="store_true", help="list the passes and exit")
         add(
             "-t",
             "--target",
@@ -272,11 +384,55 @@ class StratoOptMain(xDSLOptMain):
             action="store_true",
             help="check the diagnostics against the expected-error annotations",
         )
-        add("--print-ir-before-all", action="store_true", help="dump the IR before each pass")
-        add("--print-ir-after-all", action="store_true", help="dump the IR after each pass")
-        add("--time-passes", action="store_true", help="report the time of each pass")
-        add("--print-op-generic", action="store_true", help="print ops in generic form")
-        add("--print-debuginfo", action="store_true", help="print op locations")
+        add(
+            "--print-ir-before-all",
+            "--mlir-print-ir-before-all",
+            action="store_true",
+            help="dump the IR before each pass (to stderr)",
+        )
+        add(
+            "--print-ir-after-all",
+            "--mlir-print-ir-after-all",
+            action="store_true",
+            help="dump the IR after each pass (to stderr)",
+        )
+        add(
+            "--print-ir-after-change",
+            "--mlir-print-ir-after-change",
+            action="store_true",
+            help="dump the IR after each pass that changed it (to stderr)",
+        )
+        add(
+            "--print-ir-after-failure",
+            "--mlir-print-ir-after-failure",
+            action="store_true",
+            help="dump the IR a failing pass leaves behind (to stderr)",
+        )
+        add(
+            "--time-passes",
+            "--mlir-timing",
+            action="store_true",
+            help="report the time of each pass",
+        )
+        add(
+            "--print-op-generic",
+            "--mlir-print-op-generic",
+            action="store_true",
+            help="print ops in generic form",
+        )
+        add(
+            "--print-debuginfo",
+            "--mlir-print-debuginfo",
+            action="store_true",
+            help="print op locations",
+        )
+        add(
+            "--mlir-elide-elementsattrs-if-larger",
+            type=_non_negative_int,
+            metavar="N",
+            help="print dense constants of more than N elements as "
+            "'dense_resource<__elided__>' (as mlir-opt; such output does not read back)",
+        )
         add(
             "--print-no-properties",
             action="store_true",
@@ -303,6 +459,21 @@ class StratoOptMain(xDSLOptMain):
             help="show the Python traceback of internal errors",
         )
         add("-v", "--version", action=_VersionAction, help="print the version and exit")
+
+    def pass_list(self) -> str:
+        """`--list-passes`: each pass with its one-sentence summary and its origin."""
+        from strato.transforms import PASS_REGISTRY
+
+        lines = []
+        for name, factory in sorted(self.available_passes.items()):
+            where = PASS_REGISTRY.get(name, "xdsl.")
+            origin = "strato" if where.startswith("strato.") else "xDSL"
+            try:
+                summary = UPSTREAM_SUMMARIES.get(name) or _summary(factory())
+            except Exception as err:
+                summary = f"(cannot be loaded: {type(err).__name__}: {err})"
+            lines.append(f"{name:<28}{origin:<8}{summary}")
+        return "\n".join(lines) + "\n"
 
     def catalogue(self) -> str:
         """The pass and target lists of `--help`; imports strato's passes for their
@@ -364,14 +535,20 @@ class StratoOptMain(xDSLOptMain):
                 print_generic_format=self.args.print_op_generic,
                 print_properties_as_attributes=self.args.print_no_properties,
                 print_debuginfo=self.args.print_debuginfo,
+                elide_elements_larger_than=self.args.mlir_elide_elementsattrs_if_larger,
             )
         self.target = target
 
     def setup_pipeline(self) -> None:
+        if self.args.pass_pipeline is not None:
+            text = _unwrap_module_pipeline(self.args.pass_pipeline)
+        else:
+            text = self.args.passes or ""
         try:
-            specs = list(parse_pipeline(self.args.passes))
+            specs = list(parse_pipeline(text))
         except ArgSpecParseError as err:
-            raise UsageError(_pipeline_syntax_error(self.args.passes, err)) from None
+            raise UsageError(_pipeline_syntax_error(text, err)) from None
+        _check_unique_options(text)
         passes: list[ModulePass] = []
         for spec in specs:
             factory = self.available_passes.get(spec.name)
@@ -425,6 +602,9 @@ class StratoOptMain(xDSLOptMain):
     def run(self) -> int:
         """Process the input; the exit status: 0 on success, 1 when any chunk failed or
         an expected diagnostic did not match."""
+        if self.args.list_passes:
+            sys.stdout.write(self.pass_list())
+            return 0
         text = self.read_input()
         chunks = split_input(text) if self.args.split_input_file else [InputChunk(text, 1)]
         output: IO[str] = io.StringIO() if self.args.output_file else sys.stdout
@@ -459,11 +639,11 @@ class StratoOptMain(xDSLOptMain):
 
     def _write_output_file(self, text: str) -> None:
         try:
-            with open(self.args.output_file, "w") as stream:
-                stream.write(text)
+            write_output_file(self.args.output_file, text)
         except OSError as err:
+            reason = err.strerror or str(err)
             raise UsageError(
-                f"could not write output file '{self.args.output_file}': {err.strerror}"
+                f"could not write output file '{self.args.output_file}': {reason}"
             ) from None
 
     def process_chunk(self, chunk: InputChunk) -> tuple[str | None, list[Diagnostic]]:
@@ -519,6 +699,9 @@ class StratoOptMain(xDSLOptMain):
             except ParseError as err:
                 location = lines.location_at(err.span.start)
                 message = one_line(err.msg)
+                if ELIDED in chunk.text:
+                    message += " (the input holds constants elided by " \
+                        "--mlir-elide-elementsattrs-if-larger, which do not read back)"
                 if "{first_char}" in message:
                     # xDSL leaves the placeholder of this message unformatted.
                     message = message.replace("{first_char}", f"'{chunk.text[err.span.start]}'")
@@ -568,12 +751,20 @@ class StratoOptMain(xDSLOptMain):
                 self.dump_ir(f"Before {pass_.name}", prog)
             if pass_.name.startswith("graph-"):
                 self._check_graph_functions(prog, pass_.name)
-            with self._timed(label):
-                self._run_stage(
-                    f"pass '{pass_.name}'", lambda: pass_.apply(self.ctx, prog), prog
-                )
-            self.verify(prog, after=pass_.name)
+            before = self._ir_text(prog) if self.args.print_ir_after_change else None
+            try:
+                with self._timed(label):
+                    self._run_stage(
+                        f"pass '{pass_.name}'", lambda: pass_.apply(self.ctx, prog), prog
+                    )
+                self.verify(prog, after=pass_.name)
+            except ChunkFailure:
+                if self.args.print_ir_after_failure:
+                    self.dump_ir(f"After {pass_.name} Failed", prog)
+                raise
             if self.args.print_ir_after_all:
+                self.dump_ir(f"After {pass_.name}", prog)
+            elif before is not None and self._ir_text(prog) != before:
                 self.dump_ir(f"After {pass_.name}", prog)
 
     def _check_graph_functions(self, prog: ModuleOp, pass_name: str) -> None:
@@ -630,20 +821,126 @@ class StratoOptMain(xDSLOptMain):
             location = self.chunk_location
         return Diagnostic("error", one_line(message), location)
 
-    def dump_ir(self, when: str, module: ModuleOp) -> None:
-        sys.stdout.flush()
-        stream = sys.stderr
-        stream.write(f"// -----// IR Dump {when} //----- //\n")
-        Printer(
+    def _printer(self, stream: IO[str]) -> Printer:
+        return ElidingPrinter(
             stream=stream,
             print_generic_format=self.args.print_op_generic,
             print_debuginfo=self.args.print_debuginfo,
-        ).print_op(module)
+            elide_larger_than=self.args.mlir_elide_elementsattrs_if_larger,
+        )
+
+    def _ir_text(self, module: ModuleOp) -> str:
+        stream = io.StringIO()
+        self._printer(stream).print_op(module)
+        return stream.getvalue()
+
+    def dump_ir(self, when: str, module: ModuleOp) -> None:
+        """Write `module` to stderr after a header that is also a split marker, so a
+        dump reads back with `strato-opt --split-input-file`."""
+        sys.stdout.flush()
+        stream = sys.stderr
+        stream.write(f"// -----// IR Dump {when} //----- //\n")
+        self._printer(stream).print_op(module)
         stream.write("\n\n")
         stream.flush()
 
     def _timed(self, label: str) -> AbstractContextManager[None]:
         return nullcontext() if self.timer is None else self.timer.time(label)
+
+
+def _write_text(stream: IO[str], text: str) -> None:
+    stream.write(text)
+
+
+def write_output_file(path: str, text: str) -> None:
+    """Write `text` to `path` whole or not at all: a regular file is written to a
+    temporary file in the same directory and renamed over `path` once complete, so a
+    full disk or a kill leaves the previous file (or none), never a truncated one.
+    Devices and pipes (/dev/stdout, a FIFO) are written directly."""
+    if os.path.islink(path):
+        path = os.path.realpath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if os.path.exists(path) and not os.path.isfile(path):
+        with open(path, "w", encoding="utf-8") as stream:
+            _write_text(stream, text)
+        return
+    if os.path.exists(path):
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
+    )
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as stream:
+            _write_text(stream, text)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _unwrap_module_pipeline(text: str) -> str:
+    """The passes of `builtin.module(a,b{x=1})`, mlir-opt's spelling of a pipeline on
+    the top-level module; strato's passes all run on the module."""
+    match = re.fullmatch(r"\s*builtin\.module\s*\((?P<passes>.*)\)\s*", text, re.DOTALL)
+    if match is None:
+        raise UsageError(
+            f"malformed pass pipeline '{text}': write it as 'builtin.module(pass,pass{{option=value}})'"
+        )
+    # mlir-opt reads `builtin.module(a, b)`: spaces between passes do not count.
+    depth = 0
+    kept: list[str] = []
+    for char in match.group("passes"):
+        depth += {"{": 1, "}": -1}.get(char, 0)
+        if depth > 0 or not char.isspace():
+            kept.append(char)
+    passes = "".join(kept)
+    nested = re.search(r"[\w.]+\s*\(", passes)
+    if nested is not None:
+        raise UsageError(
+            f"nested pipeline '{nested.group(0)}...)' in '{text}': strato's passes run on "
+            "the module, list them directly in builtin.module(...)"
+        )
+    return passes
+
+
+def _check_unique_options(text: str) -> None:
+    """A pass option given twice (`pass{a=1 a=2}`) is an error rather than the last
+    one silently winning. `text` is a pipeline that xDSL has parsed."""
+    pass_name = ""
+    in_options = False
+    expect_key = False
+    seen: set[str] = set()
+    lexer = PipelineLexer(text)
+    while (token := lexer.lex()).kind is not SpecTokenKind.EOF:
+        kind = token.kind
+        if not in_options:
+            if kind is SpecTokenKind.IDENT:
+                pass_name = token.span.text
+            elif kind is SpecTokenKind.L_BRACE:
+                in_options, expect_key, seen = True, True, set()
+            continue
+        if kind is SpecTokenKind.R_BRACE:
+            in_options = False
+        elif kind is SpecTokenKind.SPACE:
+            expect_key = True
+        elif kind is SpecTokenKind.IDENT and expect_key:
+            key = token.span.text.replace("_", "-")
+            if key in seen:
+                raise UsageError(f"option '{key}' given twice to pass '{pass_name}'")
+            seen.add(key)
+            expect_key = False
+        else:
+            expect_key = False
 
 
 def _parse_one_spec(text: str, what: str) -> ArgSpec:

@@ -3,6 +3,7 @@ Python traceback, `strato-opt: internal error` for bugs."""
 
 from __future__ import annotations
 
+import errno
 import io
 import re
 import subprocess
@@ -592,3 +593,190 @@ def test_hostile_input_is_one_located_line(run, write, text, argv, line, reason)
     assert (match["file"], int(match["line"])) == (path, line), result.err
     assert reason in match["reason"], result.err
     assert "internal error" not in result.err
+
+
+# -- command-line habits of mlir-opt users --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-o", ""], "-o needs a file name ('-' for stdout)"),
+        (["-p", "cse", "-p", "dce"], "-p given after -p/--passes"),
+        (["-p", "cse", "--pass-pipeline=builtin.module(dce)"], "--pass-pipeline given after"),
+        (["--pass-pipeline=builtin.module(cse)", "--pass-pipeline=builtin.module(dce)"], "given after --pass-pipeline"),
+        (["-p", "graph-alter-layout{block=4 block=8}"], "option 'block' given twice to pass 'graph-alter-layout'"),
+        (["-p", "graph-alter-layout{block=4 block=8},cse"], "given twice"),
+        (["--pass-pipeline=cse,dce"], "write it as 'builtin.module(pass,pass{option=value})'"),
+        (["--pass-pipeline=builtin.module(func.func(cse))"], "nested pipeline 'func.func(...)'"),
+        (["--pass-pipeline=builtin.module(cse"], "write it as 'builtin.module("),
+        (["--pass-pipeline=builtin.module(nope)"], "unknown pass 'nope'"),
+        (["-t", "interpret{seed=-1}"], "seed must be a non-negative integer, got -1"),
+        (["--mlir-elide-elementsattrs-if-larger=-1"], "expected a number >= 0, got -1"),
+        (["--mlir-elide-elementsattrs-if-larger=many"], "expected a number, got 'many'"),
+    ],
+)
+def test_command_line_mistakes_are_one_line(run, write, argv, message) -> None:
+    result = run(write("relu.mlir", RELU), *argv)
+    assert result.status == 1
+    assert result.out == ""
+    assert len(result.err_lines) == 1, result.err
+    assert result.err_lines[0].startswith("strato-opt: error: ")
+    assert message in result.err_lines[0]
+
+
+def test_different_options_of_one_pass_are_accepted(run, write) -> None:
+    result = run(write("relu.mlir", RELU), "-p", "graph-alter-layout{block=4},graph-alter-layout{block=8}")
+    assert result.status == 0, result.err
+
+
+def test_pass_pipeline_in_mlir_spelling_runs_the_same_passes(run, write) -> None:
+    path = write("relu.mlir", RELU)
+    short = run(path, "-p", "convert-graph-to-te,te-inline-stages")
+    long = run(path, "--pass-pipeline", "builtin.module(convert-graph-to-te, te-inline-stages)")
+    assert short.status == long.status == 0
+    assert long.out == short.out
+    assert "te.primitive" in long.out
+
+
+def test_output_dash_is_stdout(run, write, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = run(write("relu.mlir", RELU), "-o", "-")
+    assert result.status == 0
+    assert "graph.relu" in result.out
+    assert not (tmp_path / "-").exists()
+
+
+def test_output_file_is_replaced_whole(run, write, tmp_path) -> None:
+    output = tmp_path / "out.mlir"
+    output.write_text("previous\n")
+    output.chmod(0o640)
+    result = run(write("relu.mlir", RELU), "-o", str(output))
+    assert result.status == 0
+    assert "graph.relu" in output.read_text()
+    assert output.stat().st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.mlir", "relu.mlir"]
+
+
+def test_full_disk_leaves_the_previous_output_file(run, write, tmp_path, monkeypatch) -> None:
+    def write_half_then_fail(stream, text) -> None:
+        stream.write(text[: len(text) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(strato_opt, "_write_text", write_half_then_fail)
+    output = tmp_path / "out.mlir"
+    output.write_text("previous\n")
+    result = run(write("relu.mlir", RELU), "-o", str(output))
+    assert result.status == 1
+    assert result.err_lines == [
+        f"strato-opt: error: could not write output file '{output}': No space left on device"
+    ]
+    assert output.read_text() == "previous\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.mlir", "relu.mlir"]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_writing_to_a_full_device_is_an_error(run, write) -> None:
+    result = run(write("relu.mlir", RELU), "-o", "/dev/full")
+    assert result.status == 1
+    assert result.err_lines == [
+        "strato-opt: error: could not write output file '/dev/full': No space left on device"
+    ]
+
+
+def test_output_file_that_is_a_directory(run, write, tmp_path) -> None:
+    result = run(write("relu.mlir", RELU), "-o", str(tmp_path))
+    assert result.status == 1
+    assert result.err_lines == [
+        f"strato-opt: error: could not write output file '{tmp_path}': Is a directory"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("alias", "flag"),
+    [
+        ("--mlir-print-ir-after-all", "--print-ir-after-all"),
+        ("--mlir-print-ir-before-all", "--print-ir-before-all"),
+        ("--mlir-print-op-generic", "--print-op-generic"),
+        ("--mlir-print-debuginfo", "--print-debuginfo"),
+    ],
+)
+def test_mlir_opt_flag_aliases(run, write, alias, flag) -> None:
+    path = write("relu.mlir", RELU)
+    assert run(path, "-p", "cse", alias) == run(path, "-p", "cse", flag)
+
+
+def test_mlir_timing_is_time_passes(run, write) -> None:
+    result = run(write("relu.mlir", RELU), "-p", "cse", "--mlir-timing")
+    assert result.status == 0
+    assert "Execution time report" in result.err
+    assert re.search(r"\(\s*\d+\.\d%\)  cse$", result.err, re.MULTILINE)
+
+
+def test_ir_dumps_read_back(run, write) -> None:
+    path = write("relu.mlir", RELU)
+    dumped = run(path, "-p", "convert-graph-to-te,te-inline-stages", "--print-ir-after-all")
+    assert dumped.status == 0
+    assert dumped.err.count("// -----// IR Dump After") == 2
+    again = run(write("dump.mlir", dumped.err), "--split-input-file")
+    assert again.status == 0, again.err
+    assert again.out.count("te.primitive") == 2
+
+
+def test_print_ir_after_change_skips_passes_that_change_nothing(run, write) -> None:
+    result = run(write("relu.mlir", RELU), "-p", "cse,convert-graph-to-te,dce", "--print-ir-after-change")
+    assert result.status == 0
+    headers = [line for line in result.err_lines if line.startswith("// -----// IR Dump")]
+    assert headers == ["// -----// IR Dump After convert-graph-to-te //----- //"]
+
+
+def test_print_ir_after_failure_dumps_what_the_pass_left(run, write, monkeypatch) -> None:
+    _register(monkeypatch, BreakIRPass)
+    result = run(write("relu.mlir", RELU), "-p", "cse,test-break-ir", "--print-ir-after-failure")
+    assert result.status == 1
+    assert result.err_lines[0] == "// -----// IR Dump After test-break-ir Failed //----- //"
+    assert "graph.relu" in result.err
+    assert LOCATED_ERROR.match(result.err_lines[-1]) is not None
+
+
+def test_elided_constants_are_marked_and_do_not_read_back_silently(run, write) -> None:
+    text = _func(
+        "  %c = graph.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>\n"
+        "  %s = graph.constant dense<[5.0]> : tensor<1xf32>\n"
+        "  func.return %c : tensor<4xf32>",
+        results="tensor<4xf32>",
+    )
+    printed = run(write("c.mlir", text), "--mlir-elide-elementsattrs-if-larger=2")
+    assert printed.status == 0
+    assert "graph.constant dense_resource<__elided__> : tensor<4xf32>" in printed.out
+    assert "dense<5.000000e+00> : tensor<1xf32>" in printed.out
+    path = write("elided.mlir", printed.out)
+    again = run(path)
+    assert again.status == 1
+    assert len(again.err_lines) == 1
+    assert again.err_lines[0].startswith(f"{path}:3:")
+    assert "elided by --mlir-elide-elementsattrs-if-larger" in again.err_lines[0]
+
+
+def test_list_passes_names_summary_and_origin(run) -> None:
+    from strato.transforms import PASS_REGISTRY
+
+    result = run("--list-passes")
+    assert result.status == 0
+    rows = {line.split()[0]: line.split(None, 2)[1:] for line in result.out.splitlines()}
+    assert set(PASS_REGISTRY) <= set(rows)
+    assert rows["convert-graph-to-te"][0] == "strato"
+    assert rows["cse"][0] == "xDSL"
+    for name, (_, summary) in rows.items():
+        assert summary.endswith("."), (name, summary)
+        assert "no description" not in summary
+
+
+def test_help_summaries_are_whole_sentences(run) -> None:
+    from strato.transforms import PASS_REGISTRY
+
+    result = run("--help")
+    own = [name for name, where in PASS_REGISTRY.items() if where.startswith("strato.")]
+    for name in own:
+        line = next(line for line in result.out.splitlines() if line.split()[:1] == [name])
+        assert line.rstrip().endswith("."), line
