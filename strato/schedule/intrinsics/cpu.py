@@ -90,6 +90,7 @@ te.primitive @fma_tile {{
 
 def _loop(trip_count: int, kind: LoopKind, axis: str, stage: Attribute | None) -> ForOp:
     loop, _ = ForOp.build(0, trip_count, 1, kind, axis)
+    loop.induction_var.name_hint = axis.replace(".", "_")
     if stage is not None:
         loop.attributes[STAGE_ATTR] = stage
     return loop

@@ -1,0 +1,242 @@
+"""schedule-default: each stage gets its operator's template with default knobs, the
+kernel records them, and the scheduled model computes what the unscheduled one does
+(for the defaults and for random knob values of every template)."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+
+from strato.compiler import build_llvm
+from strato.context import make_context
+from strato.dialects.loop import ForOp, LoopKind
+from strato.frontends.onnx import import_onnx
+from strato.pipeline import COMPILE, COMPILE_UNSCHEDULED, LOWER_TO_LOOPS, run_pipeline
+from strato.runtime.signature import Signature
+from strato.schedule import Schedule, ScheduleError
+from strato.schedule.intrinsics import TENSORIZED_ATTR
+from strato.schedule.templates import Template, registered_templates, template_for
+from strato.schedule.templates import base as template_registry
+from strato.transforms import resolve_pass
+from strato.transforms.schedule_default import (
+    KNOBS_ATTR,
+    TEMPLATE_ATTR,
+    UNSCHEDULED_ATTR,
+    ScheduleDefaultPass,
+    schedule_default,
+)
+
+RNG = np.random.default_rng(0)
+
+
+def model(nodes, inputs, outputs, initializers=()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, list(initializers))
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def value(name: str, shape) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def weights(name: str, shape) -> onnx.TensorProto:
+    return numpy_helper.from_array(RNG.standard_normal(shape).astype(np.float32), name)
+
+
+def matmul() -> onnx.ModelProto:
+    return model(
+        [helper.make_node("MatMul", ["A", "B"], ["Y"])],
+        [value("A", [16, 24]), value("B", [24, 64])],
+        [value("Y", [16, 64])],
+    )
+
+
+def dense_relu() -> onnx.ModelProto:
+    return model(
+        [helper.make_node("Gemm", ["X", "W", "b"], ["G"], transB=1),
+         helper.make_node("Relu", ["G"], ["Y"])],
+        [value("X", [4, 32])],
+        [value("Y", [4, 48])],
+        [weights("W", [48, 32]), weights("b", [48])],
+    )  # fmt: skip
+
+
+def conv(channels: int, group: int = 1, stride: int = 1) -> onnx.ModelProto:
+    node = helper.make_node(
+        "Conv", ["X", "W"], ["Y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+        strides=[stride, stride], group=group,
+    )  # fmt: skip
+    out = (10 + 2 - 3) // stride + 1
+    return model(
+        [node],
+        [value("X", [1, channels, 10, 10])],
+        [value("Y", [1, channels, out, out])],
+        [weights("W", [channels, channels // group, 3, 3])],
+    )
+
+
+def pool_softmax() -> onnx.ModelProto:
+    return model(
+        [helper.make_node("MaxPool", ["X"], ["P"], kernel_shape=[2, 2], strides=[2, 2]),
+         helper.make_node("Softmax", ["P"], ["Y"], axis=-1)],
+        [value("X", [1, 3, 8, 8])],
+        [value("Y", [1, 3, 4, 4])],
+    )  # fmt: skip
+
+
+MODELS = {
+    "matmul": matmul,
+    "dense_relu": dense_relu,
+    "conv_nchw": lambda: conv(3),
+    "conv_nchwc": lambda: conv(16),
+    "conv_strided": lambda: conv(16, stride=2),
+    "depthwise": lambda: conv(4, group=4),
+    "pool_softmax": pool_softmax,
+}
+
+
+def inputs_of(proto: onnx.ModelProto) -> list[np.ndarray]:
+    rng = np.random.default_rng(1)
+    return [
+        rng.standard_normal([d.dim_value for d in i.type.tensor_type.shape.dim]).astype(np.float32)
+        for i in proto.graph.input
+    ]
+
+
+def compiled(proto: onnx.ModelProto, pipeline: str):
+    imported = import_onnx(proto)
+    signature = Signature.from_function(
+        imported.function, imported.input_names, imported.output_names
+    )
+    run_pipeline(make_context(), imported.module, pipeline)
+    return build_llvm(imported.module, imported.function_name, signature)
+
+
+def loop_module(proto: onnx.ModelProto) -> ModuleOp:
+    imported = import_onnx(proto)
+    run_pipeline(make_context(), imported.module, f"graph-default,{LOWER_TO_LOOPS}")
+    return imported.module
+
+
+def kernels(module: ModuleOp) -> list[func.FuncOp]:
+    return [op for op in module.ops if isinstance(op, func.FuncOp) and "loop.kernel" in op.attributes]
+
+
+def loop_structure(kernel: func.FuncOp) -> list[tuple[str, int, str]]:
+    return [
+        (op.axis.data if op.axis is not None else "", op.trip_count, op.loop_kind.value)
+        for op in kernel.walk()
+        if isinstance(op, ForOp)
+    ]
+
+
+def test_registered_and_in_the_compile_pipeline():
+    assert resolve_pass("schedule-default") is ScheduleDefaultPass
+    stages = COMPILE.split(",")
+    assert stages.index("convert-te-to-loops") < stages.index("schedule-default")
+    assert stages.index("schedule-default") < stages.index("convert-loops-to-llvm")
+    assert "schedule-default" not in COMPILE_UNSCHEDULED
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_default_schedules_compute_the_unscheduled_results(name: str):
+    proto = MODELS[name]()
+    inputs = inputs_of(proto)
+    plain = compiled(proto, COMPILE_UNSCHEDULED)(*inputs)
+    scheduled = compiled(proto, COMPILE)(*inputs)
+    for got, want in zip(scheduled, plain, strict=True):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+
+
+EXPECTED_TEMPLATES = {
+    "matmul": {"matmul": "dense"},
+    "dense_relu": {"dense": "dense", "relu": "injective"},
+    "conv_nchw": {"pad": "injective", "conv": "conv2d_nchw"},
+    "depthwise": {"pad": "injective", "conv": "depthwise_conv2d_nchw"},
+    "pool_softmax": {"max_pool": "pooling"},
+}
+
+
+@pytest.mark.parametrize("name", list(EXPECTED_TEMPLATES))
+def test_each_kernel_records_its_templates_and_knobs(name: str):
+    module = loop_module(MODELS[name]())
+    schedule_default(module)
+    recorded: dict[str, str] = {}
+    for kernel in kernels(module):
+        templates = kernel.attributes[TEMPLATE_ATTR]
+        knobs = kernel.attributes[KNOBS_ATTR]
+        for stage, template in templates.data.items():
+            recorded[stage] = template.data
+            assert stage in knobs.data
+    for stage, template in EXPECTED_TEMPLATES[name].items():
+        assert recorded.get(stage) == template, recorded
+
+
+def test_the_dense_template_tensorizes_with_the_micro_kernel_and_vector_loops():
+    module = loop_module(matmul())
+    schedule_default(module)
+    (kernel,) = kernels(module)
+    tensorized = {op.attributes[TENSORIZED_ATTR].data for op in kernel.walk() if TENSORIZED_ATTR in op.attributes}
+    assert tensorized == {"cpu.fma_tile.8x32x24"}
+    kinds = {op.loop_kind for op in kernel.walk() if isinstance(op, ForOp)}
+    assert {LoopKind.UNROLLED, LoopKind.VECTORIZED} <= kinds
+
+
+def test_a_template_that_fails_is_undone_and_the_reason_recorded(monkeypatch):
+    def split_then_fail(sch, stage, knobs):
+        sch.split(sch.get_loops(stage)[0], [None, 2])
+        raise ScheduleError("cannot do this on purpose")
+
+    failing = Template("failing", (), lambda sch, stage: True, split_then_fail)
+    monkeypatch.setattr(template_registry, "_TEMPLATES", [failing])
+    monkeypatch.setattr(template_registry, "registered_templates", lambda: [failing])
+    module = loop_module(matmul())
+    before = loop_structure(kernels(module)[0])
+    schedule_default(module)
+    (kernel,) = kernels(module)
+    assert loop_structure(kernel) == before
+    reasons = kernel.attributes[UNSCHEDULED_ATTR]
+    assert reasons.data["matmul"].data == "failing: cannot do this on purpose"
+
+
+def test_every_knob_default_is_in_its_domain_and_templates_have_distinct_names():
+    templates = registered_templates()
+    assert len({t.name for t in templates}) == len(templates)
+    for template in templates:
+        for knob in template.knobs:
+            assert knob.default in knob.domain
+
+
+@settings(max_examples=12, deadline=None)
+@given(data=st.data(), name=st.sampled_from(["matmul", "dense_relu", "conv_nchw", "conv_nchwc", "depthwise", "pool_softmax"]))
+def test_random_knob_values_compute_the_unscheduled_results(data, name: str):
+    proto = MODELS[name]()
+    inputs = inputs_of(proto)
+    plain = compiled(proto, COMPILE_UNSCHEDULED)(*inputs)
+    module = loop_module(proto)
+    signature_module = import_onnx(proto)
+    chosen: dict[str, dict] = {}
+    for kernel in kernels(module):
+        sch = Schedule(module, kernel=kernel.sym_name.data)
+        for stage in sch.get_stages():
+            template = template_for(sch, stage)
+            if template is None:
+                continue
+            knobs = {k.name: data.draw(st.sampled_from(k.domain), label=f"{stage.name}.{k.name}") for k in template.knobs}
+            chosen[stage.name] = knobs
+            try:
+                template.apply(sch, stage, knobs)
+            except ScheduleError:
+                pass  # a refused primitive leaves the kernel as the previous step left it
+    run_pipeline(make_context(), module, "convert-loops-to-llvm")
+    signature = Signature.from_function(
+        signature_module.function, signature_module.input_names, signature_module.output_names
+    )
+    got = build_llvm(module, signature_module.function_name, signature)(*inputs)
+    for a, b in zip(got, plain, strict=True):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5, err_msg=str(chosen))
