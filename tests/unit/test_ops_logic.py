@@ -33,6 +33,7 @@ from strato.interpreters.graph import run_graph
 from strato.interpreters.loop import run_loops
 from strato.interpreters.te import run_te
 from strato.pipeline import run_pipeline
+from strato.targets.llvm.jit import JitModule
 from strato.testing.onnx_node_tests import run_node_test, select_node_tests
 
 ort = pytest.importorskip("onnxruntime")
@@ -227,6 +228,34 @@ def test_boolean_ops_need_bool_inputs():
     message = r"\(And\): input 0 has element type f32, expected bool"
     with pytest.raises(ModelImportError, match=message):
         import_onnx(model)
+
+
+VECTORIZED_BOOLS = """
+func.func @k(%a: memref<2x8xf32>, %m: memref<8xi1>, %o: memref<2x8xi1> {loop.output}) attributes {loop.kernel} {
+  loop.for %i = 0 to 2 axis "i" {
+    loop.for %j = 0 to 8 vectorized axis "j" {
+      %x = memref.load %a[%i, %j] : memref<2x8xf32>
+      %z = arith.constant 0.0 : f32
+      %p = arith.cmpf olt, %x, %z : f32
+      %b = memref.load %m[%j] : memref<8xi1>
+      %r = arith.xori %p, %b : i1
+      memref.store %r, %o[%i, %j] : memref<2x8xi1>
+    }
+  }
+  func.return
+}
+"""
+
+
+def test_vectorized_loops_load_and_store_bools_a_byte_each():
+    """A buffer holds one byte per bool; an LLVM `<8 x i1>` in memory is one bit each."""
+    module = Parser(make_context(), VECTORIZED_BOOLS).parse_module()
+    run_pipeline(make_context(), module, "convert-loops-to-llvm")
+    a = RNG.standard_normal((2, 8)).astype(np.float32)
+    m = RNG.integers(0, 2, 8).astype(bool)
+    out = np.zeros((2, 8), bool)
+    JitModule(module).function("k")(a, m, out)
+    assert out.tolist() == ((a < 0) ^ m).tolist()
 
 
 # -- IsNaN, IsInf -----------------------------------------------------------------------

@@ -109,6 +109,14 @@ def _vector_element_ok(type_: Attribute) -> bool:
     return isinstance(type_, IntegerType) and type_.width.data in (1, 8, 16, 32, 64)
 
 
+def _vector_memory_ok(type_: Attribute) -> bool:
+    """Whether W consecutive elements are one `<W x T>` load or store: not for i1, a
+    byte each in a buffer but a bit each in an LLVM vector in memory."""
+    return _vector_element_ok(type_) and not (
+        isinstance(type_, IntegerType) and type_.width.data == 1
+    )
+
+
 @dataclass
 class _Access:
     op: memref.LoadOp | memref.StoreOp
@@ -218,7 +226,7 @@ class _LoopVectorizer:
         """Whether `op` is computed lane by lane rather than as one vector op."""
         if isinstance(op, memref.LoadOp | memref.StoreOp):
             element = op.res.type if isinstance(op, memref.LoadOp) else op.value.type
-            return not (self.access(op).stride == 1 and _vector_element_ok(element))
+            return not (self.access(op).stride == 1 and _vector_memory_ok(element))
         return not self.vectorizes_as_vector(op)
 
     def values_needed_per_lane(self) -> set[SSAValue]:
@@ -403,7 +411,7 @@ class _LoopVectorizer:
             return
         stride = self.access(op).stride
         element = value.type
-        if stride == 1 and _vector_element_ok(element):
+        if stride == 1 and _vector_memory_ok(element):
             load = builders.load(
                 self.address(op),
                 self.vector_type(element),
@@ -421,7 +429,7 @@ class _LoopVectorizer:
     def store(self, op: memref.StoreOp) -> None:
         stride = self.access(op).stride
         element = op.value.type
-        if stride == 1 and _vector_element_ok(element):
+        if stride == 1 and _vector_memory_ok(element):
             vector = self.vector(op.value)
             address = self.address(op)
             self.emit(
