@@ -543,3 +543,17 @@ def test_split_halves_through_their_own_ops_into_concat_compile():
     x = random_inputs(model)
     (actual,) = strato.compile(model)(*x)
     np.testing.assert_allclose(actual, run_onnxruntime(model, x)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_size_is_the_static_element_count():
+    model = make_model(
+        [
+            helper.make_node("Size", ["x"], ["n"]),
+            helper.make_node("Cast", ["n"], ["f"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", ["x", "f"], ["y"]),
+        ],
+        {"x": [2, 3, 4]},
+        {"y": [2, 3, 4]},
+    )
+    assert ops_of(import_model(model)) == ["graph.constant", "graph.mul"]
+    assert_matches_onnxruntime(model)

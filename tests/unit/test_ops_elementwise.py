@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 import onnx
 import pytest
@@ -259,6 +260,15 @@ def test_special_values_follow_onnxruntime():
         # infinities and NaN exactly where onnxruntime has them, finite values to an ulp
         np.testing.assert_allclose(actual, expected, rtol=2e-7, atol=0, err_msg=op_type)
         np.testing.assert_allclose(interpreted, expected, rtol=2e-7, atol=0, err_msg=op_type)
+
+
+def test_bfloat16_division_is_a_float_division():
+    a = np.array([-3.0, 1.0, 7.0], ml_dtypes.bfloat16)
+    b = np.array([2.0, 4.0, -2.0], ml_dtypes.bfloat16)
+    np.testing.assert_array_equal(graph.DivOp.compute(a, b), a / b)
+    model = typed_model("Div", {"a": a, "b": b})
+    (actual,) = run_graph(import_onnx(model).module, [a, b])
+    assert actual.dtype == a.dtype and actual.tolist() == [-1.5, 0.25, -3.5]
 
 
 def test_round_takes_halves_to_even():

@@ -124,7 +124,7 @@ def gelu(x: np.ndarray, approximate: str) -> np.ndarray:
 
 def truncating_divide(lhs: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """Division as C and arith do it: floats divide, integers truncate toward zero."""
-    if np.result_type(lhs, rhs).kind == "f":
+    if not np.issubdtype(np.result_type(lhs, rhs), np.integer):  # floats, bf16 included
         with np.errstate(all="ignore"):
             return np.divide(lhs, rhs)
     with np.errstate(all="ignore"):

@@ -464,6 +464,11 @@ def convert_shape(ctx: NodeContext) -> list[ImportedValue]:
     return [np.array(shape[start:end], dtype=np.int64)]
 
 
+def convert_size(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Size: the static number of elements, an int64 scalar."""
+    return [np.array(int(np.prod(input_shape(ctx, 0), dtype=np.int64)), dtype=np.int64)]
+
+
 def convert_expand(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX Expand: numpy broadcasting of the input with the given shape."""
     source = input_shape(ctx, 0)
