@@ -236,9 +236,13 @@ def _try(draw: st.DrawFn, sch: Schedule, primitive: str) -> bool:
 
 @st.composite
 def scheduled_programs(
-    draw: st.DrawFn, max_steps: int = 4, require: str | None = None, attempts: int = 6
+    draw: st.DrawFn,
+    max_steps: int = 4,
+    require: str | None = None,
+    attempts: int = 6,
+    max_primitives: int = 1,
 ) -> ScheduledProgram:
-    program = draw(te_programs(max_primitives=1))
+    program = draw(te_programs(max_primitives=max_primitives))
     reference = lower_to_loops(program.module)
     module = lower_to_loops(program.module)
     kernels = [op.sym_name.data for op in module.ops if "loop.kernel" in op.attributes]

@@ -139,3 +139,13 @@ def test_schedule_of_a_function_and_of_one_kernel_among_several():
     assert "unrolled" in str(module)
     with pytest.raises(ScheduleError, match="kernel is @mm, not @other"):
         Schedule(kernel, kernel="other")
+
+
+def test_splitting_the_loop_a_stage_is_computed_at_keeps_it_there():
+    module = lowered()
+    expected = run_loops(lowered(), inputs())
+    sch = Schedule(module)
+    sch.compute_at(sch.get_stage("mm"), sch.get_loop("relu", "i"))
+    outer, inner = sch.split(sch.get_loop("relu", "i"), [None, 4])
+    assert sch.state.stage("mm").attach is not None and sch.state.stage("mm").attach.var == inner.axis
+    np.testing.assert_allclose(run_loops(module, inputs())[0], expected[0], rtol=1e-5)

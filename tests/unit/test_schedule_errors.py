@@ -115,6 +115,9 @@ CASES: list[Case] = [
     ("reorder stages", lambda s: s.reorder(loop(s, "dense", "i"), loop(s, "tanh", "j")), "the loops belong to stages dense, tanh"),
     ("reorder init", lambda s: (s.decompose_reduction(stage(s, "dense"), loop(s, "dense", "j")),
         s.reorder(loop(s, "dense", "k"), loop(s, "dense", "j")))[-1], "reduction loop k of stage dense would enclose its init"),
+    ("reorder reverse attached", lambda s: (s.reverse_compute_at(stage(s, "tanh"), loop(s, "dense", "j")),
+        s.reorder(loop(s, "dense", "k"), loop(s, "dense", "j")))[-1],
+        "stage tanh is computed after loop j of stage dense, which would run inside reduction loop k"),
     # fuse
     ("fuse one", lambda s: s.fuse(loop(s, "dense", "i")), "give at least two loops"),
     ("fuse apart", lambda s: s.fuse(loop(s, "dense", "i"), loop(s, "dense", "k")), "are not consecutive"),

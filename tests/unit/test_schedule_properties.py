@@ -30,7 +30,7 @@ def _kernel_text(module, name: str) -> str:
 
 
 @pytest.mark.parametrize("primitive", PROPERTY_PRIMITIVES)
-@settings(max_examples=4)
+@settings(max_examples=10)
 @given(data=st.data())
 def test_a_schedule_never_changes_results(primitive: str, data: st.DataObject):
     case = data.draw(scheduled_programs(require=primitive), label="case")

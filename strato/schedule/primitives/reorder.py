@@ -17,4 +17,15 @@ def reorder(state: ScheduleState, stage_name: str, vars_: list[str]) -> None:
     for pos, var in zip(positions, vars_):
         leaves[pos] = var
     init_stays_outside_reductions("reorder", stage, leaves)
+    for other in state.stages:
+        attach = other.attach
+        if attach is None or not attach.reverse or attach.stage != stage.name:
+            continue
+        for outer in leaves[: leaves.index(attach.var) + 1]:
+            if stage.is_reduction_var(outer):
+                raise fail(
+                    "reorder",
+                    f"stage {other.name} is computed after loop {attach.var} of stage "
+                    f"{stage.name}, which would run inside reduction loop {outer}",
+                )
     stage.leaves = leaves

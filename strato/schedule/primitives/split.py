@@ -8,7 +8,7 @@ from __future__ import annotations
 from math import prod
 
 from strato.schedule.primitives.checks import fail, fresh_var, leaf, not_tensorized
-from strato.schedule.state import ScheduleState, Split, Stage
+from strato.schedule.state import Attach, ScheduleState, Split, Stage
 
 TAILS = ("guard", "pad")
 
@@ -65,4 +65,8 @@ def split(
     stage.annotations.pop(var, None)
     if stage.init_at == var:
         stage.init_at = names[0]
+    # a stage computed at the split loop runs once per iteration of its innermost part
+    for other in state.stages:
+        if other.attach is not None and other.attach.stage == stage.name and other.attach.var == var:
+            other.attach = Attach(stage.name, names[-1], other.attach.reverse)
     return names
