@@ -174,6 +174,8 @@ CASES: list[Case] = [
     ("cache global", lambda s: s.cache_write(stage(s, "dense"), "global"), "not global"),
     ("cache_read name", lambda s: s.cache_read(stage(s, "dense"), "y"), "stage dense does not read a buffer named 'y' \\(it reads x, w\\)"),
     ("cache_read index", lambda s: s.cache_read(stage(s, "dense"), 2), "stage dense reads 2 buffers"),
+    ("cache_read attached", lambda s: (s.compute_at(stage(s, "half"), loop(s, "relu", "i")),
+        s.cache_read(stage(s, "relu"), "h"))[-1], "buffer h is computed by stage half inside stage relu"),
     ("cache_write scheduled", lambda s: (s.split(loop(s, "dense", "i"), [None, 2]), s.cache_write(stage(s, "dense")))[-1],
         "stage dense is already scheduled; cache_write it before"),
     ("cache_write attached", lambda s: (s.compute_at(stage(s, "half"), loop(s, "relu", "i")), s.cache_write(stage(s, "relu")))[-1],

@@ -76,6 +76,13 @@ def cache_read(state: ScheduleState, stage_name: str, buffer: str | int, scope: 
     space = _scope("cache_read", scope)
     source = resolve_read_buffer("cache_read", state, stage, buffer)
     label = state.buffers[source].name
+    writer = state.writer_of(source)
+    if writer is not None and writer.attach is not None:
+        raise fail(
+            "cache_read",
+            f"buffer {label} is computed by stage {writer.name} inside stage "
+            f"{writer.attach.stage}; cache it before computing that stage at a loop",
+        )
     name = state.fresh_stage_name(f"{stage.name}.{label}.{space.value}")
     dest = _new_buffer(state, source, f"{label}_{space.value.replace('.', '_')}", space)
     axes = [f"ax{d}" for d in range(max(len(state.buffers[source].shape), 1))]
