@@ -6,9 +6,10 @@ core works on another's (latency hiding, as TVM's InjectVirtualThread does for V
 
 - every `vta.buffer` of the body gets one slice per thread: thread t's copy starts at
   `offset + t * elements` (the template sizes buffers for one thread's share);
-- each task (a vta op with the `vta.dep_pop`s right before it and the `vta.dep_push`es
-  right after it), each other run of tokens and each index computation is copied in place
-  for thread 0, then thread 1, ..., with `%t` replaced by the thread's number;
+- each task (a run of vta ops on one module, with the index arithmetic between them, the
+  `vta.dep_pop`s right before it and the `vta.dep_push`es right after it), each other run
+  of tokens and each index computation is copied in place for thread 0, then thread 1,
+  ..., with `%t` replaced by the thread's number;
 - loops inside the body are shared: one loop whose body is interleaved the same way.
 
 Run after vta-insert-dependence-tokens, so each copied task carries its own thread's
@@ -66,6 +67,10 @@ def _is_vthread(op: Operation) -> bool:
     return isinstance(op, ForOp) and op.loop_kind == LoopKind.VIRTUAL_THREAD
 
 
+def _is_index_arith(op: Operation) -> bool:
+    return op.dialect_name() == "arith"
+
+
 def _units(block: Block) -> list[tuple[str, list[Operation]]]:
     """The body as ("loop", [op]) and ("copy", ops) units, tasks with their tokens."""
     ops = [op for op in block.ops if not isinstance(op, YieldOp)]
@@ -97,7 +102,14 @@ def _units(block: Block) -> list[tuple[str, list[Operation]]]:
         else:
             start = i
         end = i + 1
-        if vta.module_of(op) is not None:
+        module = vta.module_of(op)
+        if module is not None:
+            # a task is a run of ops on one module (index arithmetic between them included):
+            # no token orders them, so one thread's run is not split by another's
+            while end < len(ops) and (vta.module_of(ops[end]) == module or _is_index_arith(ops[end])):
+                end += 1
+            while end > i + 1 and vta.module_of(ops[end - 1]) is None:
+                end -= 1  # trailing arithmetic belongs to the next unit
             while end < len(ops) and isinstance(ops[end], vta.DepPushOp):
                 end += 1
         units.append(("copy", ops[start:end]))
