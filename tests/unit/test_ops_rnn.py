@@ -1,6 +1,8 @@
 """Recurrent operators (graph.lstm): ONNX import against onnxruntime, the lowering
 through the te and loop interpreters and the LLVM JIT, diagnostics, the ONNX node tests
-and the LSTM layers of the zoo's language model."""
+and the LSTM layers of the zoo's language model. GRU and RNN, unrolled into graph ops:
+against onnxruntime through the graph interpreter and the JIT, diagnostics and node
+tests."""
 
 from __future__ import annotations
 
@@ -518,3 +520,137 @@ def test_zoo_language_model_lstm_layers_match_onnxruntime():
         (actual,) = run_jit(module, [x])
         np.testing.assert_allclose(actual, expected, rtol=1e-3, atol=1e-5)
         x = actual[:, 0]
+
+
+# -- GRU and RNN ------------------------------------------------------------------------
+
+
+def recurrent_model(
+    op_type: str,
+    *,
+    steps: int = 3,
+    batch: int = 2,
+    input_size: int = 4,
+    hidden: int = 3,
+    direction: str = "forward",
+    layout: int = 0,
+    initial_h: bool = False,
+    weights_as_inputs: bool = False,
+    seed: int = 0,
+    **attributes,
+) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    """A GRU or RNN node with random weights and bias, and its graph inputs."""
+    rng = np.random.default_rng(seed)
+    gates = 3 if op_type == "GRU" else 1
+    d = 2 if direction == "bidirectional" else 1
+
+    def normal(*shape: int) -> np.ndarray:
+        return rng.normal(0.0, 0.7, shape).astype(np.float32)
+
+    x = normal(batch, steps, input_size) if layout else normal(steps, batch, input_size)
+    params = {
+        "W": normal(d, gates * hidden, input_size),
+        "R": normal(d, gates * hidden, hidden),
+        "B": normal(d, 2 * gates * hidden),
+    }
+    names = ["X", "W", "R", "B"]
+    if initial_h:
+        params["sequence_lens"] = np.full(batch, steps, np.int32)
+        params["initial_h"] = normal(batch, d, hidden) if layout else normal(d, batch, hidden)
+        names += ["sequence_lens", "initial_h"]
+    inputs = {"X": x}
+    if weights_as_inputs:
+        inputs.update({n: params.pop(n) for n in ("W", "R", "B")})
+    node = helper.make_node(
+        op_type, names, ["Y", "Y_h"], name="node", hidden_size=hidden, direction=direction,
+        layout=layout, **attributes,
+    )
+    onnx_graph = helper.make_graph(
+        [node],
+        "recurrent",
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, a.shape) for n, a in inputs.items()],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("Y", "Y_h")],
+        [numpy_helper.from_array(a, n) for n, a in params.items()],
+    )
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", 14)])
+    model.ir_version = 8
+    inferred = onnx.shape_inference.infer_shapes(model)
+    for value, known in zip(model.graph.output, inferred.graph.output):
+        value.type.CopyFrom(known.type)
+    return model, inputs
+
+
+RECURRENT_CASES = {
+    "gru": ("GRU", {}),
+    "gru_reverse_initial_h": ("GRU", {"direction": "reverse", "initial_h": True}),
+    "gru_bidirectional_linear_before_reset": (
+        "GRU",
+        {"direction": "bidirectional", "linear_before_reset": 1},
+    ),
+    "gru_batch_major": ("GRU", {"layout": 1, "initial_h": True}),
+    "gru_runtime_weights": ("GRU", {"weights_as_inputs": True, "steps": 2}),
+    "rnn": ("RNN", {}),
+    "rnn_relu_bidirectional": (
+        "RNN",
+        {"direction": "bidirectional", "activations": ["Relu", "Tanh"]},
+    ),
+    "rnn_batch_major_one_step": ("RNN", {"layout": 1, "steps": 1, "initial_h": True}),
+}
+
+
+@pytest.mark.parametrize("name", RECURRENT_CASES)
+def test_gru_and_rnn_match_onnxruntime(name):
+    import strato
+
+    op_type, options = RECURRENT_CASES[name]
+    model, inputs = recurrent_model(op_type, **options)
+    if options.get("layout"):
+        # onnxruntime has no batch-major GRU or RNN: ONNX's reference is the oracle
+        from onnx.reference import ReferenceEvaluator
+
+        expected = ReferenceEvaluator(model).run(None, inputs)
+    else:
+        expected = onnxruntime_outputs(model, inputs)
+    imported = import_onnx(model)
+    actual = run_graph(imported.module, list(inputs.values()))
+    for a, e in zip(actual, expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+    for a, e in zip(strato.compile(model)(*inputs.values()), expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+
+
+def test_gru_unrolls_into_one_input_projection_and_a_product_a_step():
+    model, _ = recurrent_model("GRU", steps=4)
+    ops = [op.name for op in import_onnx(model).function.body.block.ops]
+    # the input projection, then per step the gates' and the candidate's products
+    assert ops.count("graph.dense") == 1 + 4 * 2
+    assert "graph.lstm" not in ops
+
+
+@pytest.mark.parametrize(
+    "op_type, options, reason",
+    [
+        ("RNN", {"activations": ["Elu"]}, r"activation Elu is not supported"),
+        ("GRU", {"clip": 1.0}, r"attribute clip is not supported"),
+        ("RNN", {"activations": ["Tanh", "Tanh"]}, r"activations \['Tanh', 'Tanh'\] must name 1 functions for each of 1 directions"),
+    ],
+)
+def test_gru_and_rnn_diagnostics(op_type, options, reason):
+    model, _ = recurrent_model(op_type, **options)
+    with pytest.raises(ModelImportError, match=rf"node 'node' \({op_type}\): {reason}"):
+        import_onnx(model)
+
+
+def test_shorter_sequences_are_a_diagnostic():
+    model, _ = recurrent_model("GRU", initial_h=True)
+    lengths = [t for t in model.graph.initializer if t.name == "sequence_lens"][0]
+    lengths.CopyFrom(numpy_helper.from_array(np.array([3, 1], np.int32), "sequence_lens"))
+    with pytest.raises(ModelImportError, match=r"shorter sequences are not supported"):
+        import_onnx(model)
+
+
+@pytest.mark.parametrize("mode", ["graph", "llvm"])
+def test_gru_and_rnn_onnx_node_tests(mode):
+    from test_ops_layout import check_node_tests
+
+    check_node_tests(r"^test_(gru|rnn|simple_rnn)", mode, {})

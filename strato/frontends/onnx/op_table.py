@@ -123,7 +123,7 @@ from strato.frontends.onnx.convert_reduce import (
     convert_top_k,
 )
 from strato.frontends.onnx.convert_resize import convert_resize
-from strato.frontends.onnx.convert_rnn import convert_lstm
+from strato.frontends.onnx.convert_rnn import convert_gru, convert_lstm, convert_rnn
 
 ONNX_CONVERTERS: dict[str, Converter] = {
     "Abs": convert_abs,
@@ -160,6 +160,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Gelu": convert_gelu,
     "Gemm": convert_gemm,
     "GlobalAveragePool": convert_global_average_pool,
+    "GRU": convert_gru,
     "GroupNormalization": convert_group_normalization,
     "Greater": convert_greater,
     "GreaterOrEqual": convert_greater_or_equal,
@@ -188,6 +189,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "PRelu": convert_prelu,
     "Pad": convert_pad,
     "Pow": convert_pow,
+    "RNN": convert_rnn,
     "Range": convert_range,
     "Reciprocal": convert_reciprocal,
     "ReduceL1": convert_reduce_l1,
