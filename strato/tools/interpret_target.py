@@ -243,6 +243,8 @@ def entry_and_input_types(
 # The largest buffer -t interpret makes or lets a program make, in elements: inputs are
 # drawn in float64 first, so this is 512 MiB of draws.
 MAX_BUFFER_ELEMENTS = 2**26
+# The most loop iterations or reduction steps -t interpret runs in Python.
+MAX_INTERPRETED_STEPS = 2**27
 
 
 def _is_defined_function(op: Operation) -> bool:
@@ -273,6 +275,41 @@ def check_runnable(module: ModuleOp, entry: Operation, level: str) -> None:
     if level == "llvm" or not isinstance(entry, FuncOp):
         return
     _check_call_graph(module, entry)
+    _check_work(module)
+
+
+def _check_work(module: ModuleOp) -> None:
+    """The interpreters run a loop iteration or a reduction step in Python: refuse
+    programs with more than MAX_INTERPRETED_STEPS of them, which would run for hours,
+    before starting (the bounds are static at the te and loop levels)."""
+    from strato.dialects.loop import ForOp
+    from strato.dialects.te import ReduceOp
+
+    steps: dict[Operation, int] = {}
+    for op in module.walk():
+        enclosing = op.parent_op()
+        while enclosing is not None and enclosing not in steps:
+            enclosing = enclosing.parent_op()
+        outer = 1 if enclosing is None else steps[enclosing]
+        if isinstance(op, ForOp):
+            lb, ub, step = op.lb.data, op.ub.data, op.step.data
+            trips = max(0, -(-(ub - lb) // step)) if step > 0 else 0
+            work = outer * trips
+        elif isinstance(op, ReduceOp):
+            shape = op.results[0].type.get_shape() if op.results else ()
+            work = outer * int(np.prod(shape, dtype=object)) * int(
+                np.prod([e.data for e in op.extents.data], dtype=object)
+            )
+        else:
+            continue
+        steps[op] = work
+        if work > MAX_INTERPRETED_STEPS:
+            raise StratoError(
+                f"'{op.name}' runs {work} steps, more than -t interpret runs "
+                f"({MAX_INTERPRETED_STEPS}); lower the module with convert-loops-to-llvm "
+                "to run it compiled",
+                op=op,
+            )
 
 
 def _check_call_graph(module: ModuleOp, entry: FuncOp) -> None:

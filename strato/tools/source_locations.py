@@ -176,6 +176,12 @@ class LocatingParser(Parser):
             # An attribute or op constructor rejected what was parsed; report it at the
             # op being read rather than as an unlocated error.
             raise ParseError(Span(start, start + 1, self.lexer.input), one_line(str(err)))
+        except OverflowError as err:
+            # A literal that does not fit its element type (1e10 as f16).
+            raise ParseError(
+                Span(start, start + 1, self.lexer.input),
+                f"a value does not fit its type: {one_line(str(err))}",
+            )
         if isinstance(op.location, UnknownLoc):
             op.location = file_location(self.location_at(start))
         return op

@@ -465,6 +465,7 @@ class StratoOptMain(xDSLOptMain):
         from strato.transforms import PASS_REGISTRY
 
         lines = []
+        width = max(map(len, self.available_passes), default=0) + 2
         for name, factory in sorted(self.available_passes.items()):
             where = PASS_REGISTRY.get(name, "xdsl.")
             origin = "strato" if where.startswith("strato.") else "xDSL"
@@ -472,7 +473,7 @@ class StratoOptMain(xDSLOptMain):
                 summary = UPSTREAM_SUMMARIES.get(name) or _summary(factory())
             except Exception as err:
                 summary = f"(cannot be loaded: {type(err).__name__}: {err})"
-            lines.append(f"{name:<28}{origin:<8}{summary}")
+            lines.append(f"{name:<{width}}{origin:<8}{summary}")
         return "\n".join(lines) + "\n"
 
     def catalogue(self) -> str:
@@ -481,16 +482,17 @@ class StratoOptMain(xDSLOptMain):
         from strato.transforms import PASS_REGISTRY
 
         own = [n for n, where in PASS_REGISTRY.items() if where.startswith("strato.")]
+        width = max(28, *(len(name) + 2 for name in own))
         lines = ["strato passes:"]
         for name in own:
             try:
                 pass_class = self.available_passes[name]()
             except Exception as err:
-                lines.append(f"  {name:<28}(cannot be loaded: {type(err).__name__}: {err})")
+                lines.append(f"  {name:<{width}}(cannot be loaded: {type(err).__name__}: {err})")
                 continue
-            lines.append(f"  {name:<28}{_summary(pass_class)}")
+            lines.append(f"  {name:<{width}}{_summary(pass_class)}")
             if options := _options_of(pass_class):
-                lines.append(f"  {'':<28}options: {options}")
+                lines.append(f"  {'':<{width}}options: {options}")
         upstream = [name for name in self.available_passes if name not in own]
         lines.append("")
         lines.append("upstream xDSL passes:")
@@ -503,7 +505,7 @@ class StratoOptMain(xDSLOptMain):
             "interpret": "run the entry function on seeded random inputs, print its outputs",
         }
         for name, factory in self.available_targets.items():
-            lines.append(f"  {name:<28}{descriptions.get(name, '')}")
+            lines.append(f"  {name:<{width}}{descriptions.get(name, '')}")
             if name == "mlir":
                 continue  # its options are the --print-* flags
             try:
@@ -511,7 +513,7 @@ class StratoOptMain(xDSLOptMain):
             except Exception as err:
                 options = f"(cannot be loaded: {type(err).__name__}: {err})"
             if options:
-                lines.append(f"  {'':<28}options: {options}")
+                lines.append(f"  {'':<{width}}options: {options}")
         return "\n".join(lines) + "\n"
 
     # -- set-up -----------------------------------------------------------------------
@@ -714,6 +716,20 @@ class StratoOptMain(xDSLOptMain):
                     position = 0 if parser is None else parser.pos
                     diagnostic = replace(diagnostic, location=lines.location_at(position))
                 raise ChunkFailure(diagnostic) from None
+            except Exception as err:
+                # xDSL's parser failing on an input it does not diagnose: still the
+                # input's fault, so report it where the parser stopped.
+                if self.args.debug_traceback:
+                    raise
+                position = 0 if parser is None else parser._current_token.span.start
+                detail = one_line(str(err)) or "no detail"
+                raise ChunkFailure(
+                    Diagnostic(
+                        "error",
+                        f"cannot parse this ({type(err).__name__}: {detail})",
+                        lines.location_at(position),
+                    )
+                ) from None
         if isinstance(module.location, UnknownLoc):
             module.location = file_location(self.chunk_location)
         if any(block.args for block in module.body.blocks):

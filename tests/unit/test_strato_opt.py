@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import errno
 import io
+import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable
@@ -319,6 +321,14 @@ class BreakIRPass(ModulePass):
 
 
 @dataclass(frozen=True)
+class RecursePass(ModulePass):
+    name = "test-recurse"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+
+@dataclass(frozen=True)
 class CrashPass(ModulePass):
     name = "test-crash"
 
@@ -548,7 +558,8 @@ HOSTILE_INPUTS = [
     pytest.param(_func('  "foo.bar"() : () -> ()\n  func.return'), ["--allow-unregistered-dialect", "-t", "interpret"], 2, "cannot run 'builtin.unregistered'", id="unregistered-op-interpret"),
     pytest.param(_func('  "foo.bar"() : () -> ()\n  func.return'), ["--allow-unregistered-dialect", "-p", "convert-loops-to-llvm"], 2, "not supported by convert-loops-to-llvm", id="unregistered-op-to-llvm"),
     pytest.param(LOOP_OUT_OF_BOUNDS, ["-t", "interpret"], 6, "out of bounds of a buffer of shape [4]", id="out-of-bounds-loops"),
-    pytest.param(LOOP_OUT_OF_BOUNDS, ["-p", "convert-loops-to-llvm", "-t", "interpret"], 1, "the compiled code of @oob was stopped by SIGSEGV", id="out-of-bounds-jit"),
+    pytest.param(LOOP_OUT_OF_BOUNDS.replace("0 to 4", "0 to 9223372036854775807"), ["-t", "interpret"], 2, "runs 9223372036854775807 steps, more than -t interpret runs", id="endless-loop-interpret"),
+    pytest.param(_func("  %c = graph.constant dense<[1.0e10, 2.0]> : tensor<2xf16>\n  func.return"), [], 2, "a value does not fit its type", id="f16-overflow"),
     pytest.param(LOOP_OUT_OF_BOUNDS.replace("0 to 4", "0 to 4 step 0"), ["-t", "interpret"], 2, "step must be positive, got 0", id="loop-step-zero"),
     pytest.param(RELU, ["-p", "convert-loops-to-llvm"], 1, "is not supported by the llvm target", id="graph-to-llvm"),
     pytest.param(RELU, ["-t", "llvm"], 1, "lower the module with convert-loops-to-llvm", id="graph-as-llvm-ir"),
@@ -780,3 +791,70 @@ def test_help_summaries_are_whole_sentences(run) -> None:
     for name in own:
         line = next(line for line in result.out.splitlines() if line.split()[:1] == [name])
         assert line.rstrip().endswith("."), line
+
+
+def test_out_of_bounds_store_in_compiled_code_is_a_diagnostic(run, write) -> None:
+    # Compiled code runs in a child process: whether the store is caught by a check
+    # or ends the child with a signal, strato-opt reports it in one located line.
+    result = run(write("oob.mlir", LOOP_OUT_OF_BOUNDS), "-p", "convert-loops-to-llvm", "-t", "interpret")
+    assert result.status == 1
+    assert len(result.err_lines) == 1, result.err
+    assert LOCATED_ERROR.match(result.err_lines[0]) is not None, result.err
+
+
+@pytest.mark.parametrize(
+    ("signal_number", "cause"),
+    [
+        (signal.SIGSEGV, "SIGSEGV (an access out of the bounds of a buffer, or a failed allocation)"),
+        (signal.SIGFPE, "SIGFPE (an integer division by zero or an overflowing division)"),
+    ],
+)
+def test_a_signal_in_compiled_code_names_the_function(signal_number, cause) -> None:
+    from strato.tools.interpret_target import run_isolated
+
+    function = func.FuncOp("kernel", ((), ()))
+    with pytest.raises(StratoError) as info:
+        run_isolated(lambda: os.kill(os.getpid(), signal_number), "kernel", function)
+    assert info.value.message == f"the compiled code of @kernel was stopped by {cause}"
+    assert info.value.op is function
+
+
+def test_an_exception_in_the_child_reaches_the_parent() -> None:
+    from strato.tools.interpret_target import run_isolated
+
+    def fail() -> None:
+        raise StratoError("bad buffer")
+
+    with pytest.raises(StratoError, match="bad buffer"):
+        run_isolated(fail, "kernel", func.FuncOp("kernel", ((), ())))
+
+
+def test_compiled_code_writes_outputs_the_parent_reads(run, write) -> None:
+    result = run(write("relu.mlir", LOOP_OUT_OF_BOUNDS.replace("%j = arith.addi %i, %c : index", "%j = arith.addi %i, %i : index").replace("0 to 4", "0 to 2")), "-p", "convert-loops-to-llvm", "-t", "interpret{print-inputs=true}")
+    assert result.status == 0, result.err
+    values = re.findall(r"-?\d\.\d{4}", result.out)
+    inputs, outputs = values[:4], values[4:]
+    assert outputs == [inputs[0], "0.0000", inputs[1], "0.0000"]
+
+
+def test_deeper_than_the_stage_allows_is_located_at_the_deepest_op(run, write, monkeypatch) -> None:
+    _register(monkeypatch, RecursePass)
+    path = write("nested.mlir", "builtin.module {\n  builtin.module {\n" + RELU + "  }\n}\n")
+    result = run(path, "-p", "test-recurse")
+    assert result.status == 1
+    assert result.err_lines == [
+        f"{path}:4:3: error: IR nested 3 ops deep is too deep for pass 'test-recurse'"
+    ]
+
+
+def test_nesting_a_few_hundred_levels_deep_parses_and_prints(run, write) -> None:
+    depth = 400
+    result = run(write("deep.mlir", "builtin.module {" * depth + "}" * depth), "-p", "cse")
+    assert result.status == 0, result.err
+    assert result.out.count("builtin.module") == depth
+
+
+def test_recursion_limit_is_restored_after_a_run(run, write) -> None:
+    before = sys.getrecursionlimit()
+    run(write("relu.mlir", RELU))
+    assert sys.getrecursionlimit() == before
