@@ -116,13 +116,21 @@ class _Shape:
         return self.cfg.oc_tile * self.cfg.tile_h * self.wl.out_width
 
 
-def check(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = DEFAULT_CONFIG) -> None:
-    """A diagnostic unless the workload tiles by `cfg` and a thread's tile fits its SRAM share."""
+def check_workload(wl: Conv2dWorkload, config: VTAConfig = DEFAULT_CONFIG) -> None:
+    """A diagnostic unless the template can run the workload with some tiling."""
     blk = config.block_in
     if config.batch != 1 or config.block_in != config.block_out:
         raise StratoError("the VTA conv2d template needs BATCH 1 and BLOCK_IN = BLOCK_OUT")
     if wl.channels % blk or wl.out_channels % blk:
         raise StratoError(f"conv2d channels {wl.channels} -> {wl.out_channels} are not multiples of {blk}")
+    if wl.padding > 15 or wl.out_width < 2:
+        raise StratoError("VTA conv2d: padding above 15 or a single output column is not supported")
+
+
+def check(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = DEFAULT_CONFIG) -> None:
+    """A diagnostic unless the workload tiles by `cfg` and a thread's tile fits its SRAM share."""
+    check_workload(wl, config)
+    blk = config.block_in
     if min(cfg.tile_h, cfg.oc_tile, cfg.ic_tile, cfg.threads) < 1:
         raise StratoError(f"VTA conv2d knobs must be positive: {cfg}")
     s = _Shape(wl, cfg, blk)
@@ -131,8 +139,6 @@ def check(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = DEFAULT_
             f"VTA conv2d: {wl.out_height} rows, {s.ob} and {s.cb} channel blocks do not tile by "
             f"{cfg.tile_h}, {cfg.oc_tile} and {cfg.ic_tile}"
         )
-    if wl.padding > 15 or wl.out_width < 2:
-        raise StratoError("VTA conv2d: padding above 15 or a single output column is not supported")
     t = cfg.threads
     for what, need, depth in (
         ("inp", s.inp_elements, config.inp_depth),
@@ -147,6 +153,7 @@ def check(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = DEFAULT_
 
 def default_config(wl: Conv2dWorkload, threads: int = 2, config: VTAConfig = DEFAULT_CONFIG) -> VtaConv2dConfig:
     """The largest tiles (most GEMM work a load) that fit a thread's share of the buffers."""
+    check_workload(wl, config)
     s0 = _Shape(wl, VtaConv2dConfig(1, 1, 1, threads), config.block_in)
     best: tuple[tuple[int, ...], VtaConv2dConfig] | None = None
     for tile_h in _divisors(wl.out_height):
@@ -297,4 +304,4 @@ def _conv_kernel(wl: Conv2dWorkload, cfg: VtaConv2dConfig, s: _Shape) -> tuple[l
     return loops, uops
 
 
-__all__ = ["Conv2dWorkload", "VtaConv2dConfig", "build_conv2d", "check", "default_config"]
+__all__ = ["Conv2dWorkload", "VtaConv2dConfig", "build_conv2d", "check", "check_workload", "default_config"]

@@ -1,0 +1,182 @@
+"""run_conv2d through the VTA compiler path: template, token insertion, virtual threads, emitter.
+
+Every result is checked bit-exact against numpy, under several orders in which ready
+modules run; the simulator rejects any stream whose tokens leave two modules' accesses to
+a shared buffer unordered, so a missing token fails these tests rather than passing by luck.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdsl.context import Context
+from xdsl.dialects import func
+
+from strato.diagnostics import StratoError
+from strato.dialects import vta
+from strato.dialects.loop import ForOp, LoopKind
+from strato.schedule.templates.vta_conv2d import VtaConv2dConfig, build_conv2d, check, default_config
+from strato.targets.vta.interpret import run_vta
+from strato.transforms.vta_inject_virtual_threads import VtaInjectVirtualThreadsPass
+from strato.transforms.vta_insert_dependence_tokens import VtaInsertDependenceTokensPass
+from strato.vta.bundle import read_bundle
+from strato.vta.compile import reference_conv2d, run_conv2d, workload_of
+from strato.vta.layout import pack_activations, pack_weights, unpack_activations
+from strato.vta.simulator import simulate
+
+
+def random_layer(rng, c, o, size, kernel):
+    x = rng.integers(-128, 128, (1, c, size, size), dtype=np.int8)
+    w = rng.integers(-128, 128, (o, c, kernel, kernel), dtype=np.int8)
+    return x, w
+
+
+def valid_tilings(wl, threads):
+    tilings = []
+    for tile_h in range(1, wl.out_height + 1):
+        for oc_tile in (1, 2, 3):
+            for ic_tile in (1, 2):
+                cfg = VtaConv2dConfig(tile_h, oc_tile, ic_tile, threads)
+                try:
+                    check(wl, cfg)
+                except StratoError:
+                    continue
+                tilings.append(cfg)
+    return tilings
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    data=st.data(),
+    c=st.sampled_from([16, 32]),
+    o=st.sampled_from([16, 32, 48]),
+    size=st.integers(3, 7),
+    kernel=st.sampled_from([1, 3]),
+    stride=st.sampled_from([1, 2]),
+    threads=st.sampled_from([1, 2]),
+    seed=st.sampled_from([None, 0, 1, 2]),
+)
+def test_conv2d_is_bit_exact(data, c, o, size, kernel, stride, threads, seed):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    x, w = random_layer(rng, c, o, size, kernel)
+    padding = kernel // 2
+    wl = workload_of(x.shape, w.shape, stride, padding, 9)
+    tiling = data.draw(st.sampled_from(valid_tilings(wl, threads)))
+    got, report = run_conv2d(
+        x, w, stride=stride, padding=padding, shift=9, virtual_threads=threads, tiling=tiling, seed=seed
+    )
+    np.testing.assert_array_equal(got, reference_conv2d(x, w, stride=stride, padding=padding, shift=9))
+    macs = o * c * wl.out_height * wl.out_width * kernel * kernel
+    assert report.counters.gemm_counter * 16 * 16 == macs
+
+
+@pytest.mark.parametrize("seed", [None, 0, 1, 2, 3])
+def test_uneven_last_thread_group_does_not_race(seed):
+    # three output-channel tiles over two threads: the last group has one thread
+    rng = np.random.default_rng(5)
+    x, w = random_layer(rng, 16, 48, 4, 3)
+    got, _ = run_conv2d(
+        x, w, stride=1, padding=1, shift=8, virtual_threads=2, tiling=VtaConv2dConfig(2, 1, 1), seed=seed
+    )
+    np.testing.assert_array_equal(got, reference_conv2d(x, w, stride=1, padding=1, shift=8))
+
+
+def _program(wl, cfg):
+    module = build_conv2d(wl, cfg)
+    VtaInsertDependenceTokensPass().apply(Context(), module)
+    return module, next(op for op in module.ops if isinstance(op, func.FuncOp))
+
+
+def _arrays(x, w, wl):
+    out = np.zeros((1, wl.out_channels, wl.out_height, wl.out_width), np.int8)
+    return [pack_activations(x), pack_weights(w), pack_activations(out)]
+
+
+@pytest.mark.parametrize("seed", [None, 0, 1])
+def test_virtual_threads_do_not_change_results(seed):
+    rng = np.random.default_rng(7)
+    x, w = random_layer(rng, 32, 32, 4, 3)
+    wl = workload_of(x.shape, w.shape, 1, 1, 10)
+    results = []
+    for threads in (1, 2):
+        module, function = _program(wl, VtaConv2dConfig(2, 1, 1, threads))
+        VtaInjectVirtualThreadsPass().apply(Context(), module)
+        assert not [op for op in function.walk() if isinstance(op, ForOp) and op.loop_kind == LoopKind.VIRTUAL_THREAD]
+        buffers = [op for op in function.walk() if isinstance(op, vta.BufferOp)]
+        # each thread's slices are disjoint
+        for scope in {b.scope for b in buffers}:
+            spans = sorted({(b.offset.data, b.offset.data + b.elements) for b in buffers if b.scope == scope})
+            assert len(spans) == threads and all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+        outputs, _, _ = run_vta(function, _arrays(x, w, wl), seed=seed)
+        results.append(unpack_activations(outputs[2], (1, 32, 4, 4)))
+    np.testing.assert_array_equal(results[0], results[1])
+    np.testing.assert_array_equal(results[0], reference_conv2d(x, w, stride=1, padding=1, shift=10))
+
+
+def test_removing_any_token_is_detected():
+    rng = np.random.default_rng(11)
+    x, w = random_layer(rng, 32, 32, 2, 1)
+    wl = workload_of(x.shape, w.shape, 1, 0, 6)
+    want = reference_conv2d(x, w, stride=1, padding=0, shift=6)
+    module, function = _program(wl, VtaConv2dConfig(1, 1, 1, 2))
+    VtaInjectVirtualThreadsPass().apply(Context(), module)
+    tokens = [op for op in function.walk() if isinstance(op, vta.DepPushOp | vta.DepPopOp)]
+    assert len(tokens) > 10
+    for position in range(len(tokens)):
+        copy = module.clone()
+        fn = next(op for op in copy.ops if isinstance(op, func.FuncOp))
+        victim = [op for op in fn.walk() if isinstance(op, vta.DepPushOp | vta.DepPopOp)][position]
+        victim.detach()
+        victim.erase()
+        detected = False
+        for seed in (None, 0, 1, 2, 3):
+            try:
+                outputs, _, _ = run_vta(fn, _arrays(x, w, wl), seed=seed)
+            except StratoError:
+                detected = True
+                break
+            if not np.array_equal(unpack_activations(outputs[2], want.shape), want):
+                detected = True
+                break
+        assert detected, f"removing token {position} ({victim.name} {victim.queue}) went unnoticed"
+
+
+def test_bundle_runs_on_its_own(tmp_path):
+    rng = np.random.default_rng(3)
+    x, w = random_layer(rng, 16, 32, 5, 3)
+    got, report = run_conv2d(x, w, stride=2, padding=1, shift=8, bundle=tmp_path / "b")
+    bundle = read_bundle(tmp_path / "b")
+    assert not bundle.tensor("out").any()  # the bundle holds the initial contents
+    again = simulate(bundle.insns, bundle.dram, bundle.config)
+    np.testing.assert_array_equal(bundle.tensor("out"), got)
+    np.testing.assert_array_equal(bundle.tensor("x"), x)
+    assert again.cycles.total_cycles == report.cycles.total_cycles
+
+
+def test_default_tiling_fits_each_thread_share():
+    wl = workload_of((1, 256, 14, 14), (256, 256, 3, 3), 1, 1, 8)
+    for threads in (1, 2):
+        cfg = default_config(wl, threads)
+        check(wl, cfg)
+        assert cfg.threads == threads
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "dtype", "message"),
+    [
+        ((1, 16, 4, 4), (16, 16, 3, 3), np.float32, "must be int8"),
+        ((1, 8, 4, 4), (16, 8, 3, 3), np.int8, "not multiples of 16"),
+        ((2, 16, 4, 4), (16, 16, 3, 3), np.int8, "are not \\[1, C, H, W\\]"),
+    ],
+)
+def test_bad_layers_are_diagnostics(x_shape, w_shape, dtype, message):
+    with pytest.raises(StratoError, match=message):
+        run_conv2d(np.zeros(x_shape, dtype), np.zeros(w_shape, dtype), stride=1, padding=1, shift=4)
+
+
+def test_tile_that_does_not_fit_is_a_diagnostic():
+    x, w = np.zeros((1, 16, 64, 64), np.int8), np.zeros((16, 16, 3, 3), np.int8)
+    with pytest.raises(StratoError, match="a thread's share"):
+        run_conv2d(x, w, stride=1, padding=1, shift=4, tiling=VtaConv2dConfig(64, 1, 1))
