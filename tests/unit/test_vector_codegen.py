@@ -117,6 +117,20 @@ INTEGERS = kernel(
     "%a: memref<16xi32>, %o: memref<16xi32> {loop.output}",
 )
 
+# bools are bytes in a buffer: compared and stored lane by lane
+BOOLS = kernel(
+    """
+  loop.for %i = 0 to 16 vectorized axis "i" {
+    %v = memref.load %a[%i] : memref<16xf32>
+    %z = arith.constant 0.0 : f32
+    %gt = arith.cmpf ogt, %v, %z : f32
+    %b = memref.load %m[%i] : memref<16xi1>
+    %both = arith.andi %gt, %b : i1
+    memref.store %both, %o[%i] : memref<16xi1>
+  }""",
+    "%a: memref<16xf32>, %m: memref<16xi1>, %o: memref<16xi1> {loop.output}",
+)
+
 # a register-blocked 4 x 16 tile: k outside, rows unrolled, columns vectorized
 MICRO_KERNEL = kernel(
     """
@@ -206,6 +220,12 @@ def test_every_address_kind_matches_the_interpreter():
 def test_integer_vectors_match_the_interpreter():
     check_against_interpreter(INTEGERS, "k", [random(16, np.int32, seed=2)])
     assert "mul <16 x i32>" in emit_llvm_ir(lowered(INTEGERS))
+
+
+def test_bool_buffers_are_read_and_written_a_byte_per_lane():
+    mask = np.random.default_rng(7).integers(0, 2, 16).astype(np.bool_)
+    check_against_interpreter(BOOLS, "k", [random(16, seed=8), mask])
+    assert "x i1>" not in emit_llvm_ir(lowered(BOOLS))
 
 
 def test_a_micro_kernel_keeps_its_accumulators_in_vector_registers():

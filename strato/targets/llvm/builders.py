@@ -29,6 +29,8 @@ from xdsl.traits import SymbolTable
 from strato.targets.llvm.type_conversion import POINTER
 
 _NO_FASTMATH = llvm.FastMathAttr(None)
+_FASTMATH_ORDER = ("reassoc", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "fast")
+"""The order LLVM prints fast-math flags in, so emitted IR is deterministic."""
 
 
 def constant(value: float | bool, type_: Attribute) -> llvm.ConstantOp:
@@ -47,7 +49,8 @@ def fastmath(flags: Attribute | None) -> llvm.FastMathAttr:
     """The llvm fastmath attribute carrying the same flags as an arith one."""
     if flags is None or not isinstance(flags.data, frozenset) or not flags.data:
         return _NO_FASTMATH
-    return llvm.FastMathAttr([llvm.FastMathFlag(str(flag)) for flag in flags.data])
+    ordered = sorted(flags.data, key=lambda flag: _FASTMATH_ORDER.index(str(flag)))
+    return llvm.FastMathAttr([llvm.FastMathFlag(str(flag)) for flag in ordered])
 
 
 def int_binary(

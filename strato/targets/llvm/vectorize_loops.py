@@ -104,9 +104,11 @@ def _is_straight_line(op: Operation) -> bool:
 
 
 def _vector_element_ok(type_: Attribute) -> bool:
+    """Element types vector code carries. Not i1: a buffer holds a bool per byte, a
+    `<W x i1>` vector in memory one per bit, so bools are computed and stored per lane."""
     if isinstance(type_, AnyFloat):
         return True
-    return isinstance(type_, IntegerType) and type_.width.data in (1, 8, 16, 32, 64)
+    return isinstance(type_, IntegerType) and type_.width.data in (8, 16, 32, 64)
 
 
 def _vector_memory_ok(type_: Attribute) -> bool:
