@@ -346,7 +346,12 @@ class StratoOptMain(xDSLOptMain):
 
             return InterpretTarget
 
-        self.available_targets = {"mlir": mlir, "llvm": llvm, "interpret": interpret}
+        def vta() -> type[Target]:
+            from strato.targets.vta.target import VtaTarget
+
+            return VtaTarget
+
+        self.available_targets = {"mlir": mlir, "llvm": llvm, "interpret": interpret, "vta": vta}
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         add = arg_parser.add_argument
@@ -372,7 +377,7 @@ class StratoOptMain(xDSLOptMain):
             "--target",
             default="mlir",
             metavar="TARGET",
-            help="output: mlir (default), llvm or interpret{function=NAME seed=N}",
+            help="output: mlir (default), llvm, interpret{function=NAME seed=N} or vta (-o DIR: bundle)",
         )
         add(
             "--split-input-file",
@@ -503,6 +508,7 @@ class StratoOptMain(xDSLOptMain):
             "mlir": "MLIR text (the default)",
             "llvm": "LLVM IR text",
             "interpret": "run the entry function on seeded random inputs, print its outputs",
+            "vta": "run a vta function's stream on the simulator; with -o DIR write its bundle",
         }
         for name, factory in self.available_targets.items():
             lines.append(f"  {name:<{width}}{descriptions.get(name, '')}")
@@ -531,6 +537,10 @@ class StratoOptMain(xDSLOptMain):
             target = target_class.from_spec(spec)
         except (ValueError, TypeError, DiagnosticException) as err:
             raise UsageError(f"bad options for target '{spec.name}': {_reason(err)}") from None
+        if spec.name == "vta" and self.args.output_file:
+            # -o names the bundle directory; the report goes to stdout
+            target = replace(target, directory=self.args.output_file)
+            self.args.output_file = None
         if spec.name == "mlir":
             target = replace(
                 target,

@@ -25,7 +25,8 @@ are not written here: vta-insert-dependence-tokens adds them, vta-inject-virtual
 then interleaves the threads.
 
 DRAM arguments: x as NCHW1n16c elements, w as OIHW16o16i elements, out as NCHW1n16c
-elements (strato.vta.layout).
+elements (strato.vta.layout), each with its logical shape in the `vta.shape` argument
+attribute.
 """
 
 from __future__ import annotations
@@ -33,12 +34,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType, ModuleOp, i8, i32
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    i8,
+    i32,
+    i64,
+)
 from xdsl.ir import Block, Region, SSAValue
 
 from strato.diagnostics import StratoError
 from strato.dialects import vta
 from strato.dialects.loop import ForOp, LoopKind, MemoryScope, ScopeAttr
+from strato.targets.vta.target import SHAPE_ATTR
 from strato.vta.config import DEFAULT_CONFIG, VTAConfig
 
 
@@ -180,7 +193,9 @@ def _divisors(n: int) -> list[int]:
 
 
 def _memref(elements: int, shape: tuple[int, int], element, scope: MemoryScope | None = None) -> MemRefType:
-    return MemRefType(element, [elements, *shape], memory_space=ScopeAttr(scope) if scope else None)
+    if scope is None:
+        return MemRefType(element, [elements, *shape])
+    return MemRefType(element, [elements, *shape], memory_space=ScopeAttr(scope))
 
 
 class _Writer:
@@ -283,7 +298,13 @@ def build_conv2d(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = D
             )
             body.add(vta.StoreOp(acc, zero, out, dram_out, cfg.oc_tile, cfg.tile_h * ow, plane))
     entry.add_op(func.ReturnOp())
-    function = func.FuncOp("conv2d", ([x_type, w_type, out_type], []), Region(entry))
+    shapes = [
+        (1, wl.channels, wl.height, wl.width),
+        (wl.out_channels, wl.channels, wl.kernel_h, wl.kernel_w),
+        (1, wl.out_channels, oh, ow),
+    ]
+    arg_attrs = ArrayAttr([DictionaryAttr({SHAPE_ATTR: DenseArrayBase.from_list(i64, list(shape))}) for shape in shapes])
+    function = func.FuncOp("conv2d", ([x_type, w_type, out_type], []), Region(entry), arg_attrs=arg_attrs)
     return ModuleOp([function])
 
 
