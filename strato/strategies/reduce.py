@@ -200,7 +200,8 @@ def arg_reduction(
         return s.select(hit, k_value, miss)
 
     position_kind = te.ReduceKind.MAX if op.last_index else te.ReduceKind.MIN
-    return [pb.reduce(op.name.split(".", 1)[1], position_kind, out_shape, [size], position, index_type)]
+    stage = op.name.split(".", 1)[1]
+    return [pb.reduce(stage, position_kind, out_shape, [size], position, index_type)]
 
 
 @strategy(graph.TopKOp)
@@ -224,7 +225,9 @@ def top_k(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> li
     out_shape = shape_of(op.results[0])
     if op.k_value == 0:
         empty_values = pb.compute("top_k", out_shape, lambda s, idx: s.const(0), dtype)
-        empty_indices = pb.compute("top_k_indices", out_shape, lambda s, idx: s.const(0), index_type)
+        empty_indices = pb.compute(
+            "top_k_indices", out_shape, lambda s, idx: s.const(0), index_type
+        )
         return [empty_values, empty_indices]
     better = "gt" if op.is_largest else "lt"
 
@@ -245,7 +248,8 @@ def top_k(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> li
     def position(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
         wanted = _append(s, arith.IndexCastOp(idx[axis], index_type))
         hit = s.cmp("eq", s.read(rank, at(idx, k[0])), wanted)
-        return s.select(hit, _append(s, arith.IndexCastOp(k[0], index_type)), s.const(0, index_type))
+        k_value = _append(s, arith.IndexCastOp(k[0], index_type))
+        return s.select(hit, k_value, s.const(0, index_type))
 
     indices = pb.reduce("top_k_indices", te.ReduceKind.SUM, out_shape, [size], position, index_type)
 

@@ -77,7 +77,9 @@ def convert_constant_of_shape(ctx: NodeContext) -> list[ImportedValue]:
     one-element tensor, float32 0 by default)."""
     shape = _known(ctx, 0, "the shape")
     if shape.dtype.kind not in "iu" or shape.ndim != 1:
-        raise ctx.error(f"the shape must be a 1-D integer tensor, got {shape.dtype}{list(shape.shape)}")
+        raise ctx.error(
+            f"the shape must be a 1-D integer tensor, got {shape.dtype}{list(shape.shape)}"
+        )
     if np.any(shape < 0):
         raise ctx.error(f"the shape {shape.tolist()} has a negative dimension")
     value = ctx.attr("value")
@@ -92,7 +94,8 @@ def convert_constant_of_shape(ctx: NodeContext) -> list[ImportedValue]:
 def convert_range(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX Range(start, limit, delta): start, start + delta, ... up to (excluding)
     limit, with max(ceil((limit - start) / delta), 0) elements."""
-    start, limit, delta = (_known(ctx, n, what) for n, what in enumerate(("start", "limit", "delta")))
+    names = ("start", "limit", "delta")
+    start, limit, delta = (_known(ctx, n, what) for n, what in enumerate(names))
     for what, value in (("start", start), ("limit", limit), ("delta", delta)):
         if value.size != 1:
             raise ctx.error(f"{what} must be a scalar, got shape {list(value.shape)}")

@@ -73,11 +73,15 @@ def parse_equation(
         if _ELLIPSIS in term:
             covered = rank - (len(term) - len(_ELLIPSIS))
             if covered < 0:
-                raise ctx.error(f"term '{term}' has more letters than input {n} has dimensions ({rank})")
+                raise ctx.error(
+                    f"term '{term}' has more letters than input {n} has dimensions ({rank})"
+                )
             at = letters.index(_ELLIPSIS)
             letters[at : at + 1] = ellipsis_letters[ellipsis_rank - covered :]
         if len(letters) != rank:
-            raise ctx.error(f"term '{term}' has {len(letters)} letters for input {n} of rank {rank}")
+            raise ctx.error(
+                f"term '{term}' has {len(letters)} letters for input {n} of rank {rank}"
+            )
         if any(letters.count(letter) > 2 for letter in letters):
             raise ctx.error(f"term '{term}' has a letter more than twice")
         parsed.append(letters)
@@ -91,7 +95,8 @@ def parse_equation(
         for letters in parsed:
             for letter in letters:
                 counts[letter] = counts.get(letter, 0) + 1
-        result = [*ellipsis_letters, *sorted(l for l, c in counts.items() if c == 1 and l.isascii())]
+        once = sorted(letter for letter, c in counts.items() if c == 1 and letter.isascii())
+        result = [*ellipsis_letters, *once]
     every = {letter for letters in parsed for letter in letters}
     if len(set(result)) != len(result) or not set(result) <= every:
         raise ctx.error(

@@ -130,7 +130,8 @@ def _arg_reduction(
             index = op_class.pick(picked, axis)
             if last:
                 index = shape[axis] - 1 - index
-            return [np.asarray(index, np.int64).reshape(graph.reduced_shape(shape, [axis], keepdims))]
+            reduced = graph.reduced_shape(shape, [axis], keepdims)
+            return [np.asarray(index, np.int64).reshape(reduced)]
         return [ctx.emit(op_class(x, axis, keepdims, last)).results[0]]
 
     convert.__name__ = f"convert_{op_class.name.split('.', 1)[1]}"

@@ -261,7 +261,10 @@ def _output_geometry(
             axis_scales[axis] = int(size) / shape[axis] if shape[axis] else 1.0
         policy = ctx.attr("keep_aspect_ratio_policy", "stretch")
         if policy not in ("stretch", "not_larger", "not_smaller"):
-            raise ctx.error(f"keep_aspect_ratio_policy '{policy}' is not one of stretch, not_larger, not_smaller")
+            raise ctx.error(
+                f"keep_aspect_ratio_policy '{policy}' is not one of stretch, not_larger, "
+                "not_smaller"
+            )
         if policy != "stretch":
             chosen = [axis_scales[a] for a in axes]
             scale = min(chosen) if policy == "not_larger" else max(chosen)
@@ -271,7 +274,9 @@ def _output_geometry(
     rois = [(0.0, 1.0)] * rank
     if roi is not None:
         if len(roi) != 2 * len(axes):
-            raise ctx.error(f"roi {roi.tolist()} must hold a start and an end for each of {len(axes)} axes")
+            raise ctx.error(
+                f"roi {roi.tolist()} must hold a start and an end for each of {len(axes)} axes"
+            )
         for n, axis in enumerate(axes):
             rois[axis] = (float(roi[n]), float(roi[n + len(axes)]))
     return out_shape, axis_scales, rois

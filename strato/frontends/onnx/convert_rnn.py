@@ -171,7 +171,8 @@ class _Steps:
     def part(self, value: ImportedValue, axis: int, start: int, size: int) -> ImportedValue:
         """value[.., start:start + size, ..] along `axis`."""
         if isinstance(value, np.ndarray):
-            return np.require(np.take(value, np.arange(start, start + size), axis=axis), requirements="C")
+            picked = np.take(value, np.arange(start, start + size), axis=axis)
+            return np.require(picked, requirements="C")
         shape = list(graph.static_shape(value))
         if start == 0 and size == shape[axis]:
             return value
@@ -198,7 +199,9 @@ class _Steps:
             return np.asarray(op_class.compute(lhs, rhs), dtype=lhs.dtype)
         return self.emit(op_class(self.ssa(lhs), self.ssa(rhs)))
 
-    def dense(self, x: ImportedValue, weight: ImportedValue, bias: ImportedValue | None) -> SSAValue:
+    def dense(
+        self, x: ImportedValue, weight: ImportedValue, bias: ImportedValue | None
+    ) -> SSAValue:
         """x @ weight^T + bias."""
         operands = [self.ssa(x), self.ssa(weight)]
         return self.emit(graph.DenseOp(*operands, None if bias is None else self.ssa(bias)))
@@ -279,7 +282,9 @@ def _unrolled(ctx: NodeContext, gates: int, defaults: tuple[str, ...]) -> list[I
             f"of hidden size {hidden} over inputs of size {x_shape[2]}"
         )
     if ctx.has_input(B) and ctx.shape(B) != (directions, 2 * gates * hidden):
-        raise ctx.error(f"B must have shape {[directions, 2 * gates * hidden]}, got {list(ctx.shape(B))}")
+        raise ctx.error(
+            f"B must have shape {[directions, 2 * gates * hidden]}, got {list(ctx.shape(B))}"
+        )
     if ctx.has_input(SEQUENCE_LENS):
         lengths = ctx.known(SEQUENCE_LENS)
         if lengths is None or np.any(lengths != steps):
@@ -307,10 +312,13 @@ def _unrolled(ctx: NodeContext, gates: int, defaults: tuple[str, ...]) -> list[I
             if ctx.has_input(B)
             else np.zeros(2 * gates * hidden, dtype)
         )
-        input_bias, recurrent_bias = ops.part(biases, 0, 0, gates * hidden), ops.part(biases, 0, gates * hidden, gates * hidden)
+        input_bias = ops.part(biases, 0, 0, gates * hidden)
+        recurrent_bias = ops.part(biases, 0, gates * hidden, gates * hidden)
         h = ops.row(initial, d) if initial is not None else np.zeros((batch, hidden), dtype)
-        cell = _Cell(ops, ctx, hidden, weights, recurrent, input_bias, recurrent_bias, activations[d])
-        projected = ops.reshape(ops.dense(flat_x, weights, cell.input_bias), (steps, batch, gates * hidden))
+        cell = _Cell(ops, ctx, hidden, recurrent, input_bias, recurrent_bias, activations[d])
+        projected = ops.reshape(
+            ops.dense(flat_x, weights, cell.input_bias), (steps, batch, gates * hidden)
+        )
         order = range(steps - 1, -1, -1) if direction == "reverse" or d == 1 else range(steps)
         states: dict[int, ImportedValue] = {}
         for t in order:
@@ -335,7 +343,7 @@ def _swap_leading(ops: _Steps, value: ImportedValue) -> ImportedValue:
 class _Cell:
     """The weights of one direction and its step function."""
 
-    def __init__(self, ops, ctx, hidden, weights, recurrent, input_bias, recurrent_bias, activations):
+    def __init__(self, ops, ctx, hidden, recurrent, input_bias, recurrent_bias, activations):
         self.ops, self.hidden, self.activations = ops, hidden, activations
         self.recurrent = recurrent
         self.kind = ctx.op_type
@@ -346,7 +354,9 @@ class _Cell:
         # GRU: the z and r gates add both biases to the input projection; the candidate
         # adds Rbh inside the reset product when linear_before_reset is set
         zr = ops.binary(
-            graph.AddOp, ops.part(input_bias, 0, 0, 2 * hidden), ops.part(recurrent_bias, 0, 0, 2 * hidden)
+            graph.AddOp,
+            ops.part(input_bias, 0, 0, 2 * hidden),
+            ops.part(recurrent_bias, 0, 0, 2 * hidden),
         )
         candidate_bias = ops.part(input_bias, 0, 2 * hidden, hidden)
         self.recurrent_candidate_bias = ops.part(recurrent_bias, 0, 2 * hidden, hidden)
@@ -364,7 +374,9 @@ class _Cell:
         hidden = self.hidden
         f, g = self.activations
         gates = ops.binary(
-            graph.AddOp, ops.part(projected, 1, 0, 2 * hidden), ops.dense(h, self.recurrent_gates, None)
+            graph.AddOp,
+            ops.part(projected, 1, 0, 2 * hidden),
+            ops.dense(h, self.recurrent_gates, None),
         )
         z = ops.activation(f, ops.part(gates, 1, 0, hidden))
         r = ops.activation(f, ops.part(gates, 1, hidden, hidden))
