@@ -573,7 +573,10 @@ def _opaque_index(value: SSAValue) -> bool:
 
 
 def _value_name(name: str) -> str:
-    text = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    """An SSA name for a loop variable: `i.outer` -> `i_outer`, `i.0` -> `i_p0` (the
+    printer would read a trailing `_0` as a uniquing suffix)."""
+    parts = [f"p{part}" if part.isdigit() else part for part in name.split(".")]
+    text = "".join(c if c.isalnum() or c == "_" else "_" for c in "_".join(parts))
     return text if text and not text[0].isdigit() else f"v{text}"
 
 
