@@ -32,7 +32,9 @@ from strato.vta.layout import activation_layout, pack_activations, pack_weights,
 from strato.vta.simulator import Report
 
 
-def workload_of(x_shape, w_shape, stride: int, padding: int, shift: int) -> Conv2dWorkload:
+def workload_of(
+    x_shape, w_shape, stride: int, padding: int, shift: int, *, bias: bool = False, relu: bool = True
+) -> Conv2dWorkload:
     """The template's workload for x [1, C, H, W] and w [O, C, KH, KW]; a diagnostic otherwise."""
     if len(x_shape) != 4 or len(w_shape) != 4 or x_shape[0] != 1 or w_shape[1] != x_shape[1]:
         raise StratoError(f"run_conv2d: x {list(x_shape)} and w {list(w_shape)} are not [1, C, H, W] and [O, C, KH, KW]")
@@ -40,7 +42,7 @@ def workload_of(x_shape, w_shape, stride: int, padding: int, shift: int) -> Conv
         raise StratoError(f"run_conv2d: stride {stride}, padding {padding} or shift {shift} out of range")
     _, c, h, wd = x_shape
     o, _, kh, kw = w_shape
-    return Conv2dWorkload(c, h, wd, o, kh, kw, stride, padding, shift)
+    return Conv2dWorkload(c, h, wd, o, kh, kw, stride, padding, shift, bias, relu)
 
 
 def compile_conv2d(
@@ -67,12 +69,17 @@ def run_conv2d(
     shift: int,
     virtual_threads: int = 2,
     bundle: str | Path | None = None,
+    bias: np.ndarray | None = None,
+    relu: bool = True,
     tiling: VtaConv2dConfig | None = None,
     params: CycleParams | None = None,
     seed: int | None = None,
     config: VTAConfig = DEFAULT_CONFIG,
 ) -> tuple[np.ndarray, Report]:
     """clip(conv2d(x, w) >> shift, 0, 127) as int8 NCHW, computed on the VTA simulator.
+
+    With `bias` (int32 [O]) it is added to the accumulator before the shift; with
+    `relu=False` the result is clipped to [-127, 127] instead.
 
     `tiling` overrides the template's knobs (tile sizes; its `threads` is replaced by
     `virtual_threads`), `params` the cycle model's, `seed` the order in which ready
@@ -81,7 +88,9 @@ def run_conv2d(
     x, w = np.asarray(x), np.asarray(w)
     if x.dtype != np.int8 or w.dtype != np.int8:
         raise StratoError(f"run_conv2d: x and w must be int8, got {x.dtype} and {w.dtype}")
-    wl = workload_of(x.shape, w.shape, stride, padding, shift)
+    wl = workload_of(x.shape, w.shape, stride, padding, shift, bias=bias is not None, relu=relu)
+    if bias is not None and (np.asarray(bias).dtype != np.int32 or np.shape(bias) != (w.shape[0],)):
+        raise StratoError(f"run_conv2d: bias must be int32 [{w.shape[0]}]")
     if tiling is not None:
         tiling = VtaConv2dConfig(tiling.tile_h, tiling.oc_tile, tiling.ic_tile, virtual_threads)
     module = compile_conv2d(wl, tiling, virtual_threads=virtual_threads, config=config)
@@ -97,14 +106,25 @@ def run_conv2d(
         1: NamedTensor("w", tuple(w.shape), weight_layout(config)),
         2: NamedTensor("out", out_shape, activation_layout(config)),
     }
+    if bias is not None:
+        arrays.append(np.asarray(bias).reshape(-1, config.batch, config.block_out))
     outputs, report, built = run_vta(function, arrays, config, seed=seed, params=params, names=names)
     if bundle is not None:
         write_bundle(bundle, built.insns, built.dram, config, built.tensors)
     return unpack_activations(outputs[2], out_shape, config), report
 
 
-def reference_conv2d(x: np.ndarray, w: np.ndarray, *, stride: int, padding: int, shift: int) -> np.ndarray:
-    """numpy: clip(conv2d(x, w) >> shift, 0, 127) with exact accumulation wrapped to int32."""
+def reference_conv2d(
+    x: np.ndarray,
+    w: np.ndarray,
+    *,
+    stride: int,
+    padding: int,
+    shift: int,
+    bias: np.ndarray | None = None,
+    relu: bool = True,
+) -> np.ndarray:
+    """numpy: clip((conv2d(x, w) + bias) >> shift, 0 or -127, 127), accumulation wrapped to int32."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     xp = np.pad(x.astype(np.int64), [(0, 0), (0, 0), (padding, padding), (padding, padding)])
@@ -114,8 +134,10 @@ def reference_conv2d(x: np.ndarray, w: np.ndarray, *, stride: int, padding: int,
         for j in range(kw):
             patch = xp[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
             acc += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j].astype(np.int64))
+    if bias is not None:
+        acc = acc + np.asarray(bias, dtype=np.int64).reshape(1, o, 1, 1)
     wrapped = ((acc + (1 << 31)) % (1 << 32)) - (1 << 31)
-    return np.clip(wrapped >> shift, 0, 127).astype(np.int8)
+    return np.clip(wrapped >> shift, 0 if relu else -127, 127).astype(np.int8)
 
 
 __all__ = ["compile_conv2d", "reference_conv2d", "run_conv2d", "workload_of"]

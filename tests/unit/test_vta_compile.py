@@ -57,17 +57,22 @@ def valid_tilings(wl, threads):
     stride=st.sampled_from([1, 2]),
     threads=st.sampled_from([1, 2]),
     seed=st.sampled_from([None, 0, 1, 2]),
+    with_bias=st.booleans(),
+    relu=st.booleans(),
 )
-def test_conv2d_is_bit_exact(data, c, o, size, kernel, stride, threads, seed):
+def test_conv2d_is_bit_exact(data, c, o, size, kernel, stride, threads, seed, with_bias, relu):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
     x, w = random_layer(rng, c, o, size, kernel)
     padding = kernel // 2
-    wl = workload_of(x.shape, w.shape, stride, padding, 9)
+    bias = rng.integers(-20000, 20000, o).astype(np.int32) if with_bias else None
+    wl = workload_of(x.shape, w.shape, stride, padding, 9, bias=with_bias)
     tiling = data.draw(st.sampled_from(valid_tilings(wl, threads)))
     got, report = run_conv2d(
-        x, w, stride=stride, padding=padding, shift=9, virtual_threads=threads, tiling=tiling, seed=seed
+        x, w, stride=stride, padding=padding, shift=9, virtual_threads=threads, tiling=tiling, seed=seed,
+        bias=bias, relu=relu,
     )
-    np.testing.assert_array_equal(got, reference_conv2d(x, w, stride=stride, padding=padding, shift=9))
+    want = reference_conv2d(x, w, stride=stride, padding=padding, shift=9, bias=bias, relu=relu)
+    np.testing.assert_array_equal(got, want)
     macs = o * c * wl.out_height * wl.out_width * kernel * kernel
     assert report.counters.gemm_counter * 16 * 16 == macs
 

@@ -13,7 +13,8 @@ tensorize to the 16x16 GEMM core):
             LOAD INP, one 2-D padded load a channel block  [ic][rows in][cols in]
             LOAD WGT, one 2-D load                         [oc][ic][KH][KW]
             GEMM: loops (oc, output row), micro-ops (ic, kh, kw, output column)
-          ALU  SHR shift, MAX 0, MIN 127 (requantize and relu)
+          (with a bias: LOAD ACC the tile's bias, ALU ADD it to every position)
+          ALU  SHR shift, MAX 0 (or -127 without relu), MIN 127 (requantize)
           STORE the tile, one 2-D store                    [oc][tile_h * OW]
 
 Knobs: `tile_h` (output rows a tile), `oc_tile` and `ic_tile` (channel blocks of 16 a
@@ -68,6 +69,10 @@ class Conv2dWorkload:
     stride: int
     padding: int
     shift: int
+    bias: bool = False
+    """an int32 bias a channel (DRAM argument `b`, region acc), added before the shift"""
+    relu: bool = True
+    """clip to [0, 127] (else to [-127, 127])"""
 
     @property
     def out_height(self) -> int:
@@ -156,7 +161,7 @@ def check(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = DEFAULT_
     for what, need, depth in (
         ("inp", s.inp_elements, config.inp_depth),
         ("wgt", s.wgt_elements, config.wgt_depth),
-        ("acc", s.acc_elements, config.acc_depth),
+        ("acc", s.acc_elements + (cfg.oc_tile if wl.bias else 0), config.acc_depth),
     ):
         if need * t > depth:
             raise StratoError(f"VTA conv2d: a tile needs {need} {what} elements, a thread's share is {depth // t}")
@@ -240,10 +245,15 @@ def build_conv2d(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = D
     out_type = _memref(s.ob * oh * ow, (1, blk), i8)
     inp_type = _memref(s.inp_elements, (1, blk), i8, MemoryScope.VTA_INP)
     wgt_type = _memref(s.wgt_elements, (blk, blk), i8, MemoryScope.VTA_WGT)
-    acc_type = _memref(s.acc_elements, (1, blk), i32, MemoryScope.VTA_ACC)
-    entry = Block(arg_types=[x_type, w_type, out_type])
-    x, w, out = entry.args
-    for arg, name in zip(entry.args, ("x", "w", "out")):
+    # the bias of the tile's channel blocks sits after the accumulator tile
+    acc_type = _memref(s.acc_elements + (cfg.oc_tile if wl.bias else 0), (1, blk), i32, MemoryScope.VTA_ACC)
+    arg_types = [x_type, w_type, out_type]
+    if wl.bias:
+        arg_types.append(_memref(s.ob, (1, blk), i32))
+    entry = Block(arg_types=arg_types)
+    x, w, out = entry.args[:3]
+    bias = entry.args[3] if wl.bias else None
+    for arg, name in zip(entry.args, ("x", "w", "out", "b")):
         arg.name_hint = name
     top = _Writer(entry)
     zero = top.const(0)
@@ -269,6 +279,9 @@ def build_conv2d(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = D
             acc = body.add(vta.BufferOp(0, acc_type)).result
             inp.name_hint, wgt.name_hint, acc.name_hint = "inp", "wgt", "acc"
             body.add(vta.GemmOp(acc, inp, wgt, [[s.acc_elements, 1, 0, 0]], [[0, 0, 0]], reset=True))
+            if bias is not None:
+                dram_b = body.affine([(g, cfg.threads * cfg.oc_tile), (t, cfg.oc_tile)], first_tile * cfg.oc_tile)
+                body.add(vta.LoadOp(bias, dram_b, acc, body.const(s.acc_elements), 1, cfg.oc_tile, cfg.oc_tile))
             _, chunk_body = body.loop(s.cb // cfg.ic_tile, axis="ic.chunk")
             chunk = _Writer(chunk_body)
             k = chunk_body.args[0]
@@ -288,8 +301,14 @@ def build_conv2d(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = D
             chunk.add(vta.LoadOp(w, dram_w, wgt, zero, cfg.oc_tile, cfg.ic_tile * s.taps, row))
             chunk.add(vta.GemmOp(acc, inp, wgt, *_conv_kernel(wl, cfg, s)))
             loops, uops = [[s.acc_elements, 1, 1]], [[0, 0]]
+            if bias is not None:
+                # acc[oc][p] += bias[oc]: the source stays on the channel's bias element
+                plane_tile = cfg.tile_h * ow
+                body.add(
+                    vta.AluOp("add", acc, [[cfg.oc_tile, plane_tile, 1], [plane_tile, 1, 0]], [[0, s.acc_elements]])
+                )
             body.add(vta.AluOp("shr", acc, loops, uops, wl.shift))
-            body.add(vta.AluOp("max", acc, loops, uops, 0))
+            body.add(vta.AluOp("max", acc, loops, uops, 0 if wl.relu else -127))
             body.add(vta.AluOp("min", acc, loops, uops, 127))
             plane = oh * ow
             dram_out = body.affine(
@@ -303,8 +322,10 @@ def build_conv2d(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = D
         (wl.out_channels, wl.channels, wl.kernel_h, wl.kernel_w),
         (1, wl.out_channels, oh, ow),
     ]
-    arg_attrs = ArrayAttr([DictionaryAttr({SHAPE_ATTR: DenseArrayBase.from_list(i64, list(shape))}) for shape in shapes])
-    function = func.FuncOp("conv2d", ([x_type, w_type, out_type], []), Region(entry), arg_attrs=arg_attrs)
+    attrs = [DictionaryAttr({SHAPE_ATTR: DenseArrayBase.from_list(i64, list(shape))}) for shape in shapes]
+    if wl.bias:
+        attrs.append(DictionaryAttr({}))
+    function = func.FuncOp("conv2d", (arg_types, []), Region(entry), arg_attrs=ArrayAttr(attrs))
     return ModuleOp([function])
 
 
