@@ -534,6 +534,31 @@ def test_scatter_nd_with_runtime_indices_and_duplicates():
     check(model, [X[:1].repeat(3, 0), indices, updates], rtol=1e-6)
 
 
+def test_scatter_nd_with_known_indices_is_a_gather_and_a_where():
+    """torch's slice assignment: the rows are known, so which update lands where is too."""
+    indices = np.array([[0, 1], [1, 2], [0, 1]], np.int64)  # a duplicate: the last wins
+    updates = floats(3, 4)
+    model = graph_model(
+        [one_node("ScatterND", ["x", "i", "u"])], {"x": X, "u": updates}, FLOAT, {"i": indices}
+    )
+    assert "graph.scatter_nd" not in ops_of(model)
+    expected = X.copy()
+    expected[0, 1], expected[1, 2] = updates[2], updates[1]
+    np.testing.assert_array_equal(run_graph(import_onnx(model).module, [X, updates])[0], expected)
+    np.testing.assert_array_equal(strato.compile(model)(X, updates)[0], expected)
+
+
+def test_scatter_nd_of_constants_folds():
+    indices = np.array([[1]], np.int64)
+    model = graph_model(
+        [one_node("ScatterND", ["c", "i", "u"], reduction="add")],
+        {"x": X},
+        FLOAT,
+        {"c": X, "i": indices, "u": floats(1, 3, 4)},
+    )
+    assert ops_of(model) == ["graph.constant"]
+
+
 @pytest.mark.parametrize("repeats", [[1, 1, 1], [2, 1, 3], [1, 3, 1], [2, 2, 2]])
 def test_tile(repeats: list[int]):
     check(model_of("Tile", {"x": X}, {"repeats": ints(*repeats)}), [X])

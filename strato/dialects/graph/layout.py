@@ -732,13 +732,23 @@ class ScatterNDOp(LayoutOp):
         rows = np.asarray(indices, dtype=np.int64).reshape(-1, depth)
         sizes = np.array(data.shape[:depth], dtype=np.int64)
         rows = _checked_positions(self, rows, sizes, "of the data")
-        slices = updates.reshape(rows.shape[0], *data.shape[depth:])
-        result = data.copy()
-        combine = _SCATTER_COMBINE.get(self.combine)
-        for row, update in zip(rows, slices):
-            position = tuple(int(i) for i in row)
-            result[position] = update if combine is None else combine(result[position], update)
-        return [result]
+        return [scatter_nd(data, rows, updates, self.combine)]
+
+
+def scatter_nd(
+    data: np.ndarray, rows: np.ndarray, updates: np.ndarray, combine: ScatterReduction
+) -> np.ndarray:
+    """The reference semantics of `graph.scatter_nd` for in-range, non-negative index
+    `rows` of shape [n, q]: each row's update, in row order, replaces (or combines with)
+    data[row]."""
+    depth = rows.shape[1]
+    slices = updates.reshape(rows.shape[0], *data.shape[depth:])
+    result = data.copy()
+    combiner = _SCATTER_COMBINE.get(combine)
+    for row, update in zip(rows, slices):
+        position = tuple(int(i) for i in row)
+        result[position] = update if combiner is None else combiner(result[position], update)
+    return result
 
 
 @irdl_op_definition
@@ -910,5 +920,6 @@ __all__ = [
     "SplitOp",
     "TransposeOp",
     "gather_shape",
+    "scatter_nd",
     "take_along_axis",
 ]

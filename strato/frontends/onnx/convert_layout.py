@@ -612,11 +612,48 @@ def convert_scatter_nd(ctx: NodeContext) -> list[ImportedValue]:
             f"updates of shape {list(input_shape(ctx, 2))} must have shape {list(expected)}"
         )
     sizes = np.array(shape[:depth], dtype=np.int64)
+    reduction = _SCATTER_REDUCTIONS[name]
+    known = ctx.known(1)
+    if known is not None:
+        rows = _known_rows(ctx, known, sizes)
+        data, updates = ctx.known(0), ctx.known(2)
+        if data is not None and updates is not None:
+            return [graph.scatter_nd(data, rows, updates, reduction)]
+        if reduction == graph.ScatterReduction.NONE:
+            return [_scatter_by_gather(ctx, shape, rows)]
     indices = _index_operand(ctx, 1, sizes, "indices")
-    op = graph.ScatterNDOp(
-        _data_operand(ctx, 0), indices, _data_operand(ctx, 2), _SCATTER_REDUCTIONS[name]
-    )
+    op = graph.ScatterNDOp(_data_operand(ctx, 0), indices, _data_operand(ctx, 2), reduction)
     return [ctx.emit(op).results[0]]
+
+
+def _known_rows(ctx: NodeContext, indices: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Known ScatterND indices as [n, q] in-range, non-negative rows."""
+    if indices.dtype.kind not in "iu":
+        raise ctx.error(f"indices must be integers, got {indices.dtype}")
+    rows = indices.astype(np.int64).reshape(-1, indices.shape[-1])
+    if rows.size and (np.any(rows < -sizes) or np.any(rows >= sizes)):
+        raise ctx.error("indices out of range of the data")
+    return np.where(rows < 0, rows + sizes, rows)
+
+
+def _scatter_by_gather(ctx: NodeContext, shape: Sequence[int], rows: np.ndarray) -> ImportedValue:
+    """ScatterND with known indices and no reduction, in time linear in the data: which
+    row (if any) lands on each position is known at import time, so the result is
+    where(hit, gather(updates, row), data), with the last of duplicate rows winning."""
+    count, depth = rows.shape
+    if count == 0:
+        return _data(ctx)
+    landing = np.full(shape[:depth], -1, dtype=np.int64)
+    landing[tuple(rows.T)] = np.arange(count)
+    updates = _reshaped_value(ctx, _data(ctx, 2), (count, *shape[depth:]))
+    if isinstance(updates, np.ndarray):
+        updates = _constant(ctx, np.require(updates, requirements="C"), ctx.input_name(2))
+    positions = _constant(ctx, np.maximum(landing, 0), ctx.input_name(1))
+    gathered = ctx.emit(graph.GatherOp(updates, positions, 0)).results[0]
+    hit = (landing >= 0).reshape(*landing.shape, *(1,) * (len(shape) - depth))
+    condition = _constant(ctx, np.require(hit, requirements="C"), ctx.input_name(1) + "_hit")
+    op = graph.WhereOp(condition, gathered, _data_operand(ctx, 0))
+    return ctx.emit(op).results[0]
 
 
 def convert_tile(ctx: NodeContext) -> list[ImportedValue]:
