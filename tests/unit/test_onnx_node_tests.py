@@ -1,9 +1,11 @@
-"""ONNX's node tests of strato's target operators, compiled through the ONNX backend
-(LLVM machine code) and compared with ONNX's reference outputs.
+"""ONNX's node tests of every operator strato imports (`_expanded` variants included),
+compiled through the ONNX backend (LLVM machine code) and compared with ONNX's reference
+outputs.
 
-One test runs them all and prints the pass rate, the slowest cases and every failure
-with its reason; it fails when the pass rate drops below `MIN_PASS_RATE`. The same run
-from the command line, for working on one operator:
+One test runs them all and prints the slowest cases and every failure with its reason.
+Every case must pass except those named in `EXPECTED_FAILURES`, each with the reason it
+fails: a new failure fails the test, and so does a listed case that passes (take it off
+the list). The same run from the command line, for working on one operator:
 
     python -m strato.testing.onnx_node_tests --isolate -k conv
 """
@@ -12,33 +14,38 @@ from __future__ import annotations
 
 import warnings
 
-from strato.testing.onnx_node_tests import (
-    pass_rate,
-    run_node_tests,
-    select_node_tests,
-    summarize,
-)
+from strato.testing.onnx_node_tests import run_node_tests, select_node_tests, summarize
 
-# 575 of 583 pass today (98.6%). The 8 failures: training-mode Dropout with a ratio
-# (4: its expected output comes from numpy's random generator), string tensors (2) and
-# sequence/optional inputs (2). Raise this as operators gain coverage.
-MIN_PASS_RATE = 98.0
-"""Percent of the selected node tests that must pass: 568 of 583 (97.4%) do. The rest
-need features strato leaves out on purpose or has not got yet (training-mode
-BatchNormalization and Dropout, string, sequence and optional inputs, MatMul of a 1-D
-operand by a runtime matrix, MaxPool's argmax output). Raise this as they land, to the
-measured rate rounded down, so that a case that passes stays passing."""
+_TRAINING_DROPOUT = (
+    "training-mode Dropout with a ratio: the expected output and mask come from numpy's "
+    "random generator; strato compiles inference"
+)
+_STRINGS = "string tensors: strato imports numeric tensors only"
+_NOT_TENSORS = "a sequence or optional input: strato imports tensors only"
+
+EXPECTED_FAILURES: dict[str, str] = {
+    "test_training_dropout": _TRAINING_DROPOUT,
+    "test_training_dropout_default": _TRAINING_DROPOUT,
+    "test_training_dropout_default_mask": _TRAINING_DROPOUT,
+    "test_training_dropout_mask": _TRAINING_DROPOUT,
+    "test_equal_string": _STRINGS,
+    "test_equal_string_broadcast": _STRINGS,
+    "test_identity_sequence": _NOT_TENSORS,
+    "test_identity_opt": _NOT_TENSORS,
+}
+"""The selected cases that fail, and why (cases whose operators strato does not import
+are not selected)."""
 
 CASE_TIMEOUT = 60.0
 """Seconds one case may take to compile and run; a hung case fails alone."""
 
 RUN_BUDGET = 600.0
 """Seconds for the whole run; cases not started by then fail as not run. A full run takes
-about a minute (35 s of CPU: compiling about 580 models); the budget only bounds a CI
-job gone wrong."""
+about two minutes (compiling about 950 models); the budget only bounds a CI job gone
+wrong."""
 
 
-def test_onnx_node_tests_pass_rate(capsys):
+def test_onnx_node_tests(capsys):
     with warnings.catch_warnings():
         # The cases' reference computations warn about overflows and infinities on purpose.
         warnings.simplefilter("ignore")
@@ -48,8 +55,12 @@ def test_onnx_node_tests_pass_rate(capsys):
     results = run_node_tests(cases, "llvm", isolate=True, timeout=CASE_TIMEOUT, budget=RUN_BUDGET)
     with capsys.disabled():
         print("\n" + summarize(results, slowest=10))
-    rate = pass_rate(results)
-    assert rate >= MIN_PASS_RATE, (
-        f"{rate:.1f}% of the ONNX node tests pass, below the required {MIN_PASS_RATE}% "
-        "(the failures and their reasons are printed above)"
-    )
+    failed = {result.name: result.reason for result in results if not result.passed}
+    unexpected = {name: reason for name, reason in failed.items() if name not in EXPECTED_FAILURES}
+    selected = {case.name for case in cases}
+    fixed = sorted(name for name in EXPECTED_FAILURES if name in selected and name not in failed)
+    gone = sorted(name for name in EXPECTED_FAILURES if name not in selected)
+    problems = [f"fails: {name}: {reason}" for name, reason in unexpected.items()]
+    problems += [f"passes, take it off EXPECTED_FAILURES: {name}" for name in fixed]
+    problems += [f"not a selected case, take it off EXPECTED_FAILURES: {name}" for name in gone]
+    assert not problems, "\n".join(problems)
