@@ -74,9 +74,9 @@ def physical_type(
     shape = list(compact if compact is not None else b.logical_shape)
     if b.layout is not None:
         shape = list(b.layout.new_shape(shape))
-    aligned = aligned_shape(shape, b.align)
-    assert aligned is not None, "storage_align checked that the alignment is reachable"
-    shape = aligned
+    # storage_align checked the full shape; a compacted region keeps its own shape when
+    # no size reaches the alignment (it is only a performance hint)
+    shape = aligned_shape(shape, b.align) or shape
     space: Attribute = NoneAttr() if b.scope == MemoryScope.GLOBAL else ScopeAttr(b.scope)
     return MemRefType(b.element_type, shape, memory_space=space)
 
@@ -121,9 +121,7 @@ class KernelEmitter:
         b = self.state.buffers[stage.buffer]
         return (
             not self.state.is_output(stage.buffer)
-            and b.layout is None
             and b.padded is None
-            and not b.align
             and len(b.shape) > 0
             and [s for s in self.state.stages if s.buffer == stage.buffer] == [stage]
         )
@@ -321,68 +319,50 @@ class KernelEmitter:
                 mapping[arg] = values[name]
         for arg, b in zip(template.block.args[template.var_count :], template.buffers):
             mapping[arg] = self.buffers[b]
-        layouts = {
-            arg: self.state.buffers[b].layout
-            for arg, b in zip(template.block.args[template.var_count :], template.buffers)
-            if self.state.buffers[b].layout is not None
-        }
-        offsets = {
-            arg: self.offsets[b]
-            for arg, b in zip(template.block.args[template.var_count :], template.buffers)
-            if b in self.offsets
+        args = zip(template.block.args[template.var_count :], template.buffers)
+        rewritten = {
+            arg: b
+            for arg, b in args
+            if self.state.buffers[b].layout is not None or b in self.offsets
         }
         for op in template.block.ops:
-            if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref in layouts:
-                self.emit_relaid_access(op, layouts[op.memref], mapping, builder)
-                continue
-            if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref in offsets:
-                self.emit_compact_access(op, offsets[op.memref], mapping, builder)
+            if isinstance(op, memref.LoadOp | memref.StoreOp) and op.memref in rewritten:
+                self.emit_access(op, rewritten[op.memref], mapping, builder)
                 continue
             builder.insert(op.clone(mapping))
 
-    def emit_compact_access(
+    def emit_access(
         self,
         op: memref.LoadOp | memref.StoreOp,
-        offsets: list[Affine],
+        buffer: int,
         mapping: dict[SSAValue, SSAValue],
         builder: Builder,
     ) -> None:
-        """A load or store of a compacted buffer, relative to its region's offset (the
-        difference simplified where both are affine in the same values)."""
-        indices = []
-        for index, offset in zip(op.indices, offsets):
-            value = mapping[index]
-            if offset.terms or offset.constant:
-                relative = affine_of(value, _opaque_index)
+        """A load or store of a compacted buffer (relative to its region's offset, the
+        difference simplified where both are affine in the same values) or a laid-out
+        one (its indices mapped through the layout), or both."""
+        indices = [mapping[i] for i in op.indices]
+        offsets = self.offsets.get(buffer)
+        if offsets is not None:
+            for d, offset in enumerate(offsets):
+                if not (offset.terms or offset.constant):
+                    continue
+                relative = affine_of(indices[d], _opaque_index)
                 if relative is not None:
-                    value = self.emit_affine(relative - offset, builder)
+                    indices[d] = self.emit_affine(relative - offset, builder)
                 else:
-                    value = builder.insert(arith.SubiOp(value, self.emit_affine(offset, builder))).result
-            indices.append(value)
-        buffer = mapping[op.memref]
+                    shift = self.emit_affine(offset, builder)
+                    indices[d] = builder.insert(arith.SubiOp(indices[d], shift)).result
+        layout = self.state.buffers[buffer].layout
+        if layout is not None:
+            indices = layout.emit(indices, builder)
+        target = mapping[op.memref]
         if isinstance(op, memref.LoadOp):
-            load = builder.insert(memref.LoadOp.get(buffer, indices))
+            load = builder.insert(memref.LoadOp.get(target, indices))
             load.res.name_hint = op.res.name_hint
             mapping[op.res] = load.res
         else:
-            builder.insert(memref.StoreOp.get(mapping[op.value], buffer, indices))
-
-    def emit_relaid_access(
-        self,
-        op: memref.LoadOp | memref.StoreOp,
-        layout: Any,
-        mapping: dict[SSAValue, SSAValue],
-        builder: Builder,
-    ) -> None:
-        """A load or store of a laid-out buffer, its indices mapped through the layout."""
-        indices = layout.emit([mapping[i] for i in op.indices], builder)
-        buffer = mapping[op.memref]
-        if isinstance(op, memref.LoadOp):
-            load = builder.insert(memref.LoadOp.get(buffer, indices))
-            load.res.name_hint = op.res.name_hint
-            mapping[op.res] = load.res
-        else:
-            builder.insert(memref.StoreOp.get(mapping[op.value], buffer, indices))
+            builder.insert(memref.StoreOp.get(mapping[op.value], target, indices))
 
     def root_values(
         self, stage: Stage, ivs: dict[str, SSAValue], ext: dict[str, int], builder: Builder

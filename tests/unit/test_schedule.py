@@ -149,3 +149,18 @@ def test_splitting_the_loop_a_stage_is_computed_at_keeps_it_there():
     outer, inner = sch.split(sch.get_loop("relu", "i"), [None, 4])
     assert sch.state.stage("mm").attach is not None and sch.state.stage("mm").attach.var == inner.axis
     np.testing.assert_allclose(run_loops(module, inputs())[0], expected[0], rtol=1e-5)
+
+
+def test_a_cache_read_block_computed_per_reduction_step():
+    module = lowered()
+    expected = run_loops(lowered(), inputs())
+    sch = Schedule(module)
+    mm = sch.get_stage("mm")
+    packed = sch.cache_read(mm, "w", "local")
+    sch.transform_layout(packed, "k, j -> j // 4, k, j % 4")
+    ko, ki = sch.split(sch.get_loop(mm, "k"), [None, 2])
+    sch.reorder(ko, sch.get_loop(mm, "i"))
+    sch.compute_at(packed, ko)
+    # one k tile of w (2 rows of 8), packed as [j // 4, k, j % 4]
+    assert "memref<2x2x4xf32, #loop.scope<local>>" in str(module)
+    np.testing.assert_allclose(run_loops(module, inputs())[0], expected[0], rtol=1e-5)

@@ -139,8 +139,8 @@ CASES: list[Case] = [
     ("annotate reserved", lambda s: s.annotate(loop(s, "dense", "i"), "stage", "x"), "'stage' is not an annotation name"),
     ("annotate value", lambda s: s.annotate(stage(s, "dense"), "k", [1]), "must be a string, number or boolean"),
     # compute_at
-    ("compute_at reduction", lambda s: s.compute_at(stage(s, "tanh"), loop(s, "dense", "k")),
-        "cannot compute_at: loop k of stage dense is a reduction loop of the consumer"),
+    ("compute_at reduction of reduction", lambda s: s.compute_at(stage(s, "dense"), loop(s, "rowsum", "j")),
+        "cannot compute_at: loop j of stage rowsum is a reduction loop of the consumer, and stage dense is a reduction"),
     ("compute_at output", lambda s: s.compute_at(stage(s, "tanh"), loop(s, "shift", "i")), "writes the kernel's output t"),
     ("compute_at itself", lambda s: s.compute_at(stage(s, "half"), loop(s, "half", "i")), "cannot be computed inside itself"),
     ("compute_at reader outside", lambda s: s.compute_at(stage(s, "dense"), loop(s, "half", "i")),

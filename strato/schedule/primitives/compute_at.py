@@ -1,5 +1,6 @@
 """compute_at: a producer computed inside a loop of a consumer, over the region the
-stages in that loop read (bound inference at emission); reverse_compute_at: a consumer
+stages in that loop read (bound inference at emission); a data-parallel producer may
+be computed inside a reduction loop of its consumer (recomputed at each step); reverse_compute_at: a consumer
 computed inside a loop of its producer, right after it, over the region it can read
 of what the producer has written so far."""
 
@@ -16,8 +17,14 @@ def compute_at(state: ScheduleState, stage_name: str, host_name: str, var: str) 
     leaf("compute_at", host, var)
     if stage is host:
         raise fail("compute_at", f"stage {stage.name} cannot be computed inside itself")
-    if host.is_reduction_var(var):
-        raise fail("compute_at", f"loop {var} of stage {host.name} is a reduction loop of the consumer")
+    if host.is_reduction_var(var) and stage.is_reduction:
+        # a data-parallel producer may be recomputed per reduction step (a cache_read
+        # block per k tile); a reduction would be reduced again at every step
+        raise fail(
+            "compute_at",
+            f"loop {var} of stage {host.name} is a reduction loop of the consumer, and stage "
+            f"{stage.name} is a reduction",
+        )
     if state.is_output(stage.buffer):
         raise fail(
             "compute_at",
