@@ -245,6 +245,7 @@ def rewrite_layer(layer: QuantizedLayer) -> None:
             acc.owner.attributes[VTA_KERNEL_LAYOUT_ATTR] = StringAttr(f"OIHW{VTA_BLOCK}o{VTA_BLOCK}i")
     else:
         acc = b.add(graph.DenseOp(x, w, bias))
+    acc.name_hint = op.results[0].name_hint
     shifted = _shift_right(b, acc, layer.shift)
     clipped = b.add(graph.ClipOp(shifted, 0 if layer.relu is not None else -QMAX, QMAX))
     q = b.cast(clipped, i8)

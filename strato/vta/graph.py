@@ -9,7 +9,8 @@ layout attributes and is followed by exactly the requantization graph-quantize w
     %m = graph.mod %acc, 2^s ; %e = graph.sub %acc, %m ; %q = graph.div %e, 2^s
     %c = graph.clip %q min 0 (or -127) max 127 ; %y = graph.cast %c to i8
 
-— with unit dilation, one stride and one padding for both axes and batch 1, runs as one
+— with unit dilation, one stride and one padding for both axes, batch 1 and a shape the
+VTA template can tile (at least two output columns), runs as one
 `run_conv2d` (template, tokens, virtual threads, instruction stream, simulator); the
 chain's i8 result is the simulator's output. Every other op (the first layer, residual
 adds, pooling, quantize/dequantize casts) runs on its reference semantics. Results are
@@ -33,7 +34,8 @@ from strato.dialects.graph.base import static_shape
 from strato.dialects.tensor_types import array_from_dense
 from strato.interpreters.graph import check_inputs, entry_function
 from strato.transforms.graph_quantize import VTA_LAYOUT_ATTR
-from strato.vta.compile import run_conv2d
+from strato.schedule.templates.vta_conv2d import default_config
+from strato.vta.compile import run_conv2d, workload_of
 from strato.vta.simulator import Report
 
 
@@ -123,6 +125,11 @@ def match_offloadable(conv: Operation) -> _Match | None:
     if not isinstance(cast, graph.CastOp) or not _is_int(cast.results[0], 8):
         return None
     chain += [clip, cast]
+    try:  # a layer the template cannot tile (one output column, huge padding) stays on the CPU
+        wl = workload_of(static_shape(x_cast.input), w8.shape, strides.pop(), pads.pop(), shift)
+        default_config(wl)
+    except StratoError:
+        return None
     return _Match(conv, x_cast.input, w8, bias, shift, clip.bounds[0] == 0.0, tuple(chain), cast.results[0])
 
 

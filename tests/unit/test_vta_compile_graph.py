@@ -65,3 +65,12 @@ def test_quantized_block_runs_bit_exact_with_convs_on_the_simulator(threads):
     assert [layer.weight_shape for layer in layers] == [(16, 16, 3, 3), (32, 16, 3, 3), (32, 16, 1, 1)]
     assert all(layer.report.counters.gemm_counter > 0 for layer in layers)
     assert np.any(want != 0)
+
+
+def test_small_resnet18_runs_bit_exact(capsys):
+    from strato.vta.run_model import main
+
+    assert main(["resnet18", "--image-size", "32", "--width", "16", "--virtual-threads", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "14 conv2d layers on the VTA simulator" in printed
+    assert "outputs bit-exact against the numpy int8 reference" in printed
