@@ -175,8 +175,8 @@ te.primitive @init_does_not_fit {
 // -----
 
 te.primitive @unknown_reduce_kind {
-  // expected-error @+1 {{Expected `sum`, `max`, or `min`}}
-  %r = te.reduce "s" prod () over (%k : 4) init 1.0 : tensor<f32> {
+  // expected-error @+1 {{Expected `sum`, `max`, `min`, or `prod`}}
+  %r = te.reduce "s" mean () over (%k : 4) init 1.0 : tensor<f32> {
     %one = arith.constant 1.0 : f32
     te.yield %one : f32
   }
