@@ -59,7 +59,7 @@ CONV2D = register_template(
         "conv2d_nchw",
         (
             Knob("vector_width", (4, 8, 16, 32, 64), host_lanes()),
-            Knob("rows", (1, 2, 4, 6, 8, 12), 8),
+            Knob("rows", (1, 2, 4, 6, 8, 12, 16, 24), 24),
         ),
         lambda sch, stage: (
             is_reduction(sch, stage)
