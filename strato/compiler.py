@@ -64,13 +64,15 @@ def compile_model(
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     after_stage: StageCallback | None = None,
+    before_stage: Callable[[str], None] | None = None,
     name: str | None = None,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
 
     `input_shapes` fixes input shapes by name (for models with symbolic dimensions);
-    `after_stage` sees the module after each IR stage, e.g. to dump it; `name` prefixes
+    `after_stage` sees the module after each IR stage, e.g. to dump it; `before_stage`
+    hears the name of each pass before it runs (progress reports); `name` prefixes
     the C entry point (`<name>_run`; by default the file's stem, the zoo name or the
     ONNX graph's name).
     """
@@ -85,15 +87,17 @@ def compile_model(
     _check_signature_size(signature)
     module = imported.module
     callback = None
-    if after_stage is not None:
+    if after_stage is not None or before_stage is not None:
 
-        def callback(previous: ModulePass | None, module: ModuleOp, _next: object) -> None:
-            if previous is None:
-                if _next is not None and _next.name == _LLVM_STAGE:
-                    return  # the second pipeline starts where the first ended
-                after_stage("graph", module)
-                return
-            after_stage(previous.name, module)
+        def callback(
+            previous: ModulePass | None, module: ModuleOp, upcoming: ModulePass | None
+        ) -> None:
+            second_start = previous is None and upcoming is not None and upcoming.name == _LLVM_STAGE
+            if after_stage is not None and not second_start:
+                # the second pipeline starts where the first ended: nothing new to show
+                after_stage("graph" if previous is None else previous.name, module)
+            if before_stage is not None and upcoming is not None:
+                before_stage(upcoming.name)
 
     ctx = make_context()
     try:

@@ -150,8 +150,10 @@ class StageLog:
         self.note(f"{stage}: {now - self.last:.2f} s")
         self.last = now
         if stage == "convert-loops-to-llvm":
-            # the longest stage of a large model gets a line before it starts
             self.note("building machine code with LLVM ...")
+
+    def stage_starts(self, stage: str) -> None:
+        self.note(f"{stage} ...")
 
 
 def _compile(resolved: ResolvedModel, args: argparse.Namespace):
@@ -178,6 +180,7 @@ def _compile(resolved: ResolvedModel, args: argparse.Namespace):
         resolved.proto,
         target=args.target,
         after_stage=after_stage,
+        before_stage=log.stage_starts if args.verbose else None,
         input_shapes=args.input_shapes,
         name=c_identifier(_stem(args.model)),
     )
