@@ -6,7 +6,7 @@
 // RUN: not strato-opt %s -p 'convert-te-to-loops,apply-schedule{trace="%S/Inputs/error-json.json"}' 2>&1 | filecheck %s --check-prefix=JSON
 // RUN: not strato-opt %s -p 'convert-te-to-loops,apply-schedule{trace="%S/Inputs/missing.json"}' 2>&1 | filecheck %s --check-prefix=MISSING
 
-// STEP: error: apply-schedule: step 1 (compute_at) of the trace of @dense_relu: cannot compute_at: loop k of stage dense is a reduction loop of the consumer
+// STEP: error: apply-schedule: step 1 (parallel) of the trace of @dense_relu: cannot parallel: loop k of stage dense is a reduction loop
 // STEP-NOT: Traceback
 // KERNEL: error: apply-schedule: no kernel named @nowhere in the module (kernels: dense_relu)
 // PRIMITIVE: error: apply-schedule: step 0 (rfactor) of the trace of @dense_relu: unknown schedule primitive 'rfactor' in the trace
