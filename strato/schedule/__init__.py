@@ -28,7 +28,12 @@ Names are deterministic so traces replay:
 In the IR every loop carries `stage`, its `axis`, `reduction` on loops over reduction
 axes and `init` on a reduction's init nest (strato.dialects.loop). A non-dividing split
 guards its body with `scf.if` (tail="guard") or pads the local buffers (tail="pad");
-compute_at'ed regions that may leave their buffer are guarded the same way.
+compute_at'ed regions that may leave their buffer are guarded the same way. A local
+buffer whose stage is computed at a loop is allocated at the size of the region
+computed there (storage compaction), so a cache_write accumulator tile is small.
+
+The kernel is rebuilt from the schedule state (strato/schedule/state.py, emit.py) after
+every primitive; each primitive is a module of strato/schedule/primitives/.
 """
 
 from strato.schedule.errors import ScheduleError

@@ -321,8 +321,11 @@ class ScheduleState:
         return b.is_argument or any(src == buffer for src, _ in self.copies)
 
     def attached_at(self, stage: str, var: str) -> list[Stage]:
+        """The stages computed at loop `var` of `stage`, in execution order."""
         return [
-            s for s in self.stages if s.attach is not None and s.attach == Attach(stage, var, s.attach.reverse)
+            s
+            for s in self.stages
+            if s.attach is not None and s.attach.stage == stage and s.attach.var == var
         ]
 
     def fresh_stage_name(self, base: str) -> str:
