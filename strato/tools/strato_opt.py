@@ -747,7 +747,7 @@ class StratoOptMain(xDSLOptMain):
                 Diagnostic(
                     "error",
                     "'builtin.module' body takes no block arguments",
-                    self.chunk_location,
+                    location_of(module) or self.chunk_location,
                 )
             )
         return module
