@@ -6,7 +6,10 @@ micro-op kernel cache, token merging and the closing synchronize are the runtime
 arguments are DRAM tensors; each goes to the region its use says (`assign_regions`): a
 load into vta.inp / vta.wgt / vta.acc reads region inp / wgt / acc, a store writes region
 out. Buffer slices turn relative indices into SRAM element indices; a DMA or micro-op
-kernel that leaves its slice is a located diagnostic, not a simulator fault.
+kernel that leaves its slice is a located diagnostic, not a simulator fault. A
+`virtual_thread` loop runs its threads one after the other, each with its own slice of
+the buffers declared in its body (thread t's at offset + t * elements), which is what
+vta-inject-virtual-threads makes of it with the threads interleaved.
 
     program, regions = emit_function(kernel, first_elements)
 """
@@ -22,7 +25,7 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from strato.diagnostics import StratoError
 from strato.dialects import vta
-from strato.dialects.loop import ForOp, MemoryScope, YieldOp
+from strato.dialects.loop import ForOp, LoopKind, MemoryScope, YieldOp
 from strato.vta.config import DEFAULT_CONFIG, MemoryType, VTAConfig
 from strato.vta.isa import AluOp, Stage
 from strato.vta.runtime import CommandQueue, Program, UopKernel
@@ -68,6 +71,7 @@ class _Emitter:
         self.queue = CommandQueue(config)
         self.values: dict[SSAValue, int] = {}
         self.slices: dict[SSAValue, _Slice] = {}
+        self.thread: int | None = None
 
     # --- values ------------------------------------------------------------------------
 
@@ -96,9 +100,16 @@ class _Emitter:
 
     def run(self, op: Operation) -> None:
         if isinstance(op, ForOp):
+            threaded = op.loop_kind == LoopKind.VIRTUAL_THREAD
+            if threaded and self.thread is not None:
+                raise StratoError("virtual-thread loops cannot nest", op=op)
             for i in range(op.lb.data, op.ub.data, op.step.data):
                 self.values[op.induction_var] = i
+                if threaded:
+                    self.thread = i
                 self.run_block(op.body.block)
+            if threaded:
+                self.thread = None
         elif isinstance(op, YieldOp | func.ReturnOp):
             return
         elif isinstance(op, arith.ConstantOp):
@@ -109,7 +120,9 @@ class _Emitter:
             a, b = self.index(op.lhs, op), self.index(op.rhs, op)
             self.values[op.result] = _binary(op, a, b)
         elif isinstance(op, vta.BufferOp):
-            self.slices[op.result] = _Slice(op.offset.data, op.elements, op.scope)
+            # in a virtual-thread loop each thread has its own slice, as after injection
+            offset = op.offset.data + (self.thread or 0) * op.elements
+            self.slices[op.result] = _Slice(offset, op.elements, op.scope)
         elif isinstance(op, vta.LoadOp):
             self.load(op)
         elif isinstance(op, vta.StoreOp):
