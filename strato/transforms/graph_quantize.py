@@ -130,6 +130,13 @@ def _calibration_samples(function: func.FuncOp, path: str, samples: int, seed: i
         missing = [f"arg{i}" for i in range(len(types)) if f"arg{i}" not in data]
         if missing:
             raise StratoError(f"graph-quantize: calibration file {path} has no array {missing[0]}")
+        for i, type_ in enumerate(types):
+            shape = tuple(type_.get_shape())
+            if data[f"arg{i}"].shape[1:] != shape:
+                raise StratoError(
+                    f"graph-quantize: calibration array arg{i} has shape {list(data[f'arg{i}'].shape)}, "
+                    f"expected [samples, {', '.join(map(str, shape))}]"
+                )
         count = min(len(data[f"arg{i}"]) for i in range(len(types)))
         return [[data[f"arg{i}"][s] for i in range(len(types))] for s in range(count)]
     if samples < 1:

@@ -114,6 +114,46 @@ def run_conv2d(
     return unpack_activations(outputs[2], out_shape, config), report
 
 
+def run_dense(
+    x: np.ndarray,
+    w: np.ndarray,
+    *,
+    shift: int,
+    virtual_threads: int = 2,
+    bias: np.ndarray | None = None,
+    relu: bool = True,
+    seed: int | None = None,
+    params: CycleParams | None = None,
+    config: VTAConfig = DEFAULT_CONFIG,
+) -> tuple[np.ndarray, Report]:
+    """clip((x[M, K] . w[N, K]^T + bias) >> shift, lo, 127) as int8 [M, N] on the simulator.
+
+    A dense layer is the 1x1 conv2d of x as [1, K, 1, M] (the M rows are the output
+    columns the GEMM micro-ops walk) with w as [N, K, 1, 1], so the conv2d template tiles
+    it; M must be at least 2 (the micro-ops of one tile must not write the same
+    accumulator element back to back).
+    """
+    x, w = np.asarray(x), np.asarray(w)
+    if x.ndim != 2 or w.ndim != 2 or x.shape[1] != w.shape[1]:
+        raise StratoError(f"run_dense: x {list(x.shape)} and w {list(w.shape)} are not [M, K] and [N, K]")
+    m, k = x.shape
+    images = np.ascontiguousarray(x.T).reshape(1, k, 1, m)
+    out, report = run_conv2d(
+        images,
+        w.reshape(w.shape[0], k, 1, 1),
+        stride=1,
+        padding=0,
+        shift=shift,
+        virtual_threads=virtual_threads,
+        bias=bias,
+        relu=relu,
+        seed=seed,
+        params=params,
+        config=config,
+    )
+    return np.ascontiguousarray(out.reshape(w.shape[0], m).T), report
+
+
 def reference_conv2d(
     x: np.ndarray,
     w: np.ndarray,
@@ -140,4 +180,4 @@ def reference_conv2d(
     return np.clip(wrapped >> shift, 0 if relu else -127, 127).astype(np.int8)
 
 
-__all__ = ["compile_conv2d", "reference_conv2d", "run_conv2d", "workload_of"]
+__all__ = ["compile_conv2d", "reference_conv2d", "run_conv2d", "run_dense", "workload_of"]

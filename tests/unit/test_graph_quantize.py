@@ -136,3 +136,11 @@ def test_power_of_two_exponent():
     assert power_of_two_exponent(128.0) == 1
     assert power_of_two_exponent(1.0) == -6
     assert power_of_two_exponent(0.0) == 0
+
+
+def test_calibration_of_the_wrong_shape_is_a_diagnostic(tmp_path):
+    module = conv_module((1, 16, 2, 2), np.ones((16, 16, 1, 1)), np.zeros(16), 1, 0, False)
+    path = tmp_path / "calib.npz"
+    np.savez(path, arg0=np.zeros((2, 1, 16, 3, 3), np.float32))
+    with pytest.raises(StratoError, match=r"arg0 has shape \[2, 1, 16, 3, 3\], expected \[samples, 1, 16, 2, 2\]"):
+        run_pipeline(make_context(), module, f'graph-quantize{{calibration="{path}"}}')

@@ -185,3 +185,17 @@ def test_tile_that_does_not_fit_is_a_diagnostic():
     x, w = np.zeros((1, 16, 64, 64), np.int8), np.zeros((16, 16, 3, 3), np.int8)
     with pytest.raises(StratoError, match="a thread's share"):
         run_conv2d(x, w, stride=1, padding=1, shift=4, tiling=VtaConv2dConfig(64, 1, 1))
+
+
+@pytest.mark.parametrize(("m", "relu"), [(2, True), (7, False)])
+def test_dense_is_bit_exact(m, relu):
+    from strato.vta.compile import run_dense
+
+    rng = np.random.default_rng(m)
+    x = rng.integers(-128, 128, (m, 64), dtype=np.int8)
+    w = rng.integers(-128, 128, (48, 64), dtype=np.int8)
+    bias = rng.integers(-3000, 3000, 48).astype(np.int32)
+    got, report = run_dense(x, w, shift=8, bias=bias, relu=relu)
+    acc = x.astype(np.int64) @ w.T.astype(np.int64) + bias
+    np.testing.assert_array_equal(got, np.clip(acc >> 8, 0 if relu else -127, 127).astype(np.int8))
+    assert report.counters.gemm_counter == m * (64 // 16) * (48 // 16)
