@@ -20,10 +20,13 @@ import bisect
 import math
 import re
 from typing import Any
+
+import numpy as np
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
+    AnyFloat,
     CallSiteLoc,
     FileLineColLoc,
     DenseIntOrFPElementsAttr,
@@ -166,6 +169,20 @@ class LocatingParser(Parser):
                 self.pos,
             )
 
+    def _parse_tensor_literal_element(self) -> Any:
+        # MLIR reads a hex integer in a dense literal of floats as the bit pattern of
+        # the value (`dense<0x7FC00000> : tensor<2xf32>` is NaN); xDSL would read the
+        # integer's value (2.14e9).
+        element = super()._parse_tensor_literal_element()
+        value = element.value
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and element.span.text.lstrip("-").lower().startswith("0x")
+        ):
+            return _HexLiteralElement(element.is_negative, value, element.span)
+        return element
+
     def parse_operation(self) -> Operation:
         start = self.pos
         try:
@@ -185,6 +202,25 @@ class LocatingParser(Parser):
         if isinstance(op.location, UnknownLoc):
             op.location = file_location(self.location_at(start))
         return op
+
+
+class _HexLiteralElement(Parser._TensorLiteralElement):
+    """A hex integer in a dense literal: the bits of a float element."""
+
+    def to_type(self, parser: Any, type: Any) -> Any:
+        if not isinstance(type, AnyFloat):
+            return super().to_type(parser, type)
+        from strato.dialects.tensor_types import numpy_dtype
+
+        width = type.bitwidth
+        if self.is_negative or width not in (8, 16, 32, 64) or self.value >= 1 << width:
+            parser.raise_error(
+                f"hex literal {self.span.text} is not the bits of a {type} value",
+                at_position=self.span.start,
+                end_position=self.span.end,
+            )
+        bits = np.array(self.value, dtype=f"uint{width}")
+        return float(bits.view(numpy_dtype(type)))
 
 
 class GuardedLexer(MLIRLexer):

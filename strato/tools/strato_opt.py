@@ -1,19 +1,39 @@
 """strato-opt: parse, verify, transform and print strato IR, like mlir-opt.
 
     strato-opt model.mlir -p convert-graph-to-te,convert-te-to-loops
-    strato-opt model.mlir -p 'graph-fuse-ops,convert-graph-to-te' -o te.mlir
+    strato-opt model.mlir --pass-pipeline='builtin.module(graph-fuse-ops,convert-graph-to-te)'
     strato-opt invalid.mlir --split-input-file --verify-diagnostics
     strato-opt model.mlir -t 'interpret{function=main seed=0}'
+    strato-opt --list-passes
 
 Built on xDSL's opt driver (`xDSLOptMain`), with mlir-opt's behaviour towards users:
 
 - every error a user can cause is one line, `file:line:col: error: reason` for bad IR
-  (the line of the op, for verifier and pass errors too) or `strato-opt: error: reason`
-  for a bad command line; the exit status is then 1 and no traceback is printed;
+  (the line of the op, for verifier and pass errors too; the start of the module, or of
+  its chunk, for errors about the whole module) or `strato-opt: error: reason` for a bad
+  command line; the exit status is then 1 and no traceback is printed. That includes
+  hostile input: nesting deeper than the recursive parser goes, constants or shapes too
+  large to build, an unterminated string on a long line (lexed in linear time, the first
+  token too);
 - `--split-input-file` processes each `// -----` chunk on its own and goes on after a
-  failing chunk; `--verify-diagnostics` checks the `expected-error` annotations and
-  fails when they do not match the diagnostics exactly;
-- `--print-ir-before-all`, `--print-ir-after-all` and `--time-passes` write to stderr;
+  failing chunk; `--verify-diagnostics` checks the `expected-error` annotations, fails
+  when they do not match the diagnostics exactly, and fails on an annotation it cannot
+  read (an unknown kind, a bad `@` designator, no `}}`, an invalid `-re` regex);
+- the pipeline is given once, as `-p a,b{opt=1}` or as mlir-opt's
+  `--pass-pipeline='builtin.module(a,b{opt=1})'`: a second one is an error (mlir-opt
+  rejects a second --pass-pipeline), and so is an option repeated within one pass;
+- `--print-ir-before-all`, `--print-ir-after-all`, `--print-ir-after-change`,
+  `--print-ir-after-failure` and `--time-passes` write to stderr; the mlir-opt spellings
+  `--mlir-print-ir-after-all`, `--mlir-print-op-generic`, `--mlir-timing`, ... are
+  aliases. IR dumps start with a `// -----// IR Dump ...` line, which is a split marker,
+  so a dump reads back with `--split-input-file`. `--mlir-elide-elementsattrs-if-larger=N`
+  prints larger constants as mlir-opt does, `dense_resource<__elided__>`; such text is
+  marked as incomplete and does not read back into a program;
+- `-o FILE` writes the result whole or not at all (a temporary file renamed over FILE),
+  and not at all when a chunk failed; `-o -` is stdout, `-o ''` an error;
+- `-t interpret` refuses, with a located error, what its interpreters cannot run
+  (several blocks, recursion, buffers or loop nests too large) and runs compiled code in
+  a child process, so a crash of that code is a diagnostic naming the function;
 - anything else that goes wrong is a bug, reported as `strato-opt: internal error`
   (`--debug-traceback` shows the Python traceback).
 """

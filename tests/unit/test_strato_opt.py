@@ -536,6 +536,7 @@ HOSTILE_INPUTS = [
     pytest.param(_func("  func.return %a : tensor<4000000000xf32>", args="%a: tensor<4000000000xf32>", results="tensor<4000000000xf32>"), ["-t", "interpret"], 1, "4000000000 elements", id="large-input-interpret"),
     pytest.param(_func('  %c = graph.constant dense<"0x0102"> : tensor<4xf32>\n  func.return'), [], 3, "Shape mismatch in dense literal", id="hex-of-the-wrong-size"),
     pytest.param(_func("  %c = graph.constant dense<[1.5, 2.0]> : tensor<2xi32>\n  func.return"), [], 2, "Expected integer value", id="float-in-integer-dense"),
+    pytest.param(_func("  %c = graph.constant dense<0x1FFFFFFFF> : tensor<2xf32>\n  func.return"), [], 2, "hex literal 0x1FFFFFFFF is not the bits of a f32 value", id="hex-float-too-wide"),
     # functions the passes and interpreters do not take
     pytest.param(_TWO_BLOCKS, ["-t", "interpret"], 1, "@f has 2 blocks; the interpreters run functions of a single block", id="two-blocks-interpret"),
     pytest.param(_TWO_BLOCKS, ["-p", "graph-fuse-ops"], 1, "@f has 2 blocks; graph-level passes (graph-fuse-ops)", id="two-blocks-fuse"),
@@ -858,3 +859,18 @@ def test_recursion_limit_is_restored_after_a_run(run, write) -> None:
     before = sys.getrecursionlimit()
     run(write("relu.mlir", RELU))
     assert sys.getrecursionlimit() == before
+
+
+def test_hex_literals_in_float_constants_are_bit_patterns(run, write) -> None:
+    text = _func(
+        "  %c = graph.constant dense<[0x7FC00000, 0x3F800000, 2.5]> : tensor<3xf32>\n"
+        "  %h = graph.constant dense<0x3C00> : tensor<2xf16>\n"
+        "  %i = graph.constant dense<[0x7, 3]> : tensor<2xi32>\n"
+        "  func.return %c : tensor<3xf32>",
+        results="tensor<3xf32>",
+    )
+    result = run(write("hex.mlir", text))
+    assert result.status == 0, result.err
+    assert "dense<[0x7fc00000, 1.000000e+00, 2.500000e+00]> : tensor<3xf32>" in result.out
+    assert "dense<1.000000e+00> : tensor<2xf16>" in result.out
+    assert "dense<[7, 3]> : tensor<2xi32>" in result.out
