@@ -440,6 +440,20 @@ class _KernelOp(IRDLOperation):
                     raise VTAVerifyError(
                         self, f"micro-ops {i - 1} and {i} write ACC element {uops[i][0]} back to back"
                     )
+            self._check_loop_boundaries(loops, uops)
+
+    def _check_loop_boundaries(self, loops: list[list[int]], uops: list[list[int]]) -> None:
+        """The last micro-op of an iteration and the first of the next must not write the
+        same ACC element either (the pipeline has no forwarding across iterations)."""
+        full = [*loops]
+        while len(full) < 2:
+            full.insert(0, [1] + [0] * (self.LOOP_WIDTH - 1))
+        (n_out, f_out), (n_in, f_in) = (loop[:2] for loop in full)
+        first, last = uops[0][0], uops[-1][0]
+        if n_in > 1 and last == first + f_in:
+            raise VTAVerifyError(self, f"consecutive inner iterations write ACC element {last} back to back")
+        if n_out > 1 and last + (n_in - 1) * f_in == first + f_out:
+            raise VTAVerifyError(self, f"consecutive outer iterations write ACC element {last + (n_in - 1) * f_in} back to back")
 
     def _print_kernel(self, printer: Printer) -> None:
         printer.print_string(" loops ")
@@ -489,6 +503,15 @@ class GemmOp(_KernelOp):
         ):
             if _scope(value) != scope:
                 raise VTAVerifyError(self, f"{what} operand must be a {scope.value} buffer")
+        (batch, block_out), (batch_in, block_in), (wgt_out, wgt_in) = (
+            _element_shape(v)[0] for v in (self.acc, self.inp, self.wgt)
+        )
+        if batch != batch_in or block_out != wgt_out or block_in != wgt_in:
+            raise VTAVerifyError(
+                self,
+                f"elements do not multiply: acc {batch}x{block_out}, inp {batch_in}x{block_in}, "
+                f"wgt {wgt_out}x{wgt_in}",
+            )
         self._check_kernel()
 
     def print(self, printer: Printer) -> None:

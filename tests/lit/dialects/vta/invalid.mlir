@@ -334,3 +334,48 @@ func.func @token_queue() {
   vta.dep_pop "load" -> "store"
   func.return
 }
+
+// -----
+
+func.func @gemm_inner_hazard() {
+  %acc = vta.buffer offset 0 : memref<16x1x16xi32, #loop.scope<vta.acc>>
+  %inp = vta.buffer offset 0 : memref<36x1x16xi8, #loop.scope<vta.inp>>
+  %wgt = vta.buffer offset 0 : memref<9x16x16xi8, #loop.scope<vta.wgt>>
+  // expected-error @+1 {{'vta.gemm' consecutive inner iterations write ACC element 3 back to back}}
+  vta.gemm %acc, %inp, %wgt loops [[4, 0, 1, 0]] uops [[3, 0, 0]] : memref<16x1x16xi32, #loop.scope<vta.acc>>, memref<36x1x16xi8, #loop.scope<vta.inp>>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
+  func.return
+}
+
+// -----
+
+func.func @gemm_outer_hazard() {
+  %acc = vta.buffer offset 0 : memref<16x1x16xi32, #loop.scope<vta.acc>>
+  %inp = vta.buffer offset 0 : memref<36x1x16xi8, #loop.scope<vta.inp>>
+  %wgt = vta.buffer offset 0 : memref<9x16x16xi8, #loop.scope<vta.wgt>>
+  // expected-error @+1 {{'vta.gemm' consecutive outer iterations write ACC element 1 back to back}}
+  vta.gemm %acc, %inp, %wgt loops [[2, 1, 0, 0], [2, 0, 0, 0]] uops [[0, 0, 0], [1, 1, 1]] : memref<16x1x16xi32, #loop.scope<vta.acc>>, memref<36x1x16xi8, #loop.scope<vta.inp>>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
+  func.return
+}
+
+// -----
+
+func.func @alu_outer_hazard() {
+  %acc = vta.buffer offset 0 : memref<16x1x16xi32, #loop.scope<vta.acc>>
+  %inp = vta.buffer offset 0 : memref<36x1x16xi8, #loop.scope<vta.inp>>
+  %wgt = vta.buffer offset 0 : memref<9x16x16xi8, #loop.scope<vta.wgt>>
+  // expected-error @+1 {{'vta.alu' consecutive outer iterations write ACC element 1 back to back}}
+  vta.alu add %acc imm 1 loops [[2, 1, 0], [2, 1, 0]] uops [[0, 0]] : memref<16x1x16xi32, #loop.scope<vta.acc>>
+  func.return
+}
+
+// -----
+
+func.func @gemm_shapes() {
+  %acc = vta.buffer offset 0 : memref<16x1x16xi32, #loop.scope<vta.acc>>
+  %inp = vta.buffer offset 0 : memref<36x1x16xi8, #loop.scope<vta.inp>>
+  %wgt = vta.buffer offset 0 : memref<9x16x16xi8, #loop.scope<vta.wgt>>
+  %w8 = vta.buffer offset 0 : memref<4x8x16xi8, #loop.scope<vta.wgt>>
+  // expected-error @+1 {{'vta.gemm' elements do not multiply: acc 1x16, inp 1x16, wgt 8x16}}
+  vta.gemm %acc, %inp, %w8 loops [] uops [[0, 0, 0]] : memref<16x1x16xi32, #loop.scope<vta.acc>>, memref<36x1x16xi8, #loop.scope<vta.inp>>, memref<4x8x16xi8, #loop.scope<vta.wgt>>
+  func.return
+}

@@ -13,7 +13,7 @@
 // CHECK-NEXT:      vta.dep_push "load" -> "compute"
 // CHECK-NEXT:      vta.dep_pop "load" -> "compute"
 // CHECK-NEXT:      vta.gemm %acc, %inp, %wgt loops [[16, 1, 0, 0]] uops [[0, 0, 0]] {reset} : memref<16x1x16xi32, #loop.scope<vta.acc>>, memref<36x1x16xi8, #loop.scope<vta.inp>>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
-// CHECK-NEXT:      vta.gemm %acc, %inp, %wgt loops [[4, 4, 6, 0], [4, 1, 1, 0]] uops [[0, 0, 0], [1, 1, 1]] : memref<16x1x16xi32, #loop.scope<vta.acc>>, memref<36x1x16xi8, #loop.scope<vta.inp>>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
+// CHECK-NEXT:      vta.gemm %acc, %inp, %wgt loops [[4, 4, 6, 0], [4, 1, 1, 0]] uops [[0, 0, 0], [2, 1, 1]] : memref<16x1x16xi32, #loop.scope<vta.acc>>, memref<36x1x16xi8, #loop.scope<vta.inp>>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
 // CHECK-NEXT:      vta.alu shr %acc imm 8 loops [[16, 1, 1]] uops [[0, 0]] : memref<16x1x16xi32, #loop.scope<vta.acc>>
 // CHECK-NEXT:      vta.alu add %acc loops [[8, 1, 1]] uops [[0, 8]] : memref<16x1x16xi32, #loop.scope<vta.acc>>
 // CHECK-NEXT:      vta.dep_push "compute" -> "store"
@@ -33,7 +33,7 @@ func.func @conv_tile(%x: memref<32x1x16xi8>, %w: memref<9x16x16xi8>, %out: memre
     vta.dep_push "load" -> "compute"
     vta.dep_pop "load" -> "compute"
     vta.gemm %acc, %inp, %wgt loops [[16, 1, 0, 0]] uops [[0, 0, 0]] {reset} : memref<16x1x16xi32, #loop.scope<vta.acc>>, memref<36x1x16xi8, #loop.scope<vta.inp>>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
-    vta.gemm %acc, %inp, %wgt loops [[4, 4, 6, 0], [4, 1, 1, 0]] uops [[0, 0, 0], [1, 1, 1]] : memref<16x1x16xi32, #loop.scope<vta.acc>>, memref<36x1x16xi8, #loop.scope<vta.inp>>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
+    vta.gemm %acc, %inp, %wgt loops [[4, 4, 6, 0], [4, 1, 1, 0]] uops [[0, 0, 0], [2, 1, 1]] : memref<16x1x16xi32, #loop.scope<vta.acc>>, memref<36x1x16xi8, #loop.scope<vta.inp>>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
     vta.alu shr %acc imm 8 loops [[16, 1, 1]] uops [[0, 0]] : memref<16x1x16xi32, #loop.scope<vta.acc>>
     vta.alu add %acc loops [[8, 1, 1]] uops [[0, 8]] : memref<16x1x16xi32, #loop.scope<vta.acc>>
     vta.dep_push "compute" -> "store"
