@@ -1,7 +1,7 @@
 """strato: a multi-level deep-learning compiler on xDSL.
 
     import strato
-    model = strato.compile("mlp.onnx", target="llvm")
+    model = strato.compile("mlp.onnx", target="llvm")   # or a built-in model: "mlp"
     (logits,) = model(x)
 """
 
@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 
 def compile(model: Any, target: str = "llvm", **options: Any) -> "CompiledModel":
-    """Compile an ONNX model (a path or a ModelProto) for `target`.
+    """Compile an ONNX model (a path, a ModelProto, or the name of a built-in model such
+    as "mlp") for `target`.
 
     Returns a callable that takes numpy arrays in the ONNX input order and returns
     the outputs as a list in the ONNX output order. Runs the same passes as the CLI.
