@@ -178,6 +178,9 @@ def run_isolated(call: Callable[[], object], name: str, op: Operation) -> None:
             call()
         except BaseException as err:
             status = 1
+            if isinstance(err, StratoError):
+                # The op does not cross the pipe; the parent puts the entry's back.
+                err = StratoError(err.message, err.location)
             try:
                 message = pickle.dumps(err)
             except Exception:
@@ -203,7 +206,10 @@ def run_isolated(call: Callable[[], object], name: str, op: Operation) -> None:
             op=op,
         )
     if reported:
-        raise pickle.loads(reported)
+        error = pickle.loads(reported)
+        if isinstance(error, StratoError) and error.op is None and error.location is None:
+            error.op = op
+        raise error
     if os.WEXITSTATUS(wait_status) != 0:
         raise StratoError(
             f"the compiled code of @{name} exited with status {os.WEXITSTATUS(wait_status)}",
