@@ -87,3 +87,11 @@ def test_missing_token_is_reported():
     bad = GEMM.replace('    vta.dep_push "load" -> "compute"\n', "", 1)
     with pytest.raises(StratoError, match="deadlock|token"):
         run_vta(parse(bad), [np.zeros((8, 1, 16), np.int8), np.zeros((1, 16, 16), np.int8), np.zeros((8, 1, 16), np.int8)])
+
+
+def test_buffer_beyond_its_sram_is_a_diagnostic():
+    bad = GEMM.replace(
+        "%acc = vta.buffer offset 0 : memref<4x1x16xi32", "%acc = vta.buffer offset 2046 : memref<4x1x16xi32"
+    )
+    with pytest.raises(StratoError, match="elements 2046..2049 do not fit the 2048-element vta.acc buffer"):
+        run_vta(parse(bad), [np.zeros((8, 1, 16), np.int8), np.zeros((1, 16, 16), np.int8), np.zeros((8, 1, 16), np.int8)])

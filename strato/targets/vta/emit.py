@@ -122,6 +122,17 @@ class _Emitter:
         elif isinstance(op, vta.BufferOp):
             # in a virtual-thread loop each thread has its own slice, as after injection
             offset = op.offset.data + (self.thread or 0) * op.elements
+            depth = {
+                MemoryScope.VTA_INP: self.config.inp_depth,
+                MemoryScope.VTA_WGT: self.config.wgt_depth,
+                MemoryScope.VTA_ACC: self.config.acc_depth,
+            }[op.scope]
+            if offset + op.elements > depth:
+                raise StratoError(
+                    f"'vta.buffer' elements {offset}..{offset + op.elements - 1} do not fit the "
+                    f"{depth}-element {op.scope.value} buffer",
+                    op=op,
+                )
             self.slices[op.result] = _Slice(offset, op.elements, op.scope)
         elif isinstance(op, vta.LoadOp):
             self.load(op)
