@@ -517,3 +517,29 @@ def scatter_nd(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) 
             dtype,
         )
     ]
+
+
+@strategy(graph.GatherNDOp)
+def gather_nd(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """result[b.., i.., r..] = data[b.., wrap(indices[b.., i.., 0]), .., r..]."""
+    assert isinstance(op, graph.GatherNDOp)
+    data, indices = inputs
+    batch = op.batch_count
+    index_shape = shape_of(indices)
+    depth = index_shape[-1]
+    leading = len(index_shape) - 1
+    data_shape = shape_of(data)
+    out_shape = shape_of(op.results[0])
+    dtype = element_type_of(data)
+    if 0 in data_shape:
+        return [pb.compute("gather_nd", out_shape, lambda s, idx: s.const(0), dtype)]
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        row = idx[:leading]
+        positions = [
+            _wrapped_position(s, s.read(indices, [*row, s.index(d)]), data_shape[batch + d])
+            for d in range(depth)
+        ]
+        return s.read(data, [*idx[:batch], *positions, *idx[leading:]])
+
+    return [pb.compute("gather_nd", out_shape, body, dtype)]

@@ -501,6 +501,25 @@ def test_gather_elements(axis: int, indices: np.ndarray, runtime_indices: bool):
         check(model, [X])
 
 
+@pytest.mark.parametrize(
+    "batch_dims, indices",
+    [
+        (0, np.array([[1, 2], [0, -1]], np.int64)),  # rows of x[i, j]
+        (0, np.array([[[1]], [[0]]], np.int64)),  # whole slices x[i]
+        (0, np.array([[1, 0, 3]], np.int64)),  # single elements
+        (1, np.array([[2], [0]], np.int64)),  # per batch item, a row
+        (2, np.array([[[3], [0], [1]], [[2], [2], [-4]]], np.int64)),
+    ],
+)
+@pytest.mark.parametrize("runtime_indices", [False, True])
+def test_gather_nd(batch_dims: int, indices: np.ndarray, runtime_indices: bool):
+    node = one_node("GatherND", ["x", "i"], batch_dims=batch_dims)
+    if runtime_indices:
+        check(graph_model([node], {"x": X, "i": indices}, FLOAT), [X, indices])
+    else:
+        check(graph_model([node], {"x": X}, FLOAT, {"i": indices}), [X])
+
+
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])
 @pytest.mark.parametrize(
     "indices",
@@ -671,6 +690,24 @@ def test_data_dependent_shapes_are_diagnostics(nodes, inputs, message):
     model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", 18)])
     with pytest.raises(ModelImportError, match=message):
         import_onnx(model)
+
+
+def test_gather_nd_through_te_and_loops():
+    text = """
+func.func @main(%x: tensor<2x3x4xf32>, %i: tensor<2x2x1xi64>) -> tensor<2x2x4xf32> {
+  %g = graph.gather_nd %x, %i batch_dims 1 : (tensor<2x3x4xf32>, tensor<2x2x1xi64>) -> tensor<2x2x4xf32>
+  func.return %g : tensor<2x2x4xf32>
+}"""
+    x = floats(2, 3, 4)
+    i = np.array([[[2], [-3]], [[1], [1]]], np.int64)
+    expected = np.stack([x[0][[2, 0]], x[1][[1, 1]]])
+    ctx = make_context()
+    module = Parser(ctx, text).parse_module()
+    np.testing.assert_array_equal(run_graph(module, [x, i])[0], expected)
+    run_pipeline(ctx, module, "convert-graph-to-te")
+    np.testing.assert_array_equal(run_te(module, [x, i])[0], expected)
+    run_pipeline(ctx, module, "convert-te-to-loops")
+    np.testing.assert_array_equal(run_loops(module, [x, i])[0], expected)
 
 
 GATHER_SCATTER_TILE = """
@@ -1090,7 +1127,7 @@ def test_verifier_errors(body: str, message: str):
 LAYOUT_NODE_TESTS = (
     r"^test_(flatten|reshape|transpose|concat|split|slice|squeeze|unsqueeze|gather|shape|expand"
     r"|identity|dropout|training_dropout|constant|edge_pad|reflect_pad|wrap_pad|constant_pad"
-    r"|gatherelements|gather_elements|scatternd|tile|depthtospace|spacetodepth|range)"
+    r"|gatherelements|gather_elements|gathernd|scatternd|tile|depthtospace|spacetodepth|range)"
 )
 
 # Cases that need more than this family: other element types at the model's

@@ -635,6 +635,102 @@ def take_along_axis(data: np.ndarray, positions: np.ndarray, axis: int) -> np.nd
     return np.take_along_axis(data[window], positions, axis=axis)
 
 
+def gather_nd_shape(
+    data: Sequence[int], indices: Sequence[int], batch_dims: int
+) -> tuple[int, ...]:
+    """The shape of `graph.gather_nd`: the batch dims, the indices' other leading dims,
+    then the data dims the index rows do not address."""
+    depth = indices[-1]
+    return (*indices[:-1], *data[batch_dims + depth :])
+
+
+@irdl_op_definition
+class GatherNDOp(LayoutOp):
+    """Picks slices of `data` by index rows (ONNX GatherND): `indices` has shape
+    [b.., i.., q]; each row addresses q dimensions of data after the `batch_dims`
+    leading ones it shares with indices, and
+    result[b.., i.., r..] = data[b.., indices[b.., i.., 0], .., indices[b.., i.., q-1], r..].
+    A negative index counts from the end; one outside [-n, n) is an error (clamped
+    into range by the compiled code).
+
+        %g = graph.gather_nd %data, %idx batch_dims 0 : (tensor<4x3xf32>, tensor<2x1xi64>) -> tensor<2x3xf32>
+    """
+
+    name = "graph.gather_nd"
+
+    data = operand_def(AnyTensor)
+    indices = operand_def(AnyTensor)
+    batch_dims = prop_def(IntegerAttr[I64])
+    result = result_def(AnyTensor)
+
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = (
+        "$data `,` $indices `batch_dims` $batch_dims attr-dict `:` "
+        "functional-type(operands, results)"
+    )
+
+    def __init__(
+        self, data: SSAValue | Operation, indices: SSAValue | Operation, batch_dims: int = 0
+    ):
+        data, indices = SSAValue.get(data), SSAValue.get(indices)
+        shape = gather_nd_shape(static_shape(data), static_shape(indices), batch_dims)
+        super().__init__(
+            operands=[data, indices],
+            properties={"batch_dims": IntegerAttr(batch_dims, i64)},
+            result_types=[tensor_type_like(data.type, shape)],
+        )
+
+    @property
+    def batch_count(self) -> int:
+        return self.batch_dims.value.data
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        data, indices = static_shape(self.data), static_shape(self.indices)
+        batch = self.batch_count
+        _check_index_tensor(self, self.indices)
+        _check_same_element_types(self, [self.data, self.result])
+        if not indices or batch < 0 or batch >= len(indices) or batch > len(data):
+            raise VerifyException(
+                f"'graph.gather_nd' batch_dims {batch} must be below the rank of the indices "
+                f"{list(indices)} and at most the rank of the data {list(data)}"
+            )
+        if tuple(indices[:batch]) != tuple(data[:batch]):
+            raise VerifyException(
+                f"'graph.gather_nd' batch dimensions of data {list(data)} and indices "
+                f"{list(indices)} differ"
+            )
+        if not 1 <= indices[-1] <= len(data) - batch:
+            raise VerifyException(
+                f"'graph.gather_nd' index rows of length {indices[-1]} do not fit the "
+                f"{len(data) - batch} non-batch dimensions of the data"
+            )
+        return gather_nd_shape(data, indices, batch)
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        data, indices = inputs
+        batch, depth = self.batch_count, indices.shape[-1]
+        sizes = np.array(data.shape[batch : batch + depth], dtype=np.int64)
+        positions = _checked_positions(self, indices, sizes, "of the data")
+        return [gather_nd(data, positions, batch)]
+
+
+def gather_nd(data: np.ndarray, positions: np.ndarray, batch_dims: int) -> np.ndarray:
+    """The reference semantics of `graph.gather_nd` for in-range, non-negative rows."""
+    batch_shape = data.shape[:batch_dims]
+    count = int(np.prod(batch_shape, dtype=np.int64))
+    flat_data = data.reshape(count, *data.shape[batch_dims:])
+    flat_rows = positions.reshape(count, -1, positions.shape[-1])
+    pieces = [
+        np.stack([flat_data[b][tuple(row)] for row in rows]) if len(rows) else
+        np.zeros((0, *data.shape[batch_dims + positions.shape[-1] :]), data.dtype)
+        for b, rows in enumerate(flat_rows)
+    ]
+    shape = gather_nd_shape(data.shape, positions.shape, batch_dims)
+    return np.asarray(pieces, dtype=data.dtype).reshape(shape)
+
+
 class ScatterReduction(StrEnum):
     """How `graph.scatter_nd` combines an update with what is already there."""
 
@@ -896,6 +992,7 @@ OPS = (
     PadOp,
     GatherOp,
     GatherElementsOp,
+    GatherNDOp,
     ScatterNDOp,
     TileOp,
     BroadcastToOp,
@@ -908,6 +1005,9 @@ __all__ = [
     "ConcatOp",
     "DropoutOp",
     "GatherElementsOp",
+    "GatherNDOp",
+    "gather_nd",
+    "gather_nd_shape",
     "GatherOp",
     "ScatterNDOp",
     "ScatterReduction",

@@ -1,5 +1,6 @@
 """Converters for ONNX operators that move data: Flatten, Reshape, Squeeze, Unsqueeze,
-Transpose, Concat, Split, Slice, Pad, Gather, GatherElements, ScatterND, Shape, Expand,
+Transpose, Concat, Split, Slice, Pad, Gather, GatherElements, GatherND, ScatterND, Shape,
+Expand,
 Tile, DepthToSpace, SpaceToDepth, Identity, Dropout.
 
 Whatever decides a result shape (a target shape, axes, slice bounds, pads) must be known
@@ -588,6 +589,35 @@ def convert_gather_elements(ctx: NodeContext) -> list[ImportedValue]:
         return [graph.take_along_axis(data, positions.astype(np.int64), axis)]
     indices = _index_operand(ctx, 1, shape[axis], "indices")
     return [ctx.emit(graph.GatherElementsOp(_data_operand(ctx), indices, axis)).results[0]]
+
+
+def convert_gather_nd(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX GatherND (batch_dims) -> graph.gather_nd (folded when data and indices are
+    known)."""
+    shape = input_shape(ctx, 0)
+    index_shape = input_shape(ctx, 1)
+    batch = int(ctx.attr("batch_dims", 0))
+    if not index_shape or not 0 <= batch < len(index_shape) or batch > len(shape):
+        raise ctx.error(
+            f"batch_dims={batch} must be below the rank of the indices {list(index_shape)}"
+        )
+    if tuple(index_shape[:batch]) != tuple(shape[:batch]):
+        raise ctx.error(
+            f"the batch dimensions of data {list(shape)} and indices {list(index_shape)} differ"
+        )
+    depth = index_shape[-1]
+    if not 1 <= depth <= len(shape) - batch:
+        raise ctx.error(
+            f"index rows of length {depth} do not fit the {len(shape) - batch} non-batch "
+            "dimensions of the data"
+        )
+    sizes = np.array(shape[batch : batch + depth], dtype=np.int64)
+    data, known = ctx.known(0), ctx.known(1)
+    if data is not None and known is not None:
+        rows = _known_rows(ctx, known, sizes).reshape(known.shape)
+        return [graph.gather_nd(data, rows, batch)]
+    indices = _index_operand(ctx, 1, sizes, "indices")
+    return [ctx.emit(graph.GatherNDOp(_data_operand(ctx), indices, batch)).results[0]]
 
 
 _SCATTER_REDUCTIONS = {r.value: r for r in graph.ScatterReduction}

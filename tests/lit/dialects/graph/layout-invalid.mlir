@@ -358,3 +358,19 @@ func.func @tile_shape(%d: tensor<5x4xf32>) -> tensor<10x4xf32> {
   %r = graph.tile %d [2, 2] : (tensor<5x4xf32>) -> tensor<10x4xf32>
   func.return %r : tensor<10x4xf32>
 }
+
+// -----
+
+func.func @gather_nd_depth(%d: tensor<5x4xf32>, %i: tensor<2x3xi64>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.gather_nd' index rows of length 3 do not fit the 2 non-batch dimensions of the data}}
+  %r = graph.gather_nd %d, %i batch_dims 0 : (tensor<5x4xf32>, tensor<2x3xi64>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @gather_nd_batch(%d: tensor<5x4xf32>, %i: tensor<2x1xi64>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.gather_nd' batch dimensions of data [5, 4] and indices [2, 1] differ}}
+  %r = graph.gather_nd %d, %i batch_dims 1 : (tensor<5x4xf32>, tensor<2x1xi64>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}

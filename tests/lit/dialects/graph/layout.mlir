@@ -102,3 +102,14 @@ func.func @gather_scatter_tile(%data: tensor<5x4xf32>, %idx: tensor<5x2xi64>, %r
   %t = graph.tile %data [2, 1] : (tensor<5x4xf32>) -> tensor<10x4xf32>
   func.return %g : tensor<5x2xf32>
 }
+
+// CHECK-LABEL: func.func @gather_nd
+// CHECK-NEXT:    %g = graph.gather_nd %data, %idx batch_dims 0 : (tensor<5x4xf32>, tensor<3x1xi64>) -> tensor<3x4xf32>
+// CHECK-NEXT:    %b = graph.gather_nd %data, %rows batch_dims 1 : (tensor<5x4xf32>, tensor<5x1xi64>) -> tensor<5xf32>
+// GENERIC-LABEL: sym_name = "gather_nd"
+// GENERIC:         "graph.gather_nd"(%data, %idx) <{batch_dims = 0 : i64}> : (tensor<5x4xf32>, tensor<3x1xi64>) -> tensor<3x4xf32>
+func.func @gather_nd(%data: tensor<5x4xf32>, %idx: tensor<3x1xi64>, %rows: tensor<5x1xi64>) -> tensor<3x4xf32> {
+  %g = graph.gather_nd %data, %idx batch_dims 0 : (tensor<5x4xf32>, tensor<3x1xi64>) -> tensor<3x4xf32>
+  %b = graph.gather_nd %data, %rows batch_dims 1 : (tensor<5x4xf32>, tensor<5x1xi64>) -> tensor<5xf32>
+  func.return %g : tensor<3x4xf32>
+}
