@@ -479,6 +479,21 @@ _RECURSIVE = _func(
     args="%a: tensor<4xf32>",
     results="tensor<4xf32>",
 )
+TE_READ_OUT_OF_BOUNDS = """\
+te.primitive @p {
+  %x = te.placeholder "x" : tensor<4xf32>
+  %r = te.compute "r" (%i) : tensor<4xf32> {
+    %c = arith.constant 100 : index
+    %v = te.read %x[%c] : tensor<4xf32>
+    te.yield %v : f32
+  }
+  te.output %r : tensor<4xf32>
+}
+func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %r = te.call @p(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+"""
 LOOP_OUT_OF_BOUNDS = """\
 func.func @oob(%a: memref<4xf32>, %o: memref<4xf32> {loop.output}) attributes {loop.kernel} {
   loop.for %i = 0 to 4 axis "i" {
@@ -582,6 +597,19 @@ HOSTILE_INPUTS = [
     pytest.param(RELU, ["--no-implicit-module"], 1, "builtin.module operation expected", id="no-implicit-module"),
     pytest.param("builtin.module {\n^bb0(%a: i32):\n}\n", [], 1, "takes no block arguments", id="module-with-arguments"),
     pytest.param('"builtin.module"() ({\n^bb0:\n^bb1:\n}) : () -> ()\n', [], 1, "expected a single block", id="module-with-two-blocks"),
+    # more shapes of bad input
+    pytest.param(RELU.replace("\n", "\r\n").replace("%a : tensor", "%a tensor"), [], 2, "Expected ':'", id="crlf-line-ends"),
+    pytest.param("%" + "x" * 100_000 + " = ", [], 1, "operation name expected", id="very-long-line"),
+    pytest.param(_func('  %r = "graph.transpose"(%a) <{perm = array<i64: 99999999999999999999>}> : (tensor<4xf32>) -> tensor<4xf32>\n  func.return', args="%a: tensor<4xf32>"), [], 2, "out of range for type i64", id="huge-array-element"),
+    pytest.param(_func("  func.return").replace("@f()", "@f() attributes {x = 99999999999999999999999 : i64}"), [], 1, "out of range for type i64", id="huge-integer-attribute"),
+    pytest.param(_func('  %r = "graph.fused"() ({}) : () -> tensor<4xf32>\n  func.return'), [], 2, "expected a single block, but got 0 blocks", id="fused-without-block"),
+    pytest.param('memref.global "private" constant @g : memref<99999999999xf32> = dense<1.0>\n', [], 1, "does not have a custom format", id="memref-global-custom-form"),
+    pytest.param(_func('  %r = func.call @""() : () -> ()\n  func.return'), [], 2, "has 0 results, but was given 1", id="results-bound-to-a-void-call"),
+    pytest.param(TE_READ_OUT_OF_BOUNDS, ["-t", "interpret"], 5, "out of bounds", id="te-read-out-of-bounds"),
+    pytest.param(_func("  %r = te.call @nowhere(%a) : (tensor<4xf32>) -> tensor<4xf32>\n  func.return %r : tensor<4xf32>", args="%a: tensor<4xf32>", results="tensor<4xf32>"), ["-t", "interpret"], 2, "is not a te.primitive", id="te-call-to-nowhere"),
+    pytest.param('te.primitive @p {\n  %x = te.placeholder "x" : tensor<4xf32>\n  te.output %x : tensor<4xf32>\n}\n', ["-t", "interpret{function=p}"], 1, "no function with a body to run", id="interpret-a-primitive"),
+    pytest.param(_func('  %p = graph.pad %a low [99999999999] high [1] mode "constant" : (tensor<4xf32>) -> tensor<100000000004xf32>\n  func.return %p : tensor<100000000004xf32>', args="%a: tensor<4xf32>", results="tensor<100000000004xf32>"), ["-t", "interpret"], 2, "100000000004 elements", id="huge-pad-interpret"),
+    pytest.param(_func("  func.return %a : vector<4xf32>", args="%a: vector<4xf32>", results="vector<4xf32>"), ["-t", "interpret"], 1, "cannot make a random input of type vector<4xf32>", id="vector-input-interpret"),
     # --verify-diagnostics annotations that cannot be read fail the run
     pytest.param(_annotated("expected-error @+1 {{oops"), ["--verify-diagnostics"], 2, "unterminated expected-error", id="annotation-unterminated"),
     pytest.param(_annotated("expected-bogus @+1 {{oops}}"), ["--verify-diagnostics"], 2, "unknown annotation 'expected-bogus'", id="annotation-unknown-kind"),
