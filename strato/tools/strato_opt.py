@@ -1058,12 +1058,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.setrecursionlimit(max(previous_limit, RECURSION_LIMIT))
     try:
         worker = threading.Thread(target=body, name=TOOL, daemon=True)
-        worker.start()
-        threading.stack_size(previous_stack)
-        worker.join()
+        try:
+            worker.start()
+        except RuntimeError:
+            # No room for the large stack (a small `ulimit -v`): run here, with the
+            # default limit, where deep IR is reported rather than handled.
+            sys.setrecursionlimit(previous_limit)
+            body()
+        else:
+            worker.join()
     except KeyboardInterrupt:
         return 130
     finally:
+        threading.stack_size(previous_stack)
         sys.setrecursionlimit(previous_limit)
     if failure:
         raise failure[0]

@@ -902,3 +902,15 @@ def test_hex_literals_in_float_constants_are_bit_patterns(run, write) -> None:
     assert "dense<[0x7fc00000, 1.000000e+00, 2.500000e+00]> : tensor<3xf32>" in result.out
     assert "dense<1.000000e+00> : tensor<2xf16>" in result.out
     assert "dense<[7, 3]> : tensor<2xi32>" in result.out
+
+
+def test_runs_on_the_calling_thread_when_no_large_stack_fits(run, write, monkeypatch) -> None:
+    import threading
+
+    def refuse(self) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    result = run(write("int.mlir", INT_RELU))
+    assert result.status == 1
+    assert result.err_lines[0].endswith(":2:3: error: 'graph.relu' expects float tensors, got tensor<4xi32>")
