@@ -100,7 +100,8 @@ def _parse_nested(parser: Parser) -> list[list[int]]:
     return parser.parse_comma_separated_list(Parser.Delimiter.SQUARE, row)
 
 
-def _scope(value: SSAValue) -> MemoryScope | None:
+def scope_of(value: SSAValue) -> MemoryScope | None:
+    """The memory scope of a memref value (None for other values)."""
     return memory_scope(value.type) if isinstance(value.type, MemRefType) else None
 
 
@@ -238,9 +239,9 @@ class LoadOp(_DmaOp):
     def verify_(self) -> None:
         _check_elements(self, self.source, "source")
         _check_elements(self, self.dest, "destination")
-        if _scope(self.source) != MemoryScope.GLOBAL:
+        if scope_of(self.source) != MemoryScope.GLOBAL:
             raise VTAVerifyError(self, "source must be a DRAM (global) memref")
-        if _scope(self.dest) not in ON_CHIP:
+        if scope_of(self.dest) not in ON_CHIP:
             raise VTAVerifyError(self, "destination must be a vta.inp, vta.wgt or vta.acc buffer")
         if _element_shape(self.source) != _element_shape(self.dest):
             raise VTAVerifyError(self, "source and destination elements differ")
@@ -250,7 +251,7 @@ class LoadOp(_DmaOp):
             raise VTAVerifyError(self, f"pad must have 4 entries [top, bottom, left, right], got {len(pads)}")
         if any(p < 0 or p > MAX_PAD for p in pads):
             raise VTAVerifyError(self, f"pads {pads} must lie in 0..{MAX_PAD}")
-        if _scope(self.dest) == MemoryScope.VTA_WGT and any(pads):
+        if scope_of(self.dest) == MemoryScope.VTA_WGT and any(pads):
             raise VTAVerifyError(self, "weight loads cannot pad")
 
     def print(self, printer: Printer) -> None:
@@ -327,9 +328,9 @@ class StoreOp(_DmaOp):
     def verify_(self) -> None:
         _check_elements(self, self.source, "source")
         _check_elements(self, self.dest, "destination")
-        if _scope(self.source) != MemoryScope.VTA_ACC:
+        if scope_of(self.source) != MemoryScope.VTA_ACC:
             raise VTAVerifyError(self, "source must be a vta.acc buffer")
-        if _scope(self.dest) != MemoryScope.GLOBAL:
+        if scope_of(self.dest) != MemoryScope.GLOBAL:
             raise VTAVerifyError(self, "destination must be a DRAM (global) memref")
         if self.dest.type.element_type.width.data != 8:
             raise VTAVerifyError(self, "destination must hold i8 elements")
@@ -501,7 +502,7 @@ class GemmOp(_KernelOp):
             (self.inp, MemoryScope.VTA_INP, "inp"),
             (self.wgt, MemoryScope.VTA_WGT, "wgt"),
         ):
-            if _scope(value) != scope:
+            if scope_of(value) != scope:
                 raise VTAVerifyError(self, f"{what} operand must be a {scope.value} buffer")
         (batch, block_out), (batch_in, block_in), (wgt_out, wgt_in) = (
             _element_shape(v)[0] for v in (self.acc, self.inp, self.wgt)
@@ -578,7 +579,7 @@ class AluOp(_KernelOp):
     def verify_(self) -> None:
         if self.opcode.data not in ALU_OPCODES:
             raise VTAVerifyError(self, f"unknown opcode '{self.opcode.data}', expected one of {', '.join(ALU_OPCODES)}")
-        if _scope(self.acc) != MemoryScope.VTA_ACC:
+        if scope_of(self.acc) != MemoryScope.VTA_ACC:
             raise VTAVerifyError(self, "operand must be a vta.acc buffer")
         if self.imm is not None and not -(1 << 15) <= self.imm.data < 1 << 15:
             raise VTAVerifyError(self, f"immediate {self.imm.data} does not fit 16 bits")
@@ -668,7 +669,7 @@ class DepPopOp(_TokenOp):
 def module_of(op: Operation) -> str | None:
     """The module an op runs on (None for ops that issue no instruction)."""
     if isinstance(op, LoadOp):
-        return "compute" if _scope(op.dest) == MemoryScope.VTA_ACC else "load"
+        return "compute" if scope_of(op.dest) == MemoryScope.VTA_ACC else "load"
     if isinstance(op, GemmOp | AluOp):
         return "compute"
     if isinstance(op, StoreOp):
@@ -704,4 +705,5 @@ __all__ = [
     "Vta",
     "buffers_of",
     "module_of",
+    "scope_of",
 ]

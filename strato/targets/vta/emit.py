@@ -41,7 +41,7 @@ def assign_regions(function: func.FuncOp) -> dict[int, str]:
     regions: dict[int, str] = {}
     for op in function.walk():
         if isinstance(op, vta.LoadOp):
-            value, region = op.source, _REGION[vta._scope(op.dest)]
+            value, region = op.source, _REGION[vta.scope_of(op.dest)]
         elif isinstance(op, vta.StoreOp):
             value, region = op.dest, "out"
         else:
