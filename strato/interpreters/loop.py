@@ -306,10 +306,18 @@ def run_loops(
     except Exception as error:
         op = tracker.stack[-1] if tracker.stack else entry
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if isinstance(error, AssertionError | ZeroDivisionError) and op.name in _DIVISIONS:
+            reason = "integer division by zero"  # xDSL's arith interpreter asserts
         raise StratoError(
             f"the loop interpreter cannot run '{op.name}': {reason}", op=op
         ) from error
     return [array_from_buffer(buffer, type_) for buffer, type_ in outputs]
+
+
+_DIVISIONS = frozenset(
+    f"arith.{name}"
+    for name in ("divsi", "divui", "remsi", "remui", "floordivsi", "ceildivsi", "ceildivui")
+)
 
 
 def _input_value(name: str, n: int, value: Any, type_: Attribute) -> Any:

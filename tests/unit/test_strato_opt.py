@@ -610,6 +610,7 @@ HOSTILE_INPUTS = [
     pytest.param('te.primitive @p {\n  %x = te.placeholder "x" : tensor<4xf32>\n  te.output %x : tensor<4xf32>\n}\n', ["-t", "interpret{function=p}"], 1, "no function with a body to run", id="interpret-a-primitive"),
     pytest.param(_func('  %p = graph.pad %a low [99999999999] high [1] mode "constant" : (tensor<4xf32>) -> tensor<100000000004xf32>\n  func.return %p : tensor<100000000004xf32>', args="%a: tensor<4xf32>", results="tensor<100000000004xf32>"), ["-t", "interpret"], 2, "100000000004 elements", id="huge-pad-interpret"),
     pytest.param(_func("  func.return %a : vector<4xf32>", args="%a: vector<4xf32>", results="vector<4xf32>"), ["-t", "interpret"], 1, "cannot make a random input of type vector<4xf32>", id="vector-input-interpret"),
+    pytest.param(LOOP_OUT_OF_BOUNDS.replace("%j = arith.addi %i, %c : index", "%z = arith.constant 0 : index\n    %j = arith.divsi %i, %z : index"), ["-t", "interpret"], 6, "cannot run 'arith.divsi': integer division by zero", id="division-by-zero-loops"),
     # --verify-diagnostics annotations that cannot be read fail the run
     pytest.param(_annotated("expected-error @+1 {{oops"), ["--verify-diagnostics"], 2, "unterminated expected-error", id="annotation-unterminated"),
     pytest.param(_annotated("expected-bogus @+1 {{oops}}"), ["--verify-diagnostics"], 2, "unknown annotation 'expected-bogus'", id="annotation-unknown-kind"),
