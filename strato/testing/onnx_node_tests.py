@@ -360,7 +360,6 @@ def _reason_kind(reason: str) -> str:
     """A reason without the node that gave it, to group failures by cause."""
     reason = re.sub(r"^error: ", "", reason)
     reason = re.sub(r"^node ('[^']*'|#\d+) \(\w+\): ", "", reason)
-    reason = re.sub(r"; supported: .*", "", reason)
     reason = re.sub(r"'[^']*'", "'…'", reason)
     reason = re.sub(r"\[[-\d, ]*\]", "[…]", reason)
     reason = re.sub(r"element type [A-Z]\w*", "element type …", reason)
