@@ -134,7 +134,8 @@ def _torchvision(builder: str, size: int = 224, **kwargs) -> Callable[[], tuple[
 
         models = import_torchvision().models
         torch.manual_seed(SEED)
-        module = getattr(models, builder)(weights=None, **kwargs).eval()
+        family = models.segmentation if hasattr(models.segmentation, builder) else models
+        module = getattr(family, builder)(weights=None, **kwargs).eval()
         _randomize_batch_norm(module)
         return _FirstTensor.wrap(module), _image(size)
 
