@@ -144,20 +144,36 @@ class KernelEmitter:
             new.name_hint = arg.name_hint
         kernel.body.add_block(block)
         builder = Builder(InsertPoint.at_end(block))
-        locals_: list[SSAValue] = []
+        # a local buffer is allocated just before the root nest that first writes it, as
+        # convert-te-to-loops does, else at the start
+        allocs: dict[int, memref.AllocOp] = {}
         for n, b in enumerate(self.state.buffers):
             if b.arg is not None:
                 self.buffers.append(block.args[b.arg])
                 continue
-            alloc = builder.insert(
-                memref.AllocOp([], [], physical_type(self.state, n, self.compact_shapes.get(n)))
-            )
-            alloc.memref.name_hint = _value_name(b.name)
-            self.buffers.append(alloc.memref)
-            locals_.append(alloc.memref)
+            allocs[n] = memref.AllocOp([], [], physical_type(self.state, n, self.compact_shapes.get(n)))
+            if b.hint is not None:
+                allocs[n].memref.name_hint = b.hint
+            self.buffers.append(allocs[n].memref)
+        placed: list[int] = []
         for stage in self.state.stages:
-            if stage.attach is None:
-                self.emit_stage(stage, builder, None)
+            if stage.attach is not None:
+                continue
+            for n in sorted(allocs):
+                writer = self.state.writer_of(n)
+                if n not in placed and writer is not None and _root_stage(self.state, writer) is stage:
+                    builder.insert(allocs[n])
+                    placed.append(n)
+            self.emit_stage(stage, builder, None)
+        unplaced = [n for n in sorted(allocs) if n not in placed]
+        for n in reversed(unplaced):
+            first = block.first_op
+            if first is None:
+                block.add_op(allocs[n])
+            else:
+                block.insert_op_before(allocs[n], first)
+        placed = unplaced + placed
+        locals_ = [allocs[n].memref for n in placed]
         for src, dst in self.state.copies:
             builder.insert(memref.CopyOp(self.buffers[src], self.buffers[dst]))
         for value in locals_:
@@ -510,7 +526,12 @@ class KernelEmitter:
         """The region of `consumer` that reads only what `producer` has written so far."""
         written = [here[name] for name, _ in producer.spatial]
         mapping = reverse_mapping(consumer, producer.buffer)
-        assert mapping is not None, "reverse_compute_at checked the consumer's accesses"
+        if mapping is None:
+            # a later primitive changed what the consumer reads
+            raise ScheduleError(
+                f"stage {consumer.name}, computed after a loop of stage {producer.name}, would no "
+                f"longer read stage {producer.name} at its own loop variables plus constants"
+            )
         lo: dict[str, Affine] = {}
         extent: dict[str, int] = {}
         for d, item in enumerate(mapping):
@@ -544,6 +565,12 @@ class KernelEmitter:
         if a.constant:
             total = builder.insert(arith.AddiOp(total, self.constant(a.constant, builder))).result
         return total
+
+
+def _root_stage(state: ScheduleState, stage: Stage) -> Stage:
+    while stage.attach is not None:
+        stage = state.stage(stage.attach.stage)
+    return stage
 
 
 def _opaque_index(value: SSAValue) -> bool:

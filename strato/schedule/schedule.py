@@ -165,6 +165,7 @@ class Schedule:
     ) -> T:
         state = self.state.copy()
         result = change(state)
+        compute_at_.check_attachments(primitive, state)
         kernel = rebuild_kernel(state)
         if check is not None:
             check(kernel)

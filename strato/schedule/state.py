@@ -55,6 +55,8 @@ class Buffer:
     padded: tuple[int, ...] | None = None
     layout: Any = None
     align: dict[int, tuple[int, int]] = field(default_factory=dict)
+    hint: str | None = None
+    """The SSA name of its allocation (None: the printer numbers it)."""
 
     @property
     def is_argument(self) -> bool:
@@ -392,7 +394,14 @@ def lift_kernel(kernel: func.FuncOp) -> ScheduleState:
             raise ScheduleError(f"@{name} takes a {type_}, kernels take memrefs only")
         label = value.name_hint or (f"arg{arg}" if arg is not None else f"buf{len(buffers)}")
         buffers.append(
-            Buffer(label, tuple(type_.get_shape()), type_.element_type, memory_scope(type_), arg)
+            Buffer(
+                label,
+                tuple(type_.get_shape()),
+                type_.element_type,
+                memory_scope(type_),
+                arg,
+                hint=value.name_hint,
+            )
         )
         buffer_values[value] = len(buffers) - 1
         buffer_types[len(buffers) - 1] = type_

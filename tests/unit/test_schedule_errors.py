@@ -176,6 +176,8 @@ CASES: list[Case] = [
     ("cache_read index", lambda s: s.cache_read(stage(s, "dense"), 2), "stage dense reads 2 buffers"),
     ("cache_read attached", lambda s: (s.compute_at(stage(s, "half"), loop(s, "relu", "i")),
         s.cache_read(stage(s, "relu"), "h"))[-1], "buffer h is computed by stage half inside stage relu"),
+    ("cache_read reverse attached", lambda s: (s.reverse_compute_at(stage(s, "relu"), loop(s, "half", "i")),
+        s.cache_read(stage(s, "relu"), "h"))[-1], "stage relu is computed after a loop of stage half"),
     ("cache_write scheduled", lambda s: (s.split(loop(s, "dense", "i"), [None, 2]), s.cache_write(stage(s, "dense")))[-1],
         "stage dense is already scheduled; cache_write it before"),
     ("cache_write attached", lambda s: (s.compute_at(stage(s, "half"), loop(s, "relu", "i")), s.cache_write(stage(s, "relu")))[-1],

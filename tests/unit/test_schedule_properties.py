@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 from strato.interpreters.loop import run_loops
 from strato.schedule import PRIMITIVES, Schedule, Trace
+from strato.schedule.emit import rebuild_kernel
 from strato.testing.schedules import DRAWERS, UNDRAWN, lower_to_loops, scheduled_programs
+from strato.testing.te_programs import TeProgram, te_programs
 
 PROPERTY_PRIMITIVES = sorted(set(PRIMITIVES) - UNDRAWN)
 
@@ -50,3 +52,13 @@ def test_a_schedule_never_changes_results(primitive: str, data: st.DataObject):
         assert again == trace
         again.replay(Schedule(fresh, kernel=trace.kernel))
         assert _kernel_text(fresh, trace.kernel) == _kernel_text(case.module, trace.kernel)
+
+
+@settings(max_examples=10)
+@given(program=te_programs())
+def test_an_unscheduled_kernel_rebuilds_to_the_lowered_one(program: TeProgram):
+    module = lower_to_loops(program.module)
+    for op in list(module.ops):
+        if "loop.kernel" in op.attributes:
+            sch = Schedule(module, kernel=op.sym_name.data)
+            assert str(rebuild_kernel(sch.state)) == str(sch.kernel)

@@ -54,7 +54,7 @@ def _logical_type(state: ScheduleState, buffer: int) -> MemRefType:
 
 def _new_buffer(state: ScheduleState, like: int, name: str, scope: MemoryScope) -> int:
     b = state.buffers[like]
-    state.buffers.append(Buffer(name, b.shape, b.element_type, scope))
+    state.buffers.append(Buffer(name, b.shape, b.element_type, scope, hint=name))
     return len(state.buffers) - 1
 
 
@@ -74,6 +74,15 @@ def resolve_read_buffer(primitive: str, state: ScheduleState, stage: Stage, buff
 def cache_read(state: ScheduleState, stage_name: str, buffer: str | int, scope: str) -> str:
     stage = state.stage(stage_name)
     space = _scope("cache_read", scope)
+    current = stage
+    while current.attach is not None:
+        if current.attach.reverse:
+            raise fail(
+                "cache_read",
+                f"stage {current.name} is computed after a loop of stage {current.attach.stage}; "
+                "the copy could not run before it",
+            )
+        current = state.stage(current.attach.stage)
     source = resolve_read_buffer("cache_read", state, stage, buffer)
     label = state.buffers[source].name
     writer = state.writer_of(source)

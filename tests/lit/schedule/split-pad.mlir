@@ -4,7 +4,6 @@
 
 // CHECK-LABEL: func.func @chain3(%a: memref<4x6xf32>, %r: memref<4x6xf32> {loop.output}) attributes {loop.kernel} {
 // CHECK-NEXT:   %t = memref.alloc() : memref<4x8xf32, #loop.scope<local>>
-// CHECK-NEXT:   %s = memref.alloc() : memref<4x8xf32, #loop.scope<local>>
 // CHECK-NEXT:   loop.for %i = 0 to 4 axis "i" attributes {stage = "tanh"} {
 // CHECK-NEXT:     loop.for %j = 0 to 6 axis "j" attributes {stage = "tanh"} {
 // CHECK-NEXT:       %v = memref.load %a[%i, %j] : memref<4x6xf32>
@@ -12,6 +11,7 @@
 // CHECK-NEXT:       memref.store %m, %t[%i, %j] : memref<4x8xf32, #loop.scope<local>>
 // CHECK-NEXT:     }
 // CHECK-NEXT:   }
+// CHECK-NEXT:   %s = memref.alloc() : memref<4x8xf32, #loop.scope<local>>
 // CHECK-NEXT:   loop.for %i_1 = 0 to 4 axis "i" attributes {stage = "square"} {
 // CHECK-NEXT:     loop.for %j_outer = 0 to 2 axis "j.outer" attributes {stage = "square"} {
 // CHECK-NEXT:       loop.for %j_inner = 0 to 4 axis "j.inner" attributes {stage = "square"} {
