@@ -80,7 +80,7 @@ def _restore(sch: Schedule, snapshot, trace_length: int) -> None:
     del sch.trace.steps[trace_length:]
 
 
-def schedule_kernel(module: ModuleOp, name: str) -> None:
+def schedule_kernel(module: ModuleOp, name: str, tuning_log: str | None = None) -> None:
     """Apply the default template of every stage of kernel `name` in `module`."""
     from strato.schedule.templates import template_for
 
@@ -89,6 +89,9 @@ def schedule_kernel(module: ModuleOp, name: str) -> None:
     except ScheduleError as error:
         _mark_unscheduled(module, name, {"*": error.message})
         return
+    from strato.autotuning.hook import kernel_knobs
+
+    chosen = kernel_knobs(module, name, tuning_log)
     templates: dict[str, Attribute] = {}
     knobs: dict[str, Attribute] = {}
     unscheduled: dict[str, str] = {}
@@ -98,7 +101,7 @@ def schedule_kernel(module: ModuleOp, name: str) -> None:
             continue
         snapshot = sch.state.copy()
         trace_length = len(sch.trace.steps)
-        values = template.defaults()
+        values = template.defaults() | chosen.get(stage.name, {})
         try:
             template.apply(sch, stage, values)
         except ScheduleError as error:
@@ -124,7 +127,7 @@ def _mark_unscheduled(module: ModuleOp, name: str, reasons: dict[str, str]) -> N
             )
 
 
-def schedule_default(module: ModuleOp) -> None:
+def schedule_default(module: ModuleOp, tuning_log: str | None = None) -> None:
     """Schedule every kernel of `module` with the default templates, in place."""
     names = [
         op.sym_name.data
@@ -132,7 +135,7 @@ def schedule_default(module: ModuleOp) -> None:
         if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
     ]
     for name in names:
-        schedule_kernel(module, name)
+        schedule_kernel(module, name, tuning_log)
 
 
 @dataclass(frozen=True)
@@ -141,5 +144,8 @@ class ScheduleDefaultPass(ModulePass):
 
     name = "schedule-default"
 
+    tuning_log: str = ""
+    """A tuning log (strato tune --log): each kernel gets its task's best record."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        schedule_default(op)
+        schedule_default(op, self.tuning_log or None)
