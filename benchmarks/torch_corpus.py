@@ -229,7 +229,7 @@ def _transformers(kind: str) -> Callable[[], tuple[object, Inputs]]:
                 num_attention_heads=4, intermediate_size=128,
             )
             model = transformers.ViTModel(config, add_pooling_layer=False)
-            inputs = _image(32)
+            inputs = {"pixel_values": _image(32)["pixels"]}
         else:
             raise ValueError(kind)
         model.config.return_dict = False
@@ -486,6 +486,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
     parser.add_argument("--rebuild", action="store_true", help="export again, ignoring the cache")
     parser.add_argument("--width", type=int, default=110, help="status column width (0: full)")
+    parser.add_argument(
+        "--show", nargs="+", metavar="JSON", help="print the table of earlier --json results"
+    )
     parser.add_argument("--case", nargs=3, metavar=("NAME", "EXPORTER", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
@@ -493,6 +496,12 @@ def main(argv: list[str] | None = None) -> int:
         name, exporter, out = args.case
         result = run_case(name, exporter, args.repeat, args.rebuild)
         Path(out).write_text(json.dumps(asdict(result)))
+        return 0
+
+    if args.show:
+        records = [record for path in args.show for record in json.loads(Path(path).read_text())]
+        fields = set(CaseResult.__dataclass_fields__)
+        print_table([CaseResult(**{k: v for k, v in r.items() if k in fields}) for r in records], args.width)
         return 0
 
     names = args.only or [entry.name for entry in CORPUS]
