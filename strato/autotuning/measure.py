@@ -1,0 +1,266 @@
+"""Measuring candidates in worker processes that may crash, hang or be wrong.
+
+    with WorkerPool(workers=1, timeout=30) as pool:
+        results = measure(pool, task, [config, ...], repeats=5)   # [MeasureResult]
+
+A worker is a spawned process that receives (function, arguments), runs it and sends
+back its value or the error. A worker that dies (a crash in compiled code, an exit) or
+does not answer within the timeout is killed and replaced; the job it held is lost with
+the reason (`crashed: exit code -11`, `timeout after 30 s`) and the other jobs go on. A
+candidate's worker rebuilds the IR itself from the task's model and the config, compiles
+it, runs it on inputs drawn from a fixed seed, checks the outputs against the reference
+(the task's model compiled without a schedule, computed once per task in a worker too)
+and times `repeats` calls after a warm-up; the result is their median in seconds.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from statistics import median
+from typing import Any
+
+import numpy as np
+
+from strato.autotuning.task import Config, Task
+
+Job = tuple[Callable[..., Any], tuple[Any, ...]]
+
+
+@dataclass
+class Outcome:
+    value: Any = None
+    error: str | None = None
+
+
+def _worker_main(conn: Connection) -> None:
+    conn.send("ready")
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        function, args = message
+        try:
+            conn.send(Outcome(function(*args)))
+        except Exception as error:  # noqa: BLE001  (the job's failure is its outcome)
+            reason = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+            if not str(error):
+                reason += " at " + traceback.format_exc().strip().splitlines()[-3].strip()
+            conn.send(Outcome(None, reason))
+
+
+class _Worker:
+    def __init__(self, context) -> None:
+        self.conn, child = context.Pipe()
+        self.process = context.Process(target=_worker_main, args=(child,), daemon=True)
+        self.process.start()
+        child.close()
+        self.job: int | None = None
+        self.deadline = 0.0
+        self.ready = False
+
+    def wait_ready(self, limit: float = 300.0) -> bool:
+        """Wait for the started process to say it runs (imports are not the job's time)."""
+        if not self.ready:
+            try:
+                self.ready = self.conn.poll(limit) and self.conn.recv() == "ready"
+            except (EOFError, OSError):
+                self.ready = False
+        return self.ready
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(5)
+        self.conn.close()
+
+
+class WorkerPool:
+    """Spawned worker processes running jobs with a timeout each (see the module docstring)."""
+
+    def __init__(self, workers: int = 1, timeout: float = 60.0) -> None:
+        self._context = multiprocessing.get_context("spawn")
+        self.timeout = timeout
+        self._workers = [_Worker(self._context) for _ in range(max(1, workers))]
+
+    def __enter__(self) -> WorkerPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for worker in self._workers:
+            try:
+                worker.conn.send(None)
+            except (OSError, ValueError):
+                pass
+            worker.process.join(2)
+            worker.kill()
+        self._workers = []
+
+    def run(self, jobs: Sequence[Job], timeout: float | None = None) -> list[Outcome]:
+        """Run every job; an outcome per job in order, a failure losing only its job."""
+        limit = self.timeout if timeout is None else timeout
+        outcomes: list[Outcome | None] = [None] * len(jobs)
+        pending = list(range(len(jobs)))[::-1]
+        while pending or any(w.job is not None for w in self._workers):
+            for position, worker in enumerate(self._workers):
+                if worker.job is None and pending:
+                    if not worker.wait_ready():
+                        worker.kill()
+                        self._workers[position] = worker = _Worker(self._context)
+                        if not worker.wait_ready():
+                            raise RuntimeError("a measurement worker process could not start")
+                    index = pending.pop()
+                    worker.job = index
+                    worker.deadline = time.monotonic() + limit
+                    worker.conn.send(jobs[index])
+            busy = [w for w in self._workers if w.job is not None]
+            now = time.monotonic()
+            wait_for = max(0.0, min(w.deadline for w in busy) - now)
+            ready = wait(
+                [w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=wait_for
+            )
+            for position, worker in enumerate(self._workers):
+                if worker.job is None:
+                    continue
+                index = worker.job
+                if worker.conn in ready:
+                    try:
+                        outcomes[index] = worker.conn.recv()
+                        worker.job = None
+                        continue
+                    except (EOFError, OSError):
+                        pass
+                if worker.conn in ready or worker.process.sentinel in ready:
+                    worker.process.join(5)
+                    code = worker.process.exitcode
+                    outcomes[index] = Outcome(None, f"crashed: exit code {code}")
+                elif time.monotonic() >= worker.deadline:
+                    outcomes[index] = Outcome(None, f"timeout after {limit:g} s")
+                else:
+                    continue
+                worker.kill()
+                self._workers[position] = _Worker(self._context)
+        return [o if o is not None else Outcome(None, "lost") for o in outcomes]
+
+
+# -- candidates -------------------------------------------------------------------------------
+
+
+@dataclass
+class MeasureResult:
+    config: Config
+    seconds: float | None
+    costs: list[float]
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.seconds is not None
+
+
+class WrongResult(Exception):
+    pass
+
+
+def _inputs(signature, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for spec in signature.inputs:
+        if np.issubdtype(spec.dtype, np.floating):
+            arrays.append(rng.standard_normal(spec.shape).astype(spec.dtype))
+        else:
+            arrays.append(rng.integers(0, 4, spec.shape).astype(spec.dtype))
+    return arrays
+
+
+def _build(task: Task, config: Config | None):
+    """Compile the task's model; its kernel scheduled by `config` (None: no schedule)."""
+    import onnx
+
+    from strato.autotuning.hook import forced_configs
+    from strato.compiler import build_llvm
+    from strato.context import make_context
+    from strato.frontends.onnx import import_onnx
+    from strato.pipeline import COMPILE, COMPILE_UNSCHEDULED, run_pipeline
+    from strato.runtime.signature import Signature
+
+    imported = import_onnx(onnx.load_from_string(task.model))
+    signature = Signature.from_function(
+        imported.function, imported.input_names, imported.output_names
+    )
+    if config is None:
+        run_pipeline(make_context(), imported.module, COMPILE_UNSCHEDULED)
+    else:
+        with forced_configs({task.kernel: config}):
+            run_pipeline(make_context(), imported.module, COMPILE)
+    return build_llvm(imported.module, imported.function_name, signature), signature
+
+
+def reference_outputs(task: Task, seed: int = 0) -> list[np.ndarray]:
+    """The task model's outputs without any schedule (run in a worker: `reference_job`)."""
+    model, signature = _build(task, None)
+    return [np.asarray(o) for o in model(*_inputs(signature, seed))]
+
+
+def run_candidate(
+    task: Task, config: Config, reference: list[np.ndarray], repeats: int, seed: int,
+    rtol: float = 1e-3,
+) -> list[float]:
+    """Build, check and time one candidate: the seconds of each repeat."""
+    from strato.autotuning.space import SearchSpace
+
+    reason = SearchSpace(task).check(config)
+    if reason is not None:
+        raise ValueError(f"invalid config: {reason}")
+    model, signature = _build(task, config)
+    inputs = _inputs(signature, seed)
+    outputs = model(*inputs)
+    for index, (ours, expected) in enumerate(zip(outputs, reference, strict=True)):
+        scale = max(float(np.max(np.abs(expected))), 1e-30) if expected.size else 1.0
+        error = float(np.max(np.abs(np.asarray(ours) - expected))) / scale if expected.size else 0.0
+        if not error <= rtol:
+            raise WrongResult(f"output {index} differs from the reference by {error:.3g} (relative)")
+    costs = []
+    for _ in range(max(1, repeats)):
+        start = time.perf_counter()
+        model(*inputs)
+        costs.append(time.perf_counter() - start)
+    return costs
+
+
+def measure(
+    pool: WorkerPool,
+    task: Task,
+    configs: Sequence[Config],
+    reference: list[np.ndarray],
+    repeats: int = 5,
+    seed: int = 0,
+) -> list[MeasureResult]:
+    """Measure `configs` of `task` on the pool; failures are results with their reason."""
+    jobs: list[Job] = [(run_candidate, (task, c, reference, repeats, seed)) for c in configs]
+    results = []
+    for config, outcome in zip(configs, pool.run(jobs), strict=True):
+        if outcome.error is not None:
+            results.append(MeasureResult(config, None, [], outcome.error))
+        else:
+            costs = list(outcome.value)
+            results.append(MeasureResult(config, median(costs), costs))
+    return results
+
+
+def task_reference(pool: WorkerPool, task: Task, seed: int = 0) -> list[np.ndarray]:
+    """The reference outputs, computed in a worker (the unscheduled build may be slow)."""
+    (outcome,) = pool.run([(reference_outputs, (task, seed))], timeout=max(pool.timeout, 600))
+    if outcome.error is not None:
+        raise RuntimeError(f"{task.name}: the reference could not be computed: {outcome.error}")
+    return outcome.value

@@ -1,0 +1,104 @@
+"""The tuning log survives kills and corruption, and compilation reads it back."""
+
+import json
+
+from strato.autotuning.database import Database, Record
+from strato.autotuning.hook import use_tuning_log
+from strato.autotuning.space import SearchSpace
+from strato.autotuning.task import extract_tasks
+from strato.autotuning.testing import gemm_model
+
+
+def _record(task="wl", seconds=1.0, error=None, mr=4):
+    return Record(task=task, config={"s": {"mr": mr}}, seconds=seconds, error=error)
+
+
+def test_append_read_back_and_best(tmp_path):
+    path = str(tmp_path / "log.jsonl")
+    db = Database(path)
+    db.append(_record(seconds=2.0, mr=2))
+    db.append(_record(seconds=0.5, mr=8))
+    db.append(_record(seconds=None, error="crashed: exit code -11", mr=16))
+    db.append(_record(task="other", seconds=0.1))
+    again = Database(path)
+    assert again.problems == []
+    assert len(again.records("wl")) == 3
+    assert again.best("wl").config == {"s": {"mr": 8}}
+    assert again.best("missing") is None
+    assert [r.error for r in again.records("wl") if not r.ok] == ["crashed: exit code -11"]
+    with open(path) as file:
+        assert all(json.loads(line) for line in file)
+
+
+def test_torn_last_line_and_corrupt_lines_are_reported_and_skipped(tmp_path):
+    path = tmp_path / "log.jsonl"
+    db = Database(str(path))
+    db.append(_record(seconds=1.0))
+    with open(path, "a") as file:
+        file.write("not json\n")
+        file.write('{"task": 3, "config": {}}\n')
+        file.write('{"task": "wl", "config": {"s": {"mr": 2}}, "seconds": 0.2')  # torn by a kill
+    db = Database(str(path))
+    assert [n for n, _ in db.problems] == [2, 3, 4]
+    assert "torn" in db.problems[-1][1]
+    assert len(db.records()) == 1
+    db.append(_record(seconds=0.3, mr=6))  # starts on a new line after the torn one
+    db = Database(str(path))
+    assert [n for n, _ in db.problems] == [2, 3, 4]
+    assert db.best("wl").config == {"s": {"mr": 6}}
+
+
+def test_compilation_applies_the_best_record(tmp_path):
+    from strato.transforms.schedule_default import KNOBS_ATTR, schedule_kernel
+    from strato.autotuning.task import kernel_of
+
+    (task,) = extract_tasks(gemm_model(16, 32, 24))
+    space = SearchSpace(task)
+    default = space.default()
+    stage = space.dims[0][0]
+    # a config one knob away from the default
+    chosen = next(c for c in space.neighbours(default) if space.check(c) is None)
+    path = str(tmp_path / "log.jsonl")
+    db = Database(path)
+    db.append(Record(task=task.key, config=default, seconds=2.0))
+    db.append(Record(task=task.key, config=chosen, seconds=1.0))
+
+    def knobs(tuning_log=None, context=False):
+        module, _ = task.loop_module()
+        if context:
+            with use_tuning_log(path):
+                schedule_kernel(module, task.kernel)
+        else:
+            schedule_kernel(module, task.kernel, tuning_log)
+        attrs = kernel_of(module, task.kernel).attributes[KNOBS_ATTR].data[stage].data
+        return {k: bool(v.value.data) if isinstance(default[stage][k], bool) else v.value.data
+                for k, v in attrs.items()}
+
+    assert knobs() == default[stage]
+    assert knobs(path) == chosen[stage]
+    assert knobs(context=True) == chosen[stage]
+
+
+def test_pass_option_reads_the_log(tmp_path):
+    from strato.autotuning.task import kernel_of
+    from strato.context import make_context
+    from strato.frontends.onnx import import_onnx
+    from strato.pipeline import run_pipeline
+    from strato.transforms.schedule_default import KNOBS_ATTR
+
+    model = gemm_model(16, 32, 24)
+    (task,) = extract_tasks(model)
+    space = SearchSpace(task)
+    stage, knob, _ = space.dims[0]
+    chosen = next(
+        c for c in space.neighbours(space.default())
+        if c[stage][knob] != space.default()[stage][knob] and space.check(c) is None
+    )
+    path = str(tmp_path / "log.jsonl")
+    Database(path).append(Record(task=task.key, config=chosen, seconds=1.0))
+    imported = import_onnx(model)
+    pipeline = ("graph-default,convert-graph-to-te,te-inline-stages,convert-te-to-loops,"
+                f'schedule-default{{tuning_log="{path}"}}')
+    run_pipeline(make_context(), imported.module, pipeline)
+    attrs = kernel_of(imported.module, task.kernel).attributes[KNOBS_ATTR].data[stage].data
+    assert attrs[knob].value.data == chosen[stage][knob]

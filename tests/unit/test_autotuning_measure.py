@@ -1,0 +1,53 @@
+"""Measurement in workers: a crash, a hang, an error or a wrong result loses one candidate."""
+
+import os
+import time
+
+import numpy as np
+import pytest
+
+from strato.autotuning.measure import WorkerPool, measure
+from strato.autotuning.space import SearchSpace
+from strato.autotuning.task import extract_tasks
+from strato.autotuning.testing import gemm_model
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with WorkerPool(workers=2, timeout=60) as pool:
+        yield pool
+
+
+def test_crash_hang_and_error_lose_only_their_job(pool):
+    jobs = [
+        (abs, (-3,)),
+        (os._exit, (7,)),          # a worker that dies
+        (time.sleep, (30,)),       # a worker that hangs
+        (int, ("not a number",)),  # a job that raises
+        (max, (4, 9)),
+    ]
+    start = time.monotonic()
+    outcomes = pool.run(jobs, timeout=3)
+    assert time.monotonic() - start < 25
+    assert [o.value for o in outcomes] == [3, None, None, None, 9]
+    assert outcomes[1].error == "crashed: exit code 7"
+    assert outcomes[2].error == "timeout after 3 s"
+    assert outcomes[3].error.startswith("ValueError: invalid literal")
+    assert pool.run([(abs, (-1,))]) [0].value == 1  # replaced workers still serve
+
+
+def test_candidates_measured_checked_and_wrong_results_rejected(pool):
+    (task,) = extract_tasks(gemm_model(16, 32, 24))
+    space = SearchSpace(task)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 24)).astype(np.float32)
+    b = rng.standard_normal((24, 32)).astype(np.float32)
+    reference = [a @ b]
+    wrong = [a @ b + 1.0]
+    stage, knob, domain = space.dims[0]
+    bad = {stage: {knob: "no such value"}}
+    good, invalid = measure(pool, task, [space.default(), bad], reference, repeats=3)
+    assert good.ok and good.seconds > 0 and len(good.costs) == 3
+    assert not invalid.ok and "invalid config" in invalid.error
+    (rejected,) = measure(pool, task, [space.default()], wrong, repeats=1)
+    assert rejected.error.startswith("WrongResult: output 0 differs")
