@@ -37,6 +37,7 @@ class Record:
     name: str = ""
     flops: float = 0.0
     features_version: int = FEATURE_VERSION
+    features: list[float] | None = None
     target: str = TARGET
     timestamp: float = field(default_factory=time.time)
 
@@ -125,6 +126,21 @@ class Database:
     def best(self, task: str) -> Record | None:
         ok = [r for r in self.records(task) if r.ok]
         return min(ok, key=lambda r: r.seconds) if ok else None  # type: ignore[arg-type,return-value]
+
+    def training_data(self, exclude: str | None = None):
+        """(features, seconds, task keys) of the records carrying features of the
+        current version, failed ones at infinite time: what a cost model transfers from."""
+        import numpy as np
+
+        rows = [
+            r for r in self._records
+            if r.task != exclude and r.features and r.features_version == FEATURE_VERSION
+        ]
+        if not rows:
+            return None
+        features = np.asarray([r.features for r in rows], dtype=np.float32)
+        seconds = np.asarray([r.seconds if r.ok else np.inf for r in rows], dtype=np.float64)
+        return features, seconds, [r.task for r in rows]
 
     def tasks(self) -> list[str]:
         return sorted({r.task for r in self._records})
