@@ -506,6 +506,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_arguments(import_)
     import_.add_argument("-o", "--output", metavar="OUT.mlir", help="output file (default MODEL.mlir)")
     import_.set_defaults(handler=import_command)
+
+    from strato.autotuning.cli import add_tune_command
+
+    add_tune_command(commands, common, add_model_arguments)
     return parser
 
 

@@ -82,8 +82,9 @@ def _trials_to_best(search, space, budget):
 def test_model_search_finds_the_optimum_sooner_than_random(space):
     _cost.dims = space.dims
     guided, blind = [], []
-    for seed in range(3):
-        model = ModelSearch(space, _featurize, seed=seed, steps=30, feature_budget=10_000)
+    for seed in range(2):
+        model = ModelSearch(space, _featurize, seed=seed, steps=15, feature_budget=10_000,
+                            model=XGBCostModel(seed, rounds=25))
         guided.append(_trials_to_best(model, space, 200))
         blind.append(_trials_to_best(RandomSearch(space, seed=seed), space, 400))
     assert sum(guided) < sum(blind)

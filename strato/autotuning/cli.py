@@ -1,0 +1,68 @@
+"""`strato tune MODEL --trials N --log tuning.jsonl`: the command line of the tuner."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def add_tune_command(commands, common, add_model_arguments) -> None:
+    from strato.autotuning.tuner import SEARCHES
+
+    tune = commands.add_parser(
+        "tune", parents=[common],
+        help="autotune the schedules of MODEL's kernels into a tuning log",
+        description="Measure schedule candidates of every distinct kernel of MODEL in worker "
+        "processes, guided by an XGBoost cost model (or random/grid search), appending each "
+        "measurement to the tuning log; a run resumes from the records already there.",
+    )
+    add_model_arguments(tune)
+    tune.add_argument("--trials", type=int, default=64, help="candidates measured in all (default 64)")
+    tune.add_argument("--log", default="tuning.jsonl", help="the tuning log (JSON lines, appended)")
+    tune.add_argument("--search", choices=SEARCHES, default="xgb", help="search strategy (default xgb)")
+    tune.add_argument("--workers", type=int, default=1, help="measurement processes (default 1)")
+    tune.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate (default 60)")
+    tune.add_argument("--repeats", type=int, default=5, help="timed runs per candidate (median)")
+    tune.add_argument("--tasks", default=None, help="comma-separated substrings of task names to tune")
+    tune.set_defaults(handler=tune_command)
+
+
+def tune_command(args: argparse.Namespace) -> int:
+    from strato.autotuning.cost_model import MissingDependency
+    from strato.autotuning.tuner import tune_model
+    from strato.diagnostics import StratoError
+    from strato.tools.strato_cli import resolve_model
+
+    if args.trials < 1:
+        raise StratoError(f"--trials must be positive, got {args.trials}")
+    resolved = resolve_model(args.model, args.batch, args.seed)
+    wanted = [w for w in (args.tasks or "").split(",") if w]
+
+    def progress(p) -> None:
+        print(
+            f"\r{p.task.name}: {p.trials}/{p.budget} trials, best {p.best_gflops:.2f} GFLOP/s, "
+            f"{p.rate:.2f} meas/s, ~{p.remaining:.0f} s left",
+            end="", file=sys.stderr, flush=True,
+        )
+
+    try:
+        results = tune_model(
+            resolved.proto, args.trials, args.log, search=args.search, workers=args.workers,
+            timeout=args.timeout, repeats=args.repeats, seed=args.seed,
+            task_filter=(lambda t: any(w in t.name for w in wanted)) if wanted else None,
+            progress=progress, name=args.model.rsplit("/", 1)[-1].removesuffix(".onnx"),
+        )
+    except MissingDependency as error:
+        raise StratoError(str(error)) from None
+    print(file=sys.stderr)
+    if not results:
+        raise StratoError("no tunable kernel matched", location=args.model)
+    for r in results:
+        default = r.default_gflops
+        base = f"{default:.2f}" if default else "n/a"
+        print(
+            f"{r.task.name} [{r.task.key}]: {r.trials} trials ({r.failures} failed), "
+            f"best {r.best_gflops:.2f} GFLOP/s, default {base} GFLOP/s, {r.seconds:.1f} s"
+        )
+    print(f"log: {args.log}")
+    return 0

@@ -1,0 +1,196 @@
+"""Tuning a model: its tasks, a trial budget shared by their work, a log to resume from.
+
+    results = tune_model(onnx_model, trials=64, log="tuning.jsonl")     # XGBoost-guided
+    results = tune_model(onnx_model, trials=64, log=..., search="random")
+    strato.compile(model) inside `use_tuning_log("tuning.jsonl")` then uses the best records.
+
+Each task's first candidate is its default config (the baseline). Records already in the
+log for a task count as its trials and train the model, so a killed run resumes where it
+stopped; records of other tasks start the cost model (transfer). A failed candidate is
+recorded with its reason and the search goes on.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from strato.autotuning.database import Database, Record
+from strato.autotuning.features import kernel_features
+from strato.autotuning.measure import WorkerPool, measure, task_reference
+from strato.autotuning.search import GridSearch, ModelSearch, RandomSearch, Search
+from strato.autotuning.space import InvalidConfig, Point, SearchSpace
+from strato.autotuning.task import Task, extract_tasks
+
+SEARCHES = ("xgb", "random", "grid")
+
+
+@dataclass
+class TuneResult:
+    task: Task
+    trials: int = 0
+    best: Record | None = None
+    default: Record | None = None
+    history: list[float] = field(default_factory=list)
+    """Best GFLOP/s so far after each trial (0 until one succeeds)."""
+    failures: int = 0
+    seconds: float = 0.0
+
+    @property
+    def best_gflops(self) -> float:
+        return self.history[-1] if self.history else 0.0
+
+    @property
+    def default_gflops(self) -> float | None:
+        return self.default.gflops if self.default is not None else None
+
+
+@dataclass
+class Progress:
+    task: Task
+    trials: int
+    budget: int
+    best_gflops: float
+    rate: float
+    """Measurements per second."""
+    remaining: float
+    """Estimated seconds left for this task."""
+
+
+def make_search(name: str, space: SearchSpace, seed: int, db: Database | None) -> Search:
+    if name == "random":
+        return RandomSearch(space, seed)
+    if name == "grid":
+        return GridSearch(space, seed)
+    if name != "xgb":
+        raise ValueError(f"unknown search {name!r} (one of {', '.join(SEARCHES)})")
+
+    def featurize(point: Point) -> np.ndarray | None:
+        try:
+            _, kernel = space.schedule(space.config(point))
+        except InvalidConfig:
+            return None
+        return kernel_features(kernel)
+
+    transfer = db.training_data(exclude=space.task.key) if db is not None else None
+    return ModelSearch(space, featurize, seed=seed, transfer=transfer)
+
+
+def tune_task(
+    task: Task,
+    trials: int,
+    db: Database,
+    pool: WorkerPool,
+    search: str = "xgb",
+    batch: int = 8,
+    repeats: int = 5,
+    seed: int = 0,
+    progress: Callable[[Progress], None] | None = None,
+) -> TuneResult:
+    """Measure up to `trials` candidates of `task` in all (its earlier records included)."""
+    start = time.perf_counter()
+    space = SearchSpace(task)
+    strategy = make_search(search, space, seed, db)
+    result = TuneResult(task)
+    best_gflops = 0.0
+    default_point = space.point(space.default())
+
+    def account(record: Record, point: Point | None) -> None:
+        nonlocal best_gflops
+        result.trials += 1
+        if record.ok:
+            if result.best is None or record.seconds < result.best.seconds:  # type: ignore[operator]
+                result.best = record
+            best_gflops = max(best_gflops, record.gflops or 0.0)
+        else:
+            result.failures += 1
+        if point == default_point and result.default is None:
+            result.default = record
+        result.history.append(best_gflops)
+
+    earlier_points, earlier_costs = [], []
+    for record in db.records(task.key):
+        try:
+            point = space.point(record.config)
+        except InvalidConfig:
+            continue
+        if point in earlier_points:
+            continue
+        earlier_points.append(point)
+        earlier_costs.append(record.seconds if record.ok else None)
+        account(record, point)
+    if earlier_points:
+        strategy.update(earlier_points, earlier_costs)
+
+    reference = None
+    while result.trials < trials and not strategy.exhausted:
+        count = min(batch, trials - result.trials)
+        if default_point not in strategy.measured:
+            points = [default_point] + [
+                p for p in strategy.propose(count) if p != default_point
+            ][: count - 1]
+        else:
+            points = strategy.propose(count)
+        if not points:
+            break
+        if reference is None:
+            reference = task_reference(pool, task)
+        configs = [space.config(p) for p in points]
+        measured = measure(pool, task, configs, reference, repeats=repeats, seed=seed)
+        costs = []
+        for point, outcome in zip(points, measured, strict=True):
+            features = None
+            if isinstance(strategy, ModelSearch):
+                vector = strategy.features(point)
+                features = None if vector is None else [float(x) for x in vector]
+            record = Record(
+                task=task.key, name=task.name, config=outcome.config, seconds=outcome.seconds,
+                costs=outcome.costs, error=outcome.error, flops=task.flops, features=features,
+            )
+            db.append(record)
+            account(record, point)
+            costs.append(outcome.seconds if outcome.ok else None)
+        strategy.update(points, costs)
+        if progress is not None:
+            elapsed = time.perf_counter() - start
+            rate = result.trials / elapsed if elapsed > 0 else 0.0
+            left = (trials - result.trials) / rate if rate > 0 else 0.0
+            progress(Progress(task, result.trials, trials, best_gflops, rate, left))
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def share_trials(tasks: list[Task], trials: int, minimum: int = 1) -> list[int]:
+    """Split a trial budget across tasks by their share of the model's work."""
+    work = [max(t.flops * t.weight, 1.0) for t in tasks]
+    total = sum(work)
+    return [max(minimum, round(trials * w / total)) for w in work]
+
+
+def tune_model(
+    model,
+    trials: int,
+    log: str,
+    search: str = "xgb",
+    workers: int = 1,
+    timeout: float = 60.0,
+    batch: int = 8,
+    repeats: int = 5,
+    seed: int = 0,
+    task_filter: Callable[[Task], bool] | None = None,
+    progress: Callable[[Progress], None] | None = None,
+    name: str = "model",
+) -> list[TuneResult]:
+    """Tune every task of `model` (see the module docstring)."""
+    tasks = [t for t in extract_tasks(model, name) if task_filter is None or task_filter(t)]
+    db = Database(log)
+    results = []
+    with WorkerPool(workers, timeout) as pool:
+        for task, budget in zip(tasks, share_trials(tasks, trials), strict=True):
+            results.append(
+                tune_task(task, budget, db, pool, search, batch, repeats, seed, progress)
+            )
+    return results

@@ -1,0 +1,82 @@
+"""The tuner end to end: resumable logs, the CLI, kill and resume, tuned compilation."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnx
+
+from strato.autotuning.database import Database
+from strato.autotuning.hook import use_tuning_log
+from strato.autotuning.testing import gemm_model
+from strato.autotuning.tuner import share_trials, tune_model
+from strato.autotuning.task import extract_tasks
+
+
+def test_tune_resume_and_compile_with_the_log(tmp_path):
+    import strato
+
+    model = gemm_model(16, 32, 24)
+    log = str(tmp_path / "log.jsonl")
+    (first,) = tune_model(model, trials=4, log=log, search="random", repeats=2, batch=4)
+    assert first.trials == 4 and first.default is not None and first.default.ok
+    assert first.best is not None and first.best_gflops >= first.default_gflops
+    assert first.history == sorted(first.history)
+    (second,) = tune_model(model, trials=6, log=log, search="random", repeats=2, batch=4)
+    assert second.trials == 6
+    db = Database(log)
+    assert len(db.records()) == 6 and db.problems == []
+    assert len({str(r.config) for r in db.records()}) == 6
+    a = np.ones((16, 24), np.float32)
+    b = np.arange(24 * 32, dtype=np.float32).reshape(24, 32) / 100
+    with use_tuning_log(log):
+        compiled = strato.compile(model)
+    np.testing.assert_allclose(compiled(a, b)[0], a @ b, rtol=1e-4)
+
+
+def test_share_trials_follows_the_work():
+    small, large = extract_tasks(gemm_model(8, 16, 8))[0], extract_tasks(gemm_model(32))[0]
+    assert share_trials([large, small], 40) == [
+        round(40 * large.flops / (large.flops + small.flops)),
+        max(1, round(40 * small.flops / (large.flops + small.flops))),
+    ]
+
+
+def _cli(*args):
+    return [sys.executable, "-m", "strato.tools.strato_cli", "tune", *args]
+
+
+def test_cli_killed_run_resumes_losing_nothing(tmp_path):
+    path = tmp_path / "g.onnx"
+    onnx.save(gemm_model(16, 32, 24), path)
+    log = tmp_path / "log.jsonl"
+    args = [str(path), "--log", str(log), "--search", "random", "--repeats", "1"]
+    process = subprocess.Popen(_cli(*args, "--trials", "200"), stderr=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_bytes().count(b"\n") >= 3:
+            break
+        time.sleep(0.2)
+    os.killpg(process.pid, signal.SIGKILL)  # the parent and its workers
+    process.wait()
+    before = Database(str(log))
+    kept = len(before.records())
+    assert kept >= 3
+    assert all(n == len(log.read_bytes().split(b"\n")) for n, _ in before.problems)  # torn tail only
+    done = subprocess.run(_cli(*args, "--trials", str(kept + 2)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert f"{kept + 2} trials" in done.stdout
+    after = Database(str(log))
+    assert len(after.records()) == kept + 2
+    assert len({str(r.config) for r in after.records()}) == kept + 2
+
+
+def test_cli_errors_are_one_line(tmp_path):
+    done = subprocess.run(_cli(str(tmp_path / "missing.onnx"), "--trials", "2"),
+                          capture_output=True, text=True)
+    assert done.returncode == 1
+    assert done.stderr.strip().count("\n") == 0 and "error" in done.stderr
