@@ -16,8 +16,12 @@ from hypothesis import strategies as st
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from strato.dialects.tensor_types import numpy_dtype
 
 from strato.dialects import graph
+from strato.testing.op_generators import ALL_GRAPH_OPS, OP_GENERATORS, ProgramBuilder
 
 DIM = st.integers(min_value=1, max_value=5)
 
@@ -26,10 +30,54 @@ DIM = st.integers(min_value=1, max_value=5)
 class GraphProgram:
     module: ModuleOp
     input_shapes: list[tuple[int, ...]]
+    input_dtypes: list[np.dtype] | None = None
+    """The numpy dtype of each input (float32 for all when None)."""
+
+    def _dtypes(self) -> list[np.dtype]:
+        return self.input_dtypes or [np.dtype(np.float32)] * len(self.input_shapes)
 
     def random_inputs(self, seed: int) -> list[np.ndarray]:
+        """Standard-normal floats (random booleans, small integers)."""
         rng = np.random.default_rng(seed)
-        return [rng.standard_normal(s).astype(np.float32) for s in self.input_shapes]
+        return [random_array(rng, s, d) for s, d in zip(self.input_shapes, self._dtypes())]
+
+    def edge_inputs(self, seed: int, nonfinite: bool = True) -> list[np.ndarray]:
+        """Inputs mixing edge values into random ones: zeros, negatives, +-1, large
+        magnitudes, NaN and +-Inf (floats, when `nonfinite`), the extremes of integers."""
+        rng = np.random.default_rng(seed)
+        return [
+            edge_array(rng, s, d, nonfinite) for s, d in zip(self.input_shapes, self._dtypes())
+        ]
+
+
+def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.integers(0, 2, shape).astype(bool)
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(-8, 9, shape).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def edge_array(
+    rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, nonfinite: bool = True
+) -> np.ndarray:
+    """A random array with about half its elements replaced by edge values."""
+    dtype = np.dtype(dtype)
+    array = random_array(rng, shape, dtype)
+    if dtype == np.bool_:
+        return array
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        edges = np.array([0, -1, 1, info.min, info.max, info.min + 1, info.max - 1], dtype)
+    else:
+        values = [0.0, -0.0, -1.0, 1.0, 0.5, -2.5, 1e4, -1e4, 1e-30]
+        if nonfinite:
+            values += [np.nan, np.inf, -np.inf]
+        edges = np.array(values, dtype)
+    mask = rng.random(shape) < 0.5
+    picks = edges[rng.integers(0, len(edges), shape)]
+    return np.where(mask, picks, array).astype(dtype)
 
 
 def _shape_of(value: SSAValue) -> tuple[int, ...]:
@@ -38,7 +86,10 @@ def _shape_of(value: SSAValue) -> tuple[int, ...]:
 
 
 GRAPH_OP_KINDS = ("add", "mul", "relu", "dense", "matmul", "transpose")
-"""The op kinds `graph_programs` draws by default."""
+"""The six op kinds of the first generator (short names; still accepted as kinds)."""
+
+ALL_KINDS: tuple[str, ...] = ALL_GRAPH_OPS
+"""Every registered graph op, by op name: what `graph_programs` draws by default."""
 
 INFERENCE_OP_KINDS = (
     *GRAPH_OP_KINDS,
@@ -58,8 +109,12 @@ vectors added to dense and matmul results."""
 
 @st.composite
 def graph_programs(
-    draw: st.DrawFn, max_ops: int = 5, kinds: Sequence[str] = GRAPH_OP_KINDS
+    draw: st.DrawFn, max_ops: int = 5, kinds: Sequence[str] = ALL_KINDS
 ) -> GraphProgram:
+    """A program of 1..`max_ops` ops drawn from `kinds`: op names of registered graph
+    ops (see `strato.testing.op_generators`) or the short kinds of GRAPH_OP_KINDS and
+    INFERENCE_OP_KINDS. Ops with a generator may add function arguments of their own
+    (integer or boolean ones too, see `GraphProgram.input_dtypes`)."""
     rank = draw(st.integers(min_value=1, max_value=3))
     base_shape = tuple(draw(st.lists(DIM, min_size=rank, max_size=rank)))
     input_shapes = [base_shape]
@@ -82,6 +137,16 @@ def graph_programs(
             # an all-constant operand, so that constant subgraphs occur
             x = constant(shape)
         kind = draw(st.sampled_from(list(kinds)))
+        if kind in OP_GENERATORS:
+            builder = ProgramBuilder(draw, block, rng, values)
+            try:
+                drawn = OP_GENERATORS[kind](builder)
+            except (ValueError, TypeError, IndexError, ZeroDivisionError, VerifyException):
+                drawn = None  # operands the drawer cannot use: a relu instead
+            op = drawn if drawn is not None else graph.ReluOp(builder.float_value())
+            block.add_op(op)
+            values.extend(op.results)
+            continue
         if kind in ("add", "mul"):
             partners = [v for v in values if graph.broadcast_shapes(shape, _shape_of(v))]
             if draw(st.booleans()) or not partners:
@@ -109,12 +174,11 @@ def graph_programs(
 
     result = values[-1]
     block.add_op(func.ReturnOp(result))
-    function = func.FuncOp(
-        "main",
-        ([TensorType(f32, s) for s in input_shapes], [result.type]),
-        Region(block),
-    )
-    return GraphProgram(ModuleOp([function]), input_shapes)
+    arg_types = [arg.type for arg in block.args]
+    function = func.FuncOp("main", (arg_types, [result.type]), Region(block))
+    shapes = [_shape_of(arg) for arg in block.args]
+    dtypes = [numpy_dtype(t.element_type) for t in arg_types]  # type: ignore[attr-defined]
+    return GraphProgram(ModuleOp([function]), shapes, dtypes)
 
 
 def _batch_norm_params(
