@@ -24,6 +24,8 @@ def add_tune_command(commands, common, add_model_arguments) -> None:
     tune.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate (default 60)")
     tune.add_argument("--repeats", type=int, default=5, help="timed runs per candidate (median)")
     tune.add_argument("--tasks", default=None, help="comma-separated substrings of task names to tune")
+    tune.add_argument("--dask", metavar="ADDRESS", default=None,
+                      help="measure on the Dask cluster whose scheduler is at ADDRESS")
     tune.set_defaults(handler=tune_command)
 
 
@@ -50,10 +52,13 @@ def tune_command(args: argparse.Namespace) -> int:
             resolved.proto, args.trials, args.log, search=args.search, workers=args.workers,
             timeout=args.timeout, repeats=args.repeats, seed=args.seed,
             task_filter=(lambda t: any(w in t.name for w in wanted)) if wanted else None,
-            progress=progress, name=args.model.rsplit("/", 1)[-1].removesuffix(".onnx"),
+            progress=progress, dask=args.dask, name=args.model.rsplit("/", 1)[-1].removesuffix(".onnx"),
         )
     except MissingDependency as error:
         raise StratoError(str(error)) from None
+    except (OSError, TimeoutError) as error:  # an unwritable log, an unreachable scheduler
+        where = args.dask if args.dask and not isinstance(error, PermissionError) else args.log
+        raise StratoError(" ".join(str(error).split()) or type(error).__name__, location=where) from None
     print(file=sys.stderr)
     if not results:
         raise StratoError("no tunable kernel matched", location=args.model)

@@ -60,7 +60,15 @@ class _Worker:
     def __init__(self, context) -> None:
         self.conn, child = context.Pipe()
         self.process = context.Process(target=_worker_main, args=(child,), daemon=True)
-        self.process.start()
+        # A Dask worker is a daemonic process, which multiprocessing forbids to start
+        # children; ours exit by themselves when their pipe closes, so allow them.
+        config = multiprocessing.current_process()._config  # type: ignore[attr-defined]
+        daemonic = config.get("daemon", False)
+        config["daemon"] = False
+        try:
+            self.process.start()
+        finally:
+            config["daemon"] = daemonic
         child.close()
         self.job: int | None = None
         self.deadline = 0.0
@@ -264,3 +272,72 @@ def task_reference(pool: WorkerPool, task: Task, seed: int = 0) -> list[np.ndarr
     if outcome.error is not None:
         raise RuntimeError(f"{task.name}: the reference could not be computed: {outcome.error}")
     return outcome.value
+
+
+# -- Dask ------------------------------------------------------------------------------------
+
+_LOCAL = None
+
+
+def _dask_job(job: Job, timeout: float) -> Outcome:
+    """Run on a Dask worker: the job in a local worker process of that machine, so a crash
+    or a hang loses the job, not the Dask worker."""
+    import threading
+
+    global _LOCAL
+    if _LOCAL is None:
+        _LOCAL = threading.local()
+    pool = getattr(_LOCAL, "pool", None)
+    if pool is None:
+        pool = _LOCAL.pool = WorkerPool(1, timeout)
+    return pool.run([job], timeout)[0]
+
+
+class DaskPool:
+    """The `WorkerPool` interface on a dask.distributed cluster (a scheduler address or a
+    `distributed.Client`). Each job runs in a worker process that its Dask worker starts,
+    with the same timeout and crash isolation as the local pool."""
+
+    def __init__(self, cluster, timeout: float = 60.0) -> None:
+        try:
+            from distributed import Client
+        except ImportError:
+            from strato.autotuning.cost_model import MissingDependency
+
+            raise MissingDependency(
+                "measuring on Dask needs dask.distributed: pip install 'strato[tune]'"
+            ) from None
+        self._owned = not isinstance(cluster, Client)
+        self.client = Client(cluster) if self._owned else cluster
+        self.timeout = timeout
+
+    def __enter__(self) -> DaskPool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._owned:
+            self.client.close()
+
+    def run(self, jobs: Sequence[Job], timeout: float | None = None) -> list[Outcome]:
+        from distributed import wait as dask_wait
+
+        limit = self.timeout if timeout is None else timeout
+        futures = [self.client.submit(_dask_job, job, limit, pure=False) for job in jobs]
+        slots = max(1, sum(self.client.nthreads().values()))
+        # a job's own timeout is enforced on its worker; this bounds a lost Dask worker
+        overall = (limit + 120) * (len(jobs) // slots + 1)
+        dask_wait(futures, timeout=overall, return_when="ALL_COMPLETED")
+        outcomes = []
+        for future in futures:
+            if future.status == "finished":
+                outcomes.append(future.result())
+            elif future.status == "error":
+                outcomes.append(Outcome(None, f"dask: {type(future.exception()).__name__}: "
+                                              f"{future.exception()}"[:300]))
+            else:
+                future.cancel()
+                outcomes.append(Outcome(None, f"dask: no answer within {overall:g} s"))
+        return outcomes

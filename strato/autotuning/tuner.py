@@ -20,7 +20,7 @@ import numpy as np
 
 from strato.autotuning.database import Database, Record
 from strato.autotuning.features import kernel_features
-from strato.autotuning.measure import WorkerPool, measure, task_reference
+from strato.autotuning.measure import DaskPool, WorkerPool, measure, task_reference
 from strato.autotuning.search import GridSearch, ModelSearch, RandomSearch, Search
 from strato.autotuning.space import InvalidConfig, Point, SearchSpace
 from strato.autotuning.task import Task, extract_tasks
@@ -183,12 +183,15 @@ def tune_model(
     task_filter: Callable[[Task], bool] | None = None,
     progress: Callable[[Progress], None] | None = None,
     name: str = "model",
+    dask=None,
 ) -> list[TuneResult]:
-    """Tune every task of `model` (see the module docstring)."""
+    """Tune every task of `model` (see the module docstring); `dask`: a scheduler address
+    or a `distributed.Client` to measure on instead of local worker processes."""
     tasks = [t for t in extract_tasks(model, name) if task_filter is None or task_filter(t)]
     db = Database(log)
     results = []
-    with WorkerPool(workers, timeout) as pool:
+    pool_of = WorkerPool(workers, timeout) if dask is None else DaskPool(dask, timeout)
+    with pool_of as pool:
         for task, budget in zip(tasks, share_trials(tasks, trials), strict=True):
             results.append(
                 tune_task(task, budget, db, pool, search, batch, repeats, seed, progress)

@@ -1,0 +1,108 @@
+"""Autotuning: XGBoost-guided search against random search with equal trials.
+
+    python benchmarks/tuning.py                       # GEMM 512^3 and ResNet-18 C6, 32 trials
+    python benchmarks/tuning.py --trials 64 --seeds 3 --workloads GEMM C2 C6
+
+For each workload (one ONNX node, a tuning task of its own) and seed, the tuner runs
+twice with the same trial budget, each into its own fresh log: guided by the cost model
+(`xgb`) and by random search. Both measure the default knobs first, so "default" is the
+template's untuned kernel measured in the same run. Printed per run: best GFLOP/s, the
+default's, trials needed to reach 95% of the best found by either search, and wall time;
+then the feature extractor's speed on scheduled kernels of the workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import tempfile
+import time
+
+from strato.autotuning.features import kernel_features
+from strato.autotuning.space import SearchSpace
+from strato.autotuning.task import extract_tasks
+from strato.autotuning.testing import conv_model, gemm_model
+from strato.autotuning.tuner import tune_model
+
+CONV_LAYERS = {
+    "C2": (56, 64, 64, 3, 1),
+    "C6": (28, 128, 128, 3, 1),
+    "C7": (28, 128, 256, 3, 2),
+    "C8": (28, 128, 256, 1, 2),
+    "C9": (14, 256, 256, 3, 1),
+}
+
+
+def workload(name: str):
+    if name == "GEMM":
+        return gemm_model(512)
+    return conv_model(*CONV_LAYERS[name])
+
+
+def trials_to(history: list[float], target: float) -> int | None:
+    for trial, best in enumerate(history, start=1):
+        if best >= target:
+            return trial
+    return None
+
+
+def feature_speed(model, count: int = 20) -> tuple[float, float]:
+    """(kernels featurized per second, schedules applied per second) on random configs."""
+    task = extract_tasks(model)[0]
+    space = SearchSpace(task)
+    rng = random.Random(0)
+    start = time.perf_counter()
+    kernels = [space.schedule(space.sample(rng))[1] for _ in range(count)]
+    schedule_rate = count / (time.perf_counter() - start)
+    start = time.perf_counter()
+    for kernel in kernels:
+        kernel_features(kernel)
+    return count / (time.perf_counter() - start), schedule_rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workloads", nargs="+", default=["GEMM", "C6"])
+    parser.add_argument("--trials", type=int, default=32)
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    print(f"trials {args.trials}, seeds {args.seeds}, repeats {args.repeats}, cpus {os.cpu_count()}")
+    with tempfile.TemporaryDirectory() as scratch:
+        for name in args.workloads:
+            model = workload(name)
+            runs: dict[str, list] = {"xgb": [], "random": []}
+            for seed in range(args.seeds):
+                for search in runs:
+                    log = os.path.join(scratch, f"{name}-{search}-{seed}.jsonl")
+                    (result,) = tune_model(
+                        model, args.trials, log, search=search, workers=args.workers,
+                        repeats=args.repeats, seed=seed, name=name,
+                    )
+                    runs[search].append(result)
+            best = max(r.best_gflops for rs in runs.values() for r in rs)
+            print(f"\n{name}: space of {SearchSpace(runs['xgb'][0].task).size} configs, "
+                  f"best found {best:.2f} GFLOP/s")
+            for search, results in runs.items():
+                for seed, r in enumerate(results):
+                    reach = trials_to(r.history, 0.95 * best)
+                    default = r.default_gflops or 0.0
+                    print(
+                        f"  {search:6s} seed {seed}: best {r.best_gflops:7.2f} GFLOP/s "
+                        f"(default knobs {default:7.2f}, x{r.best_gflops / default if default else 0:.2f}), "
+                        f"95% of best at trial {reach if reach else '-'}, "
+                        f"{r.failures} failed, {r.seconds:.0f} s"
+                    )
+            for search, results in runs.items():
+                reached = [trials_to(r.history, 0.95 * best) or args.trials + 1 for r in results]
+                print(f"  {search:6s} mean trials to 95%: {statistics.mean(reached):.1f} "
+                      f"(a run that never reached it counts {args.trials + 1})")
+            features, schedules = feature_speed(model)
+            print(f"  features: {features:.0f} kernels/s; applying a config: {schedules:.1f}/s")
+
+
+if __name__ == "__main__":
+    main()
