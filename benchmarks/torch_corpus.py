@@ -511,12 +511,17 @@ def main(argv: list[str] | None = None) -> int:
         for exporter in exporters:
             result = run_isolated(name, exporter, args)
             results.append(result)
-            print(f"  {name} / {exporter}: {status_text(result)}", file=sys.stderr, flush=True)
+            print(
+                f"  {name} / {exporter}: strato {result.strato_ms} ms, onnxruntime "
+                f"{result.onnxruntime_ms} ms: {status_text(result)}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if args.json:  # after every case, so an interrupted run keeps what it measured
+                Path(args.json).write_text(
+                    json.dumps([asdict(r) | {"ratio": r.ratio} for r in results], indent=1)
+                )
     print_table(results, args.width)
-    if args.json:
-        Path(args.json).write_text(
-            json.dumps([asdict(r) | {"ratio": r.ratio} for r in results], indent=1)
-        )
     return 0
 
 
