@@ -10,7 +10,8 @@ the reason (`crashed: exit code -11`, `timeout after 30 s`) and the other jobs g
 candidate's worker rebuilds the IR itself from the task's model and the config, compiles
 it, runs it on inputs drawn from a fixed seed, checks the outputs against the reference
 (the task's model compiled without a schedule, computed once per task in a worker too)
-and times `repeats` calls after a warm-up; the result is their median in seconds.
+and times `repeats` calls after a warm-up (CPU time of the worker's thread); the result
+is their median in seconds.
 """
 
 from __future__ import annotations
@@ -238,11 +239,13 @@ def run_candidate(
         error = float(np.max(np.abs(np.asarray(ours) - expected))) / scale if expected.size else 0.0
         if not error <= rtol:
             raise WrongResult(f"output {index} differs from the reference by {error:.3g} (relative)")
+    # CPU time of this thread: kernels run on the calling thread (parallel loops are
+    # lowered serially), and on a shared machine wall time would count others' work.
     costs = []
     for _ in range(max(1, repeats)):
-        start = time.perf_counter()
+        start = time.thread_time()
         model(*inputs)
-        costs.append(time.perf_counter() - start)
+        costs.append(time.thread_time() - start)
     return costs
 
 

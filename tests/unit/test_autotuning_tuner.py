@@ -16,7 +16,7 @@ from strato.autotuning.tuner import share_trials, tune_model
 from strato.autotuning.task import extract_tasks
 
 
-def test_tune_resume_and_compile_with_the_log(tmp_path):
+def test_tune_and_compile_with_the_log(tmp_path):
     import strato
 
     model = gemm_model(16, 32, 24)
@@ -25,11 +25,10 @@ def test_tune_resume_and_compile_with_the_log(tmp_path):
     assert first.trials == 4 and first.default is not None and first.default.ok
     assert first.best is not None and first.best_gflops >= first.default_gflops
     assert first.history == sorted(first.history)
-    (second,) = tune_model(model, trials=6, log=log, search="random", repeats=2, batch=4)
-    assert second.trials == 6
     db = Database(log)
-    assert len(db.records()) == 6 and db.problems == []
-    assert len({str(r.config) for r in db.records()}) == 6
+    assert len(db.records()) == 4 and db.problems == []
+    assert len({str(r.config) for r in db.records()}) == 4
+    assert {r.task for r in db.records()} == {first.task.key}
     a = np.ones((16, 24), np.float32)
     b = np.arange(24 * 32, dtype=np.float32).reshape(24, 32) / 100
     with use_tuning_log(log):
