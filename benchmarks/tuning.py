@@ -69,7 +69,9 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--plot", metavar="OUT.png", help="best-so-far against trials (matplotlib)")
     args = parser.parse_args()
+    curves: list[tuple[str, str, int, list[float]]] = []
     print(f"trials {args.trials}, seeds {args.seeds}, repeats {args.repeats}, cpus {os.cpu_count()}")
     with tempfile.TemporaryDirectory() as scratch:
         for name in args.workloads:
@@ -97,11 +99,36 @@ def main() -> None:
                         f"{r.failures} failed, {r.seconds:.0f} s"
                     )
             for search, results in runs.items():
+                curves += [(name, search, seed, r.history) for seed, r in enumerate(results)]
                 reached = [trials_to(r.history, 0.95 * best) or args.trials + 1 for r in results]
                 print(f"  {search:6s} mean trials to 95%: {statistics.mean(reached):.1f} "
                       f"(a run that never reached it counts {args.trials + 1})")
             features, schedules = feature_speed(model)
             print(f"  features: {features:.0f} kernels/s; applying a config: {schedules:.1f}/s")
+    if args.plot:
+        plot(curves, args.plot)
+
+
+def plot(curves, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys(c[0] for c in curves))
+    figure, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4), squeeze=False)
+    for axis, name in zip(axes[0], names, strict=True):
+        for _, search, seed, history in (c for c in curves if c[0] == name):
+            axis.plot(range(1, len(history) + 1), history,
+                      color="tab:blue" if search == "xgb" else "tab:orange",
+                      label=f"{search} seed {seed}", alpha=0.8)
+        axis.set_title(name)
+        axis.set_xlabel("trials")
+        axis.set_ylabel("best GFLOP/s so far")
+        axis.legend(fontsize="small")
+    figure.tight_layout()
+    figure.savefig(path)
+    print(f"plot: {path}")
 
 
 if __name__ == "__main__":
