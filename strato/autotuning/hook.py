@@ -53,4 +53,17 @@ def kernel_knobs(module: ModuleOp, name: str, tuning_log: str | None = None) -> 
     from strato.autotuning.task import kernel_key, kernel_of
 
     best = Database.cached(path).best(kernel_key(kernel_of(module, name)))
-    return best.config if best is not None else {}
+    if best is None:
+        return {}
+    # a record written for other templates keeps only the knob values that still apply
+    from strato.autotuning.task import stage_spaces
+
+    chosen: Config = {}
+    for space in stage_spaces(module, name):
+        recorded = best.config.get(space.stage, {})
+        chosen[space.stage] = {
+            knob: recorded[knob]
+            for knob, domain, _ in space.knobs
+            if knob in recorded and recorded[knob] in domain
+        }
+    return chosen

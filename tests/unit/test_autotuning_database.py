@@ -102,3 +102,17 @@ def test_pass_option_reads_the_log(tmp_path):
     run_pipeline(make_context(), imported.module, pipeline)
     attrs = kernel_of(imported.module, task.kernel).attributes[KNOBS_ATTR].data[stage].data
     assert attrs[knob].value.data == chosen[stage][knob]
+
+
+def test_stale_record_keeps_only_knob_values_that_still_apply(tmp_path):
+    from strato.autotuning.hook import kernel_knobs
+
+    (task,) = extract_tasks(gemm_model(16, 32, 24))
+    space = SearchSpace(task)
+    stage, knob, domain = space.dims[0]
+    _, other, other_domain = space.dims[1]
+    stale = {stage: {knob: "gone", other: other_domain[0], "removed_knob": 3}}
+    path = str(tmp_path / "log.jsonl")
+    Database(path).append(Record(task=task.key, config=stale, seconds=1.0))
+    module, _ = task.loop_module()
+    assert kernel_knobs(module, task.kernel, path) == {stage: {other: other_domain[0]}}
