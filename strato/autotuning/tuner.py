@@ -137,7 +137,7 @@ def tune_task(
         if not points:
             break
         if reference is None:
-            reference = task_reference(pool, task)
+            reference = task_reference(pool, task, seed)
         configs = [space.config(p) for p in points]
         measured = measure(pool, task, configs, reference, repeats=repeats, seed=seed)
         costs = []
