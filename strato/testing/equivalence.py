@@ -128,7 +128,12 @@ def random_inputs(
     return arrays
 
 
-_LEVELS = ("graph", "te", "loop")
+def make_inputs(
+    module: ModuleOp, n: int, seed: int = 0, function: str | None = None
+) -> list[list[np.ndarray]]:
+    """`n` inputs for the entry function of `module`: odd ones with edge values."""
+    types = input_types(module, function)
+    return [random_inputs(types, seed + k, edge=k % 2 == 1) for k in range(n)]
 
 
 def level_of(module: ModuleOp) -> str:
@@ -167,7 +172,12 @@ def interpret(module: ModuleOp, inputs: Sequence[np.ndarray], function: str | No
     except Exception as err:
         if "interpreter cannot run" in str(err):
             op = getattr(err, "op", None)
-            name = op.name if op is not None else str(err).split("'")[1]
+            if op is not None and hasattr(op, "op_name"):
+                name = op.op_name.data  # an op of an unregistered dialect
+            elif op is not None:
+                name = op.name
+            else:
+                name = str(err).split("'")[1]
             raise Unsupported([name], f"{level} interpreter") from None
         raise
     raise Unsupported([f"{level}-level IR"], "llvm IR is run through the JIT, not checked here")
@@ -228,10 +238,13 @@ def check_pipeline(
     report = Report()
     labels = list(labels) if labels is not None else [p.name for p in passes]
     if inputs is None:
-        types = input_types(module, function)
-        inputs = [random_inputs(types, seed + k, edge=k % 2 == 1) for k in range(n_inputs)]
+        try:
+            inputs = make_inputs(module, n_inputs, seed, function)
+        except Unsupported as err:
+            report.unsupported = err
+            return report
     try:
-        expected = [_run(module, x, function) for x in inputs]
+        expected = run_all(module, inputs, function)
     except Unsupported as err:
         report.unsupported = err
         return report
@@ -243,22 +256,45 @@ def check_pipeline(
             apply(pass_, module)
         report.passes_checked.append(labels[index])
         try:
-            actual = [_run(module, x, function) for x in inputs]
+            actual = run_all(module, inputs, function)
         except Unsupported as err:
             report.unsupported = Unsupported(err.ops, f"{err.stage}, after {labels[index]}")
             return report
-        for x, e, a in zip(inputs, expected, actual):
-            if isinstance(e, str) or isinstance(a, str):
-                if isinstance(e, str) and isinstance(a, str):
-                    continue  # failing before and after
-                if isinstance(e, str):
-                    continue  # a pass may make a failing program run
-                reason = f"the program fails after the pass: {a}"
-                report.difference = Difference(labels[index], index, list(x), e, None, before, ir_text(module), reason)
-                return report
-            reason = compare(e, a, rtol, atol)
-            if reason is not None:
-                report.difference = Difference(labels[index], index, list(x), e, a, before, ir_text(module), reason)
-                return report
+        found = first_difference(inputs, expected, actual, rtol, atol)
+        if found is not None:
+            x, e, a, reason = found
+            report.difference = Difference(labels[index], index, x, e, a, before, ir_text(module), reason)
+            return report
         expected = actual
     return report
+
+
+Outcome = list[np.ndarray] | str
+"""The results of a run, or the error it raised."""
+
+
+def run_all(
+    module: ModuleOp, inputs: Sequence[Sequence[np.ndarray]], function: str | None = None
+) -> list[Outcome]:
+    """`module` run on each of `inputs`; Unsupported when it cannot be interpreted."""
+    return [_run(module, x, function) for x in inputs]
+
+
+def first_difference(
+    inputs: Sequence[Sequence[np.ndarray]],
+    expected: Sequence[Outcome],
+    actual: Sequence[Outcome],
+    rtol: float,
+    atol: float,
+) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray] | None, str] | None:
+    """The first input on which `actual` differs from `expected`: the input, both
+    results and why. A program that failed before the pass may do anything after it."""
+    for x, e, a in zip(inputs, expected, actual):
+        if isinstance(e, str):
+            continue
+        if isinstance(a, str):
+            return list(x), e, None, f"the program fails after the pass: {a}"
+        reason = compare(e, a, rtol, atol)
+        if reason is not None:
+            return list(x), e, a, reason
+    return None

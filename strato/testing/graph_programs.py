@@ -33,6 +33,11 @@ class GraphProgram:
     input_dtypes: list[np.dtype] | None = None
     """The numpy dtype of each input (float32 for all when None)."""
 
+    def __repr__(self) -> str:
+        from strato.testing.equivalence import ir_text
+
+        return f"GraphProgram(input_shapes={self.input_shapes}):\n{ir_text(self.module)}"
+
     def _dtypes(self) -> list[np.dtype]:
         return self.input_dtypes or [np.dtype(np.float32)] * len(self.input_shapes)
 

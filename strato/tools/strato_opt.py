@@ -238,6 +238,23 @@ def _options_of(cls: type) -> str:
     )
 
 
+def _positive_int(text: str) -> int:
+    value = _non_negative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a number >= 1, got 0")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got '{text}'") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text}")
+    return value
+
+
 def _summary(cls: type) -> str:
     """The first sentence of a class docstring, over as many lines as it takes
     (dataclasses invent a docstring from the signature: no description then)."""
@@ -432,6 +449,46 @@ class StratoOptMain(xDSLOptMain):
             "--mlir-print-ir-after-failure",
             action="store_true",
             help="dump the IR a failing pass leaves behind (to stderr)",
+        )
+        add(
+            "--print-ir-diff",
+            action="store_true",
+            help="after each pass that changed the IR, a unified diff against the IR "
+            "before it (to stderr)",
+        )
+        add(
+            "--check-equivalence",
+            nargs="?",
+            const=8,
+            type=_positive_int,
+            metavar="N",
+            help="interpret the IR before and after each pass on the same N random inputs "
+            "(default 8, half with edge values) and report the first pass that changes a "
+            "result (exit 1)",
+        )
+        add(
+            "--rtol",
+            type=_non_negative_float,
+            default=1e-4,
+            metavar="X",
+            help="relative tolerance of --check-equivalence on floats (default 1e-4; "
+            "integers compare exactly)",
+        )
+        add(
+            "--atol",
+            type=_non_negative_float,
+            default=1e-5,
+            metavar="X",
+            help="absolute tolerance of --check-equivalence on floats (default 1e-5)",
+        )
+        add(
+            "--reduce",
+            nargs="?",
+            const="",
+            metavar="FILE",
+            help="with --check-equivalence: shrink a program a pass changes to a minimal "
+            "one that still shows the difference, written as a lit test to FILE "
+            "(default: INPUT.reduced.mlir)",
         )
         add(
             "--time-passes",
@@ -792,12 +849,18 @@ class StratoOptMain(xDSLOptMain):
                 raise ChunkFailure(Diagnostic("error", text, location)) from None
 
     def apply_passes(self, prog: ModuleOp) -> None:
+        checker = (
+            None if self.args.check_equivalence is None else _EquivalenceCheck(self, prog)
+        )
         for pass_, label in zip(self.pipeline.passes, self.pipeline_labels):
             if self.args.print_ir_before_all:
                 self.dump_ir(f"Before {pass_.name}", prog)
             if pass_.name.startswith("graph-"):
                 self._check_graph_functions(prog, pass_.name)
-            before = self._ir_text(prog) if self.args.print_ir_after_change else None
+            diffing = self.args.print_ir_diff or checker is not None
+            before = (
+                self._ir_text(prog) if self.args.print_ir_after_change or diffing else None
+            )
             try:
                 with self._timed(label):
                     self._run_stage(
@@ -808,10 +871,17 @@ class StratoOptMain(xDSLOptMain):
                 if self.args.print_ir_after_failure:
                     self.dump_ir(f"After {pass_.name} Failed", prog)
                 raise
+            after = None if before is None else self._ir_text(prog)
             if self.args.print_ir_after_all:
                 self.dump_ir(f"After {pass_.name}", prog)
-            elif before is not None and self._ir_text(prog) != before:
+            elif self.args.print_ir_after_change and after != before:
                 self.dump_ir(f"After {pass_.name}", prog)
+            if self.args.print_ir_diff and after != before:
+                assert before is not None and after is not None
+                self.diff_ir(label, before, after)
+            if checker is not None:
+                assert before is not None
+                checker.after(label, pass_, before, prog)
 
     def _check_graph_functions(self, prog: ModuleOp, pass_name: str) -> None:
         """Graph-level passes take functions of one block: graph ops have no control
@@ -890,8 +960,110 @@ class StratoOptMain(xDSLOptMain):
         stream.write("\n\n")
         stream.flush()
 
+    def diff_ir(self, label: str, before: str, after: str) -> None:
+        """A unified diff of the IR a pass changed, on stderr."""
+        sys.stdout.flush()
+        lines = difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"before {label}",
+            tofile=f"after {label}",
+        )
+        for line in lines:
+            sys.stderr.write(line if line.endswith("\n") else line + "\n")
+        sys.stderr.flush()
+
     def _timed(self, label: str) -> AbstractContextManager[None]:
         return nullcontext() if self.timer is None else self.timer.time(label)
+
+
+class _EquivalenceCheck:
+    """--check-equivalence: the results of the IR before the pipeline on N inputs, then
+    after each pass; the first pass that changes one stops the chunk with a diagnostic
+    (and the details on stderr). IR the interpreters cannot run ends the check with a
+    warning naming the ops."""
+
+    def __init__(self, main: StratoOptMain, prog: ModuleOp):
+        try:
+            from strato.testing import equivalence
+        except ImportError as err:
+            raise UsageError(f"--check-equivalence: {err}") from None
+        self.eq = equivalence
+        self.main = main
+        self.args = main.args
+        self.original = prog.clone()
+        self.passes: list[ModulePass] = []
+        self.stopped = False
+        try:
+            self.inputs = equivalence.make_inputs(prog, self.args.check_equivalence)
+            self.expected = equivalence.run_all(prog, self.inputs)
+        except equivalence.Unsupported as err:
+            self._stop(f"cannot check equivalence: {err}")
+
+    def _stop(self, message: str) -> None:
+        self.stopped = True
+        sys.stdout.flush()
+        print(Diagnostic("warning", message, self.main.chunk_location), file=sys.stderr)
+
+    def after(self, label: str, pass_: ModulePass, before: str, prog: ModuleOp) -> None:
+        self.passes.append(pass_)
+        if self.stopped:
+            return
+        eq = self.eq
+        try:
+            actual = eq.run_all(prog, self.inputs)
+        except eq.Unsupported as err:
+            self._stop(f"cannot check equivalence after {label}: {err}")
+            return
+        found = eq.first_difference(self.inputs, self.expected, actual, self.args.rtol, self.args.atol)
+        if found is None:
+            self.expected = actual
+            return
+        x, e, a, reason = found
+        difference = eq.Difference(
+            label, len(self.passes) - 1, x, e, a, before, self.main._ir_text(prog), reason
+        )
+        sys.stdout.flush()
+        sys.stderr.write(difference.describe() + "\n")
+        if self.args.reduce is not None:
+            self.reduce(pass_.name)
+        raise ChunkFailure(
+            Diagnostic(
+                "error",
+                f"pass '{label}' changes the result of the program: {reason}",
+                self.main.chunk_location,
+            )
+        )
+
+    def reduce(self, pass_name: str) -> None:
+        from strato.testing.reduce import count_ops, reduce_module
+
+        eq, ctx, passes = self.eq, self.main.ctx, list(self.passes)
+        n, rtol, atol = self.args.check_equivalence, self.args.rtol, self.args.atol
+
+        def still_fails(candidate: ModuleOp) -> bool:
+            report = eq.check_pipeline(ctx, candidate, passes, n, rtol, atol)
+            d = report.difference
+            return d is not None and passes[d.index].name == pass_name
+
+        small = reduce_module(self.original, still_fails)
+        path = self.args.reduce or (
+            "reduced.mlir" if self.args.input_file == "-" else self.args.input_file + ".reduced.mlir"
+        )
+        pipeline = ",".join(str(p.pipeline_pass_spec()) for p in passes)
+        text = (
+            f"// A program '{pass_name}' changes ({count_ops(small)} ops), reduced by "
+            f"{TOOL} --reduce.\n"
+            f"// RUN: not {TOOL} %s -p '{pipeline}' --check-equivalence={n} 2>&1 | filecheck %s\n"
+            f"// CHECK: error: pass '{pass_name}{{{{.*}}}}' changes the result\n\n"
+            + self.main._ir_text(small)
+            + "\n"
+        )
+        try:
+            write_output_file(path, text)
+        except OSError as err:
+            raise UsageError(f"could not write '{path}': {err.strerror or err}") from None
+        print(f"reduced to {count_ops(small)} ops: {path}", file=sys.stderr)
 
 
 def _write_text(stream: IO[str], text: str) -> None:
