@@ -27,6 +27,7 @@ import argparse
 import multiprocessing
 import re
 import sys
+import threading
 import time
 import warnings
 from collections import Counter
@@ -239,27 +240,45 @@ def run_node_tests(
     isolate: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     budget: float | None = None,
+    workers: int = 1,
 ) -> list[NodeTestResult]:
-    """One result per case, in order. With `isolate`, the cases run in a worker process
-    that is replaced when a case crashes it or exceeds `timeout` seconds. With a
+    """One result per case, in order. With `isolate`, the cases run in `workers` worker
+    processes, each replaced when a case crashes it or exceeds `timeout` seconds. With a
     `budget` (seconds), cases not started when it is spent fail as not run, so a slow
     compiler shows up as a lower pass rate instead of an unbounded run."""
     deadline = None if budget is None else time.perf_counter() + budget
-    runner = _IsolatedRunner(cases, mode, timeout) if isolate else None
-    results = []
-    try:
-        for index, case in enumerate(cases):
-            if deadline is not None and time.perf_counter() > deadline:
-                results.append(
-                    NodeTestResult(case.name, False, f"not run: the {budget:g} s budget is spent")
-                )
-            elif runner is not None:
-                results.append(runner.run(index))
-            else:
-                results.append(run_node_test(case, mode))
-    finally:
-        if runner is not None:
+
+    def out_of_budget(case) -> NodeTestResult | None:
+        if deadline is not None and time.perf_counter() > deadline:
+            return NodeTestResult(case.name, False, f"not run: the {budget:g} s budget is spent")
+        return None
+
+    if not isolate:
+        return [out_of_budget(case) or run_node_test(case, mode) for case in cases]
+    results: list[NodeTestResult | None] = [None] * len(cases)
+    pending = iter(range(len(cases)))
+    claim = threading.Lock()
+
+    def drain(runner: _IsolatedRunner) -> None:
+        # Each thread feeds one worker process and only waits on its pipe.
+        try:
+            while True:
+                with claim:
+                    index = next(pending, None)
+                if index is None:
+                    return
+                results[index] = out_of_budget(cases[index]) or runner.run(index)
+        finally:
             runner.stop()
+
+    threads = [
+        threading.Thread(target=drain, args=(_IsolatedRunner(cases, mode, timeout),))
+        for _ in range(max(1, workers))
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     return results
 
 
