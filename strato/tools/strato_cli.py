@@ -510,6 +510,10 @@ def build_parser() -> argparse.ArgumentParser:
     from strato.autotuning.cli import add_tune_command
 
     add_tune_command(commands, common, add_model_arguments)
+
+    from strato.tools.equivalence import add_fuzz_command
+
+    add_fuzz_command(commands, common)
     return parser
 
 
