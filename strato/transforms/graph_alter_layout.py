@@ -2,13 +2,15 @@
 
 A convolution whose input and output channels are multiples of the block (option
 `block`, default 8) becomes a `graph.blocked_conv` on [N, C/b, H, W, b] tensors, with
-its constant weight re-laid out at compile time into OIHW{b}o{b}i (depthwise:
+its constant weight re-laid out at compile time into OIHW{b}i{b}o (depthwise:
 OIHW1i{b}o). Groups are fine when the blocks tile them, or when the convolution is
-depthwise. The weight keeps the input channels of a block innermost, not the output
-channels as TVM's OIHW{b}i{b}o does: TVM's schedule vectorizes over output channels,
-while the canonical loop nest here computes one output element at a time and its stage
-body sums a block of input channels, whose weights are then contiguous (see
-strato/strategies/blocked.py; both orders are valid `graph.blocked_conv` IR). The ops between such convolutions follow them into the blocked layout:
+depthwise. The output channels of a block are innermost, as in TVM's OIHW{b}i{b}o: the
+conv2d NCHW{c} schedule makes the output-channel block its vector lanes, so the weights
+of one (input channel, kh, kw) for a block of output channels are one contiguous vector
+load, and constant weights are laid out so once, when constants are folded, instead of
+being repacked by every call (strato/strategies/blocked.py reads either order; both are
+valid `graph.blocked_conv` IR). The ops between such convolutions follow them into the
+blocked layout:
 
 - element-wise ops (relu, clip, ...) work on blocked tensors as they are;
 - broadcasting binary ops (a residual add, a per-channel scale or shift) take their
@@ -37,7 +39,7 @@ After:
 
     %x.blocked = graph.layout_transform %x from "NCHW" to "NCHW8c" : (tensor<1x16x8x8xf32>) -> tensor<1x2x8x8x8xf32>
     %w = graph.constant dense<...> : tensor<2x2x3x3x8x8xf32>
-    %y = graph.blocked_conv %x.blocked, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW8c" kernel_layout "OIHW8o8i" out_layout "NCHW8c" : (...) -> tensor<1x2x8x8x8xf32>
+    %y = graph.blocked_conv %x.blocked, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW8c" kernel_layout "OIHW8i8o" out_layout "NCHW8c" : (...) -> tensor<1x2x8x8x8xf32>
     %r = graph.relu %y : tensor<1x2x8x8x8xf32>
     %r_1 = graph.layout_transform %r from "NCHW8c" to "NCHW" : (tensor<1x2x8x8x8xf32>) -> tensor<1x16x8x8xf32>
     func.return %r_1 : tensor<1x16x8x8xf32>
@@ -221,9 +223,9 @@ class LayoutRewriter:
         tiled = per_group % self.size == 0 and (outputs // groups) % self.size == 0
         if not depthwise and not tiled:
             return
-        # the blocked convolution's body sums an input-channel block: those weights are
-        # innermost; a depthwise body reads one weight per channel: channels innermost
-        order = "io" if depthwise else "oi"
+        # output channels innermost: they are the vector lanes of the schedule, so a
+        # weight vector is contiguous without repacking the weights at run time
+        order = "io"
         kernel_in = 1 if depthwise else self.size
         kernel_layout = blocked_kernel_layout(kernel_in, self.size, order)
         weight = self._relaid_constant(op.weight, OIHW, kernel_layout)

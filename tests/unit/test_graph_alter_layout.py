@@ -90,7 +90,7 @@ func.func @main(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<1x8x
     assert sorted((t.src_layout.data, t.dst_layout.data) for t in transforms) == [
         ("NCHW", "NCHW8c"),
         ("NCHW8c", "NCHW"),
-        ("OIHW", "OIHW8o8i"),
+        ("OIHW", "OIHW8i8o"),
     ]
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 8, 4, 4)).astype(np.float32)

@@ -7,7 +7,7 @@
 // CHECK-NEXT:    %x.blocked = graph.layout_transform %x from "NCHW" to "NCHW8c" : (tensor<1x16x6x6xf32>) -> tensor<1x2x6x6x8xf32>
 // CHECK-NEXT:    %w = graph.constant dense<5.000000e-01> : tensor<2x2x3x3x8x8xf32>
 // CHECK-NEXT:    %b = graph.constant dense<2.500000e-01> : tensor<16xf32>
-// CHECK-NEXT:    %y = graph.blocked_conv %x.blocked, %w, %b strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW8c" kernel_layout "OIHW8o8i" out_layout "NCHW8c" : (tensor<1x2x6x6x8xf32>, tensor<2x2x3x3x8x8xf32>, tensor<16xf32>) -> tensor<1x2x6x6x8xf32>
+// CHECK-NEXT:    %y = graph.blocked_conv %x.blocked, %w, %b strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW8c" kernel_layout "OIHW8i8o" out_layout "NCHW8c" : (tensor<1x2x6x6x8xf32>, tensor<2x2x3x3x8x8xf32>, tensor<16xf32>) -> tensor<1x2x6x6x8xf32>
 // CHECK-NEXT:    %r = graph.relu %y : tensor<1x2x6x6x8xf32>
 // CHECK-NEXT:    %v = graph.constant dense<5.000000e-01> : tensor<1x2x1x1x8x8xf32>
 // CHECK-NEXT:    %z = graph.blocked_conv %r, %v
@@ -18,7 +18,7 @@
 // BLOCK4:         graph.layout_transform %x from "NCHW" to "NCHW4c" : (tensor<1x16x6x6xf32>) -> tensor<1x4x6x6x4xf32>
 // BLOCK4:         graph.constant dense<5.000000e-01> : tensor<4x4x3x3x4x4xf32>
 // BLOCK4:         graph.blocked_conv
-// BLOCK4-SAME:      kernel_layout "OIHW4o4i"
+// BLOCK4-SAME:      kernel_layout "OIHW4i4o"
 func.func @conv_chain(%x: tensor<1x16x6x6xf32>) -> tensor<1x8x6x6xf32> {
   %w = graph.constant dense<0.5> : tensor<16x16x3x3xf32>
   %b = graph.constant dense<0.25> : tensor<16xf32>
