@@ -342,6 +342,8 @@ class StratoOptMain(xDSLOptMain):
             raise UsageError("-o needs a file name ('-' for stdout)")
         if self.args.output_file == "-":
             self.args.output_file = None
+        if self.args.reduce is not None and self.args.check_equivalence is None:
+            raise UsageError("--reduce needs --check-equivalence")
         self.ctx.allow_unregistered = self.args.allow_unregistered_dialect
         self.timer = PassTimer() if self.args.time_passes else None
 

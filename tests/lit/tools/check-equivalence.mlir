@@ -1,0 +1,32 @@
+// --check-equivalence interprets the IR before and after each pass (graph, te and loop
+// levels) on the same inputs; a correct pipeline passes, and IR without an interpreter
+// (LLVM) ends the check with a warning. --print-ir-diff shows what each pass changed.
+// RUN: strato-opt %s -p cse,graph-fuse-ops,convert-graph-to-te,convert-te-to-loops --check-equivalence=3 -o %t.out 2>&1 | filecheck %s --check-prefix=PASS --allow-empty
+// RUN: strato-opt %s -p cse,convert-graph-to-te,convert-te-to-loops,convert-loops-to-llvm --check-equivalence=2 -o %t.out 2>&1 | filecheck %s --check-prefix=LLVM
+// RUN: strato-opt %s -p graph-fold-constants,cse --print-ir-diff -o %t.out 2>&1 | filecheck %s --check-prefix=DIFF
+// RUN: not strato-opt %s -p cse --check-equivalence=0 2>&1 | filecheck %s --check-prefix=ZERO
+// RUN: not strato-opt %s -p cse --reduce 2>&1 | filecheck %s --check-prefix=REDUCE
+
+// PASS-NOT: error
+// PASS-NOT: warning
+
+// LLVM: check-equivalence.mlir:1:1: warning: cannot check equivalence after convert-loops-to-llvm: no interpreter for llvm-level IR
+
+// DIFF-NOT:   before graph-fold-constants
+// DIFF:       --- before cse
+// DIFF-NEXT:  +++ after cse
+// DIFF:       -    %b = graph.relu %x : tensor<2x3xf32>
+// DIFF-NEXT:  -    %c = graph.add %a, %b
+// DIFF-NEXT:  +    %c = graph.add %a, %a
+
+// ZERO: strato-opt: error: argument --check-equivalence: expected a number >= 1, got 0
+// REDUCE: strato-opt: error: --reduce needs --check-equivalence
+
+func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %two = graph.constant dense<2.0> : tensor<2x3xf32>
+  %a = graph.relu %x : tensor<2x3xf32>
+  %b = graph.relu %x : tensor<2x3xf32>
+  %c = graph.add %a, %b : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %d = graph.mul %c, %two : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %d : tensor<2x3xf32>
+}
