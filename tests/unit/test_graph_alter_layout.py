@@ -15,9 +15,10 @@ from strato.compiler import build_llvm
 from strato.context import make_context
 from strato.dialects import graph
 from strato.dialects.graph import Layout, transform_layout
+from strato.dialects.tensor_types import array_from_dense, dense_from_array
 from strato.interpreters.graph import entry_function, run_graph
 from strato.interpreters.te import run_te
-from strato.pipeline import GRAPH_DEFAULT, LOWER_TO_LLVM, run_pipeline
+from strato.pipeline import GRAPH_DEFAULT, LOWER_TO_LLVM, LOWER_TO_LOOPS, run_pipeline
 from strato.runtime.signature import Signature
 from strato.testing.graph_programs import CONV_OP_KINDS, GraphProgram, conv_programs
 from strato.transforms.graph_plan_memory import kernels_of
@@ -97,6 +98,44 @@ func.func @main(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<1x8x
     w = rng.standard_normal((8, 8, 1, 1)).astype(np.float32)
     (y,) = run_graph(module, [x, w])
     np.testing.assert_allclose(y, np.einsum("nchw,mc->nmhw", x, w[:, :, 0, 0]), rtol=1e-5, atol=1e-5)
+
+
+def test_constant_weight_is_laid_out_output_channels_innermost_and_read_without_a_copy():
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((16, 16, 3, 3)).astype(np.float32)
+    x = rng.standard_normal((1, 16, 5, 5)).astype(np.float32)
+    ctx = make_context()
+    module = Parser(
+        ctx,
+        """
+func.func @main(%x: tensor<1x16x5x5xf32>) -> tensor<1x16x5x5xf32> {
+  %w = graph.constant dense<0.0> : tensor<16x16x3x3xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x5x5xf32>, tensor<16x16x3x3xf32>) -> tensor<1x16x5x5xf32>
+  func.return %y : tensor<1x16x5x5xf32>
+}""",
+    ).parse_module()
+    (constant,) = [op for op in module.walk() if isinstance(op, graph.ConstantOp)]
+    constant.properties["value"] = dense_from_array(w)
+    expected = run_graph(module, [x])
+    run_pipeline(ctx, module, "graph-alter-layout{block=8}")
+    (conv,) = [op for op in module.walk() if isinstance(op, graph.BlockedConvOp)]
+    assert conv.kernel_layout.data == "OIHW8i8o"
+    weight = conv.weight.owner
+    assert isinstance(weight, graph.ConstantOp)
+    blocked = array_from_dense(weight.value)
+    np.testing.assert_array_equal(blocked, transform_layout(w, "OIHW", "OIHW8i8o"))
+    assert blocked[1, 0, 2, 1, 3, 5] == w[8 + 5, 3, 2, 1]
+    # the default schedule vectorizes over the output channels: no per-call weight copy
+    signature = Signature.from_function(entry_function(module), ["x"], ["y"])
+    run_pipeline(ctx, module, f"graph-fuse-ops,{LOWER_TO_LOOPS},schedule-default")
+    stages = {
+        op.attributes["stage"].data for op in module.walk() if "stage" in op.attributes
+    }
+    assert "blocked_conv" in stages
+    assert not [s for s in stages if s.startswith("blocked_conv.")], stages
+    run_pipeline(ctx, module, "convert-loops-to-llvm")
+    (y,) = build_llvm(module, "main", signature)(x)
+    np.testing.assert_allclose(y, expected[0], rtol=1e-4, atol=1e-4)
 
 
 def test_grouped_convolution_runs_blocked_when_the_blocks_tile_the_groups():
