@@ -5,6 +5,13 @@ copy of the schedule state, rebuilds the kernel from that copy, and only then sw
 new kernel into the module and records the call in the trace; a ScheduleError leaves
 the kernel and the trace as they were.
 
+A deferred schedule (`sch.deferred = True`, as schedule-default uses it) skips the
+rebuild of a primitive that the rebuild cannot refuse (no tensorized loop, no stage
+computed after its producer's loop, and for vectorize a body the state shows to be
+straight-line): the kernel is rebuilt once, when it is observed (`sch.kernel`,
+`sch.materialize()`, or `get_loops` of a stage computed at a loop or tensorized), and
+is the kernel the eager rebuilds would have given.
+
     sch = Schedule(module, kernel="dense_relu")
     dense = sch.get_stage("dense")
     i, j, k = sch.get_loops(dense)
@@ -16,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from math import prod
 from typing import Any, TypeVar
 
 from xdsl.dialects import func
@@ -35,7 +43,7 @@ from strato.schedule.primitives import storage_align as storage_align_
 from strato.schedule.primitives import tensorize_mark
 from strato.schedule.primitives import tile as tile_
 from strato.schedule.primitives import transform_layout as transform_layout_
-from strato.schedule.state import ScheduleState, lift_kernel
+from strato.schedule.state import ScheduleState, Split, lift_kernel
 from strato.schedule.trace import Step, Trace
 
 T = TypeVar("T")
@@ -102,13 +110,44 @@ class Schedule:
                 raise ScheduleError(f"the kernel is @{function.sym_name.data}, not @{kernel}")
         self.state: ScheduleState = lift_kernel(function)
         self.trace = Trace(function.sym_name.data)
+        self.deferred = False
+        """When set, a primitive whose rebuild cannot refuse it only updates the state;
+        the kernel is rebuilt once, when it is next observed (`kernel`, `materialize`)."""
+        self._stale = False
+        self._extents: tuple[func.FuncOp, dict[str, dict[str, int]]] | None = None
 
     # -- the IR ---------------------------------------------------------------------------
 
     @property
     def kernel(self) -> func.FuncOp:
         """The kernel as scheduled so far."""
+        self.materialize()
         return self.state.kernel
+
+    def materialize(self) -> None:
+        """Rebuild the kernel from the state if primitives were deferred since the last
+        rebuild (see `deferred`), and put it in the module in place of the old one."""
+        if self._stale:
+            self._install(rebuild_kernel(self.state), self.state)
+
+    def restore(self, state: ScheduleState, trace_length: int) -> None:
+        """Go back to `state` (a copy of an earlier `self.state`) and the first
+        `trace_length` steps of the trace; the kernel is rebuilt when next observed."""
+        state.kernel = self.state.kernel
+        self.state = state
+        self._stale = True
+        del self.trace.steps[trace_length:]
+
+    def _install(self, kernel: func.FuncOp, state: ScheduleState) -> None:
+        old = self.state.kernel
+        parent = old.parent_block()
+        if parent is not None:
+            parent.insert_op_before(kernel, old)
+            parent.detach_op(old)
+            old.erase(safe_erase=False)
+        state.kernel = kernel
+        self.state = state
+        self._stale = False
 
     # -- handles ----------------------------------------------------------------------------
 
@@ -121,7 +160,11 @@ class Schedule:
     def get_loops(self, stage: StageHandle | str) -> list[LoopHandle]:
         """The loops of a stage (its update nest for a reduction), outermost first."""
         s = self.state.stage(_stage_name(stage))
-        extents = self._loop_extents(s.name)
+        if self._stale and s.attach is None and not s.tensorized:
+            # a stage at the root is built with its own extents: no need for the IR
+            extents: dict[str, int] = {}
+        else:
+            extents = self._loop_extents(s.name)
         return [
             LoopHandle(s.name, var, extents.get(var, s.extents()[var]), s.kinds.get(var, LoopKind.SERIAL))
             for var in s.leaves
@@ -145,13 +188,18 @@ class Schedule:
         return [StageHandle(c.name) for c in self.state.consumers(s)]
 
     def _loop_extents(self, stage: str) -> dict[str, int]:
-        """Trip counts of the stage's loops in the current IR (the first of each name)."""
-        result: dict[str, int] = {}
-        for op in self.kernel.walk():
-            if isinstance(op, ForOp) and loop_stage(op) == stage and not is_init_loop(op):
-                if op.axis is not None and op.axis.data not in result:
-                    result[op.axis.data] = op.trip_count
-        return result
+        """Trip counts of the stage's loops in the current IR (the first of each name),
+        read from one walk of each built kernel."""
+        kernel = self.kernel
+        if self._extents is None or self._extents[0] is not kernel:
+            found: dict[str, dict[str, int]] = {}
+            for op in kernel.walk():
+                if isinstance(op, ForOp) and not is_init_loop(op) and op.axis is not None:
+                    name = loop_stage(op)
+                    if name is not None:
+                        found.setdefault(name, {}).setdefault(op.axis.data, op.trip_count)
+            self._extents = (kernel, found)
+        return dict(self._extents[1].get(stage, {}))
 
     # -- applying a primitive -------------------------------------------------------------------
 
@@ -162,21 +210,22 @@ class Schedule:
         kwargs: dict[str, Any],
         change: Callable[[ScheduleState], T],
         check: Callable[[func.FuncOp], None] | None = None,
+        passes: Callable[[ScheduleState], bool] | None = None,
     ) -> T:
+        """`check` inspects the rebuilt kernel and may refuse the primitive; `passes`, when
+        it returns True, shows from the state alone that `check` would accept it."""
         state = self.state.copy()
         result = change(state)
         compute_at_.check_attachments(primitive, state)
-        kernel = rebuild_kernel(state)
-        if check is not None:
-            check(kernel)
-        old = self.state.kernel
-        parent = old.parent_block()
-        if parent is not None:
-            parent.insert_op_before(kernel, old)
-            parent.detach_op(old)
-            old.erase(safe_erase=False)
-        state.kernel = kernel
-        self.state = state
+        checked = check is None or (passes is not None and passes(state))
+        if self.deferred and checked and not _may_refuse_at_rebuild(state):
+            self.state = state
+            self._stale = True
+        else:
+            kernel = rebuild_kernel(state)
+            if check is not None:
+                check(kernel)
+            self._install(kernel, state)
         self.trace.append(Step(primitive, _to_json(list(args)), _to_json(kwargs)))
         return result
 
@@ -247,6 +296,7 @@ class Schedule:
             {},
             lambda s: loop_kind.vectorize(s, loop.stage, loop.axis),
             check=lambda k: _straight_line(k, loop),
+            passes=lambda s: _straight_line_in_state(s, loop),
         )
 
     def unroll(self, loop: LoopHandle) -> None:
@@ -384,6 +434,30 @@ def _same_stage(loops: Sequence[Any], primitive: str) -> str:
     if len(stages) != 1:
         raise ScheduleError(f"cannot {primitive}: the loops belong to stages {', '.join(sorted(stages))}, not one")
     return stages.pop()
+
+
+def _may_refuse_at_rebuild(state: ScheduleState) -> bool:
+    """Whether building the kernel from `state` may raise a ScheduleError: only a
+    tensorized loop (matched against its intrinsic at every build) and a stage computed
+    after a loop of its producer (whose reads are checked at every build) can."""
+    return any(s.tensorized or (s.attach is not None and s.attach.reverse) for s in state.stages)
+
+
+def _straight_line_in_state(state: ScheduleState, loop: LoopHandle) -> bool:
+    """Whether the state alone shows that the vectorized innermost `loop` of a stage at
+    the root gets a straight-line body: no op with regions in the stage's body, no stage
+    computed inside it (vectorize refuses those) and no guard of a non-dividing split.
+    False when it cannot tell (the rebuilt kernel is checked then)."""
+    stage = state.stage(loop.stage)
+    if stage.attach is not None or not stage.leaves or stage.leaves[-1] != loop.axis:
+        return False
+    if any(op.regions for op in stage.body.block.ops):
+        return False
+    ext = stage.extents(None)
+    for rel in stage.relations:
+        if isinstance(rel, Split) and rel.tail == "guard" and prod(ext[c] for c in rel.children) != ext[rel.parent]:
+            return False
+    return not any(s.attach is not None and s.attach.stage == stage.name for s in state.stages)
 
 
 def _straight_line(kernel: func.FuncOp, loop: LoopHandle) -> None:

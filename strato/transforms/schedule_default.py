@@ -64,22 +64,6 @@ def _knob_attr(value: Any) -> Attribute:
     return StringAttr(str(value))
 
 
-def _restore(sch: Schedule, snapshot, trace_length: int) -> None:
-    """Put the kernel back as it was when `snapshot` (a schedule state) was taken."""
-    from strato.schedule.emit import rebuild_kernel
-
-    kernel = rebuild_kernel(snapshot)
-    old = sch.state.kernel
-    parent = old.parent_block()
-    if parent is not None:
-        parent.insert_op_before(kernel, old)
-        parent.detach_op(old)
-        old.erase(safe_erase=False)
-    snapshot.kernel = kernel
-    sch.state = snapshot
-    del sch.trace.steps[trace_length:]
-
-
 def schedule_kernel(module: ModuleOp, name: str, tuning_log: str | None = None) -> None:
     """Apply the default template of every stage of kernel `name` in `module`."""
     from strato.schedule.templates import template_for
@@ -89,6 +73,8 @@ def schedule_kernel(module: ModuleOp, name: str, tuning_log: str | None = None) 
     except ScheduleError as error:
         _mark_unscheduled(module, name, {"*": error.message})
         return
+    # the kernel is rebuilt once at the end, not after every primitive of the templates
+    sch.deferred = True
     from strato.autotuning.hook import kernel_knobs
 
     chosen = kernel_knobs(module, name, tuning_log)
@@ -105,7 +91,7 @@ def schedule_kernel(module: ModuleOp, name: str, tuning_log: str | None = None) 
         try:
             template.apply(sch, stage, values)
         except ScheduleError as error:
-            _restore(sch, snapshot, trace_length)
+            sch.restore(snapshot, trace_length)
             unscheduled[stage.name] = f"{template.name}: {error.message}"
             continue
         templates[stage.name] = StringAttr(template.name)
