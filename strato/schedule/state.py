@@ -13,10 +13,9 @@ small change of this state, checked before the IR is rebuilt.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from math import prod
-from typing import Any
+from typing import Any, TypeVar
 
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import IndexType, MemRefType, StringAttr
@@ -259,6 +258,17 @@ class Stage:
         return ext
 
 
+T = TypeVar("T")
+
+
+def _shallow_copy(obj: T) -> T:
+    """copy.copy of a plain dataclass instance, without the generic protocol's cost
+    (states are copied before every primitive)."""
+    result = object.__new__(type(obj))
+    result.__dict__.update(obj.__dict__)
+    return result
+
+
 @dataclass
 class ScheduleState:
     """A kernel under scheduling: its buffers, its stages in execution order and the
@@ -274,14 +284,14 @@ class ScheduleState:
         (templates are shared: primitives replace them, never change them)."""
         stages = []
         for s in self.stages:
-            c = copy.copy(s)
+            c = _shallow_copy(s)
             c.spatial, c.reduce = list(s.spatial), list(s.reduce)
             c.relations, c.leaves = list(s.relations), list(s.leaves)
             c.kinds = dict(s.kinds)
             c.annotations = {k: dict(v) for k, v in s.annotations.items()}
             c.tensorized = dict(s.tensorized)
             stages.append(c)
-        buffers = [copy.copy(b) for b in self.buffers]
+        buffers = [_shallow_copy(b) for b in self.buffers]
         for b in buffers:
             b.align = dict(b.align)
         return ScheduleState(self.kernel, buffers, stages, list(self.copies))
