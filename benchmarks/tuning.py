@@ -48,6 +48,35 @@ def trials_to(history: list[float], target: float) -> int | None:
     return None
 
 
+def confirm(task, runs, repeats: int) -> None:
+    """Measure the default and each search's best config again, interleaved, in one worker:
+    the tuning runs' own figures carry run-to-run noise."""
+    from strato.autotuning.measure import WorkerPool, measure, task_reference
+
+    space = SearchSpace(task)
+    candidates = {"default": space.default()}
+    for search, results in runs.items():
+        best = max((r for r in results if r.best is not None), key=lambda r: r.best_gflops,
+                   default=None)
+        if best is not None:
+            candidates[f"{search} best"] = best.best.config
+    with WorkerPool(1, 120) as pool:
+        reference = task_reference(pool, task)
+        configs = list(candidates.values()) * 3
+        measured = measure(pool, task, configs, reference, repeats=max(repeats, 10))
+    seconds: dict[str, list[float]] = {}
+    for name, result in zip(list(candidates) * 3, measured, strict=True):
+        if result.ok:
+            seconds.setdefault(name, []).append(result.seconds)
+    base = statistics.median(seconds["default"]) if "default" in seconds else None
+    figures = []
+    for name, times in seconds.items():
+        gf = task.flops / statistics.median(times) / 1e9
+        ratio = f" (x{base / statistics.median(times):.2f})" if base else ""
+        figures.append(f"{name} {gf:.2f} GFLOP/s{ratio}")
+    print("  re-measured, interleaved x3: " + ", ".join(figures))
+
+
 def feature_speed(model, count: int = 20) -> tuple[float, float]:
     """(kernels featurized per second, schedules applied per second) on random configs."""
     task = extract_tasks(model)[0]
@@ -105,6 +134,7 @@ def main() -> None:
                 reached = [trials_to(r.history, 0.95 * best) or args.trials + 1 for r in results]
                 print(f"  {search:6s} mean trials to 95%: {statistics.mean(reached):.1f} "
                       f"(a run that never reached it counts {args.trials + 1})")
+            confirm(main_task, runs, args.repeats)
             features, schedules = feature_speed(model)
             print(f"  features: {features:.0f} kernels/s; applying a config: {schedules:.1f}/s")
     if args.plot:
