@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import settings
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
@@ -23,7 +22,6 @@ from xdsl.pattern_rewriter import (
 from strato.context import make_context
 from strato.dialects import graph
 from strato.testing.equivalence import check_pipeline, compare, ir_text
-from strato.testing.graph_programs import graph_programs
 from strato.testing.reduce import count_ops
 from strato.tools import strato_opt
 from strato.tools.strato_opt import main
@@ -147,14 +145,15 @@ def test_print_ir_diff_shows_what_each_pass_changed(tmp_path: Path, capsys):
 
 def _doubling_program(seed: int) -> ModuleOp:
     """A generated program with more than 10 ops, extended by a final x * 2."""
-    from hypothesis import find
+    import random
 
-    program = find(
-        graph_programs(max_ops=14, kinds=("graph.mul", "graph.add", "graph.relu", "graph.exp", "graph.sub", "graph.tanh")),
-        lambda p: count_ops(p.module) > 12,
-        settings=settings(database=None, max_examples=200, deadline=None),
-        random=__import__("random").Random(seed),
-    )
+    from strato.testing.fuzz import draw_program
+
+    kinds = ("graph.mul", "graph.add", "graph.relu", "graph.exp", "graph.sub", "graph.tanh")
+    rng = random.Random(seed)
+    program = draw_program(rng, 14, kinds)
+    while count_ops(program.module) <= 12:
+        program = draw_program(rng, 14, kinds)
     module = program.module
     function = next(op for op in module.walk() if op.name == "func.func")
     block = function.body.block
