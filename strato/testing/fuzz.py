@@ -178,14 +178,21 @@ def fuzz_passes(
             continue
         prefix = names[: d.index + 1]
 
-        def differs(m: ModuleOp, prefix: list[str] = prefix) -> bool:
+        def reason_of(m: ModuleOp, prefix: list[str] = prefix) -> str | None:
             try:
                 r = _run_checked(m, prefix, n_inputs, rtol, atol)
             except _Crash:
-                return False
-            return r is not None and r.difference is not None and r.difference.index == len(prefix) - 1
+                return None
+            if r is None or r.difference is None or r.difference.index != len(prefix) - 1:
+                return None
+            return r.difference.reason
 
-        _record(stats, seen, out, "difference", d.pass_name, prefix, d.reason, original, differs, log)
+        def differs(m: ModuleOp) -> bool:
+            return reason_of(m) is not None
+
+        _record(
+            stats, seen, out, "difference", d.pass_name, prefix, d.reason, original, differs, log, reason_of
+        )
     return stats
 
 
@@ -200,8 +207,12 @@ def _record(
     module: ModuleOp,
     still_fails: Callable[[ModuleOp], bool],
     log: Callable[[str], None] | None,
+    reason: Callable[[ModuleOp], str | None] | None = None,
 ) -> None:
     small = reduce_module(module, still_fails, max_checks=300)
+    if reason is not None:
+        # the difference the reduced program shows, not the original one's
+        detail = reason(small.clone()) or detail
     ops = tuple(sorted({op.name for op in small.walk() if op.name.startswith("graph.")}))
     key = (kind, pass_name, ops)
     if key in seen:
