@@ -12,8 +12,11 @@ steps; `ScheduledProgram.applied` lists what was.
         expected = run_loops(case.reference, inputs)
         actual = run_loops(case.module, inputs)
 
-`DRAWERS` has one argument drawer per primitive; tensorize is left to the tests of its
-intrinsics.
+`DRAWERS` has one argument drawer per primitive. Tensorize needs a stage that computes
+what an intrinsic describes: `require="tensorize"` draws a matmul program of random
+small shapes (`matmul_programs`) instead of a random te program, and its drawer splits
+and reorders a stage so that its innermost nest is an MR x NR x K tile of the
+`cpu.fma_tile` micro-kernel, then tensorizes it.
 """
 
 from __future__ import annotations
@@ -26,9 +29,12 @@ from hypothesis import strategies as st
 
 from xdsl.dialects.builtin import ModuleOp
 
+from xdsl.parser import Parser
+
 from strato.context import make_context
 from strato.pipeline import run_pipeline
 from strato.schedule import LoopHandle, Schedule, ScheduleError, Trace
+from strato.schedule.intrinsics.cpu import fma_tile_name
 from strato.schedule.schedule import PRIMITIVES
 from strato.testing.te_programs import TeProgram, te_programs
 
@@ -171,6 +177,29 @@ def draw_transform_layout(draw: st.DrawFn, sch: Schedule) -> None:
     sch.transform_layout(stage, f"{', '.join(names)} -> {', '.join(new)}")
 
 
+def _divisor(draw: st.DrawFn, extent: int) -> int:
+    return draw(st.sampled_from([d for d in range(1, extent + 1) if extent % d == 0]))
+
+
+def draw_tensorize(draw: st.DrawFn, sch: Schedule) -> None:
+    """Split a row, a column and a reduction loop of a stage by factors that divide them
+    (no guard), move the three inner parts innermost in a random order and tensorize
+    them with the cpu.fma_tile of that size; a stage that is no matmul is refused."""
+    loops = sch.get_loops(_stage(draw, sch))
+    _need(len(loops) >= 3)
+    reductions = [l for l in loops if l.axis.split(".")[0].startswith("k")]
+    r = draw(st.sampled_from(reductions or loops))
+    x, y = draw(st.permutations([l for l in loops if l != r]).map(lambda ls: ls[:2]))
+    mr, nr, kk = _divisor(draw, x.extent), _divisor(draw, y.extent), _divisor(draw, r.extent)
+    xo, xi = sch.split(x, [None, mr])
+    yo, yi = sch.split(y, [None, nr])
+    ro, ri = sch.split(r, [None, kk])
+    others = [l for l in loops if l not in (x, y, r)]
+    inner = draw(st.permutations([xi, yi, ri]))
+    sch.reorder(*others, xo, yo, ro, *inner)
+    sch.tensorize(inner[0], fma_tile_name(mr, nr, kk))
+
+
 DRAWERS: dict[str, Drawer] = {
     "split": draw_split,
     "reorder": draw_reorder,
@@ -190,12 +219,36 @@ DRAWERS: dict[str, Drawer] = {
     "decompose_reduction": draw_decompose_reduction,
     "storage_align": draw_storage_align,
     "transform_layout": draw_transform_layout,
+    "tensorize": draw_tensorize,
 }
 """An argument drawer for every primitive that random schedules use."""
 
-UNDRAWN = {"tensorize"}
-"""Primitives random schedules leave out: tensorize needs a loop nest that matches an
-intrinsic; its own tests cover it."""
+UNDRAWN: set[str] = set()
+"""Primitives random schedules leave out (none)."""
+
+@st.composite
+def matmul_programs(draw: st.DrawFn) -> TeProgram:
+    """`@main` calling a matmul c[m, n] = sum over k of a[m, k] * b[k, n] of random
+    small shapes: a stage the cpu.fma_tile micro-kernel can replace a tile of."""
+    m, n, k = draw(st.integers(1, 6)), draw(st.integers(1, 8)), draw(st.integers(1, 4))
+    text = f"""
+te.primitive @mm {{
+  %a = te.placeholder "a" : tensor<{m}x{k}xf32>
+  %b = te.placeholder "b" : tensor<{k}x{n}xf32>
+  %c = te.reduce "mm" sum (%i, %j) over (%k : {k}) init 0.0 : tensor<{m}x{n}xf32> {{
+    %x = te.read %a[%i, %k] : tensor<{m}x{k}xf32>
+    %y = te.read %b[%k, %j] : tensor<{k}x{n}xf32>
+    %p = arith.mulf %x, %y : f32
+    te.yield %p : f32
+  }}
+  te.output %c : tensor<{m}x{n}xf32>
+}}
+func.func @main(%x0: tensor<{m}x{k}xf32>, %x1: tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32> {{
+  %y0 = te.call @mm(%x0, %x1) : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  func.return %y0 : tensor<{m}x{n}xf32>
+}}
+"""
+    return TeProgram(Parser(make_context(), text).parse_module(), [(m, k), (k, n)])
 
 
 @dataclass
@@ -242,7 +295,10 @@ def scheduled_programs(
     attempts: int = 6,
     max_primitives: int = 1,
 ) -> ScheduledProgram:
-    program = draw(te_programs(max_primitives=max_primitives))
+    if require == "tensorize":
+        program = draw(matmul_programs())
+    else:
+        program = draw(te_programs(max_primitives=max_primitives))
     reference = lower_to_loops(program.module)
     module = lower_to_loops(program.module)
     kernels = [op.sym_name.data for op in module.ops if "loop.kernel" in op.attributes]
@@ -272,5 +328,6 @@ __all__ = [
     "ScheduledProgram",
     "UNDRAWN",
     "lower_to_loops",
+    "matmul_programs",
     "scheduled_programs",
 ]
