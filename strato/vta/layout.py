@@ -47,41 +47,40 @@ def weight_elements(shape: tuple[int, ...], config: VTAConfig = DEFAULT_CONFIG) 
     return (o // config.block_out) * (i // config.block_in) * kh * kw
 
 
+def _pack(x: np.ndarray, what: str, layout: str, outer: int, inner: int) -> np.ndarray:
+    """[D0, D1, H, W] -> elements [D0/outer * D1/inner * H * W, outer, inner]."""
+    if x.ndim != 4:
+        raise VTAError(f"{what} {list(x.shape)} are not {layout}")
+    _check_divides(x.shape, 0, outer, what)
+    _check_divides(x.shape, 1, inner, what)
+    d0, d1, h, w = x.shape
+    blocked = x.reshape(d0 // outer, outer, d1 // inner, inner, h, w).transpose(0, 2, 4, 5, 1, 3)
+    return np.ascontiguousarray(blocked).reshape(-1, outer, inner)
+
+
+def _unpack(elems: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Elements [..., outer, inner] in blocked order -> [D0, D1, H, W]."""
+    d0, d1, h, w = shape
+    outer, inner = elems.shape[1:]
+    blocked = elems.reshape(d0 // outer, d1 // inner, h, w, outer, inner).transpose(0, 4, 1, 5, 2, 3)
+    return np.ascontiguousarray(blocked).reshape(d0, d1, h, w)
+
+
 def pack_activations(x: np.ndarray, config: VTAConfig = DEFAULT_CONFIG) -> np.ndarray:
     """[N, C, H, W] -> elements [N/b * C/c * H * W, b, c]."""
-    if x.ndim != 4:
-        raise VTAError(f"activations {list(x.shape)} are not NCHW")
-    _check_divides(x.shape, 0, config.batch, "activations")
-    _check_divides(x.shape, 1, config.block_in, "activations")
-    n, c, h, w = x.shape
-    b, k = config.batch, config.block_in
-    blocked = x.reshape(n // b, b, c // k, k, h, w).transpose(0, 2, 4, 5, 1, 3)
-    return np.ascontiguousarray(blocked).reshape(-1, b, k)
+    return _pack(x, "activations", "NCHW", config.batch, config.block_in)
 
 
 def unpack_activations(elems: np.ndarray, shape: tuple[int, ...], config: VTAConfig = DEFAULT_CONFIG) -> np.ndarray:
     """Elements [..., b, c] in NCHW{b}n{c}c order -> [N, C, H, W]."""
-    n, c, h, w = shape
-    b, k = elems.shape[1:]
-    blocked = elems.reshape(n // b, c // k, h, w, b, k).transpose(0, 4, 1, 5, 2, 3)
-    return np.ascontiguousarray(blocked).reshape(n, c, h, w)
+    return _unpack(elems, shape)
 
 
 def pack_weights(wgt: np.ndarray, config: VTAConfig = DEFAULT_CONFIG) -> np.ndarray:
     """[O, I, KH, KW] -> elements [O/o * I/i * KH * KW, o, i]."""
-    if wgt.ndim != 4:
-        raise VTAError(f"weights {list(wgt.shape)} are not OIHW")
-    _check_divides(wgt.shape, 0, config.block_out, "weights")
-    _check_divides(wgt.shape, 1, config.block_in, "weights")
-    o, i, kh, kw = wgt.shape
-    bo, bi = config.block_out, config.block_in
-    blocked = wgt.reshape(o // bo, bo, i // bi, bi, kh, kw).transpose(0, 2, 4, 5, 1, 3)
-    return np.ascontiguousarray(blocked).reshape(-1, bo, bi)
+    return _pack(wgt, "weights", "OIHW", config.block_out, config.block_in)
 
 
 def unpack_weights(elems: np.ndarray, shape: tuple[int, ...], config: VTAConfig = DEFAULT_CONFIG) -> np.ndarray:
     """Elements [..., o, i] in OIHW{o}o{i}i order -> [O, I, KH, KW]."""
-    o, i, kh, kw = shape
-    bo, bi = elems.shape[1:]
-    blocked = elems.reshape(o // bo, i // bi, kh, kw, bo, bi).transpose(0, 4, 1, 5, 2, 3)
-    return np.ascontiguousarray(blocked).reshape(o, i, kh, kw)
+    return _unpack(elems, shape)
