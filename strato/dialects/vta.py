@@ -193,6 +193,53 @@ class _DmaOp(IRDLOperation):
         if self.cols.data > self.stride.data and self.rows.data > 1:
             raise VTAVerifyError(self, f"cols {self.cols.data} exceed the stride {self.stride.data}")
 
+    def _print_options(self, printer: Printer) -> None:
+        """Prints what follows the sizes (nothing unless a subclass says otherwise)."""
+
+    @classmethod
+    def _parse_options(cls, parser: Parser) -> tuple:
+        """Parses what follows the sizes into the constructor's trailing arguments."""
+        return ()
+
+    def print(self, printer: Printer) -> None:
+        source, source_index, dest, dest_index = self.operands
+        printer.print_string(" ")
+        _print_indexed(printer, source, source_index)
+        printer.print_string(", ")
+        _print_indexed(printer, dest, dest_index)
+        printer.print_string(f" rows {self.rows.data} cols {self.cols.data} stride {self.stride.data}")
+        self._print_options(printer)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_attribute(source.type)
+        printer.print_string(", ")
+        printer.print_attribute(dest.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> _DmaOp:
+        src, src_index = _parse_indexed(parser)
+        parser.parse_punctuation(",")
+        dst, dst_index = _parse_indexed(parser)
+        rows, cols, stride = _parse_sizes(parser)
+        options = cls._parse_options(parser)
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        src_type = parser.parse_type()
+        parser.parse_punctuation(",")
+        dst_type = parser.parse_type()
+        op = cls(
+            parser.resolve_operand(src, src_type),
+            parser.resolve_operand(src_index, IndexType()),
+            parser.resolve_operand(dst, dst_type),
+            parser.resolve_operand(dst_index, IndexType()),
+            rows,
+            cols,
+            stride,
+            *options,
+        )
+        op.attributes |= attrs
+        return op
+
 
 def VTAVerifyError(op: Operation, message: str) -> VerifyException:  # noqa: N802 - reads as an exception
     return VerifyException(f"'{op.name}' {message}")
@@ -254,48 +301,18 @@ class LoadOp(_DmaOp):
         if scope_of(self.dest) == MemoryScope.VTA_WGT and any(pads):
             raise VTAVerifyError(self, "weight loads cannot pad")
 
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_indexed(printer, self.source, self.dram_index)
-        printer.print_string(", ")
-        _print_indexed(printer, self.dest, self.sram_index)
-        printer.print_string(f" rows {self.rows.data} cols {self.cols.data} stride {self.stride.data}")
+    def _print_options(self, printer: Printer) -> None:
         if any(self.pads):
             printer.print_string(" pad [" + ", ".join(str(p) for p in self.pads) + "]")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.dest.type)
 
     @classmethod
-    def parse(cls, parser: Parser) -> LoadOp:
-        src, di = _parse_indexed(parser)
-        parser.parse_punctuation(",")
-        dst, si = _parse_indexed(parser)
-        rows, cols, stride = _parse_sizes(parser)
+    def _parse_options(cls, parser: Parser) -> tuple:
         pad = [0, 0, 0, 0]
         if parser.parse_optional_keyword("pad") is not None:
             pad = parser.parse_comma_separated_list(
                 Parser.Delimiter.SQUARE, lambda: parser.parse_integer(allow_boolean=False)
             )
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        src_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        dst_type = parser.parse_type()
-        op = cls(
-            parser.resolve_operand(src, src_type),
-            parser.resolve_operand(di, IndexType()),
-            parser.resolve_operand(dst, dst_type),
-            parser.resolve_operand(si, IndexType()),
-            rows,
-            cols,
-            stride,
-            pad,
-        )
-        op.attributes |= attrs
-        return op
+        return (pad,)
 
 
 @irdl_op_definition
@@ -337,41 +354,6 @@ class StoreOp(_DmaOp):
         if _element_shape(self.source)[0] != _element_shape(self.dest)[0]:
             raise VTAVerifyError(self, "source and destination elements differ")
         self._check_sizes()
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        _print_indexed(printer, self.source, self.sram_index)
-        printer.print_string(", ")
-        _print_indexed(printer, self.dest, self.dram_index)
-        printer.print_string(f" rows {self.rows.data} cols {self.cols.data} stride {self.stride.data}")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.source.type)
-        printer.print_string(", ")
-        printer.print_attribute(self.dest.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> StoreOp:
-        src, si = _parse_indexed(parser)
-        parser.parse_punctuation(",")
-        dst, di = _parse_indexed(parser)
-        rows, cols, stride = _parse_sizes(parser)
-        attrs = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        src_type = parser.parse_type()
-        parser.parse_punctuation(",")
-        dst_type = parser.parse_type()
-        op = cls(
-            parser.resolve_operand(src, src_type),
-            parser.resolve_operand(si, IndexType()),
-            parser.resolve_operand(dst, dst_type),
-            parser.resolve_operand(di, IndexType()),
-            rows,
-            cols,
-            stride,
-        )
-        op.attributes |= attrs
-        return op
 
 
 def _print_indexed(printer: Printer, buffer: SSAValue, index: SSAValue) -> None:
