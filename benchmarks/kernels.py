@@ -33,28 +33,13 @@ from statistics import median  # noqa: E402
 import numpy as np  # noqa: E402
 import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+from resnet18_layers import CONV_LAYERS  # noqa: E402
 
 from strato.compiler import build_llvm  # noqa: E402
 from strato.context import make_context  # noqa: E402
 from strato.frontends.onnx import import_onnx  # noqa: E402
 from strato.pipeline import COMPILE, COMPILE_UNSCHEDULED, run_pipeline  # noqa: E402
 from strato.runtime.signature import Signature  # noqa: E402
-
-CONV_LAYERS = {
-    "C1": (224, 3, 64, 7, 2),
-    "C2": (56, 64, 64, 3, 1),
-    "C3": (56, 64, 64, 1, 1),
-    "C4": (56, 64, 128, 3, 2),
-    "C5": (56, 64, 128, 1, 2),
-    "C6": (28, 128, 128, 3, 1),
-    "C7": (28, 128, 256, 3, 2),
-    "C8": (28, 128, 256, 1, 2),
-    "C9": (14, 256, 256, 3, 1),
-    "C10": (14, 256, 512, 3, 2),
-    "C11": (14, 256, 512, 1, 2),
-    "C12": (7, 512, 512, 3, 1),
-}
-"""name -> (H = W, input channels, output channels, kernel size, stride)."""
 
 FMA_PEAK_GFLOPS = 190.0
 """One core's fp32 FMA peak on the development machine (2 units x 16 lanes x 2 x ~3 GHz)."""

@@ -20,25 +20,14 @@ import sys
 import time
 
 import numpy as np
+from resnet18_layers import CONV_LAYERS
 
 from strato.schedule.templates.vta_conv2d import default_config
 from strato.vta.compile import reference_conv2d, run_conv2d, workload_of
 from strato.vta.cycle_model import CycleParams
 
-# (H/W, in -> out channels, kernel, stride), "same" padding: the TVM paper's ResNet-18 layers
-LAYERS = {
-    "C2": (56, 64, 64, 3, 1),
-    "C3": (56, 64, 64, 1, 1),
-    "C4": (56, 64, 128, 3, 2),
-    "C5": (56, 64, 128, 1, 2),
-    "C6": (28, 128, 128, 3, 1),
-    "C7": (28, 128, 256, 3, 2),
-    "C8": (28, 128, 256, 1, 2),
-    "C9": (14, 256, 256, 3, 1),
-    "C10": (14, 256, 512, 3, 2),
-    "C11": (14, 256, 512, 1, 2),
-    "C12": (7, 512, 512, 3, 1),
-}
+# C1 (3 input channels) stays on the CPU
+LAYERS = {name: shape for name, shape in CONV_LAYERS.items() if name != "C1"}
 
 
 def main(argv: list[str] | None = None) -> int:
