@@ -477,17 +477,9 @@ class PadOp(LayoutOp):
         return [np.pad(x, widths, mode=self.pad_mode.value)]
 
 
-@irdl_op_definition
-class GatherOp(LayoutOp):
-    """Picks entries of `data` along `axis` by an integer index tensor (numpy `take`):
-    result[o.., j.., i..] = data[o.., indices[j..], i..], where o.. are the dimensions
-    before `axis` and i.. those after it. A negative index counts from the end; an
-    index outside [-n, n) is an error (clamped into range by the compiled code).
-
-        %g = graph.gather %data, %idx axis 0 : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
-    """
-
-    name = "graph.gather"
+class _AxisIndexedOp(LayoutOp):
+    """Shared definition of the ops that pick entries of `data` by an integer `indices`
+    tensor along one `axis`; a subclass gives the result shape."""
 
     data = operand_def(AnyTensor)
     indices = operand_def(AnyTensor)
@@ -501,9 +493,13 @@ class GatherOp(LayoutOp):
         "$data `,` $indices `axis` $axis attr-dict `:` functional-type(operands, results)"
     )
 
+    @staticmethod
+    def result_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> tuple[int, ...]:
+        raise NotImplementedError
+
     def __init__(self, data: SSAValue | Operation, indices: SSAValue | Operation, axis: int):
         data, indices = SSAValue.get(data), SSAValue.get(indices)
-        shape = gather_shape(static_shape(data), static_shape(indices), axis)
+        shape = self.result_shape(static_shape(data), static_shape(indices), axis)
         super().__init__(
             operands=[data, indices],
             properties={"axis": IntegerAttr(axis, i64)},
@@ -513,6 +509,23 @@ class GatherOp(LayoutOp):
     @property
     def axis_value(self) -> int:
         return self.axis.value.data
+
+
+@irdl_op_definition
+class GatherOp(_AxisIndexedOp):
+    """Picks entries of `data` along `axis` by an integer index tensor (numpy `take`):
+    result[o.., j.., i..] = data[o.., indices[j..], i..], where o.. are the dimensions
+    before `axis` and i.. those after it. A negative index counts from the end; an
+    index outside [-n, n) is an error (clamped into range by the compiled code).
+
+        %g = graph.gather %data, %idx axis 0 : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+    """
+
+    name = "graph.gather"
+
+    @staticmethod
+    def result_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> tuple[int, ...]:
+        return gather_shape(data, indices, axis)
 
     def infer_shape(self) -> tuple[int, ...] | None:
         data = static_shape(self.data)
@@ -569,7 +582,7 @@ def _checked_positions(
 
 
 @irdl_op_definition
-class GatherElementsOp(LayoutOp):
+class GatherElementsOp(_AxisIndexedOp):
     """Picks one entry of `data` per entry of `indices` (same rank) along `axis`
     (numpy `take_along_axis`): result[i..] = data[i.. with indices[i..] at axis]. The
     result has the shape of `indices`; outside `axis` its dimensions are at most the
@@ -581,29 +594,9 @@ class GatherElementsOp(LayoutOp):
 
     name = "graph.gather_elements"
 
-    data = operand_def(AnyTensor)
-    indices = operand_def(AnyTensor)
-    axis = prop_def(IntegerAttr[I64])
-    result = result_def(AnyTensor)
-
-    SAME_ELEMENT_TYPE: ClassVar[bool] = False
-
-    traits = traits_def(NoMemoryEffect())
-    assembly_format = (
-        "$data `,` $indices `axis` $axis attr-dict `:` functional-type(operands, results)"
-    )
-
-    def __init__(self, data: SSAValue | Operation, indices: SSAValue | Operation, axis: int):
-        data, indices = SSAValue.get(data), SSAValue.get(indices)
-        super().__init__(
-            operands=[data, indices],
-            properties={"axis": IntegerAttr(axis, i64)},
-            result_types=[tensor_type_like(data.type, static_shape(indices))],
-        )
-
-    @property
-    def axis_value(self) -> int:
-        return self.axis.value.data
+    @staticmethod
+    def result_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> tuple[int, ...]:
+        return tuple(indices)
 
     def infer_shape(self) -> tuple[int, ...] | None:
         data, indices = static_shape(self.data), static_shape(self.indices)
