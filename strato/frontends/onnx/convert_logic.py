@@ -35,22 +35,33 @@ def _element_type(ctx: NodeContext, index: int) -> Attribute:
     return value.type.element_type
 
 
-def _comparison(op_class: type[graph.ComparisonOp], onnx_name: str):
+def _binary(op_class: type[graph.BroadcastBinaryOp], onnx_name: str, check, summary: str):
+    """A converter of a broadcasting binary op that folds known inputs, after `check`
+    (which also checks that the input shapes broadcast)."""
+
     def convert(ctx: NodeContext) -> list[ImportedValue]:
-        ctx.broadcast(ctx.shape(0), ctx.shape(1))
-        if _element_type(ctx, 0) != _element_type(ctx, 1):
-            raise ctx.error(
-                f"inputs have element types {_element_type(ctx, 0)} and "
-                f"{_element_type(ctx, 1)}; {onnx_name} compares tensors of one type"
-            )
+        check(ctx, onnx_name)
         lhs, rhs = ctx.known(0), ctx.known(1)
         if lhs is not None and rhs is not None:
             return [np.asarray(op_class.compute(lhs, rhs))]
         return [ctx.emit(op_class(ctx.operand(0), ctx.operand(1))).results[0]]
 
     convert.__name__ = f"convert_{op_class.name.split('.', 1)[1]}"
-    convert.__doc__ = f"ONNX {onnx_name} -> {op_class.name} (bool result, numpy broadcasting)."
+    convert.__doc__ = f"ONNX {onnx_name} -> {op_class.name} ({summary}, numpy broadcasting)."
     return convert
+
+
+def _check_comparable(ctx: NodeContext, onnx_name: str) -> None:
+    ctx.broadcast(ctx.shape(0), ctx.shape(1))
+    if _element_type(ctx, 0) != _element_type(ctx, 1):
+        raise ctx.error(
+            f"inputs have element types {_element_type(ctx, 0)} and "
+            f"{_element_type(ctx, 1)}; {onnx_name} compares tensors of one type"
+        )
+
+
+def _comparison(op_class: type[graph.ComparisonOp], onnx_name: str):
+    return _binary(op_class, onnx_name, _check_comparable, "bool result")
 
 
 convert_equal = _comparison(graph.EqualOp, "Equal")
@@ -70,18 +81,13 @@ def _check_bool(ctx: NodeContext, *indices: int) -> None:
             )
 
 
-def _logical(op_class: type[graph.BooleanBinaryOp], onnx_name: str):
-    def convert(ctx: NodeContext) -> list[ImportedValue]:
-        _check_bool(ctx, 0, 1)
-        ctx.broadcast(ctx.shape(0), ctx.shape(1))
-        lhs, rhs = ctx.known(0), ctx.known(1)
-        if lhs is not None and rhs is not None:
-            return [np.asarray(op_class.compute(lhs, rhs))]
-        return [ctx.emit(op_class(ctx.operand(0), ctx.operand(1))).results[0]]
+def _check_bool_operands(ctx: NodeContext, onnx_name: str) -> None:
+    _check_bool(ctx, 0, 1)
+    ctx.broadcast(ctx.shape(0), ctx.shape(1))
 
-    convert.__name__ = f"convert_{op_class.name.split('.', 1)[1]}"
-    convert.__doc__ = f"ONNX {onnx_name} -> {op_class.name} (bool tensors, numpy broadcasting)."
-    return convert
+
+def _logical(op_class: type[graph.BooleanBinaryOp], onnx_name: str):
+    return _binary(op_class, onnx_name, _check_bool_operands, "bool tensors")
 
 
 convert_and = _logical(graph.AndOp, "And")
