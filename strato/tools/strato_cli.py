@@ -396,21 +396,22 @@ class _ArgumentParser(argparse.ArgumentParser):
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def positive_int(text: str) -> int:
+def _decimal_int(text: str) -> int:
     try:
-        value = int(text, 10)
+        return int(text, 10)
     except ValueError:
         raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+
+
+def positive_int(text: str) -> int:
+    value = _decimal_int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
 def non_negative_int(text: str) -> int:
-    try:
-        value = int(text, 10)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"'{text}' is not an integer") from None
+    value = _decimal_int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
     return value
