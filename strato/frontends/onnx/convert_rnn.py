@@ -45,17 +45,8 @@ def convert_lstm(ctx: NodeContext) -> list[ImportedValue]:
         raise ctx.error(f"direction '{direction}' is not one of forward, reverse, bidirectional")
     num_directions = 2 if direction == graph.LstmDirection.BIDIRECTIONAL else 1
     _check_default_cell(ctx, num_directions)
-    layout = ctx.attr("layout", 0)
-    if layout not in (0, 1):
-        raise ctx.error(f"attribute layout={layout} is not supported (expected 0 or 1)")
+    layout, x_shape, w_shape, r_shape = _layout_and_shapes(ctx)
     batch_major = layout == 1
-
-    x_shape, w_shape, r_shape = ctx.shape(X), ctx.shape(W), ctx.shape(R)
-    if len(x_shape) != 3 or len(w_shape) != 3 or len(r_shape) != 3:
-        raise ctx.error(
-            f"X, W and R must have rank 3, got shapes {list(x_shape)}, {list(w_shape)} "
-            f"and {list(r_shape)}"
-        )
     hidden = r_shape[2]
     if ctx.has_attr("hidden_size") and ctx.attr("hidden_size") != hidden:
         raise ctx.error(
@@ -92,6 +83,22 @@ def convert_lstm(ctx: NodeContext) -> list[ImportedValue]:
             if _is_requested(ctx, n):
                 results[n] = _transposed(ctx, lstm.results[n], perm)
     return results[: len(ctx.node.output)]
+
+
+def _layout_and_shapes(
+    ctx: NodeContext,
+) -> tuple[int, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """The checked `layout` attribute and the shapes of X, W and R (each of rank 3)."""
+    layout = ctx.attr("layout", 0)
+    if layout not in (0, 1):
+        raise ctx.error(f"attribute layout={layout} is not supported (expected 0 or 1)")
+    x_shape, w_shape, r_shape = ctx.shape(X), ctx.shape(W), ctx.shape(R)
+    if len(x_shape) != 3 or len(w_shape) != 3 or len(r_shape) != 3:
+        raise ctx.error(
+            f"X, W and R must have rank 3, got shapes {list(x_shape)}, {list(w_shape)} "
+            f"and {list(r_shape)}"
+        )
+    return layout, x_shape, w_shape, r_shape
 
 
 def _is_requested(ctx: NodeContext, output: int) -> bool:
@@ -262,15 +269,7 @@ def _unrolled(ctx: NodeContext, gates: int, defaults: tuple[str, ...]) -> list[I
         raise ctx.error(f"direction '{direction}' is not one of forward, reverse, bidirectional")
     directions = 2 if direction == "bidirectional" else 1
     activations = _activations(ctx, defaults, directions)
-    layout = ctx.attr("layout", 0)
-    if layout not in (0, 1):
-        raise ctx.error(f"attribute layout={layout} is not supported (expected 0 or 1)")
-    x_shape, w_shape, r_shape = ctx.shape(X), ctx.shape(W), ctx.shape(R)
-    if len(x_shape) != 3 or len(w_shape) != 3 or len(r_shape) != 3:
-        raise ctx.error(
-            f"X, W and R must have rank 3, got shapes {list(x_shape)}, {list(w_shape)} "
-            f"and {list(r_shape)}"
-        )
+    layout, x_shape, w_shape, r_shape = _layout_and_shapes(ctx)
     hidden = r_shape[2]
     if ctx.has_attr("hidden_size") and ctx.attr("hidden_size") != hidden:
         raise ctx.error(f"hidden_size={ctx.attr('hidden_size')} differs from R's {hidden}")
