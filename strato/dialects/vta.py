@@ -444,6 +444,15 @@ class _KernelOp(IRDLOperation):
         printer.print_string(" uops ")
         _print_nested(printer, self.uop_list)
 
+    @staticmethod
+    def _parse_kernel(parser: Parser) -> tuple[list[list[int]], list[list[int]]]:
+        """Parses what `_print_kernel` prints: `loops [...] uops [...]`."""
+        parser.parse_keyword("loops")
+        loops = _parse_nested(parser)
+        parser.parse_keyword("uops")
+        uops = _parse_nested(parser)
+        return loops, uops
+
 
 @irdl_op_definition
 class GemmOp(_KernelOp):
@@ -511,10 +520,7 @@ class GemmOp(_KernelOp):
     @classmethod
     def parse(cls, parser: Parser) -> GemmOp:
         names = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_unresolved_operand)
-        parser.parse_keyword("loops")
-        loops = _parse_nested(parser)
-        parser.parse_keyword("uops")
-        uops = _parse_nested(parser)
+        loops, uops = cls._parse_kernel(parser)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         types = parser.parse_comma_separated_list(Parser.Delimiter.NONE, parser.parse_type)
@@ -584,10 +590,7 @@ class AluOp(_KernelOp):
         imm = None
         if parser.parse_optional_keyword("imm") is not None:
             imm = parser.parse_integer(allow_boolean=False)
-        parser.parse_keyword("loops")
-        loops = _parse_nested(parser)
-        parser.parse_keyword("uops")
-        uops = _parse_nested(parser)
+        loops, uops = cls._parse_kernel(parser)
         attrs = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         type_ = parser.parse_type()
