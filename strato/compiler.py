@@ -34,6 +34,7 @@ from strato.frontends.onnx import import_onnx
 from strato.pipeline import COMPILE, run_pipeline
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import Signature
+from strato.targets.registry import Target, TargetSpec, get_target, parse_target
 from strato.targets.llvm.entry_abi import (
     ALLOCATORS,
     STATUS_OK,
@@ -43,8 +44,6 @@ from strato.targets.llvm.entry_abi import (
 
 if TYPE_CHECKING:
     from strato.targets.llvm.jit import JitFunction
-
-TARGETS = ("llvm",)
 
 StageCallback = Callable[[str, ModuleOp], None]
 """Called with a stage name and the module after it: "graph" after import, then the name
@@ -60,12 +59,13 @@ one that fits this bound but not the machine's memory fails cleanly when called.
 
 def compile_model(
     model: str | os.PathLike | onnx.ModelProto,
-    target: str = "llvm",
+    target: str | TargetSpec | Target = "llvm",
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     after_stage: StageCallback | None = None,
     before_stage: Callable[[str], None] | None = None,
     name: str | None = None,
+    fast_math: bool = False,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
@@ -74,10 +74,10 @@ def compile_model(
     `after_stage` sees the module after each IR stage, e.g. to dump it; `before_stage`
     hears the name of each pass before it runs (progress reports); `name` prefixes
     the C entry point (`<name>_run`; by default the file's stem, the zoo name or the
-    ONNX graph's name).
+    ONNX graph's name). `target` is a target string (`"llvm -mcpu=skylake-avx512"`,
+    `strato.targets.registry`); `fast_math=True` is its `-fast-math` option.
     """
-    if target not in TARGETS:
-        raise StratoError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
+    compile_target = resolve_target(target, fast_math=fast_math)
     shapes = check_input_shapes(input_shapes)
     proto_or_path, default_name = _model_source(model)
     imported = import_onnx(proto_or_path, input_shapes=shapes)
@@ -100,23 +100,49 @@ def compile_model(
                 before_stage(upcoming.name)
 
     ctx = make_context()
-    try:
-        run_pipeline(ctx, module, _LOOP_STAGES, callback)
-        check_buffer_sizes(module)
-        run_pipeline(ctx, module, _LLVM_STAGE, callback)
-    except MemoryError:
-        raise StratoError(
-            "out of memory while compiling (a constant too large to fold on this machine?)"
-        ) from None
-    return build_llvm(
-        module, imported.function_name, signature, public_name=c_identifier(name or default_name)
-    )
+    with compile_target.compiling():
+        try:
+            for step, stages in enumerate(_split_pipeline(compile_target.pipeline())):
+                if step:
+                    check_buffer_sizes(module)
+                run_pipeline(ctx, module, stages, callback)
+        except MemoryError:
+            raise StratoError(
+                "out of memory while compiling (a constant too large to fold on this machine?)"
+            ) from None
+        return compile_target.build(
+            module,
+            imported.function_name,
+            signature,
+            public_name=c_identifier(name or default_name),
+        )
 
 
-_LOOP_STAGES, _, _LLVM_STAGE = COMPILE.rpartition(",")
-"""COMPILE in two steps: down to the loop level, where every buffer has its final type
-and its size is checked, then convert-loops-to-llvm."""
-assert _LLVM_STAGE == "convert-loops-to-llvm"
+def resolve_target(
+    target: str | TargetSpec | Target, *, fast_math: bool = False
+) -> Target:
+    """The registered target `target` names (`strato.targets.registry.get_target`), with
+    `-fast-math` added when `fast_math` is set."""
+    if fast_math:
+        spec = target.spec if isinstance(target, Target) else target
+        if not isinstance(spec, TargetSpec):
+            spec = parse_target(spec)
+        target = TargetSpec(spec.name, {**spec.options, "fast-math": "true"})
+    return get_target(target)
+
+
+_LLVM_STAGE = "convert-loops-to-llvm"
+_LOOP_LEVEL_END = "," + _LLVM_STAGE
+assert COMPILE.endswith(_LOOP_LEVEL_END)
+
+
+def _split_pipeline(pipeline: str) -> list[str]:
+    """A pipeline ending in convert-loops-to-llvm in two steps: down to the loop level,
+    where every buffer has its final type and its size is checked, then the lowering to
+    the llvm dialect; any other pipeline in one step."""
+    if pipeline.endswith(_LOOP_LEVEL_END):
+        return [pipeline[: -len(_LOOP_LEVEL_END)], _LLVM_STAGE]
+    return [pipeline]
 
 
 def check_buffer_sizes(module: ModuleOp) -> None:

@@ -19,7 +19,6 @@ within the 32 (or 16) vector registers.
 from __future__ import annotations
 
 import re
-from functools import cache
 
 from typing import TYPE_CHECKING
 
@@ -48,13 +47,12 @@ FAMILY = "cpu.fma_tile"
 _NAME = re.compile(r"^cpu\.fma_tile\.(\d+)x(\d+)x(\d+)$")
 
 
-@cache
 def host_vector_lanes() -> int:
-    """fp32 lanes of the host's widest vector registers (16 with AVX-512F, else 8)."""
-    from strato.targets.llvm.host import host_target
+    """fp32 lanes of the widest vector registers of the CPU being compiled for (the
+    host unless the target names another: 16 with AVX-512F, 8 with AVX2, 4 with SSE)."""
+    from strato.targets.llvm.host import vector_lanes
 
-    features = host_target().features.split(",")
-    return 16 if "+avx512f" in features else 8
+    return vector_lanes(4)
 
 
 def default_fma_tile() -> tuple[int, int]:

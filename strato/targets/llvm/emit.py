@@ -45,7 +45,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from strato.diagnostics import StratoError
-from strato.targets.llvm.host import host_data_layout, host_target
+from strato.targets.llvm.host import current_machine, host_data_layout, host_target
 
 _ARG_FLAGS = {
     "llvm.noalias": "noalias",
@@ -163,7 +163,7 @@ def _emit_global(op: llvm.GlobalOp, module: ir.Module) -> None:
 def _add_target_attributes(fn: ir.Function) -> None:
     """String attributes llvmlite's attribute set does not know: added to the set
     itself, which prints them as they are."""
-    host = host_target()
+    host = current_machine()
     for attribute in (
         f'"target-cpu"="{host.cpu}"',
         f'"target-features"="{host.features}"',

@@ -1,4 +1,14 @@
-"""The machine strato compiles for: the host CPU, through llvmlite.
+"""The machine strato compiles for: the host CPU by default, or one a target string
+names (`llvm -mcpu=skylake-avx512`, `llvm -mattr=+avx2,-avx512f`), through llvmlite.
+
+    machine = machine_for(cpu="x86-64-v2")          # checked against LLVM's CPU table
+    with compiling_for(machine):
+        vector_lanes()                               # 4: SSE registers hold 4 floats
+        target_machine()                             # codegen for x86-64-v2
+
+Code generation (`target_machine`, the `target-cpu`/`target-features` attributes of
+emitted functions) and the default schedules (`vector_lanes`) read `current_machine()`,
+which is the host unless a compilation has selected another machine.
 
 llvmlite initializes LLVM itself since 0.45 (`llvmlite.binding.initialize()` now
 raises); only the native target and its assembly printer need initializing, once.
@@ -6,10 +16,18 @@ raises); only the native target and its assembly printer need initializing, once
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import os
+import tempfile
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
 import llvmlite.binding as llvm
+
+from strato.diagnostics import StratoError
 
 
 @cache
@@ -21,15 +39,20 @@ def _initialize_native_target() -> None:
 
 @dataclass(frozen=True)
 class HostTarget:
-    """Triple, CPU name and CPU features of the machine running strato."""
+    """Triple, CPU name and CPU features (LLVM's `+feature,-feature` list; empty for
+    the CPU's own) of a machine to compile for."""
 
     triple: str
     cpu: str
     features: str
 
+    def __str__(self) -> str:
+        return f"{self.cpu} ({self.features})" if self.features else self.cpu
+
 
 @cache
 def host_target() -> HostTarget:
+    """The machine running strato."""
     _initialize_native_target()
     return HostTarget(
         triple=llvm.get_process_triple(),
@@ -38,17 +61,113 @@ def host_target() -> HostTarget:
     )
 
 
+_CURRENT: contextvars.ContextVar[HostTarget | None] = contextvars.ContextVar(
+    "strato_machine", default=None
+)
+
+
+def current_machine() -> HostTarget:
+    """The machine the compilation in progress targets (the host by default)."""
+    machine = _CURRENT.get()
+    return host_target() if machine is None else machine
+
+
+@contextlib.contextmanager
+def compiling_for(machine: HostTarget) -> Iterator[HostTarget]:
+    """Within the block, `current_machine()` is `machine` (in this thread or task)."""
+    token = _CURRENT.set(machine)
+    try:
+        yield machine
+    finally:
+        _CURRENT.reset(token)
+
+
+class MachineError(StratoError):
+    """A CPU name or CPU feature LLVM does not know."""
+
+
+def machine_for(cpu: str | None = None, features: str | None = None) -> HostTarget:
+    """The host with its CPU and/or features replaced.
+
+    `cpu` names an LLVM processor (`skylake-avx512`, `x86-64-v2`); without `features` it
+    brings its own features. `features` is a comma-separated `+name`/`-name` list; with
+    no `cpu` it edits the host's features (`+avx2,-avx512f`), with one it is added to
+    that CPU's. An unknown CPU or feature is a `MachineError`.
+    """
+    host = host_target()
+    if cpu is None and features is None:
+        return host
+    overrides = _parse_features(features) if features is not None else {}
+    if cpu is None:
+        merged = _parse_features(host.features)
+        merged.update(overrides)
+        machine = HostTarget(host.triple, host.cpu, _flatten(merged))
+    else:
+        machine = HostTarget(host.triple, cpu, _flatten(overrides))
+    _check_machine(machine)
+    return machine
+
+
+def _parse_features(text: str) -> dict[str, str]:
+    """`+a,-b` -> {"a": "+", "b": "-"} (order kept, a later entry wins)."""
+    result: dict[str, str] = {}
+    for word in text.split(","):
+        word = word.strip()
+        if not word:
+            continue
+        if word[0] not in "+-" or len(word) == 1:
+            raise MachineError(
+                f"CPU feature '{word}' must start with + (enable) or - (disable), e.g. +avx2"
+            )
+        result.pop(word[1:], None)
+        result[word[1:]] = word[0]
+    return result
+
+
+def _flatten(features: dict[str, str]) -> str:
+    return ",".join(f"{sign}{name}" for name, sign in features.items())
+
+
+_STDERR_LOCK = threading.Lock()
+
+
+@cache
+def _check_machine(machine: HostTarget) -> None:
+    """LLVM only warns on stderr about an unknown CPU or feature (and a bad CPU later
+    aborts the process in codegen), so create a target machine with stderr captured and
+    turn a warning into a `MachineError`."""
+    _initialize_native_target()
+    target = llvm.Target.from_triple(machine.triple)
+    with _STDERR_LOCK, tempfile.TemporaryFile() as capture:
+        saved = os.dup(2)
+        os.dup2(capture.fileno(), 2)
+        try:
+            target.create_target_machine(cpu=machine.cpu, features=machine.features, opt=0)
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        capture.seek(0)
+        warnings = capture.read().decode(errors="replace").splitlines()
+    for line in warnings:
+        if "not a recognized processor" in line:
+            raise MachineError(f"unknown CPU '{machine.cpu}' for {machine.triple}")
+        if "not a recognized feature" in line:
+            name = line.split("'")[1] if line.count("'") >= 2 else line
+            raise MachineError(f"unknown CPU feature '{name}' for {machine.triple}")
+
+
 def target_machine(
     opt_level: int = 3, *, jit: bool = False, portable: bool = False
 ) -> llvm.TargetMachine:
-    """A target machine for the host. `portable` targets a generic CPU of the same
-    architecture (for object files meant to run elsewhere); `jit` selects the JIT's
-    code model."""
-    host = host_target()
-    target = llvm.Target.from_triple(host.triple)
+    """A target machine for `current_machine()`. `portable` targets a generic CPU of the
+    same architecture (for object files meant to run elsewhere); `jit` selects the
+    JIT's code model."""
+    _initialize_native_target()
+    machine = current_machine()
+    target = llvm.Target.from_triple(machine.triple)
     return target.create_target_machine(
-        cpu="" if portable else host.cpu,
-        features="" if portable else host.features,
+        cpu="" if portable else machine.cpu,
+        features="" if portable else machine.features,
         opt=opt_level,
         reloc="default" if jit else "pic",
         codemodel="jitdefault" if jit else "default",
@@ -60,3 +179,34 @@ def target_machine(
 def host_data_layout() -> str:
     """The data layout string of the host target."""
     return str(target_machine(jit=True).target_data)
+
+
+_PROBE = """
+define void @probe(ptr %p) {
+  %v = load <16 x float>, ptr %p
+  %w = fadd <16 x float> %v, %v
+  store <16 x float> %w, ptr %p
+  ret void
+}
+"""
+
+
+@cache
+def vector_bits(machine: HostTarget) -> int:
+    """Width in bits of the widest float vector registers of `machine`: the register
+    LLVM's code for a 16-float add uses (x86: zmm 512, ymm 256, xmm 128; others 128)."""
+    _initialize_native_target()
+    target = llvm.Target.from_triple(machine.triple)
+    codegen = target.create_target_machine(cpu=machine.cpu, features=machine.features, opt=2)
+    assembly = codegen.emit_assembly(llvm.parse_assembly(_PROBE))
+    for register, bits in (("zmm", 512), ("ymm", 256)):
+        if register in assembly:
+            return bits
+    return 128
+
+
+def vector_lanes(itemsize: int = 4) -> int:
+    """Lanes of `itemsize`-byte elements in a vector register of `current_machine()`:
+    the vector width the default schedules pick (16 fp32 lanes with AVX-512F, 8 with
+    AVX2, 4 with SSE)."""
+    return max(1, vector_bits(current_machine()) // (8 * itemsize))
