@@ -12,8 +12,9 @@ from strato import zoo
 from strato.diagnostics import ModelImportError, StratoError
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import InputMismatchError
+from strato.testing.optional import optional_module
 
-ort = pytest.importorskip("onnxruntime")
+ort = optional_module("onnxruntime")
 
 
 def small_mlp(batch: int = 2, seed: int = 0) -> onnx.ModelProto:

@@ -13,8 +13,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import strato
+from strato.testing.optional import optional_module
 
-ort = pytest.importorskip("onnxruntime")
+ort = optional_module("onnxruntime")
 
 RTOL = 1e-5
 ATOL = 1e-6

@@ -22,8 +22,9 @@ from strato.frontends.onnx.backend import prepare
 from strato.frontends.onnx.conversion import ssa_name
 from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 from strato.interpreters.graph import run_graph
+from strato.testing.optional import optional_module
 
-ort = pytest.importorskip("onnxruntime")
+ort = optional_module("onnxruntime")
 
 OPSET = 17
 

@@ -26,8 +26,9 @@ from strato.interpreters.graph import run_graph
 from strato.interpreters.loop import run_loops
 from strato.interpreters.te import run_te
 from strato.pipeline import run_pipeline
+from strato.testing.optional import optional_module
 
-ort = pytest.importorskip("onnxruntime")
+ort = optional_module("onnxruntime")
 
 OPSET = 17
 

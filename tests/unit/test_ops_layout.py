@@ -32,8 +32,9 @@ from strato.interpreters.loop import run_loops
 from strato.interpreters.te import run_te
 from strato.pipeline import run_pipeline
 from strato.strategies.layout import reshape_groups
+from strato.testing.optional import optional_module
 
-ort = pytest.importorskip("onnxruntime")
+ort = optional_module("onnxruntime")
 
 RNG = np.random.default_rng(0)
 

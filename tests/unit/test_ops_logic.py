@@ -35,8 +35,9 @@ from strato.interpreters.te import run_te
 from strato.pipeline import run_pipeline
 from strato.targets.llvm.jit import JitModule
 from strato.testing.onnx_node_tests import run_node_test, select_node_tests
+from strato.testing.optional import optional_module
 
-ort = pytest.importorskip("onnxruntime")
+ort = optional_module("onnxruntime")
 
 RNG = np.random.default_rng(0)
 

@@ -28,8 +28,9 @@ from strato.interpreters.graph import run_graph
 from strato.interpreters.loop import loop_entry_function, output_flags, run_loops
 from strato.interpreters.te import run_te
 from strato.pipeline import LOWER_TO_LOOPS, run_pipeline
+from strato.testing.optional import optional_module
 
-ort = pytest.importorskip("onnxruntime")
+ort = optional_module("onnxruntime")
 
 OUTPUTS = ("Y", "Y_h", "Y_c")
 

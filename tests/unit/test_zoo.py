@@ -20,6 +20,7 @@ import pytest
 from onnx import TensorProto, numpy_helper
 
 from strato import zoo
+from strato.testing.optional import optional_module
 from strato.zoo.dcgan import build_dcgan
 from strato.zoo.dqn import build_dqn
 from strato.zoo.lstm import build_lstm
@@ -27,7 +28,7 @@ from strato.zoo.mobilenet import build_mobilenet_v2, make_divisible
 from strato.zoo.resnet import build_resnet18
 from strato.zoo.transformer import build_transformer
 
-ort = pytest.importorskip("onnxruntime")
+ort = optional_module("onnxruntime")
 
 ALLOWED_OPS = frozenset(
     """

@@ -17,8 +17,9 @@ from onnx import TensorProto
 
 import strato
 from strato import zoo
+from strato.testing.optional import optional_module
 
-ort = pytest.importorskip("onnxruntime")
+ort = optional_module("onnxruntime")
 
 BATCH = 2
 """More than one row, so that batch handling (strides, broadcasting) is exercised."""
