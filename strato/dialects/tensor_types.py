@@ -113,6 +113,30 @@ def numpy_dtype(type_: Attribute) -> np.dtype:
     raise ValueError(f"no numpy dtype for {type_}")
 
 
+def float_to_int_saturating(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`array` (floats) truncated toward zero into the integer `dtype` as LLVM's
+    `fptosi.sat`/`fptoui.sat` do it, which is what strato's `arith.fptosi`/`fptoui`
+    lower to: NaN becomes 0 and values beyond the range become its nearest end.
+
+    numpy's `astype` leaves these cases to the hardware (x86 gives the smallest integer
+    for NaN, infinities and overflow alike), so interpreters use this instead.
+
+    >>> float_to_int_saturating(np.array([np.nan, np.inf, -np.inf, -2.7, 300.0]), np.dtype(np.int8))
+    array([   0,  127, -128,   -2,  127], dtype=int8)
+    """
+    array = np.asarray(array)
+    info = np.iinfo(dtype)
+    with np.errstate(invalid="ignore"):
+        wide = np.trunc(np.nan_to_num(array.astype(np.float64), nan=0.0))
+        low, high = float(info.min), float(info.max)
+        result = np.where(wide <= low, info.min, 0).astype(dtype)
+        inside = (wide > low) & (wide < high)
+        # float(info.max) rounds up for 64-bit types: values at or past it saturate
+        result = np.where(wide >= high, info.max, result).astype(dtype)
+        result[inside] = wide[inside].astype(dtype)
+    return result
+
+
 def element_type_of(dtype: np.dtype) -> Attribute:
     """The MLIR element type of a numpy dtype."""
     for mlir_type, np_dtype in _NUMPY_OF_TYPE:

@@ -40,6 +40,7 @@ from strato.dialects import te
 from strato.dialects.tensor_types import (
     array_from_dense,
     elements_from_scalars,
+    float_to_int_saturating,
     is_unsigned_type,
     numpy_dtype,
     scalars_from_elements,
@@ -134,6 +135,20 @@ def _cast(op: Operation, a: np.ndarray) -> np.ndarray:
     return a.astype(numpy_dtype(op.results[0].type))
 
 
+def _float_to_int(signed: bool) -> Callable[..., np.ndarray]:
+    """`arith.fptosi`/`fptoui` as strato lowers them (LLVM's saturating `.sat`
+    intrinsics): NaN is 0, values out of range clamp to it."""
+
+    def cast(op: Operation, a: np.ndarray) -> np.ndarray:
+        dtype = numpy_dtype(op.results[0].type)
+        if dtype == np.bool_:
+            return _cast(op, a)
+        bits = dtype if signed else np.dtype(f"uint{dtype.itemsize * 8}")
+        return np.asarray(float_to_int_saturating(a, bits)).view(dtype)
+
+    return cast
+
+
 def _unsigned_cast(op: Operation, a: np.ndarray) -> np.ndarray:
     return _unsigned(a).astype(numpy_dtype(op.results[0].type))
 
@@ -202,8 +217,8 @@ SCALAR_SEMANTICS: dict[type[Operation], ScalarSemantics] = {
     # conversions
     arith.IndexCastOp: _cast,
     arith.SIToFPOp: _cast,
-    arith.FPToSIOp: _cast,
-    arith.FPToUIOp: _cast,
+    arith.FPToSIOp: _float_to_int(signed=True),
+    arith.FPToUIOp: _float_to_int(signed=False),
     arith.ExtFOp: _cast,
     arith.TruncFOp: _cast,
     arith.ExtSIOp: _cast,

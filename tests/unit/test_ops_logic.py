@@ -368,6 +368,30 @@ def test_cast_from_every_standard_type(source):
             assert same(result, expected), (name_of(target), level, x_in, result, expected)
 
 
+@pytest.mark.parametrize("target", [np.int8, np.uint8, np.int32, np.int64, np.uint64], ids=name_of)
+def test_cast_of_nan_inf_and_out_of_range_floats_agrees_at_every_level(target):
+    # ONNX leaves these undefined; strato defines them once (64-bit saturating truncation,
+    # NaN to 0, then the low bits) and every level must compute the same thing
+    x = np.array([np.nan, np.inf, -np.inf, -2.7, 3e9, -3e9, 1e20, -1e20], np.float32)
+    model = model_of("Cast", {"x": x}, target, to=onnx_type(target))
+    lowered = import_onnx(model).module
+    run_pipeline(make_context(), lowered, "graph-default,convert-graph-to-te")
+    results = {
+        **through_strato(model, [x]),
+        "te": run_te(lowered, [x])[0],
+        "reference": cast_array(x, element_type_of(np.dtype(target))),
+    }
+    wide = np.array([0, 2**63 - 1, -(2**63), -2, 3_000_000_000, -3_000_000_000,
+                     2**63 - 1, -(2**63)], dtype=np.int64)  # fmt: skip
+    if target == np.uint64:
+        wide = np.array([0, 2**64 - 1, 0, 0, 3_000_000_000, 0, 2**64 - 1, 0], np.uint64)
+    expected = wide.astype(target)
+    for level, result in results.items():
+        assert result.dtype == np.dtype(target) and np.array_equal(result, expected), (
+            level, result, expected,
+        )  # fmt: skip
+
+
 @pytest.mark.parametrize("target", SUB_BYTE, ids=name_of)
 def test_cast_to_and_from_sub_byte_integers(target):
     x = np.arange(-9.0, 16.0, dtype=np.float32).reshape(5, 5)

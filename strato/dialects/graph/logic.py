@@ -52,7 +52,7 @@ from strato.dialects.graph.base import (
     element_type,
     static_shape,
 )
-from strato.dialects.tensor_types import numpy_dtype
+from strato.dialects.tensor_types import float_to_int_saturating, numpy_dtype
 
 
 def _check_known(op: Operation, type_: Attribute) -> None:
@@ -403,7 +403,7 @@ class CastOp(GraphOp):
 
     - float to float rounds to nearest even (+/-inf when out of range);
     - float to integer truncates toward zero (out of range is undefined in ONNX;
-      strato saturates to the 64-bit range, then keeps the low bits);
+      strato truncates to 64 bits saturating, NaN to 0, then keeps the low bits);
     - integer to integer keeps the low bits (sign- or zero-extends when widening);
     - to bool: nonzero is true; from bool: 1 and 0;
     - to an 8-bit float format: round to nearest even; out-of-range values and
@@ -489,6 +489,12 @@ def cast_array(
     dtype = numpy_dtype(to)
     if dtype == np.dtype(ml_dtypes.float8_e8m0fnu):
         return _to_e8m0(array, saturate, round_mode)
+    is_float = array.dtype.kind == "f" or array.dtype.name in _FLOAT_NAMES
+    if is_float and dtype != np.bool_ and np.issubdtype(dtype, np.integer):
+        # truncate toward zero in 64 bits, saturating (NaN is 0), then keep the low bits
+        if dtype == np.uint64:
+            return float_to_int_saturating(array, dtype)
+        return float_to_int_saturating(array, np.dtype(np.int64)).astype(dtype)
     with np.errstate(all="ignore"):
         if saturate and dtype.name in _SATURATING_NAMES:
             if array.dtype.kind == "f" or array.dtype.name in _FLOAT_NAMES:
