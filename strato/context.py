@@ -23,8 +23,11 @@ UPSTREAM_DIALECTS: tuple[Dialect, ...] = (Builtin, Func, Arith, Math, MemRef, Sc
 
 
 def make_context(allow_unregistered: bool = False) -> Context:
-    """A fresh context with strato's dialects and the upstream ones it reuses."""
+    """A fresh context with strato's dialects, the upstream ones it reuses and those
+    plugins registered (`strato.plugins`)."""
+    from strato.plugins import plugin_dialects
+
     ctx = Context(allow_unregistered=allow_unregistered)
-    for dialect in (*UPSTREAM_DIALECTS, *STRATO_DIALECTS):
+    for dialect in (*UPSTREAM_DIALECTS, *STRATO_DIALECTS, *plugin_dialects()):
         ctx.load_dialect(dialect)
     return ctx

@@ -325,6 +325,7 @@ class StratoOptMain(xDSLOptMain):
         self.available_frontends = {}
         self.available_passes = {}
         self.available_targets = {}
+        self.load_plugins(_plugin_modules(sys.argv[1:] if args is None else args))
         self.ctx = make_context()
         self.register_all_dialects()
         self.register_all_passes()
@@ -354,6 +355,15 @@ class StratoOptMain(xDSLOptMain):
                 self.timer.declare(label)
 
     # -- registration -----------------------------------------------------------------
+
+    def load_plugins(self, modules: Sequence[str]) -> None:
+        """Load the installed plugins and `modules` (--load-plugin) before anything is
+        registered; a plugin that fails is one warning line, and the rest goes on."""
+        from strato.plugins import load_plugins
+
+        for failure in load_plugins(list(modules)):
+            sys.stdout.flush()
+            print(f"{TOOL}: warning: {failure}", file=sys.stderr)
 
     def register_all_dialects(self) -> None:
         # make_context() already holds strato's dialects and the upstream ones it uses.
@@ -391,6 +401,20 @@ class StratoOptMain(xDSLOptMain):
             return VtaTarget
 
         self.available_targets = {"mlir": mlir, "llvm": llvm, "interpret": interpret, "vta": vta}
+        # compile targets (strato.targets.registry) with an output target of their own
+        from strato.targets.registry import TargetSpec, registered_targets
+
+        for name, (compile_target, _) in registered_targets().items():
+            if name in ("mlir", "interpret"):
+                continue
+
+            def emitter(cls=compile_target, name=name) -> type[Target]:
+                emitter_class = cls(TargetSpec(name)).emitter()
+                if emitter_class is None:
+                    raise UsageError(f"target '{name}' has no IR output; use `strato compile`")
+                return emitter_class
+
+            self.available_targets[name] = emitter
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         add = arg_parser.add_argument
@@ -411,6 +435,19 @@ class StratoOptMain(xDSLOptMain):
             help="the pipeline in mlir-opt's spelling, 'builtin.module(a,b{opt=1})'",
         )
         add("--list-passes", action="store_true", help="list the passes and exit")
+        add(
+            "--list-dialects",
+            action="store_true",
+            help="list the dialects, where each comes from and its ops, and exit",
+        )
+        add(
+            "--load-plugin",
+            action="append",
+            default=[],
+            metavar="MODULE",
+            help="load a plugin: a module that registers dialects, passes or targets, or "
+            "MODULE:FUNCTION to call (repeatable; installed plugins load by themselves)",
+        )
         add(
             "-t",
             "--target",
@@ -545,39 +582,61 @@ class StratoOptMain(xDSLOptMain):
         add("-v", "--version", action=_VersionAction, help="print the version and exit")
 
     def pass_list(self) -> str:
-        """`--list-passes`: each pass with its one-sentence summary and its origin."""
-        from strato.transforms import PASS_REGISTRY
+        """`--list-passes`: each pass with its one-sentence summary and its origin
+        (strato, xdsl, or the plugin that registered it)."""
+        from strato.plugins import pass_source
 
         lines = []
         width = max(map(len, self.available_passes), default=0) + 2
+        origins = {name: pass_source(name) or "xDSL" for name in self.available_passes}
+        origin_width = max(8, *(len(origin) + 2 for origin in origins.values()))
         for name, factory in sorted(self.available_passes.items()):
-            where = PASS_REGISTRY.get(name, "xdsl.")
-            origin = "strato" if where.startswith("strato.") else "xDSL"
             try:
                 summary = UPSTREAM_SUMMARIES.get(name) or _summary(factory())
             except Exception as err:
                 summary = f"(cannot be loaded: {type(err).__name__}: {err})"
-            lines.append(f"{name:<{width}}{origin:<8}{summary}")
+            lines.append(f"{name:<{width}}{origins[name]:<{origin_width}}{summary}")
+        return "\n".join(lines) + "\n"
+
+    def dialect_list(self) -> str:
+        """`--list-dialects`: each dialect loaded in the context, where it comes from
+        (strato, xdsl, or a plugin's name) and its ops."""
+        from strato.plugins import registered_dialects
+
+        dialects = registered_dialects()
+        width = max(map(len, dialects), default=0) + 2
+        origin_width = max(8, *(len(source) + 2 for _, source in dialects.values()))
+        lines = []
+        for name, (dialect, source) in sorted(dialects.items()):
+            ops = ", ".join(sorted(op.name.split(".", 1)[1] for op in dialect.operations))
+            lines.append(f"{name:<{width}}{source:<{origin_width}}{ops or '(no ops)'}")
         return "\n".join(lines) + "\n"
 
     def catalogue(self) -> str:
         """The pass and target lists of `--help`; imports strato's passes for their
         docstrings, so it is built only when help is asked for."""
-        from strato.transforms import PASS_REGISTRY
+        from strato.plugins import pass_source
 
-        own = [n for n, where in PASS_REGISTRY.items() if where.startswith("strato.")]
-        width = max(28, *(len(name) + 2 for name in own))
+        origins = {name: pass_source(name) or "xDSL" for name in self.available_passes}
+        own = [n for n in self.available_passes if origins[n] == "strato"]
+        plugins = sorted({o for o in origins.values() if o not in ("strato", "xDSL")})
+        described = [n for n in self.available_passes if origins[n] != "xDSL"]
+        width = max(28, *(len(name) + 2 for name in described))
         lines = ["strato passes:"]
-        for name in own:
-            try:
-                pass_class = self.available_passes[name]()
-            except Exception as err:
-                lines.append(f"  {name:<{width}}(cannot be loaded: {type(err).__name__}: {err})")
-                continue
-            lines.append(f"  {name:<{width}}{_summary(pass_class)}")
-            if options := _options_of(pass_class):
-                lines.append(f"  {'':<{width}}options: {options}")
-        upstream = [name for name in self.available_passes if name not in own]
+        for plugin in [None, *plugins]:
+            if plugin is not None:
+                lines.append("")
+                lines.append(f"passes of plugin '{plugin}':")
+            for name in own if plugin is None else [n for n in described if origins[n] == plugin]:
+                try:
+                    pass_class = self.available_passes[name]()
+                except Exception as err:
+                    lines.append(f"  {name:<{width}}(cannot be loaded: {type(err).__name__}: {err})")
+                    continue
+                lines.append(f"  {name:<{width}}{_summary(pass_class)}")
+                if options := _options_of(pass_class):
+                    lines.append(f"  {'':<{width}}options: {options}")
+        upstream = [name for name in self.available_passes if origins[name] == "xDSL"]
         lines.append("")
         lines.append("upstream xDSL passes:")
         lines.append("  " + ", ".join(upstream))
@@ -695,6 +754,9 @@ class StratoOptMain(xDSLOptMain):
         an expected diagnostic did not match."""
         if self.args.list_passes:
             sys.stdout.write(self.pass_list())
+            return 0
+        if self.args.list_dialects:
+            sys.stdout.write(self.dialect_list())
             return 0
         text = self.read_input()
         chunks = split_input(text) if self.args.split_input_file else [InputChunk(text, 1)]
@@ -1215,14 +1277,18 @@ RECURSION_LIMIT = 20_000
 THREAD_STACK_BYTES = 512 * 1024 * 1024
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run strato-opt on `argv` (default: the command line); the exit status."""
+def main(argv: Sequence[str] | None = None, *, driver: type[StratoOptMain] | None = None) -> int:
+    """Run strato-opt on `argv` (default: the command line); the exit status.
+
+    `driver` is the `StratoOptMain` subclass to run (a tool built on strato-opt passes
+    its own instead of patching this module); dialects, passes and targets are better
+    added as plugins (`strato.plugins`), which the plain driver loads."""
     outcome: list[int] = []
     failure: list[BaseException] = []
 
     def body() -> None:
         try:
-            outcome.append(_main(argv))
+            outcome.append(_main(argv, driver or StratoOptMain))
         except BaseException as err:  # re-raised on the calling thread
             failure.append(err)
 
@@ -1251,11 +1317,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     return outcome[0]
 
 
-def _main(argv: Sequence[str] | None) -> int:
+def _plugin_modules(args: Sequence[str] | None) -> list[str]:
+    """The MODULE of each `--load-plugin MODULE` (or `--load-plugin=MODULE`) in `args`,
+    read before the full parse: plugins add passes and targets the parser accepts."""
+    modules: list[str] = []
+    words = list(args or ())
+    for index, word in enumerate(words):
+        if word == "--":
+            break
+        if word == "--load-plugin" and index + 1 < len(words):
+            modules.append(words[index + 1])
+        elif word.startswith("--load-plugin="):
+            modules.append(word.split("=", 1)[1])
+    return modules
+
+
+def _main(argv: Sequence[str] | None, driver: type[StratoOptMain] = StratoOptMain) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     debug_traceback = "--debug-traceback" in args
     try:
-        return StratoOptMain(args=args).run()
+        return driver(args=args).run()
     except SystemExit as exit_:
         # --help and --version end through argparse's exit.
         return exit_.code if isinstance(exit_.code, int) else 0 if exit_.code is None else 1

@@ -44,5 +44,10 @@ def resolve_pass(name: str) -> type[ModulePass]:
 
 
 def get_all_passes() -> dict[str, Callable[[], type[ModulePass]]]:
-    """name -> factory, the form xDSL's pass pipeline parser takes."""
-    return {name: (lambda name=name: resolve_pass(name)) for name in PASS_REGISTRY}
+    """name -> factory, the form xDSL's pass pipeline parser takes: strato's passes,
+    then those plugins registered (`strato.plugins`; their names never clash)."""
+    from strato.plugins import plugin_passes
+
+    passes = {name: (lambda name=name: resolve_pass(name)) for name in PASS_REGISTRY}
+    passes.update(plugin_passes())
+    return passes

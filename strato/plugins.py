@@ -1,0 +1,369 @@
+"""Plugins: dialects, passes and targets added to strato from outside its source.
+
+A plugin is a Python module that registers what it adds when it is loaded:
+
+    # my_plugin/__init__.py
+    import strato
+    from my_plugin.dialect import MyDialect
+    from my_plugin.passes import MyPass
+
+    strato.register_dialect(MyDialect)
+    strato.register_pass(MyPass)            # also usable as a class decorator
+
+A package makes its plugin found without any change to strato by naming it in the
+`strato.plugins` entry-point group of its `pyproject.toml`:
+
+    [project.entry-points."strato.plugins"]
+    my-plugin = "my_plugin"                 # a module, or "module:function" to call
+
+`strato-opt`, `strato` and `strato.compile` load every installed plugin once, on first
+use; `strato-opt --load-plugin MODULE` loads one more explicitly. Everything a plugin
+registers is listed under the plugin's name (`strato-opt --list-passes`,
+`--list-dialects`). A plugin that cannot be loaded (an import error, a name that is
+already taken) is reported by name as one line and leaves nothing of itself
+registered; the rest of strato works as before.
+
+Registering at run time, outside a plugin, works the same way; the entries are then
+attributed to the calling module's package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
+
+from strato.diagnostics import StratoError
+
+if TYPE_CHECKING:
+    from xdsl.ir import Dialect
+    from xdsl.passes import ModulePass
+
+    from strato.targets.registry import Target
+
+ENTRY_POINT_GROUP = "strato.plugins"
+"""The entry-point group strato reads installed plugins from."""
+
+STRATO = "strato"
+XDSL = "xDSL"
+
+PassFactory = Callable[[], "type[ModulePass]"]
+P = TypeVar("P", bound="type[ModulePass]")
+
+
+class PluginError(StratoError):
+    """A registration strato refuses (a name already taken, something that is not a
+    dialect or a pass), or a plugin that fails to load."""
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    """A plugin that could not be loaded and why (one line)."""
+
+    name: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"plugin '{self.name}' not loaded: {self.reason}"
+
+
+@dataclass
+class _Added:
+    """What one plugin registered, to take back if it fails part-way."""
+
+    dialects: list[str] = field(default_factory=list)
+    passes: list[str] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+
+
+_dialects: dict[str, tuple[Dialect, str]] = {}
+_passes: dict[str, tuple[PassFactory, str]] = {}
+_loading: list[tuple[str, _Added]] = []
+_loaded: dict[str, PluginFailure | None] = {}
+_entry_points_loaded = False
+
+
+# -- registration -------------------------------------------------------------------
+
+
+def _source(source: str | None) -> str:
+    """Who registers: the given name, else the plugin being loaded, else the package of
+    the module that called strato's register function."""
+    if source is not None:
+        return source
+    if _loading:
+        return _loading[-1][0]
+    frame = sys._getframe(2)
+    module = frame.f_globals.get("__name__", "__main__")
+    return module.split(".", 1)[0]
+
+
+def _record(kind: str, name: str) -> None:
+    if _loading:
+        getattr(_loading[-1][1], kind).append(name)
+
+
+def builtin_dialect_sources() -> dict[str, str]:
+    """strato's own dialects and the upstream ones its context loads: name -> source."""
+    from strato.context import STRATO_DIALECTS, UPSTREAM_DIALECTS
+
+    sources = {dialect.name: XDSL for dialect in UPSTREAM_DIALECTS}
+    sources.update({dialect.name: STRATO for dialect in STRATO_DIALECTS})
+    return sources
+
+
+def register_dialect(dialect: Dialect, *, source: str | None = None) -> Dialect:
+    """Make `dialect` (an `xdsl.ir.Dialect`) known to every context strato creates, so
+    `strato-opt` parses its ops and passes may create them. A dialect whose name is
+    taken (by strato, xDSL or another plugin) is a `PluginError`; registering the same
+    dialect again does nothing. Returns `dialect`."""
+    from xdsl.ir import Dialect
+
+    origin = _source(source)
+    if not isinstance(dialect, Dialect):
+        raise PluginError(f"{dialect!r} is not an xdsl Dialect ({origin})")
+    name = dialect.name
+    existing = _dialects.get(name)
+    if existing is not None:
+        if existing[0] is dialect:
+            return dialect
+        raise PluginError(f"dialect '{name}' from {origin} clashes with the one from {existing[1]}")
+    builtin = builtin_dialect_sources().get(name)
+    if builtin is not None:
+        raise PluginError(f"dialect '{name}' from {origin} clashes with {builtin}'s '{name}'")
+    for op in dialect.operations:
+        if not op.name.startswith(name + "."):
+            raise PluginError(f"op '{op.name}' of dialect '{name}' ({origin}) is not named '{name}.<op>'")
+    _dialects[name] = (dialect, origin)
+    _record("dialects", name)
+    return dialect
+
+
+def register_pass(
+    pass_class: P | str, factory: PassFactory | str | None = None, *, source: str | None = None
+) -> P | str:
+    """Make a pass available by its CLI name to `strato-opt -p`, pipelines and
+    `strato.compile(passes_before=..., passes_after=...)`.
+
+    Either a `ModulePass` subclass (its `name` is the CLI name; usable as a class
+    decorator), or a name and what to load lazily: a factory returning the class, or
+    "module:Class". A name taken by strato, the xDSL passes strato-opt offers or another
+    plugin is a `PluginError`; registering the same class again does nothing.
+    """
+    origin = _source(source)
+    if isinstance(pass_class, str):
+        name = pass_class
+        if factory is None:
+            raise PluginError(f"pass '{name}' ({origin}) needs a class or 'module:Class' to load")
+        load = _lazy_class(factory) if isinstance(factory, str) else factory
+    else:
+        from xdsl.passes import ModulePass
+
+        if not (isinstance(pass_class, type) and issubclass(pass_class, ModulePass)):
+            raise PluginError(f"{pass_class!r} is not an xdsl ModulePass subclass ({origin})")
+        name = getattr(pass_class, "name", None)
+        if not isinstance(name, str) or not name:
+            raise PluginError(f"pass class {pass_class.__qualname__} ({origin}) has no name")
+        cls = pass_class
+        load = lambda: cls  # noqa: E731
+    existing = _passes.get(name)
+    if existing is not None:
+        if not isinstance(pass_class, str) and existing[0]() is pass_class:
+            return pass_class
+        raise PluginError(f"pass '{name}' from {origin} clashes with the one from {existing[1]}")
+    builtin = builtin_pass_sources().get(name)
+    if builtin is not None:
+        raise PluginError(f"pass '{name}' from {origin} clashes with {builtin}'s '{name}'")
+    _passes[name] = (load, origin)
+    _record("passes", name)
+    return pass_class
+
+
+def register_target(cls: type[Target], *, source: str | None = None) -> type[Target]:
+    """Make a compile target available to `strato.compile(target=...)`, `strato run
+    --target` and `strato-opt -t` (see `strato.targets.registry.Target`). A name
+    already taken is an error naming both sources. Returns `cls`."""
+    from strato.targets.registry import register_target as register
+
+    origin = _source(source)
+    try:
+        register(cls, source=origin)
+    except StratoError as err:
+        raise PluginError(err.message) from None
+    _record("targets", cls.name)
+    return cls
+
+
+def _lazy_class(spec: str) -> PassFactory:
+    module_name, _, class_name = spec.partition(":")
+
+    def load() -> type[ModulePass]:
+        return getattr(importlib.import_module(module_name), class_name)
+
+    return load
+
+
+# -- what is registered -------------------------------------------------------------
+
+
+def builtin_pass_sources() -> dict[str, str]:
+    """strato's pass registry and xDSL's passes: name -> source. (strato-opt offers only
+    the xDSL passes that apply to strato's dialects, but every xDSL name is reserved.)"""
+    from xdsl.transforms import get_all_passes as upstream_passes
+
+    from strato.transforms import PASS_REGISTRY
+
+    sources = {name: XDSL for name in upstream_passes()}
+    for name, where in PASS_REGISTRY.items():
+        sources[name] = STRATO if where.startswith("strato.") else XDSL
+    return sources
+
+
+def plugin_dialects() -> list[Dialect]:
+    """The dialects plugins registered, in registration order."""
+    return [dialect for dialect, _ in _dialects.values()]
+
+
+def plugin_passes() -> dict[str, PassFactory]:
+    """name -> factory of the passes plugins registered (the form xDSL's pipeline
+    parser takes)."""
+    return {name: factory for name, (factory, _) in _passes.items()}
+
+
+def pass_source(name: str) -> str | None:
+    """Where the pass `name` comes from: "strato", "xDSL", a plugin's name, or None."""
+    if name in _passes:
+        return _passes[name][1]
+    return builtin_pass_sources().get(name)
+
+
+def registered_dialects() -> dict[str, tuple[Dialect, str]]:
+    """Every dialect strato's contexts load: name -> (dialect, source)."""
+    from strato.context import STRATO_DIALECTS, UPSTREAM_DIALECTS
+
+    entries = {d.name: (d, XDSL) for d in UPSTREAM_DIALECTS}
+    entries.update({d.name: (d, STRATO) for d in STRATO_DIALECTS})
+    entries.update(_dialects)
+    return entries
+
+
+# -- loading ------------------------------------------------------------------------
+
+
+@contextmanager
+def _loading_plugin(name: str) -> Iterator[None]:
+    """Attribute registrations to `name`; take them all back if loading fails."""
+    added = _Added()
+    _loading.append((name, added))
+    try:
+        yield
+    except BaseException:
+        _take_back(added)
+        raise
+    finally:
+        _loading.pop()
+
+
+def _take_back(added: _Added) -> None:
+    for name in added.dialects:
+        _dialects.pop(name, None)
+    for name in added.passes:
+        _passes.pop(name, None)
+    if added.targets:
+        from strato.targets import registry
+
+        for name in added.targets:
+            # The target registry has no public removal: a failed plugin's target must
+            # not stay behind half-registered.
+            registry._REGISTRY.pop(name, None)
+
+
+def _one_line(err: BaseException) -> str:
+    message = err.message if isinstance(err, StratoError) else str(err)
+    message = " ".join(message.split())
+    return f"{type(err).__name__}: {message}" if message else type(err).__name__
+
+
+def load_plugin(spec: str, *, name: str | None = None) -> PluginFailure | None:
+    """Load the plugin `spec`: a module ("my_plugin") whose import registers what it
+    adds, or "module:function" whose function is then called with no arguments.
+
+    Returns None on success, or the failure (the plugin then leaves nothing
+    registered). A plugin is loaded once; loading it again returns the first outcome.
+    """
+    name = name or spec
+    if spec in _loaded:
+        return _loaded[spec]
+    failure = None
+    try:
+        with _loading_plugin(name):
+            module_name, _, function = spec.partition(":")
+            loaded: object = importlib.import_module(module_name)
+            if function:
+                for part in function.split("."):
+                    loaded = getattr(loaded, part)
+                if not callable(loaded):
+                    raise PluginError(f"'{spec}' is not a function")
+                loaded()
+    except Exception as err:  # noqa: BLE001 - a broken plugin must not break strato
+        failure = PluginFailure(name, _one_line(err))
+    _loaded[spec] = failure
+    return failure
+
+
+def installed_plugins() -> dict[str, str]:
+    """The plugins installed packages declare: entry-point name -> "module[:function]"."""
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def load_plugins(extra: tuple[str, ...] | list[str] = ()) -> list[PluginFailure]:
+    """Load every installed plugin (once per process), then the modules in `extra`;
+    the failures, each naming its plugin."""
+    global _entry_points_loaded
+    failures: list[PluginFailure] = []
+    if not _entry_points_loaded:
+        _entry_points_loaded = True
+        try:
+            installed = installed_plugins()
+        except Exception as err:  # noqa: BLE001 - unreadable package metadata
+            failures.append(PluginFailure(ENTRY_POINT_GROUP, _one_line(err)))
+            installed = {}
+        for name, spec in sorted(installed.items()):
+            failure = load_plugin(spec, name=name)
+            if failure is not None:
+                failures.append(failure)
+    for spec in extra:
+        failure = load_plugin(spec)
+        if failure is not None:
+            failures.append(failure)
+    return failures
+
+
+def loaded_plugins() -> dict[str, PluginFailure | None]:
+    """Each plugin loaded so far ("module[:function]") -> None, or why it failed."""
+    return dict(_loaded)
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PluginError",
+    "PluginFailure",
+    "builtin_dialect_sources",
+    "builtin_pass_sources",
+    "installed_plugins",
+    "load_plugin",
+    "load_plugins",
+    "loaded_plugins",
+    "pass_source",
+    "plugin_dialects",
+    "plugin_passes",
+    "register_dialect",
+    "register_pass",
+    "register_target",
+    "registered_dialects",
+]
