@@ -23,14 +23,22 @@ from strato.schedule import LoopHandle, Schedule, StageHandle
 
 @dataclass(frozen=True)
 class Knob:
-    """A named choice: `default` is one of `domain`."""
+    """A named choice: `default` is one of `domain`. `initial` is the default, or a
+    function computing it when asked (from the CPU being compiled for, e.g. `host_lanes`)."""
 
     name: str
     domain: tuple[Any, ...]
-    default: Any
+    initial: Any
 
     def __post_init__(self) -> None:
-        assert self.default in self.domain, f"knob {self.name}: default not in domain"
+        if not callable(self.initial):
+            assert self.initial in self.domain, f"knob {self.name}: default not in domain"
+
+    @property
+    def default(self) -> Any:
+        value = self.initial() if callable(self.initial) else self.initial
+        assert value in self.domain, f"knob {self.name}: default {value!r} not in domain"
+        return value
 
 
 @dataclass(frozen=True)
@@ -138,6 +146,8 @@ def vectorize_innermost(
 
 
 def host_lanes() -> int:
+    """fp32 vector lanes of the CPU being compiled for (a knob's `initial`, so it is read
+    when a schedule is built, not when the template is defined)."""
     from strato.schedule.intrinsics.cpu import host_vector_lanes
 
     return host_vector_lanes()

@@ -58,7 +58,7 @@ CONV2D = register_template(
     Template(
         "conv2d_nchw",
         (
-            Knob("vector_width", (4, 8, 16, 32, 64), host_lanes()),
+            Knob("vector_width", (4, 8, 16, 32, 64), host_lanes),
             Knob("rows", (1, 2, 4, 6, 8, 12, 16, 24), 24),
         ),
         lambda sch, stage: (

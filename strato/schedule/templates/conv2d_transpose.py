@@ -19,7 +19,7 @@ from strato.schedule.templates.reduction import schedule_reduction
 CONV2D_TRANSPOSE = register_template(
     Template(
         "conv2d_transpose",
-        (Knob("vector_width", (1, 4, 8, 16, 32), host_lanes()),),
+        (Knob("vector_width", (1, 4, 8, 16, 32), host_lanes),),
         lambda sch, stage: is_reduction(sch, stage) and stage_kind(stage) == "conv_transpose",
         lambda sch, stage, knobs: schedule_reduction(sch, stage, knobs, any_stride=True),
     )

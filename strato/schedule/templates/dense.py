@@ -36,8 +36,6 @@ from strato.schedule.templates.reduction import REDUCTION, schedule_reduction
 
 KINDS = {"dense", "matmul", "batch_matmul"}
 
-_MR, _NR = default_fma_tile()
-
 
 def _b_operand(sch: Schedule, stage: StageHandle, j: str, k: str) -> str | None:
     """The buffer read along both the column and the reduction axis."""
@@ -111,8 +109,8 @@ DENSE = register_template(
     Template(
         "dense",
         (
-            Knob("mr", (2, 4, 6, 8, 12, 14, 16), _MR),
-            Knob("nr", (8, 16, 32, 48, 64), _NR),
+            Knob("mr", (2, 4, 6, 8, 12, 14, 16), lambda: default_fma_tile()[0]),
+            Knob("nr", (8, 16, 32, 48, 64), lambda: default_fma_tile()[1]),
             Knob("kc", (32, 64, 128, 256, 512, 1024), 1024),
             Knob("pack_b", (False, True), True),
         ),

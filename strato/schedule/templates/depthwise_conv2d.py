@@ -36,7 +36,7 @@ DEPTHWISE_CONV2D = register_template(
     Template(
         "depthwise_conv2d_nchw",
         (
-            Knob("vector_width", (4, 8, 16, 32, 64), host_lanes()),
+            Knob("vector_width", (4, 8, 16, 32, 64), host_lanes),
             Knob("rows", (1, 2, 4), 2),
         ),
         lambda sch, stage: (

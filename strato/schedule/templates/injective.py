@@ -27,7 +27,7 @@ def _schedule(sch: Schedule, stage: StageHandle, knobs: dict[str, Any]) -> None:
 INJECTIVE = register_template(
     Template(
         "injective",
-        (Knob("vector_width", (1, 4, 8, 16, 32, 64), host_lanes()),),
+        (Knob("vector_width", (1, 4, 8, 16, 32, 64), host_lanes),),
         lambda sch, stage: not is_reduction(sch, stage),
         _schedule,
     )

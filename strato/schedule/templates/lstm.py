@@ -20,7 +20,7 @@ from strato.schedule.templates.reduction import schedule_reduction
 LSTM_GATES = register_template(
     Template(
         "lstm_gates",
-        (Knob("vector_width", (1, 4, 8, 16, 32), host_lanes()),),
+        (Knob("vector_width", (1, 4, 8, 16, 32), host_lanes),),
         lambda sch, stage: is_reduction(sch, stage) and stage_kind(stage) in ("lstm_gates", "lstm_input"),
         schedule_reduction,
     )

@@ -22,7 +22,7 @@ POOLS = {"max_pool", "avg_pool_sum", "global_avg_pool_sum", "blocked_max_pool",
 POOLING = register_template(
     Template(
         "pooling",
-        (Knob("vector_width", (1, 4, 8, 16, 32, 64), host_lanes()),),
+        (Knob("vector_width", (1, 4, 8, 16, 32, 64), host_lanes),),
         lambda sch, stage: is_reduction(sch, stage) and stage_kind(stage) in POOLS,
         lambda sch, stage, knobs: schedule_reduction(sch, stage, knobs, any_stride=True),
     )

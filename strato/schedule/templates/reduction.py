@@ -55,7 +55,7 @@ def schedule_reduction(
 
 REDUCTION = Template(
     "reduction",
-    (Knob("vector_width", (1, 4, 8, 16, 32, 64), host_lanes()),),
+    (Knob("vector_width", (1, 4, 8, 16, 32, 64), host_lanes),),
     lambda sch, stage: is_reduction(sch, stage),
     schedule_reduction,
 )

@@ -100,7 +100,10 @@ def machine_for(cpu: str | None = None, features: str | None = None) -> HostTarg
     overrides = _parse_features(features) if features is not None else {}
     if cpu is None:
         merged = _parse_features(host.features)
-        merged.update(overrides)
+        for name, sign in overrides.items():
+            # last, so that no feature listed after it turns it back on
+            merged.pop(name, None)
+            merged[name] = sign
         machine = HostTarget(host.triple, host.cpu, _flatten(merged))
     else:
         machine = HostTarget(host.triple, cpu, _flatten(overrides))
