@@ -26,12 +26,13 @@ import onnx
 from xdsl.dialects import func, llvm, memref
 from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
 from xdsl.ir import Attribute, Operation
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 
 from strato.context import make_context
 from strato.diagnostics import StratoError
 from strato.frontends.onnx import import_onnx
 from strato.pipeline import COMPILE, run_pipeline
+from strato.transforms import get_all_passes
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import Signature
 from strato.targets.registry import Target, TargetSpec, get_target, parse_target
@@ -66,6 +67,8 @@ def compile_model(
     before_stage: Callable[[str], None] | None = None,
     name: str | None = None,
     fast_math: bool = False,
+    passes_before: PipelineHook = None,
+    passes_after: PipelineHook = None,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
@@ -76,6 +79,9 @@ def compile_model(
     the C entry point (`<name>_run`; by default the file's stem, the zoo name or the
     ONNX graph's name). `target` is a target string (`"llvm -mcpu=skylake-avx512"`,
     `strato.targets.registry`); `fast_math=True` is its `-fast-math` option.
+    `passes_before` and `passes_after` are extra passes (a pipeline string such as
+    "my-pass{opt=1},cse", or pass instances) run on the graph level before and after
+    graph-default (`with_pipeline_hooks`).
     """
     compile_target = resolve_target(target, fast_math=fast_math)
     shapes = check_input_shapes(input_shapes)
@@ -105,7 +111,10 @@ def compile_model(
             for step, stages in enumerate(_split_pipeline(compile_target.pipeline())):
                 if step:
                     check_buffer_sizes(module)
-                run_pipeline(ctx, module, stages, callback)
+                    run_pipeline(ctx, module, stages, callback)
+                    continue
+                passes = with_pipeline_hooks(stages, passes_before, passes_after)
+                PassPipeline(passes, callback).apply(ctx, module)
         except MemoryError:
             raise StratoError(
                 "out of memory while compiling (a constant too large to fold on this machine?)"
@@ -134,6 +143,38 @@ def resolve_target(
 _LLVM_STAGE = "convert-loops-to-llvm"
 _LOOP_LEVEL_END = "," + _LLVM_STAGE
 assert COMPILE.endswith(_LOOP_LEVEL_END)
+
+
+PipelineHook = str | Sequence[ModulePass] | None
+"""Extra passes for `compile_model`: a pipeline in strato-opt's `-p` syntax (plugin
+passes included), or pass instances."""
+
+
+def _hook_passes(hook: PipelineHook, what: str) -> tuple[ModulePass, ...]:
+    if hook is None:
+        return ()
+    if isinstance(hook, str):
+        try:
+            return PassPipeline.parse_spec(get_all_passes(), hook).passes
+        except (ValueError, TypeError) as err:
+            raise StratoError(f"{what}: {err}") from None
+    passes = tuple(hook)
+    for pass_ in passes:
+        if not isinstance(pass_, ModulePass):
+            raise StratoError(f"{what}: {pass_!r} is not a pass (an xdsl ModulePass)")
+    return passes
+
+
+def with_pipeline_hooks(
+    spec: str, passes_before: PipelineHook = None, passes_after: PipelineHook = None
+) -> tuple[ModulePass, ...]:
+    """The passes of `spec` with `passes_before` ahead of its graph-default and
+    `passes_after` right behind it (both at the start when `spec` has no graph-default)."""
+    passes = PassPipeline.parse_spec(get_all_passes(), spec).passes
+    before = _hook_passes(passes_before, "passes_before")
+    after = _hook_passes(passes_after, "passes_after")
+    split = next((i + 1 for i, p in enumerate(passes) if p.name == "graph-default"), 0)
+    return (*before, *passes[:split], *after, *passes[split:])
 
 
 def _split_pipeline(pipeline: str) -> list[str]:
