@@ -415,20 +415,6 @@ class StratoOptMain(xDSLOptMain):
                 return emitter_class
 
             self.available_targets[name] = emitter
-        # compile targets (strato.targets.registry) with an output target of their own
-        from strato.targets.registry import TargetSpec, registered_targets
-
-        for name, (compile_target, _) in registered_targets().items():
-            if name in ("mlir", "interpret"):
-                continue
-
-            def emitter(cls=compile_target, name=name) -> type[Target]:
-                emitter_class = cls(TargetSpec(name)).emitter()
-                if emitter_class is None:
-                    raise UsageError(f"target '{name}' has no IR output; use `strato compile`")
-                return emitter_class
-
-            self.available_targets[name] = emitter
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         add = arg_parser.add_argument
