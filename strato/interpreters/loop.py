@@ -4,10 +4,12 @@ It uses xDSL's implementations of `func`, `arith`, `memref`, `scf` and `math`, a
 what they lack:
 
 - `loop.for` (every loop kind runs serially: kinds never change results);
-- the `arith`/`math` ops xDSL does not implement, with the numpy semantics the te
-  interpreter uses (`strato.interpreters.te.SCALAR_SEMANTICS`), so both levels compute
-  the same numbers;
-- `memref.copy`, `memref.get_global` of any dense constant (splats included), bounds
+- every `arith`/`math` op of the te interpreter's table
+  (`strato.interpreters.te.SCALAR_SEMANTICS`) with its numpy semantics, in place of
+  xDSL's Python-float ones, so both levels compute the same numbers (NaN and Inf
+  included); xDSL's implement the rest;
+- `memref.copy`, `memref.get_global` of any dense constant (splats included), `memref.view`
+  of a byte buffer (an arena), bounds
   checks on `memref.load`/`memref.store`, and `memref.alloc` in any memory space that
   fills float buffers with NaN, so a read of memory nothing wrote shows in the results.
 
@@ -160,6 +162,21 @@ class BufferFunctions(MemRefFunctions):
         dst.memory[dst.offset : dst.offset + size] = src.memory[src.offset : src.offset + size]
         return ()
 
+    @impl(memref.ViewOp)
+    def run_view(
+        self, interpreter: Interpreter, op: memref.ViewOp, args: PythonValues
+    ) -> PythonValues:
+        source, shift = args[0], args[1].value.data
+        type_ = op.result.type
+        assert isinstance(type_, MemRefType)
+        xtype = xtype_for_el_type(type_.element_type, interpreter.index_bitwidth)
+        pointer = TypedPtr[Any](source.data_ptr.raw + shift, xtype=xtype)
+        view = ShapedArray(pointer, list(type_.get_shape()))
+        end = shift + view.size * view.data_ptr.size
+        if end > source.size * source.data_ptr.size:
+            raise StratoError(f"memref.view of bytes {shift}..{end} is out of bounds", op=op)
+        return (view,)
+
     @impl(memref.GetGlobalOp)
     def run_get_global(
         self, interpreter: Interpreter, op: memref.GetGlobalOp, args: PythonValues
@@ -206,8 +223,7 @@ def _scalar_impl(op_type: type[Operation]):
     return run
 
 
-# Every arith/math op of the te semantics table; xDSL's own implementations are
-# registered over these where it has one.
+# Every arith/math op of the te semantics table; registered over xDSL's own.
 ScalarOpFunctions = register_impls(
     type(
         "ScalarOpFunctions",
@@ -239,9 +255,11 @@ def make_interpreter(
 ) -> Interpreter:
     """xDSL's interpreter with the implementations loop-level programs need."""
     interpreter = Interpreter(module, listeners=tuple(listeners))
-    interpreter.register_implementations(ScalarOpFunctions())
+    # xDSL's arith/math run on Python floats, which raise where IEEE arithmetic gives
+    # NaN or Inf (log of a negative, division by zero): strato's numpy semantics win
     for functions in (ArithFunctions(), MathFunctions()):
-        interpreter.register_implementations(functions, override=True)
+        interpreter.register_implementations(functions)
+    interpreter.register_implementations(ScalarOpFunctions(), override=True)
     for functions in (BuiltinFunctions(), FuncFunctions(), ScfFunctions()):
         interpreter.register_implementations(functions)
     interpreter.register_implementations(BufferFunctions())
