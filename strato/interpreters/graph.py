@@ -2,22 +2,49 @@
 
 Each graph op carries its own reference semantics (`GraphOp.evaluate`); this module
 walks a function in order and binds values. Functions may call each other with
-`func.call`.
+`func.call`. An op of another dialect (a plugin's) that is not a `GraphOp` is run by
+the function registered for its class with `@evaluator(OpClass)`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
-from xdsl.ir import SSAValue
+from xdsl.ir import Operation, SSAValue
 
 from strato.dialects.graph import GraphOp
 from strato.dialects.tensor_types import array_from_dense, numpy_dtype
 from strato.diagnostics import StratoError
+
+
+Evaluator = Callable[[Operation, Sequence[np.ndarray]], Sequence[np.ndarray]]
+"""`(op, input arrays) -> result arrays`: the reference semantics of an op."""
+
+_EVALUATORS: dict[type[Operation], Evaluator] = {}
+
+
+def evaluator(*op_types: type[Operation]) -> Callable[[Evaluator], Evaluator]:
+    """Register the decorated function as the reference semantics of `op_types` (ops
+    that are not `GraphOp`s, which carry theirs as `evaluate`)."""
+
+    def register(fn: Evaluator) -> Evaluator:
+        for op_type in op_types:
+            _EVALUATORS[op_type] = fn
+        return fn
+
+    return register
+
+
+def evaluator_for(op: Operation) -> Evaluator | None:
+    """The registered evaluator of `op`'s class or of its nearest base class."""
+    for cls in type(op).__mro__:
+        if cls in _EVALUATORS:
+            return _EVALUATORS[cls]
+    return None
 
 
 def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
@@ -87,6 +114,8 @@ def _run_function(
         elif isinstance(op, func.CallOp):
             callee = entry_function(module, op.callee.string_value())
             results = _run_function(module, callee, args)
+        elif (evaluate := evaluator_for(op)) is not None:
+            results = [np.asarray(r) for r in evaluate(op, args)]
         else:
             raise StratoError(f"the graph interpreter cannot run '{op.name}'", op=op)
         for value, array in zip(op.results, results, strict=True):
