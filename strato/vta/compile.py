@@ -2,9 +2,12 @@
 
     out, report = run_conv2d(x, w, stride=1, padding=1, shift=8, virtual_threads=2)
 
-The layer goes through the compiler path of the VTA target: the VTA conv2d template
-writes the tiled program in the vta dialect (strato.schedule.templates.vta_conv2d),
-`vta-insert-dependence-tokens` orders the load, compute and store modules,
+The layer goes through the compiler path of the VTA target: the layer as a te primitive
+over the VTA layouts, lowered to loops and scheduled by the VTA conv2d template
+(strato.schedule.templates.vta_conv2d: cache_read/cache_write into the vta scopes,
+tensorize with the vta.gemm intrinsic, a virtual-thread loop), `convert-loops-to-vta`
+makes it a vta-dialect program, `vta-insert-dependence-tokens` orders the load, compute
+and store modules,
 `vta-inject-virtual-threads` interleaves the threads, the emitter issues the instruction
 stream through the runtime, and the simulator runs it bit-exact with the cycle model.
 `out = clip(conv2d(x, w) >> shift, 0, 127)` comes back as int8 NCHW, with the
@@ -96,22 +99,25 @@ def run_conv2d(
     module = compile_conv2d(wl, tiling, virtual_threads=virtual_threads, config=config)
     function = next(op for op in module.ops if isinstance(op, func.FuncOp))
     out_shape = (1, wl.out_channels, wl.out_height, wl.out_width)
-    arrays = [
-        pack_activations(x, config),
-        pack_weights(w, config),
-        pack_activations(np.zeros(out_shape, np.int8), config),
-    ]
-    names = {
-        0: NamedTensor("x", tuple(x.shape), activation_layout(config)),
-        1: NamedTensor("w", tuple(w.shape), weight_layout(config)),
-        2: NamedTensor("out", out_shape, activation_layout(config)),
+    by_name = {
+        "x": pack_activations(x, config),
+        "w": pack_weights(w, config),
+        "out": pack_activations(np.zeros(out_shape, np.int8), config),
     }
     if bias is not None:
-        arrays.append(np.asarray(bias).reshape(-1, config.batch, config.block_out))
+        by_name["b"] = np.asarray(bias).reshape(-1, config.batch, config.block_out)
+    logical = {
+        "x": NamedTensor("x", tuple(x.shape), activation_layout(config)),
+        "w": NamedTensor("w", tuple(w.shape), weight_layout(config)),
+        "out": NamedTensor("out", out_shape, activation_layout(config)),
+    }
+    arg_names = [arg.name_hint for arg in function.args]
+    arrays = [by_name[name] for name in arg_names]
+    names = {i: logical[name] for i, name in enumerate(arg_names) if name in logical}
     outputs, report, built = run_vta(function, arrays, config, seed=seed, params=params, names=names)
     if bundle is not None:
         write_bundle(bundle, built.insns, built.dram, config, built.tensors)
-    return unpack_activations(outputs[2], out_shape, config), report
+    return unpack_activations(outputs[arg_names.index("out")], out_shape, config), report
 
 
 def run_dense(

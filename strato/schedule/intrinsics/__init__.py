@@ -78,6 +78,7 @@ def get_intrinsic(name: str) -> Intrinsic:
 
 def _load_builtin_intrinsics() -> None:
     from strato.schedule.intrinsics import cpu  # noqa: F401  (registers on import)
+    from strato.schedule.intrinsics import vta  # noqa: F401  (registers on import)
 
 
 __all__ = ["TENSORIZED_ATTR", "Intrinsic", "get_intrinsic", "register_family", "register_intrinsic"]

@@ -1,57 +1,51 @@
-"""The VTA template for int8 conv2d (and dense as a 1x1 conv): a tiled program in the vta dialect.
+"""The VTA template for int8 conv2d (and dense as a 1x1 conv): a schedule of the te kernel.
 
-The template writes the schedule TVM's VTA conv2d schedule describes, directly as a vta
-control program (the loop nest after cache_read/cache_write into the vta scopes and
-tensorize to the 16x16 GEMM core):
+The layer is written as a te primitive over the VTA layouts (x [C/16, H, W, 1, 16] and
+out [O/16, OH, OW, 1, 16] are NCHW1n16c, w [O/16, C/16, KH, KW, 16, 16] is OIHW16o16i):
 
-    for each tile of `tile_h` output rows (all output columns):          unrolled: the
-      for each group of `threads` output-channel tiles:                  DMA row pads differ
-        for t in virtual threads:                     (loop.for ... virtual_thread)
-          buffers inp / wgt / acc (one thread's share)
-          GEMM reset of the acc tile                  [oc_tile][tile_h][OW] elements
-          for each chunk of `ic_tile` input-channel blocks:
-            LOAD INP, one 2-D padded load a channel block  [ic][rows in][cols in]
-            LOAD WGT, one 2-D load                         [oc][ic][KH][KW]
-            GEMM: loops (oc, output row), micro-ops (ic, kh, kw, output column)
-          (with a bias: LOAD ACC the tile's bias, ALU ADD it to every position)
-          ALU  SHR shift, MAX 0 (or -127 without relu), MIN 127 (requantize)
-          STORE the tile, one 2-D store                    [oc][tile_h * OW]
+    pad   (zero padding of x, when the layer pads)
+    conv  sum over (c, kh, kw, l) of int32(pad[c, y*s+kh, q*s+kw, 0, l]) * int32(w[o, c, kh, kw, m, l])
+    out   int8(min(max((conv + b[o, 0, m]) >> shift, 0 or -127), 127))
+
+lowered to loops (convert-te-to-loops) and scheduled as TVM's VTA conv2d schedule:
+
+    for each tile of `tile_h` output rows (unrolled: the DMA row pads differ)
+      for each group of `threads` output-channel tiles
+        for t in virtual threads (bind "vthread")
+          conv computed in vta.acc (cache_write), its init is the GEMM reset
+          (with a bias: b cached into vta.acc)
+          for each chunk of `ic_tile` input-channel blocks
+            pad (inlined) cached into vta.inp, w into vta.wgt (cache_read + compute_at)
+            loops (oc, row, ic, kh, kw, column) around the 1 x 16 x 16 block
+            tensorized with the vta.gemm intrinsic
+          out: add the bias, shift, clip, truncate to int8 and store
+
+`convert-loops-to-vta` then turns the cached copies into DMA loads, the GEMM nest into
+one micro-op kernel, the epilogue into ALU ops and a store (`build_conv2d`). Tokens are
+not written here: vta-insert-dependence-tokens adds them, vta-inject-virtual-threads then
+interleaves the threads.
 
 Knobs: `tile_h` (output rows a tile), `oc_tile` and `ic_tile` (channel blocks of 16 a
-tile and a reduction chunk) and `threads` (virtual threads, 1 or 2). A thread's buffers
-must fit its share of each SRAM (`check`); `default_config` picks the largest tiles that
-fit. The output-channel tiles of a row tile are spread over the virtual threads; when
-their count is not a multiple of `threads`, the last group runs on fewer threads. Tokens
-are not written here: vta-insert-dependence-tokens adds them, vta-inject-virtual-threads
-then interleaves the threads.
+tile and a reduction chunk) and `threads` (virtual threads), which must divide the
+number of output-channel tiles. A thread's buffers must fit its share of each SRAM
+(`check`); `default_config` picks the largest tiles that fit.
 
-DRAM arguments: x as NCHW1n16c elements, w as OIHW16o16i elements, out as NCHW1n16c
-elements (strato.vta.layout), each with its logical shape in the `vta.shape` argument
-attribute.
+DRAM arguments of the vta program: x as NCHW1n16c elements, w as OIHW16o16i elements,
+(b as int32 elements of 1 x 16,) out as NCHW1n16c elements (strato.vta.layout), each
+activation and weight with its logical shape in the `vta.shape` argument attribute.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import (
-    ArrayAttr,
-    DenseArrayBase,
-    DictionaryAttr,
-    IndexType,
-    IntegerAttr,
-    MemRefType,
-    ModuleOp,
-    i8,
-    i32,
-    i64,
-)
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, ModuleOp, i64
+from xdsl.parser import Parser
 
 from strato.diagnostics import StratoError
-from strato.dialects import vta
-from strato.dialects.loop import ForOp, LoopKind, MemoryScope, ScopeAttr
+from strato.schedule import Schedule
+from strato.schedule.intrinsics.vta import gemm_name
 from strato.targets.vta.target import SHAPE_ATTR
 from strato.vta.config import DEFAULT_CONFIG, VTAConfig
 
@@ -157,6 +151,10 @@ def check(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = DEFAULT_
             f"VTA conv2d: {wl.out_height} rows, {s.ob} and {s.cb} channel blocks do not tile by "
             f"{cfg.tile_h}, {cfg.oc_tile} and {cfg.ic_tile}"
         )
+    if (s.ob // cfg.oc_tile) % cfg.threads:
+        raise StratoError(
+            f"VTA conv2d: {s.ob // cfg.oc_tile} output-channel tiles do not spread evenly over {cfg.threads} virtual threads"
+        )
     t = cfg.threads
     for what, need, depth in (
         ("inp", s.inp_elements, config.inp_depth),
@@ -170,180 +168,196 @@ def check(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = DEFAULT_
 
 
 def default_config(wl: Conv2dWorkload, threads: int = 2, config: VTAConfig = DEFAULT_CONFIG) -> VtaConv2dConfig:
-    """The largest tiles (most GEMM work a load) that fit a thread's share of the buffers."""
+    """The largest tiles (most GEMM work a load) that fit a thread's share of the buffers.
+
+    When no tiling spreads the output-channel tiles evenly over `threads` virtual threads
+    (an odd number of channel blocks over two), the layer runs on one thread fewer."""
     check_workload(wl, config)
     s0 = _Shape(wl, VtaConv2dConfig(1, 1, 1, threads), config.block_in)
-    best: tuple[tuple[int, ...], VtaConv2dConfig] | None = None
-    for tile_h in _divisors(wl.out_height):
-        for oc_tile in _divisors(s0.ob):
-            for ic_tile in _divisors(s0.cb):
-                cfg = VtaConv2dConfig(tile_h, oc_tile, ic_tile, threads)
-                try:
-                    check(wl, cfg, config)
-                except StratoError:
-                    continue
-                # prefer work a chunk (amortizes DMA latency), then an even spread over threads
-                s = _Shape(wl, cfg, config.block_in)
-                groups_even = (s.ob // oc_tile) % threads == 0
-                key = (groups_even, s.acc_elements * ic_tile, ic_tile)
-                if best is None or key > best[0]:
-                    best = (key, cfg)
-    if best is None:
-        raise StratoError(f"VTA conv2d: no tiling of {wl} fits the buffers")
-    return best[1]
+    for count in range(max(threads, 1), 0, -1):
+        best: tuple[tuple[int, ...], VtaConv2dConfig] | None = None
+        for tile_h in _divisors(wl.out_height):
+            for oc_tile in _divisors(s0.ob):
+                for ic_tile in _divisors(s0.cb):
+                    cfg = VtaConv2dConfig(tile_h, oc_tile, ic_tile, count)
+                    try:
+                        check(wl, cfg, config)
+                    except StratoError:
+                        continue
+                    # prefer work a chunk (amortizes DMA latency)
+                    s = _Shape(wl, cfg, config.block_in)
+                    key = (s.acc_elements * ic_tile, ic_tile)
+                    if best is None or key > best[0]:
+                        best = (key, cfg)
+        if best is not None:
+            return best[1]
+    raise StratoError(f"VTA conv2d: no tiling of {wl} fits the buffers")
 
 
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _memref(elements: int, shape: tuple[int, int], element, scope: MemoryScope | None = None) -> MemRefType:
-    if scope is None:
-        return MemRefType(element, [elements, *shape])
-    return MemRefType(element, [elements, *shape], memory_space=ScopeAttr(scope))
+def conv2d_te(wl: Conv2dWorkload, config: VTAConfig = DEFAULT_CONFIG) -> str:
+    """The layer as a te primitive over the VTA layouts (see the module docstring)."""
+    blk, batch = config.block_in, config.batch
+    cb, ob = wl.channels // blk, wl.out_channels // config.block_out
+    h, w, p, s = wl.height, wl.width, wl.padding, wl.stride
+    oh, ow, kh, kw = wl.out_height, wl.out_width, wl.kernel_h, wl.kernel_w
+    x_t = f"tensor<{cb}x{h}x{w}x{batch}x{blk}xi8>"
+    w_t = f"tensor<{ob}x{cb}x{kh}x{kw}x{config.block_out}x{blk}xi8>"
+    acc_t = f"tensor<{ob}x{oh}x{ow}x{batch}x{config.block_out}xi32>"
+    out_t = f"tensor<{ob}x{oh}x{ow}x{batch}x{config.block_out}xi8>"
+    lines = [
+        "te.primitive @conv2d {",
+        f'  %x = te.placeholder "x" : {x_t}',
+        f'  %w = te.placeholder "w" : {w_t}',
+    ]
+    if wl.bias:
+        lines.append(f'  %b = te.placeholder "b" : tensor<{ob}x{batch}x{config.block_out}xi32>')
+    source, source_t = "%x", x_t
+    if p:
+        source, source_t = "%pad", f"tensor<{cb}x{h + 2 * p}x{w + 2 * p}x{batch}x{blk}xi8>"
+        lines += [
+            f'  %pad = te.compute "pad" (%c, %h, %v, %n, %l) : {source_t} {{',
+            f"    %p = arith.constant {p} : index",
+            f"    %hn = arith.constant {h} : index",
+            f"    %wn = arith.constant {w} : index",
+            "    %zero = arith.constant 0 : index",
+            "    %hs = arith.subi %h, %p : index",
+            "    %vs = arith.subi %v, %p : index",
+            "    %h0 = arith.cmpi sge, %hs, %zero : index",
+            "    %h1 = arith.cmpi slt, %hs, %hn : index",
+            "    %v0 = arith.cmpi sge, %vs, %zero : index",
+            "    %v1 = arith.cmpi slt, %vs, %wn : index",
+            "    %hin = arith.andi %h0, %h1 : i1",
+            "    %vin = arith.andi %v0, %v1 : i1",
+            "    %in = arith.andi %hin, %vin : i1",
+            "    %hc = arith.select %hin, %hs, %zero : index",
+            "    %vc = arith.select %vin, %vs, %zero : index",
+            f"    %e = te.read %x[%c, %hc, %vc, %n, %l] : {x_t}",
+            "    %z = arith.constant 0 : i8",
+            "    %r = arith.select %in, %e, %z : i8",
+            "    te.yield %r : i8",
+            "  }",
+        ]
+    lines += [
+        f'  %acc = te.reduce "conv" sum (%o, %y, %q, %n, %m) over (%c : {cb}, %kh : {kh}, %kw : {kw}, %l : {blk})'
+        f" init 0 : {acc_t} {{",
+        f"    %s = arith.constant {s} : index",
+        "    %ys = arith.muli %y, %s : index",
+        "    %qs = arith.muli %q, %s : index",
+        "    %yy = arith.addi %ys, %kh : index",
+        "    %qq = arith.addi %qs, %kw : index",
+        f"    %a = te.read {source}[%c, %yy, %qq, %n, %l] : {source_t}",
+        f"    %k = te.read %w[%o, %c, %kh, %kw, %m, %l] : {w_t}",
+        "    %a32 = arith.extsi %a : i8 to i32",
+        "    %k32 = arith.extsi %k : i8 to i32",
+        "    %prod = arith.muli %a32, %k32 : i32",
+        "    te.yield %prod : i32",
+        "  }",
+        f'  %out = te.compute "out" (%o, %y, %q, %n, %m) : {out_t} {{',
+        f"    %v = te.read %acc[%o, %y, %q, %n, %m] : {acc_t}",
+    ]
+    value = "%v"
+    if wl.bias:
+        lines += [
+            f"    %bv = te.read %b[%o, %n, %m] : tensor<{ob}x{batch}x{config.block_out}xi32>",
+            "    %vb = arith.addi %v, %bv : i32",
+        ]
+        value = "%vb"
+    lines += [
+        f"    %shift = arith.constant {wl.shift} : i32",
+        f"    %sh = arith.shrsi {value}, %shift : i32",
+        f"    %lo = arith.constant {0 if wl.relu else -127} : i32",
+        "    %hi = arith.constant 127 : i32",
+        "    %mx = arith.maxsi %sh, %lo : i32",
+        "    %mn = arith.minsi %mx, %hi : i32",
+        "    %t = arith.trunci %mn : i32 to i8",
+        "    te.yield %t : i8",
+        "  }",
+        f"  te.output %out : {out_t}",
+        "}",
+    ]
+    return "\n".join(lines) + "\n"
 
 
-class _Writer:
-    def __init__(self, block: Block):
-        self.block = block
+def schedule_conv2d(sch: Schedule, wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = DEFAULT_CONFIG) -> None:
+    """Apply the VTA schedule (module docstring) to the lowered kernel of `conv2d_te`."""
+    check(wl, cfg, config)
+    out, conv = sch.get_stage("out"), sch.get_stage("conv")
+    acc = sch.cache_write(conv, "vta.acc")
+    sch.compute_inline(conv)
+    o, y, q, n, m = sch.get_loops(out)
+    o_tiles, o_inner = sch.split(o, [None, cfg.oc_tile])
+    group, thread = sch.split(o_tiles, [None, cfg.threads])
+    row_tile, row = sch.split(y, [None, cfg.tile_h])
+    sch.reorder(row_tile, group, thread, o_inner, row, q, n, m)
+    sch.unroll(row_tile)
+    sch.bind(thread, "vthread")
+    sch.compute_at(acc, thread)
+    if wl.bias:
+        bias = sch.cache_read(out, "b", "vta.acc")
+        sch.compute_at(bias, thread)
+    loops = {loop.axis: loop for loop in sch.get_loops(acc)}
+    chunk, inner = sch.split(loops["c"], [None, cfg.ic_tile])
+    loops = {loop.axis: loop for loop in sch.get_loops(acc)}
+    order = ["c.outer", "o", "y", "c.inner", "kh", "kw", "q", "n", "m", "l"]
+    sch.reorder(*(loops[a] for a in order))
+    inp = sch.cache_read(acc, "pad" if wl.padding else "x", "vta.inp")
+    wgt = sch.cache_read(acc, "w", "vta.wgt")
+    loops = {loop.axis: loop for loop in sch.get_loops(acc)}
+    sch.compute_at(inp, loops["c.outer"])
+    sch.compute_at(wgt, loops["c.outer"])
+    if wl.padding:
+        sch.compute_inline(sch.get_stage("pad"))
+    sch.tensorize(sch.get_loop(acc, "n"), gemm_name(config))
 
-    def add(self, op):
-        self.block.insert_op_before(op, self.block.last_op) if self._has_yield() else self.block.add_op(op)
-        return op
 
-    def _has_yield(self) -> bool:
-        last = self.block.last_op
-        return last is not None and last.name == "loop.yield"
+def build_kernel(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = DEFAULT_CONFIG) -> ModuleOp:
+    """The layer's scheduled loop-level kernel (before convert-loops-to-vta)."""
+    from strato.context import make_context
+    from strato.transforms.convert_te_to_loops import lower_te_to_loops
 
-    def const(self, value: int) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(value, IndexType()))).result
-
-    def affine(self, terms: list[tuple[SSAValue, int]], constant: int) -> SSAValue:
-        """sum(v * c) + constant, as index arithmetic."""
-        total = self.const(constant)
-        for value, coeff in terms:
-            if coeff == 0:
-                continue
-            product = value if coeff == 1 else self.add(arith.MuliOp(value, self.const(coeff))).result
-            total = self.add(arith.AddiOp(total, product)).result
-        return total
-
-    def loop(self, extent: int, kind: LoopKind = LoopKind.SERIAL, axis: str | None = None) -> tuple[ForOp, Block]:
-        op, body = ForOp.build(0, extent, 1, kind, axis)
-        self.add(op)
-        return op, body
+    check(wl, cfg, config)
+    module = Parser(make_context(), conv2d_te(wl, config)).parse_module()
+    lower_te_to_loops(module)
+    sch = Schedule(module)
+    schedule_conv2d(sch, wl, cfg, config)
+    sch.materialize()
+    return module
 
 
 def build_conv2d(wl: Conv2dWorkload, cfg: VtaConv2dConfig, config: VTAConfig = DEFAULT_CONFIG) -> ModuleOp:
-    """`func.func @conv2d(%x, %w, %out)` in the vta dialect, without tokens."""
-    check(wl, cfg, config)
-    blk = config.block_in
-    s = _Shape(wl, cfg, blk)
-    oh, ow = wl.out_height, wl.out_width
-    x_type = _memref(s.cb * wl.height * wl.width, (1, blk), i8)
-    w_type = _memref(s.ob * s.cb * s.taps, (blk, blk), i8)
-    out_type = _memref(s.ob * oh * ow, (1, blk), i8)
-    inp_type = _memref(s.inp_elements, (1, blk), i8, MemoryScope.VTA_INP)
-    wgt_type = _memref(s.wgt_elements, (blk, blk), i8, MemoryScope.VTA_WGT)
-    # the bias of the tile's channel blocks sits after the accumulator tile
-    acc_type = _memref(s.acc_elements + (cfg.oc_tile if wl.bias else 0), (1, blk), i32, MemoryScope.VTA_ACC)
-    arg_types = [x_type, w_type, out_type]
-    if wl.bias:
-        arg_types.append(_memref(s.ob, (1, blk), i32))
-    entry = Block(arg_types=arg_types)
-    x, w, out = entry.args[:3]
-    bias = entry.args[3] if wl.bias else None
-    for arg, name in zip(entry.args, ("x", "w", "out", "b")):
-        arg.name_hint = name
-    top = _Writer(entry)
-    zero = top.const(0)
+    """`func.func @conv2d(%x, %w, [%b,] %out)` in the vta dialect, without tokens: the
+    scheduled kernel through convert-loops-to-vta, with the logical shapes of x, w and
+    out as `vta.shape` argument attributes."""
+    from strato.transforms.convert_loops_to_vta import convert_loops_to_vta
 
-    oc_tiles = s.ob // cfg.oc_tile
-    full, rest = divmod(oc_tiles, cfg.threads)
-    for ht in range(oh // cfg.tile_h):
-        # the input rows of this row tile, and the DMA row padding where they leave x
-        first_in = ht * cfg.tile_h * wl.stride - wl.padding
-        lo, hi = max(first_in, 0), min(first_in + s.in_h, wl.height)
-        pads_y = (lo - first_in, first_in + s.in_h - hi)
-        groups = [(full, cfg.threads, 0)] if full else []
-        if rest:
-            groups.append((1, rest, full * cfg.threads))
-        for count, threads, first_tile in groups:
-            _, group_body = top.loop(count, axis=f"oc.group.{ht}")
-            group = _Writer(group_body)
-            _, thread_body = group.loop(threads, LoopKind.VIRTUAL_THREAD, axis="vthread")
-            body = _Writer(thread_body)
-            g, t = group_body.args[0], thread_body.args[0]
-            inp = body.add(vta.BufferOp(0, inp_type)).result
-            wgt = body.add(vta.BufferOp(0, wgt_type)).result
-            acc = body.add(vta.BufferOp(0, acc_type)).result
-            inp.name_hint, wgt.name_hint, acc.name_hint = "inp", "wgt", "acc"
-            body.add(vta.GemmOp(acc, inp, wgt, [[s.acc_elements, 1, 0, 0]], [[0, 0, 0]], reset=True))
-            if bias is not None:
-                dram_b = body.affine([(g, cfg.threads * cfg.oc_tile), (t, cfg.oc_tile)], first_tile * cfg.oc_tile)
-                body.add(vta.LoadOp(bias, dram_b, acc, body.const(s.acc_elements), 1, cfg.oc_tile, cfg.oc_tile))
-            _, chunk_body = body.loop(s.cb // cfg.ic_tile, axis="ic.chunk")
-            chunk = _Writer(chunk_body)
-            k = chunk_body.args[0]
-            for ci in range(cfg.ic_tile):
-                # channel block k * ic_tile + ci, input rows lo..hi, all columns
-                dram = chunk.affine([(k, cfg.ic_tile * wl.height * wl.width)], ci * wl.height * wl.width + lo * wl.width)
-                cols = min(wl.width, s.in_w - wl.padding)
-                pad = (pads_y[0], pads_y[1], wl.padding, s.in_w - wl.padding - cols)
-                sram = chunk.const(ci * s.in_h * s.in_w)
-                chunk.add(vta.LoadOp(x, dram, inp, sram, hi - lo, cols, wl.width, pad))
-            # output-channel tile o = first_tile + g * threads + t: its weights for chunk k
-            row = s.cb * s.taps
-            dram_w = chunk.affine(
-                [(g, cfg.threads * cfg.oc_tile * row), (t, cfg.oc_tile * row), (k, cfg.ic_tile * s.taps)],
-                first_tile * cfg.oc_tile * row,
-            )
-            chunk.add(vta.LoadOp(w, dram_w, wgt, zero, cfg.oc_tile, cfg.ic_tile * s.taps, row))
-            chunk.add(vta.GemmOp(acc, inp, wgt, *_conv_kernel(wl, cfg, s)))
-            loops, uops = [[s.acc_elements, 1, 1]], [[0, 0]]
-            if bias is not None:
-                # acc[oc][p] += bias[oc]: the source stays on the channel's bias element
-                plane_tile = cfg.tile_h * ow
-                body.add(
-                    vta.AluOp("add", acc, [[cfg.oc_tile, plane_tile, 1], [plane_tile, 1, 0]], [[0, s.acc_elements]])
-                )
-            body.add(vta.AluOp("shr", acc, loops, uops, wl.shift))
-            body.add(vta.AluOp("max", acc, loops, uops, 0 if wl.relu else -127))
-            body.add(vta.AluOp("min", acc, loops, uops, 127))
-            plane = oh * ow
-            dram_out = body.affine(
-                [(g, cfg.threads * cfg.oc_tile * plane), (t, cfg.oc_tile * plane)],
-                first_tile * cfg.oc_tile * plane + ht * cfg.tile_h * ow,
-            )
-            body.add(vta.StoreOp(acc, zero, out, dram_out, cfg.oc_tile, cfg.tile_h * ow, plane))
-    entry.add_op(func.ReturnOp())
-    shapes = [
-        (1, wl.channels, wl.height, wl.width),
-        (wl.out_channels, wl.channels, wl.kernel_h, wl.kernel_w),
-        (1, wl.out_channels, oh, ow),
-    ]
-    attrs = [DictionaryAttr({SHAPE_ATTR: DenseArrayBase.from_list(i64, list(shape))}) for shape in shapes]
-    if wl.bias:
-        attrs.append(DictionaryAttr({}))
-    function = func.FuncOp("conv2d", (arg_types, []), Region(entry), arg_attrs=ArrayAttr(attrs))
-    return ModuleOp([function])
+    module = build_kernel(wl, cfg, config)
+    convert_loops_to_vta(module, config)
+    function = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    shapes = {
+        "x": (1, wl.channels, wl.height, wl.width),
+        "w": (wl.out_channels, wl.channels, wl.kernel_h, wl.kernel_w),
+        "out": (1, wl.out_channels, wl.out_height, wl.out_width),
+    }
+    attrs = []
+    for arg in function.args:
+        shape = shapes.get(arg.name_hint or "")
+        attrs.append(DictionaryAttr({SHAPE_ATTR: DenseArrayBase.from_list(i64, list(shape))} if shape else {}))
+    function.arg_attrs = ArrayAttr(attrs)
+    return module
 
 
-def _conv_kernel(wl: Conv2dWorkload, cfg: VtaConv2dConfig, s: _Shape) -> tuple[list[list[int]], list[list[int]]]:
-    """GEMM loops (output-channel block, output row) and micro-ops (ic, kh, kw, column)."""
-    ow = wl.out_width
-    loops = [
-        [cfg.oc_tile, cfg.tile_h * ow, 0, cfg.ic_tile * s.taps],
-        [cfg.tile_h, ow, wl.stride * s.in_w, 0],
-    ]
-    uops = []
-    for ci in range(cfg.ic_tile):
-        for kh in range(wl.kernel_h):
-            for kw in range(wl.kernel_w):
-                for col in range(ow):
-                    src = ci * s.in_h * s.in_w + kh * s.in_w + col * wl.stride + kw
-                    uops.append([col, src, ci * s.taps + kh * wl.kernel_w + kw])
-    return loops, uops
-
-
-__all__ = ["Conv2dWorkload", "VtaConv2dConfig", "build_conv2d", "check", "check_workload", "default_config"]
+__all__ = [
+    "Conv2dWorkload",
+    "VtaConv2dConfig",
+    "build_conv2d",
+    "build_kernel",
+    "check",
+    "check_workload",
+    "conv2d_te",
+    "default_config",
+    "schedule_conv2d",
+]
