@@ -209,7 +209,8 @@ def top_k(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> li
     """A selection by ranks, with no sort:
 
         rank[.., j, ..] = count over m of (x[m] beats x[j]), where m beats j if its value
-                          is larger (smaller) or equal with m < j: ranks are a permutation
+                          is larger (smaller) or equal with m < j, and a NaN loses to
+                          every number: ranks are a permutation
         indices[.., r, ..] = sum over j of (j where rank[j] == r, else 0)
         values[.., r, ..] = x[.., indices[r], ..]
 
@@ -241,6 +242,13 @@ def top_k(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> li
         tie = _append(s, _compare(dtype, "eq", other, this))
         earlier = s.index_cmp("slt", k[0], idx[axis])
         wins = _append(s, arith.OrIOp(strictly, _append(s, arith.AndIOp(tie, earlier))))
+        if isinstance(dtype, AnyFloat):
+            # NaN ranks after every number, NaNs by position: the ordered compares
+            # above are false when either side is NaN
+            this_nan = _append(s, arith.CmpfOp(this, this, "uno"))
+            other_number = _append(s, arith.CmpfOp(other, other, "ord"))
+            beats_nan = _append(s, arith.OrIOp(other_number, earlier))
+            wins = _append(s, arith.OrIOp(wins, _append(s, arith.AndIOp(this_nan, beats_nan))))
         return s.select(wins, s.const(1, index_type), s.const(0, index_type))
 
     rank = pb.reduce("top_k_rank", te.ReduceKind.SUM, shape, [size], beats, index_type)

@@ -32,6 +32,7 @@ import strato
 from strato.context import make_context
 from strato.diagnostics import ModelImportError
 from strato.dialects import graph
+from strato.dialects.graph.reduce import top_k
 from strato.frontends.onnx import import_onnx
 from strato.interpreters.graph import run_graph
 from strato.interpreters.loop import run_loops
@@ -323,6 +324,23 @@ def top_k_model(x: np.ndarray, k: int, **attributes):
 @pytest.mark.parametrize("x", [X, TIES, TIES.astype(np.int32)], ids=["random", "ties", "ints"])
 def test_top_k(axis: int, k: int, largest: int, x: np.ndarray):
     check(top_k_model(x, k, axis=axis, largest=largest), [x])
+
+
+@pytest.mark.parametrize("largest", [0, 1])
+def test_top_k_ranks_nan_after_every_number(largest: int):
+    # ordered comparisons alone leave NaN unranked: ranks stop being a permutation
+    x = np.array(
+        [[np.nan, 1, np.nan, 3, -np.inf, 2], [5, np.nan, 5, np.inf, 0, np.nan]], np.float32
+    )
+    model = top_k_model(x, 6, axis=1, largest=largest)
+    expected = top_k(x, 1, 6, bool(largest))
+    for level, (values, indices) in {
+        "graph": run_graph(import_onnx(model).module, [x]),
+        "llvm": strato.compile(model)(x),
+    }.items():
+        np.testing.assert_array_equal(indices, expected[1], err_msg=level)
+        np.testing.assert_array_equal(values, expected[0], err_msg=level)
+    assert expected[1][0, -1] == 2 and expected[1][1, -1] == 5  # NaNs last, by position
 
 
 def test_top_k_is_one_opaque_op():

@@ -398,7 +398,8 @@ class ArgMinOp(ArgReductionOp):
 class TopKOp(GraphOp):
     """The `k` largest (or, without `largest`, smallest) entries along `axis`, in order,
     and their positions (i64): values[.., r, ..] is the entry of rank r, where entries
-    rank by value and, among equal values, by position (the earlier first).
+    rank by value and, among equal values, by position (the earlier first); NaN ranks
+    after every number, largest or smallest.
 
         %v, %i = graph.top_k %a axis 1 k 2 largest : (tensor<3x5xf32>) -> (tensor<3x2xf32>, tensor<3x2xi64>)
 
