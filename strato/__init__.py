@@ -3,6 +3,8 @@
     import strato
     model = strato.compile("mlp.onnx", target="llvm")   # or a built-in model: "mlp"
     (logits,) = model(x)
+    model.save("mlp.strato")                              # run it again later:
+    model = strato.load("mlp.strato")                     # no compilation
 """
 
 from __future__ import annotations
@@ -35,6 +37,14 @@ def compile(model: Any, target: str = "llvm", **options: Any) -> "CompiledModel"
     return compile_model(model, target=target, **options)
 
 
+def load(path: Any) -> "CompiledModel":
+    """The compiled model saved at `path` (`model.save(path)`, `strato compile MODEL -o
+    model.strato`), ready to call; nothing is compiled."""
+    from strato.runtime.aot import load_model
+
+    return load_model(path)
+
+
 _PLUGIN_FUNCTIONS = ("register_dialect", "register_pass", "register_target")
 
 
@@ -48,4 +58,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'strato' has no attribute '{name}'")
 
 
-__all__ = ["compile", "register_dialect", "register_pass", "register_target", "__version__"]
+__all__ = ["compile", "load", "register_dialect", "register_pass", "register_target", "__version__"]

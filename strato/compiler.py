@@ -33,7 +33,7 @@ from strato.diagnostics import StratoError
 from strato.frontends.onnx import import_onnx
 from strato.pipeline import COMPILE, run_pipeline
 from strato.transforms import get_all_passes
-from strato.runtime.compiled_model import CompiledModel
+from strato.runtime.compiled_model import CompiledModel, ModelMemoryError
 from strato.runtime.signature import Signature
 from strato.targets.registry import Target, TargetSpec, get_target, parse_target
 from strato.targets.llvm.entry_abi import (
@@ -69,6 +69,7 @@ def compile_model(
     fast_math: bool = False,
     passes_before: PipelineHook = None,
     passes_after: PipelineHook = None,
+    cache: bool | None = None,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
@@ -82,9 +83,44 @@ def compile_model(
     `passes_before` and `passes_after` are extra passes (a pipeline string such as
     "my-pass{opt=1},cse", or pass instances) run on the graph level before and after
     graph-default (`with_pipeline_hooks`).
+
+    A model compiled before with the same bytes and options comes from the compile
+    cache (`strato.runtime.cache`) without compiling. `cache=False` or `STRATO_CACHE=0`
+    turns the cache off; by default it is on unless `after_stage` asks for the IR.
     """
     compile_target = resolve_target(target, fast_math=fast_math)
     shapes = check_input_shapes(input_shapes)
+    key = None
+    if _use_cache(cache, after_stage):
+        key = compile_cache_key(
+            model, compile_target, shapes, name=name, hooks=(passes_before, passes_after)
+        )
+        if key is not None:
+            from strato.runtime.cache import lookup
+
+            cached = lookup(key)
+            if cached is not None:
+                return cached
+    compiled = _compile_model(
+        model, compile_target, shapes, after_stage, before_stage, name, passes_before, passes_after
+    )
+    if key is not None:
+        from strato.runtime.cache import store
+
+        store(key, compiled)
+    return compiled
+
+
+def _compile_model(
+    model: str | os.PathLike | onnx.ModelProto,
+    compile_target: Target,
+    shapes: dict[str, tuple[int, ...]] | None,
+    after_stage: StageCallback | None,
+    before_stage: Callable[[str], None] | None,
+    name: str | None,
+    passes_before: PipelineHook,
+    passes_after: PipelineHook,
+) -> CompiledModel:
     proto_or_path, default_name = _model_source(model)
     imported = import_onnx(proto_or_path, input_shapes=shapes)
     signature = Signature.from_function(
@@ -125,6 +161,97 @@ def compile_model(
             signature,
             public_name=c_identifier(name or default_name),
         )
+
+
+def _use_cache(cache: bool | None, after_stage: StageCallback | None) -> bool:
+    from strato.runtime.cache import cache_enabled
+
+    if cache is False or not cache_enabled():
+        return False
+    return cache is True or after_stage is None
+
+
+def compile_cache_key(
+    model: str | os.PathLike | onnx.ModelProto,
+    target: Target,
+    shapes: dict[str, tuple[int, ...]] | None,
+    *,
+    name: str | None = None,
+    hooks: tuple[PipelineHook, PipelineHook] = (None, None),
+) -> str | None:
+    """The compile cache key of `model` with these options (None: the model is
+    neither a readable file, a ModelProto nor a zoo name, so compiling reports it).
+
+    A file is its bytes and those of its external data; a zoo name stands for itself
+    (the zoo's code is part of strato's source fingerprint)."""
+    from strato.runtime.cache import cache_key
+
+    content = _model_bytes(model)
+    if content is None:
+        return None
+    kind, data = content
+    target_class = type(target)
+    options = {
+        "model": kind,
+        "target": target.cache_key(),
+        "target_class": f"{target_class.__module__}.{target_class.__qualname__}",
+        "input_shapes": sorted((k, list(v)) for k, v in (shapes or {}).items()),
+        "name": name,
+        "hooks": [_hook_text(hook) for hook in hooks],
+    }
+    return cache_key(data, options)
+
+
+def _hook_text(hook: PipelineHook) -> str | None:
+    if hook is None or isinstance(hook, str):
+        return hook
+    return ",".join(
+        str(p.pipeline_pass_spec()) if isinstance(p, ModulePass) else repr(p) for p in hook
+    )
+
+
+def _model_bytes(
+    model: str | os.PathLike | onnx.ModelProto,
+) -> tuple[str, bytes] | None:
+    if isinstance(model, onnx.ModelProto):
+        return "proto", model.SerializeToString()
+    if not isinstance(model, (str, os.PathLike)):
+        return None
+    path = os.fspath(model)
+    if not os.path.isfile(path):
+        from strato import zoo
+
+        if isinstance(model, str) and model in zoo.ZOO:
+            return f"zoo:{model}", b""
+        return None
+    try:
+        with open(path, "rb") as file:
+            data = file.read()
+        return f"file:{os.path.basename(path)}", data + _external_data(data, path)
+    except (OSError, ValueError):
+        return None
+
+
+def _external_data(data: bytes, path: str) -> bytes:
+    """The bytes of the external data files a serialized model refers to."""
+    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+
+    try:
+        proto = onnx.ModelProto.FromString(data)
+    except Exception:  # noqa: BLE001 - not a model: compiling reports it
+        return b""
+    locations = []
+    for tensor in _get_all_tensors(proto):
+        if uses_external_data(tensor):
+            entries = {entry.key: entry.value for entry in tensor.external_data}
+            if "location" in entries:
+                locations.append(entries["location"])
+    base = os.path.dirname(path)
+    chunks = []
+    for location in sorted(set(locations)):
+        with open(os.path.join(base, location), "rb") as file:
+            chunks.append(location.encode() + b"\0" + file.read())
+    return b"".join(chunks)
 
 
 def resolve_target(
@@ -318,10 +445,6 @@ def _check_heap_size(module: ModuleOp) -> None:
         )
 
 
-class ModelMemoryError(StratoError, MemoryError):
-    """A compiled model that could not allocate its buffers when called."""
-
-
 def build_llvm(
     module: ModuleOp,
     entry_name: str,
@@ -356,7 +479,12 @@ def build_llvm(
             raise AssertionError(f"@{entry_symbol} returned the unknown status {status}")
 
     return CompiledModel(
-        signature, run, target="llvm", llvm_ir=jit.llvm_ir, entry_symbol=entry_symbol
+        signature,
+        run,
+        target="llvm",
+        llvm_ir=jit.llvm_ir,
+        entry_symbol=entry_symbol,
+        machine_code=jit.machine_code(),
     )
 
 

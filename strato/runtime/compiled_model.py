@@ -3,6 +3,7 @@
     model = strato.compile("mlp.onnx")
     (logits,) = model(x)                 # numpy in, numpy out, ONNX order
     model.save_llvm_ir("mlp.ll")
+    model.save("mlp.strato")             # strato.load("mlp.strato") runs it again
 
 The entry follows the loop-level ABI: inputs then outputs, all buffers; in C it is
 `int32_t <name>_run(const T *input..., T *output...)` returning a status
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -26,8 +28,25 @@ EntryFunction = Callable[[Sequence[np.ndarray]], None]
 """Runs the model's entry on C-contiguous arrays: inputs, then outputs to fill."""
 
 
+@dataclass(frozen=True)
+class MachineCode:
+    """A model's machine code as it runs: the object file MCJIT compiled, the functions
+    it imports (libc, libm, the parallel runtime) and the machine it was compiled for.
+    What `CompiledModel.save` and the compile cache store (`strato.runtime.aot`)."""
+
+    object_code: bytes
+    imports: tuple[str, ...]
+    triple: str
+    cpu: str
+    features: str
+
+
 class OutputMemoryError(StratoError, MemoryError):
     """Outputs too large to allocate on this machine."""
+
+
+class ModelMemoryError(StratoError, MemoryError):
+    """A compiled model that could not allocate its buffers when called."""
 
 
 class CompiledModel:
@@ -46,6 +65,8 @@ class CompiledModel:
         target: str,
         llvm_ir: str | None = None,
         entry_symbol: str | None = None,
+        machine_code: MachineCode | None = None,
+        origin: str | None = None,
     ):
         self.signature = signature
         self.target = target
@@ -53,6 +74,10 @@ class CompiledModel:
         self._llvm_ir = llvm_ir
         self.entry_symbol = entry_symbol
         """The C name of the entry function (`mlp_run`), when the model has one."""
+        self.machine_code = machine_code
+        """The compiled code, for `save` and the compile cache (None: cannot be saved)."""
+        self.origin = origin
+        """Where a model that was not compiled here came from: a saved file, the cache."""
 
     @property
     def inputs(self) -> tuple[TensorSpec, ...]:
@@ -87,8 +112,20 @@ class CompiledModel:
     def llvm_ir(self) -> str:
         """The LLVM IR text of the whole model (entry and kernels)."""
         if self._llvm_ir is None:
+            if self.origin is not None:
+                raise StratoError(
+                    f"a model loaded from {self.origin} has no LLVM IR "
+                    "(compile it with cache=False to see it)"
+                )
             raise StratoError(f"a model compiled for '{self.target}' has no LLVM IR")
         return self._llvm_ir
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the model, ready to run, to one file (conventionally `.strato`) that
+        `strato.load` runs again without compiling; whole or not at all."""
+        from strato.runtime.aot import save_model
+
+        save_model(self, path)
 
     def save_llvm_ir(self, path: str | os.PathLike) -> None:
         """Write `llvm_ir` to `path` (conventionally `.ll`), whole or not at all."""

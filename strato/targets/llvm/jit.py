@@ -36,9 +36,10 @@ from xdsl.ir import Attribute
 
 from strato.diagnostics import StratoError
 from strato.dialects.tensor_types import shares_storage
+from strato.runtime.compiled_model import MachineCode
 from strato.targets.llvm.emit import emit_llvm_ir
 from strato.targets.llvm.func_to_llvm import MEMREF_TYPE_ARG_ATTR
-from strato.targets.llvm.host import host_target, target_machine
+from strato.targets.llvm.host import current_machine, host_target, target_machine
 from strato.targets.llvm.type_conversion import memref_size_in_bytes
 
 LLVMSource = str | ModuleOp | ir.Module
@@ -217,14 +218,41 @@ class JitModule:
         self.opt_level = opt_level
         self._buffers = buffer_specs(source) if isinstance(source, ModuleOp) else {}
         self._machine = target_machine(opt_level, jit=True)
+        self.machine = current_machine()
+        """The CPU the code is compiled for."""
         self.llvm_ir = _ir_text(source)
         """The LLVM IR text compiled (before optimization), e.g. to save as `.ll`."""
         self._module = _parse(self.llvm_ir)
         optimize(self._module, self._machine, opt_level)
         self._engine = llvm.create_mcjit_compiler(self._module, self._machine)
+        self.object_code: bytes | None = None
+        """The machine code MCJIT compiled, as an object file: `ObjectModule` loads it
+        again, in this process or another, without compiling."""
+        self._engine.set_object_cache(self._keep_object)
         self._engine.finalize_object()
         self._engine.run_static_constructors()
         self._functions: dict[str, JitFunction] = {}
+
+    def _keep_object(self, module: llvm.ModuleRef, buffer: bytes) -> None:
+        self.object_code = bytes(buffer)
+
+    def machine_code(self) -> MachineCode:
+        """The compiled code with what loading it again needs (`strato.runtime.aot`)."""
+        assert self.object_code is not None, "MCJIT compiled no object"
+        machine = self.machine
+        return MachineCode(
+            self.object_code, tuple(self.imports), machine.triple, machine.cpu, machine.features
+        )
+
+    @property
+    def imports(self) -> list[str]:
+        """Functions the module calls but does not define (libc, libm, runtime entry
+        points; LLVM intrinsics excepted): what loading its object needs."""
+        return sorted(
+            f.name
+            for f in self._module.functions
+            if f.is_declaration and not f.name.startswith("llvm.")
+        )
 
     @classmethod
     def from_loops(cls, module: ModuleOp, *, opt_level: int = 3) -> JitModule:
@@ -274,6 +302,35 @@ class JitModule:
         return self._machine.emit_assembly(self._module)
 
 
+class ObjectModule:
+    """An object file of `JitModule.object_code` loaded into this process by MCJIT:
+    nothing is compiled. Every function it imports must resolve first (`imports`):
+    MCJIT aborts the process on a symbol it cannot find, so a missing one is a
+    `JitError` here instead."""
+
+    def __init__(self, data: bytes, imports: Sequence[str] = ()):
+        _load_c_runtime()
+        missing = [name for name in imports if not llvm.address_of_symbol(name)]
+        if missing:
+            raise JitError(
+                f"the object code needs {', '.join(missing)}, which this process does not provide"
+            )
+        self._machine = target_machine(jit=True)
+        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self._machine)
+        try:
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+        except RuntimeError as err:
+            raise JitError(f"not a loadable object file: {str(err).strip()}") from None
+        self._engine.finalize_object()
+
+    def address(self, name: str) -> int:
+        """The address of function `name` (`KeyError` when the object defines none)."""
+        address = self._engine.get_function_address(name)
+        if not address:
+            raise KeyError(f"no function '{name}' in the object code")
+        return address
+
+
 def compile_object(
     source: LLVMSource, *, opt_level: int = 3, portable: bool = False
 ) -> bytes:
@@ -303,6 +360,7 @@ __all__ = [
     "JitError",
     "JitFunction",
     "JitModule",
+    "ObjectModule",
     "compile_object",
     "optimize",
     "write_llvm_ir",

@@ -1,0 +1,148 @@
+"""A content-addressed cache of compiled models: compiling the same model again loads
+its machine code instead.
+
+    key = cache_key(model_bytes, {"target": ..., "input_shapes": ..., ...})
+    model = lookup(key)            # None on a miss (or an unreadable entry)
+    ...compile...
+    store(key, model)
+
+The key is a SHA-256 over the model's bytes, the compile options, the target (with the
+CPU it resolves to: the host's unless the target names one), strato's version and a
+fingerprint of strato's own source files, so editing strato never serves stale code.
+Entries are `.strato` archives (`strato.runtime.aot`) in
+
+    $STRATO_CACHE_DIR, else $XDG_CACHE_HOME/strato, else ~/.cache/strato
+
+written atomically (a crash leaves no half entry). An entry that cannot be read back (a
+truncated file, another strato's format) is removed and the model compiled again; a
+cache directory that cannot be written only costs the speed-up. `STRATO_CACHE=0`
+turns the cache off, as does `strato.compile(..., cache=False)`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import warnings
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from strato.diagnostics import StratoError
+from strato.runtime.compiled_model import CompiledModel
+
+ENTRY_SUFFIX = ".strato"
+
+
+def cache_enabled() -> bool:
+    """False when the environment turns the cache off (`STRATO_CACHE=0`, `off`, `false`, `no`)."""
+    return os.environ.get("STRATO_CACHE", "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def cache_dir() -> Path:
+    """Where entries live: $STRATO_CACHE_DIR, $XDG_CACHE_HOME/strato or ~/.cache/strato."""
+    explicit = os.environ.get("STRATO_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "strato"
+
+
+@cache
+def source_fingerprint() -> str:
+    """strato's version and the size and modification time of each of its source
+    files: changes whenever strato's code does."""
+    from strato import __version__
+
+    root = Path(__file__).resolve().parent.parent
+    digest = hashlib.sha256(__version__.encode())
+    for path in sorted(root.rglob("*.py")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def cache_key(model_bytes: bytes, options: dict[str, Any]) -> str:
+    """The key of a compilation: the model's bytes, `options` (JSON-serializable:
+    target, input shapes, ...), strato's version and source fingerprint."""
+    from strato.runtime.aot import FORMAT_VERSION
+
+    digest = hashlib.sha256()
+    header = {"format": FORMAT_VERSION, "strato": source_fingerprint(), "options": options}
+    digest.update(json.dumps(header, sort_keys=True, default=str).encode())
+    digest.update(b"\0")
+    digest.update(model_bytes)
+    return digest.hexdigest()
+
+
+def entry_path(key: str) -> Path:
+    return cache_dir() / key[:2] / f"{key}{ENTRY_SUFFIX}"
+
+
+def lookup(key: str) -> CompiledModel | None:
+    """The cached model of `key`, or None (no entry; an unreadable entry is removed)."""
+    from strato.runtime.aot import model_from_bytes
+
+    path = entry_path(key)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        model = model_from_bytes(data, str(path))
+    except StratoError:
+        _remove(path)
+        return None
+    model.origin = f"the compile cache ({path})"
+    return model
+
+
+def store(key: str, model: CompiledModel) -> bool:
+    """Save `model` under `key`; False (and a warning) when the cache cannot be written."""
+    from strato.runtime.aot import model_to_bytes
+    from strato.runtime.atomic_write import write_atomically
+
+    if model.machine_code is None:
+        return False
+    path = entry_path(key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, model_to_bytes(model), what="the compile cache entry")
+    except (OSError, StratoError) as err:
+        reason = err.message if isinstance(err, StratoError) else (err.strerror or str(err))
+        warnings.warn(f"strato: cannot write the compile cache at {path.parent}: {reason}", stacklevel=3)
+        return False
+    return True
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
+
+
+def clear() -> int:
+    """Remove every entry of the cache directory; the number removed."""
+    removed = 0
+    root = cache_dir()
+    if not root.is_dir():
+        return 0
+    for path in root.glob(f"*/*{ENTRY_SUFFIX}"):
+        _remove(path)
+        removed += 1
+    return removed
+
+
+__all__ = [
+    "cache_dir",
+    "cache_enabled",
+    "cache_key",
+    "clear",
+    "entry_path",
+    "lookup",
+    "source_fingerprint",
+    "store",
+]
