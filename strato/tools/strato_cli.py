@@ -6,7 +6,12 @@
     strato compile mlp -o mlp.ll        # the LLVM IR, and the C header mlp.h
     strato compile mlp -o mlp.o         # an object file to link, and mlp.h
     strato compile mlp -o -             # the LLVM IR on standard output
+    strato compile mlp -o mlp.strato    # the compiled model, for strato.load / strato run
+    strato run mlp.strato               # run a saved model: nothing is compiled
+    strato run mlp --target 'llvm -mcpu=x86-64-v2 -fast-math'
+    strato targets                      # the compile targets and their options
     strato import model.onnx -o model.mlir   # the graph-level IR, for strato-opt
+    strato bench --quick                # strato against onnxruntime, TVM and numpy
 
 MODEL is a path to an ONNX file (a regular file) or the name of a built-in model
 (`strato.zoo`). Errors in the input or the command line are one line,
@@ -156,11 +161,27 @@ class StageLog:
         self.note(f"{stage} ...")
 
 
+def check_target(args: argparse.Namespace):
+    """The target of --target (plugins loaded first, so theirs are known); a bad target
+    string is an error located at --target."""
+    from strato.plugins import load_plugins
+    from strato.targets.registry import get_target
+
+    for failure in load_plugins():
+        print(f"strato: warning: {failure}", file=sys.stderr)
+    try:
+        return get_target(args.target)
+    except StratoError as err:
+        err.location = "--target"
+        raise
+
+
 def _compile(resolved: ResolvedModel, args: argparse.Namespace):
     import strato
 
+    target = check_target(args)
     log = StageLog(args.verbose)
-    log.note(f"compiling {resolved.description} for {args.target}")
+    log.note(f"compiling {resolved.description} for {target}")
     directory = args.dump_ir
     if directory is not None:
         try:
@@ -176,14 +197,20 @@ def _compile(resolved: ResolvedModel, args: argparse.Namespace):
             path = os.path.join(directory, f"{len(stages):02d}-{stage}.mlir")
             write_atomically(path, module_text(module), what="the IR dump")
 
+    # the IR of every stage (--dump-ir, LLVM IR or object output) needs a real compile
+    use_cache = not (args.no_cache or directory is not None or args.needs_ir)
     model = strato.compile(
         resolved.proto,
-        target=args.target,
+        target=target,
         after_stage=after_stage,
         before_stage=log.stage_starts if args.verbose else None,
         input_shapes=args.input_shapes,
         name=c_identifier(_stem(args.model)),
+        cache=use_cache,
     )
+    if model.origin is not None:
+        log.note(f"loaded from {model.origin} in {time.perf_counter() - log.started:.2f} s")
+        return model
     log.stage_done("build (LLVM optimization and machine code)")
     log.note(f"compiled in {time.perf_counter() - log.started:.2f} s")
     if directory is not None:
@@ -214,14 +241,55 @@ def c_identifier(name: str) -> str:
 # ---------------------------------------------------------------------------
 
 
+def is_saved_model(spec: str) -> bool:
+    """Whether MODEL names a compiled model file (`strato compile -o X.strato`): a zip
+    archive, which an ONNX file (a protobuf) never is."""
+    import zipfile
+
+    return os.path.isfile(spec) and (spec.endswith(".strato") or zipfile.is_zipfile(spec))
+
+
+def load_saved_model(args: argparse.Namespace):
+    """A saved model for `strato run`; options that only apply to compiling are refused."""
+    import strato
+
+    given = [
+        option
+        for option, value in (
+            ("--batch", args.batch),
+            ("--input-shapes", args.input_shapes),
+            ("--dump-ir", args.dump_ir),
+            ("--target", None if args.target == DEFAULT_TARGET else args.target),
+        )
+        if value is not None
+    ]
+    if given:
+        raise StratoError(
+            f"{given[0]} does not apply to a compiled model (it is already compiled)",
+            location=args.model,
+        )
+    return strato.load(args.model)
+
+
 def run_command(args: argparse.Namespace) -> int:
     from strato.runtime.timing import median_latency_ms
 
-    resolved = resolve_model(args.model, args.batch, args.seed)
     start = time.perf_counter()
-    model = compile_resolved(resolved, args)
-    compile_seconds = time.perf_counter() - start
-    print(f"model: {resolved.description}, target {args.target}, compiled in {compile_seconds:.2f} s")
+    if is_saved_model(args.model):
+        resolved = None
+        model = load_saved_model(args)
+        print(
+            f"model: {args.model} (compiled for {model.target}), loaded in "
+            f"{time.perf_counter() - start:.2f} s"
+        )
+    else:
+        resolved = resolve_model(args.model, args.batch, args.seed)
+        model = compile_resolved(resolved, args)
+        how = "loaded from the compile cache" if model.origin is not None else "compiled"
+        print(
+            f"model: {resolved.description}, target {model.target}, {how} in "
+            f"{time.perf_counter() - start:.2f} s"
+        )
 
     inputs = load_inputs(args.inputs, model) if args.inputs else random_inputs(model, args.seed)
     log = StageLog(args.verbose)
@@ -233,6 +301,9 @@ def run_command(args: argparse.Namespace) -> int:
         save_outputs(args.outputs, model, outputs)
     latency = median_latency_ms(lambda: model(*inputs), args.repeat)
     print(f"latency: median {latency:.3f} ms over {args.repeat} run(s)")
+    if resolved is None:
+        print("no reference run: a compiled model file carries no ONNX graph")
+        return 0
 
     log.note("running the reference")
     reference = reference_run(resolved, inputs, model.input_names, args.repeat)
@@ -313,6 +384,8 @@ def reference_run(
     return Reference(outputs, "onnxruntime", latency)
 
 
+DEFAULT_TARGET = "llvm"
+
 TEXT_OUTPUT = "-"
 """`-o -`: write text output to standard output."""
 
@@ -336,11 +409,22 @@ def compile_command(args: argparse.Namespace) -> int:
     output = _output_path(args, ".ll")
     if output.endswith(".h"):
         raise StratoError(
-            "-o names the .ll or .o file; the C header is written beside it", location=output
+            "-o names the .ll, .o or .strato file; the C header is written beside the "
+            ".ll or .o",
+            location=output,
         )
     is_object = output.endswith(".o")
+    is_saved_model = output.endswith(".strato")
+    args.needs_ir = not is_saved_model
     resolved = resolve_model(args.model, args.batch, args.seed)
     model = compile_resolved(resolved, args)
+    if is_saved_model:
+        model.save(output)
+        print(
+            f"wrote {output} ({os.path.getsize(output)} bytes: {model.target} machine code "
+            f"and manifest; run it with strato.load or `strato run {output}`)"
+        )
+        return 0
     if output == TEXT_OUTPUT:
         sys.stdout.write(model.llvm_ir)
         return 0
@@ -356,6 +440,23 @@ def compile_command(args: argparse.Namespace) -> int:
         f"wrote {output} ({os.path.getsize(output)} bytes of {what}) and {header} "
         f"(entry {model.entry_symbol})"
     )
+    return 0
+
+
+def targets_command(args: argparse.Namespace) -> int:
+    from strato.plugins import load_plugins
+    from strato.targets.llvm.host import host_target, vector_bits
+    from strato.targets.registry import registered_targets
+
+    for failure in load_plugins():
+        print(f"strato: warning: {failure}", file=sys.stderr)
+    for name, (cls, source) in sorted(registered_targets().items()):
+        origin = "" if source == "strato" else f" (from {source})"
+        print(f"{name}{origin}: {cls.summary}")
+        for key, description in cls.options.items():
+            print(f"  -{key:<12} {description}")
+    host = host_target()
+    print(f"host: {host.triple}, CPU {host.cpu}, {vector_bits(host)}-bit vectors")
     return 0
 
 
@@ -470,8 +571,16 @@ def build_parser() -> argparse.ArgumentParser:
         )
 
     def add_compile_arguments(sub: argparse.ArgumentParser) -> None:
-        sub.add_argument("--target", default="llvm", help="code generation target (default llvm)")
+        sub.add_argument(
+            "--target", default=DEFAULT_TARGET, metavar="TARGET",
+            help="target string, e.g. 'llvm -mcpu=skylake-avx512 -fast-math' (default "
+            "llvm: the host CPU); `strato targets` lists the targets and their options",
+        )
         sub.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
+        sub.add_argument(
+            "--no-cache", action="store_true",
+            help="compile even when the compile cache holds the model (also: STRATO_CACHE=0)",
+        )
 
     run = commands.add_parser(
         "run", parents=[common],
@@ -495,8 +604,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_model_arguments(compile_)
     add_compile_arguments(compile_)
-    compile_.add_argument("-o", "--output", metavar="OUT", help="OUT.ll, OUT.o or - (default MODEL.ll)")
+    compile_.add_argument(
+        "-o", "--output", metavar="OUT",
+        help="OUT.ll, OUT.o, OUT.strato (the compiled model, for strato.load and "
+        "`strato run OUT.strato`) or - (default MODEL.ll)",
+    )
     compile_.set_defaults(handler=compile_command)
+
+    targets = commands.add_parser(
+        "targets", parents=[common],
+        help="list the compile targets and their options",
+        description="List the registered compile targets (strato's and plugins'), each "
+        "with its options, and the machine the llvm target compiles for by default.",
+    )
+    targets.set_defaults(handler=targets_command)
 
     import_ = commands.add_parser(
         "import", parents=[common],
@@ -515,6 +636,10 @@ def build_parser() -> argparse.ArgumentParser:
     from strato.tools.equivalence import add_fuzz_command
 
     add_fuzz_command(commands, common)
+
+    from strato.bench.cli import add_bench_command
+
+    add_bench_command(commands, common)
     return parser
 
 
@@ -530,8 +655,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         args.traceback = getattr(args, "traceback", False)
         args.verbose = getattr(args, "verbose", False)
-        args.target = getattr(args, "target", "llvm")
+        args.target = getattr(args, "target", DEFAULT_TARGET)
         args.dump_ir = getattr(args, "dump_ir", None)
+        args.no_cache = getattr(args, "no_cache", False)
+        args.needs_ir = False
         traceback = args.traceback
         return args.handler(args)
     except StratoError as err:
