@@ -132,11 +132,19 @@ class CompiledModel:
         write_atomically(path, self.llvm_ir, what="the LLVM IR")
 
     def object_code(self, *, portable: bool = False) -> bytes:
-        """The model as an object file for the host (a generic CPU of the host's
-        architecture when `portable`), to link into a C program with `c_header()`."""
+        """The model as an object file for the CPU it was compiled for (a generic CPU of
+        that architecture when `portable`), to link into a C program with `c_header()`."""
+        from strato.targets.llvm.host import HostTarget, compiling_for, current_machine
         from strato.targets.llvm.jit import compile_object
 
-        return compile_object(self.llvm_ir, portable=portable)
+        code = self.machine_code
+        machine = (
+            current_machine()
+            if code is None
+            else HostTarget(code.triple, code.cpu, code.features)
+        )
+        with compiling_for(machine):
+            return compile_object(self.llvm_ir, portable=portable)
 
     def save_object(self, path: str | os.PathLike, *, portable: bool = False) -> None:
         """Write `object_code()` to `path` (conventionally `.o`), whole or not at all."""
