@@ -1,0 +1,100 @@
+"""Every example runs (the long ones in their --small form), the plugin example as an
+installed package."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+OPT = str(Path(sys.executable).with_name("strato-opt"))
+
+
+def run(*args: str, site: Path | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if site is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH")) if p)
+    result = subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+@pytest.fixture(scope="module")
+def silu_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/custom_dialect installed by pip (offline, no dependencies) into a
+    directory of its own: a temporary environment strato finds it in by its entry point."""
+    tmp = tmp_path_factory.mktemp("silu")
+    source = tmp / "source"
+    shutil.copytree(EXAMPLES / "custom_dialect", source)  # pip builds in the tree it is given
+    site = tmp / "site"
+    run(
+        sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+        "--no-index", "--target", str(site), str(source),
+    )
+    assert (site / "strato_silu").is_dir()
+    return site
+
+
+def test_the_installed_plugin_is_listed_under_its_entry_point_name(silu_site: Path) -> None:
+    out = run(OPT, "--list-passes", site=silu_site).stdout
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines()}
+    assert rows["act-fuse-silu"] == "silu" and rows["act-expand-silu"] == "silu"
+    dialects = run(OPT, "--list-dialects", site=silu_site).stdout
+    assert any(line.split() == ["act", "silu", "silu"] for line in dialects.splitlines())
+
+
+def test_strato_opt_runs_the_plugin_pass_and_lowers_its_op_checked_for_equivalence(silu_site: Path) -> None:
+    source = str(EXAMPLES / "custom_dialect" / "silu.mlir")
+    fused = run(OPT, source, "-p", "act-fuse-silu", "--check-equivalence=4", site=silu_site).stdout
+    assert "act.silu" in fused and "graph.sigmoid" not in fused
+    lowered = run(
+        OPT, source, "-p", "act-fuse-silu,graph-fuse-ops,convert-graph-to-te,convert-te-to-loops",
+        "--check-equivalence=4", site=silu_site,
+    ).stdout
+    assert 'stage = "silu"' in lowered and "act." not in lowered
+    expanded = run(OPT, source, "-p", "act-fuse-silu,act-expand-silu", "--check-equivalence=4", site=silu_site).stdout
+    assert "act.silu" not in expanded and "graph.sigmoid" in expanded
+
+
+def test_load_plugin_from_a_source_tree() -> None:
+    source = str(EXAMPLES / "custom_dialect" / "silu.mlir")
+    out = run(OPT, "--load-plugin", "strato_silu", source, "-p", "act-fuse-silu",
+              site=EXAMPLES / "custom_dialect").stdout
+    assert "act.silu" in out
+
+
+def test_custom_dialect_demo_compiles_with_the_plugin_pass(silu_site: Path) -> None:
+    out = run(sys.executable, str(EXAMPLES / "custom_dialect" / "demo.py"), site=silu_site).stdout
+    assert "act.silu after graph-default: True" in out
+    assert "passes checked: act-fuse-silu, act-expand-silu" in out
+
+
+def test_compile_models() -> None:
+    out = run(sys.executable, str(EXAMPLES / "compile_models.py"), "--small").stdout
+    assert "('input' float32[1, 784]) -> ('logits' float32[1, 10])" in out
+    assert "largest difference from the graph interpreter" in out
+
+
+def test_hand_schedule() -> None:
+    out = run(sys.executable, str(EXAMPLES / "hand_schedule.py"), "--small").stdout
+    lines = [line for line in out.splitlines() if "x the canonical loops" in line]
+    assert [line.split("  ")[0].strip() for line in lines] == ["canonical loops", "by hand", "default template"]
+
+
+def test_tune_layer_plots_its_curve(tmp_path: Path) -> None:
+    plot = tmp_path / "curve.png"
+    out = run(sys.executable, str(EXAMPLES / "tune_layer.py"), "--small", "-o", str(plot)).stdout
+    assert "xgb: 4 trials" in out and "random: 4 trials" in out
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_vta_conv2d_reports_cycles() -> None:
+    out = run(sys.executable, str(EXAMPLES / "vta_conv2d.py"), "--small").stdout
+    assert out.count("compute utilization") == 2
+    assert "fewer cycles than one" in out
