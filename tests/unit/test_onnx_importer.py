@@ -558,3 +558,40 @@ def test_size_is_the_static_element_count():
     )
     assert ops_of(import_model(model)) == ["graph.constant", "graph.mul"]
     assert_matches_onnxruntime(model)
+
+
+def test_outputs_declared_without_a_shape_get_the_inferred_one():
+    # legal for onnxruntime, refused by ONNX's checker: outputs typed but not shaped
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], strides=[2, 2])
+    model = helper.make_model(
+        helper.make_graph(
+            [node],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+            [
+                helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                helper.make_tensor_value_info("i", TensorProto.INT64, None),
+            ],
+        ),
+        opset_imports=[helper.make_opsetid("", 19)],
+    )
+    x = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+    values, indices = strato.compile(model)(x)
+    assert values.shape == indices.shape == (1, 2, 2, 2)
+    np.testing.assert_array_equal(values[0, 0], [[5, 7], [13, 15]])
+    np.testing.assert_array_equal(indices[0, 1], [[21, 23], [29, 31]])
+
+
+def test_other_checker_errors_stay_diagnostics():
+    model = helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Relu", ["x"], ["y"])],
+            "g",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        ),
+        opset_imports=[helper.make_opsetid("", 19)],
+    )
+    model.graph.node[0].input[0] = "nowhere"
+    with pytest.raises(ModelImportError, match="nowhere"):
+        import_onnx(model)

@@ -376,7 +376,25 @@ class _GraphImporter:
             onnx.checker.check_model(self.model)
         except onnx.checker.ValidationError as err:
             reason = " ".join(str(err).split())
-            raise self.error(f"invalid ONNX model: {reason}") from None
+            if not self._outputs_lack_shapes():
+                raise self.error(f"invalid ONNX model: {reason}") from None
+            # graph outputs declared with an element type but no shape (as hand-built and
+            # some exported models have them, and onnxruntime runs): let shape inference
+            # fill them in, then check again
+            try:
+                inferred = shape_inference.infer_shapes(self.model)
+                onnx.checker.check_model(inferred)
+            except (shape_inference.InferenceError, onnx.checker.ValidationError):
+                raise self.error(f"invalid ONNX model: {reason}") from None
+            self.model = inferred
+            self.graph = inferred.graph
+            self.inputs = [i for i in self.graph.input if i.name not in self.initializers]
+
+    def _outputs_lack_shapes(self) -> bool:
+        return any(
+            value.type.HasField("tensor_type") and not value.type.tensor_type.HasField("shape")
+            for value in self.model.graph.output
+        )
 
     def _infer_shapes(self) -> dict[str, tuple[int, ...]]:
         """Static shapes ONNX shape inference finds for intermediate values."""
