@@ -31,6 +31,7 @@ PASS_REGISTRY: dict[str, str] = {
     "graph-plan-memory": "strato.transforms.graph_plan_memory:GraphPlanMemoryPass",
     "graph-simplify-inference": "strato.transforms.graph_simplify_inference:GraphSimplifyInferencePass",
     "graph-default": "strato.transforms.graph_default:GraphDefaultPass",
+    "convert-loops-to-vta": "strato.transforms.convert_loops_to_vta:ConvertLoopsToVtaPass",
     "vta-insert-dependence-tokens": "strato.transforms.vta_insert_dependence_tokens:VtaInsertDependenceTokensPass",
     "vta-inject-virtual-threads": "strato.transforms.vta_inject_virtual_threads:VtaInjectVirtualThreadsPass",
     "te-inline-stages": "strato.transforms.te_inline_stages:TeInlineStagesPass",

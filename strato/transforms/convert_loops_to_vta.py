@@ -276,7 +276,7 @@ class _Converter:
             if isinstance(op, memref.AllocOp) and _scope(op.memref) in vta.ON_CHIP and _used(op.memref):
                 scope = _scope(op.memref)
                 type_ = op.memref.type
-                want = (self.config.batch, self.config.block_out if scope != MemoryScope.VTA_WGT else self.config.block_in)
+                want = (self.config.batch, self.config.block_in if scope == MemoryScope.VTA_INP else self.config.block_out)
                 if scope == MemoryScope.VTA_WGT:
                     want = (self.config.block_out, self.config.block_in)
                 if tuple(type_.get_shape()[-2:]) != want or len(type_.get_shape()) < 3:

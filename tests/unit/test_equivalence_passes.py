@@ -23,6 +23,7 @@ PROPERTY_TESTS: dict[str, str] = {
     "canonicalize": "test_equivalence_passes:test_upstream_passes_keep_results",
     "convert-graph-to-te": "test_convert_graph_to_te",
     "convert-loops-to-llvm": "test_convert_loops_to_llvm",
+    "convert-loops-to-vta": "test_convert_loops_to_vta",
     "convert-te-to-loops": "test_convert_te_to_loops",
     "cse": "test_equivalence_passes:test_upstream_passes_keep_results",
     "dce": "test_equivalence_passes:test_upstream_passes_keep_results",
@@ -42,9 +43,15 @@ PROPERTY_TESTS: dict[str, str] = {
 with generated programs, or module:function. A new pass needs an entry."""
 
 
-OWN_STRATEGIES = {"graph-quantize", "schedule-default", "vta-inject-virtual-threads", "vta-insert-dependence-tokens"}
+OWN_STRATEGIES = {
+    "convert-loops-to-vta",
+    "graph-quantize",
+    "schedule-default",
+    "vta-inject-virtual-threads",
+    "vta-insert-dependence-tokens",
+}
 """Passes whose property test draws its programs with strategies of its own (quantized
-convolutions; operator workloads; VTA instruction streams) rather than strato.testing's generators."""
+convolutions; operator workloads; VTA instruction streams and conv2d layers) rather than strato.testing's generators."""
 
 
 def _hypothesis_tests(module_name: str, function: str | None) -> list[str]:
