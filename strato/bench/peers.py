@@ -84,22 +84,38 @@ def _compile_parameters() -> set[str]:
     return set(inspect.signature(compile_model).parameters)
 
 
+def _llvm_target_options() -> set[str]:
+    try:
+        from strato.targets.registry import get_target
+    except ImportError:
+        return set()
+    return set(type(get_target("llvm")).options)
+
+
 class Strato(Side):
-    """strato.compile for the host CPU. With a `threads` option, one compile per thread
-    count (the first one is the compile time reported); without one, one compile that
-    runs with strato's default threads at every thread count. A compile cache, when
-    strato.compile has one, is turned off so the compile time is a real compile."""
+    """strato.compile for the host CPU. The thread count goes to `strato.compile(...,
+    threads=N)` when it has that option, else to the llvm target's `-threads=N` when it
+    has that one: then one compile per thread count (the first one is the compile time
+    reported). With neither, one compile runs with strato's default threads at every
+    thread count. The compile cache is turned off, so the compile time is a real compile."""
 
     name = "strato"
 
     def __init__(self) -> None:
         parameters = _compile_parameters()
-        self.has_threads = "threads" in parameters
+        self.threads_keyword = "threads" in parameters
+        self.threads_target_option = not self.threads_keyword and "threads" in _llvm_target_options()
         self.has_cache = "cache" in parameters
 
+    @property
+    def has_threads(self) -> bool:
+        return self.threads_keyword or self.threads_target_option
+
     def threads_note(self) -> str:
-        if self.has_threads:
+        if self.threads_keyword:
             return "strato.compile(..., threads=N)"
+        if self.threads_target_option:
+            return "strato.compile(..., target='llvm -threads=N')"
         return "strato's default (strato.compile has no threads option): the same code at every thread count"
 
     def versions(self) -> dict[str, str]:
@@ -120,11 +136,14 @@ class Strato(Side):
         import strato
 
         options: dict[str, object] = {}
-        if threads is not None:
+        target = "llvm"
+        if threads is not None and self.threads_keyword:
             options["threads"] = threads
+        elif threads is not None and self.threads_target_option:
+            target = f"llvm -threads={threads}"
         if self.has_cache:
             options["cache"] = False
-        return strato.compile(model, target="llvm", **options)
+        return strato.compile(model, target=target, **options)
 
     def prepare(self, model: onnx.ModelProto, inputs: Sequence[np.ndarray]) -> Prepared:
         by_threads: dict[int | None, object] = {}
