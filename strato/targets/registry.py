@@ -25,7 +25,7 @@ import contextlib
 import importlib
 import importlib.util
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar
@@ -45,7 +45,7 @@ class TargetError(StratoError):
     target an option it does not accept."""
 
 
-_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
@@ -209,6 +209,12 @@ def register_target(cls: type[Target], *, source: str = "strato") -> None:
     _REGISTRY[name] = (cls, source)
 
 
+def unregister_target(name: str) -> None:
+    """Remove the target registered as `name` (a plugin that failed half-way); unknown
+    names are ignored."""
+    _REGISTRY.pop(name, None)
+
+
 def _load_builtin_targets() -> None:
     global _builtins_loaded
     if _builtins_loaded:
@@ -247,16 +253,6 @@ def get_target(text: str | TargetSpec | Target) -> Target:
     return entry[0](spec)
 
 
-def target_lines() -> Iterator[str]:
-    """`name  summary` lines of every registered target, for `--help` listings."""
-    targets = registered_targets()
-    width = max((len(name) for name in targets), default=0)
-    for name in sorted(targets):
-        cls, source = targets[name]
-        origin = "" if source == "strato" else f" [{source}]"
-        yield f"{name.ljust(width)}  {cls.summary}{origin}"
-
-
 __all__ = [
     "BUILTIN_TARGET_MODULES",
     "Target",
@@ -266,5 +262,5 @@ __all__ = [
     "parse_target",
     "register_target",
     "registered_targets",
-    "target_lines",
+    "unregister_target",
 ]
