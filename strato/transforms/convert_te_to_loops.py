@@ -27,9 +27,15 @@ The result follows the loop-level ABI:
   `memref<.., #loop.scope<local>>` allocated before the nest and freed before the return.
 - A function over tensors keeps its name and becomes `func.func @f(%in.., %out..
   {loop.output})`: dense constants become `memref.global "private" constant`s read with
-  `memref.get_global`, calls pass their output buffers, intermediates are allocated before
-  their call and freed after their last use, a returned call result is written in place,
-  and other returned values (arguments, constants, a value returned twice) are copied.
+  `memref.get_global`, calls pass their output buffers, a returned call result is written
+  in place, and other returned values (arguments, constants, a value returned twice) are
+  copied. Intermediates live where graph-plan-memory placed them: a function with
+  `arena_bytes` allocates one arena, `memref<N x i8>` aligned to 64 bytes, at its start
+  and frees it before its return, and a call result with an offset in its call's
+  `arena_offsets` is a `memref.view` of the arena at that offset (the plan is checked:
+  offsets aligned and in bounds, no two values alive at once share a byte). An
+  intermediate without a planned offset is allocated before its call and freed after
+  its last use.
 
 Before:
 
@@ -43,8 +49,9 @@ Before:
       }
       te.output %r : tensor<4xf32>
     }
-    func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
-      %y = te.call @relu(%x) : (tensor<4xf32>) -> tensor<4xf32>
+    func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> attributes {arena_bytes = 64 : i64} {
+      %h = te.call @relu(%x) {arena_offsets = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
+      %y = te.call @relu(%h) {arena_offsets = array<i64: -1>} : (tensor<4xf32>) -> tensor<4xf32>
       func.return %y : tensor<4xf32>
     }
 
@@ -59,8 +66,13 @@ After:
       }
       func.return
     }
-    func.func @main(%x: memref<4xf32>, %y: memref<4xf32> {loop.output}) {
-      func.call @relu(%x, %y) : (memref<4xf32>, memref<4xf32>) -> ()
+    func.func @main(%x: memref<4xf32>, %y: memref<4xf32> {loop.output}) attributes {arena_bytes = 64 : i64} {
+      %arena = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+      %offset = arith.constant 0 : index
+      %h = memref.view %arena[%offset][] : memref<64xi8> to memref<4xf32>
+      func.call @relu(%x, %h) : (memref<4xf32>, memref<4xf32>) -> ()
+      func.call @relu(%h, %y) : (memref<4xf32>, memref<4xf32>) -> ()
+      memref.dealloc %arena : memref<64xi8>
       func.return
     }
 
@@ -84,9 +96,11 @@ from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
     BFloat16Type,
+    DenseArrayBase,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     FloatAttr,
+    IndexType,
     IntegerAttr,
     IntegerType,
     MemRefType,
@@ -100,6 +114,7 @@ from xdsl.dialects.builtin import (
     i8,
     i16,
     i32,
+    i64,
 )
 from xdsl.ir import Attribute, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
@@ -124,6 +139,15 @@ from strato.dialects.tensor_types import (
     sub_byte_width,
 )
 from strato.legality import check_legal
+from strato.transforms.graph_plan_memory import (
+    ALIGNMENT,
+    ARENA_BYTES_ATTR,
+    ARENA_OFFSETS_ATTR,
+    Buffer,
+    lifetime,
+    live_overlap,
+    tensor_bytes,
+)
 
 PASS_NAME = "convert-te-to-loops"
 
@@ -581,6 +605,86 @@ def _is_tensor_function(op: func.FuncOp) -> bool:
 
 
 @dataclass
+class Arena:
+    """The intermediates of one function that graph-plan-memory placed in its arena:
+    `size` bytes, and the byte offset of each placed value."""
+
+    size: int
+    offsets: dict[SSAValue, int]
+
+    @staticmethod
+    def of(function: func.FuncOp, returned: Sequence[SSAValue]) -> Arena:
+        """The checked plan recorded on `function` (`arena_bytes`) and its calls
+        (`arena_offsets`); an empty arena when the function has no plan."""
+        size_attr = function.attributes.get(ARENA_BYTES_ATTR)
+        if size_attr is None:
+            return Arena(0, {})
+        name = function.sym_name.data
+        if not isinstance(size_attr, IntegerAttr) or size_attr.value.data < 0:
+            raise StratoError(
+                f"@{name}: {ARENA_BYTES_ATTR} must be a non-negative integer, got {size_attr}",
+                op=function,
+            )
+        size = size_attr.value.data
+        block = function.body.block
+        position = {op: n for n, op in enumerate(block.ops)}
+        buffers: list[Buffer] = []
+        for op in block.ops:
+            for result, offset in zip(op.results, _planned_offsets(op), strict=True):
+                if offset == -1 or tensor_bytes(result) == 0:
+                    continue  # outside the arena (a zero-size tensor needs no bytes)
+                _check_offset(op, offset, tensor_bytes(result), size, result in returned)
+                start, end = lifetime(result, position)
+                buffers.append(Buffer(result, tensor_bytes(result), start, end, offset))
+        clash = live_overlap(buffers)
+        if clash is not None:
+            first, second = clash
+            raise StratoError(
+                f"@{name}: the memory plan places two values alive at the same time at "
+                f"overlapping bytes ({first.offset}..{first.offset + first.size} and "
+                f"{second.offset}..{second.offset + second.size}); rerun graph-plan-memory",
+                op=second.value.owner,  # type: ignore[arg-type]
+            )
+        return Arena(size, {b.value: b.offset for b in buffers})
+
+
+def _planned_offsets(op: Operation) -> list[int]:
+    """The `arena_offsets` of a call, one per result; -1 for each result of an op
+    without a plan."""
+    attr = op.attributes.get(ARENA_OFFSETS_ATTR)
+    if attr is None or not _is_tensor_call(op):
+        return [-1] * len(op.results)
+    if not isinstance(attr, DenseArrayBase) or attr.elt_type != i64:
+        raise StratoError(f"{ARENA_OFFSETS_ATTR} must be an array<i64>, got {attr}", op=op)
+    offsets = [int(v) for v in attr.get_values()]
+    if len(offsets) != len(op.results):
+        raise StratoError(
+            f"{ARENA_OFFSETS_ATTR} has {len(offsets)} entries for {len(op.results)} results",
+            op=op,
+        )
+    return offsets
+
+
+def _check_offset(op: Operation, offset: int, size: int, arena_bytes: int, returned: bool) -> None:
+    if returned:
+        raise StratoError(
+            f"{ARENA_OFFSETS_ATTR} places a returned value at {offset}: function results "
+            "live in the caller's buffers (offset -1); rerun graph-plan-memory",
+            op=op,
+        )
+    if offset < 0 or offset % ALIGNMENT != 0:
+        raise StratoError(
+            f"arena offset {offset} is not a multiple of {ALIGNMENT} (or -1)", op=op
+        )
+    if offset + size > arena_bytes:
+        raise StratoError(
+            f"a value of {size} bytes at arena offset {offset} ends past the arena's "
+            f"{arena_bytes} bytes",
+            op=op,
+        )
+
+
+@dataclass
 class FunctionLowering:
     """func.func @f(tensors..) -> (tensors..) -> func.func @f(memrefs.., outs.. {loop.output})."""
 
@@ -654,12 +758,16 @@ class FunctionLowering:
         builder = Builder(InsertPoint.at_end(lowered.body.block))
         constants = ConstantOpLowering(self.names)
         calls = CallOpLowering()
+        arena = Arena.of(function, returned)
+        arena_buffer = self._allocate_arena(arena, builder)
         allocated: list[SSAValue] = []
         for op in block.ops:
             if isinstance(op, func.ReturnOp):
                 for value, arg in zip(returned, out_args):
                     if in_place.get(value) is not arg:
                         builder.insert(memref.CopyOp(values[value], arg))
+                if arena_buffer is not None:
+                    builder.insert(memref.DeallocOp.get(arena_buffer))
                 builder.insert(func.ReturnOp())
                 break
             if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
@@ -668,6 +776,8 @@ class FunctionLowering:
                 destinations = []
                 for result in op.results:
                     dest = in_place.get(result)
+                    if dest is None and arena_buffer is not None and result in arena.offsets:
+                        dest = self._view(arena_buffer, arena.offsets[result], result, op, builder)
                     if dest is None:
                         alloc = builder.insert(memref.AllocOp([], [], memref_for(result.type, op)))
                         _set_name(alloc.memref, result.name_hint)
@@ -689,6 +799,27 @@ class FunctionLowering:
             for value in [v for v in allocated if last_use.get(v, op) is op]:
                 builder.insert(memref.DeallocOp.get(values[value]))
                 allocated.remove(value)
+
+    @staticmethod
+    def _allocate_arena(arena: Arena, builder: Builder) -> SSAValue | None:
+        """One buffer for every planned intermediate, when there is one."""
+        if not arena.offsets:
+            return None
+        type_ = MemRefType(i8, [arena.size])
+        alloc = builder.insert(memref.AllocOp([], [], type_, IntegerAttr(ALIGNMENT, i64)))
+        alloc.memref.name_hint = "arena"
+        return alloc.memref
+
+    @staticmethod
+    def _view(
+        arena: SSAValue, offset: int, value: SSAValue, op: Operation, builder: Builder
+    ) -> SSAValue:
+        """The buffer of `value`: the arena's bytes from `offset`."""
+        shift = builder.insert(arith.ConstantOp(IntegerAttr(offset, IndexType())))
+        shift.result.name_hint = "offset"
+        view = builder.insert(memref.ViewOp(arena, shift, [], memref_for(value.type, op)))
+        _set_name(view.result, value.name_hint)
+        return view.result
 
 
 # ---------------------------------------------------------------------------------------
@@ -741,6 +872,7 @@ class ConvertTeToLoopsPass(ModulePass):
 
 
 __all__ = [
+    "Arena",
     "ComputeOpLowering",
     "ConstantOpLowering",
     "CallOpLowering",

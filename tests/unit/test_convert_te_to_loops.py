@@ -23,10 +23,12 @@ from strato.dialects.loop import (
     loop_stage,
     memory_scope,
 )
+from strato.interpreters.graph import run_graph
 from strato.interpreters.loop import run_loops
 from strato.interpreters.te import run_te
 from strato.legality import check_legal
 from strato.pipeline import run_pipeline
+from strato.testing.graph_programs import GraphProgram, graph_programs
 from strato.testing.te_programs import TeProgram, te_programs
 from strato.transforms.convert_te_to_loops import is_loop_level
 
@@ -269,3 +271,110 @@ def test_functions_returning_scalars_are_rejected():
     """
     with pytest.raises(StratoError, match="returning tensors only; @f returns f32"):
         lower(parse(text))
+
+
+# ---------------------------------------------------------------------------------------
+# The memory plan of graph-plan-memory is what the function allocates
+
+RELU4 = """
+te.primitive @relu {
+  %a = te.placeholder "a" : tensor<16xf32>
+  %r = te.compute "relu" (%i) : tensor<16xf32> {
+    %v = te.read %a[%i] : tensor<16xf32>
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    te.yield %m : f32
+  }
+  te.output %r : tensor<16xf32>
+}
+"""
+
+
+def planned_chain(arena_bytes: int, offsets: tuple[str, str, str]) -> str:
+    """relu applied four times; `offsets` are the arena_offsets of the first three calls."""
+    a, b, c = offsets
+    return RELU4 + f"""
+func.func @main(%x: tensor<16xf32>) -> tensor<16xf32> attributes {{arena_bytes = {arena_bytes} : i64}} {{
+  %a = te.call @relu(%x) {{arena_offsets = array<i64: {a}>}} : (tensor<16xf32>) -> tensor<16xf32>
+  %b = te.call @relu(%a) {{arena_offsets = array<i64: {b}>}} : (tensor<16xf32>) -> tensor<16xf32>
+  %c = te.call @relu(%b) {{arena_offsets = array<i64: {c}>}} : (tensor<16xf32>) -> tensor<16xf32>
+  %d = te.call @relu(%c) {{arena_offsets = array<i64: -1>}} : (tensor<16xf32>) -> tensor<16xf32>
+  func.return %d : tensor<16xf32>
+}}
+"""
+
+
+def entry_ops(module: ModuleOp, op_type: type) -> list:
+    return [op for op in functions(module)["main"].walk() if isinstance(op, op_type)]
+
+
+def test_planned_intermediates_are_views_of_one_arena():
+    module = lower(parse(planned_chain(128, ("0", "64", "0"))))
+    (alloc,) = entry_ops(module, memref.AllocOp)
+    assert alloc.memref.type.get_shape() == (128,)
+    assert alloc.alignment is not None and alloc.alignment.value.data == 64
+    views = entry_ops(module, memref.ViewOp)
+    assert [v.byte_shift.owner.value.value.data for v in views] == [0, 64, 0]
+    assert all(v.source is alloc.memref for v in views)
+    (dealloc,) = entry_ops(module, memref.DeallocOp)
+    assert dealloc.memref is alloc.memref
+    x = np.linspace(-1, 1, 16, dtype=np.float32)
+    (y,) = run_loops(module, [x])
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+
+
+def test_without_a_plan_each_intermediate_is_allocated():
+    text = planned_chain(128, ("0", "64", "0")).replace(" attributes {arena_bytes = 128 : i64}", "")
+    module = lower(parse(text))
+    assert len(entry_ops(module, memref.AllocOp)) == 3
+    assert not entry_ops(module, memref.ViewOp)
+
+
+@pytest.mark.parametrize(
+    ("arena_bytes", "offsets", "message"),
+    [
+        (128, ("0", "0", "64"), r"two values alive at the same time at overlapping bytes \(0..64 and 0..64\)"),
+        (128, ("0", "32", "0"), "arena offset 32 is not a multiple of 64"),
+        (128, ("0", "128", "0"), "a value of 64 bytes at arena offset 128 ends past the arena's 128 bytes"),
+        (128, ("0", "64, 0", "0"), "arena_offsets has 2 entries for 1 results"),
+        (-1, ("0", "64", "0"), "arena_bytes must be a non-negative integer"),
+    ],
+)
+def test_a_wrong_plan_is_a_diagnostic(arena_bytes: int, offsets: tuple[str, str, str], message: str):
+    with pytest.raises(StratoError, match=message):
+        lower(parse(planned_chain(arena_bytes, offsets)))
+
+
+def test_a_returned_value_cannot_live_in_the_arena():
+    text = RELU4 + """
+    func.func @main(%x: tensor<16xf32>) -> tensor<16xf32> attributes {arena_bytes = 64 : i64} {
+      %a = te.call @relu(%x) {arena_offsets = array<i64: 0>} : (tensor<16xf32>) -> tensor<16xf32>
+      func.return %a : tensor<16xf32>
+    }
+    """
+    with pytest.raises(StratoError, match="places a returned value at 0"):
+        lower(parse(text))
+
+
+@settings(max_examples=15, deadline=None)
+@given(program=graph_programs(max_ops=6))
+def test_planned_graph_programs_run_on_their_arena(program: GraphProgram):
+    """Fused and planned graph programs lowered to loops compute what the graph does;
+    the function allocates at most one buffer, the arena, and every intermediate is a
+    view of it."""
+    inputs = program.random_inputs(seed=1)
+    expected = run_graph(program.module, inputs)
+    run_pipeline(
+        make_context(),
+        program.module,
+        "graph-fuse-ops,graph-plan-memory,convert-graph-to-te,convert-te-to-loops",
+    )
+    main = functions(program.module)["main"]
+    allocs = [op for op in main.walk() if isinstance(op, memref.AllocOp)]
+    views = [op for op in main.walk() if isinstance(op, memref.ViewOp)]
+    assert len(allocs) == (1 if views else 0)
+    if views:
+        assert allocs[0].memref.type.get_shape() == (main.attributes["arena_bytes"].value.data,)
+        assert all(view.source is allocs[0].memref for view in views)
+    for a, e in zip(run_loops(program.module, inputs), expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)

@@ -11,7 +11,15 @@ into a GEP on the linearized index (row-major unless the type says otherwise).
     %2 = llvm.getelementptr inbounds %a[%1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
     %v = llvm.load %2 : !llvm.ptr -> f32
 
-Buffers in global memory come from `malloc` and go back with `free`. Small buffers in
+Buffers in global memory come from `malloc` and go back with `free`; a `memref.view` of
+an `i8` buffer (a model's arena, planned by graph-plan-memory) is the buffer's pointer
+advanced by the byte shift:
+
+    %h = memref.view %arena[%offset][] : memref<2048xi8> to memref<256xf32>
+->
+    %h = llvm.getelementptr inbounds %arena[%offset] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+
+Small buffers in
 local (kernel-private) memory live on the stack: one `llvm.alloca` at the function
 entry, so a buffer allocated inside a loop does not grow the stack per iteration;
 their `memref.dealloc` disappears. `memref.global` constants become internal
@@ -30,6 +38,7 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     i1,
+    i8,
     i64,
 )
 from xdsl.ir import Block, Operation, SSAValue
@@ -207,6 +216,20 @@ class AllocaOpLowering(LLVMLoweringPattern):
         AllocOpLowering.allocate_on_stack(op, type_, rewriter)
 
 
+class ViewOpLowering(LLVMLoweringPattern):
+    """A view of a byte buffer at a shift: the same pointer, advanced (see the module
+    docstring). Views with dynamic sizes are not supported."""
+
+    source_op = memref.ViewOp
+
+    def lower(self, op: memref.ViewOp, rewriter: PatternRewriter) -> None:
+        if op.sizes:
+            raise unsupported(op, f"{op.result.type} has a dynamic size")
+        base = materialize_llvm(rewriter, op, op.source)
+        shift = materialize_llvm(rewriter, op, op.byte_shift)
+        replace_with_llvm(rewriter, op, [builders.gep(base, shift, i8)])
+
+
 class DeallocOpLowering(LLVMLoweringPattern):
     source_op = memref.DeallocOp
 
@@ -298,6 +321,7 @@ def memref_to_llvm_patterns() -> list[LLVMLoweringPattern]:
         StoreOpLowering(),
         AllocOpLowering(),
         AllocaOpLowering(),
+        ViewOpLowering(),
         DeallocOpLowering(),
         CopyOpLowering(),
         GlobalOpLowering(),

@@ -86,3 +86,17 @@ func.func @transpose(%a: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
   %t = graph.transpose %a [2, 0, 1] : (tensor<2x3x4xf32>) -> tensor<4x2x3xf32>
   func.return %t : tensor<4x2x3xf32>
 }
+
+// -----
+
+// The memory plan stays: each kernel's arena offsets move to its call, the function
+// keeps its arena size.
+// CHECK-LABEL: func.func @planned
+// CHECK-SAME:    arena_bytes = 1024 : i64
+// CHECK-NEXT:    %a = te.call @relu_0(%x) {arena_offsets = array<i64: 0>}
+// CHECK-NEXT:    %b = te.call @relu_1(%a) {arena_offsets = array<i64: -1>}
+func.func @planned(%x: tensor<256xf32>) -> tensor<256xf32> attributes {arena_bytes = 1024 : i64} {
+  %a = graph.relu %x {arena_offsets = array<i64: 0>} : tensor<256xf32>
+  %b = graph.relu %a {arena_offsets = array<i64: -1>} : tensor<256xf32>
+  func.return %b : tensor<256xf32>
+}

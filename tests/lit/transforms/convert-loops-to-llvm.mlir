@@ -186,6 +186,25 @@ func.func @buffers(%o: memref<4xf32> {loop.output}) {
   func.return
 }
 
+// An arena of 64-byte-aligned bytes comes from aligned_alloc; a view of it is its
+// pointer advanced by the byte shift.
+// CHECK-LABEL: llvm.func @arena(%o{{.*}}: !llvm.ptr {loop.output, strato.memref_type = memref<4xf32>}) {
+// CHECK-NEXT:    %[[BYTES:.*]] = llvm.mlir.constant(128) : i64
+// CHECK-NEXT:    %[[ALIGN:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[A:.*]] = llvm.call @aligned_alloc(%[[ALIGN]], %[[BYTES]]) : (i64, i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[SHIFT:.*]] = llvm.mlir.constant(64) : i64
+// CHECK-NEXT:    %[[V:.*]] = llvm.getelementptr inbounds %[[A]][%[[SHIFT]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:         llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%o{{.*}}, %[[V]], {{.*}})
+// CHECK-NEXT:    llvm.call @free(%[[A]]) : (!llvm.ptr) -> ()
+func.func @arena(%o: memref<4xf32> {loop.output}) {
+  %a = memref.alloc() {alignment = 64 : i64} : memref<128xi8>
+  %offset = arith.constant 64 : index
+  %v = memref.view %a[%offset][] : memref<128xi8> to memref<4xf32>
+  "memref.copy"(%v, %o) : (memref<4xf32>, memref<4xf32>) -> ()
+  memref.dealloc %a : memref<128xi8>
+  func.return
+}
+
 // A constant global keeps its dense bytes, flattened, in an internal llvm global.
 // (xDSL 0.75 has no custom syntax for memref.global and memref.copy.)
 // CHECK:       llvm.mlir.global internal constant @w(dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>) {addr_space = 0 : i32, alignment = 64 : i64} : !llvm.array<4 x f32>

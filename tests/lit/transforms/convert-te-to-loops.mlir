@@ -192,3 +192,38 @@ func.func @edges(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf
   %t:3 = te.call @passthrough(%c) : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>)
   func.return %t#0, %t#0, %c : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// The memory plan of graph-plan-memory runs: one arena of arena_bytes, allocated at the
+// start and freed before the return; each planned intermediate is a view at its offset
+// (%a and %c share bytes, their lifetimes do not overlap); the result is written in place.
+// CHECK-LABEL: func.func @planned(%x: memref<4xf32>, %d: memref<4xf32> {loop.output}) attributes {arena_bytes = 128 : i64} {
+// CHECK-NEXT:    %arena = memref.alloc() {alignment = 64 : i64} : memref<128xi8>
+// CHECK-NEXT:    %offset = arith.constant 0 : index
+// CHECK-NEXT:    %a = memref.view %arena[%offset][] : memref<128xi8> to memref<4xf32>
+// CHECK-NEXT:    func.call @relu4(%x, %a)
+// CHECK-NEXT:    %offset_1 = arith.constant 64 : index
+// CHECK-NEXT:    %b = memref.view %arena[%offset_1][] : memref<128xi8> to memref<4xf32>
+// CHECK-NEXT:    func.call @relu4(%a, %b)
+// CHECK-NEXT:    %offset_2 = arith.constant 0 : index
+// CHECK-NEXT:    %c = memref.view %arena[%offset_2][] : memref<128xi8> to memref<4xf32>
+// CHECK-NEXT:    func.call @relu4(%b, %c)
+// CHECK-NEXT:    func.call @relu4(%c, %d)
+// CHECK-NEXT:    memref.dealloc %arena : memref<128xi8>
+// CHECK-NEXT:    func.return
+te.primitive @relu4 {
+  %a = te.placeholder "a" : tensor<4xf32>
+  %r = te.compute "relu" (%i) : tensor<4xf32> {
+    %v = te.read %a[%i] : tensor<4xf32>
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    te.yield %m : f32
+  }
+  te.output %r : tensor<4xf32>
+}
+func.func @planned(%x: tensor<4xf32>) -> tensor<4xf32> attributes {arena_bytes = 128 : i64} {
+  %a = te.call @relu4(%x) {arena_offsets = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %b = te.call @relu4(%a) {arena_offsets = array<i64: 64>} : (tensor<4xf32>) -> tensor<4xf32>
+  %c = te.call @relu4(%b) {arena_offsets = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %d = te.call @relu4(%c) {arena_offsets = array<i64: -1>} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %d : tensor<4xf32>
+}
