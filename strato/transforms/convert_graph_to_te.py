@@ -5,7 +5,9 @@ Leaves illegal: every `graph` op. Constants become `arith.constant` tensors; eve
 op becomes a `te.primitive` built by its operator strategy (`strato.strategies`) plus a
 `te.call` in place of the op; a `graph.fused` group becomes one primitive with the stages
 of all its ops (one kernel). Primitives are placed before the function that uses them
-and are named after the op (`@dense_0`, `@relu_1`, ...).
+and are named after the op (`@dense_0`, `@relu_1`, ...). The memory plan of
+graph-plan-memory stays: a kernel's `arena_offsets` moves to its `te.call`, and the
+function keeps `arena_bytes` (convert-te-to-loops allocates the arena from them).
 
 Before:
 
@@ -56,6 +58,7 @@ from strato.diagnostics import StratoError
 from strato.legality import check_legal
 from strato.strategies import strategy_for
 from strato.strategies.builder import PrimitiveBuilder
+from strato.transforms.graph_plan_memory import ARENA_OFFSETS_ATTR
 
 
 class SymbolNamer:
@@ -140,6 +143,9 @@ class GraphOpLowering(RewritePattern):
             primitive = build_primitive(name, [op], list(op.operands), list(op.results))
         rewriter.insert(primitive, InsertPoint.before(top))
         call = te.CallOp(name, list(op.operands), [r.type for r in op.results])
+        offsets = op.attributes.get(ARENA_OFFSETS_ATTR)
+        if offsets is not None:
+            call.attributes[ARENA_OFFSETS_ATTR] = offsets
         rewriter.replace(op, call)
 
 
