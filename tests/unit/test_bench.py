@@ -87,16 +87,36 @@ def test_disagreeing_peer_fails_the_run_loudly(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(bench_workloads, "all_workloads", lambda seed=0: [RELU])
     out = tmp_path / "bench.json"
     status = strato_cli.main(
-        ["bench", "--workloads", "relu", "--peers", "numpy-relu,wrong-relu", "--threads", "1",
+        ["bench", "--workloads", "relu", "--peers", "numpy-relu,wrong-relu", "--threads", "1,2",
          "--repeat", "2", "--json", str(out), "--no-progress"]
     )  # fmt: skip
     captured = capsys.readouterr()
     assert status == 1
-    assert "MISMATCH relu at 1 thread(s): strato against wrong-relu" in captured.err
+    for threads in (1, 2):
+        assert f"MISMATCH relu at {threads} thread(s): strato against wrong-relu" in captured.err
     assert "against numpy-relu" not in captured.err
-    checks = {c["peer"]: c for c in json.loads(out.read_text())["results"][0]["checks"]}
-    assert checks["numpy-relu"]["ok"] and checks["numpy-relu"]["max_relative_error"] == 0.0
-    assert not checks["wrong-relu"]["ok"] and checks["wrong-relu"]["max_relative_error"] > 0.1
+    checks = json.loads(out.read_text())["results"][0]["checks"]
+    assert len(checks) == 4
+    for check in checks:
+        if check["peer"] == "numpy-relu":
+            assert check["ok"] and check["max_relative_error"] == 0.0
+        else:
+            assert not check["ok"] and check["max_relative_error"] > 0.1
+    assert "MISMATCH" in captured.out
+
+
+def test_plain_progress_without_tqdm(monkeypatch, capsys):
+    import sys
+
+    from strato.bench.progress import PlainProgress, make_progress
+
+    monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm now fails
+    progress = make_progress(2, enabled=True)
+    assert isinstance(progress, PlainProgress)
+    progress.step("GEMM: compiling")
+    progress.step("GEMM: timing")
+    progress.close()
+    assert capsys.readouterr().err.splitlines() == ["[1/2] GEMM: compiling", "[2/2] GEMM: timing"]
 
 
 def test_a_failing_peer_is_reported_and_the_rest_measured():
