@@ -12,8 +12,11 @@ pass, kind and the op names of the reduced program.
 from __future__ import annotations
 
 import random
+import signal
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,17 +64,67 @@ class FuzzStats:
     passes_run: int = 0
     rejected: int = 0
     unsupported: int = 0
+    timeouts: int = 0
+    """Programs abandoned after `program_seconds` (their pipeline or its check too slow)."""
     findings: list[Finding] = field(default_factory=list)
+
+
+class _Timeout(BaseException):
+    """Not an Exception: the handlers that turn a pass's exceptions into crash findings
+    must not catch it."""
+
+
+@contextmanager
+def _time_limit(seconds: float | None):
+    """Raise _Timeout in the body after `seconds` of wall time (SIGALRM: main thread of
+    a Unix process only; elsewhere, or with None, no limit)."""
+    usable = (
+        seconds is not None
+        and seconds > 0
+        and hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+    )
+    if not usable:
+        yield
+        return
+
+    def expire(signum, frame):
+        raise _Timeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def draw_program(
     rng: random.Random, max_ops: int, kinds: Sequence[str] | None = None
 ) -> GraphProgram:
-    """One generated program, drawn outside a hypothesis test."""
-    from hypothesis.internal.conjecture.data import ConjectureData
+    """One generated program, drawn outside a hypothesis test through hypothesis's public
+    API: a seeded `@given` run that keeps its last example (the generate phase starts
+    with the simplest one, the same for every seed)."""
+    from hypothesis import HealthCheck, Phase, given, seed, settings
 
     strategy = graph_programs(max_ops=max_ops) if kinds is None else graph_programs(max_ops=max_ops, kinds=kinds)
-    return ConjectureData(random=rng).draw(strategy)
+    drawn: list[GraphProgram] = []
+
+    @seed(rng.getrandbits(64))
+    @settings(
+        max_examples=2,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def keep(program: GraphProgram) -> None:
+        drawn.append(program)
+
+    keep()
+    return drawn[-1]
 
 
 def random_pipeline(rng: random.Random, graph_passes: Sequence[str] = GRAPH_PASSES) -> list[str]:
@@ -136,8 +189,11 @@ def fuzz_passes(
     graph_passes: Sequence[str] = GRAPH_PASSES,
     extra_passes: Sequence[type[ModulePass]] = (),
     kinds: Sequence[str] | None = None,
+    program_seconds: float | None = 120.0,
 ) -> FuzzStats:
     """Fuzz for `seconds` (or `max_programs` programs); findings go to `out_dir`.
+    A program whose pipeline, check and reduction take longer than `program_seconds`
+    is abandoned and counted in `FuzzStats.timeouts` (None: no limit).
     `extra_passes` (plugin or test passes, drawn by name from `graph_passes` too) need
     not be registered. `kinds`: the op kinds of the programs (default: every graph op)."""
     _EXTRA.clear()
@@ -151,49 +207,70 @@ def fuzz_passes(
         program = draw_program(rng, max_ops, kinds)
         names = random_pipeline(rng, graph_passes)
         stats.programs += 1
-        original = program.module.clone()
         try:
-            report = _run_checked(program.module, names, n_inputs, rtol, atol)
-        except _Crash as crash:
-            failing = names[crash.index]
-            prefix = names[: crash.index + 1]
-
-            def crashes(m: ModuleOp, prefix: list[str] = prefix) -> bool:
-                try:
-                    _run_checked(m, prefix, 1, rtol, atol)
-                except _Crash as again:
-                    return again.index == len(prefix) - 1
-                return False
-
-            _record(stats, seen, out, "crash", failing, prefix, crash.detail, original, crashes, log)
-            continue
-        if report is None:
-            stats.rejected += 1
-            continue
-        stats.passes_run += len(report.passes_checked)
-        if report.unsupported is not None:
-            stats.unsupported += 1
-        d = report.difference
-        if d is None:
-            continue
-        prefix = names[: d.index + 1]
-
-        def reason_of(m: ModuleOp, prefix: list[str] = prefix) -> str | None:
-            try:
-                r = _run_checked(m, prefix, n_inputs, rtol, atol)
-            except _Crash:
-                return None
-            if r is None or r.difference is None or r.difference.index != len(prefix) - 1:
-                return None
-            return r.difference.reason
-
-        def differs(m: ModuleOp) -> bool:
-            return reason_of(m) is not None
-
-        _record(
-            stats, seen, out, "difference", d.pass_name, prefix, d.reason, original, differs, log, reason_of
-        )
+            with _time_limit(program_seconds):
+                _fuzz_one(program, names, stats, seen, out, n_inputs, rtol, atol, log)
+        except _Timeout:
+            stats.timeouts += 1
+            if log is not None:
+                log(f"gave up on a program after {program_seconds:g} s: {','.join(names)}")
     return stats
+
+
+def _fuzz_one(
+    program: GraphProgram,
+    names: list[str],
+    stats: FuzzStats,
+    seen: set[tuple[str, str, tuple[str, ...]]],
+    out: Path,
+    n_inputs: int,
+    rtol: float,
+    atol: float,
+    log: Callable[[str], None] | None,
+) -> None:
+    """Check one program under one pipeline; record what it finds."""
+    original = program.module.clone()
+    try:
+        report = _run_checked(program.module, names, n_inputs, rtol, atol)
+    except _Crash as crash:
+        failing = names[crash.index]
+        prefix = names[: crash.index + 1]
+
+        def crashes(m: ModuleOp, prefix: list[str] = prefix) -> bool:
+            try:
+                _run_checked(m, prefix, 1, rtol, atol)
+            except _Crash as again:
+                return again.index == len(prefix) - 1
+            return False
+
+        _record(stats, seen, out, "crash", failing, prefix, crash.detail, original, crashes, log)
+        return
+    if report is None:
+        stats.rejected += 1
+        return
+    stats.passes_run += len(report.passes_checked)
+    if report.unsupported is not None:
+        stats.unsupported += 1
+    d = report.difference
+    if d is None:
+        return
+    prefix = names[: d.index + 1]
+
+    def reason_of(m: ModuleOp, prefix: list[str] = prefix) -> str | None:
+        try:
+            r = _run_checked(m, prefix, n_inputs, rtol, atol)
+        except _Crash:
+            return None
+        if r is None or r.difference is None or r.difference.index != len(prefix) - 1:
+            return None
+        return r.difference.reason
+
+    def differs(m: ModuleOp) -> bool:
+        return reason_of(m) is not None
+
+    _record(
+        stats, seen, out, "difference", d.pass_name, prefix, d.reason, original, differs, log, reason_of
+    )
 
 
 def _record(

@@ -31,6 +31,13 @@ def add_fuzz_command(commands: Any, common: argparse.ArgumentParser) -> None:
     fuzz.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     fuzz.add_argument("--max-ops", type=int, default=6, help="ops per generated program (default 6)")
     fuzz.add_argument("--inputs", type=int, default=4, help="random inputs per program (default 4)")
+    fuzz.add_argument(
+        "--program-seconds",
+        type=float,
+        default=120.0,
+        metavar="S",
+        help="give up on a program whose passes, checks and reduction take longer (default 120)",
+    )
     fuzz.set_defaults(handler=fuzz_command)
 
 
@@ -54,11 +61,13 @@ def fuzz_command(args: argparse.Namespace) -> int:
         n_inputs=args.inputs,
         max_programs=args.programs,
         log=log,
+        program_seconds=args.program_seconds if args.program_seconds > 0 else None,
     )
     print(
         f"fuzz-passes: {stats.programs} programs, {stats.passes_run} passes checked, "
         f"{stats.rejected} pipelines rejected with a diagnostic, "
         f"{stats.unsupported} stopped at IR without an interpreter, "
+        f"{stats.timeouts} abandoned as too slow, "
         f"{len(stats.findings)} findings" + (f" in {args.out}" if stats.findings else ""),
         file=sys.stderr,
     )

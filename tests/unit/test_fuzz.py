@@ -69,3 +69,22 @@ def test_fuzz_passes_command(tmp_path: Path, capsys):
     err = capsys.readouterr().err
     assert status == 0, err
     assert "fuzz-passes: 2 programs" in err and "0 findings" in err
+
+
+def test_a_program_over_its_time_limit_is_abandoned_not_a_finding(tmp_path: Path):
+    stats = fuzz_passes(
+        seconds=60, out_dir=tmp_path, seed=3, max_ops=3, n_inputs=1, max_programs=2,
+        program_seconds=1e-4,
+    )  # fmt: skip
+    assert stats.programs == 2 and stats.timeouts == 2
+    assert stats.findings == [] and not any(tmp_path.iterdir())
+
+
+def test_programs_drawn_from_different_seeds_differ():
+    import random
+
+    from strato.testing.equivalence import ir_text
+    from strato.testing.fuzz import draw_program
+
+    texts = {ir_text(draw_program(random.Random(seed), 6).module) for seed in range(4)}
+    assert len(texts) == 4
