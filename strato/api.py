@@ -121,7 +121,8 @@ Pass = ModulePass
 and whose fields are its options (`my-pass{factor=2}`); implement `apply(ctx, module)`."""
 
 Rewriter = PatternRewriter
-"""What a pattern changes IR through: `replace_op`, `insert_op`, `erase_op`, ..."""
+"""What a pattern changes IR through: `replace(op, new_ops)`, `insert(op, point)`,
+`erase(op)`, ..."""
 
 
 def make_dialect(
@@ -171,7 +172,8 @@ def constant_tensor(values: np.ndarray | Sequence[float], type_: TensorType) -> 
 
 EXPORTS: dict[str, str] = {
     # building IR
-    "GraphOp": "Base of graph-level ops: declare PATTERN_KIND, implement evaluate (and infer_shape).",
+    "GraphOp": "Base of graph-level ops: declare PATTERN_KIND (a ClassVar), implement evaluate "
+    "(and infer_shape).",
     "UnaryElementwiseOp": "Graph op base: one tensor in, one of the same type out, element by element.",
     "BroadcastBinaryOp": "Graph op base: two tensors in, numpy broadcasting; implement compute(lhs, rhs).",
     "PatternKind": "How an op may fuse (injective, broadcast, reduction, out_elemwise_fusable, opaque).",
@@ -216,7 +218,7 @@ EXPORTS: dict[str, str] = {
     # rewriting
     "RewritePattern": "Base of a rewrite: implement match_and_rewrite(op, rewriter).",
     "rewrite_pattern": "Decorator of match_and_rewrite that filters by the annotated op class.",
-    "Rewriter": "The pattern rewriter: replace_op, insert_op, erase_op, ...",
+    "Rewriter": "The pattern rewriter: replace(op, new_ops), insert(op, point), erase(op), ...",
     "InsertPoint": "Where a rewriter inserts: InsertPoint.before(op), .after(op), ...",
     "rewrite_module": "Apply patterns to a module until nothing changes.",
     "Pass": "Base of a module pass (a frozen dataclass; name = CLI name, fields = options).",

@@ -15,9 +15,9 @@ class FuseSiluPattern(api.RewritePattern):
         for x, gate in ((op.lhs, op.rhs), (op.rhs, op.lhs)):
             sigmoid = gate.owner
             if isinstance(sigmoid, graph.SigmoidOp) and sigmoid.input == x and x.type == op.result.type:
-                rewriter.replace_op(op, SiluOp(x))
+                rewriter.replace(op, SiluOp(x))
                 if not sigmoid.result.uses:
-                    rewriter.erase_op(sigmoid)
+                    rewriter.erase(sigmoid)
                 return
 
 
@@ -27,8 +27,8 @@ class ExpandSiluPattern(api.RewritePattern):
     @api.rewrite_pattern
     def match_and_rewrite(self, op: SiluOp, rewriter: api.Rewriter) -> None:
         sigmoid = graph.SigmoidOp(op.input)
-        rewriter.insert_op(sigmoid, api.InsertPoint.before(op))
-        rewriter.replace_op(op, graph.MulOp(op.input, sigmoid.result))
+        rewriter.insert(sigmoid, api.InsertPoint.before(op))
+        rewriter.replace(op, graph.MulOp(op.input, sigmoid.result))
 
 
 @dataclass(frozen=True)
