@@ -302,6 +302,42 @@ class JitModule:
         return self._machine.emit_assembly(self._module)
 
 
+_ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "arm64": 183}
+"""ELF `e_machine` of the architectures strato compiles for, by triple prefix."""
+
+
+def check_elf_object(data: bytes) -> None:
+    """Refuse bytes that are not a well-formed 64-bit little-endian relocatable ELF
+    object for this architecture (LLVM's object reader crashes the process on malformed
+    input instead of reporting it): header, machine, and every section within the data."""
+    import struct
+
+    def fail(reason: str) -> JitError:
+        return JitError(f"not a loadable object file: {reason}")
+
+    if len(data) < 64 or data[:4] != b"\x7fELF":
+        raise fail("no ELF header")
+    if data[4] != 2 or data[5] != 1:
+        raise fail("not a 64-bit little-endian ELF file")
+    e_type, e_machine = struct.unpack_from("<HH", data, 16)
+    if e_type != 1:
+        raise fail(f"ELF type {e_type}, not a relocatable object")
+    arch = host_target().triple.split("-")[0]
+    expected = _ELF_MACHINES.get(arch)
+    if expected is not None and e_machine != expected:
+        raise fail(f"machine {e_machine} is not this machine's ({arch})")
+    (shoff,) = struct.unpack_from("<Q", data, 40)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 58)
+    if shentsize != 64 or shnum == 0 or shstrndx >= shnum or shoff + shnum * 64 > len(data):
+        raise fail("its section table lies outside the file")
+    for index in range(shnum):
+        header = shoff + index * 64
+        (kind,) = struct.unpack_from("<I", data, header + 4)
+        offset, size = struct.unpack_from("<QQ", data, header + 24)
+        if kind != 8 and offset + size > len(data):  # 8: SHT_NOBITS occupies no bytes
+            raise fail(f"section {index} lies outside the file")
+
+
 class ObjectModule:
     """An object file of `JitModule.object_code` loaded into this process by MCJIT:
     nothing is compiled. Every function it imports must resolve first (`imports`):
@@ -315,6 +351,7 @@ class ObjectModule:
             raise JitError(
                 f"the object code needs {', '.join(missing)}, which this process does not provide"
             )
+        check_elf_object(data)
         self._machine = target_machine(jit=True)
         self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self._machine)
         try:
@@ -361,6 +398,7 @@ __all__ = [
     "JitFunction",
     "JitModule",
     "ObjectModule",
+    "check_elf_object",
     "compile_object",
     "optimize",
     "write_llvm_ir",
