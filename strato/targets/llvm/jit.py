@@ -71,6 +71,10 @@ def _load_c_runtime() -> None:
         path = ctypes.util.find_library(name)
         if path is not None:
             llvm.load_library_permanently(path)
+    # the thread pool of parallel loops, shared by every module (and object) of the process
+    from strato.targets.llvm.parallel_runtime import install_parallel_runtime
+
+    install_parallel_runtime()
 
 
 def _ir_text(source: LLVMSource) -> str:
