@@ -18,9 +18,12 @@ Leaves illegal: every op outside the llvm dialect (checked after the pass).
   `vectorized` loops become `<W x T>` vector code: vector loads/stores where the address moves by one element,
   broadcasts of scalars that do not vary, per-lane accesses for strides and gathers
   (`vectorize_loops`, which says when a loop stays serial).
+- Outermost `parallel` loops become tasks of the thread pool (`parallel_outlining`:
+  a body function, a task taking (ctx, begin, end), a call of `strato_parallel_for`)
+  when `threads` (default: the compilation's, `parallel_threads`) is above 1.
 - The remaining `loop.for`s become header/body/latch CFGs (blocks named after the axis);
-  parallel and virtual-thread loops run serially, and the back edge of a non-serial
-  loop carries `strato.loop_kind`.
+  virtual-thread loops and the parallel loops left run serially, and the back edge of
+  a non-serial loop carries `strato.loop_kind`.
 - Global-scope buffers come from `malloc`/`free`; small local ones are one `alloca` at
   the function entry. `memref.global` constants become internal llvm globals holding
   the same dense bytes. `math` ops become LLVM intrinsics or libm calls.
@@ -91,6 +94,8 @@ from strato.targets.llvm.loop_to_llvm import loop_to_llvm_patterns
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern, LoweringDispatcher
 from strato.targets.llvm.math_to_llvm import math_to_llvm_patterns
 from strato.targets.llvm.memref_to_llvm import memref_to_llvm_patterns
+from strato.targets.llvm.parallel_outlining import outline_parallel_loops
+from strato.targets.llvm.parallel_threads import resolve_threads
 from strato.targets.llvm.reduction_flags import mark_reductions
 from strato.targets.llvm.scf_to_llvm import scf_to_llvm_patterns
 from strato.targets.llvm.type_conversion import unsupported, unsupported_type_reason
@@ -150,14 +155,16 @@ def check_lowerable(module: ModuleOp, lowered: set[type[Operation]]) -> None:
                 raise unsupported(op, reason)
 
 
-def convert_loops_to_llvm(module: ModuleOp) -> None:
-    """Lower `module` from the loop level to the llvm dialect, in place."""
+def convert_loops_to_llvm(module: ModuleOp, threads: int = 0) -> None:
+    """Lower `module` from the loop level to the llvm dialect, in place; parallel loops
+    run on up to `threads` threads (0: the compilation's thread count)."""
     dispatcher = LoweringDispatcher(loops_to_llvm_patterns())
     check_lowerable(module, set(dispatcher.by_type))
     mark_reductions(module)
     unroll_loops(module)
     simplify_index_divisions(module)
     vectorize_loops(module)
+    outline_parallel_loops(module, resolve_threads(threads))
     PatternRewriteWalker(dispatcher, apply_recursively=True).rewrite_module(module)
     reconcile_unrealized_casts(module, warn_on_failure=False)
     check_legal(
@@ -176,5 +183,8 @@ class ConvertLoopsToLLVMPass(ModulePass):
 
     name = "convert-loops-to-llvm"
 
+    threads: int = 0
+    """Most threads a parallel loop uses (1: serial; 0: the compilation's thread count)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        convert_loops_to_llvm(op)
+        convert_loops_to_llvm(op, self.threads)

@@ -69,7 +69,7 @@ def test_pointer_arguments_keep_their_memref_type_and_output_marker():
     assert "loop.kernel" in fn.attributes
 
 
-_STAYS_A_LOOP = {LoopKind.SERIAL, LoopKind.PARALLEL, LoopKind.VIRTUAL_THREAD}
+_STAYS_A_LOOP = {LoopKind.SERIAL, LoopKind.VIRTUAL_THREAD}
 
 
 @pytest.mark.parametrize("kind", list(LoopKind))
@@ -78,11 +78,17 @@ def test_each_loop_kind_is_generated_as_its_kind_and_computes_the_serial_result(
 ):
     module = parse(RELU.replace("KIND", kind.value))
     lowered = module.clone()
-    convert_loops_to_llvm(lowered)
+    convert_loops_to_llvm(lowered, threads=2)
     back_edges = [op for op in lowered.walk() if LOOP_KIND_ATTR in op.attributes]
     loads = [op for op in lowered.walk() if isinstance(op, llvm.LoadOp)]
-    if kind in _STAYS_A_LOOP:
-        # parallel loops run serially until the runtime has a thread pool
+    if kind == LoopKind.PARALLEL:
+        # a task of the thread pool: the body function loops over its chunk, the task
+        # loads the two buffer pointers from the context
+        calls = [op for op in lowered.walk() if isinstance(op, llvm.CallOp)]
+        callees = sorted(op.callee.root_reference.data for op in calls)
+        assert callees == ["relu_parallel_0", "strato_parallel_for"]
+        assert sorted(str(op.dereferenced_value.type) for op in loads) == ["!llvm.ptr", "!llvm.ptr", "f32"]
+    elif kind in _STAYS_A_LOOP:
         assert len(back_edges) == (0 if kind == LoopKind.SERIAL else 1)
         assert [str(op.dereferenced_value.type) for op in loads] == ["f32"]
     elif kind == LoopKind.VECTORIZED:

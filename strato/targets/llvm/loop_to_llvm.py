@@ -19,11 +19,13 @@ latch that steps it:
     ^exit:
 
 Every loop kind computes the same values as a serial loop. `unrolled` and `vectorized`
-loops are replaced before this lowering runs (`unroll_loops`, `vectorize_loops`); the
-loops that reach it are serial, parallel and virtual-thread loops (parallel ones run
-serially until the runtime has a thread pool), and the vectorized or unrolled loops
-those steps leave as loops (see their docstrings for when). The kind selects its own
-lowering, and the latch branch of a non-serial loop carries `strato.loop_kind`.
+loops are replaced before this lowering runs (`unroll_loops`, `vectorize_loops`), and
+outermost `parallel` loops become tasks of the thread pool (`parallel_outlining`); the
+loops that reach it are serial and virtual-thread loops, parallel loops that run
+serially (on one thread, nested in a task, or with a body the pool cannot run), and the
+vectorized or unrolled loops those steps leave as loops (see their docstrings for when).
+The kind selects its own lowering, and the latch branch of a non-serial loop carries
+`strato.loop_kind`.
 """
 
 from __future__ import annotations
@@ -108,9 +110,9 @@ class ForOpLowering(LLVMLoweringPattern):
         dict[LoopKind, Callable[[ForOp, PatternRewriter], None]]
     ] = {
         LoopKind.SERIAL: lower_loop_as_serial,
-        # parallel loops run serially until there is a thread pool; vectorized and
-        # unrolled loops that reach this pattern are those vector code generation and
-        # unrolling leave as loops
+        # the parallel loops that reach this pattern run serially (parallel_outlining
+        # turned the others into tasks of the pool); vectorized and unrolled loops that
+        # reach it are those vector code generation and unrolling leave as loops
         LoopKind.PARALLEL: lower_loop_as_serial,
         LoopKind.VECTORIZED: lower_loop_as_serial,
         LoopKind.UNROLLED: lower_loop_as_serial,

@@ -1,8 +1,8 @@
-// RUN: strato-opt %s -p convert-loops-to-llvm | filecheck %s
+// RUN: strato-opt %s -p 'convert-loops-to-llvm{threads=1}' | filecheck %s
 
 // A loop becomes header, body and latch blocks named after its axis; the kind of a
-// non-serial loop that stays a loop (virtual threads and, for now, parallel loops) is
-// on the back edge. Memrefs are bare pointers, index is i64.
+// non-serial loop that stays a loop (virtual threads, and parallel loops on one thread:
+// convert-loops-to-llvm-parallel.mlir shows them on more) is on the back edge. Memrefs are bare pointers, index is i64.
 // CHECK-LABEL: llvm.func @relu(%a: !llvm.ptr {strato.memref_type = memref<8xf32>}, %o: !llvm.ptr {loop.output, strato.memref_type = memref<8xf32>}) attributes {loop.kernel} {
 // CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    llvm.br ^i_header(%[[LB]] : i64)

@@ -1,0 +1,367 @@
+"""Outlining of `parallel` loops into tasks of the thread pool (`parallel_runtime`).
+
+Each outermost `parallel` `loop.for` of a function becomes three things:
+
+* a body function `@<fn>_parallel_<n>(captures..., %begin: index, %end: index)` that runs
+  the loop's iterations number `begin` to `end` (an `scf.for` over the same induction
+  values). Its buffer arguments are `llvm.noalias` when the loop came from a kernel,
+  whose buffers are distinct by the loop-level ABI;
+* a task `@<fn>_parallel_<n>_task(%ctx: !llvm.ptr, %begin: i64, %end: i64)` that loads
+  the captures from the context at `%ctx` and calls the body: the signature the pool
+  calls;
+* in place of the loop, the captures stored into the context, a stack array of
+  pointer-sized slots (one `llvm.alloca` at the function entry), and a call of the pool:
+
+    loop.for %i = 0 to 64 parallel axis "i" { .. %a .. %o .. }
+->
+    %ctx = llvm.alloca %c2 x !llvm.ptr                                  (function entry)
+    llvm.store %a, (gep %ctx[0]) ; llvm.store %o, (gep %ctx[1])
+    %task = llvm.mlir.addressof @k_parallel_0_task : !llvm.ptr
+    llvm.call @strato_parallel_for(%task, %ctx, %c64, %threads)
+
+(A slot array rather than an LLVM struct: every capture fits a slot, and the emitter
+types GEPs into a stack struct by the struct, not by the field.)
+
+Values a body only needs as constants (`arith.constant`, `memref.get_global`) are
+rebuilt inside the body rather than captured. A local-scope buffer allocated outside the
+loop but used only inside it (the region a stage computed at the loop fills before
+reading it, such as a packed panel of GEMM weights) is private to each iteration: the
+body allocates its own copy on its stack, so threads never share it.
+
+A parallel loop stays serial when the runtime could not run it as a task: a body that
+allocates on the heap (its failure could not reach the caller), calls a function, or
+would need more private stack than `PRIVATE_STACK_LIMIT`; or when `threads` is 1.
+Parallel loops nested in an outlined loop run serially inside its body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from xdsl.dialects import arith, func, llvm, memref, scf
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    FunctionType,
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    UnitAttr,
+    UnrealizedConversionCastOp,
+    i64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.rewriter import InsertPoint, Rewriter
+from xdsl.traits import SymbolTable
+
+from strato.dialects.loop import (
+    KERNEL_ATTR,
+    ForOp,
+    LoopKind,
+    MemoryScope,
+    YieldOp,
+    memory_scope,
+)
+from strato.targets.llvm import builders
+from strato.targets.llvm.memref_to_llvm import is_stack_buffer
+from strato.targets.llvm.parallel_runtime import PARALLEL_FOR_SYMBOL
+from strato.targets.llvm.type_conversion import (
+    INDEX_LLVM_TYPE,
+    POINTER,
+    element_byte_size,
+    is_scalar_type,
+    llvm_type,
+    memref_size_in_bytes,
+)
+
+PRIVATE_STACK_LIMIT = 1 << 20
+"""Most bytes of private buffers one task puts on its thread's stack (threads get 8 MiB
+stacks by default)."""
+
+NOALIAS_ARG_ATTR = "llvm.noalias"
+
+SLOT_TYPE = POINTER
+"""The context is a stack array of pointer-sized slots, one per capture: every value a
+body can capture (a buffer's pointer, an index, an integer or float scalar) fits in one."""
+
+_REBUILT = (arith.ConstantOp, memref.GetGlobalOp, llvm.ConstantOp, llvm.ZeroOp, llvm.AddressOfOp)
+"""Ops without operands that a body rebuilds instead of capturing their value."""
+
+
+def outline_parallel_loops(module: ModuleOp, threads: int) -> int:
+    """Outline every outermost parallel loop of `module` that can run as a task of the
+    pool with up to `threads` threads; returns how many were outlined. With
+    `threads <= 1` nothing changes (parallel loops are lowered serially)."""
+    if threads <= 1:
+        return 0
+    count = 0
+    for function in [op for op in module.ops if isinstance(op, func.FuncOp)]:
+        for index, loop in enumerate(_outermost_parallel_loops(function)):
+            outliner = _Outliner(module, function, loop, threads)
+            if outliner.can_outline():
+                outliner.outline(index)
+                count += 1
+    return count
+
+
+def _outermost_parallel_loops(function: func.FuncOp) -> list[ForOp]:
+    found: list[ForOp] = []
+
+    def visit(op: Operation) -> None:
+        if isinstance(op, ForOp) and op.loop_kind == LoopKind.PARALLEL:
+            found.append(op)
+            return
+        for region in op.regions:
+            for block in region.blocks:
+                for child in block.ops:
+                    visit(child)
+
+    for block in function.body.blocks:
+        for op in block.ops:
+            visit(op)
+    return found
+
+
+def _is_inside(op: Operation, ancestor: Operation) -> bool:
+    current: Operation | None = op
+    while current is not None:
+        if current is ancestor:
+            return True
+        current = current.parent_op()
+    return False
+
+
+def _defined_inside(value: SSAValue, ancestor: Operation) -> bool:
+    owner = value.owner
+    if isinstance(owner, Block):
+        parent = owner.parent_op()
+        return parent is not None and _is_inside(parent, ancestor)
+    return _is_inside(owner, ancestor)
+
+
+def _fits_a_slot(type_: Attribute) -> bool:
+    if isinstance(type_, MemRefType | IndexType | llvm.LLVMPointerType):
+        return True
+    return is_scalar_type(type_) and element_byte_size(type_) <= 8
+
+
+def _induction_value(block: Block, iteration: SSAValue, loop: ForOp, step: SSAValue) -> SSAValue:
+    """`lb + step * iteration` for `loop`, built at the end of `block`."""
+    value = iteration
+    if loop.step.data != 1:
+        scaled = arith.MuliOp(value, step)
+        block.add_op(scaled)
+        value = scaled.result
+    if loop.lb.data != 0:
+        lb = arith.ConstantOp(IntegerAttr(loop.lb.data, IndexType()))
+        shifted = arith.AddiOp(value, lb)
+        block.add_ops([lb, shifted])
+        value = shifted.result
+    return value
+
+
+class _Outliner:
+    def __init__(self, module: ModuleOp, function: func.FuncOp, loop: ForOp, threads: int):
+        self.module = module
+        self.function = function
+        self.loop = loop
+        self.threads = threads
+        self.private = self._private_buffers()
+
+    # -- what the body needs ---------------------------------------------------------------
+
+    def _ops(self) -> Iterator[Operation]:
+        return self.loop.walk()
+
+    def can_outline(self) -> bool:
+        for op in self._ops():
+            if isinstance(op, func.CallOp | llvm.CallOp):
+                return False
+            if isinstance(op, memref.AllocOp) and not is_stack_buffer(op.memref.type):
+                return False
+        if not all(_fits_a_slot(value.type) for value in self._captures()):
+            return False
+        private_bytes = sum(memref_size_in_bytes(op.memref.type) for op in self.private)
+        return private_bytes <= PRIVATE_STACK_LIMIT and self.loop.trip_count > 1
+
+    def _private_buffers(self) -> list[memref.AllocOp]:
+        """Local buffers allocated outside the loop and used only inside it (besides
+        their deallocation)."""
+        private: list[memref.AllocOp] = []
+        for op in self.function.walk():
+            if not isinstance(op, memref.AllocOp) or _is_inside(op, self.loop):
+                continue
+            if memory_scope(op.memref.type) != MemoryScope.LOCAL:
+                continue
+            users = [use.operation for use in op.memref.uses]
+            inside = [user for user in users if _is_inside(user, self.loop)]
+            others = [user for user in users if not _is_inside(user, self.loop)]
+            if inside and all(isinstance(user, memref.DeallocOp) for user in others):
+                private.append(op)
+        return private
+
+    def _captures(self) -> list[SSAValue]:
+        """Values defined outside the loop that its body uses, in first-use order
+        (constants and private buffers excluded: the body makes its own)."""
+        private = {op.memref for op in self.private}
+        seen: set[SSAValue] = set()
+        captures: list[SSAValue] = []
+        for op in self._ops():
+            for operand in op.operands:
+                if operand in seen or operand in private or _defined_inside(operand, self.loop):
+                    continue
+                seen.add(operand)
+                if isinstance(operand.owner, _REBUILT):
+                    continue
+                captures.append(operand)
+        return captures
+
+    # -- rewriting -------------------------------------------------------------------------
+
+    def outline(self, index: int) -> None:
+        captures = self._captures()
+        base = self._fresh_name(f"{self.function.sym_name.data}_parallel_{index}")
+        body = self._body_function(base, captures)
+        task = self._task_function(f"{base}_task", base, captures)
+        Rewriter.insert_op([body, task], InsertPoint.after(self.function))
+        self._call_pool(task.sym_name.data, captures)
+        for op in self.private:
+            for use in list(op.memref.uses):
+                Rewriter.erase_op(use.operation)
+            Rewriter.erase_op(op)
+
+    def _fresh_name(self, base: str) -> str:
+        name, suffix = base, 0
+        while SymbolTable.lookup_symbol(self.module, name) is not None or (
+            SymbolTable.lookup_symbol(self.module, f"{name}_task") is not None
+        ):
+            suffix += 1
+            name = f"{base}_{suffix}"
+        return name
+
+    def _body_function(self, name: str, captures: list[SSAValue]) -> func.FuncOp:
+        loop = self.loop
+        arg_types = [value.type for value in captures] + [IndexType(), IndexType()]
+        entry = Block(arg_types=arg_types)
+        *inner_captures, begin, end = entry.args
+        begin.name_hint, end.name_hint = "begin", "end"
+        for outer, inner in zip(captures, inner_captures, strict=True):
+            inner.name_hint = outer.name_hint
+
+        # own copies of private buffers and of the constants the body reads
+        mapping: dict[SSAValue, SSAValue] = dict(zip(captures, inner_captures, strict=True))
+        for alloc in self.private:
+            type_ = alloc.memref.type
+            copy = memref.AllocaOp.get(
+                type_.element_type,
+                shape=type_.get_shape(),
+                layout=type_.layout,
+                memory_space=type_.memory_space,
+            )
+            copy.results[0].name_hint = alloc.memref.name_hint
+            entry.add_op(copy)
+            mapping[alloc.memref] = copy.results[0]
+        rebuilt: set[SSAValue] = set()
+        for op in self._ops():
+            for operand in op.operands:
+                if operand in mapping or operand in rebuilt or _defined_inside(operand, loop):
+                    continue
+                owner = operand.owner
+                assert isinstance(owner, _REBUILT), f"uncaptured value of {owner}"
+                clone = owner.clone()
+                entry.add_op(clone)
+                mapping[operand] = clone.results[0]
+                rebuilt.add(operand)
+        for outer, inner in mapping.items():
+            outer.replace_uses_with_if(inner, lambda use: _is_inside(use.operation, loop))
+
+        # iterations begin..end are the induction values lb + step * [begin, end)
+        step = arith.ConstantOp(IntegerAttr(loop.step.data, IndexType()))
+        entry.add_op(step)
+        first_iv = _induction_value(entry, begin, loop, step.result)
+        last_iv = _induction_value(entry, end, loop, step.result)
+        iterations = Block(arg_types=[IndexType()])
+        old_iv = loop.body.block.args[0]
+        iterations.args[0].name_hint = old_iv.name_hint
+        old_iv.replace_all_uses_with(iterations.args[0])
+        for op in list(loop.body.block.ops):
+            op.detach()
+            if isinstance(op, YieldOp):
+                op.erase()
+                continue
+            iterations.add_op(op)
+        iterations.add_op(scf.YieldOp())
+        entry.add_op(scf.ForOp(first_iv, last_iv, step.result, [], iterations))
+        entry.add_op(func.ReturnOp())
+
+        noalias = KERNEL_ATTR in self.function.attributes
+        arg_attrs = [
+            DictionaryAttr({NOALIAS_ARG_ATTR: UnitAttr()})
+            if noalias and isinstance(type_, MemRefType)
+            else DictionaryAttr({})
+            for type_ in arg_types
+        ]
+        body = func.FuncOp(
+            name,
+            FunctionType.from_lists(arg_types, []),
+            Region(entry),
+            visibility="private",
+            arg_attrs=ArrayAttr(arg_attrs),
+        )
+        return body
+
+    def _task_function(self, name: str, body: str, captures: list[SSAValue]) -> llvm.FuncOp:
+        fields = [llvm_type(value.type) for value in captures]
+        entry = Block(arg_types=[POINTER, INDEX_LLVM_TYPE, INDEX_LLVM_TYPE])
+        ctx, begin, end = entry.args
+        ctx.name_hint, begin.name_hint, end.name_hint = "ctx", "begin", "end"
+        loaded: list[SSAValue] = []
+        for position, type_ in enumerate(fields):
+            address = builders.gep(ctx, position, SLOT_TYPE)
+            value = builders.load(address.result, type_)
+            entry.add_ops([address, value])
+            loaded.append(value.dereferenced_value)
+        entry.add_ops([builders.call(body, [*loaded, begin, end], None), builders.return_()])
+        fn_type = builders.function_type([POINTER, INDEX_LLVM_TYPE, INDEX_LLVM_TYPE], None)
+        return builders.function(name, fn_type, Region(entry), linkage="internal")
+
+    def _call_pool(self, task: str, captures: list[SSAValue]) -> None:
+        loop = self.loop
+        ops: list[Operation] = []
+        if captures:
+            fields = [llvm_type(value.type) for value in captures]
+            count = builders.index_constant(len(fields))
+            ctx_op = builders.alloca(count.result, SLOT_TYPE, 8)
+            entry = self.function.body.blocks[0]
+            entry.insert_ops_before([count, ctx_op], entry.first_op)
+            ctx = ctx_op.results[0]
+            ctx.name_hint = "ctx"
+            for position, (value, type_) in enumerate(zip(captures, fields, strict=True)):
+                if value.type != type_:
+                    cast = UnrealizedConversionCastOp.get([value], [type_])
+                    ops.append(cast)
+                    value = cast.results[0]
+                address = builders.gep(ctx, position, SLOT_TYPE)
+                ops += [address, builders.store(value, address.result)]
+        else:
+            null = llvm.ZeroOp(result_types=[POINTER])
+            ops.append(null)
+            ctx = null.results[0]
+        address = builders.address_of(task)
+        trip = builders.index_constant(loop.trip_count)
+        threads = builders.index_constant(self.threads)
+        call = builders.call(
+            PARALLEL_FOR_SYMBOL, [address.result, ctx, trip.result, threads.result], None
+        )
+        ops += [address, trip, threads, call]
+        Rewriter.insert_op(ops, InsertPoint.before(loop))
+        builders.ensure_declared(
+            self.function,
+            PARALLEL_FOR_SYMBOL,
+            builders.function_type([POINTER, POINTER, i64, i64], None),
+        )
+        Rewriter.erase_op(loop)
+
+
+__all__ = ["PRIVATE_STACK_LIMIT", "outline_parallel_loops"]

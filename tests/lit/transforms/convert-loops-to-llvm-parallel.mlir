@@ -1,0 +1,106 @@
+// RUN: strato-opt %s -p 'convert-loops-to-llvm{threads=4}' | filecheck %s
+// RUN: strato-opt %s -p 'convert-loops-to-llvm{threads=1}' | filecheck %s --check-prefix=SERIAL
+
+// A parallel loop becomes a task of the thread pool: the captured values go into a
+// stack array of slots allocated at the function entry, the loop into a call of
+// strato_parallel_for with the task, the context, the trip count and the thread count.
+// The buffer only the loop uses is private: the body allocates its own copy. Constants
+// are rebuilt in the body, not captured.
+// CHECK-LABEL: llvm.func @scale(%a: !llvm.ptr {{.*}}, %s: f32, %o: !llvm.ptr {{.*}}) attributes {loop.kernel} {
+// CHECK-NEXT:    %[[N:.*]] = llvm.mlir.constant(3) : i64
+// CHECK-NEXT:    %ctx = llvm.alloca %[[N]] x !llvm.ptr {alignment = 8 : i64} : (i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[S0:.*]] = llvm.getelementptr inbounds %ctx[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    llvm.store %a, %[[S0]] : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[S1:.*]] = llvm.getelementptr inbounds %ctx[1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    llvm.store %s, %[[S1]] : f32, !llvm.ptr
+// CHECK-NEXT:    %[[S2:.*]] = llvm.getelementptr inbounds %ctx[2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    llvm.store %o, %[[S2]] : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[TASK:.*]] = llvm.mlir.addressof @scale_parallel_0_task : !llvm.ptr
+// CHECK-NEXT:    %[[TRIP:.*]] = llvm.mlir.constant(32) : i64
+// CHECK-NEXT:    %[[THREADS:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    llvm.call @strato_parallel_for(%[[TASK]], %ctx, %[[TRIP]], %[[THREADS]]) : (!llvm.ptr, !llvm.ptr, i64, i64) -> ()
+// CHECK-NEXT:    llvm.return
+// CHECK-NEXT:  }
+//
+// The body runs iterations begin..end: induction values lb + step * iteration. Kernel
+// buffers stay noalias.
+// CHECK-LABEL: llvm.func @scale_parallel_0(%a_1: !llvm.ptr {llvm.noalias, strato.memref_type = memref<64x16xf32>}, %s_1: f32, %o_1: !llvm.ptr {llvm.noalias, strato.memref_type = memref<64x16xf32>}, %begin: i64, %end: i64) {
+// CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    %tmp = llvm.alloca %[[SIZE]] x f32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[FIRST:.*]] = llvm.mul %begin, %[[STEP]] : i64
+// CHECK-NEXT:    %[[LAST:.*]] = llvm.mul %end, %[[STEP]] : i64
+// CHECK-NEXT:    llvm.br ^for_header(%[[FIRST]] : i64)
+// CHECK-NEXT:  ^for_header(%i: i64):
+// CHECK-NEXT:    %[[MORE:.*]] = llvm.icmp "slt" %i, %[[LAST]] : i64
+// CHECK:         llvm.fmul %{{.*}}, %s_1 : f32
+// CHECK:         llvm.fadd %{{.*}}, %{{.*}} : vector<16xf32>
+// CHECK:         llvm.add %i, %[[STEP]] : i64
+//
+// The task the pool calls loads the captures and calls the body.
+// CHECK-LABEL: llvm.func internal @scale_parallel_0_task(
+// CHECK-SAME:    %[[CTX:.*]]: !llvm.ptr, %[[BEGIN:.*]]: i64, %[[END:.*]]: i64) {
+// CHECK-NEXT:    %[[P0:.*]] = llvm.getelementptr inbounds %[[CTX]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[A:.*]] = llvm.load %[[P0]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT:    %[[P1:.*]] = llvm.getelementptr inbounds %[[CTX]][1] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[S:.*]] = llvm.load %[[P1]] : !llvm.ptr -> f32
+// CHECK-NEXT:    %[[P2:.*]] = llvm.getelementptr inbounds %[[CTX]][2] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+// CHECK-NEXT:    %[[O:.*]] = llvm.load %[[P2]] : !llvm.ptr -> !llvm.ptr
+// CHECK-NEXT:    llvm.call @scale_parallel_0(%[[A]], %[[S]], %[[O]], %[[BEGIN]], %[[END]]) : (!llvm.ptr, f32, !llvm.ptr, i64, i64) -> ()
+// CHECK-NEXT:    llvm.return
+// CHECK-NEXT:  }
+//
+// On one thread the loop stays a loop and runs serially.
+// SERIAL-LABEL: llvm.func @scale(
+// SERIAL-NOT:   strato_parallel_for
+// SERIAL:       llvm.br ^i_header(%{{.*}} : i64) {strato.loop_kind = "parallel"}
+func.func @scale(%a: memref<64x16xf32>, %s: f32, %o: memref<64x16xf32> {loop.output}) attributes {loop.kernel} {
+  %tmp = memref.alloc() : memref<16xf32, #loop.scope<local>>
+  loop.for %i = 0 to 64 step 2 parallel axis "i" {
+    loop.for %j = 0 to 16 axis "j" {
+      %v = memref.load %a[%i, %j] : memref<64x16xf32>
+      %m = arith.mulf %v, %s : f32
+      memref.store %m, %tmp[%j] : memref<16xf32, #loop.scope<local>>
+    }
+    loop.for %j2 = 0 to 16 vectorized axis "j2" {
+      %w = memref.load %tmp[%j2] : memref<16xf32, #loop.scope<local>>
+      %c = arith.constant 1.0 : f32
+      %r = arith.addf %w, %c : f32
+      memref.store %r, %o[%i, %j2] : memref<64x16xf32>
+    }
+  }
+  memref.dealloc %tmp : memref<16xf32, #loop.scope<local>>
+  func.return
+}
+
+// A buffer also used after the loop is shared, not private; a loop that allocates on
+// the heap inside stays serial (its allocation failure could not reach the caller),
+// and so does a parallel loop nested in an outlined one.
+// CHECK-LABEL: llvm.func @shared_and_heap(
+// CHECK:         llvm.call @strato_parallel_for(
+// CHECK-NOT:     llvm.call @strato_parallel_for(
+// CHECK:         llvm.call @malloc(
+// CHECK:         llvm.br ^k_header{{.*}}(%{{.*}} : i64) {strato.loop_kind = "parallel"}
+// CHECK-LABEL: llvm.func @shared_and_heap_parallel_0(
+// CHECK-NOT:     llvm.call @strato_parallel_for(
+// CHECK:         llvm.br ^j_header{{.*}}(%{{.*}} : i64) {strato.loop_kind = "parallel"}
+// CHECK-LABEL: llvm.func internal @shared_and_heap_parallel_0_task(
+// The pool's entry point is declared once.
+// CHECK:       llvm.func @strato_parallel_for(!llvm.ptr, !llvm.ptr, i64, i64)
+func.func @shared_and_heap(%a: memref<8x8xf32>, %o: memref<8x8xf32> {loop.output}) attributes {loop.kernel} {
+  %acc = memref.alloc() : memref<8xf32, #loop.scope<local>>
+  loop.for %i = 0 to 8 parallel axis "i" {
+    loop.for %j = 0 to 8 parallel axis "j" {
+      %v = memref.load %a[%i, %j] : memref<8x8xf32>
+      memref.store %v, %acc[%i] : memref<8xf32, #loop.scope<local>>
+    }
+  }
+  loop.for %k = 0 to 8 parallel axis "k" {
+    %big = memref.alloc() : memref<8x8xf32>
+    %w = memref.load %acc[%k] : memref<8xf32, #loop.scope<local>>
+    memref.store %w, %o[%k, %k] : memref<8x8xf32>
+    memref.dealloc %big : memref<8x8xf32>
+  }
+  memref.dealloc %acc : memref<8xf32, #loop.scope<local>>
+  func.return
+}
