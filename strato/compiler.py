@@ -67,6 +67,7 @@ def compile_model(
     before_stage: Callable[[str], None] | None = None,
     name: str | None = None,
     fast_math: bool = False,
+    threads: int | None = None,
     passes_before: PipelineHook = None,
     passes_after: PipelineHook = None,
     cache: bool | None = None,
@@ -79,7 +80,9 @@ def compile_model(
     hears the name of each pass before it runs (progress reports); `name` prefixes
     the C entry point (`<name>_run`; by default the file's stem, the zoo name or the
     ONNX graph's name). `target` is a target string (`"llvm -mcpu=skylake-avx512"`,
-    `strato.targets.registry`); `fast_math=True` is its `-fast-math` option.
+    `strato.targets.registry`); `fast_math=True` is its `-fast-math` option, `threads`
+    its `-threads=N` (parallel loops use up to N threads; 1 is serial; by default the
+    cores available to the process).
     `passes_before` and `passes_after` are extra passes (a pipeline string such as
     "my-pass{opt=1},cse", or pass instances) run on the graph level before and after
     graph-default (`with_pipeline_hooks`).
@@ -88,7 +91,7 @@ def compile_model(
     cache (`strato.runtime.cache`) without compiling. `cache=False` or `STRATO_CACHE=0`
     turns the cache off; by default it is on unless `after_stage` asks for the IR.
     """
-    compile_target = resolve_target(target, fast_math=fast_math)
+    compile_target = resolve_target(target, fast_math=fast_math, threads=threads)
     shapes = check_input_shapes(input_shapes)
     key = None
     if _use_cache(cache, after_stage):
@@ -255,15 +258,22 @@ def _external_data(data: bytes, path: str) -> bytes:
 
 
 def resolve_target(
-    target: str | TargetSpec | Target, *, fast_math: bool = False
+    target: str | TargetSpec | Target, *, fast_math: bool = False, threads: int | None = None
 ) -> Target:
     """The registered target `target` names (`strato.targets.registry.get_target`), with
-    `-fast-math` added when `fast_math` is set."""
+    `-fast-math` added when `fast_math` is set and `-threads=N` when `threads` is given."""
+    extra: dict[str, str] = {}
     if fast_math:
+        extra["fast-math"] = "true"
+    if threads is not None:
+        from strato.targets.llvm.parallel_threads import check_threads
+
+        extra["threads"] = str(check_threads(threads))
+    if extra:
         spec = target.spec if isinstance(target, Target) else target
         if not isinstance(spec, TargetSpec):
             spec = parse_target(spec)
-        target = TargetSpec(spec.name, {**spec.options, "fast-math": "true"})
+        target = TargetSpec(spec.name, {**spec.options, **extra})
     return get_target(target)
 
 

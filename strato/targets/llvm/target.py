@@ -7,6 +7,8 @@
     llvm -fast-math                        float math may assume no NaN/Inf, ignore
                                            the sign of zero, use reciprocals and
                                            approximate functions
+    llvm -threads=2                        parallel loops on up to 2 threads (1: serial;
+                                           default: the cores available to the process)
 
 The CPU decides both the machine code and the vector width the default schedules pick
 (`strato.targets.llvm.host.vector_lanes`). Reductions may always be reassociated and
@@ -23,6 +25,7 @@ from typing import TYPE_CHECKING
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import AnyFloat, ModuleOp, VectorType
 
+from strato.diagnostics import StratoError
 from strato.targets.registry import Target, TargetError, register_target
 
 if TYPE_CHECKING:
@@ -46,6 +49,7 @@ class LLVMTarget(Target):
         "opt-level": "LLVM optimization level 0-3 (default 3)",
         "fast-math": "assume no NaN/Inf, ignore signed zeros, allow reciprocals and "
         "approximate functions",
+        "threads": "threads parallel loops run on (1: serial; default: the available cores)",
     }
 
     def __init__(self, spec) -> None:
@@ -57,6 +61,13 @@ class LLVMTarget(Target):
             raise TargetError(f"target 'llvm': -opt-level must be 0, 1, 2 or 3, got '{level}'")
         self.opt_level = int(level)
         self.fast_math = self.flag("fast-math")
+        from strato.targets.llvm.parallel_threads import available_cores, check_threads
+
+        threads = self.option("threads")
+        try:
+            self.threads = available_cores() if threads is None else check_threads(threads, "-threads")
+        except StratoError as err:
+            raise TargetError(f"target 'llvm': {err.message}") from None
         try:
             self.machine: HostTarget = machine_for(self.option("mcpu"), self.option("mattr"))
         except MachineError as err:
@@ -70,8 +81,9 @@ class LLVMTarget(Target):
     @contextlib.contextmanager
     def compiling(self) -> Iterator[None]:
         from strato.targets.llvm.host import compiling_for
+        from strato.targets.llvm.parallel_threads import compiling_with_threads
 
-        with compiling_for(self.machine):
+        with compiling_for(self.machine), compiling_with_threads(self.threads):
             yield
 
     def build(
@@ -95,7 +107,7 @@ class LLVMTarget(Target):
 
     def cache_key(self) -> str:
         machine = self.machine
-        return f"{self.spec} @ {machine.triple} {machine.cpu} {machine.features}"
+        return f"{self.spec} @ {machine.triple} {machine.cpu} {machine.features} threads={self.threads}"
 
 
 def _is_float(type_) -> bool:
