@@ -168,6 +168,8 @@ def bench_workload(
                 break  # nothing to compare the peers with
             continue
         result.compile_seconds[side.name] = prepared[side.name].compile_seconds
+        if prepared[side.name].cache_hit_seconds is not None:
+            result.compile_seconds[f"{side.name} cache hit"] = prepared[side.name].cache_hit_seconds
     for threads in options.threads:
         progress(f"{workload.name}: timing at {threads} thread(s)")
         if strato.name not in prepared:

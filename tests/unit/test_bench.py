@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from strato.bench import workloads as bench_workloads
-from strato.bench.peers import PEERS, Numpy, Prepared, Side, TvmRelax
+from strato.bench.peers import PEERS, Numpy, Prepared, Side, Strato, TvmRelax
 from strato.bench.runner import (
     BenchOptions,
     check_outputs,
@@ -70,6 +70,9 @@ def test_mlp_quick_writes_json(tmp_path, capsys):
     (result,) = document["results"]
     assert result["workload"] == "mlp" and result["failures"] == {}
     assert result["flops"] == 2.0 * (784 * 1024 + 1024 * 1024 + 1024 * 10)
+    assert result["compile_seconds"]["strato"] > 0
+    if Strato().has_cache:
+        assert result["compile_seconds"]["strato cache hit"] > 0
     sides = {m["side"] for m in result["measurements"]}
     assert {"strato", "onnxruntime"} <= sides
     for measurement in result["measurements"]:
