@@ -1,0 +1,165 @@
+"""The compile cache: a second compilation of the same model with the same options loads
+its machine code; anything that changes the code misses; broken entries are rebuilt."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+
+import strato
+from strato import compiler
+from strato.runtime import cache
+from strato.targets.registry import get_target
+
+from test_compile import small_mlp
+
+X = np.random.default_rng(5).standard_normal((2, 16)).astype(np.float32)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """The cache on, in a directory of this test's own."""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("STRATO_CACHE", "1")
+    monkeypatch.setenv("STRATO_CACHE_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture
+def compilations(monkeypatch):
+    """The number of real (uncached) compilations so far."""
+    calls = []
+    original = compiler._compile_model
+
+    def counting(*args, **kwargs):
+        calls.append(args[0])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(compiler, "_compile_model", counting)
+    return calls
+
+
+def entries(directory):
+    return sorted(directory.glob("*/*.strato"))
+
+
+def test_second_compile_loads_from_the_cache(cache_dir, compilations):
+    first = strato.compile(small_mlp())
+    assert first.origin is None and len(compilations) == 1
+    (entry,) = entries(cache_dir)
+    second = strato.compile(small_mlp())
+    assert len(compilations) == 1
+    assert second.origin == f"the compile cache ({entry})"
+    np.testing.assert_array_equal(second(X)[0], first(X)[0])
+    assert second.signature == first.signature and second.target == first.target
+
+
+def test_what_changes_the_code_misses(cache_dir, compilations, tmp_path):
+    strato.compile(small_mlp())
+    strato.compile(small_mlp(seed=1))  # other weights
+    strato.compile(small_mlp(), fast_math=True)  # other target options
+    strato.compile(small_mlp(), name="renamed")  # another entry symbol
+    assert len(compilations) == 4 and len(entries(cache_dir)) == 4
+    renamed = strato.compile(small_mlp(), name="renamed")
+    assert len(compilations) == 4 and renamed.entry_symbol == "renamed_run"
+    # a file is keyed by its bytes: rewriting it with other weights misses
+    path = tmp_path / "m.onnx"
+    onnx.save(small_mlp(seed=2), path)
+    strato.compile(str(path))
+    strato.compile(str(path))
+    assert len(compilations) == 5
+    onnx.save(small_mlp(seed=3), path)
+    strato.compile(str(path))
+    assert len(compilations) == 6
+
+
+def test_key_covers_options_and_the_cpu():
+    model = small_mlp()
+    key = compiler.compile_cache_key
+    base = key(model, get_target("llvm"), None)
+    assert base == key(small_mlp(), get_target("llvm"), None)
+    others = [
+        key(model, get_target("llvm -opt-level=2"), None),
+        key(model, get_target("llvm -mcpu=x86-64-v2"), None),
+        key(model, get_target("llvm -mattr=-avx2"), None),
+        key(model, get_target("llvm"), {"x": (2, 16)}),
+        key(model, get_target("llvm"), None, name="other"),
+        key(model, get_target("llvm"), None, hooks=("cse", None)),
+        key("mlp", get_target("llvm"), None),
+    ]
+    assert len({base, *others}) == len(others) + 1
+    # the host CPU is part of the key of a target that does not name one
+    assert get_target("llvm").cache_key() != get_target("llvm -mcpu=x86-64-v2").cache_key()
+    assert key(object(), get_target("llvm"), None) is None  # not a model: no key
+
+
+def test_cache_can_be_turned_off(cache_dir, compilations, monkeypatch):
+    strato.compile(small_mlp(), cache=False)
+    assert entries(cache_dir) == []
+    monkeypatch.setenv("STRATO_CACHE", "0")
+    strato.compile(small_mlp())
+    strato.compile(small_mlp(), cache=True)  # the environment wins
+    assert entries(cache_dir) == [] and len(compilations) == 3
+    monkeypatch.setenv("STRATO_CACHE", "1")
+    strato.compile(small_mlp())
+    hit = strato.compile(small_mlp())
+    assert hit.origin is not None and len(compilations) == 4
+    # asking for the IR of every stage compiles
+    stages = []
+    strato.compile(small_mlp(), after_stage=lambda name, module: stages.append(name))
+    assert len(compilations) == 5 and stages[0] == "graph"
+    strato.compile(small_mlp(), cache=False)
+    assert len(compilations) == 6
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage"])
+def test_a_corrupt_entry_is_rebuilt(cache_dir, compilations, damage):
+    first = strato.compile(small_mlp())
+    (entry,) = entries(cache_dir)
+    data = entry.read_bytes()
+    entry.write_bytes({"truncate": data[: len(data) // 3], "garbage": b"x" * 100}[damage])
+    rebuilt = strato.compile(small_mlp())
+    assert rebuilt.origin is None and len(compilations) == 2
+    np.testing.assert_array_equal(rebuilt(X)[0], first(X)[0])
+    # the entry is whole again
+    np.testing.assert_array_equal(strato.load(entry)(X)[0], first(X)[0])
+    assert strato.compile(small_mlp()).origin is not None and len(compilations) == 2
+
+
+def test_an_unwritable_cache_costs_only_the_speed_up(tmp_path, monkeypatch, compilations):
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    monkeypatch.setenv("STRATO_CACHE", "1")
+    monkeypatch.setenv("STRATO_CACHE_DIR", str(blocker))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = strato.compile(small_mlp())
+    assert model.origin is None
+    assert any("cannot write the compile cache" in str(w.message) for w in caught)
+    assert len(compilations) == 1
+
+
+def test_cache_location(monkeypatch, tmp_path):
+    monkeypatch.setenv("STRATO_CACHE_DIR", str(tmp_path / "a"))
+    assert cache.cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("STRATO_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache.cache_dir() == tmp_path / "xdg" / "strato"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache.cache_dir() == tmp_path / "home" / ".cache" / "strato"
+
+
+def test_cli_uses_the_cache(cache_dir, compilations, capsys):
+    from strato.tools import strato_cli
+
+    assert strato_cli.main(["run", "mlp", "--repeat", "1"]) == 0
+    assert strato_cli.main(["run", "mlp", "--repeat", "1"]) == 0
+    assert len(compilations) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert "loaded from the compile cache in" in [line for line in out if line.startswith("model:")][1]
+    assert strato_cli.main(["run", "mlp", "--repeat", "1", "--no-cache"]) == 0
+    assert len(compilations) == 2
