@@ -169,8 +169,21 @@ def check_target(args: argparse.Namespace):
 
     for failure in load_plugins():
         print(f"strato: warning: {failure}", file=sys.stderr)
+    threads = getattr(args, "threads", None)
+    if threads is not None:
+        from strato.targets.llvm.parallel_threads import check_threads
+
+        try:
+            check_threads(threads, "the thread count")
+        except StratoError as err:
+            err.location = "--threads"
+            raise
     try:
-        return get_target(args.target)
+        if threads is None:
+            return get_target(args.target)
+        from strato.compiler import resolve_target
+
+        return resolve_target(args.target, threads=threads)
     except StratoError as err:
         err.location = "--target"
         raise
@@ -260,6 +273,7 @@ def load_saved_model(args: argparse.Namespace):
             ("--input-shapes", args.input_shapes),
             ("--dump-ir", args.dump_ir),
             ("--target", None if args.target == DEFAULT_TARGET else args.target),
+            ("--threads", args.threads),
         )
         if value is not None
     ]
@@ -575,6 +589,11 @@ def build_parser() -> argparse.ArgumentParser:
             "--target", default=DEFAULT_TARGET, metavar="TARGET",
             help="target string, e.g. 'llvm -mcpu=skylake-avx512 -fast-math' (default "
             "llvm: the host CPU); `strato targets` lists the targets and their options",
+        )
+        sub.add_argument(
+            "--threads", type=positive_int, default=None, metavar="N",
+            help="threads parallel loops run on (1: serial; default: the cores available; "
+            "the target's -threads=N)",
         )
         sub.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
         sub.add_argument(
