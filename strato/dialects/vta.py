@@ -38,10 +38,12 @@ kernels; the emitter places them (the runtime's kernel cache), so programs do no
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Sequence
 from typing import ClassVar
 
 from xdsl.dialects.builtin import (
+    BytesAttr,
     DenseArrayBase,
     IndexType,
     IntAttr,
@@ -76,7 +78,11 @@ MAX_PAD = 15
 
 
 def _ints(values: Sequence[int]) -> DenseArrayBase:
-    return DenseArrayBase.from_list(i64, list(values))
+    # packed directly: from_list normalizes value by value (slow for micro-op kernels)
+    data = [int(v) for v in values]
+    if any(not -(1 << 63) <= v < (1 << 63) for v in data):
+        raise VerifyException("vta: an integer does not fit 64 bits")
+    return DenseArrayBase(i64, BytesAttr(struct.pack(f"<{len(data)}q", *data)))
 
 
 def _int_list(attr: DenseArrayBase) -> list[int]:

@@ -43,6 +43,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from math import prod
 
+import numpy as np
+
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
@@ -555,31 +557,22 @@ class _Converter:
 
     def _rectangle(self, nest, loops, point, rows, cols, condition) -> tuple[int, int, int, int]:
         """The in-bounds rows [y0, y1) and columns [x0, x1) of one padded 2-D copy."""
-        fixed: dict[SSAValue, int] = {loop.induction_var: 0 for loop in nest.loops}
-        outer_loops = loops[:-2]
-        for loop, value in zip(outer_loops, point):
-            fixed[loop.induction_var] = value
+        env: dict[SSAValue, np.ndarray] = {loop.induction_var: np.zeros((1, 1), np.int64) for loop in nest.loops}
+        for loop, value in zip(loops[:-2], point):
+            env[loop.induction_var] = np.full((1, 1), value, np.int64)
         row_loop, col_loop = loops[-2], loops[-1]
         assert col_loop is not None
-        inside = []
-        for r in range(rows):
-            line = []
-            for c in range(cols):
-                at = dict(fixed)
-                if row_loop is not None:
-                    at[row_loop.induction_var] = r
-                at[col_loop.induction_var] = c
-                value = _Evaluator(at)(condition)
-                if not isinstance(value, bool):
-                    raise _NotAffine("a padding condition that is not a boolean")
-                line.append(value)
-            inside.append(line)
-        cells = [(r, c) for r in range(rows) for c in range(cols) if inside[r][c]]
-        if not cells:
+        if row_loop is not None:
+            env[row_loop.induction_var] = np.arange(rows, dtype=np.int64).reshape(rows, 1)
+        env[col_loop.induction_var] = np.arange(cols, dtype=np.int64).reshape(1, cols)
+        inside = np.broadcast_to(_grid(condition, env, {}), (rows, cols))
+        if inside.dtype != np.bool_:
+            raise _NotAffine("a padding condition that is not a boolean")
+        if not inside.any():
             raise self.fail(f"the copy under loop '{_axis(nest.loops[0])}' reads no element", nest.loops[0])
-        y0, y1 = min(r for r, _ in cells), max(r for r, _ in cells) + 1
-        x0, x1 = min(c for _, c in cells), max(c for _, c in cells) + 1
-        if len(cells) != (y1 - y0) * (x1 - x0):
+        used_rows, used_cols = np.flatnonzero(inside.any(axis=1)), np.flatnonzero(inside.any(axis=0))
+        y0, y1, x0, x1 = int(used_rows[0]), int(used_rows[-1]) + 1, int(used_cols[0]), int(used_cols[-1]) + 1
+        if not inside[y0:y1, x0:x1].all() or inside.sum() != (y1 - y0) * (x1 - x0):
             raise self.fail(f"the copy under loop '{_axis(nest.loops[0])}' is padded other than around a rectangle", nest.loops[0])
         return y0, y1, x0, x1
 
@@ -667,6 +660,51 @@ class _Converter:
 def _check_hazard(conv: _Converter, uops: list[list[int]], loop: ForOp) -> None:
     if len(uops) > 1 and any(a[0] == b[0] for a, b in zip(uops, uops[1:])):
         raise conv.fail(f"the GEMM under loop '{_axis(loop)}' writes one accumulator element in consecutive micro-ops", loop)
+
+
+_GRID_PREDICATES = {
+    0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater, 5: np.greater_equal,
+    6: np.less, 7: np.less_equal, 8: np.greater, 9: np.greater_equal,
+}  # fmt: skip
+
+
+def _grid(value: SSAValue, env: dict[SSAValue, np.ndarray], memo: dict[SSAValue, np.ndarray]) -> np.ndarray:
+    """A condition (or index) over a grid of loop values at once; a value that depends on
+    a loop not in `env` (an outer loop the copy does not fix) is _NotAffine."""
+    if value in env:
+        return env[value]
+    if value in memo:
+        return memo[value]
+    op = value.owner
+    if isinstance(op, arith.ConstantOp):
+        attr = op.value
+        assert isinstance(attr, IntegerAttr)
+        if isinstance(attr.type, IntegerType) and attr.type.width.data == 1:
+            result = np.array(bool(attr.value.data))
+        else:
+            result = np.array(attr.value.data, np.int64)
+    elif isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp | arith.AndIOp | arith.OrIOp | arith.CmpiOp):
+        a, b = _grid(op.lhs, env, memo), _grid(op.rhs, env, memo)
+        if isinstance(op, arith.AddiOp):
+            result = a + b
+        elif isinstance(op, arith.SubiOp):
+            result = a - b
+        elif isinstance(op, arith.MuliOp):
+            result = a * b
+        elif isinstance(op, arith.AndIOp):
+            result = a & b
+        elif isinstance(op, arith.OrIOp):
+            result = a | b
+        else:
+            result = _GRID_PREDICATES[op.predicate.value.data](a, b)
+    elif isinstance(op, arith.SelectOp):
+        result = np.where(_grid(op.cond, env, memo), _grid(op.lhs, env, memo), _grid(op.rhs, env, memo))
+    elif isinstance(op, arith.IndexCastOp):
+        result = _grid(op.input, env, memo)
+    else:
+        raise _NotAffine("a padding condition that depends on a loop outside the copy (unroll that loop)")
+    memo[value] = result
+    return result
 
 
 def _used(value: SSAValue) -> bool:

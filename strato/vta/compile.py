@@ -78,6 +78,7 @@ def run_conv2d(
     params: CycleParams | None = None,
     seed: int | None = None,
     config: VTAConfig = DEFAULT_CONFIG,
+    program: ModuleOp | None = None,
 ) -> tuple[np.ndarray, Report]:
     """clip(conv2d(x, w) >> shift, 0, 127) as int8 NCHW, computed on the VTA simulator.
 
@@ -86,7 +87,8 @@ def run_conv2d(
 
     `tiling` overrides the template's knobs (tile sizes; its `threads` is replaced by
     `virtual_threads`), `params` the cycle model's, `seed` the order in which ready
-    modules run; `bundle` is a directory to write the bundle to.
+    modules run; `bundle` is a directory to write the bundle to. `program` is the
+    layer's `compile_conv2d` output from an earlier call (the layer is not compiled again).
     """
     x, w = np.asarray(x), np.asarray(w)
     if x.dtype != np.int8 or w.dtype != np.int8:
@@ -96,7 +98,7 @@ def run_conv2d(
         raise StratoError(f"run_conv2d: bias must be int32 [{w.shape[0]}]")
     if tiling is not None:
         tiling = VtaConv2dConfig(tiling.tile_h, tiling.oc_tile, tiling.ic_tile, virtual_threads)
-    module = compile_conv2d(wl, tiling, virtual_threads=virtual_threads, config=config)
+    module = program if program is not None else compile_conv2d(wl, tiling, virtual_threads=virtual_threads, config=config)
     function = next(op for op in module.ops if isinstance(op, func.FuncOp))
     out_shape = (1, wl.out_channels, wl.out_height, wl.out_width)
     by_name = {

@@ -35,7 +35,7 @@ from strato.dialects.tensor_types import array_from_dense
 from strato.interpreters.graph import check_inputs, entry_function
 from strato.transforms.graph_quantize import VTA_LAYOUT_ATTR
 from strato.schedule.templates.vta_conv2d import default_config
-from strato.vta.compile import run_conv2d, workload_of
+from strato.vta.compile import compile_conv2d, run_conv2d, workload_of
 from strato.vta.simulator import Report
 
 
@@ -133,14 +133,37 @@ def match_offloadable(conv: Operation) -> _Match | None:
     return _Match(conv, x_cast.input, w8, bias, shift, clip.bounds[0] == 0.0, tuple(chain), cast.results[0])
 
 
+def compile_offloaded(
+    module: ModuleOp, *, virtual_threads: int = 2, function: str | None = None
+) -> dict[Operation, ModuleOp]:
+    """The VTA program (`compile_conv2d`) of every conv of the entry function that runs
+    on the simulator, by its `graph.conv` op: what `run_graph_on_vta(programs=...)` runs
+    without compiling the layers again."""
+    entry = entry_function(module, function)
+    programs: dict[Operation, ModuleOp] = {}
+    for op in entry.body.block.ops:
+        found = match_offloadable(op)
+        if found is None:
+            continue
+        stride, padding = found.conv.stride_values[0], found.conv.padding.get_values()[0]
+        wl = workload_of(
+            static_shape(found.x8), found.w8.shape, stride, padding, found.shift,
+            bias=found.bias is not None, relu=found.relu,
+        )
+        programs[found.conv] = compile_conv2d(wl, virtual_threads=virtual_threads)
+    return programs
+
+
 def run_graph_on_vta(
     module: ModuleOp,
     inputs: Sequence[np.ndarray],
     *,
     virtual_threads: int = 2,
     function: str | None = None,
+    programs: dict[Operation, ModuleOp] | None = None,
 ) -> tuple[list[np.ndarray], list[OffloadedLayer]]:
-    """Interpret the entry function, offloading every matching conv to the simulator."""
+    """Interpret the entry function, offloading every matching conv to the simulator
+    (the program `programs` holds for it, else one compiled now)."""
     entry = entry_function(module, function)
     env: dict[SSAValue, np.ndarray] = dict(zip(entry.args, check_inputs(entry, inputs)))
     done: set[Operation] = set()
@@ -162,6 +185,7 @@ def run_graph_on_vta(
                 virtual_threads=virtual_threads,
                 bias=found.bias,
                 relu=found.relu,
+                program=(programs or {}).get(found.conv),
             )
             env[found.result] = out
             done.update(found.chain)
@@ -174,4 +198,4 @@ def run_graph_on_vta(
     raise StratoError(f"@{entry.sym_name.data} has no func.return")
 
 
-__all__ = ["OffloadedLayer", "match_offloadable", "run_graph_on_vta"]
+__all__ = ["OffloadedLayer", "compile_offloaded", "match_offloadable", "run_graph_on_vta"]
