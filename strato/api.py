@@ -128,7 +128,7 @@ Rewriter = PatternRewriter
 def make_dialect(
     name: str, ops: Sequence[type[Operation]], attributes: Sequence[type[Attribute]] = ()
 ) -> Dialect:
-    """The dialect `name` holding `ops` (each named "<name>.<op>") and `attributes`,
+    """The dialect `name` holding `ops` (each named `"<name>.<op>"`) and `attributes`,
     ready for `register_dialect`."""
     return Dialect(name, list(ops), list(attributes))
 
