@@ -311,6 +311,9 @@ def run_command(args: argparse.Namespace) -> int:
     outputs = model(*inputs)
     for spec, array in zip(model.outputs, outputs):
         print(f"output '{spec.name}': shape {list(array.shape)} {array.dtype.name}")
+    run_report = getattr(model, "run_report", None)  # an accelerator target's per-layer report
+    if run_report is not None:
+        print(run_report(), end="")
     if args.outputs:
         save_outputs(args.outputs, model, outputs)
     latency = median_latency_ms(lambda: model(*inputs), args.repeat)
@@ -679,6 +682,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.no_cache = getattr(args, "no_cache", False)
         args.needs_ir = False
         traceback = args.traceback
+        from strato.plugins import load_plugins
+
+        for failure in load_plugins():  # installed plugins: a broken one is a warning
+            print(f"strato: warning: {failure}", file=sys.stderr)
         return args.handler(args)
     except StratoError as err:
         print(format_error(err), file=sys.stderr)
