@@ -1,0 +1,146 @@
+"""The `vta` compile target: conv2d layers on the VTA simulator, the rest on the CPU.
+
+    vta                          two virtual threads, calibration on 2 random samples
+    vta -virtual-threads=1       no latency hiding
+    vta -samples=8 -seed=3       graph-quantize's calibration inputs
+
+    model = strato.compile("resnet18", target="vta")
+    (logits,) = model(x)
+    print(model.run_report())    # per offloaded layer: counters, cycles, utilization
+
+The pipeline folds batch norms (graph-simplify-inference) and quantizes conv2d and dense
+to int8 with power-of-two scales (graph-quantize). Building compiles every conv that
+VTA can run (the pattern `strato.vta.graph.match_offloadable` accepts: VTA layouts, int8
+operands, the shift-and-clip requantization; all of ResNet-18's but the first) through
+the VTA compiler path once: the VTA conv2d template's schedule of its te kernel,
+convert-loops-to-vta, dependence tokens, virtual threads (`strato.vta.compile`). A call
+runs the quantized graph: each offloaded conv as an instruction stream on the bit-exact
+simulator with the cycle model, every other op (the first conv, residual adds, pooling,
+quantize and dequantize) on the CPU with the graph interpreter's numpy semantics, so the
+outputs are bit-exact against `strato.interpreters.graph.run_graph` of the quantized
+graph. `layers` holds the simulator's reports of the last call.
+
+`strato-opt -t vta` is the vta dialect's emitter (strato.targets.vta.target).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from strato.runtime.compiled_model import CompiledModel
+from strato.targets.registry import Target, TargetError, register_target
+
+if TYPE_CHECKING:
+    import xdsl.utils.target
+    from xdsl.dialects.builtin import ModuleOp
+
+    from strato.runtime.signature import Signature
+    from strato.vta.graph import OffloadedLayer
+
+
+class VtaCompiledModel(CompiledModel):
+    """A quantized model whose offloaded conv layers run on the VTA simulator."""
+
+    def __init__(self, signature: Signature, module: ModuleOp, entry_name: str, *, target: str, virtual_threads: int):
+        from strato.vta.graph import compile_offloaded
+
+        self.module = module
+        self.entry_name = entry_name
+        self.virtual_threads = virtual_threads
+        self.programs = compile_offloaded(module, virtual_threads=virtual_threads, function=entry_name)
+        self.layers: list[OffloadedLayer] = []
+        """The simulator's report of each offloaded layer in the last call."""
+        super().__init__(signature, self._run, target=target)
+
+    def _run(self, arrays: Sequence[np.ndarray]) -> None:
+        from strato.vta.graph import run_graph_on_vta
+
+        count = len(self.signature.inputs)
+        inputs, outputs = arrays[:count], arrays[count:]
+        results, self.layers = run_graph_on_vta(
+            self.module,
+            list(inputs),
+            virtual_threads=self.virtual_threads,
+            function=self.entry_name,
+            programs=self.programs,
+        )
+        for out, result in zip(outputs, results, strict=True):
+            np.copyto(out, result.astype(out.dtype, copy=False))
+
+    @property
+    def offloaded(self) -> int:
+        """How many conv layers run on the simulator."""
+        return len(self.programs)
+
+    def run_report(self) -> str:
+        """Per offloaded layer of the last call: shapes, the simulator's counters, cycles
+        and compute utilization; then the totals and the cycle model's parameters."""
+        out = io.StringIO()
+        out.write(f"VTA: {self.offloaded} conv2d layer(s) on the simulator, {self.virtual_threads} virtual thread(s)\n")
+        if not self.layers:
+            return out.getvalue() + "(not run yet)\n"
+        out.write(
+            f"{'layer':24} {'input':>14} {'weights':>16} {'gemm uops':>10} {'alu uops':>9} "
+            f"{'DMA kB':>8} {'cycles':>10} {'util':>6}\n"
+        )
+        total = gemm = 0
+        for layer in self.layers:
+            c = layer.report.counters
+            moved = (c.inp_load_nbytes + c.wgt_load_nbytes + c.acc_load_nbytes + c.uop_load_nbytes + c.out_store_nbytes) / 1024
+            cycles = layer.report.cycles
+            total += cycles.total_cycles
+            gemm += cycles.gemm_cycles
+            out.write(
+                f"{layer.name[:24]:24} {'x'.join(map(str, layer.input_shape)):>14} "
+                f"{'x'.join(map(str, layer.weight_shape)):>16} {c.gemm_counter:>10} {c.alu_counter:>9} "
+                f"{moved:>8.0f} {cycles.total_cycles:>10} {100 * cycles.compute_utilization:>5.1f}%\n"
+            )
+        out.write(f"all offloaded layers: {total} cycles, compute utilization {100 * gemm / max(total, 1):.1f}%\n")
+        out.write(f"cycle model: {self.layers[0].report.cycles.params.describe()}\n")
+        return out.getvalue()
+
+
+def _count(target: Target, key: str, default: int, low: int, high: int) -> int:
+    text = target.option(key, str(default))
+    assert text is not None
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise TargetError(f"target 'vta': -{key} must be an integer from {low} to {high}, got '{text}'")
+    return int(text)
+
+
+class VtaCompileTarget(Target):
+    name = "vta"
+    summary = "int8: conv2d layers on the VTA simulator (bit-exact, with a cycle model), the rest on the CPU"
+    options = {
+        "virtual-threads": "virtual threads of the offloaded layers, 1 or 2 (default 2)",
+        "samples": "random calibration inputs of graph-quantize (default 2)",
+        "seed": "seed of the calibration inputs (default 0)",
+    }
+
+    def __init__(self, spec) -> None:
+        super().__init__(spec)
+        self.virtual_threads = _count(self, "virtual-threads", 2, 1, 2)
+        self.samples = _count(self, "samples", 2, 1, 1024)
+        self.seed = _count(self, "seed", 0, 0, 2**31 - 1)
+
+    def pipeline(self) -> str:
+        return f"graph-simplify-inference,graph-quantize{{samples={self.samples} seed={self.seed}}}"
+
+    def build(
+        self, module: ModuleOp, entry_name: str, signature: Signature, *, public_name: str
+    ) -> CompiledModel:
+        return VtaCompiledModel(signature, module, entry_name, target=str(self), virtual_threads=self.virtual_threads)
+
+    def emitter(self) -> type[xdsl.utils.target.Target]:
+        from strato.targets.vta.target import VtaTarget
+
+        return VtaTarget
+
+
+register_target(VtaCompileTarget)
+
+__all__ = ["VtaCompileTarget", "VtaCompiledModel"]

@@ -1,0 +1,73 @@
+"""The `vta` compile target: strato.compile(model, target="vta") runs ResNet-18's conv layers on the simulator.
+
+One small ResNet-18 (32 x 32 images, 16 channels in the first stage) is compiled once;
+its outputs must be bit-exact against the graph interpreter on the same quantized graph,
+and close to the fp32 model (the quantization error of ~20 int8 layers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import strato
+from strato import zoo
+from strato.context import make_context
+from strato.frontends.onnx.importer import import_model
+from strato.interpreters.graph import run_graph
+from strato.pipeline import run_pipeline
+from strato.targets.registry import TargetError, get_target, registered_targets
+from strato.targets.vta.compile_target import VtaCompiledModel, VtaCompileTarget
+from strato.targets.vta.target import VtaTarget
+
+
+@pytest.fixture(scope="module")
+def resnet():
+    proto = zoo.build_model("resnet18", image_size=32, width=16, num_classes=10)
+    model = strato.compile(proto, target="vta -samples=2 -seed=0", cache=False)
+    return proto, model
+
+
+def test_vta_is_a_registered_target():
+    assert registered_targets()["vta"][0] is VtaCompileTarget
+    target = get_target("vta -virtual-threads=1")
+    assert target.virtual_threads == 1 and target.samples == 2
+    assert target.pipeline() == "graph-simplify-inference,graph-quantize{samples=2 seed=0}"
+    assert target.emitter() is VtaTarget
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("vta -virtual-threads=3", "-virtual-threads must be an integer from 1 to 2, got '3'"),
+        ("vta -samples=zero", "-samples must be an integer"),
+        ("vta -mcpu=x86-64", "target 'vta' has no option -mcpu"),
+    ],
+)
+def test_bad_options_are_diagnostics(text, message):
+    with pytest.raises(TargetError, match=message):
+        get_target(text)
+
+
+def test_resnet18_is_bit_exact_against_the_quantized_graph(resnet):
+    proto, model = resnet
+    assert isinstance(model, VtaCompiledModel)
+    # every conv but the first (3 input channels) and those of the last stage (one
+    # output column at this image size) runs on the simulator
+    assert model.offloaded == 14
+    x = np.random.default_rng(1).uniform(-1, 1, model.inputs[0].shape).astype(np.float32)
+    (got,) = model(x)
+    quantized = import_model(proto)
+    run_pipeline(make_context(), quantized, "graph-simplify-inference,graph-quantize{samples=2 seed=0}")
+    (want,) = run_graph(quantized, [x])
+    np.testing.assert_array_equal(got, want)
+    assert len(model.layers) == model.offloaded
+    assert all(layer.report.cycles.total_cycles > 0 and layer.report.counters.gemm_counter > 0 for layer in model.layers)
+    report = model.run_report()
+    assert "14 conv2d layer(s) on the simulator, 2 virtual thread(s)" in report
+    assert "layer1.0.bn1" in report and "compute utilization" in report
+
+    # the fp32 model, within the error of int8 with power-of-two scales through the network
+    (reference,) = run_graph(import_model(proto), [x])
+    error = np.abs(got - reference).max() / np.abs(reference).max()
+    assert error < 0.25, error
