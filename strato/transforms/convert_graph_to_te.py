@@ -5,7 +5,9 @@ Leaves illegal: every `graph` op. Constants become `arith.constant` tensors; eve
 op becomes a `te.primitive` built by its operator strategy (`strato.strategies`) plus a
 `te.call` in place of the op; a `graph.fused` group becomes one primitive with the stages
 of all its ops (one kernel). Primitives are placed before the function that uses them
-and are named after the op (`@dense_0`, `@relu_1`, ...). The memory plan of
+and are named after the op (`@dense_0`, `@relu_1`, ...). An op of another dialect (a
+plugin's) that registered a strategy is lowered the same way; one on tensors that has
+none is a diagnostic naming it, not an op left for a later lowering to trip on. The memory plan of
 graph-plan-memory stays: a kernel's `arena_offsets` moves to its `te.call`, and the
 function keeps `arena_bytes` (convert-te-to-loops allocates the arena from them).
 
@@ -41,7 +43,8 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -53,6 +56,7 @@ from xdsl.pattern_rewriter import (
 )
 from xdsl.rewriter import InsertPoint
 
+from strato.context import STRATO_DIALECTS, UPSTREAM_DIALECTS
 from strato.dialects import graph, te
 from strato.diagnostics import StratoError
 from strato.legality import check_legal
@@ -128,7 +132,7 @@ class GraphOpLowering(RewritePattern):
     namer: SymbolNamer
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        if not isinstance(op, graph.GraphOp) or isinstance(op, graph.ConstantOp):
+        if isinstance(op, graph.ConstantOp) or not _has_strategy(op):
             return
         if isinstance(op.parent_op(), graph.FusedOp):
             return  # lowered with its group
@@ -147,6 +151,28 @@ class GraphOpLowering(RewritePattern):
         if offsets is not None:
             call.attributes[ARENA_OFFSETS_ATTR] = offsets
         rewriter.replace(op, call)
+
+
+def _has_strategy(op: Operation) -> bool:
+    """Graph ops, and ops of other dialects (a plugin's) that registered a strategy."""
+    return isinstance(op, graph.GraphOp) or strategy_for(op) is not None
+
+
+def check_no_unlowered_tensor_ops(module: ModuleOp, pass_name: str) -> None:
+    """An op on tensors of a dialect that is neither strato's nor xDSL's (a plugin's),
+    left in a function because it has no strategy, is named here rather than failing
+    in a later lowering."""
+    known = {dialect.name for dialect in (*STRATO_DIALECTS, *UPSTREAM_DIALECTS)}
+    for op in module.walk():
+        if op.dialect_name() in known or not isinstance(op.parent_op(), FuncOp):
+            continue
+        types = (*op.operand_types, *op.result_types)
+        if any(isinstance(t, TensorType) for t in types):
+            raise StratoError(
+                f"'{op.name}' has no tensor-expression strategy, so {pass_name} cannot "
+                "lower it (register one with strato.api.strategy)",
+                op=op,
+            )
 
 
 def _top_level_ancestor(op: Operation) -> Operation:
@@ -172,6 +198,7 @@ class ConvertGraphToTePass(ModulePass):
         )
         walker.rewrite_module(op)
         check_legal(op, self.name, illegal_dialects={"graph"})
+        check_no_unlowered_tensor_ops(op, self.name)
 
 
 __all__ = ["ConvertGraphToTePass", "build_primitive", "graph_to_te_patterns"]
