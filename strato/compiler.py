@@ -42,6 +42,7 @@ from strato.targets.llvm.entry_abi import (
     STATUS_OUT_OF_MEMORY,
     finalize_entry,
 )
+from strato.targets.llvm.weights import WEIGHT_BLOB_THRESHOLD
 
 if TYPE_CHECKING:
     from strato.targets.llvm.jit import JitFunction
@@ -462,20 +463,25 @@ def build_llvm(
     *,
     opt_level: int = 3,
     public_name: str = "model",
+    weight_threshold: int = WEIGHT_BLOB_THRESHOLD,
 ) -> CompiledModel:
     """JIT-compile an llvm-dialect module whose function `entry_name` takes pointers to
     the buffers of `signature`: the inputs, then the outputs it fills.
 
     The entry becomes `<public_name>_run` returning a status and the other functions
     internal (`strato.targets.llvm.entry_abi`); a call that runs out of memory raises
-    `ModelMemoryError`.
+    `ModelMemoryError`. Constants of at least `weight_threshold` bytes leave the IR for
+    the model's weight blob, as symbols `<public_name>_<global>`
+    (`strato.targets.llvm.weights`; `CompiledModel.weights`).
     """
     from strato.targets.llvm.jit import JitModule
+    from strato.targets.llvm.weights import pack_weights
 
     _check_heap_size(module)
     entry_symbol = f"{public_name}_run"
     finalize_entry(module, entry_name, entry_symbol)
-    jit = JitModule(module, opt_level=opt_level)
+    weights = pack_weights(module, f"{public_name}_", weight_threshold)
+    jit = JitModule(module, opt_level=opt_level, weights=weights)
     entry = jit.function(entry_symbol)
     _check_entry_abi(entry, signature)
 

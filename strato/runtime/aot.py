@@ -9,6 +9,9 @@ A `.strato` file is a zip archive (stored, not compressed: loading is a copy):
 
     manifest.json   what the model is and what it was compiled for (below)
     model.o         the object file MCJIT compiled (`strato.targets.llvm.jit`)
+    weights.bin     the model's weights, one aligned blob (`strato.runtime.weight_blob`),
+                    when it has large constants; the manifest maps each weight symbol
+                    the object imports to its [offset, size] in it
 
 The manifest records the format and strato's version, the target string, the machine
 (triple, CPU, CPU features), the entry symbol and its ABI, the functions the object
@@ -37,11 +40,13 @@ from strato.diagnostics import StratoError
 from strato.runtime.atomic_write import write_atomically
 from strato.runtime.compiled_model import CompiledModel, MachineCode, ModelMemoryError
 from strato.runtime.signature import Signature, TensorSpec
+from strato.runtime.weight_blob import ALIGNMENT, EMPTY, WeightBlob
 
 FORMAT = "strato-model"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 OBJECT = "model.o"
+WEIGHTS = "weights.bin"
 ENTRY_ABI = "buffers-inputs-then-outputs;i32-status"
 """The entry takes one pointer per input then one per output and returns a status
 (`strato.targets.llvm.entry_abi`)."""
@@ -84,10 +89,16 @@ def model_to_bytes(model: CompiledModel) -> bytes:
         "outputs": [_spec_json(spec) for spec in model.outputs],
         "members": {OBJECT: _member_json(code.object_code)},
     }
+    weights = code.weights.data.tobytes() if code.weights.symbols else None
+    if weights is not None:
+        manifest["weights"] = {name: list(place) for name, place in code.weights.symbols.items()}
+        manifest["members"][WEIGHTS] = _member_json(weights)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
         archive.writestr(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
         archive.writestr(OBJECT, code.object_code)
+        if weights is not None:
+            archive.writestr(WEIGHTS, weights)
     return buffer.getvalue()
 
 
@@ -126,6 +137,7 @@ def model_from_bytes(data: bytes, where: str) -> CompiledModel:
         machine["triple"],
         machine["cpu"],
         machine["features"],
+        weights=_weights(manifest, members, where),
     )
     entry_symbol = manifest["entry"]["symbol"]
     run = _load_entry(code, entry_symbol, len(signature.inputs) + len(signature.outputs), where)
@@ -137,6 +149,28 @@ def model_from_bytes(data: bytes, where: str) -> CompiledModel:
         machine_code=code,
         origin=where,
     )
+
+
+def _weights(manifest: dict[str, Any], members: dict[str, bytes], where: str) -> WeightBlob:
+    """The weight blob of an archive, each symbol's place checked against its bytes."""
+    symbols = manifest.get("weights", {})
+    content = members.get(WEIGHTS, b"")
+    if not isinstance(symbols, dict) or (symbols and WEIGHTS not in members):
+        raise ModelFileError(f"corrupt {MANIFEST}: weights without {WEIGHTS}", location=where)
+    places: dict[str, tuple[int, int]] = {}
+    for name, place in symbols.items():
+        if not (
+            isinstance(place, list)
+            and len(place) == 2
+            and all(isinstance(n, int) and n >= 0 for n in place)
+            and place[0] % ALIGNMENT == 0
+            and place[0] + place[1] <= len(content)
+        ):
+            raise ModelFileError(
+                f"corrupt {MANIFEST}: weight {name!r} has no place in {WEIGHTS}", location=where
+            )
+        places[name] = (place[0], place[1])
+    return WeightBlob.from_bytes(content, places) if places else EMPTY
 
 
 def read_archive(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, bytes]]:
@@ -271,7 +305,7 @@ def _load_entry(code: MachineCode, symbol: str, buffers: int, where: str):
     from strato.targets.llvm.jit import JitError, ObjectModule
 
     try:
-        loaded = ObjectModule(code.object_code, code.imports)
+        loaded = ObjectModule(code.object_code, code.imports, code.weights)
         address = loaded.address(symbol)
     except JitError as err:
         raise ModelFileError(err.message, location=where) from None

@@ -7,7 +7,9 @@
 Every tensor is a dense row-major buffer the caller owns: inputs are only read, outputs
 are written whole. The function returns `<NAME>_OK` (0), or `<NAME>_OUT_OF_MEMORY` (1)
 when an intermediate buffer could not be allocated (the outputs are then unspecified).
-The object file needs the C library (`malloc`, `free`, `aligned_alloc`) and libm.
+The object file holds the model's weights (`CompiledModel.object_code` defines the weight
+symbols from `CompiledModel.weights`), so nothing else is linked for them; it needs the
+C library (`malloc`, `free`, `aligned_alloc`) and libm.
 """
 
 from __future__ import annotations
@@ -81,9 +83,10 @@ def c_header(entry_symbol: str, signature: Signature) -> str:
     lines = [
         f"/* {entry_symbol}: a model compiled by strato {__version__}.",
         " *",
-        " * Link with the object file that strato wrote beside this header, the C library and",
-        f" * libm (-lm). The LLVM IR form (.ll) is for LLVM {llvm_version()} (as in llvmlite "
-        f"{llvmlite.__version__}).",
+        " * Link with the object file that strato wrote beside this header (it holds the",
+        " * weights), the C library and libm (-lm). The LLVM IR form (.ll) is for LLVM",
+        f" * {llvm_version()} (as in llvmlite {llvmlite.__version__}); it declares the weights",
+        " * as external constants, whose bytes are CompiledModel.weights.",
         " * Buffers are dense row-major arrays owned by the caller:",
         *comments,
         f" * Returns {macro}_OK, or {macro}_OUT_OF_MEMORY when an intermediate buffer could not",

@@ -23,6 +23,7 @@ import numpy as np
 from strato.diagnostics import StratoError
 from strato.runtime.atomic_write import write_atomically
 from strato.runtime.signature import Signature, TensorSpec
+from strato.runtime.weight_blob import EMPTY, WeightBlob
 
 EntryFunction = Callable[[Sequence[np.ndarray]], None]
 """Runs the model's entry on C-contiguous arrays: inputs, then outputs to fill."""
@@ -32,13 +33,16 @@ EntryFunction = Callable[[Sequence[np.ndarray]], None]
 class MachineCode:
     """A model's machine code as it runs: the object file MCJIT compiled, the functions
     it imports (libc, libm, the parallel runtime) and the machine it was compiled for.
-    What `CompiledModel.save` and the compile cache store (`strato.runtime.aot`)."""
+    What `CompiledModel.save` and the compile cache store (`strato.runtime.aot`). The
+    object code reads the model's weights from external symbols that loading binds to
+    `weights` (`strato.runtime.weight_blob`)."""
 
     object_code: bytes
     imports: tuple[str, ...]
     triple: str
     cpu: str
     features: str
+    weights: WeightBlob = EMPTY
 
 
 class OutputMemoryError(StratoError, MemoryError):
@@ -109,8 +113,24 @@ class CompiledModel:
         return outputs
 
     @property
+    def weights(self) -> np.ndarray:
+        """The model's large constants packed in one 64-byte-aligned uint8 array that
+        the machine code reads (empty when it has none; `weight_symbols` says where
+        each constant is)."""
+        code = self.machine_code
+        return (code.weights if code is not None else EMPTY).data
+
+    @property
+    def weight_symbols(self) -> dict[str, int]:
+        """Each weight symbol the machine code and `llvm_ir` declare -> its offset in
+        `weights` (a multiple of 64)."""
+        code = self.machine_code
+        return (code.weights if code is not None else EMPTY).offsets
+
+    @property
     def llvm_ir(self) -> str:
-        """The LLVM IR text of the whole model (entry and kernels)."""
+        """The LLVM IR text of the whole model (entry and kernels). Its weights are
+        declared external constants (`weight_symbols`), their bytes are in `weights`."""
         if self._llvm_ir is None:
             if self.origin is not None:
                 raise StratoError(
@@ -133,7 +153,8 @@ class CompiledModel:
 
     def object_code(self, *, portable: bool = False) -> bytes:
         """The model as an object file for the CPU it was compiled for (a generic CPU of
-        that architecture when `portable`), to link into a C program with `c_header()`."""
+        that architecture when `portable`), to link into a C program with `c_header()`;
+        the object holds the weights."""
         from strato.targets.llvm.host import HostTarget, compiling_for, current_machine
         from strato.targets.llvm.jit import compile_object
 
@@ -144,7 +165,11 @@ class CompiledModel:
             else HostTarget(code.triple, code.cpu, code.features)
         )
         with compiling_for(machine):
-            return compile_object(self.llvm_ir, portable=portable)
+            return compile_object(
+                self.llvm_ir,
+                portable=portable,
+                weights=code.weights if code is not None else EMPTY,
+            )
 
     def save_object(self, path: str | os.PathLike, *, portable: bool = False) -> None:
         """Write `object_code()` to `path` (conventionally `.o`), whole or not at all."""

@@ -67,10 +67,12 @@ def test_load_in_a_fresh_process(compiled, saved, tmp_path):
 
 
 def rewrite(saved, tmp_path, edit_manifest=None, object_code=None):
-    """A copy of the saved archive with its manifest edited and/or another object."""
+    """A copy of the saved archive with its manifest edited and/or another object (its
+    other members, such as the weights, kept)."""
     with zipfile.ZipFile(saved) as archive:
         manifest = json.loads(archive.read(MANIFEST))
         code = archive.read(OBJECT)
+        others = {n: archive.read(n) for n in archive.namelist() if n not in (MANIFEST, OBJECT)}
     if edit_manifest is not None:
         edit_manifest(manifest)
     if object_code is not None:
@@ -79,6 +81,8 @@ def rewrite(saved, tmp_path, edit_manifest=None, object_code=None):
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr(MANIFEST, json.dumps(manifest))
         archive.writestr(OBJECT, code)
+        for name, content in others.items():
+            archive.writestr(name, content)
     return path
 
 
@@ -115,6 +119,8 @@ def _set(*keys_and_value):
         (_set("members", OBJECT, "sha256", "0" * 64), "corrupt: model.o does not match its checksum"),
         (_set("entry", "symbol", "other_run"), "the object code has no entry other_run"),
         (lambda manifest: manifest.pop("target"), "'target' is missing"),
+        (_set("weights", "tiny_main_w1", [64, 1 << 20]), "weight 'tiny_main_w1' has no place in weights.bin"),
+        (_set("weights", "tiny_main_w1", [8, 16]), "weight 'tiny_main_w1' has no place in weights.bin"),
     ],
 )
 def test_mismatched_manifests_are_diagnosed(saved, tmp_path, edit, reason):

@@ -3,7 +3,9 @@ run end to end from the loop level."""
 
 from __future__ import annotations
 
+import ctypes
 import io
+import re
 import time
 
 import numpy as np
@@ -23,7 +25,16 @@ from xdsl.parser import Parser
 
 from strato.context import make_context
 from strato.targets.llvm.emit import EmissionError, LLVMIRTarget, emit_llvm_ir
-from strato.targets.llvm.jit import JitError, JitModule, compile_object, write_llvm_ir
+from strato.runtime.weight_blob import WeightBlob
+from strato.targets.llvm.host import target_machine
+from strato.targets.llvm.jit import (
+    JitError,
+    JitModule,
+    ObjectModule,
+    compile_object,
+    write_llvm_ir,
+)
+from strato.targets.llvm.weights import pack_weights
 from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
 
 
@@ -148,6 +159,83 @@ def test_a_million_float_global_is_emitted_quickly_and_exactly():
     assert 'c"' in text  # one byte string, not a million constants
     out = np.empty_like(values)
     JitModule(text, opt_level=0).function("main")(out)
+    np.testing.assert_array_equal(out, values)
+
+
+def lowered_big_global(values: np.ndarray) -> ModuleOp:
+    module = big_global_module(values)
+    convert_loops_to_llvm(module)
+    return module
+
+
+def test_large_constants_leave_the_ir_for_an_aligned_blob():
+    values = np.arange(300, dtype=np.float32)  # 1200 bytes: above the threshold
+    module = lowered_big_global(values)
+    blob = pack_weights(module, "net_")
+    assert blob.offsets == {"net_big": 0}
+    assert blob.data.ctypes.data % 64 == 0 and blob.bytes_of("net_big") == values.tobytes()
+    text = emit_llvm_ir(module)
+    assert '@"net_big" = external unnamed_addr constant [300 x float], align 64' in text
+    assert 'c"' not in text and "@big" not in text
+    out = np.empty_like(values)
+    JitModule(module, weights=blob).function("main")(out)
+    np.testing.assert_array_equal(out, values)
+
+
+def test_small_constants_stay_inline():
+    module = lowered_big_global(np.arange(8, dtype=np.float32))
+    blob = pack_weights(module, "net_")
+    assert not blob.symbols and blob.data.size == 0
+    assert '@"big" = internal unnamed_addr constant [32 x i8] c"' in emit_llvm_ir(module)
+
+
+def test_weights_bind_per_engine():
+    """Two modules declaring the same weight symbol run side by side on their own bytes
+    (no process-wide symbol), and a declared weight without bytes is refused."""
+    first, second = np.arange(512, dtype=np.float32), -np.arange(512, dtype=np.float32)
+    jits = []
+    for values in (first, second):
+        module = lowered_big_global(values)
+        jits.append(JitModule(module, weights=pack_weights(module, "same_")))
+    for jit, values in zip(jits, (first, second)):
+        out = np.empty_like(values)
+        jit.function("main")(out)
+        np.testing.assert_array_equal(out, values)
+    module = lowered_big_global(first)
+    pack_weights(module, "same_")
+    with pytest.raises(JitError, match="no bytes for the external constant 'same_big'"):
+        JitModule(module)
+
+
+def test_machine_code_loads_again_with_its_weights():
+    values = np.linspace(-1, 1, 1024, dtype=np.float32)
+    module = lowered_big_global(values)
+    jit = JitModule(module, weights=pack_weights(module, "m_"))
+    code = jit.machine_code()
+    assert code.weights is jit.weights
+    copy = WeightBlob.from_bytes(code.weights.data.tobytes(), code.weights.symbols)
+    loaded = ObjectModule(code.object_code, code.imports, copy)
+    out = np.empty_like(values)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(loaded.address("main"))(out.ctypes.data)
+    np.testing.assert_array_equal(out, values)
+
+
+def test_an_object_file_holds_its_weights():
+    import llvmlite.binding as llvm
+
+    values = np.arange(1024, dtype=np.float32)
+    module = lowered_big_global(values)
+    blob = pack_weights(module, "m_")
+    text = emit_llvm_ir(module)
+    without = compile_object(text)
+    with_weights = compile_object(text, weights=blob)
+    assert len(with_weights) >= len(without) + values.nbytes
+    # the object defines the symbol itself: it loads with no blob at all
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), target_machine(jit=True))
+    engine.add_object_file(llvm.ObjectFileRef.from_data(with_weights))
+    engine.finalize_object()
+    out = np.empty_like(values)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(engine.get_function_address("main"))(out.ctypes.data)
     np.testing.assert_array_equal(out, values)
 
 
@@ -443,7 +531,8 @@ def test_failure_path_frees_what_the_entry_holds():
     entry = ir[ir.index('define i32 @"net_run"'):]
     entry = entry[: entry.index("\n}")]
     failure = entry[entry.index("failure:"):]
-    assert entry.count('call ccc ptr @"malloc"') == failure.count('call ccc void @"free"') >= 1
+    allocations = entry.count('call ccc ptr @"malloc"') + entry.count('call ccc ptr @"aligned_alloc"')
+    assert allocations == failure.count('call ccc void @"free"') >= 1
     assert "ret i32 0" in entry and 'ret i32 %"status"' in failure
 
 
@@ -512,3 +601,65 @@ def test_header_types_follow_the_signature():
     header = c_header("lm_run", signature)
     assert "int32_t lm_run(const int64_t *ids, const bool *mask, const uint16_t *x_1, double *out);" in header
     assert "#define LM_OUT_OF_MEMORY 1" in header and "LLVM " in header
+
+
+_C_DENSE_PROGRAM = """
+#include <stdio.h>
+#include "dense.h"
+
+int main(void) {
+    float x[32], y[16];
+    for (int i = 0; i < 32; ++i) x[i] = (float)(i % 7) - 3.0f;
+    if (dense_run(x, y) != DENSE_OK) return 2;
+    for (int i = 0; i < 16; ++i) printf("%.9g ", y[i]);
+    printf("\\n");
+    return 0;
+}
+"""
+
+
+def test_an_object_with_weights_links_into_a_c_program(tmp_path):
+    """The weights of a model (a 2 KiB matrix, in the blob when JIT-compiled) are inside
+    the object file written for C: linking needs nothing else."""
+    import shutil
+    import subprocess
+
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    import strato
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("no gcc on this machine")
+    weight = np.random.default_rng(3).standard_normal((32, 16)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "dense",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])],
+        [numpy_helper.from_array(weight, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    compiled = strato.compile(model, name="dense", cache=False)
+    assert compiled.weights.nbytes >= weight.nbytes and compiled.weight_symbols
+    for name in compiled.weight_symbols:
+        assert f'@"{name}" = external' in compiled.llvm_ir
+    inline = [int(n) for n in re.findall(r'\[(\d+) x i8\] c"', compiled.llvm_ir)]
+    assert all(size < 1024 for size in inline), inline
+    compiled.save_object(tmp_path / "dense.o")
+    compiled.save_c_header(tmp_path / "dense.h")
+    (tmp_path / "main.c").write_text(_C_DENSE_PROGRAM)
+    build = subprocess.run(
+        [gcc, "-std=c11", "-Wall", "-Werror", "-o", "prog", "main.c", "dense.o", "-lm"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(tmp_path / "prog")], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    x = (np.arange(32) % 7 - 3).astype(np.float32)[None, :]
+    printed = np.array([float(v) for v in run.stdout.split()], np.float32)
+    np.testing.assert_allclose(printed, (x @ weight)[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(compiled(x)[0][0], printed, rtol=1e-6, atol=1e-6)

@@ -8,6 +8,13 @@ The IR is parsed, verified, optimized with LLVM's default pipeline for the host 
 (its name and features, so vector units are used) and compiled in memory by MCJIT. No
 C compiler is involved; `malloc`, `free` and libm resolve from the C libraries loaded
 into the process. `compile_object` writes the same code to an object file.
+
+A model's weights are not in its IR: they are external constant symbols whose bytes live
+in a `WeightBlob` (`strato.targets.llvm.weights`). `JitModule(..., weights=blob)` and
+`ObjectModule(..., weights=blob)` bind each symbol to its address in the blob, in that
+engine only (MCJIT's global mapping, not the process-wide symbol table), so two models
+with the same symbol names load side by side; `compile_object(..., weights=blob)`
+defines the symbols inside the object file.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from xdsl.ir import Attribute
 from strato.diagnostics import StratoError
 from strato.dialects.tensor_types import shares_storage
 from strato.runtime.compiled_model import MachineCode
+from strato.runtime.weight_blob import ALIGNMENT, EMPTY, WeightBlob
 from strato.targets.llvm.emit import emit_llvm_ir
 from strato.targets.llvm.func_to_llvm import MEMREF_TYPE_ARG_ATTR
 from strato.targets.llvm.host import current_machine, host_target, target_machine
@@ -214,10 +222,27 @@ class JitFunction:
         return self._cfunc(*converted)
 
 
-class JitModule:
-    """An LLVM module compiled to machine code in this process."""
+def _bind_weights(
+    engine: llvm.ExecutionEngine, module: llvm.ModuleRef, weights: WeightBlob
+) -> None:
+    """Map each weight symbol `module` declares to its bytes in `weights`, for `engine`
+    (before it resolves symbols, i.e. before `finalize_object`). A symbol the module
+    declares but the blob lacks is a `JitError`: MCJIT would abort the process."""
+    for variable in module.global_variables:
+        if not variable.is_declaration:
+            continue
+        if variable.name not in weights.symbols:
+            raise JitError(f"no bytes for the external constant '{variable.name}'")
+        engine.add_global_mapping(variable, weights.address(variable.name))
 
-    def __init__(self, source: LLVMSource, *, opt_level: int = 3):
+
+class JitModule:
+    """An LLVM module compiled to machine code in this process. `weights` holds the
+    bytes of the external constants the module declares (see the module docstring)."""
+
+    def __init__(
+        self, source: LLVMSource, *, opt_level: int = 3, weights: WeightBlob = EMPTY
+    ):
         _load_c_runtime()
         self.opt_level = opt_level
         self._buffers = buffer_specs(source) if isinstance(source, ModuleOp) else {}
@@ -229,6 +254,9 @@ class JitModule:
         self._module = _parse(self.llvm_ir)
         optimize(self._module, self._machine, opt_level)
         self._engine = llvm.create_mcjit_compiler(self._module, self._machine)
+        self.weights = weights
+        """The bytes of the module's weight symbols (kept alive with the code)."""
+        _bind_weights(self._engine, self._module, weights)
         self.object_code: bytes | None = None
         """The machine code MCJIT compiled, as an object file: `ObjectModule` loads it
         again, in this process or another, without compiling."""
@@ -245,7 +273,12 @@ class JitModule:
         assert self.object_code is not None, "MCJIT compiled no object"
         machine = self.machine
         return MachineCode(
-            self.object_code, tuple(self.imports), machine.triple, machine.cpu, machine.features
+            self.object_code,
+            tuple(self.imports),
+            machine.triple,
+            machine.cpu,
+            machine.features,
+            weights=self.weights,
         )
 
     @property
@@ -348,7 +381,9 @@ class ObjectModule:
     MCJIT aborts the process on a symbol it cannot find, so a missing one is a
     `JitError` here instead."""
 
-    def __init__(self, data: bytes, imports: Sequence[str] = ()):
+    def __init__(
+        self, data: bytes, imports: Sequence[str] = (), weights: WeightBlob = EMPTY
+    ):
         _load_c_runtime()
         missing = [name for name in imports if not llvm.address_of_symbol(name)]
         if missing:
@@ -357,7 +392,12 @@ class ObjectModule:
             )
         check_elf_object(data)
         self._machine = target_machine(jit=True)
-        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self._machine)
+        # the weight symbols, declared in the engine's own module so they map per engine
+        declarations = "".join(f'@"{name}" = external constant i8\n' for name in weights.symbols)
+        symbols = llvm.parse_assembly(declarations)
+        self._engine = llvm.create_mcjit_compiler(symbols, self._machine)
+        self.weights = weights
+        _bind_weights(self._engine, symbols, weights)
         try:
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
         except RuntimeError as err:
@@ -373,15 +413,39 @@ class ObjectModule:
 
 
 def compile_object(
-    source: LLVMSource, *, opt_level: int = 3, portable: bool = False
+    source: LLVMSource,
+    *,
+    opt_level: int = 3,
+    portable: bool = False,
+    weights: WeightBlob = EMPTY,
 ) -> bytes:
     """An object file (ELF on Linux) for `source`: optimized and compiled for the host
-    CPU, or for a generic CPU of the host's architecture when `portable`."""
+    CPU, or for a generic CPU of the host's architecture when `portable`. The weight
+    symbols `source` declares are defined in the object from `weights` (internal: two
+    models' objects link into one program)."""
     host_target()
     machine = target_machine(opt_level, portable=portable)
     module = _parse(_ir_text(source))
+    if weights.symbols:
+        module.link_in(_parse(_weight_definitions(weights)))
+        for name in weights.symbols:
+            module.get_global_variable(name).linkage = llvm.Linkage.internal
     optimize(module, machine, opt_level)
     return machine.emit_object(module)
+
+
+_BYTE_ESCAPES = np.array([f"\\{byte:02X}".encode() for byte in range(256)], dtype="S3")
+"""`\\XX` for each byte value: a whole weight is escaped by one gather."""
+
+
+def _weight_definitions(weights: WeightBlob) -> str:
+    """LLVM IR defining each weight symbol as a constant byte array of its bytes."""
+    lines = []
+    for name, (offset, size) in weights.symbols.items():
+        data = weights.data[offset : offset + size]
+        text = _BYTE_ESCAPES[data].tobytes().decode("ascii")
+        lines.append(f'@"{name}" = constant [{size} x i8] c"{text}", align {ALIGNMENT}\n')
+    return "".join(lines)
 
 
 def write_object(
