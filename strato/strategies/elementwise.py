@@ -236,7 +236,8 @@ def prelu(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> li
 def mod(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
     """The remainder, truncated (C's fmod), then moved into the divisor's sign unless
     `fmod`. Floats: x - trunc(x / y) * y with one rounding (an fma; xDSL's arith has no
-    remf), x itself for an infinite y. Integers: `remsi`/`remui`, and 0 for a zero
+    remf), x itself for an infinite y; f16 and f32 in f64 with the quotient corrected,
+    exact while |x / y| < 2**53 (`_truncated_remainder_in_f64`). Integers: `remsi`/`remui`, and 0 for a zero
     divisor (where arith's remainder is undefined)."""
     assert isinstance(op, graph.ModOp)
     floored = not op.truncated
@@ -244,8 +245,11 @@ def mod(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list
     def body(s: ScalarBuilder, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         zero = s.const(0, lhs.type)
         if isinstance(lhs.type, AnyFloat):
-            quotient = _emit(s, math_dialect.TruncOp(s.div(lhs, rhs)))
-            remainder = _emit(s, math_dialect.FmaOp(s.neg(quotient), rhs, lhs))
+            if isinstance(lhs.type, Float16Type) or lhs.type == f32:
+                remainder = _truncated_remainder_in_f64(s, lhs, rhs)
+            else:
+                quotient = _emit(s, math_dialect.TruncOp(s.div(lhs, rhs)))
+                remainder = _emit(s, math_dialect.FmaOp(s.neg(quotient), rhs, lhs))
             infinity = s.const(float("inf"), lhs.type)
             keep = _emit(
                 s,
@@ -268,6 +272,29 @@ def mod(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list
         return s.select(is_zero, zero, remainder)
 
     return [_broadcast_binary(pb, op, inputs, body)]
+
+
+def _truncated_remainder_in_f64(s: ScalarBuilder, x: SSAValue, y: SSAValue) -> SSAValue:
+    """fmod(x, y) of f16/f32 operands, computed in f64 and rounded back (exactly).
+
+    q = trunc(x / y) from the rounded f64 quotient is the true truncated quotient or one
+    off; r = x - q * y is then exact in one fma (x and y have 24-bit significands) and
+    one step fixes an off-by-one q: r opposite to x's sign gets |y| added back towards
+    x's sign, r with |r| >= |y| gets it taken away."""
+    wide_x = _emit(s, arith.ExtFOp(x, f64))
+    wide_y = _emit(s, arith.ExtFOp(y, f64))
+    quotient = _emit(s, math_dialect.TruncOp(s.div(wide_x, wide_y)))
+    r = _emit(s, math_dialect.FmaOp(s.neg(quotient), wide_y, wide_x))
+    zero = s.const(0.0, f64)
+    step = s.abs(wide_y)
+    x_negative = s.cmp("lt", wide_x, zero)
+    toward_x = s.select(x_negative, s.neg(step), step)
+    crossed = _emit(
+        s, arith.AndIOp(s.cmp("ne", r, zero), s.cmp("ne", s.cmp("lt", r, zero), x_negative))
+    )
+    r = s.select(crossed, s.add(r, toward_x), r)
+    r = s.select(s.cmp("ge", s.abs(r), step), s.sub(r, toward_x), r)
+    return _emit(s, arith.TruncFOp(r, x.type))
 
 
 @strategy(graph.PowOp)

@@ -332,6 +332,21 @@ def test_float_mod_is_fmod_or_floored_with_special_values():
         np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6, err_msg=str(fmod))
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_fmod_is_exact_when_the_quotient_is_large(dtype):
+    # x - trunc(x / y) * y in the operands' own precision loses every digit once x / y
+    # needs more bits than the significand holds
+    rng = np.random.default_rng(7)
+    span = 4 if dtype == np.float16 else 12
+    x = (rng.standard_normal(512) * 10.0 ** rng.integers(-span // 2, span // 2, 512)).astype(dtype)
+    y = (rng.standard_normal(512) * 10.0 ** rng.integers(-span // 2, span // 2, 512)).astype(dtype)
+    x[:2], y[:2] = [-0.0, 3.0], [2.0, -0.0]
+    with np.errstate(all="ignore"):
+        expected = np.fmod(x, y)
+    (actual,) = strato.compile(typed_model("Mod", {"a": x, "b": y}, fmod=1))(x, y)
+    np.testing.assert_array_equal(actual, expected)
+
+
 def test_integer_sign_and_prelu():
     x = np.array([[-5, 0, 3], [7, -1, 0]], np.int64)
     slope = np.array([2, -3, 4], np.int64)
