@@ -241,6 +241,7 @@ class _Converter:
         self.allocs: dict[MemoryScope, list[SSAValue]] = {}
         self.buffers: dict[MemoryScope, SSAValue] = {}  # current vta.buffer of a scope
         self.values: dict[SSAValue, SSAValue] = {}
+        self.thread_users: dict[SSAValue, set[ForOp]] = {}
 
     def fail(self, message: str, op: Operation | None = None) -> StratoError:
         return StratoError(f"convert-loops-to-vta: @{self.name}: {message}", op=op)
@@ -262,7 +263,8 @@ class _Converter:
         for new, arg in zip(entry.args, old.args):
             new.name_hint = arg.name_hint
             self.values[arg] = new
-        top = [a for a, users in self._users().items() if not users]
+        self.thread_users = self._users()
+        top = [a for a, users in self.thread_users.items() if not users]
         self._place_buffers(entry, top)
         self._block(old, entry)
         attrs = None
@@ -369,7 +371,7 @@ class _Converter:
         self.values[op.induction_var] = loop.induction_var
         if op.loop_kind == LoopKind.VIRTUAL_THREAD:
             saved = dict(self.buffers)
-            inside = [a for a, loops in self._users().items() if op in loops]
+            inside = [a for a, loops in self.thread_users.items() if op in loops]
             self._place_buffers(body, inside)
             self._block(op.body.block, body)
             self.buffers = saved
@@ -516,12 +518,14 @@ class _Converter:
         if condition is not None and _scope(nest.store.memref) == MemoryScope.VTA_WGT:
             raise self.fail(f"the weight copy under loop '{_axis(nest.loops[0])}' is padded; VTA pads only inputs", nest.loops[0])
         buffer, offset = self._sram(nest.store)
-        self._dma(nest, sram=nest.store, dram=load, condition=condition, emit=lambda rows, cols, stride, dram_index, sram_index, pads: _append(
-            new, vta.LoadOp(self.values[load.memref], dram_index, buffer, sram_index, rows, cols, stride, pads)
-        ), new=new, offset=offset)
+        source = self.values[load.memref]
+        for rows, cols, stride, dram_index, sram_index, pads in self._dma(nest, nest.store, load, condition, new, offset):
+            _append(new, vta.LoadOp(source, dram_index, buffer, sram_index, rows, cols, stride, pads))
 
-    def _dma(self, nest: _Nest, *, sram, dram, condition, emit, new: Block, offset: int) -> None:
-        """2-D DMAs between the element sets of `sram` and `dram` over the nest."""
+    def _dma(self, nest: _Nest, sram, dram, condition, new: Block, offset: int):
+        """The 2-D DMAs between the elements `sram` and `dram` access over the nest:
+        (rows, cols, DRAM row stride, DRAM index, SRAM index, pads) each, the indices
+        computed at the end of `new`."""
         _, loops = self._lanes(nest, [sram, dram])
         ev = _Evaluator(assume_true=True)
         forms = [_element(sram, ev)[0], _element(dram, ev)[0]]
@@ -543,6 +547,7 @@ class _Converter:
         if cols > 1 and d_col != 1:
             raise self.fail(f"the copy under loop '{_axis(nest.loops[0])}' reads DRAM with a column stride of {d_col}", nest.loops[0])
         stride = d_row if rows > 1 else cols
+        transfers = []
         for point in itertools.product(*(range(n) for n, _ in outer)):
             sram_base = offset + rests[0].get(None, 0) + sum(i * c[0] for i, (_, c) in zip(point, outer))
             dram_shift = sum(i * c[1] for i, (_, c) in zip(point, outer))
@@ -553,7 +558,10 @@ class _Converter:
             pads = (y0, rows - y1, x0, cols - x1)
             if max(pads) > vta.MAX_PAD:
                 raise self.fail(f"the copy under loop '{_axis(nest.loops[0])}' needs a pad of {max(pads)} (at most {vta.MAX_PAD})", nest.loops[0])
-            emit(y1 - y0, x1 - x0, stride, self._index(dram_form, new), self._index(_const(sram_base), new), pads)
+            transfers.append(
+                (y1 - y0, x1 - x0, stride, self._index(dram_form, new), self._index(_const(sram_base), new), pads)
+            )
+        return transfers
 
     def _rectangle(self, nest, loops, point, rows, cols, condition) -> tuple[int, int, int, int]:
         """The in-bounds rows [y0, y1) and columns [x0, x1) of one padded 2-D copy."""
@@ -652,9 +660,8 @@ class _Converter:
                 raise self.fail(f"the ALU nest under loop '{_axis(root)}' does not update vta.acc in place", root)
             return
         out = self.values[store.memref]
-        self._dma(nest, sram=base, dram=store, condition=None, emit=lambda rows, cols, stride, dram_index, sram_index, pads: _append(
-            new, vta.StoreOp(acc, sram_index, out, dram_index, rows, cols, stride)
-        ), new=new, offset=base_offset)
+        for rows, cols, stride, dram_index, sram_index, _ in self._dma(nest, base, store, None, new, base_offset):
+            _append(new, vta.StoreOp(acc, sram_index, out, dram_index, rows, cols, stride))
 
 
 def _check_hazard(conv: _Converter, uops: list[list[int]], loop: ForOp) -> None:
