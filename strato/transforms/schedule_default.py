@@ -15,6 +15,17 @@ only speed. The kernel records what it got:
 
 and a stage left as it was is listed under `schedule.unscheduled` with the reason.
 
+Then, when the compilation runs on more than one thread (`threads`, by default the
+compilation's: `strato.targets.llvm.parallel_threads`), the outermost loop of every
+stage at the root of the kernel whose work pays for a parallel region
+(`PARALLEL_MIN_ITERATIONS`) is made `parallel`: its leading data-parallel loops (from
+the first with more than one iteration), fused while the loop has fewer than
+`PARALLEL_CHUNKS_PER_THREAD` iterations per thread. A stage
+that refuses (a reduction outermost, a stage computed at the loop to fuse) keeps what it
+can; the kernel records the loop of each stage under `schedule.parallel`:
+
+    schedule.parallel = {"conv" = "n.c.h.fused", "relu" = "n"}
+
 Before:
 
     func.func @relu(%a: memref<64xf32>, %o: memref<64xf32> {loop.output}) attributes {loop.kernel} {
@@ -33,6 +44,7 @@ After:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 from typing import Any
 
 from xdsl.context import Context
@@ -48,10 +60,22 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
-from strato.dialects.loop import KERNEL_ATTR
-from strato.schedule import Schedule, ScheduleError
+from strato.dialects.loop import KERNEL_ATTR, LoopKind
+from strato.schedule import Schedule, ScheduleError, StageHandle
+from strato.targets.llvm.parallel_threads import resolve_threads
 
 TEMPLATE_ATTR = "schedule.template"
+PARALLEL_ATTR = "schedule.parallel"
+
+PARALLEL_MIN_ITERATIONS = 1 << 15
+"""Fewest innermost iterations (the product of a stage's loop extents, plus those of the
+stages computed at its loops) worth a parallel region. A region costs ~2-10 us (dispatch and wake-up of the workers, measured by
+benchmarks/parallel_overhead.py); 32K iterations of a vectorized body take ~10-30 us on
+one core, so the second thread saves more than the region costs."""
+
+PARALLEL_CHUNKS_PER_THREAD = 4
+"""Iterations per thread the parallel loop should have at least, so that a thread slowed
+by other work hands chunks to the others; shorter loops are fused with the next."""
 KNOBS_ATTR = "schedule.knobs"
 UNSCHEDULED_ATTR = "schedule.unscheduled"
 
@@ -64,8 +88,11 @@ def _knob_attr(value: Any) -> Attribute:
     return StringAttr(str(value))
 
 
-def schedule_kernel(module: ModuleOp, name: str, tuning_log: str | None = None) -> None:
-    """Apply the default template of every stage of kernel `name` in `module`."""
+def schedule_kernel(
+    module: ModuleOp, name: str, tuning_log: str | None = None, threads: int = 0
+) -> None:
+    """Apply the default template of every stage of kernel `name` in `module`, then
+    parallelize its outer loops for `threads` threads (0: the compilation's count)."""
     from strato.schedule.templates import template_for
 
     try:
@@ -96,13 +123,81 @@ def schedule_kernel(module: ModuleOp, name: str, tuning_log: str | None = None) 
             continue
         templates[stage.name] = StringAttr(template.name)
         knobs[stage.name] = DictionaryAttr({k: _knob_attr(v) for k, v in values.items()})
+    parallel = parallelize_outer_loops(sch, resolve_threads(threads))
     kernel = sch.kernel
     kernel.attributes[TEMPLATE_ATTR] = DictionaryAttr(templates)
     kernel.attributes[KNOBS_ATTR] = DictionaryAttr(knobs)
+    if parallel:
+        kernel.attributes[PARALLEL_ATTR] = DictionaryAttr(
+            {stage: StringAttr(axis) for stage, axis in parallel.items()}
+        )
     if unscheduled:
         kernel.attributes[UNSCHEDULED_ATTR] = DictionaryAttr(
             {stage: StringAttr(reason) for stage, reason in unscheduled.items()}
         )
+
+
+def parallelize_outer_loops(sch: Schedule, threads: int) -> dict[str, str]:
+    """Make the outer loop of each root stage of `sch` with enough work parallel (see
+    the module docstring); returns the parallel loop's axis by stage."""
+    if threads <= 1:
+        return {}
+    # stages computed at another stage's loop run inside it (and in its region)
+    roots = [stage for stage in sch.get_stages() if sch.state.stage(stage.name).attach is None]
+    worth = [stage for stage in roots if _iterations(sch, stage.name) >= PARALLEL_MIN_ITERATIONS]
+    chosen: dict[str, str] = {}
+    for stage in worth:
+        axis = _parallelize_stage(sch, stage, threads)
+        if axis is not None:
+            chosen[stage.name] = axis
+    return chosen
+
+
+def _iterations(sch: Schedule, stage: str) -> int:
+    """Innermost iterations of `stage` per run of the kernel, those of the stages
+    computed at its loops included."""
+    loops = sch.get_loops(stage)
+    count = prod(loop.extent for loop in loops)
+    axes = [loop.axis for loop in loops]
+    for other in sch.state.stages:
+        attach = other.attach
+        if attach is None or attach.stage != stage or attach.var not in axes:
+            continue
+        runs = prod(loop.extent for loop in loops[: axes.index(attach.var) + 1])
+        count += runs * _iterations(sch, other.name)
+    return count
+
+
+def _parallelize_stage(sch: Schedule, stage: StageHandle, threads: int) -> str | None:
+    state = sch.state.stage(stage.name)
+    loops = sch.get_loops(stage)
+    if not loops:
+        return None
+    # a loop of one iteration is no loop: start at the first that has more
+    first = next((n for n, loop in enumerate(loops) if loop.extent > 1), 0)
+    outer = loops[first]
+    if state.is_reduction_var(outer.axis) or outer.kind != LoopKind.SERIAL:
+        return None
+    for following in loops[first + 1 :]:
+        if outer.extent >= threads * PARALLEL_CHUNKS_PER_THREAD:
+            break
+        if state.is_reduction_var(following.axis) or following.kind != LoopKind.SERIAL:
+            break
+        snapshot, trace_length = sch.state.copy(), len(sch.trace.steps)
+        try:
+            outer = sch.fuse(outer, following)
+        except ScheduleError:
+            sch.restore(snapshot, trace_length)
+            break
+    if outer.extent < 2:
+        return None
+    snapshot, trace_length = sch.state.copy(), len(sch.trace.steps)
+    try:
+        sch.parallel(outer)
+    except ScheduleError:
+        sch.restore(snapshot, trace_length)
+        return None
+    return outer.axis
 
 
 def _mark_unscheduled(module: ModuleOp, name: str, reasons: dict[str, str]) -> None:
@@ -113,15 +208,18 @@ def _mark_unscheduled(module: ModuleOp, name: str, reasons: dict[str, str]) -> N
             )
 
 
-def schedule_default(module: ModuleOp, tuning_log: str | None = None) -> None:
-    """Schedule every kernel of `module` with the default templates, in place."""
+def schedule_default(
+    module: ModuleOp, tuning_log: str | None = None, threads: int = 0
+) -> None:
+    """Schedule every kernel of `module` with the default templates, in place, and
+    parallelize their outer loops for `threads` threads (0: the compilation's count)."""
     names = [
         op.sym_name.data
         for op in module.ops
         if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
     ]
     for name in names:
-        schedule_kernel(module, name, tuning_log)
+        schedule_kernel(module, name, tuning_log, threads)
 
 
 @dataclass(frozen=True)
@@ -133,5 +231,8 @@ class ScheduleDefaultPass(ModulePass):
     tuning_log: str = ""
     """A tuning log (strato tune --log): each kernel gets its task's best record."""
 
+    threads: int = 0
+    """Threads the outer loops are parallelized for (1: none; 0: the compilation's)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        schedule_default(op, self.tuning_log or None)
+        schedule_default(op, self.tuning_log or None, self.threads)

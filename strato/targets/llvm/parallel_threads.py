@@ -37,16 +37,18 @@ def available_cores() -> int:
 
 
 def check_threads(value: object, where: str = "threads") -> int:
-    """`value` as a thread count: an integer from 1 to `MAX_THREADS` (a decimal string
-    is accepted, as target options are strings); a `StratoError` otherwise."""
-    count: int | None = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        count = value
-    elif isinstance(value, str) and value.strip().isdecimal():
-        count = int(value)
-    if count is None or not 1 <= count <= MAX_THREADS:
+    """`value` if it is a thread count, an integer from 1 to `MAX_THREADS`; a
+    `StratoError` naming `where` otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_THREADS:
         raise StratoError(f"{where} must be an integer from 1 to {MAX_THREADS}, got {value!r}")
-    return count
+    return value
+
+
+def parse_threads(text: str, where: str = "threads") -> int:
+    """A thread count written in decimal, as target options are (`-threads=2`)."""
+    if not text.isdecimal():
+        raise StratoError(f"{where} must be an integer from 1 to {MAX_THREADS}, got {text!r}")
+    return check_threads(int(text), where)
 
 
 def current_threads() -> int:
@@ -74,6 +76,7 @@ __all__ = [
     "MAX_THREADS",
     "available_cores",
     "check_threads",
+    "parse_threads",
     "compiling_with_threads",
     "current_threads",
     "resolve_threads",

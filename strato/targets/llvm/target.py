@@ -61,11 +61,11 @@ class LLVMTarget(Target):
             raise TargetError(f"target 'llvm': -opt-level must be 0, 1, 2 or 3, got '{level}'")
         self.opt_level = int(level)
         self.fast_math = self.flag("fast-math")
-        from strato.targets.llvm.parallel_threads import available_cores, check_threads
+        from strato.targets.llvm.parallel_threads import available_cores, parse_threads
 
         threads = self.option("threads")
         try:
-            self.threads = available_cores() if threads is None else check_threads(threads, "-threads")
+            self.threads = available_cores() if threads is None else parse_threads(threads, "-threads")
         except StratoError as err:
             raise TargetError(f"target 'llvm': {err.message}") from None
         try:

@@ -1,0 +1,310 @@
+"""The thread pool of parallel loops: every chunk runs once, under repeated calls, calls
+from two Python threads, nested regions, a fork, and models compiled twice in one
+process; parallel kernels compute what serial ones do; schedule-default parallelizes
+the outer loop of kernels with enough work, and only when there is more than one
+thread."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+
+import strato
+from strato.context import make_context
+from strato.diagnostics import StratoError
+from strato.dialects.loop import ForOp, LoopKind
+from strato.targets.llvm.jit import JitModule
+from strato.targets.llvm.parallel_runtime import PARALLEL_FOR_SYMBOL, pool_workers
+from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
+from strato.transforms.schedule_default import PARALLEL_ATTR, schedule_default
+
+# -- the runtime on its own: a body that counts the iterations it is given ------------------
+
+_COUNTING = f"""
+declare void @{PARALLEL_FOR_SYMBOL}(ptr, ptr, i64, i64)
+
+define void @count(ptr %counts, i64 %begin, i64 %end) {{
+entry:
+  %empty = icmp sge i64 %begin, %end
+  br i1 %empty, label %exit, label %loop
+loop:
+  %i = phi i64 [%begin, %entry], [%next, %loop]
+  %slot = getelementptr i64, ptr %counts, i64 %i
+  %old = load i64, ptr %slot
+  %new = add i64 %old, 1
+  store i64 %new, ptr %slot
+  %next = add i64 %i, 1
+  %more = icmp slt i64 %next, %end
+  br i1 %more, label %loop, label %exit
+exit:
+  ret void
+}}
+
+; `repeats` regions over [0, n)
+define void @run(ptr %counts, i64 %n, i64 %threads, i64 %repeats) {{
+entry:
+  br label %loop
+loop:
+  %r = phi i64 [0, %entry], [%r1, %loop]
+  call void @{PARALLEL_FOR_SYMBOL}(ptr @count, ptr %counts, i64 %n, i64 %threads)
+  %r1 = add i64 %r, 1
+  %more = icmp slt i64 %r1, %repeats
+  br i1 %more, label %loop, label %exit
+exit:
+  ret void
+}}
+
+; a region whose chunks each start a region of their own over one row of a n x n
+; matrix: the inner regions find the pool busy and run in their caller
+define void @row(ptr %counts, i64 %begin, i64 %end) {{
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [%begin, %entry], [%next, %loop]
+  %offset = mul i64 %i, 64
+  %row = getelementptr i64, ptr %counts, i64 %offset
+  call void @{PARALLEL_FOR_SYMBOL}(ptr @count, ptr %row, i64 64, i64 2)
+  %next = add i64 %i, 1
+  %more = icmp slt i64 %next, %end
+  br i1 %more, label %loop, label %exit
+exit:
+  ret void
+}}
+
+define void @nested(ptr %counts, i64 %rows) {{
+  call void @{PARALLEL_FOR_SYMBOL}(ptr @row, ptr %counts, i64 %rows, i64 2)
+  ret void
+}}
+"""
+
+
+@pytest.fixture(scope="module")
+def counting() -> JitModule:
+    return JitModule(_COUNTING)
+
+
+@pytest.mark.parametrize("trip", [0, 1, 2, 3, 7, 64, 1001])
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_every_iteration_runs_exactly_once(counting: JitModule, trip: int, threads: int):
+    counts = np.zeros(max(trip, 1), np.int64)
+    counting.function("run")(counts, trip, threads, 5)
+    assert (counts[:trip] == 5).all()
+    assert trip > 0 or counts[0] == 0
+
+
+def test_hundreds_of_regions_reuse_the_same_workers(counting: JitModule):
+    counts = np.zeros(1000, np.int64)
+    counting.function("run")(counts, 1000, 3, 1)
+    workers = pool_workers()
+    assert 1 <= workers
+    counting.function("run")(counts, 1000, 3, 499)
+    assert (counts == 500).all()
+    assert pool_workers() == workers  # workers persist; none is started per region
+
+
+def test_a_region_inside_a_region_runs_in_its_caller(counting: JitModule):
+    counts = np.zeros(64 * 64, np.int64)
+    counting.function("nested")(counts, 64)
+    assert (counts == 1).all()
+
+
+def test_regions_from_two_python_threads_at_once(counting: JitModule):
+    run = counting.function("run")
+    results: dict[int, np.ndarray] = {}
+
+    def work(index: int) -> None:
+        counts = np.zeros(10_000 + index, np.int64)
+        run(counts, counts.size, 2, 200)  # ctypes releases the GIL: both run at once
+        results[index] = counts
+
+    threads = [threading.Thread(target=work, args=(index,)) for index in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(results) == [0, 1]
+    assert all((counts == 200).all() for counts in results.values())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_starts_its_own_workers(counting: JitModule):
+    run = counting.function("run")
+    counts = np.zeros(100, np.int64)
+    run(counts, 100, 2, 1)  # the parent's workers exist
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's workers are not here
+        child = np.zeros(1000, np.int64)
+        run(child, 1000, 2, 10)
+        os._exit(0 if (child == 10).all() else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+# -- outlined loops compute what serial ones do ------------------------------------------
+
+_KERNEL = """
+func.func @scale(%a: memref<TRIPx16xf32>, %s: f32, %o: memref<TRIPx16xf32> {loop.output}) attributes {loop.kernel} {
+  %tmp = memref.alloc() : memref<16xf32, #loop.scope<local>>
+  loop.for %i = LB to TRIP step STEP parallel axis "i" {
+    loop.for %j = 0 to 16 axis "j" {
+      %v = memref.load %a[%i, %j] : memref<TRIPx16xf32>
+      %m = arith.mulf %v, %s : f32
+      memref.store %m, %tmp[%j] : memref<16xf32, #loop.scope<local>>
+    }
+    loop.for %j2 = 0 to 16 vectorized axis "j2" {
+      %w = memref.load %tmp[%j2] : memref<16xf32, #loop.scope<local>>
+      %c = arith.constant 1.0 : f32
+      %r = arith.addf %w, %c : f32
+      memref.store %r, %o[%i, %j2] : memref<TRIPx16xf32>
+    }
+  }
+  memref.dealloc %tmp : memref<16xf32, #loop.scope<local>>
+  func.return
+}
+"""
+
+
+def _parse(text: str) -> ModuleOp:
+    return Parser(make_context(), text).parse_module()
+
+
+@pytest.mark.parametrize(("lb", "trip", "step"), [(0, 64, 1), (1, 37, 2), (3, 5, 1), (0, 2, 1)])
+def test_a_parallel_kernel_with_a_private_buffer_matches_numpy(lb: int, trip: int, step: int):
+    module = _parse(_KERNEL.replace("LB", str(lb)).replace("TRIP", str(trip)).replace("STEP", str(step)))
+    convert_loops_to_llvm(module, threads=4)
+    jit = JitModule(module)
+    assert f"@{PARALLEL_FOR_SYMBOL}(" in jit.llvm_ir.replace('"', "")
+    scale = jit.function("scale")
+    a = np.random.default_rng(trip).standard_normal((trip, 16)).astype(np.float32)
+    expected = np.zeros_like(a)
+    expected[lb:trip:step] = a[lb:trip:step] * np.float32(3) + np.float32(1)
+    for _ in range(100):  # each call's chunks land differently on the threads
+        out = np.zeros_like(a)
+        scale(a, 3.0, out)
+        np.testing.assert_array_equal(out, expected)
+
+
+# -- whole models ----------------------------------------------------------------------------
+
+
+def _conv_model(channels: int = 32, size: int = 14) -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((channels, channels, 3, 3)).astype(np.float32) * 0.1
+    bias = rng.standard_normal(channels).astype(np.float32)
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["y"], ["z"]),
+        ],
+        "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, channels, size, size])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, [1, channels, size, size])],
+        [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(bias, "b")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _inputs(model: strato.CompiledModel) -> list[np.ndarray]:
+    rng = np.random.default_rng(1)
+    return [rng.standard_normal(spec.shape).astype(spec.dtype) for spec in model.inputs]
+
+
+def _calls_pool(model) -> bool:
+    return f"@{PARALLEL_FOR_SYMBOL}(" in model.llvm_ir.replace('"', "")
+
+
+@pytest.mark.parametrize("name", ["mlp", "conv"])
+def test_one_and_two_threads_give_identical_results(name: str):
+    source = _conv_model() if name == "conv" else "mlp"
+    serial = strato.compile(source, threads=1, cache=False)
+    parallel = strato.compile(source, threads=2, cache=False)
+    assert not _calls_pool(serial) and _calls_pool(parallel)
+    inputs = _inputs(serial)
+    (expected,) = serial(*inputs)
+    for _ in range(20):
+        (got,) = parallel(*inputs)
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_a_model_compiled_twice_shares_the_pool_and_runs_from_two_threads():
+    first = strato.compile(_conv_model(), threads=2, cache=False)
+    second = strato.compile(_conv_model(), threads=2, cache=False)
+    inputs = _inputs(first)
+    (expected,) = strato.compile(_conv_model(), threads=1, cache=False)(*inputs)
+    failures: list[str] = []
+
+    def work(model) -> None:
+        for _ in range(50):
+            (got,) = model(*inputs)
+            if not np.array_equal(got, expected):
+                failures.append("a result differs from the serial model's")
+                return
+
+    threads = [threading.Thread(target=work, args=(model,)) for model in (first, second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+
+
+@pytest.mark.parametrize("threads", [0, -1, 257, 2.0, "2", True])
+def test_a_bad_thread_count_is_a_diagnostic(threads):
+    with pytest.raises(StratoError, match="threads must be an integer from 1 to 256"):
+        strato.compile("mlp", threads=threads, cache=False)
+
+
+# -- schedule-default ------------------------------------------------------------------------
+
+
+_RELU = """
+func.func @relu(%a: memref<SHAPE>, %o: memref<SHAPE> {loop.output}) attributes {loop.kernel} {
+  loop.for %i = 0 to ROWS axis "i" attributes {stage = "relu"} {
+    loop.for %j = 0 to 4 axis "j" attributes {stage = "relu"} {
+      loop.for %k = 0 to COLS axis "k" attributes {stage = "relu"} {
+        %v = memref.load %a[%i, %j, %k] : memref<SHAPE>
+        %z = arith.constant 0.0 : f32
+        %m = arith.maximumf %v, %z : f32
+        memref.store %m, %o[%i, %j, %k] : memref<SHAPE>
+      }
+    }
+  }
+  func.return
+}
+"""
+
+
+def _relu(rows: int, cols: int) -> ModuleOp:
+    shape = f"{rows}x4x{cols}xf32"
+    return _parse(_RELU.replace("SHAPE", shape).replace("ROWS", str(rows)).replace("COLS", str(cols)))
+
+
+def _parallel_loops(module: ModuleOp) -> list[ForOp]:
+    return [op for op in module.walk() if isinstance(op, ForOp) and op.loop_kind == LoopKind.PARALLEL]
+
+
+def test_schedule_default_parallelizes_the_outer_loops_of_a_large_kernel():
+    module = _relu(2, 8192)
+    schedule_default(module, threads=2)
+    (loop,) = _parallel_loops(module)
+    # two rows are fewer than 4 per thread: fused with the next loop
+    assert loop.axis.data == "i.j.fused" and loop.trip_count == 8
+    (kernel,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    assert kernel.attributes[PARALLEL_ATTR].data["relu"].data == "i.j.fused"
+
+
+def test_schedule_default_leaves_small_kernels_and_one_thread_serial():
+    small = _relu(2, 64)
+    schedule_default(small, threads=2)
+    assert not _parallel_loops(small)
+    one_thread = _relu(2, 8192)
+    schedule_default(one_thread, threads=1)
+    assert not _parallel_loops(one_thread)
