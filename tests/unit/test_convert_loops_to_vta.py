@@ -17,8 +17,10 @@ from xdsl.dialects import func
 
 from strato.diagnostics import StratoError
 from strato.dialects import vta
+from strato.dialects.loop import ForOp
 from strato.interpreters.loop import run_loops
 from strato.schedule import Schedule
+from strato.schedule.intrinsics import TENSORIZED_ATTR
 from strato.schedule.templates.vta_conv2d import (
     Conv2dWorkload,
     VtaConv2dConfig,
@@ -161,3 +163,27 @@ def test_kernel_scheduled_for_another_configuration_is_a_diagnostic():
     sch.materialize()
     with pytest.raises(StratoError, match=r"buffer acc_vta_acc of scope vta.acc is not an array of \(1, 16\) elements"):
         convert_loops_to_vta(module)
+
+
+def test_gemm_intrinsic_matches_its_own_description_and_refuses_another_core():
+    from xdsl.parser import Parser
+
+    from strato.context import make_context
+    from strato.schedule.errors import ScheduleError
+    from strato.schedule.intrinsics.vta import description, gemm_name
+    from strato.transforms.convert_te_to_loops import lower_te_to_loops
+
+    assert gemm_name(SMALL) == "vta.gemm.1x4x4"
+
+    def schedule():
+        module = Parser(make_context(), description(1, 4, 4)).parse_module()
+        lower_te_to_loops(module)
+        return Schedule(module)
+
+    sch = schedule()
+    sch.tensorize(sch.get_loops("out")[0], "vta.gemm.1x4x4")
+    marked = [op for op in sch.kernel.walk() if isinstance(op, ForOp) and TENSORIZED_ATTR in op.attributes]
+    assert len(marked) == 3 and {op.attributes[TENSORIZED_ATTR].data for op in marked} == {"vta.gemm.1x4x4"}
+    sch = schedule()
+    with pytest.raises(ScheduleError, match="with vta.gemm.1x16x16: trip counts differ"):
+        sch.tensorize(sch.get_loops("out")[0], "vta.gemm.1x16x16")
