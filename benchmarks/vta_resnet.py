@@ -4,8 +4,10 @@
     python benchmarks/vta_resnet.py C9 C12 --dma-latency 64
 
 Each layer (int8 x and w drawn at random, shift chosen so outputs do not saturate) is
-compiled by `strato.vta.run_conv2d` through the VTA template, token insertion and virtual
-threads, and run on the bit-exact simulator; the result is checked against a numpy int8
+compiled by `strato.vta.run_conv2d` through the VTA compiler path (its te kernel lowered
+to loops, scheduled by the VTA conv2d template with cache_read/cache_write into the vta
+scopes and tensorize with vta.gemm, convert-loops-to-vta, token insertion and virtual
+threads) and run on the bit-exact simulator; the result is checked against a numpy int8
 reference before the figures are printed. Per layer and thread count: total cycles of the
 cycle model, busy cycles of the load / compute / store modules, compute utilization (GEMM
 cycles / total cycles; 100% = the GEMM core never idles) and the template's tiling. The
