@@ -1,6 +1,7 @@
 """Run one int8 conv2d layer on the VTA simulator and read its cycle report.
 
-The layer goes through strato's VTA path: the conv2d template in the vta dialect,
+The layer goes through strato's VTA path: its te kernel scheduled by the VTA conv2d
+template (tensorized with the vta.gemm intrinsic) and converted to the vta dialect,
 dependence tokens between the load, compute and store modules, virtual threads, the
 128-bit instruction stream, then the bit-exact simulator with its cycle model. With
 two virtual threads the load of one thread overlaps the GEMMs of the other, which the
