@@ -72,6 +72,7 @@ def compile_model(
     passes_before: PipelineHook = None,
     passes_after: PipelineHook = None,
     cache: bool | None = None,
+    tuning: str | os.PathLike | None = None,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
@@ -86,7 +87,9 @@ def compile_model(
     cores available to the process).
     `passes_before` and `passes_after` are extra passes (a pipeline string such as
     "my-pass{opt=1},cse", or pass instances) run on the graph level before and after
-    graph-default (`with_pipeline_hooks`).
+    graph-default (`with_pipeline_hooks`). `tuning` is a tuning log (`strato tune --db`):
+    each kernel is scheduled with the best record of its task there (as inside
+    `strato.autotuning.use_tuning_log`); kernels it has no record of keep the defaults.
 
     A model compiled before with the same bytes and options comes from the compile
     cache (`strato.runtime.cache`) without compiling. `cache=False` or `STRATO_CACHE=0`
@@ -94,10 +97,12 @@ def compile_model(
     """
     compile_target = resolve_target(target, fast_math=fast_math, threads=threads)
     shapes = check_input_shapes(input_shapes)
+    tuning_log = _tuning_log(tuning)
     key = None
     if _use_cache(cache, after_stage):
         key = compile_cache_key(
-            model, compile_target, shapes, name=name, hooks=(passes_before, passes_after)
+            model, compile_target, shapes, name=name, hooks=(passes_before, passes_after),
+            tuning_log=tuning_log,
         )
         if key is not None:
             from strato.runtime.cache import lookup
@@ -105,9 +110,11 @@ def compile_model(
             cached = lookup(key)
             if cached is not None:
                 return cached
-    compiled = _compile_model(
-        model, compile_target, shapes, after_stage, before_stage, name, passes_before, passes_after
-    )
+    with _tuning_scope(tuning):
+        compiled = _compile_model(
+            model, compile_target, shapes, after_stage, before_stage, name, passes_before,
+            passes_after,
+        )  # fmt: skip
     if key is not None:
         from strato.runtime.cache import store
 
@@ -182,6 +189,7 @@ def compile_cache_key(
     *,
     name: str | None = None,
     hooks: tuple[PipelineHook, PipelineHook] = (None, None),
+    tuning_log: str | None = None,
 ) -> str | None:
     """The compile cache key of `model` with these options (None: the model is
     neither a readable file, a ModelProto nor a zoo name, so compiling reports it).
@@ -202,8 +210,45 @@ def compile_cache_key(
         "input_shapes": sorted((k, list(v)) for k, v in (shapes or {}).items()),
         "name": name,
         "hooks": [_hook_text(hook) for hook in hooks],
+        "tuning": _file_digest(tuning_log),
     }
     return cache_key(data, options)
+
+
+def _tuning_log(tuning: str | os.PathLike | None) -> str | None:
+    """The tuning log this compilation schedules from: `tuning`, checked to be a
+    readable file, else the one of an enclosing `use_tuning_log` block, if any."""
+    if tuning is None:
+        from strato.autotuning.hook import active_tuning_log
+
+        return active_tuning_log()
+    path = os.fspath(tuning)
+    if not os.path.isfile(path):
+        raise StratoError("the tuning log does not exist or is not a file", location=path)
+    return path
+
+
+def _tuning_scope(tuning: str | os.PathLike | None):
+    import contextlib
+
+    if tuning is None:
+        return contextlib.nullcontext()
+    from strato.autotuning.hook import use_tuning_log
+
+    return use_tuning_log(os.fspath(tuning))
+
+
+def _file_digest(path: str | None) -> str | None:
+    """A digest of the file's bytes: a tuning log that gains records is another key."""
+    if path is None:
+        return None
+    import hashlib
+
+    try:
+        with open(path, "rb") as stream:
+            return hashlib.sha256(stream.read()).hexdigest()
+    except OSError as err:
+        raise StratoError(f"cannot read the tuning log: {err.strerror}", location=path) from None
 
 
 def _hook_text(hook: PipelineHook) -> str | None:

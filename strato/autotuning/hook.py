@@ -42,6 +42,11 @@ def use_tuning_log(path: str | None) -> Iterator[None]:
         _LOG.reset(token)
 
 
+def active_tuning_log() -> str | None:
+    """The log of the innermost `use_tuning_log` block, if any."""
+    return _LOG.get()
+
+
 def kernel_knobs(module: ModuleOp, name: str, tuning_log: str | None = None) -> Config:
     forced = _FORCED.get()
     if forced is not None and name in forced:

@@ -220,6 +220,7 @@ def _compile(resolved: ResolvedModel, args: argparse.Namespace):
         input_shapes=args.input_shapes,
         name=c_identifier(_stem(args.model)),
         cache=use_cache,
+        tuning=getattr(args, "tuning", None),
     )
     if model.origin is not None:
         log.note(f"loaded from {model.origin} in {time.perf_counter() - log.started:.2f} s")
@@ -597,6 +598,11 @@ def build_parser() -> argparse.ArgumentParser:
             "--threads", type=positive_int, default=None, metavar="N",
             help="threads parallel loops run on (1: serial; default: the cores available; "
             "the target's -threads=N)",
+        )
+        sub.add_argument(
+            "--tuning", metavar="DB.jsonl", default=None,
+            help="schedule each kernel with the best record of its task in this tuning log "
+            "(strato tune --db)",
         )
         sub.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
         sub.add_argument(

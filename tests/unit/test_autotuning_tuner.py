@@ -36,6 +36,57 @@ def test_tune_and_compile_with_the_log(tmp_path):
     np.testing.assert_allclose(compiled(a, b)[0], a @ b, rtol=1e-4)
 
 
+def _scheduled_knobs(model, **options) -> dict:
+    """The schedule.knobs of every kernel after schedule-default, by kernel name."""
+    import strato
+
+    knobs: dict = {}
+
+    def after(stage, module):
+        if stage == "schedule-default":
+            for op in module.walk():
+                if op.name == "func.func" and "schedule.knobs" in op.attributes:
+                    knobs[op.sym_name.data] = str(op.attributes["schedule.knobs"])
+
+    strato.compile(model, after_stage=after, **options)
+    return knobs
+
+
+def test_compile_with_tuning_applies_the_best_record_and_keys_the_cache(tmp_path, monkeypatch):
+    import pytest
+
+    import strato
+    from strato.diagnostics import StratoError
+
+    model = gemm_model(16, 32, 24)
+    log = tmp_path / "log.jsonl"
+    tune_model(model, trials=3, log=str(log), search="random", repeats=1, batch=3, seed=2)
+    best = min(Database(str(log)).records(), key=lambda r: r.seconds)
+    default = _scheduled_knobs(model, cache=False)
+    tuned = _scheduled_knobs(model, cache=False, tuning=log)
+    with use_tuning_log(str(log)):
+        assert _scheduled_knobs(model, cache=False) == tuned
+    (kernel,) = tuned
+    for stage, values in best.config.items():
+        for knob, value in values.items():
+            assert f"{knob} = {str(value).lower() if isinstance(value, bool) else value}" in tuned[kernel]
+    assert tuned != default or best.config == {}
+
+    # the cache tells a tuned compile from an untuned one, and a log that changed
+    monkeypatch.setenv("STRATO_CACHE", "1")
+    monkeypatch.setenv("STRATO_CACHE_DIR", str(tmp_path / "cache"))
+    assert strato.compile(model).origin is None
+    assert strato.compile(model).origin is not None
+    assert strato.compile(model, tuning=log).origin is None
+    assert strato.compile(model, tuning=log).origin is not None
+    with open(log, "a") as stream:
+        stream.write("\n")
+    assert strato.compile(model, tuning=log).origin is None
+
+    with pytest.raises(StratoError, match="tuning log does not exist"):
+        strato.compile(model, tuning=tmp_path / "missing.jsonl")
+
+
 def test_share_trials_follows_the_work():
     small, large = extract_tasks(gemm_model(8, 16, 8))[0], extract_tasks(gemm_model(32))[0]
     assert share_trials([large, small], 40) == [
