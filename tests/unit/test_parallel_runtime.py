@@ -308,3 +308,16 @@ def test_schedule_default_leaves_small_kernels_and_one_thread_serial():
     one_thread = _relu(2, 8192)
     schedule_default(one_thread, threads=1)
     assert not _parallel_loops(one_thread)
+
+
+def test_a_saved_parallel_model_loads_and_finds_the_pool(tmp_path):
+    model = strato.compile(_conv_model(16, 16), threads=2, cache=False)
+    assert _calls_pool(model)
+    path = tmp_path / "conv.strato"
+    model.save(path)
+    loaded = strato.load(path)
+    inputs = _inputs(model)
+    (expected,) = model(*inputs)
+    for _ in range(20):
+        (got,) = loaded(*inputs)
+        np.testing.assert_array_equal(got, expected)
