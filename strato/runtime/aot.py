@@ -15,10 +15,11 @@ A `.strato` file is a zip archive (stored, not compressed: loading is a copy):
 
 The manifest records the format and strato's version, the target string, the machine
 (triple, CPU, CPU features), the entry symbol and its ABI, the functions the object
-imports, the inputs and outputs (names, shapes, dtypes), and each member's size and
-SHA-256. Loading checks all of it before any byte reaches LLVM: a file that is not such
-an archive, is truncated or altered, was written by another strato, or holds code for a
-CPU this machine is not, is a `ModelFileError` naming the file and the reason.
+imports, the inputs and outputs (names, shapes, dtypes), and each member's size (the
+zip archive holds each member's CRC-32). Loading checks all of it before any byte
+reaches LLVM: a file that is not such an archive, is truncated or damaged, was written
+by another strato, or holds code for a CPU this machine is not, is a `ModelFileError`
+naming the file and the reason.
 
 The compile cache (`strato.runtime.cache`) stores its entries in the same format.
 """
@@ -26,13 +27,12 @@ The compile cache (`strato.runtime.cache`) stores its entries in the same format
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import io
 import json
 import os
 import zipfile
 from collections.abc import Sequence
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -110,21 +110,20 @@ def save_model(model: CompiledModel, path: str | os.PathLike) -> None:
 def load_model(path: str | os.PathLike) -> CompiledModel:
     """The model saved at `path`, ready to call; nothing is compiled."""
     where = os.fspath(path)
-    try:
-        with open(where, "rb") as file:
-            data = file.read()
-    except FileNotFoundError:
-        raise ModelFileError("no such file", location=where) from None
-    except IsADirectoryError:
-        raise ModelFileError("is a directory, not a saved model", location=where) from None
-    except OSError as err:
-        raise ModelFileError(f"cannot read: {err.strerror}", location=where) from None
-    return model_from_bytes(data, where)
+    if os.path.isdir(where):
+        raise ModelFileError("is a directory, not a saved model", location=where)
+    if not os.path.exists(where):
+        raise ModelFileError("no such file", location=where)
+    return _model_from_archive(where, where)
 
 
 def model_from_bytes(data: bytes, where: str) -> CompiledModel:
     """The model of a `.strato` archive's bytes; `where` names it in errors."""
-    manifest, members = read_archive(data, where)
+    return _model_from_archive(io.BytesIO(data), where)
+
+
+def _model_from_archive(source: str | IO[bytes], where: str) -> CompiledModel:
+    manifest, members = read_archive(source, where)
     signature = Signature(
         tuple(_spec_from_json(item, where) for item in manifest["inputs"]),
         tuple(_spec_from_json(item, where) for item in manifest["outputs"]),
@@ -173,18 +172,22 @@ def _weights(manifest: dict[str, Any], members: dict[str, bytes], where: str) ->
     return WeightBlob.from_bytes(content, places) if places else EMPTY
 
 
-def read_archive(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The manifest and members of a `.strato` archive, every field and checksum
-    checked (`ModelFileError` otherwise)."""
+def read_archive(
+    source: str | IO[bytes], where: str
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The manifest and members of a `.strato` archive (a path or a binary file), every
+    field, size and CRC checked (`ModelFileError` otherwise)."""
     from strato import __version__
 
     def fail(reason: str) -> ModelFileError:
         return ModelFileError(reason, location=where)
 
     try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
+        archive = zipfile.ZipFile(source)
     except zipfile.BadZipFile:
         raise fail("not a compiled strato model (not a zip archive)") from None
+    except OSError as err:
+        raise fail(f"cannot read: {err.strerror or err}") from None
     with archive:
         try:
             manifest = json.loads(archive.read(MANIFEST))
@@ -213,10 +216,12 @@ def read_archive(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, byt
                 raise fail(f"corrupt: the archive has no {name}") from None
             except (zipfile.BadZipFile, OSError, EOFError) as err:
                 raise fail(f"corrupt {name}: {' '.join(str(err).split())}") from None
-            if len(content) != expected.get("bytes") or (
-                hashlib.sha256(content).hexdigest() != expected.get("sha256")
-            ):
-                raise fail(f"corrupt: {name} does not match its checksum")
+            # the archive's CRC-32 of each member caught damage to its bytes
+            if len(content) != expected.get("bytes"):
+                raise fail(
+                    f"corrupt: {name} holds {len(content)} bytes, the manifest says "
+                    f"{expected.get('bytes')}"
+                )
             members[name] = content
     if OBJECT not in members:
         raise fail(f"corrupt: the manifest lists no {OBJECT}")
@@ -327,7 +332,7 @@ def _load_entry(code: MachineCode, symbol: str, buffers: int, where: str):
 
 
 def _member_json(content: bytes) -> dict[str, Any]:
-    return {"bytes": len(content), "sha256": hashlib.sha256(content).hexdigest()}
+    return {"bytes": len(content)}
 
 
 def _spec_json(spec: TensorSpec) -> dict[str, Any]:

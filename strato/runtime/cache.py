@@ -83,15 +83,13 @@ def entry_path(key: str) -> Path:
 
 def lookup(key: str) -> CompiledModel | None:
     """The cached model of `key`, or None (no entry; an unreadable entry is removed)."""
-    from strato.runtime.aot import model_from_bytes
+    from strato.runtime.aot import load_model
 
     path = entry_path(key)
-    try:
-        data = path.read_bytes()
-    except OSError:
+    if not path.is_file():
         return None
     try:
-        model = model_from_bytes(data, str(path))
+        model = load_model(path)
     except StratoError:
         _remove(path)
         return None
