@@ -121,3 +121,23 @@ def test_the_compiled_entry_allocates_one_arena(name: str):
     for _ in range(2):  # the arena of one call does not leak into the next
         (actual,) = compiled(x)
         np.testing.assert_allclose(actual, expected, rtol=1e-3, atol=1e-5 * np.abs(expected).max())
+
+
+def test_calls_from_two_threads_use_their_own_arenas():
+    """The arena is allocated per call, so two threads calling one model at once (the
+    entry runs without the GIL) never share intermediates."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = zoo.build_model("mlp", batch=4, seed=0, sizes=(256, 512, 512, 10))
+    compiled = strato.compile(model, cache=False)
+    rng = np.random.default_rng(2)
+    inputs = [rng.standard_normal(compiled.inputs[0].shape, dtype=np.float32) for _ in range(2)]
+    expected = [compiled(x)[0] for x in inputs]
+
+    def repeat(index: int) -> bool:
+        return all(
+            np.array_equal(compiled(inputs[index])[0], expected[index]) for _ in range(50)
+        )
+
+    with ThreadPoolExecutor(2) as pool:
+        assert list(pool.map(repeat, [0, 1])) == [True, True]
