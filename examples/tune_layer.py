@@ -6,7 +6,7 @@ and the best GFLOP/s found after each trial is plotted for both, with the speed 
 default configuration for reference. The tuning log is what compilation reads back.
 
     python examples/tune_layer.py                  # 64 trials a search -> tuning_curve.png
-    python examples/tune_layer.py --small          # 4 trials of a 32x32x32 matmul (CI)
+    python examples/tune_layer.py --small          # 3 trials of a 16x16x16 matmul (CI)
     python examples/tune_layer.py -o curve.png
 """
 
@@ -40,13 +40,13 @@ def matmul_model(n: int) -> onnx.ModelProto:
 
 
 def main(small: bool, output: str) -> None:
-    n, trials, repeats = (32, 4, 1) if small else (128, 64, 5)
+    n, trials, repeats = (16, 3, 1) if small else (128, 64, 5)
     model = matmul_model(n)
     curves = {}
     with tempfile.TemporaryDirectory() as directory:
         for search in ("xgb", "random"):
             log = os.path.join(directory, f"{search}.jsonl")
-            (result,) = tune_model(model, trials=trials, log=log, search=search, batch=4, repeats=repeats, seed=0)
+            (result,) = tune_model(model, trials=trials, log=log, search=search, batch=min(trials, 4), repeats=repeats, seed=0)
             curves[search] = result
             print(
                 f"{search:>6}: {result.trials} trials, best {result.best_gflops:.2f} GFLOP/s "
