@@ -69,9 +69,12 @@ PARALLEL_ATTR = "schedule.parallel"
 
 PARALLEL_MIN_ITERATIONS = 1 << 15
 """Fewest innermost iterations (the product of a stage's loop extents, plus those of the
-stages computed at its loops) worth a parallel region. A region costs ~2-10 us (dispatch and wake-up of the workers, measured by
-benchmarks/parallel_overhead.py); 32K iterations of a vectorized body take ~10-30 us on
-one core, so the second thread saves more than the region costs."""
+stages computed at its loops) worth a parallel region. benchmarks/parallel_overhead.py
+measured a region at 2-3 us when both threads take part (empty body), and 0.1-0.2 us
+added to its caller when the worker wakes too late to take a chunk (the caller then runs
+them all and does not wait for it). 32K iterations of a vectorized body take ~10-30 us on
+one core, so the second thread saves more than the region costs, and a region too small
+to share costs its caller next to nothing."""
 
 PARALLEL_CHUNKS_PER_THREAD = 4
 """Iterations per thread the parallel loop should have at least, so that a thread slowed
