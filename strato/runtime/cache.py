@@ -122,6 +122,20 @@ def _remove(path: Path) -> None:
         pass
 
 
+def usage() -> tuple[int, int]:
+    """The number of entries in the cache directory and their total size in bytes."""
+    root = cache_dir()
+    if not root.is_dir():
+        return 0, 0
+    sizes = []
+    for path in root.glob(f"*/*{ENTRY_SUFFIX}"):
+        try:
+            sizes.append(path.stat().st_size)
+        except OSError:
+            continue
+    return len(sizes), sum(sizes)
+
+
 def clear() -> int:
     """Remove every entry of the cache directory; the number removed."""
     removed = 0
@@ -143,4 +157,5 @@ __all__ = [
     "lookup",
     "source_fingerprint",
     "store",
+    "usage",
 ]

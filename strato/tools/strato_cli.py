@@ -10,6 +10,7 @@
     strato run mlp.strato               # run a saved model: nothing is compiled
     strato run mlp --target 'llvm -mcpu=x86-64-v2 -fast-math'
     strato targets                      # the compile targets and their options
+    strato cache [--clear]              # the compile cache: where, how large; empty it
     strato import model.onnx -o model.mlir   # the graph-level IR, for strato-opt
     strato bench --quick                # strato against onnxruntime, TVM and numpy
 
@@ -478,6 +479,20 @@ def targets_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def cache_command(args: argparse.Namespace) -> int:
+    from strato.runtime import cache
+
+    directory = cache.cache_dir()
+    if args.clear:
+        print(f"removed {cache.clear()} compiled model(s) from {directory}")
+        return 0
+    count, size = cache.usage()
+    state = "on" if cache.cache_enabled() else "off (STRATO_CACHE=0)"
+    print(f"compile cache: {directory}, {state}")
+    print(f"{count} compiled model(s), {size / 1e6:.1f} MB")
+    return 0
+
+
 def import_command(args: argparse.Namespace) -> int:
     from strato.frontends.onnx import import_onnx
 
@@ -646,6 +661,16 @@ def build_parser() -> argparse.ArgumentParser:
         "with its options, and the machine the llvm target compiles for by default.",
     )
     targets.set_defaults(handler=targets_command)
+
+    cache_ = commands.add_parser(
+        "cache", parents=[common],
+        help="show (or --clear) the compile cache",
+        description="Show where the compile cache is, how many compiled models it holds and "
+        "their size; --clear removes them. STRATO_CACHE_DIR moves it, STRATO_CACHE=0 turns "
+        "it off.",
+    )
+    cache_.add_argument("--clear", action="store_true", help="remove every cached model")
+    cache_.set_defaults(handler=cache_command)
 
     import_ = commands.add_parser(
         "import", parents=[common],

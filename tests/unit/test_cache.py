@@ -163,3 +163,15 @@ def test_cli_uses_the_cache(cache_dir, compilations, capsys):
     assert "loaded from the compile cache in" in [line for line in out if line.startswith("model:")][1]
     assert strato_cli.main(["run", "mlp", "--repeat", "1", "--no-cache"]) == 0
     assert len(compilations) == 2
+
+
+def test_cli_cache_command(cache_dir, capsys):
+    from strato.tools import strato_cli
+
+    strato.compile(small_mlp())
+    assert strato_cli.main(["cache"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"compile cache: {cache_dir}, on\n1 compiled model(s), ")
+    assert strato_cli.main(["cache", "--clear"]) == 0
+    assert capsys.readouterr().out == f"removed 1 compiled model(s) from {cache_dir}\n"
+    assert entries(cache_dir) == []
