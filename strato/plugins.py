@@ -273,12 +273,10 @@ def _take_back(added: _Added) -> None:
     for name in added.passes:
         _passes.pop(name, None)
     if added.targets:
-        from strato.targets import registry
+        from strato.targets.registry import unregister_target
 
         for name in added.targets:
-            # The target registry has no public removal: a failed plugin's target must
-            # not stay behind half-registered.
-            registry._REGISTRY.pop(name, None)
+            unregister_target(name)
 
 
 def _one_line(err: BaseException) -> str:

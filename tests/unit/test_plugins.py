@@ -201,7 +201,7 @@ def test_register_target_delegates_to_the_target_registry() -> None:
             clash = type("Llvm", (registry.Target,), {"name": "llvm", "summary": "another llvm"})
             plugins.register_target(clash, source="echo-plugin")
     finally:
-        registry._REGISTRY.pop("test_echo", None)
+        registry.unregister_target("test_echo")
 
 
 # -- loading ------------------------------------------------------------------------
@@ -403,3 +403,25 @@ def test_installed_plugins_load_by_themselves_and_broken_ones_are_named(tmp_path
     compiled = run_in(site, sys.executable, "-c", script)
     assert compiled.returncode == 0, compiled.stderr
     assert "strato: plugin 'gone' not loaded: ModuleNotFoundError" in compiled.stdout
+
+
+def test_a_failing_plugin_takes_back_its_target(plugin_dir: Path) -> None:
+    from strato.targets import registry
+
+    write_plugin(
+        plugin_dir,
+        "half_target",
+        """
+        from strato import api
+
+        class HalfTarget(api.Target):
+            name = "half_made"
+            summary = "Registered, then its plugin fails."
+
+        api.register_target(HalfTarget)
+        raise ImportError("a dependency of the target is missing")
+        """,
+    )
+    failure = plugins.load_plugin("half_target")
+    assert failure is not None and failure.reason == "ImportError: a dependency of the target is missing"
+    assert "half_made" not in registry.registered_targets()
