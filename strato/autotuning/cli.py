@@ -23,6 +23,11 @@ def add_tune_command(commands, common, add_model_arguments) -> None:
     tune.add_argument("--workers", type=int, default=1, help="measurement processes (default 1)")
     tune.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate (default 60)")
     tune.add_argument("--repeats", type=int, default=5, help="timed runs per candidate (median)")
+    tune.add_argument(
+        "--threads", type=int, default=1, metavar="N",
+        help="threads each candidate runs on while measured (default 1: CPU time of one "
+        "thread, steady on a shared machine; more: wall time)",
+    )
     tune.add_argument("--tasks", default=None, help="comma-separated substrings of task names to tune")
     tune.add_argument("--dask", metavar="ADDRESS", default=None,
                       help="measure on the Dask cluster whose scheduler is at ADDRESS")
@@ -33,7 +38,14 @@ def tune_command(args: argparse.Namespace) -> int:
     from strato.autotuning.cost_model import MissingDependency
     from strato.autotuning.tuner import tune_model
     from strato.diagnostics import StratoError
+    from strato.targets.llvm.parallel_threads import check_threads
     from strato.tools.strato_cli import resolve_model
+
+    try:
+        check_threads(args.threads, "--threads")
+    except StratoError as error:
+        error.location = "--threads"
+        raise
 
     if args.trials < 1:
         raise StratoError(f"--trials must be positive, got {args.trials}")
@@ -50,7 +62,7 @@ def tune_command(args: argparse.Namespace) -> int:
     try:
         results = tune_model(
             resolved.proto, args.trials, args.log, search=args.search, workers=args.workers,
-            timeout=args.timeout, repeats=args.repeats, seed=args.seed,
+            timeout=args.timeout, repeats=args.repeats, seed=args.seed, threads=args.threads,
             task_filter=(lambda t: any(w in t.name for w in wanted)) if wanted else None,
             progress=progress, dask=args.dask, name=args.model.rsplit("/", 1)[-1].removesuffix(".onnx"),
         )

@@ -192,9 +192,12 @@ def _inputs(signature, seed: int) -> list[np.ndarray]:
     return arrays
 
 
-def _build(task: Task, config: Config | None):
-    """Compile the task's model; its kernel scheduled by `config` (None: no schedule)."""
+def _build(task: Task, config: Config | None, threads: int = 1):
+    """Compile the task's model; its kernel scheduled by `config` (None: no schedule),
+    its parallel loops for `threads` threads."""
     import onnx
+
+    from strato.targets.llvm.parallel_threads import compiling_with_threads
 
     from strato.autotuning.hook import forced_configs
     from strato.compiler import build_llvm
@@ -207,12 +210,13 @@ def _build(task: Task, config: Config | None):
     signature = Signature.from_function(
         imported.function, imported.input_names, imported.output_names
     )
-    if config is None:
-        run_pipeline(make_context(), imported.module, COMPILE_UNSCHEDULED)
-    else:
-        with forced_configs({task.kernel: config}):
-            run_pipeline(make_context(), imported.module, COMPILE)
-    return build_llvm(imported.module, imported.function_name, signature), signature
+    with compiling_with_threads(threads):
+        if config is None:
+            run_pipeline(make_context(), imported.module, COMPILE_UNSCHEDULED)
+        else:
+            with forced_configs({task.kernel: config}):
+                run_pipeline(make_context(), imported.module, COMPILE)
+        return build_llvm(imported.module, imported.function_name, signature), signature
 
 
 def reference_outputs(task: Task, seed: int = 0) -> list[np.ndarray]:
@@ -223,15 +227,16 @@ def reference_outputs(task: Task, seed: int = 0) -> list[np.ndarray]:
 
 def run_candidate(
     task: Task, config: Config, reference: list[np.ndarray], repeats: int, seed: int,
-    rtol: float = 1e-3,
+    rtol: float = 1e-3, threads: int = 1,
 ) -> list[float]:
-    """Build, check and time one candidate: the seconds of each repeat."""
+    """Build, check and time one candidate on `threads` threads: the seconds of each
+    repeat."""
     from strato.autotuning.space import SearchSpace
 
     reason = SearchSpace(task).check(config)
     if reason is not None:
         raise ValueError(f"invalid config: {reason}")
-    model, signature = _build(task, config)
+    model, signature = _build(task, config, threads)
     inputs = _inputs(signature, seed)
     outputs = model(*inputs)
     for index, (ours, expected) in enumerate(zip(outputs, reference, strict=True)):
@@ -239,13 +244,15 @@ def run_candidate(
         error = float(np.max(np.abs(np.asarray(ours) - expected))) / scale if expected.size else 0.0
         if not error <= rtol:
             raise WrongResult(f"output {index} differs from the reference by {error:.3g} (relative)")
-    # CPU time of this thread: kernels run on the calling thread (parallel loops are
-    # lowered serially), and on a shared machine wall time would count others' work.
+    # On one thread, the CPU time of this thread: the kernels run on it, and on a shared
+    # machine wall time would count others' work. On more, the pool's threads do the
+    # work too: wall time.
+    clock = time.thread_time if threads == 1 else time.perf_counter
     costs = []
     for _ in range(max(1, repeats)):
-        start = time.thread_time()
+        start = clock()
         model(*inputs)
-        costs.append(time.thread_time() - start)
+        costs.append(clock() - start)
     return costs
 
 
@@ -256,9 +263,13 @@ def measure(
     reference: list[np.ndarray],
     repeats: int = 5,
     seed: int = 0,
+    threads: int = 1,
 ) -> list[MeasureResult]:
-    """Measure `configs` of `task` on the pool; failures are results with their reason."""
-    jobs: list[Job] = [(run_candidate, (task, c, reference, repeats, seed)) for c in configs]
+    """Measure `configs` of `task` on the pool, each on `threads` threads; failures are
+    results with their reason."""
+    jobs: list[Job] = [
+        (run_candidate, (task, c, reference, repeats, seed, 1e-3, threads)) for c in configs
+    ]
     results = []
     for config, outcome in zip(configs, pool.run(jobs), strict=True):
         if outcome.error is not None:

@@ -89,8 +89,10 @@ def tune_task(
     repeats: int = 5,
     seed: int = 0,
     progress: Callable[[Progress], None] | None = None,
+    threads: int = 1,
 ) -> TuneResult:
-    """Measure up to `trials` candidates of `task` in all (its earlier records included)."""
+    """Measure up to `trials` candidates of `task` in all (its earlier records included),
+    each on `threads` threads."""
     start = time.perf_counter()
     space = SearchSpace(task)
     strategy = make_search(search, space, seed, db)
@@ -139,7 +141,9 @@ def tune_task(
         if reference is None:
             reference = task_reference(pool, task, seed)
         configs = [space.config(p) for p in points]
-        measured = measure(pool, task, configs, reference, repeats=repeats, seed=seed)
+        measured = measure(
+            pool, task, configs, reference, repeats=repeats, seed=seed, threads=threads
+        )
         costs = []
         for point, outcome in zip(points, measured, strict=True):
             features = None
@@ -184,6 +188,7 @@ def tune_model(
     progress: Callable[[Progress], None] | None = None,
     name: str = "model",
     dask=None,
+    threads: int = 1,
 ) -> list[TuneResult]:
     """Tune every task of `model` (see the module docstring); `dask`: a scheduler address
     or a `distributed.Client` to measure on instead of local worker processes."""
@@ -194,6 +199,8 @@ def tune_model(
     with pool_of as pool:
         for task, budget in zip(tasks, share_trials(tasks, trials), strict=True):
             results.append(
-                tune_task(task, budget, db, pool, search, batch, repeats, seed, progress)
+                tune_task(
+                    task, budget, db, pool, search, batch, repeats, seed, progress, threads
+                )
             )
     return results

@@ -51,3 +51,18 @@ def test_candidates_measured_checked_and_wrong_results_rejected(pool):
     assert not invalid.ok and "invalid config" in invalid.error
     (rejected,) = measure(pool, task, [space.default()], wrong, repeats=1)
     assert rejected.error.startswith("WrongResult: output 0 differs")
+
+
+def test_candidates_run_on_the_threads_asked_for(pool):
+    from strato.autotuning.measure import _build
+
+    (task,) = extract_tasks(gemm_model(128, 128, 128))
+    serial, _ = _build(task, task.default_config(), threads=1)
+    parallel, _ = _build(task, task.default_config(), threads=2)
+    assert "strato_parallel_for" not in serial.llvm_ir
+    assert "strato_parallel_for" in parallel.llvm_ir
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((128, 128)).astype(np.float32)
+    b = rng.standard_normal((128, 128)).astype(np.float32)
+    (result,) = measure(pool, task, [task.default_config()], [a @ b], repeats=2, threads=2)
+    assert result.ok and len(result.costs) == 2 and result.seconds > 0
