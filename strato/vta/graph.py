@@ -141,6 +141,7 @@ def compile_offloaded(
     without compiling the layers again."""
     entry = entry_function(module, function)
     programs: dict[Operation, ModuleOp] = {}
+    by_workload: dict[object, ModuleOp] = {}  # layers of one shape share their program
     for op in entry.body.block.ops:
         found = match_offloadable(op)
         if found is None:
@@ -150,7 +151,9 @@ def compile_offloaded(
             static_shape(found.x8), found.w8.shape, stride, padding, found.shift,
             bias=found.bias is not None, relu=found.relu,
         )
-        programs[found.conv] = compile_conv2d(wl, virtual_threads=virtual_threads)
+        if wl not in by_workload:
+            by_workload[wl] = compile_conv2d(wl, virtual_threads=virtual_threads)
+        programs[found.conv] = by_workload[wl]
     return programs
 
 

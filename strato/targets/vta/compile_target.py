@@ -42,6 +42,10 @@ if TYPE_CHECKING:
     from strato.vta.graph import OffloadedLayer
 
 
+CLOCK_MHZ = 100
+"""The clock of VTA's default (Pynq) configuration, to put cycles in milliseconds."""
+
+
 class VtaCompiledModel(CompiledModel):
     """A quantized model whose offloaded conv layers run on the VTA simulator."""
 
@@ -99,7 +103,10 @@ class VtaCompiledModel(CompiledModel):
                 f"{'x'.join(map(str, layer.weight_shape)):>16} {c.gemm_counter:>10} {c.alu_counter:>9} "
                 f"{moved:>8.0f} {cycles.total_cycles:>10} {100 * cycles.compute_utilization:>5.1f}%\n"
             )
-        out.write(f"all offloaded layers: {total} cycles, compute utilization {100 * gemm / max(total, 1):.1f}%\n")
+        out.write(
+            f"all offloaded layers: {total} cycles ({total / (CLOCK_MHZ * 1000):.1f} ms at the Pynq "
+            f"configuration's {CLOCK_MHZ} MHz), compute utilization {100 * gemm / max(total, 1):.1f}%\n"
+        )
         out.write(f"cycle model: {self.layers[0].report.cycles.params.describe()}\n")
         return out.getvalue()
 
