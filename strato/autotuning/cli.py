@@ -42,7 +42,7 @@ def tune_command(args: argparse.Namespace) -> int:
     from strato.tools.strato_cli import resolve_model
 
     try:
-        check_threads(args.threads, "--threads")
+        check_threads(args.threads, "the thread count")
     except StratoError as error:
         error.location = "--threads"
         raise
