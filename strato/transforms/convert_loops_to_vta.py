@@ -38,6 +38,7 @@ ready for vta-insert-dependence-tokens and vta-inject-virtual-threads).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -216,12 +217,19 @@ def _fold(loops: list[tuple[int, list[int]]]) -> list[tuple[int, list[int]]]:
 def _kernel(loops: list[tuple[int, list[int]]], base: list[int]) -> tuple[list[list[int]], list[list[int]]]:
     """Micro-op kernel: at most two hardware loops (the outermost), the rest enumerated
     as micro-ops from `base`."""
-    folded = _fold(loops)
+    hardware, uops = _kernel_of(tuple((n, tuple(c)) for n, c in loops), tuple(base))
+    return [list(h) for h in hardware], [list(u) for u in uops]
+
+
+@functools.lru_cache(maxsize=256)
+def _kernel_of(loops: tuple, base: tuple) -> tuple[tuple, tuple]:
+    """`_kernel` on tuples, memoized: the copies of an unrolled loop repeat their kernels."""
+    folded = _fold([(n, list(c)) for n, c in loops])
     hardware, rest = folded[:2], folded[2:]
     uops = []
     for point in itertools.product(*(range(n) for n, _ in rest)):
-        uops.append([b + sum(i * c[k] for i, (_, c) in zip(point, rest)) for k, b in enumerate(base)])
-    return [[n, *c] for n, c in hardware], uops
+        uops.append(tuple(b + sum(i * c[k] for i, (_, c) in zip(point, rest)) for k, b in enumerate(base)))
+    return tuple((n, *c) for n, c in hardware), tuple(uops)
 
 
 @dataclass
