@@ -321,3 +321,19 @@ def test_a_saved_parallel_model_loads_and_finds_the_pool(tmp_path):
     for _ in range(20):
         (got,) = loaded(*inputs)
         np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["run", "mlp", "--threads", "0"], "--threads: must be at least 1"),
+        (["run", "mlp", "--threads", "300"], "--threads: the thread count must be an integer from 1 to 256"),
+        (["compile", "mlp", "--target", "llvm -threads=x"], "-threads must be an integer from 1 to 256"),
+    ],
+)
+def test_a_bad_thread_count_on_the_command_line_is_one_line(argv, fragment, capsys):
+    from strato.tools import strato_cli
+
+    assert strato_cli.main(argv) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0]
