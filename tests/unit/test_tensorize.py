@@ -115,6 +115,10 @@ def test_the_micro_kernel_replaces_the_nest_and_computes_the_same():
     kinds = {op.axis.data: op.loop_kind for op in module.walk() if isinstance(op, ForOp)}
     assert kinds["i.inner.update"] == LoopKind.UNROLLED
     assert kinds["j.inner.update"] == LoopKind.VECTORIZED
+    # k in steps of 4: two iterations of four unrolled k steps
+    assert kinds["k.unrolled"] == LoopKind.UNROLLED
+    (k_loop,) = [op for op in tensorized if op.axis.data == "k"]
+    assert k_loop.trip_count == 2
     rng = np.random.default_rng(0)
     a = rng.standard_normal((16, 8)).astype(np.float32)
     b = rng.standard_normal((8, 64)).astype(np.float32)
@@ -130,7 +134,7 @@ def test_the_micro_kernel_replaces_the_nest_and_computes_the_same():
 @given(
     mr=st.sampled_from([1, 2, 3]),
     nr=st.sampled_from([8, 16]),
-    k=st.sampled_from([1, 5]),
+    k=st.sampled_from([1, 5, 6, 8]),
     order=st.permutations(["k", "i.inner", "j.inner"]),
 )
 def test_any_loop_order_and_tile_matches_and_computes_the_same(mr, nr, k, order):

@@ -7,7 +7,8 @@
 with the tile held in vector registers for the whole k loop: the implementation loads
 the tile into a local accumulator buffer, runs k outermost with the MR rows unrolled and
 the NR columns vectorized (each k step: NR/W vector loads of b, MR broadcasts of a,
-MR x NR/W fused multiply-adds), and stores the tile back. After unrolling, the
+MR x NR/W fused multiply-adds), k itself in unrolled steps of up to 4 (`K_UNROLL`), and
+stores the tile back. After unrolling, the
 accumulator has static indices only, so LLVM keeps it in registers. `b` and `c` must be
 contiguous along j (the vector lanes); `a` may have any strides.
 
@@ -22,9 +23,9 @@ import re
 
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import memref
-from xdsl.dialects.builtin import StringAttr, f32
-from xdsl.ir import Attribute, Operation
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import IndexType, StringAttr, f32
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from strato.dialects.loop import (
     REDUCTION_ATTR,
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
 
 
 FAMILY = "cpu.fma_tile"
+
+K_UNROLL = (4, 2, 1)
+"""k steps per iteration of the update loop (the first that divides K): fewer loop
+branches and more independent loads in flight per iteration."""
 
 _NAME = re.compile(r"^cpu\.fma_tile\.(\d+)x(\d+)x(\d+)$")
 
@@ -124,11 +129,20 @@ def implement(match: Match) -> None:
         outer = row
         ivs = {i: row.induction_var, j: col.induction_var}
         if phase == "update":
-            outer = _loop(k.trip_count, LoopKind.SERIAL, _axis(k), stage)
+            unroll = next(u for u in K_UNROLL if k.trip_count % u == 0)
+            outer = _loop(k.trip_count // unroll, LoopKind.SERIAL, _axis(k), stage)
             if REDUCTION_ATTR in k.attributes:
                 outer.attributes[REDUCTION_ATTR] = k.attributes[REDUCTION_ATTR]
-            _nest(outer, row)
-            ivs[k] = outer.induction_var
+            if unroll > 1:
+                steps = _loop(unroll, LoopKind.UNROLLED, f"{_axis(k)}.unrolled", stage)
+                _nest(outer, steps)
+                ivs[k] = _append_index(
+                    steps.body.block, outer.induction_var, unroll, steps.induction_var
+                )
+                _nest(steps, row)
+            else:
+                _nest(outer, row)
+                ivs[k] = outer.induction_var
         outer.attributes[TENSORIZED_ATTR] = StringAttr(match.intrinsic.name)
         parent.insert_op_before(outer, root)
         phases.append(outer)
@@ -159,6 +173,13 @@ def implement(match: Match) -> None:
     root.detach()
     root.erase()
     parent.insert_op_after(memref.DeallocOp.get(tile), phases[-1])
+
+
+def _append_index(block, outer: SSAValue, factor: int, inner: SSAValue) -> SSAValue:
+    """`outer * factor + inner`, appended to `block` (the k of an unrolled k step)."""
+    constant = _append(block, arith.ConstantOp.from_int_and_width(factor, IndexType()))
+    scaled = _append(block, arith.MuliOp(outer, constant.results[0]))
+    return _append(block, arith.AddiOp(scaled.results[0], inner)).results[0]
 
 
 def _append(block, op: Operation) -> Operation:

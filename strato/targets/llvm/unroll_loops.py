@@ -37,7 +37,10 @@ def unroll_loop(loop: ForOp) -> None:
         for op in body.ops:
             if isinstance(op, YieldOp):
                 continue
-            block.insert_op_before(op.clone(mapping), loop)
+            clone = op.clone(mapping)
+            # later ops of the copy use this op's results through the copy
+            mapping.update(zip(op.results, clone.results, strict=True))
+            block.insert_op_before(clone, loop)
     loop.detach()
     loop.erase()
 
