@@ -22,6 +22,10 @@ by another strato, or holds code for a CPU this machine is not, is a `ModelFileE
 naming the file and the reason.
 
 The compile cache (`strato.runtime.cache`) stores its entries in the same format.
+
+A `.strato` file is machine code that runs in the loading process: load only files you
+trust, as with any native library. The checks above catch damaged and mismatched files,
+not crafted ones.
 """
 
 from __future__ import annotations
