@@ -29,8 +29,9 @@ of every virtual-thread loop that uses them (inject-virtual-threads gives each t
 slice), or at the top of the function. DRAM arguments become arrays of elements
 (`memref<E x B x BLOCK>`); other memory (allocs the schedule left unused) is dropped.
 
-The accumulator chain is applied in place: the vta.acc values it reads must not be read
-again afterwards. Anything else is refused with a diagnostic naming the loop.
+The accumulator chain is applied in place: a nest that reads the vta.acc values of a
+chain ending in a store before they are written again is refused. Anything else is
+refused with a diagnostic naming the loop.
 
 Requires: kernels after apply-schedule. Leaves illegal: nothing (vta-dialect functions,
 ready for vta-insert-dependence-tokens and vta-inject-virtual-threads).
@@ -250,6 +251,8 @@ class _Converter:
         self.buffers: dict[MemoryScope, SSAValue] = {}  # current vta.buffer of a scope
         self.values: dict[SSAValue, SSAValue] = {}
         self.thread_users: dict[SSAValue, set[ForOp]] = {}
+        self.changed: set[SSAValue] = set()
+        """vta.acc allocs an ALU epilogue has changed in place (their te values are gone)."""
 
     def fail(self, message: str, op: Operation | None = None) -> StratoError:
         return StratoError(f"convert-loops-to-vta: @{self.name}: {message}", op=op)
@@ -407,6 +410,16 @@ class _Converter:
         nest = self._nest(root)
         store = nest.store
         dst_scope = _scope(store.memref)
+        read = {op.memref for op in nest.body if isinstance(op, memref.LoadOp)}
+        stale = read & self.changed
+        if stale:
+            raise self.fail(
+                f"the nest under loop '{_axis(root)}' reads buffer {stale.pop().name_hint}, "
+                "which an earlier ALU epilogue changed in place",
+                root,
+            )
+        if store.memref not in read:
+            self.changed.discard(store.memref)  # overwritten: its values are current again
         try:
             if any(TENSORIZED_ATTR in loop.attributes for loop in nest.loops):
                 self._gemm(nest, new)
@@ -667,6 +680,7 @@ class _Converter:
             if _element(store, ev)[0] != forms[0]:
                 raise self.fail(f"the ALU nest under loop '{_axis(root)}' does not update vta.acc in place", root)
             return
+        self.changed.add(base.memref)
         out = self.values[store.memref]
         for rows, cols, stride, dram_index, sram_index, _ in self._dma(nest, base, store, None, new, base_offset):
             _append(new, vta.StoreOp(acc, sram_index, out, dram_index, rows, cols, stride))

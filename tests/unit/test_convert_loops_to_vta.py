@@ -187,3 +187,14 @@ def test_gemm_intrinsic_matches_its_own_description_and_refuses_another_core():
     sch = schedule()
     with pytest.raises(ScheduleError, match="with vta.gemm.1x16x16: trip counts differ"):
         sch.tensorize(sch.get_loops("out")[0], "vta.gemm.1x16x16")
+
+
+def test_reading_an_accumulator_after_its_in_place_epilogue_is_a_diagnostic():
+    wl = Conv2dWorkload(4, 2, 2, 4, 1, 1, 1, 0, 3)
+    module = build_kernel(wl, VtaConv2dConfig(2, 1, 1, 1), SMALL)
+    kernel = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    epilogue = next(op for op in kernel.walk() if isinstance(op, ForOp) and op.axis.data == "o.inner")
+    # the epilogue twice: the second would read the values the first shifted and clipped
+    epilogue.parent_block().insert_op_after(epilogue.clone(), epilogue)
+    with pytest.raises(StratoError, match="reads buffer acc_vta_acc, which an earlier ALU epilogue changed in place"):
+        convert_loops_to_vta(module, SMALL)
