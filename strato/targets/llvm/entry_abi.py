@@ -2,8 +2,9 @@
 and heap allocations that are checked.
 
 A lowered model is one llvm-dialect module: kernels, and an entry function (`@main` after
-import) that allocates the intermediate buffers and calls the kernels. `finalize_entry`
-makes it a module a C program can link and a caller can trust:
+import) that allocates the arena of intermediate buffers that graph-plan-memory planned
+(one heap allocation per call, so calls from two threads never share it) and calls the
+kernels. `finalize_entry` makes it a module a C program can link and a caller can trust:
 
 * the entry gets a model-prefixed public name (`mlp_run`); every other function defined in
   the module becomes `internal`, so two models link into one program;

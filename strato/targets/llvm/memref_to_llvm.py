@@ -23,7 +23,8 @@ Small buffers in
 local (kernel-private) memory live on the stack: one `llvm.alloca` at the function
 entry, so a buffer allocated inside a loop does not grow the stack per iteration;
 their `memref.dealloc` disappears. `memref.global` constants become internal
-`llvm.mlir.global` constants holding the same dense bytes.
+`llvm.mlir.global` constants holding the same dense bytes (when a model is built, the
+large ones then leave the module for its weight blob: `strato.targets.llvm.weights`).
 """
 
 from __future__ import annotations
