@@ -428,8 +428,8 @@ def compile_command(args: argparse.Namespace) -> int:
     output = _output_path(args, ".ll")
     if output.endswith(".h"):
         raise StratoError(
-            "-o names the .ll, .o or .strato file; the C header is written beside the "
-            ".ll or .o",
+            "-o names the .ll, .o or .strato file; for .ll and .o the C header is "
+            "written beside it",
             location=output,
         )
     is_object = output.endswith(".o")
