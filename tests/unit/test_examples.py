@@ -1,5 +1,5 @@
 """Every example runs (the long ones in their --small form), the plugin example as an
-installed package."""
+installed package found through its entry point."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -25,19 +26,39 @@ def run(*args: str, site: Path | None = None, cwd: Path | None = None) -> subpro
     return result
 
 
+def install(project: Path, site: Path) -> None:
+    """What `pip install PROJECT` leaves in site-packages, made from the project's
+    pyproject.toml with the standard library alone (offline, and without the wheel
+    package a fresh environment's setuptools would need to build): the packages, and a
+    dist-info directory whose entry_points.txt is how strato finds the plugin."""
+    meta = tomllib.loads((project / "pyproject.toml").read_text())["project"]
+    packages = [p.parent for p in project.glob("*/__init__.py")]
+    for package in packages:
+        shutil.copytree(package, site / package.name, ignore=shutil.ignore_patterns("__pycache__"))
+    info = site / f"{meta['name'].replace('-', '_')}-{meta['version']}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {meta['name']}\nVersion: {meta['version']}\n"
+        f"Summary: {meta['description']}\n"
+    )
+    groups = meta.get("entry-points", {})
+    (info / "entry_points.txt").write_text(
+        "".join(
+            f"[{group}]\n" + "".join(f"{name} = {value}\n" for name, value in points.items()) + "\n"
+            for group, points in groups.items()
+        )
+    )
+    (info / "top_level.txt").write_text("".join(f"{p.name}\n" for p in packages))
+    (info / "INSTALLER").write_text("test_examples\n")
+
+
 @pytest.fixture(scope="module")
 def silu_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """examples/custom_dialect installed by pip (offline, no dependencies) into a
-    directory of its own: a temporary environment strato finds it in by its entry point."""
-    tmp = tmp_path_factory.mktemp("silu")
-    source = tmp / "source"
-    shutil.copytree(EXAMPLES / "custom_dialect", source)  # pip builds in the tree it is given
-    site = tmp / "site"
-    run(
-        sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-        "--no-index", "--target", str(site), str(source),
-    )
-    assert (site / "strato_silu").is_dir()
+    """examples/custom_dialect installed into a directory of its own, a temporary
+    environment on PYTHONPATH where strato finds the plugin by its entry point."""
+    site = tmp_path_factory.mktemp("silu") / "site-packages"
+    install(EXAMPLES / "custom_dialect", site)
+    assert (site / "strato_silu" / "__init__.py").is_file()
     return site
 
 
