@@ -469,11 +469,13 @@ def targets_command(args: argparse.Namespace) -> int:
 
     for failure in load_plugins():
         print(f"strato: warning: {failure}", file=sys.stderr)
-    for name, (cls, source) in sorted(registered_targets().items()):
+    targets = sorted(registered_targets().items())
+    width = max((len(key) for _, (cls, _) in targets for key in cls.options), default=0) + 1
+    for name, (cls, source) in targets:
         origin = "" if source == "strato" else f" (from {source})"
         print(f"{name}{origin}: {cls.summary}")
         for key, description in cls.options.items():
-            print(f"  -{key:<12} {description}")
+            print(f"  -{key:<{width}} {description}")
     host = host_target()
     print(f"host: {host.triple}, CPU {host.cpu}, {vector_bits(host)}-bit vectors")
     return 0
