@@ -6,12 +6,15 @@
 A worker is a spawned process that receives (function, arguments), runs it and sends
 back its value or the error. A worker that dies (a crash in compiled code, an exit) or
 does not answer within the timeout is killed and replaced; the job it held is lost with
-the reason (`crashed: exit code -11`, `timeout after 30 s`) and the other jobs go on. A
-candidate's worker rebuilds the IR itself from the task's model and the config, compiles
-it, runs it on inputs drawn from a fixed seed, checks the outputs against the reference
-(the task's model compiled without a schedule, computed once per task in a worker too)
-and times `repeats` calls after a warm-up (CPU time of the worker's thread); the result
-is their median in seconds.
+the reason (`crashed: exit code -11`, `timeout after 30 s`) and the other jobs go on.
+
+A candidate is measured in isolation: its worker rebuilds the task's loop-level kernel
+from the task's model, alone in a module (with the constants it reads), schedules it
+with the config, compiles it, calls it on buffers drawn from a fixed seed, checks its
+outputs against the reference (the same kernel without a schedule, computed once per
+task in a worker too) and times `repeats` calls after a warm-up (CPU time of the
+worker's thread on one thread, wall time on more); the result is their median in
+seconds. The rest of the model neither runs nor adds its noise.
 """
 
 from __future__ import annotations
@@ -181,48 +184,74 @@ class WrongResult(Exception):
     pass
 
 
-def _inputs(signature, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for spec in signature.inputs:
-        if np.issubdtype(spec.dtype, np.floating):
-            arrays.append(rng.standard_normal(spec.shape).astype(spec.dtype))
-        else:
-            arrays.append(rng.integers(0, 4, spec.shape).astype(spec.dtype))
-    return arrays
-
-
-def _build(task: Task, config: Config | None, threads: int = 1):
-    """Compile the task's model; its kernel scheduled by `config` (None: no schedule),
-    its parallel loops for `threads` threads."""
-    import onnx
-
-    from strato.targets.llvm.parallel_threads import compiling_with_threads
+def isolated_kernel(task: Task, config: Config | None, threads: int = 1):
+    """The task's kernel alone in a module (with the globals it reads), scheduled by
+    `config` (None: its canonical loops) for `threads` threads, compiled: the compiled
+    function and its buffers' (shape, dtype, is_output)."""
+    from xdsl.dialects import func, memref
+    from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 
     from strato.autotuning.hook import forced_configs
-    from strato.compiler import build_llvm
-    from strato.context import make_context
-    from strato.frontends.onnx import import_onnx
-    from strato.pipeline import COMPILE, COMPILE_UNSCHEDULED, run_pipeline
-    from strato.runtime.signature import Signature
+    from strato.dialects.tensor_types import numpy_dtype
+    from strato.targets.llvm.jit import JitModule
+    from strato.targets.llvm.parallel_threads import compiling_with_threads
+    from strato.transforms.schedule_default import schedule_kernel
 
-    imported = import_onnx(onnx.load_from_string(task.model))
-    signature = Signature.from_function(
-        imported.function, imported.input_names, imported.output_names
-    )
+    module, kernel = task.loop_module()
+    used = {
+        attr.root_reference.data
+        for op in kernel.walk()
+        for attr in [*op.properties.values(), *op.attributes.values()]
+        if isinstance(attr, SymbolRefAttr)
+    }
+    keep = [
+        op for op in module.ops
+        if op is kernel or (isinstance(op, memref.GlobalOp) and op.sym_name.data in used)
+    ]  # fmt: skip
+    for op in keep:
+        op.detach()
+    alone = ModuleOp(keep)
+    assert isinstance(kernel, func.FuncOp)
+    outputs = [
+        attrs is not None and "loop.output" in attrs.data
+        for attrs in (kernel.arg_attrs.data if kernel.arg_attrs is not None else [None] * len(kernel.args))
+    ]  # fmt: skip
+    buffers = [
+        (tuple(arg.type.get_shape()), numpy_dtype(arg.type.element_type), is_output)
+        for arg, is_output in zip(kernel.args, outputs, strict=True)
+    ]
     with compiling_with_threads(threads):
-        if config is None:
-            run_pipeline(make_context(), imported.module, COMPILE_UNSCHEDULED)
-        else:
+        if config is not None:
             with forced_configs({task.kernel: config}):
-                run_pipeline(make_context(), imported.module, COMPILE)
-        return build_llvm(imported.module, imported.function_name, signature), signature
+                schedule_kernel(alone, task.kernel)
+        jit = JitModule.from_loops(alone)
+    return jit, jit.function(task.kernel), buffers
+
+
+def _kernel_buffers(buffers, seed: int) -> tuple[list[np.ndarray], list[int]]:
+    """Seeded inputs and zeroed outputs for the kernel's buffers; the output positions."""
+    rng = np.random.default_rng(seed)
+    arrays, positions = [], []
+    for index, (shape, dtype, is_output) in enumerate(buffers):
+        if is_output:
+            arrays.append(np.zeros(shape, dtype))
+            positions.append(index)
+        elif np.issubdtype(dtype, np.floating):
+            arrays.append(rng.standard_normal(shape).astype(dtype))
+        elif dtype == np.bool_:
+            arrays.append(rng.integers(0, 2, shape).astype(dtype))
+        else:
+            arrays.append(rng.integers(0, 4, shape).astype(dtype))
+    return arrays, positions
 
 
 def reference_outputs(task: Task, seed: int = 0) -> list[np.ndarray]:
-    """The task model's outputs without any schedule (run in a worker: `reference_job`)."""
-    model, signature = _build(task, None)
-    return [np.asarray(o) for o in model(*_inputs(signature, seed))]
+    """The task's kernel's outputs without a schedule, on the seeded buffers (run in a
+    worker: `task_reference`)."""
+    _jit, kernel, buffers = isolated_kernel(task, None)
+    arrays, outputs = _kernel_buffers(buffers, seed)
+    kernel(*arrays)
+    return [arrays[i] for i in outputs]
 
 
 def run_candidate(
@@ -236,9 +265,10 @@ def run_candidate(
     reason = SearchSpace(task).check(config)
     if reason is not None:
         raise ValueError(f"invalid config: {reason}")
-    model, signature = _build(task, config, threads)
-    inputs = _inputs(signature, seed)
-    outputs = model(*inputs)
+    _jit, kernel, buffers = isolated_kernel(task, config, threads)
+    arrays, positions = _kernel_buffers(buffers, seed)
+    kernel(*arrays)
+    outputs = [arrays[i] for i in positions]
     for index, (ours, expected) in enumerate(zip(outputs, reference, strict=True)):
         scale = max(float(np.max(np.abs(expected))), 1e-30) if expected.size else 1.0
         error = float(np.max(np.abs(np.asarray(ours) - expected))) / scale if expected.size else 0.0
@@ -251,7 +281,7 @@ def run_candidate(
     costs = []
     for _ in range(max(1, repeats)):
         start = clock()
-        model(*inputs)
+        kernel(*arrays)
         costs.append(clock() - start)
     return costs
 

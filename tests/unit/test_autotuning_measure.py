@@ -54,15 +54,32 @@ def test_candidates_measured_checked_and_wrong_results_rejected(pool):
 
 
 def test_candidates_run_on_the_threads_asked_for(pool):
-    from strato.autotuning.measure import _build
+    from strato.autotuning.measure import isolated_kernel
 
     (task,) = extract_tasks(gemm_model(128, 128, 128))
-    serial, _ = _build(task, task.default_config(), threads=1)
-    parallel, _ = _build(task, task.default_config(), threads=2)
-    assert "strato_parallel_for" not in serial.llvm_ir
-    assert "strato_parallel_for" in parallel.llvm_ir
+    serial, _, _ = isolated_kernel(task, task.default_config(), threads=1)
+    parallel, _, _ = isolated_kernel(task, task.default_config(), threads=2)
+    assert "strato_parallel_for" not in serial.optimized_ir
+    assert "strato_parallel_for" in parallel.optimized_ir
     rng = np.random.default_rng(0)
     a = rng.standard_normal((128, 128)).astype(np.float32)
     b = rng.standard_normal((128, 128)).astype(np.float32)
     (result,) = measure(pool, task, [task.default_config()], [a @ b], repeats=2, threads=2)
     assert result.ok and len(result.costs) == 2 and result.seconds > 0
+
+
+def test_a_kernel_is_measured_alone(pool):
+    """A conv layer's kernel is compiled alone (with any constant it reads), and its
+    unscheduled outputs on the seeded buffers are the reference its schedules match."""
+    from strato.autotuning.measure import isolated_kernel, reference_outputs
+    from strato.autotuning.testing import conv_model
+
+    tasks = extract_tasks(conv_model(8, 16, 16, 3, 1))
+    task = next(t for t in tasks if "conv" in t.name)
+    jit, kernel, buffers = isolated_kernel(task, task.default_config())
+    assert kernel.name == task.kernel and jit.function_names.count(task.kernel) == 1
+    assert sum(is_output for _, _, is_output in buffers) >= 1
+    reference = reference_outputs(task)
+    assert reference and all(np.isfinite(r).all() and np.abs(r).max() > 0 for r in reference)
+    (result,) = measure(pool, task, [task.default_config()], reference, repeats=2)
+    assert result.ok, result.error
