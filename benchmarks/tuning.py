@@ -2,6 +2,7 @@
 
     python benchmarks/tuning.py                       # GEMM 512^3 and ResNet-18 C6, 32 trials
     python benchmarks/tuning.py --trials 64 --seeds 3 --workloads GEMM C2 C6
+    python benchmarks/tuning.py --seeds 3 --workloads GEMM1024 C6 C7 C8   # 3x3 s1, 3x3 s2, 1x1
 
 For each workload (one ONNX node; its heaviest kernel is the task) and seed, the tuner runs
 twice with the same trial budget, each into its own fresh log: guided by the cost model
@@ -38,6 +39,8 @@ CONV_LAYERS = {
 def workload(name: str):
     if name == "GEMM":
         return gemm_model(512)
+    if name == "GEMM1024":
+        return gemm_model(1024)
     return conv_model(*CONV_LAYERS[name])
 
 
