@@ -1,8 +1,9 @@
 """The `vta` compile target: strato.compile(model, target="vta") runs ResNet-18's conv layers on the simulator.
 
-One small ResNet-18 (32 x 32 images, 16 channels in the first stage) is compiled once;
-its outputs must be bit-exact against the graph interpreter on the same quantized graph,
-and close to the fp32 model (the quantization error of ~20 int8 layers).
+One small ResNet-18 (32 x 32 images, 16 channels in the first stage) is compiled once:
+its VTA-shaped convs for the simulator, the ops between them for the CPU by the llvm
+target. Its outputs must be bit-exact against the graph interpreter on the same quantized
+graph, and close to the fp32 model (the quantization error of ~20 int8 layers).
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ def test_resnet18_is_bit_exact_against_the_quantized_graph(resnet):
     assert len(model.layers) == model.offloaded
     assert all(layer.report.cycles.total_cycles > 0 and layer.report.counters.gemm_counter > 0 for layer in model.layers)
     report = model.run_report()
-    assert "14 conv2d layer(s) on the simulator, 2 virtual thread(s)" in report
+    assert model.cpu_segments == 15
+    assert "14 conv2d layer(s) on the simulator, 2 virtual thread(s); the rest in 15 function(s) compiled for the CPU" in report
     assert "layer1.0.bn1" in report and "compute utilization" in report
 
     # the fp32 model, within the error of int8 with power-of-two scales through the network

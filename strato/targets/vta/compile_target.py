@@ -9,16 +9,18 @@
     print(model.run_report())    # per offloaded layer: counters, cycles, utilization
 
 The pipeline folds batch norms (graph-simplify-inference) and quantizes conv2d and dense
-to int8 with power-of-two scales (graph-quantize). Building compiles every conv that
-VTA can run (the pattern `strato.vta.graph.match_offloadable` accepts: VTA layouts, int8
-operands, the shift-and-clip requantization; all of ResNet-18's but the first) through
-the VTA compiler path once: the VTA conv2d template's schedule of its te kernel,
-convert-loops-to-vta, dependence tokens, virtual threads (`strato.vta.compile`). A call
-runs the quantized graph: each offloaded conv as an instruction stream on the bit-exact
-simulator with the cycle model, every other op (the first conv, residual adds, pooling,
-quantize and dequantize) on the CPU with the graph interpreter's numpy semantics, so the
-outputs are bit-exact against `strato.interpreters.graph.run_graph` of the quantized
-graph. `layers` holds the simulator's reports of the last call.
+to int8 with power-of-two scales (graph-quantize). Building splits the quantized graph
+(`strato.vta.partition`): every conv that VTA can run (the pattern
+`strato.vta.graph.match_offloadable` accepts: VTA layouts, int8 operands, the
+shift-and-clip requantization; all of ResNet-18's but the first) is compiled through the
+VTA compiler path (the VTA conv2d template's schedule of its te kernel,
+convert-loops-to-vta, dependence tokens, virtual threads: `strato.vta.compile`), and the
+ops between them (the first conv, residual adds, pooling, the dense layer, quantize and
+dequantize) are compiled by the llvm target. A call runs the steps in order: each
+offloaded conv as an instruction stream on the bit-exact simulator with the cycle model,
+each CPU function as machine code. The outputs are bit-exact against
+`strato.interpreters.graph.run_graph` of the quantized graph. `layers` holds the
+simulator's reports of the last call.
 
 `strato-opt -t vta` is the vta dialect's emitter (strato.targets.vta.target).
 """
@@ -50,41 +52,46 @@ class VtaCompiledModel(CompiledModel):
     """A quantized model whose offloaded conv layers run on the VTA simulator."""
 
     def __init__(self, signature: Signature, module: ModuleOp, entry_name: str, *, target: str, virtual_threads: int):
-        from strato.vta.graph import compile_offloaded
+        from strato.vta.partition import partition
 
         self.module = module
         self.entry_name = entry_name
         self.virtual_threads = virtual_threads
-        self.programs = compile_offloaded(module, virtual_threads=virtual_threads, function=entry_name)
+        self.steps = partition(module, virtual_threads=virtual_threads, function=entry_name)
+        """The VTA steps and the CPU segments between them, compiled (strato.vta.partition)."""
         self.layers: list[OffloadedLayer] = []
         """The simulator's report of each offloaded layer in the last call."""
         super().__init__(signature, self._run, target=target)
 
     def _run(self, arrays: Sequence[np.ndarray]) -> None:
-        from strato.vta.graph import run_graph_on_vta
+        from strato.vta.partition import run_partition
 
         count = len(self.signature.inputs)
         inputs, outputs = arrays[:count], arrays[count:]
-        results, self.layers = run_graph_on_vta(
-            self.module,
-            list(inputs),
-            virtual_threads=self.virtual_threads,
-            function=self.entry_name,
-            programs=self.programs,
-        )
+        results, self.layers = run_partition(self.steps, self.module, list(inputs), function=self.entry_name)
         for out, result in zip(outputs, results, strict=True):
             np.copyto(out, result.astype(out.dtype, copy=False))
 
     @property
     def offloaded(self) -> int:
         """How many conv layers run on the simulator."""
-        return len(self.programs)
+        from strato.vta.partition import VtaStep
+
+        return sum(isinstance(step, VtaStep) for step in self.steps)
+
+    @property
+    def cpu_segments(self) -> int:
+        """How many compiled CPU functions run the ops between the offloaded layers."""
+        return len(self.steps) - self.offloaded
 
     def run_report(self) -> str:
         """Per offloaded layer of the last call: shapes, the simulator's counters, cycles
         and compute utilization; then the totals and the cycle model's parameters."""
         out = io.StringIO()
-        out.write(f"VTA: {self.offloaded} conv2d layer(s) on the simulator, {self.virtual_threads} virtual thread(s)\n")
+        out.write(
+            f"VTA: {self.offloaded} conv2d layer(s) on the simulator, {self.virtual_threads} virtual thread(s); "
+            f"the rest in {self.cpu_segments} function(s) compiled for the CPU\n"
+        )
         if not self.layers:
             return out.getvalue() + "(not run yet)\n"
         out.write(
