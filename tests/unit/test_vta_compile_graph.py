@@ -74,3 +74,22 @@ def test_small_resnet18_runs_bit_exact(capsys):
     printed = capsys.readouterr().out
     assert "14 conv2d layers on the VTA simulator" in printed
     assert "outputs bit-exact against the numpy int8 reference" in printed
+
+
+def test_partition_compiles_the_cpu_ops_between_offloaded_convs():
+    from strato.vta.partition import CpuSegment, VtaStep, partition, run_partition
+
+    rng = np.random.default_rng(4)
+    ctx = make_context()
+    module = Parser(ctx, block(rng)).parse_module()
+    run_pipeline(ctx, module, "graph-quantize{samples=2}")
+    steps = partition(module, virtual_threads=2)
+    # the first conv and the quantization of its output; each offloaded conv after the
+    # ops that (de)quantize its input; the residual add and relu last
+    kinds = ["cpu" if isinstance(step, CpuSegment) else "vta" for step in steps]
+    assert kinds == ["cpu", "vta", "cpu", "vta", "cpu", "vta", "cpu"]
+    assert all(isinstance(step.program, type(module)) for step in steps if isinstance(step, VtaStep))
+    x = rng.uniform(-1, 1, (1, 3, 8, 8)).astype(np.float32)
+    got, layers = run_partition(steps, module, [x])
+    np.testing.assert_array_equal(got[0], run_graph(module, [x])[0])
+    assert len(layers) == 3
