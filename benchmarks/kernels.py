@@ -24,6 +24,7 @@ import os
 os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before numpy is imported, or it has no effect
 
 import argparse  # noqa: E402
+import contextlib  # noqa: E402
 import math  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -85,12 +86,22 @@ def conv_workload(name: str, rng: np.random.Generator) -> Workload:
 
 
 def compile_with(model: onnx.ModelProto, pipeline: str) -> Callable[..., list[np.ndarray]]:
+    """The model compiled by `pipeline` for one thread (parallel loops run serially)."""
     imported = import_onnx(model)
     signature = Signature.from_function(
         imported.function, imported.input_names, imported.output_names
     )
-    run_pipeline(make_context(), imported.module, pipeline)
-    return build_llvm(imported.module, imported.function_name, signature)
+    with _one_thread():
+        run_pipeline(make_context(), imported.module, pipeline)
+        return build_llvm(imported.module, imported.function_name, signature)
+
+
+def _one_thread():
+    try:
+        from strato.targets.llvm.parallel_threads import compiling_with_threads
+    except ImportError:  # a strato without parallel loops
+        return contextlib.nullcontext()
+    return compiling_with_threads(1)
 
 
 def median_seconds(run: Callable[[], object], seconds: float, once: bool) -> float:

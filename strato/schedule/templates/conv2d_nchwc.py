@@ -1,13 +1,20 @@
-"""conv2d in NCHW{c} (the blocked layout of graph-alter-layout): the output-channel
-block is the vector lanes, a run of output columns the unrolled rows of the tile:
+"""conv2d in NCHW{c} (the blocked layout of graph-alter-layout): a register tile of
+`rows` output columns x a few output-channel blocks, each block one vector:
 
-    for n, cb, h, w.outer:
-      for icb, kh, kw:                         (the reduction; the input-channel block is
-        for w.inner (unrolled, `rows`):         summed inside the body)
-          for c (vectorized, the block):
-            out[n, cb, h, w, c] += sum_ic x[n, icb, h*s+kh, w*s+kw, ic] * w[cb, icb, kh, kw, ic, c]
+    for n, cb.outer, h, w.outer:               (output tiles; the outer loops parallel-ready)
+      tile = 0                                 (cache_write: a local buffer at this loop)
+      for icb, kh, kw, ic:                     (the reduction)
+        for w.inner (unrolled, `rows`):        one input broadcast per column ...
+          for cb.inner (unrolled):             ... used by every channel block,
+            for c (vectorized, the block):     whose weight vectors stay in registers
+              tile[w, cb, c] += x[n, icb, h*s+kh, w*s+kw, ic] * w[cb, icb, kh, kw, ic, c]
+      out[n, cb, h, w, :] = tile               (the stage copies the tile out)
 
-The weight vector of a (kh, kw, ic) is loaded once per tile and reused by every column.
+The tile's indices are static after unrolling, so its rows x blocks accumulators are
+registers for the whole reduction, every step updates each of them once with an
+independent FMA, and a weight vector is loaded once per step for all columns. Stages
+with fewer loops (no batch or window reduction) or weights that need the copy below get
+the plain register tile of `tile_for_registers` (rows x one block, accumulated in place).
 
 graph-alter-layout lays the weights out OIHW{i}i{o}o (output channels innermost) when
 constants are folded, so that vector is one contiguous load and nothing is copied at run
@@ -15,7 +22,9 @@ time. Weights stored the other way ([.., out, in] innermost, OIHW{o}o{i}i) are c
 per output-channel block with the two innermost dimensions swapped, which costs a pass
 over the weights on every call.
 
-Knobs: `rows` (output columns per tile); the lanes are the layout's channel block.
+Knobs: `rows` (output columns per tile), `accumulators` (most vectors in the tile: the
+channel blocks per tile are as many as fit beside the columns); the lanes are the
+layout's channel block.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from strato.schedule import Schedule, StageHandle
 from strato.schedule.templates.base import (
     Knob,
     Template,
+    fit,
     is_reduction,
     read_strides,
     register_template,
@@ -36,14 +46,48 @@ from strato.schedule.templates.base import (
 
 
 def schedule_conv2d_nchwc(sch: Schedule, stage: StageHandle, knobs: dict[str, Any]) -> None:
-    spatial, _ = spatial_and_reduction_loops(sch, stage)
+    spatial, reduction = spatial_and_reduction_loops(sch, stage)
     if len(spatial) < 2:
         return
     block = spatial[-1]
     weights = _strided_weights(sch, stage, block.axis)
+    if len(spatial) == 5 and reduction and weights is None:
+        _register_tile(sch, stage, knobs["rows"], knobs["accumulators"])
+        return
     tile_for_registers(sch, stage, block.axis, spatial[-2].axis, block.extent, knobs["rows"])
     if weights is not None and len(spatial) >= 4:
         _pack_output_channels_innermost(sch, stage, weights, spatial[1].axis)
+
+
+def _register_tile(sch: Schedule, stage: StageHandle, rows: int, accumulators: int) -> None:
+    """The output tile of `rows` columns x some channel blocks (up to `accumulators`
+    vectors) accumulated in a local buffer computed at the tile's loop (cache_write +
+    compute_at): after unrolling its indices are static, so the accumulators are
+    registers for the whole reduction; the stage itself copies the finished tile out."""
+    tile = sch.cache_write(stage, "local")
+    n, cb, h, w, c = sch.get_loops(stage)
+    count = fit(w.extent, rows)
+    blocks = fit(cb.extent, max(accumulators // count, 1))
+    cbo, cbi = sch.split(cb, [None, blocks]) if blocks < cb.extent else (cb, None)
+    wo, wi = sch.split(w, [None, count]) if count < w.extent else (None, w)
+    outer = [n, cbo, h] + ([wo] if wo is not None else [])
+    inner = ([cbi] if cbi is not None else []) + [wi]
+    sch.reorder(*outer, *inner, c)
+    for loop in inner:
+        if loop.extent > 1:
+            sch.unroll(sch.get_loop(stage, loop.axis))
+    sch.vectorize(sch.get_loop(stage, c.axis))
+    sch.compute_at(tile, outer[-1])
+    spatial, reduction = spatial_and_reduction_loops(sch, tile)
+    tn, tcb, th, tw, tc = spatial
+    # columns outside channel blocks: each input value is broadcast once and used by
+    # every block while the blocks' weight vectors stay in registers
+    sch.reorder(tn, th, *reduction, tw, tcb, tc)
+    for loop in (tw, tcb):
+        if loop.extent > 1:
+            sch.unroll(sch.get_loop(tile, loop.axis))
+    sch.vectorize(sch.get_loop(tile, tc.axis))
+    sch.decompose_reduction(tile, sch.get_loop(tile, reduction[0].axis))
 
 
 def _strided_weights(sch: Schedule, stage: StageHandle, lanes: str) -> str | None:
@@ -76,7 +120,10 @@ def _pack_output_channels_innermost(
 CONV2D_NCHWC = register_template(
     Template(
         "conv2d_nchwc",
-        (Knob("rows", (1, 2, 4, 7, 8, 14), 8),),
+        (
+            Knob("rows", (1, 2, 4, 7, 8, 14), 14),
+            Knob("accumulators", (8, 14, 16, 24, 28), 28),
+        ),
         lambda sch, stage: is_reduction(sch, stage) and stage_kind(stage) == "blocked_conv",
         schedule_conv2d_nchwc,
     )
