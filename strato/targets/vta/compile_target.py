@@ -61,6 +61,7 @@ class VtaCompiledModel(CompiledModel):
         """The VTA steps and the CPU segments between them, compiled (strato.vta.partition)."""
         self.layers: list[OffloadedLayer] = []
         """The simulator's report of each offloaded layer in the last call."""
+        self.runs = 0
         super().__init__(signature, self._run, target=target)
 
     def _run(self, arrays: Sequence[np.ndarray]) -> None:
@@ -69,6 +70,7 @@ class VtaCompiledModel(CompiledModel):
         count = len(self.signature.inputs)
         inputs, outputs = arrays[:count], arrays[count:]
         results, self.layers = run_partition(self.steps, self.module, list(inputs), function=self.entry_name)
+        self.runs += 1
         for out, result in zip(outputs, results, strict=True):
             np.copyto(out, result.astype(out.dtype, copy=False))
 
@@ -92,8 +94,10 @@ class VtaCompiledModel(CompiledModel):
             f"VTA: {self.offloaded} conv2d layer(s) on the simulator, {self.virtual_threads} virtual thread(s); "
             f"the rest in {self.cpu_segments} function(s) compiled for the CPU\n"
         )
-        if not self.layers:
+        if not self.runs:
             return out.getvalue() + "(not run yet)\n"
+        if not self.layers:
+            return out.getvalue()
         out.write(
             f"{'layer':24} {'input':>14} {'weights':>16} {'gemm uops':>10} {'alu uops':>9} "
             f"{'DMA kB':>8} {'cycles':>10} {'util':>6}\n"
