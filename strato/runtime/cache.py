@@ -8,7 +8,8 @@ its machine code instead.
 
 The key is a SHA-256 over the model's bytes, the compile options, the target (with the
 CPU it resolves to: the host's unless the target names one), strato's version and a
-fingerprint of strato's own source files, so editing strato never serves stale code.
+fingerprint of strato's own source files and of the libraries that generate its code,
+so editing or upgrading strato never serves stale code.
 Entries are `.strato` archives (`strato.runtime.aot`) in
 
     $STRATO_CACHE_DIR, else $XDG_CACHE_HOME/strato, else ~/.cache/strato
@@ -52,12 +53,23 @@ def cache_dir() -> Path:
 
 @cache
 def source_fingerprint() -> str:
-    """strato's version and the size and modification time of each of its source
-    files: changes whenever strato's code does."""
+    """strato's version, the size and modification time of each of its source files,
+    and the versions of the libraries that shape its code (xDSL, llvmlite and its LLVM,
+    onnx): changes whenever any of them does."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import llvmlite.binding
+
     from strato import __version__
 
     root = Path(__file__).resolve().parent.parent
     digest = hashlib.sha256(__version__.encode())
+    for package in ("xdsl", "llvmlite", "onnx"):
+        try:
+            digest.update(f"{package}={version(package)}\n".encode())
+        except PackageNotFoundError:
+            digest.update(f"{package}=?\n".encode())
+    digest.update(f"llvm={llvmlite.binding.llvm_version_info}\n".encode())
     for path in sorted(root.rglob("*.py")):
         stat = path.stat()
         digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns}\n".encode())
