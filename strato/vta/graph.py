@@ -166,8 +166,10 @@ def run_graph_on_vta(
     programs: dict[Operation, ModuleOp] | None = None,
 ) -> tuple[list[np.ndarray], list[OffloadedLayer]]:
     """Interpret the entry function, offloading every matching conv to the simulator
-    (the program `programs` holds for it, else one compiled now)."""
+    (the program `programs` holds for it; by default each workload is compiled once)."""
     entry = entry_function(module, function)
+    if programs is None:
+        programs = compile_offloaded(module, virtual_threads=virtual_threads, function=function)
     env: dict[SSAValue, np.ndarray] = dict(zip(entry.args, check_inputs(entry, inputs)))
     done: set[Operation] = set()
     layers: list[OffloadedLayer] = []
@@ -188,7 +190,7 @@ def run_graph_on_vta(
                 virtual_threads=virtual_threads,
                 bias=found.bias,
                 relu=found.relu,
-                program=(programs or {}).get(found.conv),
+                program=programs.get(found.conv),
             )
             env[found.result] = out
             done.update(found.chain)
