@@ -9,6 +9,7 @@ A `.strato` file is a zip archive (stored, not compressed: loading is a copy):
 
     manifest.json   what the model is and what it was compiled for (below)
     model.o         the object file MCJIT compiled (`strato.targets.llvm.jit`)
+    model.ll        its LLVM IR (compressed), for `llvm_ir` and `object_code()`
     weights.bin     the model's weights, one aligned blob (`strato.runtime.weight_blob`),
                     when it has large constants; the manifest maps each weight symbol
                     the object imports to its [offset, size] in it
@@ -50,6 +51,7 @@ FORMAT = "strato-model"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 OBJECT = "model.o"
+LLVM_IR = "model.ll"
 WEIGHTS = "weights.bin"
 ENTRY_ABI = "buffers-inputs-then-outputs;i32-status"
 """The entry takes one pointer per input then one per output and returns a status
@@ -97,12 +99,18 @@ def model_to_bytes(model: CompiledModel) -> bytes:
     if weights is not None:
         manifest["weights"] = {name: list(place) for name, place in code.weights.symbols.items()}
         manifest["members"][WEIGHTS] = _member_json(weights)
+    llvm_ir = model.llvm_ir.encode() if model.has_llvm_ir else None
+    if llvm_ir is not None:
+        manifest["members"][LLVM_IR] = _member_json(llvm_ir)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
         archive.writestr(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
         archive.writestr(OBJECT, code.object_code)
         if weights is not None:
             archive.writestr(WEIGHTS, weights)
+        if llvm_ir is not None:
+            # text: compressed (a tenth of its size); read only when asked for
+            archive.writestr(LLVM_IR, llvm_ir, compress_type=zipfile.ZIP_DEFLATED)
     return buffer.getvalue()
 
 
@@ -144,10 +152,12 @@ def _model_from_archive(source: str | IO[bytes], where: str) -> CompiledModel:
     )
     entry_symbol = manifest["entry"]["symbol"]
     run = _load_entry(code, entry_symbol, len(signature.inputs) + len(signature.outputs), where)
+    llvm_ir = members.get(LLVM_IR)
     return CompiledModel(
         signature,
         run,
         target=manifest["target"],
+        llvm_ir=llvm_ir.decode(errors="replace") if llvm_ir is not None else None,
         entry_symbol=entry_symbol,
         machine_code=code,
         origin=where,

@@ -128,14 +128,17 @@ class CompiledModel:
         return (code.weights if code is not None else EMPTY).offsets
 
     @property
+    def has_llvm_ir(self) -> bool:
+        return self._llvm_ir is not None
+
+    @property
     def llvm_ir(self) -> str:
         """The LLVM IR text of the whole model (entry and kernels). Its weights are
         declared external constants (`weight_symbols`), their bytes are in `weights`."""
         if self._llvm_ir is None:
             if self.origin is not None:
                 raise StratoError(
-                    f"a model loaded from {self.origin} has no LLVM IR "
-                    "(compile it with cache=False to see it)"
+                    f"the model loaded from {self.origin} was saved without its LLVM IR"
                 )
             raise StratoError(f"a model compiled for '{self.target}' has no LLVM IR")
         return self._llvm_ir

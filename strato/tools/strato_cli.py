@@ -211,8 +211,8 @@ def _compile(resolved: ResolvedModel, args: argparse.Namespace):
             path = os.path.join(directory, f"{len(stages):02d}-{stage}.mlir")
             write_atomically(path, module_text(module), what="the IR dump")
 
-    # the IR of every stage (--dump-ir, LLVM IR or object output) needs a real compile
-    use_cache = not (args.no_cache or directory is not None or args.needs_ir)
+    # the IR of every stage (--dump-ir) needs a real compile
+    use_cache = not (args.no_cache or directory is not None)
     model = strato.compile(
         resolved.proto,
         target=target,
@@ -434,7 +434,6 @@ def compile_command(args: argparse.Namespace) -> int:
         )
     is_object = output.endswith(".o")
     is_saved_model = output.endswith(".strato")
-    args.needs_ir = not is_saved_model
     resolved = resolve_model(args.model, args.batch, args.seed)
     model = compile_resolved(resolved, args)
     if is_saved_model:
@@ -713,7 +712,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.target = getattr(args, "target", DEFAULT_TARGET)
         args.dump_ir = getattr(args, "dump_ir", None)
         args.no_cache = getattr(args, "no_cache", False)
-        args.needs_ir = False
         traceback = args.traceback
         from strato.plugins import load_plugins
 

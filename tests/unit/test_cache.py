@@ -55,6 +55,7 @@ def test_second_compile_loads_from_the_cache(cache_dir, compilations):
     assert second.origin == f"the compile cache ({entry})"
     np.testing.assert_array_equal(second(X)[0], first(X)[0])
     assert second.signature == first.signature and second.target == first.target
+    assert second.llvm_ir == first.llvm_ir  # `strato compile -o X.ll/.o` works from a hit
 
 
 def test_what_changes_the_code_misses(cache_dir, compilations, tmp_path):
