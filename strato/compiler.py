@@ -283,14 +283,14 @@ def _model_bytes(
 
 def _external_data(data: bytes, path: str) -> bytes:
     """The bytes of the external data files a serialized model refers to."""
-    from onnx.external_data_helper import _get_all_tensors, uses_external_data
+    from onnx.external_data_helper import uses_external_data
 
     try:
         proto = onnx.ModelProto.FromString(data)
     except Exception:  # noqa: BLE001 - not a model: compiling reports it
         return b""
     locations = []
-    for tensor in _get_all_tensors(proto):
+    for tensor in _graph_tensors(proto.graph):
         if uses_external_data(tensor):
             entries = {entry.key: entry.value for entry in tensor.external_data}
             if "location" in entries:
@@ -301,6 +301,20 @@ def _external_data(data: bytes, path: str) -> bytes:
         with open(os.path.join(base, location), "rb") as file:
             chunks.append(location.encode() + b"\0" + file.read())
     return b"".join(chunks)
+
+
+def _graph_tensors(graph: onnx.GraphProto):
+    """Every tensor of `graph`: initializers and attribute values, subgraphs included."""
+    yield from graph.initializer
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.HasField("t"):
+                yield attribute.t
+            yield from attribute.tensors
+            if attribute.HasField("g"):
+                yield from _graph_tensors(attribute.g)
+            for subgraph in attribute.graphs:
+                yield from _graph_tensors(subgraph)
 
 
 def resolve_target(

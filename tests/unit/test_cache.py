@@ -176,3 +176,16 @@ def test_cli_cache_command(cache_dir, capsys):
     assert strato_cli.main(["cache", "--clear"]) == 0
     assert capsys.readouterr().out == f"removed 1 compiled model(s) from {cache_dir}\n"
     assert entries(cache_dir) == []
+
+
+def test_external_weights_are_part_of_the_key(cache_dir, compilations, tmp_path):
+    path = tmp_path / "m.onnx"
+    onnx.save(small_mlp(), path, save_as_external_data=True, location="w.bin", size_threshold=0)
+    weights = tmp_path / "w.bin"
+    first = strato.compile(str(path))
+    # other weights of the same size, the .onnx file unchanged
+    data = np.frombuffer(weights.read_bytes(), np.float32)
+    weights.write_bytes((data * 2).astype(np.float32).tobytes())
+    second = strato.compile(str(path))
+    assert len(compilations) == 2 and second.origin is None
+    assert not np.array_equal(second(X)[0], first(X)[0])
