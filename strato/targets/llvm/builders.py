@@ -9,17 +9,21 @@ xDSL API is absorbed here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
+    DenseArrayBase,
     FloatAttr,
     IntegerAttr,
     IntegerType,
     ModuleOp,
     StringAttr,
     SymbolRefAttr,
+    UnitAttr,
+    i32,
     i64,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
@@ -33,12 +37,42 @@ _FASTMATH_ORDER = ("reassoc", "nnan", "ninf", "nsz", "arcp", "contract", "afn", 
 """The order LLVM prints fast-math flags in, so emitted IR is deterministic."""
 
 
+_OVERFLOW_NONE = IntegerAttr(0, 32)
+_OVERFLOW_NSW = IntegerAttr(llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP]).to_int(), 32)
+_ORDERING_NONE = IntegerAttr(0, i64)
+_GEP_NO_WRAP_NONE = IntegerAttr(0, 32)
+_INBOUNDS = UnitAttr()
+_GEP_ONE_SSA_INDEX = DenseArrayBase.from_list(i32, [llvm.GEP_USE_SSA_VAL])
+
+# The ops below are built with `create` and properties prepared once: the same op the
+# xDSL constructors build, without their per-call argument parsing and attribute
+# construction (most of the lowering's time on large models). The properties are
+# listed in the order the constructors list them.
+
+
+@cache
+def _integer_attr(value: int, type_: IntegerType) -> IntegerAttr:
+    return IntegerAttr(value, type_)
+
+
+@cache
+def _alignment_attr(alignment: int) -> IntegerAttr:
+    return IntegerAttr(alignment, i64)
+
+
+@cache
+def _constant_gep_indices(index: int) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, [index])
+
+
 def constant(value: float | bool, type_: Attribute) -> llvm.ConstantOp:
     """`llvm.mlir.constant(value) : type_` for an integer or float type."""
     if isinstance(type_, AnyFloat):
-        return llvm.ConstantOp(FloatAttr(float(value), type_), type_)
-    assert isinstance(type_, IntegerType), f"no llvm constant of type {type_}"
-    return llvm.ConstantOp(IntegerAttr(int(value), type_), type_)
+        attr: Attribute = FloatAttr(float(value), type_)
+    else:
+        assert isinstance(type_, IntegerType), f"no llvm constant of type {type_}"
+        attr = _integer_attr(int(value), type_)
+    return llvm.ConstantOp.create(result_types=(type_,), properties={"value": attr})
 
 
 def index_constant(value: int) -> llvm.ConstantOp:
@@ -57,11 +91,12 @@ def int_binary(
     op_class: type[Operation], lhs: SSAValue, rhs: SSAValue, *, nsw: bool = False
 ) -> Operation:
     """An llvm integer binary op (`llvm.add`, `llvm.sdiv`, ...) on two values."""
-    if nsw and issubclass(op_class, llvm.ArithmeticBinOpOverflow):
-        return op_class(
-            lhs, rhs, overflow=llvm.OverflowAttr([llvm.OverflowFlag.NO_SIGNED_WRAP])
-        )
-    return op_class(lhs, rhs)
+    properties: dict[str, Attribute] = {}
+    if issubclass(op_class, llvm.ArithmeticBinOpOverflow):
+        properties["overflowFlags"] = _OVERFLOW_NSW if nsw else _OVERFLOW_NONE
+    return op_class.create(
+        operands=(lhs, rhs), result_types=(lhs.type,), properties=properties
+    )
 
 
 def float_binary(
@@ -71,7 +106,9 @@ def float_binary(
     flags: llvm.FastMathAttr = _NO_FASTMATH,
 ) -> Operation:
     """An llvm float binary op (`llvm.fadd`, ...) on two values."""
-    return op_class(lhs, rhs, flags)
+    return op_class.create(
+        operands=(lhs, rhs), result_types=(lhs.type,), properties={"fastmathFlags": flags}
+    )
 
 
 def fneg(value: SSAValue, flags: llvm.FastMathAttr = _NO_FASTMATH) -> llvm.FNegOp:
@@ -117,7 +154,22 @@ def call(
 
 def gep(base: SSAValue, index: SSAValue | int, element_type: Attribute) -> llvm.GEPOp:
     """`&base[index]` for a pointer to elements of `element_type` (inbounds)."""
-    return llvm.GEPOp.from_mixed_indices(base, [index], element_type, inbounds=True)
+    if isinstance(index, int):
+        operands: tuple[SSAValue, ...] = (base,)
+        indices = _constant_gep_indices(index)
+    else:
+        operands = (base, index)
+        indices = _GEP_ONE_SSA_INDEX
+    return llvm.GEPOp.create(
+        operands=operands,
+        result_types=(POINTER,),
+        properties={
+            "rawConstantIndices": indices,
+            "elem_type": element_type,
+            "noWrapFlags": _GEP_NO_WRAP_NONE,
+            "inbounds": _INBOUNDS,
+        },
+    )
 
 
 def load(
@@ -125,13 +177,21 @@ def load(
 ) -> llvm.LoadOp:
     """A load of `type_`; `alignment` in bytes when the pointer is known to have it
     (a vector load of a buffer only knows its elements' alignment)."""
-    return llvm.LoadOp(pointer, type_, alignment=alignment)
+    properties: dict[str, Attribute] = {"ordering": _ORDERING_NONE}
+    if alignment is not None:
+        properties["alignment"] = _alignment_attr(alignment)
+    return llvm.LoadOp.create(
+        operands=(pointer,), result_types=(type_,), properties=properties
+    )
 
 
 def store(
     value: SSAValue, pointer: SSAValue, alignment: int | None = None
 ) -> llvm.StoreOp:
-    return llvm.StoreOp(value, pointer, alignment=alignment)
+    properties: dict[str, Attribute] = {"ordering": _ORDERING_NONE}
+    if alignment is not None:
+        properties["alignment"] = _alignment_attr(alignment)
+    return llvm.StoreOp.create(operands=(value, pointer), properties=properties)
 
 
 def alloca(count: SSAValue, element_type: Attribute, alignment: int) -> llvm.AllocaOp:
