@@ -264,8 +264,7 @@ def _emit_call_intrinsic(
     callee = module.globals.get(name)
     if callee is None:
         callee = ir.Function(module, fn_type, name=name)
-    flags = sorted(flag.value for flag in op.fastmathFlags.data)
-    result = builder.call(callee, args, fastmath=flags)
+    result = builder.call(callee, args, fastmath=_fastmath_flags(op))
     if op.ress is not None:
         values[op.ress] = result
 
@@ -281,12 +280,40 @@ def _emit_store(op: llvm.StoreOp, builder: ir.IRBuilder, values: ValueMap) -> No
         store.align = op.alignment.value.data
 
 
+_FASTMATH_ORDER = ("reassoc", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "fast")
+"""The order LLVM prints fast-math flags in (a flag set has no order of its own)."""
+
+_FLOAT_BINARY = {
+    llvm.FAddOp: "fadd",
+    llvm.FSubOp: "fsub",
+    llvm.FMulOp: "fmul",
+    llvm.FDivOp: "fdiv",
+    llvm.FRemOp: "frem",
+}
+
+
+def _fastmath_flags(op: Operation) -> list[str]:
+    return sorted(
+        (flag.value for flag in op.fastmathFlags.data), key=_FASTMATH_ORDER.index
+    )
+
+
+def _emit_float_binary(
+    op: llvm.AbstractFloatArithOp, builder: ir.IRBuilder, values: ValueMap
+) -> None:
+    """A float binary op with its fast-math flags in LLVM's order, so the same module
+    always prints the same text."""
+    method = getattr(builder, _FLOAT_BINARY[type(op)])
+    values[op.res] = method(values[op.lhs], values[op.rhs], flags=_fastmath_flags(op))
+
+
 _OP_EMITTERS: dict[
     type[Operation], Callable[[Operation, ir.IRBuilder, ValueMap], None]
 ] = {
     llvm.GEPOp: _emit_gep,  # type: ignore[dict-item]
     llvm.CallIntrinsicOp: _emit_call_intrinsic,  # type: ignore[dict-item]
     llvm.StoreOp: _emit_store,  # type: ignore[dict-item]
+    **dict.fromkeys(_FLOAT_BINARY, _emit_float_binary),  # type: ignore[arg-type]
 }
 
 
