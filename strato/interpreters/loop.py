@@ -214,6 +214,9 @@ def _scalar_impl(op_type: type[Operation]):
             np.asarray(arg.value.data).astype(numpy_dtype(operand.type))
             for arg, operand in zip(args, op.operands)
         ]
+        if op.name in _DIVISIONS and not arrays[1]:
+            # undefined behaviour in arith and LLVM: a program that does it is wrong
+            raise ZeroDivisionError("integer division by zero")
         result = evaluate_scalar_op(op, arrays)
         result_type = op.results[0].type
         value = result.item()
