@@ -3,7 +3,8 @@
     pip install -e '.[corpus]'
     python benchmarks/torch_corpus.py                        # every model, both exporters
     python benchmarks/torch_corpus.py --only resnet18 --only bert --exporter dynamo
-    python benchmarks/torch_corpus.py --json corpus.json
+    python benchmarks/torch_corpus.py --json corpus.json --markdown corpus.md
+    python benchmarks/torch_corpus.py --json corpus.json --resume   # only the cases not in it
 
 The corpus is built here, with random weights (seeded), from model definitions that real
 users export: torchvision's CNNs, its VisionTransformer and SwinTransformer classes in small
@@ -14,10 +15,13 @@ library built from configs. Each model is exported with both of torch's ONNX exp
 tracked; `--rebuild` exports again).
 
 For each model and exporter, in a worker process of its own (so a crash or a hang costs
-that case only): compile with `strato.compile`, run on seeded inputs, run onnxruntime on
-the same inputs, compare (rtol 1e-3, atol 1e-4), and time both (median latency after a
-warm-up). The table gives the status (ok, mismatch with the largest error, or the first
-line of the diagnostic), the compile time, both latencies and their ratio.
+that case only, and `--timeout` bounds): compile with `strato.compile` (the compile cache
+off, so the compile time is measured), run on seeded inputs, run onnxruntime on the same
+inputs, compare (rtol 1e-3, atol 1e-4), and time both (median latency after a warm-up).
+The table gives the stage each case reached (import, compile, run, match), its status
+(ok, mismatch with the largest error, or the first line of the diagnostic), the compile
+time, the slowest compile stage, both latencies and their ratio. A worker reports each
+stage as it starts, so a case that times out says where.
 
 torchvision's wheels for this torch are CUDA builds whose compiled operators (nms,
 roi_align, ...) do not load beside the CPU torch. The model definitions never call them,
@@ -286,6 +290,19 @@ class CaseResult:
     """The largest magnitude of onnxruntime's outputs (a zero scale compares nothing)."""
     nodes: int | None = None
     op_types: list[str] = field(default_factory=list)
+    stage: str = "export"
+    """How far the case got: export, import, compile, run, match (compared) or done (ok)."""
+    stage_s: dict[str, float] = field(default_factory=dict)
+    """Seconds spent in each compile stage (import, then each pass of the pipeline)."""
+    current: str | None = None
+    """The compile stage running when the worker last reported (a timed-out case's)."""
+
+    @property
+    def slowest_stage(self) -> str | None:
+        if not self.stage_s:
+            return None
+        stage, seconds = max(self.stage_s.items(), key=lambda item: item[1])
+        return f"{stage} {seconds:.0f}s"
 
     @property
     def ratio(self) -> float | None:
@@ -327,8 +344,14 @@ def export(entry: CorpusModel, exporter: str, rebuild: bool) -> tuple[Path, Inpu
     return path, inputs
 
 
-def run_case(name: str, exporter: str, repeat: int, rebuild: bool) -> CaseResult:
+def run_case(
+    name: str, exporter: str, repeat: int, rebuild: bool, progress: Path | None = None
+) -> CaseResult:
     result = CaseResult(name, exporter)
+
+    def report() -> None:
+        if progress is not None:
+            progress.write_text(json.dumps(asdict(result)))
     entry = next(entry for entry in CORPUS if entry.name == name)
     try:
         path, inputs = export(entry, exporter, rebuild)
@@ -344,6 +367,7 @@ def run_case(name: str, exporter: str, repeat: int, rebuild: bool) -> CaseResult
     from strato.diagnostics import StratoError
     from strato.runtime.timing import median_latency_ms
 
+    result.stage = "import"
     model = onnx.load(str(path))
     result.nodes = len(model.graph.node)
     result.op_types = sorted({node.op_type for node in model.graph.node})
@@ -362,10 +386,26 @@ def run_case(name: str, exporter: str, repeat: int, rebuild: bool) -> CaseResult
     result.output_scale = max(float(np.max(np.abs(t))) for t in theirs)
     result.onnxruntime_ms = median_latency_ms(lambda: session.run(None, feed), repeat, warmup=2)
 
+    clock = [time.perf_counter()]
+    result.current = "import"
+    report()
+
+    def before_stage(stage: str) -> None:
+        now = time.perf_counter()
+        result.stage = "compile"
+        result.stage_s[result.current] = result.stage_s.get(result.current, 0.0) + now - clock[0]
+        result.current, clock[0] = stage, now
+        report()
+
     try:
-        start = time.perf_counter()
-        compiled = strato.compile(str(path))
+        start = clock[0]
+        compiled = strato.compile(str(path), before_stage=before_stage, cache=False)
         result.compile_s = time.perf_counter() - start
+        before_stage("")  # closes the last stage (with the build of the callable)
+        result.stage_s.pop("", None)
+        result.current = None
+        result.stage = "run"
+        report()
         ours = compiled(*arrays)
     except StratoError as error:
         where = error.location and error.location != str(path)
@@ -374,11 +414,12 @@ def run_case(name: str, exporter: str, repeat: int, rebuild: bool) -> CaseResult
     except Exception as error:  # noqa: BLE001 - an internal error is this case's status
         result.detail = _first_line(f"internal error: {type(error).__name__}: {error}")
         return result
-    result.strato_ms = median_latency_ms(lambda: compiled(*arrays), repeat, warmup=2)
-
+    result.stage = "match"
     abs_err, rel_err, close = compare(ours, theirs)
     result.max_abs_err, result.max_rel_err = abs_err, rel_err
+    result.strato_ms = median_latency_ms(lambda: compiled(*arrays), repeat, warmup=2)
     result.status = "ok" if close else "mismatch"
+    result.stage = "done" if close else "match"
     return result
 
 
@@ -418,9 +459,10 @@ def _first_line(text: str) -> str:
 def run_isolated(name: str, exporter: str, args: argparse.Namespace) -> CaseResult:
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "result.json"
+        progress = Path(scratch) / "progress.json"
         command = [
             sys.executable, __file__, "--case", name, exporter, str(out),
-            "--repeat", str(args.repeat),
+            "--progress", str(progress), "--repeat", str(args.repeat),
         ] + (["--rebuild"] if args.rebuild else [])
         try:
             completed = subprocess.run(
@@ -428,7 +470,13 @@ def run_isolated(name: str, exporter: str, args: argparse.Namespace) -> CaseResu
                 timeout=args.timeout,
             )
         except subprocess.TimeoutExpired:
-            return CaseResult(name, exporter, detail=f"timed out after {args.timeout:g} s")
+            result = CaseResult(name, exporter)
+            if progress.exists():
+                result = _load_result(json.loads(progress.read_text()))
+            where = f" in {result.current}" if result.current else ""
+            result.status = "timeout"
+            result.detail = f"timed out after {args.timeout:g} s{where}"
+            return result
         if out.exists():
             return CaseResult(**json.loads(out.read_text()))
         how = (
@@ -436,9 +484,18 @@ def run_isolated(name: str, exporter: str, args: argparse.Namespace) -> CaseResu
             else f"exit status {completed.returncode}"
         )
         tail = [line for line in completed.stderr.splitlines() if line.strip()][-1:]
-        return CaseResult(
-            name, exporter, detail=f"crashed ({how})" + (f": {tail[0].strip()}" if tail else "")
-        )
+        result = CaseResult(name, exporter)
+        if progress.exists():
+            result = _load_result(json.loads(progress.read_text()))
+        where = f" in {result.current}" if result.current else ""
+        result.status = "failed"
+        result.detail = f"crashed ({how}){where}" + (f": {tail[0].strip()}" if tail else "")
+        return result
+
+
+def _load_result(record: dict) -> CaseResult:
+    fields = set(CaseResult.__dataclass_fields__)
+    return CaseResult(**{key: value for key, value in record.items() if key in fields})
 
 
 def status_text(result: CaseResult, width: int = 0) -> str:
@@ -459,19 +516,64 @@ def print_table(results: list[CaseResult], width: int) -> None:
         return f"{'-':>{width}s}" if value is None else format(value, fmt)
 
     header = (
-        f"{'model':28s} {'exporter':11s} {'compile s':>9s} {'strato ms':>10s} "
+        f"{'model':28s} {'exporter':11s} {'stage':7s} {'compile s':>9s} {'strato ms':>10s} "
         f"{'ort ms':>9s} {'ratio':>7s}  status"
     )
     print(header)
     print("-" * len(header))
     for r in results:
         print(
-            f"{r.model:28s} {r.exporter:11s} {number(r.compile_s, '9.1f')} "
+            f"{r.model:28s} {r.exporter:11s} {r.stage:7s} {number(r.compile_s, '9.1f')} "
             f"{number(r.strato_ms, '10.2f')} {number(r.onnxruntime_ms, '9.2f')} "
             f"{number(r.ratio, '7.1f')}  {status_text(r, width)}"
         )
+    print(summary_line(results))
+
+
+def summary_line(results: list[CaseResult]) -> str:
     ok = sum(r.status == "ok" for r in results)
-    print(f"{ok} of {len(results)} match onnxruntime (rtol {RTOL:g}, atol {ATOL:g})")
+    return f"{ok} of {len(results)} match onnxruntime (rtol {RTOL:g}, atol {ATOL:g})"
+
+
+def markdown_table(results: list[CaseResult]) -> str:
+    """The table as markdown: one row a case, the status in full."""
+
+    def number(value: float | None, fmt: str) -> str:
+        return "-" if value is None else format(value, fmt)
+
+    def reached(r: CaseResult, stage: str) -> str:
+        order = ("export", "import", "compile", "run", "match", "done")
+        if order.index(r.stage) > order.index(stage):
+            return "yes"
+        return "no" if r.status != "timeout" else "timeout"
+
+    lines = [
+        "| model | exporter | import | compile | match | compile s | slowest stage "
+        "| max abs err | strato ms | ort ms | ratio | status |",
+        "|---|---|---|---|---|---:|---|---:|---:|---:|---:|---|",
+    ]
+    for r in results:
+        match = {"ok": "yes", "mismatch": "no"}.get(r.status, "-")
+        err = "-" if r.max_abs_err is None else f"{r.max_abs_err:.1e}"
+        status = status_text(r).replace("|", "\\|")
+        lines.append(
+            f"| {r.model} | {r.exporter} | {reached(r, 'import')} | {reached(r, 'compile')} "
+            f"| {match} | {number(r.compile_s, '.1f')} | {r.slowest_stage or '-'} | {err} "
+            f"| {number(r.strato_ms, '.2f')} | {number(r.onnxruntime_ms, '.2f')} "
+            f"| {number(r.ratio, '.1f')} | {status} |"
+        )
+    lines.append("")
+    lines.append(summary_line(results))
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(results: list[CaseResult], args: argparse.Namespace) -> None:
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps([asdict(r) | {"ratio": r.ratio} for r in results], indent=1)
+        )
+    if args.markdown:
+        Path(args.markdown).write_text(markdown_table(results))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -482,6 +584,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--exporter", choices=EXPORTERS, help="one exporter only")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    parser.add_argument("--markdown", metavar="PATH", help="write the table as markdown")
+    parser.add_argument(
+        "--resume", action="store_true",
+        help="keep the cases already in --json and run only the others",
+    )
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per side")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
     parser.add_argument("--rebuild", action="store_true", help="export again, ignoring the cache")
@@ -490,25 +597,36 @@ def main(argv: list[str] | None = None) -> int:
         "--show", nargs="+", metavar="JSON", help="print the table of earlier --json results"
     )
     parser.add_argument("--case", nargs=3, metavar=("NAME", "EXPORTER", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--progress", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.resume and not args.json:
+        parser.error("--resume needs --json")
 
     if args.case:
         name, exporter, out = args.case
-        result = run_case(name, exporter, args.repeat, args.rebuild)
+        progress = Path(args.progress) if args.progress else None
+        result = run_case(name, exporter, args.repeat, args.rebuild, progress)
         Path(out).write_text(json.dumps(asdict(result)))
         return 0
 
     if args.show:
         records = [record for path in args.show for record in json.loads(Path(path).read_text())]
-        fields = set(CaseResult.__dataclass_fields__)
-        print_table([CaseResult(**{k: v for k, v in r.items() if k in fields}) for r in records], args.width)
+        results = [_load_result(record) for record in records]
+        print_table(results, args.width)
+        if args.markdown:
+            Path(args.markdown).write_text(markdown_table(results))
         return 0
 
     names = args.only or [entry.name for entry in CORPUS]
     exporters = [args.exporter] if args.exporter else list(EXPORTERS)
-    results = []
+    results: list[CaseResult] = []
+    if args.resume and Path(args.json).exists():
+        results = [_load_result(record) for record in json.loads(Path(args.json).read_text())]
+    done = {(r.model, r.exporter) for r in results}
     for name in names:
         for exporter in exporters:
+            if (name, exporter) in done:
+                continue
             result = run_isolated(name, exporter, args)
             results.append(result)
             print(
@@ -517,10 +635,7 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            if args.json:  # after every case, so an interrupted run keeps what it measured
-                Path(args.json).write_text(
-                    json.dumps([asdict(r) | {"ratio": r.ratio} for r in results], indent=1)
-                )
+            write_outputs(results, args)  # after every case: an interrupted run keeps them
     print_table(results, args.width)
     return 0
 
