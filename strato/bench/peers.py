@@ -135,7 +135,7 @@ class Strato(Side):
         import strato
 
         return {
-            "strato": strato.__version__,
+            "strato": f"{strato.__version__}{source_revision()}",
             "llvmlite": llvmlite.__version__,
             "LLVM (llvmlite)": ".".join(map(str, llvmlite.binding.llvm_version_info)),
             "xdsl": str(getattr(xdsl, "__version__", "unknown")),
@@ -176,6 +176,29 @@ class Strato(Side):
             return _fixed(lambda: compiled_model(*inputs))
 
         return Prepared(seconds, runs, cache_hit_seconds=cache_hit_seconds)
+
+
+def source_revision() -> str:
+    """` (git 1a2b3c4)` for a source checkout, with `+changes` when strato's files differ
+    from that commit; empty when strato is not in a git work tree."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    if not (root / ".git").exists():  # an installed copy, perhaps inside another repository
+        return ""
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10, check=True
+        ).stdout.strip()
+
+    try:
+        commit = git("rev-parse", "--short", "HEAD")
+        changed = git("status", "--porcelain", "--untracked-files=no", "--", "strato")
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return f" (git {commit}{', +changes' if changed else ''})"
 
 
 @contextlib.contextmanager
