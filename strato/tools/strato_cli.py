@@ -276,6 +276,7 @@ def load_saved_model(args: argparse.Namespace):
             ("--dump-ir", args.dump_ir),
             ("--target", None if args.target == DEFAULT_TARGET else args.target),
             ("--threads", args.threads),
+            ("--tuning", getattr(args, "tuning", None)),
         )
         if value is not None
     ]

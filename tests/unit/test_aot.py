@@ -21,12 +21,15 @@ from strato.tools import strato_cli
 
 from test_compile import small_mlp
 
-X = np.random.default_rng(3).standard_normal((2, 16)).astype(np.float32)
+BATCH = 256
+"""Large enough for parallel loops: the object imports the thread pool's entry."""
+
+X = np.random.default_rng(3).standard_normal((BATCH, 16)).astype(np.float32)
 
 
 @pytest.fixture(scope="module")
 def compiled():
-    return strato.compile(small_mlp(), cache=False, name="tiny")
+    return strato.compile(small_mlp(batch=BATCH), threads=2, cache=False, name="tiny")
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +57,7 @@ def test_save_and_load_runs_the_same_code(compiled, saved):
 
 def test_load_in_a_fresh_process(compiled, saved, tmp_path):
     """Nothing compiled in the process: libc, libm and the parallel runtime resolve."""
+    assert "strato_parallel_for" in compiled.machine_code.imports
     np.save(tmp_path / "x.npy", X)
     script = textwrap.dedent(
         f"""
@@ -223,9 +227,9 @@ def test_cli_compile_to_strato_and_run_it(tmp_path, capsys):
 def test_manifest_describes_the_model(saved, compiled):
     with zipfile.ZipFile(io.BytesIO(saved.read_bytes())) as archive:
         manifest = json.loads(archive.read(MANIFEST))
-    assert manifest["inputs"] == [{"name": "x", "shape": [2, 16], "dtype": "float32"}]
-    assert manifest["outputs"] == [{"name": "y", "shape": [2, 5], "dtype": "float32"}]
-    assert manifest["target"] == "llvm"
+    assert manifest["inputs"] == [{"name": "x", "shape": [BATCH, 16], "dtype": "float32"}]
+    assert manifest["outputs"] == [{"name": "y", "shape": [BATCH, 5], "dtype": "float32"}]
+    assert manifest["target"] == "llvm -threads=2"
     assert manifest["strato_version"] == strato.__version__
     assert manifest["machine"]["cpu"] == host_target().cpu
     assert manifest["entry"]["symbol"] == "tiny_run"
