@@ -33,7 +33,12 @@ After `fork` the child has no workers: the pool's state is reset in the child
 (`os.register_at_fork`), and the child starts its own workers when it needs them.
 
 Linking a compiled model into a C program needs the runtime as an object too:
-`runtime_object()` (link with `-lpthread` on C libraries that keep pthreads apart).
+`runtime_object()` (link with `-lpthread` on C libraries that keep pthreads apart):
+
+    cc main.c model.o strato_pool.o -lpthread
+
+Its mutex and condition variables start zeroed, which glibc and musl take as their
+static initializers; elsewhere call `strato_parallel_init()` once before the model.
 """
 
 from __future__ import annotations
