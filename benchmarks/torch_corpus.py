@@ -293,7 +293,8 @@ class CaseResult:
     stage: str = "export"
     """How far the case got: export, import, compile, run, match (compared) or done (ok)."""
     stage_s: dict[str, float] = field(default_factory=dict)
-    """Seconds spent in each compile stage (import, then each pass of the pipeline)."""
+    """Seconds spent in each compile stage (import, then each pass of the pipeline; the
+    last pass's time includes the target's build, e.g. LLVM's optimisation and codegen)."""
     current: str | None = None
     """The compile stage running when the worker last reported (a timed-out case's)."""
 
@@ -401,8 +402,11 @@ def run_case(
         start = clock[0]
         compiled = strato.compile(str(path), before_stage=before_stage, cache=False)
         result.compile_s = time.perf_counter() - start
-        before_stage("")  # closes the last stage (with the build of the callable)
+        last = result.current
+        before_stage("")  # closes the last pass, with the target's build of the callable
         result.stage_s.pop("", None)
+        if last is not None and last in result.stage_s:
+            result.stage_s[f"{last}+build"] = result.stage_s.pop(last)
         result.current = None
         result.stage = "run"
         report()
