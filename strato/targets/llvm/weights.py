@@ -59,6 +59,7 @@ def pack_weights(
     module docstring); their symbols are renamed `<prefix><name>`."""
     constants: dict[str, bytes] = {}
     renamed: dict[str, str] = {}
+    taken = {op.sym_name.data for op in module.ops if isinstance(op, llvm.GlobalOp | llvm.FuncOp)}
     for op in list(module.ops):
         if not isinstance(op, llvm.GlobalOp):
             continue
@@ -68,6 +69,8 @@ def pack_weights(
         if op.alignment is not None and op.alignment.value.data > ALIGNMENT:
             continue  # the blob aligns its symbols to ALIGNMENT only
         name = f"{prefix}{op.sym_name.data}"
+        if name in taken:
+            raise AssertionError(f"weight symbol @{name} clashes with a symbol of the module")
         renamed[op.sym_name.data] = name
         constants[name] = data
         declaration = llvm.GlobalOp(
