@@ -226,14 +226,16 @@ def _bind_weights(
     engine: llvm.ExecutionEngine, module: llvm.ModuleRef, weights: WeightBlob
 ) -> None:
     """Map each weight symbol `module` declares to its bytes in `weights`, for `engine`
-    (before it resolves symbols, i.e. before `finalize_object`). A symbol the module
-    declares but the blob lacks is a `JitError`: MCJIT would abort the process."""
+    (before it resolves symbols, i.e. before `finalize_object`). A declared variable
+    that neither the blob nor the process provides is a `JitError`: MCJIT would abort
+    the process."""
     for variable in module.global_variables:
         if not variable.is_declaration:
             continue
-        if variable.name not in weights.symbols:
+        if variable.name in weights.symbols:
+            engine.add_global_mapping(variable, weights.address(variable.name))
+        elif not llvm.address_of_symbol(variable.name):
             raise JitError(f"no bytes for the external constant '{variable.name}'")
-        engine.add_global_mapping(variable, weights.address(variable.name))
 
 
 class JitModule:
