@@ -7,8 +7,9 @@ stays a scalar:
 
 - a load or store whose address moves by one element per iteration is one vector
   load/store; an address that does not move is a scalar load, broadcast to every lane
-  where a vector needs it; any other address (a stride, a gather through a computed
-  index) is one scalar access per lane, assembled with `insertelement`;
+  where a vector needs it; any other address is one scalar access per lane, assembled
+  with `insertelement`: a constant stride at a constant offset from the first lane's
+  address, a gather through a computed index at its own address;
 - float and integer arithmetic, min/max, fma and the math functions LLVM has vector
   intrinsics for become vector instructions (keeping the op's fast-math flags); any
   other op is computed per lane and assembled into a vector where a vector needs it.
@@ -424,6 +425,11 @@ class _LoopVectorizer:
                 return
         # each lane's scalar, where the load stands: the lanes of a strided or
         # gathered load, or lanes per-lane users of a vector load need
+        if stride is not None and _vector_memory_ok(element):
+            for lane, pointer in enumerate(self.lane_addresses(op, stride)):
+                load = builders.load(pointer, element, alignment=element_byte_size(element))
+                self._lane[(value, lane)] = self.emit(load).results[0]
+            return
         for lane in range(self.width):
             cloned = self.clone_with(op, lambda v, lane=lane: self.lane(v, lane))
             self._lane[(value, lane)] = cloned.results[0]
@@ -438,8 +444,24 @@ class _LoopVectorizer:
                 builders.store(vector, address, alignment=element_byte_size(element))
             )
             return
+        if stride is not None and _vector_memory_ok(element):
+            for lane, pointer in enumerate(self.lane_addresses(op, stride)):
+                value = self.to_llvm(self.lane(op.value, lane), element)
+                self.emit(builders.store(value, pointer, alignment=element_byte_size(element)))
+            return
         for lane in range(self.width):
             self.clone_with(op, lambda v, lane=lane: self.lane(v, lane))
+
+    def lane_addresses(self, op: memref.LoadOp | memref.StoreOp, stride: int) -> list[SSAValue]:
+        """The element of each lane of an access with a constant stride (in elements):
+        one address computation for the first lane, a constant offset from it for the
+        others."""
+        first = self.address(op)
+        element = op.res.type if isinstance(op, memref.LoadOp) else op.value.type
+        return [first] + [
+            self.emit(builders.gep(first, lane * stride, element)).results[0]
+            for lane in range(1, self.width)
+        ]
 
 
 _CMPI_NAMES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
