@@ -158,16 +158,14 @@ def parallelize_outer_loops(sch: Schedule, threads: int) -> dict[str, str]:
 
 def _iterations(sch: Schedule, stage: str) -> int:
     """Innermost iterations of `stage` per run of the kernel, those of the stages
-    computed at its loops included."""
-    loops = sch.get_loops(stage)
-    count = prod(loop.extent for loop in loops)
-    axes = [loop.axis for loop in loops]
+    computed at its loops included (their whole extents: read from the schedule state,
+    so that the estimate needs no rebuild of the kernel)."""
+    state = sch.state.stage(stage)
+    extents = state.extents()
+    count = prod(extents[var] for var in state.leaves)
     for other in sch.state.stages:
-        attach = other.attach
-        if attach is None or attach.stage != stage or attach.var not in axes:
-            continue
-        runs = prod(loop.extent for loop in loops[: axes.index(attach.var) + 1])
-        count += runs * _iterations(sch, other.name)
+        if other.attach is not None and other.attach.stage == stage:
+            count += _iterations(sch, other.name)
     return count
 
 
