@@ -284,7 +284,9 @@ class _Converter:
             for attr in self.function.arg_attrs.data:
                 kept.append(DictionaryAttr({k: v for k, v in attr.data.items() if k != OUTPUT_ATTR}))
             attrs = ArrayAttr(kept)
-        return func.FuncOp(self.name, (types, []), Region(entry), arg_attrs=attrs)
+        function = func.FuncOp(self.name, (types, []), Region(entry), arg_attrs=attrs)
+        _drop_unused_arithmetic(function)
+        return function
 
     def _layout(self) -> None:
         for op in self.function.walk():
@@ -734,6 +736,20 @@ def _grid(value: SSAValue, env: dict[SSAValue, np.ndarray], memo: dict[SSAValue,
         raise _NotAffine("a padding condition that depends on a loop outside the copy (unroll that loop)")
     memo[value] = result
     return result
+
+
+def _drop_unused_arithmetic(function: func.FuncOp) -> None:
+    """Erase index arithmetic nothing reads (the values of expanded unrolled loops)."""
+    changed = True
+    while changed:
+        changed = False
+        for op in list(function.walk(reverse=True)):
+            if isinstance(op, arith.ConstantOp | arith.AddiOp | arith.SubiOp | arith.MuliOp) and not any(
+                r.uses for r in op.results
+            ):
+                op.detach()
+                op.erase()
+                changed = True
 
 
 def _used(value: SSAValue) -> bool:

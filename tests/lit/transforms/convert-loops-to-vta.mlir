@@ -11,7 +11,6 @@
 // RUN: not strato-opt %S/Inputs/convert-loops-to-vta-unscheduled.mlir -p convert-loops-to-vta 2>&1 | filecheck %s --check-prefix=REFUSED
 
 // CHECK-LABEL: func.func @conv2d(%x: memref<8x1x16xi8>, %w: memref<18x16x16xi8>, %b: memref<2x1x16xi32>, %out: memref<16x1x16xi8>) {
-// CHECK-NEXT:  %0 = arith.constant 0 : index
 // CHECK-NEXT:  loop.for %o_outer_outer = 0 to 1 axis "o.outer.outer" {
 // CHECK-NEXT:  loop.for %o_outer_inner = 0 to 2 virtual_thread axis "o.outer.inner" {
 // CHECK-NEXT:  %acc = vta.buffer offset 0 : memref<5x1x16xi32, #loop.scope<vta.acc>>
@@ -19,46 +18,46 @@
 // CHECK-NEXT:  %wgt = vta.buffer offset 0 : memref<9x16x16xi8, #loop.scope<vta.wgt>>
 // CHECK-NEXT:  vta.gemm %acc, %inp, %wgt loops {{\[\[}}4, 1, 0, 0]] uops {{\[\[}}0, 0, 0]] {reset} : memref<5x1x16xi32, #loop.scope<vta.acc>>, memref<18x1x16xi8, #loop.scope<vta.inp>>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
 // CHECK-NEXT:  loop.for %c_outer = 0 to 1 axis "c.outer" {
-// CHECK-NEXT:  %1 = arith.constant 0 : index
-// CHECK-NEXT:  %2 = arith.constant 8 : index
-// CHECK-NEXT:  %3 = arith.muli %c_outer, %2 : index
-// CHECK-NEXT:  %4 = arith.addi %1, %3 : index
+// CHECK-NEXT:  %0 = arith.constant 0 : index
+// CHECK-NEXT:  %1 = arith.constant 8 : index
+// CHECK-NEXT:  %2 = arith.muli %c_outer, %1 : index
+// CHECK-NEXT:  %3 = arith.addi %0, %2 : index
+// CHECK-NEXT:  %4 = arith.constant 0 : index
+// CHECK-NEXT:  vta.load %x[%3], %inp[%4] rows 2 cols 4 stride 4 pad [1, 0, 1, 1] : memref<8x1x16xi8>, memref<18x1x16xi8, #loop.scope<vta.inp>>
 // CHECK-NEXT:  %5 = arith.constant 0 : index
-// CHECK-NEXT:  vta.load %x[%4], %inp[%5] rows 2 cols 4 stride 4 pad [1, 0, 1, 1] : memref<8x1x16xi8>, memref<18x1x16xi8, #loop.scope<vta.inp>>
-// CHECK-NEXT:  %6 = arith.constant 0 : index
-// CHECK-NEXT:  %7 = arith.constant 9 : index
-// CHECK-NEXT:  %8 = arith.muli %c_outer, %7 : index
-// CHECK-NEXT:  %9 = arith.addi %6, %8 : index
-// CHECK-NEXT:  %10 = arith.constant 18 : index
-// CHECK-NEXT:  %11 = arith.muli %o_outer_outer, %10 : index
-// CHECK-NEXT:  %12 = arith.addi %9, %11 : index
-// CHECK-NEXT:  %13 = arith.constant 9 : index
-// CHECK-NEXT:  %14 = arith.muli %o_outer_inner, %13 : index
-// CHECK-NEXT:  %15 = arith.addi %12, %14 : index
-// CHECK-NEXT:  %16 = arith.constant 0 : index
-// CHECK-NEXT:  vta.load %w[%15], %wgt[%16] rows 1 cols 9 stride 9 : memref<18x16x16xi8>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
+// CHECK-NEXT:  %6 = arith.constant 9 : index
+// CHECK-NEXT:  %7 = arith.muli %c_outer, %6 : index
+// CHECK-NEXT:  %8 = arith.addi %5, %7 : index
+// CHECK-NEXT:  %9 = arith.constant 18 : index
+// CHECK-NEXT:  %10 = arith.muli %o_outer_outer, %9 : index
+// CHECK-NEXT:  %11 = arith.addi %8, %10 : index
+// CHECK-NEXT:  %12 = arith.constant 9 : index
+// CHECK-NEXT:  %13 = arith.muli %o_outer_inner, %12 : index
+// CHECK-NEXT:  %14 = arith.addi %11, %13 : index
+// CHECK-NEXT:  %15 = arith.constant 0 : index
+// CHECK-NEXT:  vta.load %w[%14], %wgt[%15] rows 1 cols 9 stride 9 : memref<18x16x16xi8>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
 // CHECK-NEXT:  vta.gemm %acc, %inp, %wgt loops {{\[\[}}3, 0, 6, 3], [3, 0, 1, 1]] uops {{\[\[}}0, 0, 0], [1, 1, 0], [2, 2, 0], [3, 3, 0]] : memref<5x1x16xi32, #loop.scope<vta.acc>>, memref<18x1x16xi8, #loop.scope<vta.inp>>, memref<9x16x16xi8, #loop.scope<vta.wgt>>
 // CHECK-NEXT:  }
-// CHECK-NEXT:  %17 = arith.constant 0 : index
-// CHECK-NEXT:  %18 = arith.constant 2 : index
-// CHECK-NEXT:  %19 = arith.muli %o_outer_outer, %18 : index
-// CHECK-NEXT:  %20 = arith.addi %17, %19 : index
-// CHECK-NEXT:  %21 = arith.addi %20, %o_outer_inner : index
-// CHECK-NEXT:  %22 = arith.constant 4 : index
-// CHECK-NEXT:  vta.load %b[%21], %acc[%22] rows 1 cols 1 stride 1 : memref<2x1x16xi32>, memref<5x1x16xi32, #loop.scope<vta.acc>>
+// CHECK-NEXT:  %16 = arith.constant 0 : index
+// CHECK-NEXT:  %17 = arith.constant 2 : index
+// CHECK-NEXT:  %18 = arith.muli %o_outer_outer, %17 : index
+// CHECK-NEXT:  %19 = arith.addi %16, %18 : index
+// CHECK-NEXT:  %20 = arith.addi %19, %o_outer_inner : index
+// CHECK-NEXT:  %21 = arith.constant 4 : index
+// CHECK-NEXT:  vta.load %b[%20], %acc[%21] rows 1 cols 1 stride 1 : memref<2x1x16xi32>, memref<5x1x16xi32, #loop.scope<vta.acc>>
 // CHECK-NEXT:  vta.alu add %acc loops {{\[\[}}4, 1, 0]] uops {{\[\[}}0, 4]] : memref<5x1x16xi32, #loop.scope<vta.acc>>
 // CHECK-NEXT:  vta.alu shr %acc imm 8 loops {{\[\[}}4, 1, 1]] uops {{\[\[}}0, 0]] : memref<5x1x16xi32, #loop.scope<vta.acc>>
 // CHECK-NEXT:  vta.alu max %acc imm 0 loops {{\[\[}}4, 1, 1]] uops {{\[\[}}0, 0]] : memref<5x1x16xi32, #loop.scope<vta.acc>>
 // CHECK-NEXT:  vta.alu min %acc imm 127 loops {{\[\[}}4, 1, 1]] uops {{\[\[}}0, 0]] : memref<5x1x16xi32, #loop.scope<vta.acc>>
-// CHECK-NEXT:  %23 = arith.constant 0 : index
-// CHECK-NEXT:  %24 = arith.constant 16 : index
-// CHECK-NEXT:  %25 = arith.muli %o_outer_outer, %24 : index
-// CHECK-NEXT:  %26 = arith.addi %23, %25 : index
-// CHECK-NEXT:  %27 = arith.constant 8 : index
-// CHECK-NEXT:  %28 = arith.muli %o_outer_inner, %27 : index
-// CHECK-NEXT:  %29 = arith.addi %26, %28 : index
-// CHECK-NEXT:  %30 = arith.constant 0 : index
-// CHECK-NEXT:  vta.store %acc[%30], %out[%29] rows 1 cols 4 stride 4 : memref<5x1x16xi32, #loop.scope<vta.acc>>, memref<16x1x16xi8>
+// CHECK-NEXT:  %22 = arith.constant 0 : index
+// CHECK-NEXT:  %23 = arith.constant 16 : index
+// CHECK-NEXT:  %24 = arith.muli %o_outer_outer, %23 : index
+// CHECK-NEXT:  %25 = arith.addi %22, %24 : index
+// CHECK-NEXT:  %26 = arith.constant 8 : index
+// CHECK-NEXT:  %27 = arith.muli %o_outer_inner, %26 : index
+// CHECK-NEXT:  %28 = arith.addi %25, %27 : index
+// CHECK-NEXT:  %29 = arith.constant 0 : index
+// CHECK-NEXT:  vta.store %acc[%29], %out[%28] rows 1 cols 4 stride 4 : memref<5x1x16xi32, #loop.scope<vta.acc>>, memref<16x1x16xi8>
 // CHECK-NEXT:  }
 // CHECK-NEXT:  }
 // CHECK:         loop.for %o_outer_inner_1 = 0 to 2 virtual_thread axis "o.outer.inner" {
