@@ -10,8 +10,11 @@
 - `layout` and `bundle`: the NCHW1n16c / OIHW16o16i element orders and the on-disk bundle;
 - `examples`: a tiled GEMM and a conv2d written against the runtime, one or two virtual
   threads (`python -m strato.vta.examples`);
-- `compile`: `run_conv2d`, one int8 conv2d through the compiler path (VTA template in the
-  vta dialect, dependence tokens, virtual threads, instruction stream, simulator);
+- `compile`: `run_conv2d`, one int8 conv2d through the compiler path (te kernel, VTA
+  template schedule with the vta.gemm tensorize intrinsic, convert-loops-to-vta,
+  dependence tokens, virtual threads, instruction stream, simulator);
 - `graph` and `run_model`: a quantized graph with its convs on the simulator, bit-exact
-  against numpy (`python -m strato.vta.run_model resnet18`).
+  against numpy (`python -m strato.vta.run_model resnet18`);
+- `partition`: the same graph split into VTA steps and CPU functions compiled by the
+  llvm target, what the `vta` compile target runs (strato.targets.vta.compile_target).
 """
