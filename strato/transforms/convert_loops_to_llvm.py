@@ -78,10 +78,9 @@ from xdsl.context import Context
 from xdsl.dialects import memref, scf
 from xdsl.dialects.builtin import ModuleOp, UnrealizedConversionCastOp
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriteWalker
-from xdsl.transforms.reconcile_unrealized_casts import reconcile_unrealized_casts
 
 from strato.diagnostics import StratoError
 from strato.dialects.loop import YieldOp
@@ -155,6 +154,55 @@ def check_lowerable(module: ModuleOp, lowered: set[type[Operation]]) -> None:
                 raise unsupported(op, reason)
 
 
+def _single_cast_input(op: Operation | object) -> SSAValue | None:
+    """The input of a one-to-one unrealized cast, else None."""
+    if (
+        isinstance(op, UnrealizedConversionCastOp)
+        and len(op.inputs) == 1
+        and len(op.outputs) == 1
+    ):
+        return op.inputs[0]
+    return None
+
+
+def reconcile_casts(module: ModuleOp) -> None:
+    """Remove the unrealized casts the patterns left between converted values: a use of
+    a chain of one-to-one casts takes the first value up the chain that already has
+    the type it expects, and casts left without uses are erased; a value without a name
+    takes that of the casts it replaces. A cast that cannot be reconciled stays (the
+    legality check reports it).
+
+    xDSL's `reconcile_unrealized_casts` does the same through the pattern rewriter,
+    one depth-first search of the use-def chain per cast; this is one walk over the
+    module and one pass over its casts, which matters on models with many kernels.
+    """
+    casts = [op for op in module.walk() if isinstance(op, UnrealizedConversionCastOp)]
+    for cast in casts:
+        source = _single_cast_input(cast)
+        if source is None:
+            continue
+        result = cast.results[0]
+        name = result.name_hint
+        while source is not None:
+            if source.type == result.type:
+                if source.name_hint is None:  # keep a name of the chain, as the rewriter does
+                    source.name_hint = name
+                result.replace_all_uses_with(source)
+                break
+            name = name or source.name_hint
+            source = _single_cast_input(source.owner)
+    # users come after their definitions in the walk: erasing in reverse order frees
+    # a cast's uses by casts before it is looked at
+    for cast in reversed(casts):
+        if any(result.first_use is not None for result in cast.results):
+            continue
+        source = _single_cast_input(cast)
+        if source is not None and source.name_hint is None:
+            source.name_hint = cast.results[0].name_hint
+        cast.detach()
+        cast.erase()
+
+
 def convert_loops_to_llvm(module: ModuleOp, threads: int = 0) -> None:
     """Lower `module` from the loop level to the llvm dialect, in place; parallel loops
     run on up to `threads` threads (0: the compilation's thread count)."""
@@ -166,7 +214,7 @@ def convert_loops_to_llvm(module: ModuleOp, threads: int = 0) -> None:
     vectorize_loops(module)
     outline_parallel_loops(module, resolve_threads(threads))
     PatternRewriteWalker(dispatcher, apply_recursively=True).rewrite_module(module)
-    reconcile_unrealized_casts(module, warn_on_failure=False)
+    reconcile_casts(module)
     check_legal(
         module,
         PASS_NAME,
