@@ -35,6 +35,8 @@ def test_vta_is_a_registered_target():
     assert target.virtual_threads == 1 and target.samples == 2
     assert target.pipeline() == "graph-simplify-inference,graph-quantize{samples=2 seed=0}"
     assert target.emitter() is VtaTarget
+    calibrated = get_target("vta -calibration=/data/cal.npz")
+    assert calibrated.pipeline() == 'graph-simplify-inference,graph-quantize{calibration="/data/cal.npz"}'
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,9 @@
 
     vta                          two virtual threads, calibration on 2 random samples
     vta -virtual-threads=1       no latency hiding
-    vta -samples=8 -seed=3       graph-quantize's calibration inputs
+    vta -samples=8 -seed=3       graph-quantize's random calibration inputs (uniform in
+                                 [-1, 1]); inputs far outside that range are clipped
+    vta -calibration=CAL.npz     calibrate on the inputs in CAL.npz (graph-quantize's format)
 
     model = strato.compile("resnet18", target="vta")
     (logits,) = model(x)
@@ -137,6 +139,8 @@ class VtaCompileTarget(Target):
         "virtual-threads": "virtual threads of the offloaded layers, 1 or 2 (default 2)",
         "samples": "random calibration inputs of graph-quantize (default 2)",
         "seed": "seed of the calibration inputs (default 0)",
+        "calibration": "an .npz of calibration inputs for graph-quantize (arg0, arg1, ...; "
+        "a leading sample axis) instead of random ones",
     }
 
     def __init__(self, spec) -> None:
@@ -146,6 +150,11 @@ class VtaCompileTarget(Target):
         self.seed = _count(self, "seed", 0, 0, 2**31 - 1)
 
     def pipeline(self) -> str:
+        calibration = self.option("calibration")
+        if calibration is not None:
+            if '"' in calibration:
+                raise TargetError(f"target 'vta': -calibration cannot name a path with a quote: {calibration}")
+            return f'graph-simplify-inference,graph-quantize{{calibration="{calibration}"}}'
         return f"graph-simplify-inference,graph-quantize{{samples={self.samples} seed={self.seed}}}"
 
     def build(
