@@ -195,7 +195,8 @@ def compile_cache_key(
     neither a readable file, a ModelProto nor a zoo name, so compiling reports it).
 
     A file is its bytes and those of its external data; a zoo name stands for itself
-    (the zoo's code is part of strato's source fingerprint)."""
+    (the zoo's code is part of strato's source fingerprint). The loaded plugins are
+    part of the key too."""
     from strato.runtime.cache import cache_key
 
     content = _model_bytes(model)
@@ -211,8 +212,29 @@ def compile_cache_key(
         "name": name,
         "hooks": [_hook_text(hook) for hook in hooks],
         "tuning": _file_digest(tuning_log),
+        "plugins": _plugin_fingerprint(),
     }
     return cache_key(data, options)
+
+
+def _plugin_fingerprint() -> list[str]:
+    """The plugins loaded in this process, each with the size and modification time of
+    its module's file: a plugin's passes, templates and targets shape the code."""
+    import sys
+
+    from strato.plugins import loaded_plugins
+
+    entries = []
+    for spec, failure in sorted(loaded_plugins().items()):
+        module = sys.modules.get(spec.partition(":")[0])
+        path = getattr(module, "__file__", None)
+        try:
+            stat = os.stat(path) if path else None
+        except OSError:
+            stat = None
+        where = f"{stat.st_size}:{stat.st_mtime_ns}" if stat else "?"
+        entries.append(f"{spec}={where}{'!' if failure else ''}")
+    return entries
 
 
 def _tuning_log(tuning: str | os.PathLike | None) -> str | None:

@@ -189,3 +189,14 @@ def test_external_weights_are_part_of_the_key(cache_dir, compilations, tmp_path)
     second = strato.compile(str(path))
     assert len(compilations) == 2 and second.origin is None
     assert not np.array_equal(second(X)[0], first(X)[0])
+
+
+def test_loaded_plugins_are_part_of_the_key(monkeypatch):
+    from strato import plugins
+
+    model, target = small_mlp(), get_target("llvm")
+    before = compiler.compile_cache_key(model, target, None)
+    monkeypatch.setitem(plugins._loaded, "json", None)  # a module loaded as a plugin
+    with_plugin = compiler.compile_cache_key(model, target, None)
+    assert with_plugin != before
+    assert with_plugin == compiler.compile_cache_key(model, target, None)
