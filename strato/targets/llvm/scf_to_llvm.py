@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from xdsl.dialects import llvm, scf
-from xdsl.dialects.builtin import UnrealizedConversionCastOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
@@ -27,6 +26,7 @@ from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from strato.targets.llvm import builders
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern
 from strato.targets.llvm.type_conversion import (
+    cast_one,
     llvm_type,
     materialize_llvm,
     materialize_llvm_all,
@@ -42,7 +42,7 @@ def _retype_block_args(
         if arg.type == value.type:
             rewriter.replace_all_uses_with(arg, value)
             continue
-        cast, back = UnrealizedConversionCastOp.cast_one(value, arg.type)
+        cast, back = cast_one(value, arg.type)
         rewriter.insert(cast, InsertPoint.at_start(block))
         rewriter.replace_all_uses_with(arg, back)
     for arg in reversed(list(block.args)):
@@ -84,7 +84,7 @@ def _results_from_block_args(
         if result.type == arg.type:
             rewriter.replace_all_uses_with(result, arg)
             continue
-        cast, back = UnrealizedConversionCastOp.cast_one(arg, result.type)
+        cast, back = cast_one(arg, result.type)
         rewriter.insert(cast, InsertPoint.at_start(block))
         rewriter.replace_all_uses_with(result, back)
 
@@ -122,7 +122,7 @@ class ForOpLowering(LLVMLoweringPattern):
             if result.type == carried.type:
                 rewriter.replace_all_uses_with(result, carried)
                 continue
-            cast, back = UnrealizedConversionCastOp.cast_one(carried, result.type)
+            cast, back = cast_one(carried, result.type)
             rewriter.insert(cast, InsertPoint.at_start(exit_block))
             rewriter.replace_all_uses_with(result, back)
 

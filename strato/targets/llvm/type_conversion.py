@@ -171,6 +171,19 @@ def memref_size_in_bytes(type_: MemRefType) -> int:
     return (last + 1) * element_byte_size(type_.element_type)
 
 
+def cast_one(
+    value: SSAValue, type_: Attribute
+) -> tuple[UnrealizedConversionCastOp, SSAValue]:
+    """`builtin.unrealized_conversion_cast value to type_` and its result, which keeps
+    the name of `value`: xDSL's `UnrealizedConversionCastOp.cast_one` without its
+    generic constructor (the lowering builds one or two casts per converted op)."""
+    cast = UnrealizedConversionCastOp.create(operands=(value,), result_types=(type_,))
+    result = cast.results[0]
+    if value.name_hint is not None:
+        result.name_hint = value.name_hint
+    return cast, result
+
+
 def materialize_llvm(
     rewriter: PatternRewriter, before: Operation, value: SSAValue
 ) -> SSAValue:
@@ -188,7 +201,7 @@ def materialize_llvm(
         source = owner.inputs[0]
         if source.type == target:
             return source
-    cast, result = UnrealizedConversionCastOp.cast_one(value, target)
+    cast, result = cast_one(value, target)
     rewriter.insert(cast, InsertPoint.before(before))
     return result
 
@@ -216,7 +229,7 @@ def replace_with_llvm(
         if old.type == new.type:
             replacements.append(new)
             continue
-        cast, back = UnrealizedConversionCastOp.cast_one(new, old.type)
+        cast, back = cast_one(new, old.type)
         ops.append(cast)
         replacements.append(back)
     rewriter.replace(op, ops, replacements)
@@ -231,7 +244,7 @@ def convert_value_type_in_place(rewriter: PatternRewriter, value: SSAValue) -> S
     new_value = rewriter.replace_value_with_new_type(value, llvm_type(old_type))
     if not new_value.uses:
         return new_value
-    cast, back = UnrealizedConversionCastOp.cast_one(new_value, old_type)
+    cast, back = cast_one(new_value, old_type)
     block = new_value.owner
     assert not isinstance(block, Operation)
     rewriter.insert(cast, InsertPoint.at_start(block))
