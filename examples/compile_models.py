@@ -4,7 +4,9 @@
     python examples/compile_models.py --small    # the same (both are small already)
 
 `strato.compile` takes a zoo name, a path to an .onnx file or an onnx.ModelProto, and
-returns a callable: numpy arrays in, in the ONNX input order; a list of arrays out.
+returns a callable: numpy arrays in, in the ONNX input order; a list of arrays out. A
+target string picks the CPU and code generation options; a compiled model saves to one
+file that `strato.load` runs without compiling.
 """
 
 import argparse
@@ -63,9 +65,21 @@ def main() -> None:
         (scores,) = cnn(image)
         # The graph interpreter runs each op's numpy reference semantics.
         (expected,) = run_graph(import_onnx(path).module, [image])
+
+        # A target string: here LLVM's -O2 and fast math (`strato targets` lists more).
+        fast = strato.compile(path, target="llvm -opt-level=2 -fast-math")
+        # Saved to one file, the compiled model runs again without compiling.
+        saved = os.path.join(directory, "small_cnn.strato")
+        cnn.save(saved)
+        again = strato.load(saved)
+        (fast_scores,), (saved_scores,) = fast(image), again(image)
     print(cnn, "->", scores)
     print("largest difference from the graph interpreter:", float(np.abs(scores - expected).max()))
     assert np.allclose(scores, expected, rtol=1e-4, atol=1e-4)
+    print("with -fast-math, largest difference:", float(np.abs(fast_scores - expected).max()))
+    print("saved and loaded again without compiling: the same scores")
+    assert np.allclose(fast_scores, expected, rtol=1e-4, atol=1e-4)
+    assert np.array_equal(saved_scores, scores)
 
 
 if __name__ == "__main__":
