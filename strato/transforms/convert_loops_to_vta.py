@@ -807,6 +807,8 @@ def convert_loops_to_vta(module: ModuleOp, config: VTAConfig = DEFAULT_CONFIG) -
 
 
 class ConvertLoopsToVtaPass(ModulePass):
+    """Scheduled loop-level kernels (tiles in VTA scopes, GEMM tensorized) to vta ops."""
+
     name = "convert-loops-to-vta"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
