@@ -412,6 +412,9 @@ class StratoOptMain(xDSLOptMain):
                 emitter_class = cls(TargetSpec(name)).emitter()
                 if emitter_class is None:
                     raise UsageError(f"target '{name}' has no IR output; use `strato compile`")
+                if emitter_class.name != name:
+                    # an emitter shared with another target answers to this name too
+                    emitter_class = type(emitter_class.__name__, (emitter_class,), {"name": name})
                 return emitter_class
 
             self.available_targets[name] = emitter
@@ -648,8 +651,12 @@ class StratoOptMain(xDSLOptMain):
             "interpret": "run the entry function on seeded random inputs, print its outputs",
             "vta": "run a vta function's stream on the simulator; with -o DIR write its bundle",
         }
+        from strato.targets.registry import registered_targets
+
+        compile_targets = registered_targets()
         for name, factory in self.available_targets.items():
-            lines.append(f"  {name:<{width}}{descriptions.get(name, '')}")
+            summary = compile_targets[name][0].summary if name in compile_targets else ""
+            lines.append(f"  {name:<{width}}{descriptions.get(name, summary)}")
             if name == "mlir":
                 continue  # its options are the --print-* flags
             try:

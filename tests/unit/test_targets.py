@@ -125,6 +125,23 @@ def test_register_target_and_compile_through_it():
         get_target("test-cpu")
 
 
+def test_strato_opt_lists_and_emits_registered_targets(capsys, tmp_path):
+    from strato.tools import strato_opt
+
+    empty = tmp_path / "empty.mlir"
+    empty.write_text("builtin.module {\n}\n")
+    register_target(RenamedLLVM, source="tests")
+    try:
+        assert strato_opt.main(["--help"]) == 0
+        help_text = capsys.readouterr().out
+        assert f"test-cpu                      {RenamedLLVM.summary}" in help_text
+        # -t NAME runs the registered target's emitter (here the LLVM IR printer)
+        assert strato_opt.main([str(empty), "-t", "test-cpu"]) == 0
+        assert "target triple" in capsys.readouterr().out
+    finally:
+        unregister_target("test-cpu")
+
+
 @pytest.mark.parametrize("bad", [int, type("NoName", (Target,), {"summary": "x"})])
 def test_register_target_refuses_what_is_not_a_target(bad):
     with pytest.raises(TargetError):
