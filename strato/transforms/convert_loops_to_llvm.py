@@ -83,6 +83,7 @@ from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import PatternRewriteWalker
 
 from strato.diagnostics import StratoError
+from strato.gc_pause import gc_paused
 from strato.dialects.loop import YieldOp
 from strato.legality import check_legal
 from strato.targets.llvm.arith_to_llvm import arith_to_llvm_patterns
@@ -208,13 +209,14 @@ def convert_loops_to_llvm(module: ModuleOp, threads: int = 0) -> None:
     run on up to `threads` threads (0: the compilation's thread count)."""
     dispatcher = LoweringDispatcher(loops_to_llvm_patterns())
     check_lowerable(module, set(dispatcher.by_type))
-    mark_reductions(module)
-    unroll_loops(module)
-    simplify_index_divisions(module)
-    vectorize_loops(module)
-    outline_parallel_loops(module, resolve_threads(threads))
-    PatternRewriteWalker(dispatcher, apply_recursively=True).rewrite_module(module)
-    reconcile_casts(module)
+    with gc_paused():
+        mark_reductions(module)
+        unroll_loops(module)
+        simplify_index_divisions(module)
+        vectorize_loops(module)
+        outline_parallel_loops(module, resolve_threads(threads))
+        PatternRewriteWalker(dispatcher, apply_recursively=True).rewrite_module(module)
+        reconcile_casts(module)
     check_legal(
         module,
         PASS_NAME,

@@ -45,6 +45,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from strato.diagnostics import StratoError
+from strato.gc_pause import gc_paused
 from strato.targets.llvm.host import current_machine, host_data_layout, host_target
 
 _ARG_FLAGS = {
@@ -406,7 +407,8 @@ def to_llvmlite_module(
 
 def emit_llvm_ir(module: ModuleOp) -> str:
     """The LLVM IR text of an llvm-dialect module, for the host target."""
-    return str(to_llvmlite_module(module))
+    with gc_paused():  # llvmlite objects for every instruction, then their text
+        return str(to_llvmlite_module(module))
 
 
 @dataclass(frozen=True)
