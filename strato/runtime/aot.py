@@ -95,7 +95,8 @@ def model_to_bytes(model: CompiledModel) -> bytes:
         "outputs": [_spec_json(spec) for spec in model.outputs],
         "members": {OBJECT: _member_json(code.object_code)},
     }
-    weights = code.weights.data.tobytes() if code.weights.symbols else None
+    # a view: the zip archive copies the bytes once
+    weights = memoryview(code.weights.data) if code.weights.symbols else None
     if weights is not None:
         manifest["weights"] = {name: list(place) for name, place in code.weights.symbols.items()}
         manifest["members"][WEIGHTS] = _member_json(weights)
@@ -110,7 +111,7 @@ def model_to_bytes(model: CompiledModel) -> bytes:
             archive.writestr(WEIGHTS, weights)
         if llvm_ir is not None:
             # text: compressed (a tenth of its size); read only when asked for
-            archive.writestr(LLVM_IR, llvm_ir, compress_type=zipfile.ZIP_DEFLATED)
+            archive.writestr(LLVM_IR, llvm_ir, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
     return buffer.getvalue()
 
 
