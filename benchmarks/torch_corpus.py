@@ -40,6 +40,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,8 @@ class CorpusModel:
     name: str
     source: str
     build: Callable[[], tuple[object, Inputs]]
+    inputs: Callable[[], Inputs]
+    """The same inputs as `build`'s, without torch (a cached export needs only these)."""
 
 
 def import_torchvision():
@@ -185,6 +188,17 @@ def _swin_small():
     return module, _image(64)
 
 
+def _transformer_inputs(kind: str) -> Inputs:
+    if kind == "vit":
+        return {"pixel_values": _image(32)["pixels"]}
+    inputs = _tokens(1000)
+    if kind == "t5":
+        inputs["decoder_input_ids"] = np.random.default_rng(SEED + 1).integers(
+            0, 1000, size=(1, 8), dtype=np.int64
+        )
+    return inputs
+
+
 def _transformers(kind: str) -> Callable[[], tuple[object, Inputs]]:
     def build():
         import torch
@@ -199,20 +213,17 @@ def _transformers(kind: str) -> Callable[[], tuple[object, Inputs]]:
         )
         if kind == "bert":
             model = transformers.BertModel(transformers.BertConfig(**small))
-            inputs = _tokens(1000)
         elif kind == "distilbert":
             config = transformers.DistilBertConfig(
                 vocab_size=1000, dim=64, n_layers=2, n_heads=4, hidden_dim=128,
                 max_position_embeddings=64,
             )
             model = transformers.DistilBertModel(config)
-            inputs = _tokens(1000)
         elif kind == "gpt2":
             config = transformers.GPT2Config(
                 vocab_size=1000, n_embd=64, n_layer=2, n_head=4, n_positions=64, use_cache=False
             )
             model = transformers.GPT2Model(config)
-            inputs = _tokens(1000)
         elif kind in ("t5_encoder", "t5"):
             config = transformers.T5Config(
                 vocab_size=1000, d_model=64, d_kv=16, d_ff=128, num_layers=2,
@@ -220,53 +231,50 @@ def _transformers(kind: str) -> Callable[[], tuple[object, Inputs]]:
             )
             if kind == "t5_encoder":
                 model = transformers.T5EncoderModel(config)
-                inputs = _tokens(1000)
             else:
                 model = transformers.T5Model(config)
-                inputs = _tokens(1000)
-                inputs["decoder_input_ids"] = np.random.default_rng(SEED + 1).integers(
-                    0, 1000, size=(1, 8), dtype=np.int64
-                )
         elif kind == "vit":
             config = transformers.ViTConfig(
                 image_size=32, patch_size=8, hidden_size=64, num_hidden_layers=2,
                 num_attention_heads=4, intermediate_size=128,
             )
             model = transformers.ViTModel(config, add_pooling_layer=False)
-            inputs = {"pixel_values": _image(32)["pixels"]}
         else:
             raise ValueError(kind)
         model.config.return_dict = False
+        inputs = _transformer_inputs(kind)
         return _FirstTensor.wrap(model.eval(), tuple(inputs)), inputs
 
     return build
 
 
 CORPUS: tuple[CorpusModel, ...] = (
-    CorpusModel("resnet18", "torchvision", _torchvision("resnet18")),
-    CorpusModel("mobilenet_v2", "torchvision", _torchvision("mobilenet_v2")),
-    CorpusModel("mobilenet_v3_small", "torchvision", _torchvision("mobilenet_v3_small")),
-    CorpusModel("efficientnet_b0", "torchvision", _torchvision("efficientnet_b0")),
-    CorpusModel("shufflenet_v2_x0_5", "torchvision", _torchvision("shufflenet_v2_x0_5")),
-    CorpusModel("squeezenet1_0", "torchvision", _torchvision("squeezenet1_0")),
-    CorpusModel("densenet121", "torchvision", _torchvision("densenet121")),
+    CorpusModel("resnet18", "torchvision", _torchvision("resnet18"), _image),
+    CorpusModel("mobilenet_v2", "torchvision", _torchvision("mobilenet_v2"), _image),
+    CorpusModel("mobilenet_v3_small", "torchvision", _torchvision("mobilenet_v3_small"), _image),
+    CorpusModel("efficientnet_b0", "torchvision", _torchvision("efficientnet_b0"), _image),
+    CorpusModel("shufflenet_v2_x0_5", "torchvision", _torchvision("shufflenet_v2_x0_5"), _image),
+    CorpusModel("squeezenet1_0", "torchvision", _torchvision("squeezenet1_0"), _image),
+    CorpusModel("densenet121", "torchvision", _torchvision("densenet121"), _image),
     CorpusModel(
-        "googlenet", "torchvision", _torchvision("googlenet", aux_logits=False, init_weights=True)
+        "googlenet", "torchvision", _torchvision("googlenet", aux_logits=False, init_weights=True),
+        _image,
     ),
-    CorpusModel("regnet_x_400mf", "torchvision", _torchvision("regnet_x_400mf")),
+    CorpusModel("regnet_x_400mf", "torchvision", _torchvision("regnet_x_400mf"), _image),
     CorpusModel(
         "deeplabv3_mobilenet_v3_large",
         "torchvision",
         _torchvision("deeplabv3_mobilenet_v3_large", weights_backbone=None, aux_loss=False),
+        _image,
     ),
-    CorpusModel("vit_small", "torchvision", _vit_small),
-    CorpusModel("swin_small", "torchvision", _swin_small),
-    CorpusModel("bert", "transformers", _transformers("bert")),
-    CorpusModel("distilbert", "transformers", _transformers("distilbert")),
-    CorpusModel("gpt2", "transformers", _transformers("gpt2")),
-    CorpusModel("t5_encoder", "transformers", _transformers("t5_encoder")),
-    CorpusModel("t5", "transformers", _transformers("t5")),
-    CorpusModel("hf_vit", "transformers", _transformers("vit")),
+    CorpusModel("vit_small", "torchvision", _vit_small, lambda: _image(64)),
+    CorpusModel("swin_small", "torchvision", _swin_small, lambda: _image(64)),
+    CorpusModel("bert", "transformers", _transformers("bert"), lambda: _transformer_inputs("bert")),
+    CorpusModel("distilbert", "transformers", _transformers("distilbert"), lambda: _transformer_inputs("distilbert")),
+    CorpusModel("gpt2", "transformers", _transformers("gpt2"), lambda: _transformer_inputs("gpt2")),
+    CorpusModel("t5_encoder", "transformers", _transformers("t5_encoder"), lambda: _transformer_inputs("t5_encoder")),
+    CorpusModel("t5", "transformers", _transformers("t5"), lambda: _transformer_inputs("t5")),
+    CorpusModel("hf_vit", "transformers", _transformers("vit"), lambda: _transformer_inputs("vit")),
 )
 
 
@@ -313,13 +321,14 @@ class CaseResult:
 
 
 def export(entry: CorpusModel, exporter: str, rebuild: bool) -> tuple[Path, Inputs]:
-    """The model exported by `exporter` (from the cache when it is there) and its inputs."""
+    """The model exported by `exporter` (from the cache when it is there, without
+    importing torch) and its inputs."""
+    path = CACHE_DIR / f"{entry.name}.{exporter}.torch-{version('torch')}.onnx"
+    if path.exists() and not rebuild:
+        return path, entry.inputs()
     import torch
 
     module, inputs = entry.build()
-    path = CACHE_DIR / f"{entry.name}.{exporter}.torch-{torch.__version__}.onnx"
-    if path.exists() and not rebuild:
-        return path, inputs
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     args = tuple(torch.from_numpy(value) for value in inputs.values())
     partial = path.with_suffix(".partial")
