@@ -4,10 +4,10 @@
     python benchmarks/compile_time.py resnet18 --repeat 3    # median of 3 compilations
     python benchmarks/compile_time.py --all --no-tvm         # every zoo model, strato only
 
-For each model: the wall time of every stage of `strato.compile` (import, each pass of the
+For each model: the wall and CPU time of every stage of `strato.compile` (import, each pass of the
 pipeline, then the build: finalizing the entry, emitting LLVM IR text, LLVM parsing,
-LLVM optimization, machine code), the total, and the CPU time of the process over the
-whole compilation (on a shared machine the wall time also counts other people's work).
+LLVM optimization, machine code) and the total; on a shared machine the CPU time is the
+steadier figure (the wall time also counts other people's work).
 When `tvm` is importable (the `bench` extra), TVM Relax then compiles the same ONNX model
 for the same CPU (`relax.frontend.onnx.from_onnx`, then `tvm.compile` with its default
 pipeline, untuned) and its time and the ratio strato/TVM are printed.
@@ -39,22 +39,24 @@ _BUILD_STEPS = (
 
 
 class StageClock:
-    """Wall time per named stage, in the order stages first appear."""
+    """Wall and CPU seconds per named stage, in the order stages first appear."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.cpu_seconds: dict[str, float] = {}
         self._current: str | None = None
-        self._since = 0.0
+        self._since = (0.0, 0.0)
 
     def switch(self, stage: str | None) -> None:
         """End the running stage (if any) and start `stage` (None: stop)."""
-        now = time.perf_counter()
+        now = (time.perf_counter(), time.process_time())
         if self._current is not None:
-            self.seconds[self._current] = self.seconds.get(self._current, 0.0) + now - self._since
+            self.add(self._current, now[0] - self._since[0], now[1] - self._since[1])
         self._current, self._since = stage, now
 
-    def add(self, stage: str, seconds: float) -> None:
+    def add(self, stage: str, seconds: float, cpu_seconds: float) -> None:
         self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+        self.cpu_seconds[stage] = self.cpu_seconds.get(stage, 0.0) + cpu_seconds
 
 
 @contextlib.contextmanager
@@ -83,11 +85,13 @@ def instrumented(clock: StageClock) -> Iterator[None]:
             continue
 
         def step(*args, _original=original, _stage=stage, **kwargs):
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             try:
                 return _original(*args, **kwargs)
             finally:
-                clock.add(_stage, time.perf_counter() - start)
+                clock.add(
+                    _stage, time.perf_counter() - start, time.process_time() - cpu_start
+                )
 
         wrap(module, attribute, step)
     try:
@@ -97,8 +101,8 @@ def instrumented(clock: StageClock) -> Iterator[None]:
             setattr(owner, attribute, original)
 
 
-def compile_strato(model: onnx.ModelProto, name: str) -> tuple[dict[str, float], float]:
-    """One `strato.compile` of `model`: seconds per stage (and "total"), and CPU seconds."""
+def compile_strato(model: onnx.ModelProto, name: str) -> dict[str, tuple[float, float]]:
+    """One `strato.compile` of `model`: (wall, CPU) seconds per stage and in "total"."""
     clock = StageClock()
     cpu_start = time.process_time()
     start = time.perf_counter()
@@ -106,34 +110,44 @@ def compile_strato(model: onnx.ModelProto, name: str) -> tuple[dict[str, float],
     with instrumented(clock):
         strato.compile(model, name=name, before_stage=clock.switch)
     clock.switch(None)
-    total = time.perf_counter() - start
-    cpu = time.process_time() - cpu_start
-    stages = clock.seconds
-    build = stages.pop("build: machine code", 0.0)
-    steps = sum(seconds for stage, seconds in stages.items() if stage.startswith("build: "))
-    stages["build: machine code"] = max(0.0, build - steps)
-    stages["total"] = total
-    return stages, cpu
+    stages: dict[str, tuple[float, float]] = {}
+    build = (0.0, 0.0)
+    for stage, seconds in clock.seconds.items():
+        if stage == "build: machine code":
+            build = (seconds, clock.cpu_seconds[stage])
+        else:
+            stages[stage] = (seconds, clock.cpu_seconds[stage])
+    # the build's clock ran on through the timed steps: what is left is machine code
+    steps = [times for stage, times in stages.items() if stage.startswith("build: ")]
+    stages["build: machine code"] = (
+        max(0.0, build[0] - sum(wall for wall, _ in steps)),
+        max(0.0, build[1] - sum(cpu for _, cpu in steps)),
+    )
+    stages["total"] = (time.perf_counter() - start, time.process_time() - cpu_start)
+    return stages
 
 
-def compile_tvm(model: onnx.ModelProto) -> float | None:
-    """Seconds TVM Relax takes from the ONNX model to an executable for this CPU, or
-    None when `tvm` is not importable."""
+def compile_tvm(model: onnx.ModelProto) -> tuple[float, float] | str:
+    """(wall, CPU) seconds TVM Relax takes from the ONNX model to an executable for this
+    CPU, or why it did not: `tvm` not importable, or the model not supported."""
     try:
         import tvm
         from tvm import relax
         from tvm.relax.frontend.onnx import from_onnx
     except ImportError:
-        return None
+        return "not installed (pip install strato[bench])"
     from strato.targets.llvm.host import host_target
 
-    host = host_target()
-    target = tvm.target.Target({"kind": "llvm", "mcpu": host.cpu})
-    start = time.perf_counter()
-    mod = from_onnx(model, keep_params_in_input=False)
-    executable = tvm.compile(mod, target=target)
+    target = tvm.target.Target({"kind": "llvm", "mcpu": host_target().cpu})
+    start, cpu_start = time.perf_counter(), time.process_time()
+    try:
+        mod = from_onnx(model, keep_params_in_input=False)
+        executable = tvm.compile(mod, target=target)
+    except Exception as err:  # TVM raises its own error types per release
+        reason = str(err).strip().splitlines()
+        return f"failed: {reason[-1] if reason else type(err).__name__}"
     relax.VirtualMachine(executable, tvm.cpu())
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu_start
 
 
 def main() -> None:
@@ -147,21 +161,26 @@ def main() -> None:
     for name in names:
         model = zoo.build_model(name)
         runs = [compile_strato(model, name) for _ in range(max(1, args.repeat))]
-        stages = {stage: statistics.median(run[0][stage] for run in runs) for stage in runs[0][0]}
-        cpu = statistics.median(run[1] for run in runs)
-        print(f"{name}: strato", flush=True)
-        for stage, seconds in stages.items():
-            if stage != "total":
-                print(f"  {stage:28s} {seconds:7.2f} s")
-        line = f"  {'total':28s} {stages['total']:7.2f} s (CPU {cpu:.2f} s)"
-        tvm_seconds = None
-        if not args.no_tvm:
-            tvm_runs = [compile_tvm(model) for _ in range(max(1, args.repeat))]
-            if tvm_runs[0] is not None:
-                tvm_seconds = statistics.median(tvm_runs)
-        if tvm_seconds is not None:
-            line += f" | TVM Relax {tvm_seconds:.2f} s | strato/TVM {stages['total'] / tvm_seconds:.2f}x"
-        print(line, flush=True)
+        print(f"{name}: strato                     wall      CPU", flush=True)
+        for stage in runs[0]:
+            wall = statistics.median(run[stage][0] for run in runs)
+            cpu = statistics.median(run[stage][1] for run in runs)
+            print(f"  {stage:28s} {wall:7.2f} s {cpu:7.2f} s")
+        if args.no_tvm:
+            continue
+        tvm_runs = [compile_tvm(model) for _ in range(max(1, args.repeat))]
+        if isinstance(tvm_runs[0], str):
+            print(f"  TVM Relax: {tvm_runs[0]}", flush=True)
+            continue
+        wall = statistics.median(run[0] for run in tvm_runs)
+        cpu = statistics.median(run[1] for run in tvm_runs)
+        ours = statistics.median(run["total"][0] for run in runs)
+        ours_cpu = statistics.median(run["total"][1] for run in runs)
+        print(
+            f"  {'TVM Relax':28s} {wall:7.2f} s {cpu:7.2f} s | strato/TVM "
+            f"{ours / wall:.2f}x wall, {ours_cpu / cpu:.2f}x CPU",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
