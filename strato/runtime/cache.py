@@ -16,8 +16,9 @@ Entries are `.strato` archives (`strato.runtime.aot`) in
 
 written atomically (a crash leaves no half entry). An entry that cannot be read back (a
 truncated file, another strato's format) is removed and the model compiled again; a
-cache directory that cannot be written only costs the speed-up. `STRATO_CACHE=0`
-turns the cache off, as does `strato.compile(..., cache=False)`.
+cache directory that cannot be written only costs the speed-up. The cache holds at most
+$STRATO_CACHE_MAX_MB megabytes (default 2048): the least recently used entries go first.
+`STRATO_CACHE=0` turns the cache off, as does `strato.compile(..., cache=False)`.
 """
 
 from __future__ import annotations
@@ -106,6 +107,10 @@ def lookup(key: str) -> CompiledModel | None:
         _remove(path)
         return None
     model.origin = f"the compile cache ({path})"
+    try:
+        os.utime(path)  # recently used: evicted last
+    except OSError:
+        pass
     return model
 
 
@@ -124,7 +129,45 @@ def store(key: str, model: CompiledModel) -> bool:
         reason = err.message if isinstance(err, StratoError) else (err.strerror or str(err))
         warnings.warn(f"strato: cannot write the compile cache at {path.parent}: {reason}", stacklevel=3)
         return False
+    evict(size_limit(), keep=path)
     return True
+
+
+DEFAULT_SIZE_LIMIT_MB = 2048
+
+
+def size_limit() -> int:
+    """Bytes the cache may hold: $STRATO_CACHE_MAX_MB megabytes (default 2048)."""
+    text = os.environ.get("STRATO_CACHE_MAX_MB", "").strip()
+    try:
+        megabytes = float(text) if text else DEFAULT_SIZE_LIMIT_MB
+    except ValueError:
+        megabytes = DEFAULT_SIZE_LIMIT_MB
+    return max(0, int(megabytes * 1e6))
+
+
+def evict(limit: int, *, keep: Path | None = None) -> int:
+    """Remove the least recently used entries until the cache holds at most `limit`
+    bytes (`keep`, the entry just written, stays); the number removed."""
+    root = cache_dir()
+    entries = []
+    for path in root.glob(f"*/*{ENTRY_SUFFIX}"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        entries.append((stat.st_mtime_ns, stat.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    removed = 0
+    for _, size, path in sorted(entries, key=lambda entry: entry[0]):
+        if total <= limit:
+            break
+        if keep is not None and path == keep:
+            continue
+        _remove(path)
+        total -= size
+        removed += 1
+    return removed
 
 
 def _remove(path: Path) -> None:
@@ -166,7 +209,9 @@ __all__ = [
     "cache_key",
     "clear",
     "entry_path",
+    "evict",
     "lookup",
+    "size_limit",
     "source_fingerprint",
     "store",
     "usage",

@@ -491,7 +491,7 @@ def cache_command(args: argparse.Namespace) -> int:
     count, size = cache.usage()
     state = "on" if cache.cache_enabled() else "off (STRATO_CACHE=0)"
     print(f"compile cache: {directory}, {state}")
-    print(f"{count} compiled model(s), {size / 1e6:.1f} MB")
+    print(f"{count} compiled model(s), {size / 1e6:.1f} MB of at most {cache.size_limit() / 1e6:.0f} MB")
     return 0
 
 

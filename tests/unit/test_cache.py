@@ -200,3 +200,22 @@ def test_loaded_plugins_are_part_of_the_key(monkeypatch):
     with_plugin = compiler.compile_cache_key(model, target, None)
     assert with_plugin != before
     assert with_plugin == compiler.compile_cache_key(model, target, None)
+
+
+def test_least_recently_used_entries_are_evicted(cache_dir, compilations, monkeypatch):
+    import os
+    import time
+
+    strato.compile(small_mlp(seed=1))
+    (first,) = entries(cache_dir)
+    size = first.stat().st_size
+    # room for two entries, not three
+    monkeypatch.setenv("STRATO_CACHE_MAX_MB", str(2.5 * size / 1e6))
+    strato.compile(small_mlp(seed=2))
+    os.utime(first, ns=(time.time_ns() - 10**10,) * 2)  # long unused ...
+    assert strato.compile(small_mlp(seed=1)).origin is not None  # ... until this hit
+    second = next(path for path in entries(cache_dir) if path != first)
+    strato.compile(small_mlp(seed=3))
+    assert len(compilations) == 3
+    assert first in entries(cache_dir) and second not in entries(cache_dir)
+    assert len(entries(cache_dir)) == 2
