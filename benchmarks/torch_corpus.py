@@ -486,6 +486,9 @@ def run_isolated(name: str, exporter: str, args: argparse.Namespace) -> CaseResu
             result = CaseResult(name, exporter)
             if progress.exists():
                 result = _load_result(json.loads(progress.read_text()))
+                if result.current is not None:  # it started when the progress was written
+                    elapsed = time.time() - progress.stat().st_mtime
+                    result.stage_s[result.current] = elapsed
             where = f" in {result.current}" if result.current else ""
             result.status = "timeout"
             result.detail = f"timed out after {args.timeout:g} s{where}"
