@@ -9,8 +9,9 @@
             cpu.fma_tile.<MR>x<NR>x<KC>   (tensorize: the MR x NR tile in registers)
 
 With the defaults (KC = K, MC = M) the outermost loop is j.outer, over column blocks
-(parallel-ready), and B is packed one K x NR panel per column block, right before the
-row tiles that read it.
+(parallel-ready), B is packed one K x NR panel per column block, right before the
+row tiles that read it, and each MR x NR tile of the output is zeroed right before the
+micro-kernel (decompose_reduction), not by a pass over the whole output first.
 
 B is the operand indexed by the output column and the reduction axis (the weights of a
 dense layer, stored [N, K], or the right operand of a matmul), A the one indexed by the
@@ -75,6 +76,10 @@ def schedule_dense(sch: Schedule, stage: StageHandle, knobs: dict[str, Any]) -> 
     if knobs["pack_a"] and a_name is not None and a_name != b_name and mr < i.extent:
         at = _deepest([*batch, ko, io])
         _pack(sch, stage, a_name, at, mr, i.axis, k.axis)
+    if ko is None:
+        # each tile zeroed right before the micro-kernel loads it (in L1), not by a
+        # separate pass over the whole output
+        sch.decompose_reduction(stage, sch.get_loop(stage, ki.axis))
     sch.tensorize(sch.get_loop(stage, ki.axis), fma_tile_name(mr, nr, kc))
 
 
