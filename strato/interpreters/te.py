@@ -99,16 +99,6 @@ _CMPI: list[Callable[[np.ndarray, np.ndarray], np.ndarray]] = [
 def _cmpf(predicate: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     # predicates by number: false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true
     unordered = np.isnan(a) | np.isnan(b)
-    compare = [
-        None,
-        np.equal,
-        np.greater,
-        np.greater_equal,
-        np.less,
-        np.less_equal,
-        np.not_equal,
-        None,
-    ][predicate % 8]
     if predicate == 0:
         return np.zeros_like(unordered)
     if predicate == 15:
@@ -117,6 +107,15 @@ def _cmpf(predicate: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return ~unordered
     if predicate == 14:
         return unordered
+    # oeq..one are 1..6, ueq..une 8..13: the same comparisons, ordered or not
+    compare = {
+        1: np.equal,
+        2: np.greater,
+        3: np.greater_equal,
+        4: np.less,
+        5: np.less_equal,
+        6: np.not_equal,
+    }[predicate if predicate < 8 else predicate - 7]
     if predicate < 8:
         return compare(a, b) & ~unordered
     return compare(a, b) | unordered

@@ -226,3 +226,25 @@ def test_wrong_inputs_are_diagnostics():
         run_te(module, [])
     with pytest.raises(StratoError, match="has shape"):
         run_te(module, [np.zeros((4, 2), np.float32)])
+
+
+def test_every_cmpf_predicate_orders_and_unorders_as_llvm_does():
+    import numpy as np
+
+    from strato.interpreters.te import _cmpf
+
+    a = np.array([0.0, 1.0, np.nan, 2.0, np.nan])
+    b = np.array([0.0, 2.0, 1.0, 1.0, np.nan])
+    names = "false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true".split()
+    relations = {"eq": a == b, "gt": a > b, "ge": a >= b, "lt": a < b, "le": a <= b, "ne": a != b}
+    nan = np.isnan(a) | np.isnan(b)
+    for number, name in enumerate(names):
+        if name in ("false", "true"):
+            expected = np.full(a.shape, name == "true")
+        elif name in ("ord", "uno"):
+            expected = nan if name == "uno" else ~nan
+        elif name[0] == "o":
+            expected = relations[name[1:]] & ~nan
+        else:
+            expected = relations[name[1:]] | nan
+        assert _cmpf(number, a, b).tolist() == expected.tolist(), name
