@@ -80,7 +80,7 @@ from xdsl.dialects.builtin import ModuleOp, UnrealizedConversionCastOp
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriteWalker
+from xdsl.pattern_rewriter import PatternRewriter
 
 from strato.diagnostics import StratoError
 from strato.gc_pause import gc_paused
@@ -204,6 +204,32 @@ def reconcile_casts(module: ModuleOp) -> None:
         cast.erase()
 
 
+def _inside(op: Operation, module: ModuleOp) -> bool:
+    """Whether `op` is still nested in `module` (not erased or dropped with a region)."""
+    parent = op.parent_op()
+    while parent is not None and parent is not module:
+        parent = parent.parent_op()
+    return parent is module
+
+
+def apply_lowerings(module: ModuleOp, dispatcher: LoweringDispatcher) -> None:
+    """Lower every op of `module` that has a pattern, in program order, until none is
+    left: what `PatternRewriteWalker(dispatcher, apply_recursively=True)` does, without
+    pushing every op (created ones too) through its worklist and without its final
+    sweep over the whole lowered module to confirm that nothing matches any more."""
+    by_type = dispatcher.by_type
+    pending = [op for op in module.walk() if type(op) in by_type]
+    while pending:
+        for op in pending:
+            if not _inside(op, module):
+                continue
+            try:
+                by_type[type(op)].lower(op, PatternRewriter(op))
+            except Exception as err:  # reported on the op, as the walker reports it
+                op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
+        pending = [op for op in module.walk() if type(op) in by_type]
+
+
 def convert_loops_to_llvm(module: ModuleOp, threads: int = 0) -> None:
     """Lower `module` from the loop level to the llvm dialect, in place; parallel loops
     run on up to `threads` threads (0: the compilation's thread count)."""
@@ -215,7 +241,7 @@ def convert_loops_to_llvm(module: ModuleOp, threads: int = 0) -> None:
         simplify_index_divisions(module)
         vectorize_loops(module)
         outline_parallel_loops(module, resolve_threads(threads))
-        PatternRewriteWalker(dispatcher, apply_recursively=True).rewrite_module(module)
+        apply_lowerings(module, dispatcher)
         reconcile_casts(module)
     check_legal(
         module,
