@@ -16,17 +16,19 @@ func.func @relu(%a: memref<64xf32>, %o: memref<64xf32> {loop.output}) attributes
   func.return
 }
 
-// A matmul: the B panel packed per column block, the tile tensorized with the CPU
-// micro-kernel (rows unrolled, columns vectorized, k outside).
+// A matmul: the B panel packed per column block, each tile zeroed right before the
+// CPU micro-kernel (rows unrolled, columns vectorized, k outside in unrolled steps of 4).
 // CHECK-LABEL: func.func @mm(
 // CHECK-SAME:    schedule.template = {matmul = "dense"}
 // CHECK:         loop.for %{{.*}} = 0 to 2 axis "j.outer" attributes {stage = "matmul"} {
 // CHECK:           attributes {stage = "matmul.B.local"}
+// CHECK:           loop.for %{{.*}} = 0 to 8 axis "i.inner" attributes {stage = "matmul", init} {
 // CHECK:           loop.for %{{.*}} = 0 to 8 unrolled axis "i.inner.load" attributes {stage = "matmul", tensorized = "cpu.fma_tile.8x32x16"} {
 // CHECK-NEXT:        loop.for %{{.*}} = 0 to 32 vectorized axis "j.inner.load"
-// CHECK:           loop.for %{{.*}} = 0 to 16 axis "k" attributes {stage = "matmul", reduction, tensorized = "cpu.fma_tile.8x32x16"} {
-// CHECK-NEXT:        loop.for %{{.*}} = 0 to 8 unrolled axis "i.inner.update"
-// CHECK-NEXT:          loop.for %{{.*}} = 0 to 32 vectorized axis "j.inner.update"
+// CHECK:           loop.for %{{.*}} = 0 to 4 axis "k" attributes {stage = "matmul", reduction, tensorized = "cpu.fma_tile.8x32x16"} {
+// CHECK-NEXT:        loop.for %{{.*}} = 0 to 4 unrolled axis "k.unrolled"
+// CHECK:               loop.for %{{.*}} = 0 to 8 unrolled axis "i.inner.update"
+// CHECK-NEXT:            loop.for %{{.*}} = 0 to 32 vectorized axis "j.inner.update"
 func.func @mm(%A: memref<16x16xf32>, %B: memref<16x64xf32>, %Y: memref<16x64xf32> {loop.output}) attributes {loop.kernel} {
   loop.for %i = 0 to 16 axis "i" attributes {stage = "matmul", init} {
     loop.for %j = 0 to 64 axis "j" attributes {stage = "matmul", init} {
