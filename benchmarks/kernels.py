@@ -24,7 +24,6 @@ import os
 os.environ["OPENBLAS_NUM_THREADS"] = "1"  # before numpy is imported, or it has no effect
 
 import argparse  # noqa: E402
-import contextlib  # noqa: E402
 import math  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
@@ -41,6 +40,7 @@ from strato.context import make_context  # noqa: E402
 from strato.frontends.onnx import import_onnx  # noqa: E402
 from strato.pipeline import COMPILE, COMPILE_UNSCHEDULED, run_pipeline  # noqa: E402
 from strato.runtime.signature import Signature  # noqa: E402
+from strato.targets.llvm.parallel_threads import compiling_with_threads  # noqa: E402
 
 FMA_PEAK_GFLOPS = 190.0
 """One core's fp32 FMA peak on the development machine (2 units x 16 lanes x 2 x ~3 GHz)."""
@@ -91,17 +91,9 @@ def compile_with(model: onnx.ModelProto, pipeline: str) -> Callable[..., list[np
     signature = Signature.from_function(
         imported.function, imported.input_names, imported.output_names
     )
-    with _one_thread():
+    with compiling_with_threads(1):
         run_pipeline(make_context(), imported.module, pipeline)
         return build_llvm(imported.module, imported.function_name, signature)
-
-
-def _one_thread():
-    try:
-        from strato.targets.llvm.parallel_threads import compiling_with_threads
-    except ImportError:  # a strato without parallel loops
-        return contextlib.nullcontext()
-    return compiling_with_threads(1)
 
 
 def median_seconds(run: Callable[[], object], seconds: float, once: bool) -> float:
