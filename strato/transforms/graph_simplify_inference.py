@@ -20,6 +20,15 @@ pass applies them to a fixed point:
   transposed) and bias [N]; batched left operands are fine, dense takes [.., K].
 - `DenseAddToBias`: a dense layer whose only user adds a constant vector [N] takes it
   as its bias (added to a constant bias it already has).
+- `ConvTransposeToConv`: a transposed convolution with constant weights (one group, no
+  dilation) becomes a plain stride-1 convolution, the regular, blocked and vectorized
+  kind, where the gather form tests every tap of every output. With stride 1 it is the
+  input padded by K - 1 - pad and the weights' two channel axes swapped, every tap
+  mirrored. With stride s it is split by output phase: one convolution computes the
+  s^n phases as M * s^n output channels with ceil(K / s) taps each, and a reshape, a
+  transpose, a reshape and a slice interleave them into the output. A 1x1 input
+  without padding is a dense layer. A transposed convolution followed by a batch
+  normalization it can fold is left for `FoldBatchNorm` first.
 
 Requires: functions of graph ops. Leaves illegal: nothing (batch normalization with
 non-constant parameters is kept).
@@ -344,6 +353,154 @@ class DenseAddToBias(RewritePattern):
         erase_if_unused(rewriter, old_operands)
 
 
+class ConvTransposeToConv(RewritePattern):
+    """conv_transpose(x, w) with constant w, groups 1 and dilations 1 -> a stride-1 conv
+    (see the module docstring)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: graph.ConvTransposeOp, rewriter: PatternRewriter) -> None:
+        weight = constant_array(op.weight)
+        if weight is None or op.group_count != 1:
+            return
+        if any(d != 1 for d in op.dilation_values):
+            return
+        user = op.result.get_user_of_unique_use()
+        if isinstance(user, graph.BatchNormOp) and batch_norm_factors(user) is not None:
+            return  # FoldBatchNorm first: it folds into this op, not into what replaces it
+        if _is_outer_product(op):
+            replacement = _outer_product_dense(op, weight)
+        elif all(s == 1 for s in op.stride_values):
+            replacement = _mirrored_conv(op, weight)
+        else:
+            replacement = _phase_conv(op, weight)
+        if replacement is None:
+            return
+        ops, result = replacement
+        if static_shape(result) != static_shape(op.result):
+            return  # not reached for valid ops; a mismatch keeps the op as it is
+        result.name_hint = op.result.name_hint
+        rewriter.replace(op, ops, [result])
+        erase_if_unused(rewriter, [op.weight])
+
+
+def _is_outer_product(op: graph.ConvTransposeOp) -> bool:
+    """One input pixel, no cropping or output padding: every output element is one tap."""
+    return (
+        all(d == 1 for d in static_shape(op.input)[2:])
+        and not any(op.padding.get_values())
+        and not any(op.output_padding.get_values())
+    )
+
+
+def _outer_product_dense(
+    op: graph.ConvTransposeOp, weight: np.ndarray
+) -> tuple[list[Operation], SSAValue] | None:
+    """A 1x1 input (a generator's first layer): y[n, m, k..] = sum_c x[n, c] w[c, m, k..],
+    a dense layer [N, C] x [M * prod(K), C]^T reshaped to [N, M, K..]."""
+    channels, per_out, *kernel = weight.shape
+    x_shape = static_shape(op.input)
+    taps = int(np.prod(kernel))
+    flat = graph.ReshapeOp(op.input, [x_shape[0], channels])
+    dense_weight = make_constant(
+        np.ascontiguousarray(weight.reshape(channels, per_out * taps).T), op.weight,
+        op.weight.name_hint,
+    )  # fmt: skip
+    ops: list[Operation] = [flat, dense_weight]
+    bias = op.bias
+    if bias is not None:
+        bias_array = constant_array(bias)
+        if bias_array is None:
+            return None
+        repeated = make_constant(np.repeat(bias_array, taps), bias, bias.name_hint)
+        ops.append(repeated)
+        bias = repeated.result
+    dense = graph.DenseOp(flat, dense_weight.result, bias)
+    shaped = graph.ReshapeOp(dense, static_shape(op.result))
+    return [*ops, dense, shaped], shaped.result
+
+
+def _mirrored_conv(
+    op: graph.ConvTransposeOp, weight: np.ndarray
+) -> tuple[list[Operation], SSAValue] | None:
+    """Stride 1: the correlation of x padded by K - 1 - pad with w, its two channel axes
+    swapped and every tap mirrored."""
+    kernel = weight.shape[2:]
+    outputs = tuple(op.output_padding.get_values())
+    low = [k - 1 - b for k, b in zip(kernel, op.pads_begin)]
+    high = [k - 1 - e + extra for k, e, extra in zip(kernel, op.pads_end, outputs)]
+    if any(v < 0 for v in (*low, *high)):
+        return None
+    spatial = tuple(range(2, weight.ndim))
+    mirrored = np.ascontiguousarray(np.flip(np.swapaxes(weight, 0, 1), axis=spatial))
+    new_weight = make_constant(mirrored, op.weight, op.weight.name_hint)
+    rank = len(kernel)
+    conv = graph.ConvOp(
+        op.input, new_weight.result, op.bias,
+        strides=[1] * rank, padding=[*low, *high], dilations=[1] * rank,
+    )  # fmt: skip
+    return [new_weight, conv], conv.result
+
+
+def _phase_conv(
+    op: graph.ConvTransposeOp, weight: np.ndarray
+) -> tuple[list[Operation], SSAValue] | None:
+    """Stride s > 1, by output phase: output o = q*s + r receives x[q - j] * w[j*s + r],
+    so each phase r is a stride-1 convolution of x with the taps r, r + s, .. of w. One
+    conv computes all s^n phases as output channels (M * s^n of them, kernels of
+    J = ceil(K / s) taps, mirrored, x padded by J - 1), a reshape and a transpose
+    interleave the phases into the full output, and a slice crops the padding. No
+    multiplication is by an inserted zero."""
+    channels, per_out, *kernel = weight.shape
+    strides = op.stride_values
+    rank = len(kernel)
+    x_shape = static_shape(op.input)
+    out_shape = static_shape(op.result)
+    n = x_shape[0]
+    taps = [-(-k // s) for k, s in zip(kernel, strides)]  # J per dimension
+    begins = op.pads_begin
+    # phase rows q of the full output, enough to reach the last output position
+    rows = [
+        max(x + j - 1, -(-(b + o) // s))
+        for x, j, b, o, s in zip(x_shape[2:], taps, begins, out_shape[2:], strides)
+    ]
+    # weights: [C, M, J*s ..] (zeros past K) -> [C, M, J, s, ..] -> mirror j ->
+    # [M, s.., C, J..] -> [M * prod(s), C, J..]
+    padded = np.zeros((channels, per_out, *(j * s for j, s in zip(taps, strides))), weight.dtype)
+    padded[(slice(None), slice(None), *(slice(0, k) for k in kernel))] = weight
+    split = padded.reshape(channels, per_out, *(v for j, s in zip(taps, strides) for v in (j, s)))
+    split = np.flip(split, axis=tuple(2 + 2 * d for d in range(rank)))
+    order = [1, *(3 + 2 * d for d in range(rank)), 0, *(2 + 2 * d for d in range(rank))]
+    phases = int(np.prod(strides))
+    phase_weight = np.ascontiguousarray(split.transpose(order)).reshape(
+        per_out * phases, channels, *taps
+    )
+    new_weight = make_constant(phase_weight, op.weight, op.weight.name_hint)
+    ops: list[Operation] = [new_weight]
+    bias = op.bias
+    if bias is not None:
+        bias_array = constant_array(bias)
+        if bias_array is None:
+            return None
+        repeated = make_constant(np.repeat(bias_array, phases), bias, bias.name_hint)
+        ops.append(repeated)
+        bias = repeated.result
+    low = [j - 1 for j in taps]
+    high = [q - x for q, x in zip(rows, x_shape[2:])]
+    conv = graph.ConvOp(
+        op.input, new_weight.result, bias,
+        strides=[1] * rank, padding=[*low, *high], dilations=[1] * rank,
+    )  # fmt: skip
+    grouped = graph.ReshapeOp(conv, [n, per_out, *strides, *rows])
+    interleave = [0, 1, *(v for d in range(rank) for v in (2 + rank + d, 2 + d))]
+    interleaved = graph.TransposeOp(grouped, interleave)
+    full = graph.ReshapeOp(interleaved, [n, per_out, *(q * s for q, s in zip(rows, strides))])
+    ops += [conv, grouped, interleaved, full]
+    if static_shape(full.result) == tuple(out_shape):
+        return ops, full.result
+    crop = graph.SliceOp(full, [0, 0, *begins], [1] * len(out_shape), out_shape)
+    return [*ops, crop], crop.result
+
+
 def simplify_inference_patterns() -> list[RewritePattern]:
     """The rewrites of graph-simplify-inference; folding batch normalization is tried
     before lowering it."""
@@ -357,6 +514,7 @@ def simplify_inference_patterns() -> list[RewritePattern]:
         RemoveIdentityTranspose(),
         MatmulBiasToDense(),
         DenseAddToBias(),
+        ConvTransposeToConv(),
     ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given
 
 from xdsl.dialects import func
@@ -212,4 +213,66 @@ def test_resnet18_default_pipeline_gives_about_one_kernel_per_convolution():
     # max pooling, the global pooling and the classifier
     assert len(kernels) <= len(convolutions) + 3
     (actual,) = run_graph(module, [x])
+    np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4)
+
+
+def _conv_transpose_module(x_shape, w_shape, seed: int, batch_norm: bool = False, **attributes):
+    rng = np.random.default_rng(seed)
+    block = Block(arg_types=[TensorType(f32, x_shape)])
+
+    def constant(array: np.ndarray) -> SSAValue:
+        op = graph.ConstantOp.from_array(np.asarray(array, dtype=np.float32))
+        block.add_op(op)
+        return op.result
+
+    weight = constant(rng.standard_normal(w_shape))
+    bias = constant(rng.standard_normal(w_shape[1] * attributes.get("groups", 1)))
+    result: graph.GraphOp = graph.ConvTransposeOp(block.args[0], weight, bias, **attributes)
+    block.add_op(result)
+    if batch_norm:
+        channels = static_shape_of(result)[1]
+        params = [rng.uniform(0.5, 1.5, channels), rng.standard_normal(channels),
+                  rng.standard_normal(channels), rng.uniform(0.5, 2, channels)]  # fmt: skip
+        result = graph.BatchNormOp(result, *(constant(p) for p in params))
+        block.add_op(result)
+    block.add_op(func.ReturnOp(result))
+    ftype = ([block.args[0].type], [result.results[0].type])
+    module = ModuleOp([func.FuncOp("main", ftype, Region(block))])
+    module.verify()
+    return module, rng.standard_normal(x_shape).astype(np.float32)
+
+
+def static_shape_of(op) -> tuple[int, ...]:
+    return tuple(op.results[0].type.get_shape())
+
+
+CONV_TRANSPOSE_CASES = {
+    # (input, weight, attributes): the op graph-simplify-inference leaves
+    "stride-1": ((1, 3, 5, 6), (3, 4, 3, 3), {"padding": (1, 0, 1, 2)}, "graph.conv"),
+    "stride-2-phases": ((2, 3, 5, 4), (3, 4, 4, 3),
+                        {"strides": (2, 3), "padding": (1, 0, 2, 1), "output_padding": (1, 2)},
+                        "graph.conv"),
+    "1x1-input-dense": ((2, 6, 1, 1), (6, 4, 4, 4), {"strides": (2, 2)}, "graph.dense"),
+    "grouped-kept": ((1, 4, 3, 3), (4, 3, 2, 2), {"strides": (2, 2), "groups": 2},
+                     "graph.conv_transpose"),
+    "dilated-kept": ((1, 2, 4, 4), (2, 2, 3, 3), {"dilations": (2, 2)}, "graph.conv_transpose"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CONV_TRANSPOSE_CASES))
+@pytest.mark.parametrize("batch_norm", [False, True])
+def test_transposed_convolution_becomes_a_regular_one(case: str, batch_norm: bool):
+    x_shape, w_shape, attributes, kept = CONV_TRANSPOSE_CASES[case]
+    module, x = _conv_transpose_module(x_shape, w_shape, seed=3, batch_norm=batch_norm, **attributes)
+    (expected,) = run_graph(module, [x])
+    run_pipeline(make_context(), module, "graph-simplify-inference")
+    module.verify()
+    names = op_names(module)
+    assert kept in names and "graph.batch_norm" not in names, names
+    if kept != "graph.conv_transpose":
+        assert "graph.conv_transpose" not in names
+    # a batch normalization folds into the weights whatever the rewrite: no mul/add left
+    assert "graph.mul" not in names and "graph.add" not in names
+    (actual,) = run_graph(module, [x])
+    assert actual.shape == expected.shape
     np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-4)

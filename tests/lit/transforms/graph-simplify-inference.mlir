@@ -175,3 +175,22 @@ func.func @dense_add(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
   %z = graph.add %f, %c : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
   func.return %z : tensor<3x2xf32>
 }
+
+// -----
+
+// A stride-2 transposed convolution is a stride-1 convolution computing its four output
+// phases as channels (tap r of each phase: weight (r_h, r_w) of the 2x2 kernel), then
+// interleaved: y[2q + r_h, 2p + r_w] = x[q, p] * w[r_h, r_w].
+// CHECK-LABEL: func.func @conv_transpose_stride_2
+// CHECK-NEXT:    %w = graph.constant dense<{{\[\[\[\[}}1.000000e+00]]], {{\[\[\[}}2.000000e+00]]], {{\[\[\[}}3.000000e+00]]], {{\[\[\[}}4.000000e+00]]]]> : tensor<4x1x1x1xf32>
+// CHECK-NEXT:    graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] {{.*}} -> tensor<1x4x2x2xf32>
+// CHECK-NEXT:    graph.reshape {{.*}} -> tensor<1x1x2x2x2x2xf32>
+// CHECK-NEXT:    graph.transpose {{.*}} [0, 1, 4, 2, 5, 3]
+// CHECK-NEXT:    %y_3 = graph.reshape {{.*}} -> tensor<1x1x4x4xf32>
+// CHECK-NEXT:    func.return %y_3
+// CHECK-NOT:     graph.conv_transpose
+func.func @conv_transpose_stride_2(%x: tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32> {
+  %w = graph.constant dense<[[[[1.0, 2.0], [3.0, 4.0]]]]> : tensor<1x1x2x2xf32>
+  %y = graph.conv_transpose %x, %w strides [2, 2] padding [0, 0, 0, 0] output_padding [0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "IOHW" : (tensor<1x1x2x2xf32>, tensor<1x1x2x2xf32>) -> tensor<1x1x4x4xf32>
+  func.return %y : tensor<1x1x4x4xf32>
+}
