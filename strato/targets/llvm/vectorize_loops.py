@@ -41,7 +41,6 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     ModuleOp,
-    UnrealizedConversionCastOp,
     VectorType,
     i32,
     i64,
@@ -54,6 +53,7 @@ from strato.targets.llvm.memref_to_llvm import element_address
 from strato.targets.llvm.reduction_flags import same_index
 from strato.targets.llvm.type_conversion import (
     POINTER,
+    cast_one,
     element_byte_size,
     memref_layout,
 )
@@ -265,7 +265,7 @@ class _LoopVectorizer:
     def to_llvm(self, value: SSAValue, type_: Attribute) -> SSAValue:
         if value.type == type_:
             return value
-        cast, result = UnrealizedConversionCastOp.cast_one(value, type_)
+        cast, result = cast_one(value, type_)
         self.emit(cast)
         return result
 
