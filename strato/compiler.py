@@ -567,7 +567,8 @@ def build_llvm(
     _check_entry_abi(entry, signature)
 
     def run(buffers: Sequence[np.ndarray]) -> None:
-        status = entry(*buffers)
+        # the inputs were checked against the signature and the outputs allocated to it
+        status = entry.call_unchecked(buffers)
         if status == STATUS_OUT_OF_MEMORY:
             raise ModelMemoryError(
                 "out of memory: the model could not allocate its intermediate buffers"

@@ -221,6 +221,12 @@ class JitFunction:
         ]
         return self._cfunc(*converted)
 
+    def call_unchecked(self, arrays: Sequence[np.ndarray]) -> object:
+        """Call a function whose parameters are all pointers on `arrays`' data, with no
+        checks: for callers that checked the arrays already (a compiled model checks its
+        inputs against its signature and allocates its outputs itself)."""
+        return self._cfunc(*[array.ctypes.data for array in arrays])
+
 
 def _bind_weights(
     engine: llvm.ExecutionEngine, module: llvm.ModuleRef, weights: WeightBlob
