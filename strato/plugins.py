@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
@@ -283,6 +283,21 @@ def _one_line(err: BaseException) -> str:
     message = err.message if isinstance(err, StratoError) else str(err)
     message = " ".join(message.split())
     return f"{type(err).__name__}: {message}" if message else type(err).__name__
+
+
+def plugin_arguments(args: Sequence[str] | None) -> list[str]:
+    """The MODULE of each `--load-plugin MODULE` (or `--load-plugin=MODULE`) in `args`,
+    read before the full parse: plugins add passes and targets the parser accepts."""
+    modules: list[str] = []
+    words = list(args or ())
+    for index, word in enumerate(words):
+        if word == "--":
+            break
+        if word == "--load-plugin" and index + 1 < len(words):
+            modules.append(words[index + 1])
+        elif word.startswith("--load-plugin="):
+            modules.append(word.split("=", 1)[1])
+    return modules
 
 
 def load_plugin(spec: str, *, name: str | None = None) -> PluginFailure | None:

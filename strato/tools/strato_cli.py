@@ -590,6 +590,11 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
         help="report progress and the time of every stage on stderr",
     )
+    common.add_argument(
+        "--load-plugin", action="append", default=argparse.SUPPRESS, metavar="MODULE",
+        help="load a plugin (a module, or module:function) before the command runs, as "
+        "installed plugins are; repeatable",
+    )
     parser = _ArgumentParser(
         prog="strato", description="Compile and run ONNX models with strato.", parents=[common]
     )
@@ -716,7 +721,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         traceback = args.traceback
         from strato.plugins import load_plugins
 
-        for failure in load_plugins():  # installed plugins: a broken one is a warning
+        # installed plugins and --load-plugin ones (before or after the command): a
+        # broken one is a warning
+        from strato.plugins import plugin_arguments
+
+        extra = plugin_arguments(sys.argv[1:] if argv is None else argv)
+        for failure in load_plugins(extra):
             print(f"strato: warning: {failure}", file=sys.stderr)
         return args.handler(args)
     except StratoError as err:

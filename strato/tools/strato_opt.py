@@ -325,7 +325,9 @@ class StratoOptMain(xDSLOptMain):
         self.available_frontends = {}
         self.available_passes = {}
         self.available_targets = {}
-        self.load_plugins(_plugin_modules(sys.argv[1:] if args is None else args))
+        from strato.plugins import plugin_arguments
+
+        self.load_plugins(plugin_arguments(sys.argv[1:] if args is None else args))
         self.ctx = make_context()
         self.register_all_dialects()
         self.register_all_passes()
@@ -1322,21 +1324,6 @@ def main(argv: Sequence[str] | None = None, *, driver: type[StratoOptMain] | Non
     if failure:
         raise failure[0]
     return outcome[0]
-
-
-def _plugin_modules(args: Sequence[str] | None) -> list[str]:
-    """The MODULE of each `--load-plugin MODULE` (or `--load-plugin=MODULE`) in `args`,
-    read before the full parse: plugins add passes and targets the parser accepts."""
-    modules: list[str] = []
-    words = list(args or ())
-    for index, word in enumerate(words):
-        if word == "--":
-            break
-        if word == "--load-plugin" and index + 1 < len(words):
-            modules.append(words[index + 1])
-        elif word.startswith("--load-plugin="):
-            modules.append(word.split("=", 1)[1])
-    return modules
 
 
 def _main(argv: Sequence[str] | None, driver: type[StratoOptMain] = StratoOptMain) -> int:

@@ -425,3 +425,35 @@ def test_a_failing_plugin_takes_back_its_target(plugin_dir: Path) -> None:
     failure = plugins.load_plugin("half_target")
     assert failure is not None and failure.reason == "ImportError: a dependency of the target is missing"
     assert "half_made" not in registry.registered_targets()
+
+
+def test_strato_load_plugin_adds_a_target_and_names_a_broken_one(
+    plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from strato.targets import registry
+    from strato.tools import strato_cli
+
+    write_plugin(
+        plugin_dir,
+        "echo_target_plugin",
+        """
+        from strato import api
+
+        class EchoTarget(api.Target):
+            name = "echo_cli"
+            summary = "A target a plugin loaded with --load-plugin adds."
+
+        api.register_target(EchoTarget)
+        """,
+    )
+    try:
+        status = strato_cli.main(
+            ["--load-plugin", "echo_target_plugin", "targets", "--load-plugin", "no_such_plugin"]
+        )
+        captured = capsys.readouterr()
+        assert status == 0
+        assert "echo_cli" in captured.out and "A target a plugin loaded" in captured.out
+        assert "plugin 'no_such_plugin' not loaded: ModuleNotFoundError" in captured.err
+    finally:
+        if "echo_cli" in registry.registered_targets():
+            registry.unregister_target("echo_cli")
