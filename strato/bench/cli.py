@@ -93,6 +93,11 @@ def add_bench_command(commands, common) -> None:
     bench.add_argument("--seed", type=non_negative_int, default=0, help="seed of weights and inputs (default 0)")
     bench.add_argument("--json", metavar="OUT.json", default=None, help="also write the results as JSON")
     bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    bench.add_argument(
+        "--tuning", metavar="DB.jsonl", default=None,
+        help="compile strato's side with the best record of each kernel's task in this "
+        "tuning log (strato tune --db)",
+    )
     bench.set_defaults(handler=bench_command)
 
 
@@ -121,7 +126,9 @@ def bench_command(args: argparse.Namespace) -> int:
     workloads = select_workloads(args.workloads, quick=args.quick, seed=args.seed)
 
     machine = describe_machine()  # before a peer sets its environment variables
-    strato = Strato()
+    if args.tuning is not None and not os.path.isfile(args.tuning):
+        raise StratoError("the tuning log does not exist or is not a file", location=args.tuning)
+    strato = Strato(tuning=args.tuning)
     sides: list[Side] = []
     unavailable: dict[str, str] = {}
     for name in args.peers:
@@ -141,6 +148,7 @@ def bench_command(args: argparse.Namespace) -> int:
         "versions": versions,
         "threads": {side.name: side.threads_note() for side in [strato, *sides]},
         "unavailable": unavailable,
+        "tuning": args.tuning,
     }
     peers = [side.name for side in sides]
 

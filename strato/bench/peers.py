@@ -110,8 +110,11 @@ class Strato(Side):
 
     name = "strato"
 
-    def __init__(self) -> None:
+    def __init__(self, tuning: str | None = None) -> None:
         parameters = _compile_parameters()
+        self.tuning = tuning
+        """A tuning log: every kernel gets its task's best record (`strato.compile(...,
+        tuning=)`)."""
         self.threads_keyword = "threads" in parameters
         self.threads_target_option = not self.threads_keyword and "threads" in _llvm_target_options()
         self.has_cache = "cache" in parameters
@@ -152,6 +155,8 @@ class Strato(Side):
             target = f"llvm -threads={threads}"
         if self.has_cache:
             options["cache"] = cache
+        if self.tuning is not None:
+            options["tuning"] = self.tuning
         return strato.compile(model, target=target, **options)
 
     def prepare(self, model: onnx.ModelProto, inputs: Sequence[np.ndarray]) -> Prepared:

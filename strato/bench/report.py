@@ -130,6 +130,10 @@ def text_report(
         )
     for side, note in dict(context["threads"]).items():
         lines.append(f"threads, {side}: {note}")
+    if context.get("tuning"):
+        lines.append(f"strato's schedules: the best records of the tuning log {context['tuning']}")
+    else:
+        lines.append("strato's schedules: the default templates (untuned)")
     for side, reason in dict(context["unavailable"]).items():
         lines.append(f"not compared: {side}: {reason}")
     lines.append(

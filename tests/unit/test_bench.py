@@ -144,6 +144,7 @@ def test_a_failing_peer_is_reported_and_the_rest_measured():
         (["--workloads", "C13"], "unknown workload 'c13'"),
         (["--peers", "tensorflow"], "unknown peer 'tensorflow'"),
         (["--json", "/nonexistent-dir/x.json", "--workloads", "mlp"], "no directory"),
+        (["--tuning", "/nonexistent-dir/log.jsonl", "--workloads", "mlp"], "tuning log does not exist"),
     ],
 )
 def test_usage_errors_are_one_line(args, fragment, capsys):
@@ -234,3 +235,24 @@ def test_tvm_peer_runs_the_model():
     with prepared.using_threads(1) as run:
         np.testing.assert_array_equal(run()[0], np.maximum(x, 0))
     assert "tvm" in side.versions()
+
+
+def test_strato_side_compiles_with_the_tuning_log(tmp_path, monkeypatch):
+    from strato.bench.peers import Strato
+
+    seen = {}
+
+    def fake_compile(model, **options):
+        seen.update(options)
+        raise RuntimeError("stop here")
+
+    import strato
+
+    monkeypatch.setattr(strato, "compile", fake_compile)
+    log = tmp_path / "log.jsonl"
+    log.write_text("")
+    try:
+        Strato(tuning=str(log))._compile(None, 1)
+    except RuntimeError:
+        pass
+    assert seen["tuning"] == str(log) and seen["threads"] == 1
