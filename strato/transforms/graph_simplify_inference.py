@@ -392,6 +392,21 @@ def _is_outer_product(op: graph.ConvTransposeOp) -> bool:
     )
 
 
+def _repeated_bias(
+    op: graph.ConvTransposeOp, times: int, ops: list[Operation]
+) -> SSAValue | None | bool:
+    """The bias with each channel's value repeated `times` times (a new constant appended
+    to `ops`), None without a bias, False when the bias is not a constant."""
+    if op.bias is None:
+        return None
+    array = constant_array(op.bias)
+    if array is None:
+        return False
+    repeated = make_constant(np.repeat(array, times), op.bias, op.bias.name_hint)
+    ops.append(repeated)
+    return repeated.result
+
+
 def _outer_product_dense(
     op: graph.ConvTransposeOp, weight: np.ndarray
 ) -> tuple[list[Operation], SSAValue] | None:
@@ -406,14 +421,9 @@ def _outer_product_dense(
         op.weight.name_hint,
     )  # fmt: skip
     ops: list[Operation] = [flat, dense_weight]
-    bias = op.bias
-    if bias is not None:
-        bias_array = constant_array(bias)
-        if bias_array is None:
-            return None
-        repeated = make_constant(np.repeat(bias_array, taps), bias, bias.name_hint)
-        ops.append(repeated)
-        bias = repeated.result
+    bias = _repeated_bias(op, taps, ops)
+    if bias is False:
+        return None
     dense = graph.DenseOp(flat, dense_weight.result, bias)
     shaped = graph.ReshapeOp(dense, static_shape(op.result))
     return [*ops, dense, shaped], shaped.result
@@ -476,14 +486,9 @@ def _phase_conv(
     )
     new_weight = make_constant(phase_weight, op.weight, op.weight.name_hint)
     ops: list[Operation] = [new_weight]
-    bias = op.bias
-    if bias is not None:
-        bias_array = constant_array(bias)
-        if bias_array is None:
-            return None
-        repeated = make_constant(np.repeat(bias_array, phases), bias, bias.name_hint)
-        ops.append(repeated)
-        bias = repeated.result
+    bias = _repeated_bias(op, phases, ops)
+    if bias is False:
+        return None
     low = [j - 1 for j in taps]
     high = [q - x for q, x in zip(rows, x_shape[2:])]
     conv = graph.ConvOp(
