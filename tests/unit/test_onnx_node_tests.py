@@ -17,18 +17,10 @@ import warnings
 
 from strato.testing.onnx_node_tests import run_node_tests, select_node_tests, summarize
 
-_TRAINING_DROPOUT = (
-    "training-mode Dropout with a ratio: the expected output and mask come from numpy's "
-    "random generator; strato compiles inference"
-)
 _STRINGS = "string tensors: strato imports numeric tensors only"
 _NOT_TENSORS = "a sequence or optional input: strato imports tensors only"
 
 EXPECTED_FAILURES: dict[str, str] = {
-    "test_training_dropout": _TRAINING_DROPOUT,
-    "test_training_dropout_default": _TRAINING_DROPOUT,
-    "test_training_dropout_default_mask": _TRAINING_DROPOUT,
-    "test_training_dropout_mask": _TRAINING_DROPOUT,
     "test_equal_string": _STRINGS,
     "test_equal_string_broadcast": _STRINGS,
     "test_identity_sequence": _NOT_TENSORS,

@@ -906,9 +906,13 @@ def test_integer_constants_drive_shapes():
         ),
         (
             model_of(
-                "Dropout", {"x": X}, {"r": np.array(0.5, np.float32), "t": np.array(True)}, opset=13
+                "Dropout",
+                {"x": X},
+                {"r": np.array(0.5, np.float32), "t": np.array(True)},
+                opset=13,
+                seed=-1,
             ),
-            r"training mode with ratio 0.5 is not supported",
+            r"attribute seed=-1 is not in \[0, 2\*\*32\)",
         ),
     ],
 )
@@ -1178,15 +1182,6 @@ NEEDS_OTHER_WORK = {
     ),
     **dict.fromkeys(
         ["test_identity_sequence", "test_identity_opt"], "sequence and optional values"
-    ),
-    **dict.fromkeys(
-        [
-            "test_training_dropout",
-            "test_training_dropout_mask",
-            "test_training_dropout_default",
-            "test_training_dropout_default_mask",
-        ],
-        "random dropout in training mode (rejected by design)",
     ),
 }
 

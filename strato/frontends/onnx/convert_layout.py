@@ -494,27 +494,76 @@ def convert_identity(ctx: NodeContext) -> list[ImportedValue]:
     return [ctx.emit(graph.IdentityOp(x)).results[0]]
 
 
+DROPOUT_DEFAULT_SEED = 0
+"""The seed of a training-mode Dropout's mask when the node sets no `seed` attribute
+(the seed ONNX's reference outputs use)."""
+
+
 def convert_dropout(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX Dropout at inference -> graph.dropout, and the all-true mask when asked
-    for. Training mode is accepted only with ratio 0, where it is the identity too."""
+    """ONNX Dropout -> graph.dropout at inference, a product with a constant mask in
+    training mode; the mask output is the all-true or the drawn mask.
+
+    ONNX leaves a training-mode Dropout's random generator unspecified. strato draws
+    the mask once, at compile time, from numpy's MT19937 seeded with the node's `seed`
+    (`DROPOUT_DEFAULT_SEED` when absent), as ONNX's reference outputs are drawn:
+
+        mask = np.random.RandomState(seed).uniform(0, 1, x.shape) >= ratio
+        y = x * mask / (1 - ratio)
+
+    The draws depend only on the seed and the shape, so every call of a compiled model
+    applies the same mask. The ratio and training_mode must be known at compile time
+    (`IMPORT_TIME_INPUTS`); with ratio 0 or at inference Dropout is the identity.
+
+        Dropout(x: float[3, 4], r=0.5, t=true, seed=3)
+            ->  %y = graph.mul %x, %scaled_mask : (...) -> tensor<3x4xf32>
+    """
     ratio = _dropout_ratio(ctx)
-    if _dropout_training(ctx) and ratio != 0.0:
-        shown = "unknown" if ratio is None else f"{ratio:g}"
+    training = _dropout_training(ctx)
+    if training and ratio is None:
         raise ctx.error(
-            f"training mode with ratio {shown} is not supported: strato compiles "
-            "inference, where Dropout passes its input through"
+            f"the ratio (input '{ctx.input_name(1)}') of a training-mode Dropout must be "
+            "known at compile time"
         )
     if ratio is not None and not 0.0 <= ratio < 1.0:
         raise ctx.error(f"ratio {ratio:g} is not in [0, 1)")
     x = _data(ctx)
-    if isinstance(x, np.ndarray):
-        y: ImportedValue = x
+    if training and ratio:
+        mask, y = _training_dropout(ctx, x, ratio)
     else:
-        y = ctx.emit(graph.DropoutOp(x, ratio)).results[0]
+        mask = np.ones(input_shape(ctx, 0), dtype=np.bool_)
+        if isinstance(x, np.ndarray):
+            y = x
+        else:
+            y = ctx.emit(graph.DropoutOp(x, ratio)).results[0]
     results = [y]
     if len(ctx.node.output) > 1 and ctx.node.output[1]:
-        results.append(np.ones(input_shape(ctx, 0), dtype=np.bool_))
+        results.append(mask)
     return results
+
+
+def _training_dropout(
+    ctx: NodeContext, x: ImportedValue, ratio: float
+) -> tuple[np.ndarray, ImportedValue]:
+    """The mask drawn at compile time and `x` times the mask scaled by 1 / (1 - ratio)."""
+    seed = ctx.attr("seed", DROPOUT_DEFAULT_SEED)
+    if not 0 <= seed < 2**32:  # MT19937 takes 32-bit seeds
+        raise ctx.error(f"attribute seed={seed} is not in [0, 2**32)")
+    shape = input_shape(ctx, 0)
+    draws = np.random.RandomState(seed).uniform(0.0, 1.0, shape)
+    mask = draws >= ratio
+    dtype = x.dtype if isinstance(x, np.ndarray) else _dtype_of(x)
+    one = dtype.type(1)
+    factor = mask.astype(dtype) * (one / (one - dtype.type(ratio)))
+    if isinstance(x, np.ndarray):
+        return mask, np.asarray(x * factor, dtype=dtype)
+    scaled_mask = ctx.materialize(np.asarray(factor, dtype=dtype), name_hint="dropout_mask")
+    return mask, ctx.emit(graph.MulOp(x, scaled_mask)).results[0]
+
+
+def _dtype_of(value: SSAValue) -> np.dtype:
+    from strato.dialects.tensor_types import numpy_dtype
+
+    return numpy_dtype(value.type.element_type)
 
 
 def _dropout_ratio(ctx: NodeContext) -> float | None:
