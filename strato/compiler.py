@@ -31,6 +31,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from strato.context import make_context
 from strato.diagnostics import StratoError
 from strato.frontends.onnx import import_onnx
+from strato.frontends.onnx.sequences import checked_structure, is_structure_spec
 from strato.pipeline import COMPILE, run_pipeline
 from strato.transforms import get_all_passes
 from strato.runtime.compiled_model import CompiledModel, ModelMemoryError
@@ -208,7 +209,7 @@ def compile_cache_key(
         "model": kind,
         "target": target.cache_key(),
         "target_class": f"{target_class.__module__}.{target_class.__qualname__}",
-        "input_shapes": sorted((k, list(v)) for k, v in (shapes or {}).items()),
+        "input_shapes": sorted((k, v) for k, v in (shapes or {}).items()),
         "name": name,
         "hooks": [_hook_text(hook) for hook in hooks],
         "tuning": _file_digest(tuning_log),
@@ -491,6 +492,9 @@ def check_input_shapes(
         where = f"input_shapes[{name!r}]"
         if not isinstance(name, str):
             raise StratoError(f"{where}: input names are strings")
+        if is_structure_spec(shape):  # a sequence's element shapes, None: an absent optional
+            checked[name] = checked_structure(where, shape, MAX_BUFFER_BYTES)
+            continue
         if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence | np.ndarray):
             raise StratoError(f"{where}: a shape is a list of integers, got {shape!r}")
         dims = []

@@ -109,9 +109,15 @@ def expanded_operator(case) -> str | None:
     return max(matches, key=len) if matches else case.name
 
 
-def _normalize(value) -> np.ndarray:
+def _normalize(value):
+    """An array of a TensorProto or array-like; sequences (lists) and absent optionals
+    (None) keep their structure."""
     from onnx import TensorProto, numpy_helper
 
+    if value is None:
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_normalize(item) for item in value]
     if isinstance(value, TensorProto):
         return numpy_helper.to_array(value)
     return np.asarray(value)
@@ -120,34 +126,46 @@ def _normalize(value) -> np.ndarray:
 def compare_outputs(
     outputs: Sequence[np.ndarray], expected: Sequence[np.ndarray], rtol: float, atol: float
 ) -> str:
-    """'' when `outputs` match `expected` as ONNX's runner requires, else why not."""
+    """'' when `outputs` match `expected` as ONNX's runner requires, else why not.
+    A sequence output (a list) matches element by element, an absent optional is None."""
     if len(outputs) != len(expected):
         return f"{len(outputs)} outputs, expected {len(expected)}"
     for n, (out, ref) in enumerate(zip(outputs, expected)):
-        out = np.asarray(out)
-        if out.shape != ref.shape:
-            return f"output {n} has shape {out.shape}, expected {ref.shape}"
-        if out.dtype != ref.dtype:
-            return f"output {n} has dtype {out.dtype}, expected {ref.dtype}"
-        if ref.dtype == object:
-            if not np.array_equal(out, ref):
-                return f"output {n} differs"
-            continue
-        # bfloat16 keeps 8 bits of mantissa; the bound holds for this output only.
-        output_rtol = max(rtol, 2**-6) if ref.dtype.name == "bfloat16" else rtol
-        if (
-            ref.dtype.kind not in "fiub"
-            or ref.dtype.name in ("bfloat16",)
-            or ref.dtype.itemsize < 2
-        ):
-            out, ref = out.astype(np.float32), ref.astype(np.float32)
-        try:
-            np.testing.assert_allclose(out, ref, rtol=output_rtol, atol=atol)
-        except AssertionError as error:
-            lines = [
-                line for line in str(error).splitlines() if "Max" in line or "Mismatch" in line
-            ]
-            return f"output {n} differs: " + "; ".join(s.strip() for s in lines)
+        reason = _compare_value(f"output {n}", out, ref, rtol, atol)
+        if reason:
+            return reason
+    return ""
+
+
+def _compare_value(what: str, out, ref, rtol: float, atol: float) -> str:
+    if ref is None or out is None:
+        return "" if ref is None and out is None else f"{what} is {out!r}, expected {ref!r}"
+    if isinstance(ref, list):
+        if not isinstance(out, (list, tuple)):
+            return f"{what} is {type(out).__name__}, expected a sequence"
+        if len(out) != len(ref):
+            return f"{what} has {len(out)} elements, expected {len(ref)}"
+        for index, (item, ref_item) in enumerate(zip(out, ref)):
+            reason = _compare_value(f"{what}[{index}]", item, ref_item, rtol, atol)
+            if reason:
+                return reason
+        return ""
+    out = np.asarray(out)
+    if out.shape != ref.shape:
+        return f"{what} has shape {out.shape}, expected {ref.shape}"
+    if out.dtype != ref.dtype:
+        return f"{what} has dtype {out.dtype}, expected {ref.dtype}"
+    if ref.dtype == object:
+        return "" if np.array_equal(out, ref) else f"{what} differs"
+    # bfloat16 keeps 8 bits of mantissa; the bound holds for this output only.
+    output_rtol = max(rtol, 2**-6) if ref.dtype.name == "bfloat16" else rtol
+    if ref.dtype.kind not in "fiub" or ref.dtype.name in ("bfloat16",) or ref.dtype.itemsize < 2:
+        out, ref = out.astype(np.float32), ref.astype(np.float32)
+    try:
+        np.testing.assert_allclose(out, ref, rtol=output_rtol, atol=atol)
+    except AssertionError as error:
+        lines = [line for line in str(error).splitlines() if "Max" in line or "Mismatch" in line]
+        return f"{what} differs: " + "; ".join(s.strip() for s in lines)
     return ""
 
 

@@ -17,17 +17,10 @@ import warnings
 
 from strato.testing.onnx_node_tests import run_node_tests, select_node_tests, summarize
 
-_STRINGS = "string tensors: strato imports numeric tensors only"
-_NOT_TENSORS = "a sequence or optional input: strato imports tensors only"
-
-EXPECTED_FAILURES: dict[str, str] = {
-    "test_equal_string": _STRINGS,
-    "test_equal_string_broadcast": _STRINGS,
-    "test_identity_sequence": _NOT_TENSORS,
-    "test_identity_opt": _NOT_TENSORS,
-}
+EXPECTED_FAILURES: dict[str, str] = {}
 """The selected cases that fail, and why (cases whose operators strato does not import
 are not selected)."""
+
 
 CASE_TIMEOUT = 60.0
 """Seconds one case may take to compile and run; a hung case fails alone."""

@@ -20,6 +20,16 @@ Reshape's target shape, a Slice's starts, a reduction's axes, ...). ONNX models 
 them from graph inputs. Such a model is compiled when it runs, once per distinct value of
 those inputs, with the values bound as constants (`SpecializingBackendRep`): this is how
 a static-shape compiler serves ONNX's dynamic API.
+
+Values other than numeric tensors are mapped at the model's boundary
+(`ValueBoundary`): string tensors become int64 ids of one dictionary per call when
+every use of them is equality or data movement (`strings`), and sequence and optional
+inputs are compiled per structure (a sequence's length and element shapes, an
+optional's presence), seen on the first run, one tensor argument per element
+(`sequences`); outputs come back as strings, lists and Nones.
+
+    rep = backend.prepare(identity_of_a_sequence)
+    rep.run([[a, b]])                          # compiles for two elements: ([a, b],)
 """
 
 from __future__ import annotations
@@ -33,6 +43,8 @@ from onnx import helper, numpy_helper, shape_inference
 from onnx.backend.base import Backend, BackendRep, namedtupledict
 
 from strato.diagnostics import ModelImportError, StratoError
+from strato.frontends.onnx import sequences
+from strato.frontends.onnx.strings import StringEncoding
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import InputMismatchError
 
@@ -61,10 +73,15 @@ class StratoBackendRep(BackendRep):
     ONNX output order as a tuple that can also be indexed by output name.
     """
 
-    def __init__(self, compiled: CompiledModel):
+    def __init__(self, compiled: CompiledModel, boundary: ValueBoundary | None = None):
         self.compiled = compiled
-        self.input_names: list[str] = compiled.input_names
-        self.output_names: list[str] = compiled.output_names
+        self.boundary = boundary
+        if boundary is None:
+            self.input_names: list[str] = compiled.input_names
+            self.output_names: list[str] = compiled.output_names
+        else:
+            self.input_names = boundary.input_names
+            self.output_names = boundary.output_names
 
     def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         if kwargs:
@@ -74,7 +91,10 @@ class StratoBackendRep(BackendRep):
         return outputs(*self._execute(arrays))
 
     def _execute(self, arrays: list[Any]) -> list[np.ndarray]:
-        return self.compiled(*arrays)
+        if self.boundary is None:
+            return self.compiled(*arrays)
+        values = self.boundary.check_count(arrays)
+        return self.boundary.call(self.compiled, values)
 
     def _ordered(self, inputs: Any) -> list[Any]:
         if isinstance(inputs, Mapping):
@@ -108,14 +128,18 @@ class SpecializingBackendRep(StratoBackendRep):
     """
 
     def __init__(
-        self, model: onnx.ModelProto, bound_inputs: Sequence[str], options: Mapping[str, Any]
+        self,
+        model: onnx.ModelProto,
+        bound_inputs: Sequence[str],
+        options: Mapping[str, Any],
+        boundary: ValueBoundary | None = None,
     ):
-        initializers = {init.name for init in model.graph.initializer}
         self.model = model
         self.bound_inputs = list(bound_inputs)
         self.options = dict(options)
-        self.input_names = [i.name for i in model.graph.input if i.name not in initializers]
-        self.output_names = [output.name for output in model.graph.output]
+        self.boundary = boundary if boundary is not None else ValueBoundary(model)
+        self.input_names = self.boundary.input_names
+        self.output_names = self.boundary.output_names
         self._declared = {value.name: value for value in model.graph.input}
         self._variants: dict[tuple, CompiledModel] = {}
 
@@ -130,21 +154,21 @@ class SpecializingBackendRep(StratoBackendRep):
         return len(self._variants)
 
     def _execute(self, arrays: list[Any]) -> list[np.ndarray]:
-        if len(arrays) != len(self.input_names):
-            raise InputMismatchError(
-                f"the model takes {len(self.input_names)} input(s) "
-                f"({', '.join(self.input_names) or 'none'}), got {len(arrays)}"
-            )
-        values = dict(zip(self.input_names, arrays))
+        values = self.boundary.check_count(arrays)
         bound = {name: self._checked(name, values[name]) for name in self.bound_inputs}
-        key = tuple((a.dtype.str, a.shape, a.tobytes()) for a in bound.values())
+        structures = self.boundary.structures(values)
+        key = (
+            tuple((a.dtype.str, a.shape, a.tobytes()) for a in bound.values()),
+            repr(sorted(structures.items())),
+        )
         compiled = self._variants.get(key)
         if compiled is None:
-            compiled = self._compile(bound)
+            compiled = self._compile(bound, structures)
             if len(self._variants) >= MAX_SPECIALIZATIONS:
                 del self._variants[next(iter(self._variants))]
             self._variants[key] = compiled
-        return compiled(*(values[name] for name in compiled.input_names))
+        rest = {name: value for name, value in values.items() if name not in bound}
+        return self.boundary.call(compiled, rest)
 
     def _checked(self, name: str, value: Any) -> np.ndarray:
         """`value` of compile-time input `name`, after checking it against the type the
@@ -170,15 +194,21 @@ class SpecializingBackendRep(StratoBackendRep):
             )
         return value
 
-    def _compile(self, bound: Mapping[str, np.ndarray]) -> CompiledModel:
+    def _compile(
+        self, bound: Mapping[str, np.ndarray], structures: Mapping[str, Any]
+    ) -> CompiledModel:
         import strato
 
         model = bind_inputs(self.model, bound)
         options = dict(self.options)
-        if "input_shapes" in options:
-            options["input_shapes"] = {
-                name: shape for name, shape in options["input_shapes"].items() if name not in bound
-            }
+        shapes = {
+            name: shape
+            for name, shape in options.get("input_shapes", {}).items()
+            if name not in bound
+        }
+        shapes.update(structures)
+        if shapes:
+            options["input_shapes"] = shapes
         return strato.compile(model, target="llvm", **options)
 
     def __repr__(self) -> str:
@@ -228,11 +258,19 @@ class StratoBackend(Backend):
         try:
             return StratoBackendRep(strato.compile(model, target="llvm", **options))
         except ModelImportError:
-            proto, _ = load_model(model)
-            bound = compile_time_inputs(proto)
-            if not bound or not cls.is_compatible(proto, device):
+            proto, location = load_model(model)
+            if not cls.is_compatible(proto, device):
                 raise
-            return SpecializingBackendRep(proto, bound, options)
+            strings = StringEncoding.of(proto, location)
+            if strings is not None:
+                proto = strings.model
+            boundary = ValueBoundary(proto, strings)
+            bound = compile_time_inputs(proto)
+            if bound or boundary.structured:
+                return SpecializingBackendRep(proto, bound, options, boundary)
+            if strings is None:
+                raise
+        return StratoBackendRep(strato.compile(proto, target="llvm", **options), boundary)
 
     @classmethod
     def run_model(
@@ -267,6 +305,62 @@ class StratoBackend(Backend):
         """True for "CPU" (also written "CPU:0"): the only device strato compiles for."""
         kind, _, index = device.partition(":")
         return kind in DEVICES and index in ("", "0")
+
+
+class ValueBoundary:
+    """How a model's ONNX values become a compiled model's arrays and back: string
+    tensors as int64 ids (`strings`), sequences and optionals as their tensors
+    (`sequences`). `model` is the model compiled (on ids when it has strings)."""
+
+    def __init__(self, model: onnx.ModelProto, strings: StringEncoding | None = None):
+        initializers = {init.name for init in model.graph.initializer}
+        inputs = [value for value in model.graph.input if value.name not in initializers]
+        self.strings = strings
+        self.input_names = [value.name for value in inputs]
+        self.output_names = [value.name for value in model.graph.output]
+        self.structured = {
+            value.name: value.type for value in inputs if sequences.is_structured(value.type)
+        }
+        """The sequence and optional inputs: compiled per structure."""
+        self._outputs = list(model.graph.output)
+
+    def check_count(self, arrays: Sequence[Any]) -> dict[str, Any]:
+        """The run's values by input name, after checking there is one per input."""
+        if len(arrays) != len(self.input_names):
+            raise InputMismatchError(
+                f"the model takes {len(self.input_names)} input(s) "
+                f"({', '.join(self.input_names) or 'none'}), got {len(arrays)}"
+            )
+        return dict(zip(self.input_names, arrays))
+
+    def structures(self, values: Mapping[str, Any]) -> dict[str, Any]:
+        """The structure of each sequence and optional input in `values`
+        (`input_shapes` entries)."""
+        return {
+            name: sequences.run_structure(name, type_, values[name])
+            for name, type_ in self.structured.items()
+        }
+
+    def call(self, compiled: CompiledModel, values: Mapping[str, Any]) -> list[Any]:
+        """Run `compiled` on `values` (by input name; the inputs bound at compile time
+        left out) and return the model's outputs in ONNX order."""
+        strings: list[Any] = []
+        if self.strings is not None:
+            values, strings = self.strings.encode(values)
+        arrays = [
+            array
+            for name in self.input_names
+            if name in values
+            for array in sequences.flat_arrays(values[name])
+        ]
+        results = dict(zip(compiled.output_names, compiled(*arrays)))
+        outputs = sequences.regroup_outputs(self._outputs, results)
+        if self.strings is None:
+            return outputs
+        return [
+            self.strings.decode(name, value, strings)
+            for name, value in zip(self.output_names, outputs)
+        ]
 
 
 def one_node_model(
@@ -430,6 +524,8 @@ def _as_array(value: Any) -> Any:
         return numpy_helper.to_array(value)
     if isinstance(value, np.generic):
         return np.asarray(value)
+    if isinstance(value, list):  # a sequence
+        return [_as_array(item) for item in value]
     return value
 
 
@@ -460,6 +556,7 @@ __all__ = [
     "SpecializingBackendRep",
     "StratoBackend",
     "StratoBackendRep",
+    "ValueBoundary",
     "bind_inputs",
     "compile_time_inputs",
     "is_compatible",

@@ -147,7 +147,7 @@ class NodeContext:
         if not self.has_input(index):
             raise self.error(f"input {index} is required but not given")
         name = self.node.input[index]
-        value = self._env[name]
+        value = self._tensor(index)
         if isinstance(value, np.ndarray) and not has_element_type(value.dtype):
             raise self.error(
                 f"input '{name}' has element type {onnx_type_name(value.dtype)}; "
@@ -166,8 +166,27 @@ class NodeContext:
         indices) and for folding ops on import-time values."""
         if not self.has_input(index):
             raise self.error(f"input {index} is required but not given")
-        value = self._env[self.node.input[index]]
+        value = self._tensor(index)
         return value if isinstance(value, np.ndarray) else None
+
+    def static_value(self, index: int) -> Any:
+        """Input `index` whatever it is: a tensor value, a static sequence (a list) or
+        None for an absent optional (`sequences`), for the operators that take
+        sequences and optionals."""
+        if not self.has_input(index):
+            raise self.error(f"input {index} is required but not given")
+        return self._env[self.node.input[index]]
+
+    def _tensor(self, index: int) -> ImportedValue:
+        value = self._env[self.node.input[index]]
+        if value is None or isinstance(value, list):
+            from strato.frontends.onnx.sequences import describe
+
+            raise self.error(
+                f"input '{self.node.input[index]}' is {describe(value)}; strato's "
+                f"{self.op_type} takes tensors"
+            )
+        return value
 
     def operand(self, index: int) -> SSAValue:
         """Input `index` as an SSA value, materialising a constant when needed."""

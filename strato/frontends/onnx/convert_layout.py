@@ -487,7 +487,14 @@ def convert_expand(ctx: NodeContext) -> list[ImportedValue]:
 
 
 def convert_identity(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX Identity -> graph.identity (graph simplification removes it)."""
+    """ONNX Identity -> graph.identity (graph simplification removes it). Of a static
+    sequence it is the same list of values, of an absent optional None (`sequences`):
+
+        Identity(x: seq(float) of 2)  ->  [%x_0, %x_1]
+    """
+    value = ctx.static_value(0)
+    if value is None or isinstance(value, list):
+        return [value]
     x = _data(ctx)
     if isinstance(x, np.ndarray):
         return [x]

@@ -51,6 +51,7 @@ from strato.frontends.onnx.conversion import (
     shape_of,
     ssa_name,
 )
+from strato.frontends.onnx import sequences
 from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 
 ENTRY_NAME = "main"
@@ -172,15 +173,23 @@ class _GraphImporter:
         self._check_opset()
         self._check_nodes()
         self._fix_input_shapes()
-        input_types = [self._input_type(value) for value in self.inputs]
+        arguments = [pair for value in self.inputs for pair in self._input_arguments(value)]
+        input_types = [type_ for _, type_ in arguments]
         self._run_checker()
         inferred = self._infer_shapes()
 
         block = Block(arg_types=input_types)
         env: dict[str, ImportedValue] = {}
-        for value, arg in zip(self.inputs, block.args):
-            arg.name_hint = ssa_name(value.name)
-            env[value.name] = arg
+        for (name, _), arg in zip(arguments, block.args):
+            arg.name_hint = ssa_name(name)
+        args = iter(block.args)
+        for value in self.inputs:
+            if sequences.is_structured(value.type):
+                env[value.name] = sequences.assemble(
+                    value.type, self.input_shapes[value.name], args
+                )
+            else:
+                env[value.name] = next(args)
         for name, init in self.initializers.items():
             env[name] = self._initializer_array(init)
 
@@ -195,7 +204,12 @@ class _GraphImporter:
                 raise ctx.error("out of memory computing the node's constant result") from None
             self._bind_results(ctx, results, env, inferred)
 
-        returned = [self._output_value(output, env, block, materialized) for output in self.graph.output]
+        results = [
+            pair
+            for output in self.graph.output
+            for pair in self._output_values(output, env, block, materialized)
+        ]
+        returned = [value for _, value in results]
         block.add_op(func.ReturnOp(*returned))
         function = func.FuncOp(
             ENTRY_NAME,
@@ -207,8 +221,8 @@ class _GraphImporter:
         return ImportedModel(
             module,
             ENTRY_NAME,
-            [value.name for value in self.inputs],
-            [value.name for value in self.graph.output],
+            [name for name, _ in arguments],
+            [name for name, _ in results],
         )
 
     # -- checks before anything is built ----------------------------------------
@@ -328,8 +342,8 @@ class _GraphImporter:
         model = onnx.ModelProto()
         model.CopyFrom(self.model)
         for value in model.graph.input:
-            if value.name not in self.input_shapes:
-                continue
+            if value.name not in self.input_shapes or sequences.is_structured(value.type):
+                continue  # a sequence's or optional's structure is read with its type
             shape = value.type.tensor_type.shape
             shape.ClearField("dim")
             for size in self.input_shapes[value.name]:
@@ -337,6 +351,20 @@ class _GraphImporter:
         self.model = model
         self.graph = model.graph
         self.inputs = [i for i in self.graph.input if i.name not in self.initializers]
+
+    def _input_arguments(self, value: onnx.ValueInfoProto) -> list[tuple[str, TensorType]]:
+        """The function arguments of a graph input: one tensor, or the tensors of a
+        sequence or optional of the structure given in `input_shapes` (`sequences`)."""
+        if not sequences.is_structured(value.type):
+            return [(value.name, self._input_type(value))]
+        if value.name not in self.input_shapes:
+            raise self.error(
+                f"graph input '{value.name}' is a sequence or optional: strato compiles "
+                "one of a known structure (give it in input_shapes; the ONNX backend "
+                "does on the first run)"
+            )
+        spec = self.input_shapes[value.name]
+        return sequences.argument_types(value.name, value.type, spec, self.error)
 
     def _input_type(self, value: onnx.ValueInfoProto) -> TensorType:
         what = f"graph input '{value.name}'"
@@ -445,6 +473,28 @@ class _GraphImporter:
         for name in outputs[len(results):]:
             if name:
                 raise ctx.error(f"output '{name}' is not supported")
+
+    def _output_values(
+        self,
+        output: onnx.ValueInfoProto,
+        env: Mapping[str, ImportedValue],
+        block: Block,
+        materialized: dict[str, SSAValue],
+    ) -> list[tuple[str, SSAValue]]:
+        """The function results of a graph output: its tensor, or the tensors of a
+        sequence or optional (`sequences`)."""
+        value = env[output.name]
+        if not sequences.is_structured(output.type) and not isinstance(value, (list, type(None))):
+            return [(output.name, self._output_value(output, env, block, materialized))]
+        pairs = sequences.result_values(output.name, output.type, value, self.error)
+        results = []
+        for name, item in pairs:
+            if isinstance(item, np.ndarray):
+                if not has_element_type(item.dtype):
+                    raise self.error(f"graph output '{name}' is not a numeric tensor")
+                item = self._materialize(block, item, name)
+            results.append((name, item))
+        return results
 
     def _output_value(
         self,
