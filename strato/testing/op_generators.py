@@ -487,6 +487,59 @@ def _dense(b: ProgramBuilder) -> Operation:
     return graph.DenseOp(x, b.normal((units, shape(x)[-1])), bias)
 
 
+@generator("graph.einsum")
+def _einsum(b: ProgramBuilder) -> Operation:
+    # x's letters, a second operand sharing some and adding others (a size-1 one
+    # broadcasts), sometimes x's diagonal; an output of some letters in any order
+    x = b.float_value(min_rank=1)
+    s = shape(x)
+    x_term = "abcd"[: len(s)]
+    sizes = dict(zip(x_term, s))
+    terms, operands = [x_term], [x]
+    if len(s) >= 2 and s[0] == s[1] and b.draw(st.booleans()):
+        terms[0] = "a" + x_term[1:].replace("b", "a")
+    elif b.draw(st.booleans()):
+        shared = b.draw(st.lists(st.sampled_from(x_term), min_size=1, max_size=2, unique=True))
+        own = "xy"[: b.draw(st.integers(0, 2))]
+        term = "".join(b.draw(st.permutations(list(shared) + list(own))))
+        dims = [
+            (sizes[letter] if b.draw(st.integers(0, 4)) else 1) if letter in sizes else b.draw(DIM)
+            for letter in term
+        ]
+        terms.append(term)
+        operands.append(b.normal(dims))
+    letters = sorted(set("".join(terms)))
+    output = b.draw(st.lists(st.sampled_from(letters), max_size=3, unique=True))
+    return graph.EinsumOp(",".join(terms) + "->" + "".join(output), operands)
+
+
+@generator("graph.resize")
+def _resize(b: ProgramBuilder) -> Operation:
+    x = b.float_value(min_rank=1)
+    s = shape(x)
+    mode = b.draw(st.sampled_from(graph.RESIZE_MODES))
+    how = graph.Interpolation(
+        mode=mode,
+        coordinates=b.draw(st.sampled_from(graph.COORDINATE_MODES)),
+        nearest_mode=b.draw(st.sampled_from(graph.NEAREST_MODES)),
+        cubic_a=b.draw(st.sampled_from([-0.75, -0.5])),
+        exclude_outside=b.draw(st.booleans()),
+        antialias=mode != "nearest" and b.draw(st.booleans()),
+        extrapolation_value=b.draw(st.sampled_from([0.0, 2.5])),
+    )
+    scales, out = [], []
+    for d in s:
+        scale = b.draw(st.sampled_from([1.0, 0.5, 0.75, 1.5, 2.0, 3.0]))
+        size = int(scale * d)
+        if size == 0:
+            scale, size = 1.0, d
+        scales.append(scale)
+        out.append(size)
+    starts = [b.draw(st.sampled_from([0.0, 0.2])) for _ in s]
+    ends = [b.draw(st.sampled_from([1.0, 0.9, 1.2])) for _ in s]
+    return graph.ResizeOp(x, out, how, scales, starts + ends)
+
+
 # -- nn ---------------------------------------------------------------------------------
 
 
@@ -659,6 +712,38 @@ def _lstm(b: ProgramBuilder) -> Operation:
     bias = b.normal((dirs, 8 * hidden), 0.5) if b.draw(st.booleans()) else None
     initial_h = b.normal((dirs, batch, hidden)) if b.draw(st.booleans()) else None
     return graph.LstmOp(direction, x, w, r, bias, initial_h=initial_h)
+
+
+def _recurrent_cell(op_class: type[graph.RecurrenceOp]) -> Drawer:
+    """graph.gru or graph.rnn with any activations, clip and (GRU) linear_before_reset."""
+
+    def draw(b: ProgramBuilder) -> Operation:
+        x = b.float_value(rank=3)
+        seq, batch, features = shape(x)
+        hidden = b.draw(st.integers(1, 3))
+        direction = b.draw(st.sampled_from(list(graph.LstmDirection)))
+        dirs = 2 if direction == graph.LstmDirection.BIDIRECTIONAL else 1
+        rows = op_class.GATES * hidden
+        w = b.normal((dirs, rows, features), 0.5)
+        r = b.normal((dirs, rows, hidden), 0.5)
+        bias = b.normal((dirs, 2 * rows), 0.5) if b.draw(st.booleans()) else None
+        initial_h = b.normal((dirs, batch, hidden)) if b.draw(st.booleans()) else None
+        count = len(op_class.DEFAULT_ACTIVATIONS) * dirs
+        kinds = st.sampled_from(list(graph.RnnActivation))
+        activations = [
+            graph.CellFunction.of(kind)
+            for kind in b.draw(st.lists(kinds, min_size=count, max_size=count))
+        ]
+        options = {"activations": activations, "clip": b.draw(st.sampled_from([None, 0.5, 3.0]))}
+        if op_class is graph.GruOp:
+            options["linear_before_reset"] = b.draw(st.booleans())
+        return op_class(direction, x, w, r, bias, initial_h=initial_h, **options)
+
+    return draw
+
+
+OP_GENERATORS["graph.gru"] = _recurrent_cell(graph.GruOp)
+OP_GENERATORS["graph.rnn"] = _recurrent_cell(graph.RnnOp)
 
 
 # -- blocked layouts and fused groups ---------------------------------------------------

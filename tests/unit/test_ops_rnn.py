@@ -1,8 +1,8 @@
 """Recurrent operators (graph.lstm): ONNX import against onnxruntime, the lowering
 through the te and loop interpreters and the LLVM JIT, diagnostics, the ONNX node tests
-and the LSTM layers of the zoo's language model. GRU and RNN, unrolled into graph ops:
+and the LSTM layers of the zoo's language model. GRU and RNN (graph.gru, graph.rnn):
 against onnxruntime through the graph interpreter and the JIT, diagnostics and node
-tests."""
+tests; their own cases are in test_ops_gru_rnn.py."""
 
 from __future__ import annotations
 
@@ -620,19 +620,18 @@ def test_gru_and_rnn_match_onnxruntime(name):
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
 
 
-def test_gru_unrolls_into_one_input_projection_and_a_product_a_step():
+def test_gru_imports_as_one_graph_gru():
     model, _ = recurrent_model("GRU", steps=4)
     ops = [op.name for op in import_onnx(model).function.body.block.ops]
-    # the input projection, then per step the gates' and the candidate's products
-    assert ops.count("graph.dense") == 1 + 4 * 2
-    assert "graph.lstm" not in ops
+    assert ops.count("graph.gru") == 1
+    assert "graph.dense" not in ops
 
 
 @pytest.mark.parametrize(
     "op_type, options, reason",
     [
-        ("RNN", {"activations": ["Elu"]}, r"activation Elu is not supported"),
-        ("GRU", {"clip": 1.0}, r"attribute clip is not supported"),
+        ("RNN", {"activations": ["Swish"]}, r"activation Swish is not one of Relu, Tanh"),
+        ("GRU", {"clip": -1.0}, r"clip=-1.0 must be positive"),
         ("RNN", {"activations": ["Tanh", "Tanh"]}, r"activations \['Tanh', 'Tanh'\] must name 1 functions for each of 1 directions"),
     ],
 )
@@ -642,12 +641,14 @@ def test_gru_and_rnn_diagnostics(op_type, options, reason):
         import_onnx(model)
 
 
-def test_shorter_sequences_are_a_diagnostic():
-    model, _ = recurrent_model("GRU", initial_h=True)
+def test_shorter_sequences_match_onnxruntime():
+    model, inputs = recurrent_model("GRU", initial_h=True)
     lengths = [t for t in model.graph.initializer if t.name == "sequence_lens"][0]
     lengths.CopyFrom(numpy_helper.from_array(np.array([3, 1], np.int32), "sequence_lens"))
-    with pytest.raises(ModelImportError, match=r"shorter sequences are not supported"):
-        import_onnx(model)
+    imported = import_onnx(model)
+    actual = run_graph(imported.module, list(inputs.values()))
+    for a, e in zip(actual, onnxruntime_outputs(model, inputs), strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["graph", "llvm"])

@@ -1,7 +1,10 @@
-"""LSTM gate matmuls (`lstm_input`, `lstm_gates_<t>`): batch x 4H gate pre-activations,
-a reduction over the input or hidden size. The gate axis (contiguous in the output and in
-the weights' rows) is vectorized inside the reduction when the weights are laid out
-along it; else the reduction is left to LLVM's vectorizer.
+"""Recurrent layers' gate matmuls (LSTM, GRU, RNN): the input projection
+(`lstm_input`, `gru_input`, `rnn_input`, every step at once) and each step's products by
+the recurrent weights (`lstm_gates_<t>`, `gru_gates_<t>`, `gru_candidate_<t>`,
+`rnn_gates_<t>`): batch x gate pre-activations, a reduction over the input or hidden
+size. The gate axis (contiguous in the output and in the weights' rows) is vectorized
+inside the reduction when the weights are laid out along it; else the reduction is left
+to LLVM's vectorizer.
 
 Knobs: `vector_width`."""
 
@@ -17,11 +20,24 @@ from strato.schedule.templates.base import (
 )
 from strato.schedule.templates.reduction import schedule_reduction
 
+GATE_PRODUCTS = frozenset(
+    {
+        "lstm_input",
+        "lstm_gates",
+        "gru_input",
+        "gru_gates",
+        "gru_candidate",
+        "rnn_input",
+        "rnn_gates",
+    }
+)
+"""The kinds (`stage_kind`) of the stages this template schedules."""
+
 LSTM_GATES = register_template(
     Template(
         "lstm_gates",
         (Knob("vector_width", (1, 4, 8, 16, 32), host_lanes),),
-        lambda sch, stage: is_reduction(sch, stage) and stage_kind(stage) in ("lstm_gates", "lstm_input"),
+        lambda sch, stage: is_reduction(sch, stage) and stage_kind(stage) in GATE_PRODUCTS,
         schedule_reduction,
     )
 )
