@@ -9,8 +9,9 @@ does not answer within the timeout is killed and replaced; the job it held is lo
 the reason (`crashed: exit code -11`, `timeout after 30 s`) and the other jobs go on.
 
 A candidate is measured in isolation: its worker rebuilds the task's loop-level kernel
-from the task's model, alone in a module (with the constants it reads), schedules it
-with the config, compiles it, calls it on buffers drawn from a fixed seed, checks its
+from the task's model, alone in a module (with the constants it reads; built once per
+task and worker, `Task.kernel_module`), schedules a copy of it with the config (which
+also checks the config), compiles it, calls it on buffers drawn from a fixed seed, checks its
 outputs against the reference (the same kernel without a schedule, computed once per
 task in a worker too) and times `repeats` calls after a warm-up (CPU time of the
 worker's thread on one thread, wall time on more); the result is their median in
@@ -23,7 +24,7 @@ import multiprocessing
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from statistics import median
 from typing import Any
@@ -41,8 +42,46 @@ class Outcome:
     error: str | None = None
 
 
+@dataclass(frozen=True)
+class _TaskRef:
+    """A task sent without its model to a worker that already holds the model."""
+
+    task: Task
+
+
+def _compact(job: Job, sent: set[str]) -> Job:
+    """`job` with every task whose model this worker was sent before reduced to a
+    reference: a model (tens of megabytes for a ResNet) crosses the pipe once a worker."""
+    function, args = job
+    compacted = []
+    for arg in args:
+        if isinstance(arg, Task) and arg.model:
+            if arg.digest in sent:
+                stripped = replace(arg, model=b"")
+                stripped.__dict__["digest"] = arg.digest  # the cached property's value
+                arg = _TaskRef(stripped)
+            else:
+                sent.add(arg.digest)
+        compacted.append(arg)
+    return function, tuple(compacted)
+
+
+def _expand(args: tuple[Any, ...], models: dict[str, bytes]) -> tuple[Any, ...]:
+    """The worker's side of `_compact`: full tasks' models kept, references restored (the
+    same bytes object each time, so the per-model caches hit without rehashing)."""
+    expanded = []
+    for arg in args:
+        if isinstance(arg, Task) and arg.model:
+            arg = replace(arg, model=models.setdefault(arg.digest, arg.model))
+        elif isinstance(arg, _TaskRef):
+            arg = replace(arg.task, model=models[arg.task.digest])
+        expanded.append(arg)
+    return tuple(expanded)
+
+
 def _worker_main(conn: Connection) -> None:
     conn.send("ready")
+    models: dict[str, bytes] = {}
     while True:
         try:
             message = conn.recv()
@@ -51,6 +90,11 @@ def _worker_main(conn: Connection) -> None:
         if message is None:
             return
         function, args = message
+        try:
+            args = _expand(args, models)
+        except KeyError as error:
+            conn.send(Outcome(None, f"the worker does not hold model {error}"))
+            continue
         try:
             conn.send(Outcome(function(*args)))
         except Exception as error:  # noqa: BLE001  (the job's failure is its outcome)
@@ -75,6 +119,8 @@ class _Worker:
             config["daemon"] = daemonic
         child.close()
         self.job: int | None = None
+        self.sent: set[str] = set()
+        """Digests of the models this worker was sent."""
         self.deadline = 0.0
         self.ready = False
 
@@ -134,7 +180,7 @@ class WorkerPool:
                     index = pending.pop()
                     worker.job = index
                     worker.deadline = time.monotonic() + limit
-                    worker.conn.send(jobs[index])
+                    worker.conn.send(_compact(jobs[index], worker.sent))
             busy = [w for w in self._workers if w.job is not None]
             now = time.monotonic()
             wait_for = max(0.0, min(w.deadline for w in busy) - now)
@@ -187,31 +233,22 @@ class WrongResult(Exception):
 def isolated_kernel(task: Task, config: Config | None, threads: int = 1):
     """The task's kernel alone in a module (with the globals it reads), scheduled by
     `config` (None: its canonical loops) for `threads` threads, compiled: the compiled
-    function and its buffers' (shape, dtype, is_output)."""
-    from xdsl.dialects import func, memref
-    from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
-
-    from strato.autotuning.hook import forced_configs
+    function and its buffers' (shape, dtype, is_output). A config that cannot be applied
+    raises ValueError before anything is compiled."""
+    from strato.autotuning.space import InvalidConfig, SearchSpace
     from strato.dialects.tensor_types import numpy_dtype
     from strato.targets.llvm.jit import JitModule
     from strato.targets.llvm.parallel_threads import compiling_with_threads
-    from strato.transforms.schedule_default import schedule_kernel
 
-    module, kernel = task.loop_module()
-    used = {
-        attr.root_reference.data
-        for op in kernel.walk()
-        for attr in [*op.properties.values(), *op.attributes.values()]
-        if isinstance(attr, SymbolRefAttr)
-    }
-    keep = [
-        op for op in module.ops
-        if op is kernel or (isinstance(op, memref.GlobalOp) and op.sym_name.data in used)
-    ]  # fmt: skip
-    for op in keep:
-        op.detach()
-    alone = ModuleOp(keep)
-    assert isinstance(kernel, func.FuncOp)
+    with compiling_with_threads(threads):
+        if config is None:
+            alone, kernel = task.kernel_module()
+        else:
+            try:
+                alone, kernel = SearchSpace(task).schedule(config)
+            except InvalidConfig as error:
+                raise ValueError(f"invalid config: {error}") from None
+        jit = JitModule.from_loops(alone)
     outputs = [
         attrs is not None and "loop.output" in attrs.data
         for attrs in (kernel.arg_attrs.data if kernel.arg_attrs is not None else [None] * len(kernel.args))
@@ -220,11 +257,6 @@ def isolated_kernel(task: Task, config: Config | None, threads: int = 1):
         (tuple(arg.type.get_shape()), numpy_dtype(arg.type.element_type), is_output)
         for arg, is_output in zip(kernel.args, outputs, strict=True)
     ]
-    with compiling_with_threads(threads):
-        if config is not None:
-            with forced_configs({task.kernel: config}):
-                schedule_kernel(alone, task.kernel)
-        jit = JitModule.from_loops(alone)
     return jit, jit.function(task.kernel), buffers
 
 
@@ -260,11 +292,6 @@ def run_candidate(
 ) -> list[float]:
     """Build, check and time one candidate on `threads` threads: the seconds of each
     repeat."""
-    from strato.autotuning.space import SearchSpace
-
-    reason = SearchSpace(task).check(config)
-    if reason is not None:
-        raise ValueError(f"invalid config: {reason}")
     _jit, kernel, buffers = isolated_kernel(task, config, threads)
     arrays, positions = _kernel_buffers(buffers, seed)
     kernel(*arrays)

@@ -6,7 +6,7 @@
     space.check(config)                   # None, or why it cannot be built
 
 A point is also a tuple of domain indices (`space.point(config)`), the form the search
-keeps in its visited sets. `check` applies the templates to a fresh loop-level kernel and
+keeps in its visited sets. `check` applies the templates to a fresh copy of the kernel and
 reports a knob outside its domain or a template that refuses the stage, before any code
 is generated.
 """
@@ -92,8 +92,8 @@ class SearchSpace:
         return itertools.product(*(range(len(domain)) for _, _, domain in self.dims))
 
     def schedule(self, config: Config) -> tuple[ModuleOp, func.FuncOp]:
-        """A fresh loop-level module with the task's kernel scheduled by `config`;
-        InvalidConfig when a knob is out of its domain or a template refuses it."""
+        """A fresh module with the task's kernel alone (and the globals it reads)
+        scheduled by `config`; InvalidConfig when a knob is out of its domain or a template refuses it."""
         from strato.autotuning.hook import forced_configs
         from strato.autotuning.task import kernel_of
         from strato.transforms.schedule_default import UNSCHEDULED_ATTR, schedule_kernel
@@ -103,7 +103,7 @@ class SearchSpace:
         unknown = set(config) - known
         if unknown:
             raise InvalidConfig(f"no tunable stage {sorted(unknown)[0]!r} in {self.task.name}")
-        module, _ = self.task.loop_module()
+        module, _ = self.task.kernel_module()
         with forced_configs({self.task.kernel: config}):
             schedule_kernel(module, self.task.kernel)
         kernel = kernel_of(module, self.task.kernel)

@@ -5,6 +5,10 @@ worker process (or a Dask worker) rebuilds the IR itself from (task, config):
 
     tasks = extract_tasks(onnx_model)            # distinct kernels, with their weights
     module, kernel = tasks[0].loop_module()      # a fresh loop-level module each call
+    module, kernel = tasks[0].kernel_module()    # the kernel alone, with the globals it reads
+
+A process lowers a model once and detaches a task's kernel once (both cached), so building
+a candidate clones only its kernel's module, not the model's.
 
 A config is {stage: {knob: value}} for the stages of the kernel that have a template;
 knobs it leaves out keep their defaults. The task key is a structural hash of the
@@ -17,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from xdsl.dialects import arith, func
@@ -54,6 +58,17 @@ class Task:
         module = _lowered(self.model).clone()
         return module, kernel_of(module, self.kernel)
 
+    @cached_property
+    def digest(self) -> str:
+        """A digest of the model's bytes: what a worker that keeps the model knows it by."""
+        return hashlib.blake2b(self.model, digest_size=16).hexdigest()
+
+    def kernel_module(self) -> tuple[ModuleOp, func.FuncOp]:
+        """A fresh module holding only the task's kernel and the globals it reads (what a
+        candidate is scheduled, compiled and measured in)."""
+        module = _isolated(self.model, self.kernel).clone()
+        return module, kernel_of(module, self.kernel)
+
     def default_config(self) -> Config:
         return {s.stage: {name: default for name, _, default in s.knobs} for s in self.stages}
 
@@ -76,6 +91,28 @@ def _lowered(model: bytes) -> ModuleOp:
     imported = import_onnx(onnx.load_from_string(model))
     run_pipeline(make_context(), imported.module, LOWER)
     return imported.module
+
+
+@lru_cache(maxsize=32)
+def _isolated(model: bytes, name: str) -> ModuleOp:
+    """Kernel `name` of the lowered model and the globals it reads, copied into a module
+    of their own."""
+    from xdsl.dialects import memref
+    from xdsl.dialects.builtin import SymbolRefAttr
+
+    lowered = _lowered(model)
+    kernel = kernel_of(lowered, name)
+    used = {
+        attr.root_reference.data
+        for op in kernel.walk()
+        for attr in [*op.properties.values(), *op.attributes.values()]
+        if isinstance(attr, SymbolRefAttr)
+    }
+    keep = [
+        op.clone() for op in lowered.ops
+        if op is kernel or (isinstance(op, memref.GlobalOp) and op.sym_name.data in used)
+    ]  # fmt: skip
+    return ModuleOp(keep)
 
 
 def kernel_key(kernel: func.FuncOp) -> str:

@@ -83,3 +83,21 @@ def test_a_kernel_is_measured_alone(pool):
     assert reference and all(np.isfinite(r).all() and np.abs(r).max() > 0 for r in reference)
     (result,) = measure(pool, task, [task.default_config()], reference, repeats=2)
     assert result.ok, result.error
+
+
+def test_a_worker_is_sent_a_model_once_and_keeps_it():
+    from operator import attrgetter
+
+    from strato.autotuning.measure import _compact, _TaskRef
+
+    (task,) = extract_tasks(gemm_model(16, 32, 24))
+    sent: set[str] = set()
+    _, (first,) = _compact((attrgetter("model"), (task,)), sent)
+    _, (second,) = _compact((attrgetter("model"), (task,)), sent)
+    assert first is task and isinstance(second, _TaskRef) and second.task.model == b""
+    with WorkerPool(workers=1, timeout=60) as one:
+        jobs = [(attrgetter("model"), (task,)), (attrgetter("model", "key"), (task,))] * 2
+        outcomes = one.run(jobs)
+    assert [o.error for o in outcomes] == [None] * 4
+    assert outcomes[0].value == outcomes[2].value == task.model
+    assert outcomes[1].value == outcomes[3].value == (task.model, task.key)

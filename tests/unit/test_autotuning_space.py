@@ -82,3 +82,25 @@ def test_schedule_applies_the_chosen_knobs(space):
         got = bool(attr.value.data) if isinstance(value, bool) else attr.value.data
         assert got == value
     assert space.check(config) is None
+
+
+def test_kernel_module_is_the_kernel_alone_and_fresh_each_call():
+    """A candidate is built in a copy of the task's kernel and the globals it reads, not
+    of the whole model; changing one copy leaves the next untouched."""
+    from xdsl.dialects import func, memref
+
+    from strato.autotuning.testing import conv_model
+    from strato.transforms.schedule_default import KNOBS_ATTR
+
+    tasks = extract_tasks(conv_model(8, 16, 16, 3, 1))
+    task = next(t for t in tasks if "conv" in t.name)
+    whole, _ = task.loop_module()
+    assert len([op for op in whole.ops if isinstance(op, func.FuncOp)]) > 1
+    module, kernel = task.kernel_module()
+    funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    assert funcs == [kernel] and kernel.sym_name.data == task.kernel
+    assert all(op is kernel or isinstance(op, memref.GlobalOp) for op in module.ops)
+    scheduled, kernel = SearchSpace(task).schedule(task.default_config())
+    assert KNOBS_ATTR in kernel.attributes
+    _, again = task.kernel_module()
+    assert KNOBS_ATTR not in again.attributes and str(again) != str(kernel)
