@@ -64,7 +64,21 @@ def _comparison(op_class: type[graph.ComparisonOp], onnx_name: str):
     return _binary(op_class, onnx_name, _check_comparable, "bool result")
 
 
-convert_equal = _comparison(graph.EqualOp, "Equal")
+_convert_numeric_equal = _comparison(graph.EqualOp, "Equal")
+
+
+def convert_equal(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Equal -> graph.equal (bool result, numpy broadcasting).
+
+    Strings are compared as int64 ids: the ONNX backend encodes string tensors at the
+    model's boundary with one dictionary per call, so equal strings get equal ids and
+    Equal on ids is exact (`strings`). Two string tensors known at import time fold.
+    """
+    lhs, rhs = ctx.known(0), ctx.known(1)
+    if lhs is not None and rhs is not None and lhs.dtype == object and rhs.dtype == object:
+        ctx.broadcast(lhs.shape, rhs.shape)
+        return [np.asarray(np.equal(lhs, rhs), dtype=np.bool_)]
+    return _convert_numeric_equal(ctx)
 convert_less = _comparison(graph.LessOp, "Less")
 convert_less_or_equal = _comparison(graph.LessEqualOp, "LessOrEqual")
 convert_greater = _comparison(graph.GreaterOp, "Greater")

@@ -376,6 +376,7 @@ class _GraphImporter:
             type_name = onnx.TensorProto.DataType.Name(tensor.elem_type)
             raise self.error(
                 f"{what} has element type {type_name}; strato imports numeric tensors only"
+                + (" (its ONNX backend compiles strings as ids)" if type_name == "STRING" else "")
             )
         if not tensor.HasField("shape"):
             raise self.error(f"{what} has no shape; strato needs static shapes")
