@@ -13,6 +13,7 @@ from onnx import TensorProto, helper
 from test_ops_layout import check, check_node_tests, floats, graph_model, ops_of
 
 from strato.diagnostics import ModelImportError
+from strato.dialects import graph
 from strato.frontends.onnx import import_onnx
 
 
@@ -60,11 +61,42 @@ def test_einsum_of_one_integer_tensor_transposes_and_sums():
     x = np.arange(24, dtype=np.int32).reshape(2, 3, 4)
     model = einsum_model("ijk->ki", x)
     check(model, [x])
-    assert ops_of(model) == ["graph.reduce_sum", "graph.transpose"]
+    assert ops_of(model) == ["graph.einsum"]
 
 
-def test_a_plain_product_is_one_matmul():
-    assert ops_of(einsum_model("bij,bjk->bik", floats(2, 3, 4), floats(2, 4, 5))) == ["graph.matmul"]
+def test_einsum_of_integer_tensors_multiplies_in_their_type():
+    x = np.arange(12, dtype=np.int32).reshape(3, 4) - 5
+    y = np.arange(20, dtype=np.int32).reshape(4, 5) - 7
+    check(einsum_model("ij,jk->ik", x, y), [x, y])
+
+
+@pytest.mark.parametrize(
+    "equation, shapes, normalized",
+    [
+        ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], "bij,bjk->bik"),
+        ("ij,jk", [(3, 3), (3, 3)], "ij,jk->ik"),
+        ("...ij,...jk->...ik", [(2, 3, 4), (2, 4, 5)], "aij,ajk->aik"),
+        ("ba,ab", [(3, 3), (3, 3)], "ba,ab->"),
+        ("i...,i...", [(2, 3, 4), (2, 3, 4)], "iab,iab->ab"),
+    ],
+)
+def test_the_equation_is_normalised(equation: str, shapes, normalized: str):
+    operands = [floats(*shape) for shape in shapes]
+    function = import_onnx(einsum_model(equation, *operands)).function
+    (op,) = [op for op in function.body.block.ops if isinstance(op, graph.EinsumOp)]
+    assert op.equation.data == normalized
+
+
+def test_an_attention_product_is_scheduled_as_a_matrix_product():
+    from test_schedule_default import kernels, loop_module
+
+    from strato.transforms.schedule_default import TEMPLATE_ATTR, schedule_default
+
+    model = einsum_model("bhqd,bhkd->bhqk", floats(1, 2, 16, 8), floats(1, 2, 32, 8))
+    module = loop_module(model)
+    schedule_default(module)
+    (kernel,) = kernels(module)
+    assert {k: v.data for k, v in kernel.attributes[TEMPLATE_ATTR].data.items()} == {"matmul": "dense"}
 
 
 @pytest.mark.parametrize(

@@ -15,8 +15,9 @@ from test_ops_layout import check, check_node_tests, floats, graph_model, ops_of
 
 import strato
 from strato.diagnostics import ModelImportError
+from strato.dialects import graph
 from strato.frontends.onnx import import_onnx
-from strato.frontends.onnx.convert_resize import Interpolation, axis_taps
+from strato.dialects.graph.resize import Interpolation, axis_taps
 from strato.interpreters.graph import run_graph
 
 X = floats(1, 2, 3, 4)
@@ -137,9 +138,31 @@ def test_tf_crop_and_resize_extrapolates():
     np.testing.assert_allclose(strato.compile(model)(X)[0], expected, rtol=1e-5)
 
 
-def test_nearest_is_one_gather_per_resized_axis():
-    model = resize_model(X, scales=[1, 1, 2, 2], mode="nearest")
-    assert ops_of(model) == ["graph.constant", "graph.gather", "graph.constant", "graph.gather"]
+def test_a_resize_is_one_graph_resize_with_every_axis_scale():
+    model = resize_model(X, scales=[2, 2], axes=[2, 3], mode="cubic", cubic_coeff_a=-0.5)
+    function = import_onnx(model).function
+    (op,) = [op for op in function.body.block.ops if isinstance(op, graph.ResizeOp)]
+    assert op.axis_scales == [1.0, 1.0, 2.0, 2.0]
+    assert op.interpolation.cubic_a == -0.5 and op.roi is None
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32])
+def test_nearest_moves_integers_exactly(dtype):
+    x = np.arange(24).reshape(1, 2, 3, 4).astype(dtype)
+    node = helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="nearest")
+    output = {"y": helper.np_dtype_to_tensor_dtype(np.dtype(dtype))}
+    scales = {"scales": np.array([1, 1, 1.5, 0.5], np.float32)}
+    check(graph_model([node], {"x": x}, output, scales), [x])
+
+
+def test_a_resize_fuses_with_the_op_before_it():
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Resize", ["r", "", "scales"], ["y"], mode="cubic"),
+    ]
+    model = graph_model(nodes, {"x": X}, FLOAT, {"scales": np.array([1, 1, 2, 1.5], np.float32)})
+    check(model, [X], rtol=1e-5, atol=1e-6)
+    assert ops_of(model) == ["graph.relu", "graph.resize"]
 
 
 def test_identity_scales_are_no_op():

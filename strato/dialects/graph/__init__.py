@@ -23,7 +23,7 @@ Example:
 
 from xdsl.ir import Dialect
 
-from strato.dialects.graph import blocked, core, elementwise, layout, linalg, logic, nn, normalization, reduce, rnn
+from strato.dialects.graph import blocked, core, einsum, elementwise, layout, linalg, logic, nn, normalization, reduce, resize, rnn
 from strato.dialects.graph.base import (
     AnyTensor,
     BroadcastBinaryOp,
@@ -36,6 +36,7 @@ from strato.dialects.graph.base import (
 )
 from strato.dialects.graph.blocked import *  # noqa: F403
 from strato.dialects.graph.core import *  # noqa: F403
+from strato.dialects.graph.einsum import *  # noqa: F403
 from strato.dialects.graph.elementwise import *  # noqa: F403
 from strato.dialects.graph.layout import *  # noqa: F403
 from strato.dialects.graph.linalg import *  # noqa: F403
@@ -43,9 +44,10 @@ from strato.dialects.graph.logic import *  # noqa: F403
 from strato.dialects.graph.nn import *  # noqa: F403
 from strato.dialects.graph.normalization import *  # noqa: F403
 from strato.dialects.graph.reduce import *  # noqa: F403
+from strato.dialects.graph.resize import *  # noqa: F403
 from strato.dialects.graph.rnn import *  # noqa: F403
 
 # Each family module lists its operations in OPS; the dialect is their union.
-FAMILIES = (blocked, core, elementwise, layout, linalg, logic, nn, normalization, reduce, rnn)
+FAMILIES = (blocked, core, einsum, elementwise, layout, linalg, logic, nn, normalization, reduce, resize, rnn)
 
 Graph = Dialect("graph", [op for family in FAMILIES for op in family.OPS], [])

@@ -1,53 +1,32 @@
-"""Converter for ONNX Einsum: the equation lowered to transposes, reshapes, sums and
-batched matrix products.
+"""Converter for ONNX Einsum: graph.einsum with the equation normalised.
 
-Operands are contracted left to right. Before each product, a letter that no later
-operand and not the output uses, and that only one side has, is summed away
-(`graph.reduce_sum`); the two sides are then transposed to [batch, free, contracted] and
-[batch, contracted, free], flattened to three dimensions and multiplied
-(`graph.matmul`); the product is unflattened, and the last result transposed to the
-output's order:
+The importer resolves what depends on the operands' ranks, so that graph.einsum's
+equation is plain: an ellipsis becomes letters of its own (right-aligned, the same in
+every term; renamed to ASCII letters no term uses), and an implicit output becomes the
+explicit one (the ellipsis' letters, then the letters used once, in alphabetical order):
 
-    Einsum("bij,bjk->bik", x, y)  ->  graph.matmul %x, %y
-    Einsum("ij->ji", x)           ->  graph.transpose %x [1, 0]
-    Einsum("bhid,bhjd->bhij")     ->  transpose(y), reshapes, graph.matmul, reshape
-    Einsum("ii->i", x)            ->  graph.reshape to [n * n], graph.slice step n + 1
+    Einsum("...ij,...jk", x: [2, 3, 4], y: [4, 5])
+        -> graph.einsum "aij,jk->aik" %x, %y : (...) -> tensor<2x3x5xf32>
+    Einsum("bhqd,bhkd->bhqk", q, k)  -> graph.einsum "bhqd,bhkd->bhqk" %q, %k
 
-A letter twice in one term takes the diagonal first (the two dimensions moved last,
-merged, and sliced with a stride of n + 1). An ellipsis stands for the same (right-aligned, broadcasting) dimensions in every term.
-Size-1 dimensions broadcast against their letter's size in the other operand.
+Size-1 dimensions broadcast against their letter's size in another operand, and a
+letter repeated in one term reads a diagonal (graph.einsum's semantics). An Einsum of
+known operands is folded with numpy. Attention-style and other batched matrix products
+stay fast: their te stage is scheduled by the GEMM template (`strategies/einsum.py`).
 """
 
 from __future__ import annotations
 
-import math
+import string
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
-from xdsl.dialects.builtin import AnyFloat
-from xdsl.ir import SSAValue
 
 from strato.dialects import graph
-from strato.dialects.graph.base import element_type
+from strato.dialects.graph.einsum import EinsumError, einsum_letter_sizes, einsum_reference
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
 
 _ELLIPSIS = "..."
-
-
-@dataclass
-class Term:
-    """A tensor and the letter of each of its dimensions."""
-
-    value: ImportedValue
-    letters: list[str]
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return shape_of(self.value)
-
-    def size(self, letter: str) -> int:
-        return self.shape[self.letters.index(letter)]
 
 
 def parse_equation(
@@ -82,8 +61,6 @@ def parse_equation(
             raise ctx.error(
                 f"term '{term}' has {len(letters)} letters for input {n} of rank {rank}"
             )
-        if any(letters.count(letter) > 2 for letter in letters):
-            raise ctx.error(f"term '{term}' has a letter more than twice")
         parsed.append(letters)
     if arrow:
         result = _letters(ctx, output, equation)
@@ -122,128 +99,27 @@ def _letters(ctx: NodeContext, term: str, equation: str) -> list[str]:
     return letters
 
 
-class _Builder:
-    """Graph ops, or numpy when the operand is known at import time."""
+def normalized_equation(terms: Sequence[Sequence[str]], output: Sequence[str]) -> str:
+    """The equation graph.einsum takes: the letters an ellipsis stood for renamed to
+    ASCII letters no term uses, and the output explicit."""
+    every = [letter for letters in (*terms, output) for letter in letters]
+    free = iter(c for c in string.ascii_letters if c not in every)
+    names: dict[str, str] = {}
+    for letter in dict.fromkeys(every):
+        if letter.isascii():
+            names[letter] = letter
+        else:
+            names[letter] = next(free)
 
-    def __init__(self, ctx: NodeContext):
-        self.ctx = ctx
+    def spell(letters: Sequence[str]) -> str:
+        return "".join(names[letter] for letter in letters)
 
-    def _operand(self, value: ImportedValue) -> SSAValue:
-        if isinstance(value, np.ndarray):
-            return self.ctx.materialize(np.require(value, requirements="C"))
-        return value
-
-    def transpose(self, term: Term, letters: list[str]) -> Term:
-        perm = [term.letters.index(letter) for letter in letters]
-        if perm == list(range(len(perm))):
-            return Term(term.value, letters)
-        if isinstance(term.value, np.ndarray):
-            return Term(np.array(np.transpose(term.value, perm), order="C"), letters)
-        return Term(self.ctx.emit(graph.TransposeOp(term.value, perm)).results[0], letters)
-
-    def reshape(self, value: ImportedValue, shape: Sequence[int]) -> ImportedValue:
-        shape = tuple(int(d) for d in shape)
-        if isinstance(value, np.ndarray):
-            return value.reshape(shape)
-        if shape_of(value) == shape:
-            return value
-        return self.ctx.emit(graph.ReshapeOp(value, shape)).results[0]
-
-    def sum_out(self, term: Term, letters: set[str]) -> Term:
-        axes = [d for d, letter in enumerate(term.letters) if letter in letters]
-        if not axes:
-            return term
-        kept = [letter for letter in term.letters if letter not in letters]
-        if isinstance(term.value, np.ndarray):
-            total = np.sum(term.value, axis=tuple(axes), dtype=term.value.dtype)
-            return Term(np.asarray(total), kept)
-        op = self.ctx.emit(graph.ReduceSumOp(term.value, axes))
-        return Term(op.results[0], kept)
-
-    def diagonals(self, term: Term) -> Term:
-        """The term with each letter it repeats taken once, along the diagonal."""
-        for letter in dict.fromkeys(term.letters):
-            if term.letters.count(letter) < 2:
-                continue
-            first = term.letters.index(letter)
-            second = term.letters.index(letter, first + 1)
-            size = term.shape[first]
-            if term.shape[second] != size:
-                raise self.ctx.error(
-                    f"letter '{letter}' has sizes {size} and {term.shape[second]} in one term"
-                )
-            others = [d for d in range(len(term.letters)) if d not in (first, second)]
-            perm = [*others, first, second]
-            value = term.value
-            if perm != list(range(len(perm))):
-                value = self._transposed(value, perm)
-            rest = [term.shape[d] for d in others]
-            flat = self.reshape(value, [*rest, size * size])
-            starts = [0] * (len(rest) + 1)
-            steps = [1] * len(rest) + [size + 1]
-            shape = [*rest, size]
-            if isinstance(flat, np.ndarray):
-                diagonal: ImportedValue = np.array(flat[..., :: size + 1], order="C")
-            else:
-                diagonal = self.ctx.emit(graph.SliceOp(flat, starts, steps, shape)).results[0]
-            term = Term(diagonal, [*(term.letters[d] for d in others), letter])
-        return term
-
-    def _transposed(self, value: ImportedValue, perm: list[int]) -> ImportedValue:
-        if isinstance(value, np.ndarray):
-            return np.array(np.transpose(value, perm), order="C")
-        return self.ctx.emit(graph.TransposeOp(value, perm)).results[0]
-
-    def broadcast(self, term: Term, sizes: dict[str, int]) -> Term:
-        shape = tuple(sizes[letter] for letter in term.letters)
-        if shape == term.shape:
-            return term
-        if isinstance(term.value, np.ndarray):
-            return Term(np.broadcast_to(term.value, shape).copy(), term.letters)
-        return Term(self.ctx.emit(graph.BroadcastToOp(term.value, shape)).results[0], term.letters)
-
-    def matmul(self, lhs: ImportedValue, rhs: ImportedValue) -> ImportedValue:
-        if isinstance(lhs, np.ndarray) and isinstance(rhs, np.ndarray):
-            return np.matmul(lhs, rhs).astype(lhs.dtype)
-        op = graph.MatmulOp(self._operand(lhs), self._operand(rhs))
-        return self.ctx.emit(op).results[0]
-
-
-def contract(
-    ctx: NodeContext, build: _Builder, lhs: Term, rhs: Term, keep: set[str]
-) -> Term:
-    """The product of two terms, summing the letters they share that `keep` lacks."""
-    lhs = build.sum_out(lhs, {l for l in lhs.letters if l not in keep and l not in rhs.letters})
-    rhs = build.sum_out(rhs, {l for l in rhs.letters if l not in keep and l not in lhs.letters})
-    shared = [l for l in lhs.letters if l in rhs.letters]
-    sizes: dict[str, int] = {}
-    for term in (lhs, rhs):
-        for letter in term.letters:
-            size = term.size(letter)
-            known = sizes.get(letter, size)
-            if known != size and 1 not in (known, size):
-                raise ctx.error(f"letter '{letter}' has sizes {known} and {size}")
-            sizes[letter] = max(known, size) if 1 in (known, size) else size
-    batch = [l for l in shared if l in keep]
-    summed = [l for l in shared if l not in keep]
-    left = [l for l in lhs.letters if l not in shared]
-    right = [l for l in rhs.letters if l not in shared]
-    lhs = build.broadcast(build.transpose(lhs, batch + left + summed), sizes)
-    rhs = build.broadcast(build.transpose(rhs, batch + summed + right), sizes)
-
-    def count(letters: list[str]) -> int:
-        return math.prod(sizes[l] for l in letters)
-
-    a = build.reshape(lhs.value, (count(batch), count(left), count(summed)))
-    b = build.reshape(rhs.value, (count(batch), count(summed), count(right)))
-    product = build.matmul(a, b)
-    letters = batch + left + right
-    return Term(build.reshape(product, [sizes[l] for l in letters]), letters)
+    return ",".join(spell(letters) for letters in terms) + "->" + spell(output)
 
 
 def convert_einsum(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX Einsum -> graph.matmul, transpose, reshape, reduce_sum and broadcast_to
-    (see the module docstring); folded with numpy when every input is known."""
+    """ONNX Einsum -> graph.einsum with its equation normalised (see the module
+    docstring); folded with numpy when every input is known."""
     equation = ctx.attr("equation")
     if not isinstance(equation, str):
         raise ctx.error("attribute equation is required")
@@ -251,22 +127,18 @@ def convert_einsum(ctx: NodeContext) -> list[ImportedValue]:
     if count < 1:
         raise ctx.error("Einsum needs at least one input")
     values = [ctx.value(n) for n in range(count)]
-    terms_letters, output = parse_equation(ctx, equation, [len(shape_of(v)) for v in values])
+    terms, output = parse_equation(ctx, equation, [len(shape_of(v)) for v in values])
+    if len({letter for letters in (*terms, output) for letter in letters}) > 52:
+        raise ctx.error(f"equation '{equation}' needs more than 52 distinct letters")
+    normalized = normalized_equation(terms, output)
+    try:
+        einsum_letter_sizes(normalized, [shape_of(v) for v in values])
+    except EinsumError as err:
+        raise ctx.error(str(err)) from None
     if all(isinstance(v, np.ndarray) for v in values):
-        return [np.asarray(np.einsum(equation.replace(" ", ""), *values))]
-    if count > 1 and not all(_is_float(v) for v in values):
-        raise ctx.error("Einsum of several integer tensors is not supported (products are float)")
-    build = _Builder(ctx)
-    terms = [build.diagonals(Term(v, letters)) for v, letters in zip(values, terms_letters)]
-    current = terms[0]
-    for n, term in enumerate(terms[1:], start=1):
-        keep = set(output).union(*(t.letters for t in terms[n + 1 :]))
-        current = contract(ctx, build, current, term, keep)
-    current = build.sum_out(current, {l for l in current.letters if l not in output})
-    return [build.transpose(current, output).value]
-
-
-def _is_float(value: ImportedValue) -> bool:
-    if isinstance(value, np.ndarray):
-        return value.dtype.kind == "f"
-    return isinstance(element_type(value), AnyFloat)
+        return [einsum_reference(normalized, values)]
+    operands = [
+        ctx.materialize(np.require(v, requirements="C")) if isinstance(v, np.ndarray) else v
+        for v in values
+    ]
+    return [ctx.emit(graph.EinsumOp(normalized, operands)).results[0]]
