@@ -17,7 +17,7 @@ from strato.transforms import get_all_passes
 
 GRAPH_DEFAULT = (
     "graph-simplify-inference,graph-fold-constants,cse,dce,graph-alter-layout{block=16},"
-    "graph-fuse-ops,graph-plan-memory"
+    "graph-pack-dense,graph-fuse-ops,graph-plan-memory"
 )
 """The graph-level optimizations, in order (also the pass `graph-default`). Convolutions
 are blocked by 16 channels: one AVX-512 vector of fp32 per block, the lanes of the

@@ -25,6 +25,7 @@ PASS_REGISTRY: dict[str, str] = {
     "apply-schedule": "strato.transforms.apply_schedule:ApplySchedulePass",
     "schedule-default": "strato.transforms.schedule_default:ScheduleDefaultPass",
     "graph-alter-layout": "strato.transforms.graph_alter_layout:GraphAlterLayoutPass",
+    "graph-pack-dense": "strato.transforms.graph_pack_dense:GraphPackDensePass",
     "graph-quantize": "strato.transforms.graph_quantize:GraphQuantizePass",
     "graph-fuse-ops": "strato.transforms.graph_fuse_ops:GraphFuseOpsPass",
     "graph-fold-constants": "strato.transforms.graph_fold_constants:GraphFoldConstantsPass",

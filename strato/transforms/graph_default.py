@@ -3,7 +3,7 @@
 In order: simplify for inference (fold batch norms into convolutions and dense layers,
 drop identities and dropouts, merge reshapes and transposes), fold constant subgraphs,
 remove common subexpressions and dead ops, move convolution chains to the blocked NCHW{c}
-layout, group ops into kernels (graph-fuse-ops), and plan the memory of the
+layout, pack the constant weights of dense layers into GEMM panels, group ops into kernels (graph-fuse-ops), and plan the memory of the
 intermediates. Each step is a pass of its own; this one only names the sequence
 (`strato.pipeline.GRAPH_DEFAULT`).
 

@@ -67,6 +67,10 @@ def _register_tile(sch: Schedule, stage: StageHandle, rows: int, accumulators: i
     tile = sch.cache_write(stage, "local")
     n, cb, h, w, c = sch.get_loops(stage)
     count = fit(w.extent, rows)
+    if 2 * count <= rows and w.extent <= accumulators:
+        # a row no divisor of which makes a tile (17 columns: a transposed convolution's
+        # phases) is one whole tile, as long as its accumulators fit the registers
+        count = w.extent
     blocks = fit(cb.extent, max(accumulators // count, 1))
     cbo, cbi = sch.split(cb, [None, blocks]) if blocks < cb.extent else (cb, None)
     wo, wi = sch.split(w, [None, count]) if count < w.extent else (None, w)

@@ -54,7 +54,9 @@ def schedule_dense(sch: Schedule, stage: StageHandle, knobs: dict[str, Any]) -> 
         return
     *batch, i, j = spatial
     (k,) = reduction
-    mr, nr, kc = fit(i.extent, knobs["mr"]), fit(j.extent, knobs["nr"]), fit(k.extent, knobs["kc"])
+    batch, i = _rows(sch, stage, batch, i, j, k, knobs["mr"])
+    mr, nr = choose_tile(i.extent, j.extent, knobs["mr"], knobs["nr"], host_lanes())
+    kc = fit(k.extent, knobs["kc"])
     b_name = _operand(sch, stage, j.axis, k.axis)
     if nr < 8 or mr < 2 or b_name is None:
         schedule_reduction(sch, stage, REDUCTION.defaults())
@@ -68,7 +70,7 @@ def schedule_dense(sch: Schedule, stage: StageHandle, knobs: dict[str, Any]) -> 
     outer = [*batch, *[loop for loop in (ko, io, jo, iio) if loop is not None]]
     sch.reorder(*outer, ki, iii, ji)
     a_name = _operand(sch, stage, i.axis, k.axis)
-    if knobs["pack_b"]:
+    if knobs["pack_b"] and not (jo is None and _panels_contiguous(sch, stage, b_name, j.axis, k.axis, nr)):
         # one KC x N block per k block when rows are blocked (reused by every row
         # block), else one KC x NR panel per column block (a small buffer)
         at = _deepest([*batch, ko, jo if io is None else None])
@@ -81,6 +83,56 @@ def schedule_dense(sch: Schedule, stage: StageHandle, knobs: dict[str, Any]) -> 
         # separate pass over the whole output
         sch.decompose_reduction(stage, sch.get_loop(stage, ki.axis))
     sch.tensorize(sch.get_loop(stage, ki.axis), fma_tile_name(mr, nr, kc))
+
+
+ACCUMULATORS = 28
+"""Vector registers the accumulator tile may take (of 32: the rest hold B and A)."""
+
+
+def choose_tile(rows: int, columns: int, mr: int, nr: int, lanes: int) -> tuple[int, int]:
+    """The MR x NR tile for `rows` x `columns`: the preferred sizes when they divide
+    (`fit`), else, when `nr` does not divide the columns, the whole-vector NR (a
+    multiple of `lanes` up to 6 vectors that divides them) whose tile holds the most
+    accumulators (10000 columns, 35 rows: 5 x 80 rather than 7 x 16 or 35 x 25)."""
+    if columns % nr == 0 or columns % lanes != 0:
+        return fit(rows, mr), fit(columns, nr)
+    best = (0, 0, 0)
+    for vectors in range(1, 7):
+        width = vectors * lanes
+        if columns % width:
+            continue
+        height = fit(rows, max(1, min(mr, ACCUMULATORS // vectors)))
+        best = max(best, (height * vectors, height, width))
+    return best[1], best[2]
+
+
+def _rows(sch: Schedule, stage: StageHandle, batch: list, i, j, k, mr: int) -> tuple[list, Any]:
+    """The row loop of the tile: `i`, fused with the batch loops right outside it that
+    B does not move along when `i` alone is shorter than a tile (a dense layer over
+    [seq, batch, features] has seq x batch rows, batch often 1)."""
+    if i.extent >= mr or not batch:
+        return batch, i
+    b_name = _operand(sch, stage, j.axis, k.axis)
+    if b_name is None:
+        return batch, i
+    b_strides = read_strides(sch, stage)[b_name]
+    rows: list = []
+    for loop in reversed(batch):
+        roots = sch.state.stage(stage.name).roots_of(loop.axis)
+        if any(b_strides.get(var) != 0 for var in roots):
+            break
+        rows.insert(0, loop)
+    if not rows:
+        return batch, i
+    return batch[: len(batch) - len(rows)], sch.fuse(*rows, i)
+
+
+def _panels_contiguous(sch: Schedule, stage: StageHandle, name: str, j: str, k: str, nr: int) -> bool:
+    """Is B (whose columns the tile covers whole) already laid out as the
+    micro-kernel reads it: NR consecutive columns a row of the panel, the next k NR elements on (constant weights packed at compile
+    time, see graph-pack-dense)?"""
+    strides = read_strides(sch, stage)[name]
+    return strides.get(j) == 1 and strides.get(k) == nr
 
 
 def _deepest(loops: list) -> Any:
