@@ -130,3 +130,20 @@ def test_diagnostics_name_the_node(equation, shapes, message):
 @pytest.mark.parametrize("mode", ["graph", "llvm"])
 def test_onnx_node_tests(mode: str):
     check_node_tests(r"^test_einsum", mode, {})
+
+
+def test_an_einsum_anchors_a_fusion_group_as_matmul_does():
+    from test_graph_fuse_ops import fuse, groups
+
+    assert graph.EinsumOp.PATTERN_KIND == graph.PatternKind.OUT_ELEMWISE_FUSABLE
+    module = fuse(
+        """
+func.func @main(%q: tensor<1x2x8x4xf32>, %k: tensor<1x2x6x4xf32>, %m: tensor<1x2x8x6xf32>) -> tensor<1x2x8x6xf32> {
+  %e = graph.exp %q : tensor<1x2x8x4xf32>
+  %s = graph.einsum "bhqd,bhkd->bhqk" %e, %k : (tensor<1x2x8x4xf32>, tensor<1x2x6x4xf32>) -> tensor<1x2x8x6xf32>
+  %a = graph.add %s, %m : (tensor<1x2x8x6xf32>, tensor<1x2x8x6xf32>) -> tensor<1x2x8x6xf32>
+  func.return %a : tensor<1x2x8x6xf32>
+}"""
+    )
+    # exp stays a kernel of its own (a lone op is not wrapped); add joins the einsum
+    assert groups(module) == ["einsum_add"]

@@ -198,3 +198,19 @@ def test_diagnostics_name_the_node(model, message: str):
 @pytest.mark.parametrize("mode", ["graph", "llvm"])
 def test_onnx_node_tests(mode: str):
     check_node_tests(r"^test_resize_", mode, {})
+
+
+def test_a_resize_is_injective_and_joins_the_elementwise_ops_around_it():
+    from test_graph_fuse_ops import fuse, groups
+
+    assert graph.ResizeOp.PATTERN_KIND == graph.PatternKind.INJECTIVE
+    module = fuse(
+        """
+func.func @main(%x: tensor<1x2x4x4xf32>) -> tensor<1x2x8x8xf32> {
+  %r = graph.relu %x : tensor<1x2x4x4xf32>
+  %y = graph.resize %r "linear" "half_pixel" scales [1.0, 1.0, 2.0, 2.0] : (tensor<1x2x4x4xf32>) -> tensor<1x2x8x8xf32>
+  %t = graph.tanh %y : tensor<1x2x8x8xf32>
+  func.return %t : tensor<1x2x8x8xf32>
+}"""
+    )
+    assert groups(module) == ["relu_resize_tanh"]
