@@ -212,25 +212,44 @@ def _run_case(case, mode: str) -> NodeTestResult:
 
 def _graph_runner(model):
     """Runs `model` with the graph interpreter; graph inputs that strato needs at compile
-    time (shapes, axes, ...) are bound to each run's values, as the backend does."""
+    time (shapes, axes, ...) are bound to each run's values, and strings, sequences and
+    optionals cross the model's boundary, as the backend does (`ValueBoundary`)."""
     from strato.frontends.onnx import import_onnx
-    from strato.frontends.onnx.backend import bind_inputs, compile_time_inputs
-    from strato.interpreters.graph import run_graph
+    from strato.frontends.onnx.backend import ValueBoundary, bind_inputs, compile_time_inputs
+    from strato.frontends.onnx.strings import StringEncoding
 
-    initializers = {init.name for init in model.graph.initializer}
-    names = [value.name for value in model.graph.input if value.name not in initializers]
+    strings = StringEncoding.of(model)
+    if strings is not None:
+        model = strings.model
+    boundary = ValueBoundary(model, strings)
     bound = set(compile_time_inputs(model))
-    if not bound:
-        imported = import_onnx(model)
-        return lambda inputs: run_graph(imported.module, inputs, imported.function_name)
+    if not bound and not boundary.structured and strings is None:
+        interpreted = _Interpreted(import_onnx(model))
+        return lambda inputs: interpreted(*inputs)
 
     def run(inputs):
-        values = dict(zip(names, inputs))
-        imported = import_onnx(bind_inputs(model, {name: values[name] for name in bound}))
-        rest = [values[name] for name in names if name not in bound]
-        return run_graph(imported.module, rest, imported.function_name)
+        values = boundary.check_count(inputs)
+        imported = import_onnx(
+            bind_inputs(model, {name: values[name] for name in bound}),
+            input_shapes=boundary.structures(values) or None,
+        )
+        rest = {name: value for name, value in values.items() if name not in bound}
+        return boundary.call(_Interpreted(imported), rest)
 
     return run
+
+
+class _Interpreted:
+    """An imported model called like a compiled one, through the graph interpreter."""
+
+    def __init__(self, imported):
+        self.imported = imported
+        self.output_names = imported.output_names
+
+    def __call__(self, *arrays):
+        from strato.interpreters.graph import run_graph
+
+        return run_graph(self.imported.module, list(arrays), self.imported.function_name)
 
 
 def _onnxruntime_runner(model):
