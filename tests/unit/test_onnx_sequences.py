@@ -164,3 +164,13 @@ def test_a_run_value_of_the_wrong_kind_is_an_input_mismatch(value, message):
     rep = backend.prepare(identity(seq_of([2])))
     with pytest.raises(InputMismatchError, match=message):
         rep.run([value])
+
+
+def test_a_structure_for_a_tensor_input_is_a_diagnostic():
+    model = model_of(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        {"x": helper.make_tensor_type_proto(F, [2])},
+        {"y": helper.make_tensor_type_proto(F, [2])},
+    )
+    with pytest.raises(ModelImportError, match=r"cannot set the shape of 'x' to \[\(2,\)\]: it is a tensor"):
+        strato.compile(model, input_shapes={"x": [(2,)]})

@@ -172,3 +172,9 @@ def test_a_string_input_given_numbers_is_an_input_mismatch():
 def test_compiling_strings_directly_names_the_backend():
     with pytest.raises(ModelImportError, match=r"element type STRING; .*ONNX backend compiles"):
         strato.compile(CASES["Equal"])
+
+
+def test_a_scalar_string_output_maps_back():
+    model = model_of("Identity", {"x": (S, [])}, {"z": S})
+    (z,) = backend.prepare(model).run([np.array("hi", dtype=object)])
+    assert z.shape == () and z.dtype == object and z[()] == "hi"

@@ -344,6 +344,11 @@ class _GraphImporter:
         for value in model.graph.input:
             if value.name not in self.input_shapes or sequences.is_structured(value.type):
                 continue  # a sequence's or optional's structure is read with its type
+            if sequences.is_structure_spec(self.input_shapes[value.name]):
+                raise self.error(
+                    f"cannot set the shape of '{value.name}' to "
+                    f"{self.input_shapes[value.name]!r}: it is a tensor, not a sequence"
+                )
             shape = value.type.tensor_type.shape
             shape.ClearField("dim")
             for size in self.input_shapes[value.name]:

@@ -106,7 +106,7 @@ class StringEncoding:
             return value
         table = np.empty(len(strings), dtype=object)
         table[:] = strings
-        return table[value]
+        return table[value.reshape(-1)].reshape(value.shape)
 
     def _id(self, text: str) -> int:
         return self.constants.setdefault(text, len(self.constants))
