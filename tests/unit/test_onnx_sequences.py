@@ -35,9 +35,8 @@ def model_of(nodes, inputs: dict[str, onnx.TypeProto], outputs: dict[str, onnx.T
 
 
 def identity(input_type: onnx.TypeProto) -> onnx.ModelProto:
-    return model_of(
-        [helper.make_node("Identity", ["x"], ["y"], name="id")], {"x": input_type}, {"y": input_type}
-    )
+    node = helper.make_node("Identity", ["x"], ["y"], name="id")
+    return model_of([node], {"x": input_type}, {"y": input_type})
 
 
 def arrays(*shapes) -> list[np.ndarray]:
@@ -172,5 +171,6 @@ def test_a_structure_for_a_tensor_input_is_a_diagnostic():
         {"x": helper.make_tensor_type_proto(F, [2])},
         {"y": helper.make_tensor_type_proto(F, [2])},
     )
-    with pytest.raises(ModelImportError, match=r"cannot set the shape of 'x' to \[\(2,\)\]: it is a tensor"):
+    message = r"cannot set the shape of 'x' to \[\(2,\)\]: it is a tensor, not a sequence"
+    with pytest.raises(ModelImportError, match=message):
         strato.compile(model, input_shapes={"x": [(2,)]})

@@ -107,7 +107,10 @@ def test_string_constants_share_the_dictionary_with_the_inputs():
         [equal, constant, concat],
         "constants",
         [helper.make_tensor_value_info("x", S, [2])],
-        [helper.make_tensor_value_info("same", B, [2]), helper.make_tensor_value_info("all", S, [3])],
+        [
+            helper.make_tensor_value_info("same", B, [2]),
+            helper.make_tensor_value_info("all", S, [3]),
+        ],
         [numpy_helper.from_array(names, "names")],
     )
     rep = backend.prepare(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]))
@@ -120,15 +123,15 @@ def test_string_constants_share_the_dictionary_with_the_inputs():
 
 
 def test_equal_of_two_known_string_tensors_folds_without_the_backend():
-    model = model_of(
-        "Equal", {}, {"z": B}, {"a": np.array(["a", "b"], dtype=object), "b": np.array(["a"], dtype=object)}
-    )
+    known = {"a": np.array(["a", "b"], dtype=object), "b": np.array(["a"], dtype=object)}
+    model = model_of("Equal", {}, {"z": B}, known)
     (z,) = strato.compile(model)()
     np.testing.assert_array_equal(z, [True, False])
 
 
 def test_a_model_without_strings_has_no_encoding():
-    assert StringEncoding.of(model_of("Identity", {"x": (TensorProto.FLOAT, [2])}, {"z": 1})) is None
+    model = model_of("Identity", {"x": (TensorProto.FLOAT, [2])}, {"z": TensorProto.FLOAT})
+    assert StringEncoding.of(model) is None
 
 
 @pytest.mark.parametrize(
