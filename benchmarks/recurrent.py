@@ -50,15 +50,15 @@ def layer(op_type: str, hidden: int, steps: int, batch: int, seed: int = 0):
     return model, x
 
 
-def per_call_ms(call, calls: int, rounds: int = 5) -> float:
+def per_call_ms(call, calls: int, rounds: int = 7) -> float:
     call()
-    best = float("inf")
+    means = []
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = time.thread_time()
         for _ in range(calls):
             call()
-        best = min(best, (time.perf_counter() - start) / calls * 1e3)
-    return best
+        means.append((time.thread_time() - start) / calls * 1e3)
+    return float(np.median(means))
 
 
 def main() -> None:

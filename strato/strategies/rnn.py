@@ -465,7 +465,9 @@ class _RnnBuilder(_CellBuilder):
 
     def step_state(self, step: int, xw: SSAValue, h: HiddenReader | None) -> SSAValue:
         """h_s = f(clip(xw + h_{s-1} R^T)), masked."""
-        z = None if h is None else self.recurrent_product(f"rnn_gates_{step}", h, 0, self.hidden)
+        z = None
+        if h is not None:
+            z = self.recurrent_product(f"rnn_gates_{step}", h, 0, self.hidden)
 
         def body(s, idx):
             d, b, j = idx
