@@ -26,7 +26,8 @@ Leaves illegal: every op outside the llvm dialect (checked after the pass).
   a non-serial loop carries `strato.loop_kind`.
 - Global-scope buffers come from `malloc`/`free`; small local ones are one `alloca` at
   the function entry. `memref.global` constants become internal llvm globals holding
-  the same dense bytes. `math` ops become LLVM intrinsics or libm calls.
+  the same dense bytes. `math` ops become LLVM intrinsics or libm calls, except exp,
+  erf and tanh of f32: inline arithmetic that vectorizes (`vector_math`).
 
 Before:
 

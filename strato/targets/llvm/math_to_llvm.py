@@ -1,11 +1,14 @@
 """Lowering of upstream `math` to the llvm dialect, one pattern per op.
 
 Functions LLVM knows as intrinsics become `llvm.call_intrinsic` (the backend turns the
-ones without an instruction into libm calls); the others call libm directly (`erff`,
-`expm1f`, ...), which the JIT resolves from the C library already in the process.
+ones without an instruction into libm calls); the others call libm directly (`expm1f`,
+`log1pf`, ...), which the JIT resolves from the C library already in the process. exp,
+erf and tanh of f32 are inline arithmetic instead (`vector_math`): no call, so the loop
+around them vectorizes.
 
-    %e = math.exp %x : f32   ->  %e = llvm.call_intrinsic "llvm.exp.f32"(%x) : (f32) -> f32
-    %r = math.erf %x : f32   ->  %r = llvm.call @erff(%x) : (f32) -> f32
+    %e = math.exp %x : f64   ->  %e = llvm.call_intrinsic "llvm.exp.f64"(%x) : (f64) -> f64
+    %r = math.erf %x : f64   ->  %r = llvm.call @erf(%x) : (f64) -> f64
+    %r = math.erf %x : f32   ->  fmas, min/max and bit operations on %x (vector_math)
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, IntegerType, i1
 from xdsl.ir import Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 
-from strato.targets.llvm import builders
+from strato.targets.llvm import builders, vector_math
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern, intrinsic_suffix
 from strato.targets.llvm.type_conversion import (
     materialize_llvm,
@@ -60,6 +63,21 @@ class _LibmLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [builders.call(name, args, result_type)])
 
 
+class _ExpandedLowering(LLVMLoweringPattern):
+    """A math op `vector_math` computes inline for f32; other types lower as
+    `fallback` does."""
+
+    fallback: ClassVar[LLVMLoweringPattern]
+
+    def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not vector_math.expands(type(op), op.results[0].type):
+            self.fallback.lower(op, rewriter)
+            return
+        value = materialize_llvm(rewriter, op, op.operands[0])
+        ops, result = vector_math.expand(type(op), value)
+        replace_with_llvm(rewriter, op, ops, [result])
+
+
 class _IntBitCountLowering(LLVMLoweringPattern):
     """ctlz/cttz/abs take an extra i1 ("is zero/INT_MIN poison"): false keeps them
     defined on every input, as the math dialect requires."""
@@ -79,9 +97,14 @@ class AbsFOpLowering(_IntrinsicLowering):
     intrinsic = "llvm.fabs"
 
 
-class ExpOpLowering(_IntrinsicLowering):
+class _ExpIntrinsicLowering(_IntrinsicLowering):
     source_op = math.ExpOp
     intrinsic = "llvm.exp"
+
+
+class ExpOpLowering(_ExpandedLowering):
+    source_op = math.ExpOp
+    fallback = _ExpIntrinsicLowering()
 
 
 class Exp2OpLowering(_IntrinsicLowering):
@@ -124,9 +147,14 @@ class TanOpLowering(_IntrinsicLowering):
     intrinsic = "llvm.tan"
 
 
-class TanhOpLowering(_IntrinsicLowering):
+class _TanhIntrinsicLowering(_IntrinsicLowering):
     source_op = math.TanhOp
     intrinsic = "llvm.tanh"
+
+
+class TanhOpLowering(_ExpandedLowering):
+    source_op = math.TanhOp
+    fallback = _TanhIntrinsicLowering()
 
 
 class SinhOpLowering(_IntrinsicLowering):
@@ -292,9 +320,14 @@ class RsqrtOpLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [root, one, quotient])
 
 
-class ErfOpLowering(_LibmLowering):
+class _ErfLibmLowering(_LibmLowering):
     source_op = math.ErfOp
     function = "erf"
+
+
+class ErfOpLowering(_ExpandedLowering):
+    source_op = math.ErfOp
+    fallback = _ErfLibmLowering()
 
 
 class ExpM1OpLowering(_LibmLowering):

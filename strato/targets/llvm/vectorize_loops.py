@@ -11,7 +11,8 @@ stays a scalar:
   with `insertelement`: a constant stride at a constant offset from the first lane's
   address, a gather through a computed index at its own address;
 - float and integer arithmetic, min/max, fma and the math functions LLVM has vector
-  intrinsics for become vector instructions (keeping the op's fast-math flags); any
+  intrinsics for become vector instructions (keeping the op's fast-math flags), exp,
+  erf and tanh of f32 the vector form of their inline arithmetic (`vector_math`); any
   other op is computed per lane and assembled into a vector where a vector needs it.
 
 Index arithmetic stays scalar: the analysis follows each index as `base + stride * iv`
@@ -48,7 +49,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from strato.dialects.loop import ForOp, LoopKind, YieldOp
-from strato.targets.llvm import builders
+from strato.targets.llvm import builders, vector_math
 from strato.targets.llvm.memref_to_llvm import element_address
 from strato.targets.llvm.reduction_flags import same_index
 from strato.targets.llvm.type_conversion import (
@@ -365,6 +366,8 @@ class _LoopVectorizer:
             return self.is_uniform(op.cond)
         if isinstance(op, arith.CmpiOp):
             return True
+        if vector_math.expands(type(op), self.vector_type(op.results[0].type)):
+            return True
         return type(op) in _FLOAT_BINARY or type(op) in _INT_BINARY or (
             type(op) in _FLOAT_INTRINSICS or isinstance(op, arith.NegfOp)
         )
@@ -372,6 +375,12 @@ class _LoopVectorizer:
     def vector_op(self, op: Operation) -> SSAValue:
         operands = [self.vector(v) for v in op.operands]
         result_type = self.vector_type(op.results[0].type)
+        if vector_math.expands(type(op), result_type):
+            # exp, erf, tanh of f32 inline: LLVM would call the scalar function per lane
+            ops, result = vector_math.expand(type(op), operands[0])
+            for expanded in ops:
+                self.emit(expanded)
+            return result
         if type(op) in _FLOAT_BINARY:
             flags = builders.fastmath(op.properties.get("fastmath"))
             new = builders.float_binary(_FLOAT_BINARY[type(op)], *operands, flags)

@@ -149,20 +149,42 @@ func.func @conversions(%i: index, %x: f32) -> f64 {
 }
 
 // LLVM intrinsics where LLVM has them, libm calls (declared once) where it does not.
-// CHECK-LABEL: llvm.func @math(%x{{.*}}: f32) -> f32 {
-// CHECK-NEXT:    %[[E:.*]] = llvm.call_intrinsic "llvm.exp.f32"(%x{{.*}}) : (f32) -> f32
-// CHECK-NEXT:    %[[R:.*]] = llvm.call @erff(%[[E]]) : (f32) -> f32
-// CHECK-NEXT:    %[[T:.*]] = llvm.call_intrinsic "llvm.tanh.f32"(%[[R]]) : (f32) -> f32
-// CHECK-NEXT:    %[[SQ:.*]] = llvm.call_intrinsic "llvm.sqrt.f32"(%[[T]]) : (f32) -> f32
-// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1.000000e+00 : f32) : f32
-// CHECK-NEXT:    %[[RS:.*]] = llvm.fdiv %[[ONE]], %[[SQ]] : f32
-// CHECK-NEXT:    llvm.return %[[RS]] : f32
-func.func @math(%x: f32) -> f32 {
+// CHECK-LABEL: llvm.func @math(%x{{.*}}: f64) -> f64 {
+// CHECK-NEXT:    %[[E:.*]] = llvm.call_intrinsic "llvm.exp.f64"(%x{{.*}}) : (f64) -> f64
+// CHECK-NEXT:    %[[R:.*]] = llvm.call @erf(%[[E]]) : (f64) -> f64
+// CHECK-NEXT:    %[[T:.*]] = llvm.call_intrinsic "llvm.tanh.f64"(%[[R]]) : (f64) -> f64
+// CHECK-NEXT:    %[[SQ:.*]] = llvm.call_intrinsic "llvm.sqrt.f64"(%[[T]]) : (f64) -> f64
+// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1.000000e+00 : f64) : f64
+// CHECK-NEXT:    %[[RS:.*]] = llvm.fdiv %[[ONE]], %[[SQ]] : f64
+// CHECK-NEXT:    llvm.return %[[RS]] : f64
+func.func @math(%x: f64) -> f64 {
+  %e = math.exp %x : f64
+  %r = math.erf %e : f64
+  %t = math.tanh %r : f64
+  %s = math.rsqrt %t : f64
+  func.return %s : f64
+}
+
+// exp, erf and tanh of f32 are inline arithmetic (strato.targets.llvm.vector_math): no
+// call, so a loop around them vectorizes. exp: clamp, round to n, reduce, polynomial,
+// scale by two powers of two built in the exponent bits.
+// CHECK-LABEL: llvm.func @inline_math(%x{{.*}}: f32) -> f32 {
+// CHECK-NOT:     llvm.call @
+// CHECK:         llvm.call_intrinsic "llvm.maximum.f32"(%x{{.*}}, %{{.*}}) : (f32, f32) -> f32
+// CHECK:         llvm.call_intrinsic "llvm.fma.f32"
+// CHECK:         llvm.bitcast %{{.*}} : f32 to i32
+// CHECK:         llvm.shl
+// CHECK-NOT:     llvm.call @
+// CHECK:         llvm.call_intrinsic "llvm.copysign.f32"
+// CHECK-NOT:     llvm.call @
+// CHECK:         llvm.call_intrinsic "llvm.copysign.f32"
+// CHECK-NOT:     llvm.call @
+// CHECK:         llvm.return
+func.func @inline_math(%x: f32) -> f32 {
   %e = math.exp %x : f32
   %r = math.erf %e : f32
   %t = math.tanh %r : f32
-  %s = math.rsqrt %t : f32
-  func.return %s : f32
+  func.return %t : f32
 }
 
 // Global-scope buffers come from malloc and go back to free; a small local buffer is
@@ -337,6 +359,6 @@ func.func @sum_of_squares(%a: memref<8xf32>, %o: memref<1xf32> {loop.output}) at
 }
 
 // The C library functions used are declared at the end of the module.
-// CHECK-DAG:   llvm.func @erff(f32) -> f32
+// CHECK-DAG:   llvm.func @erf(f64) -> f64
 // CHECK-DAG:   llvm.func @malloc(i64) -> !llvm.ptr
 // CHECK-DAG:   llvm.func @free(!llvm.ptr)
