@@ -27,6 +27,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from strato.dialects import te
 from strato.dialects.tensor_types import scalar_type
+from strato.strategies.accumulation import accumulator_type, round_accumulated, widen_term
 
 
 def shape_of(value: SSAValue) -> tuple[int, ...]:
@@ -266,7 +267,11 @@ class PrimitiveBuilder:
         init: float | int | None = None,
     ) -> SSAValue:
         """A stage result[idx] = combine_k body(scalar_builder, idx, k), from `init`
-        (the identity of `kind` for the element type when omitted)."""
+        (the identity of `kind` for the element type when omitted). A sum or product
+        of 16-bit floats accumulates in f32 and rounds once (`strategies.accumulation`)."""
+        accumulator = accumulator_type(kind, element_type)
+        if accumulator is not None:
+            return self._reduce_widened(stage, kind, shape, extents, body, element_type, init)
         if init is None:
             init = reduction_identity(kind, element_type)
         block = Block(arg_types=[IndexType()] * (len(shape) + len(extents)))
@@ -290,6 +295,31 @@ class PrimitiveBuilder:
         )
         self.block.add_op(op)
         return op.result
+
+    def _reduce_widened(
+        self,
+        stage: str,
+        kind: te.ReduceKind,
+        shape: Sequence[int],
+        extents: Sequence[int],
+        body: ReduceBody,
+        element_type: Attribute,
+        init: float | int | None,
+    ) -> SSAValue:
+        accumulator = accumulator_type(kind, element_type)
+        assert accumulator is not None
+
+        def wide_body(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+            term = body(ScalarBuilder(s.block, element_type), idx, k)
+            return widen_term(s.block, term, accumulator)
+
+        total = self.reduce(stage, kind, shape, extents, wide_body, accumulator, init)
+        return self.compute(
+            f"{stage}_round",
+            shape,
+            lambda s, idx: round_accumulated(s.block, s.read(total, idx), element_type),
+            element_type,
+        )
 
     def finish(self, outputs: Sequence[SSAValue]) -> te.PrimitiveOp:
         self.block.add_op(te.OutputOp(outputs))
