@@ -270,6 +270,7 @@ class StratoBackend(Backend):
                 return SpecializingBackendRep(proto, bound, options, boundary)
             if strings is None:
                 raise
+        # only strings were in the way: the model on ids compiles once
         return StratoBackendRep(strato.compile(proto, target="llvm", **options), boundary)
 
     @classmethod
@@ -347,12 +348,12 @@ class ValueBoundary:
         strings: list[Any] = []
         if self.strings is not None:
             values, strings = self.strings.encode(values)
-        arrays = [
-            array
-            for name in self.input_names
-            if name in values
-            for array in sequences.flat_arrays(values[name])
-        ]
+        arrays = []
+        for name in self.input_names:
+            if name in self.structured:
+                arrays.extend(sequences.flat_arrays(values[name]))
+            elif name in values:
+                arrays.append(values[name])
         results = dict(zip(compiled.output_names, compiled(*arrays)))
         outputs = sequences.regroup_outputs(self._outputs, results)
         if self.strings is None:
