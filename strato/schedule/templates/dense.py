@@ -1,4 +1,5 @@
-"""Dense, matmul and batched matmul: the cache- and register-blocked GEMM of BLIS.
+"""Dense, matmul, batched matmul and an LSTM's input projection (every time step
+at once, `lstm_input`): the cache- and register-blocked GEMM of BLIS.
 
     for k.outer:                      (KC steps of the reduction, when KC < K)
       pack B[k.outer] into KC x NR panels, [N / NR, KC, NR]   (cache_read + transform_layout)
@@ -42,15 +43,16 @@ from strato.schedule.templates.base import (
     stage_kind,
     vectorize_innermost,
 )
+from strato.schedule.templates.gemv import ROWS, schedule_gemv
 from strato.schedule.templates.reduction import REDUCTION, schedule_reduction
 
-KINDS = {"dense", "matmul", "batch_matmul"}
+KINDS = {"dense", "matmul", "batch_matmul", "lstm_input"}
 
 
 def schedule_dense(sch: Schedule, stage: StageHandle, knobs: dict[str, Any]) -> None:
     spatial, reduction = spatial_and_reduction_loops(sch, stage)
     if len(spatial) < 2 or len(reduction) != 1:
-        schedule_reduction(sch, stage, REDUCTION.defaults())
+        _fallback(sch, stage)
         return
     *batch, i, j = spatial
     (k,) = reduction
@@ -59,7 +61,7 @@ def schedule_dense(sch: Schedule, stage: StageHandle, knobs: dict[str, Any]) -> 
     kc = fit(k.extent, knobs["kc"])
     b_name = _operand(sch, stage, j.axis, k.axis)
     if nr < 8 or mr < 2 or b_name is None:
-        schedule_reduction(sch, stage, REDUCTION.defaults())
+        _fallback(sch, stage)
         return
     # MC: a multiple of MR that divides the rows
     mc = mr * fit(i.extent // mr, max(knobs["mc"] // mr, 1))
@@ -91,11 +93,15 @@ ACCUMULATORS = 28
 
 def choose_tile(rows: int, columns: int, mr: int, nr: int, lanes: int) -> tuple[int, int]:
     """The MR x NR tile for `rows` x `columns`: the preferred sizes when they divide
-    (`fit`), else, when `nr` does not divide the columns, the whole-vector NR (a
-    multiple of `lanes` up to 6 vectors that divides them) whose tile holds the most
-    accumulators (10000 columns, 35 rows: 5 x 80 rather than 7 x 16 or 35 x 25)."""
-    if columns % nr == 0 or columns % lanes != 0:
-        return fit(rows, mr), fit(columns, nr)
+    (`fit`); else, when whole vectors divide the columns, the NR of up to 6 vectors
+    that divides them and whose tile holds the most accumulators (10000 columns, 35
+    rows: 5 x 80 rather than 7 x 16 or 35 x 25); else a power-of-two NR (a vector
+    width LLVM legalizes well: 2600 columns get 8, not 26 or 40)."""
+    if columns % nr == 0:
+        return fit(rows, mr), nr
+    if columns % lanes:
+        width = max((w for w in (1, 2, 4, 8, 16, 32, 64) if w <= nr and columns % w == 0))
+        return fit(rows, mr), width
     best = (0, 0, 0)
     for vectors in range(1, 7):
         width = vectors * lanes
@@ -133,6 +139,13 @@ def _panels_contiguous(sch: Schedule, stage: StageHandle, name: str, j: str, k: 
     time, see graph-pack-dense)?"""
     strides = read_strides(sch, stage)[name]
     return strides.get(j) == 1 and strides.get(k) == nr
+
+
+def _fallback(sch: Schedule, stage: StageHandle) -> None:
+    """A stage the tile cannot cover: a matrix-vector product (one row) by rows of
+    contiguous weights, else any reduction."""
+    if not schedule_gemv(sch, stage, ROWS.default):
+        schedule_reduction(sch, stage, REDUCTION.defaults())
 
 
 def _deepest(loops: list) -> Any:
