@@ -78,8 +78,9 @@ def compile_model(
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
 
-    `input_shapes` fixes input shapes by name (for models with symbolic dimensions);
-    `after_stage` sees the module after each IR stage, e.g. to dump it; `before_stage`
+    `input_shapes` fixes input shapes by name (for models with symbolic dimensions;
+    a sequence input's entry is the list of its element shapes, an absent optional's
+    None: `strato.frontends.onnx.sequences`); `after_stage` sees the module after each IR stage, e.g. to dump it; `before_stage`
     hears the name of each pass before it runs (progress reports); `name` prefixes
     the C entry point (`<name>_run`; by default the file's stem, the zoo name or the
     ONNX graph's name). `target` is a target string (`"llvm -mcpu=skylake-avx512"`,

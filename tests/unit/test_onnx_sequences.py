@@ -174,3 +174,14 @@ def test_a_structure_for_a_tensor_input_is_a_diagnostic():
     message = r"cannot set the shape of 'x' to \[\(2,\)\]: it is a tensor, not a sequence"
     with pytest.raises(ModelImportError, match=message):
         strato.compile(model, input_shapes={"x": [(2,)]})
+
+
+def test_a_tensor_named_like_a_sequence_element_is_a_diagnostic():
+    tensor = helper.make_tensor_type_proto(F, [2])
+    model = model_of(
+        [helper.make_node("Identity", ["x"], ["y"]), helper.make_node("Relu", ["x[0]"], ["r"])],
+        {"x": seq_of([2]), "x[0]": tensor},
+        {"y": seq_of([2]), "r": tensor},
+    )
+    with pytest.raises(ModelImportError, match=r"graph input 'x\[0\]' is named like an element"):
+        import_onnx(model, input_shapes={"x": [(2,)]})

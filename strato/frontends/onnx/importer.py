@@ -174,6 +174,7 @@ class _GraphImporter:
         self._check_nodes()
         self._fix_input_shapes()
         arguments = [pair for value in self.inputs for pair in self._input_arguments(value)]
+        sequences.check_distinct([name for name, _ in arguments], "graph input", self.error)
         input_types = [type_ for _, type_ in arguments]
         self._run_checker()
         inferred = self._infer_shapes()
@@ -209,6 +210,8 @@ class _GraphImporter:
             for output in self.graph.output
             for pair in self._output_values(output, env, block, materialized)
         ]
+        if any(isinstance(env[output.name], (list, type(None))) for output in self.graph.output):
+            sequences.check_distinct([name for name, _ in results], "graph output", self.error)
         returned = [value for _, value in results]
         block.add_op(func.ReturnOp(*returned))
         function = func.FuncOp(

@@ -163,6 +163,16 @@ def result_values(
     return [(name, value)]
 
 
+def check_distinct(names: Sequence[str], what: str, error: ErrorFactory) -> None:
+    """Raises when two arguments or results (`what`) of a model with sequences share a
+    name: a value named like a sequence element (`x[0]` beside a sequence `x`)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            raise error(f"{what} '{name}' is named like an element of a sequence")
+        seen.add(name)
+
+
 # -- run time: arguments from values, results to values ----------------------------
 
 
@@ -278,6 +288,7 @@ __all__ = [
     "StaticValue",
     "argument_types",
     "assemble",
+    "check_distinct",
     "checked_structure",
     "describe",
     "flat_arrays",
