@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ModuleOp
 
 from strato.compiler import build_llvm
@@ -89,6 +89,23 @@ def pool_softmax() -> onnx.ModelProto:
     )  # fmt: skip
 
 
+def softmax(axis: int) -> onnx.ModelProto:
+    return model(
+        [helper.make_node("Softmax", ["X"], ["Y"], axis=axis)],
+        [value("X", [2, 16, 32])],
+        [value("Y", [2, 16, 32])],
+    )
+
+
+def layer_norm() -> onnx.ModelProto:
+    return model(
+        [helper.make_node("LayerNormalization", ["X", "g", "b"], ["Y"], axis=-1)],
+        [value("X", [2, 16, 32])],
+        [value("Y", [2, 16, 32])],
+        [weights("g", [32]), weights("b", [32])],
+    )
+
+
 MODELS = {
     "matmul": matmul,
     "dense_relu": dense_relu,
@@ -97,6 +114,9 @@ MODELS = {
     "conv_strided": lambda: conv(16, stride=2),
     "depthwise": lambda: conv(4, group=4),
     "pool_softmax": pool_softmax,
+    "softmax_rows": lambda: softmax(-1),
+    "softmax_columns": lambda: softmax(1),
+    "layer_norm": layer_norm,
 }
 
 
@@ -176,6 +196,30 @@ def test_each_kernel_records_its_templates_and_knobs(name: str):
             assert stage in knobs.data
     for stage, template in EXPECTED_TEMPLATES[name].items():
         assert recorded.get(stage) == template, recorded
+
+
+@pytest.mark.parametrize("name", ["softmax_rows", "layer_norm"])
+def test_a_row_wise_kernel_computes_each_row_in_one_loop_nest(name: str):
+    """Reductions along the rows and the elementwise stages after them are computed
+    inside the last stage's loop over rows: one root loop nest, per-row buffers."""
+    module = loop_module(MODELS[name]())
+    schedule_default(module, threads=1)
+    (kernel,) = kernels(module)
+    roots = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
+    assert len(roots) == 1, loop_structure(kernel)
+    for op in kernel.walk():
+        if isinstance(op, memref.AllocOp):
+            assert op.memref.type.get_shape()[:-1] == (1, 1), op.memref.type
+
+
+def test_a_reduction_each_row_needs_whole_is_not_recomputed_per_row():
+    """softmax over axis 1 of [2, 16, 32]: every row of the output needs the whole
+    column reductions, so the stages keep their own loop nests."""
+    module = loop_module(softmax(1))
+    schedule_default(module, threads=1)
+    (kernel,) = kernels(module)
+    roots = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
+    assert len({op.attributes["stage"].data for op in roots}) == 4
 
 
 def test_the_dense_template_tensorizes_with_the_micro_kernel_and_vector_loops():
