@@ -20,7 +20,8 @@ function over the whole f32 range, rounding of every step included:
   exp(r) = 1 + r + r^2 P(r) with P of degree 4 on |r| <= ln 2 / 2, then scaled by
   2^(n/2) and 2^(n - n/2) built in the exponent bits: two factors so that results down
   to the smallest subnormal and up to the overflow to inf come out right. x is clamped
-  to [-104, 89] first (beyond, exp is 0 or inf anyway).
+  to [-104, 89] first (beyond, exp is 0 or inf anyway). Inside erf and tanh, whose
+  arguments to exp are bounded, without the clamp and with one factor.
 - erf (1.02 ulp), computed on a = min(|x|, 4) (erf(4) rounds to 1) and signed at the end:
   below 0.875, a c0 + a t P(t) with t = a^2, P of degree 4 and c0 = 2 / sqrt(pi) split in
   two floats; above, 1 - exp(-a^2) R(a) with R = erfc(a) exp(a^2) a rational of degree
@@ -178,8 +179,10 @@ class _Emitter:
         return self.intrinsic("llvm.copysign", magnitude, x)
 
 
-def _exp(e: _Emitter, x: SSAValue) -> SSAValue:
-    x = e.clamp(x, EXP_MIN, EXP_MAX)
+def _exp(e: _Emitter, x: SSAValue, *, within: float | None = None) -> SSAValue:
+    """exp(x); when |x| <= `within` (< 87), without the clamp and with one scaling."""
+    if within is None:
+        x = e.clamp(x, EXP_MIN, EXP_MAX)
     shifted = e.fma(x, e.constant(LOG2E), e.constant(ROUNDING))
     n = e.binary(llvm.FSubOp, shifted, e.constant(ROUNDING))
     r = e.fma(n, e.constant(-LN2_HI), x)
@@ -190,10 +193,13 @@ def _exp(e: _Emitter, x: SSAValue) -> SSAValue:
     # n in [-150, 129] as an integer: two powers of two, each a normal float
     n_int = e.add(llvm.BitcastOp(shifted, e.int_type))
     n_int = e.int_binary(llvm.SubOp, n_int, e.int_constant(ROUNDING_BITS))
-    half = e.int_binary(llvm.AShrOp, n_int, e.int_constant(1))
-    rest = e.int_binary(llvm.SubOp, n_int, half)
+    if within is not None:
+        powers = [n_int]
+    else:
+        half = e.int_binary(llvm.AShrOp, n_int, e.int_constant(1))
+        powers = [half, e.int_binary(llvm.SubOp, n_int, half)]
     result = poly
-    for power in (half, rest):
+    for power in powers:
         biased = e.int_binary(llvm.AddOp, power, e.int_constant(127))
         bits = e.int_binary(llvm.ShlOp, biased, e.int_constant(23))
         scale = e.add(llvm.BitcastOp(bits, e.type))
@@ -210,7 +216,7 @@ def _erf(e: _Emitter, x: SSAValue) -> SSAValue:
     small = e.fma(a, e.constant(TWO_OVER_SQRT_PI_HI), small)
     # 1 - exp(-a^2) R(a); exp(-a^2 - d) ~ exp(-a^2) (1 - d) for the rounding error d of t
     t_error = e.fma(a, a, e.add(builders.fneg(t)))
-    decay = _exp(e, e.add(builders.fneg(t)))
+    decay = _exp(e, e.add(builders.fneg(t)), within=ERF_CLAMP**2)
     decay = e.fma(e.add(builders.fneg(decay)), t_error, decay)
     ratio = e.binary(
         llvm.FDivOp, e.horner(a, ERFC_NUMERATOR), e.horner(a, ERFC_DENOMINATOR)
@@ -223,7 +229,7 @@ def _tanh(e: _Emitter, x: SSAValue) -> SSAValue:
     a = e.clamp(e.intrinsic("llvm.fabs", x), None, TANH_CLAMP)
     t = e.binary(llvm.FMulOp, a, a)
     small = e.fma(e.binary(llvm.FMulOp, a, t), e.horner(t, TANH_SMALL), a)
-    grown = _exp(e, e.binary(llvm.FAddOp, a, a))
+    grown = _exp(e, e.binary(llvm.FAddOp, a, a), within=2 * TANH_CLAMP)
     fraction = e.binary(
         llvm.FDivOp, e.constant(2.0), e.binary(llvm.FAddOp, grown, e.constant(1.0))
     )
