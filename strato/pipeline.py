@@ -16,12 +16,13 @@ from xdsl.passes import ModulePass, PassPipeline
 from strato.transforms import get_all_passes
 
 GRAPH_DEFAULT = (
-    "graph-simplify-inference,graph-fold-constants,cse,dce,graph-alter-layout{block=16},"
+    "graph-simplify-inference,graph-fold-constants,cse,dce,graph-alter-layout{block=16 min_block=8},"
     "graph-pack-dense,graph-fuse-ops,graph-plan-memory"
 )
 """The graph-level optimizations, in order (also the pass `graph-default`). Convolutions
-are blocked by 16 channels: one AVX-512 vector of fp32 per block, the lanes of the
-conv2d NCHW{c} schedule template."""
+are blocked by 16 channels (one AVX-512 vector of fp32 per block, the lanes of the
+conv2d NCHW{c} schedule template), or by 8 where 16 does not divide the channels
+(MobileNetV2's 24-channel stages), so such networks stay blocked from end to end."""
 
 LOWER_TO_LOOPS = "convert-graph-to-te,te-inline-stages,convert-te-to-loops"
 LOWER_TO_LLVM = f"{LOWER_TO_LOOPS},convert-loops-to-llvm"
@@ -30,9 +31,10 @@ COMPILE_UNSCHEDULED = f"graph-default,{LOWER_TO_LLVM}"
 """Graph optimizations, then the canonical loop nests lowered as they are (the baseline
 of benchmarks/kernels.py)."""
 
-COMPILE = f"graph-default,{LOWER_TO_LOOPS},schedule-default,convert-loops-to-llvm"
+COMPILE = f"graph-default,{LOWER_TO_LOOPS},schedule-default,expand-math,convert-loops-to-llvm"
 """What `strato.compile` runs: graph optimizations, lowering to loops, the default
-schedule of every kernel, then lowering to the llvm dialect."""
+schedule of every kernel, f32 exp and tanh as vectorizable arithmetic, then lowering to
+the llvm dialect."""
 
 
 def run_pipeline(

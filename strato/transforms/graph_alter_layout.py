@@ -1,7 +1,6 @@
 """graph-alter-layout: run chains of 2-D convolutions in the blocked layout NCHW{c}.
 
-A convolution whose input and output channels are multiples of the block (option
-`block`, default 8) becomes a `graph.blocked_conv` on [N, C/b, H, W, b] tensors, with
+A convolution whose input and output channels are multiples of a block becomes a `graph.blocked_conv` on [N, C/b, H, W, b] tensors, with
 its constant weight re-laid out at compile time into OIHW{b}i{b}o (depthwise:
 OIHW1i{b}o). Groups are fine when the blocks tile them, or when the convolution is
 depthwise. The output channels of a block are innermost, as in TVM's OIHW{b}i{b}o: the
@@ -17,6 +16,13 @@ blocked layout:
   other operand blocked: a constant is re-laid out at compile time ([C, 1, 1] becomes
   [C/b, 1, 1, b]), a full-size NCHW tensor goes through a layout transform;
 - max, average and global average pooling become their blocked variants.
+
+The block of a tensor follows from its channel count: the largest of `block`, `block`/2,
+... down to `min_block` (options; defaults 8 and 8) that divides it. With block=16
+min_block=8, a 24-channel tensor is NCHW8c and a 144-channel one NCHW16c, and a
+convolution between them reads 8-channel blocks and writes 16-channel blocks: networks
+whose widths are multiples of 8 but not all of 16 (MobileNetV2's 24 and 56 channel
+stages) stay blocked from end to end instead of leaving the layout at every such stage.
 
 `graph.layout_transform` ops are inserted only at the boundaries of a chain: where an
 NCHW value enters it (once per value) and where a blocked value leaves it for an NCHW
@@ -75,12 +81,6 @@ def _blocked_shape(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
     return (shape[0], shape[1] // block, shape[2], shape[3], block)
 
 
-def _is_nchw_2d(value: SSAValue, block: int) -> bool:
-    """Is `value` an [N, C, H, W] tensor whose channels the block divides?"""
-    shape = static_shape(value)
-    return len(shape) == 4 and shape[1] % block == 0
-
-
 def _renamed(value: SSAValue, suffix: str) -> str | None:
     return None if value.name_hint is None else f"{value.name_hint}{suffix}"
 
@@ -99,15 +99,32 @@ class LayoutRewriter:
 
     block: Block
     size: int
+    min_size: int
     blocked: dict[SSAValue, SSAValue] = field(default_factory=dict)
     produced: list[SSAValue] = field(default_factory=list)
     chain: set[SSAValue] = field(default_factory=set)
     replaced: list[Operation] = field(default_factory=list)
     constants: dict[tuple[SSAValue, str], SSAValue] = field(default_factory=dict)
 
-    @property
-    def layout(self) -> str:
-        return blocked_layout(self.size)
+    def block_of(self, channels: int) -> int | None:
+        """The block of a tensor with `channels` channels: the largest of size, size/2,
+        ... (not below min_size) dividing them; None when none does."""
+        size = self.size
+        while size >= max(self.min_size, 1):
+            if channels % size == 0:
+                return size
+            size //= 2
+        return None
+
+    def value_block(self, value: SSAValue) -> int | None:
+        """The block of an [N, C, H, W] value; None for other shapes or channels."""
+        shape = static_shape(value)
+        return self.block_of(shape[1]) if len(shape) == 4 else None
+
+    def layout_of(self, value: SSAValue) -> str:
+        block = self.value_block(value)
+        assert block is not None
+        return blocked_layout(block)
 
     # -- values -------------------------------------------------------------------
 
@@ -122,11 +139,11 @@ class LayoutRewriter:
         """The blocked twin of the NCHW `value` (a layout transform, made once)."""
         if value in self.blocked:
             return self.blocked[value]
-        constant = self._relaid_constant(value, NCHW, self.layout)
+        constant = self._relaid_constant(value, NCHW, self.layout_of(value))
         if constant is not None:
             self.blocked[value] = constant
             return constant
-        transform = graph.LayoutTransformOp(value, NCHW, self.layout)
+        transform = graph.LayoutTransformOp(value, NCHW, self.layout_of(value))
         transform.result.name_hint = _renamed(value, ".blocked")
         self._insert_after_definition(value, transform)
         self.blocked[value] = transform.result
@@ -163,14 +180,17 @@ class LayoutRewriter:
             return None
         if not shape:
             return value  # a scalar broadcasts to any layout
-        key = (value, self.layout)
+        block = self.block_of(result_shape[1])
+        assert block is not None
+        layout = blocked_layout(block)
+        key = (value, layout)
         if key not in self.constants:
             full = (1,) * (4 - len(shape)) + shape
             array = array_from_dense(value.owner.value).reshape(full)
             if full[1] == 1:
                 array = array.reshape((full[0], 1, full[2], full[3], 1))
             else:
-                array = transform_layout(array, NCHW, self.layout)
+                array = transform_layout(array, NCHW, layout)
             self.constants[key] = self._constant_after(value, array)
         return self.constants[key]
 
@@ -192,7 +212,9 @@ class LayoutRewriter:
         self.replaced.append(op)
 
     def _blocked_type(self, value: SSAValue) -> TensorType:
-        return tensor_type_like(value.type, _blocked_shape(static_shape(value), self.size))
+        block = self.value_block(value)
+        assert block is not None
+        return tensor_type_like(value.type, _blocked_shape(static_shape(value), block))
 
     def _clone(self, op: Operation, operands: list[SSAValue]) -> Operation:
         return type(op).create(
@@ -212,22 +234,25 @@ class LayoutRewriter:
         elif isinstance(op, (graph.MaxPoolOp, graph.AvgPoolOp)):
             self.visit_pool(op)
         elif isinstance(op, graph.GlobalAvgPoolOp) and self.in_chain(op.input):
-            self._replace(op, graph.BlockedGlobalAvgPoolOp(self.blocked[op.input], self.size))
+            block = self.value_block(op.input)
+            assert block is not None
+            self._replace(op, graph.BlockedGlobalAvgPoolOp(self.blocked[op.input], block))
 
     def visit_conv(self, op: graph.ConvOp) -> None:
-        if not _is_nchw_2d(op.input, self.size):
+        in_block, out_block = self.value_block(op.input), self.value_block(op.result)
+        if in_block is None or out_block is None:
             return
         outputs, per_group = static_shape(op.weight)[:2]
         groups, channels = op.group_count, static_shape(op.input)[1]
         depthwise = groups > 1 and per_group == 1 and outputs == groups == channels
-        tiled = per_group % self.size == 0 and (outputs // groups) % self.size == 0
+        tiled = per_group % in_block == 0 and (outputs // groups) % out_block == 0
         if not depthwise and not tiled:
             return
         # output channels innermost: they are the vector lanes of the schedule, so a
         # weight vector is contiguous without repacking the weights at run time
         order = "io"
-        kernel_in = 1 if depthwise else self.size
-        kernel_layout = blocked_kernel_layout(kernel_in, self.size, order)
+        kernel_in = 1 if depthwise else in_block
+        kernel_layout = blocked_kernel_layout(kernel_in, out_block, order)
         weight = self._relaid_constant(op.weight, OIHW, kernel_layout)
         if weight is None:
             transform = graph.LayoutTransformOp(op.weight, OIHW, kernel_layout)
@@ -241,15 +266,15 @@ class LayoutRewriter:
             padding=tuple(op.padding.get_values()),
             dilations=op.dilation_values,
             groups=groups,
-            in_block=self.size,
-            out_block=self.size,
+            in_block=in_block,
+            out_block=out_block,
             kernel_order=order,
         )
         self._replace(op, new)
 
     def visit_binary(self, op: graph.BroadcastBinaryOp) -> None:
         result_shape = static_shape(op.result)
-        if len(result_shape) != 4 or result_shape[1] % self.size:
+        if len(result_shape) != 4 or self.block_of(result_shape[1]) is None:
             return
         # a chain must lead here, at the full shape
         if not any(self.in_chain(v) and static_shape(v) == result_shape for v in op.operands):
@@ -267,7 +292,7 @@ class LayoutRewriter:
             "padding": tuple(op.padding.get_values()),
             "dilations": op.dilation_values,
             "ceil_mode": op.is_ceil_mode,
-            "block": self.size,
+            "block": self.value_block(op.input),
         }
         x = self.blocked[op.input]
         if isinstance(op, graph.MaxPoolOp):
@@ -289,7 +314,7 @@ class LayoutRewriter:
             if not outside:
                 continue
             twin = self.blocked[value]
-            transform = graph.LayoutTransformOp(twin, self.layout, NCHW)
+            transform = graph.LayoutTransformOp(twin, self.layout_of(value), NCHW)
             transform.result.name_hint = value.name_hint
             self._insert_after_definition(twin, transform)
             value.replace_uses_with_if(
@@ -302,9 +327,11 @@ class LayoutRewriter:
                 Rewriter.erase_op(owner)
 
 
-def alter_layout(block: Block, size: int) -> None:
-    """Move the 2-D convolution chains of `block` into the layout NCHW{size}c."""
-    rewriter = LayoutRewriter(block, size)
+def alter_layout(block: Block, size: int, min_size: int | None = None) -> None:
+    """Move the 2-D convolution chains of `block` into the blocked layouts: NCHW{b}c
+    with b the largest of size, size/2, ... (not below min_size, default size) that
+    divides a tensor's channels."""
+    rewriter = LayoutRewriter(block, size, size if min_size is None else min_size)
     for op in list(block.ops):
         if isinstance(op, graph.GraphOp) and not isinstance(op, graph.FusedOp):
             rewriter.visit(op)
@@ -319,12 +346,17 @@ class GraphAlterLayoutPass(ModulePass):
     name = "graph-alter-layout"
 
     block: int = 8
+    min_block: int = 8
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.block < 1:
             raise StratoError(f"graph-alter-layout: block must be positive, got {self.block}")
+        if self.min_block < 1:
+            raise StratoError(
+                f"graph-alter-layout: min_block must be positive, got {self.min_block}"
+            )
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
-            alter_layout(function.body.block, self.block)
+            alter_layout(function.body.block, self.block, min(self.min_block, self.block))
 
 
 __all__ = ["GraphAlterLayoutPass", "alter_layout"]

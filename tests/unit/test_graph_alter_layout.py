@@ -140,6 +140,40 @@ func.func @main(%x: tensor<1x16x5x5xf32>) -> tensor<1x16x5x5xf32> {
     np.testing.assert_allclose(y, expected[0], rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize(("groups", "stride", "inlined"), [(16, 1, True), (16, 2, True), (1, 1, False)])
+def test_depthwise_convolution_reads_its_input_unpadded(groups: int, stride: int, inlined: bool):
+    """The default schedule inlines a depthwise convolution's zero padding into its
+    vector taps (no padded copy of the input per call); a regular convolution keeps the
+    padded copy its broadcasts read."""
+    rng = np.random.default_rng(6)
+    out = 5 if stride == 1 else 3
+    w = rng.standard_normal((16, 16 // groups, 3, 3)).astype(np.float32)
+    x = rng.standard_normal((1, 16, 5, 5)).astype(np.float32)
+    ctx = make_context()
+    module = Parser(
+        ctx,
+        f"""
+func.func @main(%x: tensor<1x16x5x5xf32>) -> tensor<1x16x{out}x{out}xf32> {{
+  %w = graph.constant dense<0.0> : tensor<16x{16 // groups}x3x3xf32>
+  %y = graph.conv %x, %w strides [{stride}, {stride}] padding [1, 1, 1, 1] dilations [1, 1] groups {groups} layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x5x5xf32>, tensor<16x{16 // groups}x3x3xf32>) -> tensor<1x16x{out}x{out}xf32>
+  func.return %y : tensor<1x16x{out}x{out}xf32>
+}}""",
+    ).parse_module()
+    (constant,) = [op for op in module.walk() if isinstance(op, graph.ConstantOp)]
+    constant.properties["value"] = dense_from_array(w)
+    expected = run_graph(module, [x])
+    signature = Signature.from_function(entry_function(module), ["x"], ["y"])
+    run_pipeline(
+        ctx, module, f"graph-alter-layout{{block=8}},graph-fuse-ops,{LOWER_TO_LOOPS},schedule-default"
+    )
+    stages = {op.attributes["stage"].data for op in module.walk() if "stage" in op.attributes}
+    assert "blocked_conv" in stages
+    assert ("pad" not in stages) == inlined, stages
+    run_pipeline(ctx, module, "convert-loops-to-llvm")
+    (y,) = build_llvm(module, "main", signature)(x)
+    np.testing.assert_allclose(y, expected[0], rtol=1e-4, atol=1e-4)
+
+
 def test_grouped_convolution_runs_blocked_when_the_blocks_tile_the_groups():
     module = alter(
         """
@@ -214,6 +248,33 @@ def test_alter_layout_preserves_semantics(program: GraphProgram):
     program.module.verify()
     _check_boundaries(program.module)
     for a, e in zip(run_graph(program.module, inputs), expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4)
+
+
+@given(program=conv_programs(channels=(2, 4, 6, 8, 12), kinds=CHAIN_KINDS))
+def test_mixed_blocks_preserve_semantics(program: GraphProgram):
+    """block=4 min_block=2: 4 and 8 channels are NCHW4c, 2 and 6 channels NCHW2c, and a
+    convolution between them reads one block size and writes the other."""
+    inputs = program.random_inputs(seed=9)
+    expected = run_graph(program.module, inputs)
+    run_pipeline(make_context(), program.module, "graph-alter-layout{block=4 min_block=2}")
+    program.module.verify()
+    for a, e in zip(run_graph(program.module, inputs), expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4)
+
+
+@given(program=conv_programs(max_ops=5, channels=(2, 4, 6), kinds=CHAIN_KINDS))
+def test_mixed_block_strategies_compute_the_graph_semantics(program: GraphProgram):
+    inputs = program.random_inputs(seed=10)
+    expected = run_graph(program.module, inputs)
+    run_pipeline(
+        make_context(),
+        program.module,
+        "graph-simplify-inference,graph-alter-layout{block=4 min_block=2},graph-fuse-ops,"
+        "convert-graph-to-te",
+    )
+    program.module.verify()
+    for a, e in zip(run_te(program.module, inputs), expected, strict=True):
         np.testing.assert_allclose(a, e, rtol=1e-4, atol=1e-4)
 
 
@@ -304,6 +365,23 @@ def test_mobilenet_v2_depthwise_convolutions_run_blocked():
     )
     assert ops.count("graph.blocked_conv") == 51 and ops.count("graph.conv") == 1
     assert ops.count("graph.layout_transform") == 2
+
+
+def test_mobilenet_v2_default_blocks_stay_blocked_through_24_channel_stages():
+    """block=16 min_block=8 (the default pipeline's): the 24-channel stages are NCHW8c,
+    the 144-channel ones NCHW16c, so the only transforms are the model's entry and exit."""
+    module = _zoo("mobilenet_v2", image_size=32)
+    ops = _check_model(
+        module, "graph-simplify-inference,graph-alter-layout{block=16 min_block=8}"
+    )
+    assert ops.count("graph.blocked_conv") == 51 and ops.count("graph.conv") == 1
+    assert ops.count("graph.layout_transform") == 2
+    layouts = {
+        (op.layout.data, op.out_layout.data)
+        for op in module.walk()
+        if isinstance(op, graph.BlockedConvOp)
+    }
+    assert ("NCHW8c", "NCHW16c") in layouts and ("NCHW16c", "NCHW8c") in layouts
 
 
 def test_resnet18_default_pipeline_fuses_the_blocked_convolutions():

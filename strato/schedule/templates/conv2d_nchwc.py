@@ -52,7 +52,10 @@ def schedule_conv2d_nchwc(sch: Schedule, stage: StageHandle, knobs: dict[str, An
     block = spatial[-1]
     weights = _strided_weights(sch, stage, block.axis)
     if len(spatial) == 5 and reduction and weights is None:
+        padded = _depthwise_padded_input(sch, stage)
         _register_tile(sch, stage, knobs["rows"], knobs["accumulators"])
+        if padded is not None:
+            sch.compute_inline(padded)
         return
     tile_for_registers(sch, stage, block.axis, spatial[-2].axis, block.extent, knobs["rows"])
     if weights is not None and len(spatial) >= 4:
@@ -92,6 +95,32 @@ def _register_tile(sch: Schedule, stage: StageHandle, rows: int, accumulators: i
             sch.unroll(sch.get_loop(tile, loop.axis))
     sch.vectorize(sch.get_loop(tile, tc.axis))
     sch.decompose_reduction(tile, sch.get_loop(tile, reduction[0].axis))
+
+
+def _depthwise_padded_input(sch: Schedule, stage: StageHandle) -> StageHandle | None:
+    """The pad stage of a depthwise convolution's input, when the kernel has one.
+
+    A depthwise input moves with both the output column and the channel lanes (a
+    regular convolution broadcasts its input across the lanes). Its taps are vector
+    loads, so reading the unpadded input under a bounds check costs little, whereas the
+    padded copy is a pass over the whole input per call, as large as the convolution's
+    own traffic (stride 2 reads four input pixels per output pixel): inlined, the
+    kernel runs 1.4-2.2x faster (MobileNetV2's depthwise layers, one thread). A regular
+    convolution keeps its padded copy: there an inlined bounds check guards a broadcast
+    feeding every channel block, and measured 1.2-1.9x slower."""
+    spatial, _ = spatial_and_reduction_loops(sch, stage)
+    lanes, column = spatial[-1].axis, spatial[-2].axis
+    output = sch.state.buffers[sch.state.stage(stage.name).buffer].name
+    inputs = {
+        name
+        for name, strides in read_strides(sch, stage).items()
+        if name != output and strides.get(lanes) == 1 and strides.get(column) not in (0, None)
+    }
+    for other in sch.get_stages():
+        state = sch.state.stage(other.name)
+        if stage_kind(other) == "pad" and sch.state.buffers[state.buffer].name in inputs:
+            return other
+    return None
 
 
 def _strided_weights(sch: Schedule, stage: StageHandle, lanes: str) -> str | None:

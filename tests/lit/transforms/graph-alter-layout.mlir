@@ -1,5 +1,6 @@
 // RUN: strato-opt %s --split-input-file -p graph-alter-layout | filecheck %s
 // RUN: strato-opt %s --split-input-file -p 'graph-alter-layout{block=4}' | filecheck %s --check-prefix=BLOCK4
+// RUN: strato-opt %s --split-input-file -p 'graph-alter-layout{block=16 min_block=8}' | filecheck %s --check-prefix=MIXED
 
 // Two convolutions and a relu run blocked: one transform in, one out; the constant
 // weights are re-laid out at compile time.
@@ -152,4 +153,23 @@ func.func @block_option(%x: tensor<1x12x4x4xf32>) -> tensor<1x12x4x4xf32> {
   %w = graph.constant dense<0.5> : tensor<12x12x1x1xf32>
   %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x12x4x4xf32>, tensor<12x12x1x1xf32>) -> tensor<1x12x4x4xf32>
   func.return %y : tensor<1x12x4x4xf32>
+}
+
+// -----
+
+// With block=16 min_block=8 each tensor takes the largest block dividing its channels:
+// 24 channels are NCHW8c, 32 channels NCHW16c, and the convolution between them reads
+// 8-channel blocks and writes 16-channel ones (kernel OIHW8i16o).
+// MIXED-LABEL: func.func @mixed_blocks
+// MIXED-NEXT:    %x.blocked = graph.layout_transform %x from "NCHW" to "NCHW8c" : (tensor<1x24x4x4xf32>) -> tensor<1x3x4x4x8xf32>
+// MIXED-NEXT:    %w = graph.constant dense<5.000000e-01> : tensor<2x3x1x1x8x16xf32>
+// MIXED-NEXT:    %y = graph.blocked_conv %x.blocked, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW8c" kernel_layout "OIHW8i16o" out_layout "NCHW16c" : (tensor<1x3x4x4x8xf32>, tensor<2x3x1x1x8x16xf32>) -> tensor<1x2x4x4x16xf32>
+// MIXED-NEXT:    %r = graph.relu %y : tensor<1x2x4x4x16xf32>
+// MIXED-NEXT:    %r_1 = graph.layout_transform %r from "NCHW16c" to "NCHW" : (tensor<1x2x4x4x16xf32>) -> tensor<1x32x4x4xf32>
+// MIXED-NEXT:    func.return %r_1
+func.func @mixed_blocks(%x: tensor<1x24x4x4xf32>) -> tensor<1x32x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<32x24x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x24x4x4xf32>, tensor<32x24x1x1xf32>) -> tensor<1x32x4x4xf32>
+  %r = graph.relu %y : tensor<1x32x4x4xf32>
+  func.return %r : tensor<1x32x4x4xf32>
 }
