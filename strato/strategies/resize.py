@@ -1,17 +1,26 @@
-"""Strategy of graph.resize: one stage per resized axis, each computing, from its output
-index along the axis, the input coordinate, the positions it reads and their weights.
+"""Strategy of graph.resize: per resized axis, small tables over the axis' output
+positions, computed from the position index, and one stage that interpolates with them.
 
-    Resize(x: [1, 3, 4, 4] -> [1, 3, 8, 8], linear, half_pixel)
-      %r = te.compute "resize" (%i, %j, %l, %m) : tensor<1x3x8x4xf32>     (axis 2)
-             c = (float(l) + 0.5) / 2.0 - 0.5;  left = floor(c) (c - 1 when whole)
-             r = c - left;  x[i, j, clamp(left), m] * (1 - r) + x[i, j, clamp(left + 1), m] * r
-      %s = te.compute "resize_1" (%i, %j, %l, %m) : tensor<1x3x8x8xf32>   (axis 3, reads %r)
+    Resize(x: [1, 3, 4, 4] -> [1, 3, 8, 8], linear, half_pixel), axis 2:
+      %p = te.compute "resize_positions" (%t, %o) : tensor<2x8xi64>
+             c = (float(o) + 0.5) / 2.0 - 0.5;  left = floor(c) (c - 1 when whole)
+             clamp(left + t, 0, 3)
+      %w = te.compute "resize_weights" (%t, %o) : tensor<2x8xf32>
+             r = c - left;  [1 - r, r][t]  (Keys' kernel for cubic)
+      %r = te.compute "resize" (%i, %j, %l, %m) : tensor<1x3x8x4xf32>
+             x[i, j, p[0, l], m] * w[0, l] + x[i, j, p[1, l], m] * w[1, l]
+    then the same for axis 3, reading %r.
 
-Coordinates and weights are computed in f64 with the operations of the reference
-semantics (`graph.resize`'s `axis_taps`) in the same order, so the rounding of nearest
-positions agrees with it exactly; each weight is rounded once to the element type and
-the taps are accumulated in that type in order, as the reference does. An axis the
-resize leaves as it is gets no stage; a resize that changes no axis is a copy.
+The tables hold out_size x taps elements, so the coordinate arithmetic runs once per
+output position of the axis rather than once per output element (te-inline-stages
+keeps a stage smaller than its consumer), and the interpolating stage is reads,
+products and sums, as fast as a gather. Coordinates and weights are computed in f64
+with the operations of the reference semantics (`graph.resize`'s `axis_taps`) in the
+same order, so nearest positions round as the reference rounds them; each weight is
+rounded once to the element type and the taps are accumulated in that type in order,
+as the reference does. tf_crop_and_resize adds an i1 table of the positions outside
+the input, which take the extrapolation value. An axis the resize leaves as it is gets
+no stages; a resize that changes no axis is a copy.
 """
 
 from __future__ import annotations
@@ -19,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import arith, math
-from xdsl.dialects.builtin import IndexType, f64, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import IndexType, f64, i1, i64
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from strato.dialects import graph
 from strato.dialects.graph.resize import Interpolation
@@ -122,91 +131,154 @@ def _normalised(m: _AxisMath, weights: list[SSAValue]) -> list[SSAValue]:
     return [s.div(weight, total) for weight in weights]
 
 
-def _interpolate_axis(
-    pb: PrimitiveBuilder, op: graph.ResizeOp, x: SSAValue, axis: int, out_size: int
-) -> SSAValue:
-    how = op.interpolation
-    in_size = shape_of(x)[axis]
-    scale, roi = op.axis_scales[axis], op.axis_rois[axis]
-    out_shape = list(shape_of(x))
-    out_shape[axis] = out_size
-    dtype = element_type_of(x)
+class _AxisPoint:
+    """What the reference knows of one output position o along an axis: its source
+    coordinate, left neighbour, fraction, and (tf_crop_and_resize) whether it falls
+    outside the input."""
 
-    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
-        m = _AxisMath(s)
-        source, outside = source_coordinate(m, how, idx[axis], in_size, out_size, scale, roi)
-        down = m.floor(source)
-        whole = s.cmp("eq", source, down)
-        left = m.to_index(s.sub(down, s.select(whole, m.const(1.0), m.const(0.0))))
-        fraction = s.select(whole, m.const(1.0), s.sub(source, down))
-
-        def read_at(position: SSAValue) -> SSAValue:
-            clamped = index_clamp(s, position, 0, in_size - 1)
-            return s.read(x, [*idx[:axis], clamped, *idx[axis + 1 :]])
-
-        if how.mode == "nearest":
-            right = _nearest_goes_right(m, how, whole, fraction)
-            step = s.index_select(right, s.index(1), s.index(0))
-            value = read_at(s.index_add(left, step))
-        else:
-            value = _weighted_taps(m, how, scale, in_size, left, fraction, read_at)
-        if outside is not None:
-            value = s.select(outside, s.const(how.extrapolation_value), value)
-        return value
-
-    return pb.compute("resize", out_shape, body, dtype)
+    def __init__(self, m: _AxisMath, op: graph.ResizeOp, axis: int, in_size: int,
+                 out_size: int, o: SSAValue):
+        s = m.s
+        how = op.interpolation
+        self.source, self.outside = source_coordinate(
+            m, how, o, in_size, out_size, op.axis_scales[axis], op.axis_rois[axis]
+        )
+        down = m.floor(self.source)
+        self.whole = s.cmp("eq", self.source, down)
+        self.left = m.to_index(s.sub(down, s.select(self.whole, m.const(1.0), m.const(0.0))))
+        self.fraction = s.select(self.whole, m.const(1.0), s.sub(self.source, down))
 
 
-def _nearest_goes_right(
-    m: _AxisMath, how: Interpolation, whole: SSAValue, fraction: SSAValue
-) -> SSAValue:
+def _nearest_goes_right(m: _AxisMath, how: Interpolation, point: _AxisPoint) -> SSAValue:
     """Whether nearest mode reads left + 1 rather than left (always when whole)."""
     s = m.s
     if how.nearest_mode == "ceil":
-        return s.const(True, whole.type)
+        return s.const(True, point.whole.type)
     if how.nearest_mode == "floor":
-        return whole
+        return point.whole
     predicate = "gt" if how.nearest_mode == "round_prefer_floor" else "ge"
-    return _append(s, arith.OrIOp(s.cmp(predicate, fraction, m.const(0.5)), whole))
+    above = s.cmp(predicate, point.fraction, m.const(0.5))
+    return _append(s, arith.OrIOp(above, point.whole))
 
 
-def _weighted_taps(m, how, scale, in_size, left, fraction, read_at) -> SSAValue:
-    """sum over the kernel's offsets i of x[clamp(left + i)] * w_i, accumulated in the
-    element type in offset order."""
+def _tap_weights(
+    m: _AxisMath, how: Interpolation, scale: float, in_size: int, point: _AxisPoint
+) -> list[SSAValue]:
+    """The f64 weight of every tap of the kernel, in offset order (normalised when
+    antialiasing, zero outside the input and renormalised with exclude_outside)."""
     s = m.s
     offsets = how.tap_offsets(scale)
     stretch = how.stretch(scale)
     weights = []
     for offset in offsets:
-        distance = s.sub(m.const(float(offset)), fraction)
+        distance = s.sub(m.const(float(offset)), point.fraction)
         if stretch != 1.0:
             distance = s.mul(distance, m.const(stretch))
         weights.append(_kernel(m, how, distance))
     if how.antialias:
         weights = _normalised(m, weights)
-    positions = [s.index_add(left, s.index(offset)) for offset in offsets]
     if how.exclude_outside:
         zero = m.const(0.0)
-        for n, position in enumerate(positions):
+        for n, offset in enumerate(offsets):
+            position = s.index_add(point.left, s.index(offset))
             below = s.index_cmp("slt", position, s.index(0))
             above = s.index_cmp("sge", position, s.index(in_size))
-            outside = _append(s, arith.OrIOp(below, above))
-            weights[n] = s.select(outside, zero, weights[n])
+            weights[n] = s.select(_append(s, arith.OrIOp(below, above)), zero, weights[n])
         weights = _normalised(m, weights)
-    element = scalar_type(s.element_type)
-    total: SSAValue | None = None
-    for position, weight in zip(positions, weights):
-        if element != f64:
-            weight = _append(s, arith.TruncFOp(weight, element))
-        term = s.mul(read_at(position), weight)
-        total = term if total is None else s.add(total, term)
-    assert total is not None
-    return total
+    return weights
+
+
+def _pick(s: ScalarBuilder, t: SSAValue, values: list[SSAValue]) -> SSAValue:
+    """values[t] for an index t known to be in range."""
+    picked = values[-1]
+    for n in range(len(values) - 2, -1, -1):
+        picked = s.select(s.index_cmp("eq", t, s.index(n)), values[n], picked)
+    return picked
+
+
+def _axis_tables(
+    pb: PrimitiveBuilder, op: graph.ResizeOp, axis: int, in_size: int, out_size: int,
+    dtype: Attribute,
+) -> tuple[SSAValue, SSAValue | None, SSAValue | None]:
+    """The tables of one axis, over its output positions o: the input position each tap
+    t reads, [taps, out] (i64, clamped into the axis); the taps' weights in the element
+    type, [taps, out] (linear and cubic); whether o is outside the input, [out] (i1,
+    tf_crop_and_resize)."""
+    how = op.interpolation
+    scale = op.axis_scales[axis]
+    offsets = how.tap_offsets(scale)
+    taps = len(offsets)
+
+    def point(s: ScalarBuilder, o: SSAValue) -> tuple[_AxisMath, _AxisPoint]:
+        m = _AxisMath(s)
+        return m, _AxisPoint(m, op, axis, in_size, out_size, o)
+
+    def position(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        m, at = point(s, idx[1])
+        if how.mode == "nearest":
+            right = _nearest_goes_right(m, how, at)
+            read = s.index_add(at.left, s.index_select(right, s.index(1), s.index(0)))
+        else:
+            read = s.index_add(at.left, s.index_add(idx[0], s.index(offsets[0])))
+        clamped = index_clamp(s, read, 0, in_size - 1)
+        return _append(s, arith.IndexCastOp(clamped, i64))
+
+    def weight(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        m, at = point(s, idx[1])
+        value = _pick(s, idx[0], _tap_weights(m, how, scale, in_size, at))
+        element = scalar_type(dtype)
+        return value if element == f64 else _append(s, arith.TruncFOp(value, element))
+
+    def outside(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        _, at = point(s, idx[0])
+        assert at.outside is not None
+        return at.outside
+
+    positions = pb.compute("resize_positions", [taps, out_size], position, i64)
+    weights = None
+    if how.mode != "nearest":
+        weights = pb.compute("resize_weights", [taps, out_size], weight, dtype)
+    extrapolated = None
+    if how.coordinates == "tf_crop_and_resize":
+        extrapolated = pb.compute("resize_outside", [out_size], outside, i1)
+    return positions, weights, extrapolated
+
+
+def _interpolate_axis(
+    pb: PrimitiveBuilder, op: graph.ResizeOp, x: SSAValue, axis: int, out_size: int
+) -> SSAValue:
+    """x resized along `axis`: sum over taps t of x[.., positions[t, o], ..] *
+    weights[t, o], accumulated in the element type in tap order, or the extrapolation
+    value where o is outside the input."""
+    in_size = shape_of(x)[axis]
+    out_shape = list(shape_of(x))
+    out_shape[axis] = out_size
+    dtype = element_type_of(x)
+    positions, weights, outside = _axis_tables(pb, op, axis, in_size, out_size, dtype)
+    taps = shape_of(positions)[0]
+    fill = op.interpolation.extrapolation_value
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        o = idx[axis]
+        total: SSAValue | None = None
+        for t in range(taps):
+            where = _append(s, arith.IndexCastOp(s.read(positions, [s.index(t), o]), IndexType()))
+            term = s.read(x, [*idx[:axis], where, *idx[axis + 1 :]])
+            if weights is not None:
+                term = s.mul(term, s.read(weights, [s.index(t), o]))
+            total = term if total is None else s.add(total, term)
+        assert total is not None
+        if outside is not None:
+            total = s.select(s.read(outside, [o]), s.const(fill), total)
+        return total
+
+    return pb.compute("resize", out_shape, body, dtype)
 
 
 @strategy(graph.ResizeOp)
 def resize(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
-    """One interpolating stage per axis the resize changes (see the module docstring)."""
+    """Per axis the resize changes, its tables and one interpolating stage (see the
+    module docstring)."""
     assert isinstance(op, graph.ResizeOp)
     (x,) = inputs
     out_shape = shape_of(op.results[0])
