@@ -3,11 +3,10 @@
 A sum or product of f16 or bf16 values accumulates in f32 and rounds once, to the
 element type, when its result is complete. That is what numpy computes for the
 half-precision `sum`, `prod`, `dot` and `matmul` (the reference outputs of ONNX's
-tests come from it), what onnxruntime's CPU kernels do (an f16 GEMM or convolution
-runs in f32), and what a user of TVM or MLIR writes for mixed precision (a reduction
-into an f32 accumulator, then a cast). Accumulating in the element type instead would
-round every partial sum to 11 significant bits: an eight-term dot product then misses
-numpy's result by an ulp in one output of ten.
+tests come from it) and what a user of TVM or MLIR writes for mixed precision (a
+reduction into an f32 accumulator, then a cast). Accumulating in the element type
+instead would round every partial sum to 11 significant bits: an eight-term dot
+product then misses numpy's result by an ulp in several percent of its outputs.
 
 A term of the reduction is computed at the accumulator's precision where that is
 exact: a product of two f16 values has at most 22 significant bits, so the body's
