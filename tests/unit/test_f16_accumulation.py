@@ -14,13 +14,13 @@ import ml_dtypes
 import numpy as np
 import onnx
 from onnx import helper
-
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import BFloat16Type, TensorType, f16, f32
 
 import strato
-from strato.dialects import te
+from strato.dialects import graph, te
 from strato.strategies.builder import PrimitiveBuilder
+from test_dtypes import every_level
 
 
 def eighths(rng: np.random.Generator, shape: tuple[int, ...], dtype=np.float16) -> np.ndarray:
@@ -64,6 +64,16 @@ def test_f16_matmul_accumulates_in_f32_and_rounds_once():
     np.testing.assert_array_equal(y, exact.astype(np.float16))
     np.testing.assert_array_equal(y, np.matmul(a, b))
     assert (f16_accumulated_matmul(a, b) != y).any()
+
+
+def test_every_level_agrees_on_an_f16_matmul():
+    rng = np.random.default_rng(4)
+    a, b = eighths(rng, (3, 80)), eighths(rng, (80, 4))
+    expected = (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float16)
+    results = every_level(lambda x, y: graph.MatmulOp(x, y), [a, b])
+    assert set(results) == {"graph", "te", "loops", "llvm"}
+    for level, result in results.items():
+        np.testing.assert_array_equal(result, expected, err_msg=level)
 
 
 def test_f16_matmul_result_rounds_before_the_add_it_feeds():
