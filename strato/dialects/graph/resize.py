@@ -3,7 +3,8 @@
 Resizing is separable: each resized axis is interpolated on its own, and an output
 position o along an axis reads a few input positions ("taps") with weights that depend
 only on o. The reference semantics here (`axis_taps`) compute them in f64 with numpy;
-the te strategy (`strato/strategies/resize.py`) computes the same per output index.
+the te strategy (`strato/strategies/resize.py`) computes the same from each output
+position's index, with the same operations in the same order.
 """
 
 from __future__ import annotations
