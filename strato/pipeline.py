@@ -31,10 +31,10 @@ COMPILE_UNSCHEDULED = f"graph-default,{LOWER_TO_LLVM}"
 """Graph optimizations, then the canonical loop nests lowered as they are (the baseline
 of benchmarks/kernels.py)."""
 
-COMPILE = f"graph-default,{LOWER_TO_LOOPS},schedule-default,expand-math,convert-loops-to-llvm"
+COMPILE = f"graph-default,{LOWER_TO_LOOPS},schedule-default,convert-loops-to-llvm"
 """What `strato.compile` runs: graph optimizations, lowering to loops, the default
-schedule of every kernel, f32 exp and tanh as vectorizable arithmetic, then lowering to
-the llvm dialect."""
+schedule of every kernel, then lowering to the llvm dialect (which expands f32 exp, erf
+and tanh into arithmetic that vectorizes: strato/targets/llvm/vector_math.py)."""
 
 
 def run_pipeline(
