@@ -13,13 +13,14 @@ from the task's model, alone in a module (with the constants it reads; built onc
 task and worker, `Task.kernel_module`), schedules a copy of it with the config (which
 also checks the config), compiles it, calls it on buffers drawn from a fixed seed, checks its
 outputs against the reference (the same kernel without a schedule, computed once per
-task in a worker too) and times `repeats` calls after a warm-up (CPU time of the
-worker's thread on one thread, wall time on more); the result is their median in
-seconds. The rest of the model neither runs nor adds its noise.
+task in a worker too) and times `repeats` repeats after a warm-up, each of as many calls
+as last `MIN_REPEAT_SECONDS` (CPU time of the worker's thread on one thread, wall time
+on more); the result is the median of the repeats' seconds a call. The rest of the model neither runs nor adds its noise.
 """
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import time
 import traceback
@@ -226,6 +227,11 @@ class MeasureResult:
         return self.error is None and self.seconds is not None
 
 
+MIN_REPEAT_SECONDS = 0.005
+"""A repeat calls a kernel until it has run this long (at most MAX_CALLS_PER_REPEAT calls)."""
+MAX_CALLS_PER_REPEAT = 1000
+
+
 class WrongResult(Exception):
     pass
 
@@ -288,10 +294,10 @@ def reference_outputs(task: Task, seed: int = 0) -> list[np.ndarray]:
 
 def run_candidate(
     task: Task, config: Config, reference: list[np.ndarray], repeats: int, seed: int,
-    rtol: float = 1e-3, threads: int = 1,
+    rtol: float = 1e-3, threads: int = 1, min_repeat_seconds: float = MIN_REPEAT_SECONDS,
 ) -> list[float]:
-    """Build, check and time one candidate on `threads` threads: the seconds of each
-    repeat."""
+    """Build, check and time one candidate on `threads` threads: the seconds a call of
+    each repeat."""
     _jit, kernel, buffers = isolated_kernel(task, config, threads)
     arrays, positions = _kernel_buffers(buffers, seed)
     kernel(*arrays)
@@ -304,12 +310,19 @@ def run_candidate(
     # On one thread, the CPU time of this thread: the kernels run on it, and on a shared
     # machine wall time would count others' work. On more, the pool's threads do the
     # work too: wall time.
+    # A repeat runs the kernel enough times to last `min_repeat_seconds` and counts their
+    # mean: a kernel of a fraction of a millisecond timed call by call is mostly noise.
     clock = time.thread_time if threads == 1 else time.perf_counter
+    start = clock()
+    kernel(*arrays)
+    once = max(clock() - start, 1e-7)
+    number = max(1, min(MAX_CALLS_PER_REPEAT, math.ceil(min_repeat_seconds / once)))
     costs = []
     for _ in range(max(1, repeats)):
         start = clock()
-        kernel(*arrays)
-        costs.append(clock() - start)
+        for _ in range(number):
+            kernel(*arrays)
+        costs.append((clock() - start) / number)
     return costs
 
 
