@@ -57,3 +57,33 @@ def test_onnx_node_tests(capsys):
     problems += [f"passes, take it off EXPECTED_FAILURES: {name}" for name in fixed]
     problems += [f"not a selected case, take it off EXPECTED_FAILURES: {name}" for name in gone]
     assert not problems, "\n".join(problems)
+
+
+def test_reduced_precision_function_bodies(capsys):
+    """The f16 `_expanded` cases whose bodies use only operators strato
+    imports, whatever operator they expand (Attention, CausalConvWithState, ...): they
+    check that f16 arithmetic rounds where numpy does (sums accumulate in f32 and round
+    once). The other such bodies (bf16 ones included) run in benchmarks/node_tests.py."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        every = select_node_tests(None, pattern=r"(fp16|float16).*_expanded")
+        cases = [
+            case
+            for case in every
+            if {node.op_type for node in case.model.graph.node} <= set(select_ops())
+        ]
+    assert len(cases) >= 5, [case.name for case in cases]
+    results = run_node_tests(
+        cases, "llvm", isolate=True, timeout=CASE_TIMEOUT, budget=RUN_BUDGET,
+        workers=len(os.sched_getaffinity(0)),
+    )  # fmt: skip
+    with capsys.disabled():
+        print("\n" + summarize(results, slowest=3))
+    failed = [f"{result.name}: {result.reason}" for result in results if not result.passed]
+    assert not failed, "\n".join(failed)
+
+
+def select_ops() -> list[str]:
+    from strato.frontends.onnx.op_table import ONNX_CONVERTERS
+
+    return list(ONNX_CONVERTERS)
