@@ -35,7 +35,7 @@ from __future__ import annotations
 import math as pymath
 
 from xdsl.context import Context
-from xdsl.dialects import arith, math
+from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import FloatAttr, IntegerAttr, ModuleOp, f32, i32
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -55,20 +55,35 @@ TAYLOR = [1.0 / pymath.factorial(n) for n in range(2, 10)]
 
 
 class _Builder:
-    """Inserts ops before `anchor` and returns their results."""
+    """Inserts ops before `anchor` and returns their results; constants go to the start
+    of the enclosing function, once per value (`constants`, shared by its expansions)."""
 
-    def __init__(self, anchor: Operation):
+    def __init__(self, anchor: Operation, constants: dict[tuple[str, float], SSAValue]):
         self.anchor = anchor
+        self.constants = constants
 
     def add(self, op: Operation) -> SSAValue:
         Rewriter.insert_op(op, InsertPoint.before(self.anchor))
         return op.results[0]
 
+    def _constant(self, key: tuple[str, float], attr) -> SSAValue:
+        if key not in self.constants:
+            function = self.anchor.parent_op()
+            while function is not None and not isinstance(function, func.FuncOp):
+                function = function.parent_op()
+            op = arith.ConstantOp(attr)
+            if function is None:
+                Rewriter.insert_op(op, InsertPoint.before(self.anchor))
+            else:
+                Rewriter.insert_op(op, InsertPoint.at_start(function.body.block))
+            self.constants[key] = op.result
+        return self.constants[key]
+
     def const(self, value: float) -> SSAValue:
-        return self.add(arith.ConstantOp(FloatAttr(value, f32)))
+        return self._constant(("f32", value), FloatAttr(value, f32))
 
     def iconst(self, value: int) -> SSAValue:
-        return self.add(arith.ConstantOp(IntegerAttr(value, i32)))
+        return self._constant(("i32", value), IntegerAttr(value, i32))
 
     def mul(self, a: SSAValue, b: SSAValue) -> SSAValue:
         return self.add(arith.MulfOp(a, b))
@@ -123,11 +138,12 @@ class _Builder:
         return self.select(negative, self.add(arith.NegfOp(t)), t)
 
 
-def expand(op: Operation) -> bool:
-    """Replace `op` (math.exp or math.tanh on f32) by its expansion; False if it is not one."""
+def expand(op: Operation, constants: dict[tuple[str, float], SSAValue] | None = None) -> bool:
+    """Replace `op` (math.exp or math.tanh on f32) by its expansion, its constants taken
+    from (and added to) `constants`; False if it is not one."""
     if not isinstance(op, math.ExpOp | math.TanhOp) or op.results[0].type != f32:
         return False
-    builder = _Builder(op)
+    builder = _Builder(op, {} if constants is None else constants)
     (operand,) = op.operands
     value = builder.exp(operand) if isinstance(op, math.ExpOp) else builder.tanh(operand)
     op.results[0].replace_all_uses_with(value)
@@ -141,5 +157,7 @@ class ExpandMathPass(ModulePass):
     name = "expand-math"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for candidate in [o for o in op.walk() if isinstance(o, math.ExpOp | math.TanhOp)]:
-            expand(candidate)
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
+            constants: dict[tuple[str, float], SSAValue] = {}
+            for candidate in [o for o in function.walk() if isinstance(o, math.ExpOp | math.TanhOp)]:
+                expand(candidate, constants)
