@@ -1,14 +1,20 @@
 """Recurrent layers' gate matmuls (LSTM, GRU, RNN): the input projection
-(`lstm_input`, `gru_input`, `rnn_input`, every step at once) and each step's products by
-the recurrent weights (`lstm_gates_<t>`, `gru_gates_<t>`, `gru_candidate_<t>`,
-`rnn_gates_<t>`): batch x gate pre-activations, a reduction over the input or hidden
-size. The gate axis (contiguous in the output) is vectorized inside the reduction when
-the weights are laid out along it; as given ([d, gate, k]) they are not, and each output
+(`gru_input`, `rnn_input`, every step at once; `lstm_input` is the dense template's,
+registered first) and each step's products by the recurrent weights (`lstm_gates_<t>`,
+`gru_gates_<t>`, `gru_candidate_<t>`, `rnn_gates_<t>`): batch x gate pre-activations, a
+reduction over the input or hidden size.
+
+The gate axis (contiguous in the output) is vectorized inside the reduction when the
+weights are laid out along it; as given ([d, gate, k]) they are not, and each output
 is a dot product along k, contiguous in the weights' row and in h, whose `reassoc`
 updates LLVM's loop vectorizer turns into vector FMAs over k with four accumulators.
 For batch-1 gate products (GEMVs) that is the fast form: a gate-major copy of R made
 each call, so that the gate axis vectorizes here, measured 2.7x slower on a GRU of
-hidden size 256 over 35 steps (benchmarks/recurrent.py).
+hidden size 256 over 35 steps (benchmarks/recurrent.py). Neither the matrix-vector
+schedule (templates/gemv.py) for the gate products nor the dense template's GEMM tile
+for `gru_input` paid for itself there: within 4% of the speed, while each of their
+primitives rebuilds the whole kernel (many stages a step), so compile time grew
+(5 steps, gemv: 14 s -> 35 s; 35 steps, GEMM tile: 33 s -> 552 s).
 
 Knobs: `vector_width`."""
 
