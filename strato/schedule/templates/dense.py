@@ -16,8 +16,11 @@ micro-kernel (decompose_reduction), not by a pass over the whole output first.
 
 B is the operand indexed by the output column and the reduction axis (the weights of a
 dense layer, stored [N, K], or the right operand of a matmul), A the one indexed by the
-output row and the reduction axis. When the tile cannot be formed (fewer than 8 columns,
-a batch-1 row vector, several reduction axes), the stage is scheduled as any reduction.
+output row and the reduction axis. Batch loops B does not move along join the rows (a
+dense layer over [seq, 1, K] has seq rows). When the tile cannot be formed (fewer than 8
+columns, a batch-1 row vector, several reduction axes), a matrix-vector product runs as
+`gemv.py` schedules it, anything else as any reduction. Constant weights arrive packed
+as the tile reads them (graph-pack-dense), and are then not copied.
 
 Knobs: `mr` and `nr` (preferred tile, `nr` a multiple of the vector width), `kc`
 (reduction block; one long block reloads the accumulator tile least: 1024 measured best
