@@ -26,7 +26,6 @@ PASS_REGISTRY: dict[str, str] = {
     "schedule-default": "strato.transforms.schedule_default:ScheduleDefaultPass",
     "graph-alter-layout": "strato.transforms.graph_alter_layout:GraphAlterLayoutPass",
     "graph-pack-dense": "strato.transforms.graph_pack_dense:GraphPackDensePass",
-    "expand-math": "strato.transforms.expand_math:ExpandMathPass",
     "graph-quantize": "strato.transforms.graph_quantize:GraphQuantizePass",
     "graph-fuse-ops": "strato.transforms.graph_fuse_ops:GraphFuseOpsPass",
     "graph-fold-constants": "strato.transforms.graph_fold_constants:GraphFoldConstantsPass",
