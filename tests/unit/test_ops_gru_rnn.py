@@ -459,7 +459,10 @@ def test_runtime_sequence_lens_through_every_level(lengths):
     lens = np.array(lengths, np.int32)
     functions = [
         [graph.CellFunction.of("sigmoid"), graph.CellFunction.of("tanh")],
-        [graph.CellFunction(graph.RnnActivation.HARD_SIGMOID, 0.5, 0.25), graph.CellFunction.of("relu")],
+        [
+            graph.CellFunction(graph.RnnActivation.HARD_SIGMOID, 0.5, 0.25),
+            graph.CellFunction.of("relu"),
+        ],
     ]
     expected = graph.gru_reference(
         graph.LstmDirection.BIDIRECTIONAL,

@@ -442,7 +442,8 @@ class CellFunction:
     def syntax(self) -> str:
         """`tanh`, `leaky_relu(0.1)`, `hard_sigmoid(0.2, 0.5)`: the parameters it takes."""
         alpha, beta = self.kind.parameters
-        taken = [v for v, default in ((self.alpha, alpha), (self.beta, beta)) if default is not None]
+        pairs = ((self.alpha, alpha), (self.beta, beta))
+        taken = [value for value, default in pairs if default is not None]
         return self.kind.value + (f"({', '.join(repr(v) for v in taken)})" if taken else "")
 
 
