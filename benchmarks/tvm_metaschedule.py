@@ -72,14 +72,13 @@ def tvm_target(threads: int):
     return tvm.target.Target({"kind": "llvm", "mcpu": host_target().cpu, "num-cores": threads})
 
 
-def relax_module(model, tvm_module=None):
+def relax_module(model):
     """The Relax module of an ONNX model with static input shapes (weights as constants)."""
+    import onnx
     from tvm.relax.frontend.onnx import from_onnx
 
     initializers = {init.name for init in model.graph.initializer}
     shapes, dtypes = {}, {}
-    import onnx
-
     for value in model.graph.input:
         if value.name in initializers:
             continue
