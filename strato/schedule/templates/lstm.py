@@ -12,9 +12,10 @@ For batch-1 gate products (GEMVs) that is the fast form: a gate-major copy of R 
 each call, so that the gate axis vectorizes here, measured 2.7x slower on a GRU of
 hidden size 256 over 35 steps (benchmarks/recurrent.py). Neither the matrix-vector
 schedule (templates/gemv.py) for the gate products nor the dense template's GEMM tile
-for `gru_input` paid for itself there: within 4% of the speed, while each of their
-primitives rebuilds the whole kernel (many stages a step), so compile time grew
-(5 steps, gemv: 14 s -> 35 s; 35 steps, GEMM tile: 33 s -> 552 s).
+for `gru_input` is used: each of their primitives rebuilds the whole kernel, which has
+several stages a step, so compile time grows with the square of the steps (that GRU,
+5 steps, gemv: 14 s -> 35 s at the same speed; 35 steps, GEMM tile for gru_input:
+33 s -> 552 s for 0.514 -> 0.497 ms).
 
 Knobs: `vector_width`."""
 
