@@ -49,6 +49,10 @@ class Template:
     knobs: tuple[Knob, ...]
     matches: Callable[[Schedule, StageHandle], bool] = field(compare=False)
     schedule: Callable[[Schedule, StageHandle, dict[str, Any]], None] = field(compare=False)
+    checked_at_build: bool = field(default=False, compare=False)
+    """Whether the schedule tensorizes or computes a stage after its producer's loop:
+    the kernel is then checked at every rebuild, so each later primitive on any of its
+    stages rebuilds it; schedule-default applies such templates after the others."""
 
     def defaults(self) -> dict[str, Any]:
         return {knob.name: knob.default for knob in self.knobs}

@@ -215,5 +215,6 @@ DENSE = register_template(
         ),
         lambda sch, stage: is_reduction(sch, stage) and stage_kind(stage) in KINDS,
         schedule_dense,
+        checked_at_build=True,
     )
 )
