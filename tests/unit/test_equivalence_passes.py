@@ -28,6 +28,7 @@ PROPERTY_TESTS: dict[str, str] = {
     "cse": "test_equivalence_passes:test_upstream_passes_keep_results",
     "dce": "test_equivalence_passes:test_upstream_passes_keep_results",
     "graph-alter-layout": "test_graph_alter_layout",
+    "graph-pack-dense": "test_graph_pack_dense:test_packing_preserves_generated_programs",
     "graph-default": "test_graph_default",
     "graph-fold-constants": "test_graph_fold_constants",
     "graph-fuse-ops": "test_graph_fuse_ops",

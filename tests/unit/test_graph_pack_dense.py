@@ -17,6 +17,7 @@ from strato.diagnostics import StratoError
 from strato.interpreters.graph import entry_function, run_graph
 from strato.pipeline import LOWER_TO_LOOPS, run_pipeline
 from strato.runtime.signature import Signature
+from strato.testing.graph_programs import graph_programs
 from strato.transforms.graph_pack_dense import packed_width
 
 
@@ -61,6 +62,24 @@ def test_packing_preserves_semantics(rows, features, columns, bias, lanes):
     assert any(isinstance(op, graph.MatmulOp) for op in module.walk()) == packed
     assert not any(isinstance(op, graph.DenseOp) for op in module.walk()) == packed
     np.testing.assert_allclose(run_graph(module, [x])[0], expected[0], rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    program=graph_programs(
+        max_ops=4, kinds=("dense", "matmul", "add", "relu", "dense_batch_norm", "matmul_bias")
+    ),
+    lanes=st.sampled_from([2, 4, 8]),
+)
+def test_packing_preserves_generated_programs(program, lanes):
+    """graph-pack-dense on generated graph programs (dense layers with and without
+    bias, matmuls, batch norms after dense layers): the same results."""
+    inputs = program.random_inputs(seed=4)
+    expected = run_graph(program.module, inputs)
+    run_pipeline(make_context(), program.module, f"graph-pack-dense{{lanes={lanes}}}")
+    program.module.verify()
+    for got, want in zip(run_graph(program.module, inputs), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_panels_hold_nr_consecutive_columns_per_reduction_step():
