@@ -271,7 +271,9 @@ class PrimitiveBuilder:
         of 16-bit floats accumulates in f32 and rounds once (`strategies.accumulation`)."""
         accumulator = accumulator_type(kind, element_type)
         if accumulator is not None:
-            return self._reduce_widened(stage, kind, shape, extents, body, element_type, init)
+            return self._reduce_widened(
+                stage, kind, shape, extents, body, element_type, accumulator, init
+            )
         if init is None:
             init = reduction_identity(kind, element_type)
         block = Block(arg_types=[IndexType()] * (len(shape) + len(extents)))
@@ -304,11 +306,9 @@ class PrimitiveBuilder:
         extents: Sequence[int],
         body: ReduceBody,
         element_type: Attribute,
+        accumulator: Attribute,
         init: float | int | None,
     ) -> SSAValue:
-        accumulator = accumulator_type(kind, element_type)
-        assert accumulator is not None
-
         def wide_body(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
             term = body(ScalarBuilder(s.block, element_type), idx, k)
             return widen_term(s.block, term, accumulator)
