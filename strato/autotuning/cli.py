@@ -75,6 +75,9 @@ def tune_command(args: argparse.Namespace) -> int:
     if not results:
         raise StratoError("no tunable kernel matched", location=args.model)
     for r in results:
+        if r.trials == 0:
+            print(f"{r.task.name} [{r.task.key}]: not tuned (fewer trials than tasks), default schedule")
+            continue
         default = r.default_gflops
         base = f"{default:.2f}" if default else "n/a"
         print(

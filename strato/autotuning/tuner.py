@@ -167,11 +167,24 @@ def tune_task(
     return result
 
 
-def share_trials(tasks: list[Task], trials: int, minimum: int = 1) -> list[int]:
-    """Split a trial budget across tasks by their share of the model's work."""
+def share_trials(tasks: list[Task], trials: int) -> list[int]:
+    """Split exactly `trials` measurements across tasks by their share of the model's work.
+
+    Every task gets at least one (its default config, the baseline) when the budget allows;
+    a budget below one per task goes to the tasks with the most work, one each, and the
+    others keep their default schedules. The rest is shared by work, largest remainders
+    first, so the shares add up to `trials` and a comparison at equal trials is exact."""
     work = [max(t.flops * t.weight, 1.0) for t in tasks]
-    total = sum(work)
-    return [max(minimum, round(trials * w / total)) for w in work]
+    if trials <= len(tasks):
+        heaviest = sorted(range(len(tasks)), key=lambda i: -work[i])[: max(trials, 0)]
+        return [1 if i in heaviest else 0 for i in range(len(tasks))]
+    spare, total = trials - len(tasks), sum(work)
+    exact = [spare * w / total for w in work]
+    shares = [1 + int(e) for e in exact]
+    by_remainder = sorted(range(len(tasks)), key=lambda i: int(exact[i]) - exact[i])
+    for i in by_remainder[: trials - sum(shares)]:
+        shares[i] += 1
+    return shares
 
 
 def tune_model(
@@ -198,6 +211,9 @@ def tune_model(
     pool_of = WorkerPool(workers, timeout) if dask is None else DaskPool(dask, timeout)
     with pool_of as pool:
         for task, budget in zip(tasks, share_trials(tasks, trials), strict=True):
+            if budget == 0:  # below one trial per task: this one keeps its default schedule
+                results.append(TuneResult(task))
+                continue
             results.append(
                 tune_task(
                     task, budget, db, pool, search, batch, repeats, seed, progress, threads

@@ -93,10 +93,24 @@ def test_compile_with_tuning_applies_the_best_record_and_keys_the_cache(tmp_path
 
 def test_share_trials_follows_the_work():
     small, large = extract_tasks(gemm_model(8, 16, 8))[0], extract_tasks(gemm_model(32))[0]
-    assert share_trials([large, small], 40) == [
-        round(40 * large.flops / (large.flops + small.flops)),
-        max(1, round(40 * small.flops / (large.flops + small.flops))),
-    ]
+    ratio = large.flops / (large.flops + small.flops)
+    shares = share_trials([large, small], 40)
+    assert sum(shares) == 40
+    assert shares[0] in (1 + int(38 * ratio), 2 + int(38 * ratio))
+    assert shares[1] >= 1
+
+
+def test_share_trials_spends_exactly_the_budget():
+    tasks = [extract_tasks(gemm_model(n, 16, 8))[0] for n in (8, 16, 24, 32, 64)]
+    for trials in range(0, 60):
+        shares = share_trials(tasks, trials)
+        assert sum(shares) == trials
+        if trials >= len(tasks):
+            assert min(shares) >= 1
+        # more work never gets fewer trials
+        order = sorted(range(len(tasks)), key=lambda i: tasks[i].flops * tasks[i].weight)
+        assert [shares[i] for i in order] == sorted(shares)
+    assert share_trials(tasks, 2) == [0, 0, 0, 1, 1]
 
 
 def _cli(*args):
