@@ -28,6 +28,10 @@ tuned and TVM tuned at the same thread count, interleaved (strato.bench's timing
 warm-up call whose outputs are checked against onnxruntime's, then rounds of one call per
 side), and prints median latencies and their ratios to onnxruntime.
 
+TVM's thread pool runs with TVM_THREAD_POOL_SPIN_COUNT=0 in the timing process, so its
+workers do not spin on the second core while another side runs. `--reuse --work-dir D`
+times again the tunings a run left in D.
+
 Without TVM (the optional `bench` extra), the TVM columns say so and the rest still runs.
 """
 
@@ -181,8 +185,18 @@ class TvmTuning:
 
 
 def tune_with_tvm(onnx_path: str, work_dir: str, args) -> TvmTuning:
-    """MetaSchedule in a child process; its output goes to work_dir/tvm.log."""
+    """MetaSchedule in a child process; its output goes to work_dir/tvm.log. With --reuse,
+    a finished tuning already in work_dir is taken as it is."""
     os.makedirs(work_dir, exist_ok=True)
+    if args.reuse:
+        try:
+            with open(os.path.join(work_dir, "result.json")) as f:
+                done = json.load(f)
+        except (OSError, ValueError):
+            done = {}
+        if done.get("stage") == "done":
+            note = f"{done['tasks']} tasks, {done['trials_per_iter']} trials a round (reused)"
+            return TvmTuning(True, note, float(done["tune_seconds"]), 0.0, int(done["measured"]), work_dir)
     command = [
         sys.executable, os.path.abspath(__file__), "--tvm-child", onnx_path, work_dir,
         str(args.trials), str(args.threads), str(args.seed), str(args.tvm_trials_per_iter),
@@ -379,12 +393,20 @@ def bench_model(name: str, args, scratch: str, no_tvm: str | None) -> ModelRepor
 
     say(f"{name}: strato tuning, {args.trials} trials")
     log = os.path.join(scratch, f"{name}-strato.jsonl")
+    summary = os.path.join(scratch, f"{name}-strato.json")
     start = time.perf_counter()
     try:
-        results = tune_model(model, args.trials, log, seed=args.seed, name=name, threads=args.threads)
-        report.strato_seconds = time.perf_counter() - start
-        report.strato_trials = sum(r.trials for r in results)
-        report.strato_tasks = len(results)
+        if args.reuse and os.path.exists(log) and os.path.exists(summary):
+            with open(summary) as f:
+                done = json.load(f)
+            report.strato_seconds, report.strato_trials, report.strato_tasks = done["seconds"], done["trials"], done["tasks"]
+        else:
+            results = tune_model(model, args.trials, log, seed=args.seed, name=name, threads=args.threads)
+            report.strato_seconds = time.perf_counter() - start
+            report.strato_trials = sum(r.trials for r in results)
+            report.strato_tasks = len(results)
+            with open(summary, "w") as out:
+                json.dump({"seconds": report.strato_seconds, "trials": report.strato_trials, "tasks": report.strato_tasks}, out)
     except Exception as error:  # noqa: BLE001 - reported, the rest still runs
         report.strato_failure = one_line(error)
         log = None
@@ -443,7 +465,8 @@ def print_report(reports: list[ModelReport], args, no_tvm: str | None) -> None:
         if tvm is None:
             tvm_tuning = "not run (TVM absent)"
         elif tvm.ok:
-            tvm_tuning = f"{tvm.tune_seconds:7.1f} s ({tvm.measured} records; {tvm.note}; child process {tvm.child_seconds:.0f} s)"
+            child = f"; child process {tvm.child_seconds:.0f} s" if tvm.child_seconds else ""
+            tvm_tuning = f"{tvm.tune_seconds:7.1f} s ({tvm.measured} records; {tvm.note}{child})"
         else:
             tvm_tuning = f"FAILED after {tvm.child_seconds:.0f} s: {tvm.note}"
         if report.strato_failure is not None:
@@ -487,6 +510,8 @@ def main() -> int:
     parser.add_argument("--tvm-timeout", type=float, default=TVM_TUNE_TIMEOUT, help="seconds TVM may tune one model")
     parser.add_argument("--tvm-trials-per-iter", type=int, default=0,
                         help="MetaSchedule's num_trials_per_iter (default: trials / tasks, at most 64)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="take the tunings already finished in --work-dir and only time the sides")
     parser.add_argument("--work-dir", default=None, help="where logs and TVM's records go (default: a new /tmp directory, kept)")
     if len(sys.argv) > 1 and sys.argv[1] == "--tvm-child":
         onnx_path, work_dir, trials, threads, seed, per_iter = sys.argv[2:8]
@@ -495,6 +520,12 @@ def main() -> int:
     if args.trials < 1 or args.threads < 1:
         parser.error("--trials and --threads must be positive")
     os.environ["TVM_NUM_THREADS"] = str(args.threads)
+    # TVM's pool threads spin after a call by default; interleaved with the other sides they
+    # would hold the second core while strato or onnxruntime runs (onnxruntime runs with
+    # spinning off too). Set before TVM is first imported in this process.
+    os.environ.setdefault("TVM_THREAD_POOL_SPIN_COUNT", "0")
+    if args.reuse and not args.work_dir:
+        parser.error("--reuse needs --work-dir")
     scratch = args.work_dir or tempfile.mkdtemp(prefix="strato-tvm-ms-", dir="/tmp")
     os.makedirs(scratch, exist_ok=True)
     no_tvm = tvm_missing()
