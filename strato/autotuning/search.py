@@ -174,9 +174,11 @@ class ModelSearch(Search):
             proposals = [self.space.mutate_point(p, self.rng) for p in current]
             new_scores = self._score(proposals)
             for i, (point, score) in enumerate(zip(proposals, new_scores, strict=True)):
-                if point not in self.measured and np.isfinite(score):
+                if not np.isfinite(score):  # an invalid config: the chain stays where it is
+                    continue
+                if point not in self.measured:
                     seen[point] = float(score)
-                delta = (score - scores[i]) / spread
+                delta = (score - scores[i]) / spread if np.isfinite(scores[i]) else math.inf
                 if delta >= 0 or (
                     temperature > 0 and self.rng.random() < math.exp(delta / max(temperature, 1e-3))
                 ):

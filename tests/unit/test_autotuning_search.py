@@ -2,6 +2,7 @@
 
 import random
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -107,3 +108,22 @@ def test_model_search_proposes_unmeasured_points_and_uses_transfer(space):
     # trained on the other task only, its picks are already better than the average point
     mean = np.mean([_cost(p) for p in space.grid()])
     assert np.mean([_cost(p) for p in batch[:6]]) < mean
+
+
+def test_invalid_candidates_stop_a_chain_quietly(space):
+    """Points the featurizer rejects (configs that do not schedule) score -inf: a chain
+    never moves onto one, is never proposed, and no arithmetic on two -inf scores warns."""
+    _cost.dims = space.dims
+    invalid = lambda point: sum(point) % 2 == 1  # noqa: E731 - half the space
+    featurize = lambda point: None if invalid(point) else _featurize(point)  # noqa: E731
+    search = ModelSearch(space, featurize, seed=1, warmup=4)
+    rng = random.Random(2)
+    start = [p for p in (space.sample_point(rng) for _ in range(40)) if not invalid(p)][:8]
+    search.update(start, [_cost(p) for p in start])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(3):
+            batch = search.propose(8)
+            exploited = batch[: len(batch) - max(1, round(8 * search.epsilon))]
+            assert exploited and not any(invalid(p) for p in exploited)
+            search.update(batch, [None if invalid(p) else _cost(p) for p in batch])
