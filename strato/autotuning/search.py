@@ -12,12 +12,17 @@ temperature); the batch is the best unmeasured points the chains met, with a fra
 `epsilon` of random unmeasured points so the model does not only confirm itself. Until
 it has `warmup` measurements (and no records of other tasks to start from) it proposes
 random points. Features are computed from the scheduled program of each point, once.
+Scoring a point means scheduling it, which for a large kernel (an LSTM's 35 unrolled
+steps: about 27 s a point) costs more than measuring a batch; a proposal stops scoring
+after `score_seconds` and fills the rest of its batch with the best points met so far and
+random ones.
 """
 
 from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -91,6 +96,7 @@ class ModelSearch(Search):
         chains: int = 8,
         steps: int = 12,
         feature_budget: int = 64,
+        score_seconds: float | None = 20.0,
         transfer: tuple[np.ndarray, np.ndarray, list[str]] | None = None,
         model=None,
     ) -> None:
@@ -103,6 +109,7 @@ class ModelSearch(Search):
         self.chains = chains
         self.steps = steps
         self.feature_budget = feature_budget
+        self.score_seconds = score_seconds
         self.transfer = transfer
         self.model = model if model is not None else XGBCostModel(seed)
         self._features: dict[Point, np.ndarray | None] = {}
@@ -135,8 +142,13 @@ class ModelSearch(Search):
             groups = list(self.transfer[2]) + groups
         self.model.fit(features, seconds_array, groups)
 
-    def _score(self, points: list[Point]) -> np.ndarray:
-        vectors = [self.features(p) for p in points]
+    def _score(self, points: list[Point], deadline: float | None = None) -> np.ndarray:
+        """Predicted scores (higher is faster); -inf for points that do not schedule and,
+        past `deadline`, for points not featurized yet."""
+        vectors = [
+            self.features(p) if deadline is None or p in self._features or time.perf_counter() < deadline else None
+            for p in points
+        ]
         valid = [v for v in vectors if v is not None]
         scores = np.full(len(points), -np.inf)
         if valid:
@@ -153,6 +165,7 @@ class ModelSearch(Search):
         explore = max(1, round(count * self.epsilon)) if count > 1 else 0
         exploit = count - explore
         budget_start = len(self._features)
+        deadline = None if self.score_seconds is None else time.perf_counter() + self.score_seconds
         # start the chains at the best measured points and random ones
         ranked = sorted(
             (p for p, c in self.measured.items() if c is not None), key=lambda p: self.measured[p]
@@ -161,18 +174,20 @@ class ModelSearch(Search):
         while len(starts) < self.chains:
             starts.append(self.space.sample_point(self.rng))
         current = list(starts)
-        scores = self._score(current)
+        scores = self._score(current, deadline)
         seen: dict[Point, float] = {
-            p: s for p, s in zip(current, scores, strict=True) if p not in self.measured
+            p: s for p, s in zip(current, scores, strict=True) if p not in self.measured and np.isfinite(s)
         }
         spread = float(np.std(scores[np.isfinite(scores)])) if np.isfinite(scores).any() else 1.0
         spread = spread or 1.0
         for step in range(self.steps):
             if len(self._features) - budget_start >= self.feature_budget:
                 break
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
             temperature = 1.0 - step / self.steps
             proposals = [self.space.mutate_point(p, self.rng) for p in current]
-            new_scores = self._score(proposals)
+            new_scores = self._score(proposals, deadline)
             for i, (point, score) in enumerate(zip(proposals, new_scores, strict=True)):
                 if not np.isfinite(score):  # an invalid config: the chain stays where it is
                     continue

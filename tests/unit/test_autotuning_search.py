@@ -2,6 +2,7 @@
 
 import random
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -127,3 +128,29 @@ def test_invalid_candidates_stop_a_chain_quietly(space):
             exploited = batch[: len(batch) - max(1, round(8 * search.epsilon))]
             assert exploited and not any(invalid(p) for p in exploited)
             search.update(batch, [None if invalid(p) else _cost(p) for p in batch])
+
+
+def test_scoring_stops_at_its_time_budget(space):
+    """A proposal whose points are slow to featurize (scheduling a large kernel) stops
+    scoring after score_seconds and still returns a full batch of unmeasured points."""
+    _cost.dims = space.dims
+    calls = []
+
+    def slow(point):
+        calls.append(point)
+        time.sleep(0.05)
+        return _featurize(point)
+
+    search = ModelSearch(space, slow, seed=0, warmup=4, score_seconds=0.3)
+    rng = random.Random(4)
+    start = [space.sample_point(rng) for _ in range(8)]
+    search.update(start, [_cost(p) for p in start])
+    before = len(calls)
+    batch = search.propose(8)
+    assert len(set(batch)) == 8 and not set(batch) & set(start)
+    assert len(calls) - before <= 0.3 / 0.05 + 2  # the point in progress at the deadline
+    unlimited = ModelSearch(space, slow, seed=0, warmup=4, score_seconds=None, feature_budget=40)
+    unlimited.update(start, [_cost(p) for p in start])
+    before = len(calls)
+    unlimited.propose(8)
+    assert len(calls) - before > 0.3 / 0.05 + 2
