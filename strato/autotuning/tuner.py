@@ -176,7 +176,7 @@ def share_trials(tasks: list[Task], trials: int) -> list[int]:
     first, so the shares add up to `trials` and a comparison at equal trials is exact."""
     work = [max(t.flops * t.weight, 1.0) for t in tasks]
     if trials <= len(tasks):
-        heaviest = sorted(range(len(tasks)), key=lambda i: -work[i])[: max(trials, 0)]
+        heaviest = set(sorted(range(len(tasks)), key=lambda i: -work[i])[: max(trials, 0)])
         return [1 if i in heaviest else 0 for i in range(len(tasks))]
     spare, total = trials - len(tasks), sum(work)
     exact = [spare * w / total for w in work]
