@@ -114,8 +114,8 @@ def region_overhead(seconds: float) -> None:
     regions, work_regions = jit.function("regions"), jit.function("work_regions")
     data = np.zeros(64, np.int64)
     repeats = 2000
-    print("parallel region overhead, empty body (the caller usually runs every chunk")
-    print("before a sleeping worker wakes: the cost a region adds to its caller)")
+    print("parallel region overhead, empty body (back to back, so the worker is polling")
+    print("and joins each region: the cost a region adds to its caller)")
     for trip in (2, 8, 62):
         base, per = (
             t / repeats

@@ -20,14 +20,17 @@ How a region runs:
   the pool busy (another Python thread inside a model, or a parallel loop nested in a
   region's body) runs its whole range serially in its own thread: always correct, never
   a deadlock;
-* workers are started on demand, up to `threads - 1`, and persist. Between regions they
-  sleep on a condition variable (no spinning);
+* workers are started on demand, up to `threads - 1`, and persist. After a region a
+  worker polls for the next one for a fraction of a millisecond (`WORKER_SPINS`), so the
+  back-to-back regions of a model's kernels find it awake; then it sleeps on a condition
+  variable, and a caller takes the mutex to wake it only when some worker sleeps;
 * the range is cut into up to `CHUNKS_PER_THREAD` chunks per participating thread; the
   caller and the workers take chunks from one atomic counter, so a thread slowed by other
   work on the machine takes fewer;
 * a worker joins a region only while it is open; the caller closes it once the chunks
-  are all taken and waits for the workers that joined. A worker that wakes late finds the
-  region closed and sleeps again, so a region never waits for a sleeping thread.
+  are all taken and polls until the workers that joined have left (their last chunks
+  are running). A worker that wakes late finds the region closed and goes back to
+  polling, so a region never waits for a sleeping thread.
 
 After `fork` the child has no workers: the pool's state is reset in the child
 (`os.register_at_fork`), and the child starts its own workers when it needs them.
@@ -61,7 +64,17 @@ CHUNKS_PER_THREAD = 4
 """Chunks per participating thread: enough for a thread that runs slower (another
 process on its core) to hand work to the others, few enough that each chunk is long."""
 
-_PTHREAD_FUNCTIONS = (
+WORKER_SPINS = 4096
+"""Polls of the region counter (each with a spin-wait hint) a worker makes after a region
+before it sleeps: about 0.1-0.3 ms, longer than the gap between two kernels of a model,
+so the regions of one call find the workers awake. Waking a sleeping thread costs tens
+of microseconds under a hypervisor, more than a small kernel's whole region."""
+
+CALLER_SPINS = 65536
+"""Polls the caller makes while the workers that joined finish their last chunks, before
+it starts yielding its core between polls (a worker preempted by another process)."""
+
+_LIBC_FUNCTIONS = (
     "pthread_create",
     "pthread_detach",
     "pthread_mutex_init",
@@ -69,25 +82,48 @@ _PTHREAD_FUNCTIONS = (
     "pthread_mutex_unlock",
     "pthread_cond_init",
     "pthread_cond_wait",
-    "pthread_cond_signal",
     "pthread_cond_broadcast",
+    "sched_yield",
 )
 
 _SYNC_OBJECT_BYTES = 128
 """Room for a pthread_mutex_t or pthread_cond_t (40-48 bytes on 64-bit glibc and musl)."""
 
-RUNTIME_IR = f"""
+
+def _spin_hint(triple: str) -> tuple[str, str]:
+    """The declaration and the call of the architecture's spin-wait hint (none where
+    there is no such instruction)."""
+    arch = triple.split("-", 1)[0]
+    if arch in ("x86_64", "i386", "i686"):
+        return "declare void @llvm.x86.sse2.pause()", "call void @llvm.x86.sse2.pause()"
+    if arch in ("aarch64", "arm64"):
+        return "declare void @llvm.aarch64.hint(i32)", "call void @llvm.aarch64.hint(i32 1)"
+    return "", ""
+
+
+def runtime_ir(triple: str) -> str:
+    """The runtime's LLVM IR for a machine of `triple`."""
+    declare_pause, pause = _spin_hint(triple)
+    return f"""
 ; strato parallel runtime: a persistent pthread pool for parallel loops
+;
+; A region is published by writing the job, then `open` and `generation` (both the new
+; generation). A worker joins it by incrementing `active` and then finding `open` still
+; equal to the generation it saw; the caller closes it by zeroing `open` and waits for
+; `active` to fall to 0. Both sides use sequentially consistent atomics, so either the
+; worker sees the region closed or the caller sees it joined. A worker sleeps only after
+; polling for a while, counted in `sleepers` (under the mutex), and the caller takes the
+; mutex to wake sleepers only when there are some.
 @strato_pool_mutex = internal global [{_SYNC_OBJECT_BYTES} x i8] zeroinitializer, align 64
 @strato_pool_work = internal global [{_SYNC_OBJECT_BYTES} x i8] zeroinitializer, align 64
-@strato_pool_done = internal global [{_SYNC_OBJECT_BYTES} x i8] zeroinitializer, align 64
 @strato_pool_busy = internal global i32 0, align 64
 @strato_pool_next_chunk = internal global i64 0, align 64
 @strato_pool_generation = internal global i64 0, align 64
-@strato_pool_workers = internal global i32 0
+@strato_pool_open = internal global i64 0, align 64
+@strato_pool_active = internal global i32 0, align 64
+@strato_pool_sleepers = internal global i32 0, align 64
+@strato_pool_workers = internal global i32 0, align 64
 @strato_pool_job_workers = internal global i32 0
-@strato_pool_job_open = internal global i32 0
-@strato_pool_active = internal global i32 0
 @strato_pool_job_body = internal global ptr null
 @strato_pool_job_ctx = internal global ptr null
 @strato_pool_job_trip = internal global i64 0
@@ -101,28 +137,27 @@ declare i32 @pthread_mutex_lock(ptr)
 declare i32 @pthread_mutex_unlock(ptr)
 declare i32 @pthread_cond_init(ptr, ptr)
 declare i32 @pthread_cond_wait(ptr, ptr)
-declare i32 @pthread_cond_signal(ptr)
 declare i32 @pthread_cond_broadcast(ptr)
+declare i32 @sched_yield()
+{declare_pause}
 
 ; (re)initialize the pool: no workers, not busy. Called once before any region, and in
 ; the child after fork (whose copies of the workers do not exist).
 define void @strato_parallel_init() {{
   call i32 @pthread_mutex_init(ptr @strato_pool_mutex, ptr null)
   call i32 @pthread_cond_init(ptr @strato_pool_work, ptr null)
-  call i32 @pthread_cond_init(ptr @strato_pool_done, ptr null)
-  store i32 0, ptr @strato_pool_workers
+  store atomic i32 0, ptr @strato_pool_workers seq_cst, align 4
   store i32 0, ptr @strato_pool_job_workers
-  store i32 0, ptr @strato_pool_job_open
-  store i32 0, ptr @strato_pool_active
+  store atomic i64 0, ptr @strato_pool_open seq_cst, align 8
+  store atomic i32 0, ptr @strato_pool_active seq_cst, align 4
+  store atomic i32 0, ptr @strato_pool_sleepers seq_cst, align 4
   store atomic i32 0, ptr @strato_pool_busy release, align 4
   ret void
 }}
 
 ; the number of workers started (they persist until the process ends)
 define i32 @strato_parallel_workers() {{
-  call i32 @pthread_mutex_lock(ptr @strato_pool_mutex)
-  %n = load i32, ptr @strato_pool_workers
-  call i32 @pthread_mutex_unlock(ptr @strato_pool_mutex)
+  %n = load atomic i32, ptr @strato_pool_workers seq_cst, align 4
   ret i32 %n
 }}
 
@@ -145,52 +180,71 @@ done:
   ret void
 }}
 
-; a worker: sleep until a new region, join it if it is open and wants this worker
+; a worker: poll for a new region (then sleep until one), join it while it is open if
+; it wants this worker
 define internal ptr @strato_pool_worker(ptr %arg) {{
 entry:
   %id = ptrtoint ptr %arg to i64
   %id32 = trunc i64 %id to i32
   %seen = alloca i64
-  call i32 @pthread_mutex_lock(ptr @strato_pool_mutex)
+  %spins = alloca i64
   %slot = getelementptr [{MAX_THREADS} x i64], ptr @strato_pool_start_generation, i64 0, i64 %id
-  %first = load i64, ptr %slot
+  %first = load atomic i64, ptr %slot seq_cst, align 8
   store i64 %first, ptr %seen
-  br label %wait
-wait:
-  %g = load i64, ptr @strato_pool_generation
+  br label %poll
+poll:
+  store i64 0, ptr %spins
+  br label %check
+check:
+  %g = load atomic i64, ptr @strato_pool_generation seq_cst, align 8
   %last = load i64, ptr %seen
   %new = icmp ne i64 %g, %last
-  br i1 %new, label %region, label %sleep
+  br i1 %new, label %region, label %idle
+idle:
+  %n = load i64, ptr %spins
+  %n1 = add i64 %n, 1
+  store i64 %n1, ptr %spins
+  %keep_polling = icmp ult i64 %n1, {WORKER_SPINS}
+  br i1 %keep_polling, label %hint, label %sleep
+hint:
+  {pause}
+  br label %check
 sleep:
+  call i32 @pthread_mutex_lock(ptr @strato_pool_mutex)
+  atomicrmw add ptr @strato_pool_sleepers, i32 1 seq_cst
+  br label %asleep
+asleep:
+  %g2 = load atomic i64, ptr @strato_pool_generation seq_cst, align 8
+  %last2 = load i64, ptr %seen
+  %woken = icmp ne i64 %g2, %last2
+  br i1 %woken, label %wake, label %wait
+wait:
   call i32 @pthread_cond_wait(ptr @strato_pool_work, ptr @strato_pool_mutex)
-  br label %wait
+  br label %asleep
+wake:
+  atomicrmw sub ptr @strato_pool_sleepers, i32 1 seq_cst
+  call i32 @pthread_mutex_unlock(ptr @strato_pool_mutex)
+  br label %poll
 region:
   store i64 %g, ptr %seen
-  %open = load i32, ptr @strato_pool_job_open
-  %is_open = icmp ne i32 %open, 0
-  %wanted = load i32, ptr @strato_pool_job_workers
-  %is_wanted = icmp ult i32 %id32, %wanted
-  %join = and i1 %is_open, %is_wanted
-  br i1 %join, label %work, label %wait
+  atomicrmw add ptr @strato_pool_active, i32 1 seq_cst
+  %open = load atomic i64, ptr @strato_pool_open seq_cst, align 8
+  %still_open = icmp eq i64 %open, %g
+  br i1 %still_open, label %wanted, label %leave
+wanted:
+  %workers = load i32, ptr @strato_pool_job_workers
+  %is_wanted = icmp ult i32 %id32, %workers
+  br i1 %is_wanted, label %work, label %leave
 work:
-  %active = load i32, ptr @strato_pool_active
-  %active1 = add i32 %active, 1
-  store i32 %active1, ptr @strato_pool_active
   %body = load ptr, ptr @strato_pool_job_body
   %ctx = load ptr, ptr @strato_pool_job_ctx
   %trip = load i64, ptr @strato_pool_job_trip
   %chunk = load i64, ptr @strato_pool_job_chunk
-  call i32 @pthread_mutex_unlock(ptr @strato_pool_mutex)
   call void @strato_pool_run_chunks(ptr %body, ptr %ctx, i64 %trip, i64 %chunk)
-  call i32 @pthread_mutex_lock(ptr @strato_pool_mutex)
-  %still = load i32, ptr @strato_pool_active
-  %left = sub i32 %still, 1
-  store i32 %left, ptr @strato_pool_active
-  %last_out = icmp eq i32 %left, 0
-  br i1 %last_out, label %signal, label %wait
-signal:
-  call i32 @pthread_cond_signal(ptr @strato_pool_done)
-  br label %wait
+  br label %leave
+leave:
+  atomicrmw sub ptr @strato_pool_active, i32 1 seq_cst
+  br label %poll
 }}
 
 ; start workers (the mutex held) until `want` exist or the system refuses one;
@@ -200,14 +254,14 @@ entry:
   %tid = alloca i64
   br label %check
 check:
-  %have = load i32, ptr @strato_pool_workers
+  %have = load atomic i32, ptr @strato_pool_workers seq_cst, align 4
   %enough = icmp sge i32 %have, %want
   br i1 %enough, label %done, label %start
 start:
   %index = zext i32 %have to i64
   %slot = getelementptr [{MAX_THREADS} x i64], ptr @strato_pool_start_generation, i64 0, i64 %index
-  %g = load i64, ptr @strato_pool_generation
-  store i64 %g, ptr %slot
+  %g = load atomic i64, ptr @strato_pool_generation seq_cst, align 8
+  store atomic i64 %g, ptr %slot seq_cst, align 8
   %arg = inttoptr i64 %index to ptr
   %rc = call i32 @pthread_create(ptr %tid, ptr null, ptr @strato_pool_worker, ptr %arg)
   %failed = icmp ne i32 %rc, 0
@@ -216,15 +270,16 @@ started:
   %thread = load i64, ptr %tid
   call i32 @pthread_detach(i64 %thread)
   %have1 = add i32 %have, 1
-  store i32 %have1, ptr @strato_pool_workers
+  store atomic i32 %have1, ptr @strato_pool_workers seq_cst, align 4
   br label %check
 done:
-  %n = load i32, ptr @strato_pool_workers
+  %n = load atomic i32, ptr @strato_pool_workers seq_cst, align 4
   ret i32 %n
 }}
 
 define void @{PARALLEL_FOR_SYMBOL}(ptr %body, ptr %ctx, i64 %trip, i64 %threads) {{
 entry:
+  %spins = alloca i64
   %empty = icmp slt i64 %trip, 1
   br i1 %empty, label %return, label %size
 size:
@@ -242,16 +297,23 @@ serial:
   call void %body(ptr %ctx, i64 0, i64 %trip)
   br label %return
 setup:
-  call i32 @pthread_mutex_lock(ptr @strato_pool_mutex)
   %n32 = trunc i64 %n to i32
   %want = sub i32 %n32, 1
-  %have = call i32 @strato_pool_start_workers(i32 %want)
+  %started = load atomic i32, ptr @strato_pool_workers seq_cst, align 4
+  %enough = icmp sge i32 %started, %want
+  br i1 %enough, label %ready, label %start
+start:
+  call i32 @pthread_mutex_lock(ptr @strato_pool_mutex)
+  call i32 @strato_pool_start_workers(i32 %want)
+  call i32 @pthread_mutex_unlock(ptr @strato_pool_mutex)
+  br label %ready
+ready:
+  %have = load atomic i32, ptr @strato_pool_workers seq_cst, align 4
   %short = icmp slt i32 %have, %want
   %workers = select i1 %short, i32 %have, i32 %want
   %none = icmp eq i32 %workers, 0
   br i1 %none, label %give_up, label %open
 give_up:
-  call i32 @pthread_mutex_unlock(ptr @strato_pool_mutex)
   store atomic i32 0, ptr @strato_pool_busy release, align 4
   br label %serial
 open:
@@ -267,27 +329,42 @@ open:
   store ptr %ctx, ptr @strato_pool_job_ctx
   store i64 %trip, ptr @strato_pool_job_trip
   store i64 %chunk, ptr @strato_pool_job_chunk
-  store atomic i64 0, ptr @strato_pool_next_chunk monotonic, align 8
   store i32 %workers, ptr @strato_pool_job_workers
-  store i32 1, ptr @strato_pool_job_open
-  %g = load i64, ptr @strato_pool_generation
+  store atomic i64 0, ptr @strato_pool_next_chunk monotonic, align 8
+  %g = load atomic i64, ptr @strato_pool_generation seq_cst, align 8
   %g1 = add i64 %g, 1
-  store i64 %g1, ptr @strato_pool_generation
+  store atomic i64 %g1, ptr @strato_pool_open seq_cst, align 8
+  store atomic i64 %g1, ptr @strato_pool_generation seq_cst, align 8
+  %sleepers = load atomic i32, ptr @strato_pool_sleepers seq_cst, align 4
+  %asleep = icmp ne i32 %sleepers, 0
+  br i1 %asleep, label %wake, label %run
+wake:
+  call i32 @pthread_mutex_lock(ptr @strato_pool_mutex)
   call i32 @pthread_cond_broadcast(ptr @strato_pool_work)
   call i32 @pthread_mutex_unlock(ptr @strato_pool_mutex)
+  br label %run
+run:
   call void @strato_pool_run_chunks(ptr %body, ptr %ctx, i64 %trip, i64 %chunk)
-  call i32 @pthread_mutex_lock(ptr @strato_pool_mutex)
-  store i32 0, ptr @strato_pool_job_open
+  store atomic i64 0, ptr @strato_pool_open seq_cst, align 8
+  store i64 0, ptr %spins
   br label %join
 join:
-  %active = load i32, ptr @strato_pool_active
+  %active = load atomic i32, ptr @strato_pool_active seq_cst, align 4
   %finished = icmp eq i32 %active, 0
-  br i1 %finished, label %close, label %wait
-wait:
-  call i32 @pthread_cond_wait(ptr @strato_pool_done, ptr @strato_pool_mutex)
+  br i1 %finished, label %close, label %linger
+linger:
+  %k = load i64, ptr %spins
+  %k1 = add i64 %k, 1
+  store i64 %k1, ptr %spins
+  %patient = icmp ult i64 %k1, {CALLER_SPINS}
+  br i1 %patient, label %hint, label %yield
+hint:
+  {pause}
+  br label %join
+yield:
+  call i32 @sched_yield()
   br label %join
 close:
-  call i32 @pthread_mutex_unlock(ptr @strato_pool_mutex)
   store atomic i32 0, ptr @strato_pool_busy release, align 4
   br label %return
 return:
@@ -302,8 +379,8 @@ class _Runtime:
 
     def __init__(self) -> None:
         host_target()
-        _bind_pthreads()
-        module = llvm.parse_assembly(RUNTIME_IR)
+        _bind_libc()
+        module = llvm.parse_assembly(runtime_ir(host_target().triple))
         module.verify()
         machine = _runtime_machine(jit=True)
         module.triple = machine.triple
@@ -337,11 +414,11 @@ def _runtime_machine(*, jit: bool) -> llvm.TargetMachine:
     )
 
 
-def _bind_pthreads() -> None:
-    """Bind the pthread functions the runtime calls to their addresses in this process
+def _bind_libc() -> None:
+    """Bind the pthread (and sched_yield) functions the runtime calls to their addresses in this process
     (in libc, or libpthread on older C libraries), however Python was linked."""
     libraries = [ctypes.CDLL(None)]
-    for name in _PTHREAD_FUNCTIONS:
+    for name in _LIBC_FUNCTIONS:
         function = _lookup(libraries, name)
         if function is None and len(libraries) == 1:
             path = ctypes.util.find_library("pthread")
@@ -393,7 +470,7 @@ def runtime_object() -> bytes:
     object into a C program (`-lpthread` where pthreads are a separate library)."""
     host_target()
     machine = _runtime_machine(jit=False)
-    module = llvm.parse_assembly(RUNTIME_IR)
+    module = llvm.parse_assembly(runtime_ir(machine.triple))
     module.triple = machine.triple
     module.data_layout = str(machine.target_data)
     return machine.emit_object(module)
