@@ -165,7 +165,14 @@ class KernelEmitter:
                     builder.insert(allocs[n])
                     placed.append(n)
             self.emit_stage(stage, builder, None)
-        unplaced = [n for n in sorted(allocs) if n not in placed]
+        copied = {n for pair in self.state.copies for n in pair}
+        unplaced = [
+            n for n in sorted(allocs)
+            if n not in placed
+            # a buffer no stage touches any more (its writer folded into another) is not
+            # allocated at all
+            and (n in copied or self.state.readers_of(n) or self.state.writer_of(n) is not None)
+        ]  # fmt: skip
         for n in reversed(unplaced):
             first = block.first_op
             if first is None:

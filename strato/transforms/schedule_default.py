@@ -119,6 +119,8 @@ def schedule_kernel(
     for stage, template in matched:
         if template is None:
             continue
+        if stage.name not in {s.name for s in sch.get_stages()}:
+            continue  # folded into another stage by that stage's template
         snapshot = sch.state.copy()
         trace_length = len(sch.trace.steps)
         values = template.defaults() | chosen.get(stage.name, {})

@@ -8,7 +8,8 @@
           for cb.inner (unrolled):             ... used by every channel block,
             for c (vectorized, the block):     whose weight vectors stay in registers
               tile[w, cb, c] += x[n, icb, h*s+kh, w*s+kw, ic] * w[cb, icb, kh, kw, ic, c]
-      out[n, cb, h, w, :] = tile               (the stage copies the tile out)
+      out[n, cb, h, w, :] = epilogue(tile)     (the stage copies the tile out, applying
+                                                the elementwise stages folded into it)
 
 The tile's indices are static after unrolling, so its rows x blocks accumulators are
 registers for the whole reduction, every step updates each of them once with an
@@ -31,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strato.schedule import Schedule, StageHandle
+from strato.schedule import Schedule, ScheduleError, StageHandle
 from strato.schedule.templates.base import (
     Knob,
     Template,
@@ -75,6 +76,7 @@ def _register_tile(
     registers for the whole reduction; the stage itself copies the finished tile out.
     Returns the tile's stage and its output-row axis."""
     tile = sch.cache_write(stage, "local")
+    fold_epilogue(sch, stage)
     n, cb, h, w, c = sch.get_loops(stage)
     count = fit(w.extent, rows)
     if 2 * count <= rows and w.extent <= accumulators:
@@ -103,6 +105,26 @@ def _register_tile(
     sch.vectorize(sch.get_loop(tile, tc.axis))
     sch.decompose_reduction(tile, sch.get_loop(tile, reduction[0].axis))
     return tile, th.axis
+
+
+def fold_epilogue(sch: Schedule, stage: StageHandle) -> list[str]:
+    """Fold the elementwise stages that read `stage`'s result (bias, residual add,
+    activation), one after the other, into `stage` (reverse_compute_inline), so that
+    the copy of a finished tile applies them on its way to their buffer: one pass over
+    the output instead of a pass per stage over a buffer the size of the output, and
+    one parallel region fewer for each. Stops at the first consumer that cannot be
+    folded (a reduction, a reader of part of the result, a second reader); returns the
+    stages folded."""
+    folded = []
+    while True:
+        consumers = sch.get_consumers(stage)
+        if len(consumers) != 1:
+            return folded
+        try:
+            sch.reverse_compute_inline(consumers[0])
+        except ScheduleError:
+            return folded
+        folded.append(consumers[0].name)
 
 
 def _depthwise_padded_input(sch: Schedule, stage: StageHandle) -> StageHandle | None:
