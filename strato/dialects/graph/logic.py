@@ -490,7 +490,8 @@ def cast_array(
     if dtype == np.dtype(ml_dtypes.float8_e8m0fnu):
         return _to_e8m0(array, saturate, round_mode)
     is_float = array.dtype.kind == "f" or array.dtype.name in _FLOAT_NAMES
-    if is_float and dtype != np.bool_ and np.issubdtype(dtype, np.integer):
+    is_integer = np.issubdtype(dtype, np.integer) or dtype.name in _SUB_BYTE_INTEGER_NAMES
+    if is_float and dtype != np.bool_ and is_integer:
         # truncate toward zero in 64 bits, saturating (NaN is 0), then keep the low bits
         if dtype == np.uint64:
             return float_to_int_saturating(array, dtype)
@@ -512,6 +513,10 @@ def cast_array(
             is_float = array.dtype.kind == "f" or array.dtype.name in _FLOAT_NAMES
             return np.asarray(array.astype(np.float64 if is_float else np.int64).astype(dtype))
 
+
+_SUB_BYTE_INTEGER_NAMES = frozenset({"int4", "uint4", "int2", "uint2"})
+"""ml_dtypes' integers narrower than a byte (not numpy integer subtypes since ml_dtypes
+0.7, whose float casts to them give 0 out of range: strato wraps around, as its code does)."""
 
 _SATURATING_NAMES = frozenset(
     {"float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz"}
