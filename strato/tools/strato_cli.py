@@ -326,13 +326,16 @@ def run_command(args: argparse.Namespace) -> int:
         return 0
 
     log.note("running the reference")
-    reference = reference_run(resolved, inputs, model.input_names, args.repeat)
+    reference = reference_run(
+        resolved, inputs, model.input_names, args.repeat, _model_threads(str(model.target))
+    )
     error = max_relative_error(outputs, reference.outputs)
     print(f"max relative error vs {reference.oracle}: {error:.3g}")
     if reference.latency_ms is not None:
         print(
             f"onnxruntime latency: median {reference.latency_ms:.3f} ms over {args.repeat} "
-            f"run(s) (strato / onnxruntime = {latency / reference.latency_ms:.2f})"
+            f"run(s) on {_model_threads(str(model.target))} thread(s) "
+            f"(strato / onnxruntime = {latency / reference.latency_ms:.2f})"
         )
     return 0
 
@@ -380,24 +383,40 @@ class Reference:
     latency_ms: float | None
 
 
+def _model_threads(target: str) -> int:
+    """The threads a model compiled for `target` runs on: its -threads=N, else the
+    cores available (the llvm target's default)."""
+    import re
+
+    from strato.targets.llvm.parallel_threads import available_cores
+
+    match = re.search(r"(?:^|\s)-threads=(\d+)(?:\s|$)", target)
+    return int(match.group(1)) if match else available_cores()
+
+
 def reference_run(
-    resolved: ResolvedModel, inputs: Sequence[np.ndarray], names: Sequence[str], repeat: int
+    resolved: ResolvedModel,
+    inputs: Sequence[np.ndarray],
+    names: Sequence[str],
+    repeat: int,
+    threads: int = 1,
 ) -> Reference:
-    """onnxruntime's outputs and median latency over `repeat` runs when it is installed,
+    """onnxruntime's outputs and median latency over `repeat` runs on `threads` threads
+    (as `strato bench` runs it: one inter-op thread, no spinning) when it is installed,
     else the outputs of strato's graph interpreter (not timed: it is not a peer)."""
     from strato.runtime.timing import median_latency_ms
 
     try:
-        import onnxruntime
+        import onnxruntime  # noqa: F401 (only whether it is installed)
     except ImportError:
         from strato.frontends.onnx import import_model
         from strato.interpreters.graph import run_graph
 
         outputs = run_graph(import_model(resolved.proto), inputs)
         return Reference(outputs, "the graph interpreter (onnxruntime is not installed)", None)
-    session = onnxruntime.InferenceSession(
-        resolved.proto.SerializeToString(), providers=["CPUExecutionProvider"]
-    )
+    from strato.bench.peers import OnnxRuntime
+
+    session = OnnxRuntime.session(resolved.proto.SerializeToString(), threads)
     feed = dict(zip(names, inputs))
     outputs = session.run(None, feed)
     latency = median_latency_ms(lambda: session.run(None, feed), repeat)

@@ -245,11 +245,13 @@ def test_run_with_input_shapes_inputs_and_outputs(tmp_path):
     out = tmp_path / "out.npz"
     result = strato(
         "run", model, "--input-shapes", "x:[3,8]", "--inputs", str(tmp_path / "in.npz"),
-        "--outputs", str(out), "--repeat", "2",
+        "--outputs", str(out), "--repeat", "2", "--threads", "1",
     )
     assert result.returncode == 0, result.stderr
     assert "output 'y': shape [3, 8] float32" in result.stdout
     assert "onnxruntime latency: median" in result.stdout and "strato / onnxruntime = " in result.stdout
+    # the peer runs on the model's threads, not on onnxruntime's default (every core)
+    assert "run(s) on 1 thread(s)" in result.stdout
     with np.load(out) as saved:
         assert saved.files == ["y"]
         np.testing.assert_array_equal(saved["y"], np.maximum(x, 0))
@@ -380,3 +382,12 @@ def test_out_of_memory_in_generated_code_is_one_line(tmp_path):
         capture_output=True, text=True, timeout=600, preexec_fn=limit_memory,
     )
     assert_one_line_error(result, "out of memory: the model could not allocate its intermediate buffers")
+
+
+def test_run_times_onnxruntime_on_the_models_thread_count():
+    from strato.tools.strato_cli import _model_threads
+    from strato.targets.llvm.parallel_threads import available_cores
+
+    assert _model_threads("llvm -threads=1") == 1
+    assert _model_threads("llvm -mcpu=znver4 -threads=3 -fast-math") == 3
+    assert _model_threads("llvm") == available_cores()
