@@ -101,3 +101,22 @@ def test_a_worker_is_sent_a_model_once_and_keeps_it():
     assert [o.error for o in outcomes] == [None] * 4
     assert outcomes[0].value == outcomes[2].value == task.model
     assert outcomes[1].value == outcomes[3].value == (task.model, task.key)
+
+
+def test_a_candidates_buffers_are_aligned_as_in_a_models_arena():
+    """Every buffer a candidate runs on starts on a 64-byte boundary, as every tensor of
+    a model's arena does: where numpy happened to place a buffer moved a vectorized
+    convolution's time by about 10%."""
+    from strato.autotuning.measure import _kernel_buffers
+
+    buffers = [((3, 5), np.dtype(np.float32), False), ((7,), np.dtype(np.int64), False),
+               ((2, 9), np.dtype(np.float32), True), ((4,), np.dtype(np.bool_), False)]  # fmt: skip
+    arrays, outputs = _kernel_buffers(buffers, seed=0)
+    assert outputs == [2]
+    for array, (shape, dtype, is_output) in zip(arrays, buffers, strict=True):
+        assert array.ctypes.data % 64 == 0
+        assert array.shape == shape and array.dtype == dtype and array.flags.c_contiguous
+        assert not is_output or not array.any()
+    again, _ = _kernel_buffers(buffers, seed=0)
+    for a, b in zip(arrays, again, strict=True):
+        np.testing.assert_array_equal(a, b)
