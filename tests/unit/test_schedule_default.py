@@ -89,6 +89,20 @@ def pool_softmax() -> onnx.ModelProto:
     )  # fmt: skip
 
 
+def conv_pool(pool: str) -> onnx.ModelProto:
+    """A 16-channel convolution (blocked by graph-alter-layout), then a padded 3x3
+    stride-2 window pool, which follows it into the blocked layout."""
+    attributes = {"count_include_pad": 0} if pool == "AveragePool" else {}
+    return model(
+        [helper.make_node("Conv", ["X", "W"], ["C"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+         helper.make_node(pool, ["C"], ["Y"], kernel_shape=[3, 3], strides=[2, 2],
+                          pads=[1, 1, 1, 1], **attributes)],
+        [value("X", [1, 16, 10, 10])],
+        [value("Y", [1, 16, 5, 5])],
+        [weights("W", [16, 16, 3, 3])],
+    )  # fmt: skip
+
+
 def softmax(axis: int) -> onnx.ModelProto:
     return model(
         [helper.make_node("Softmax", ["X"], ["Y"], axis=axis)],
@@ -114,6 +128,8 @@ MODELS = {
     "conv_strided": lambda: conv(16, stride=2),
     "depthwise": lambda: conv(4, group=4),
     "pool_softmax": pool_softmax,
+    "blocked_max_pool": lambda: conv_pool("MaxPool"),
+    "blocked_avg_pool": lambda: conv_pool("AveragePool"),
     "softmax_rows": lambda: softmax(-1),
     "softmax_columns": lambda: softmax(1),
     "layer_norm": layer_norm,
@@ -180,6 +196,7 @@ EXPECTED_TEMPLATES = {
     "conv_nchw": {"pad": "injective", "conv": "conv2d_nchw"},
     "depthwise": {"pad": "injective", "conv": "depthwise_conv2d_nchw"},
     "pool_softmax": {"max_pool": "pooling"},
+    "blocked_max_pool": {"blocked_max_pool": "pooling"},
 }
 
 
@@ -210,6 +227,23 @@ def test_a_row_wise_kernel_computes_each_row_in_one_loop_nest(name: str):
     for op in kernel.walk():
         if isinstance(op, memref.AllocOp):
             assert op.memref.type.get_shape()[:-1] == (1, 1), op.memref.type
+
+
+@pytest.mark.parametrize("name", ["blocked_max_pool", "blocked_avg_pool"])
+def test_a_blocked_window_pool_reads_its_input_unpadded_into_a_register_tile(name: str):
+    """The padding is inlined into the window's loads (no padded copy of the input is
+    allocated) and the window accumulates into a tile of output columns x one channel
+    block, unrolled over the columns and vectorized over the block."""
+    module = loop_module(MODELS[name]())
+    schedule_default(module, threads=1)
+    (pool,) = [k for k in kernels(module) if "pool" in k.sym_name.data]
+    shapes = [op.memref.type.get_shape() for op in pool.walk() if isinstance(op, memref.AllocOp)]
+    # the pool's input is 10x10 (padded 12x12) x 16 channels: nothing that large is
+    # allocated; its tile is one output row's 5 columns x the 16 lanes
+    assert all(np.prod(shape) < 10 * 10 * 16 for shape in shapes), shapes
+    assert (1, 1, 1, 5, 16) in shapes, shapes
+    kinds = {op.loop_kind for op in pool.walk() if isinstance(op, ForOp)}
+    assert {LoopKind.UNROLLED, LoopKind.VECTORIZED} <= kinds
 
 
 def test_a_reduction_each_row_needs_whole_is_not_recomputed_per_row():
@@ -258,7 +292,8 @@ def test_every_knob_default_is_in_its_domain_and_templates_have_distinct_names()
 
 
 @settings(max_examples=12, deadline=None)
-@given(data=st.data(), name=st.sampled_from(["matmul", "dense_relu", "conv_nchw", "conv_nchwc", "depthwise", "pool_softmax"]))
+@given(data=st.data(), name=st.sampled_from(["matmul", "dense_relu", "conv_nchw", "conv_nchwc", "depthwise", "pool_softmax",
+                                           "blocked_max_pool", "blocked_avg_pool"]))
 def test_random_knob_values_compute_the_unscheduled_results(data, name: str):
     proto = MODELS[name]()
     inputs = inputs_of(proto)

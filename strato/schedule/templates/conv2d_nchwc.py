@@ -54,7 +54,7 @@ def schedule_conv2d_nchwc(sch: Schedule, stage: StageHandle, knobs: dict[str, An
     weights = _strided_weights(sch, stage, block.axis)
     if len(spatial) == 5 and reduction and weights is None:
         padded = _depthwise_padded_input(sch, stage)
-        tile, row = _register_tile(sch, stage, knobs["rows"], knobs["accumulators"])
+        tile, row = register_tile(sch, stage, knobs["rows"], knobs["accumulators"])
         if padded is not None:
             # the padded rows one output row reads, made next to their use
             sch.compute_at(padded, sch.get_loop(tile, row))
@@ -67,7 +67,7 @@ def schedule_conv2d_nchwc(sch: Schedule, stage: StageHandle, knobs: dict[str, An
         _pack_output_channels_innermost(sch, stage, weights, spatial[1].axis)
 
 
-def _register_tile(
+def register_tile(
     sch: Schedule, stage: StageHandle, rows: int, accumulators: int
 ) -> tuple[StageHandle, str]:
     """The output tile of `rows` columns x some channel blocks (up to `accumulators`
