@@ -355,8 +355,10 @@ def test_resnet18_runs_blocked_between_one_entry_and_one_exit():
         _zoo("resnet18", image_size=32, width=8, num_classes=10),
         "graph-simplify-inference,graph-alter-layout",
     )
-    # all but the stem (3 input channels) run blocked, max pooling stays before the chain
-    assert ops.count("graph.blocked_conv") == 19 and ops.count("graph.conv") == 1
+    # every convolution runs blocked, the stem reading its 3 channels as one block, and
+    # so does the max pool after it: the image enters once, the logits leave once
+    assert ops.count("graph.blocked_conv") == 20 and ops.count("graph.conv") == 0
+    assert "graph.blocked_max_pool" in ops and "graph.max_pool" not in ops
     assert ops.count("graph.layout_transform") == 2
     assert "graph.blocked_global_avg_pool" in ops
 
@@ -365,7 +367,7 @@ def test_mobilenet_v2_depthwise_convolutions_run_blocked():
     ops = _check_model(
         _zoo("mobilenet_v2", image_size=32), "graph-simplify-inference,graph-alter-layout"
     )
-    assert ops.count("graph.blocked_conv") == 51 and ops.count("graph.conv") == 1
+    assert ops.count("graph.blocked_conv") == 52 and ops.count("graph.conv") == 0
     assert ops.count("graph.layout_transform") == 2
 
 
@@ -376,7 +378,7 @@ def test_mobilenet_v2_default_blocks_stay_blocked_through_24_channel_stages():
     ops = _check_model(
         module, "graph-simplify-inference,graph-alter-layout{block=16 min_block=8}"
     )
-    assert ops.count("graph.blocked_conv") == 51 and ops.count("graph.conv") == 1
+    assert ops.count("graph.blocked_conv") == 52 and ops.count("graph.conv") == 0
     assert ops.count("graph.layout_transform") == 2
     layouts = {
         (op.layout.data, op.out_layout.data)
@@ -393,11 +395,12 @@ def test_resnet18_default_pipeline_fuses_the_blocked_convolutions():
     (function,) = list(module.ops)
     kernels = kernels_of(function)  # type: ignore[arg-type]
     groups = [op.label.data for op in kernels if isinstance(op, graph.FusedOp)]
-    # each convolution with its bias, relu and residual add in one kernel; the two
-    # layout transforms fuse into the kernels that produce their inputs
-    assert len(kernels) == 20 + 3
+    # each convolution with its bias, relu and residual add in one kernel; the image's
+    # layout transform is a kernel of its own (a graph input), the exit transform fuses
+    # into the global pool that produces its input; the max pool and the dense layer
+    assert len(kernels) == 20 + 4
     assert "blocked_conv_add_relu" in groups
-    assert any(label.endswith("layout_transform") for label in groups)
+    assert "blocked_global_avg_pool_layout_transform_reshape" in groups
 
 
 def test_block_must_be_positive():

@@ -99,11 +99,32 @@ func.func @pools(%x: tensor<1x8x8x8xf32>) -> tensor<1x8xf32> {
 // CHECK-NEXT:    %y = graph.conv %x, %w
 // CHECK-NEXT:    %r = graph.relu %y : tensor<1x8x4x4xf32>
 // CHECK-NEXT:    func.return %r
-func.func @indivisible(%x: tensor<1x3x4x4xf32>) -> tensor<1x8x4x4xf32> {
-  %w = graph.constant dense<0.5> : tensor<8x3x1x1xf32>
-  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x3x4x4xf32>, tensor<8x3x1x1xf32>) -> tensor<1x8x4x4xf32>
+func.func @indivisible(%x: tensor<1x12x4x4xf32>) -> tensor<1x8x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<8x12x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x12x4x4xf32>, tensor<8x12x1x1xf32>) -> tensor<1x8x4x4xf32>
   %r = graph.relu %y : tensor<1x8x4x4xf32>
   func.return %r : tensor<1x8x4x4xf32>
+}
+
+// -----
+
+// A first layer's input of fewer channels than the smallest block (an RGB image) is
+// one block of its 3 channels; the convolution writes 8-channel blocks, and the relu
+// and max pool after it run blocked.
+// CHECK-LABEL: func.func @stem
+// CHECK-NEXT:    %x.blocked = graph.layout_transform %x from "NCHW" to "NCHW3c" : (tensor<1x3x8x8xf32>) -> tensor<1x1x8x8x3xf32>
+// CHECK-NEXT:    %w = graph.constant dense<5.000000e-01> : tensor<1x1x3x3x3x8xf32>
+// CHECK-NEXT:    %y = graph.blocked_conv %x.blocked, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW3c" kernel_layout "OIHW3i8o" out_layout "NCHW8c" : (tensor<1x1x8x8x3xf32>, tensor<1x1x3x3x3x8xf32>) -> tensor<1x1x8x8x8xf32>
+// CHECK-NEXT:    %r = graph.relu %y : tensor<1x1x8x8x8xf32>
+// CHECK-NEXT:    %p = graph.blocked_max_pool %r
+// CHECK-NEXT:    %p_1 = graph.layout_transform %p from "NCHW8c" to "NCHW"
+// CHECK-NEXT:    func.return %p_1
+func.func @stem(%x: tensor<1x3x8x8xf32>) -> tensor<1x8x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<8x3x3x3xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x3x8x8xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x8x8xf32>
+  %r = graph.relu %y : tensor<1x8x8x8xf32>
+  %p = graph.max_pool %r kernel [3, 3] strides [2, 2] padding [1, 1, 1, 1] dilations [1, 1] layout "NCHW" : (tensor<1x8x8x8xf32>) -> tensor<1x8x4x4xf32>
+  func.return %p : tensor<1x8x4x4xf32>
 }
 
 // -----
