@@ -20,7 +20,9 @@ def add_tune_command(commands, common, add_model_arguments) -> None:
     tune.add_argument("--trials", type=int, default=64, help="candidates measured in all (default 64)")
     tune.add_argument("--db", "--log", dest="log", default="tuning.jsonl", help="the tuning log (JSON lines, appended)")
     tune.add_argument("--search", choices=SEARCHES, default="xgb", help="search strategy (default xgb)")
-    tune.add_argument("--workers", type=int, default=1, help="measurement processes (default 1)")
+    tune.add_argument("--workers", type=int, default=1,
+                      help="processes building candidates (default 1); one more times them, "
+                      "while the builders compile the next")
     tune.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate (default 60)")
     tune.add_argument("--repeats", type=int, default=5, help="timed runs per candidate (median)")
     tune.add_argument(

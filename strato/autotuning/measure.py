@@ -1,21 +1,27 @@
 """Measuring candidates in worker processes that may crash, hang or be wrong.
 
-    with WorkerPool(workers=1, timeout=30) as pool:
-        results = measure(pool, task, [config, ...], repeats=5)   # [MeasureResult]
+    with MeasurePool(builders=1, timeout=30) as pool:
+        results = measure(pool, task, [config, ...], reference, repeats=5)   # [MeasureResult]
 
 A worker is a spawned process that receives (function, arguments), runs it and sends
-back its value or the error. A worker that dies (a crash in compiled code, an exit) or
-does not answer within the timeout is killed and replaced; the job it held is lost with
-the reason (`crashed: exit code -11`, `timeout after 30 s`) and the other jobs go on.
+back its value or the error (`WorkerPool`). A worker that dies (a crash in compiled code,
+an exit) or does not answer within the timeout is killed and replaced; the job it held is
+lost with the reason (`crashed: exit code -11`, `timeout after 30 s`) and the other jobs
+go on.
 
-A candidate is measured in isolation: its worker rebuilds the task's loop-level kernel
-from the task's model, alone in a module (with the constants it reads; built once per
-task and worker, `Task.kernel_module`), schedules a copy of it with the config (which
-also checks the config), compiles it, calls it on buffers drawn from a fixed seed, checks its
-outputs against the reference (the same kernel without a schedule, computed once per
-task in a worker too) and times `repeats` repeats after a warm-up, each of as many calls
-as last `MIN_REPEAT_SECONDS` (CPU time of the worker's thread on one thread, wall time
-on more); the result is the median of the repeats' seconds a call. The rest of the model neither runs nor adds its noise.
+A candidate is measured in isolation, in two jobs. A builder (`build_candidate`)
+rebuilds the task's loop-level kernel from the task's model, alone in a module (with the
+constants it reads; built once per task and worker, `Task.kernel_module`), schedules a
+copy of it with the config (which also checks the config) and compiles it to object code.
+The runner (`time_built`) loads that code, calls it on buffers drawn from a fixed seed
+(64-byte aligned, as in a model's arena), checks its outputs against the reference (the
+same kernel without a schedule, computed once per task in a worker too) and times
+`repeats` repeats after a warm-up, each of as many calls as last `MIN_REPEAT_SECONDS`
+(CPU time of the runner's thread on one thread, wall time on more); the result is the
+median of the repeats' seconds a call. The rest of the model neither runs nor adds its
+noise. `MeasurePool` keeps builders and the runner busy at once, so building the next
+candidates overlaps timing this one; a Dask worker (`DaskPool`) or a plain `WorkerPool`
+does both jobs in one (`run_candidate`).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import multiprocessing
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.connection import Connection, wait
 from statistics import median
 from typing import Any
@@ -119,7 +125,9 @@ class _Worker:
         finally:
             config["daemon"] = daemonic
         child.close()
-        self.job: int | None = None
+        self.job: Any = None
+        """The key of the job it holds, None when idle."""
+        self.limit = 0.0
         self.sent: set[str] = set()
         """Digests of the models this worker was sent."""
         self.deadline = 0.0
@@ -142,7 +150,11 @@ class _Worker:
 
 
 class WorkerPool:
-    """Spawned worker processes running jobs with a timeout each (see the module docstring)."""
+    """Spawned worker processes running jobs with a timeout each (see the module docstring).
+
+    `run(jobs)` runs a list of jobs to the end. The pieces it is made of let a caller
+    keep two pools busy at once (`MeasurePool`): `submit` a job to an idle worker under a
+    key, `wait_pools` until a job of any pool ends, and `collect` the jobs that ended."""
 
     def __init__(self, workers: int = 1, timeout: float = 60.0) -> None:
         self._context = multiprocessing.get_context("spawn")
@@ -165,51 +177,86 @@ class WorkerPool:
             worker.kill()
         self._workers = []
 
+    @property
+    def idle(self) -> int:
+        """Workers without a job."""
+        return sum(w.job is None for w in self._workers)
+
+    @property
+    def busy(self) -> bool:
+        return any(w.job is not None for w in self._workers)
+
+    def submit(self, job: Job, key: Any, timeout: float | None = None) -> None:
+        """Send `job` to an idle worker (there must be one); its outcome is collected
+        under `key`."""
+        limit = self.timeout if timeout is None else timeout
+        position = next(i for i, w in enumerate(self._workers) if w.job is None)
+        worker = self._workers[position]
+        if not worker.wait_ready():
+            worker.kill()
+            self._workers[position] = worker = _Worker(self._context)
+            if not worker.wait_ready():
+                raise RuntimeError("a measurement worker process could not start")
+        worker.job, worker.limit = key, limit
+        worker.deadline = time.monotonic() + limit
+        worker.conn.send(_compact(job, worker.sent))
+
+    def _waitables(self) -> list[Any]:
+        busy = [w for w in self._workers if w.job is not None]
+        return [w.conn for w in busy] + [w.process.sentinel for w in busy]
+
+    def _deadline(self) -> float:
+        return min((w.deadline for w in self._workers if w.job is not None), default=math.inf)
+
+    def collect(self, ready: Sequence[Any]) -> list[tuple[Any, Outcome]]:
+        """The (key, outcome) of every job that ended: answered, crashed (its worker is
+        replaced) or past its deadline (its worker is killed and replaced)."""
+        ended = []
+        for position, worker in enumerate(self._workers):
+            if worker.job is None:
+                continue
+            key = worker.job
+            if worker.conn in ready:
+                try:
+                    ended.append((key, worker.conn.recv()))
+                    worker.job = None
+                    continue
+                except (EOFError, OSError):
+                    pass
+            if worker.conn in ready or worker.process.sentinel in ready:
+                worker.process.join(5)
+                ended.append((key, Outcome(None, f"crashed: exit code {worker.process.exitcode}")))
+            elif time.monotonic() >= worker.deadline:
+                ended.append((key, Outcome(None, f"timeout after {worker.limit:g} s")))
+            else:
+                continue
+            worker.kill()
+            self._workers[position] = _Worker(self._context)
+        return ended
+
     def run(self, jobs: Sequence[Job], timeout: float | None = None) -> list[Outcome]:
         """Run every job; an outcome per job in order, a failure losing only its job."""
-        limit = self.timeout if timeout is None else timeout
         outcomes: list[Outcome | None] = [None] * len(jobs)
         pending = list(range(len(jobs)))[::-1]
-        while pending or any(w.job is not None for w in self._workers):
-            for position, worker in enumerate(self._workers):
-                if worker.job is None and pending:
-                    if not worker.wait_ready():
-                        worker.kill()
-                        self._workers[position] = worker = _Worker(self._context)
-                        if not worker.wait_ready():
-                            raise RuntimeError("a measurement worker process could not start")
-                    index = pending.pop()
-                    worker.job = index
-                    worker.deadline = time.monotonic() + limit
-                    worker.conn.send(_compact(jobs[index], worker.sent))
-            busy = [w for w in self._workers if w.job is not None]
-            now = time.monotonic()
-            wait_for = max(0.0, min(w.deadline for w in busy) - now)
-            ready = wait(
-                [w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=wait_for
-            )
-            for position, worker in enumerate(self._workers):
-                if worker.job is None:
-                    continue
-                index = worker.job
-                if worker.conn in ready:
-                    try:
-                        outcomes[index] = worker.conn.recv()
-                        worker.job = None
-                        continue
-                    except (EOFError, OSError):
-                        pass
-                if worker.conn in ready or worker.process.sentinel in ready:
-                    worker.process.join(5)
-                    code = worker.process.exitcode
-                    outcomes[index] = Outcome(None, f"crashed: exit code {code}")
-                elif time.monotonic() >= worker.deadline:
-                    outcomes[index] = Outcome(None, f"timeout after {limit:g} s")
-                else:
-                    continue
-                worker.kill()
-                self._workers[position] = _Worker(self._context)
+        while pending or self.busy:
+            while pending and self.idle:
+                index = pending.pop()
+                self.submit(jobs[index], index, timeout)
+            for index, outcome in wait_pools([self])[0]:
+                outcomes[index] = outcome
         return [o if o is not None else Outcome(None, "lost") for o in outcomes]
+
+
+def wait_pools(pools: Sequence[WorkerPool]) -> list[list[tuple[Any, Outcome]]]:
+    """Wait until a job of one of `pools` ends (or the earliest deadline passes); the
+    jobs each pool collected."""
+    waitables = [w for pool in pools for w in pool._waitables()]
+    if waitables:
+        deadline = min(pool._deadline() for pool in pools)
+        ready = wait(waitables, timeout=max(0.0, deadline - time.monotonic()))
+    else:
+        ready = []
+    return [pool.collect(ready) for pool in pools]
 
 
 # -- candidates -------------------------------------------------------------------------------
@@ -304,15 +351,56 @@ def reference_outputs(task: Task, seed: int = 0) -> list[np.ndarray]:
     return [arrays[i] for i in outputs]
 
 
-def run_candidate(
-    task: Task, config: Config, reference: list[np.ndarray], repeats: int, seed: int,
-    rtol: float = 1e-3, threads: int = 1, min_repeat_seconds: float = MIN_REPEAT_SECONDS,
+@dataclass(frozen=True)
+class Built:
+    """A candidate compiled: the object code of its kernel alone, what the code imports,
+    and the kernel's buffers (shape, dtype, is_output), in parameter order."""
+
+    kernel: str
+    object_code: bytes = field(repr=False)
+    imports: tuple[str, ...]
+    buffers: tuple[tuple[tuple[int, ...], np.dtype, bool], ...]
+
+
+def build_candidate(task: Task, config: Config, threads: int = 1) -> Built:
+    """Schedule the task's kernel with `config` for `threads` threads and compile it
+    (a builder's job): what `time_built` loads and times, in this process or another."""
+    jit, kernel, buffers = isolated_kernel(task, config, threads)
+    if kernel.return_type != "void" or any(t != "ptr" for t in kernel.param_types):
+        raise ValueError(f"@{task.kernel} is not a kernel of buffers: {kernel.param_types}")
+    assert jit.object_code is not None
+    return Built(task.kernel, jit.object_code, tuple(jit.imports), tuple(buffers))
+
+
+def _load_built(built: Built):
+    """The built kernel loaded into this process: a ctypes function of the buffers'
+    addresses, and the loaded code it runs (to keep alive)."""
+    import ctypes
+
+    from strato.targets.llvm.jit import ObjectModule
+    from strato.targets.llvm.parallel_runtime import install_parallel_runtime
+
+    install_parallel_runtime()  # binds strato_parallel_for, which parallel code imports
+    loaded = ObjectModule(built.object_code, built.imports)
+    address = loaded.address(built.kernel)
+    function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(built.buffers))(address)
+    return function, loaded
+
+
+def time_built(
+    built: Built, reference: list[np.ndarray], repeats: int, seed: int, rtol: float = 1e-3,
+    threads: int = 1, min_repeat_seconds: float = MIN_REPEAT_SECONDS,
 ) -> list[float]:
-    """Build, check and time one candidate on `threads` threads: the seconds a call of
-    each repeat."""
-    _jit, kernel, buffers = isolated_kernel(task, config, threads)
-    arrays, positions = _kernel_buffers(buffers, seed)
-    kernel(*arrays)
+    """Load a built candidate, check its outputs against `reference` and time it on
+    `threads` threads (a runner's job): the seconds a call of each repeat."""
+    function, _loaded = _load_built(built)
+    arrays, positions = _kernel_buffers(built.buffers, seed)
+    pointers = [array.ctypes.data for array in arrays]
+
+    def kernel() -> None:
+        function(*pointers)
+
+    kernel()
     outputs = [arrays[i] for i in positions]
     for index, (ours, expected) in enumerate(zip(outputs, reference, strict=True)):
         scale = max(float(np.max(np.abs(expected))), 1e-30) if expected.size else 1.0
@@ -326,20 +414,95 @@ def run_candidate(
     # mean: a kernel of a fraction of a millisecond timed call by call is mostly noise.
     clock = time.thread_time if threads == 1 else time.perf_counter
     start = clock()
-    kernel(*arrays)
+    kernel()
     once = max(clock() - start, 1e-7)
     number = max(1, min(MAX_CALLS_PER_REPEAT, math.ceil(min_repeat_seconds / once)))
     costs = []
     for _ in range(max(1, repeats)):
         start = clock()
         for _ in range(number):
-            kernel(*arrays)
+            kernel()
         costs.append((clock() - start) / number)
     return costs
 
 
+def run_candidate(
+    task: Task, config: Config, reference: list[np.ndarray], repeats: int, seed: int,
+    rtol: float = 1e-3, threads: int = 1, min_repeat_seconds: float = MIN_REPEAT_SECONDS,
+) -> list[float]:
+    """Build, check and time one candidate in one process (a Dask worker's job, or a
+    plain `WorkerPool`'s): the seconds a call of each repeat."""
+    built = build_candidate(task, config, threads)
+    return time_built(built, reference, repeats, seed, rtol, threads, min_repeat_seconds)
+
+
+class MeasurePool:
+    """Builder processes and one runner process of its own: the runner times one
+    candidate while the builders compile the next ones, so a batch costs about its
+    builds when building is the slower part, instead of its builds plus its timings.
+    A candidate timed on more than one thread is timed alone: no build runs meanwhile
+    (it would take a core from the candidate's threads). Each process crashes, hangs and
+    is replaced on its own, losing only the candidate it held. Other jobs (`run`: the
+    reference outputs) go to the builders."""
+
+    def __init__(
+        self, builders: int = 1, timeout: float = 60.0,
+        build: Callable[..., Any] | None = None, time: Callable[..., Any] | None = None,
+    ) -> None:
+        self.timeout = timeout
+        self.builders = WorkerPool(builders, timeout)
+        self.runner = WorkerPool(1, timeout)
+        self.build = build_candidate if build is None else build
+        """The builders' job (task, config, threads) -> built; a module-level function."""
+        self.time = time_built if time is None else time
+        """The runner's job (built, reference, repeats, seed, rtol, threads) -> costs."""
+
+    def __enter__(self) -> MeasurePool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.builders.close()
+        self.runner.close()
+
+    def run(self, jobs: Sequence[Job], timeout: float | None = None) -> list[Outcome]:
+        return self.builders.run(jobs, timeout)
+
+    def measure(
+        self, task: Task, configs: Sequence[Config], reference: list[np.ndarray],
+        repeats: int, seed: int, threads: int,
+    ) -> list[Outcome]:
+        """Build and time `configs`, overlapped: an outcome per config, in order (the
+        costs, or the reason it failed: at build or when timed)."""
+        outcomes: list[Outcome | None] = [None] * len(configs)
+        to_build = list(range(len(configs)))[::-1]
+        to_time: list[tuple[int, Any]] = []
+        overlap = threads == 1
+        while to_build or to_time or self.builders.busy or self.runner.busy:
+            if overlap or not self.runner.busy:
+                while to_build and self.builders.idle:
+                    index = to_build.pop()
+                    self.builders.submit((self.build, (task, configs[index], threads)), index)
+            if to_time and self.runner.idle and (overlap or not self.builders.busy):
+                index, built = to_time.pop(0)
+                job = (self.time, (built, reference, repeats, seed, 1e-3, threads))
+                self.runner.submit(job, index)
+            built_now, timed_now = wait_pools([self.builders, self.runner])
+            for index, outcome in built_now:
+                if outcome.error is not None:
+                    outcomes[index] = outcome
+                else:
+                    to_time.append((index, outcome.value))
+            to_time.sort(key=lambda pair: pair[0])
+            for index, outcome in timed_now:
+                outcomes[index] = outcome
+        return [o if o is not None else Outcome(None, "lost") for o in outcomes]
+
+
 def measure(
-    pool: WorkerPool,
+    pool: WorkerPool | MeasurePool | DaskPool,
     task: Task,
     configs: Sequence[Config],
     reference: list[np.ndarray],
@@ -348,12 +511,17 @@ def measure(
     threads: int = 1,
 ) -> list[MeasureResult]:
     """Measure `configs` of `task` on the pool, each on `threads` threads; failures are
-    results with their reason."""
-    jobs: list[Job] = [
-        (run_candidate, (task, c, reference, repeats, seed, 1e-3, threads)) for c in configs
-    ]
+    results with their reason. A `MeasurePool` overlaps building and timing; any other
+    pool builds and times each candidate in one job."""
+    if isinstance(pool, MeasurePool):
+        outcomes = pool.measure(task, configs, reference, repeats, seed, threads)
+    else:
+        jobs: list[Job] = [
+            (run_candidate, (task, c, reference, repeats, seed, 1e-3, threads)) for c in configs
+        ]
+        outcomes = pool.run(jobs)
     results = []
-    for config, outcome in zip(configs, pool.run(jobs), strict=True):
+    for config, outcome in zip(configs, outcomes, strict=True):
         if outcome.error is not None:
             results.append(MeasureResult(config, None, [], outcome.error))
         else:

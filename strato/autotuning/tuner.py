@@ -20,7 +20,7 @@ import numpy as np
 
 from strato.autotuning.database import Database, Record
 from strato.autotuning.features import kernel_features
-from strato.autotuning.measure import DaskPool, WorkerPool, measure, task_reference
+from strato.autotuning.measure import DaskPool, MeasurePool, WorkerPool, measure, task_reference
 from strato.autotuning.search import GridSearch, ModelSearch, RandomSearch, Search
 from strato.autotuning.space import InvalidConfig, Point, SearchSpace
 from strato.autotuning.task import Task, extract_tasks
@@ -83,16 +83,18 @@ def tune_task(
     task: Task,
     trials: int,
     db: Database,
-    pool: WorkerPool,
+    pool: MeasurePool | WorkerPool | DaskPool,
     search: str = "xgb",
     batch: int = 8,
     repeats: int = 5,
     seed: int = 0,
     progress: Callable[[Progress], None] | None = None,
     threads: int = 1,
+    default_first: bool = True,
 ) -> TuneResult:
     """Measure up to `trials` candidates of `task` in all (its earlier records included),
-    each on `threads` threads."""
+    each on `threads` threads; the first is the default config unless not
+    `default_first` (a search from scratch, as when comparing searches)."""
     start = time.perf_counter()
     space = SearchSpace(task)
     strategy = make_search(search, space, seed, db)
@@ -130,7 +132,7 @@ def tune_task(
     reference = None
     while result.trials < trials and not strategy.exhausted:
         count = min(batch, trials - result.trials)
-        if default_point not in strategy.measured:
+        if default_first and default_point not in strategy.measured:
             points = [default_point] + [
                 p for p in strategy.propose(count) if p != default_point
             ][: count - 1]
@@ -202,13 +204,15 @@ def tune_model(
     name: str = "model",
     dask=None,
     threads: int = 1,
+    default_first: bool = True,
 ) -> list[TuneResult]:
     """Tune every task of `model` (see the module docstring); `dask`: a scheduler address
-    or a `distributed.Client` to measure on instead of local worker processes."""
+    or a `distributed.Client` to measure on instead of local worker processes;
+    `default_first=False`: the searches start from scratch (see `tune_task`)."""
     tasks = [t for t in extract_tasks(model, name) if task_filter is None or task_filter(t)]
     db = Database(log)
     results = []
-    pool_of = WorkerPool(workers, timeout) if dask is None else DaskPool(dask, timeout)
+    pool_of = MeasurePool(workers, timeout) if dask is None else DaskPool(dask, timeout)
     with pool_of as pool:
         for task, budget in zip(tasks, share_trials(tasks, trials), strict=True):
             if budget == 0:  # below one trial per task: this one keeps its default schedule
@@ -216,7 +220,8 @@ def tune_model(
                 continue
             results.append(
                 tune_task(
-                    task, budget, db, pool, search, batch, repeats, seed, progress, threads
+                    task, budget, db, pool, search, batch, repeats, seed, progress, threads,
+                    default_first,
                 )
             )
     return results

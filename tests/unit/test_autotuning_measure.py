@@ -120,3 +120,114 @@ def test_a_candidates_buffers_are_aligned_as_in_a_models_arena():
     again, _ = _kernel_buffers(buffers, seed=0)
     for a, b in zip(arrays, again, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# -- building and timing overlapped ------------------------------------------------------------
+# Stand-ins for the builders' and the runner's jobs (module-level: workers import them):
+# each records when it started and ended in the directory the config names.
+
+
+def _stamp(directory: str, name: str) -> None:
+    with open(os.path.join(directory, name), "w") as f:
+        f.write(repr(time.monotonic()))
+
+
+def _read_stamp(directory, name: str) -> float:
+    return float((directory / name).read_text())
+
+
+def _fake_build(task, config, threads):
+    directory, index, fate = config["dir"], config["index"], config.get("fate")
+    _stamp(directory, f"build-{index}-start")
+    if fate == "build-crash":
+        os._exit(3)
+    if fate == "build-hang":
+        time.sleep(60)
+    if fate == "build-error":
+        raise ValueError("invalid config: on purpose")
+    time.sleep(0.2)
+    _stamp(directory, f"build-{index}-end")
+    return config
+
+
+def _fake_time(built, reference, repeats, seed, rtol, threads):
+    directory, index, fate = built["dir"], built["index"], built.get("fate")
+    _stamp(directory, f"time-{index}-start")
+    if fate == "run-crash":
+        os._exit(4)
+    time.sleep(0.6)
+    _stamp(directory, f"time-{index}-end")
+    return [float(index + 1)] * repeats
+
+
+def test_the_next_candidates_build_while_one_is_timed(tmp_path):
+    from strato.autotuning.measure import MeasurePool
+
+    (task,) = extract_tasks(gemm_model(16, 32, 24))
+    configs = [{"dir": str(tmp_path), "index": i} for i in range(4)]
+    with MeasurePool(1, 30, build=_fake_build, time=_fake_time) as pool:
+        results = measure(pool, task, configs, [], repeats=2)
+    assert [r.seconds for r in results] == [1.0, 2.0, 3.0, 4.0]
+    for i in range(3):
+        # candidate i+1 was built while candidate i was being timed
+        assert _read_stamp(tmp_path, f"build-{i + 1}-start") < _read_stamp(tmp_path, f"time-{i}-end")
+        assert _read_stamp(tmp_path, f"build-{i}-end") <= _read_stamp(tmp_path, f"time-{i}-start")
+
+
+def test_a_candidate_on_several_threads_is_timed_while_nothing_builds(tmp_path):
+    from strato.autotuning.measure import MeasurePool
+
+    (task,) = extract_tasks(gemm_model(16, 32, 24))
+    configs = [{"dir": str(tmp_path), "index": i} for i in range(3)]
+    with MeasurePool(1, 30, build=_fake_build, time=_fake_time) as pool:
+        results = pool.measure(task, configs, [], 1, 0, threads=2)
+    assert [r.value for r in results] == [[1.0], [2.0], [3.0]]
+    spans = {
+        (kind, i): (_read_stamp(tmp_path, f"{kind}-{i}-start"), _read_stamp(tmp_path, f"{kind}-{i}-end"))
+        for kind in ("build", "time") for i in range(3)
+    }  # fmt: skip
+    for i in range(3):
+        start, end = spans["time", i]
+        for j in range(3):
+            b_start, b_end = spans["build", j]
+            assert b_end <= start or b_start >= end, (i, j)
+
+
+def test_a_crash_or_hang_when_built_or_timed_loses_only_that_candidate(tmp_path):
+    from strato.autotuning.measure import MeasurePool
+
+    (task,) = extract_tasks(gemm_model(16, 32, 24))
+    fates = [None, "build-crash", None, "run-crash", "build-hang", "build-error", None]
+    configs = [{"dir": str(tmp_path), "index": i, "fate": f} for i, f in enumerate(fates)]
+    with MeasurePool(1, 3, build=_fake_build, time=_fake_time) as pool:
+        results = measure(pool, task, configs, [], repeats=1)
+    assert [r.seconds for r in results] == [1.0, None, 3.0, None, None, None, 7.0]
+    assert results[1].error == "crashed: exit code 3"
+    assert results[3].error == "crashed: exit code 4"
+    assert results[4].error == "timeout after 3 s"
+    assert results[5].error == "ValueError: invalid config: on purpose"
+
+
+def test_the_measure_pool_builds_checks_and_times_real_candidates():
+    from strato.autotuning.measure import MeasurePool
+
+    (task,) = extract_tasks(gemm_model(16, 32, 24))
+    space = SearchSpace(task)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((16, 24)).astype(np.float32)
+    b = rng.standard_normal((24, 32)).astype(np.float32)
+    stage, knob, _ = space.dims[0]
+    bad = {stage: {knob: "no such value"}}
+    with MeasurePool(1, 60) as pool:
+        from strato.autotuning.measure import reference_outputs
+
+        (reference,) = pool.run([(reference_outputs, (task, 0))])
+        assert reference.error is None
+        good, invalid, again = measure(pool, task, [space.default(), bad, space.default()],
+                                       reference.value, repeats=3)
+        (wrong,) = measure(pool, task, [space.default()], [x + 1.0 for x in reference.value], repeats=1)
+        (parallel,) = measure(pool, task, [space.default()], reference.value, repeats=2, threads=2)
+    assert good.ok and again.ok and len(good.costs) == 3 and good.seconds > 0
+    assert not invalid.ok and "invalid config" in invalid.error
+    assert wrong.error.startswith("WrongResult: output 0 differs")
+    assert parallel.ok and len(parallel.costs) == 2
