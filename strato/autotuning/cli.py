@@ -33,7 +33,19 @@ def add_tune_command(commands, common, add_model_arguments) -> None:
     tune.add_argument("--tasks", default=None, help="comma-separated substrings of task names to tune")
     tune.add_argument("--dask", metavar="ADDRESS", default=None,
                       help="measure on the Dask cluster whose scheduler is at ADDRESS")
+    tune.add_argument(
+        "--plot", metavar="OUT.png", default=None,
+        help="also tune with the other of xgb and random search, with the same budgets, into "
+        "a log beside --db (tuning.random.jsonl), and draw the best GFLOP/s against trials "
+        "of both searches, a panel per task (the heaviest six)",
+    )
     tune.set_defaults(handler=tune_command)
+
+
+def baseline_log(log: str, search: str) -> str:
+    """The log of --plot's comparison search beside `log`: tuning.jsonl -> tuning.random.jsonl."""
+    stem, dot, suffix = log.rpartition(".")
+    return f"{stem}.{search}.{suffix}" if dot and "/" not in suffix else f"{log}.{search}"
 
 
 def tune_command(args: argparse.Namespace) -> int:
@@ -61,18 +73,28 @@ def tune_command(args: argparse.Namespace) -> int:
             end="", file=sys.stderr, flush=True,
         )
 
-    try:
-        results = tune_model(
-            resolved.proto, args.trials, args.log, search=args.search, workers=args.workers,
-            timeout=args.timeout, repeats=args.repeats, seed=args.seed, threads=args.threads,
-            task_filter=(lambda t: any(w in t.name for w in wanted)) if wanted else None,
-            progress=progress, dask=args.dask, name=args.model.rsplit("/", 1)[-1].removesuffix(".onnx"),
-        )
-    except MissingDependency as error:
-        raise StratoError(str(error)) from None
-    except (OSError, TimeoutError) as error:  # an unwritable log, an unreachable scheduler
-        where = args.dask if args.dask and not isinstance(error, PermissionError) else args.log
-        raise StratoError(" ".join(str(error).split()) or type(error).__name__, location=where) from None
+    if args.plot:
+        import importlib.util
+
+        if importlib.util.find_spec("matplotlib") is None:
+            raise StratoError("--plot needs matplotlib: pip install 'strato[tune]'")
+
+    def tune(search: str, log: str):
+        try:
+            return tune_model(
+                resolved.proto, args.trials, log, search=search, workers=args.workers,
+                timeout=args.timeout, repeats=args.repeats, seed=args.seed, threads=args.threads,
+                task_filter=(lambda t: any(w in t.name for w in wanted)) if wanted else None,
+                progress=progress, dask=args.dask,
+                name=args.model.rsplit("/", 1)[-1].removesuffix(".onnx"),
+            )
+        except MissingDependency as error:
+            raise StratoError(str(error)) from None
+        except (OSError, TimeoutError) as error:  # an unwritable log, an unreachable scheduler
+            where = args.dask if args.dask and not isinstance(error, PermissionError) else log
+            raise StratoError(" ".join(str(error).split()) or type(error).__name__, location=where) from None
+
+    results = tune(args.search, args.log)
     print(file=sys.stderr)
     if not results:
         raise StratoError("no tunable kernel matched", location=args.model)
@@ -87,4 +109,18 @@ def tune_command(args: argparse.Namespace) -> int:
             f"best {r.best_gflops:.2f} GFLOP/s, default {base} GFLOP/s, {r.seconds:.1f} s"
         )
     print(f"log: {args.log}")
+    if args.plot:
+        from strato.autotuning.plot import draw_curves
+
+        other = "random" if args.search == "xgb" else "xgb"
+        other_log = baseline_log(args.log, other)
+        print(f"--plot: the same budgets with {other} search, into {other_log}", file=sys.stderr)
+        baseline = tune(other, other_log)
+        print(file=sys.stderr)
+        panels = draw_curves({args.search: results, other: baseline}, args.plot)
+        for mine, theirs in zip(results, baseline, strict=True):
+            if mine.trials:
+                print(f"{mine.task.name}: {args.search} best {mine.best_gflops:.2f}, "
+                      f"{other} best {theirs.best_gflops:.2f} GFLOP/s")
+        print(f"plot: {args.plot} ({panels} tasks; {other} search's log: {other_log})")
     return 0

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 import onnx
+import pytest
 
 from strato.autotuning.database import Database
 from strato.autotuning.hook import use_tuning_log
@@ -148,3 +149,35 @@ def test_cli_errors_are_one_line(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 1
     assert done.stderr.strip().count("\n") == 0 and "error" in done.stderr
+
+
+def test_cli_plot_tunes_the_other_search_and_draws_both(tmp_path):
+    path = tmp_path / "g.onnx"
+    onnx.save(gemm_model(16, 32, 24), path)
+    log, image = tmp_path / "log.jsonl", tmp_path / "curves.png"
+    done = subprocess.run(
+        _cli(str(path), "--log", str(log), "--trials", "3", "--repeats", "1", "--plot", str(image)),
+        capture_output=True, text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    baseline = tmp_path / "log.random.jsonl"
+    assert len(Database(str(log)).records()) == 3 and len(Database(str(baseline)).records()) == 3
+    assert image.read_bytes().startswith(b"\x89PNG")
+    assert "xgb best" in done.stdout and "random best" in done.stdout and f"plot: {image}" in done.stdout
+
+
+def test_plot_log_names_and_errors(tmp_path):
+    from strato.autotuning.cli import baseline_log
+    from strato.autotuning.plot import draw_curves
+    from strato.autotuning.tuner import TuneResult
+    from strato.diagnostics import StratoError
+
+    assert baseline_log("t/tuning.jsonl", "random") == "t/tuning.random.jsonl"
+    assert baseline_log("dir.v2/log", "xgb") == "dir.v2/log.xgb"
+    (task,) = extract_tasks(gemm_model(16, 32, 24))
+    with pytest.raises(StratoError, match="no task was tuned"):
+        draw_curves({"xgb": [TuneResult(task)]}, str(tmp_path / "x.png"))
+    tuned = TuneResult(task, trials=2, history=[1.0, 2.0])
+    with pytest.raises(StratoError, match="not supported|Format"):
+        draw_curves({"xgb": [tuned]}, str(tmp_path / "x.nosuchformat"))
+    assert not (tmp_path / "x.nosuchformat").exists()
