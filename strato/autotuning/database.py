@@ -20,11 +20,31 @@ import json
 import os
 import time
 from dataclasses import asdict, dataclass, field
+from functools import cache
 from typing import Any
 
 from strato.autotuning.features import FEATURE_VERSION
 
 TARGET = "llvm-cpu"
+
+
+@cache
+def versions() -> tuple[tuple[str, str], ...]:
+    """The versions a measurement depends on (what built the code it timed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import llvmlite.binding as llvm
+
+    import strato
+
+    found = {"strato": strato.__version__}
+    for package in ("xdsl", "llvmlite"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "unknown"
+    found["llvm"] = ".".join(str(part) for part in llvm.llvm_version_info)
+    return tuple(found.items())
 
 
 @dataclass
@@ -40,6 +60,13 @@ class Record:
     features: list[float] | None = None
     target: str = TARGET
     timestamp: float = field(default_factory=time.time)
+    trace: dict[str, Any] | None = None
+    """The candidate's schedule as a trace (`strato.schedule.Trace.to_dict`): replayed on
+    a fresh copy of the task's kernel, it gives the program that was measured."""
+    threads: int = 1
+    """Threads the candidate ran on while measured."""
+    versions: dict[str, str] = field(default_factory=lambda: dict(versions()))
+    """strato's, xDSL's, llvmlite's and LLVM's versions when it was measured."""
 
     @property
     def ok(self) -> bool:
@@ -61,8 +88,16 @@ class Record:
         seconds = data.get("seconds")
         if seconds is not None and (not isinstance(seconds, int | float) or seconds <= 0):
             raise ValueError("field 'seconds' is not a positive number")
+        for key, kind in (("trace", dict), ("versions", dict)):
+            if data.get(key) is not None and not isinstance(data[key], kind):
+                raise ValueError(f"field {key!r} is not a {kind.__name__}")
+        threads = data.get("threads", 1)
+        if not isinstance(threads, int) or isinstance(threads, bool) or threads < 1:
+            raise ValueError("field 'threads' is not a positive integer")
         known = Record.__dataclass_fields__
-        return Record(**{k: v for k, v in data.items() if k in known})
+        fields = {k: v for k, v in data.items() if k in known}
+        fields.setdefault("versions", {})  # a record of an older log did not say
+        return Record(**fields)
 
 
 class Database:

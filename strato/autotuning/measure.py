@@ -268,6 +268,8 @@ class MeasureResult:
     seconds: float | None
     costs: list[float]
     error: str | None = None
+    trace: dict[str, Any] | None = None
+    """The schedule's trace (`Trace.to_dict`), for a candidate that was built."""
 
     @property
     def ok(self) -> bool:
@@ -288,17 +290,24 @@ def isolated_kernel(task: Task, config: Config | None, threads: int = 1):
     `config` (None: its canonical loops) for `threads` threads, compiled: the compiled
     function and its buffers' (shape, dtype, is_output). A config that cannot be applied
     raises ValueError before anything is compiled."""
+    jit, function, buffers, _ = _compile_isolated(task, config, threads)
+    return jit, function, buffers
+
+
+def _compile_isolated(task: Task, config: Config | None, threads: int):
+    """`isolated_kernel`, and the trace of the schedule (None without a config)."""
     from strato.autotuning.space import InvalidConfig, SearchSpace
     from strato.dialects.tensor_types import numpy_dtype
     from strato.targets.llvm.jit import JitModule
     from strato.targets.llvm.parallel_threads import compiling_with_threads
 
+    trace = None
     with compiling_with_threads(threads):
         if config is None:
             alone, kernel = task.kernel_module()
         else:
             try:
-                alone, kernel = SearchSpace(task).schedule(config)
+                alone, kernel, trace = SearchSpace(task).schedule_traced(config)
             except InvalidConfig as error:
                 raise ValueError(f"invalid config: {error}") from None
         jit = JitModule.from_loops(alone)
@@ -310,7 +319,7 @@ def isolated_kernel(task: Task, config: Config | None, threads: int = 1):
         (tuple(arg.type.get_shape()), numpy_dtype(arg.type.element_type), is_output)
         for arg, is_output in zip(kernel.args, outputs, strict=True)
     ]
-    return jit, jit.function(task.kernel), buffers
+    return jit, jit.function(task.kernel), buffers, trace
 
 
 def _aligned_copy(array: np.ndarray) -> np.ndarray:
@@ -360,16 +369,21 @@ class Built:
     object_code: bytes = field(repr=False)
     imports: tuple[str, ...]
     buffers: tuple[tuple[tuple[int, ...], np.dtype, bool], ...]
+    trace: dict[str, Any] | None = None
+    """The schedule's trace (`Trace.to_dict`): what the tuning log records."""
 
 
 def build_candidate(task: Task, config: Config, threads: int = 1) -> Built:
     """Schedule the task's kernel with `config` for `threads` threads and compile it
     (a builder's job): what `time_built` loads and times, in this process or another."""
-    jit, kernel, buffers = isolated_kernel(task, config, threads)
+    jit, kernel, buffers, trace = _compile_isolated(task, config, threads)
     if kernel.return_type != "void" or any(t != "ptr" for t in kernel.param_types):
         raise ValueError(f"@{task.kernel} is not a kernel of buffers: {kernel.param_types}")
     assert jit.object_code is not None
-    return Built(task.kernel, jit.object_code, tuple(jit.imports), tuple(buffers))
+    return Built(
+        task.kernel, jit.object_code, tuple(jit.imports), tuple(buffers),
+        None if trace is None else trace.to_dict(),
+    )
 
 
 def _load_built(built: Built):
@@ -431,9 +445,18 @@ def run_candidate(
     rtol: float = 1e-3, threads: int = 1, min_repeat_seconds: float = MIN_REPEAT_SECONDS,
 ) -> list[float]:
     """Build, check and time one candidate in one process (a Dask worker's job, or a
-    plain `WorkerPool`'s): the seconds a call of each repeat."""
+    plain `WorkerPool`'s): the seconds a call of each repeat, and the schedule's trace."""
     built = build_candidate(task, config, threads)
-    return time_built(built, reference, repeats, seed, rtol, threads, min_repeat_seconds)
+    costs = time_built(built, reference, repeats, seed, rtol, threads, min_repeat_seconds)
+    return Timing(costs, built.trace)
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What measuring a candidate gives: the seconds a call of each repeat, and its trace."""
+
+    costs: list[float]
+    trace: dict[str, Any] | None = None
 
 
 class MeasurePool:
@@ -477,6 +500,7 @@ class MeasurePool:
         """Build and time `configs`, overlapped: an outcome per config, in order (the
         costs, or the reason it failed: at build or when timed)."""
         outcomes: list[Outcome | None] = [None] * len(configs)
+        traces: dict[int, Any] = {}
         to_build = list(range(len(configs)))[::-1]
         to_time: list[tuple[int, Any]] = []
         overlap = threads == 1
@@ -495,8 +519,11 @@ class MeasurePool:
                     outcomes[index] = outcome
                 else:
                     to_time.append((index, outcome.value))
+                    traces[index] = getattr(outcome.value, "trace", None)
             to_time.sort(key=lambda pair: pair[0])
             for index, outcome in timed_now:
+                if outcome.error is None:
+                    outcome = Outcome(Timing(list(outcome.value), traces.get(index)))
                 outcomes[index] = outcome
         return [o if o is not None else Outcome(None, "lost") for o in outcomes]
 
@@ -525,8 +552,9 @@ def measure(
         if outcome.error is not None:
             results.append(MeasureResult(config, None, [], outcome.error))
         else:
-            costs = list(outcome.value)
-            results.append(MeasureResult(config, median(costs), costs))
+            timing: Timing = outcome.value
+            costs = list(timing.costs)
+            results.append(MeasureResult(config, median(costs), costs, trace=timing.trace))
     return results
 
 

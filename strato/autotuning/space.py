@@ -22,6 +22,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
 from strato.autotuning.task import Config, Task
+from strato.schedule.trace import Trace
 
 Point = tuple[int, ...]
 
@@ -94,6 +95,12 @@ class SearchSpace:
     def schedule(self, config: Config) -> tuple[ModuleOp, func.FuncOp]:
         """A fresh module with the task's kernel alone (and the globals it reads)
         scheduled by `config`; InvalidConfig when a knob is out of its domain or a template refuses it."""
+        module, kernel, _ = self.schedule_traced(config)
+        return module, kernel
+
+    def schedule_traced(self, config: Config) -> tuple[ModuleOp, func.FuncOp, Trace]:
+        """`schedule`, and the trace of the primitives it applied (which replays on a
+        fresh copy of the kernel to the same program)."""
         from strato.autotuning.hook import forced_configs
         from strato.autotuning.task import kernel_of
         from strato.transforms.schedule_default import UNSCHEDULED_ATTR, schedule_kernel
@@ -105,13 +112,13 @@ class SearchSpace:
             raise InvalidConfig(f"no tunable stage {sorted(unknown)[0]!r} in {self.task.name}")
         module, _ = self.task.kernel_module()
         with forced_configs({self.task.kernel: config}):
-            schedule_kernel(module, self.task.kernel)
+            trace = schedule_kernel(module, self.task.kernel)
         kernel = kernel_of(module, self.task.kernel)
         refused = kernel.attributes.get(UNSCHEDULED_ATTR)
-        if refused is not None:
-            reasons = "; ".join(f"{k}: {v.data}" for k, v in refused.data.items())  # type: ignore[attr-defined]
+        if refused is not None or trace is None:
+            reasons = "; ".join(f"{k}: {v.data}" for k, v in refused.data.items()) if refused else ""  # type: ignore[attr-defined]
             raise InvalidConfig(reasons)
-        return module, kernel
+        return module, kernel, trace
 
     def check(self, config: Config) -> str | None:
         try:

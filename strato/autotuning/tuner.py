@@ -155,6 +155,7 @@ def tune_task(
             record = Record(
                 task=task.key, name=task.name, config=outcome.config, seconds=outcome.seconds,
                 costs=outcome.costs, error=outcome.error, flops=task.flops, features=features,
+                trace=outcome.trace, threads=threads,
             )
             db.append(record)
             account(record, point)

@@ -62,6 +62,7 @@ from xdsl.passes import ModulePass
 
 from strato.dialects.loop import KERNEL_ATTR, LoopKind
 from strato.schedule import Schedule, ScheduleError, StageHandle
+from strato.schedule.trace import Trace
 from strato.targets.llvm.parallel_threads import resolve_threads
 
 TEMPLATE_ATTR = "schedule.template"
@@ -93,16 +94,17 @@ def _knob_attr(value: Any) -> Attribute:
 
 def schedule_kernel(
     module: ModuleOp, name: str, tuning_log: str | None = None, threads: int = 0
-) -> None:
+) -> Trace | None:
     """Apply the default template of every stage of kernel `name` in `module`, then
-    parallelize its outer loops for `threads` threads (0: the compilation's count)."""
+    parallelize its outer loops for `threads` threads (0: the compilation's count); the
+    trace of the primitives applied (None when the kernel cannot be scheduled at all)."""
     from strato.schedule.templates import template_for
 
     try:
         sch = Schedule(module, kernel=name)
     except ScheduleError as error:
         _mark_unscheduled(module, name, {"*": error.message})
-        return
+        return None
     # the kernel is rebuilt once at the end, not after every primitive of the templates
     sch.deferred = True
     from strato.autotuning.hook import kernel_knobs
@@ -144,6 +146,7 @@ def schedule_kernel(
         kernel.attributes[UNSCHEDULED_ATTR] = DictionaryAttr(
             {stage: StringAttr(reason) for stage, reason in unscheduled.items()}
         )
+    return sch.trace
 
 
 def parallelize_outer_loops(sch: Schedule, threads: int) -> dict[str, str]:

@@ -116,3 +116,51 @@ def test_stale_record_keeps_only_knob_values_that_still_apply(tmp_path):
     Database(path).append(Record(task=task.key, config=stale, seconds=1.0))
     module, _ = task.loop_module()
     assert kernel_knobs(module, task.kernel, path) == {stage: {other: other_domain[0]}}
+
+
+def test_a_tuned_record_holds_its_trace_threads_and_versions(tmp_path):
+    """Each record of a tuning run holds the schedule it measured as a trace, which
+    replays on a fresh copy of the kernel to the program its config schedules, the
+    threads it ran on and the versions that built it."""
+    import llvmlite.binding as llvm
+
+    import strato
+    from strato.autotuning.task import kernel_of
+    from strato.autotuning.tuner import tune_model
+    from strato.schedule import Schedule
+    from strato.schedule.trace import Trace
+
+    model = gemm_model(16, 32, 24)
+    (task,) = extract_tasks(model)
+    log = str(tmp_path / "log.jsonl")
+    tune_model(model, trials=2, log=log, search="random", repeats=1, batch=2, seed=3)
+    records = Database(log).records(task.key)
+    assert len(records) == 2 and all(r.ok for r in records)
+    for record in records:
+        assert record.threads == 1
+        versions = record.versions
+        assert versions["strato"] == strato.__version__ and versions["xdsl"] and versions["llvmlite"]
+        assert versions["llvm"] == ".".join(map(str, llvm.llvm_version_info))
+        trace = Trace.from_dict(record.trace)
+        assert trace.kernel == task.kernel and trace.steps
+        fresh, _ = task.kernel_module()
+        replayed = trace.replay(Schedule(fresh, kernel=task.kernel)).kernel
+        expected = SearchSpace(task).schedule(record.config)[1]
+        for kernel in (replayed, expected):  # what schedule-default records beside the loops
+            for attribute in [a for a in kernel.attributes if a.startswith("schedule.")]:
+                del kernel.attributes[attribute]
+        assert str(replayed) == str(expected)
+        assert kernel_of(fresh, task.kernel) is not None
+
+
+def test_records_with_a_bad_trace_or_threads_are_corrupt_and_old_ones_have_no_versions(tmp_path):
+    path = tmp_path / "log.jsonl"
+    with open(path, "w") as file:
+        file.write('{"task": "wl", "config": {}, "seconds": 1.0}\n')
+        file.write('{"task": "wl", "config": {}, "seconds": 1.0, "trace": "steps"}\n')
+        file.write('{"task": "wl", "config": {}, "seconds": 1.0, "threads": 0}\n')
+        file.write('{"task": "wl", "config": {}, "seconds": 1.0, "versions": [1]}\n')
+    db = Database(str(path))
+    assert [n for n, _ in db.problems] == [2, 3, 4]
+    (old,) = db.records()
+    assert old.versions == {} and old.trace is None and old.threads == 1

@@ -181,7 +181,7 @@ def test_a_candidate_on_several_threads_is_timed_while_nothing_builds(tmp_path):
     configs = [{"dir": str(tmp_path), "index": i} for i in range(3)]
     with MeasurePool(1, 30, build=_fake_build, time=_fake_time) as pool:
         results = pool.measure(task, configs, [], 1, 0, threads=2)
-    assert [r.value for r in results] == [[1.0], [2.0], [3.0]]
+    assert [r.value.costs for r in results] == [[1.0], [2.0], [3.0]]
     spans = {
         (kind, i): (_read_stamp(tmp_path, f"{kind}-{i}-start"), _read_stamp(tmp_path, f"{kind}-{i}-end"))
         for kind in ("build", "time") for i in range(3)
