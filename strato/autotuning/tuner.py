@@ -1,10 +1,12 @@
-"""Tuning a model: its tasks, a trial budget shared by their work, a log to resume from.
+"""Tuning a model: its tasks, a trial budget shared by their time, a log to resume from.
 
     results = tune_model(onnx_model, trials=64, log="tuning.jsonl")     # XGBoost-guided
     results = tune_model(onnx_model, trials=64, log=..., search="random")
     strato.compile(model) inside `use_tuning_log("tuning.jsonl")` then uses the best records.
 
-Each task's first candidate is its default config (the baseline). Records already in the
+Each task's first candidate is its default config (the baseline); when the budget
+gives every task one, every task's first candidate is measured before the rest of the
+budget is shared by the tasks' measured share of the model's time. Records already in the
 log for a task count as its trials and train the model, so a killed run resumes where it
 stopped; records of other tasks start the cost model (transfer). A failed candidate is
 recorded with its reason and the search goes on.
@@ -170,17 +172,27 @@ def tune_task(
     return result
 
 
-def share_trials(tasks: list[Task], trials: int) -> list[int]:
-    """Split exactly `trials` measurements across tasks by their share of the model's work.
+def share_trials(tasks: list[Task], trials: int, seconds: list[float | None] | None = None) -> list[int]:
+    """Split exactly `trials` measurements across tasks by their share of the model's time.
 
-    Every task gets at least one (its default config, the baseline) when the budget allows;
-    a budget below one per task goes to the tasks with the most work, one each, and the
-    others keep their default schedules. The rest is shared by work, largest remainders
-    first, so the shares add up to `trials` and a comparison at equal trials is exact."""
+    A task's time is `seconds` (a call of its kernel, as measured) times how often the
+    model runs it; without `seconds`, or for a task whose measurement failed, its work
+    (flops) at the seconds per flop of the others stands in. Every task gets at least one
+    (its default config, the baseline) when the budget allows; a budget below one per
+    task goes to the tasks with the most work, one each, and the others keep their
+    default schedules. The rest is shared by time, largest remainders first, so the
+    shares add up to `trials` and a comparison at equal trials is exact."""
     work = [max(t.flops * t.weight, 1.0) for t in tasks]
     if trials <= len(tasks):
         heaviest = set(sorted(range(len(tasks)), key=lambda i: -work[i])[: max(trials, 0)])
         return [1 if i in heaviest else 0 for i in range(len(tasks))]
+    if seconds is not None:
+        rates = sorted(s / max(t.flops, 1.0) for s, t in zip(seconds, tasks, strict=True) if s)
+        rate = rates[len(rates) // 2] if rates else 1.0
+        work = [
+            (s if s else rate * max(t.flops, 1.0)) * t.weight
+            for s, t in zip(seconds, tasks, strict=True)
+        ]
     spare, total = trials - len(tasks), sum(work)
     exact = [spare * w / total for w in work]
     shares = [1 + int(e) for e in exact]
@@ -188,6 +200,17 @@ def share_trials(tasks: list[Task], trials: int) -> list[int]:
     for i in by_remainder[: trials - sum(shares)]:
         shares[i] += 1
     return shares
+
+
+def task_seconds(db: Database, task: Task) -> float | None:
+    """A call of the task's kernel as its default config measured (else its fastest
+    record); None before any record succeeded."""
+    records = [r for r in db.records(task.key) if r.ok]
+    default = task.default_config()
+    for record in records:
+        if record.config == default:
+            return record.seconds
+    return min((r.seconds for r in records), default=None)  # type: ignore[type-var]
 
 
 def tune_model(
@@ -215,14 +238,26 @@ def tune_model(
     results = []
     pool_of = MeasurePool(workers, timeout) if dask is None else DaskPool(dask, timeout)
     with pool_of as pool:
-        for task, budget in zip(tasks, share_trials(tasks, trials), strict=True):
+
+        def tune(task: Task, budget: int) -> TuneResult:
+            return tune_task(
+                task, budget, db, pool, search, batch, repeats, seed, progress, threads,
+                default_first,
+            )
+
+        first: dict[str, float] = {}
+        if len(tasks) > 1 and trials > len(tasks):
+            # every task's first candidate (its default) before the rest is shared: how
+            # long the kernel takes, times how often it runs, is its share of the time
+            first = {task.key: tune(task, 1).seconds for task in tasks}
+            shares = share_trials(tasks, trials, [task_seconds(db, t) for t in tasks])
+        else:
+            shares = share_trials(tasks, trials)
+        for task, budget in zip(tasks, shares, strict=True):
             if budget == 0:  # below one trial per task: this one keeps its default schedule
                 results.append(TuneResult(task))
                 continue
-            results.append(
-                tune_task(
-                    task, budget, db, pool, search, batch, repeats, seed, progress, threads,
-                    default_first,
-                )
-            )
+            result = tune(task, budget)
+            result.seconds += first.get(task.key, 0.0)
+            results.append(result)
     return results

@@ -114,6 +114,46 @@ def test_share_trials_spends_exactly_the_budget():
     assert share_trials(tasks, 2) == [0, 0, 0, 1, 1]
 
 
+def test_share_trials_follows_the_measured_time():
+    """With each task's measured seconds a call, the spare trials follow seconds x how
+    often the kernel runs, not its flops; a task whose measurement failed counts its
+    flops at the others' seconds per flop."""
+    from dataclasses import replace
+
+    a, b = extract_tasks(gemm_model(8, 16, 8))[0], extract_tasks(gemm_model(32))[0]
+    a = replace(a, weight=3)  # runs three times a call of the model
+    # b has 16x a's flops but, as measured, a call of a takes as long as one of b
+    shares = share_trials([a, b], 2 + 40, [1e-3, 1e-3])
+    assert shares == [1 + 30, 1 + 10]
+    failed = share_trials([a, b], 2 + 40, [1e-3, None])
+    rate = 1e-3 / a.flops
+    expected_b = 40 * (rate * b.flops) / (3e-3 + rate * b.flops)
+    assert abs(failed[1] - 1 - expected_b) <= 1 and sum(failed) == 42
+
+
+def test_tune_model_shares_by_the_defaults_measured_first(tmp_path):
+    """Every task's default is measured before the budget is shared, and the shares
+    add up to the budget."""
+    from onnx import TensorProto, helper
+
+    a = helper.make_tensor_value_info("A", TensorProto.FLOAT, [16, 24])
+    b = helper.make_tensor_value_info("B", TensorProto.FLOAT, [24, 32])
+    c = helper.make_tensor_value_info("C", TensorProto.FLOAT, [32, 8])
+    y = helper.make_tensor_value_info("Y", TensorProto.FLOAT, [16, 8])
+    nodes = [helper.make_node("MatMul", ["A", "B"], ["T"]), helper.make_node("Relu", ["T"], ["R"]),
+             helper.make_node("MatMul", ["R", "C"], ["Y"])]  # fmt: skip
+    graph = helper.make_graph(nodes, "two", [a, b, c], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    log = str(tmp_path / "log.jsonl")
+    results = tune_model(model, trials=5, log=log, search="random", repeats=1, batch=2)
+    assert len(results) >= 2 and sum(r.trials for r in results) == 5
+    db = Database(log)
+    firsts = [db.records(r.task.key)[0].config for r in results]
+    assert firsts == [r.task.default_config() for r in results]
+    order = [rec.task for rec in db.records()]
+    assert order[: len(results)] == [r.task.key for r in results]  # every default first
+
+
 def _cli(*args):
     return [sys.executable, "-m", "strato.tools.strato_cli", "tune", *args]
 
