@@ -40,4 +40,4 @@ def test_dask_measures_a_candidate_and_survives_a_crash(pool):
         [(os._exit, (5,)), (run_candidate, (task, space.default(), [a @ b], 1, 0))]
     )
     assert crashed.error == "crashed: exit code 5"
-    assert after.error is None and len(after.value) == 1
+    assert after.error is None and len(after.value.costs) == 1 and after.value.trace["steps"]
