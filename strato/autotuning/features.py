@@ -13,7 +13,13 @@ operator says something about another (the TVM paper's loop-program features):
   stride of its innermost index in elements, and for each loop level of its busiest
   access counted from the innermost loop outwards the bytes touched (footprint from the
   affine index analysis of strato.schedule.access), the accesses made and their ratio
-  (reuse).
+  (reuse);
+- loop nests (the stages at the kernel's root, the most work first: loads, stores and
+  arithmetic executed): the accesses and the arithmetic, whether the root loop is
+  parallel, the kind and extent of the loop around its busiest access, that access's
+  innermost stride, the widest vectorized loop and the most unrolled iterations in it.
+  A kernel's stages other than its main one (a padding copy, a layout transform
+  without arithmetic) weigh in its time and only show here.
 
 Counts are log2(1 + x). `FEATURE_VERSION` changes whenever the layout does.
 
@@ -32,7 +38,7 @@ from xdsl.ir import Operation, SSAValue
 from strato.dialects.loop import ForOp, LoopKind, MemoryScope, is_reduction_loop, memory_scope
 from strato.schedule.access import affine_of
 
-FEATURE_VERSION = 1
+FEATURE_VERSION = 2
 
 LEVELS = 10
 """Loop levels described for the busiest nest."""
@@ -40,12 +46,17 @@ BUFFERS = 6
 """Buffers described (the most accessed first)."""
 BUFFER_LEVELS = 6
 """Loop levels, innermost first, of each buffer's footprint."""
+NESTS = 4
+"""Root loop nests described (the most work first)."""
 
 _KINDS = (LoopKind.SERIAL, LoopKind.PARALLEL, LoopKind.VECTORIZED, LoopKind.UNROLLED)
 GLOBAL_LENGTH = 10
 LEVEL_LENGTH = 2 + len(_KINDS)
 BUFFER_LENGTH = 5 + 3 * BUFFER_LEVELS
-FEATURE_LENGTH = GLOBAL_LENGTH + LEVELS * LEVEL_LENGTH + BUFFERS * BUFFER_LENGTH
+NEST_LENGTH = 7 + len(_KINDS)
+FEATURE_LENGTH = (
+    GLOBAL_LENGTH + LEVELS * LEVEL_LENGTH + BUFFERS * BUFFER_LENGTH + NESTS * NEST_LENGTH
+)
 
 
 def _log(x: float) -> float:
@@ -85,6 +96,56 @@ class _Site:
         self.count = count
 
 
+def _innermost_stride(site: _Site) -> float:
+    """Elements the access moves by per step of its innermost loop (row-major)."""
+    if not site.loops or not isinstance(site.buffer.type, MemRefType):
+        return 0.0
+    iv = site.loops[-1].iv
+    stride, row = 0.0, 1
+    shape = [max(d, 1) for d in site.buffer.type.get_shape()]
+    for dim, index in zip(reversed(shape), reversed(list(site.indices)), strict=False):
+        affine = affine_of(index)
+        if affine is None:
+            return float(row * dim)  # an index it cannot follow: as far as the dimension
+        stride += abs(dict(affine.terms).get(iv, 0)) * row
+        row *= dim
+    return stride
+
+
+class _Nest:
+    """One loop nest at the kernel's root (a stage, with those computed inside it)."""
+
+    __slots__ = ("parallel", "accesses", "flops", "lanes", "unrolled", "heaviest")
+
+    def __init__(self, parallel: bool) -> None:
+        self.parallel = parallel
+        self.accesses = 0.0
+        self.flops = 0.0
+        self.lanes = 1
+        self.unrolled = 1
+        self.heaviest: _Site | None = None
+
+    def add(self, site: _Site) -> None:
+        self.accesses += site.count
+        if self.heaviest is None or site.count > self.heaviest.count:
+            self.heaviest = site
+
+    def features(self) -> list[float]:
+        site = self.heaviest
+        loop = site.loops[-1] if site is not None and site.loops else None
+        kinds = [float(loop is not None and loop.kind == k) for k in _KINDS]
+        return [
+            _log(self.accesses),
+            _log(self.flops),
+            float(self.parallel),
+            _log(loop.trip if loop is not None else 0),
+            _log(_innermost_stride(site) if site is not None else 0.0),
+            _log(self.lanes),
+            _log(self.unrolled),
+            *kinds,
+        ]
+
+
 def _ops(block):
     op = block.first_op
     while op is not None:
@@ -104,6 +165,7 @@ def kernel_features(kernel: func.FuncOp) -> np.ndarray:
     unrolled = 1
     parallel = 1
     busiest: tuple[float, list[_Loop]] = (0.0, [])
+    nests: list[_Nest] = []
 
     def visit(op: Operation, stack: list[_Loop], trips: float, unroll: int, outer_parallel: bool) -> None:
         nonlocal flops, loops, depth, tensorized, local_bytes, vector_lanes, unrolled
@@ -123,16 +185,26 @@ def kernel_features(kernel: func.FuncOp) -> np.ndarray:
                             parallel = max(parallel, loop.trip)
                         inner_unroll = unroll * (loop.trip if kind == LoopKind.UNROLLED else 1)
                         unrolled = max(unrolled, inner_unroll)
+                        if not stack:
+                            nests.append(_Nest(is_parallel))
+                        nest = nests[-1]
+                        if kind == LoopKind.VECTORIZED:
+                            nest.lanes = max(nest.lanes, loop.trip)
+                        nest.unrolled = max(nest.unrolled, inner_unroll)
                         stack.append(loop)
                         depth = max(depth, len(stack))
                         visit(inner, stack, trips * loop.trip, inner_unroll, outer_parallel and is_parallel)
                         stack.pop()
-                    elif isinstance(inner, memref.LoadOp):
-                        sites.append(_Site(inner.memref, False, list(stack), inner.indices, trips))
-                    elif isinstance(inner, memref.StoreOp):
-                        sites.append(_Site(inner.memref, True, list(stack), inner.indices, trips))
+                    elif isinstance(inner, memref.LoadOp | memref.StoreOp):
+                        site = _Site(inner.memref, isinstance(inner, memref.StoreOp), list(stack),
+                                     inner.indices, trips)  # fmt: skip
+                        sites.append(site)
+                        if stack:
+                            nests[-1].add(site)
                     elif isinstance(inner, arith.FloatingPointLikeBinaryOperation):
                         flops += trips
+                        if stack:
+                            nests[-1].flops += trips
                         if trips > busiest[0]:
                             busiest = (trips, list(stack))
                     elif isinstance(inner, memref.AllocOp):
@@ -236,6 +308,9 @@ def kernel_features(kernel: func.FuncOp) -> np.ndarray:
             vector += buffer_rows[index][1]
         else:
             vector += [0.0] * BUFFER_LENGTH
+    nests.sort(key=lambda n: -(n.accesses + n.flops))
+    for index in range(NESTS):
+        vector += nests[index].features() if index < len(nests) else [0.0] * NEST_LENGTH
     result = np.asarray(vector, dtype=np.float32)
     assert result.shape == (FEATURE_LENGTH,)
     return result

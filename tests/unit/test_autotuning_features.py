@@ -46,3 +46,32 @@ def test_vector_lanes_and_unroll_come_from_annotations(space):
     scheduled = kernel_features(space.schedule(space.default())[1])
     assert plain[4] == 1.0 and plain[5] == 1.0  # log2(1 + 1): no vector loop, nothing unrolled
     assert scheduled[4] > 1.0 and scheduled[5] > 1.0
+
+
+def test_a_stage_without_arithmetic_shows_in_the_nest_features():
+    """A conv task's layout transforms do no arithmetic, so the busiest nest (the
+    convolution) does not see how they are scheduled; the nest section does."""
+    from strato.autotuning.features import (
+        BUFFER_LENGTH,
+        BUFFERS,
+        GLOBAL_LENGTH,
+        LEVEL_LENGTH,
+        LEVELS,
+        NEST_LENGTH,
+        NESTS,
+    )
+    from strato.autotuning.testing import conv_model
+
+    task = next(t for t in extract_tasks(conv_model(8, 16, 16, 3, 1)) if "conv" in t.name)
+    space = SearchSpace(task)
+    stage = next(s for s, knob, _ in space.dims if s.startswith("layout_transform") and knob == "vector_width")
+    wide = space.default()
+    scalar = {k: dict(v) for k, v in wide.items()}
+    scalar[stage]["vector_width"] = 1
+    a = kernel_features(space.schedule(wide)[1])
+    b = kernel_features(space.schedule(scalar)[1])
+    nests = GLOBAL_LENGTH + LEVELS * LEVEL_LENGTH + BUFFERS * BUFFER_LENGTH
+    assert a.shape == b.shape == (nests + NESTS * NEST_LENGTH,)
+    levels = slice(GLOBAL_LENGTH, GLOBAL_LENGTH + LEVELS * LEVEL_LENGTH)
+    assert np.array_equal(a[levels], b[levels])  # the convolution's loops are the same
+    assert not np.array_equal(a[nests:], b[nests:])
