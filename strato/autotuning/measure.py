@@ -192,14 +192,17 @@ class WorkerPool:
         limit = self.timeout if timeout is None else timeout
         position = next(i for i, w in enumerate(self._workers) if w.job is None)
         worker = self._workers[position]
-        if not worker.wait_ready():
+        if not (worker.process.is_alive() and worker.wait_ready()):  # killed while idle
             worker.kill()
             self._workers[position] = worker = _Worker(self._context)
             if not worker.wait_ready():
                 raise RuntimeError("a measurement worker process could not start")
         worker.job, worker.limit = key, limit
         worker.deadline = time.monotonic() + limit
-        worker.conn.send(_compact(job, worker.sent))
+        try:
+            worker.conn.send(_compact(job, worker.sent))
+        except OSError:
+            pass  # it died just now: `collect` reports the job as crashed
 
     def _waitables(self) -> list[Any]:
         busy = [w for w in self._workers if w.job is not None]

@@ -184,6 +184,64 @@ def test_cli_killed_run_resumes_losing_nothing(tmp_path):
     assert len({str(r.config) for r in after.records()}) == kept + 2
 
 
+def _workers(parent: int) -> list[int]:
+    """The measurement workers a process spawned (not its resource tracker)."""
+    children = []
+    for task in os.listdir(f"/proc/{parent}/task"):
+        with open(f"/proc/{parent}/task/{task}/children") as f:
+            children += [int(pid) for pid in f.read().split()]
+    workers = []
+    for pid in children:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"spawn_main" in f.read():
+                    workers.append(pid)
+        except FileNotFoundError:
+            pass
+    return workers
+
+
+def _wait_for_lines(log, count: int, limit: float = 120) -> None:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if log.exists() and log.read_bytes().count(b"\n") >= count:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{log} never reached {count} records")
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="finds workers through /proc")
+def test_cli_survives_a_killed_worker_then_a_killed_parent_resumes(tmp_path):
+    path = tmp_path / "g.onnx"
+    onnx.save(gemm_model(16, 32, 24), path)
+    log = tmp_path / "log.jsonl"
+    args = [str(path), "--log", str(log), "--search", "random", "--repeats", "1"]
+    process = subprocess.Popen(_cli(*args, "--trials", "200"), stderr=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, start_new_session=True)
+    try:
+        _wait_for_lines(log, 2)
+        workers = _workers(process.pid)
+        assert workers, "no measurement worker found"
+        for pid in workers:  # as the OOM killer would: busy and idle ones
+            os.kill(pid, signal.SIGKILL)
+        seen = log.read_bytes().count(b"\n")
+        _wait_for_lines(log, seen + 4)  # the run goes on with a replacement
+        assert process.poll() is None
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    before = Database(str(log))
+    records = before.records()
+    lost = [r for r in records if r.error]
+    assert len(lost) <= len(workers) and all(r.error.startswith("crashed") for r in lost)
+    assert all(n == len(log.read_bytes().split(b"\n")) for n, _ in before.problems)
+    done = subprocess.run(_cli(*args, "--trials", str(len(records) + 3)), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    after = Database(str(log)).records()
+    assert len(after) == len(records) + 3
+    assert len({str(r.config) for r in after}) == len(after)
+
+
 def test_cli_errors_are_one_line(tmp_path):
     done = subprocess.run(_cli(str(tmp_path / "missing.onnx"), "--trials", "2"),
                           capture_output=True, text=True)
