@@ -21,8 +21,10 @@ def add_tune_command(commands, common, add_model_arguments) -> None:
     tune.add_argument("--db", "--log", dest="log", default="tuning.jsonl", help="the tuning log (JSON lines, appended)")
     tune.add_argument("--search", choices=SEARCHES, default="xgb", help="search strategy (default xgb)")
     tune.add_argument("--workers", type=int, default=1,
-                      help="processes building candidates (default 1); one more times them, "
-                      "while the builders compile the next")
+                      help="processes building candidates (default 1); one more times them")
+    tune.add_argument("--overlap", action="store_true",
+                      help="build the next candidates while one is timed (faster tuning; "
+                      "noisier timings unless the builders have cores of their own)")
     tune.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate (default 60)")
     tune.add_argument("--repeats", type=int, default=5, help="timed runs per candidate (median)")
     tune.add_argument(
@@ -85,7 +87,7 @@ def tune_command(args: argparse.Namespace) -> int:
                 resolved.proto, args.trials, log, search=search, workers=args.workers,
                 timeout=args.timeout, repeats=args.repeats, seed=args.seed, threads=args.threads,
                 task_filter=(lambda t: any(w in t.name for w in wanted)) if wanted else None,
-                progress=progress, dask=args.dask,
+                progress=progress, dask=args.dask, overlap=args.overlap,
                 name=args.model.rsplit("/", 1)[-1].removesuffix(".onnx"),
             )
         except MissingDependency as error:

@@ -19,9 +19,14 @@ same kernel without a schedule, computed once per task in a worker too) and time
 `repeats` repeats after a warm-up, each of as many calls as last `MIN_REPEAT_SECONDS`
 (CPU time of the runner's thread on one thread, wall time on more); the result is the
 median of the repeats' seconds a call. The rest of the model neither runs nor adds its
-noise. `MeasurePool` keeps builders and the runner busy at once, so building the next
-candidates overlaps timing this one; a Dask worker (`DaskPool`) or a plain `WorkerPool`
-does both jobs in one (`run_candidate`).
+noise. `MeasurePool` builds a batch on its builders, in parallel, and times each built
+candidate while nothing builds; with `overlap=True` (one thread a candidate) it keeps
+builders and the runner busy at once, so building the next candidates overlaps timing
+this one. Overlap is off by default: on this project's 2-vCPU machines a build beside a
+timing slowed the timed kernel by up to 1.6x (the same config timed 16 times: spread
+21% of the median overlapped, 0.8% alone), which is the size of the differences a
+search has to see; turn it on where the builders have cores to themselves. A Dask
+worker (`DaskPool`) or a plain `WorkerPool` does both jobs in one (`run_candidate`).
 """
 
 from __future__ import annotations
@@ -463,19 +468,23 @@ class Timing:
 
 
 class MeasurePool:
-    """Builder processes and one runner process of its own: the runner times one
-    candidate while the builders compile the next ones, so a batch costs about its
-    builds when building is the slower part, instead of its builds plus its timings.
-    A candidate timed on more than one thread is timed alone: no build runs meanwhile
-    (it would take a core from the candidate's threads). Each process crashes, hangs and
+    """Builder processes and one runner process of its own. The runner times a
+    candidate while nothing builds, unless `overlap`: then, for candidates on one thread,
+    it times one while the builders compile the next ones, so a batch costs about its
+    builds when building is the slower part, instead of its builds plus its timings, at
+    the price of the noise a build beside a timing adds (see the module docstring). A
+    candidate timed on more than one thread is always timed alone. Each process crashes, hangs and
     is replaced on its own, losing only the candidate it held. Other jobs (`run`: the
     reference outputs) go to the builders."""
 
     def __init__(
         self, builders: int = 1, timeout: float = 60.0,
         build: Callable[..., Any] | None = None, time: Callable[..., Any] | None = None,
+        overlap: bool = False,
     ) -> None:
         self.timeout = timeout
+        self.overlap = overlap
+        """Whether candidates on one thread build while another is timed."""
         self.builders = WorkerPool(builders, timeout)
         self.runner = WorkerPool(1, timeout)
         self.build = build_candidate if build is None else build
@@ -500,13 +509,13 @@ class MeasurePool:
         self, task: Task, configs: Sequence[Config], reference: list[np.ndarray],
         repeats: int, seed: int, threads: int,
     ) -> list[Outcome]:
-        """Build and time `configs`, overlapped: an outcome per config, in order (the
-        costs, or the reason it failed: at build or when timed)."""
+        """Build and time `configs` (overlapped if `self.overlap`): an outcome per config,
+        in order (the costs, or the reason it failed: at build or when timed)."""
         outcomes: list[Outcome | None] = [None] * len(configs)
         traces: dict[int, Any] = {}
         to_build = list(range(len(configs)))[::-1]
         to_time: list[tuple[int, Any]] = []
-        overlap = threads == 1
+        overlap = self.overlap and threads == 1
         while to_build or to_time or self.builders.busy or self.runner.busy:
             if overlap or not self.runner.busy:
                 while to_build and self.builders.idle:
@@ -541,7 +550,7 @@ def measure(
     threads: int = 1,
 ) -> list[MeasureResult]:
     """Measure `configs` of `task` on the pool, each on `threads` threads; failures are
-    results with their reason. A `MeasurePool` overlaps building and timing; any other
+    results with their reason. A `MeasurePool` builds and times in separate processes; any other
     pool builds and times each candidate in one job."""
     if isinstance(pool, MeasurePool):
         outcomes = pool.measure(task, configs, reference, repeats, seed, threads)

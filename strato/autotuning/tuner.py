@@ -229,14 +229,16 @@ def tune_model(
     dask=None,
     threads: int = 1,
     default_first: bool = True,
+    overlap: bool = False,
 ) -> list[TuneResult]:
     """Tune every task of `model` (see the module docstring); `dask`: a scheduler address
     or a `distributed.Client` to measure on instead of local worker processes;
-    `default_first=False`: the searches start from scratch (see `tune_task`)."""
+    `default_first=False`: the searches start from scratch (see `tune_task`); `overlap`:
+    local builds run while a candidate is timed (`MeasurePool`)."""
     tasks = [t for t in extract_tasks(model, name) if task_filter is None or task_filter(t)]
     db = Database(log)
     results = []
-    pool_of = MeasurePool(workers, timeout) if dask is None else DaskPool(dask, timeout)
+    pool_of = MeasurePool(workers, timeout, overlap=overlap) if dask is None else DaskPool(dask, timeout)
     with pool_of as pool:
 
         def tune(task: Task, budget: int) -> TuneResult:

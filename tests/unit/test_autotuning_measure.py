@@ -165,7 +165,7 @@ def test_the_next_candidates_build_while_one_is_timed(tmp_path):
 
     (task,) = extract_tasks(gemm_model(16, 32, 24))
     configs = [{"dir": str(tmp_path), "index": i} for i in range(4)]
-    with MeasurePool(1, 30, build=_fake_build, time=_fake_time) as pool:
+    with MeasurePool(1, 30, build=_fake_build, time=_fake_time, overlap=True) as pool:
         results = measure(pool, task, configs, [], repeats=2)
     assert [r.seconds for r in results] == [1.0, 2.0, 3.0, 4.0]
     for i in range(3):
@@ -174,13 +174,15 @@ def test_the_next_candidates_build_while_one_is_timed(tmp_path):
         assert _read_stamp(tmp_path, f"build-{i}-end") <= _read_stamp(tmp_path, f"time-{i}-start")
 
 
-def test_a_candidate_on_several_threads_is_timed_while_nothing_builds(tmp_path):
+@pytest.mark.parametrize("threads, overlap", [(2, True), (1, False)])
+def test_a_candidate_is_timed_while_nothing_builds(tmp_path, threads, overlap):
+    """By default, and on more than one thread even with overlap."""
     from strato.autotuning.measure import MeasurePool
 
     (task,) = extract_tasks(gemm_model(16, 32, 24))
     configs = [{"dir": str(tmp_path), "index": i} for i in range(3)]
-    with MeasurePool(1, 30, build=_fake_build, time=_fake_time) as pool:
-        results = pool.measure(task, configs, [], 1, 0, threads=2)
+    with MeasurePool(1, 30, build=_fake_build, time=_fake_time, overlap=overlap) as pool:
+        results = pool.measure(task, configs, [], 1, 0, threads=threads)
     assert [r.value.costs for r in results] == [[1.0], [2.0], [3.0]]
     spans = {
         (kind, i): (_read_stamp(tmp_path, f"{kind}-{i}-start"), _read_stamp(tmp_path, f"{kind}-{i}-end"))
