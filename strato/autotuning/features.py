@@ -86,7 +86,7 @@ class _Loop:
 class _Site:
     """One load or store, the loops around it (outermost first) and how often it runs."""
 
-    __slots__ = ("buffer", "is_write", "loops", "indices", "count")
+    __slots__ = ("buffer", "is_write", "loops", "indices", "count", "_affines")
 
     def __init__(self, buffer: SSAValue, is_write: bool, loops: list[_Loop], indices, count: float):
         self.buffer = buffer
@@ -94,21 +94,36 @@ class _Site:
         self.loops = loops
         self.indices = indices
         self.count = count
+        self._affines: list[dict | None] | None = None
+
+    @property
+    def affines(self) -> list[dict | None]:
+        """Each index as {value: coefficient}, None where it is not affine (computed once)."""
+        if self._affines is None:
+            affines = [affine_of(index) for index in self.indices]
+            self._affines = [None if a is None else dict(a.terms) for a in affines]
+        return self._affines
+
+
+def _steps(shape: list[int], affines: list[dict | None], iv: SSAValue):
+    """(dimension, elements a step of it spans, |coefficient of iv| or None where the index
+    is not affine) per dimension, innermost first (row-major)."""
+    row = 1
+    for dim, affine in zip(reversed(shape), reversed(affines), strict=False):
+        yield dim, row, None if affine is None else abs(affine.get(iv, 0))
+        row *= dim
 
 
 def _innermost_stride(site: _Site) -> float:
     """Elements the access moves by per step of its innermost loop (row-major)."""
     if not site.loops or not isinstance(site.buffer.type, MemRefType):
         return 0.0
-    iv = site.loops[-1].iv
-    stride, row = 0.0, 1
+    stride = 0.0
     shape = [max(d, 1) for d in site.buffer.type.get_shape()]
-    for dim, index in zip(reversed(shape), reversed(list(site.indices)), strict=False):
-        affine = affine_of(index)
-        if affine is None:
+    for dim, row, coefficient in _steps(shape, site.affines, site.loops[-1].iv):
+        if coefficient is None:
             return float(row * dim)  # an index it cannot follow: as far as the dimension
-        stride += abs(dict(affine.terms).get(iv, 0)) * row
-        row *= dim
+        stride += coefficient * row
     return stride
 
 
@@ -241,21 +256,15 @@ def kernel_features(kernel: func.FuncOp) -> np.ndarray:
         for d in shape:
             size *= d
         local = memory_scope(type_) != MemoryScope.GLOBAL
-        affines = []
-        for index in site.indices:
-            affine = affine_of(index)
-            affines.append(None if affine is None else dict(affine.terms))
-        innermost = site.loops[-1] if site.loops else None
+        affines = site.affines
         stride: float = 0.0
         opaque = 0.0
-        if innermost is not None:
-            row = 1
-            for dim, affine in zip(reversed(shape), reversed(affines), strict=False):
-                if affine is None:
+        if site.loops:
+            for _, row, coefficient in _steps(shape, affines, site.loops[-1].iv):
+                if coefficient is None:
                     opaque = 1.0
                 else:
-                    stride += abs(affine.get(innermost.iv, 0)) * row
-                row *= dim
+                    stride += coefficient * row
         features = [float(written), float(local), _log(size), _log(stride), opaque]
         footprint_top = float(size)
         for level in range(BUFFER_LEVELS):

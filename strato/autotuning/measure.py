@@ -473,9 +473,9 @@ class MeasurePool:
     it times one while the builders compile the next ones, so a batch costs about its
     builds when building is the slower part, instead of its builds plus its timings, at
     the price of the noise a build beside a timing adds (see the module docstring). A
-    candidate timed on more than one thread is always timed alone. Each process crashes, hangs and
-    is replaced on its own, losing only the candidate it held. Other jobs (`run`: the
-    reference outputs) go to the builders."""
+    candidate timed on more than one thread is always timed alone. Each process crashes,
+    hangs and is replaced on its own, losing only the candidate it held. Other jobs
+    (`run`: the reference outputs) go to the builders."""
 
     def __init__(
         self, builders: int = 1, timeout: float = 60.0,

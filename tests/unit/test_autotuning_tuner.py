@@ -158,19 +158,32 @@ def _cli(*args):
     return [sys.executable, "-m", "strato.tools.strato_cli", "tune", *args]
 
 
-def test_cli_killed_run_resumes_losing_nothing(tmp_path):
+def _start_tune(tmp_path):
+    """A long `strato tune` of a small GEMM in its own session: (its args, log, process)."""
     path = tmp_path / "g.onnx"
     onnx.save(gemm_model(16, 32, 24), path)
     log = tmp_path / "log.jsonl"
     args = [str(path), "--log", str(log), "--search", "random", "--repeats", "1"]
     process = subprocess.Popen(_cli(*args, "--trials", "200"), stderr=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
+    return args, log, process
+
+
+def _wait_for_lines(log, count: int, limit: float = 120) -> None:
+    deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        if log.exists() and log.read_bytes().count(b"\n") >= 3:
-            break
-        time.sleep(0.2)
-    os.killpg(process.pid, signal.SIGKILL)  # the parent and its workers
+        if log.exists() and log.read_bytes().count(b"\n") >= count:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{log} never reached {count} records")
+
+
+def test_cli_killed_run_resumes_losing_nothing(tmp_path):
+    args, log, process = _start_tune(tmp_path)
+    try:
+        _wait_for_lines(log, 3)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)  # the parent and its workers
     process.wait()
     before = Database(str(log))
     kept = len(before.records())
@@ -201,23 +214,9 @@ def _workers(parent: int) -> list[int]:
     return workers
 
 
-def _wait_for_lines(log, count: int, limit: float = 120) -> None:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        if log.exists() and log.read_bytes().count(b"\n") >= count:
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"{log} never reached {count} records")
-
-
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="finds workers through /proc")
 def test_cli_survives_a_killed_worker_then_a_killed_parent_resumes(tmp_path):
-    path = tmp_path / "g.onnx"
-    onnx.save(gemm_model(16, 32, 24), path)
-    log = tmp_path / "log.jsonl"
-    args = [str(path), "--log", str(log), "--search", "random", "--repeats", "1"]
-    process = subprocess.Popen(_cli(*args, "--trials", "200"), stderr=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, start_new_session=True)
+    args, log, process = _start_tune(tmp_path)
     try:
         _wait_for_lines(log, 2)
         workers = _workers(process.pid)
