@@ -35,12 +35,9 @@ import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from resnet18_layers import CONV_LAYERS  # noqa: E402
 
-from strato.compiler import build_llvm  # noqa: E402
-from strato.context import make_context  # noqa: E402
 from strato.frontends.onnx import import_onnx  # noqa: E402
-from strato.pipeline import COMPILE, COMPILE_UNSCHEDULED, run_pipeline  # noqa: E402
 from strato.runtime.signature import Signature  # noqa: E402
-from strato.targets.llvm.parallel_threads import compiling_with_threads  # noqa: E402
+from strato.targets.registry import get_target, run_stages  # noqa: E402
 
 FMA_PEAK_GFLOPS = 190.0
 """One core's fp32 FMA peak on the development machine (2 units x 16 lanes x 2 x ~3 GHz)."""
@@ -85,15 +82,17 @@ def conv_workload(name: str, rng: np.random.Generator) -> Workload:
     return Workload(name, model, inputs, 2.0 * cout * out * out * cin * kernel * kernel)
 
 
-def compile_with(model: onnx.ModelProto, pipeline: str) -> Callable[..., list[np.ndarray]]:
-    """The model compiled by `pipeline` for one thread (parallel loops run serially)."""
+def compile_with(model: onnx.ModelProto, *, scheduled: bool) -> Callable[..., list[np.ndarray]]:
+    """The model compiled by the llvm target for one thread (parallel loops run
+    serially), with its default schedules or with the canonical loop nests as they are."""
     imported = import_onnx(model)
     signature = Signature.from_function(
         imported.function, imported.input_names, imported.output_names
     )
-    with compiling_with_threads(1):
-        run_pipeline(make_context(), imported.module, pipeline)
-        return build_llvm(imported.module, imported.function_name, signature)
+    target = get_target("llvm -threads=1")
+    stages = [s for s in target.stages() if scheduled or s.name != "schedule"]
+    run_stages(stages, imported.module)
+    return target.build(imported.module, imported.function_name, signature, public_name="model")
 
 
 def median_seconds(run: Callable[[], object], seconds: float, once: bool) -> float:
@@ -161,13 +160,13 @@ def gflops(flops: float, seconds: float) -> float:
 
 
 def bench(workload: Workload, seconds: float, unscheduled: bool) -> Row:
-    default_model = compile_with(workload.model, COMPILE)
+    default_model = compile_with(workload.model, scheduled=True)
     ours = default_model(*workload.inputs)[0]
     default_s = median_seconds(lambda: default_model(*workload.inputs), seconds, False)
 
     unscheduled_gflops = None
     if unscheduled:
-        plain = compile_with(workload.model, COMPILE_UNSCHEDULED)
+        plain = compile_with(workload.model, scheduled=False)
         plain_s = median_seconds(lambda: plain(*workload.inputs), seconds, True)
         unscheduled_gflops = gflops(workload.flops, plain_s)
 

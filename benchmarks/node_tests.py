@@ -6,7 +6,7 @@
 Each case (a small model, its inputs and reference outputs, shipped with the onnx package)
 runs twice under the same comparison as ONNX's backend runner (output count, shapes,
 dtypes, values within the case's rtol/atol): compiled by strato's backend
-(`strato/frontends/onnx/backend.py`, the LLVM target, in a worker process so that a crash
+(`strato/onnx_backend.py`, the LLVM target, in a worker process so that a crash
 fails one case) and by onnxruntime's CPU provider. The report gives the pass counts and
 rates of both over the whole suite and over the cases whose operators are all in strato's
 op table (`_expanded` variants included when their function body is), then every strato

@@ -166,7 +166,7 @@ def elementwise_crossover(seconds: float) -> None:
     from xdsl.parser import Parser
 
     from strato.context import make_context
-    from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
+    from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
 
     print("relu over N floats: 1 thread vs 2 (parallel rows of 1024)")
     for n in (8192, 32768, 131072, 1 << 20):

@@ -42,10 +42,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resnet18_layers import CONV_LAYERS  # noqa: E402
 
 import strato  # noqa: E402
-from strato.autotuning.database import Database  # noqa: E402
 from strato.autotuning.task import extract_tasks  # noqa: E402
 from strato.autotuning.testing import conv_model, gemm_model  # noqa: E402
 from strato.autotuning.tuner import tune_model  # noqa: E402
+from strato.schedule.database import Database  # noqa: E402
 
 
 @dataclass

@@ -37,9 +37,9 @@ from tuned_layers import interleaved, load_seconds, ort_session, relative_error 
 
 import strato  # noqa: E402
 from strato import zoo  # noqa: E402
-from strato.autotuning.database import Database  # noqa: E402
 from strato.autotuning.task import extract_tasks  # noqa: E402
 from strato.autotuning.tuner import tune_model  # noqa: E402
+from strato.schedule.database import Database  # noqa: E402
 
 
 @dataclass

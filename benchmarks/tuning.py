@@ -93,7 +93,7 @@ def remeasure(task, configs: list, rounds: int, repeats: int) -> dict[str, float
 
 def run_configs(log: str, task) -> list:
     """The configs a run measured, in its order."""
-    from strato.autotuning.database import Database
+    from strato.schedule.database import Database
 
     return [record.config for record in Database(log).records(task.key)]
 

@@ -24,7 +24,6 @@ import time
 
 import numpy as np
 
-
 LANES = 16
 
 
@@ -33,8 +32,8 @@ def _kernel(function: str, size: int):
     from xdsl.parser import Parser
 
     from strato.context import make_context
+    from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
     from strato.targets.llvm.jit import JitModule
-    from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
 
     text = f"""
     func.func @k(%a: memref<{size}xf32>, %o: memref<{size}xf32> {{loop.output}}) attributes {{loop.kernel}} {{

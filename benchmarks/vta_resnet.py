@@ -24,9 +24,9 @@ import time
 import numpy as np
 from resnet18_layers import CONV_LAYERS
 
-from strato.schedule.templates.vta_conv2d import default_config
-from strato.vta.compile import reference_conv2d, run_conv2d, workload_of
-from strato.vta.cycle_model import CycleParams
+from strato.targets.vta.compile import reference_conv2d, run_conv2d, workload_of
+from strato.targets.vta.conv2d_template import default_config
+from strato.targets.vta.cycle_model import CycleParams
 
 # C1 (3 input channels) stays on the CPU
 LAYERS = {name: shape for name, shape in CONV_LAYERS.items() if name != "C1"}

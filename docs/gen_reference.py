@@ -128,8 +128,8 @@ def pass_summary(name: str, cls: type) -> str:
 def registered_passes() -> dict[str, tuple[type, str]]:
     """Every pass of strato's registry and those plugins registered: name -> (class,
     source)."""
+    from strato.pipeline import all_passes as get_all_passes
     from strato.plugins import pass_source
-    from strato.transforms import get_all_passes
 
     return {name: (factory(), pass_source(name) or "xDSL") for name, factory in get_all_passes().items()}
 
@@ -266,7 +266,7 @@ def api_reference() -> str:
         "",
         "::: strato.plugins",
         "    options:",
-        "      members: [register_dialect, register_pass, register_target, load_plugin, load_plugins, PluginError]",
+        "      members: [register_dialect, register_pass, register_target, register_template, register_intrinsic, load_plugin, load_plugins, PluginError]",
         "",
     ]
     return "\n".join(lines)

@@ -24,7 +24,7 @@ from strato.context import make_context
 from strato.pipeline import run_pipeline
 from strato.runtime.timing import median_latency_ms
 from strato.schedule import Schedule
-from strato.targets.llvm.jit import JitModule
+from strato.targets.llvm.kernels import compile_loops
 from strato.transforms.apply_schedule import apply_schedule
 
 MATMUL_RELU = """
@@ -89,7 +89,7 @@ def main(small: bool = False) -> None:
 
     times = {}
     for name, module in variants.items():
-        kernel = JitModule.from_loops(module).function("mm")
+        kernel = compile_loops(module).function("mm")
         out = np.empty((n, n), dtype=np.float32)
         kernel(x, w, out)
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-3)

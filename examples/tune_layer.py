@@ -23,7 +23,7 @@ import onnx
 from onnx import TensorProto, helper
 
 import strato
-from strato.autotuning import tune_model, use_tuning_log
+from strato.autotuning import tune_model
 
 
 def matmul_model(n: int) -> onnx.ModelProto:
@@ -53,8 +53,7 @@ def main(small: bool, output: str) -> None:
                 f"(default configuration {result.default_gflops or 0:.2f} GFLOP/s)"
             )
         # Compile with the log of the guided search: its best configuration is used.
-        with use_tuning_log(os.path.join(directory, "xgb.jsonl")):
-            compiled = strato.compile(model)
+        compiled = strato.compile(model, tuning=os.path.join(directory, "xgb.jsonl"))
     a = np.random.default_rng(0).standard_normal((n, n)).astype(np.float32)
     np.testing.assert_allclose(compiled(a, a)[0], a @ a, rtol=1e-3, atol=1e-3)
 

@@ -15,7 +15,7 @@ import argparse
 
 import numpy as np
 
-from strato.vta.compile import reference_conv2d, run_conv2d
+from strato.vta import reference_conv2d, run_conv2d
 
 
 def main(small: bool = False) -> None:

@@ -40,12 +40,18 @@ def compile(model: Any, target: str = "llvm", **options: Any) -> "CompiledModel"
 def load(path: Any) -> "CompiledModel":
     """The compiled model saved at `path` (`model.save(path)`, `strato compile MODEL -o
     model.strato`), ready to call; nothing is compiled."""
-    from strato.runtime.aot import load_model
+    from strato.compiler import load_model
 
     return load_model(path)
 
 
-_PLUGIN_FUNCTIONS = ("register_dialect", "register_pass", "register_target")
+_PLUGIN_FUNCTIONS = (
+    "register_dialect",
+    "register_intrinsic",
+    "register_pass",
+    "register_target",
+    "register_template",
+)
 
 
 def __getattr__(name: str) -> Any:
@@ -58,4 +64,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'strato' has no attribute '{name}'")
 
 
-__all__ = ["compile", "load", "register_dialect", "register_pass", "register_target", "__version__"]
+__all__ = [
+    "__version__",
+    "compile",
+    "load",
+    "register_dialect",
+    "register_intrinsic",
+    "register_pass",
+    "register_target",
+    "register_template",
+]

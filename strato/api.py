@@ -30,7 +30,10 @@ The groups, each documented in `EXPORTS`:
   `check_equivalence` (the oracle `strato-opt --check-equivalence` runs);
 - strategies: `strategy`, `PrimitiveBuilder`, `ScalarBuilder` and their helpers;
 - plugins and targets: `register_dialect`, `register_pass`, `register_target`,
-  `Target`, `TargetSpec`;
+  `Target`, `TargetSpec`, `Stage`;
+- schedules: `Template` and `Knob` (a schedule with knobs for one kind of stage),
+  `register_template` (a template for a target's default schedules), `Intrinsic` and
+  `register_intrinsic` (a tensor intrinsic for `tensorize`);
 - pipelines: `compile` (with `passes_before` / `passes_after`), `run_pipeline`,
   `make_context`.
 """
@@ -97,7 +100,16 @@ from strato.dialects.graph.base import (
 )
 from strato.interpreters.graph import evaluator, run_graph
 from strato.pipeline import run_pipeline
-from strato.plugins import PluginError, register_dialect, register_pass, register_target
+from strato.plugins import (
+    PluginError,
+    register_dialect,
+    register_intrinsic,
+    register_pass,
+    register_target,
+    register_template,
+)
+from strato.schedule.intrinsics import Intrinsic
+from strato.schedule.templates import Knob, ScheduleContext, Template
 from strato.strategies import strategy
 from strato.strategies.builder import (
     PrimitiveBuilder,
@@ -106,7 +118,7 @@ from strato.strategies.builder import (
     element_type_of,
     shape_of,
 )
-from strato.targets.registry import Target, TargetSpec
+from strato.targets.registry import Stage, Target, TargetSpec, get_target
 
 op_definition = irdl_op_definition
 """Class decorator that turns an op class with `operand_def`/`result_def`/... fields
@@ -240,10 +252,25 @@ EXPORTS: dict[str, str] = {
     "register_pass": "Make a pass available by name to strato-opt, pipelines and compile.",
     "register_target": "Make a compile target available to compile, strato run and strato-opt -t.",
     "PluginError": "A registration strato refuses (a taken name, not a dialect or pass).",
-    "Target": "Base of a compile target: name, summary, options, pipeline(), build().",
+    "Target": "Base of a compile target: name, summary, options, passes, stages() (or "
+    "pipeline()), build().",
     "TargetSpec": "A parsed target string: name and options.",
+    "get_target": "The registered target a target string names ('llvm -mcpu=x86-64-v2'), "
+    "its options checked.",
+    "Stage": "A named step of a target's compilation: pass instances, and a check first.",
+    # schedules
+    "Template": "A schedule with knobs for the stages its matches() accepts.",
+    "Knob": "A named choice of a template: a domain and a default (or a function of the "
+    "ScheduleContext).",
+    "ScheduleContext": "What a target's default schedules read: templates, vector lanes, "
+    "registers, threads, knob source.",
+    "register_template": "Add a template to a target's default schedules (tried before its own).",
+    "Intrinsic": "A tensor intrinsic: a te description, an implementation, how to lower the "
+    "description.",
+    "register_intrinsic": "Make an intrinsic available to tensorize by its name.",
     # pipelines
-    "compile": "Compile an ONNX model; passes_before / passes_after add passes around graph-default.",
+    "compile": "Compile an ONNX model; passes_before / passes_after add passes around the "
+    "target's graph stage.",
     "run_pipeline": "Apply a textual pipeline ('a,b{opt=1}') to a module in place.",
     "make_context": "A context with strato's, xDSL's and the plugins' dialects.",
     "StratoError": "The one-line diagnostic for errors a user can cause (message, op).",

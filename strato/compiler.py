@@ -4,9 +4,10 @@ The stages, in order, each a function from one artifact to the next:
 
     import      ONNX ModelProto -> graph-dialect module (strato.frontends.onnx)
     signature   recorded from the graph-level entry before lowering
-    lower       strato.pipeline.COMPILE (graph optimizations, then graph -> te -> loop -> llvm)
-    build       llvm dialect -> the C entry `<name>_run` returning a status
-                (strato.targets.llvm.entry_abi) -> LLVM IR -> machine code
+    lower       the target's stages (`Target.stages`; for the llvm target graph
+                optimizations, then graph -> te -> loop -> scheduled loops -> llvm)
+    build       the target's build (for the llvm target: the C entry `<name>_run`
+                returning a status -> LLVM IR -> machine code)
 
     model = compile_model("mlp.onnx")
     (logits,) = model(x)
@@ -16,48 +17,36 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
-
-from xdsl.dialects import func, llvm, memref
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp
-from xdsl.ir import Attribute, Operation
 from xdsl.passes import ModulePass, PassPipeline
 
-from strato.context import make_context
 from strato.diagnostics import StratoError
 from strato.frontends.onnx import import_onnx
 from strato.frontends.onnx.sequences import checked_structure, is_structure_spec
-from strato.pipeline import COMPILE, run_pipeline
-from strato.transforms import get_all_passes
-from strato.runtime.compiled_model import CompiledModel, ModelMemoryError
-from strato.runtime.signature import Signature
-from strato.targets.registry import Target, TargetSpec, get_target, parse_target
-from strato.targets.llvm.entry_abi import (
-    ALLOCATORS,
-    STATUS_OK,
-    STATUS_OUT_OF_MEMORY,
-    finalize_entry,
+from strato.runtime.compiled_model import CompiledModel
+from strato.runtime.limits import MAX_BUFFER_BYTES
+from strato.runtime.signature import Signature, c_identifier
+from strato.targets.registry import (
+    GRAPH_STAGE,
+    Stage,
+    Target,
+    TargetSpec,
+    get_target,
+    parse_target,
+    run_stages,
 )
-from strato.targets.llvm.weights import WEIGHT_BLOB_THRESHOLD
 
 if TYPE_CHECKING:
-    from strato.targets.llvm.jit import JitFunction
+    from xdsl.dialects.builtin import ModuleOp
 
-StageCallback = Callable[[str, ModuleOp], None]
+StageCallback = Callable[[str, "ModuleOp"], None]
 """Called with a stage name and the module after it: "graph" after import, then the name
-of each lowering pass after that pass (the last leaves the llvm dialect)."""
-
-
-MAX_BUFFER_BYTES = 1 << 47
-"""Most bytes a model may ask for at once (a buffer, or all its heap buffers together):
-the user address space of a 64-bit host (x86-64 and AArch64 give user code 47-48 bits).
-A model that asks for more can never run anywhere and is refused at compile time;
-one that fits this bound but not the machine's memory fails cleanly when called."""
+of each pass of the target's stages after that pass (the last leaves the IR `build`
+takes, for the llvm target the llvm dialect)."""
 
 
 def compile_model(
@@ -89,9 +78,9 @@ def compile_model(
     cores available to the process).
     `passes_before` and `passes_after` are extra passes (a pipeline string such as
     "my-pass{opt=1},cse", or pass instances) run on the graph level before and after
-    graph-default (`with_pipeline_hooks`). `tuning` is a tuning log (`strato tune --db`):
-    each kernel is scheduled with the best record of its task there (as inside
-    `strato.autotuning.use_tuning_log`); kernels it has no record of keep the defaults.
+    the target's graph stage (`with_pipeline_hooks`). `tuning` is a tuning log (`strato
+    tune --db`): each kernel is scheduled with the best record of its task there; kernels
+    it has no record of keep the defaults.
 
     A model compiled before with the same bytes and options comes from the compile
     cache (`strato.runtime.cache`) without compiling. `cache=False` or `STRATO_CACHE=0`
@@ -112,11 +101,10 @@ def compile_model(
             cached = lookup(key)
             if cached is not None:
                 return cached
-    with _tuning_scope(tuning):
-        compiled = _compile_model(
-            model, compile_target, shapes, after_stage, before_stage, name, passes_before,
-            passes_after,
-        )  # fmt: skip
+    compiled = _compile_model(
+        model, compile_target, shapes, after_stage, before_stage, name, passes_before,
+        passes_after, tuning_log,
+    )  # fmt: skip
     if key is not None:
         from strato.runtime.cache import store
 
@@ -133,6 +121,7 @@ def _compile_model(
     name: str | None,
     passes_before: PipelineHook,
     passes_after: PipelineHook,
+    tuning_log: str | None,
 ) -> CompiledModel:
     proto_or_path, default_name = _model_source(model)
     imported = import_onnx(proto_or_path, input_shapes=shapes)
@@ -141,39 +130,33 @@ def _compile_model(
     )
     _check_signature_size(signature)
     module = imported.module
-    callback = None
-    if after_stage is not None or before_stage is not None:
+    if after_stage is not None:
+        after_stage("graph", module)
+    stages = with_pipeline_hooks(
+        compile_target.stages(tuning_log=tuning_log), passes_before, passes_after
+    )
+    try:
+        run_stages(stages, module, before=before_stage, after=after_stage)
+    except MemoryError:
+        raise StratoError(
+            "out of memory while compiling (a constant too large to fold on this machine?)"
+        ) from None
+    return compile_target.build(
+        module,
+        imported.function_name,
+        signature,
+        public_name=c_identifier(name or default_name),
+    )
 
-        def callback(
-            previous: ModulePass | None, module: ModuleOp, upcoming: ModulePass | None
-        ) -> None:
-            second_start = previous is None and upcoming is not None and upcoming.name == _LLVM_STAGE
-            if after_stage is not None and not second_start:
-                # the second pipeline starts where the first ended: nothing new to show
-                after_stage("graph" if previous is None else previous.name, module)
-            if before_stage is not None and upcoming is not None:
-                before_stage(upcoming.name)
 
-    ctx = make_context()
-    with compile_target.compiling():
-        try:
-            for step, stages in enumerate(_split_pipeline(compile_target.pipeline())):
-                if step:
-                    check_buffer_sizes(module)
-                    run_pipeline(ctx, module, stages, callback)
-                    continue
-                passes = with_pipeline_hooks(stages, passes_before, passes_after)
-                PassPipeline(passes, callback).apply(ctx, module)
-        except MemoryError:
-            raise StratoError(
-                "out of memory while compiling (a constant too large to fold on this machine?)"
-            ) from None
-        return compile_target.build(
-            module,
-            imported.function_name,
-            signature,
-            public_name=c_identifier(name or default_name),
-        )
+def load_model(path: str | os.PathLike) -> CompiledModel:
+    """The model saved at `path` (`model.save(path)`), ready to call: read by the loader
+    of the target that saved it (`strato.runtime.saved_model`); nothing is compiled."""
+    from strato.runtime.saved_model import load_model as load_saved
+    from strato.targets.registry import load_builtin_targets
+
+    load_builtin_targets()
+    return load_saved(path)
 
 
 def _use_cache(cache: bool | None, after_stage: StageCallback | None) -> bool:
@@ -241,25 +224,13 @@ def _plugin_fingerprint() -> list[str]:
 
 def _tuning_log(tuning: str | os.PathLike | None) -> str | None:
     """The tuning log this compilation schedules from: `tuning`, checked to be a
-    readable file, else the one of an enclosing `use_tuning_log` block, if any."""
+    readable file, if any."""
     if tuning is None:
-        from strato.autotuning.hook import active_tuning_log
-
-        return active_tuning_log()
+        return None
     path = os.fspath(tuning)
     if not os.path.isfile(path):
         raise StratoError("the tuning log does not exist or is not a file", location=path)
     return path
-
-
-def _tuning_scope(tuning: str | os.PathLike | None):
-    import contextlib
-
-    if tuning is None:
-        return contextlib.nullcontext()
-    from strato.autotuning.hook import use_tuning_log
-
-    return use_tuning_log(os.fspath(tuning))
 
 
 def _file_digest(path: str | None) -> str | None:
@@ -350,7 +321,7 @@ def resolve_target(
     if fast_math:
         extra["fast-math"] = "true"
     if threads is not None:
-        from strato.targets.llvm.parallel_threads import check_threads
+        from strato.runtime.threads import check_threads
 
         extra["threads"] = str(check_threads(threads))
     if extra:
@@ -359,11 +330,6 @@ def resolve_target(
             spec = parse_target(spec)
         target = TargetSpec(spec.name, {**spec.options, **extra})
     return get_target(target)
-
-
-_LLVM_STAGE = "convert-loops-to-llvm"
-_LOOP_LEVEL_END = "," + _LLVM_STAGE
-assert COMPILE.endswith(_LOOP_LEVEL_END)
 
 
 PipelineHook = str | Sequence[ModulePass] | None
@@ -375,8 +341,10 @@ def _hook_passes(hook: PipelineHook, what: str) -> tuple[ModulePass, ...]:
     if hook is None:
         return ()
     if isinstance(hook, str):
+        from strato.pipeline import all_passes
+
         try:
-            return PassPipeline.parse_spec(get_all_passes(), hook).passes
+            return PassPipeline.parse_spec(all_passes(), hook).passes
         except (ValueError, TypeError) as err:
             raise StratoError(f"{what}: {err}") from None
     passes = tuple(hook)
@@ -387,60 +355,21 @@ def _hook_passes(hook: PipelineHook, what: str) -> tuple[ModulePass, ...]:
 
 
 def with_pipeline_hooks(
-    spec: str, passes_before: PipelineHook = None, passes_after: PipelineHook = None
-) -> tuple[ModulePass, ...]:
-    """The passes of `spec` with `passes_before` ahead of its graph-default and
-    `passes_after` right behind it (both at the start when `spec` has no graph-default)."""
-    passes = PassPipeline.parse_spec(get_all_passes(), spec).passes
+    stages: Sequence[Stage], passes_before: PipelineHook = None, passes_after: PipelineHook = None
+) -> tuple[Stage, ...]:
+    """`stages` with `passes_before` ahead of the graph stage's passes and `passes_after`
+    right behind them (both at the start when there is no graph stage)."""
     before = _hook_passes(passes_before, "passes_before")
     after = _hook_passes(passes_after, "passes_after")
-    split = next((i + 1 for i, p in enumerate(passes) if p.name == "graph-default"), 0)
-    return (*before, *passes[:split], *after, *passes[split:])
-
-
-def _split_pipeline(pipeline: str) -> list[str]:
-    """A pipeline ending in convert-loops-to-llvm in two steps: down to the loop level,
-    where every buffer has its final type and its size is checked, then the lowering to
-    the llvm dialect; any other pipeline in one step."""
-    if pipeline.endswith(_LOOP_LEVEL_END):
-        return [pipeline[: -len(_LOOP_LEVEL_END)], _LLVM_STAGE]
-    return [pipeline]
-
-
-def check_buffer_sizes(module: ModuleOp) -> None:
-    """Refuse a loop-level module with a buffer larger than `MAX_BUFFER_BYTES` (huge pads,
-    dilations or intermediate shapes), naming the function that holds it."""
-    for op in module.walk():
-        if isinstance(op, memref.AllocOp | memref.AllocaOp | memref.GlobalOp):
-            type_ = op.type if isinstance(op, memref.GlobalOp) else op.memref.type
-        elif isinstance(op, func.FuncOp):
-            for type_ in op.function_type.inputs.data:
-                _check_memref_size(op, type_)
-            continue
-        else:
-            continue
-        _check_memref_size(op, type_)
-
-
-def _check_memref_size(op: Operation, type_: Attribute) -> None:
-    if not isinstance(type_, MemRefType):
-        return
-    shape = type_.get_shape()
-    if any(dim < 0 for dim in shape):
-        return
-    width = type_.element_type.bitwidth if hasattr(type_.element_type, "bitwidth") else 64
-    size = math.prod(shape) * max(1, width // 8)
-    if size <= MAX_BUFFER_BYTES:
-        return
-    parent = op if isinstance(op, func.FuncOp) else op.parent_op()
-    while parent is not None and not isinstance(parent, func.FuncOp):
-        parent = parent.parent_op()
-    where = f" in kernel '{parent.sym_name.data}'" if parent is not None else ""
-    raise StratoError(
-        f"a buffer of shape {list(shape)}{where} needs {size} bytes, more than a 64-bit "
-        f"address space holds ({MAX_BUFFER_BYTES} bytes); check the model's pads, "
-        "dilations and shapes"
-    )
+    if not before and not after:
+        return tuple(stages)
+    hooked = list(stages)
+    position = next((i for i, stage in enumerate(hooked) if stage.name == GRAPH_STAGE), None)
+    if position is None:
+        return (Stage("hooks", (*before, *after)), *hooked)
+    graph = hooked[position]
+    hooked[position] = Stage(graph.name, (*before, *graph.passes, *after), graph.check)
+    return tuple(hooked)
 
 
 def _model_source(
@@ -464,16 +393,6 @@ def _model_source(
         stem = os.path.basename(os.fspath(model))
         return model, stem[: -len(".onnx")] if stem.endswith(".onnx") else stem
     return model, "model"
-
-
-def c_identifier(name: str) -> str:
-    """`name` as a C identifier: other characters become `_`, a leading digit gets `_`.
-
-    >>> c_identifier("resnet-18.v2")
-    'resnet_18_v2'
-    """
-    identifier = re.sub(r"[^0-9A-Za-z_]", "_", name) or "model"
-    return f"_{identifier}" if identifier[0].isdigit() else identifier
 
 
 def check_input_shapes(
@@ -521,90 +440,4 @@ def _check_signature_size(signature: Signature) -> None:
             raise StratoError(
                 f"'{spec.name}' of shape {list(spec.shape)} needs {size} bytes, more than "
                 f"a 64-bit address space holds ({MAX_BUFFER_BYTES} bytes)"
-            )
-
-
-def _check_heap_size(module: ModuleOp) -> None:
-    """Refuse a module whose heap allocations could never all succeed."""
-    total = 0
-    for op in module.walk():
-        if not isinstance(op, llvm.CallOp) or op.callee is None:
-            continue
-        if op.callee.root_reference.data not in ALLOCATORS:
-            continue
-        size = op.args[-1].owner
-        if isinstance(size, llvm.ConstantOp) and isinstance(size.value, IntegerAttr):
-            total += size.value.value.data
-    if total > MAX_BUFFER_BYTES:
-        raise StratoError(
-            f"the model's intermediate buffers need {total} bytes, more than a 64-bit "
-            f"address space holds ({MAX_BUFFER_BYTES} bytes)"
-        )
-
-
-def build_llvm(
-    module: ModuleOp,
-    entry_name: str,
-    signature: Signature,
-    *,
-    opt_level: int = 3,
-    public_name: str = "model",
-    weight_threshold: int = WEIGHT_BLOB_THRESHOLD,
-) -> CompiledModel:
-    """JIT-compile an llvm-dialect module whose function `entry_name` takes pointers to
-    the buffers of `signature`: the inputs, then the outputs it fills.
-
-    The entry becomes `<public_name>_run` returning a status and the other functions
-    internal (`strato.targets.llvm.entry_abi`); a call that runs out of memory raises
-    `ModelMemoryError`. Constants of at least `weight_threshold` bytes leave the IR for
-    the model's weight blob, as symbols `<public_name>_<global>`
-    (`strato.targets.llvm.weights`; `CompiledModel.weights`).
-    """
-    from strato.targets.llvm.jit import JitModule
-    from strato.targets.llvm.weights import pack_weights
-
-    _check_heap_size(module)
-    entry_symbol = f"{public_name}_run"
-    finalize_entry(module, entry_name, entry_symbol)
-    weights = pack_weights(module, f"{public_name}_", weight_threshold)
-    jit = JitModule(module, opt_level=opt_level, weights=weights)
-    entry = jit.function(entry_symbol)
-    _check_entry_abi(entry, signature)
-
-    def run(buffers: Sequence[np.ndarray]) -> None:
-        # the inputs were checked against the signature and the outputs allocated to it
-        status = entry.call_unchecked(buffers)
-        if status == STATUS_OUT_OF_MEMORY:
-            raise ModelMemoryError(
-                "out of memory: the model could not allocate its intermediate buffers"
-            )
-        if status != STATUS_OK:
-            raise AssertionError(f"@{entry_symbol} returned the unknown status {status}")
-
-    return CompiledModel(
-        signature,
-        run,
-        target="llvm",
-        llvm_ir=jit.llvm_ir,
-        entry_symbol=entry_symbol,
-        machine_code=jit.machine_code(),
-    )
-
-
-def _check_entry_abi(entry: JitFunction, signature: Signature) -> None:
-    """The lowered entry takes one pointer per input then one per output and returns an
-    i32 status; a mismatch is a bug in the lowering, not in the model."""
-    count = len(signature.inputs) + len(signature.outputs)
-    if entry.param_types != ("ptr",) * count or entry.return_type != "i32":
-        raise AssertionError(
-            f"@{entry.name} has parameters ({', '.join(entry.param_types)}) and returns "
-            f"{entry.return_type}; expected {count} buffer pointers (inputs, then outputs) "
-            "and an i32 status"
-        )
-    if entry.buffers is not None:
-        flags = [spec is not None and spec.is_output for spec in entry.buffers]
-        expected = [False] * len(signature.inputs) + [True] * len(signature.outputs)
-        if flags != expected:
-            raise AssertionError(
-                f"@{entry.name} marks outputs at {flags}; expected inputs then outputs"
             )

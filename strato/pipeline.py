@@ -1,8 +1,12 @@
-"""The named stages of compilation, shared by `strato.compile` and the CLI tools.
+"""Pass pipelines in strato-opt's `-p` syntax, with every pass strato knows by name.
 
-graph --graph-default--> graph (fused kernels) --convert-graph-to-te--> te
-      --convert-te-to-loops--> loop --schedule-default--> loop (scheduled)
-      --convert-loops-to-llvm--> llvm
+    run_pipeline(make_context(), module, "graph-default,convert-graph-to-te,te-inline-stages")
+    run_pipeline(ctx, module, f"{LOWER_TO_LOOPS},schedule-default,convert-loops-to-llvm")
+
+The names are those of strato.transforms, of the registered targets (which this module
+loads: convert-loops-to-llvm is the llvm target's) and of the loaded plugins. What
+`strato.compile` runs is not a string: it is the target's stages
+(`strato.targets.registry.Target.stages`), pass instances configured for its machine.
 """
 
 from __future__ import annotations
@@ -13,28 +17,17 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
-from strato.transforms import get_all_passes
-
-GRAPH_DEFAULT = (
-    "graph-simplify-inference,graph-fold-constants,cse,dce,graph-alter-layout{block=16 min_block=8},"
-    "graph-pack-dense,graph-fuse-ops,graph-plan-memory"
-)
-"""The graph-level optimizations, in order (also the pass `graph-default`). Convolutions
-are blocked by 16 channels (one AVX-512 vector of fp32 per block, the lanes of the
-conv2d NCHW{c} schedule template), or by 8 where 16 does not divide the channels
-(MobileNetV2's 24-channel stages), so such networks stay blocked from end to end."""
+from strato.targets.registry import load_builtin_targets
+from strato.transforms import PassFactory, get_all_passes
 
 LOWER_TO_LOOPS = "convert-graph-to-te,te-inline-stages,convert-te-to-loops"
-LOWER_TO_LLVM = f"{LOWER_TO_LOOPS},convert-loops-to-llvm"
+"""From fused graph-level kernels to canonical loop nests."""
 
-COMPILE_UNSCHEDULED = f"graph-default,{LOWER_TO_LLVM}"
-"""Graph optimizations, then the canonical loop nests lowered as they are (the baseline
-of benchmarks/kernels.py)."""
 
-COMPILE = f"graph-default,{LOWER_TO_LOOPS},schedule-default,convert-loops-to-llvm"
-"""What `strato.compile` runs: graph optimizations, lowering to loops, the default
-schedule of every kernel, then lowering to the llvm dialect (which expands f32 exp, erf
-and tanh into arithmetic that vectorizes: strato/targets/llvm/vector_math.py)."""
+def all_passes() -> dict[str, PassFactory]:
+    """name -> factory of every pass: strato's, its targets' and the plugins'."""
+    load_builtin_targets()
+    return get_all_passes()
 
 
 def run_pipeline(
@@ -44,6 +37,9 @@ def run_pipeline(
     callback: Callable[[ModulePass, ModuleOp, ModulePass], None] | None = None,
 ) -> ModuleOp:
     """Apply the textual pipeline `spec` (strato-opt's `-p` syntax) to `module` in place."""
-    pipeline = PassPipeline.parse_spec(get_all_passes(), spec, callback)
+    pipeline = PassPipeline.parse_spec(all_passes(), spec, callback)
     pipeline.apply(ctx, module)
     return module
+
+
+__all__ = ["LOWER_TO_LOOPS", "all_passes", "run_pipeline"]

@@ -1,4 +1,5 @@
-"""Plugins: dialects, passes and targets added to strato from outside its source.
+"""Plugins: dialects, passes, targets, schedule templates and tensor intrinsics added to
+strato from outside its source.
 
 A plugin is a Python module that registers what it adds when it is loaded:
 
@@ -9,6 +10,13 @@ A plugin is a Python module that registers what it adds when it is loaded:
 
     strato.register_dialect(MyDialect)
     strato.register_pass(MyPass)            # also usable as a class decorator
+    strato.register_template(MY_TEMPLATE, target="llvm")   # strato.api has them too
+
+Each goes into the registry of its layer (strato.context for dialects,
+strato.transforms for passes, strato.targets.registry for targets,
+strato.schedule.templates and strato.schedule.intrinsics for templates and intrinsics);
+this module checks names, records who registered what, and takes it all back when a
+plugin fails half-way.
 
 A package makes its plugin found without any change to strato by naming it in the
 `strato.plugins` entry-point group of its `pyproject.toml`:
@@ -42,6 +50,8 @@ if TYPE_CHECKING:
     from xdsl.ir import Dialect
     from xdsl.passes import ModulePass
 
+    from strato.schedule.intrinsics import Intrinsic
+    from strato.schedule.templates import Template
     from strato.targets.registry import Target
 
 ENTRY_POINT_GROUP = "strato.plugins"
@@ -77,11 +87,13 @@ class _Added:
     dialects: list[str] = field(default_factory=list)
     passes: list[str] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
+    templates: list[tuple[Template, str]] = field(default_factory=list)
+    intrinsics: list[str] = field(default_factory=list)
 
 
-_dialects: dict[str, tuple[Dialect, str]] = {}
-_passes: dict[str, tuple[PassFactory, str]] = {}
 _loading: list[tuple[str, _Added]] = []
+_plugin_passes: dict[str, str] = {}
+"""The passes plugins registered: name -> plugin."""
 _loaded: dict[str, PluginFailure | None] = {}
 _entry_points_loaded = False
 
@@ -101,7 +113,7 @@ def _source(source: str | None) -> str:
     return module.split(".", 1)[0]
 
 
-def _record(kind: str, name: str) -> None:
+def _record(kind: str, name: object) -> None:
     if _loading:
         getattr(_loading[-1][1], kind).append(name)
 
@@ -122,11 +134,13 @@ def register_dialect(dialect: Dialect, *, source: str | None = None) -> Dialect:
     dialect again does nothing. Returns `dialect`."""
     from xdsl.ir import Dialect
 
+    from strato.context import add_dialect, added_dialects
+
     origin = _source(source)
     if not isinstance(dialect, Dialect):
         raise PluginError(f"{dialect!r} is not an xdsl Dialect ({origin})")
     name = dialect.name
-    existing = _dialects.get(name)
+    existing = added_dialects().get(name)
     if existing is not None:
         if existing[0] is dialect:
             return dialect
@@ -137,7 +151,7 @@ def register_dialect(dialect: Dialect, *, source: str | None = None) -> Dialect:
     for op in dialect.operations:
         if not op.name.startswith(name + "."):
             raise PluginError(f"op '{op.name}' of dialect '{name}' ({origin}) is not named '{name}.<op>'")
-    _dialects[name] = (dialect, origin)
+    add_dialect(dialect, origin)
     _record("dialects", name)
     return dialect
 
@@ -153,12 +167,14 @@ def register_pass(
     "module:Class". A name taken by strato, the xDSL passes strato-opt offers or another
     plugin is a `PluginError`; registering the same class again does nothing.
     """
+    from strato.transforms import add_pass, added_passes, get_all_passes
+
     origin = _source(source)
     if isinstance(pass_class, str):
         name = pass_class
         if factory is None:
             raise PluginError(f"pass '{name}' ({origin}) needs a class or 'module:Class' to load")
-        load = _lazy_class(factory) if isinstance(factory, str) else factory
+        load = factory
     else:
         from xdsl.passes import ModulePass
 
@@ -169,15 +185,16 @@ def register_pass(
             raise PluginError(f"pass class {pass_class.__qualname__} ({origin}) has no name")
         cls = pass_class
         load = lambda: cls  # noqa: E731
-    existing = _passes.get(name)
-    if existing is not None:
-        if not isinstance(pass_class, str) and existing[0]() is pass_class:
+    taken = added_passes().get(name)
+    if taken is not None:
+        if not isinstance(pass_class, str) and get_all_passes()[name]() is pass_class:
             return pass_class
-        raise PluginError(f"pass '{name}' from {origin} clashes with the one from {existing[1]}")
+        raise PluginError(f"pass '{name}' from {origin} clashes with the one from {taken}")
     builtin = builtin_pass_sources().get(name)
     if builtin is not None:
         raise PluginError(f"pass '{name}' from {origin} clashes with {builtin}'s '{name}'")
-    _passes[name] = (load, origin)
+    add_pass(name, load, source=origin)
+    _plugin_passes[name] = origin
     _record("passes", name)
     return pass_class
 
@@ -197,56 +214,101 @@ def register_target(cls: type[Target], *, source: str | None = None) -> type[Tar
     return cls
 
 
-def _lazy_class(spec: str) -> PassFactory:
-    module_name, _, class_name = spec.partition(":")
+def register_template(template: Template, *, target: str = "llvm", source: str | None = None) -> Template:
+    """Add a schedule template to `target`'s (see `strato.schedule.templates`): the
+    target's default schedules try it before its own templates, so it schedules the
+    stages its `matches` accepts. A name taken by another template of that target is a
+    `PluginError`. Returns `template`."""
+    from strato.schedule.templates import Template
+    from strato.schedule.templates import register_template as register
 
-    def load() -> type[ModulePass]:
-        return getattr(importlib.import_module(module_name), class_name)
+    origin = _source(source)
+    if not isinstance(template, Template):
+        raise PluginError(f"{template!r} is not a strato schedule Template ({origin})")
+    try:
+        register(template, target=target, source=origin)
+    except StratoError as err:
+        raise PluginError(err.message) from None
+    _record("templates", (template, target))
+    return template
 
-    return load
+
+def register_intrinsic(intrinsic: Intrinsic, *, source: str | None = None) -> Intrinsic:
+    """Make a tensor intrinsic available to `tensorize` by its name (see
+    `strato.schedule.intrinsics`). A name already taken is a `PluginError`."""
+    from strato.schedule.intrinsics import Intrinsic, get_intrinsic
+    from strato.schedule.intrinsics import register_intrinsic as register
+
+    origin = _source(source)
+    if not isinstance(intrinsic, Intrinsic):
+        raise PluginError(f"{intrinsic!r} is not a strato Intrinsic ({origin})")
+    try:
+        existing = get_intrinsic(intrinsic.name)
+    except StratoError:
+        existing = None
+    if existing is not None:
+        if existing is intrinsic:
+            return intrinsic
+        raise PluginError(f"intrinsic '{intrinsic.name}' from {origin} is already defined")
+    register(intrinsic)
+    _record("intrinsics", intrinsic.name)
+    return intrinsic
 
 
 # -- what is registered -------------------------------------------------------------
 
 
 def builtin_pass_sources() -> dict[str, str]:
-    """strato's pass registry and xDSL's passes: name -> source. (strato-opt offers only
-    the xDSL passes that apply to strato's dialects, but every xDSL name is reserved.)"""
+    """strato's passes (its targets' included) and xDSL's: name -> source. (strato-opt
+    offers only the xDSL passes that apply to strato's dialects, but every xDSL name is
+    reserved.)"""
     from xdsl.transforms import get_all_passes as upstream_passes
 
-    from strato.transforms import PASS_REGISTRY
+    from strato.targets.registry import registered_targets
+    from strato.transforms import get_all_passes, pass_source
 
+    registered_targets()  # the built-in targets' passes are strato's
+    plugins = set(plugin_passes())
     sources = {name: XDSL for name in upstream_passes()}
-    for name, where in PASS_REGISTRY.items():
-        sources[name] = STRATO if where.startswith("strato.") else XDSL
+    for name in get_all_passes():
+        if name not in plugins:
+            sources[name] = pass_source(name) or STRATO
     return sources
-
-
-def plugin_dialects() -> list[Dialect]:
-    """The dialects plugins registered, in registration order."""
-    return [dialect for dialect, _ in _dialects.values()]
 
 
 def plugin_passes() -> dict[str, PassFactory]:
     """name -> factory of the passes plugins registered (the form xDSL's pipeline
     parser takes)."""
-    return {name: factory for name, (factory, _) in _passes.items()}
+    from strato.transforms import get_all_passes
+
+    everything = get_all_passes()
+    return {name: everything[name] for name in _plugin_passes if name in everything}
 
 
 def pass_source(name: str) -> str | None:
     """Where the pass `name` comes from: "strato", "xDSL", a plugin's name, or None."""
-    if name in _passes:
-        return _passes[name][1]
+    from strato.transforms import pass_source as registry_source
+
+    source = registry_source(name)
+    if source is not None:
+        return source
     return builtin_pass_sources().get(name)
+
+
+def plugin_dialects() -> list[Dialect]:
+    """The dialects plugins registered, in registration order."""
+    from strato.context import added_dialects
+
+    return [dialect for dialect, _ in added_dialects().values()]
 
 
 def registered_dialects() -> dict[str, tuple[Dialect, str]]:
     """Every dialect strato's contexts load: name -> (dialect, source)."""
-    from strato.context import STRATO_DIALECTS, UPSTREAM_DIALECTS
+    from strato.context import STRATO_DIALECTS, UPSTREAM_DIALECTS, added_dialects
 
     entries = {d.name: (d, XDSL) for d in UPSTREAM_DIALECTS}
     entries.update({d.name: (d, STRATO) for d in STRATO_DIALECTS})
-    entries.update(_dialects)
+    entries.update(added_dialects())
     return entries
 
 
@@ -268,15 +330,23 @@ def _loading_plugin(name: str) -> Iterator[None]:
 
 
 def _take_back(added: _Added) -> None:
-    for name in added.dialects:
-        _dialects.pop(name, None)
-    for name in added.passes:
-        _passes.pop(name, None)
-    if added.targets:
-        from strato.targets.registry import unregister_target
+    from strato.context import remove_dialect
+    from strato.schedule.intrinsics import unregister_intrinsic
+    from strato.schedule.templates import unregister_template
+    from strato.targets.registry import unregister_target
+    from strato.transforms import remove_pass
 
-        for name in added.targets:
-            unregister_target(name)
+    for name in added.dialects:
+        remove_dialect(name)
+    for name in added.passes:
+        remove_pass(name)
+        _plugin_passes.pop(name, None)
+    for name in added.targets:
+        unregister_target(name)
+    for template, target in added.templates:
+        unregister_template(template, target=target)
+    for name in added.intrinsics:
+        unregister_intrinsic(name)
 
 
 def _one_line(err: BaseException) -> str:
@@ -376,7 +446,9 @@ __all__ = [
     "plugin_dialects",
     "plugin_passes",
     "register_dialect",
+    "register_intrinsic",
     "register_pass",
     "register_target",
+    "register_template",
     "registered_dialects",
 ]

@@ -36,7 +36,7 @@ import multiprocessing
 import time
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection, wait
 from statistics import median
 from typing import Any
@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from strato.autotuning.task import Config, Task
+from strato.targets.registry import BuiltKernel
 
 Job = tuple[Callable[..., Any], tuple[Any, ...]]
 
@@ -293,41 +294,33 @@ class WrongResult(Exception):
     pass
 
 
-def isolated_kernel(task: Task, config: Config | None, threads: int = 1):
+def isolated_kernel(task: Task, config: Config | None, threads: int = 1) -> Built:
     """The task's kernel alone in a module (with the globals it reads), scheduled by
-    `config` (None: its canonical loops) for `threads` threads, compiled: the compiled
-    function and its buffers' (shape, dtype, is_output). A config that cannot be applied
-    raises ValueError before anything is compiled."""
-    jit, function, buffers, _ = _compile_isolated(task, config, threads)
-    return jit, function, buffers
-
-
-def _compile_isolated(task: Task, config: Config | None, threads: int):
-    """`isolated_kernel`, and the trace of the schedule (None without a config)."""
+    `config` (None: its canonical loops) for `threads` threads, built by the task's
+    target (its `KernelBuilder`), with the trace of the schedule (None without a config).
+    A config that cannot be applied raises ValueError before anything is compiled."""
     from strato.autotuning.space import InvalidConfig, SearchSpace
-    from strato.dialects.tensor_types import numpy_dtype
-    from strato.targets.llvm.jit import JitModule
-    from strato.targets.llvm.parallel_threads import compiling_with_threads
 
     trace = None
-    with compiling_with_threads(threads):
-        if config is None:
-            alone, kernel = task.kernel_module()
-        else:
-            try:
-                alone, kernel, trace = SearchSpace(task).schedule_traced(config)
-            except InvalidConfig as error:
-                raise ValueError(f"invalid config: {error}") from None
-        jit = JitModule.from_loops(alone)
-    outputs = [
-        attrs is not None and "loop.output" in attrs.data
-        for attrs in (kernel.arg_attrs.data if kernel.arg_attrs is not None else [None] * len(kernel.args))
-    ]  # fmt: skip
-    buffers = [
-        (tuple(arg.type.get_shape()), numpy_dtype(arg.type.element_type), is_output)
-        for arg, is_output in zip(kernel.args, outputs, strict=True)
-    ]
-    return jit, jit.function(task.kernel), buffers, trace
+    if config is None:
+        alone, _ = task.kernel_module()
+    else:
+        try:
+            alone, _, trace = SearchSpace(task, threads).schedule_traced(config)
+        except InvalidConfig as error:
+            raise ValueError(f"invalid config: {error}") from None
+    built = task.builder(threads).build(alone, task.kernel)
+    return Built(built, task.target, threads, None if trace is None else trace.to_dict())
+
+
+def load_built(built: Built) -> tuple[Callable[..., Any], object]:
+    """The built kernel loaded into this process by its target: a function of the
+    buffers' addresses, and what must stay alive while it is called."""
+    from strato.targets.registry import get_target
+
+    builder = get_target(built.target).with_options(threads=str(built.threads)).kernel_builder()
+    assert builder is not None
+    return builder.load(built.kernel)
 
 
 def _aligned_copy(array: np.ndarray) -> np.ndarray:
@@ -362,51 +355,29 @@ def _kernel_buffers(buffers, seed: int) -> tuple[list[np.ndarray], list[int]]:
 def reference_outputs(task: Task, seed: int = 0) -> list[np.ndarray]:
     """The task's kernel's outputs without a schedule, on the seeded buffers (run in a
     worker: `task_reference`)."""
-    _jit, kernel, buffers = isolated_kernel(task, None)
-    arrays, outputs = _kernel_buffers(buffers, seed)
-    kernel(*arrays)
+    built = isolated_kernel(task, None)
+    function, _loaded = load_built(built)
+    arrays, outputs = _kernel_buffers(built.kernel.buffers, seed)
+    function(*[array.ctypes.data for array in arrays])
     return [arrays[i] for i in outputs]
 
 
 @dataclass(frozen=True)
 class Built:
-    """A candidate compiled: the object code of its kernel alone, what the code imports,
-    and the kernel's buffers (shape, dtype, is_output), in parameter order."""
+    """A candidate built by its task's target: the kernel's code and buffers
+    (`strato.targets.registry.BuiltKernel`), the target and threads that load it again,
+    and the schedule's trace (`Trace.to_dict`: what the tuning log records)."""
 
-    kernel: str
-    object_code: bytes = field(repr=False)
-    imports: tuple[str, ...]
-    buffers: tuple[tuple[tuple[int, ...], np.dtype, bool], ...]
+    kernel: BuiltKernel
+    target: str
+    threads: int = 1
     trace: dict[str, Any] | None = None
-    """The schedule's trace (`Trace.to_dict`): what the tuning log records."""
 
 
 def build_candidate(task: Task, config: Config, threads: int = 1) -> Built:
-    """Schedule the task's kernel with `config` for `threads` threads and compile it
+    """Schedule the task's kernel with `config` for `threads` threads and build it
     (a builder's job): what `time_built` loads and times, in this process or another."""
-    jit, kernel, buffers, trace = _compile_isolated(task, config, threads)
-    if kernel.return_type != "void" or any(t != "ptr" for t in kernel.param_types):
-        raise ValueError(f"@{task.kernel} is not a kernel of buffers: {kernel.param_types}")
-    assert jit.object_code is not None
-    return Built(
-        task.kernel, jit.object_code, tuple(jit.imports), tuple(buffers),
-        None if trace is None else trace.to_dict(),
-    )
-
-
-def _load_built(built: Built):
-    """The built kernel loaded into this process: a ctypes function of the buffers'
-    addresses, and the loaded code it runs (to keep alive)."""
-    import ctypes
-
-    from strato.targets.llvm.jit import ObjectModule
-    from strato.targets.llvm.parallel_runtime import install_parallel_runtime
-
-    install_parallel_runtime()  # binds strato_parallel_for, which parallel code imports
-    loaded = ObjectModule(built.object_code, built.imports)
-    address = loaded.address(built.kernel)
-    function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(built.buffers))(address)
-    return function, loaded
+    return isolated_kernel(task, config, threads)
 
 
 def time_built(
@@ -415,8 +386,8 @@ def time_built(
 ) -> list[float]:
     """Load a built candidate, check its outputs against `reference` and time it on
     `threads` threads (a runner's job): the seconds a call of each repeat."""
-    function, _loaded = _load_built(built)
-    arrays, positions = _kernel_buffers(built.buffers, seed)
+    function, _loaded = load_built(built)
+    arrays, positions = _kernel_buffers(built.kernel.buffers, seed)
     pointers = [array.ctypes.data for array in arrays]
 
     def kernel() -> None:

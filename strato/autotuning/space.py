@@ -1,6 +1,6 @@
 """The search space of a task: the product of its stages' knob domains.
 
-    space = SearchSpace(task)
+    space = SearchSpace(task, threads=1)  # candidates parallelized for 1 thread
     config = space.sample(rng)            # {stage: {knob: value}}
     space.neighbours(config)              # every config one knob away
     space.check(config)                   # None, or why it cannot be built
@@ -32,8 +32,10 @@ class InvalidConfig(Exception):
 
 
 class SearchSpace:
-    def __init__(self, task: Task) -> None:
+    def __init__(self, task: Task, threads: int = 1) -> None:
         self.task = task
+        self.threads = threads
+        """The threads each candidate's parallel loops are made for."""
         self.dims: list[tuple[str, str, tuple[Any, ...]]] = [
             (s.stage, name, domain) for s in task.stages for name, domain, _ in s.knobs
         ]
@@ -101,8 +103,7 @@ class SearchSpace:
     def schedule_traced(self, config: Config) -> tuple[ModuleOp, func.FuncOp, Trace]:
         """`schedule`, and the trace of the primitives it applied (which replays on a
         fresh copy of the kernel to the same program)."""
-        from strato.autotuning.hook import forced_configs
-        from strato.autotuning.task import kernel_of
+        from strato.schedule.knobs import ForcedKnobs, kernel_of
         from strato.transforms.schedule_default import UNSCHEDULED_ATTR, schedule_kernel
 
         self.point(config)
@@ -111,8 +112,9 @@ class SearchSpace:
         if unknown:
             raise InvalidConfig(f"no tunable stage {sorted(unknown)[0]!r} in {self.task.name}")
         module, _ = self.task.kernel_module()
-        with forced_configs({self.task.kernel: config}):
-            trace = schedule_kernel(module, self.task.kernel)
+        knobs = ForcedKnobs({self.task.kernel: config})
+        context = self.task.schedule_context(self.threads).with_knobs(knobs)
+        trace = schedule_kernel(module, self.task.kernel, context)
         kernel = kernel_of(module, self.task.kernel)
         refused = kernel.attributes.get(UNSCHEDULED_ATTR)
         if refused is not None or trace is None:

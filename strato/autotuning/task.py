@@ -10,37 +10,35 @@ worker process (or a Dask worker) rebuilds the IR itself from (task, config):
 A process lowers a model once and detaches a task's kernel once (both cached), so building
 a candidate clones only its kernel's module, not the model's.
 
+A task belongs to a target (`target`, a target string: the llvm target by default): the
+target's stages lower the model to loop-level kernels, its templates make the search
+space, and its kernel builder builds each candidate.
+
 A config is {stage: {knob: value}} for the stages of the kernel that have a template;
 knobs it leaves out keep their defaults. The task key is a structural hash of the
-unscheduled kernel (names of the kernel and of its values do not count), so the same
-layer in two models is one task.
+unscheduled kernel (`strato.schedule.workload.kernel_key`: names of the kernel and of its
+values do not count), so the same layer in two models is one task.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import ModuleOp
 
 from strato.dialects.loop import KERNEL_ATTR, ForOp
+from strato.schedule.knobs import Config, StageSpace, kernel_of, stage_spaces
+from strato.schedule.workload import kernel_key
 
-Config = dict[str, dict[str, Any]]
+if TYPE_CHECKING:
+    from strato.schedule.templates import ScheduleContext
+    from strato.targets.registry import KernelBuilder, Target
 
-LOWER = "graph-default,convert-graph-to-te,te-inline-stages,convert-te-to-loops"
-
-
-@dataclass(frozen=True)
-class StageSpace:
-    """One tunable stage: its template's name and knobs (name, domain, default)."""
-
-    stage: str
-    template: str
-    knobs: tuple[tuple[str, tuple[Any, ...], Any], ...]
+DEFAULT_TARGET = "llvm"
 
 
 @dataclass(frozen=True)
@@ -52,10 +50,30 @@ class Task:
     flops: float
     stages: tuple[StageSpace, ...]
     weight: int = 1
+    target: str = DEFAULT_TARGET
+    """The target string the task is tuned for (its threads are the measurement's)."""
+
+    def compile_target(self, threads: int = 1) -> Target:
+        """The task's target with parallel loops for `threads` threads."""
+        return _target(self.target, threads)
+
+    def schedule_context(self, threads: int = 1) -> ScheduleContext:
+        """The schedule context of the task's target for `threads` threads."""
+        context = self.compile_target(threads).schedule_context()
+        if context is None:
+            raise ValueError(f"target '{self.target}' has no schedule templates to tune")
+        return context
+
+    def builder(self, threads: int = 1) -> KernelBuilder:
+        """How the task's target builds one candidate for `threads` threads."""
+        builder = self.compile_target(threads).kernel_builder()
+        if builder is None:
+            raise ValueError(f"target '{self.target}' cannot build a kernel alone")
+        return builder
 
     def loop_module(self) -> tuple[ModuleOp, func.FuncOp]:
         """A fresh loop-level module of the model and the task's kernel in it."""
-        module = _lowered(self.model).clone()
+        module = _lowered(self.model, self.target).clone()
         return module, kernel_of(module, self.kernel)
 
     @cached_property
@@ -66,41 +84,40 @@ class Task:
     def kernel_module(self) -> tuple[ModuleOp, func.FuncOp]:
         """A fresh module holding only the task's kernel and the globals it reads (what a
         candidate is scheduled, compiled and measured in)."""
-        module = _isolated(self.model, self.kernel).clone()
+        module = _isolated(self.model, self.kernel, self.target).clone()
         return module, kernel_of(module, self.kernel)
 
     def default_config(self) -> Config:
         return {s.stage: {name: default for name, _, default in s.knobs} for s in self.stages}
 
 
-def kernel_of(module: ModuleOp, name: str) -> func.FuncOp:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
-            return op
-    raise KeyError(f"no kernel @{name}")
+@lru_cache(maxsize=8)
+def _target(text: str, threads: int) -> Target:
+    from strato.targets.registry import get_target
+
+    return get_target(text).with_options(threads=str(threads))
 
 
 @lru_cache(maxsize=8)
-def _lowered(model: bytes) -> ModuleOp:
+def _lowered(model: bytes, target: str = DEFAULT_TARGET) -> ModuleOp:
     import onnx
 
-    from strato.context import make_context
     from strato.frontends.onnx import import_onnx
-    from strato.pipeline import run_pipeline
+    from strato.targets.registry import run_stages
 
     imported = import_onnx(onnx.load_from_string(model))
-    run_pipeline(make_context(), imported.module, LOWER)
+    run_stages(_target(target, 1).lowering_stages(), imported.module)
     return imported.module
 
 
 @lru_cache(maxsize=32)
-def _isolated(model: bytes, name: str) -> ModuleOp:
+def _isolated(model: bytes, name: str, target: str = DEFAULT_TARGET) -> ModuleOp:
     """Kernel `name` of the lowered model and the globals it reads, copied into a module
     of their own."""
     from xdsl.dialects import memref
     from xdsl.dialects.builtin import SymbolRefAttr
 
-    lowered = _lowered(model)
+    lowered = _lowered(model, target)
     kernel = kernel_of(lowered, name)
     used = {
         attr.root_reference.data
@@ -113,15 +130,6 @@ def _isolated(model: bytes, name: str) -> ModuleOp:
         if op is kernel or (isinstance(op, memref.GlobalOp) and op.sym_name.data in used)
     ]  # fmt: skip
     return ModuleOp(keep)
-
-
-def kernel_key(kernel: func.FuncOp) -> str:
-    """A structural hash of a loop-level kernel: its text without its own name and with
-    value names replaced by their order of appearance."""
-    text = str(kernel).replace(f"@{kernel.sym_name.data}", "@k", 1)
-    numbers: dict[str, str] = {}
-    text = re.sub(r"%[\w.$-]+", lambda m: numbers.setdefault(m.group(0), f"%{len(numbers)}"), text)
-    return "k-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def kernel_flops(kernel: func.FuncOp) -> float:
@@ -148,46 +156,34 @@ def kernel_names(module: ModuleOp) -> list[str]:
     ]
 
 
-def stage_spaces(module: ModuleOp, name: str) -> tuple[StageSpace, ...]:
-    """The tunable stages of kernel `name` (a template with at least one knob)."""
-    from strato.schedule import Schedule, ScheduleError
-    from strato.schedule.templates import template_for
-
-    try:
-        sch = Schedule(module.clone(), kernel=name)
-    except ScheduleError:
-        return ()
-    spaces = []
-    for stage in sch.get_stages():
-        template = template_for(sch, stage)
-        if template is None or not template.knobs:
-            continue
-        knobs = tuple((k.name, tuple(k.domain), k.default) for k in template.knobs)
-        spaces.append(StageSpace(stage.name, template.name, knobs))
-    return tuple(spaces)
-
-
-def extract_tasks(model: Any, name: str = "model") -> list[Task]:
-    """The distinct tunable kernels of an ONNX model (a ModelProto, bytes or a path),
-    each weighted by how many kernels of the model it stands for, heaviest first."""
+def extract_tasks(model: Any, name: str = "model", target: str = DEFAULT_TARGET) -> list[Task]:
+    """The distinct tunable kernels of an ONNX model (a ModelProto, bytes or a path) for
+    `target`, each weighted by how many kernels of the model it stands for, heaviest
+    first."""
     import onnx
 
     if isinstance(model, str):
         model = onnx.load(model)
     data = model if isinstance(model, bytes) else model.SerializeToString()
-    module = _lowered(data)
+    module = _lowered(data, target)
+    context = _target(target, 1).schedule_context()
+    if context is None:
+        raise ValueError(f"target '{target}' has no schedule templates to tune")
     tasks: dict[str, Task] = {}
     for kernel_name in kernel_names(module):
         kernel = kernel_of(module, kernel_name)
         key = kernel_key(kernel)
         if key in tasks:
             old = tasks[key]
-            tasks[key] = Task(old.name, key, old.kernel, data, old.flops, old.stages, old.weight + 1)
+            tasks[key] = Task(
+                old.name, key, old.kernel, data, old.flops, old.stages, old.weight + 1, target
+            )
             continue
-        stages = stage_spaces(module, kernel_name)
+        stages = stage_spaces(module, kernel_name, context)
         if not stages:
             continue
         tasks[key] = Task(
-            f"{name}/{kernel_name}", key, kernel_name, data, kernel_flops(kernel), stages
+            f"{name}/{kernel_name}", key, kernel_name, data, kernel_flops(kernel), stages,
+            target=target,
         )
     return sorted(tasks.values(), key=lambda t: -t.flops * t.weight)

@@ -2,7 +2,7 @@
 
     results = tune_model(onnx_model, trials=64, log="tuning.jsonl")     # XGBoost-guided
     results = tune_model(onnx_model, trials=64, log=..., search="random")
-    strato.compile(model) inside `use_tuning_log("tuning.jsonl")` then uses the best records.
+    strato.compile(model, tuning="tuning.jsonl") then uses the best records.
 
 Each task's first candidate is its default config (the baseline); when the budget
 gives every task one, every task's first candidate is measured before the rest of the
@@ -17,17 +17,43 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
-from strato.autotuning.database import Database, Record
-from strato.autotuning.features import kernel_features
-from strato.autotuning.measure import DaskPool, MeasurePool, WorkerPool, measure, task_reference
+from strato.autotuning.features import FEATURE_VERSION, kernel_features
+from strato.autotuning.measure import (
+    DaskPool,
+    MeasurePool,
+    WorkerPool,
+    measure,
+    task_reference,
+)
 from strato.autotuning.search import GridSearch, ModelSearch, RandomSearch, Search
 from strato.autotuning.space import InvalidConfig, Point, SearchSpace
-from strato.autotuning.task import Task, extract_tasks
+from strato.autotuning.task import DEFAULT_TARGET, Task, extract_tasks
+from strato.schedule.database import Database, Record
 
 SEARCHES = ("xgb", "random", "grid")
+
+
+@cache
+def versions() -> tuple[tuple[str, str], ...]:
+    """The versions a measurement depends on (what built the code it timed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    import llvmlite.binding as llvm
+
+    import strato
+
+    found = {"strato": strato.__version__}
+    for package in ("xdsl", "llvmlite"):
+        try:
+            found[package] = version(package)
+        except PackageNotFoundError:
+            found[package] = "unknown"
+    found["llvm"] = ".".join(str(part) for part in llvm.llvm_version_info)
+    return tuple(found.items())
 
 
 @dataclass
@@ -63,6 +89,8 @@ class Progress:
 
 
 def make_search(name: str, space: SearchSpace, seed: int, db: Database | None) -> Search:
+    """The search `name` over `space` (an XGBoost one starts from what the other tasks'
+    records in `db` teach)."""
     if name == "random":
         return RandomSearch(space, seed)
     if name == "grid":
@@ -77,7 +105,7 @@ def make_search(name: str, space: SearchSpace, seed: int, db: Database | None) -
             return None
         return kernel_features(kernel)
 
-    transfer = db.training_data(exclude=space.task.key) if db is not None else None
+    transfer = db.training_data(FEATURE_VERSION, exclude=space.task.key) if db is not None else None
     return ModelSearch(space, featurize, seed=seed, transfer=transfer)
 
 
@@ -98,7 +126,7 @@ def tune_task(
     each on `threads` threads; the first is the default config unless not
     `default_first` (a search from scratch, as when comparing searches)."""
     start = time.perf_counter()
-    space = SearchSpace(task)
+    space = SearchSpace(task, threads)
     strategy = make_search(search, space, seed, db)
     result = TuneResult(task)
     best_gflops = 0.0
@@ -157,7 +185,8 @@ def tune_task(
             record = Record(
                 task=task.key, name=task.name, config=outcome.config, seconds=outcome.seconds,
                 costs=outcome.costs, error=outcome.error, flops=task.flops, features=features,
-                trace=outcome.trace, threads=threads,
+                features_version=FEATURE_VERSION, trace=outcome.trace, threads=threads,
+                versions=dict(versions()),
             )
             db.append(record)
             account(record, point)
@@ -230,12 +259,15 @@ def tune_model(
     threads: int = 1,
     default_first: bool = True,
     overlap: bool = False,
+    target: str = DEFAULT_TARGET,
 ) -> list[TuneResult]:
-    """Tune every task of `model` (see the module docstring); `dask`: a scheduler address
-    or a `distributed.Client` to measure on instead of local worker processes;
-    `default_first=False`: the searches start from scratch (see `tune_task`); `overlap`:
-    local builds run while a candidate is timed (`MeasurePool`)."""
-    tasks = [t for t in extract_tasks(model, name) if task_filter is None or task_filter(t)]
+    """Tune every task of `model` for `target` (see the module docstring); `dask`: a
+    scheduler address or a `distributed.Client` to measure on instead of local worker
+    processes; `default_first=False`: the searches start from scratch (see `tune_task`);
+    `overlap`: local builds run while a candidate is timed (`MeasurePool`)."""
+    tasks = [
+        t for t in extract_tasks(model, name, target) if task_filter is None or task_filter(t)
+    ]
     db = Database(log)
     results = []
     pool_of = MeasurePool(workers, timeout, overlap=overlap) if dask is None else DaskPool(dask, timeout)

@@ -122,7 +122,7 @@ def run_bench(
 def seeded_inputs(model: onnx.ModelProto, seed: int) -> list[np.ndarray]:
     """Inputs for the model's graph inputs, drawn as `strato run` draws them."""
     from strato.diagnostics import StratoError
-    from strato.tools.strato_cli import random_inputs
+    from strato.runtime.signature import random_inputs
 
     initializers = {init.name for init in model.graph.initializer}
     specs = []

@@ -10,7 +10,8 @@ The key is a SHA-256 over the model's bytes, the compile options, the target (wi
 CPU it resolves to: the host's unless the target names one), strato's version and a
 fingerprint of strato's own source files and of the libraries that generate its code,
 so editing or upgrading strato never serves stale code.
-Entries are `.strato` archives (`strato.runtime.aot`) in
+Entries are saved models (`strato.runtime.saved_model`: for the llvm target, `.strato`
+archives of machine code) in
 
     $STRATO_CACHE_DIR, else $XDG_CACHE_HOME/strato, else ~/.cache/strato
 
@@ -77,13 +78,15 @@ def source_fingerprint() -> str:
     return digest.hexdigest()
 
 
+CACHE_VERSION = 1
+"""The layout of the cache's keys and entries (a change makes every old entry a miss)."""
+
+
 def cache_key(model_bytes: bytes, options: dict[str, Any]) -> str:
     """The key of a compilation: the model's bytes, `options` (JSON-serializable:
     target, input shapes, ...), strato's version and source fingerprint."""
-    from strato.runtime.aot import FORMAT_VERSION
-
     digest = hashlib.sha256()
-    header = {"format": FORMAT_VERSION, "strato": source_fingerprint(), "options": options}
+    header = {"format": CACHE_VERSION, "strato": source_fingerprint(), "options": options}
     digest.update(json.dumps(header, sort_keys=True, default=str).encode())
     digest.update(b"\0")
     digest.update(model_bytes)
@@ -96,7 +99,7 @@ def entry_path(key: str) -> Path:
 
 def lookup(key: str) -> CompiledModel | None:
     """The cached model of `key`, or None (no entry; an unreadable entry is removed)."""
-    from strato.runtime.aot import load_model
+    from strato.runtime.saved_model import load_model
 
     path = entry_path(key)
     if not path.is_file():
@@ -115,16 +118,16 @@ def lookup(key: str) -> CompiledModel | None:
 
 
 def store(key: str, model: CompiledModel) -> bool:
-    """Save `model` under `key`; False (and a warning) when the cache cannot be written."""
-    from strato.runtime.aot import model_to_bytes
+    """Save `model` under `key`; False when its target cannot save it, or (with a
+    warning) when the cache cannot be written."""
     from strato.runtime.atomic_write import write_atomically
 
-    if model.machine_code is None:
+    if not model.can_save:
         return False
     path = entry_path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, model_to_bytes(model), what="the compile cache entry")
+        write_atomically(path, model.to_bytes(), what="the compile cache entry")
     except (OSError, StratoError) as err:
         reason = err.message if isinstance(err, StratoError) else (err.strerror or str(err))
         warnings.warn(f"strato: cannot write the compile cache at {path.parent}: {reason}", stacklevel=3)

@@ -2,47 +2,31 @@
 
     model = strato.compile("mlp.onnx")
     (logits,) = model(x)                 # numpy in, numpy out, ONNX order
-    model.save_llvm_ir("mlp.ll")
     model.save("mlp.strato")             # strato.load("mlp.strato") runs it again
 
-The entry follows the loop-level ABI: inputs then outputs, all buffers; in C it is
-`int32_t <name>_run(const T *input..., T *output...)` returning a status
-(`c_header()`, `save_object`). The runtime checks the arguments against the signature
-recorded from the graph-level function, allocates the outputs, calls the entry with
-inputs + outputs, and returns the outputs.
+The runtime checks the arguments against the signature recorded from the graph-level
+function, allocates the outputs, calls the target's entry with inputs + outputs, and
+returns the outputs. What else a model offers depends on its target: a target's
+subclass saves it (`to_bytes`, read back by the loader its target registers:
+`strato.runtime.saved_model`) and gives the artifacts it has (the llvm target's: LLVM IR,
+object code, a C header: `strato.targets.llvm.model`); asking a model for an artifact
+its target does not make is a `StratoError` naming the target.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from strato.diagnostics import StratoError
 from strato.runtime.atomic_write import write_atomically
 from strato.runtime.signature import Signature, TensorSpec
-from strato.runtime.weight_blob import EMPTY, WeightBlob
+from strato.runtime.weight_blob import EMPTY
 
 EntryFunction = Callable[[Sequence[np.ndarray]], None]
 """Runs the model's entry on C-contiguous arrays: inputs, then outputs to fill."""
-
-
-@dataclass(frozen=True)
-class MachineCode:
-    """A model's machine code as it runs: the object file MCJIT compiled, the functions
-    it imports (libc, libm, the parallel runtime) and the machine it was compiled for.
-    What `CompiledModel.save` and the compile cache store (`strato.runtime.aot`). The
-    object code reads the model's weights from external symbols that loading binds to
-    `weights` (`strato.runtime.weight_blob`)."""
-
-    object_code: bytes
-    imports: tuple[str, ...]
-    triple: str
-    cpu: str
-    features: str
-    weights: WeightBlob = EMPTY
 
 
 class OutputMemoryError(StratoError, MemoryError):
@@ -61,25 +45,20 @@ class CompiledModel:
     (`InputMismatchError` on a mismatch).
     """
 
+    entry_symbol: str | None = None
+    """The C name of the entry function (`mlp_run`), when the model has one."""
+
     def __init__(
         self,
         signature: Signature,
         entry: EntryFunction,
         *,
         target: str,
-        llvm_ir: str | None = None,
-        entry_symbol: str | None = None,
-        machine_code: MachineCode | None = None,
         origin: str | None = None,
     ):
         self.signature = signature
         self.target = target
         self._entry = entry
-        self._llvm_ir = llvm_ir
-        self.entry_symbol = entry_symbol
-        """The C name of the entry function (`mlp_run`), when the model has one."""
-        self.machine_code = machine_code
-        """The compiled code, for `save` and the compile cache (None: cannot be saved)."""
         self.origin = origin
         """Where a model that was not compiled here came from: a saved file, the cache."""
 
@@ -112,79 +91,62 @@ class CompiledModel:
         self._entry([*inputs, *outputs])
         return outputs
 
-    @property
-    def weights(self) -> np.ndarray:
-        """The model's large constants packed in one 64-byte-aligned uint8 array that
-        the machine code reads (empty when it has none; `weight_symbols` says where
-        each constant is)."""
-        code = self.machine_code
-        return (code.weights if code is not None else EMPTY).data
+    # -- what a target may offer -------------------------------------------------------
 
     @property
-    def weight_symbols(self) -> dict[str, int]:
-        """Each weight symbol the machine code and `llvm_ir` declare -> its offset in
-        `weights` (a multiple of 64)."""
-        code = self.machine_code
-        return (code.weights if code is not None else EMPTY).offsets
+    def can_save(self) -> bool:
+        """Whether `to_bytes` (and `save`) work for this model."""
+        return False
 
-    @property
-    def has_llvm_ir(self) -> bool:
-        return self._llvm_ir is not None
-
-    @property
-    def llvm_ir(self) -> str:
-        """The LLVM IR text of the whole model (entry and kernels). Its weights are
-        declared external constants (`weight_symbols`), their bytes are in `weights`."""
-        if self._llvm_ir is None:
-            if self.origin is not None:
-                raise StratoError(
-                    f"the model loaded from {self.origin} was saved without its LLVM IR"
-                )
-            raise StratoError(f"a model compiled for '{self.target}' has no LLVM IR")
-        return self._llvm_ir
+    def to_bytes(self) -> bytes:
+        """The model, ready to run, as the bytes of a saved model (`strato.load` reads
+        them back; `strato.runtime.saved_model`)."""
+        raise StratoError(
+            f"a model compiled for '{self.target}' cannot be saved (it has no machine code)"
+        )
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the model, ready to run, to one file (conventionally `.strato`) that
         `strato.load` runs again without compiling; whole or not at all."""
-        from strato.runtime.aot import save_model
+        write_atomically(path, self.to_bytes(), what="the compiled model")
 
-        save_model(self, path)
+    @property
+    def weights(self) -> np.ndarray:
+        """The model's large constants packed in one 64-byte-aligned uint8 array that
+        its code reads (empty when it has none; `weight_symbols` says where each
+        constant is)."""
+        return EMPTY.data
+
+    @property
+    def weight_symbols(self) -> dict[str, int]:
+        """Each weight symbol the code declares -> its offset in `weights`."""
+        return {}
+
+    @property
+    def has_llvm_ir(self) -> bool:
+        return False
+
+    @property
+    def llvm_ir(self) -> str:
+        """The LLVM IR text of the whole model, for targets that make one."""
+        raise StratoError(f"a model compiled for '{self.target}' has no LLVM IR")
 
     def save_llvm_ir(self, path: str | os.PathLike) -> None:
         """Write `llvm_ir` to `path` (conventionally `.ll`), whole or not at all."""
         write_atomically(path, self.llvm_ir, what="the LLVM IR")
 
     def object_code(self, *, portable: bool = False) -> bytes:
-        """The model as an object file for the CPU it was compiled for (a generic CPU of
-        that architecture when `portable`), to link into a C program with `c_header()`;
-        the object holds the weights."""
-        from strato.targets.llvm.host import HostTarget, compiling_for, current_machine
-        from strato.targets.llvm.jit import compile_object
-
-        code = self.machine_code
-        machine = (
-            current_machine()
-            if code is None
-            else HostTarget(code.triple, code.cpu, code.features)
-        )
-        with compiling_for(machine):
-            return compile_object(
-                self.llvm_ir,
-                portable=portable,
-                weights=code.weights if code is not None else EMPTY,
-            )
+        """The model as an object file to link into a C program (`c_header()`), for
+        targets that make one."""
+        raise StratoError(f"a model compiled for '{self.target}' has no object code")
 
     def save_object(self, path: str | os.PathLike, *, portable: bool = False) -> None:
         """Write `object_code()` to `path` (conventionally `.o`), whole or not at all."""
         write_atomically(path, self.object_code(portable=portable), what="the object file")
 
     def c_header(self) -> str:
-        """A C header declaring the entry function (see `strato.runtime.c_header`)."""
-        from strato.runtime.c_header import c_header
-
-        if self.entry_symbol is None:
-            raise StratoError(f"a model compiled for '{self.target}' has no C entry point")
-        return c_header(self.entry_symbol, self.signature)
+        """A C header declaring the model's entry function, for targets that make one."""
+        raise StratoError(f"a model compiled for '{self.target}' has no C entry point")
 
     def save_c_header(self, path: str | os.PathLike) -> None:
         write_atomically(path, self.c_header(), what="the C header")

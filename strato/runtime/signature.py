@@ -10,16 +10,16 @@ The runtime checks arguments against it and allocates outputs from it:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-
 from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 
-from strato.dialects.tensor_types import numpy_dtype
 from strato.diagnostics import StratoError
+from strato.dialects.tensor_types import numpy_dtype
 
 
 class InputMismatchError(StratoError, ValueError):
@@ -111,3 +111,35 @@ def _spec(name: str, type_: object) -> TensorSpec:
     if any(dim < 0 for dim in shape):
         raise StratoError(f"entry value '{name}' has a dynamic shape {type_}")
     return TensorSpec(name, shape, numpy_dtype(type_))
+
+
+def c_identifier(name: str) -> str:
+    """`name` as a C identifier: other characters become `_`, a leading digit gets `_`
+    (entry points `<name>_run`, parameters of a C header).
+
+    >>> c_identifier("resnet-18.v2")
+    'resnet_18_v2'
+    """
+    identifier = re.sub(r"[^0-9A-Za-z_]", "_", name) or "model"
+    return f"_{identifier}" if identifier[0].isdigit() else identifier
+
+
+SMALL_INTEGER_BOUND = 8
+"""Integer inputs (token ids, indices) are drawn from [0, SMALL_INTEGER_BOUND): valid
+for any table of at least that many rows."""
+
+
+def random_inputs(model, seed: int) -> list[np.ndarray]:
+    """Seeded random inputs for `model` (anything with `inputs`: tensor specs with a
+    shape and a dtype): standard normal floats, small non-negative integers, random
+    booleans. What `strato run` and `strato bench` feed a model without --inputs."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for spec in model.inputs:
+        if spec.dtype.kind == "f":
+            arrays.append(rng.standard_normal(spec.shape).astype(spec.dtype))
+        elif spec.dtype.kind in "iu":
+            arrays.append(rng.integers(0, SMALL_INTEGER_BOUND, spec.shape).astype(spec.dtype))
+        else:
+            arrays.append(rng.integers(0, 2, spec.shape).astype(spec.dtype))
+    return arrays

@@ -3,26 +3,40 @@
 An index of a `memref.load`/`memref.store` is affine when it is built from index
 constants, loop induction variables (or other variables the caller names) and
 `arith.addi`/`arith.subi`/`arith.muli` by a constant; anything else (a clamp, a select,
-a division) makes that index opaque (`None`). Each stage's read and write regions per
-buffer follow from the loop bounds: one inclusive range per dimension, the whole
-dimension where an index is opaque.
+a division) makes that index opaque (`None`). Given the ranges of the variables,
+`affine_of` also sees through index casts and through divisions and remainders by a
+constant that the ranges make exact: with `0 <= r < c`, `(c * q + r) / c` is `q` and
+`(c * q + r) % c` is `r` (the blocked layouts `transform_layout` makes index buffers so).
+Each stage's read and write regions per buffer follow from the loop bounds: one
+inclusive range per dimension, the whole dimension where an index is opaque. Where an
+element lives in its buffer (`memref_layout`: row-major unless the type says otherwise)
+turns an access into a linearized address (`linear_coefficients`: elements moved per
+unit of each variable).
 
     for access in accesses(kernel):
         access.buffer, access.is_write, access.indices   # [Affine | None per dim]
     regions = stage_regions(kernel)
     regions["dense"].reads[x_buffer]                     # [(lo, hi) per dim]
+    affine_of(index, ranges=loop_variable_range)         # through exact divisions
 
-Bound inference for compute_at, cache_read/cache_write, tensorize matching and the
-tuner's features all read this module.
+Bound inference for compute_at, cache_read/cache_write, tensorize matching, the default
+schedules' stride checks, the tuner's features and the CPU target's vectorization and
+index simplification all read this module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import IndexType, IntegerAttr, MemRefType
+from xdsl.dialects.builtin import (
+    IndexType,
+    IntegerAttr,
+    MemRefType,
+    NoneAttr,
+    StridedLayoutAttr,
+)
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from strato.dialects.loop import ForOp, loop_stage
@@ -100,31 +114,73 @@ def is_loop_variable(value: SSAValue) -> bool:
     )
 
 
+Ranges = Callable[[SSAValue], "tuple[int, int] | None"]
+"""An inclusive range of values per variable (None: unknown)."""
+
+_DIVISIONS = (arith.DivUIOp, arith.DivSIOp, arith.FloorDivSIOp)
+_REMAINDERS = (arith.RemUIOp, arith.RemSIOp)
+
+
 def affine_of(
-    value: SSAValue, is_variable: Callable[[SSAValue], bool] = is_loop_variable
+    value: SSAValue,
+    is_variable: Callable[[SSAValue], bool] = is_loop_variable,
+    ranges: Ranges | None = None,
 ) -> Affine | None:
     """`value` as an affine function of the variables `is_variable` accepts (by default
-    loop induction variables), or None when it is not one."""
+    loop induction variables), or None when it is not one. With `ranges`, index casts
+    are seen through, and divisions and remainders by a constant that the ranges make
+    exact (see the module docstring)."""
     if is_variable(value):
         return Affine.variable(value)
     constant = _constant_index(value)
     if constant is not None:
         return Affine.const(constant)
     op = value.owner
-    if isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp):
-        lhs = affine_of(op.lhs, is_variable)
-        rhs = affine_of(op.rhs, is_variable)
-        if lhs is None or rhs is None:
-            return None
-        if isinstance(op, arith.AddiOp):
-            return lhs + rhs
-        if isinstance(op, arith.SubiOp):
-            return lhs - rhs
+    if ranges is not None and isinstance(op, arith.IndexCastOp):
+        return affine_of(op.input, is_variable, ranges)
+    exact = ranges is not None and isinstance(op, (*_DIVISIONS, *_REMAINDERS))
+    if not (exact or isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp)):
+        return None
+    lhs = affine_of(op.lhs, is_variable, ranges)
+    rhs = affine_of(op.rhs, is_variable, ranges)
+    if lhs is None or rhs is None:
+        return None
+    if isinstance(op, arith.AddiOp):
+        return lhs + rhs
+    if isinstance(op, arith.SubiOp):
+        return lhs - rhs
+    if isinstance(op, arith.MuliOp):
         if not lhs.terms:
             return rhs.scale(lhs.constant)
         if not rhs.terms:
             return lhs.scale(rhs.constant)
-    return None
+        return None
+    assert ranges is not None
+    if rhs.terms or rhs.constant <= 0:
+        return None
+    parts = _quotient_and_remainder(lhs, rhs.constant, ranges)
+    if parts is None:
+        return None
+    quotient, remainder = parts
+    return quotient if isinstance(op, _DIVISIONS) else remainder
+
+
+def _quotient_and_remainder(
+    x: Affine, divisor: int, ranges: Ranges
+) -> tuple[Affine, Affine] | None:
+    """(q, r) with x = divisor * q + r and 0 <= r < divisor for all variable values
+    (and x >= 0, so truncating and flooring divisions agree), or None."""
+    whole = tuple((v, c // divisor) for v, c in x.terms if c % divisor == 0)
+    rest = tuple((v, c) for v, c in x.terms if c % divisor != 0)
+    remainder = Affine(rest, x.constant % divisor)
+    quotient = Affine(whole, x.constant // divisor)
+    remainder_bounds = remainder.bounds(ranges)
+    total_bounds = x.bounds(ranges)
+    if remainder_bounds is None or total_bounds is None:
+        return None
+    if remainder_bounds[0] < 0 or remainder_bounds[1] >= divisor or total_bounds[0] < 0:
+        return None
+    return quotient, remainder
 
 
 @dataclass
@@ -171,7 +227,8 @@ def loop_range(loop: ForOp) -> Range:
     return loop.lb.data, last
 
 
-def _iv_range(value: SSAValue) -> Range | None:
+def loop_variable_range(value: SSAValue) -> Range | None:
+    """The values a loop induction variable takes (None for any other value)."""
     if is_loop_variable(value):
         loop = value.owner.parent_op()  # type: ignore[union-attr]
         assert isinstance(loop, ForOp)
@@ -179,7 +236,7 @@ def _iv_range(value: SSAValue) -> Range | None:
     return None
 
 
-def access_region(access: Access, ranges: Callable[[SSAValue], Range | None] = _iv_range) -> list[Range]:
+def access_region(access: Access, ranges: Ranges = loop_variable_range) -> list[Range]:
     """The indices `access` touches per dimension, within the buffer's shape."""
     type_ = access.buffer.type
     assert isinstance(type_, MemRefType)
@@ -233,18 +290,91 @@ def stage_regions(kernel: Operation) -> dict[str, StageRegions]:
     return result
 
 
+# -- where elements live ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemRefLayout:
+    """Where element (i0, i1, ...) of a static memref lives, in elements from the
+    base pointer: `offset + sum(i_k * strides[k])`."""
+
+    offset: int
+    strides: tuple[int, ...]
+
+    def is_contiguous(self, shape: Sequence[int]) -> bool:
+        return self.offset == 0 and self.strides == row_major_strides(shape)
+
+
+def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
+    """Elements between consecutive indices of each dimension of a dense row-major array."""
+    strides: list[int] = []
+    running = 1
+    for dim in reversed(shape):
+        strides.append(running)
+        running *= dim
+    return tuple(reversed(strides))
+
+
+def memref_layout(type_: MemRefType) -> MemRefLayout:
+    """The static layout of `type_` (row-major unless it has a static strided layout).
+
+    Raises `ValueError` when the layout is not static and strided.
+    """
+    shape = type_.get_shape()
+    layout = type_.layout
+    if isinstance(layout, NoneAttr):
+        return MemRefLayout(0, row_major_strides(shape))
+    if isinstance(layout, StridedLayoutAttr):
+        strides = layout.get_strides()
+        offset = layout.offset
+        if any(s is None for s in strides) or isinstance(offset, NoneAttr):
+            raise ValueError(
+                f"{type_} has a dynamic strided layout; the llvm target needs static strides"
+            )
+        return MemRefLayout(offset.data, tuple(s for s in strides if s is not None))
+    strides = layout.get_strides()
+    if strides is None or any(s is None for s in strides):
+        raise ValueError(f"{type_} has a layout that is not strided")
+    return MemRefLayout(0, tuple(s for s in strides if s is not None))
+
+
+def linear_coefficients(
+    indices: Sequence[SSAValue],
+    strides: Sequence[int],
+    is_variable: Callable[[SSAValue], bool] = is_loop_variable,
+    ranges: Ranges | None = loop_variable_range,
+) -> dict[SSAValue, int] | None:
+    """Elements the linearized address `sum(index_k * strides[k])` moves per unit of
+    each variable (variables it does not depend on absent), or None when an index is
+    not affine."""
+    coefficients: dict[SSAValue, int] = {}
+    for index, stride in zip(indices, strides, strict=False):
+        affine = affine_of(index, is_variable, ranges)
+        if affine is None:
+            return None
+        for variable, coefficient in affine.terms:
+            coefficients[variable] = coefficients.get(variable, 0) + coefficient * stride
+    return coefficients
+
+
 __all__ = [
     "Access",
     "Affine",
+    "MemRefLayout",
     "Range",
+    "Ranges",
     "StageRegions",
     "access_of",
     "access_region",
     "accesses",
     "affine_of",
     "is_loop_variable",
+    "linear_coefficients",
     "loop_range",
+    "loop_variable_range",
+    "memref_layout",
     "owning_stage",
+    "row_major_strides",
     "stage_regions",
     "union",
 ]

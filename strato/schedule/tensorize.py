@@ -27,20 +27,24 @@ replaces the nest, and the new loops carry `tensorized = "<intrinsic>"`.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
-from xdsl.parser import Parser
 
 from strato.dialects.loop import ForOp, YieldOp, loop_stage
-from strato.schedule.access import affine_of, is_loop_variable
+from strato.schedule.access import (
+    affine_of,
+    is_loop_variable,
+    linear_coefficients,
+    loop_variable_range,
+    memref_layout,
+)
 from strato.schedule.errors import ScheduleError
 from strato.schedule.intrinsics import TENSORIZED_ATTR, Intrinsic, get_intrinsic
-
 
 _COMMUTATIVE = frozenset(
     {"arith.addf", "arith.mulf", "arith.addi", "arith.muli", "arith.maximumf",
@@ -135,17 +139,13 @@ class _Pattern:
 
 
 @cache
-def _description_module(text: str) -> ModuleOp:
-    from strato.context import make_context
-    from strato.transforms.convert_te_to_loops import lower_te_to_loops
-
-    module = Parser(make_context(), text).parse_module()
-    lower_te_to_loops(module)
-    return module
+def _description_module(text: str, lower: Callable[[str], ModuleOp]) -> ModuleOp:
+    """The canonical loop nest of a description (read only: shared by every match)."""
+    return lower(text)
 
 
 def _pattern(intrinsic: Intrinsic) -> _Pattern:
-    module = _description_module(intrinsic.description)
+    module = _description_module(intrinsic.description, intrinsic.lower)
     kernel = next(op for op in module.ops if isinstance(op, func.FuncOp))
     names = {
         arg: arg.name_hint or f"arg{i}" for i, arg in enumerate(kernel.body.block.args)
@@ -389,10 +389,6 @@ def _linear_coefficients(
     None). Values that do not depend on `inside` are free."""
     type_ = access.memref.type
     assert isinstance(type_, MemRefType)
-    from strato.targets.llvm.index_simplification import affine_index
-    from strato.targets.llvm.type_conversion import memref_layout
-
-    strides = memref_layout(type_).strides
 
     def is_variable(value: SSAValue) -> bool:
         # loop variables, and values from outside the nest that are not affine
@@ -401,17 +397,14 @@ def _linear_coefficients(
             return True
         if inside is None or _depends_on(value, inside):
             return False
-        return affine_index(value) is None
+        return affine_of(value, ranges=loop_variable_range) is None
 
-    coefficients: dict[SSAValue, int] = {}
-    for index, stride in zip(access.indices, strides, strict=True):
-        affine = affine_index(index, is_variable)
-        if affine is None:
-            return None
-        for value, coefficient in affine.terms:
-            if inside is None or value in inside:
-                coefficients[value] = coefficients.get(value, 0) + coefficient * stride
-    return coefficients
+    coefficients = linear_coefficients(
+        access.indices, memref_layout(type_).strides, is_variable, loop_variable_range
+    )
+    if coefficients is None or inside is None:
+        return coefficients
+    return {value: c for value, c in coefficients.items() if value in inside}
 
 
 def _backward_slice(values: Sequence[SSAValue], body: list[Operation]) -> set[Operation]:

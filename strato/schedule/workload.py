@@ -1,17 +1,22 @@
-"""Workload keys: a structural hash of a te primitive, the tuner's name for a task.
+"""Workload keys: structural hashes that name what a kernel computes.
 
 Two primitives get the same key when they compute the same thing on the same shapes:
 the same ops in the same order, with the same types, operands (by position, not by
 name) and properties. The names of values, placeholders, stages and of the primitive
 itself do not count, so the same dense layer in two models is one tuning task.
+`kernel_key` does the same for a loop-level kernel: the key of a tuning task, under
+which the tuning log keeps its records.
 
     key = workload_key(primitive)   # "wl-" + 16 hex digits
+    key = kernel_key(kernel)        # "k-" + 16 hex digits
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 
+from xdsl.dialects import func
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from strato.dialects import te
@@ -62,4 +67,13 @@ def workload_key(primitive: te.PrimitiveOp) -> str:
     return "wl-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-__all__ = ["workload_key"]
+def kernel_key(kernel: func.FuncOp) -> str:
+    """A structural hash of a loop-level kernel: its text without its own name and with
+    value names replaced by their order of appearance."""
+    text = str(kernel).replace(f"@{kernel.sym_name.data}", "@k", 1)
+    numbers: dict[str, str] = {}
+    text = re.sub(r"%[\w.$-]+", lambda m: numbers.setdefault(m.group(0), f"%{len(numbers)}"), text)
+    return "k-" + hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+__all__ = ["kernel_key", "workload_key"]

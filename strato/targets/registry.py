@@ -8,36 +8,44 @@ alone (which means "true"):
     llvm -mcpu=skylake-avx512 -opt-level=2
     llvm -mattr=+avx2,-avx512f -fast-math
 
-Each kind of target is a `Target` subclass, registered once under its `name`:
+Each kind of target is a `Target` subclass, registered once under its `name`. A target
+owns everything specific to it: its stages (named lists of pass instances configured for
+its machine), the passes it adds to the pass registry, its schedule templates (the
+`ScheduleContext` its stages schedule with), how it builds the lowered module into a
+model, how it builds one kernel for the tuner, its `strato-opt -t` output and its cache
+key. The compile driver only runs a target's stages, then its `build`:
 
     target = get_target("llvm -mcpu=x86-64-v2")     # parsed, options checked
-    module = ...                                     # imported, then target.pipeline() run
+    for stage in target.stages():                    # graph, te, loops, schedule, llvm
+        ...                                          # stage.check, then stage.passes
     model = target.build(module, entry, signature, public_name="mlp")
 
-The built-in targets register themselves when their module is imported; the registry
-imports them the first time it is asked for a target. Other packages call
-`register_target(cls, source="their-package")`.
+The built-in targets are a folder under strato/targets/ each plus a line in
+`BUILTIN_TARGET_MODULES`; the registry imports them the first time it is asked for a
+target. Other packages call `register_target(cls, source="their-package")`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import importlib.util
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from strato.diagnostics import StratoError
 
 if TYPE_CHECKING:
     import xdsl.utils.target
     from xdsl.dialects.builtin import ModuleOp
+    from xdsl.passes import ModulePass
 
     from strato.runtime.compiled_model import CompiledModel
     from strato.runtime.signature import Signature
+    from strato.schedule.knobs import KnobSource
+    from strato.schedule.templates import ScheduleContext
 
 
 class TargetError(StratoError):
@@ -108,15 +116,63 @@ def parse_target(text: str) -> TargetSpec:
     return TargetSpec(name, options)
 
 
+@dataclass(frozen=True)
+class Stage:
+    """A named step of a target's compilation: `passes`, in order, on a module that
+    `check` (when given) accepts first (it raises a `StratoError` naming what it
+    refuses)."""
+
+    name: str
+    passes: tuple[ModulePass, ...]
+    check: Callable[[ModuleOp], None] | None = None
+
+
+GRAPH_STAGE = "graph"
+"""The stage extra graph-level passes go around (`strato.compile(passes_before=...,
+passes_after=...)`): the one that optimizes the imported graph."""
+
+
+@dataclass(frozen=True)
+class BuiltKernel:
+    """One kernel compiled by a target's `KernelBuilder`, loadable in another process:
+    its code, what the code needs from the process that loads it, and its buffers
+    (shape, numpy dtype, is_output) in parameter order."""
+
+    kernel: str
+    code: bytes = field(repr=False)
+    imports: tuple[str, ...]
+    buffers: tuple[tuple[tuple[int, ...], Any, bool], ...]
+
+
+class KernelBuilder:
+    """How a target builds and loads one kernel alone (what the tuner measures)."""
+
+    def build(self, module: ModuleOp, kernel: str) -> BuiltKernel:
+        """Compile kernel `kernel` of the scheduled loop-level `module` (which holds it
+        and the globals it reads)."""
+        raise NotImplementedError
+
+    def load(self, built: BuiltKernel) -> tuple[Callable[..., Any], object]:
+        """The built kernel loaded into this process: a function of its buffers'
+        addresses, and what must stay alive while it is called."""
+        raise NotImplementedError
+
+
 class Target:
     """One kind of compile target. A subclass sets `name`, `summary` and the options it
-    accepts (`options`: key -> one line of help), and implements `pipeline`, `build` and
-    `emitter`. An instance is a target with its options checked."""
+    accepts (`options`: key -> one line of help), the passes it adds to the pass
+    registry (`passes`), and implements `stages` (or the simpler `pipeline`) and `build`;
+    a target whose default schedules can be tuned implements `schedule_context` and
+    `kernel_builder`, one with an IR output for `strato-opt -t` `emitter`. An instance is
+    a target with its options checked."""
 
     name: ClassVar[str]
     summary: ClassVar[str]
     options: ClassVar[Mapping[str, str]] = {}
     """Accepted option keys, each with a one-line description."""
+    passes: ClassVar[Mapping[str, str]] = {}
+    """The passes the target brings: CLI name -> "module:Class" (registered with the
+    target, so `strato-opt -p` and pipelines find them)."""
 
     def __init__(self, spec: TargetSpec) -> None:
         if spec.name != self.name:
@@ -145,9 +201,32 @@ class Target:
             return False
         raise TargetError(f"target '{self.name}': -{key} is a flag (true or false), got '{value}'")
 
+    def with_options(self, **options: str) -> Target:
+        """This target with `options` added or replaced (keys spelled as in target
+        strings: `with_options(threads="1")`)."""
+        merged = {**self.spec.options, **{key.replace("_", "-"): value for key, value in options.items()}}
+        return type(self)(TargetSpec(self.name, merged))
+
     def pipeline(self) -> str:
-        """The pass pipeline from the imported graph-level module to what `build` takes."""
+        """The pass pipeline from the imported graph-level module to what `build` takes,
+        in strato-opt's `-p` syntax: what a simple target gives instead of `stages`."""
         raise NotImplementedError
+
+    def stages(self, *, tuning_log: str | None = None) -> tuple[Stage, ...]:
+        """The named stages from the imported graph-level module to what `build` takes,
+        each with its passes configured for this target; `tuning_log` is a tuning log the
+        default schedules take their knob values from (ignored by targets that have none).
+
+        By default `pipeline()` parsed: up to its graph-default (the "graph" stage, where
+        extra graph passes go), then the rest."""
+        from xdsl.passes import PassPipeline
+
+        from strato.transforms import get_all_passes
+
+        passes = PassPipeline.parse_spec(get_all_passes(), self.pipeline()).passes
+        split = next((i + 1 for i, p in enumerate(passes) if p.name == "graph-default"), 0)
+        stages = [Stage(GRAPH_STAGE, passes[:split]), Stage("lower", passes[split:])]
+        return tuple(stage for stage in stages if stage.passes)
 
     def build(
         self, module: ModuleOp, entry_name: str, signature: Signature, *, public_name: str
@@ -155,14 +234,24 @@ class Target:
         """The lowered module, whose function `entry_name` runs the model, as a callable."""
         raise NotImplementedError
 
+    def schedule_context(self, knobs: KnobSource | None = None) -> ScheduleContext | None:
+        """The context this target's default schedules use (its templates, machine and
+        threads), with `knobs` choosing knob values other than the defaults; None for a
+        target without schedule templates."""
+        return None
+
+    def lowering_stages(self) -> tuple[Stage, ...]:
+        """The stages that lower the imported model to unscheduled loop-level kernels
+        (what the tuner extracts its tasks from); empty for a target without them."""
+        return ()
+
+    def kernel_builder(self) -> KernelBuilder | None:
+        """How this target builds one scheduled kernel alone (for the tuner), if it can."""
+        return None
+
     def emitter(self) -> type[xdsl.utils.target.Target] | None:
         """The output target `strato-opt -t NAME` runs, if any."""
         return None
-
-    def compiling(self) -> contextlib.AbstractContextManager[None]:
-        """A context the whole compilation (pipeline and build) runs in, e.g. to make
-        the target's CPU the one schedules read; nothing by default."""
-        return contextlib.nullcontext()
 
     def cache_key(self) -> str:
         """What distinguishes this target's output from another's with the same options
@@ -176,11 +265,34 @@ class Target:
         return f"<{type(self).__name__} '{self.spec}'>"
 
 
+def run_stages(
+    stages: Sequence[Stage],
+    module: ModuleOp,
+    *,
+    before: Callable[[str], None] | None = None,
+    after: Callable[[str, ModuleOp], None] | None = None,
+) -> None:
+    """Apply each stage to `module` in place: its check, then its passes in order;
+    `before` hears each pass's name before it runs, `after` sees the module after it."""
+    from strato.context import make_context
+
+    ctx = make_context()
+    for stage in stages:
+        if stage.check is not None:
+            stage.check(module)
+        for stage_pass in stage.passes:
+            if before is not None:
+                before(stage_pass.name)
+            stage_pass.apply(ctx, module)
+            if after is not None:
+                after(stage_pass.name, module)
+
+
 _REGISTRY: dict[str, tuple[type[Target], str]] = {}
 
 BUILTIN_TARGET_MODULES = (
     "strato.targets.llvm.target",
-    "strato.targets.vta.compile_target",
+    "strato.targets.vta.target",
 )
 """Modules that register strato's own targets when imported (a missing one is skipped)."""
 
@@ -206,13 +318,46 @@ def register_target(cls: type[Target], *, source: str = "strato") -> None:
         raise TargetError(
             f"target '{name}' from {source} clashes with the one from {existing[1]}"
         )
+    _register_passes(cls, source)
     _REGISTRY[name] = (cls, source)
 
 
+def _register_passes(cls: type[Target], source: str) -> None:
+    """Add the target's passes to the pass registry; all or none."""
+    from strato.transforms import add_pass, remove_pass
+
+    added: list[str] = []
+    try:
+        for pass_name, spec in cls.passes.items():
+            if not isinstance(spec, str) or ":" not in spec:
+                raise TargetError(
+                    f"target '{cls.name}' ({source}): pass '{pass_name}' is not given as 'module:Class'"
+                )
+            add_pass(pass_name, spec, source=source)
+            added.append(pass_name)
+    except KeyError as err:
+        for pass_name in added:
+            remove_pass(pass_name)
+        raise TargetError(f"target '{cls.name}': {err.args[0]}") from None
+
+
 def unregister_target(name: str) -> None:
-    """Remove the target registered as `name` (a plugin that failed half-way); unknown
-    names are ignored."""
-    _REGISTRY.pop(name, None)
+    """Remove the target registered as `name` (a plugin that failed half-way), and the
+    passes only it brought; unknown names are ignored."""
+    from strato.transforms import remove_pass
+
+    entry = _REGISTRY.pop(name, None)
+    if entry is None:
+        return
+    still = {p for cls, _ in _REGISTRY.values() for p in cls.passes}
+    for pass_name in entry[0].passes:
+        if pass_name not in still:
+            remove_pass(pass_name)
+
+
+def load_builtin_targets() -> None:
+    """Import strato's own targets (once), which registers them and their passes."""
+    _load_builtin_targets()
 
 
 def _load_builtin_targets() -> None:
@@ -255,12 +400,18 @@ def get_target(text: str | TargetSpec | Target) -> Target:
 
 __all__ = [
     "BUILTIN_TARGET_MODULES",
+    "GRAPH_STAGE",
+    "BuiltKernel",
+    "KernelBuilder",
+    "Stage",
     "Target",
     "TargetError",
     "TargetSpec",
     "get_target",
+    "load_builtin_targets",
     "parse_target",
     "register_target",
     "registered_targets",
+    "run_stages",
     "unregister_target",
 ]

@@ -16,8 +16,8 @@ import signal
 import threading
 import time
 import traceback
-from contextlib import contextmanager
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -139,9 +139,10 @@ _EXTRA: dict[str, type[ModulePass]] = {}
 
 
 def _make(names: Sequence[str]) -> list[ModulePass]:
-    from strato.transforms import resolve_pass
+    from strato.pipeline import all_passes
 
-    return [(_EXTRA[name] if name in _EXTRA else resolve_pass(name))() for name in names]
+    passes = all_passes()
+    return [(_EXTRA[name] if name in _EXTRA else passes[name]())() for name in names]
 
 
 class _Crash(Exception):

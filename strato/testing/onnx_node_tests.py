@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+
 def supported_ops() -> frozenset[str]:
     """The operators strato imports (its ONNX op table): their node tests, `_expanded`
     variants included where the function body uses only such operators, are the
@@ -217,7 +218,7 @@ def _run_case(case, mode: str) -> NodeTestResult:
             run = _graph_runner(case.model)
 
         elif mode == "llvm":
-            from strato.frontends.onnx.backend import StratoBackend
+            from strato.onnx_backend import StratoBackend
 
             run = StratoBackend.prepare(case.model, "CPU").run
         elif mode == "onnxruntime":
@@ -247,8 +248,8 @@ def _graph_runner(model):
     time (shapes, axes, ...) are bound to each run's values, and strings, sequences and
     optionals cross the model's boundary, as the backend does (`ValueBoundary`)."""
     from strato.frontends.onnx import import_onnx
-    from strato.frontends.onnx.backend import ValueBoundary, bind_inputs, compile_time_inputs
     from strato.frontends.onnx.strings import StringEncoding
+    from strato.onnx_backend import ValueBoundary, bind_inputs, compile_time_inputs
 
     strings = StringEncoding.of(model)
     if strings is not None:

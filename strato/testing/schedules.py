@@ -26,16 +26,14 @@ from dataclasses import dataclass, field
 
 from hypothesis import assume
 from hypothesis import strategies as st
-
 from xdsl.dialects.builtin import ModuleOp
-
 from xdsl.parser import Parser
 
 from strato.context import make_context
 from strato.pipeline import run_pipeline
 from strato.schedule import LoopHandle, Schedule, ScheduleError, Trace
-from strato.schedule.intrinsics.cpu import fma_tile_name
 from strato.schedule.schedule import PRIMITIVES
+from strato.targets.llvm.intrinsics import fma_tile_name
 from strato.testing.te_programs import TeProgram, te_programs
 
 Drawer = Callable[[st.DrawFn, Schedule], None]

@@ -35,6 +35,7 @@ import onnx
 
 from strato.diagnostics import StratoError
 from strato.runtime.atomic_write import write_atomically
+from strato.runtime.signature import random_inputs
 
 
 @dataclass
@@ -95,26 +96,6 @@ def with_batch(proto: onnx.ModelProto, batch: int, location: str | None) -> onnx
     return model
 
 
-SMALL_INTEGER_BOUND = 8
-"""Integer inputs (token ids, indices) are drawn from [0, SMALL_INTEGER_BOUND): valid
-for any table of at least that many rows."""
-
-
-def random_inputs(model, seed: int) -> list[np.ndarray]:
-    """Seeded random inputs for a compiled model: standard normal floats, small
-    non-negative integers, random booleans."""
-    rng = np.random.default_rng(seed)
-    arrays = []
-    for spec in model.inputs:
-        if spec.dtype.kind == "f":
-            arrays.append(rng.standard_normal(spec.shape).astype(spec.dtype))
-        elif spec.dtype.kind in "iu":
-            arrays.append(rng.integers(0, SMALL_INTEGER_BOUND, spec.shape).astype(spec.dtype))
-        else:
-            arrays.append(rng.integers(0, 2, spec.shape).astype(spec.dtype))
-    return arrays
-
-
 def max_relative_error(actual: Sequence[np.ndarray], expected: Sequence[np.ndarray]) -> float:
     """max |actual - expected| / max |expected| over all outputs (0 when both are 0)."""
     worst = 0.0
@@ -172,7 +153,7 @@ def check_target(args: argparse.Namespace):
         print(f"strato: warning: {failure}", file=sys.stderr)
     threads = getattr(args, "threads", None)
     if threads is not None:
-        from strato.targets.llvm.parallel_threads import check_threads
+        from strato.runtime.threads import check_threads
 
         try:
             check_threads(threads, "the thread count")
@@ -388,7 +369,7 @@ def _model_threads(target: str) -> int:
     cores available (the llvm target's default)."""
     import re
 
-    from strato.targets.llvm.parallel_threads import available_cores
+    from strato.runtime.threads import available_cores
 
     match = re.search(r"(?:^|\s)-threads=(\d+)(?:\s|$)", target)
     return int(match.group(1)) if match else available_cores()
@@ -488,6 +469,8 @@ def targets_command(args: argparse.Namespace) -> int:
 
     for failure in load_plugins():
         print(f"strato: warning: {failure}", file=sys.stderr)
+    if args.stages is not None:
+        return _print_stages(args.stages)
     targets = sorted(registered_targets().items())
     width = max((len(key) for _, (cls, _) in targets for key in cls.options), default=0) + 1
     for name, (cls, source) in targets:
@@ -497,6 +480,21 @@ def targets_command(args: argparse.Namespace) -> int:
             print(f"  -{key:<{width}} {description}")
     host = host_target()
     print(f"host: {host.triple}, CPU {host.cpu}, {vector_bits(host)}-bit vectors")
+    return 0
+
+
+def _print_stages(text: str) -> int:
+    """`strato targets --stages TARGET`: each stage of the target with its passes, and
+    the whole as one pipeline that `strato-opt -p` runs."""
+    from strato.targets.registry import get_target
+
+    target = get_target(text)
+    stages = target.stages()
+    width = max((len(stage.name) for stage in stages), default=0) + 2
+    for stage in stages:
+        check = " (after checking the module)" if stage.check is not None else ""
+        print(f"{stage.name:<{width}}{','.join(str(p) for p in stage.passes)}{check}")
+    print(f"strato-opt -p '{','.join(str(p) for stage in stages for p in stage.passes)}'")
     return 0
 
 
@@ -684,7 +682,13 @@ def build_parser() -> argparse.ArgumentParser:
         "targets", parents=[common],
         help="list the compile targets and their options",
         description="List the registered compile targets (strato's and plugins'), each "
-        "with its options, and the machine the llvm target compiles for by default.",
+        "with its options, and the machine the llvm target compiles for by default. "
+        "With --stages TARGET, the stages `strato compile --target TARGET` runs, each "
+        "with its passes, and the same as one `strato-opt -p` pipeline.",
+    )
+    targets.add_argument(
+        "--stages", metavar="TARGET", default=None,
+        help="print the stages and passes of TARGET (a target string, e.g. 'llvm -threads=1')",
     )
     targets.set_defaults(handler=targets_command)
 
@@ -708,7 +712,7 @@ def build_parser() -> argparse.ArgumentParser:
     import_.add_argument("-o", "--output", metavar="OUT.mlir", help="output file (default MODEL.mlir)")
     import_.set_defaults(handler=import_command)
 
-    from strato.autotuning.cli import add_tune_command
+    from strato.tools.tune_command import add_tune_command
 
     add_tune_command(commands, common, add_model_arguments)
 
@@ -716,7 +720,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_fuzz_command(commands, common)
 
-    from strato.bench.cli import add_bench_command
+    from strato.tools.bench_command import add_bench_command
 
     add_bench_command(commands, common)
     return parser
@@ -738,11 +742,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.dump_ir = getattr(args, "dump_ir", None)
         args.no_cache = getattr(args, "no_cache", False)
         traceback = args.traceback
-        from strato.plugins import load_plugins
-
         # installed plugins and --load-plugin ones (before or after the command): a
         # broken one is a warning
-        from strato.plugins import plugin_arguments
+        from strato.plugins import load_plugins, plugin_arguments
 
         extra = plugin_arguments(sys.argv[1:] if argv is None else argv)
         for failure in load_plugins(extra):

@@ -52,14 +52,14 @@ import tempfile
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import IO, Any, NoReturn
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, UnknownLoc
 from xdsl.dialects.func import FuncOp
-from xdsl.passes import ModulePass, PassPipeline, get_pass_option_infos
 from xdsl.ir import Attribute
+from xdsl.passes import ModulePass, PassPipeline, get_pass_option_infos
 from xdsl.printer import Printer
 from xdsl.targets.mlir import MLIRTarget
 from xdsl.utils.arg_spec import (
@@ -374,7 +374,7 @@ class StratoOptMain(xDSLOptMain):
     def register_all_passes(self) -> None:
         from xdsl.transforms import get_all_passes as get_upstream_passes
 
-        from strato.transforms import get_all_passes
+        from strato.pipeline import all_passes as get_all_passes
 
         for name, factory in get_all_passes().items():
             self.register_pass(name, factory)
@@ -384,26 +384,19 @@ class StratoOptMain(xDSLOptMain):
                 self.register_pass(name, upstream[name])
 
     def register_all_targets(self) -> None:
+        """`-t`: MLIR text, the output of each registered compile target that has one
+        (`Target.emitter`: the llvm target's LLVM IR, VTA's simulator run and bundle, a
+        plugin's), and the interpreter."""
+
         def mlir() -> type[Target]:
             return StratoMLIRTarget
-
-        def llvm() -> type[Target]:
-            from strato.targets.llvm.emit import LLVMIRTarget
-
-            return LLVMIRTarget
 
         def interpret() -> type[Target]:
             from strato.tools.interpret_target import InterpretTarget
 
             return InterpretTarget
 
-        def vta() -> type[Target]:
-            from strato.targets.vta.target import VtaTarget
-
-            return VtaTarget
-
-        self.available_targets = {"mlir": mlir, "llvm": llvm, "interpret": interpret, "vta": vta}
-        # compile targets (strato.targets.registry) with an output target of their own
+        self.available_targets = {"mlir": mlir}
         from strato.targets.registry import TargetSpec, registered_targets
 
         for name, (compile_target, _) in registered_targets().items():
@@ -420,6 +413,7 @@ class StratoOptMain(xDSLOptMain):
                 return emitter_class
 
             self.available_targets[name] = emitter
+        self.available_targets["interpret"] = interpret
 
     def register_all_arguments(self, arg_parser: argparse.ArgumentParser) -> None:
         add = arg_parser.add_argument
@@ -649,22 +643,26 @@ class StratoOptMain(xDSLOptMain):
         lines.append("targets:")
         descriptions = {
             "mlir": "MLIR text (the default)",
-            "llvm": "LLVM IR text",
             "interpret": "run the entry function on seeded random inputs, print its outputs",
-            "vta": "run a vta function's stream on the simulator; with -o DIR write its bundle",
         }
         from strato.targets.registry import registered_targets
 
         compile_targets = registered_targets()
         for name, factory in self.available_targets.items():
             summary = compile_targets[name][0].summary if name in compile_targets else ""
-            lines.append(f"  {name:<{width}}{descriptions.get(name, summary)}")
             if name == "mlir":
+                lines.append(f"  {name:<{width}}{descriptions[name]}")
                 continue  # its options are the --print-* flags
             try:
-                options = _options_of(factory())
+                output = factory()
+                options = _options_of(output)
+                described = _summary(output)
+                if described != "(no description)":
+                    summary = described
+                summary = descriptions.get(name, summary)
             except Exception as err:
                 options = f"(cannot be loaded: {type(err).__name__}: {err})"
+            lines.append(f"  {name:<{width}}{summary}")
             if options:
                 lines.append(f"  {'':<{width}}options: {options}")
         return "\n".join(lines) + "\n"
@@ -684,8 +682,9 @@ class StratoOptMain(xDSLOptMain):
             target = target_class.from_spec(spec)
         except (ValueError, TypeError, DiagnosticException) as err:
             raise UsageError(f"bad options for target '{spec.name}': {_reason(err)}") from None
-        if spec.name == "vta" and self.args.output_file:
-            # -o names the bundle directory; the report goes to stdout
+        if "directory" in {f.name for f in fields(target)} and self.args.output_file:
+            # an output written as files into a directory (VTA's bundle): -o names the
+            # directory, and what it prints goes to stdout
             target = replace(target, directory=self.args.output_file)
             self.args.output_file = None
         if spec.name == "mlir":

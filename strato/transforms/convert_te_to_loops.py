@@ -843,6 +843,18 @@ def lower_te_to_loops(module: ModuleOp) -> None:
         op.erase(safe_erase=False)
 
 
+def lower_te_text(text: str) -> ModuleOp:
+    """The loop-level module of te text (one primitive: an intrinsic's description),
+    parsed with strato's dialects and lowered by `lower_te_to_loops`."""
+    from xdsl.parser import Parser
+
+    from strato.context import make_context
+
+    module = Parser(make_context(), text).parse_module()
+    lower_te_to_loops(module)
+    return module
+
+
 def _calls_te(function: func.FuncOp) -> bool:
     return any(op.name.startswith("te.") for op in function.walk())
 
@@ -886,6 +898,7 @@ __all__ = [
     "is_loop_level",
     "STAGE_ATTR",
     "lower_stage_body",
+    "lower_te_text",
     "lower_te_to_loops",
     "memref_for",
 ]

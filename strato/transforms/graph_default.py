@@ -1,11 +1,13 @@
-"""graph-default: the graph-level optimization pipeline that `strato.compile` runs.
+"""graph-default: the target-neutral graph-level optimizations, in order.
 
-In order: simplify for inference (fold batch norms into convolutions and dense layers,
-drop identities and dropouts, merge reshapes and transposes), fold constant subgraphs,
-remove common subexpressions and dead ops, move convolution chains to the blocked NCHW{c}
-layout, pack the constant weights of dense layers into GEMM panels, group ops into kernels (graph-fuse-ops), and plan the memory of the
-intermediates. Each step is a pass of its own; this one only names the sequence
-(`strato.pipeline.GRAPH_DEFAULT`).
+Simplify for inference (fold batch norms into convolutions and dense layers, drop
+identities and dropouts, merge reshapes and transposes), fold constant subgraphs, remove
+common subexpressions and dead ops, move convolution chains to the blocked NCHW{c} layout
+(blocks of `block` channels, or of `min_block` where `block` does not divide them), group
+ops into kernels (graph-fuse-ops), and plan the memory of the intermediates. Each step is
+a pass of its own; this one only names the sequence (`graph_default_passes`). A target's
+graph stage runs the same passes with what its machine adds (the llvm target packs dense
+weights into GEMM panels before fusing: `strato.targets.llvm.target`).
 
 Requires: functions of graph ops. Leaves illegal: nothing.
 
@@ -29,6 +31,43 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
+from xdsl.transforms.common_subexpression_elimination import (
+    CommonSubexpressionElimination,
+)
+from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+
+from strato.transforms.graph_alter_layout import GraphAlterLayoutPass
+from strato.transforms.graph_fold_constants import GraphFoldConstantsPass
+from strato.transforms.graph_fuse_ops import GraphFuseOpsPass
+from strato.transforms.graph_plan_memory import GraphPlanMemoryPass
+from strato.transforms.graph_simplify_inference import GraphSimplifyInferencePass
+
+DEFAULT_BLOCK = 16
+"""Channels a block of the NCHW{c} layout (one AVX-512 vector of fp32, the lanes of the
+conv2d NCHW{c} template), or `DEFAULT_MIN_BLOCK` where 16 does not divide the channels
+(MobileNetV2's 24-channel stages), so such networks stay blocked from end to end."""
+DEFAULT_MIN_BLOCK = 8
+
+
+def graph_optimization_passes(block: int = DEFAULT_BLOCK, min_block: int = DEFAULT_MIN_BLOCK) -> list[ModulePass]:
+    """Simplify, fold, cse, dce and the blocked layout: the graph passes before fusion."""
+    return [
+        GraphSimplifyInferencePass(),
+        GraphFoldConstantsPass(),
+        CommonSubexpressionElimination(),
+        DeadCodeElimination(),
+        GraphAlterLayoutPass(block=block, min_block=min_block),
+    ]
+
+
+def graph_fusion_passes() -> list[ModulePass]:
+    """Fusion into kernels, then the memory plan: the graph passes that end the level."""
+    return [GraphFuseOpsPass(), GraphPlanMemoryPass()]
+
+
+def graph_default_passes(block: int = DEFAULT_BLOCK, min_block: int = DEFAULT_MIN_BLOCK) -> list[ModulePass]:
+    """The passes graph-default runs, in order."""
+    return [*graph_optimization_passes(block, min_block), *graph_fusion_passes()]
 
 
 @dataclass(frozen=True)
@@ -38,7 +77,12 @@ class GraphDefaultPass(ModulePass):
 
     name = "graph-default"
 
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from strato.pipeline import GRAPH_DEFAULT, run_pipeline
+    block: int = DEFAULT_BLOCK
+    """Channels a block of the NCHW{c} layout."""
 
-        run_pipeline(ctx, op, GRAPH_DEFAULT)
+    min_block: int = DEFAULT_MIN_BLOCK
+    """The block where `block` does not divide the channels."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for graph_pass in graph_default_passes(self.block, self.min_block):
+            graph_pass.apply(ctx, op)

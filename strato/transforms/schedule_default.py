@@ -3,9 +3,15 @@
 Requires: loop-level kernels (`func.func` with `loop.kernel`, as convert-te-to-loops
 emits them). Leaves illegal: nothing new; kernels stay at the loop level.
 
-Each stage of each kernel gets the first template of strato.schedule.templates that
+Each stage of each kernel gets the first template of the target's schedule context that
 matches it (by operator kind: dense, conv2d, pooling, reduction, injective, ...), applied
-with its knobs' default values. A template whose primitives refuse a stage (a
+with its knobs' default values, or with those the context's knob source chooses (the
+best record of the kernel's task in a tuning log: `tuning_log`). The options say which
+context: `target` names the target whose templates schedule (the CPU's, `llvm`, by
+default), `lanes` gives the fp32 lanes of a vector register (0: those of the target's
+machine, for the llvm target the host's) and `threads` the threads parallel loops are
+made for (0: the cores available); a target's stages give all three explicitly
+(`strato targets --stages llvm`). A template whose primitives refuse a stage (a
 ScheduleError: a shape the template cannot tile, a body that is not straight-line) is
 undone for that stage, which keeps its canonical loops; schedules never change results,
 only speed. The kernel records what it got:
@@ -15,8 +21,7 @@ only speed. The kernel records what it got:
 
 and a stage left as it was is listed under `schedule.unscheduled` with the reason.
 
-Then, when the compilation runs on more than one thread (`threads`, by default the
-compilation's: `strato.targets.llvm.parallel_threads`), the outermost loop of every
+Then, when the kernels run on more than one thread (`threads`), the outermost loop of every
 stage at the root of the kernel whose work pays for a parallel region
 (`PARALLEL_MIN_ITERATIONS`) is made `parallel`: its leading data-parallel loops (from
 the first with more than one iteration), fused while the loop has fewer than
@@ -62,8 +67,9 @@ from xdsl.passes import ModulePass
 
 from strato.dialects.loop import KERNEL_ATTR, LoopKind
 from strato.schedule import Schedule, ScheduleError, StageHandle
+from strato.schedule.knobs import TuningLog
+from strato.schedule.templates import ScheduleContext, schedule_context
 from strato.schedule.trace import Trace
-from strato.targets.llvm.parallel_threads import resolve_threads
 
 TEMPLATE_ATTR = "schedule.template"
 PARALLEL_ATTR = "schedule.parallel"
@@ -92,14 +98,11 @@ def _knob_attr(value: Any) -> Attribute:
     return StringAttr(str(value))
 
 
-def schedule_kernel(
-    module: ModuleOp, name: str, tuning_log: str | None = None, threads: int = 0
-) -> Trace | None:
-    """Apply the default template of every stage of kernel `name` in `module`, then
-    parallelize its outer loops for `threads` threads (0: the compilation's count); the
-    trace of the primitives applied (None when the kernel cannot be scheduled at all)."""
-    from strato.schedule.templates import template_for
-
+def schedule_kernel(module: ModuleOp, name: str, context: ScheduleContext) -> Trace | None:
+    """Apply the default template of every stage of kernel `name` in `module` (with the
+    knob values `context.knobs` chooses), then parallelize its outer loops for
+    `context.threads` threads; the trace of the primitives applied (None when the kernel
+    cannot be scheduled at all)."""
     try:
         sch = Schedule(module, kernel=name)
     except ScheduleError as error:
@@ -107,13 +110,11 @@ def schedule_kernel(
         return None
     # the kernel is rebuilt once at the end, not after every primitive of the templates
     sch.deferred = True
-    from strato.autotuning.hook import kernel_knobs
-
-    chosen = kernel_knobs(module, name, tuning_log)
+    chosen = context.knobs.config(module, name, context) if context.knobs is not None else {}
     templates: dict[str, Attribute] = {}
     knobs: dict[str, Attribute] = {}
     unscheduled: dict[str, str] = {}
-    matched = [(stage, template_for(sch, stage)) for stage in sch.get_stages()]
+    matched = [(stage, context.template_for(sch, stage)) for stage in sch.get_stages()]
     # templates checked at every rebuild go last: applied first, they would make every
     # later primitive of the kernel rebuild it (an LSTM kernel's 38 gate stages after
     # its input GEMM: 57 s instead of 1 s)
@@ -125,16 +126,16 @@ def schedule_kernel(
             continue  # folded into another stage by that stage's template
         snapshot = sch.state.copy()
         trace_length = len(sch.trace.steps)
-        values = template.defaults() | chosen.get(stage.name, {})
+        values = template.defaults(context) | chosen.get(stage.name, {})
         try:
-            template.apply(sch, stage, values)
+            template.apply(sch, stage, values, context)
         except ScheduleError as error:
             sch.restore(snapshot, trace_length)
             unscheduled[stage.name] = f"{template.name}: {error.message}"
             continue
         templates[stage.name] = StringAttr(template.name)
         knobs[stage.name] = DictionaryAttr({k: _knob_attr(v) for k, v in values.items()})
-    parallel = parallelize_outer_loops(sch, resolve_threads(threads))
+    parallel = parallelize_outer_loops(sch, context.threads)
     kernel = sch.kernel
     kernel.attributes[TEMPLATE_ATTR] = DictionaryAttr(templates)
     kernel.attributes[KNOBS_ATTR] = DictionaryAttr(knobs)
@@ -218,18 +219,16 @@ def _mark_unscheduled(module: ModuleOp, name: str, reasons: dict[str, str]) -> N
             )
 
 
-def schedule_default(
-    module: ModuleOp, tuning_log: str | None = None, threads: int = 0
-) -> None:
-    """Schedule every kernel of `module` with the default templates, in place, and
-    parallelize their outer loops for `threads` threads (0: the compilation's count)."""
+def schedule_default(module: ModuleOp, context: ScheduleContext) -> None:
+    """Schedule every kernel of `module` with the templates of `context`, in place, and
+    parallelize their outer loops for `context.threads` threads."""
     names = [
         op.sym_name.data
         for op in module.ops
         if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
     ]
     for name in names:
-        schedule_kernel(module, name, tuning_log, threads)
+        schedule_kernel(module, name, context)
 
 
 @dataclass(frozen=True)
@@ -238,11 +237,22 @@ class ScheduleDefaultPass(ModulePass):
 
     name = "schedule-default"
 
-    tuning_log: str = ""
-    """A tuning log (strato tune --log): each kernel gets its task's best record."""
+    target: str = "llvm"
+    """The target whose templates schedule the kernels."""
+
+    lanes: int = 0
+    """fp32 lanes of a vector register (0: those of the target's machine)."""
 
     threads: int = 0
-    """Threads the outer loops are parallelized for (1: none; 0: the compilation's)."""
+    """Threads the outer loops are parallelized for (1: none; 0: the available cores)."""
+
+    tuning_log: str = ""
+    """A tuning log (strato tune --db): each kernel gets its task's best record."""
+
+    def context(self) -> ScheduleContext:
+        """The schedule context these options describe."""
+        context = schedule_context(self.target, lanes=self.lanes, threads=self.threads)
+        return context.with_knobs(TuningLog(self.tuning_log) if self.tuning_log else None)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        schedule_default(op, self.tuning_log or None, self.threads)
+        schedule_default(op, self.context())

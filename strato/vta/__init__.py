@@ -1,20 +1,49 @@
-"""The VTA accelerator: configuration, ISA, simulator and runtime.
+"""VTA: strato's accelerator target, its simulator and its tools.
 
-- `config`: the hardware configuration (log2 parameters) and every width derived from it;
-- `isa`: LOAD/STORE/GEMM/ALU/FINISH and micro-ops, with their exact 128/32-bit encodings;
-- `simulator`: bit-exact semantics over DRAM in numpy arrays, token queues, diagnostics
-  with instruction indices, VTA's counters (`python -m strato.vta.simulator BUNDLE_DIR`);
-- `cycle_model`: three modules running concurrently under tokens, total and busy cycles;
-- `runtime`: the instruction-stream builder (2-D DMA, micro-op kernels and their cache,
-  dependence pushes and pops, synchronize);
-- `layout` and `bundle`: the NCHW1n16c / OIHW16o16i element orders and the on-disk bundle;
-- `examples`: a tiled GEMM and a conv2d written against the runtime, one or two virtual
-  threads (`python -m strato.vta.examples`);
-- `compile`: `run_conv2d`, one int8 conv2d through the compiler path (te kernel, VTA
-  template schedule with the vta.gemm tensorize intrinsic, convert-loops-to-vta,
-  dependence tokens, virtual threads, instruction stream, simulator);
-- `graph` and `run_model`: a quantized graph with its convs on the simulator, bit-exact
-  against numpy (`python -m strato.vta.run_model resnet18`);
-- `partition`: the same graph split into VTA steps and CPU functions compiled by the
-  llvm target, what the `vta` compile target runs (strato.targets.vta.compile_target).
+    from strato import vta
+    out, report = vta.run_conv2d(x, w, stride=1, padding=1, shift=8, virtual_threads=2)
+    out, report = vta.run_dense(x, w, shift=8)
+    bundle = vta.read_bundle("conv.bundle")
+    report = vta.simulate(bundle.insns, bundle.dram, bundle.config)
+
+Command lines:
+
+    python -m strato.vta.simulator BUNDLE_DIR    # run a bundle on the simulator
+    python -m strato.vta.examples                # hand-written GEMM and conv2d streams
+    python -m strato.vta.run_model resnet18      # a model with its convs on the simulator
+
+The implementation lives in `strato.targets.vta`; this module names what users call.
 """
+
+from __future__ import annotations
+
+from strato.targets.vta.bundle import Bundle, TensorPlacement, read_bundle, write_bundle
+from strato.targets.vta.compile import (
+    compile_conv2d,
+    reference_conv2d,
+    run_conv2d,
+    run_dense,
+)
+from strato.targets.vta.config import DEFAULT_CONFIG, VTAConfig
+from strato.targets.vta.cycle_model import CycleParams, CycleReport
+from strato.targets.vta.errors import VTAError
+from strato.targets.vta.simulator import Counters, Report, simulate
+
+__all__ = [
+    "Bundle",
+    "Counters",
+    "CycleParams",
+    "CycleReport",
+    "DEFAULT_CONFIG",
+    "Report",
+    "TensorPlacement",
+    "VTAConfig",
+    "VTAError",
+    "compile_conv2d",
+    "read_bundle",
+    "reference_conv2d",
+    "run_conv2d",
+    "run_dense",
+    "simulate",
+    "write_bundle",
+]

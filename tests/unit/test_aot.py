@@ -13,13 +13,12 @@ import zipfile
 
 import numpy as np
 import pytest
+from test_compile import small_mlp
 
 import strato
-from strato.runtime.aot import MANIFEST, OBJECT, ModelFileError
+from strato.targets.llvm.aot import MANIFEST, OBJECT, ModelFileError
 from strato.targets.llvm.host import host_target
 from strato.tools import strato_cli
-
-from test_compile import small_mlp
 
 BATCH = 256
 """Large enough for parallel loops: the object imports the thread pool's entry."""

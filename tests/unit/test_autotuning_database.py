@@ -2,11 +2,10 @@
 
 import json
 
-from strato.autotuning.database import Database, Record
-from strato.autotuning.hook import use_tuning_log
 from strato.autotuning.space import SearchSpace
 from strato.autotuning.task import extract_tasks
 from strato.autotuning.testing import gemm_model
+from strato.schedule.database import Database, Record
 
 
 def _record(task="wl", seconds=1.0, error=None, mr=4):
@@ -49,8 +48,10 @@ def test_torn_last_line_and_corrupt_lines_are_reported_and_skipped(tmp_path):
 
 
 def test_compilation_applies_the_best_record(tmp_path):
-    from strato.transforms.schedule_default import KNOBS_ATTR, schedule_kernel
     from strato.autotuning.task import kernel_of
+    from strato.schedule.knobs import TuningLog
+    from strato.targets.registry import get_target
+    from strato.transforms.schedule_default import KNOBS_ATTR, schedule_kernel
 
     (task,) = extract_tasks(gemm_model(16, 32, 24))
     space = SearchSpace(task)
@@ -63,20 +64,22 @@ def test_compilation_applies_the_best_record(tmp_path):
     db.append(Record(task=task.key, config=default, seconds=2.0))
     db.append(Record(task=task.key, config=chosen, seconds=1.0))
 
-    def knobs(tuning_log=None, context=False):
+    def knobs(tuning_log=None):
         module, _ = task.loop_module()
-        if context:
-            with use_tuning_log(path):
-                schedule_kernel(module, task.kernel)
-        else:
-            schedule_kernel(module, task.kernel, tuning_log)
+        context = task.schedule_context().with_knobs(TuningLog(tuning_log) if tuning_log else None)
+        schedule_kernel(module, task.kernel, context)
         attrs = kernel_of(module, task.kernel).attributes[KNOBS_ATTR].data[stage].data
         return {k: bool(v.value.data) if isinstance(default[stage][k], bool) else v.value.data
                 for k, v in attrs.items()}
 
     assert knobs() == default[stage]
     assert knobs(path) == chosen[stage]
-    assert knobs(context=True) == chosen[stage]
+    # what strato.compile(model, tuning=path) gives the llvm target's schedule stage
+    (schedule,) = [
+        p for s in get_target("llvm").stages(tuning_log=path) for p in s.passes
+        if p.name == "schedule-default"
+    ]
+    assert schedule.context().knobs == TuningLog(path)
 
 
 def test_pass_option_reads_the_log(tmp_path):
@@ -105,7 +108,7 @@ def test_pass_option_reads_the_log(tmp_path):
 
 
 def test_stale_record_keeps_only_knob_values_that_still_apply(tmp_path):
-    from strato.autotuning.hook import kernel_knobs
+    from strato.schedule.knobs import TuningLog
 
     (task,) = extract_tasks(gemm_model(16, 32, 24))
     space = SearchSpace(task)
@@ -115,7 +118,8 @@ def test_stale_record_keeps_only_knob_values_that_still_apply(tmp_path):
     path = str(tmp_path / "log.jsonl")
     Database(path).append(Record(task=task.key, config=stale, seconds=1.0))
     module, _ = task.loop_module()
-    assert kernel_knobs(module, task.kernel, path) == {stage: {other: other_domain[0]}}
+    knobs = TuningLog(path).config(module, task.kernel, task.schedule_context())
+    assert knobs == {stage: {other: other_domain[0]}}
 
 
 def test_a_tuned_record_holds_its_trace_threads_and_versions(tmp_path):

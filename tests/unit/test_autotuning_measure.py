@@ -57,10 +57,11 @@ def test_candidates_run_on_the_threads_asked_for(pool):
     from strato.autotuning.measure import isolated_kernel
 
     (task,) = extract_tasks(gemm_model(128, 128, 128))
-    serial, _, _ = isolated_kernel(task, task.default_config(), threads=1)
-    parallel, _, _ = isolated_kernel(task, task.default_config(), threads=2)
-    assert "strato_parallel_for" not in serial.optimized_ir
-    assert "strato_parallel_for" in parallel.optimized_ir
+    serial = isolated_kernel(task, task.default_config(), threads=1)
+    parallel = isolated_kernel(task, task.default_config(), threads=2)
+    assert "strato_parallel_for" not in serial.kernel.imports
+    assert "strato_parallel_for" in parallel.kernel.imports
+    assert (serial.threads, parallel.threads) == (1, 2)
     rng = np.random.default_rng(0)
     a = rng.standard_normal((128, 128)).astype(np.float32)
     b = rng.standard_normal((128, 128)).astype(np.float32)
@@ -76,9 +77,10 @@ def test_a_kernel_is_measured_alone(pool):
 
     tasks = extract_tasks(conv_model(8, 16, 16, 3, 1))
     task = next(t for t in tasks if "conv" in t.name)
-    jit, kernel, buffers = isolated_kernel(task, task.default_config())
-    assert kernel.name == task.kernel and jit.function_names.count(task.kernel) == 1
-    assert sum(is_output for _, _, is_output in buffers) >= 1
+    built = isolated_kernel(task, task.default_config())
+    assert built.kernel.kernel == task.kernel and built.target == task.target
+    assert built.kernel.code.startswith(b"\x7fELF")
+    assert sum(is_output for _, _, is_output in built.kernel.buffers) >= 1
     reference = reference_outputs(task)
     assert reference and all(np.isfinite(r).all() and np.abs(r).max() > 0 for r in reference)
     (result,) = measure(pool, task, [task.default_config()], reference, repeats=2)

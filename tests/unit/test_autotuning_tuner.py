@@ -10,11 +10,10 @@ import numpy as np
 import onnx
 import pytest
 
-from strato.autotuning.database import Database
-from strato.autotuning.hook import use_tuning_log
+from strato.autotuning.task import extract_tasks
 from strato.autotuning.testing import gemm_model
 from strato.autotuning.tuner import share_trials, tune_model
-from strato.autotuning.task import extract_tasks
+from strato.schedule.database import Database
 
 
 def test_tune_and_compile_with_the_log(tmp_path):
@@ -32,8 +31,7 @@ def test_tune_and_compile_with_the_log(tmp_path):
     assert {r.task for r in db.records()} == {first.task.key}
     a = np.ones((16, 24), np.float32)
     b = np.arange(24 * 32, dtype=np.float32).reshape(24, 32) / 100
-    with use_tuning_log(log):
-        compiled = strato.compile(model)
+    compiled = strato.compile(model, tuning=log)
     np.testing.assert_allclose(compiled(a, b)[0], a @ b, rtol=1e-4)
 
 
@@ -65,8 +63,6 @@ def test_compile_with_tuning_applies_the_best_record_and_keys_the_cache(tmp_path
     best = min(Database(str(log)).records(), key=lambda r: r.seconds)
     default = _scheduled_knobs(model, cache=False)
     tuned = _scheduled_knobs(model, cache=False, tuning=log)
-    with use_tuning_log(str(log)):
-        assert _scheduled_knobs(model, cache=False) == tuned
     (kernel,) = tuned
     for stage, values in best.config.items():
         for knob, value in values.items():
@@ -264,10 +260,10 @@ def test_cli_plot_tunes_the_other_search_and_draws_both(tmp_path):
 
 
 def test_plot_log_names_and_errors(tmp_path):
-    from strato.autotuning.cli import baseline_log
     from strato.autotuning.plot import draw_curves
     from strato.autotuning.tuner import TuneResult
     from strato.diagnostics import StratoError
+    from strato.tools.tune_command import baseline_log
 
     assert baseline_log("t/tuning.jsonl", "random") == "t/tuning.random.jsonl"
     assert baseline_log("dir.v2/log", "xgb") == "dir.v2/log.xgb"

@@ -14,14 +14,15 @@ from strato.context import make_context
 from strato.diagnostics import StratoError
 from strato.dialects.loop import LoopKind
 from strato.interpreters.loop import run_loops
-from strato.targets.llvm.jit import JitModule
-from strato.targets.llvm.loop_to_llvm import LOOP_KIND_ATTR
-from strato.testing.llvm_programs import LoopProgram, loop_programs
-from strato.transforms import resolve_pass
-from strato.transforms.convert_loops_to_llvm import (
+from strato.targets.llvm.convert_loops_to_llvm import (
     ConvertLoopsToLLVMPass,
     convert_loops_to_llvm,
 )
+from strato.targets.llvm.jit import JitModule
+from strato.targets.llvm.kernels import compile_loops
+from strato.targets.llvm.loop_to_llvm import LOOP_KIND_ATTR
+from strato.testing.llvm_programs import LoopProgram, loop_programs
+from strato.transforms import resolve_pass
 
 
 def parse(text: str) -> ModuleOp:
@@ -226,7 +227,7 @@ def run_jit(
     program: LoopProgram, module: ModuleOp, inputs: list[np.ndarray]
 ) -> np.ndarray:
     out = np.full(program.output_shape, np.nan, np.float32)
-    JitModule.from_loops(module, opt_level=2).function(program.entry)(*inputs, out)
+    compile_loops(module, opt_level=2).function(program.entry)(*inputs, out)
     return out
 
 

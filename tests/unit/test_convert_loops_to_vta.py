@@ -21,20 +21,22 @@ from strato.dialects.loop import ForOp
 from strato.interpreters.loop import run_loops
 from strato.schedule import Schedule
 from strato.schedule.intrinsics import TENSORIZED_ATTR
-from strato.schedule.templates.vta_conv2d import (
+from strato.targets.vta.compile import reference_conv2d
+from strato.targets.vta.config import VTAConfig
+from strato.targets.vta.conv2d_template import (
     Conv2dWorkload,
     VtaConv2dConfig,
     build_kernel,
     check,
     conv2d_te,
 )
+from strato.targets.vta.convert_loops_to_vta import convert_loops_to_vta
 from strato.targets.vta.interpret import run_vta
-from strato.transforms.convert_loops_to_vta import convert_loops_to_vta
-from strato.transforms.vta_inject_virtual_threads import VtaInjectVirtualThreadsPass
-from strato.transforms.vta_insert_dependence_tokens import VtaInsertDependenceTokensPass
-from strato.vta.compile import reference_conv2d
-from strato.vta.config import VTAConfig
-from strato.vta.layout import pack_activations, pack_weights, unpack_activations
+from strato.targets.vta.layout import pack_activations, pack_weights, unpack_activations
+from strato.targets.vta.vta_inject_virtual_threads import VtaInjectVirtualThreadsPass
+from strato.targets.vta.vta_insert_dependence_tokens import (
+    VtaInsertDependenceTokensPass,
+)
 
 CONFIGS = [
     VTAConfig(log_block=1, log_inp_buff_size=10, log_wgt_buff_size=10, log_acc_buff_size=11),
@@ -156,7 +158,7 @@ def test_kernel_scheduled_for_another_configuration_is_a_diagnostic():
     wl = Conv2dWorkload(4, 2, 2, 4, 1, 1, 1, 0, 3)
     module = Parser(make_context(), conv2d_te(wl, SMALL)).parse_module()
     lower_te_to_loops(module)
-    from strato.schedule.templates.vta_conv2d import schedule_conv2d
+    from strato.targets.vta.conv2d_template import schedule_conv2d
 
     sch = Schedule(module)
     schedule_conv2d(sch, wl, VtaConv2dConfig(1, 1, 1, 1), SMALL)
@@ -170,7 +172,7 @@ def test_gemm_intrinsic_matches_its_own_description_and_refuses_another_core():
 
     from strato.context import make_context
     from strato.schedule.errors import ScheduleError
-    from strato.schedule.intrinsics.vta import description, gemm_name
+    from strato.targets.vta.intrinsics import description, gemm_name
     from strato.transforms.convert_te_to_loops import lower_te_to_loops
 
     assert gemm_name(SMALL) == "vta.gemm.1x4x4"

@@ -81,11 +81,14 @@ def test_a_plugin_pass_joins_the_reference(pages: dict[str, str]) -> None:
         def apply(self, ctx, op):
             pass
 
+    from strato.transforms import remove_pass
+
     api.register_pass(DocsProbePass, source="probe-plugin")
     try:
         page = gen.pass_reference()
     finally:
-        plugins._passes.pop("docs-probe", None)
+        plugins._plugin_passes.pop("docs-probe", None)
+        remove_pass("docs-probe")
     assert "| [docs-probe](#docs-probe) | probe-plugin | A pass only this test registers. |" in page
 
 

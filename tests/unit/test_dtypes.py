@@ -32,7 +32,6 @@ from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
 import strato
-from strato.compiler import build_llvm
 from strato.context import make_context
 from strato.diagnostics import StratoError
 from strato.dialects import graph
@@ -57,6 +56,7 @@ from strato.interpreters.loop import run_loops
 from strato.interpreters.te import run_te
 from strato.pipeline import run_pipeline
 from strato.runtime.signature import Signature, TensorSpec
+from strato.targets.llvm.build import build_llvm
 from strato.transforms.convert_te_to_loops import lower_te_to_loops
 
 RNG = np.random.default_rng(0)

@@ -13,10 +13,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from strato.context import make_context
+from strato.targets.registry import registered_targets
 from strato.testing.equivalence import check_pipeline
 from strato.testing.graph_programs import GraphProgram, graph_programs
 from strato.testing.schedules import ScheduledProgram, scheduled_programs
-from strato.transforms import PASS_REGISTRY, resolve_pass
+from strato.transforms import PASS_REGISTRY as TRANSFORMS
+from strato.transforms import UPSTREAM_PASSES, resolve_pass
+
+
+def _registry() -> dict[str, str]:
+    """Every pass strato offers (its own, its targets', the upstream ones): name ->
+    "module:Class"."""
+    passes = {**UPSTREAM_PASSES, **TRANSFORMS}
+    for cls, source in registered_targets().values():
+        if source == "strato":
+            passes.update(cls.passes)
+    return passes
+
+
+PASS_REGISTRY = _registry()
 
 PROPERTY_TESTS: dict[str, str] = {
     "apply-schedule": "test_equivalence_passes:test_apply_schedule_keeps_results",

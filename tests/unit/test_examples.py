@@ -92,7 +92,7 @@ def test_load_plugin_from_a_source_tree() -> None:
 
 def test_custom_dialect_demo_compiles_with_the_plugin_pass(silu_site: Path) -> None:
     out = run(sys.executable, str(EXAMPLES / "custom_dialect" / "demo.py"), site=silu_site).stdout
-    assert "act.silu after graph-default: True" in out
+    assert "act.silu after the graph-level optimizations: True" in out
     assert "passes checked: act-fuse-silu, act-expand-silu" in out
 
 

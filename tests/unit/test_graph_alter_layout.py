@@ -7,19 +7,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given
-
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from strato.compiler import build_llvm
 from strato.context import make_context
 from strato.dialects import graph
 from strato.dialects.graph import Layout, transform_layout
 from strato.dialects.tensor_types import array_from_dense, dense_from_array
 from strato.interpreters.graph import entry_function, run_graph
 from strato.interpreters.te import run_te
-from strato.pipeline import GRAPH_DEFAULT, LOWER_TO_LLVM, LOWER_TO_LOOPS, run_pipeline
+from strato.pipeline import LOWER_TO_LOOPS, run_pipeline
 from strato.runtime.signature import Signature
+from strato.targets.llvm.build import build_llvm
 from strato.testing.graph_programs import CONV_OP_KINDS, GraphProgram, conv_programs
 from strato.transforms.graph_plan_memory import kernels_of
 
@@ -318,7 +317,7 @@ func.func @main(%x: tensor<2x8x7x7xf32>) -> (tensor<2x8x1x1xf32>, tensor<2x8x4x4
     expected = run_graph(module, [x])
     function = entry_function(module)
     signature = Signature.from_function(function, ["x"], ["g", "a"])
-    run_pipeline(ctx, module, f"graph-alter-layout,graph-fuse-ops,{LOWER_TO_LLVM}")
+    run_pipeline(ctx, module, f"graph-alter-layout,graph-fuse-ops,{LOWER_TO_LOOPS},convert-loops-to-llvm")
     model = build_llvm(module, "main", signature)
     for a, e in zip(model(x), expected, strict=True):
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
@@ -390,8 +389,7 @@ def test_mobilenet_v2_default_blocks_stay_blocked_through_24_channel_stages():
 
 def test_resnet18_default_pipeline_fuses_the_blocked_convolutions():
     module = _zoo("resnet18", image_size=32, width=8, num_classes=10)
-    assert "graph-alter-layout" in GRAPH_DEFAULT
-    _check_model(module, GRAPH_DEFAULT)
+    _check_model(module, "graph-default")
     (function,) = list(module.ops)
     kernels = kernels_of(function)  # type: ignore[arg-type]
     groups = [op.label.data for op in kernels if isinstance(op, graph.FusedOp)]

@@ -9,16 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from xdsl.parser import Parser
 
-from strato.compiler import build_llvm
 from strato.context import make_context
+from strato.diagnostics import StratoError
 from strato.dialects import graph
 from strato.dialects.tensor_types import array_from_dense, dense_from_array
-from strato.diagnostics import StratoError
 from strato.interpreters.graph import entry_function, run_graph
 from strato.pipeline import LOWER_TO_LOOPS, run_pipeline
 from strato.runtime.signature import Signature
+from strato.targets.llvm.build import build_llvm
+from strato.targets.llvm.graph_pack_dense import packed_width
 from strato.testing.graph_programs import graph_programs
-from strato.transforms.graph_pack_dense import packed_width
 
 
 def dense_module(rows: tuple[int, ...], features: int, columns: int, bias: bool, seed: int):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given
-
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
@@ -97,7 +96,7 @@ def test_the_compiled_entry_allocates_one_arena(name: str):
     seen: dict[str, object] = {}
 
     def after(stage: str, module: ModuleOp) -> None:
-        if stage == "graph-default":
+        if stage == "graph-plan-memory":
             main = next(op for op in module.ops if isinstance(op, func.FuncOp))
             seen["arena_bytes"] = main.attributes["arena_bytes"].value.data
             seen["intermediate_bytes"] = main.attributes["intermediate_bytes"].value.data

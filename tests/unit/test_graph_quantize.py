@@ -14,10 +14,15 @@ from xdsl.printer import Printer
 from strato.context import make_context
 from strato.diagnostics import StratoError
 from strato.dialects import graph
+from strato.dialects.tensor_types import dense_from_array
 from strato.interpreters.graph import run_graph
 from strato.pipeline import run_pipeline
-from strato.dialects.tensor_types import dense_from_array
-from strato.transforms.graph_quantize import calibrate, power_of_two_exponent, quantize_array, quantize_function
+from strato.targets.vta.graph_quantize import (
+    calibrate,
+    power_of_two_exponent,
+    quantize_array,
+    quantize_function,
+)
 
 
 def conv_module(x_shape, w, bias, stride, pad, relu):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given
-
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.ir import Block, Region, SSAValue
@@ -192,13 +191,12 @@ def test_resnet18_has_no_batch_norm_after_simplification():
 
 
 def test_resnet18_default_pipeline_gives_about_one_kernel_per_convolution():
-    from strato.pipeline import GRAPH_DEFAULT
     from strato.transforms.graph_plan_memory import kernels_of
 
     module = _small_resnet18()
     x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
     (expected,) = run_graph(module, [x])
-    run_pipeline(make_context(), module, GRAPH_DEFAULT)
+    run_pipeline(make_context(), module, "graph-default")
     module.verify()
     (function,) = [op for op in module.ops]
     kernels = kernels_of(function)  # type: ignore[arg-type]

@@ -24,8 +24,9 @@ from xdsl.dialects.builtin import (
 from xdsl.parser import Parser
 
 from strato.context import make_context
-from strato.targets.llvm.emit import EmissionError, LLVMIRTarget, emit_llvm_ir
 from strato.runtime.weight_blob import WeightBlob
+from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
+from strato.targets.llvm.emit import EmissionError, LLVMIRTarget, emit_llvm_ir
 from strato.targets.llvm.host import target_machine
 from strato.targets.llvm.jit import (
     JitError,
@@ -34,8 +35,8 @@ from strato.targets.llvm.jit import (
     compile_object,
     write_llvm_ir,
 )
+from strato.targets.llvm.kernels import compile_loops
 from strato.targets.llvm.weights import pack_weights
-from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
 
 
 def parse(text: str) -> ModuleOp:
@@ -112,7 +113,7 @@ def test_mlp_end_to_end_matches_numpy():
     weights = rng.standard_normal((64, 32)).astype(np.float32)
     x = rng.standard_normal((1, 64)).astype(np.float32)
     bias = rng.standard_normal(32).astype(np.float32)
-    jit = JitModule.from_loops(mlp_module(weights))
+    jit = compile_loops(mlp_module(weights))
     out = np.full((1, 32), np.nan, np.float32)
     jit.function("main")(x, bias, out)
     np.testing.assert_allclose(
@@ -306,7 +307,7 @@ func.func @affine(%x: f64, %n: index) -> f64 {
 
 
 def test_jit_checks_buffers_against_the_memref_types():
-    jit = JitModule.from_loops(mlp_module(np.zeros((64, 32), np.float32)))
+    jit = compile_loops(mlp_module(np.zeros((64, 32), np.float32)))
     dense = jit.function("dense")
     x = np.zeros((1, 64), np.float32)
     with pytest.raises(ValueError, match="must hold 128 bytes"):
@@ -414,7 +415,7 @@ func.func @count(%n: index) -> index {
 
 
 def test_integer_expansions_and_control_flow():
-    jit = JitModule.from_loops(parse(INTEGER_AND_CONTROL_FLOW))
+    jit = compile_loops(parse(INTEGER_AND_CONTROL_FLOW))
     for a, b in [(7, 2), (-7, 2), (7, -2), (-7, -2), (6, 3), (-6, 3), (0, 5)]:
         assert jit.function("floordiv")(a, b) == a // b
         assert jit.function("ceildiv")(a, b) == -(-a // b)
@@ -481,7 +482,7 @@ import numpy as np
 sys.path.insert(0, {tests!r})
 from test_llvm_target import expand_then_sum
 import strato
-from strato.compiler import ModelMemoryError
+from strato.runtime.compiled_model import ModelMemoryError
 
 model = strato.compile(expand_then_sum(2**30))   # a 32 GiB intermediate
 resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))  # malloc fails, whatever the machine
@@ -587,8 +588,8 @@ def test_object_and_header_link_into_a_c_program(tmp_path):
 
 
 def test_header_types_follow_the_signature():
-    from strato.runtime.c_header import c_header
     from strato.runtime.signature import Signature, TensorSpec
+    from strato.targets.llvm.c_header import c_header
 
     signature = Signature(
         (

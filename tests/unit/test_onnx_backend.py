@@ -1,4 +1,4 @@
-"""strato's ONNX backend API (`strato.frontends.onnx.backend`) on small models: prepare
+"""strato's ONNX backend API (`strato.onnx_backend`) on small models: prepare
 and run, run_model, run_node, devices, diagnostics, and the hook-up to ONNX's backend
 test runner (constructed here; the node tests themselves run in test_onnx_node_tests)."""
 
@@ -14,9 +14,10 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.backend.test import BackendTest
 
 import strato.compiler
+from strato import onnx_backend as backend
 from strato.diagnostics import ModelImportError, StratoError
-from strato.frontends.onnx import backend, import_onnx
-from strato.frontends.onnx.backend import StratoBackend, StratoBackendRep
+from strato.frontends.onnx import import_onnx
+from strato.onnx_backend import StratoBackend, StratoBackendRep
 from strato.runtime.signature import InputMismatchError
 
 OPSET = 17
@@ -298,8 +299,7 @@ def test_unsupported_operator_fails_before_any_code_is_generated(monkeypatch):
     def must_not_lower(*args, **kwargs):
         raise AssertionError("code was generated for an unsupported model")
 
-    monkeypatch.setattr(strato.compiler, "run_pipeline", must_not_lower)
-    monkeypatch.setattr(strato.compiler, "build_llvm", must_not_lower)
+    monkeypatch.setattr(strato.compiler, "run_stages", must_not_lower)
     with pytest.raises(StratoError) as raised:
         backend.prepare(model)
     assert isinstance(raised.value, ModelImportError)

@@ -9,19 +9,18 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-
 from xdsl.dialects import func
 from xdsl.parser import Parser
 
 import strato
 from strato.context import make_context
-from strato.dialects import graph
 from strato.diagnostics import ModelImportError, StratoError
+from strato.dialects import graph
 from strato.frontends.onnx import import_model, import_onnx
-from strato.frontends.onnx.backend import prepare
 from strato.frontends.onnx.conversion import ssa_name
 from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 from strato.interpreters.graph import run_graph
+from strato.onnx_backend import prepare
 from strato.testing.optional import optional_module
 
 ort = optional_module("onnxruntime")

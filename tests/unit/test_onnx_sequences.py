@@ -9,8 +9,9 @@ import pytest
 from onnx import TensorProto, helper
 
 import strato
+from strato import onnx_backend as backend
 from strato.diagnostics import ModelImportError, StratoError
-from strato.frontends.onnx import backend, import_onnx
+from strato.frontends.onnx import import_onnx
 from strato.runtime.signature import InputMismatchError
 
 F = TensorProto.FLOAT

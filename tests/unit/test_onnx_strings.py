@@ -11,8 +11,8 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 import strato
+from strato import onnx_backend as backend
 from strato.diagnostics import ModelImportError
-from strato.frontends.onnx import backend
 from strato.frontends.onnx.strings import ID_SAFE_USES, StringEncoding
 from strato.runtime.signature import InputMismatchError
 

@@ -9,8 +9,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import strato
+from strato import onnx_backend as backend
 from strato.diagnostics import ModelImportError
-from strato.frontends.onnx import backend
 from strato.frontends.onnx.convert_layout import DROPOUT_DEFAULT_SEED
 
 

@@ -88,13 +88,13 @@ def test_the_equation_is_normalised(equation: str, shapes, normalized: str):
 
 
 def test_an_attention_product_is_scheduled_as_a_matrix_product():
-    from test_schedule_default import kernels, loop_module
+    from test_schedule_default import cpu, kernels, loop_module
 
     from strato.transforms.schedule_default import TEMPLATE_ATTR, schedule_default
 
     model = einsum_model("bhqd,bhkd->bhqk", floats(1, 2, 16, 8), floats(1, 2, 32, 8))
     module = loop_module(model)
-    schedule_default(module)
+    schedule_default(module, cpu())
     (kernel,) = kernels(module)
     assert {k: v.data for k, v in kernel.attributes[TEMPLATE_ATTR].data.items()} == {"matmul": "dense"}
 

@@ -1206,7 +1206,7 @@ def node_test_cases(pattern: str) -> list:
 def run_bound_node_test(case, mode: str) -> str:
     """Runs `case` with the graph inputs strato needs at compile time bound to each data
     set's values, as the ONNX backend binds them."""
-    from strato.frontends.onnx.backend import bind_inputs, compile_time_inputs
+    from strato.onnx_backend import bind_inputs, compile_time_inputs
     from strato.testing.onnx_node_tests import compare_outputs
 
     names = [value.name for value in case.model.graph.input]

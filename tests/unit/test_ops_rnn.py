@@ -14,7 +14,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
-
 from xdsl.dialects.builtin import MemRefType
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
@@ -151,7 +150,7 @@ def assert_close(actual, expected) -> None:
 
 def run_jit(module, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Compile a loop-level module with the LLVM JIT and run its entry function."""
-    from strato.targets.llvm.jit import JitModule
+    from strato.targets.llvm.kernels import compile_loops
 
     entry = loop_entry_function(module)
     given_inputs = iter(inputs)
@@ -164,7 +163,7 @@ def run_jit(module, inputs: list[np.ndarray]) -> list[np.ndarray]:
         out = np.full(type_.get_shape(), np.nan, numpy_dtype(type_))
         args.append(out)
         outputs.append(out)
-    JitModule.from_loops(module).function(entry.sym_name.data)(*args)
+    compile_loops(module).function(entry.sym_name.data)(*args)
     return outputs
 
 

@@ -21,9 +21,10 @@ import strato
 from strato.context import make_context
 from strato.diagnostics import StratoError
 from strato.dialects.loop import ForOp, LoopKind
+from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
 from strato.targets.llvm.jit import JitModule
 from strato.targets.llvm.parallel_runtime import PARALLEL_FOR_SYMBOL, pool_workers
-from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
+from strato.targets.registry import get_target
 from strato.transforms.schedule_default import PARALLEL_ATTR, schedule_default
 
 # -- the runtime on its own: a body that counts the iterations it is given ------------------
@@ -293,7 +294,7 @@ def _parallel_loops(module: ModuleOp) -> list[ForOp]:
 
 def test_schedule_default_parallelizes_the_outer_loops_of_a_large_kernel():
     module = _relu(2, 8192)
-    schedule_default(module, threads=2)
+    schedule_default(module, get_target("llvm -threads=2").schedule_context())
     (loop,) = _parallel_loops(module)
     # two rows are fewer than 4 per thread: fused with the next loop
     assert loop.axis.data == "i.j.fused" and loop.trip_count == 8
@@ -303,10 +304,10 @@ def test_schedule_default_parallelizes_the_outer_loops_of_a_large_kernel():
 
 def test_schedule_default_leaves_small_kernels_and_one_thread_serial():
     small = _relu(2, 64)
-    schedule_default(small, threads=2)
+    schedule_default(small, get_target("llvm -threads=2").schedule_context())
     assert not _parallel_loops(small)
     one_thread = _relu(2, 8192)
-    schedule_default(one_thread, threads=1)
+    schedule_default(one_thread, get_target("llvm -threads=1").schedule_context())
     assert not _parallel_loops(one_thread)
 
 

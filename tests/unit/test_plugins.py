@@ -79,12 +79,31 @@ func.func @main(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {{
 
 @pytest.fixture(autouse=True)
 def clean_registry() -> Iterator[None]:
-    """Each test starts from strato's own registrations and leaves them so."""
-    saved = (dict(plugins._dialects), dict(plugins._passes), dict(plugins._loaded))
+    """Each test starts from strato's own registrations and leaves them so: the
+    registries of dialects, passes, targets, templates and intrinsics, and what the
+    plugins loaded."""
+    from strato import context, transforms
+    from strato.schedule import intrinsics, templates
+    from strato.targets import registry as target_registry
+
+    target_registry.load_builtin_targets()
+    registries = (
+        context._ADDED,
+        transforms._ADDED,
+        plugins._plugin_passes,
+        plugins._loaded,
+        target_registry._REGISTRY,
+        intrinsics._REGISTRY,
+        intrinsics._FAMILIES,
+    )
+    saved = [dict(registry) for registry in registries]
+    saved_templates = {target: list(entries) for target, entries in templates._TEMPLATES.items()}
     yield
-    for registry, before in zip((plugins._dialects, plugins._passes, plugins._loaded), saved):
+    for registry, before in zip(registries, saved):
         registry.clear()
         registry.update(before)
+    templates._TEMPLATES.clear()
+    templates._TEMPLATES.update(saved_templates)
 
 
 @pytest.fixture
@@ -125,8 +144,8 @@ class HelloPass(ModulePass):
 
 
 def test_register_pass_reaches_pipelines_and_names_its_source() -> None:
-    from strato.pipeline import run_pipeline
     from strato.context import make_context
+    from strato.pipeline import run_pipeline
 
     assert plugins.register_pass(HelloPass, source="hello-plugin") is HelloPass
     assert plugins.pass_source("test-hello") == "hello-plugin"
@@ -202,6 +221,109 @@ def test_register_target_delegates_to_the_target_registry() -> None:
             plugins.register_target(clash, source="echo-plugin")
     finally:
         registry.unregister_target("test_echo")
+
+
+# -- schedule templates and intrinsics -----------------------------------------------
+
+
+ROW_TEMPLATE_PLUGIN = """
+from strato import api
+
+def relu_only(sch, stage):
+    return stage.name == "relu"
+
+def split_rows(sch, stage, knobs, context):
+    # rows unrolled by `block`, columns vectorized by the target's lanes
+    rows, columns = sch.get_loops(stage)
+    _, block = sch.split(rows, [None, knobs["block"]])
+    sch.unroll(block)
+    if columns.extent % context.lanes == 0:
+        _, lanes = sch.split(sch.get_loop(stage, columns.axis), [None, context.lanes])
+        sch.vectorize(lanes)
+
+ROWS = api.Template(
+    "test_rows",
+    (api.Knob("block", (1, 2), 2),),
+    relu_only,
+    split_rows,
+)
+api.register_template(ROWS, target="llvm")
+"""
+
+
+def test_a_plugin_template_schedules_the_stages_it_matches(plugin_dir: Path) -> None:
+    """A template registered for the llvm target is tried before the CPU's own: the
+    relu kernel records it, the tuner sees its knob, and the results do not change."""
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    import strato
+    from strato.autotuning.task import extract_tasks
+
+    write_plugin(plugin_dir, "row_template", ROW_TEMPLATE_PLUGIN)
+    assert plugins.load_plugin("row_template") is None
+    graph = helper.make_graph(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        "relu",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8, 64])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    templates: dict[str, str] = {}
+
+    def after(stage: str, module: ModuleOp) -> None:
+        if stage == "schedule-default":
+            for op in module.walk():
+                if "schedule.template" in op.attributes:
+                    templates.update({k: v.data for k, v in op.attributes["schedule.template"].data.items()})
+
+    compiled = strato.compile(model, after_stage=after, cache=False)
+    assert templates == {"relu": "test_rows"}
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)
+    np.testing.assert_array_equal(compiled(x)[0], np.maximum(x, 0))
+    (task,) = extract_tasks(model)
+    assert [(s.template, [k for k, _, _ in s.knobs]) for s in task.stages] == [("test_rows", ["block"])]
+
+
+def test_template_and_intrinsic_clashes_are_plugin_errors_and_a_failing_plugin_takes_them_back(
+    plugin_dir: Path,
+) -> None:
+    from strato.schedule.intrinsics import get_intrinsic
+    from strato.schedule.templates import registered_templates
+
+    write_plugin(plugin_dir, "row_template", ROW_TEMPLATE_PLUGIN)
+    assert plugins.load_plugin("row_template") is None
+    again = ROW_TEMPLATE_PLUGIN.replace("ROWS = api.Template(", "OTHER = ROWS = api.Template(")
+    write_plugin(plugin_dir, "row_template_again", again)
+    failure = plugins.load_plugin("row_template_again")
+    assert failure is not None
+    assert "template 'test_rows' for target 'llvm' from row_template_again clashes with the one from row_template" in failure.reason
+    write_plugin(
+        plugin_dir,
+        "half_intrinsic",
+        """
+        from strato import api
+        from strato.transforms.convert_te_to_loops import lower_te_text
+
+        def implement(match):
+            raise NotImplementedError
+
+        api.register_template(api.Template("test_half", (), lambda sch, stage: False, None))
+        api.register_intrinsic(api.Intrinsic("test.half", "", implement, lower=lower_te_text))
+        raise ImportError("a dependency is missing")
+        """,
+    )
+    failure = plugins.load_plugin("half_intrinsic")
+    assert failure is not None and failure.reason == "ImportError: a dependency is missing"
+    assert "test_half" not in [t.name for t in registered_templates("llvm")]
+    with pytest.raises(Exception, match="no intrinsic named 'test.half'"):
+        get_intrinsic("test.half")
+    with pytest.raises(plugins.PluginError, match="intrinsic 'cpu.fma_tile.2x16x4' from tests is already defined"):
+        from strato import api
+
+        existing = get_intrinsic("cpu.fma_tile.2x16x4")
+        clone = api.Intrinsic(existing.name, existing.description, existing.implement, lower=existing.lower)
+        plugins.register_intrinsic(clone, source="tests")
 
 
 # -- loading ------------------------------------------------------------------------

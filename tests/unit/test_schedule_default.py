@@ -13,16 +13,16 @@ from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ModuleOp
 
-from strato.compiler import build_llvm
 from strato.context import make_context
 from strato.dialects.loop import ForOp, LoopKind
 from strato.frontends.onnx import import_onnx
-from strato.pipeline import COMPILE, COMPILE_UNSCHEDULED, LOWER_TO_LOOPS, run_pipeline
+from strato.pipeline import run_pipeline
 from strato.runtime.signature import Signature
 from strato.schedule import Schedule, ScheduleError
 from strato.schedule.intrinsics import TENSORIZED_ATTR
-from strato.schedule.templates import Template, registered_templates, template_for
-from strato.schedule.templates import base as template_registry
+from strato.schedule.templates import ScheduleContext, Template
+from strato.targets.llvm.build import build_llvm
+from strato.targets.registry import get_target, run_stages
 from strato.transforms import resolve_pass
 from strato.transforms.schedule_default import (
     KNOBS_ATTR,
@@ -144,19 +144,27 @@ def inputs_of(proto: onnx.ModelProto) -> list[np.ndarray]:
     ]
 
 
-def compiled(proto: onnx.ModelProto, pipeline: str):
+def compiled(proto: onnx.ModelProto, *, scheduled: bool):
+    """The model compiled by the llvm target's stages, with or without its schedule."""
     imported = import_onnx(proto)
     signature = Signature.from_function(
         imported.function, imported.input_names, imported.output_names
     )
-    run_pipeline(make_context(), imported.module, pipeline)
+    stages = [s for s in get_target("llvm").stages() if scheduled or s.name != "schedule"]
+    run_stages(stages, imported.module)
     return build_llvm(imported.module, imported.function_name, signature)
 
 
 def loop_module(proto: onnx.ModelProto) -> ModuleOp:
+    """The model lowered to unscheduled loop-level kernels, as the llvm target does."""
     imported = import_onnx(proto)
-    run_pipeline(make_context(), imported.module, f"graph-default,{LOWER_TO_LOOPS}")
+    run_stages(get_target("llvm").lowering_stages(), imported.module)
     return imported.module
+
+
+def cpu(threads: int | None = None) -> ScheduleContext:
+    """The llvm target's schedule context (the available cores' threads by default)."""
+    return get_target("llvm" if threads is None else f"llvm -threads={threads}").schedule_context()
 
 
 def kernels(module: ModuleOp) -> list[func.FuncOp]:
@@ -173,18 +181,22 @@ def loop_structure(kernel: func.FuncOp) -> list[tuple[str, int, str]]:
 
 def test_registered_and_in_the_compile_pipeline():
     assert resolve_pass("schedule-default") is ScheduleDefaultPass
-    stages = COMPILE.split(",")
-    assert stages.index("convert-te-to-loops") < stages.index("schedule-default")
-    assert stages.index("schedule-default") < stages.index("convert-loops-to-llvm")
-    assert "schedule-default" not in COMPILE_UNSCHEDULED
+    target = get_target("llvm -threads=2")
+    passes = [p for stage in target.stages() for p in stage.passes]
+    names = [p.name for p in passes]
+    assert names.index("convert-te-to-loops") < names.index("schedule-default")
+    assert names.index("schedule-default") < names.index("convert-loops-to-llvm")
+    (schedule,) = [p for p in passes if p.name == "schedule-default"]
+    assert (schedule.target, schedule.lanes, schedule.threads) == ("llvm", target.lanes, 2)
+    assert "schedule-default" not in [p.name for s in target.lowering_stages() for p in s.passes]
 
 
 @pytest.mark.parametrize("name", list(MODELS))
 def test_default_schedules_compute_the_unscheduled_results(name: str):
     proto = MODELS[name]()
     inputs = inputs_of(proto)
-    plain = compiled(proto, COMPILE_UNSCHEDULED)(*inputs)
-    scheduled = compiled(proto, COMPILE)(*inputs)
+    plain = compiled(proto, scheduled=False)(*inputs)
+    scheduled = compiled(proto, scheduled=True)(*inputs)
     for got, want in zip(scheduled, plain, strict=True):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
 
@@ -203,7 +215,7 @@ EXPECTED_TEMPLATES = {
 @pytest.mark.parametrize("name", list(EXPECTED_TEMPLATES))
 def test_each_kernel_records_its_templates_and_knobs(name: str):
     module = loop_module(MODELS[name]())
-    schedule_default(module)
+    schedule_default(module, cpu())
     recorded: dict[str, str] = {}
     for kernel in kernels(module):
         templates = kernel.attributes[TEMPLATE_ATTR]
@@ -220,7 +232,7 @@ def test_a_row_wise_kernel_computes_each_row_in_one_loop_nest(name: str):
     """Reductions along the rows and the elementwise stages after them are computed
     inside the last stage's loop over rows: one root loop nest, per-row buffers."""
     module = loop_module(MODELS[name]())
-    schedule_default(module, threads=1)
+    schedule_default(module, cpu(threads=1))
     (kernel,) = kernels(module)
     roots = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
     assert len(roots) == 1, loop_structure(kernel)
@@ -235,7 +247,7 @@ def test_a_blocked_window_pool_reads_its_input_unpadded_into_a_register_tile(nam
     allocated) and the window accumulates into a tile of output columns x one channel
     block, unrolled over the columns and vectorized over the block."""
     module = loop_module(MODELS[name]())
-    schedule_default(module, threads=1)
+    schedule_default(module, cpu(threads=1))
     (pool,) = [k for k in kernels(module) if "pool" in k.sym_name.data]
     shapes = [op.memref.type.get_shape() for op in pool.walk() if isinstance(op, memref.AllocOp)]
     # the pool's input is 10x10 (padded 12x12) x 16 channels: nothing that large is
@@ -250,7 +262,7 @@ def test_a_reduction_each_row_needs_whole_is_not_recomputed_per_row():
     """softmax over axis 1 of [2, 16, 32]: every row of the output needs the whole
     column reductions, so the stages keep their own loop nests."""
     module = loop_module(softmax(1))
-    schedule_default(module, threads=1)
+    schedule_default(module, cpu(threads=1))
     (kernel,) = kernels(module)
     roots = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
     assert len({op.attributes["stage"].data for op in roots}) == 4
@@ -258,7 +270,7 @@ def test_a_reduction_each_row_needs_whole_is_not_recomputed_per_row():
 
 def test_the_dense_template_tensorizes_with_the_micro_kernel_and_vector_loops():
     module = loop_module(matmul())
-    schedule_default(module)
+    schedule_default(module, cpu())
     (kernel,) = kernels(module)
     tensorized = {op.attributes[TENSORIZED_ATTR].data for op in kernel.walk() if TENSORIZED_ATTR in op.attributes}
     assert tensorized == {"cpu.fma_tile.8x32x24"}
@@ -266,17 +278,16 @@ def test_the_dense_template_tensorizes_with_the_micro_kernel_and_vector_loops():
     assert {LoopKind.UNROLLED, LoopKind.VECTORIZED} <= kinds
 
 
-def test_a_template_that_fails_is_undone_and_the_reason_recorded(monkeypatch):
-    def split_then_fail(sch, stage, knobs):
+def test_a_template_that_fails_is_undone_and_the_reason_recorded():
+    def split_then_fail(sch, stage, knobs, context):
         sch.split(sch.get_loops(stage)[0], [None, 2])
         raise ScheduleError("cannot do this on purpose")
 
     failing = Template("failing", (), lambda sch, stage: True, split_then_fail)
-    monkeypatch.setattr(template_registry, "_TEMPLATES", [failing])
-    monkeypatch.setattr(template_registry, "registered_templates", lambda: [failing])
+    context = ScheduleContext("test", (failing,), lanes=16, vector_registers=32, threads=1)
     module = loop_module(matmul())
     before = loop_structure(kernels(module)[0])
-    schedule_default(module)
+    schedule_default(module, context)
     (kernel,) = kernels(module)
     assert loop_structure(kernel) == before
     reasons = kernel.attributes[UNSCHEDULED_ATTR]
@@ -284,11 +295,14 @@ def test_a_template_that_fails_is_undone_and_the_reason_recorded(monkeypatch):
 
 
 def test_every_knob_default_is_in_its_domain_and_templates_have_distinct_names():
-    templates = registered_templates()
-    assert len({t.name for t in templates}) == len(templates)
-    for template in templates:
-        for knob in template.knobs:
-            assert knob.default in knob.domain
+    for lanes in (4, 8, 16):
+        context = get_target("llvm").schedule_context()
+        context = ScheduleContext(context.target, context.templates, lanes, 32 if lanes == 16 else 16)
+        templates = context.templates
+        assert len({t.name for t in templates}) == len(templates)
+        for template in templates:
+            for knob in template.knobs:
+                assert knob.default(context) in knob.domain
 
 
 @settings(max_examples=12, deadline=None)
@@ -297,20 +311,21 @@ def test_every_knob_default_is_in_its_domain_and_templates_have_distinct_names()
 def test_random_knob_values_compute_the_unscheduled_results(data, name: str):
     proto = MODELS[name]()
     inputs = inputs_of(proto)
-    plain = compiled(proto, COMPILE_UNSCHEDULED)(*inputs)
+    plain = compiled(proto, scheduled=False)(*inputs)
     module = loop_module(proto)
+    context = cpu()
     signature_module = import_onnx(proto)
     chosen: dict[str, dict] = {}
     for kernel in kernels(module):
         sch = Schedule(module, kernel=kernel.sym_name.data)
         for stage in sch.get_stages():
-            template = template_for(sch, stage)
+            template = context.template_for(sch, stage)
             if template is None:
                 continue
             knobs = {k.name: data.draw(st.sampled_from(k.domain), label=f"{stage.name}.{k.name}") for k in template.knobs}
             chosen[stage.name] = knobs
             try:
-                template.apply(sch, stage, knobs)
+                template.apply(sch, stage, knobs, context)
             except ScheduleError:
                 pass  # a refused primitive leaves the kernel as the previous step left it
     run_pipeline(make_context(), module, "convert-loops-to-llvm")

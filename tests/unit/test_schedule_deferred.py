@@ -12,7 +12,8 @@ from strato.context import make_context
 from strato.frontends.onnx import import_onnx
 from strato.pipeline import LOWER_TO_LOOPS, run_pipeline
 from strato.schedule import Schedule, ScheduleError
-from strato.schedule.templates import template_for
+from strato.schedule.templates import ScheduleContext
+from strato.targets.registry import get_target
 from strato.transforms.schedule_default import schedule_default
 
 
@@ -37,16 +38,21 @@ def _kernels(module: ModuleOp) -> list[func.FuncOp]:
     return [op for op in module.ops if isinstance(op, func.FuncOp) and "loop.kernel" in op.attributes]
 
 
+def _cpu() -> ScheduleContext:
+    return get_target("llvm").schedule_context()
+
+
 def _apply_templates(sch: Schedule) -> list[str]:
     """Each stage's default template, undone when it is refused; the refusals."""
     refused = []
+    context = _cpu()
     for stage in sch.get_stages():
-        template = template_for(sch, stage)
+        template = context.template_for(sch, stage)
         if template is None:
             continue
         snapshot, length = sch.state.copy(), len(sch.trace.steps)
         try:
-            template.apply(sch, stage, template.defaults())
+            template.apply(sch, stage, template.defaults(context), context)
         except ScheduleError as error:
             sch.restore(snapshot, length)
             refused.append(f"{stage.name}: {error.message}")
@@ -65,7 +71,7 @@ def test_deferred_builds_what_eager_builds(n: int) -> None:
         assert str(deferred.kernel) == str(eager.kernel)
     assert str(deferred_module) == str(eager_module)
     scheduled = _dense_relu(n)
-    schedule_default(scheduled)
+    schedule_default(scheduled, _cpu())
     for k in _kernels(scheduled):
         for key in [key for key in k.attributes if key.startswith("schedule.")]:
             del k.attributes[key]

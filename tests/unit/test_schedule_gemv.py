@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import strato
 from strato.autotuning.testing import gemm_model
-from strato.schedule.templates.dense import choose_tile
+from strato.targets.llvm.templates.dense import choose_tile
 from strato.zoo.onnx_graph import GraphBuilder, value_info
 
 
@@ -39,12 +39,19 @@ def test_batch_one_dense_computes_the_product(features, columns, threads):
 
 def test_batch_one_dense_accumulates_a_block_of_rows_in_registers():
     from strato.autotuning.task import _lowered, kernel_names, kernel_of
-    from strato.dialects.loop import ForOp, LoopKind, is_init_loop, is_reduction_loop, loop_stage
+    from strato.dialects.loop import (
+        ForOp,
+        LoopKind,
+        is_init_loop,
+        is_reduction_loop,
+        loop_stage,
+    )
+    from strato.targets.registry import get_target
     from strato.transforms.schedule_default import schedule_kernel
 
     module = _lowered(dense_model(1, 64, 48, seed=0).SerializeToString()).clone()
     (name,) = [n for n in kernel_names(module) if n.startswith("dense")]
-    schedule_kernel(module, name, threads=1)
+    schedule_kernel(module, name, get_target("llvm -threads=1").schedule_context())
     loops = [op for op in kernel_of(module, name).walk() if isinstance(op, ForOp)]
     tile = [loop for loop in loops if loop_stage(loop) == "dense.local" and not is_init_loop(loop)]
     # the reduction innermost but for the 8 unrolled rows of the block

@@ -276,7 +276,8 @@ def test_verbose_reports_every_stage_with_its_time():
     result = strato("run", "mlp", "-v", "--repeat", "1")
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
-    for stage in ("import", "graph-default", "convert-te-to-loops", "convert-loops-to-llvm", "build"):
+    stages = ("import", "graph-fuse-ops", "convert-te-to-loops", "schedule-default", "convert-loops-to-llvm", "build")
+    for stage in stages:
         assert any(line.startswith(f"strato: {stage}") and line.endswith(" s") for line in lines), result.stderr
     assert not any("Traceback" in line for line in lines)
 
@@ -344,6 +345,33 @@ def test_import_writes_graph_ir_that_strato_opt_reads(tmp_path):
     assert opt.returncode == 0, opt.stderr
 
 
+def test_targets_stages_prints_the_pipeline_that_strato_opt_runs_alike(tmp_path):
+    """`strato targets --stages TARGET` names each stage's passes with their options; the
+    pipeline it prints, run by strato-opt on the imported model, gives the scheduled
+    loops that `strato compile --dump-ir` shows for the same target."""
+    result = strato("targets", "--stages", "llvm -threads=1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines[:-1]] == ["graph", "te", "loops", "schedule", "llvm"]
+    assert "graph-pack-dense{lanes=" in lines[0] and "schedule-default{lanes=" in lines[3]
+    pipeline = lines[-1].removeprefix("strato-opt -p '").removesuffix("'")
+    to_loops = pipeline[: pipeline.index(",convert-loops-to-llvm")]
+    model = _relu_model(tmp_path / "relu.onnx", shape=(4, 32))
+    assert strato("import", model, "-o", str(tmp_path / "relu.mlir")).returncode == 0
+    opt = subprocess.run(
+        [sys.executable, "-m", "strato.tools.strato_opt", str(tmp_path / "relu.mlir"), "-p", to_loops],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert opt.returncode == 0, opt.stderr
+    dump = tmp_path / "dump"
+    result = strato("compile", model, "--threads", "1", "-o", str(tmp_path / "m.ll"), "--dump-ir", str(dump))
+    assert result.returncode == 0, result.stderr
+    (scheduled,) = dump.glob("*-schedule-default.mlir")
+    assert opt.stdout.strip() == scheduled.read_text().strip()
+    bad = strato("targets", "--stages", "no-such-target")
+    assert_one_line_error(bad, "unknown target 'no-such-target'")
+
+
 def test_dump_ir_files_are_readable_mlir(tmp_path):
     """Every stage's dump is MLIR text that strato-opt reads back."""
     model = _relu_model(tmp_path / "relu.onnx", shape=(2, 8))
@@ -385,8 +413,8 @@ def test_out_of_memory_in_generated_code_is_one_line(tmp_path):
 
 
 def test_run_times_onnxruntime_on_the_models_thread_count():
+    from strato.runtime.threads import available_cores
     from strato.tools.strato_cli import _model_threads
-    from strato.targets.llvm.parallel_threads import available_cores
 
     assert _model_threads("llvm -threads=1") == 1
     assert _model_threads("llvm -mcpu=znver4 -threads=3 -fast-math") == 3

@@ -7,14 +7,14 @@ import re
 
 import numpy as np
 import pytest
+from test_compile import small_mlp
 
 import strato
 from strato.diagnostics import StratoError
-from strato.schedule.intrinsics.cpu import host_vector_lanes
-from strato.schedule.templates.conv2d import CONV2D
-from strato.schedule.templates.dense import DENSE
-from strato.targets.llvm.host import compiling_for, host_target, machine_for, vector_bits
+from strato.targets.llvm.host import host_target, machine_for, vector_bits, vector_lanes
 from strato.targets.llvm.target import FAST_MATH_FLAGS, LLVMTarget
+from strato.targets.llvm.templates.conv2d import CONV2D
+from strato.targets.llvm.templates.dense import DENSE
 from strato.targets.registry import (
     Target,
     TargetError,
@@ -26,8 +26,6 @@ from strato.targets.registry import (
     unregister_target,
 )
 from strato.tools import strato_cli
-
-from test_compile import small_mlp
 
 on_x86 = pytest.mark.skipif(
     not host_target().triple.startswith("x86_64"), reason="x86-64 CPU names"
@@ -159,12 +157,17 @@ def test_register_target_refuses_what_is_not_a_target(bad):
 def test_vector_width_follows_the_cpu(cpu, features, bits):
     machine = machine_for(cpu, features)
     assert vector_bits(machine) == bits
-    with compiling_for(machine):
-        assert host_vector_lanes() == bits // 32
-        assert CONV2D.defaults()["vector_width"] == bits // 32
-        assert DENSE.defaults()["nr"] == 2 * bits // 32
-    # outside the block the host's own width is back
-    assert host_vector_lanes() == vector_bits(host_target()) // 32
+    assert vector_lanes(machine) == bits // 32
+    target = get_target(f"llvm -mcpu={cpu}")
+    context = target.schedule_context()
+    assert context.lanes == bits // 32
+    assert CONV2D.defaults(context)["vector_width"] == bits // 32
+    assert DENSE.defaults(context)["nr"] == 2 * bits // 32
+    # the stages give the passes that read the machine its width
+    passes = {p.name: p for stage in target.stages() for p in stage.passes}
+    assert passes["schedule-default"].lanes == passes["graph-pack-dense"].lanes == bits // 32
+    # the host's own width is untouched
+    assert get_target("llvm").schedule_context().lanes == vector_bits(host_target()) // 32
 
 
 @on_x86

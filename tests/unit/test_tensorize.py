@@ -15,11 +15,12 @@ from strato.dialects.loop import ForOp, LoopKind
 from strato.interpreters.loop import run_loops
 from strato.schedule.errors import ScheduleError
 from strato.schedule.intrinsics import TENSORIZED_ATTR, get_intrinsic
-from strato.schedule.intrinsics.cpu import default_fma_tile, fma_tile_name, host_vector_lanes
 from strato.schedule.tensorize import tensorize
+from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
 from strato.targets.llvm.emit import emit_llvm_ir
+from strato.targets.llvm.host import host_target, vector_lanes
+from strato.targets.llvm.intrinsics import default_fma_tile, fma_tile_name
 from strato.targets.llvm.jit import JitModule
-from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
 
 
 def tiled_matmul(
@@ -188,8 +189,8 @@ def test_an_unknown_intrinsic_is_refused():
 
 
 def test_the_default_tile_is_sized_from_the_host_vector_width():
-    mr, nr = default_fma_tile()
-    lanes = host_vector_lanes()
+    lanes = vector_lanes(host_target())
+    mr, nr = default_fma_tile(lanes, 32 if lanes == 16 else 16)
     assert nr % lanes == 0
     registers = 32 if lanes == 16 else 16
     assert mr * (nr // lanes) + nr // lanes < registers

@@ -18,11 +18,11 @@ from xdsl.parser import Parser
 from strato.context import make_context
 from strato.dialects.loop import ForOp
 from strato.interpreters.loop import run_loops
+from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
 from strato.targets.llvm.emit import emit_llvm_ir
 from strato.targets.llvm.host import target_machine
 from strato.targets.llvm.jit import JitModule, optimize
 from strato.targets.llvm.loop_to_llvm import LOOP_KIND_ATTR
-from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
 
 
 def parse(text: str) -> ModuleOp:

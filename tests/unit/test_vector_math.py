@@ -13,9 +13,9 @@ import pytest
 from xdsl.parser import Parser
 
 from strato.context import make_context
+from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
 from strato.targets.llvm.emit import emit_llvm_ir
 from strato.targets.llvm.jit import JitModule
-from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
 
 LANES = 16
 BLOCKS = 1024

@@ -7,13 +7,28 @@ import sys
 import numpy as np
 import pytest
 
-from strato.vta.bundle import Bundle, DramImage, TensorPlacement, read_bundle, write_bundle
-from strato.vta.config import DEFAULT_CONFIG, VTAConfig
-from strato.vta.errors import VTAError
-from strato.vta.examples import conv2d_3x3, reference_conv2d_3x3, reference_requantize
-from strato.vta.isa import encode_words
-from strato.vta.layout import pack_activations, pack_weights, unpack_activations, unpack_weights
-from strato.vta.simulator import main, simulate
+from strato.targets.vta.bundle import (
+    Bundle,
+    DramImage,
+    TensorPlacement,
+    read_bundle,
+    write_bundle,
+)
+from strato.targets.vta.config import DEFAULT_CONFIG, VTAConfig
+from strato.targets.vta.errors import VTAError
+from strato.targets.vta.examples import (
+    conv2d_3x3,
+    reference_conv2d_3x3,
+    reference_requantize,
+)
+from strato.targets.vta.isa import encode_words
+from strato.targets.vta.layout import (
+    pack_activations,
+    pack_weights,
+    unpack_activations,
+    unpack_weights,
+)
+from strato.targets.vta.simulator import main, simulate
 
 
 @pytest.fixture

@@ -17,14 +17,21 @@ from xdsl.dialects import func
 from strato.diagnostics import StratoError
 from strato.dialects import vta
 from strato.dialects.loop import ForOp, LoopKind
-from strato.schedule.templates.vta_conv2d import VtaConv2dConfig, build_conv2d, check, default_config
+from strato.targets.vta.bundle import read_bundle
+from strato.targets.vta.compile import reference_conv2d, run_conv2d, workload_of
+from strato.targets.vta.conv2d_template import (
+    VtaConv2dConfig,
+    build_conv2d,
+    check,
+    default_config,
+)
 from strato.targets.vta.interpret import run_vta
-from strato.transforms.vta_inject_virtual_threads import VtaInjectVirtualThreadsPass
-from strato.transforms.vta_insert_dependence_tokens import VtaInsertDependenceTokensPass
-from strato.vta.bundle import read_bundle
-from strato.vta.compile import reference_conv2d, run_conv2d, workload_of
-from strato.vta.layout import pack_activations, pack_weights, unpack_activations
-from strato.vta.simulator import simulate
+from strato.targets.vta.layout import pack_activations, pack_weights, unpack_activations
+from strato.targets.vta.simulator import simulate
+from strato.targets.vta.vta_inject_virtual_threads import VtaInjectVirtualThreadsPass
+from strato.targets.vta.vta_insert_dependence_tokens import (
+    VtaInsertDependenceTokensPass,
+)
 
 
 def random_layer(rng, c, o, size, kernel):
@@ -193,7 +200,7 @@ def test_tile_that_does_not_fit_is_a_diagnostic():
 
 @pytest.mark.parametrize(("m", "relu"), [(2, True), (7, False)])
 def test_dense_is_bit_exact(m, relu):
-    from strato.vta.compile import run_dense
+    from strato.targets.vta.compile import run_dense
 
     rng = np.random.default_rng(m)
     x = rng.integers(-128, 128, (m, 64), dtype=np.int8)

@@ -9,7 +9,7 @@ from xdsl.parser import Parser
 from strato.context import make_context
 from strato.interpreters.graph import run_graph
 from strato.pipeline import run_pipeline
-from strato.vta.graph import run_graph_on_vta
+from strato.targets.vta.graph import run_graph_on_vta
 
 
 def block(rng) -> str:
@@ -68,7 +68,7 @@ def test_quantized_block_runs_bit_exact_with_convs_on_the_simulator(threads):
 
 
 def test_small_resnet18_runs_bit_exact(capsys):
-    from strato.vta.run_model import main
+    from strato.targets.vta.run_model import main
 
     assert main(["resnet18", "--image-size", "32", "--width", "16", "--virtual-threads", "2"]) == 0
     printed = capsys.readouterr().out
@@ -77,7 +77,12 @@ def test_small_resnet18_runs_bit_exact(capsys):
 
 
 def test_partition_compiles_the_cpu_ops_between_offloaded_convs():
-    from strato.vta.partition import CpuSegment, VtaStep, partition, run_partition
+    from strato.targets.vta.partition import (
+        CpuSegment,
+        VtaStep,
+        partition,
+        run_partition,
+    )
 
     rng = np.random.default_rng(4)
     ctx = make_context()

@@ -21,8 +21,10 @@ from strato.dialects import vta
 from strato.dialects.loop import ForOp, LoopKind, MemoryScope, ScopeAttr
 from strato.targets.vta.interpret import run_vta
 from strato.targets.vta.reference import run_reference
-from strato.transforms.vta_inject_virtual_threads import VtaInjectVirtualThreadsPass
-from strato.transforms.vta_insert_dependence_tokens import VtaInsertDependenceTokensPass
+from strato.targets.vta.vta_inject_virtual_threads import VtaInjectVirtualThreadsPass
+from strato.targets.vta.vta_insert_dependence_tokens import (
+    VtaInsertDependenceTokensPass,
+)
 
 INP, WGT, ACC = 8, 4, 8  # elements of each buffer slice
 X_ELEMS, W_ELEMS, OUT_ELEMS = 16, 4, 32

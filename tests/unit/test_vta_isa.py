@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strato.vta.config import DEFAULT_CONFIG, MemoryType, VTAConfig
-from strato.vta.errors import VTAError
-from strato.vta.isa import (
+from strato.targets.vta.config import DEFAULT_CONFIG, MemoryType, VTAConfig
+from strato.targets.vta.errors import VTAError
+from strato.targets.vta.isa import (
     Alu,
     AluOp,
     Finish,

@@ -7,12 +7,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strato.vta.config import MemoryType, VTAConfig
-from strato.vta.errors import VTAError
-from strato.vta.examples import conv2d_3x3, reference_conv2d_3x3, reference_requantize, tiled_gemm
-from strato.vta.isa import Alu, AluOp, Gemm, Load, Stage, Store
-from strato.vta.runtime import CommandQueue
-from strato.vta.simulator import simulate
+from strato.targets.vta.config import MemoryType, VTAConfig
+from strato.targets.vta.errors import VTAError
+from strato.targets.vta.examples import (
+    conv2d_3x3,
+    reference_conv2d_3x3,
+    reference_requantize,
+    tiled_gemm,
+)
+from strato.targets.vta.isa import Alu, AluOp, Gemm, Load, Stage, Store
+from strato.targets.vta.runtime import CommandQueue
+from strato.targets.vta.simulator import simulate
 
 
 def one_uop(dst=0, src=0, wgt=0):
@@ -232,7 +237,7 @@ def test_tiled_gemm_on_a_second_config():
 
 def test_chunked_gemm_matches(monkeypatch):
     bundle, expect = gemm_case(6, 1, m=16, k=64, n=32, tiles=(16, 2, 4))
-    monkeypatch.setattr("strato.vta.simulator._GEMM_CHUNK", 7)  # 128 executions per GEMM, in 19 parts
+    monkeypatch.setattr("strato.targets.vta.simulator._GEMM_CHUNK", 7)  # 128 executions per GEMM, in 19 parts
     simulate(bundle.insns, bundle.dram)
     assert (bundle.tensor("out")[:, :, 0, 0] == expect).all()
 

@@ -7,11 +7,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from strato.vta.config import DEFAULT_CONFIG, MemoryType, VTAConfig
-from strato.vta.cycle_model import CycleParams, estimate_cycles
-from strato.vta.errors import VTAError
-from strato.vta.isa import Alu, AluOp, Finish, Gemm, Load, Store, Uop, encode_uop
-from strato.vta.simulator import micro_op_indices, simulate
+from strato.targets.vta.config import DEFAULT_CONFIG, MemoryType, VTAConfig
+from strato.targets.vta.cycle_model import CycleParams, estimate_cycles
+from strato.targets.vta.errors import VTAError
+from strato.targets.vta.isa import (
+    Alu,
+    AluOp,
+    Finish,
+    Gemm,
+    Load,
+    Store,
+    Uop,
+    encode_uop,
+)
+from strato.targets.vta.simulator import micro_op_indices, simulate
 
 CFG = DEFAULT_CONFIG
 

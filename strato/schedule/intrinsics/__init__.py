@@ -4,7 +4,8 @@ An intrinsic is declared, as in the TVM paper, by a te description of what it co
 (a `te.primitive` whose one stage is the intrinsic's computation, on operands of the
 intrinsic's shape) plus its implementation (a function that emits the code replacing a
 matched loop nest). `tensorize` (strato.schedule.tensorize) lowers the description to its
-canonical loop nest and matches a kernel's loop nest against it.
+canonical loop nest (with the intrinsic's `lower`, convert-te-to-loops'
+`lower_te_text`) and matches a kernel's loop nest against it.
 
 Operands are named by the description's placeholders and its reduce stage; `unit_stride`
 says along which description axis an operand must move by one element per iteration in
@@ -16,7 +17,7 @@ kernel's buffers are free, as a TVM intrinsic's buffers declare symbolic strides
     intrinsic.unit_stride      # {"b": "j", "c": "j"}
 
 Names are looked up in the registry first, then by family: `cpu.fma_tile.<MR>x<NR>x<K>`
-names a register-blocked fp32 micro-kernel of any tile (strato.schedule.intrinsics.cpu).
+names a register-blocked fp32 micro-kernel of any tile (strato.targets.llvm.intrinsics).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from typing import TYPE_CHECKING
 from strato.schedule.errors import ScheduleError
 
 if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
     from strato.schedule.tensorize import Match
 
 
@@ -46,6 +49,9 @@ class Intrinsic:
     """Replaces the matched loop nest (match.root) by the intrinsic's code."""
     unit_stride: dict[str, str] = field(default_factory=dict)
     """operand -> description axis along which it must be contiguous."""
+    lower: Callable[[str], ModuleOp] = field(kw_only=True, compare=False)
+    """The description's canonical loop nest, from its text (`strato.transforms.
+    convert_te_to_loops.lower_te_text`)."""
 
 
 _REGISTRY: dict[str, Intrinsic] = {}
@@ -64,7 +70,6 @@ def register_family(prefix: str, make: Callable[[str], Intrinsic]) -> None:
 
 def get_intrinsic(name: str) -> Intrinsic:
     """The intrinsic called `name`; ScheduleError when there is none."""
-    _load_builtin_intrinsics()
     if name in _REGISTRY:
         return _REGISTRY[name]
     for prefix, make in _FAMILIES.items():
@@ -72,13 +77,21 @@ def get_intrinsic(name: str) -> Intrinsic:
             return register_intrinsic(make(name))
     known = sorted(_REGISTRY) + [f"{p}.<parameters>" for p in sorted(_FAMILIES)]
     raise ScheduleError(
-        f"cannot tensorize: no intrinsic named '{name}' (known: {', '.join(known)})"
+        f"cannot tensorize: no intrinsic named '{name}' (known: {', '.join(known) or 'none'})"
     )
 
 
-def _load_builtin_intrinsics() -> None:
-    from strato.schedule.intrinsics import cpu  # noqa: F401  (registers on import)
-    from strato.schedule.intrinsics import vta  # noqa: F401  (registers on import)
+def unregister_intrinsic(name: str) -> None:
+    """Forget the intrinsic or family `name` (unknown names are ignored)."""
+    _REGISTRY.pop(name, None)
+    _FAMILIES.pop(name, None)
 
 
-__all__ = ["TENSORIZED_ATTR", "Intrinsic", "get_intrinsic", "register_family", "register_intrinsic"]
+__all__ = [
+    "TENSORIZED_ATTR",
+    "Intrinsic",
+    "get_intrinsic",
+    "register_family",
+    "register_intrinsic",
+    "unregister_intrinsic",
+]

@@ -2,29 +2,40 @@
 
 A knob is a named choice with a finite domain and a default; a template applies its
 primitives to one stage of a `Schedule` given a value for each knob. The defaults make a
-fast untuned kernel; the domains are the autotuner's search space.
+fast untuned kernel; the domains are the autotuner's search space. A template belongs to
+a target (the CPU's live in strato.targets.llvm.templates) and schedules for the machine
+a `ScheduleContext` describes: its vector lanes and registers, the threads parallel
+loops run on, and where knob values other than the defaults come from.
 
 Tile-size knobs are preferred sizes: a template uses the largest size up to the knob's
 value that divides the loop (`fit`), so every value of a domain is valid on every
 workload, and the exact tiles an intrinsic needs always divide.
 
-    template = template_for(sch, stage)
-    template.apply(sch, stage, template.defaults())
+    template = context.template_for(sch, stage)
+    template.apply(sch, stage, template.defaults(context), context)
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from xdsl.dialects import memref
 
 from strato.schedule import LoopHandle, Schedule, StageHandle
+from strato.schedule.access import linear_coefficients, row_major_strides
+
+if TYPE_CHECKING:
+    from strato.schedule.knobs import KnobSource
 
 
 @dataclass(frozen=True)
 class Knob:
-    """A named choice: `default` is one of `domain`. `initial` is the default, or a
-    function computing it when asked (from the CPU being compiled for, e.g. `host_lanes`)."""
+    """A named choice: its default is one of `domain`. `initial` is the default, or a
+    function of the `ScheduleContext` computing it (from the machine scheduled for,
+    e.g. `machine_lanes`)."""
 
     name: str
     domain: tuple[Any, ...]
@@ -34,11 +45,19 @@ class Knob:
         if not callable(self.initial):
             assert self.initial in self.domain, f"knob {self.name}: default not in domain"
 
-    @property
-    def default(self) -> Any:
-        value = self.initial() if callable(self.initial) else self.initial
+    def default(self, context: ScheduleContext) -> Any:
+        value = self.initial(context) if callable(self.initial) else self.initial
         assert value in self.domain, f"knob {self.name}: default {value!r} not in domain"
         return value
+
+
+def machine_lanes(context: ScheduleContext) -> int:
+    """fp32 lanes of a vector register of the machine scheduled for (a knob's initial)."""
+    return context.lanes
+
+
+ScheduleFunction = Callable[[Schedule, StageHandle, dict[str, Any], "ScheduleContext"], None]
+"""`(sch, stage, knob values, context)`: applies a template's primitives to a stage."""
 
 
 @dataclass(frozen=True)
@@ -48,48 +67,60 @@ class Template:
     name: str
     knobs: tuple[Knob, ...]
     matches: Callable[[Schedule, StageHandle], bool] = field(compare=False)
-    schedule: Callable[[Schedule, StageHandle, dict[str, Any]], None] = field(compare=False)
+    schedule: ScheduleFunction = field(compare=False)
     checked_at_build: bool = field(default=False, compare=False)
     """Whether the schedule tensorizes or computes a stage after its producer's loop:
     the kernel is then checked at every rebuild, so each later primitive on any of its
     stages rebuilds it; schedule-default applies such templates after the others."""
 
-    def defaults(self) -> dict[str, Any]:
-        return {knob.name: knob.default for knob in self.knobs}
+    def defaults(self, context: ScheduleContext) -> dict[str, Any]:
+        return {knob.name: knob.default(context) for knob in self.knobs}
 
-    def apply(self, sch: Schedule, stage: StageHandle, knobs: dict[str, Any]) -> None:
+    def apply(
+        self, sch: Schedule, stage: StageHandle, knobs: dict[str, Any], context: ScheduleContext
+    ) -> None:
         unknown = set(knobs) - {k.name for k in self.knobs}
         assert not unknown, f"template {self.name}: unknown knobs {sorted(unknown)}"
-        values = self.defaults() | knobs
+        values = self.defaults(context) | knobs
         for knob in self.knobs:
             assert values[knob.name] in knob.domain, (
                 f"template {self.name}: {knob.name}={values[knob.name]!r} is outside "
                 f"{knob.domain}"
             )
-        self.schedule(sch, stage, values)
+        self.schedule(sch, stage, values, context)
 
 
-_TEMPLATES: list[Template] = []
+@dataclass(frozen=True)
+class ScheduleContext:
+    """What the default schedules of a target read: its templates (the first that
+    matches a stage schedules it), the machine (fp32 lanes of a vector register, vector
+    registers), the threads parallel loops are made for, and the source of knob values
+    other than the defaults (tuning records, a candidate's config). A target makes one
+    for its stages (`strato.targets.registry.Target`); nothing is read from elsewhere.
 
+        context = ScheduleContext("llvm", templates, lanes=16, vector_registers=32, threads=2)
+        schedule_default(module, context)                    # strato.transforms.schedule_default
+    """
 
-def register_template(template: Template) -> Template:
-    """Add a template; the first registered one that matches a stage is its template."""
-    _TEMPLATES.append(template)
-    return template
+    target: str
+    templates: tuple[Template, ...]
+    lanes: int
+    vector_registers: int
+    threads: int = 1
+    knobs: KnobSource | None = None
 
+    def template_for(self, sch: Schedule, stage: StageHandle) -> Template | None:
+        """The first template that matches `stage`, if any."""
+        for template in self.templates:
+            if template.matches(sch, stage):
+                return template
+        return None
 
-def registered_templates() -> list[Template]:
-    from strato.schedule.templates import load_templates
+    def with_knobs(self, knobs: KnobSource | None) -> ScheduleContext:
+        return dataclasses.replace(self, knobs=knobs)
 
-    load_templates()
-    return list(_TEMPLATES)
-
-
-def template_for(sch: Schedule, stage: StageHandle) -> Template | None:
-    for template in registered_templates():
-        if template.matches(sch, stage):
-            return template
-    return None
+    def with_threads(self, threads: int) -> ScheduleContext:
+        return dataclasses.replace(self, threads=threads)
 
 
 # -- helpers the templates share -----------------------------------------------------------
@@ -149,22 +180,9 @@ def vectorize_innermost(
     return inner
 
 
-def host_lanes() -> int:
-    """fp32 vector lanes of the CPU being compiled for (a knob's `initial`, so it is read
-    when a schedule is built, not when the template is defined)."""
-    from strato.schedule.intrinsics.cpu import host_vector_lanes
-
-    return host_vector_lanes()
-
-
 def read_strides(sch: Schedule, stage: StageHandle) -> dict[str, dict[str, int | None]]:
     """For each buffer the stage reads or writes (by name): the elements its linearized
     address moves per step of each root loop variable (None when not affine)."""
-    from xdsl.dialects import memref
-
-    from strato.targets.llvm.index_simplification import affine_index
-    from strato.targets.llvm.type_conversion import row_major_strides
-
     state = sch.state
     s = state.stage(stage.name)
     body = s.body
@@ -178,15 +196,16 @@ def read_strides(sch: Schedule, stage: StageHandle) -> dict[str, dict[str, int |
         if buffer is None:
             continue
         info = state.buffers[buffer]
-        strides = row_major_strides(info.logical_shape)
-        per_var: dict[str, int | None] = {name: 0 for name in names}
-        for index, stride in zip(op.indices, strides, strict=False):
-            affine = affine_index(index, lambda v: v in variables, lambda v: None)
-            for var, name in zip(variables, names, strict=True):
-                if affine is None:
-                    per_var[name] = None
-                elif per_var[name] is not None:
-                    per_var[name] += affine.coefficient(var) * stride  # type: ignore[operator]
+        coefficients = linear_coefficients(
+            op.indices,
+            row_major_strides(info.logical_shape),
+            lambda v: v in variables,
+            ranges=lambda v: None,  # casts seen through; no division is exact
+        )
+        per_var: dict[str, int | None] = {
+            name: None if coefficients is None else coefficients.get(var, 0)
+            for var, name in zip(variables, names, strict=True)
+        }
         previous = result.setdefault(info.name, per_var)
         for name in names:
             if previous[name] != per_var[name]:

@@ -1,6 +1,6 @@
 """The LLVM target: loop level to the llvm dialect, LLVM IR, llvmlite machine code.
 
-- `strato.transforms.convert_loops_to_llvm`: the pass (`convert-loops-to-llvm`) and
+- `strato.targets.llvm.convert_loops_to_llvm`: the pass (`convert-loops-to-llvm`) and
   `convert_loops_to_llvm(module)`; its patterns live here, one module per source
   dialect (`arith_to_llvm`, `math_to_llvm`, `memref_to_llvm`, `func_to_llvm`,
   `cf_to_llvm`, `scf_to_llvm`, `loop_to_llvm`), each with a `*_patterns()` collection.

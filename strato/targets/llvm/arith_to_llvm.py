@@ -21,6 +21,13 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from strato.targets.llvm import builders
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern, intrinsic_suffix
+from strato.targets.llvm.op_tables import (
+    CMPF_PREDICATES,
+    CMPI_PREDICATES,
+    FLOAT_BINARY,
+    FLOAT_MIN_MAX,
+    INT_BINARY,
+)
 from strato.targets.llvm.type_conversion import (
     llvm_type,
     materialize_llvm,
@@ -28,12 +35,6 @@ from strato.targets.llvm.type_conversion import (
     replace_with_llvm,
     unsupported,
 )
-
-_CMPI_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
-_CMPF_PREDICATES = (
-    "false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
-    "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true",
-)  # fmt: skip
 
 
 def _int_width(type_: Attribute) -> int:
@@ -56,7 +57,7 @@ class ConstantOpLowering(LLVMLoweringPattern):
 
 
 class IntBinaryOpLowering(LLVMLoweringPattern):
-    """An arith integer op that is one llvm instruction (`_INT_BINARY_OPS`)."""
+    """An arith integer op that is one llvm instruction (`op_tables.INT_BINARY`)."""
 
     def __init__(self, source_op: type[Operation], target_op: type[Operation]):
         self.source_op = source_op
@@ -73,19 +74,6 @@ def _has_nsw(op: Operation) -> bool:
     return isinstance(flags, arith.IntegerOverflowAttr) and (
         arith.IntegerOverflowFlag.NSW in flags.data
     )
-
-
-_INT_BINARY_OPS: dict[type[Operation], type[Operation]] = {
-    arith.AddiOp: llvm.AddOp,
-    arith.SubiOp: llvm.SubOp,
-    arith.MuliOp: llvm.MulOp,
-    arith.AndIOp: llvm.AndOp,
-    arith.OrIOp: llvm.OrOp,
-    arith.XOrIOp: llvm.XOrOp,
-    arith.ShLIOp: llvm.ShlOp,
-    arith.ShRSIOp: llvm.AShrOp,
-    arith.ShRUIOp: llvm.LShrOp,
-}
 
 
 def _constant_value(value: SSAValue) -> int | None:
@@ -261,7 +249,7 @@ class CeilDivUIOpLowering(LLVMLoweringPattern):
 
 
 class FloatBinaryOpLowering(LLVMLoweringPattern):
-    """An arith float op that is one llvm instruction (`_FLOAT_BINARY_OPS`)."""
+    """An arith float op that is one llvm instruction (`op_tables.FLOAT_BINARY`)."""
 
     def __init__(self, source_op: type[Operation], target_op: type[Operation]):
         self.source_op = source_op
@@ -274,17 +262,9 @@ class FloatBinaryOpLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [new])
 
 
-_FLOAT_BINARY_OPS: dict[type[Operation], type[Operation]] = {
-    arith.AddfOp: llvm.FAddOp,
-    arith.SubfOp: llvm.FSubOp,
-    arith.MulfOp: llvm.FMulOp,
-    arith.DivfOp: llvm.FDivOp,
-}
-
-
 class FloatIntrinsicBinaryOpLowering(LLVMLoweringPattern):
     """An arith float op that is an llvm intrinsic on two operands
-    (`_FLOAT_BINARY_INTRINSICS`)."""
+    (`op_tables.FLOAT_MIN_MAX`)."""
 
     def __init__(self, source_op: type[Operation], intrinsic: str):
         self.source_op = source_op
@@ -295,16 +275,6 @@ class FloatIntrinsicBinaryOpLowering(LLVMLoweringPattern):
         name = f"{self.intrinsic}.{intrinsic_suffix(lhs.type)}"
         new = builders.call_intrinsic(name, [lhs, rhs], lhs.type)
         replace_with_llvm(rewriter, op, [new])
-
-
-_FLOAT_BINARY_INTRINSICS: dict[type[Operation], str] = {
-    # NaN-propagating maximum and minimum, as arith.maximumf and minimumf require
-    arith.MaximumfOp: "llvm.maximum",
-    arith.MinimumfOp: "llvm.minimum",
-    # IEEE maxNum and minNum: a NaN operand yields the other operand
-    arith.MaxnumfOp: "llvm.maxnum",
-    arith.MinnumfOp: "llvm.minnum",
-}
 
 
 class NegfOpLowering(LLVMLoweringPattern):
@@ -321,7 +291,7 @@ class CmpiOpLowering(LLVMLoweringPattern):
 
     def lower(self, op: arith.CmpiOp, rewriter: PatternRewriter) -> None:
         lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
-        predicate = _CMPI_PREDICATES[op.predicate.value.data]
+        predicate = CMPI_PREDICATES[op.predicate.value.data]
         replace_with_llvm(rewriter, op, [builders.icmp(predicate, lhs, rhs)])
 
 
@@ -330,7 +300,7 @@ class CmpfOpLowering(LLVMLoweringPattern):
 
     def lower(self, op: arith.CmpfOp, rewriter: PatternRewriter) -> None:
         lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
-        predicate = _CMPF_PREDICATES[op.predicate.value.data]
+        predicate = CMPF_PREDICATES[op.predicate.value.data]
         replace_with_llvm(rewriter, op, [builders.fcmp(predicate, lhs, rhs)])
 
 
@@ -493,7 +463,7 @@ def arith_to_llvm_patterns() -> list[LLVMLoweringPattern]:
     """The patterns lowering `arith` ops to the llvm dialect."""
     return [
         ConstantOpLowering(),
-        *(IntBinaryOpLowering(op, target) for op, target in _INT_BINARY_OPS.items()),
+        *(IntBinaryOpLowering(op, target) for op, target in INT_BINARY.items()),
         *(
             IntDivisionOpLowering(op, target, signed)
             for op, (target, signed) in _INT_DIVISION_OPS.items()
@@ -502,10 +472,10 @@ def arith_to_llvm_patterns() -> list[LLVMLoweringPattern]:
         FloorDivSIOpLowering(),
         CeilDivSIOpLowering(),
         CeilDivUIOpLowering(),
-        *(FloatBinaryOpLowering(op, target) for op, target in _FLOAT_BINARY_OPS.items()),
+        *(FloatBinaryOpLowering(op, target) for op, target in FLOAT_BINARY.items()),
         *(
             FloatIntrinsicBinaryOpLowering(op, name)
-            for op, name in _FLOAT_BINARY_INTRINSICS.items()
+            for op, name in FLOAT_MIN_MAX.items()
         ),
         NegfOpLowering(),
         CmpiOpLowering(),

@@ -46,7 +46,7 @@ from xdsl.utils.target import Target
 
 from strato.diagnostics import StratoError
 from strato.gc_pause import gc_paused
-from strato.targets.llvm.host import current_machine, host_data_layout, host_target
+from strato.targets.llvm.host import HostTarget, host_data_layout, host_target
 
 _ARG_FLAGS = {
     "llvm.noalias": "noalias",
@@ -161,20 +161,19 @@ def _emit_global(op: llvm.GlobalOp, module: ir.Module) -> None:
 # -- functions ---------------------------------------------------------------------------
 
 
-def _add_target_attributes(fn: ir.Function) -> None:
+def _add_target_attributes(fn: ir.Function, machine: HostTarget) -> None:
     """String attributes llvmlite's attribute set does not know: added to the set
     itself, which prints them as they are."""
-    host = current_machine()
     for attribute in (
-        f'"target-cpu"="{host.cpu}"',
-        f'"target-features"="{host.features}"',
+        f'"target-cpu"="{machine.cpu}"',
+        f'"target-features"="{machine.features}"',
         f'"prefer-vector-width"="{PREFERRED_VECTOR_BITS}"',
     ):
         set.add(fn.attributes, attribute)
 
 
 def _declare_function(
-    op: llvm.FuncOp, module: ir.Module, *, target_attributes: bool
+    op: llvm.FuncOp, module: ir.Module, *, machine: HostTarget | None
 ) -> ir.Function:
     fn_type = op.function_type
     ir_type = ir.FunctionType(
@@ -188,8 +187,8 @@ def _declare_function(
         if linkage in _LOCAL_LINKAGES:
             fn.linkage = linkage
         fn.attributes.add("nounwind")
-        if target_attributes:
-            _add_target_attributes(fn)
+        if machine is not None:
+            _add_target_attributes(fn, machine)
         if _KERNEL_ATTR in op.attributes:
             for arg in fn.args:
                 if isinstance(arg.type, ir.PointerType):
@@ -357,12 +356,18 @@ def _emit_body(op: llvm.FuncOp, fn: ir.Function) -> None:
 
 
 def to_llvmlite_module(
-    module: ModuleOp, *, triple: str | None = None, data_layout: str | None = None
+    module: ModuleOp,
+    *,
+    triple: str | None = None,
+    data_layout: str | None = None,
+    machine: HostTarget | None = None,
 ) -> ir.Module:
     """Translate an llvm-dialect module to an llvmlite IR module.
 
     The triple is, in order: `triple`, the module's `llvm.target_triple` attribute, the
     host's. The data layout is `data_layout`, or the host's when the triple is the host's.
+    Functions compiled for the host's triple say which CPU and features their code may
+    use: `machine`'s (the host's by default).
     """
     ir_module = ir.Module(
         name=module.sym_name.data if module.sym_name is not None else "strato"
@@ -394,9 +399,9 @@ def to_llvmlite_module(
             )
     for op in globals_:
         _emit_global(op, ir_module)
-    on_host = triple == host.triple
+    cpu = (machine or host) if triple == host.triple else None
     declared = [
-        (op, _declare_function(op, ir_module, target_attributes=on_host))
+        (op, _declare_function(op, ir_module, machine=cpu))
         for op in functions
     ]
     for op, fn in declared:
@@ -405,15 +410,15 @@ def to_llvmlite_module(
     return ir_module
 
 
-def emit_llvm_ir(module: ModuleOp) -> str:
-    """The LLVM IR text of an llvm-dialect module, for the host target."""
+def emit_llvm_ir(module: ModuleOp, machine: HostTarget | None = None) -> str:
+    """The LLVM IR text of an llvm-dialect module, for `machine` (the host by default)."""
     with gc_paused():  # llvmlite objects for every instruction, then their text
-        return str(to_llvmlite_module(module))
+        return str(to_llvmlite_module(module, machine=machine))
 
 
 @dataclass(frozen=True)
 class LLVMIRTarget(Target):
-    """`-t llvm`: print the module as LLVM IR (it must be in the llvm dialect)."""
+    """LLVM IR text (of a module in the llvm dialect)."""
 
     name = "llvm"
 

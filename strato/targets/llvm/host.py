@@ -2,13 +2,12 @@
 names (`llvm -mcpu=skylake-avx512`, `llvm -mattr=+avx2,-avx512f`), through llvmlite.
 
     machine = machine_for(cpu="x86-64-v2")          # checked against LLVM's CPU table
-    with compiling_for(machine):
-        vector_lanes()                               # 4: SSE registers hold 4 floats
-        target_machine()                             # codegen for x86-64-v2
+    vector_lanes(machine)                            # 4: SSE registers hold 4 floats
+    target_machine(machine)                          # codegen for x86-64-v2
 
-Code generation (`target_machine`, the `target-cpu`/`target-features` attributes of
-emitted functions) and the default schedules (`vector_lanes`) read `current_machine()`,
-which is the host unless a compilation has selected another machine.
+The llvm target holds its machine and gives it to whatever reads it: code generation
+(`target_machine`, the `target-cpu`/`target-features` attributes of emitted functions)
+and the default schedules (`vector_lanes`); nothing reads a machine from global state.
 
 llvmlite initializes LLVM itself since 0.45 (`llvmlite.binding.initialize()` now
 raises); only the native target and its assembly printer need initializing, once.
@@ -16,12 +15,9 @@ raises); only the native target and its assembly printer need initializing, once
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import os
 import tempfile
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -59,27 +55,6 @@ def host_target() -> HostTarget:
         cpu=llvm.get_host_cpu_name(),
         features=llvm.get_host_cpu_features().flatten(),
     )
-
-
-_CURRENT: contextvars.ContextVar[HostTarget | None] = contextvars.ContextVar(
-    "strato_machine", default=None
-)
-
-
-def current_machine() -> HostTarget:
-    """The machine the compilation in progress targets (the host by default)."""
-    machine = _CURRENT.get()
-    return host_target() if machine is None else machine
-
-
-@contextlib.contextmanager
-def compiling_for(machine: HostTarget) -> Iterator[HostTarget]:
-    """Within the block, `current_machine()` is `machine` (in this thread or task)."""
-    token = _CURRENT.set(machine)
-    try:
-        yield machine
-    finally:
-        _CURRENT.reset(token)
 
 
 class MachineError(StratoError):
@@ -160,13 +135,18 @@ def _check_machine(machine: HostTarget) -> None:
 
 
 def target_machine(
-    opt_level: int = 3, *, jit: bool = False, portable: bool = False
+    machine: HostTarget | None = None,
+    opt_level: int = 3,
+    *,
+    jit: bool = False,
+    portable: bool = False,
 ) -> llvm.TargetMachine:
-    """A target machine for `current_machine()`. `portable` targets a generic CPU of the
-    same architecture (for object files meant to run elsewhere); `jit` selects the
-    JIT's code model."""
+    """A target machine for `machine` (the host by default). `portable` targets a
+    generic CPU of the same architecture (for object files meant to run elsewhere);
+    `jit` selects the JIT's code model."""
     _initialize_native_target()
-    machine = current_machine()
+    if machine is None:
+        machine = host_target()
     target = llvm.Target.from_triple(machine.triple)
     return target.create_target_machine(
         cpu="" if portable else machine.cpu,
@@ -181,7 +161,7 @@ def target_machine(
 @cache
 def host_data_layout() -> str:
     """The data layout string of the host target."""
-    return str(target_machine(jit=True).target_data)
+    return str(target_machine(host_target(), jit=True).target_data)
 
 
 _PROBE = """
@@ -208,8 +188,14 @@ def vector_bits(machine: HostTarget) -> int:
     return 128
 
 
-def vector_lanes(itemsize: int = 4) -> int:
-    """Lanes of `itemsize`-byte elements in a vector register of `current_machine()`:
-    the vector width the default schedules pick (16 fp32 lanes with AVX-512F, 8 with
-    AVX2, 4 with SSE)."""
-    return max(1, vector_bits(current_machine()) // (8 * itemsize))
+def vector_lanes(machine: HostTarget, itemsize: int = 4) -> int:
+    """Lanes of `itemsize`-byte elements in a vector register of `machine`: the vector
+    width the default schedules pick (16 fp32 lanes with AVX-512F, 8 with AVX2, 4 with
+    SSE)."""
+    return max(1, vector_bits(machine) // (8 * itemsize))
+
+
+def vector_registers(machine: HostTarget) -> int:
+    """Vector registers of `machine` the schedules may plan for: 32 with AVX-512
+    (zmm0-31), 16 otherwise (ymm/xmm0-15, and the minimum of the other ISAs)."""
+    return 32 if vector_bits(machine) >= 512 else 16

@@ -43,11 +43,11 @@ from xdsl.ir import Attribute
 
 from strato.diagnostics import StratoError
 from strato.dialects.tensor_types import shares_storage
-from strato.runtime.compiled_model import MachineCode
 from strato.runtime.weight_blob import ALIGNMENT, EMPTY, WeightBlob
 from strato.targets.llvm.emit import emit_llvm_ir
 from strato.targets.llvm.func_to_llvm import MEMREF_TYPE_ARG_ATTR
-from strato.targets.llvm.host import current_machine, host_target, target_machine
+from strato.targets.llvm.host import HostTarget, host_target, target_machine
+from strato.targets.llvm.model import MachineCode
 from strato.targets.llvm.type_conversion import memref_size_in_bytes
 
 LLVMSource = str | ModuleOp | ir.Module
@@ -85,9 +85,9 @@ def _load_c_runtime() -> None:
     install_parallel_runtime()
 
 
-def _ir_text(source: LLVMSource) -> str:
+def _ir_text(source: LLVMSource, machine: HostTarget | None = None) -> str:
     if isinstance(source, ModuleOp):
-        return emit_llvm_ir(source)
+        return emit_llvm_ir(source, machine)
     return str(source)
 
 
@@ -245,19 +245,26 @@ def _bind_weights(
 
 
 class JitModule:
-    """An LLVM module compiled to machine code in this process. `weights` holds the
-    bytes of the external constants the module declares (see the module docstring)."""
+    """An LLVM module compiled to machine code in this process, for `machine` (the host
+    by default; another CPU only where its code runs here, e.g. a subset of the host's
+    features). `weights` holds the bytes of the external constants the module declares
+    (see the module docstring)."""
 
     def __init__(
-        self, source: LLVMSource, *, opt_level: int = 3, weights: WeightBlob = EMPTY
+        self,
+        source: LLVMSource,
+        *,
+        machine: HostTarget | None = None,
+        opt_level: int = 3,
+        weights: WeightBlob = EMPTY,
     ):
         _load_c_runtime()
         self.opt_level = opt_level
         self._buffers = buffer_specs(source) if isinstance(source, ModuleOp) else {}
-        self._machine = target_machine(opt_level, jit=True)
-        self.machine = current_machine()
+        self.machine = machine or host_target()
         """The CPU the code is compiled for."""
-        self.llvm_ir = _ir_text(source)
+        self._machine = target_machine(self.machine, opt_level, jit=True)
+        self.llvm_ir = _ir_text(source, self.machine)
         """The LLVM IR text compiled (before optimization), e.g. to save as `.ll`."""
         self._module = _parse(self.llvm_ir)
         optimize(self._module, self._machine, opt_level)
@@ -277,7 +284,7 @@ class JitModule:
         self.object_code = bytes(buffer)
 
     def machine_code(self) -> MachineCode:
-        """The compiled code with what loading it again needs (`strato.runtime.aot`)."""
+        """The compiled code with what loading it again needs (`strato.targets.llvm.aot`)."""
         assert self.object_code is not None, "MCJIT compiled no object"
         machine = self.machine
         return MachineCode(
@@ -298,15 +305,6 @@ class JitModule:
             for f in self._module.functions
             if f.is_declaration and not f.name.startswith("llvm.")
         )
-
-    @classmethod
-    def from_loops(cls, module: ModuleOp, *, opt_level: int = 3) -> JitModule:
-        """Lower a loop-level module (a copy of it) with convert-loops-to-llvm and compile it."""
-        from strato.transforms.convert_loops_to_llvm import convert_loops_to_llvm
-
-        lowered = module.clone()
-        convert_loops_to_llvm(lowered)
-        return cls(lowered, opt_level=opt_level)
 
     def function(self, name: str) -> JitFunction:
         """The compiled function `name`, ready to call."""
@@ -399,7 +397,7 @@ class ObjectModule:
                 f"the object code needs {', '.join(missing)}, which this process does not provide"
             )
         check_elf_object(data)
-        self._machine = target_machine(jit=True)
+        self._machine = target_machine(host_target(), jit=True)
         # the weight symbols, declared in the engine's own module so they map per engine
         declarations = "".join(f'@"{name}" = external constant i8\n' for name in weights.symbols)
         symbols = llvm.parse_assembly(declarations)
@@ -423,23 +421,24 @@ class ObjectModule:
 def compile_object(
     source: LLVMSource,
     *,
+    machine: HostTarget | None = None,
     opt_level: int = 3,
     portable: bool = False,
     weights: WeightBlob = EMPTY,
 ) -> bytes:
-    """An object file (ELF on Linux) for `source`: optimized and compiled for the host
-    CPU, or for a generic CPU of the host's architecture when `portable`. The weight
-    symbols `source` declares are defined in the object from `weights` (internal: two
-    models' objects link into one program)."""
-    host_target()
-    machine = target_machine(opt_level, portable=portable)
-    module = _parse(_ir_text(source))
+    """An object file (ELF on Linux) for `source`: optimized and compiled for `machine`
+    (the host by default), or for a generic CPU of its architecture when `portable`.
+    The weight symbols `source` declares are defined in the object from `weights`
+    (internal: two models' objects link into one program)."""
+    machine = machine or host_target()
+    codegen = target_machine(machine, opt_level, portable=portable)
+    module = _parse(_ir_text(source, machine))
     if weights.symbols:
         module.link_in(_parse(_weight_definitions(weights)))
         for name in weights.symbols:
             module.get_global_variable(name).linkage = llvm.Linkage.internal
-    optimize(module, machine, opt_level)
-    return machine.emit_object(module)
+    optimize(module, codegen, opt_level)
+    return codegen.emit_object(module)
 
 
 _BYTE_ESCAPES = np.array([f"\\{byte:02X}".encode() for byte in range(256)], dtype="S3")

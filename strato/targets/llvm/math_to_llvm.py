@@ -22,6 +22,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 
 from strato.targets.llvm import builders, vector_math
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern, intrinsic_suffix
+from strato.targets.llvm.op_tables import INT_INTRINSICS, MATH_INTRINSICS
 from strato.targets.llvm.type_conversion import (
     materialize_llvm,
     materialize_llvm_all,
@@ -30,10 +31,13 @@ from strato.targets.llvm.type_conversion import (
 )
 
 
-class _IntrinsicLowering(LLVMLoweringPattern):
-    """A math op that is an LLVM intrinsic overloaded on its operand type."""
+class IntrinsicLowering(LLVMLoweringPattern):
+    """A math op that is an LLVM intrinsic overloaded on its operand type
+    (`op_tables.MATH_INTRINSICS`, `op_tables.INT_INTRINSICS`)."""
 
-    intrinsic: ClassVar[str]
+    def __init__(self, source_op: type[Operation], intrinsic: str):
+        self.source_op = source_op
+        self.intrinsic = intrinsic
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         args = materialize_llvm_all(rewriter, op, op.operands)
@@ -44,10 +48,13 @@ class _IntrinsicLowering(LLVMLoweringPattern):
         )
 
 
-class _LibmLowering(LLVMLoweringPattern):
-    """A math op that is a call to the C math library (`f`-suffixed for f32)."""
+class LibmLowering(LLVMLoweringPattern):
+    """A math op that is a call to the C math library (`f`-suffixed for f32:
+    `LIBM_FUNCTIONS`)."""
 
-    function: ClassVar[str]
+    def __init__(self, source_op: type[Operation], function: str):
+        self.source_op = source_op
+        self.function = function
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         args = materialize_llvm_all(rewriter, op, op.operands)
@@ -63,11 +70,13 @@ class _LibmLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [builders.call(name, args, result_type)])
 
 
-class _ExpandedLowering(LLVMLoweringPattern):
-    """A math op `vector_math` computes inline for f32; other types lower as
-    `fallback` does."""
+class ExpandedLowering(LLVMLoweringPattern):
+    """A math op `vector_math` computes inline for f32 (exp, erf, tanh); other types
+    lower as `fallback` does."""
 
-    fallback: ClassVar[LLVMLoweringPattern]
+    def __init__(self, source_op: type[Operation], fallback: LLVMLoweringPattern):
+        self.source_op = source_op
+        self.fallback = fallback
 
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not vector_math.expands(type(op), op.results[0].type):
@@ -90,146 +99,6 @@ class _IntBitCountLowering(LLVMLoweringPattern):
         name = f"{self.intrinsic}.{intrinsic_suffix(value.type)}"
         call = builders.call_intrinsic(name, [value, flag.result], value.type)
         replace_with_llvm(rewriter, op, [flag, call])
-
-
-class AbsFOpLowering(_IntrinsicLowering):
-    source_op = math.AbsFOp
-    intrinsic = "llvm.fabs"
-
-
-class _ExpIntrinsicLowering(_IntrinsicLowering):
-    source_op = math.ExpOp
-    intrinsic = "llvm.exp"
-
-
-class ExpOpLowering(_ExpandedLowering):
-    source_op = math.ExpOp
-    fallback = _ExpIntrinsicLowering()
-
-
-class Exp2OpLowering(_IntrinsicLowering):
-    source_op = math.Exp2Op
-    intrinsic = "llvm.exp2"
-
-
-class LogOpLowering(_IntrinsicLowering):
-    source_op = math.LogOp
-    intrinsic = "llvm.log"
-
-
-class Log2OpLowering(_IntrinsicLowering):
-    source_op = math.Log2Op
-    intrinsic = "llvm.log2"
-
-
-class Log10OpLowering(_IntrinsicLowering):
-    source_op = math.Log10Op
-    intrinsic = "llvm.log10"
-
-
-class SqrtOpLowering(_IntrinsicLowering):
-    source_op = math.SqrtOp
-    intrinsic = "llvm.sqrt"
-
-
-class SinOpLowering(_IntrinsicLowering):
-    source_op = math.SinOp
-    intrinsic = "llvm.sin"
-
-
-class CosOpLowering(_IntrinsicLowering):
-    source_op = math.CosOp
-    intrinsic = "llvm.cos"
-
-
-class TanOpLowering(_IntrinsicLowering):
-    source_op = math.TanOp
-    intrinsic = "llvm.tan"
-
-
-class _TanhIntrinsicLowering(_IntrinsicLowering):
-    source_op = math.TanhOp
-    intrinsic = "llvm.tanh"
-
-
-class TanhOpLowering(_ExpandedLowering):
-    source_op = math.TanhOp
-    fallback = _TanhIntrinsicLowering()
-
-
-class SinhOpLowering(_IntrinsicLowering):
-    source_op = math.SinhOp
-    intrinsic = "llvm.sinh"
-
-
-class CoshOpLowering(_IntrinsicLowering):
-    source_op = math.CoshOp
-    intrinsic = "llvm.cosh"
-
-
-class AsinOpLowering(_IntrinsicLowering):
-    source_op = math.AsinOp
-    intrinsic = "llvm.asin"
-
-
-class AcosOpLowering(_IntrinsicLowering):
-    source_op = math.AcosOp
-    intrinsic = "llvm.acos"
-
-
-class AtanOpLowering(_IntrinsicLowering):
-    source_op = math.AtanOp
-    intrinsic = "llvm.atan"
-
-
-class Atan2OpLowering(_IntrinsicLowering):
-    source_op = math.Atan2Op
-    intrinsic = "llvm.atan2"
-
-
-class CeilOpLowering(_IntrinsicLowering):
-    source_op = math.CeilOp
-    intrinsic = "llvm.ceil"
-
-
-class FloorOpLowering(_IntrinsicLowering):
-    source_op = math.FloorOp
-    intrinsic = "llvm.floor"
-
-
-class TruncOpLowering(_IntrinsicLowering):
-    source_op = math.TruncOp
-    intrinsic = "llvm.trunc"
-
-
-class RoundOpLowering(_IntrinsicLowering):
-    source_op = math.RoundOp
-    intrinsic = "llvm.round"
-
-
-class RoundEvenOpLowering(_IntrinsicLowering):
-    source_op = math.RoundEvenOp
-    intrinsic = "llvm.roundeven"
-
-
-class PowFOpLowering(_IntrinsicLowering):
-    source_op = math.PowFOp
-    intrinsic = "llvm.pow"
-
-
-class CopySignOpLowering(_IntrinsicLowering):
-    source_op = math.CopySignOp
-    intrinsic = "llvm.copysign"
-
-
-class FmaOpLowering(_IntrinsicLowering):
-    source_op = math.FmaOp
-    intrinsic = "llvm.fma"
-
-
-class CtPopOpLowering(_IntrinsicLowering):
-    source_op = math.CtPopOp
-    intrinsic = "llvm.ctpop"
 
 
 class AbsIOpLowering(_IntBitCountLowering):
@@ -320,86 +189,37 @@ class RsqrtOpLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [root, one, quotient])
 
 
-class _ErfLibmLowering(_LibmLowering):
-    source_op = math.ErfOp
-    function = "erf"
-
-
-class ErfOpLowering(_ExpandedLowering):
-    source_op = math.ErfOp
-    fallback = _ErfLibmLowering()
-
-
-class ExpM1OpLowering(_LibmLowering):
-    source_op = math.ExpM1Op
-    function = "expm1"
-
-
-class Log1pOpLowering(_LibmLowering):
-    source_op = math.Log1pOp
-    function = "log1p"
-
-
-class CbrtOpLowering(_LibmLowering):
-    source_op = math.CbrtOp
-    function = "cbrt"
-
-
-class AsinhOpLowering(_LibmLowering):
-    source_op = math.AsinhOp
-    function = "asinh"
-
-
-class AcoshOpLowering(_LibmLowering):
-    source_op = math.AcoshOp
-    function = "acosh"
-
-
-class AtanhOpLowering(_LibmLowering):
-    source_op = math.AtanhOp
-    function = "atanh"
+LIBM_FUNCTIONS: dict[type[Operation], str] = {
+    math.ErfOp: "erf",
+    math.ExpM1Op: "expm1",
+    math.Log1pOp: "log1p",
+    math.CbrtOp: "cbrt",
+    math.AsinhOp: "asinh",
+    math.AcoshOp: "acosh",
+    math.AtanhOp: "atanh",
+}
+"""Float math ops that are a call of the C math library function of that name."""
 
 
 def math_to_llvm_patterns() -> list[LLVMLoweringPattern]:
     """The patterns lowering `math` ops to the llvm dialect."""
+    patterns: list[LLVMLoweringPattern] = []
+    simple: list[LLVMLoweringPattern] = [
+        *(IntrinsicLowering(op, name) for op, name in MATH_INTRINSICS.items()),
+        *(IntrinsicLowering(op, name) for op, name in INT_INTRINSICS.items()),
+        *(LibmLowering(op, function) for op, function in LIBM_FUNCTIONS.items()),
+    ]
+    for pattern in simple:
+        # exp, erf, tanh: inline arithmetic for f32, the intrinsic or call otherwise
+        if vector_math.expands(pattern.source_op, Float32Type()):
+            pattern = ExpandedLowering(pattern.source_op, pattern)
+        patterns.append(pattern)
     return [
-        AbsFOpLowering(),
-        ExpOpLowering(),
-        Exp2OpLowering(),
-        LogOpLowering(),
-        Log2OpLowering(),
-        Log10OpLowering(),
-        SqrtOpLowering(),
-        SinOpLowering(),
-        CosOpLowering(),
-        TanOpLowering(),
-        TanhOpLowering(),
-        SinhOpLowering(),
-        CoshOpLowering(),
-        AsinOpLowering(),
-        AcosOpLowering(),
-        AtanOpLowering(),
-        Atan2OpLowering(),
-        CeilOpLowering(),
-        FloorOpLowering(),
-        TruncOpLowering(),
-        RoundOpLowering(),
-        RoundEvenOpLowering(),
-        PowFOpLowering(),
-        CopySignOpLowering(),
-        FmaOpLowering(),
-        CtPopOpLowering(),
+        *patterns,
         AbsIOpLowering(),
         CountLeadingZerosOpLowering(),
         CountTrailingZerosOpLowering(),
         FPowIOpLowering(),
         IPowIOpLowering(),
         RsqrtOpLowering(),
-        ErfOpLowering(),
-        ExpM1OpLowering(),
-        Log1pOpLowering(),
-        CbrtOpLowering(),
-        AsinhOpLowering(),
-        AcoshOpLowering(),
-        AtanhOpLowering(),
     ]

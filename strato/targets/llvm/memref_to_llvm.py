@@ -47,6 +47,7 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
 from strato.dialects.loop import MemoryScope, memory_scope
+from strato.schedule.access import memref_layout
 from strato.targets.llvm import builders
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern
 from strato.targets.llvm.type_conversion import (
@@ -55,7 +56,6 @@ from strato.targets.llvm.type_conversion import (
     llvm_type,
     materialize_llvm,
     materialize_llvm_all,
-    memref_layout,
     memref_size_in_bytes,
     replace_with_llvm,
     unsupported,

@@ -53,8 +53,8 @@ import threading
 
 import llvmlite.binding as llvm
 
+from strato.runtime.threads import MAX_THREADS
 from strato.targets.llvm.host import host_target
-from strato.targets.llvm.parallel_threads import MAX_THREADS
 
 PARALLEL_FOR_SYMBOL = "strato_parallel_for"
 """The runtime's entry point, as compiled code declares it."""

@@ -14,30 +14,95 @@ The CPU decides both the machine code and the vector width the default schedules
 (`strato.targets.llvm.host.vector_lanes`). Reductions may always be reassociated and
 contracted into FMAs (`reduction_flags`); `-fast-math` adds the other assumptions to
 every float operation.
+
+The stages, each a list of pass instances configured with the target's machine and
+threads (what `strato run -v` reports and `--dump-ir` writes after):
+
+    graph      graph-simplify-inference, graph-fold-constants, cse, dce,
+               graph-alter-layout{block=16 min_block=8}, graph-pack-dense{lanes=L},
+               graph-fuse-ops, graph-plan-memory
+    te         convert-graph-to-te, te-inline-stages
+    loops      convert-te-to-loops
+    schedule   schedule-default{lanes=L threads=N [tuning_log=...]}  (the CPU templates)
+    llvm       convert-loops-to-llvm{threads=N}, after every buffer's size is checked
+
+then `build` (strato.targets.llvm.build): LLVM IR, LLVM optimization, MCJIT machine code.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import AnyFloat, ModuleOp, VectorType
+from xdsl.transforms.common_subexpression_elimination import (
+    CommonSubexpressionElimination,
+)
+from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
 from strato.diagnostics import StratoError
-from strato.targets.registry import Target, TargetError, register_target
+from strato.runtime.limits import check_buffer_sizes
+from strato.runtime.saved_model import register_model_format
+from strato.runtime.threads import available_cores, parse_threads
+from strato.schedule.templates import (
+    ScheduleContext,
+    register_context_factory,
+    registered_templates,
+)
+from strato.targets.llvm import intrinsics  # noqa: F401  (registers cpu.fma_tile)
+from strato.targets.llvm.aot import FORMAT, model_from_archive
+from strato.targets.llvm.host import HostTarget, MachineError, host_target, machine_for
+from strato.targets.registry import (
+    GRAPH_STAGE,
+    KernelBuilder,
+    Stage,
+    Target,
+    TargetError,
+    register_target,
+)
 
 if TYPE_CHECKING:
     import xdsl.utils.target
 
     from strato.runtime.compiled_model import CompiledModel
     from strato.runtime.signature import Signature
-    from strato.targets.llvm.host import HostTarget
+    from strato.schedule.knobs import KnobSource
 
 FAST_MATH_FLAGS = ("nnan", "ninf", "nsz", "arcp", "afn")
 """What `-fast-math` adds to every float operation (reductions already carry
 `reassoc` and `contract`)."""
+
+TEMPLATES = "llvm"
+"""The name the CPU's schedule templates are registered under (strato.schedule.templates)."""
+
+CONV_BLOCK = 16
+"""Channels a block of the NCHW{c} layout: one AVX-512 vector of fp32, the lanes of the
+conv2d NCHW{c} template."""
+CONV_MIN_BLOCK = 8
+"""The block where 16 does not divide the channels (MobileNetV2's 24-channel stages), so
+such networks stay blocked from end to end."""
+
+
+def cpu_schedule_context(machine: HostTarget, lanes: int, threads: int) -> ScheduleContext:
+    """The default schedules' context on `machine`: the templates plugins registered for
+    the llvm target, then the CPU's own; `lanes` fp32 lanes (0: the machine's) and
+    `threads` threads (0: the cores available)."""
+    from strato.targets.llvm.host import vector_lanes
+    from strato.targets.llvm.templates import CPU_TEMPLATES
+
+    lanes = lanes or vector_lanes(machine, 4)
+    return ScheduleContext(
+        TEMPLATES,
+        (*registered_templates(TEMPLATES), *CPU_TEMPLATES),
+        lanes=lanes,
+        vector_registers=32 if lanes == 16 else 16,
+        threads=threads or available_cores(),
+    )
+
+
+register_context_factory(
+    TEMPLATES, lambda lanes, threads: cpu_schedule_context(host_target(), lanes, threads)
+)
 
 
 class LLVMTarget(Target):
@@ -51,18 +116,18 @@ class LLVMTarget(Target):
         "approximate functions",
         "threads": "threads parallel loops run on (1: serial; default: the available cores)",
     }
+    passes = {
+        "convert-loops-to-llvm": "strato.targets.llvm.convert_loops_to_llvm:ConvertLoopsToLLVMPass",
+        "graph-pack-dense": "strato.targets.llvm.graph_pack_dense:GraphPackDensePass",
+    }
 
     def __init__(self, spec) -> None:
         super().__init__(spec)
-        from strato.targets.llvm.host import MachineError, machine_for
-
         level = self.option("opt-level", "3")
         if level not in ("0", "1", "2", "3"):
             raise TargetError(f"target 'llvm': -opt-level must be 0, 1, 2 or 3, got '{level}'")
         self.opt_level = int(level)
         self.fast_math = self.flag("fast-math")
-        from strato.targets.llvm.parallel_threads import available_cores, parse_threads
-
         threads = self.option("threads")
         try:
             self.threads = available_cores() if threads is None else parse_threads(threads, "-threads")
@@ -73,32 +138,79 @@ class LLVMTarget(Target):
         except MachineError as err:
             raise TargetError(f"target 'llvm': {err.message}") from None
 
-    def pipeline(self) -> str:
-        from strato.pipeline import COMPILE
+    @property
+    def lanes(self) -> int:
+        """fp32 lanes of a vector register of the target's CPU."""
+        from strato.targets.llvm.host import vector_lanes
 
-        return COMPILE
+        return vector_lanes(self.machine, 4)
 
-    @contextlib.contextmanager
-    def compiling(self) -> Iterator[None]:
-        from strato.targets.llvm.host import compiling_for
-        from strato.targets.llvm.parallel_threads import compiling_with_threads
+    def schedule_context(self, knobs: KnobSource | None = None) -> ScheduleContext:
+        return cpu_schedule_context(self.machine, self.lanes, self.threads).with_knobs(knobs)
 
-        with compiling_for(self.machine), compiling_with_threads(self.threads):
-            yield
+    def lowering_stages(self) -> tuple[Stage, ...]:
+        from strato.targets.llvm.graph_pack_dense import GraphPackDensePass
+        from strato.transforms.convert_graph_to_te import ConvertGraphToTePass
+        from strato.transforms.convert_te_to_loops import ConvertTeToLoopsPass
+        from strato.transforms.graph_alter_layout import GraphAlterLayoutPass
+        from strato.transforms.graph_fold_constants import GraphFoldConstantsPass
+        from strato.transforms.graph_fuse_ops import GraphFuseOpsPass
+        from strato.transforms.graph_plan_memory import GraphPlanMemoryPass
+        from strato.transforms.graph_simplify_inference import (
+            GraphSimplifyInferencePass,
+        )
+        from strato.transforms.te_inline_stages import TeInlineStagesPass
+
+        graph = (
+            GraphSimplifyInferencePass(),
+            GraphFoldConstantsPass(),
+            CommonSubexpressionElimination(),
+            DeadCodeElimination(),
+            GraphAlterLayoutPass(block=CONV_BLOCK, min_block=CONV_MIN_BLOCK),
+            GraphPackDensePass(lanes=self.lanes),
+            GraphFuseOpsPass(),
+            GraphPlanMemoryPass(),
+        )
+        return (
+            Stage(GRAPH_STAGE, graph),
+            Stage("te", (ConvertGraphToTePass(), TeInlineStagesPass())),
+            Stage("loops", (ConvertTeToLoopsPass(),)),
+        )
+
+    def stages(self, *, tuning_log: str | None = None) -> tuple[Stage, ...]:
+        from strato.targets.llvm.convert_loops_to_llvm import ConvertLoopsToLLVMPass
+        from strato.transforms.schedule_default import ScheduleDefaultPass
+
+        schedule = ScheduleDefaultPass(
+            target=TEMPLATES, lanes=self.lanes, threads=self.threads, tuning_log=tuning_log or ""
+        )
+        return (
+            *self.lowering_stages(),
+            Stage("schedule", (schedule,)),
+            Stage("llvm", (ConvertLoopsToLLVMPass(threads=self.threads),), check=check_buffer_sizes),
+        )
 
     def build(
         self, module: ModuleOp, entry_name: str, signature: Signature, *, public_name: str
     ) -> CompiledModel:
-        from strato.compiler import build_llvm
+        from strato.targets.llvm.build import build_llvm
 
-        with self.compiling():
-            if self.fast_math:
-                add_fast_math_flags(module)
-            model = build_llvm(
-                module, entry_name, signature, opt_level=self.opt_level, public_name=public_name
-            )
-        model.target = str(self)
-        return model
+        if self.fast_math:
+            add_fast_math_flags(module)
+        return build_llvm(
+            module,
+            entry_name,
+            signature,
+            machine=self.machine,
+            opt_level=self.opt_level,
+            public_name=public_name,
+            target=str(self),
+        )
+
+    def kernel_builder(self) -> KernelBuilder:
+        from strato.targets.llvm.kernels import LLVMKernelBuilder
+
+        return LLVMKernelBuilder(self.machine, self.threads, self.opt_level)
 
     def emitter(self) -> type[xdsl.utils.target.Target]:
         from strato.targets.llvm.emit import LLVMIRTarget
@@ -137,3 +249,4 @@ def add_fast_math_flags(module: ModuleOp) -> None:
 
 
 register_target(LLVMTarget)
+register_model_format(FORMAT, model_from_archive)

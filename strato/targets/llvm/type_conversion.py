@@ -13,7 +13,6 @@ materializations, without a type-converter framework).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
@@ -24,8 +23,6 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntegerType,
     MemRefType,
-    NoneAttr,
-    StridedLayoutAttr,
     UnrealizedConversionCastOp,
     i64,
 )
@@ -35,6 +32,7 @@ from xdsl.rewriter import InsertPoint
 
 from strato.diagnostics import StratoError
 from strato.dialects.loop import MemoryScope, memory_scope
+from strato.schedule.access import memref_layout
 
 INDEX_LLVM_TYPE = i64
 """The integer type `index` lowers to (the target is 64-bit)."""
@@ -113,50 +111,6 @@ def _unsupported_memref_reason(type_: MemRefType) -> str | None:
     except ValueError as err:
         return str(err)
     return None
-
-
-@dataclass(frozen=True)
-class MemRefLayout:
-    """Where element (i0, i1, ...) of a static memref lives, in elements from the
-    base pointer: `offset + sum(i_k * strides[k])`."""
-
-    offset: int
-    strides: tuple[int, ...]
-
-    def is_contiguous(self, shape: Sequence[int]) -> bool:
-        return self.offset == 0 and self.strides == row_major_strides(shape)
-
-
-def row_major_strides(shape: Sequence[int]) -> tuple[int, ...]:
-    strides: list[int] = []
-    running = 1
-    for dim in reversed(shape):
-        strides.append(running)
-        running *= dim
-    return tuple(reversed(strides))
-
-
-def memref_layout(type_: MemRefType) -> MemRefLayout:
-    """The static layout of `type_` (row-major unless it has a static strided layout).
-
-    Raises `ValueError` when the layout is not static and strided.
-    """
-    shape = type_.get_shape()
-    layout = type_.layout
-    if isinstance(layout, NoneAttr):
-        return MemRefLayout(0, row_major_strides(shape))
-    if isinstance(layout, StridedLayoutAttr):
-        strides = layout.get_strides()
-        offset = layout.offset
-        if any(s is None for s in strides) or isinstance(offset, NoneAttr):
-            raise ValueError(
-                f"{type_} has a dynamic strided layout; the llvm target needs static strides"
-            )
-        return MemRefLayout(offset.data, tuple(s for s in strides if s is not None))
-    strides = layout.get_strides()
-    if strides is None or any(s is None for s in strides):
-        raise ValueError(f"{type_} has a layout that is not strided")
-    return MemRefLayout(0, tuple(s for s in strides if s is not None))
 
 
 def memref_size_in_bytes(type_: MemRefType) -> int:

@@ -15,8 +15,9 @@ stays a scalar:
   erf and tanh of f32 the vector form of their inline arithmetic (`vector_math`); any
   other op is computed per lane and assembled into a vector where a vector needs it.
 
-Index arithmetic stays scalar: the analysis follows each index as `base + stride * iv`
-(stride a constant) to classify addresses, and computes the base at the first lane.
+Index arithmetic stays scalar: the access analysis (`strato.schedule.access`) sees each
+address as `base + stride * iv` (stride a constant; the base may hold any value the same
+in every lane) to classify it, and the base is computed at the first lane.
 
 The vector ops are llvm-dialect ops on values bridged from the loop level by
 `builtin.unrealized_conversion_cast`, like every other pattern of the lowering; the
@@ -34,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xdsl.dialects import arith, llvm, math, memref
+from xdsl.dialects import arith, llvm, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
     DenseArrayBase,
@@ -49,54 +50,29 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from strato.dialects.loop import ForOp, LoopKind, YieldOp
+from strato.schedule.access import (
+    linear_coefficients,
+    loop_variable_range,
+    memref_layout,
+)
 from strato.targets.llvm import builders, vector_math
 from strato.targets.llvm.memref_to_llvm import element_address
+from strato.targets.llvm.op_tables import (
+    CMPI_PREDICATES,
+    FLOAT_BINARY,
+    FLOAT_INTRINSICS,
+    INT_BINARY,
+)
 from strato.targets.llvm.reduction_flags import same_index
 from strato.targets.llvm.type_conversion import (
     POINTER,
     cast_one,
     element_byte_size,
-    memref_layout,
 )
 
 MAX_VECTOR_LANES = 64
 """A vectorized loop with more iterations is generated as a serial loop (a schedule
 splits a long loop and vectorizes the inner part)."""
-
-_FLOAT_BINARY: dict[type[Operation], type[Operation]] = {
-    arith.AddfOp: llvm.FAddOp,
-    arith.SubfOp: llvm.FSubOp,
-    arith.MulfOp: llvm.FMulOp,
-    arith.DivfOp: llvm.FDivOp,
-}
-_INT_BINARY: dict[type[Operation], type[Operation]] = {
-    arith.AddiOp: llvm.AddOp,
-    arith.SubiOp: llvm.SubOp,
-    arith.MuliOp: llvm.MulOp,
-    arith.AndIOp: llvm.AndOp,
-    arith.OrIOp: llvm.OrOp,
-    arith.XOrIOp: llvm.XOrOp,
-}
-_FLOAT_INTRINSICS: dict[type[Operation], str] = {
-    arith.MaximumfOp: "llvm.maximum",
-    arith.MinimumfOp: "llvm.minimum",
-    arith.MaxnumfOp: "llvm.maxnum",
-    arith.MinnumfOp: "llvm.minnum",
-    math.FmaOp: "llvm.fma",
-    math.SqrtOp: "llvm.sqrt",
-    math.AbsFOp: "llvm.fabs",
-    math.ExpOp: "llvm.exp",
-    math.Exp2Op: "llvm.exp2",
-    math.LogOp: "llvm.log",
-    math.Log2Op: "llvm.log2",
-    math.FloorOp: "llvm.floor",
-    math.CeilOp: "llvm.ceil",
-    math.RoundOp: "llvm.round",
-    math.TruncOp: "llvm.trunc",
-    math.CopySignOp: "llvm.copysign",
-    math.PowFOp: "llvm.pow",
-}
-
 
 def _is_straight_line(op: Operation) -> bool:
     return not op.regions and (
@@ -141,7 +117,6 @@ class _LoopVectorizer:
         self.written: set[SSAValue] = {
             op.memref for op in self.body if isinstance(op, memref.StoreOp)
         }
-        self._stride: dict[SSAValue, int | None] = {}
         self._uniform: dict[SSAValue, bool] = {}
         self._scalar: dict[SSAValue, SSAValue] = {}
         self._lane: dict[tuple[SSAValue, int], SSAValue] = {}
@@ -166,44 +141,18 @@ class _LoopVectorizer:
         self._uniform[value] = uniform
         return uniform
 
-    def stride(self, value: SSAValue) -> int | None:
-        """`s` when `value` is `base + s * lane` for a constant s, else None."""
-        if self.is_uniform(value):
-            return 0
-        if value is self.iv:
-            return self.loop.step.data
-        if value in self._stride:
-            return self._stride[value]
-        op = value.owner
-        result: int | None = None
-        if isinstance(op, arith.AddiOp | arith.SubiOp):
-            lhs, rhs = self.stride(op.lhs), self.stride(op.rhs)
-            if lhs is not None and rhs is not None:
-                result = lhs + rhs if isinstance(op, arith.AddiOp) else lhs - rhs
-        elif isinstance(op, arith.MuliOp):
-            lhs, rhs = self.stride(op.lhs), self.stride(op.rhs)
-            lhs_c, rhs_c = _constant_int(op.lhs), _constant_int(op.rhs)
-            if rhs_c is not None and lhs is not None:
-                result = lhs * rhs_c
-            elif lhs_c is not None and rhs is not None:
-                result = rhs * lhs_c
-        elif isinstance(op, arith.IndexCastOp):
-            result = self.stride(op.input)
-        self._stride[value] = result
-        return result
+    def is_symbol(self, value: SSAValue) -> bool:
+        """The variables of the access analysis here: the induction variable, and every
+        value the same in all lanes that is not a constant (a constant is a term)."""
+        return value is self.iv or (self.is_uniform(value) and _constant_int(value) is None)
 
     def access(self, op: memref.LoadOp | memref.StoreOp) -> _Access:
         type_ = op.memref.type
         assert isinstance(type_, MemRefType)
         strides = memref_layout(type_).strides
-        total: int | None = 0
-        for index, stride in zip(op.indices, strides, strict=True):
-            s = self.stride(index)
-            if s is None or total is None:
-                total = None
-            else:
-                total += s * stride
-        return _Access(op, total)
+        coefficients = linear_coefficients(op.indices, strides, self.is_symbol, loop_variable_range)
+        step = self.loop.step.data
+        return _Access(op, None if coefficients is None else coefficients.get(self.iv, 0) * step)
 
     def lanes_independent(self) -> bool:
         """Every written buffer is accessed at one address per lane, distinct lanes
@@ -368,8 +317,8 @@ class _LoopVectorizer:
             return True
         if vector_math.expands(type(op), self.vector_type(op.results[0].type)):
             return True
-        return type(op) in _FLOAT_BINARY or type(op) in _INT_BINARY or (
-            type(op) in _FLOAT_INTRINSICS or isinstance(op, arith.NegfOp)
+        return type(op) in FLOAT_BINARY or type(op) in INT_BINARY or (
+            type(op) in FLOAT_INTRINSICS or isinstance(op, arith.NegfOp)
         )
 
     def vector_op(self, op: Operation) -> SSAValue:
@@ -381,22 +330,22 @@ class _LoopVectorizer:
             for expanded in ops:
                 self.emit(expanded)
             return result
-        if type(op) in _FLOAT_BINARY:
+        if type(op) in FLOAT_BINARY:
             flags = builders.fastmath(op.properties.get("fastmath"))
-            new = builders.float_binary(_FLOAT_BINARY[type(op)], *operands, flags)
-        elif type(op) in _INT_BINARY:
-            new = builders.int_binary(_INT_BINARY[type(op)], *operands)
+            new = builders.float_binary(FLOAT_BINARY[type(op)], *operands, flags)
+        elif type(op) in INT_BINARY:
+            new = builders.int_binary(INT_BINARY[type(op)], *operands)
         elif isinstance(op, arith.NegfOp):
             new = builders.fneg(operands[0])
         elif isinstance(op, arith.SelectOp):
             new = builders.select(self.scalar(op.cond), operands[1], operands[2])
         elif isinstance(op, arith.CmpiOp):
             new = builders.icmp(
-                _CMPI_NAMES[op.predicate.value.data], operands[0], operands[1]
+                CMPI_PREDICATES[op.predicate.value.data], operands[0], operands[1]
             )
         else:
             element = op.results[0].type
-            name = f"{_FLOAT_INTRINSICS[type(op)]}.v{self.width}{element}"
+            name = f"{FLOAT_INTRINSICS[type(op)]}.v{self.width}{element}"
             new = builders.call_intrinsic(name, operands, result_type)
         return self.emit(new).results[0]
 
@@ -471,9 +420,6 @@ class _LoopVectorizer:
             self.emit(builders.gep(first, lane * stride, element)).results[0]
             for lane in range(1, self.width)
         ]
-
-
-_CMPI_NAMES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
 
 
 def _constant_int(value: SSAValue) -> int | None:

@@ -26,9 +26,9 @@ from xdsl.ir import BlockArgument, Operation, SSAValue
 from strato.diagnostics import StratoError
 from strato.dialects import vta
 from strato.dialects.loop import ForOp, LoopKind, MemoryScope, YieldOp
-from strato.vta.config import DEFAULT_CONFIG, MemoryType, VTAConfig
-from strato.vta.isa import AluOp, Stage
-from strato.vta.runtime import CommandQueue, Program, UopKernel
+from strato.targets.vta.config import DEFAULT_CONFIG, MemoryType, VTAConfig
+from strato.targets.vta.isa import AluOp, Stage
+from strato.targets.vta.runtime import CommandQueue, Program, UopKernel
 
 _STAGES = {"load": Stage.LOAD, "compute": Stage.COMPUTE, "store": Stage.STORE}
 _MEMORY = {MemoryScope.VTA_INP: MemoryType.INP, MemoryScope.VTA_WGT: MemoryType.WGT, MemoryScope.VTA_ACC: MemoryType.ACC}

@@ -18,11 +18,11 @@ import numpy as np
 from xdsl.dialects import func
 
 from strato.diagnostics import StratoError
+from strato.targets.vta.bundle import Bundle, TensorPlacement
+from strato.targets.vta.config import DEFAULT_CONFIG, VTAConfig
+from strato.targets.vta.cycle_model import CycleParams
 from strato.targets.vta.emit import assign_regions, emit_function
-from strato.vta.bundle import Bundle, TensorPlacement
-from strato.vta.config import DEFAULT_CONFIG, VTAConfig
-from strato.vta.cycle_model import CycleParams
-from strato.vta.simulator import Report, region_layout, simulate
+from strato.targets.vta.simulator import Report, region_layout, simulate
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,13 @@ from xdsl.ir import BlockArgument, Operation
 
 from strato.dialects import vta
 from strato.dialects.loop import MemoryScope
-from strato.targets.vta.emit import _check_inside, _check_kernel_range, _Emitter, assign_regions
-from strato.vta.config import DEFAULT_CONFIG, VTAConfig
+from strato.targets.vta.config import DEFAULT_CONFIG, VTAConfig
+from strato.targets.vta.emit import (
+    _check_inside,
+    _check_kernel_range,
+    _Emitter,
+    assign_regions,
+)
 
 
 def _wrap32(values: np.ndarray) -> np.ndarray:

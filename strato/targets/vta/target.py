@@ -1,98 +1,191 @@
-"""`-t vta`: emit a vta-dialect module's instruction stream, run it, write the bundle.
+"""The `vta` compile target: conv2d layers on the VTA simulator, the rest on the CPU.
 
-    strato-opt conv.mlir -p vta-insert-dependence-tokens,vta-inject-virtual-threads -t vta -o DIR
+    vta                          two virtual threads, calibration on 2 random samples
+    vta -virtual-threads=1       no latency hiding
+    vta -samples=8 -seed=3       graph-quantize's random calibration inputs (uniform in
+                                 [-1, 1]); inputs far outside that range are clipped
+    vta -calibration=CAL.npz     calibrate on the inputs in CAL.npz (graph-quantize's format)
 
-The entry function (`function`, default: the only one) gets seeded random DRAM contents
-(int8 over the full range for regions inp and wgt, int32 in [-1024, 1024] for acc, zeros
-for out), its stream runs on the simulator, and the report (instruction counts, counters,
-cycles, compute utilization) is printed. With `-o DIR` the bundle goes to DIR (its
-tensors named after the arguments; an argument with a `vta.shape` attribute, [N, C, H, W]
-or [O, I, KH, KW], is listed in the manifest with its layout), so any simulator can rerun it.
+    model = strato.compile("resnet18", target="vta")
+    (logits,) = model(x)
+    print(model.run_report())    # per offloaded layer: counters, cycles, utilization
+
+The pipeline folds batch norms (graph-simplify-inference) and quantizes conv2d and dense
+to int8 with power-of-two scales (graph-quantize). Building splits the quantized graph
+(`strato.targets.vta.partition`): every conv that VTA can run (the pattern
+`strato.targets.vta.graph.match_offloadable` accepts: VTA layouts, int8 operands, the
+shift-and-clip requantization; all of ResNet-18's but the first) is compiled through the
+VTA compiler path (the VTA conv2d template's schedule of its te kernel,
+convert-loops-to-vta, dependence tokens, virtual threads: `strato.targets.vta.compile`), and the
+ops between them (the first conv, residual adds, pooling, the dense layer, quantize and
+dequantize) are compiled by the llvm target. A call runs the steps in order: each
+offloaded conv as an instruction stream on the bit-exact simulator with the cycle model,
+each CPU function as machine code. The outputs are bit-exact against
+`strato.interpreters.graph.run_graph` of the quantized graph. `layers` holds the
+simulator's reports of the last call.
+
+`strato-opt -t vta` is the vta dialect's emitter (strato.targets.vta.emitter).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import IO, ClassVar
+import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, ModuleOp
-from xdsl.utils.target import Target
 
-from strato.diagnostics import StratoError
-from strato.targets.vta.emit import assign_regions
-from strato.targets.vta.interpret import NamedTensor, run_vta
-from strato.vta.bundle import write_bundle
-from strato.vta.config import DEFAULT_CONFIG
-from strato.vta.layout import activation_layout, weight_layout
-from strato.vta.simulator import region_layout
+from strato.runtime.compiled_model import CompiledModel
+from strato.targets.registry import (
+    GRAPH_STAGE,
+    Stage,
+    Target,
+    TargetError,
+    register_target,
+)
+from strato.targets.vta import intrinsics  # noqa: F401  (registers vta.gemm)
 
-SHAPE_ATTR = "vta.shape"
-"""Argument attribute: the logical NCHW / OIHW shape of a DRAM tensor given as elements."""
+if TYPE_CHECKING:
+    import xdsl.utils.target
+    from xdsl.dialects.builtin import ModuleOp
 
-
-def _entry(module: ModuleOp, name: str | None) -> func.FuncOp:
-    functions = [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]
-    if name:
-        for function in functions:
-            if function.sym_name.data == name:
-                return function
-        raise StratoError(f"no function named @{name} in the module")
-    if len(functions) != 1:
-        raise StratoError("-t vta needs one function, or function=NAME")
-    return functions[0]
+    from strato.runtime.signature import Signature
+    from strato.targets.vta.graph import OffloadedLayer
 
 
-def _logical(function: func.FuncOp, index: int, region: str) -> NamedTensor | None:
-    attrs = function.arg_attrs.data[index].data if function.arg_attrs is not None else {}
-    shape = attrs.get(SHAPE_ATTR)
-    if not isinstance(shape, DenseArrayBase):
-        return None
-    layout = weight_layout() if region == "wgt" else activation_layout()
-    name = function.args[index].name_hint or f"arg{index}"
-    return NamedTensor(name, tuple(int(v) for v in shape.get_values()), layout)
+CLOCK_MHZ = 100
+"""The clock of VTA's default (Pynq) configuration, to put cycles in milliseconds."""
 
 
-@dataclass(frozen=True)
-class VtaTarget(Target):
-    """Runs the entry function's stream on the simulator; writes its bundle to `directory`."""
+class VtaCompiledModel(CompiledModel):
+    """A quantized model whose offloaded conv layers run on the VTA simulator."""
 
-    name: ClassVar[str] = "vta"
+    def __init__(self, signature: Signature, module: ModuleOp, entry_name: str, *, target: str, virtual_threads: int):
+        from strato.targets.vta.partition import partition
 
-    function: str | None = None
-    seed: int = 0
-    directory: str = ""
+        self.module = module
+        self.entry_name = entry_name
+        self.virtual_threads = virtual_threads
+        self.steps = partition(module, virtual_threads=virtual_threads, function=entry_name)
+        """The VTA steps and the CPU segments between them, compiled (strato.targets.vta.partition)."""
+        self.layers: list[OffloadedLayer] = []
+        """The simulator's report of each offloaded layer in the last call."""
+        self.runs = 0
+        super().__init__(signature, self._run, target=target)
 
-    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
-        function = _entry(module, self.function)
-        regions = assign_regions(function)
-        types = function.function_type.inputs.data
-        unused = [i for i in range(len(types)) if i not in regions]
-        if unused:
-            raise StratoError(f"argument {unused[0]} of @{function.sym_name.data} is never loaded or stored")
-        rng = np.random.default_rng(self.seed)
-        layouts = region_layout(DEFAULT_CONFIG)
-        arrays = []
-        for index, type_ in enumerate(types):
-            dtype, _ = layouts[regions[index]]
-            shape = tuple(type_.get_shape())
-            if regions[index] in ("inp", "wgt"):
-                arrays.append(rng.integers(-128, 128, shape).astype(dtype))
-            elif regions[index] == "acc":
-                arrays.append(rng.integers(-1024, 1025, shape).astype(dtype))
-            else:
-                arrays.append(np.zeros(shape, dtype))
-        names = {i: t for i in regions if (t := _logical(function, i, regions[i])) is not None}
-        outputs, report, bundle = run_vta(function, arrays, names=names)
-        output.write(f"// @{function.sym_name.data} on the VTA simulator, inputs from seed {self.seed}\n")
-        output.write(report.format() + "\n")
-        for index, array in sorted(outputs.items()):
-            output.write(f"output {index}: {array.shape[0]} elements, checksum {int(array.astype(np.int64).sum())}\n")
-        if self.directory:
-            write_bundle(self.directory, bundle.insns, bundle.dram, bundle.config, bundle.tensors)
-            output.write(f"bundle written to {self.directory}\n")
+    def _run(self, arrays: Sequence[np.ndarray]) -> None:
+        from strato.targets.vta.partition import run_partition
+
+        count = len(self.signature.inputs)
+        inputs, outputs = arrays[:count], arrays[count:]
+        results, self.layers = run_partition(self.steps, self.module, list(inputs), function=self.entry_name)
+        self.runs += 1
+        for out, result in zip(outputs, results, strict=True):
+            np.copyto(out, result.astype(out.dtype, copy=False))
+
+    @property
+    def offloaded(self) -> int:
+        """How many conv layers run on the simulator."""
+        from strato.targets.vta.partition import VtaStep
+
+        return sum(isinstance(step, VtaStep) for step in self.steps)
+
+    @property
+    def cpu_segments(self) -> int:
+        """How many compiled CPU functions run the ops between the offloaded layers."""
+        return len(self.steps) - self.offloaded
+
+    def run_report(self) -> str:
+        """Per offloaded layer of the last call: shapes, the simulator's counters, cycles
+        and compute utilization; then the totals and the cycle model's parameters."""
+        out = io.StringIO()
+        out.write(
+            f"VTA: {self.offloaded} conv2d layer(s) on the simulator, {self.virtual_threads} virtual thread(s); "
+            f"the rest in {self.cpu_segments} function(s) compiled for the CPU\n"
+        )
+        if not self.runs:
+            return out.getvalue() + "(not run yet)\n"
+        if not self.layers:
+            return out.getvalue()
+        out.write(
+            f"{'layer':24} {'input':>14} {'weights':>16} {'gemm uops':>10} {'alu uops':>9} "
+            f"{'DMA kB':>8} {'cycles':>10} {'util':>6}\n"
+        )
+        total = gemm = 0
+        for layer in self.layers:
+            c = layer.report.counters
+            moved = (c.inp_load_nbytes + c.wgt_load_nbytes + c.acc_load_nbytes + c.uop_load_nbytes + c.out_store_nbytes) / 1024
+            cycles = layer.report.cycles
+            total += cycles.total_cycles
+            gemm += cycles.gemm_cycles
+            out.write(
+                f"{layer.name[:24]:24} {'x'.join(map(str, layer.input_shape)):>14} "
+                f"{'x'.join(map(str, layer.weight_shape)):>16} {c.gemm_counter:>10} {c.alu_counter:>9} "
+                f"{moved:>8.0f} {cycles.total_cycles:>10} {100 * cycles.compute_utilization:>5.1f}%\n"
+            )
+        out.write(
+            f"all offloaded layers: {total} cycles ({total / (CLOCK_MHZ * 1000):.1f} ms at the Pynq "
+            f"configuration's {CLOCK_MHZ} MHz), compute utilization {100 * gemm / max(total, 1):.1f}%\n"
+        )
+        out.write(f"cycle model: {self.layers[0].report.cycles.params.describe()}\n")
+        return out.getvalue()
 
 
-__all__ = ["SHAPE_ATTR", "VtaTarget"]
+def _count(target: Target, key: str, default: int, low: int, high: int) -> int:
+    text = target.option(key, str(default))
+    assert text is not None
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise TargetError(f"target 'vta': -{key} must be an integer from {low} to {high}, got '{text}'")
+    return int(text)
+
+
+class VtaCompileTarget(Target):
+    name = "vta"
+    summary = "int8: conv2d layers on the VTA simulator (bit-exact, with a cycle model), the rest on the CPU"
+    passes = {
+        "graph-quantize": "strato.targets.vta.graph_quantize:GraphQuantizePass",
+        "convert-loops-to-vta": "strato.targets.vta.convert_loops_to_vta:ConvertLoopsToVtaPass",
+        "vta-insert-dependence-tokens": "strato.targets.vta.vta_insert_dependence_tokens:VtaInsertDependenceTokensPass",
+        "vta-inject-virtual-threads": "strato.targets.vta.vta_inject_virtual_threads:VtaInjectVirtualThreadsPass",
+    }
+    options = {
+        "virtual-threads": "virtual threads of the offloaded layers, 1 or 2 (default 2)",
+        "samples": "random calibration inputs of graph-quantize (default 2)",
+        "seed": "seed of the calibration inputs (default 0)",
+        "calibration": "an .npz of calibration inputs for graph-quantize (arg0, arg1, ...; "
+        "a leading sample axis) instead of random ones",
+    }
+
+    def __init__(self, spec) -> None:
+        super().__init__(spec)
+        self.virtual_threads = _count(self, "virtual-threads", 2, 1, 2)
+        self.samples = _count(self, "samples", 2, 1, 1024)
+        self.seed = _count(self, "seed", 0, 0, 2**31 - 1)
+
+    def stages(self, *, tuning_log: str | None = None) -> tuple[Stage, ...]:
+        from strato.targets.vta.graph_quantize import GraphQuantizePass
+        from strato.transforms.graph_simplify_inference import (
+            GraphSimplifyInferencePass,
+        )
+
+        calibration = self.option("calibration")
+        if calibration is not None:
+            quantize = GraphQuantizePass(calibration=calibration)
+        else:
+            quantize = GraphQuantizePass(samples=self.samples, seed=self.seed)
+        return (Stage(GRAPH_STAGE, (GraphSimplifyInferencePass(), quantize)),)
+
+    def build(
+        self, module: ModuleOp, entry_name: str, signature: Signature, *, public_name: str
+    ) -> CompiledModel:
+        return VtaCompiledModel(signature, module, entry_name, target=str(self), virtual_threads=self.virtual_threads)
+
+    def emitter(self) -> type[xdsl.utils.target.Target]:
+        from strato.targets.vta.emitter import VtaTarget
+
+        return VtaTarget
+
+
+register_target(VtaCompileTarget)
+
+__all__ = ["VtaCompileTarget", "VtaCompiledModel"]

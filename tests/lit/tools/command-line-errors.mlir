@@ -17,7 +17,7 @@
 // OPTION-NOT:   {{.}}
 // SYNTAX:       {{^}}strato-opt: error: malformed pass pipeline 'cse,{': expected pass name here (at column 5)
 // SYNTAX-NOT:   {{.}}
-// TARGET:       {{^}}strato-opt: error: unknown target 'wasm'; choose from mlir, llvm, interpret{{.*}}
+// TARGET:       {{^}}strato-opt: error: unknown target 'wasm'; choose from mlir, llvm, {{.*}}interpret
 // TARGET-NOT:   {{.}}
 // TARGET-OPTION: {{^}}strato-opt: error: bad options for target 'interpret': incompatible types: given ('many',), expected int
 // TARGET-OPTION-NOT: {{.}}

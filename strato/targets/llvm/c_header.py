@@ -1,0 +1,115 @@
+"""The C header of a compiled model's entry point.
+
+    strato compile mlp -o mlp.o      # also writes mlp.h:
+
+    int32_t mlp_run(const float *input, float *logits);
+
+Every tensor is a dense row-major buffer the caller owns: inputs are only read, outputs
+are written whole. The function returns `<NAME>_OK` (0), or `<NAME>_OUT_OF_MEMORY` (1)
+when an intermediate buffer could not be allocated (the outputs are then unspecified).
+The object file holds the model's weights (`CompiledModel.object_code` defines the weight
+symbols from `CompiledModel.weights`), so nothing else is linked for them; it needs the
+C library (`malloc`, `free`, `aligned_alloc`) and libm.
+"""
+
+from __future__ import annotations
+
+import llvmlite
+import llvmlite.binding as llvm
+import numpy as np
+
+from strato import __version__
+from strato.runtime.signature import Signature, TensorSpec, c_identifier
+from strato.targets.llvm.entry_abi import STATUS_OK, STATUS_OUT_OF_MEMORY
+
+_C_TYPES = {
+    "float32": "float",
+    "float64": "double",
+    "int8": "int8_t",
+    "int16": "int16_t",
+    "int32": "int32_t",
+    "int64": "int64_t",
+    "uint8": "uint8_t",
+    "uint16": "uint16_t",
+    "uint32": "uint32_t",
+    "uint64": "uint64_t",
+    "bool": "bool",
+}
+
+
+def c_element_type(dtype: np.dtype) -> str:
+    """The C type of one element; types C lacks (float16, bfloat16, the 8-bit floats)
+    are passed as unsigned integers of their size holding the same bits."""
+    name = _C_TYPES.get(np.dtype(dtype).name)
+    if name is not None:
+        return name
+    return f"uint{np.dtype(dtype).itemsize * 8}_t"
+
+
+def llvm_version() -> str:
+    """The LLVM version strato's LLVM IR is written for (the one inside llvmlite)."""
+    return ".".join(str(part) for part in llvm.llvm_version_info)
+
+
+def _parameter_names(specs: list[TensorSpec]) -> list[str]:
+    names: list[str] = []
+    for spec in specs:
+        name = c_identifier(spec.name)
+        candidate, suffix = name, 1
+        while candidate in names:
+            suffix += 1
+            candidate = f"{name}_{suffix}"
+        names.append(candidate)
+    return names
+
+
+def c_header(entry_symbol: str, signature: Signature) -> str:
+    """The text of a C header declaring `entry_symbol` with the buffers of `signature`."""
+    prefix = entry_symbol[: -len("_run")] if entry_symbol.endswith("_run") else entry_symbol
+    macro = prefix.upper()
+    specs = [*signature.inputs, *signature.outputs]
+    names = _parameter_names(specs)
+    parameters = []
+    comments = []
+    for index, (spec, name) in enumerate(zip(specs, names, strict=True)):
+        is_input = index < len(signature.inputs)
+        const = "const " if is_input else ""
+        parameters.append(f"{const}{c_element_type(spec.dtype)} *{name}")
+        role = "input " if is_input else "output"
+        comments.append(f" * {role} {name}: '{spec.name}' {spec.dtype.name}{list(spec.shape)}")
+    declaration = f"int32_t {entry_symbol}({', '.join(parameters) or 'void'});"
+    lines = [
+        f"/* {entry_symbol}: a model compiled by strato {__version__}.",
+        " *",
+        " * Link with the object file that strato wrote beside this header (it holds the",
+        " * weights), the C library and libm (-lm). The LLVM IR form (.ll) is for LLVM",
+        f" * {llvm_version()} (as in llvmlite {llvmlite.__version__}); it declares the weights",
+        " * as external constants, whose bytes are CompiledModel.weights.",
+        " * Buffers are dense row-major arrays owned by the caller:",
+        *comments,
+        f" * Returns {macro}_OK, or {macro}_OUT_OF_MEMORY when an intermediate buffer could not",
+        " * be allocated (the outputs are then unspecified). Safe to call again.",
+        " */",
+        f"#ifndef STRATO_{macro}_H",
+        f"#define STRATO_{macro}_H",
+        "",
+        "#include <stdbool.h>",
+        "#include <stdint.h>",
+        "",
+        "#ifdef __cplusplus",
+        'extern "C" {',
+        "#endif",
+        "",
+        f"#define {macro}_OK {STATUS_OK}",
+        f"#define {macro}_OUT_OF_MEMORY {STATUS_OUT_OF_MEMORY}",
+        "",
+        declaration,
+        "",
+        "#ifdef __cplusplus",
+        "}",
+        "#endif",
+        "",
+        f"#endif /* STRATO_{macro}_H */",
+        "",
+    ]
+    return "\n".join(lines)

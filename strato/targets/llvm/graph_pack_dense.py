@@ -1,0 +1,113 @@
+"""graph-pack-dense: lay out the constant weights of dense layers as the GEMM reads them.
+
+The dense schedule template multiplies MR x NR tiles of the output, reading B (the
+weight, [N, K]) as K x NR panels, one NR-wide row of the panel per step of the
+reduction. A weight in [N, K] order must be repacked into such panels by every call (a
+transposing copy of the whole weight: for a 650 x 10000 layer it costs more than the
+product). When the weight is a constant, this pass packs it once, at compile time, into
+[N / NR, K, NR], and rewrites the layer as a batched product over the panels:
+
+    graph.dense %x, %w, %b          x: [.., K], w: [N, K] constant, M rows in x
+    ->
+    %x2 = graph.reshape %x                          [M, K]
+    %y  = graph.matmul %x2, %w.packed               [M, K] x [N/NR, K, NR] -> [N/NR, M, NR]
+    %t  = graph.transpose %y [1, 0, 2]              [M, N/NR, NR]
+    %r  = graph.reshape %t                          [.., N]
+    %o  = graph.add %r, %b                          (when there is a bias)
+
+so that the template finds each K x NR panel contiguous and needs no packing stage. NR
+is the tile width the template picks for M x N at its default knobs
+(`strato.targets.llvm.templates.dense.choose_tile`) for vectors of `lanes` fp32 (option;
+0, the default, reads the CPU being compiled for). Only float32 layers with at least two
+rows and a column count that whole vectors divide change; a one-row product (a GEMV)
+reads each weight once, so packing buys it nothing.
+
+Requires: functions of graph ops, constants folded (graph-fold-constants). Leaves
+illegal: nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, f32
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from strato.diagnostics import StratoError
+from strato.dialects import graph
+from strato.dialects.graph import static_shape
+from strato.dialects.tensor_types import array_from_dense, dense_from_array
+
+
+def packed_width(rows: int, columns: int, lanes: int) -> int | None:
+    """NR of the tile the dense template uses for `rows` x `columns` at its default
+    knobs with vectors of `lanes`, or None when the layer keeps its [N, K] weight."""
+    from strato.targets.llvm.templates.dense import choose_tile
+
+    if rows < 2 or columns % lanes:
+        return None
+    mr = min((32 - 4) // 2, 12) if lanes >= 16 else 6
+    _, width = choose_tile(rows, columns, mr, 2 * lanes, lanes)
+    return width if width % lanes == 0 else None
+
+
+def _pack(op: graph.DenseOp, lanes: int) -> list[Operation] | None:
+    weight = op.weight.owner
+    if not isinstance(weight, graph.ConstantOp) or op.weight.type.element_type != f32:
+        return None
+    x_shape = static_shape(op.input)
+    columns, features = static_shape(op.weight)
+    rows = prod(x_shape[:-1])
+    width = packed_width(rows, columns, lanes)
+    if width is None:
+        return None
+    array = array_from_dense(weight.value)
+    panels = np.ascontiguousarray(array.reshape(columns // width, width, features).transpose(0, 2, 1))
+    packed = graph.ConstantOp(dense_from_array(panels, f32))
+    if op.weight.name_hint is not None:
+        packed.result.name_hint = f"{op.weight.name_hint}.packed"
+    ops: list[Operation] = [packed]
+    x: SSAValue = op.input
+    if len(x_shape) != 2:
+        ops.append(graph.ReshapeOp(x, [rows, features]))
+        x = ops[-1].results[0]
+    ops.append(graph.MatmulOp(x, packed))
+    ops.append(graph.TransposeOp(ops[-1].results[0], [1, 0, 2]))
+    ops.append(graph.ReshapeOp(ops[-1].results[0], [*x_shape[:-1], columns]))
+    if op.bias is not None:
+        ops.append(graph.AddOp(ops[-1].results[0], op.bias))
+    return ops
+
+
+@dataclass(frozen=True)
+class GraphPackDensePass(ModulePass):
+    """Constant dense weights packed into the GEMM's K x NR panels at compile time.
+    `lanes`: fp32 lanes of a vector (0: those of the host's CPU)."""
+
+    name = "graph-pack-dense"
+
+    lanes: int = 0
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from strato.targets.llvm.host import host_target, vector_lanes
+
+        if self.lanes < 0:
+            raise StratoError(f"graph-pack-dense: lanes must be positive, got {self.lanes}")
+        lanes = self.lanes or vector_lanes(host_target(), 4)
+        for dense in [o for o in op.walk() if isinstance(o, graph.DenseOp)]:
+            ops = _pack(dense, lanes)
+            if ops is None:
+                continue
+            Rewriter.insert_op(ops, InsertPoint.before(dense))
+            result = ops[-1].results[0]
+            result.name_hint = dense.result.name_hint
+            dense.result.replace_all_uses_with(result)
+            weight = dense.weight.owner
+            Rewriter.erase_op(dense)
+            if isinstance(weight, graph.ConstantOp) and not weight.result.uses:
+                Rewriter.erase_op(weight)

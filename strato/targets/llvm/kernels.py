@@ -1,0 +1,87 @@
+"""Loop-level kernels compiled alone: for tests, hand-written schedules and the tuner.
+
+    jit = compile_loops(module, threads=1)           # lower a copy, JIT it
+    jit.function("mm")(a, b, c)
+
+    builder = LLVMKernelBuilder(machine, threads=1)  # what the llvm target gives the tuner
+    built = builder.build(module, "dense_relu")      # object code: picklable, loadable elsewhere
+    function, keep = builder.load(built)             # in the process that times it
+    function(*[array.ctypes.data for array in buffers])
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+from typing import Any
+
+from xdsl.dialects.builtin import ModuleOp
+
+from strato.dialects.loop import OUTPUT_ATTR
+from strato.dialects.tensor_types import numpy_dtype
+from strato.schedule.knobs import kernel_of
+from strato.targets.llvm.host import HostTarget
+from strato.targets.llvm.jit import JitModule
+from strato.targets.registry import BuiltKernel, KernelBuilder
+
+
+def compile_loops(
+    module: ModuleOp,
+    *,
+    machine: HostTarget | None = None,
+    threads: int = 0,
+    opt_level: int = 3,
+) -> JitModule:
+    """A copy of the loop-level `module` lowered by convert-loops-to-llvm (parallel loops
+    for `threads` threads; 0: the cores available) and compiled for `machine` (the host
+    by default)."""
+    from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
+
+    lowered = module.clone()
+    convert_loops_to_llvm(lowered, threads)
+    return JitModule(lowered, machine=machine, opt_level=opt_level)
+
+
+class LLVMKernelBuilder(KernelBuilder):
+    """Builds one scheduled kernel into an object file for `machine`, its parallel loops
+    for `threads` threads, and loads such an object into this process."""
+
+    def __init__(self, machine: HostTarget | None = None, threads: int = 1, opt_level: int = 3):
+        self.machine = machine
+        self.threads = threads
+        self.opt_level = opt_level
+
+    def build(self, module: ModuleOp, kernel: str) -> BuiltKernel:
+        function = kernel_of(module, kernel)
+        jit = compile_loops(
+            module, machine=self.machine, threads=self.threads, opt_level=self.opt_level
+        )
+        compiled = jit.function(kernel)
+        if compiled.return_type != "void" or any(t != "ptr" for t in compiled.param_types):
+            raise ValueError(f"@{kernel} is not a kernel of buffers: {compiled.param_types}")
+        assert jit.object_code is not None
+        attributes = (
+            function.arg_attrs.data if function.arg_attrs is not None else [None] * len(function.args)
+        )
+        buffers = tuple(
+            (
+                tuple(arg.type.get_shape()),
+                numpy_dtype(arg.type.element_type),
+                attrs is not None and OUTPUT_ATTR in attrs.data,
+            )
+            for arg, attrs in zip(function.args, attributes, strict=True)
+        )
+        return BuiltKernel(kernel, jit.object_code, tuple(jit.imports), buffers)
+
+    def load(self, built: BuiltKernel) -> tuple[Callable[..., Any], object]:
+        from strato.targets.llvm.jit import ObjectModule
+        from strato.targets.llvm.parallel_runtime import install_parallel_runtime
+
+        install_parallel_runtime()  # binds strato_parallel_for, which parallel code imports
+        loaded = ObjectModule(built.code, built.imports)
+        address = loaded.address(built.kernel)
+        function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(built.buffers))(address)
+        return function, loaded
+
+
+__all__ = ["LLVMKernelBuilder", "compile_loops"]

@@ -1,0 +1,122 @@
+"""A model compiled by the llvm target: machine code, its LLVM IR, an object file and a
+C header.
+
+    model = strato.compile("mlp.onnx")   # an LLVMCompiledModel
+    model.save_llvm_ir("mlp.ll")
+    model.save_object("mlp.o")           # with model.save_c_header("mlp.h")
+    model.save("mlp.strato")             # strato.load("mlp.strato") runs it again
+
+The entry follows the loop-level ABI: inputs then outputs, all buffers; in C it is
+`int32_t <name>_run(const T *input..., T *output...)` returning a status
+(`c_header()`, `save_object`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from strato.diagnostics import StratoError
+from strato.runtime.compiled_model import CompiledModel, EntryFunction
+from strato.runtime.signature import Signature
+from strato.runtime.weight_blob import EMPTY, WeightBlob
+
+
+@dataclass(frozen=True)
+class MachineCode:
+    """A model's machine code as it runs: the object file MCJIT compiled, the functions
+    it imports (libc, libm, the parallel runtime) and the machine it was compiled for.
+    What `LLVMCompiledModel.save` and the compile cache store (`strato.targets.llvm.aot`).
+    The object code reads the model's weights from external symbols that loading binds
+    to `weights` (`strato.runtime.weight_blob`)."""
+
+    object_code: bytes
+    imports: tuple[str, ...]
+    triple: str
+    cpu: str
+    features: str
+    weights: WeightBlob = EMPTY
+
+
+class LLVMCompiledModel(CompiledModel):
+    """A model whose entry is machine code from LLVM (see the module docstring)."""
+
+    def __init__(
+        self,
+        signature: Signature,
+        entry: EntryFunction,
+        *,
+        target: str,
+        llvm_ir: str | None = None,
+        entry_symbol: str | None = None,
+        machine_code: MachineCode | None = None,
+        origin: str | None = None,
+    ):
+        super().__init__(signature, entry, target=target, origin=origin)
+        self._llvm_ir = llvm_ir
+        self.entry_symbol = entry_symbol
+        self.machine_code = machine_code
+        """The compiled code, for `save` and the compile cache (None: cannot be saved)."""
+
+    @property
+    def can_save(self) -> bool:
+        return self.machine_code is not None and self.entry_symbol is not None
+
+    def to_bytes(self) -> bytes:
+        from strato.targets.llvm.aot import model_to_bytes
+
+        return model_to_bytes(self)
+
+    @property
+    def weights(self):
+        code = self.machine_code
+        return (code.weights if code is not None else EMPTY).data
+
+    @property
+    def weight_symbols(self) -> dict[str, int]:
+        """Each weight symbol the machine code and `llvm_ir` declare -> its offset in
+        `weights` (a multiple of 64)."""
+        code = self.machine_code
+        return (code.weights if code is not None else EMPTY).offsets
+
+    @property
+    def has_llvm_ir(self) -> bool:
+        return self._llvm_ir is not None
+
+    @property
+    def llvm_ir(self) -> str:
+        """The LLVM IR text of the whole model (entry and kernels). Its weights are
+        declared external constants (`weight_symbols`), their bytes are in `weights`."""
+        if self._llvm_ir is None:
+            if self.origin is not None:
+                raise StratoError(
+                    f"the model loaded from {self.origin} was saved without its LLVM IR"
+                )
+            return super().llvm_ir
+        return self._llvm_ir
+
+    def object_code(self, *, portable: bool = False) -> bytes:
+        """The model as an object file for the CPU it was compiled for (a generic CPU of
+        that architecture when `portable`), to link into a C program with `c_header()`;
+        the object holds the weights."""
+        from strato.targets.llvm.host import HostTarget, host_target
+        from strato.targets.llvm.jit import compile_object
+
+        code = self.machine_code
+        machine = host_target() if code is None else HostTarget(code.triple, code.cpu, code.features)
+        return compile_object(
+            self.llvm_ir,
+            machine=machine,
+            portable=portable,
+            weights=code.weights if code is not None else EMPTY,
+        )
+
+    def c_header(self) -> str:
+        """A C header declaring the entry function (see `strato.targets.llvm.c_header`)."""
+        from strato.targets.llvm.c_header import c_header
+
+        if self.entry_symbol is None:
+            return super().c_header()
+        return c_header(self.entry_symbol, self.signature)
+
+
+__all__ = ["LLVMCompiledModel", "MachineCode"]
