@@ -27,6 +27,7 @@ from xdsl.passes import ModulePass, PassPipeline
 from strato.diagnostics import StratoError
 from strato.frontends.onnx import import_onnx
 from strato.frontends.onnx.sequences import checked_structure, is_structure_spec
+from strato.gc_pause import gc_for_compiling
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.limits import MAX_BUFFER_BYTES
 from strato.runtime.signature import Signature, c_identifier
@@ -101,10 +102,11 @@ def compile_model(
             cached = lookup(key)
             if cached is not None:
                 return cached
-    compiled = _compile_model(
-        model, compile_target, shapes, after_stage, before_stage, name, passes_before,
-        passes_after, tuning_log,
-    )  # fmt: skip
+    with gc_for_compiling():
+        compiled = _compile_model(
+            model, compile_target, shapes, after_stage, before_stage, name, passes_before,
+            passes_after, tuning_log,
+        )  # fmt: skip
     if key is not None:
         from strato.runtime.cache import store
 

@@ -300,16 +300,18 @@ def isolated_kernel(task: Task, config: Config | None, threads: int = 1) -> Buil
     target (its `KernelBuilder`), with the trace of the schedule (None without a config).
     A config that cannot be applied raises ValueError before anything is compiled."""
     from strato.autotuning.space import InvalidConfig, SearchSpace
+    from strato.gc_pause import gc_for_compiling
 
     trace = None
-    if config is None:
-        alone, _ = task.kernel_module()
-    else:
-        try:
-            alone, _, trace = SearchSpace(task, threads).schedule_traced(config)
-        except InvalidConfig as error:
-            raise ValueError(f"invalid config: {error}") from None
-    built = task.builder(threads).build(alone, task.kernel)
+    with gc_for_compiling():
+        if config is None:
+            alone, _ = task.kernel_module()
+        else:
+            try:
+                alone, _, trace = SearchSpace(task, threads).schedule_traced(config)
+            except InvalidConfig as error:
+                raise ValueError(f"invalid config: {error}") from None
+        built = task.builder(threads).build(alone, task.kernel)
     return Built(built, task.target, threads, None if trace is None else trace.to_dict())
 
 

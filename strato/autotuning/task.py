@@ -103,10 +103,12 @@ def _lowered(model: bytes, target: str = DEFAULT_TARGET) -> ModuleOp:
     import onnx
 
     from strato.frontends.onnx import import_onnx
+    from strato.gc_pause import gc_for_compiling
     from strato.targets.registry import run_stages
 
-    imported = import_onnx(onnx.load_from_string(model))
-    run_stages(_target(target, 1).lowering_stages(), imported.module)
+    with gc_for_compiling():
+        imported = import_onnx(onnx.load_from_string(model))
+        run_stages(_target(target, 1).lowering_stages(), imported.module)
     return imported.module
 
 

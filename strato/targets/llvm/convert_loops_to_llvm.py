@@ -13,14 +13,14 @@ Leaves illegal: every op outside the llvm dialect (checked after the pass).
   `loop.kernel` are kept.
 - Reduction updates (`acc = acc + a * b` through one location) get the `reassoc` and
   `contract` fast-math flags (`strato.targets.llvm.reduction_flags`).
+- Outermost `parallel` loops become tasks of the thread pool (`parallel_outlining`:
+  a body function, a task taking (ctx, begin, end), a call of `strato_parallel_for`)
+  when `threads` (0, the default: the cores available) is above 1.
 - `unrolled` loops are fully unrolled (`unroll_loops`), index divisions that are exact
   over the loop ranges become affine arithmetic (`index_simplification`), then
   `vectorized` loops become `<W x T>` vector code: vector loads/stores where the address moves by one element,
   broadcasts of scalars that do not vary, per-lane accesses for strides and gathers
-  (`vectorize_loops`, which says when a loop stays serial).
-- Outermost `parallel` loops become tasks of the thread pool (`parallel_outlining`:
-  a body function, a task taking (ctx, begin, end), a call of `strato_parallel_for`)
-  when `threads` (0, the default: the cores available) is above 1.
+  (`vectorize_loops`, which says when a loop stays serial); in outlined bodies too.
 - The remaining `loop.for`s become header/body/latch CFGs (blocks named after the axis);
   virtual-thread loops and the parallel loops left run serially, and the back edge of
   a non-serial loop carries `strato.loop_kind`.
@@ -238,10 +238,12 @@ def convert_loops_to_llvm(module: ModuleOp, threads: int = 0) -> None:
     check_lowerable(module, set(dispatcher.by_type))
     with gc_paused():
         mark_reductions(module)
+        # outlined first: its walks over each parallel loop's body are then over the
+        # loop-level body, not the 10-30x larger unrolled and vectorized one
+        outline_parallel_loops(module, threads_or_available(threads))
         unroll_loops(module)
         simplify_index_divisions(module)
         vectorize_loops(module)
-        outline_parallel_loops(module, threads_or_available(threads))
         apply_lowerings(module, dispatcher)
         reconcile_casts(module)
     check_legal(

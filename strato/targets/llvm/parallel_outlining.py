@@ -97,11 +97,20 @@ def outline_parallel_loops(module: ModuleOp, threads: int) -> int:
         return 0
     count = 0
     for function in [op for op in module.ops if isinstance(op, func.FuncOp)]:
-        for index, loop in enumerate(_outermost_parallel_loops(function)):
-            outliner = _Outliner(module, function, loop, threads)
+        loops = _outermost_parallel_loops(function)
+        if not loops:
+            continue
+        # the function's local buffers, found once (not once per loop)
+        local = [
+            op for op in function.walk()
+            if isinstance(op, memref.AllocOp) and memory_scope(op.memref.type) == MemoryScope.LOCAL
+        ]  # fmt: skip
+        for index, loop in enumerate(loops):
+            outliner = _Outliner(module, function, loop, threads, local)
             if outliner.can_outline():
                 outliner.outline(index)
                 count += 1
+                local = [op for op in local if op not in outliner.private]
     return count
 
 
@@ -162,12 +171,19 @@ def _induction_value(block: Block, iteration: SSAValue, loop: ForOp, step: SSAVa
 
 
 class _Outliner:
-    def __init__(self, module: ModuleOp, function: func.FuncOp, loop: ForOp, threads: int):
+    def __init__(
+        self,
+        module: ModuleOp,
+        function: func.FuncOp,
+        loop: ForOp,
+        threads: int,
+        local: list[memref.AllocOp],
+    ):
         self.module = module
         self.function = function
         self.loop = loop
         self.threads = threads
-        self.private = self._private_buffers()
+        self.private = self._private_buffers(local)
 
     # -- what the body needs ---------------------------------------------------------------
 
@@ -185,14 +201,12 @@ class _Outliner:
         private_bytes = sum(memref_size_in_bytes(op.memref.type) for op in self.private)
         return private_bytes <= PRIVATE_STACK_LIMIT and self.loop.trip_count > 1
 
-    def _private_buffers(self) -> list[memref.AllocOp]:
-        """Local buffers allocated outside the loop and used only inside it (besides
-        their deallocation)."""
+    def _private_buffers(self, local: list[memref.AllocOp]) -> list[memref.AllocOp]:
+        """The function's `local` buffers allocated outside the loop and used only inside
+        it (besides their deallocation)."""
         private: list[memref.AllocOp] = []
-        for op in self.function.walk():
-            if not isinstance(op, memref.AllocOp) or _is_inside(op, self.loop):
-                continue
-            if memory_scope(op.memref.type) != MemoryScope.LOCAL:
+        for op in local:
+            if _is_inside(op, self.loop):
                 continue
             users = [use.operation for use in op.memref.uses]
             inside = [user for user in users if _is_inside(user, self.loop)]
