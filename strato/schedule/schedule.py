@@ -10,7 +10,10 @@ rebuild of a primitive that the rebuild cannot refuse (no tensorized loop, no st
 computed after its producer's loop, and for vectorize a body the state shows to be
 straight-line): the kernel is rebuilt once, when it is observed (`sch.kernel`,
 `sch.materialize()`, or `get_loops` of a stage computed at a loop or tensorized), and
-is the kernel the eager rebuilds would have given.
+is the kernel the eager rebuilds would have given. Inside `sch.deferring_all()` even the
+primitives a rebuild could refuse are deferred: the caller materializes at the end and,
+if that rebuild refuses, restores and goes step by step (schedule-default parallelizes
+a kernel's stages this way: one rebuild instead of one per primitive).
 
     sch = Schedule(module, kernel="dense_relu")
     dense = sch.get_stage("dense")
@@ -21,7 +24,8 @@ is the kernel the eager rebuilds would have given.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from math import prod
 from typing import Any, TypeVar
@@ -114,6 +118,7 @@ class Schedule:
         """When set, a primitive whose rebuild cannot refuse it only updates the state;
         the kernel is rebuilt once, when it is next observed (`kernel`, `materialize`)."""
         self._stale = False
+        self._defer_all = False
         self._extents: tuple[func.FuncOp, dict[str, dict[str, int]]] | None = None
 
     # -- the IR ---------------------------------------------------------------------------
@@ -129,6 +134,18 @@ class Schedule:
         rebuild (see `deferred`), and put it in the module in place of the old one."""
         if self._stale:
             self._install(rebuild_kernel(self.state), self.state)
+
+    @contextmanager
+    def deferring_all(self) -> Iterator[None]:
+        """Within the block, defer every primitive whose own check passes, even those the
+        rebuild could refuse (a tensorized loop, a reverse compute_at in the kernel): the
+        caller `materialize`s after it and handles the ScheduleError of a refusal (by
+        `restore` and applying the primitives one by one, each rebuild checked)."""
+        deferred, self.deferred, self._defer_all = self.deferred, True, True
+        try:
+            yield
+        finally:
+            self.deferred, self._defer_all = deferred, False
 
     def restore(self, state: ScheduleState, trace_length: int) -> None:
         """Go back to `state` (a copy of an earlier `self.state`) and the first
@@ -218,7 +235,7 @@ class Schedule:
         result = change(state)
         compute_at_.check_attachments(primitive, state)
         checked = check is None or (passes is not None and passes(state))
-        if self.deferred and checked and not _may_refuse_at_rebuild(state):
+        if self.deferred and checked and (self._defer_all or not _may_refuse_at_rebuild(state)):
             self.state = state
             self._stale = True
         else:

@@ -44,6 +44,7 @@ PASS_REGISTRY: dict[str, str] = {
     "graph-simplify-inference": "strato.transforms.graph_simplify_inference:GraphSimplifyInferencePass",
     "graph-default": "strato.transforms.graph_default:GraphDefaultPass",
     "te-inline-stages": "strato.transforms.te_inline_stages:TeInlineStagesPass",
+    "loop-dedup-kernels": "strato.transforms.loop_dedup_kernels:LoopDedupKernelsPass",
 }
 """The passes of strato.transforms: name -> "module:Class"."""
 

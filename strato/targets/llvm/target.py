@@ -23,7 +23,8 @@ threads (what `strato run -v` reports and `--dump-ir` writes after):
                graph-fuse-ops, graph-plan-memory
     te         convert-graph-to-te, te-inline-stages
     loops      convert-te-to-loops
-    schedule   schedule-default{lanes=L threads=N [tuning_log=...]}  (the CPU templates)
+    schedule   loop-dedup-kernels, schedule-default{lanes=L threads=N [tuning_log=...]}
+               (each distinct kernel once, scheduled by the CPU templates)
     llvm       convert-loops-to-llvm{threads=N}, after every buffer's size is checked
 
 then `build` (strato.targets.llvm.build): LLVM IR, LLVM optimization, MCJIT machine code.
@@ -33,8 +34,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from xdsl.dialects import llvm
-from xdsl.dialects.builtin import AnyFloat, ModuleOp, VectorType
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.transforms.common_subexpression_elimination import (
     CommonSubexpressionElimination,
 )
@@ -51,6 +51,7 @@ from strato.schedule.templates import (
 )
 from strato.targets.llvm import intrinsics  # noqa: F401  (registers cpu.fma_tile)
 from strato.targets.llvm.aot import FORMAT, model_from_archive
+from strato.targets.llvm.fast_math import FAST_MATH_FLAGS, add_fast_math_flags
 from strato.targets.llvm.host import HostTarget, MachineError, host_target, machine_for
 from strato.targets.registry import (
     GRAPH_STAGE,
@@ -67,10 +68,6 @@ if TYPE_CHECKING:
     from strato.runtime.compiled_model import CompiledModel
     from strato.runtime.signature import Signature
     from strato.schedule.knobs import KnobSource
-
-FAST_MATH_FLAGS = ("nnan", "ninf", "nsz", "arcp", "afn")
-"""What `-fast-math` adds to every float operation (reductions already carry
-`reassoc` and `contract`)."""
 
 TEMPLATES = "llvm"
 """The name the CPU's schedule templates are registered under (strato.schedule.templates)."""
@@ -179,6 +176,7 @@ class LLVMTarget(Target):
 
     def stages(self, *, tuning_log: str | None = None) -> tuple[Stage, ...]:
         from strato.targets.llvm.convert_loops_to_llvm import ConvertLoopsToLLVMPass
+        from strato.transforms.loop_dedup_kernels import LoopDedupKernelsPass
         from strato.transforms.schedule_default import ScheduleDefaultPass
 
         schedule = ScheduleDefaultPass(
@@ -186,7 +184,7 @@ class LLVMTarget(Target):
         )
         return (
             *self.lowering_stages(),
-            Stage("schedule", (schedule,)),
+            Stage("schedule", (LoopDedupKernelsPass(), schedule)),
             Stage("llvm", (ConvertLoopsToLLVMPass(threads=self.threads),), check=check_buffer_sizes),
         )
 
@@ -222,31 +220,7 @@ class LLVMTarget(Target):
         return f"{self.spec} @ {machine.triple} {machine.cpu} {machine.features} threads={self.threads}"
 
 
-def _is_float(type_) -> bool:
-    if isinstance(type_, VectorType):
-        type_ = type_.element_type
-    return isinstance(type_, AnyFloat)
-
-
-def add_fast_math_flags(module: ModuleOp) -> None:
-    """Give every float operation of an llvm-dialect module `FAST_MATH_FLAGS`, keeping
-    the flags it has (calls only when they return floats: LLVM allows no flags on
-    other calls)."""
-    for op in module.walk():
-        if isinstance(op, llvm.CallOp | llvm.CallIntrinsicOp):
-            results = op.results
-            if len(results) != 1 or not _is_float(results[0].type):
-                continue
-        elif not isinstance(op, llvm.AbstractFloatArithOp | llvm.FNegOp):
-            continue
-        current = op.properties.get("fastmathFlags")
-        flags = {flag.value for flag in current.data} if isinstance(current, llvm.FastMathAttr) else set()
-        flags.discard("none")
-        merged = sorted(flags | set(FAST_MATH_FLAGS))
-        op.properties["fastmathFlags"] = llvm.FastMathAttr(
-            [llvm.FastMathFlag(flag) for flag in merged]
-        )
-
-
 register_target(LLVMTarget)
 register_model_format(FORMAT, model_from_archive)
+
+__all__ = ["FAST_MATH_FLAGS", "LLVMTarget", "add_fast_math_flags", "cpu_schedule_context"]

@@ -1,0 +1,79 @@
+"""loop-dedup-kernels: compute each distinct kernel once.
+
+Requires: a loop-level module (kernels: `func.func` with `loop.kernel`, called by the
+entry with `func.call`). Leaves illegal: nothing.
+
+Kernels that compute the same thing, equal up to the names of the kernel and of its
+values (`strato.schedule.workload.kernel_key`, the tuner's task key), become one: the
+first of them, which every call site of the others then calls. ResNet-18's repeated
+blocks are 24 kernels of 19 distinct ones, MobileNetV2's 55 of 33, and the zoo LSTM's two
+layers one kernel: scheduling, lowering and compiling the copies was a quarter to a half
+of the work after the loop level. A kernel that reads a global is kept apart from one
+reading another global (the symbol is part of its text), so merged kernels never read
+different data.
+
+Before:
+
+    func.func @relu_1(%a: memref<64xf32>, %o: memref<64xf32> {loop.output}) attributes {loop.kernel} {..}
+    func.func @relu_2(%b: memref<64xf32>, %p: memref<64xf32> {loop.output}) attributes {loop.kernel} {..}
+    func.func @main(..) {
+      func.call @relu_1(%x, %y) : (..) -> ()
+      func.call @relu_2(%y, %z) : (..) -> ()
+    }
+
+After:
+
+    func.func @relu_1(%a: memref<64xf32>, %o: memref<64xf32> {loop.output}) attributes {loop.kernel} {..}
+    func.func @main(..) {
+      func.call @relu_1(%x, %y) : (..) -> ()
+      func.call @relu_1(%y, %z) : (..) -> ()
+    }
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.passes import ModulePass
+
+from strato.dialects.loop import KERNEL_ATTR
+from strato.schedule.workload import kernel_key
+
+
+def dedup_kernels(module: ModuleOp) -> dict[str, str]:
+    """Merge the kernels of `module` that are equal up to names, in place; returns each
+    removed kernel's name -> the kernel its calls now go to."""
+    first: dict[str, str] = {}
+    replaced: dict[str, str] = {}
+    duplicates: list[func.FuncOp] = []
+    for op in module.ops:
+        if not isinstance(op, func.FuncOp) or KERNEL_ATTR not in op.attributes:
+            continue
+        name = op.sym_name.data
+        representative = first.setdefault(kernel_key(op), name)
+        if representative != name:
+            replaced[name] = representative
+            duplicates.append(op)
+    if not replaced:
+        return replaced
+    for op in module.walk():
+        if isinstance(op, func.CallOp) and op.callee.root_reference.data in replaced:
+            op.callee = SymbolRefAttr(replaced[op.callee.root_reference.data])
+    for kernel in duplicates:
+        module.body.block.detach_op(kernel)
+        kernel.erase()
+    return replaced
+
+
+@dataclass(frozen=True)
+class LoopDedupKernelsPass(ModulePass):
+    """Merge kernels equal up to names into one, called from every site (see the module
+    docstring)."""
+
+    name = "loop-dedup-kernels"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        dedup_kernels(op)
