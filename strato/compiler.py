@@ -33,6 +33,7 @@ from strato.runtime.limits import MAX_BUFFER_BYTES
 from strato.runtime.signature import Signature, c_identifier
 from strato.targets.registry import (
     GRAPH_STAGE,
+    BuildOptions,
     Stage,
     Target,
     TargetSpec,
@@ -64,6 +65,7 @@ def compile_model(
     passes_after: PipelineHook = None,
     cache: bool | None = None,
     tuning: str | os.PathLike | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
@@ -81,11 +83,14 @@ def compile_model(
     "my-pass{opt=1},cse", or pass instances) run on the graph level before and after
     the target's graph stage (`with_pipeline_hooks`). `tuning` is a tuning log (`strato
     tune --db`): each kernel is scheduled with the best record of its task there; kernels
-    it has no record of keep the defaults.
+    it has no record of keep the defaults. `progress(done, total)` hears how many of the
+    model's distinct kernels the target's build has compiled (a progress bar).
 
     A model compiled before with the same bytes and options comes from the compile
-    cache (`strato.runtime.cache`) without compiling. `cache=False` or `STRATO_CACHE=0`
-    turns the cache off; by default it is on unless `after_stage` asks for the IR.
+    cache (`strato.runtime.cache`) without compiling, and so does each kernel compiled
+    before in any model (a target's kernels, where it caches them). `cache=False` or
+    `STRATO_CACHE=0` turns the cache off; by default it is on, except the whole-model
+    entry when `after_stage` asks for the IR.
     """
     compile_target = resolve_target(target, fast_math=fast_math, threads=threads)
     shapes = check_input_shapes(input_shapes)
@@ -102,10 +107,11 @@ def compile_model(
             cached = lookup(key)
             if cached is not None:
                 return cached
+    options = BuildOptions(cache=_use_kernel_cache(cache), progress=progress)
     with gc_for_compiling():
         compiled = _compile_model(
             model, compile_target, shapes, after_stage, before_stage, name, passes_before,
-            passes_after, tuning_log,
+            passes_after, tuning_log, options,
         )  # fmt: skip
     if key is not None:
         from strato.runtime.cache import store
@@ -124,6 +130,7 @@ def _compile_model(
     passes_before: PipelineHook,
     passes_after: PipelineHook,
     tuning_log: str | None,
+    options: BuildOptions,
 ) -> CompiledModel:
     proto_or_path, default_name = _model_source(model)
     imported = import_onnx(proto_or_path, input_shapes=shapes)
@@ -148,6 +155,7 @@ def _compile_model(
         imported.function_name,
         signature,
         public_name=c_identifier(name or default_name),
+        options=options,
     )
 
 
@@ -159,6 +167,12 @@ def load_model(path: str | os.PathLike) -> CompiledModel:
 
     load_builtin_targets()
     return load_saved(path)
+
+
+def _use_kernel_cache(cache: bool | None) -> bool:
+    from strato.runtime.cache import cache_enabled
+
+    return cache is not False and cache_enabled()
 
 
 def _use_cache(cache: bool | None, after_stage: StageCallback | None) -> bool:

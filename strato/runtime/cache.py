@@ -20,6 +20,13 @@ truncated file, another strato's format) is removed and the model compiled again
 cache directory that cannot be written only costs the speed-up. The cache holds at most
 $STRATO_CACHE_MAX_MB megabytes (default 2048): the least recently used entries go first.
 `STRATO_CACHE=0` turns the cache off, as does `strato.compile(..., cache=False)`.
+
+Beside whole models, a target keeps the kernels it compiles, by a key of its own
+(`store_kernels`, `lookup_kernel`: for the llvm target the object of each scheduled
+kernel, `strato.targets.llvm.kernel_objects`), in `kernels/` under the same directory,
+size limit and eviction: a model that shares kernels with one compiled before (another
+model with the same layer shapes, the same model with one layer changed, a tuning
+candidate already measured) compiles only its new ones.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import hashlib
 import json
 import os
 import warnings
+from collections.abc import Collection, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -36,6 +44,9 @@ from strato.diagnostics import StratoError
 from strato.runtime.compiled_model import CompiledModel
 
 ENTRY_SUFFIX = ".strato"
+KERNEL_SUFFIX = ".kernel"
+KERNELS = "kernels"
+"""The subdirectory of compiled kernels (a target's own format, by key)."""
 
 
 def cache_enabled() -> bool:
@@ -136,6 +147,56 @@ def store(key: str, model: CompiledModel) -> bool:
     return True
 
 
+def kernel_path(key: str) -> Path:
+    return cache_dir() / KERNELS / key[:2] / f"{key}{KERNEL_SUFFIX}"
+
+
+def lookup_kernel(key: str) -> bytes | None:
+    """The bytes a target stored for the kernel `key`, or None."""
+    path = kernel_path(key)
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    try:
+        os.utime(path)  # recently used: evicted last
+    except OSError:
+        pass
+    return data
+
+
+def store_kernels(entries: Mapping[str, bytes]) -> bool:
+    """Keep the bytes of each kernel key of `entries` (each whole or not at all), then
+    evict down to the size limit once; False, with a warning, when the cache cannot be
+    written."""
+    from strato.runtime.atomic_write import write_atomically
+
+    written = []
+    for key, data in entries.items():
+        path = kernel_path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(path, data, what="the compiled kernel")
+        except (OSError, StratoError) as err:
+            reason = err.message if isinstance(err, StratoError) else (err.strerror or str(err))
+            warnings.warn(f"strato: cannot write the compile cache at {path.parent}: {reason}", stacklevel=3)
+            return False
+        written.append(path)
+    if written:
+        evict(size_limit(), keep=written)
+    return True
+
+
+def remove_kernel(key: str) -> None:
+    """Forget a kernel entry that cannot be read back."""
+    _remove(kernel_path(key))
+
+
+def _entries(root: Path) -> list[Path]:
+    """Every entry of the cache: compiled models and compiled kernels."""
+    return [*root.glob(f"*/*{ENTRY_SUFFIX}"), *root.glob(f"{KERNELS}/*/*{KERNEL_SUFFIX}")]
+
+
 DEFAULT_SIZE_LIMIT_MB = 2048
 
 
@@ -149,12 +210,13 @@ def size_limit() -> int:
     return max(0, int(megabytes * 1e6))
 
 
-def evict(limit: int, *, keep: Path | None = None) -> int:
+def evict(limit: int, *, keep: Path | Collection[Path] | None = None) -> int:
     """Remove the least recently used entries until the cache holds at most `limit`
-    bytes (`keep`, the entry just written, stays); the number removed."""
+    bytes (`keep`, the entries just written, stay); the number removed."""
+    kept = {keep} if isinstance(keep, Path) else set(keep or ())
     root = cache_dir()
     entries = []
-    for path in root.glob(f"*/*{ENTRY_SUFFIX}"):
+    for path in _entries(root):
         try:
             stat = path.stat()
         except OSError:
@@ -165,7 +227,7 @@ def evict(limit: int, *, keep: Path | None = None) -> int:
     for _, size, path in sorted(entries, key=lambda entry: entry[0]):
         if total <= limit:
             break
-        if keep is not None and path == keep:
+        if path in kept:
             continue
         _remove(path)
         total -= size
@@ -181,26 +243,35 @@ def _remove(path: Path) -> None:
 
 
 def usage() -> tuple[int, int]:
-    """The number of entries in the cache directory and their total size in bytes."""
+    """The number of compiled models in the cache directory and the size in bytes of
+    everything the cache holds (compiled kernels included: `kernel_count`)."""
     root = cache_dir()
     if not root.is_dir():
         return 0, 0
-    sizes = []
-    for path in root.glob(f"*/*{ENTRY_SUFFIX}"):
+    models, total = 0, 0
+    for path in _entries(root):
         try:
-            sizes.append(path.stat().st_size)
+            total += path.stat().st_size
         except OSError:
             continue
-    return len(sizes), sum(sizes)
+        models += path.suffix == ENTRY_SUFFIX
+    return models, total
+
+
+def kernel_count() -> int:
+    """The number of compiled kernels in the cache directory."""
+    root = cache_dir()
+    return len(list(root.glob(f"{KERNELS}/*/*{KERNEL_SUFFIX}"))) if root.is_dir() else 0
 
 
 def clear() -> int:
-    """Remove every entry of the cache directory; the number removed."""
+    """Remove every entry of the cache directory (compiled models and kernels); the
+    number of entries removed."""
     removed = 0
     root = cache_dir()
     if not root.is_dir():
         return 0
-    for path in root.glob(f"*/*{ENTRY_SUFFIX}"):
+    for path in _entries(root):
         _remove(path)
         removed += 1
     return removed
@@ -213,9 +284,14 @@ __all__ = [
     "clear",
     "entry_path",
     "evict",
+    "kernel_count",
+    "kernel_path",
     "lookup",
+    "lookup_kernel",
+    "remove_kernel",
     "size_limit",
     "source_fingerprint",
     "store",
+    "store_kernels",
     "usage",
 ]

@@ -127,6 +127,18 @@ class Stage:
     check: Callable[[ModuleOp], None] | None = None
 
 
+@dataclass(frozen=True)
+class BuildOptions:
+    """How `Target.build` goes about its work, not what it makes (the same model
+    whatever these are): `jobs` processes at most (None: the cores available), the
+    persistent compile cache for the parts it compiles (`cache`), and `progress(done,
+    total)` called as its parts are built (a progress bar)."""
+
+    jobs: int | None = None
+    cache: bool = False
+    progress: Callable[[int, int], None] | None = None
+
+
 GRAPH_STAGE = "graph"
 """The stage extra graph-level passes go around (`strato.compile(passes_before=...,
 passes_after=...)`): the one that optimizes the imported graph."""
@@ -229,10 +241,24 @@ class Target:
         return tuple(stage for stage in stages if stage.passes)
 
     def build(
-        self, module: ModuleOp, entry_name: str, signature: Signature, *, public_name: str
+        self,
+        module: ModuleOp,
+        entry_name: str,
+        signature: Signature,
+        *,
+        public_name: str,
+        options: BuildOptions = BuildOptions(),
     ) -> CompiledModel:
-        """The lowered module, whose function `entry_name` runs the model, as a callable."""
+        """The lowered module, whose function `entry_name` runs the model, as a callable
+        (`options`: processes, cache and progress reports, where the target has use for
+        them)."""
         raise NotImplementedError
+
+    def build_passes(self) -> tuple[ModulePass, ...]:
+        """The passes `build` applies to what the stages leave, as `strato-opt -p` runs
+        them on a whole module (the build may apply them to each kernel apart); none by
+        default."""
+        return ()
 
     def schedule_context(self, knobs: KnobSource | None = None) -> ScheduleContext | None:
         """The context this target's default schedules use (its templates, machine and
@@ -401,6 +427,7 @@ def get_target(text: str | TargetSpec | Target) -> Target:
 __all__ = [
     "BUILTIN_TARGET_MODULES",
     "GRAPH_STAGE",
+    "BuildOptions",
     "BuiltKernel",
     "KernelBuilder",
     "Stage",

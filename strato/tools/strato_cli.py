@@ -136,8 +136,6 @@ class StageLog:
         now = time.perf_counter()
         self.note(f"{stage}: {now - self.last:.2f} s")
         self.last = now
-        if stage == "convert-loops-to-llvm":
-            self.note("building machine code with LLVM ...")
 
     def stage_starts(self, stage: str) -> None:
         self.note(f"{stage} ...")
@@ -173,6 +171,7 @@ def check_target(args: argparse.Namespace):
 
 def _compile(resolved: ResolvedModel, args: argparse.Namespace):
     import strato
+    from strato.tools.compile_progress import CompileProgress
 
     target = check_target(args)
     log = StageLog(args.verbose)
@@ -194,20 +193,38 @@ def _compile(resolved: ResolvedModel, args: argparse.Namespace):
 
     # the IR of every stage (--dump-ir) needs a real compile
     use_cache = not (args.no_cache or directory is not None)
-    model = strato.compile(
-        resolved.proto,
-        target=target,
-        after_stage=after_stage,
-        before_stage=log.stage_starts if args.verbose else None,
-        input_shapes=args.input_shapes,
-        name=c_identifier(_stem(args.model)),
-        cache=use_cache,
-        tuning=getattr(args, "tuning", None),
-    )
+    passes = sum(len(stage.passes) for stage in target.stages())
+    progress = CompileProgress(passes, enabled=not args.verbose and sys.stderr.isatty())
+    kernels: list[tuple[int, int]] = []
+
+    def before_stage(stage: str) -> None:
+        log.stage_starts(stage)
+        progress.pass_starts(stage)
+
+    def built_kernels(done: int, total: int) -> None:
+        if not kernels:
+            log.note(f"build: {total} distinct kernel(s), {done} from the compile cache ...")
+        kernels.append((done, total))
+        progress.kernels(done, total)
+
+    try:
+        model = strato.compile(
+            resolved.proto,
+            target=target,
+            after_stage=after_stage,
+            before_stage=before_stage,
+            input_shapes=args.input_shapes,
+            name=c_identifier(_stem(args.model)),
+            cache=use_cache,
+            tuning=getattr(args, "tuning", None),
+            progress=built_kernels,
+        )
+    finally:
+        progress.close()
     if model.origin is not None:
         log.note(f"loaded from {model.origin} in {time.perf_counter() - log.started:.2f} s")
         return model
-    log.stage_done("build (LLVM optimization and machine code)")
+    log.stage_done("build (kernels, then the entry: LLVM optimization and machine code)")
     log.note(f"compiled in {time.perf_counter() - log.started:.2f} s")
     if directory is not None:
         model.save_llvm_ir(os.path.join(directory, f"{len(stages) + 1:02d}-llvm-ir.ll"))
@@ -490,11 +507,16 @@ def _print_stages(text: str) -> int:
 
     target = get_target(text)
     stages = target.stages()
+    build = target.build_passes()
     width = max((len(stage.name) for stage in stages), default=0) + 2
+    width = max(width, len("build") + 2) if build else width
     for stage in stages:
         check = " (after checking the module)" if stage.check is not None else ""
         print(f"{stage.name:<{width}}{','.join(str(p) for p in stage.passes)}{check}")
-    print(f"strato-opt -p '{','.join(str(p) for stage in stages for p in stage.passes)}'")
+    if build:
+        print(f"{'build':<{width}}{','.join(str(p) for p in build)} (on each kernel apart)")
+    passes = [str(p) for stage in stages for p in stage.passes] + [str(p) for p in build]
+    print(f"strato-opt -p '{','.join(passes)}'")
     return 0
 
 
@@ -503,12 +525,15 @@ def cache_command(args: argparse.Namespace) -> int:
 
     directory = cache.cache_dir()
     if args.clear:
-        print(f"removed {cache.clear()} compiled model(s) from {directory}")
+        print(f"removed {cache.clear()} compiled model(s) and kernel(s) from {directory}")
         return 0
     count, size = cache.usage()
     state = "on" if cache.cache_enabled() else "off (STRATO_CACHE=0)"
     print(f"compile cache: {directory}, {state}")
-    print(f"{count} compiled model(s), {size / 1e6:.1f} MB of at most {cache.size_limit() / 1e6:.0f} MB")
+    print(
+        f"{count} compiled model(s) and {cache.kernel_count()} compiled kernel(s), "
+        f"{size / 1e6:.1f} MB of at most {cache.size_limit() / 1e6:.0f} MB"
+    )
     return 0
 
 

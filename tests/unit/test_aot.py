@@ -16,7 +16,7 @@ import pytest
 from test_compile import small_mlp
 
 import strato
-from strato.targets.llvm.aot import MANIFEST, OBJECT, ModelFileError
+from strato.targets.llvm.aot import FORMAT_VERSION, MANIFEST, OBJECT, ModelFileError
 from strato.targets.llvm.host import host_target
 from strato.tools import strato_cli
 
@@ -109,7 +109,7 @@ def _set(*keys_and_value):
     ("edit", "reason"),
     [
         (_set("strato_version", "0.0.1"), "compiled by strato 0.0.1, this is strato .*compile the model again"),
-        (_set("format_version", 99), "format version 99; this strato reads version 1"),
+        (_set("format_version", 99), f"format version 99; this strato reads version {FORMAT_VERSION}"),
         (_set("format", "other"), "not a compiled strato model \\(unknown manifest format\\)"),
         (_set("entry", "abi", "packed"), "its entry follows the ABI 'packed'"),
         (_set("machine", "triple", "riscv64-unknown-linux-gnu"), "compiled for riscv64-unknown-linux-gnu, this machine is"),
@@ -176,11 +176,25 @@ def test_corrupt_files_are_diagnosed(saved, tmp_path):
     # (whose object reader would crash the process) reads them
     for code, reason in [
         (b"\x7fELF garbage", "no ELF header"),
-        (strato.load(saved).machine_code.object_code[:4096], "lies outside the file"),
+        (_half(strato.load(saved).machine_code.object_code), "lies outside the file"),
     ]:
         path = rewrite(saved, tmp_path, _set("members", OBJECT, _member(code)), object_code=code)
         with pytest.raises(ModelFileError, match=f"not a loadable object file: .*{reason}"):
             strato.load(path)
+    # the same for a kernel's object
+    with zipfile.ZipFile(saved) as archive:
+        kernel = next(n for n in archive.namelist() if n.startswith("kernels/") and n.endswith(".o"))
+        members = {n: archive.read(n) for n in archive.namelist()}
+    manifest = json.loads(members.pop(MANIFEST))
+    manifest["members"][kernel] = _member(b"\x7fELF garbage")
+    members[kernel] = b"\x7fELF garbage"
+    path = tmp_path / "bad-kernel.strato"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(MANIFEST, json.dumps(manifest))
+        for name, content in members.items():
+            archive.writestr(name, content)
+    with pytest.raises(ModelFileError, match="not a loadable object file: no ELF header"):
+        strato.load(path)
     with pytest.raises(ModelFileError, match="no such file"):
         strato.load(tmp_path / "missing.strato")
     with pytest.raises(ModelFileError, match="is a directory"):
@@ -233,3 +247,8 @@ def test_manifest_describes_the_model(saved, compiled):
     assert manifest["machine"]["cpu"] == host_target().cpu
     assert manifest["entry"]["symbol"] == "tiny_run"
     assert set(manifest["imports"]) >= {"free"}
+
+
+def _half(code: bytes) -> bytes:
+    """The first half of an object file: its headers point past its end."""
+    return code[: len(code) // 2]

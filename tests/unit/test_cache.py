@@ -8,13 +8,12 @@ import warnings
 import numpy as np
 import onnx
 import pytest
+from test_compile import small_mlp
 
 import strato
 from strato import compiler
 from strato.runtime import cache
 from strato.targets.registry import get_target
-
-from test_compile import small_mlp
 
 X = np.random.default_rng(5).standard_normal((2, 16)).astype(np.float32)
 
@@ -172,10 +171,12 @@ def test_cli_cache_command(cache_dir, capsys):
     strato.compile(small_mlp())
     assert strato_cli.main(["cache"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"compile cache: {cache_dir}, on\n1 compiled model(s), ")
+    kernels = cache.kernel_count()
+    assert kernels == 3  # the MLP's three kernels
+    assert out.startswith(f"compile cache: {cache_dir}, on\n1 compiled model(s) and 3 compiled kernel(s), ")
     assert strato_cli.main(["cache", "--clear"]) == 0
-    assert capsys.readouterr().out == f"removed 1 compiled model(s) from {cache_dir}\n"
-    assert entries(cache_dir) == []
+    assert capsys.readouterr().out == f"removed {1 + kernels} compiled model(s) and kernel(s) from {cache_dir}\n"
+    assert entries(cache_dir) == [] and cache.kernel_count() == 0
 
 
 def test_external_weights_are_part_of_the_key(cache_dir, compilations, tmp_path):
@@ -209,8 +210,10 @@ def test_least_recently_used_entries_are_evicted(cache_dir, compilations, monkey
     strato.compile(small_mlp(seed=1))
     (first,) = entries(cache_dir)
     size = first.stat().st_size
-    # room for two entries, not three
-    monkeypatch.setenv("STRATO_CACHE_MAX_MB", str(2.5 * size / 1e6))
+    # the three models share their kernels (the same shapes): room for them and two
+    # models, not three
+    kernels = sum(path.stat().st_size for path in cache_dir.glob("kernels/*/*"))
+    monkeypatch.setenv("STRATO_CACHE_MAX_MB", str((kernels + 2.5 * size) / 1e6))
     strato.compile(small_mlp(seed=2))
     os.utime(first, ns=(time.time_ns() - 10**10,) * 2)  # long unused ...
     assert strato.compile(small_mlp(seed=1)).origin is not None  # ... until this hit

@@ -437,7 +437,6 @@ def test_integer_expansions_and_control_flow():
 
 def expand_then_sum(rows: int):
     """x[1, 8] -> Expand to [rows, 8] (an intermediate of rows * 32 bytes) -> ReduceSum."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     graph = helper.make_graph(
@@ -529,12 +528,12 @@ def test_failure_path_frees_what_the_entry_holds():
     import strato
 
     ir = strato.compile("mlp", name="net").llvm_ir
-    entry = ir[ir.index('define i32 @"net_run"'):]
+    entry = ir[re.search(r'define i32 @"?net_run"?', ir).start():]
     entry = entry[: entry.index("\n}")]
     failure = entry[entry.index("failure:"):]
-    allocations = entry.count('call ccc ptr @"malloc"') + entry.count('call ccc ptr @"aligned_alloc"')
-    assert allocations == failure.count('call ccc void @"free"') >= 1
-    assert "ret i32 0" in entry and 'ret i32 %"status"' in failure
+    allocations = len(re.findall(r'call (ccc )?ptr @"?(malloc|aligned_alloc)"?\(', entry))
+    assert allocations == len(re.findall(r'call (ccc )?void @"?free"?\(', failure)) >= 1
+    assert "ret i32 0" in entry and re.search(r'ret i32 %"?status"?', failure)
 
 
 _C_PROGRAM = """
@@ -647,7 +646,7 @@ def test_an_object_with_weights_links_into_a_c_program(tmp_path):
     compiled = strato.compile(model, name="dense", cache=False)
     assert compiled.weights.nbytes >= weight.nbytes and compiled.weight_symbols
     for name in compiled.weight_symbols:
-        assert f'@"{name}" = external' in compiled.llvm_ir
+        assert re.search(rf'@"?{re.escape(name)}"? = external', compiled.llvm_ir)
     inline = [int(n) for n in re.findall(r'\[(\d+) x i8\] c"', compiled.llvm_ir)]
     assert all(size < 1024 for size in inline), inline
     compiled.save_object(tmp_path / "dense.o")

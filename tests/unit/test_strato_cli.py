@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -276,16 +277,17 @@ def test_verbose_reports_every_stage_with_its_time():
     result = strato("run", "mlp", "-v", "--repeat", "1")
     assert result.returncode == 0, result.stderr
     lines = result.stderr.splitlines()
-    stages = ("import", "graph-fuse-ops", "convert-te-to-loops", "schedule-default", "convert-loops-to-llvm", "build")
+    stages = ("import", "graph-fuse-ops", "convert-te-to-loops", "schedule-default", "build")
     for stage in stages:
         assert any(line.startswith(f"strato: {stage}") and line.endswith(" s") for line in lines), result.stderr
+    assert "strato: build: 3 distinct kernel(s), 0 from the compile cache ..." in lines
     assert not any("Traceback" in line for line in lines)
 
 
 def test_compile_to_stdout_writes_no_file(tmp_path):
     result = strato("compile", "mlp", "-o", "-", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("; ModuleID") and "define i32 @\"mlp_run\"" in result.stdout
+    assert result.stdout.startswith("; ModuleID") and re.search(r'define i32 @"?mlp_run"?\(', result.stdout)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -352,7 +354,7 @@ def test_targets_stages_prints_the_pipeline_that_strato_opt_runs_alike(tmp_path)
     result = strato("targets", "--stages", "llvm -threads=1")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert [line.split()[0] for line in lines[:-1]] == ["graph", "te", "loops", "schedule", "llvm"]
+    assert [line.split()[0] for line in lines[:-1]] == ["graph", "te", "loops", "schedule", "build"]
     assert "graph-pack-dense{lanes=" in lines[0] and "schedule-default{lanes=" in lines[3]
     pipeline = lines[-1].removeprefix("strato-opt -p '").removesuffix("'")
     to_loops = pipeline[: pipeline.index(",convert-loops-to-llvm")]

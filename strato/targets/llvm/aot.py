@@ -8,15 +8,19 @@
 A `.strato` file is a zip archive (stored, not compressed: loading is a copy):
 
     manifest.json   what the model is and what it was compiled for (below)
-    model.o         the object file MCJIT compiled (`strato.targets.llvm.jit`)
-    model.ll        its LLVM IR (compressed), for `llvm_ir` and `object_code()`
+    model.o         the object file MCJIT compiled for the entry (`strato.targets.llvm.jit`)
+    kernels/S.o     the object file of each kernel compiled apart, by symbol S
+                    (`strato.targets.llvm.kernel_objects`), which the entry calls
+    model.ll        the entry's LLVM IR (compressed), then kernels/S.ll each kernel's: for
+                    `llvm_ir` (linked into one module when asked for) and `object_code()`
     weights.bin     the model's weights, one aligned blob (`strato.runtime.weight_blob`),
                     when it has large constants; the manifest maps each weight symbol
                     the object imports to its [offset, size] in it
 
 The manifest records the format and strato's version, the target string, the machine
 (triple, CPU, CPU features), the entry symbol and its ABI, the functions the object
-imports, the inputs and outputs (names, shapes, dtypes), and each member's size (the
+imports, its kernels' symbols, the inputs and outputs (names, shapes, dtypes), and each
+member's size (the
 zip archive holds each member's CRC-32). Loading checks all of it before any byte
 reaches LLVM: a file that is not such an archive, is truncated or damaged, was written
 by another strato, or holds code for a CPU this machine is not, is a `ModelFileError`
@@ -37,8 +41,10 @@ import ctypes
 import io
 import json
 import os
+import re
 import zipfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import IO, Any
 
 import numpy as np
@@ -52,13 +58,17 @@ from strato.runtime.weight_blob import ALIGNMENT, EMPTY, WeightBlob
 from strato.targets.llvm.model import LLVMCompiledModel, MachineCode
 
 FORMAT = "strato-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 OBJECT = "model.o"
 LLVM_IR = "model.ll"
+KERNEL_DIR = "kernels/"
 WEIGHTS = "weights.bin"
 ENTRY_ABI = "buffers-inputs-then-outputs;i32-status"
 """The entry takes one pointer per input then one per output and returns a status
 (`strato.targets.llvm.entry_abi`)."""
+
+_SYMBOL = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+"""A kernel symbol, as it names an archive member."""
 
 X86_64_LEVELS: dict[str, frozenset[str]] = {
     "x86-64": frozenset({"cx8", "fxsr", "mmx", "sse", "sse2"}),
@@ -92,24 +102,34 @@ def model_to_bytes(model: LLVMCompiledModel) -> bytes:
         "inputs": [_spec_json(spec) for spec in model.inputs],
         "outputs": [_spec_json(spec) for spec in model.outputs],
         "members": {OBJECT: _member_json(code.object_code)},
+        "kernels": [compiled.symbol for compiled in code.objects],
     }
     # a view: the zip archive copies the bytes once
     weights = memoryview(code.weights.data) if code.weights.symbols else None
     if weights is not None:
         manifest["weights"] = {name: list(place) for name, place in code.weights.symbols.items()}
         manifest["members"][WEIGHTS] = _member_json(weights)
-    llvm_ir = model.llvm_ir.encode() if model.has_llvm_ir else None
-    if llvm_ir is not None:
-        manifest["members"][LLVM_IR] = _member_json(llvm_ir)
+    objects = {f"{KERNEL_DIR}{compiled.symbol}.o": compiled.object_code for compiled in code.objects}
+    texts: dict[str, bytes] = {}
+    if model.ir_parts and len(model.ir_parts) == len(code.objects) + 1:
+        texts[LLVM_IR] = model.ir_parts[0].encode()
+        for compiled, text in zip(code.objects, model.ir_parts[1:], strict=True):
+            texts[f"{KERNEL_DIR}{compiled.symbol}.ll"] = text.encode()
+    elif model.has_llvm_ir:
+        texts[LLVM_IR] = model.llvm_ir.encode()
+    for name, content in (*objects.items(), *texts.items()):
+        manifest["members"][name] = _member_json(content)
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
         archive.writestr(MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
         archive.writestr(OBJECT, code.object_code)
+        for name, content in objects.items():
+            archive.writestr(name, content)
         if weights is not None:
             archive.writestr(WEIGHTS, weights)
-        if llvm_ir is not None:
+        for name, content in texts.items():
             # text: compressed (a tenth of its size); read only when asked for
-            archive.writestr(LLVM_IR, llvm_ir, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
+            archive.writestr(name, content, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
     return buffer.getvalue()
 
 
@@ -128,6 +148,11 @@ def model_from_archive(source: str | IO[bytes], where: str) -> LLVMCompiledModel
     )
     machine = manifest["machine"]
     check_machine(machine, where)
+    symbols = manifest["kernels"]
+    kernels = tuple(
+        SavedKernel(symbol, members[f"{KERNEL_DIR}{symbol}.o"], _text(members, f"{KERNEL_DIR}{symbol}.ll"))
+        for symbol in symbols
+    )
     code = MachineCode(
         members[OBJECT],
         tuple(manifest["imports"]),
@@ -135,19 +160,37 @@ def model_from_archive(source: str | IO[bytes], where: str) -> LLVMCompiledModel
         machine["cpu"],
         machine["features"],
         weights=_weights(manifest, members, where),
+        objects=kernels,
     )
     entry_symbol = manifest["entry"]["symbol"]
     run = _load_entry(code, entry_symbol, len(signature.inputs) + len(signature.outputs), where)
-    llvm_ir = members.get(LLVM_IR)
+    llvm_ir = _text(members, LLVM_IR)
+    parts = (llvm_ir, *(kernel.llvm_ir for kernel in kernels)) if kernels else ()
     return LLVMCompiledModel(
         signature,
         run,
         target=manifest["target"],
-        llvm_ir=llvm_ir.decode(errors="replace") if llvm_ir is not None else None,
+        llvm_ir=llvm_ir if not kernels else None,
         entry_symbol=entry_symbol,
         machine_code=code,
         origin=where,
+        ir_parts=parts if llvm_ir is not None and all(k.llvm_ir is not None for k in kernels) else (),
     )
+
+
+@dataclass(frozen=True)
+class SavedKernel:
+    """A kernel's object as an archive holds it (`MachineCode.objects`)."""
+
+    symbol: str
+    object_code: bytes
+    llvm_ir: str | None
+    imports: tuple[str, ...] = ()
+
+
+def _text(members: dict[str, bytes], name: str) -> str | None:
+    content = members.get(name)
+    return content.decode(errors="replace") if content is not None else None
 
 
 def _weights(manifest: dict[str, Any], members: dict[str, bytes], where: str) -> WeightBlob:
@@ -225,6 +268,9 @@ def read_archive(
             members[name] = content
     if OBJECT not in members:
         raise fail(f"corrupt: the manifest lists no {OBJECT}")
+    for symbol in manifest["kernels"]:
+        if f"{KERNEL_DIR}{symbol}.o" not in members:
+            raise fail(f"corrupt: the manifest lists no {KERNEL_DIR}{symbol}.o")
     return manifest, members
 
 
@@ -237,6 +283,7 @@ def _check_manifest_fields(manifest: dict[str, Any], fail) -> None:
         "inputs": list,
         "outputs": list,
         "members": dict,
+        "kernels": list,
     }
     for key, kind in expected_types.items():
         if not isinstance(manifest.get(key), kind):
@@ -254,6 +301,8 @@ def _check_manifest_fields(manifest: dict[str, Any], fail) -> None:
         )
     if not all(isinstance(name, str) for name in manifest["imports"]):
         raise fail(f"corrupt {MANIFEST}: imports are not names")
+    if not all(isinstance(name, str) and _SYMBOL.match(name) for name in manifest["kernels"]):
+        raise fail(f"corrupt {MANIFEST}: kernels are not symbols")
     for name, member in manifest["members"].items():
         if not isinstance(member, dict):
             raise fail(f"corrupt {MANIFEST}: member {name!r} has no size and checksum")
@@ -310,7 +359,12 @@ def _load_entry(code: MachineCode, symbol: str, buffers: int, where: str):
     from strato.targets.llvm.jit import JitError, ObjectModule
 
     try:
-        loaded = ObjectModule(code.object_code, code.imports, code.weights)
+        loaded = ObjectModule(
+            code.object_code,
+            code.imports,
+            code.weights,
+            objects=[compiled.object_code for compiled in code.objects],
+        )
         address = loaded.address(symbol)
     except JitError as err:
         raise ModelFileError(err.message, location=where) from None

@@ -1,26 +1,32 @@
-"""The llvm target's build: a lowered llvm-dialect model to a callable model.
+"""The llvm target's build: a scheduled loop-level model, or one lowered to the llvm
+dialect, to a callable model.
 
-    model = build_llvm(module, "main", signature, machine=machine, public_name="mlp")
+    model = build_loops(module, "main", signature, machine=machine, public_name="mlp")
+    model = build_llvm(llvm_module, "main", signature, machine=machine, public_name="mlp")
     (logits,) = model(x)
 
-The entry becomes `<public_name>_run` returning a status and the other functions
-internal (`entry_abi`); constants of at least `weight_threshold` bytes leave the IR for
-the model's weight blob (`weights`); LLVM optimizes and MCJIT compiles the module for the
-target's machine (`jit`).
+`build_loops` is the compile path: each distinct kernel is lowered and compiled to an
+object of its own, in parallel and through the compile cache (`kernel_objects`), and
+only the entry (allocations and kernel calls) is lowered here; `build_llvm` takes a
+whole module already lowered by convert-loops-to-llvm (the reference path, and what
+tests and tools build). Either way the entry becomes `<public_name>_run` returning a
+status and the other functions internal (`entry_abi`); constants of at least
+`weight_threshold` bytes leave the IR for the model's weight blob (`weights`); LLVM
+optimizes and MCJIT compiles the module for the target's machine (`jit`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-from xdsl.dialects import llvm
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects import func, llvm, memref
+from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, SymbolRefAttr
 
 from strato.diagnostics import StratoError
 from strato.runtime.compiled_model import ModelMemoryError
-from strato.runtime.limits import MAX_BUFFER_BYTES
+from strato.runtime.limits import MAX_BUFFER_BYTES, check_buffer_sizes
 from strato.runtime.signature import Signature
 from strato.targets.llvm.entry_abi import (
     ALLOCATORS,
@@ -28,18 +34,27 @@ from strato.targets.llvm.entry_abi import (
     STATUS_OUT_OF_MEMORY,
     finalize_entry,
 )
-from strato.targets.llvm.model import LLVMCompiledModel
+from strato.targets.llvm.model import CompiledObject, LLVMCompiledModel
 from strato.targets.llvm.weights import WEIGHT_BLOB_THRESHOLD
+from strato.targets.registry import BuildOptions
 
 if TYPE_CHECKING:
     from strato.targets.llvm.host import HostTarget
     from strato.targets.llvm.jit import JitFunction
+    from strato.targets.llvm.kernel_objects import KernelObject
 
 
 def check_heap_size(module: ModuleOp) -> None:
-    """Refuse a module whose heap allocations could never all succeed."""
+    """Refuse a module whose heap allocations could never all succeed: an llvm-dialect
+    module (its malloc and aligned_alloc calls) or a loop-level one (its allocations
+    that convert-loops-to-llvm places on the heap)."""
+    from strato.targets.llvm.memref_to_llvm import heap_bytes
+
     total = 0
     for op in module.walk():
+        if isinstance(op, memref.AllocOp) and isinstance(op.memref.type, MemRefType):
+            total += heap_bytes(op)
+            continue
         if not isinstance(op, llvm.CallOp) or op.callee is None:
             continue
         if op.callee.root_reference.data not in ALLOCATORS:
@@ -47,11 +62,96 @@ def check_heap_size(module: ModuleOp) -> None:
         size = op.args[-1].owner
         if isinstance(size, llvm.ConstantOp) and isinstance(size.value, IntegerAttr):
             total += size.value.value.data
+    _check_heap_total(total)
+
+
+def _check_heap_total(total: int) -> None:
     if total > MAX_BUFFER_BYTES:
         raise StratoError(
             f"the model's intermediate buffers need {total} bytes, more than a 64-bit "
             f"address space holds ({MAX_BUFFER_BYTES} bytes)"
         )
+
+
+def build_loops(
+    module: ModuleOp,
+    entry_name: str,
+    signature: Signature,
+    *,
+    machine: HostTarget | None = None,
+    opt_level: int = 3,
+    threads: int = 0,
+    fast_math: bool = False,
+    public_name: str = "model",
+    target: str = "llvm",
+    weight_threshold: int = WEIGHT_BLOB_THRESHOLD,
+    options: BuildOptions = BuildOptions(),
+) -> LLVMCompiledModel:
+    """Compile a scheduled loop-level module whose function `entry_name` runs the model
+    (see `build_llvm` for the rest): each distinct kernel compiled on its own
+    (`kernel_objects.compile_kernels`: `options.jobs` processes, the compile cache when
+    `options.cache`, `options.progress(done, total)` as kernels are done), then the entry,
+    which calls them, lowered and compiled here. The module is consumed."""
+    from strato.runtime.threads import available_cores, threads_or_available
+    from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
+    from strato.targets.llvm.fast_math import add_fast_math_flags
+    from strato.targets.llvm.host import host_target
+    from strato.targets.llvm.kernel_objects import KernelBuild, compile_kernels
+
+    check_buffer_sizes(module)
+    check_heap_size(module)
+    machine = machine or host_target()
+    threads = threads_or_available(threads)
+    build = KernelBuild(machine, opt_level, threads, fast_math)
+    objects = compile_kernels(
+        module,
+        build,
+        jobs=options.jobs or available_cores(),
+        cache=options.cache,
+        progress=options.progress,
+    )
+    call_compiled_kernels(module, objects)
+    convert_loops_to_llvm(module, threads)
+    if fast_math:
+        add_fast_math_flags(module)
+    distinct = list({compiled.symbol: compiled for compiled in objects.values()}.values())
+    failing = [compiled.symbol for compiled in distinct if compiled.returns_status]
+    return _build(
+        module, entry_name, signature, machine=machine, opt_level=opt_level,
+        public_name=public_name, target=target, weight_threshold=weight_threshold,
+        objects=distinct, external_failing=failing,
+    )  # fmt: skip
+
+
+def call_compiled_kernels(module: ModuleOp, objects: dict[str, KernelObject]) -> None:
+    """Replace each kernel of `module` named in `objects` by a declaration of its
+    compiled symbol, which its calls then call; the globals only kernels read go with
+    them."""
+    declared: set[str] = set()
+    for op in list(module.ops):
+        if not isinstance(op, func.FuncOp) or op.sym_name.data not in objects:
+            continue
+        symbol = objects[op.sym_name.data].symbol
+        if symbol not in declared:
+            declared.add(symbol)
+            declaration = func.FuncOp.external(
+                symbol, op.function_type.inputs.data, op.function_type.outputs.data
+            )
+            module.body.block.insert_op_before(declaration, op)
+        module.body.block.detach_op(op)
+        op.erase()
+    used: set[str] = set()
+    for op in module.walk():
+        if isinstance(op, func.CallOp):
+            name = op.callee.root_reference.data
+            if name in objects:
+                op.callee = SymbolRefAttr(objects[name].symbol)
+        elif isinstance(op, memref.GetGlobalOp):
+            used.add(op.name_.root_reference.data)
+    for op in list(module.ops):
+        if isinstance(op, memref.GlobalOp) and op.sym_name.data not in used:
+            module.body.block.detach_op(op)
+            op.erase()
 
 
 def build_llvm(
@@ -73,14 +173,35 @@ def build_llvm(
     `weight_threshold` bytes become symbols `<public_name>_<global>` of the model's
     weight blob (`strato.targets.llvm.weights`; `LLVMCompiledModel.weights`).
     """
+    check_heap_size(module)
+    return _build(
+        module, entry_name, signature, machine=machine, opt_level=opt_level,
+        public_name=public_name, target=target, weight_threshold=weight_threshold,
+    )  # fmt: skip
+
+
+def _build(
+    module: ModuleOp,
+    entry_name: str,
+    signature: Signature,
+    *,
+    machine: HostTarget | None,
+    opt_level: int,
+    public_name: str,
+    target: str,
+    weight_threshold: int,
+    objects: Sequence[CompiledObject] = (),
+    external_failing: Iterable[str] = (),
+) -> LLVMCompiledModel:
+    """The entry module finalized, its weights packed, compiled with `objects` (kernels
+    it declares, `external_failing` those returning a status) into one JIT module."""
     from strato.targets.llvm.jit import JitModule
     from strato.targets.llvm.weights import pack_weights
 
-    check_heap_size(module)
     entry_symbol = f"{public_name}_run"
-    finalize_entry(module, entry_name, entry_symbol)
+    finalize_entry(module, entry_name, entry_symbol, external_failing)
     weights = pack_weights(module, f"{public_name}_", weight_threshold)
-    jit = JitModule(module, machine=machine, opt_level=opt_level, weights=weights)
+    jit = JitModule(module, machine=machine, opt_level=opt_level, weights=weights, objects=objects)
     entry = jit.function(entry_symbol)
     _check_entry_abi(entry, signature)
 
@@ -94,13 +215,15 @@ def build_llvm(
         if status != STATUS_OK:
             raise AssertionError(f"@{entry_symbol} returned the unknown status {status}")
 
+    ir_parts = (jit.llvm_ir, *(compiled.llvm_ir for compiled in objects))
     return LLVMCompiledModel(
         signature,
         run,
         target=target,
-        llvm_ir=jit.llvm_ir,
+        llvm_ir=None if objects else jit.llvm_ir,
         entry_symbol=entry_symbol,
         machine_code=jit.machine_code(),
+        ir_parts=ir_parts if objects else (),
     )
 
 
@@ -123,4 +246,4 @@ def _check_entry_abi(entry: JitFunction, signature: Signature) -> None:
             )
 
 
-__all__ = ["build_llvm", "check_heap_size"]
+__all__ = ["build_llvm", "build_loops", "call_compiled_kernels", "check_heap_size"]

@@ -48,8 +48,13 @@ ALLOCATORS = frozenset({"malloc", "aligned_alloc"})
 """The C library functions lowered code allocates heap buffers with."""
 
 
-def finalize_entry(module: ModuleOp, entry: str, public_name: str) -> None:
-    """Give `module` the C ABI described in the module docstring, in place."""
+def finalize_entry(
+    module: ModuleOp, entry: str, public_name: str, external_failing: Iterable[str] = ()
+) -> None:
+    """Give `module` the C ABI described in the module docstring, in place.
+    `external_failing` names functions the module only declares (kernels compiled on
+    their own: `finalize_kernel`) that return a status: their declarations and calls
+    return i32, and a failure of theirs is the entry's."""
     functions = _defined_functions(module)
     if entry not in functions:
         raise AssertionError(f"no function @{entry} to finalize")
@@ -58,12 +63,40 @@ def finalize_entry(module: ModuleOp, entry: str, public_name: str) -> None:
     for name, function in functions.items():
         if name != entry:
             function.properties["linkage"] = llvm.LinkageAttr("internal")
-    failing = _functions_that_can_fail(functions)
-    for name in failing:
+    external = set(external_failing)
+    _declare_status(module, external)
+    failing = _functions_that_can_fail(functions, external)
+    for name in failing - external:
         _return_status(functions[name], failing)
     if entry not in failing:
         _return_status(functions[entry], failing)
     functions[entry].properties["sym_name"] = StringAttr(public_name)
+
+
+def finalize_kernel(module: ModuleOp, kernel: str) -> bool:
+    """The ABI of a kernel compiled on its own, in place: the functions of `module` other
+    than `kernel` (its outlined parallel bodies and tasks) become internal, and the kernel
+    returns a status, checking its allocations, when it (or one it calls) allocates on
+    the heap; whether it does (its callers then check the status: `finalize_entry`'s
+    `external_failing`)."""
+    functions = _defined_functions(module)
+    if kernel not in functions:
+        raise AssertionError(f"no function @{kernel} to finalize")
+    for name, function in functions.items():
+        if name != kernel:
+            function.properties["linkage"] = llvm.LinkageAttr("internal")
+    failing = _functions_that_can_fail(functions)
+    for name in failing:
+        _return_status(functions[name], failing)
+    return kernel in failing
+
+
+def _declare_status(module: ModuleOp, names: set[str]) -> None:
+    """The declarations of `names` in `module` return an i32 status."""
+    for op in module.ops:
+        if isinstance(op, llvm.FuncOp) and not op.body.blocks and op.sym_name.data in names:
+            fn_type = op.function_type
+            op.properties["function_type"] = builders.function_type(fn_type.inputs.data, i32)
 
 
 def _defined_functions(module: ModuleOp) -> dict[str, llvm.FuncOp]:
@@ -80,13 +113,17 @@ def _callee(op: Operation) -> str | None:
     return None
 
 
-def _functions_that_can_fail(functions: dict[str, llvm.FuncOp]) -> set[str]:
-    """Functions that allocate, or call (transitively) one that does."""
+def _functions_that_can_fail(
+    functions: dict[str, llvm.FuncOp], external: set[str] = frozenset()
+) -> set[str]:
+    """Functions that allocate, or call (transitively) one that does or one of the
+    `external` functions that return a status; the `external` ones included."""
     calls = {
         name: {_callee(op) for op in function.walk()} - {None}
         for name, function in functions.items()
     }
-    failing = {name for name, callees in calls.items() if callees & ALLOCATORS}
+    failing = {name for name, callees in calls.items() if callees & (ALLOCATORS | external)}
+    failing |= external
     changed = True
     while changed:
         changed = False
@@ -199,4 +236,4 @@ def _branch_on_failure(
     block.add_ops([*checks, builders.cond_branch(failed, failure, [status], continuation, [])])
 
 
-__all__ = ["ALLOCATORS", "STATUS_OK", "STATUS_OUT_OF_MEMORY", "finalize_entry"]
+__all__ = ["ALLOCATORS", "STATUS_OK", "STATUS_OUT_OF_MEMORY", "finalize_entry", "finalize_kernel"]

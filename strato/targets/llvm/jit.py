@@ -47,7 +47,7 @@ from strato.runtime.weight_blob import ALIGNMENT, EMPTY, WeightBlob
 from strato.targets.llvm.emit import emit_llvm_ir
 from strato.targets.llvm.func_to_llvm import MEMREF_TYPE_ARG_ATTR
 from strato.targets.llvm.host import HostTarget, host_target, target_machine
-from strato.targets.llvm.model import MachineCode
+from strato.targets.llvm.model import CompiledObject, MachineCode
 from strato.targets.llvm.type_conversion import memref_size_in_bytes
 
 LLVMSource = str | ModuleOp | ir.Module
@@ -257,6 +257,7 @@ class JitModule:
         machine: HostTarget | None = None,
         opt_level: int = 3,
         weights: WeightBlob = EMPTY,
+        objects: Sequence[CompiledObject] = (),
     ):
         _load_c_runtime()
         self.opt_level = opt_level
@@ -271,7 +272,11 @@ class JitModule:
         self._engine = llvm.create_mcjit_compiler(self._module, self._machine)
         self.weights = weights
         """The bytes of the module's weight symbols (kept alive with the code)."""
+        self.objects = tuple(objects)
+        """Objects compiled apart (a model's kernels) whose functions the module calls."""
         _bind_weights(self._engine, self._module, weights)
+        for compiled in self.objects:
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(compiled.object_code))
         self.object_code: bytes | None = None
         """The machine code MCJIT compiled, as an object file: `ObjectModule` loads it
         again, in this process or another, without compiling."""
@@ -294,17 +299,22 @@ class JitModule:
             machine.cpu,
             machine.features,
             weights=self.weights,
+            objects=tuple(self.objects),
         )
 
     @property
     def imports(self) -> list[str]:
-        """Functions the module calls but does not define (libc, libm, runtime entry
-        points; LLVM intrinsics excepted): what loading its object needs."""
-        return sorted(
+        """Functions the module and its other objects call but do not define (libc, libm,
+        runtime entry points; LLVM intrinsics excepted): what loading them needs."""
+        defined = {compiled.symbol for compiled in self.objects}
+        names = {
             f.name
             for f in self._module.functions
             if f.is_declaration and not f.name.startswith("llvm.")
-        )
+        }
+        for compiled in self.objects:
+            names.update(compiled.imports)
+        return sorted(names - defined)
 
     def function(self, name: str) -> JitFunction:
         """The compiled function `name`, ready to call."""
@@ -349,10 +359,11 @@ _ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "arm64": 183}
 """ELF `e_machine` of the architectures strato compiles for, by triple prefix."""
 
 
-def check_elf_object(data: bytes) -> None:
+def check_elf_object(data: bytes) -> tuple[set[str], set[str]]:
     """Refuse bytes that are not a well-formed 64-bit little-endian relocatable ELF
     object for this architecture (LLVM's object reader crashes the process on malformed
-    input instead of reporting it): header, machine, and every section within the data."""
+    input instead of reporting it): header, machine, every section and symbol within the
+    data. Returns the global symbols the object defines and those it needs."""
     import struct
 
     def fail(reason: str) -> JitError:
@@ -373,12 +384,34 @@ def check_elf_object(data: bytes) -> None:
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 58)
     if shentsize != 64 or shnum == 0 or shstrndx >= shnum or shoff + shnum * 64 > len(data):
         raise fail("its section table lies outside the file")
+    sections = []
     for index in range(shnum):
         header = shoff + index * 64
         (kind,) = struct.unpack_from("<I", data, header + 4)
-        offset, size = struct.unpack_from("<QQ", data, header + 24)
+        offset, size, link = struct.unpack_from("<QQI", data, header + 24)
         if kind != 8 and offset + size > len(data):  # 8: SHT_NOBITS occupies no bytes
             raise fail(f"section {index} lies outside the file")
+        sections.append((kind, offset, size, link))
+    defined: set[str] = set()
+    needed: set[str] = set()
+    for kind, offset, size, link in sections:
+        if kind != 2:  # SHT_SYMTAB
+            continue
+        if link >= shnum or sections[link][0] != 3:  # its SHT_STRTAB
+            raise fail("its symbol table has no string table")
+        _, names_at, names_size, _ = sections[link]
+        for entry in range(offset, offset + size - size % 24, 24):
+            name_at, info, _, section = struct.unpack_from("<IBBH", data, entry)
+            if info >> 4 not in (1, 2) or name_at == 0:  # global or weak, named
+                continue
+            if name_at >= names_size:
+                raise fail("a symbol's name lies outside its string table")
+            end = data.find(b"\0", names_at + name_at, names_at + names_size)
+            if end < 0:
+                raise fail("a symbol's name lies outside its string table")
+            name = data[names_at + name_at : end].decode(errors="replace")
+            (needed if section == 0 else defined).add(name)
+    return defined, needed
 
 
 class ObjectModule:
@@ -388,7 +421,11 @@ class ObjectModule:
     `JitError` here instead."""
 
     def __init__(
-        self, data: bytes, imports: Sequence[str] = (), weights: WeightBlob = EMPTY
+        self,
+        data: bytes,
+        imports: Sequence[str] = (),
+        weights: WeightBlob = EMPTY,
+        objects: Sequence[bytes] = (),
     ):
         _load_c_runtime()
         missing = [name for name in imports if not llvm.address_of_symbol(name)]
@@ -396,7 +433,23 @@ class ObjectModule:
             raise JitError(
                 f"the object code needs {', '.join(missing)}, which this process does not provide"
             )
-        check_elf_object(data)
+        defined: set[str] = set(weights.symbols)
+        needed: set[str] = set()
+        for object_code in (data, *objects):
+            symbols_defined, symbols_needed = check_elf_object(object_code)
+            defined |= symbols_defined
+            needed |= symbols_needed
+        # MCJIT aborts the process on a symbol it cannot resolve
+        unresolved = sorted(
+            name for name in needed - defined
+            if not name.startswith("_GLOBAL_OFFSET_TABLE_") and not llvm.address_of_symbol(name)
+        )  # fmt: skip
+        if unresolved:
+            raise JitError(
+                f"the object code needs {', '.join(unresolved[:4])}"
+                f"{' ...' if len(unresolved) > 4 else ''}, which neither its objects nor this "
+                "process provide"
+            )
         self._machine = target_machine(host_target(), jit=True)
         # the weight symbols, declared in the engine's own module so they map per engine
         declarations = "".join(f'@"{name}" = external constant i8\n' for name in weights.symbols)
@@ -405,7 +458,8 @@ class ObjectModule:
         self.weights = weights
         _bind_weights(self._engine, symbols, weights)
         try:
-            self._engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+            for object_code in (data, *objects):
+                self._engine.add_object_file(llvm.ObjectFileRef.from_data(object_code))
         except RuntimeError as err:
             raise JitError(f"not a loadable object file: {str(err).strip()}") from None
         self._engine.finalize_object()
@@ -445,6 +499,19 @@ _BYTE_ESCAPES = np.array([f"\\{byte:02X}".encode() for byte in range(256)], dtyp
 """`\\XX` for each byte value: a whole weight is escaped by one gather."""
 
 
+def link_ir(parts: Sequence[str], public: str) -> str:
+    """One LLVM module of the IR texts `parts` (an entry's module, then the modules of the
+    functions it declares), every function but `public` internal: the text a C program
+    or `compile_object` takes."""
+    module = _parse(parts[0])
+    for text in parts[1:]:
+        module.link_in(_parse(text))
+    for function in module.functions:
+        if not function.is_declaration and function.name != public:
+            function.linkage = llvm.Linkage.internal
+    return str(module)
+
+
 def _weight_definitions(weights: WeightBlob) -> str:
     """LLVM IR defining each weight symbol as a constant byte array of its bytes."""
     lines = []
@@ -475,6 +542,7 @@ __all__ = [
     "ObjectModule",
     "check_elf_object",
     "compile_object",
+    "link_ir",
     "optimize",
     "write_llvm_ir",
     "write_object",

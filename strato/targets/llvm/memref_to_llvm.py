@@ -78,6 +78,19 @@ def is_stack_buffer(type_: MemRefType) -> bool:
     )
 
 
+def heap_bytes(op: memref.AllocOp) -> int:
+    """The bytes a static allocation takes from the heap once lowered: 0 on the stack,
+    its size through malloc, its size padded to the alignment through aligned_alloc."""
+    type_ = op.memref.type
+    if not isinstance(type_, MemRefType) or op.dynamic_sizes or is_stack_buffer(type_):
+        return 0
+    size = memref_size_in_bytes(type_)
+    alignment = op.alignment.value.data if op.alignment is not None else None
+    if alignment is None or alignment <= _MALLOC_ALIGNMENT:
+        return size
+    return -(-size // alignment) * alignment
+
+
 def _memref_type(value: SSAValue) -> MemRefType:
     type_ = value.type
     assert isinstance(type_, MemRefType), f"expected a memref, got {type_}"

@@ -14,6 +14,7 @@ The entry follows the loop-level ABI: inputs then outputs, all buffers; in C it 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from strato.diagnostics import StratoError
 from strato.runtime.compiled_model import CompiledModel, EntryFunction
@@ -21,13 +22,24 @@ from strato.runtime.signature import Signature
 from strato.runtime.weight_blob import EMPTY, WeightBlob
 
 
+class CompiledObject(Protocol):
+    """An object file compiled apart from a model's entry (a kernel:
+    `strato.targets.llvm.kernel_objects.KernelObject`)."""
+
+    symbol: str
+    object_code: bytes
+    imports: tuple[str, ...]
+    llvm_ir: str
+
+
 @dataclass(frozen=True)
 class MachineCode:
-    """A model's machine code as it runs: the object file MCJIT compiled, the functions
-    it imports (libc, libm, the parallel runtime) and the machine it was compiled for.
+    """A model's machine code as it runs: the object file MCJIT compiled for its entry,
+    the object files of its kernels (`objects`, compiled apart), the functions they
+    import (libc, libm, the parallel runtime) and the machine they were compiled for.
     What `LLVMCompiledModel.save` and the compile cache store (`strato.targets.llvm.aot`).
-    The object code reads the model's weights from external symbols that loading binds
-    to `weights` (`strato.runtime.weight_blob`)."""
+    The entry reads the model's weights from external symbols that loading binds to
+    `weights` (`strato.runtime.weight_blob`)."""
 
     object_code: bytes
     imports: tuple[str, ...]
@@ -35,6 +47,7 @@ class MachineCode:
     cpu: str
     features: str
     weights: WeightBlob = EMPTY
+    objects: tuple[CompiledObject, ...] = ()
 
 
 class LLVMCompiledModel(CompiledModel):
@@ -50,9 +63,13 @@ class LLVMCompiledModel(CompiledModel):
         entry_symbol: str | None = None,
         machine_code: MachineCode | None = None,
         origin: str | None = None,
+        ir_parts: tuple[str, ...] = (),
     ):
         super().__init__(signature, entry, target=target, origin=origin)
         self._llvm_ir = llvm_ir
+        self.ir_parts = ir_parts
+        """The LLVM IR of the entry's module, then of each kernel compiled apart (what
+        `llvm_ir` links into one module when asked for it)."""
         self.entry_symbol = entry_symbol
         self.machine_code = machine_code
         """The compiled code, for `save` and the compile cache (None: cannot be saved)."""
@@ -80,12 +97,17 @@ class LLVMCompiledModel(CompiledModel):
 
     @property
     def has_llvm_ir(self) -> bool:
-        return self._llvm_ir is not None
+        return self._llvm_ir is not None or bool(self.ir_parts)
 
     @property
     def llvm_ir(self) -> str:
-        """The LLVM IR text of the whole model (entry and kernels). Its weights are
-        declared external constants (`weight_symbols`), their bytes are in `weights`."""
+        """The LLVM IR text of the whole model (entry and kernels, in one module). Its
+        weights are declared external constants (`weight_symbols`), their bytes are in
+        `weights`."""
+        if self._llvm_ir is None and self.ir_parts and self.entry_symbol is not None:
+            from strato.targets.llvm.jit import link_ir
+
+            self._llvm_ir = link_ir(self.ir_parts, self.entry_symbol)
         if self._llvm_ir is None:
             if self.origin is not None:
                 raise StratoError(

@@ -25,9 +25,12 @@ threads (what `strato run -v` reports and `--dump-ir` writes after):
     loops      convert-te-to-loops
     schedule   loop-dedup-kernels, schedule-default{lanes=L threads=N [tuning_log=...]}
                (each distinct kernel once, scheduled by the CPU templates)
-    llvm       convert-loops-to-llvm{threads=N}, after every buffer's size is checked
 
-then `build` (strato.targets.llvm.build): LLVM IR, LLVM optimization, MCJIT machine code.
+then `build` (strato.targets.llvm.build.build_loops), after every buffer's size is
+checked: each distinct kernel lowered as convert-loops-to-llvm{threads=N} lowers it,
+emitted, optimized and compiled to an object of its own, in parallel processes and
+through the compile cache (strato.targets.llvm.kernel_objects); then the entry, linked
+with them in one MCJIT module.
 """
 
 from __future__ import annotations
@@ -41,7 +44,6 @@ from xdsl.transforms.common_subexpression_elimination import (
 from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
 from strato.diagnostics import StratoError
-from strato.runtime.limits import check_buffer_sizes
 from strato.runtime.saved_model import register_model_format
 from strato.runtime.threads import available_cores, parse_threads
 from strato.schedule.templates import (
@@ -55,6 +57,7 @@ from strato.targets.llvm.fast_math import FAST_MATH_FLAGS, add_fast_math_flags
 from strato.targets.llvm.host import HostTarget, MachineError, host_target, machine_for
 from strato.targets.registry import (
     GRAPH_STAGE,
+    BuildOptions,
     KernelBuilder,
     Stage,
     Target,
@@ -64,6 +67,7 @@ from strato.targets.registry import (
 
 if TYPE_CHECKING:
     import xdsl.utils.target
+    from xdsl.passes import ModulePass
 
     from strato.runtime.compiled_model import CompiledModel
     from strato.runtime.signature import Signature
@@ -175,7 +179,6 @@ class LLVMTarget(Target):
         )
 
     def stages(self, *, tuning_log: str | None = None) -> tuple[Stage, ...]:
-        from strato.targets.llvm.convert_loops_to_llvm import ConvertLoopsToLLVMPass
         from strato.transforms.loop_dedup_kernels import LoopDedupKernelsPass
         from strato.transforms.schedule_default import ScheduleDefaultPass
 
@@ -185,25 +188,36 @@ class LLVMTarget(Target):
         return (
             *self.lowering_stages(),
             Stage("schedule", (LoopDedupKernelsPass(), schedule)),
-            Stage("llvm", (ConvertLoopsToLLVMPass(threads=self.threads),), check=check_buffer_sizes),
         )
 
     def build(
-        self, module: ModuleOp, entry_name: str, signature: Signature, *, public_name: str
+        self,
+        module: ModuleOp,
+        entry_name: str,
+        signature: Signature,
+        *,
+        public_name: str,
+        options: BuildOptions = BuildOptions(),
     ) -> CompiledModel:
-        from strato.targets.llvm.build import build_llvm
+        from strato.targets.llvm.build import build_loops
 
-        if self.fast_math:
-            add_fast_math_flags(module)
-        return build_llvm(
+        return build_loops(
             module,
             entry_name,
             signature,
             machine=self.machine,
             opt_level=self.opt_level,
+            threads=self.threads,
+            fast_math=self.fast_math,
             public_name=public_name,
             target=str(self),
+            options=options,
         )
+
+    def build_passes(self) -> tuple[ModulePass, ...]:
+        from strato.targets.llvm.convert_loops_to_llvm import ConvertLoopsToLLVMPass
+
+        return (ConvertLoopsToLLVMPass(threads=self.threads),)
 
     def kernel_builder(self) -> KernelBuilder:
         from strato.targets.llvm.kernels import LLVMKernelBuilder

@@ -38,6 +38,7 @@ import numpy as np
 from strato.runtime.compiled_model import CompiledModel
 from strato.targets.registry import (
     GRAPH_STAGE,
+    BuildOptions,
     Stage,
     Target,
     TargetError,
@@ -176,7 +177,13 @@ class VtaCompileTarget(Target):
         return (Stage(GRAPH_STAGE, (GraphSimplifyInferencePass(), quantize)),)
 
     def build(
-        self, module: ModuleOp, entry_name: str, signature: Signature, *, public_name: str
+        self,
+        module: ModuleOp,
+        entry_name: str,
+        signature: Signature,
+        *,
+        public_name: str,
+        options: BuildOptions = BuildOptions(),
     ) -> CompiledModel:
         return VtaCompiledModel(signature, module, entry_name, target=str(self), virtual_threads=self.virtual_threads)
 

@@ -1,0 +1,378 @@
+"""Each kernel of a model compiled to an object file of its own: in parallel, and once
+for all models through a persistent cache.
+
+After scheduling, a model's kernels are independent: each is lowered to the llvm
+dialect, emitted as LLVM IR, optimized and compiled on its own (`compile_unit`), in as
+many processes as there are cores (forked, so they share the parent's IR), and the
+entry's object calls them (`strato.targets.llvm.build.build_loops` links them in one
+MCJIT engine). Lowering, emission and LLVM are four fifths of a compile; on two cores
+they take about half the time, and a kernel compiled before (in this model, another
+model or an earlier process) is not compiled again.
+
+A kernel's unit is the kernel alone in a module, with the globals and functions it
+refers to. Its key is a digest of the unit's text (the kernel's own name and the names of
+values aside: `strato.schedule.workload.kernel_key`), of what else shapes its code (the
+`KernelBuild`: machine, optimization level, threads, fast-math) and of the versions of
+strato's source and of LLVM (`strato.runtime.cache.source_fingerprint`). The kernel's
+symbol is named after the key, `strato_k<16 hex digits>`, so the object of a kernel is
+the same in every model and in every process, whichever process compiled it:
+
+    build = KernelBuild(machine, opt_level=3, threads=2, fast_math=False)
+    objects = compile_kernels(module, build, jobs=2, cache=True)   # kernel name -> KernelObject
+    objects["blocked_conv_relu_3"].symbol                           # "strato_k5b1e..."
+
+The compiled kernels are in the compile cache's directory (`strato.runtime.cache`,
+same size limit, least recently used first); a damaged entry is compiled again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import multiprocessing
+import os
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+
+from strato.dialects.loop import KERNEL_ATTR
+from strato.schedule.workload import kernel_key
+from strato.targets.llvm.host import HostTarget
+
+KERNEL_FORMAT = "strato-kernel"
+KERNEL_FORMAT_VERSION = 1
+
+SYMBOL_PREFIX = "strato_k"
+
+
+@dataclass(frozen=True)
+class KernelBuild:
+    """What shapes a kernel's code besides the kernel itself."""
+
+    machine: HostTarget
+    opt_level: int
+    threads: int
+    fast_math: bool
+
+    def describe(self) -> str:
+        machine = self.machine
+        return (
+            f"{machine.triple} {machine.cpu} {machine.features} O{self.opt_level} "
+            f"threads={self.threads} fast-math={self.fast_math}"
+        )
+
+
+@dataclass(frozen=True)
+class KernelObject:
+    """A kernel compiled on its own: the object file defining `symbol` (its outlined
+    parallel functions internal to it), what the object needs from the process that
+    loads it, whether the kernel returns a status (it allocates on the heap:
+    `entry_abi.finalize_kernel`) and its LLVM IR before optimization."""
+
+    symbol: str
+    object_code: bytes
+    imports: tuple[str, ...]
+    returns_status: bool
+    llvm_ir: str
+
+    def to_bytes(self) -> bytes:
+        """A zip archive of the object, its IR and a manifest (the cache's entry)."""
+        manifest = {
+            "format": KERNEL_FORMAT,
+            "format_version": KERNEL_FORMAT_VERSION,
+            "symbol": self.symbol,
+            "imports": list(self.imports),
+            "returns_status": self.returns_status,
+        }
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+            archive.writestr("manifest.json", json.dumps(manifest, sort_keys=True))
+            archive.writestr("kernel.o", self.object_code)
+            archive.writestr("kernel.ll", self.llvm_ir, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
+        return buffer.getvalue()
+
+    @staticmethod
+    def from_bytes(data: bytes) -> KernelObject:
+        """The kernel of `to_bytes`; ValueError when `data` is not one (a damaged entry)."""
+        try:
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                manifest = json.loads(archive.read("manifest.json"))
+                object_code = archive.read("kernel.o")
+                llvm_ir = archive.read("kernel.ll").decode()
+        except (zipfile.BadZipFile, KeyError, ValueError, OSError, EOFError) as err:
+            raise ValueError(f"not a compiled kernel: {err}") from None
+        if (
+            not isinstance(manifest, dict)
+            or manifest.get("format") != KERNEL_FORMAT
+            or manifest.get("format_version") != KERNEL_FORMAT_VERSION
+            or not isinstance(manifest.get("symbol"), str)
+            or not isinstance(manifest.get("imports"), list)
+            or not isinstance(manifest.get("returns_status"), bool)
+        ):
+            raise ValueError("not a compiled kernel of this strato")
+        return KernelObject(
+            manifest["symbol"], object_code, tuple(manifest["imports"]), manifest["returns_status"], llvm_ir
+        )
+
+
+@dataclass
+class KernelUnit:
+    """A kernel alone in a module (with what it refers to), its key and its symbol."""
+
+    name: str
+    module: ModuleOp
+    key: str
+
+    @property
+    def symbol(self) -> str:
+        return f"{SYMBOL_PREFIX}{self.key[:16]}"
+
+    @property
+    def size(self) -> int:
+        """How much there is to compile (its ops): the larger units start first."""
+        return sum(1 for _ in self.module.walk())
+
+
+def kernel_unit(module: ModuleOp, kernel: func.FuncOp, build: KernelBuild) -> KernelUnit:
+    """`kernel` and the globals and functions it refers to, cloned into a module of
+    their own, with its key (see the module docstring)."""
+    symbols = {op.sym_name.data: op for op in module.ops if isinstance(op, memref.GlobalOp | func.FuncOp)}
+    needed: list[str] = []
+    pending = [kernel]
+    while pending:
+        op = pending.pop()
+        for inner in op.walk():
+            for attr in (*inner.properties.values(), *inner.attributes.values()):
+                if isinstance(attr, SymbolRefAttr):
+                    name = attr.root_reference.data
+                    if name in symbols and name not in needed and symbols[name] is not kernel:
+                        needed.append(name)
+                        pending.append(symbols[name])
+    others = [symbols[name].clone() for name in sorted(needed)]
+    unit = ModuleOp([*others, kernel.clone()])
+    digest = hashlib.sha256()
+    digest.update(f"{KERNEL_FORMAT} {KERNEL_FORMAT_VERSION}\n{build.describe()}\n".encode())
+    digest.update(_fingerprint().encode())
+    digest.update(kernel_key(kernel).encode())
+    for op in others:
+        digest.update(str(op).encode())
+    return KernelUnit(kernel.sym_name.data, unit, digest.hexdigest())
+
+
+def _fingerprint() -> str:
+    from strato.runtime.cache import source_fingerprint
+
+    return source_fingerprint()
+
+
+def compile_unit(unit: KernelUnit, build: KernelBuild) -> KernelObject:
+    """Lower, emit, optimize and compile the unit's kernel as `unit.symbol` (the unit's
+    module is consumed)."""
+    from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
+    from strato.targets.llvm.emit import emit_llvm_ir
+    from strato.targets.llvm.entry_abi import finalize_kernel
+    from strato.targets.llvm.fast_math import add_fast_math_flags
+    from strato.targets.llvm.host import target_machine
+    from strato.targets.llvm.jit import _parse, optimize
+
+    module = unit.module
+    kernel = next(
+        op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == unit.name
+    )
+    kernel.sym_name = StringAttr(unit.symbol)
+    convert_loops_to_llvm(module, build.threads)
+    returns_status = finalize_kernel(module, unit.symbol)
+    if build.fast_math:
+        add_fast_math_flags(module)
+    text = emit_llvm_ir(module, build.machine)
+    machine = target_machine(build.machine, build.opt_level, jit=True)
+    parsed = _parse(text)
+    optimize(parsed, machine, build.opt_level)
+    imports = tuple(sorted(
+        f.name for f in parsed.functions if f.is_declaration and not f.name.startswith("llvm.")
+    ))  # fmt: skip
+    return KernelObject(unit.symbol, machine.emit_object(parsed), imports, returns_status, text)
+
+
+def compile_kernels(
+    module: ModuleOp,
+    build: KernelBuild,
+    *,
+    jobs: int = 1,
+    cache: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, KernelObject]:
+    """Every kernel of the loop-level `module` compiled on its own (see the module
+    docstring): kernel name -> its object. With `cache`, kernels come from and go to the
+    compile cache; `jobs` processes compile the others; `progress(done, total)` hears
+    how many of the distinct kernels are done."""
+    from strato.runtime import cache as compile_cache
+
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
+    units = [kernel_unit(module, kernel, build) for kernel in kernels]
+    by_key: dict[str, KernelObject] = {}
+    missing: dict[str, KernelUnit] = {}
+    for unit in units:
+        if unit.key in by_key or unit.key in missing:
+            continue
+        found = _cached(unit.key) if cache else None
+        if found is not None:
+            by_key[unit.key] = found
+        else:
+            missing[unit.key] = unit
+    total = len(by_key) + len(missing)
+    report = None
+    if progress is not None:
+        progress(len(by_key), total)
+        report = lambda done: progress(len(by_key) + done, total)
+    pending = list(missing.values())
+    compiled = _compile_all(pending, build, jobs, report)
+    by_key.update((unit.key, kernel) for unit, kernel in zip(pending, compiled, strict=True))
+    if cache and pending:
+        compile_cache.store_kernels({unit.key: by_key[unit.key].to_bytes() for unit in pending})
+    return {unit.name: by_key[unit.key] for unit in units}
+
+
+def _cached(key: str) -> KernelObject | None:
+    from strato.runtime import cache as compile_cache
+
+    data = compile_cache.lookup_kernel(key)
+    if data is None:
+        return None
+    try:
+        return KernelObject.from_bytes(data)
+    except ValueError:
+        compile_cache.remove_kernel(key)
+        return None
+
+
+# -- compiling in several processes ---------------------------------------------------------
+
+MIN_PARALLEL_OPS = 20_000
+"""Least loop-level work (ops of the units to compile) worth a second process: forking
+costs a few tens of milliseconds, a small model compiles in less."""
+
+_SHARED: tuple[list[KernelUnit], KernelBuild] | None = None
+"""The units of the compilation in progress, as the forked processes inherit them."""
+
+
+def _compile_all(
+    units: Sequence[KernelUnit],
+    build: KernelBuild,
+    jobs: int,
+    report: Callable[[int], None] | None = None,
+) -> list[KernelObject]:
+    """The units compiled, in order: in this process, or shared with `jobs - 1` forked
+    ones that take the next unit (the largest first) as they finish the last;
+    `report(done)` hears how many are done."""
+    order = sorted(range(len(units)), key=lambda i: -units[i].size)
+    jobs = min(jobs, len(units))
+    if jobs <= 1 or not _can_fork() or sum(units[i].size for i in order) < MIN_PARALLEL_OPS:
+        compiled = []
+        for unit in units:
+            compiled.append(compile_unit(unit, build))
+            if report is not None:
+                report(len(compiled))
+        return compiled
+    global _SHARED
+    context = multiprocessing.get_context("fork")
+    taken, done = context.Value("i", 0), context.Value("i", 0)
+    results: dict[int, KernelObject] = {}
+    _SHARED = ([units[i] for i in order], build)
+    children = []
+    try:
+        for _ in range(jobs - 1):
+            receive, send = context.Pipe(duplex=False)
+            process = context.Process(target=_child, args=(taken, done, send), daemon=True)
+            process.start()
+            send.close()
+            children.append((process, receive))
+        progress = None if report is None else (lambda: report(done.value))
+        for position, compiled in _take(taken, done, progress):
+            results[order[position]] = compiled
+        for process, receive in children:
+            while not receive.poll(0.2):
+                if progress is not None:
+                    progress()
+                if not process.is_alive() and not receive.poll(0):
+                    break
+            try:
+                finished, failure = receive.recv()
+            except EOFError:
+                finished, failure = [], None  # the child died: its units are compiled below
+            process.join()
+            if failure is not None:
+                _raise(failure)
+            for position, compiled in finished:
+                results[order[position]] = compiled
+    finally:
+        _SHARED = None
+        for process, receive in children:
+            receive.close()
+            if process.is_alive():
+                process.kill()
+    # what a child that died was compiling
+    compiled = [results[i] if i in results else compile_unit(units[i], build) for i in range(len(units))]
+    if report is not None:
+        report(len(compiled))
+    return compiled
+
+
+def _take(taken, done, progress: Callable[[], None] | None = None) -> list[tuple[int, KernelObject]]:
+    """Compile the next shared unit until none is left; (position, object) of each."""
+    assert _SHARED is not None
+    units, build = _SHARED
+    finished = []
+    while True:
+        with taken.get_lock():
+            position = taken.value
+            taken.value += 1
+        if position >= len(units):
+            return finished
+        finished.append((position, compile_unit(units[position], build)))
+        with done.get_lock():
+            done.value += 1
+        if progress is not None:
+            progress()
+
+
+def _child(taken, done, send) -> None:
+    from strato.diagnostics import StratoError
+
+    try:
+        send.send((_take(taken, done), None))
+    except BaseException as err:
+        message = err.message if isinstance(err, StratoError) else f"{type(err).__name__}: {err}"
+        send.send(([], (isinstance(err, StratoError), message)))
+    finally:
+        send.close()
+        os._exit(0)
+
+
+def _raise(failure: tuple[bool, str]) -> None:
+    """Raise in this process what a child's compilation raised (as a StratoError when it
+    was one, else as an internal error with the child's message)."""
+    from strato.diagnostics import StratoError
+
+    diagnostic, message = failure
+    if diagnostic:
+        raise StratoError(message)
+    raise RuntimeError(f"compiling a kernel in a worker process failed: {message}")
+
+
+def _can_fork() -> bool:
+    return hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
+
+
+__all__ = [
+    "KernelBuild",
+    "KernelObject",
+    "KernelUnit",
+    "compile_kernels",
+    "compile_unit",
+    "kernel_unit",
+]

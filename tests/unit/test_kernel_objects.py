@@ -1,0 +1,143 @@
+"""The llvm target's per-kernel build: each distinct kernel compiled once, the same
+object whichever process compiles it, and kept in the compile cache for other models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.dialects import func
+from xdsl.dialects.builtin import StringAttr
+
+import strato
+from strato import zoo
+from strato.dialects.loop import KERNEL_ATTR
+from strato.frontends.onnx import import_onnx
+from strato.runtime import cache
+from strato.targets.llvm import kernel_objects
+from strato.targets.llvm.host import host_target
+from strato.targets.llvm.kernel_objects import (
+    SYMBOL_PREFIX,
+    KernelBuild,
+    KernelObject,
+    compile_kernels,
+)
+from strato.targets.registry import get_target, run_stages
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """The cache on, in a directory of this test's own."""
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("STRATO_CACHE", "1")
+    monkeypatch.setenv("STRATO_CACHE_DIR", str(directory))
+    return directory
+
+
+def _scheduled(name: str = "mlp", **sizes):
+    module = import_onnx(zoo.build_model(name, **sizes)).module
+    run_stages(get_target("llvm -threads=2").lowering_stages(), module)
+    return module
+
+
+def _kernel_names(module) -> list[str]:
+    return [
+        op.sym_name.data
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
+    ]
+
+
+BUILD = KernelBuild(host_target(), opt_level=3, threads=2, fast_math=False)
+
+
+class Progress:
+    def __init__(self) -> None:
+        self.calls: list[tuple[int, int]] = []
+
+    def __call__(self, done: int, total: int) -> None:
+        self.calls.append((done, total))
+
+    @property
+    def from_cache(self) -> int:
+        """How many kernels the build found compiled (its first report)."""
+        return self.calls[0][0]
+
+
+def test_a_second_model_with_the_same_kernels_compiles_none(cache_dir):
+    x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
+    first_progress, second_progress = Progress(), Progress()
+    first = strato.compile(zoo.build_model("mlp", seed=0), progress=first_progress)
+    assert first_progress.from_cache == 0
+    done, total = first_progress.calls[-1]
+    assert done == total > 0
+    assert cache.kernel_count() == total
+    # other weights: another model, whose kernels are the first one's
+    second = strato.compile(zoo.build_model("mlp", seed=1), progress=second_progress)
+    assert second_progress.calls == [(total, total)]
+    expected = strato.compile(zoo.build_model("mlp", seed=1), cache=False)
+    np.testing.assert_array_equal(second(x)[0], expected(x)[0])
+    assert not np.array_equal(second(x)[0], first(x)[0])
+
+
+def test_a_damaged_kernel_entry_is_compiled_again(cache_dir):
+    module = _scheduled()
+    objects = compile_kernels(module.clone(), BUILD, cache=True)
+    entries = sorted((cache_dir / cache.KERNELS).glob(f"*/*{cache.KERNEL_SUFFIX}"))
+    assert len(entries) == len({o.symbol for o in objects.values()})
+    entries[0].write_bytes(b"not a zip archive")
+    progress = Progress()
+    again = compile_kernels(module.clone(), BUILD, cache=True, progress=progress)
+    assert progress.from_cache == len(entries) - 1
+    assert {name: o.object_code for name, o in again.items()} == {
+        name: o.object_code for name, o in objects.items()
+    }
+    KernelObject.from_bytes(entries[0].read_bytes())  # rewritten whole
+
+
+def test_serial_and_parallel_builds_give_the_same_objects(monkeypatch):
+    module = _scheduled("resnet18", image_size=32, width=8, num_classes=10)
+    serial = compile_kernels(module.clone(), BUILD, jobs=1)
+    monkeypatch.setattr(kernel_objects, "MIN_PARALLEL_OPS", 0)
+    progress = Progress()
+    parallel = compile_kernels(module.clone(), BUILD, jobs=2, progress=progress)
+    assert set(serial) == set(parallel) == set(_kernel_names(module))
+    for name, compiled in serial.items():
+        assert compiled.symbol.startswith(SYMBOL_PREFIX)
+        assert parallel[name] == compiled, name
+    distinct = len({o.symbol for o in serial.values()})
+    assert progress.calls[0] == (0, distinct) and progress.calls[-1] == (
+        distinct,
+        distinct,
+    )
+
+
+def test_kernel_symbols_name_what_they_compute():
+    """Renaming a kernel keeps its symbol; anything in its code changes it."""
+    module = _scheduled()
+    objects = compile_kernels(module.clone(), BUILD)
+    faster = compile_kernels(
+        module.clone(), KernelBuild(BUILD.machine, 3, 2, fast_math=True)
+    )
+    single = compile_kernels(
+        module.clone(), KernelBuild(BUILD.machine, 3, 1, fast_math=False)
+    )
+    for name, compiled in objects.items():
+        assert faster[name].symbol != compiled.symbol
+        assert single[name].symbol != compiled.symbol
+    renamed = module.clone()
+    kernel = next(
+        op
+        for op in renamed.ops
+        if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
+    )
+    original = kernel.sym_name.data
+    kernel.sym_name = StringAttr("another_name")
+    assert (
+        kernel_objects.kernel_unit(renamed, kernel, BUILD).symbol
+        == objects[original].symbol
+    )
+
+
+def test_a_damaged_object_is_refused():
+    with pytest.raises(ValueError, match="not a compiled kernel"):
+        KernelObject.from_bytes(b"PK\x03\x04 truncated")
