@@ -27,6 +27,7 @@ same size limit, least recently used first); a damaged entry is compiled again.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import io
 import json
@@ -40,6 +41,7 @@ from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
 
 from strato.dialects.loop import KERNEL_ATTR
+from strato.gc_pause import gc_paused
 from strato.schedule.workload import kernel_key
 from strato.targets.llvm.host import HostTarget
 
@@ -92,7 +94,12 @@ class KernelObject:
         with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
             archive.writestr("manifest.json", json.dumps(manifest, sort_keys=True))
             archive.writestr("kernel.o", self.object_code)
-            archive.writestr("kernel.ll", self.llvm_ir, compress_type=zipfile.ZIP_DEFLATED, compresslevel=1)
+            archive.writestr(
+                "kernel.ll",
+                self.llvm_ir,
+                compress_type=zipfile.ZIP_DEFLATED,
+                compresslevel=1,
+            )
         return buffer.getvalue()
 
     @staticmethod
@@ -115,7 +122,11 @@ class KernelObject:
         ):
             raise ValueError("not a compiled kernel of this strato")
         return KernelObject(
-            manifest["symbol"], object_code, tuple(manifest["imports"]), manifest["returns_status"], llvm_ir
+            manifest["symbol"],
+            object_code,
+            tuple(manifest["imports"]),
+            manifest["returns_status"],
+            llvm_ir,
         )
 
 
@@ -124,7 +135,7 @@ class KernelUnit:
     """A kernel alone in a module (with what it refers to), its key and its symbol."""
 
     name: str
-    module: ModuleOp
+    module: ModuleOp | None
     key: str
 
     @property
@@ -137,10 +148,16 @@ class KernelUnit:
         return sum(1 for _ in self.module.walk())
 
 
-def kernel_unit(module: ModuleOp, kernel: func.FuncOp, build: KernelBuild) -> KernelUnit:
+def kernel_unit(
+    module: ModuleOp, kernel: func.FuncOp, build: KernelBuild
+) -> KernelUnit:
     """`kernel` and the globals and functions it refers to, cloned into a module of
     their own, with its key (see the module docstring)."""
-    symbols = {op.sym_name.data: op for op in module.ops if isinstance(op, memref.GlobalOp | func.FuncOp)}
+    symbols = {
+        op.sym_name.data: op
+        for op in module.ops
+        if isinstance(op, memref.GlobalOp | func.FuncOp)
+    }
     needed: list[str] = []
     pending = [kernel]
     while pending:
@@ -149,13 +166,19 @@ def kernel_unit(module: ModuleOp, kernel: func.FuncOp, build: KernelBuild) -> Ke
             for attr in (*inner.properties.values(), *inner.attributes.values()):
                 if isinstance(attr, SymbolRefAttr):
                     name = attr.root_reference.data
-                    if name in symbols and name not in needed and symbols[name] is not kernel:
+                    if (
+                        name in symbols
+                        and name not in needed
+                        and symbols[name] is not kernel
+                    ):
                         needed.append(name)
                         pending.append(symbols[name])
     others = [symbols[name].clone() for name in sorted(needed)]
     unit = ModuleOp([*others, kernel.clone()])
     digest = hashlib.sha256()
-    digest.update(f"{KERNEL_FORMAT} {KERNEL_FORMAT_VERSION}\n{build.describe()}\n".encode())
+    digest.update(
+        f"{KERNEL_FORMAT} {KERNEL_FORMAT_VERSION}\n{build.describe()}\n".encode()
+    )
     digest.update(_fingerprint().encode())
     digest.update(kernel_key(kernel).encode())
     for op in others:
@@ -172,6 +195,19 @@ def _fingerprint() -> str:
 def compile_unit(unit: KernelUnit, build: KernelBuild) -> KernelObject:
     """Lower, emit, optimize and compile the unit's kernel as `unit.symbol` (the unit's
     module is consumed)."""
+    module, unit.module = unit.module, None  # dropped as soon as it is compiled
+    with gc_paused():
+        compiled = _compile_module(module, unit, build)
+    del module
+    # The lowering's garbage is young and only its cycles need the collector: one young
+    # collection now, rather than each object scanned alive and again once dead.
+    gc.collect(0)
+    return compiled
+
+
+def _compile_module(
+    module: ModuleOp, unit: KernelUnit, build: KernelBuild
+) -> KernelObject:
     from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
     from strato.targets.llvm.emit import emit_llvm_ir
     from strato.targets.llvm.entry_abi import finalize_kernel
@@ -179,9 +215,10 @@ def compile_unit(unit: KernelUnit, build: KernelBuild) -> KernelObject:
     from strato.targets.llvm.host import target_machine
     from strato.targets.llvm.jit import _parse, optimize
 
-    module = unit.module
     kernel = next(
-        op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == unit.name
+        op
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and op.sym_name.data == unit.name
     )
     kernel.sym_name = StringAttr(unit.symbol)
     convert_loops_to_llvm(module, build.threads)
@@ -195,7 +232,9 @@ def compile_unit(unit: KernelUnit, build: KernelBuild) -> KernelObject:
     imports = tuple(sorted(
         f.name for f in parsed.functions if f.is_declaration and not f.name.startswith("llvm.")
     ))  # fmt: skip
-    return KernelObject(unit.symbol, machine.emit_object(parsed), imports, returns_status, text)
+    return KernelObject(
+        unit.symbol, machine.emit_object(parsed), imports, returns_status, text
+    )
 
 
 def compile_kernels(
@@ -212,7 +251,11 @@ def compile_kernels(
     how many of the distinct kernels are done."""
     from strato.runtime import cache as compile_cache
 
-    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
+    kernels = [
+        op
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
+    ]
     units = [kernel_unit(module, kernel, build) for kernel in kernels]
     by_key: dict[str, KernelObject] = {}
     missing: dict[str, KernelUnit] = {}
@@ -231,9 +274,13 @@ def compile_kernels(
         report = lambda done: progress(len(by_key) + done, total)
     pending = list(missing.values())
     compiled = _compile_all(pending, build, jobs, report)
-    by_key.update((unit.key, kernel) for unit, kernel in zip(pending, compiled, strict=True))
+    by_key.update(
+        (unit.key, kernel) for unit, kernel in zip(pending, compiled, strict=True)
+    )
     if cache and pending:
-        compile_cache.store_kernels({unit.key: by_key[unit.key].to_bytes() for unit in pending})
+        compile_cache.store_kernels(
+            {unit.key: by_key[unit.key].to_bytes() for unit in pending}
+        )
     return {unit.name: by_key[unit.key] for unit in units}
 
 
@@ -252,7 +299,7 @@ def _cached(key: str) -> KernelObject | None:
 
 # -- compiling in several processes ---------------------------------------------------------
 
-MIN_PARALLEL_OPS = 20_000
+MIN_PARALLEL_OPS = 400
 """Least loop-level work (ops of the units to compile) worth a second process: forking
 costs a few tens of milliseconds, a small model compiles in less."""
 
@@ -271,7 +318,11 @@ def _compile_all(
     `report(done)` hears how many are done."""
     order = sorted(range(len(units)), key=lambda i: -units[i].size)
     jobs = min(jobs, len(units))
-    if jobs <= 1 or not _can_fork() or sum(units[i].size for i in order) < MIN_PARALLEL_OPS:
+    if (
+        jobs <= 1
+        or not _can_fork()
+        or sum(units[i].size for i in order) < MIN_PARALLEL_OPS
+    ):
         compiled = []
         for unit in units:
             compiled.append(compile_unit(unit, build))
@@ -287,7 +338,9 @@ def _compile_all(
     try:
         for _ in range(jobs - 1):
             receive, send = context.Pipe(duplex=False)
-            process = context.Process(target=_child, args=(taken, done, send), daemon=True)
+            process = context.Process(
+                target=_child, args=(taken, done, send), daemon=True
+            )
             process.start()
             send.close()
             children.append((process, receive))
@@ -303,7 +356,10 @@ def _compile_all(
             try:
                 finished, failure = receive.recv()
             except EOFError:
-                finished, failure = [], None  # the child died: its units are compiled below
+                finished, failure = (
+                    [],
+                    None,
+                )  # the child died: its units are compiled below
             process.join()
             if failure is not None:
                 _raise(failure)
@@ -316,13 +372,18 @@ def _compile_all(
             if process.is_alive():
                 process.kill()
     # what a child that died was compiling
-    compiled = [results[i] if i in results else compile_unit(units[i], build) for i in range(len(units))]
+    compiled = [
+        results[i] if i in results else compile_unit(units[i], build)
+        for i in range(len(units))
+    ]
     if report is not None:
         report(len(compiled))
     return compiled
 
 
-def _take(taken, done, progress: Callable[[], None] | None = None) -> list[tuple[int, KernelObject]]:
+def _take(
+    taken, done, progress: Callable[[], None] | None = None
+) -> list[tuple[int, KernelObject]]:
     """Compile the next shared unit until none is left; (position, object) of each."""
     assert _SHARED is not None
     units, build = _SHARED
@@ -345,8 +406,12 @@ def _child(taken, done, send) -> None:
 
     try:
         send.send((_take(taken, done), None))
-    except BaseException as err:
-        message = err.message if isinstance(err, StratoError) else f"{type(err).__name__}: {err}"
+    except BaseException as err:  # noqa: BLE001 - reported to the parent, which raises it
+        message = (
+            err.message
+            if isinstance(err, StratoError)
+            else f"{type(err).__name__}: {err}"
+        )
         send.send(([], (isinstance(err, StratoError), message)))
     finally:
         send.close()
