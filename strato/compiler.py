@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 StageCallback = Callable[[str, "ModuleOp"], None]
 """Called with a stage name and the module after it: "graph" after import, then the name
 of each pass of the target's stages after that pass (the last leaves the IR `build`
-takes, for the llvm target the llvm dialect)."""
+takes, for the llvm target the scheduled loop dialect)."""
 
 
 def compile_model(

@@ -9,13 +9,15 @@ build has compiled out of the model's distinct kernels:
     progress = CompileProgress(passes=12, enabled=sys.stderr.isatty())
     strato.compile(model, before_stage=progress.pass_starts, progress=progress.kernels)
     progress.close()
+
+The bar is tqdm's (the `tune` extra brings it); without tqdm, a compile that takes a
+while prints one line when its build starts instead.
 """
 
 from __future__ import annotations
 
 import sys
-
-from tqdm import tqdm
+import time
 
 DELAY_S = 2.0
 """How long a compile runs before its bar appears."""
@@ -26,6 +28,13 @@ class CompileProgress:
 
     def __init__(self, passes: int, *, enabled: bool) -> None:
         self._bar = None
+        self._plain_since: float | None = None
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            if enabled:
+                self._plain_since = time.monotonic()
+            enabled = False
         if enabled:
             self._bar = tqdm(
                 total=passes,
@@ -52,13 +61,23 @@ class CompileProgress:
     def kernels(self, done: int, total: int) -> None:
         """The build has `done` of the model's `total` distinct kernels (those from the
         compile cache included)."""
+        if self._plain_since is not None:
+            if time.monotonic() - self._plain_since >= DELAY_S and done < total:
+                print(
+                    f"strato: compiling {total - done} kernel(s) ...",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            self._plain_since = None
         if self._bar is None:
             return
         if not self._building:
             self._building = True
             self._bar.reset(total=total)
             self._bar.unit = " kernels"
-            self._bar.bar_format = "{desc:<20} {n_fmt}/{total_fmt}{unit} |{bar}| [{elapsed}<{remaining}]"
+            self._bar.bar_format = (
+                "{desc:<20} {n_fmt}/{total_fmt}{unit} |{bar}| [{elapsed}<{remaining}]"
+            )
             self._bar.set_description_str("build", refresh=False)
         self._bar.update(done - self._bar.n)
 

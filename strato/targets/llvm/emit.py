@@ -47,6 +47,7 @@ from xdsl.utils.target import Target
 from strato.diagnostics import StratoError
 from strato.gc_pause import gc_paused
 from strato.targets.llvm.host import HostTarget, host_data_layout, host_target
+from strato.targets.llvm.type_conversion import memory_bytes
 
 _ARG_FLAGS = {
     "llvm.noalias": "noalias",
@@ -58,7 +59,9 @@ _ARG_FLAGS = {
 }
 _ARG_INTS = {"llvm.align": "align", "llvm.dereferenceable": "dereferenceable"}
 
-_KERNEL_ATTR = "loop.kernel"  # restated: the llvm target does not import the loop dialect
+_KERNEL_ATTR = (
+    "loop.kernel"  # restated: the llvm target does not import the loop dialect
+)
 
 PREFERRED_VECTOR_BITS = 512
 
@@ -108,7 +111,8 @@ def _dense_bytes(
         raise EmissionError(
             f"global @{op.sym_name.data}: cannot initialize elements of {scalar}"
         )
-    data = value.data.data
+    width = scalar.width if isinstance(scalar, ir.IntType) else 0
+    data = memory_bytes(value.data.data, width)
     if len(data) == count * size:
         return data
     if len(data) == size:  # a splat
@@ -400,10 +404,7 @@ def to_llvmlite_module(
     for op in globals_:
         _emit_global(op, ir_module)
     cpu = (machine or host) if triple == host.triple else None
-    declared = [
-        (op, _declare_function(op, ir_module, machine=cpu))
-        for op in functions
-    ]
+    declared = [(op, _declare_function(op, ir_module, machine=cpu)) for op in functions]
     for op, fn in declared:
         if op.body.blocks:
             _emit_body(op, fn)

@@ -65,6 +65,16 @@ def element_byte_size(type_: Attribute) -> int:
     return _SCALAR_BYTES[type(type_)]
 
 
+_BOOL_BYTES = bytes([0] + [1] * 255)
+
+
+def memory_bytes(data: bytes, width: int) -> bytes:
+    """A dense initializer's element bytes as memory holds them: an i1 is one byte, 0 or
+    1 (a dense i1 attribute keeps true as 0xFF, which a load of i1 must never see: code
+    compiled apart from its constant may use the whole byte)."""
+    return data.translate(_BOOL_BYTES) if width == 1 else data
+
+
 def llvm_type(type_: Attribute) -> Attribute:
     """The llvm-dialect type of a loop-level value of type `type_`.
 

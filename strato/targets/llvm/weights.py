@@ -21,10 +21,16 @@ object file for C defines them from it (`compile_object(weights=)`).
 from __future__ import annotations
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    IntegerType,
+    ModuleOp,
+    StringAttr,
+    SymbolRefAttr,
+)
 
 from strato.runtime.weight_blob import ALIGNMENT, WeightBlob
-from strato.targets.llvm.type_conversion import element_byte_size
+from strato.targets.llvm.type_conversion import element_byte_size, memory_bytes
 
 WEIGHT_BLOB_THRESHOLD = 1024
 """Constants of at least this many bytes go to the blob; smaller ones stay inline."""
@@ -40,11 +46,14 @@ def _initializer_bytes(op: llvm.GlobalOp) -> bytes | None:
     if not isinstance(value, DenseIntOrFPElementsAttr):
         return None
     element = type_.type
-    if isinstance(element, llvm.LLVMArrayType | llvm.LLVMStructType | llvm.LLVMPointerType):
+    if isinstance(
+        element, llvm.LLVMArrayType | llvm.LLVMStructType | llvm.LLVMPointerType
+    ):
         return None
     count = type_.size.data
     size = element_byte_size(element)
-    data = value.data.data
+    width = element.width.data if isinstance(element, IntegerType) else 0
+    data = memory_bytes(value.data.data, width)
     if len(data) == count * size:
         return data
     if len(data) == size:  # a splat
@@ -59,7 +68,11 @@ def pack_weights(
     module docstring); their symbols are renamed `<prefix><name>`."""
     constants: dict[str, bytes] = {}
     renamed: dict[str, str] = {}
-    taken = {op.sym_name.data for op in module.ops if isinstance(op, llvm.GlobalOp | llvm.FuncOp)}
+    taken = {
+        op.sym_name.data
+        for op in module.ops
+        if isinstance(op, llvm.GlobalOp | llvm.FuncOp)
+    }
     for op in list(module.ops):
         if not isinstance(op, llvm.GlobalOp):
             continue
@@ -70,7 +83,9 @@ def pack_weights(
             continue  # the blob aligns its symbols to ALIGNMENT only
         name = f"{prefix}{op.sym_name.data}"
         if name in taken:
-            raise AssertionError(f"weight symbol @{name} clashes with a symbol of the module")
+            raise AssertionError(
+                f"weight symbol @{name} clashes with a symbol of the module"
+            )
         renamed[op.sym_name.data] = name
         constants[name] = data
         declaration = llvm.GlobalOp(
