@@ -16,7 +16,8 @@ Leaves illegal: every op outside the llvm dialect (checked after the pass).
 - Outermost `parallel` loops become tasks of the thread pool (`parallel_outlining`:
   a body function, a task taking (ctx, begin, end), a call of `strato_parallel_for`)
   when `threads` (0, the default: the cores available) is above 1.
-- `unrolled` loops are fully unrolled (`unroll_loops`), index divisions that are exact
+- `unrolled` loops inside vectorized ones are fully unrolled, the others are left for
+  LLVM to unroll (`unroll_loops`), index divisions that are exact
   over the loop ranges become affine arithmetic (`index_simplification`), then
   `vectorized` loops become `<W x T>` vector code: vector loads/stores where the address moves by one element,
   broadcasts of scalars that do not vary, per-lane accesses for strides and gathers

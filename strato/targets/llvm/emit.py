@@ -45,8 +45,10 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.target import Target
 
 from strato.diagnostics import StratoError
+from strato.dialects.loop import LoopKind
 from strato.gc_pause import gc_paused
 from strato.targets.llvm.host import HostTarget, host_data_layout, host_target
+from strato.targets.llvm.loop_to_llvm import LOOP_KIND_ATTR
 from strato.targets.llvm.type_conversion import memory_bytes
 
 _ARG_FLAGS = {
@@ -357,6 +359,25 @@ def _emit_body(op: llvm.FuncOp, fn: ir.Function) -> None:
         builder = ir.IRBuilder(blocks[block])
         for block_op in block.ops:
             _emit_op(block_op, builder, values, blocks)
+        terminator = block.last_op
+        if isinstance(terminator, llvm.BrOp) and _is_unrolled_back_edge(terminator):
+            builder.block.instructions[-1].set_metadata(
+                "llvm.loop", _unroll_full(fn.module)
+            )
+
+
+def _is_unrolled_back_edge(op: llvm.BrOp) -> bool:
+    kind = op.attributes.get(LOOP_KIND_ATTR)
+    return isinstance(kind, StringAttr) and kind.data == LoopKind.UNROLLED.value
+
+
+def _unroll_full(module: ir.Module) -> ir.values.MDValue:
+    """A new loop id asking LLVM to unroll the loop fully (one per loop: a loop id is
+    distinct, its first operand itself)."""
+    unroll = module.add_metadata([ir.MetaDataString(module, "llvm.loop.unroll.full")])
+    loop_id = ir.values.MDValue(module, [], name=str(len(module.metadata)))
+    loop_id.operands = (loop_id, unroll)
+    return loop_id
 
 
 def to_llvmlite_module(

@@ -25,7 +25,8 @@ loops that reach it are serial and virtual-thread loops, parallel loops that run
 serially (on one thread, nested in a task, or with a body the pool cannot run), and the
 vectorized or unrolled loops those steps leave as loops (see their docstrings for when).
 The kind selects its own lowering, and the latch branch of a non-serial loop carries
-`strato.loop_kind`.
+`strato.loop_kind` (for an unrolled loop, LLVM IR emission turns it into a loop id
+asking LLVM to unroll it fully).
 """
 
 from __future__ import annotations

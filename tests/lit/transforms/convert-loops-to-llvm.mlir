@@ -327,17 +327,36 @@ func.func @relu_vectorized(%a: memref<8xf32>, %o: memref<8xf32> {loop.output}) a
   func.return
 }
 
-// An unrolled loop is one copy of the body per iteration, at constant indices.
+// An unrolled loop stays a loop marked on its back edge: LLVM unrolls it fully (the
+// emitted branch carries llvm.loop.unroll.full), so the lowering and LLVM IR emission
+// work on one copy of the body.
 // CHECK-LABEL: llvm.func @unrolled(
-// CHECK-NOT:     llvm.br
-// CHECK-COUNT-3: llvm.fneg
+// CHECK-COUNT-1: llvm.fneg
 // CHECK-NOT:     llvm.fneg
-// CHECK:         llvm.return
+// CHECK:         llvm.br ^{{.*}}(%{{.*}} : i64) {strato.loop_kind = "unrolled"}
 func.func @unrolled(%a: memref<3xf32>, %o: memref<3xf32> {loop.output}) attributes {loop.kernel} {
   loop.for %i = 0 to 3 unrolled axis "i" {
     %v = memref.load %a[%i] : memref<3xf32>
     %n = arith.negf %v : f32
     memref.store %n, %o[%i] : memref<3xf32>
+  }
+  func.return
+}
+
+// Inside a vectorized loop, an unrolled loop is one copy of the body per iteration, at
+// constant indices (vector code is made of straight-line bodies).
+// CHECK-LABEL: llvm.func @unrolled_in_vector(
+// CHECK-NOT:     llvm.br
+// CHECK-COUNT-2: llvm.fneg %{{.*}} : vector<16xf32>
+// CHECK-NOT:     llvm.fneg
+// CHECK:         llvm.return
+func.func @unrolled_in_vector(%a: memref<2x16xf32>, %o: memref<16xf32> {loop.output}) attributes {loop.kernel} {
+  loop.for %j = 0 to 16 vectorized axis "j" {
+    loop.for %i = 0 to 2 unrolled axis "i" {
+      %v = memref.load %a[%i, %j] : memref<2x16xf32>
+      %n = arith.negf %v : f32
+      memref.store %n, %o[%j] : memref<16xf32>
+    }
   }
   func.return
 }
