@@ -1,187 +1,278 @@
-"""Compile time of the built-in models, per stage, next to TVM Relax's in the same run.
+"""Compile time of models, per stage, cold and warm, next to TVM Relax's build and
+onnxruntime's session creation of the same ONNX file, each in a process of its own.
 
-    python benchmarks/compile_time.py                        # resnet18, mobilenet_v2, lstm
-    python benchmarks/compile_time.py resnet18 --repeat 3    # median of 3 compilations
-    python benchmarks/compile_time.py --all --no-tvm         # every zoo model, strato only
+    python benchmarks/compile_time.py                         # resnet18, mobilenet_v2, lstm
+    python benchmarks/compile_time.py --all --repeat 3        # every zoo model, medians of 3
+    python benchmarks/compile_time.py model.onnx --stages     # an exported file, per stage
+    python benchmarks/compile_time.py resnet18 --profile r18.prof   # cProfile of a cold compile
 
-For each model: the wall and CPU time of every stage of `strato.compile` (import, each pass of the
-pipeline, then the build: finalizing the entry, emitting LLVM IR text, LLVM parsing,
-LLVM optimization, machine code) and the total; on a shared machine the CPU time is the
-steadier figure (the wall time also counts other people's work).
-When `tvm` is importable (the `bench` extra), TVM Relax then compiles the same ONNX model
-for the same CPU (`relax.frontend.onnx.from_onnx`, then `tvm.compile` with its default
-pipeline, untuned) and its time and the ratio strato/TVM are printed.
+For each model (a zoo name or an .onnx path), every measurement runs in a fresh Python
+process, after its imports, and reports wall seconds and CPU seconds (the process's and
+its children's: the llvm build compiles kernels in forked processes):
+
+* strato cold: `strato.compile` with an empty compile cache;
+* strato shared kernels: another model with the same layers and other weights (a zoo
+  model's other seed; for a file, its initializers perturbed), with the cache the cold
+  compile left: only the entry is compiled, every kernel comes from the cache;
+* strato hit: the same model again, a whole-model hit of the compile cache;
+* TVM Relax: `relax.frontend.onnx.from_onnx` then `tvm.compile(mod, target="llvm -mcpu=<host>")`,
+  untuned, and the VM made (the `bench` extra);
+* onnxruntime: creating an `InferenceSession` on the CPU provider (graph optimizations
+  included).
+
+The ratio strato cold / TVM is printed per model, with the geometric mean over models.
+`--stages` adds the cold compile's stages (import, each pass, then the build: the
+distinct kernels compiled in parallel and the entry). On a shared machine, the CPU
+seconds are the steadier figure. `--json` writes every measurement.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
+import json
+import math
+import os
+import resource
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterator
-
-import onnx
-
-import strato
-from strato import zoo
+from pathlib import Path
 
 DEFAULT_MODELS = ("resnet18", "mobilenet_v2", "lstm")
-
-_BUILD_STEPS = (
-    # (module, function, stage name): the steps of `build`, timed by wrapping them
-    ("strato.compiler", "finalize_entry", "build: finalize entry"),
-    ("strato.targets.llvm.jit", "_ir_text", "build: emit LLVM IR"),
-    ("strato.targets.llvm.jit", "_parse", "build: LLVM parse"),
-    ("strato.targets.llvm.jit", "optimize", "build: LLVM optimize"),
-)
+SIDES = ("cold", "shared", "hit", "tvm", "onnxruntime")
 
 
-class StageClock:
-    """Wall and CPU seconds per named stage, in the order stages first appear."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-        self.cpu_seconds: dict[str, float] = {}
-        self._current: str | None = None
-        self._since = (0.0, 0.0)
-
-    def switch(self, stage: str | None) -> None:
-        """End the running stage (if any) and start `stage` (None: stop)."""
-        now = (time.perf_counter(), time.process_time())
-        if self._current is not None:
-            self.add(self._current, now[0] - self._since[0], now[1] - self._since[1])
-        self._current, self._since = stage, now
-
-    def add(self, stage: str, seconds: float, cpu_seconds: float) -> None:
-        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
-        self.cpu_seconds[stage] = self.cpu_seconds.get(stage, 0.0) + cpu_seconds
+# -- in the measuring process ---------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def instrumented(clock: StageClock) -> Iterator[None]:
-    """Time the build of the llvm target and its steps by wrapping the functions that
-    run them (a step whose function is not found is simply not reported)."""
-    import importlib
-
-    from strato.targets.llvm.target import LLVMTarget
-
-    saved: list[tuple[object, str, Callable]] = []
-
-    def wrap(owner: object, attribute: str, wrapper: Callable) -> None:
-        saved.append((owner, attribute, getattr(owner, attribute)))
-        setattr(owner, attribute, functools.wraps(getattr(owner, attribute))(wrapper))
-
-    def build(self, *args, _original=LLVMTarget.build, **kwargs):
-        clock.switch("build: machine code")  # what the timed steps below leave over
-        return _original(self, *args, **kwargs)
-
-    wrap(LLVMTarget, "build", build)
-    for module_name, attribute, stage in _BUILD_STEPS:
-        module = importlib.import_module(module_name)
-        original = getattr(module, attribute, None)
-        if original is None:
-            continue
-
-        def step(*args, _original=original, _stage=stage, **kwargs):
-            start, cpu_start = time.perf_counter(), time.process_time()
-            try:
-                return _original(*args, **kwargs)
-            finally:
-                clock.add(
-                    _stage, time.perf_counter() - start, time.process_time() - cpu_start
-                )
-
-        wrap(module, attribute, step)
-    try:
-        yield
-    finally:
-        for owner, attribute, original in reversed(saved):
-            setattr(owner, attribute, original)
+def _cpu() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def compile_strato(model: onnx.ModelProto, name: str) -> dict[str, tuple[float, float]]:
-    """One `strato.compile` of `model`: (wall, CPU) seconds per stage and in "total"."""
-    clock = StageClock()
-    cpu_start = time.process_time()
-    start = time.perf_counter()
-    clock.switch("import")
-    with instrumented(clock):
-        strato.compile(model, name=name, before_stage=clock.switch)
-    clock.switch(None)
-    stages: dict[str, tuple[float, float]] = {}
-    build = (0.0, 0.0)
-    for stage, seconds in clock.seconds.items():
-        if stage == "build: machine code":
-            build = (seconds, clock.cpu_seconds[stage])
-        else:
-            stages[stage] = (seconds, clock.cpu_seconds[stage])
-    # the build's clock ran on through the timed steps: what is left is machine code
-    steps = [times for stage, times in stages.items() if stage.startswith("build: ")]
-    stages["build: machine code"] = (
-        max(0.0, build[0] - sum(wall for wall, _ in steps)),
-        max(0.0, build[1] - sum(cpu for _, cpu in steps)),
-    )
-    stages["total"] = (time.perf_counter() - start, time.process_time() - cpu_start)
-    return stages
+def _model(spec: str, variant: bool):
+    """The ONNX model of a zoo name or a path; `variant`: the same layers, other weights."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper
+
+    from strato import zoo
+
+    if not spec.endswith(".onnx"):
+        return zoo.build_model(spec, seed=1 if variant else 0)
+    model = onnx.load(spec)
+    if variant:
+        rng = np.random.default_rng(1)
+        for index, tensor in enumerate(model.graph.initializer):
+            array = numpy_helper.to_array(tensor)
+            if array.dtype.kind == "f" and array.size > 16:
+                changed = (array * (1 + 0.01 * rng.standard_normal(array.shape))).astype(array.dtype)
+                model.graph.initializer[index].CopyFrom(numpy_helper.from_array(changed, tensor.name))
+    return model
 
 
-def compile_tvm(model: onnx.ModelProto) -> tuple[float, float] | str:
-    """(wall, CPU) seconds TVM Relax takes from the ONNX model to an executable for this
-    CPU, or why it did not: `tvm` not importable, or the model not supported."""
+def _measure_strato(spec: str, side: str, stages: bool, profile: str | None) -> dict:
+    import strato
+    from strato.targets.llvm import build as llvm_build
+    from strato.targets.llvm import kernel_objects
+
+    model = _model(spec, variant=side == "shared")
+    times: dict[str, list[float]] = {}
+    clock = {"stage": "import", "wall": time.perf_counter(), "cpu": _cpu()}
+
+    def switch(stage: str | None) -> None:
+        wall, cpu = time.perf_counter(), _cpu()
+        entry = times.setdefault(clock["stage"], [0.0, 0.0])
+        entry[0] += wall - clock["wall"]
+        entry[1] += cpu - clock["cpu"]
+        clock.update(stage=stage, wall=wall, cpu=cpu)
+
+    original_kernels = kernel_objects.compile_kernels
+    original_build = llvm_build.build_loops
+    kernel_counts = {}
+
+    def compile_kernels(module, build, **kwargs):
+        switch("build: kernels")
+        progress = kwargs.get("progress")
+
+        def counting(done, total):
+            kernel_counts.setdefault("cached", done)
+            kernel_counts["total"] = total
+            if progress is not None:
+                progress(done, total)
+
+        kwargs["progress"] = counting
+        try:
+            return original_kernels(module, build, **kwargs)
+        finally:
+            switch("build: entry")
+
+    def build_loops(*args, **kwargs):
+        switch("build: checks")
+        return original_build(*args, **kwargs)
+
+    kernel_objects.compile_kernels = compile_kernels
+    llvm_build.build_loops = build_loops
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    start, cpu_start = time.perf_counter(), _cpu()
+    strato.compile(model, name="model", before_stage=switch if stages else None)
+    wall, cpu = time.perf_counter() - start, _cpu() - cpu_start
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    switch("done")
+    result = {"wall": wall, "cpu": cpu, **kernel_counts}
+    if stages:
+        result["stages"] = {stage: pair for stage, pair in times.items() if stage != "import" or pair[0] > 0}
+    return result
+
+
+def _measure_tvm(spec: str) -> dict:
     try:
         import tvm
         from tvm import relax
         from tvm.relax.frontend.onnx import from_onnx
     except ImportError:
-        return "not installed (pip install strato[bench])"
+        return {"error": "not installed (pip install strato[bench])"}
     from strato.targets.llvm.host import host_target
 
+    model = _model(spec, variant=False)
     target = tvm.target.Target({"kind": "llvm", "mcpu": host_target().cpu})
-    start, cpu_start = time.perf_counter(), time.process_time()
+    start, cpu_start = time.perf_counter(), _cpu()
     try:
         mod = from_onnx(model, keep_params_in_input=False)
         executable = tvm.compile(mod, target=target)
-    except Exception as err:  # TVM raises its own error types per release
-        reason = str(err).strip().splitlines()
-        return f"failed: {reason[-1] if reason else type(err).__name__}"
-    relax.VirtualMachine(executable, tvm.cpu())
-    return time.perf_counter() - start, time.process_time() - cpu_start
+        relax.VirtualMachine(executable, tvm.cpu())
+    except Exception as err:  # noqa: BLE001 - TVM raises its own error types per release
+        lines = str(err).strip().splitlines()
+        return {"error": f"failed: {lines[-1] if lines else type(err).__name__}"}
+    return {"wall": time.perf_counter() - start, "cpu": _cpu() - cpu_start}
 
 
-def main() -> None:
+def _measure_onnxruntime(spec: str) -> dict:
+    try:
+        import onnxruntime
+    except ImportError:
+        return {"error": "not installed"}
+    data = _model(spec, variant=False).SerializeToString()
+    start, cpu_start = time.perf_counter(), _cpu()
+    onnxruntime.InferenceSession(data, providers=["CPUExecutionProvider"])
+    return {"wall": time.perf_counter() - start, "cpu": _cpu() - cpu_start}
+
+
+def measure(spec: str, side: str, stages: bool = False, profile: str | None = None) -> dict:
+    if side == "tvm":
+        return _measure_tvm(spec)
+    if side == "onnxruntime":
+        return _measure_onnxruntime(spec)
+    return _measure_strato(spec, side, stages, profile)
+
+
+# -- the driver ---------------------------------------------------------------------------
+
+
+def run_side(spec: str, side: str, cache: Path, *, stages=False, profile=None, timeout=1800) -> dict:
+    """One measurement in a fresh process (the compile cache at `cache`)."""
+    env = {**os.environ, "STRATO_CACHE": "1", "STRATO_CACHE_DIR": str(cache)}
+    command = [sys.executable, __file__, "--measure", side, spec]
+    if stages:
+        command.append("--stages")
+    if profile:
+        command += ["--profile", profile]
+    try:
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout} s"}
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        return {"error": f"exit {done.returncode}: {lines[-1] if lines else ''}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _median(runs: list[dict], key: str) -> float | None:
+    values = [run[key] for run in runs if key in run]
+    return statistics.median(values) if values else None
+
+
+def _cell(runs: list[dict]) -> str:
+    errors = [run["error"] for run in runs if "error" in run]
+    if errors:
+        return errors[0]
+    return f"{_median(runs, 'wall'):7.2f} s wall {_median(runs, 'cpu'):7.2f} s CPU"
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="*", help=f"zoo names (default: {' '.join(DEFAULT_MODELS)})")
+    parser.add_argument("models", nargs="*", help=f"zoo names or .onnx paths (default: {' '.join(DEFAULT_MODELS)})")
     parser.add_argument("--all", action="store_true", help="every zoo model")
-    parser.add_argument("--repeat", type=int, default=1, help="compilations per model (median)")
-    parser.add_argument("--no-tvm", action="store_true", help="do not compile with TVM")
+    parser.add_argument("--repeat", type=int, default=1, help="measurements of each side (median)")
+    parser.add_argument("--no-tvm", action="store_true", help="leave TVM out")
+    parser.add_argument("--stages", action="store_true", help="the cold compile's stages")
+    parser.add_argument("--profile", metavar="OUT.prof", help="cProfile of one cold compile (the first model)")
+    parser.add_argument("--json", metavar="PATH", help="write every measurement")
+    parser.add_argument("--measure", choices=SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    names = zoo.zoo_names() if args.all else (args.models or list(DEFAULT_MODELS))
-    for name in names:
-        model = zoo.build_model(name)
-        runs = [compile_strato(model, name) for _ in range(max(1, args.repeat))]
-        print(f"{name}: strato                     wall      CPU", flush=True)
-        for stage in runs[0]:
-            wall = statistics.median(run[stage][0] for run in runs)
-            cpu = statistics.median(run[stage][1] for run in runs)
-            print(f"  {stage:28s} {wall:7.2f} s {cpu:7.2f} s")
-        if args.no_tvm:
-            continue
-        tvm_runs = [compile_tvm(model) for _ in range(max(1, args.repeat))]
-        if isinstance(tvm_runs[0], str):
-            print(f"  TVM Relax: {tvm_runs[0]}", flush=True)
-            continue
-        wall = statistics.median(run[0] for run in tvm_runs)
-        cpu = statistics.median(run[1] for run in tvm_runs)
-        ours = statistics.median(run["total"][0] for run in runs)
-        ours_cpu = statistics.median(run["total"][1] for run in runs)
-        print(
-            f"  {'TVM Relax':28s} {wall:7.2f} s {cpu:7.2f} s | strato/TVM "
-            f"{ours / wall:.2f}x wall, {ours_cpu / cpu:.2f}x CPU",
-            flush=True,
-        )
+
+    if args.measure:
+        print(json.dumps(measure(args.models[0], args.measure, args.stages, args.profile)))
+        return 0
+
+    from strato import zoo
+
+    specs = zoo.zoo_names() if args.all else (args.models or list(DEFAULT_MODELS))
+    sides = [side for side in SIDES if not (args.no_tvm and side == "tvm")]
+    report: dict[str, dict[str, list[dict]]] = {}
+    ratios = []
+    for number, spec in enumerate(specs):
+        name = Path(spec).stem if spec.endswith(".onnx") else spec
+        results: dict[str, list[dict]] = {side: [] for side in sides}
+        for repeat in range(max(1, args.repeat)):
+            with tempfile.TemporaryDirectory(prefix="strato-cache-") as cache:
+                for side in sides:
+                    profile = args.profile if side == "cold" and number == 0 and repeat == 0 else None
+                    results[side].append(
+                        run_side(spec, side, Path(cache), stages=args.stages and side == "cold", profile=profile)
+                    )
+        report[name] = results
+        print(f"{name}", flush=True)
+        labels = {
+            "cold": "strato cold",
+            "shared": "strato, kernels shared",
+            "hit": "strato, cache hit",
+            "tvm": "TVM Relax",
+            "onnxruntime": "onnxruntime session",
+        }
+        for side in sides:
+            extra = ""
+            if side in ("cold", "shared") and "total" in results[side][0]:
+                run = results[side][0]
+                extra = f"   ({run['total'] - run.get('cached', 0)} of {run['total']} kernels compiled)"
+            print(f"  {labels[side]:24s} {_cell(results[side])}{extra}")
+        if args.stages and "stages" in results["cold"][0]:
+            for stage in results["cold"][0]["stages"]:
+                wall = statistics.median(run["stages"][stage][0] for run in results["cold"] if "stages" in run)
+                cpu = statistics.median(run["stages"][stage][1] for run in results["cold"] if "stages" in run)
+                print(f"    {stage:28s} {wall:7.2f} s wall {cpu:7.2f} s CPU")
+        ours, theirs = _median(results["cold"], "wall"), _median(results.get("tvm", []), "wall")
+        if ours is not None and theirs is not None:
+            ratios.append(ours / theirs)
+            ours_cpu, theirs_cpu = _median(results["cold"], "cpu"), _median(results["tvm"], "cpu")
+            print(f"  strato cold / TVM: {ours / theirs:.2f}x wall, {ours_cpu / theirs_cpu:.2f}x CPU", flush=True)
+    if ratios:
+        mean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        print(f"geometric mean strato cold / TVM (wall): {mean:.2f}x over {len(ratios)} model(s)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=1))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
