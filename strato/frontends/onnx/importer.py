@@ -53,6 +53,7 @@ from strato.frontends.onnx.conversion import (
 )
 from strato.frontends.onnx import sequences
 from strato.frontends.onnx.op_table import ONNX_CONVERTERS
+from strato.frontends.onnx.shape_inputs import without_weight_data
 
 ENTRY_NAME = "main"
 """The name of the imported function."""
@@ -436,7 +437,7 @@ class _GraphImporter:
     def _infer_shapes(self) -> dict[str, tuple[int, ...]]:
         """Static shapes ONNX shape inference finds for intermediate values."""
         try:
-            model = shape_inference.infer_shapes(self.model)
+            model = shape_inference.infer_shapes(without_weight_data(self.model))
         except (shape_inference.InferenceError, onnx.checker.ValidationError) as err:
             reason = " ".join(str(err).split())
             raise self.error(f"shape inference failed: {reason}") from None
