@@ -25,11 +25,10 @@ ml_dtypes (the low bits hold the value).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
-import ml_dtypes
 import numpy as np
-
 from xdsl.dialects.builtin import (
     BFloat16Type,
     BytesAttr,
@@ -62,12 +61,12 @@ def _unsigned(width: int) -> IntegerType:
 
 
 # The first entry of a dtype is the element type the importer gives it: signed integers
-# are signless (`i8`), unsigned ones say so (`ui8`).
+# are signless (`i8`), unsigned ones say so (`ui8`). numpy's own dtypes first; those of
+# ml_dtypes (whose import takes most of a second) are listed when first needed.
 _NUMPY_OF_TYPE: list[tuple[Attribute, np.dtype]] = [
     (f32, np.dtype(np.float32)),
     (f64, np.dtype(np.float64)),
     (f16, np.dtype(np.float16)),
-    (BFloat16Type(), np.dtype(ml_dtypes.bfloat16)),
     (i1, np.dtype(np.bool_)),
     (i8, np.dtype(np.int8)),
     (i16, np.dtype(np.int16)),
@@ -77,17 +76,32 @@ _NUMPY_OF_TYPE: list[tuple[Attribute, np.dtype]] = [
     (_unsigned(16), np.dtype(np.uint16)),
     (_unsigned(32), np.dtype(np.uint32)),
     (_unsigned(64), np.dtype(np.uint64)),
-    (IntegerType(4), np.dtype(ml_dtypes.int4)),
-    (_unsigned(4), np.dtype(ml_dtypes.uint4)),
-    (IntegerType(2), np.dtype(ml_dtypes.int2)),
-    (_unsigned(2), np.dtype(ml_dtypes.uint2)),
-    (Float8E4M3FNType(), np.dtype(ml_dtypes.float8_e4m3fn)),
-    (Float8E4M3FNUZType(), np.dtype(ml_dtypes.float8_e4m3fnuz)),
-    (Float8E5M2Type(), np.dtype(ml_dtypes.float8_e5m2)),
-    (Float8E5M2FNUZType(), np.dtype(ml_dtypes.float8_e5m2fnuz)),
-    (Float8E8M0FNUType(), np.dtype(ml_dtypes.float8_e8m0fnu)),
-    (Float4E2M1FNType(), np.dtype(ml_dtypes.float4_e2m1fn)),
 ]
+
+
+@functools.cache
+def _ml_dtypes_of_type() -> list[tuple[Attribute, np.dtype]]:
+    import ml_dtypes
+
+    return [
+        (BFloat16Type(), np.dtype(ml_dtypes.bfloat16)),
+        (IntegerType(4), np.dtype(ml_dtypes.int4)),
+        (_unsigned(4), np.dtype(ml_dtypes.uint4)),
+        (IntegerType(2), np.dtype(ml_dtypes.int2)),
+        (_unsigned(2), np.dtype(ml_dtypes.uint2)),
+        (Float8E4M3FNType(), np.dtype(ml_dtypes.float8_e4m3fn)),
+        (Float8E4M3FNUZType(), np.dtype(ml_dtypes.float8_e4m3fnuz)),
+        (Float8E5M2Type(), np.dtype(ml_dtypes.float8_e5m2)),
+        (Float8E5M2FNUZType(), np.dtype(ml_dtypes.float8_e5m2fnuz)),
+        (Float8E8M0FNUType(), np.dtype(ml_dtypes.float8_e8m0fnu)),
+        (Float4E2M1FNType(), np.dtype(ml_dtypes.float4_e2m1fn)),
+    ]
+
+
+def element_types_and_dtypes() -> list[tuple[Attribute, np.dtype]]:
+    """Every element type with a numpy dtype, and that dtype."""
+    return [*_NUMPY_OF_TYPE, *_ml_dtypes_of_type()]
+
 
 _BIT_PATTERN_FLOATS = (
     Float8E4M3FNType,
@@ -108,6 +122,9 @@ def numpy_dtype(type_: Attribute) -> np.dtype:
     if isinstance(type_, IntegerType) and type_.signedness.data == Signedness.SIGNED:
         type_ = IntegerType(type_.width.data)  # si8 holds what i8 holds
     for mlir_type, dtype in _NUMPY_OF_TYPE:
+        if type_ == mlir_type:
+            return dtype
+    for mlir_type, dtype in _ml_dtypes_of_type():
         if type_ == mlir_type:
             return dtype
     raise ValueError(f"no numpy dtype for {type_}")
@@ -139,8 +156,14 @@ def float_to_int_saturating(array: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def element_type_of(dtype: np.dtype) -> Attribute:
     """The MLIR element type of a numpy dtype."""
+    dtype = np.dtype(dtype)
     for mlir_type, np_dtype in _NUMPY_OF_TYPE:
-        if np.dtype(dtype) == np_dtype:
+        if dtype == np_dtype:
+            return mlir_type
+    if dtype.kind in "biufc" and dtype.type.__module__ == "numpy":
+        raise ValueError(f"no element type for numpy dtype {dtype}")
+    for mlir_type, np_dtype in _ml_dtypes_of_type():
+        if dtype == np_dtype:
             return mlir_type
     raise ValueError(f"no element type for numpy dtype {dtype}")
 

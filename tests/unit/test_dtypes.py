@@ -436,3 +436,20 @@ def test_int64_token_ids_flow_into_an_embedding():
 def test_verifier_rejects_an_unknown_element_type_in_a_cast():
     with pytest.raises(VerifyException):
         module_of(lambda x: graph.CastOp(x, IntegerType(3)), [np.zeros(2, np.float32)])
+
+
+def test_loading_the_dialects_leaves_ml_dtypes_unimported():
+    """ml_dtypes takes most of a second to import: strato-opt's start (every dialect
+    loaded) does without it until a bf16, sub-byte or 8-bit float type needs it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; import strato.tools.strato_opt, strato.context; strato.context.make_context(); "
+        "from strato.dialects.tensor_types import numpy_dtype; from xdsl.dialects.builtin import f32, BFloat16Type; "
+        "numpy_dtype(f32); assert 'ml_dtypes' not in sys.modules; "
+        "print(numpy_dtype(BFloat16Type()))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "bfloat16"

@@ -20,10 +20,10 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import ClassVar
 
-import ml_dtypes
 import numpy as np
 from xdsl.dialects.builtin import (
     BoolAttr,
+    Float8E8M0FNUType,
     IntegerAttr,
     IntegerType,
     StringAttr,
@@ -487,7 +487,7 @@ def cast_array(
     (the element type of `to` when it is a tensor type)."""
     array = np.asarray(array)
     dtype = numpy_dtype(to)
-    if dtype == np.dtype(ml_dtypes.float8_e8m0fnu):
+    if dtype.name == "float8_e8m0fnu":
         return _to_e8m0(array, saturate, round_mode)
     is_float = array.dtype.kind == "f" or array.dtype.name in _FLOAT_NAMES
     is_integer = np.issubdtype(dtype, np.integer) or dtype.name in _SUB_BYTE_INTEGER_NAMES
@@ -499,6 +499,8 @@ def cast_array(
     with np.errstate(all="ignore"):
         if saturate and dtype.name in _SATURATING_NAMES:
             if array.dtype.kind == "f" or array.dtype.name in _FLOAT_NAMES:
+                import ml_dtypes
+
                 finfo = ml_dtypes.finfo(dtype)
                 wide = array.astype(np.float64) if array.dtype.itemsize < 8 else array
                 array = np.clip(wide, float(finfo.min), float(finfo.max))
@@ -545,7 +547,7 @@ def _to_e8m0(array: np.ndarray, saturate: bool, round_mode: RoundMode) -> np.nda
     if saturate:
         up &= exponent != 0xFE
     result = np.where(special, 0xFF, exponent + up).astype(np.uint8)
-    return result.view(ml_dtypes.float8_e8m0fnu)
+    return result.view(numpy_dtype(Float8E8M0FNUType()))
 
 
 OPS = (

@@ -406,9 +406,9 @@ def _spec_from_json(item: object, where: str) -> TensorSpec:
 
 
 def _dtype(name: str, where: str) -> np.dtype:
-    from strato.dialects.tensor_types import _NUMPY_OF_TYPE
+    from strato.dialects.tensor_types import element_types_and_dtypes
 
-    for _, dtype in _NUMPY_OF_TYPE:
+    for _, dtype in element_types_and_dtypes():
         if dtype.name == name:
             return dtype
     try:
