@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -380,6 +381,9 @@ def load_plugin(spec: str, *, name: str | None = None) -> PluginFailure | None:
     name = name or spec
     if spec in _loaded:
         return _loaded[spec]
+    package = spec.partition(":")[0].split(".", 1)[0]
+    if package != "strato":
+        _plugin_packages.setdefault(package, name)
     failure = None
     try:
         with _loading_plugin(name):
@@ -427,6 +431,42 @@ def load_plugins(extra: tuple[str, ...] | list[str] = ()) -> list[PluginFailure]
     return failures
 
 
+_plugin_packages: dict[str, str] = {}
+"""The top-level package of each plugin loaded -> the plugin's name."""
+
+
+@dataclass(frozen=True)
+class PluginFrame:
+    """Where in a plugin's code an error was raised."""
+
+    plugin: str
+    filename: str
+    line: int
+    function: str
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.line} in {self.function}"
+
+
+def plugin_frame(error: BaseException) -> PluginFrame | None:
+    """The innermost frame of `error`'s traceback (or of what it was raised from) in
+    the code of a loaded plugin, or None when no plugin code is on it: an error a
+    plugin's pass, target or template raised is the plugin's, not strato's."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        found = None
+        for frame, line in traceback.walk_tb(current.__traceback__):
+            package = str(frame.f_globals.get("__name__", "")).split(".", 1)[0]
+            if package in _plugin_packages:
+                found = PluginFrame(_plugin_packages[package], frame.f_code.co_filename, line, frame.f_code.co_name)
+        if found is not None:
+            return found
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def loaded_plugins() -> dict[str, PluginFailure | None]:
     """Each plugin loaded so far ("module[:function]") -> None, or why it failed."""
     return dict(_loaded)
@@ -436,6 +476,7 @@ __all__ = [
     "ENTRY_POINT_GROUP",
     "PluginError",
     "PluginFailure",
+    "PluginFrame",
     "builtin_dialect_sources",
     "builtin_pass_sources",
     "installed_plugins",
@@ -444,6 +485,7 @@ __all__ = [
     "loaded_plugins",
     "pass_source",
     "plugin_dialects",
+    "plugin_frame",
     "plugin_passes",
     "register_dialect",
     "register_intrinsic",

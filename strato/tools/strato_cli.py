@@ -789,7 +789,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as err:  # noqa: BLE001 - everything else is a bug in strato
         if traceback:
             raise
+        from strato.plugins import plugin_frame
+
         reason = " ".join(str(err).split())[:300]
+        frame = plugin_frame(err)
+        if frame is not None:
+            print(
+                f"strato: error in plugin '{frame.plugin}': {type(err).__name__}: {reason} "
+                f"(raised at {frame}; rerun with --traceback for details)",
+                file=sys.stderr,
+            )
+            return 1
         print(
             f"strato: internal error: {type(err).__name__}: {reason} "
             "(this is a bug in strato; rerun with --traceback for details)",

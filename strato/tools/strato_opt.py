@@ -34,6 +34,8 @@ Built on xDSL's opt driver (`xDSLOptMain`), with mlir-opt's behaviour towards us
 - `-t interpret` refuses, with a located error, what its interpreters cannot run
   (several blocks, recursion, buffers or loop nests too large) and runs compiled code in
   a child process, so a crash of that code is a diagnostic naming the function;
+- an exception raised in a plugin's code (its pass, target or template) is reported as
+  `strato-opt: error in plugin 'NAME'` with the file, line and function that raised it;
 - anything else that goes wrong is a bug, reported as `strato-opt: internal error`
   (`--debug-traceback` shows the Python traceback).
 """
@@ -1268,8 +1270,18 @@ def _report_internal_error(err: BaseException) -> None:
     if isinstance(err, InternalFailure) and err.__cause__ is not None:
         stage = f" (in {err.stage})"
         err = err.__cause__
+    from strato.plugins import plugin_frame
+
     message = one_line(str(err))
     detail = f"{type(err).__name__}: {message}" if message else type(err).__name__
+    frame = plugin_frame(err)
+    if frame is not None:
+        print(f"{TOOL}: error in plugin '{frame.plugin}': {detail}{stage}", file=sys.stderr)
+        print(
+            f"{TOOL}: note: raised at {frame}; rerun with --debug-traceback for the Python traceback",
+            file=sys.stderr,
+        )
+        return
     print(f"{TOOL}: internal error: {detail}{stage}", file=sys.stderr)
     print(
         f"{TOOL}: note: this is a bug in strato, not in the input; "

@@ -579,3 +579,41 @@ def test_strato_load_plugin_adds_a_target_and_names_a_broken_one(
     finally:
         if "echo_cli" in registry.registered_targets():
             registry.unregister_target("echo_cli")
+
+
+def test_an_exception_in_a_plugin_pass_is_named_as_the_plugins(
+    plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_plugin(
+        plugin_dir,
+        "faulty_pass_plugin",
+        """
+        from dataclasses import dataclass
+
+        from strato import api
+
+
+        @dataclass(frozen=True)
+        class FaultyPass(api.Pass):
+            \"\"\"Fail on every module.\"\"\"
+
+            name = "test-faulty"
+
+            def apply(self, ctx, op):
+                raise ValueError("the plugin's own mistake")
+
+
+        api.register_pass(FaultyPass)
+        """,
+    )
+    source = plugin_dir / "empty.mlir"
+    source.write_text("builtin.module {}\n")
+    result = run_opt(capsys, "--load-plugin", "faulty_pass_plugin", str(source), "-p", "test-faulty")
+    assert result.status == 1
+    first, note = result.err.splitlines()
+    assert first == (
+        "strato-opt: error in plugin 'faulty_pass_plugin': ValueError: the plugin's own mistake (in pass 'test-faulty')"
+    )
+    assert note.startswith("strato-opt: note: raised at ")
+    assert "faulty_pass_plugin.py:" in note and " in apply;" in note
+    assert "bug in strato" not in result.err
