@@ -430,7 +430,13 @@ def _raise(failure: tuple[bool, str]) -> None:
 
 
 def _can_fork() -> bool:
-    return hasattr(os, "fork") and "fork" in multiprocessing.get_all_start_methods()
+    """Whether kernels can be compiled in forked processes: not on a platform without
+    fork, nor inside a daemonic process (a worker of a pool), which may have none."""
+    return (
+        hasattr(os, "fork")
+        and "fork" in multiprocessing.get_all_start_methods()
+        and not multiprocessing.current_process().daemon
+    )
 
 
 __all__ = [
