@@ -1,12 +1,9 @@
-"""Shared test support: hypothesis strategies and the equivalence oracle.
+"""Shared test support: the equivalence oracle, the test-case reducer, and hypothesis
+strategies that generate programs.
 
-It needs the test extra (`pip install 'strato[test]'`); the compiler itself never imports it.
+The oracle (`equivalence`), the reducer (`reduce`) and random inputs (`arrays`) need
+nothing beyond the compiler's own dependencies, so `strato-opt --check-equivalence` and
+`--reduce` work on a plain install; the program generators (`graph_programs`,
+`te_programs`, `lowered_programs`, `schedules`, `fuzz`, ...) need hypothesis, which
+comes with the test extra (`pip install 'strato[test]'`).
 """
-
-try:
-    import hypothesis  # noqa: F401
-except ImportError as err:  # pragma: no cover - depends on what is installed
-    raise ImportError(
-        "strato.testing needs hypothesis, which comes with the test extra: "
-        "pip install 'strato[test]'"
-    ) from err

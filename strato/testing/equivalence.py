@@ -114,7 +114,7 @@ def random_inputs(
 ) -> list[np.ndarray]:
     """Inputs for arguments of `types` (tensors or memrefs); every other seed, with edge
     values (zeros, negatives, NaN/Inf, integer extremes) mixed in when `edge`."""
-    from strato.testing.graph_programs import edge_array, random_array
+    from strato.testing.arrays import edge_array, random_array
 
     rng = np.random.default_rng(seed)
     arrays = []

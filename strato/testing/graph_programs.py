@@ -12,15 +12,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from hypothesis import strategies as st
-
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
-from strato.dialects.tensor_types import numpy_dtype
-
 from strato.dialects import graph
+from strato.dialects.tensor_types import numpy_dtype
+from strato.testing.arrays import edge_array, random_array
 from strato.testing.op_generators import ALL_GRAPH_OPS, OP_GENERATORS, ProgramBuilder
 
 DIM = st.integers(min_value=1, max_value=5)
@@ -53,36 +52,6 @@ class GraphProgram:
         return [
             edge_array(rng, s, d, nonfinite) for s, d in zip(self.input_shapes, self._dtypes())
         ]
-
-
-def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    if np.issubdtype(dtype, np.integer):
-        return rng.integers(-8, 9, shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
-
-
-def edge_array(
-    rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype, nonfinite: bool = True
-) -> np.ndarray:
-    """A random array with about half its elements replaced by edge values."""
-    dtype = np.dtype(dtype)
-    array = random_array(rng, shape, dtype)
-    if dtype == np.bool_:
-        return array
-    if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
-        edges = np.array([0, -1, 1, info.min, info.max, info.min + 1, info.max - 1], dtype)
-    else:
-        values = [0.0, -0.0, -1.0, 1.0, 0.5, -2.5, 1e4, -1e4, 1e-30]
-        if nonfinite:
-            values += [np.nan, np.inf, -np.inf]
-        edges = np.array(values, dtype)
-    mask = rng.random(shape) < 0.5
-    picks = edges[rng.integers(0, len(edges), shape)]
-    return np.where(mask, picks, array).astype(dtype)
 
 
 def _shape_of(value: SSAValue) -> tuple[int, ...]:
