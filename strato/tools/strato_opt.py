@@ -52,11 +52,13 @@ import stat
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, fields, replace
 from typing import IO, Any, NoReturn
 
+import numpy as np
 from xdsl.context import Context
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, UnknownLoc
 from xdsl.dialects.func import FuncOp
@@ -956,6 +958,8 @@ class StratoOptMain(xDSLOptMain):
             if checker is not None:
                 assert before is not None
                 checker.after(label, pass_, before, prog)
+        if checker is not None:
+            checker.finish()
 
     def _check_graph_functions(self, prog: ModuleOp, pass_name: str) -> None:
         """Graph-level passes take functions of one block: graph ops have no control
@@ -1068,11 +1072,59 @@ class _EquivalenceCheck:
         self.original = prog.clone()
         self.passes: list[ModulePass] = []
         self.stopped = False
+        self.checked = 0
+        self.largest = 0.0
+        self.reference: list | None = None
         try:
             self.inputs = equivalence.make_inputs(prog, self.args.check_equivalence)
+            start = time.perf_counter()
             self.expected = equivalence.run_all(prog, self.inputs)
+            self.reference = self.expected
+            self._progress("the program before the pipeline", prog, time.perf_counter() - start)
         except equivalence.Unsupported as err:
             self._stop(f"cannot check equivalence: {err}")
+
+    def _progress(self, what: str, prog: ModuleOp, seconds: float) -> None:
+        """One line on stderr per program run: what, its level and size, how long."""
+        ops = sum(1 for _ in prog.walk())
+        level = self.eq.level_of(prog)
+        print(
+            f"{TOOL}: note: equivalence: ran {what} on {len(self.inputs)} input(s) "
+            f"({level} level, {ops} ops, {level} interpreter): {seconds:.2f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def finish(self) -> None:
+        """The summary after a pipeline whose passes all kept the results."""
+        if self.stopped or not self.checked:
+            return
+        print(
+            f"{TOOL}: note: equivalence: {self.checked} pass(es) keep the results on "
+            f"{len(self.inputs)} input(s) (largest relative difference from the input's "
+            f"results: {self.largest:.3g})",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def _track_largest(self, actual: list) -> None:
+        """The largest difference of `actual` from the input program's results, relative
+        to the largest magnitude of each result (outcomes that are errors skipped)."""
+        assert self.reference is not None
+        for expected_run, actual_run in zip(self.reference, actual, strict=True):
+            if isinstance(expected_run, str) or isinstance(actual_run, str):
+                continue
+            for e, a in zip(expected_run, actual_run, strict=True):
+                e, a = np.asarray(e), np.asarray(a)
+                if e.shape != a.shape or e.size == 0 or e.dtype.kind not in "fiub":
+                    continue
+                with np.errstate(all="ignore"):
+                    e64, a64 = e.astype(np.float64), a.astype(np.float64)
+                    finite = np.isfinite(e64) & np.isfinite(a64)
+                    if not finite.any():
+                        continue
+                    scale = max(float(np.max(np.abs(e64[finite]))), 1e-30)
+                    self.largest = max(self.largest, float(np.max(np.abs(a64 - e64)[finite])) / scale)
 
     def _stop(self, message: str) -> None:
         self.stopped = True
@@ -1085,13 +1137,17 @@ class _EquivalenceCheck:
             return
         eq = self.eq
         try:
+            start = time.perf_counter()
             actual = eq.run_all(prog, self.inputs)
         except eq.Unsupported as err:
             self._stop(f"cannot check equivalence after {label}: {err}")
             return
+        self._progress(f"the IR after {label}", prog, time.perf_counter() - start)
         found = eq.first_difference(self.inputs, self.expected, actual, self.args.rtol, self.args.atol)
         if found is None:
             self.expected = actual
+            self.checked += 1
+            self._track_largest(actual)
             return
         x, e, a, reason = found
         difference = eq.Difference(

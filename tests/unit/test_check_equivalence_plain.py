@@ -37,6 +37,12 @@ def test_check_equivalence_runs_without_hypothesis(tmp_path: Path) -> None:
     done = _opt(str(source), "-p", pipeline, "--check-equivalence=3", "-o", str(tmp_path / "out.mlir"))
     assert done.returncode == 0, done.stderr
     assert "hypothesis" not in done.stderr
+    # a line per program run (what, level, ops, evaluator, seconds), then the summary
+    lines = done.stderr.splitlines()
+    assert len(lines) == 5, done.stderr
+    assert lines[0].startswith("strato-opt: note: equivalence: ran the program before the pipeline on 3 input(s) (graph level")
+    assert "ran the IR after convert-te-to-loops on 3 input(s) (loop level" in lines[3]
+    assert lines[4].startswith("strato-opt: note: equivalence: 3 pass(es) keep the results on 3 input(s)")
     assert "loop.for" in (tmp_path / "out.mlir").read_text()
 
 
