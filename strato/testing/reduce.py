@@ -97,7 +97,7 @@ def _edits(module: ModuleOp) -> Iterator[Callable[[ModuleOp], bool]]:
 
                 def bypass(m: ModuleOp, index: int = index, o: int = o) -> bool:
                     target = list(entry_function(m).body.block.ops)[index]  # type: ignore[union-attr]
-                    target.results[0].replace_by(target.operands[o])
+                    target.results[0].replace_all_uses_with(target.operands[o])
                     return True
 
                 yield bypass
@@ -111,7 +111,7 @@ def _edits(module: ModuleOp) -> Iterator[Callable[[ModuleOp], bool]]:
                 target = list(g.body.block.ops)[index]
                 for r in target.results:
                     if r.uses:
-                        r.replace_by(_new_arg(g, r))
+                        r.replace_all_uses_with(_new_arg(g, r))
                 return True
 
             yield to_args

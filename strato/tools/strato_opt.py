@@ -1181,10 +1181,19 @@ class _EquivalenceCheck:
             "reduced.mlir" if self.args.input_file == "-" else self.args.input_file + ".reduced.mlir"
         )
         pipeline = ",".join(str(p.pipeline_pass_spec()) for p in passes)
+        # every option the difference depends on, so that the RUN line reproduces it
+        options = [f"--load-plugin {module}" for module in self.args.load_plugin]
+        if self.args.allow_unregistered_dialect:
+            options.append("--allow-unregistered-dialect")
+        if rtol != 1e-4:
+            options.append(f"--rtol {rtol!r}")
+        if atol != 1e-5:
+            options.append(f"--atol {atol!r}")
+        extra = "".join(f" {option}" for option in options)
         text = (
             f"// A program '{pass_name}' changes ({count_ops(small)} ops), reduced by "
             f"{TOOL} --reduce.\n"
-            f"// RUN: not {TOOL} %s -p '{pipeline}' --check-equivalence={n} 2>&1 | filecheck %s\n"
+            f"// RUN: not {TOOL} %s{extra} -p '{pipeline}' --check-equivalence={n} 2>&1 | filecheck %s\n"
             f"// CHECK: error: pass '{pass_name}{{{{.*}}}}' changes the result\n\n"
             + self.main._ir_text(small)
             + "\n"

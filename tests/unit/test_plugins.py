@@ -4,6 +4,7 @@ and what strato-opt shows of them."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -617,3 +618,64 @@ def test_an_exception_in_a_plugin_pass_is_named_as_the_plugins(
     assert note.startswith("strato-opt: note: raised at ")
     assert "faulty_pass_plugin.py:" in note and " in apply;" in note
     assert "bug in strato" not in result.err
+
+
+DROP_NEG_PLUGIN = """
+from dataclasses import dataclass
+
+from strato import api
+from strato.dialects import graph
+
+
+@dataclass(frozen=True)
+class DropNeg(api.Pass):
+    \"\"\"Wrongly drop every graph.neg.\"\"\"
+
+    name = "test-drop-neg"
+
+    def apply(self, ctx, op):
+        for inner in list(op.walk()):
+            if isinstance(inner, graph.NegOp):
+                inner.results[0].replace_all_uses_with(inner.operands[0])
+                inner.detach()
+                inner.erase()
+
+
+api.register_pass(DropNeg)
+"""
+
+
+def test_reduce_shrinks_a_plugin_pass_failure_to_a_rerunnable_lit_test(
+    plugin_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A 50-op program with one op the plugin's pass rewrites wrongly reduces to under 5
+    ops, and the RUN line loads the plugin and keeps the tolerance."""
+    write_plugin(plugin_dir, "drop_neg_plugin", DROP_NEG_PLUGIN)
+    lines = ["func.func @main(%x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {"]
+    previous = "%x"
+    for i in range(25):
+        lines.append(f"  %a{i} = graph.add {previous}, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>")
+        unary = "graph.neg" if i == 12 else "graph.relu"
+        lines.append(f"  %b{i} = {unary} %a{i} : tensor<4xf32>")
+        previous = f"%b{i}"
+    lines += [f"  func.return {previous} : tensor<4xf32>", "}"]
+    source = plugin_dir / "chain.mlir"
+    source.write_text("\n".join(lines) + "\n")
+    reduced = plugin_dir / "small.mlir"
+    result = run_opt(
+        capsys, "--load-plugin", "drop_neg_plugin", str(source), "-p", "test-drop-neg",
+        "--check-equivalence=3", "--rtol", "0.001", f"--reduce={reduced}",
+    )  # fmt: skip
+    assert result.status == 1
+    text = reduced.read_text()
+    ops = int(re.search(r"changes \((\d+) ops\)", text).group(1))
+    assert ops < 5 and f"reduced to {ops} ops: {reduced}" in result.err
+    assert "graph.neg" in text and "graph.add" not in text
+    run_line = next(line for line in text.splitlines() if line.startswith("// RUN:"))
+    assert "--load-plugin drop_neg_plugin --rtol 0.001 -p 'test-drop-neg' --check-equivalence=3" in run_line
+    # the reduced program still shows the difference
+    again = run_opt(
+        capsys, "--load-plugin", "drop_neg_plugin", str(reduced), "-p", "test-drop-neg",
+        "--check-equivalence=3", "--rtol", "0.001",
+    )  # fmt: skip
+    assert again.status == 1 and "changes the result of the program" in again.err
