@@ -164,6 +164,8 @@ def interpret(module: ModuleOp, inputs: Sequence[np.ndarray], function: str | No
 
             return [np.asarray(r) for r in run_te(module, list(inputs), function)]
         if level == "loop":
+            if loop_steps(module) > MAX_INTERPRETED_LOOP_STEPS and can_compile(module, function):
+                return run_compiled_loops(module, inputs, function)
             from strato.interpreters.loop import run_loops
 
             return [np.asarray(r) for r in run_loops(module, list(inputs), function)]
@@ -181,6 +183,93 @@ def interpret(module: ModuleOp, inputs: Sequence[np.ndarray], function: str | No
             raise Unsupported([name], f"{level} interpreter") from None
         raise
     raise Unsupported([f"{level}-level IR"], "llvm IR is run through the JIT, not checked here")
+
+
+def evaluator_of(module: ModuleOp, function: str | None = None) -> str:
+    """What `interpret` runs `module` with: its level's interpreter, or for a large loop
+    program the compiled evaluator (`run_compiled_loops`)."""
+    level = level_of(module)
+    if level == "loop" and loop_steps(module) > MAX_INTERPRETED_LOOP_STEPS and can_compile(module, function):
+        return "compiled (LLVM)"
+    return f"{level} interpreter"
+
+
+MAX_INTERPRETED_LOOP_STEPS = 20_000
+"""Loop programs with more innermost iterations than this run compiled, not in the
+loop interpreter (which takes about 20 microseconds an op): the interpreter stays the
+oracle of small programs, and tests check that the two agree."""
+
+
+def loop_steps(module: ModuleOp) -> int:
+    """How many times the bodies of the module's innermost loops run, all together
+    (each loop nest once: what one call of every function would cost at most)."""
+    from strato.dialects.loop import ForOp
+
+    total = 0
+    for op in module.walk():
+        if not isinstance(op, ForOp) or any(isinstance(inner, ForOp) for inner in op.body.walk()):
+            continue
+        steps = 1
+        current = op
+        while current is not None:
+            if isinstance(current, ForOp):
+                steps *= max(1, current.trip_count)
+            current = current.parent_op()
+        total += steps
+    return total
+
+
+def can_compile(module: ModuleOp, function: str | None = None) -> bool:
+    """Whether the compiled evaluator takes the entry function: buffers only."""
+    from xdsl.dialects.builtin import MemRefType
+
+    from strato.interpreters.loop import loop_entry_function
+
+    try:
+        entry = loop_entry_function(module, function)
+    except Exception:  # noqa: BLE001 - the interpreter reports it
+        return False
+    return not entry.function_type.outputs.data and all(
+        isinstance(t, MemRefType) for t in entry.function_type.inputs.data
+    )
+
+
+def run_compiled_loops(
+    module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None = None
+) -> list[np.ndarray]:
+    """The loop program compiled for this machine (one thread) and run in a child
+    process (`strato.runtime.isolated`): the output buffers, as the loop interpreter
+    gives them (floats start as NaN, so an element no one writes shows)."""
+    from strato.diagnostics import StratoError
+    from strato.interpreters.loop import loop_entry_function, output_flags
+    from strato.runtime.isolated import run_isolated, shared_zeros
+    from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
+    from strato.targets.llvm.jit import JitModule
+
+    entry = loop_entry_function(module, function)
+    name = entry.sym_name.data
+    types = entry.function_type.inputs.data
+    flags = output_flags(entry)
+    given = list(inputs)
+    if len(given) != flags.count(False):
+        raise StratoError(f"@{name} takes {flags.count(False)} inputs, got {len(given)}")
+    args: list[np.ndarray] = []
+    outputs: list[np.ndarray] = []
+    for type_, is_output in zip(types, flags, strict=True):
+        dtype = numpy_dtype(type_)
+        if is_output:
+            buffer = shared_zeros(type_.get_shape(), dtype)
+            if dtype.kind == "f":
+                buffer[...] = np.nan
+            outputs.append(buffer)
+            args.append(buffer)
+        else:
+            args.append(np.require(np.asarray(given.pop(0), dtype=dtype), requirements="C"))
+    lowered = module.clone()
+    convert_loops_to_llvm(lowered, threads=1)
+    compiled = JitModule(lowered).function(name)
+    run_isolated(lambda: compiled(*args), name, entry)
+    return [np.array(output) for output in outputs]
 
 
 def compare(

@@ -1090,7 +1090,7 @@ class _EquivalenceCheck:
         level = self.eq.level_of(prog)
         print(
             f"{TOOL}: note: equivalence: ran {what} on {len(self.inputs)} input(s) "
-            f"({level} level, {ops} ops, {level} interpreter): {seconds:.2f} s",
+            f"({level} level, {ops} ops, {self.eq.evaluator_of(prog)}): {seconds:.2f} s",
             file=sys.stderr,
             flush=True,
         )
