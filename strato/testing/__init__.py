@@ -7,3 +7,9 @@ nothing beyond the compiler's own dependencies, so `strato-opt --check-equivalen
 `te_programs`, `lowered_programs`, `schedules`, `fuzz`, ...) need hypothesis, which
 comes with the test extra (`pip install 'strato[test]'`).
 """
+
+
+HYPOTHESIS_MISSING = (
+    "strato's program generators need hypothesis, which comes with the test extra: "
+    "pip install 'strato[test]'"
+)

@@ -11,7 +11,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError as err:  # the test extra is not installed
+    from strato.testing import HYPOTHESIS_MISSING
+
+    raise ImportError(HYPOTHESIS_MISSING) from err
+
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType, f32
 from xdsl.ir import Block, Operation, Region, SSAValue

@@ -28,7 +28,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError as err:  # the test extra is not installed
+    from strato.testing import HYPOTHESIS_MISSING
+
+    raise ImportError(HYPOTHESIS_MISSING) from err
+
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 

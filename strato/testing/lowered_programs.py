@@ -25,7 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError as err:  # the test extra is not installed
+    from strato.testing import HYPOTHESIS_MISSING
+
+    raise ImportError(HYPOTHESIS_MISSING) from err
+
 from xdsl.dialects.builtin import ModuleOp
 
 from strato.testing.graph_programs import ALL_KINDS, GraphProgram, graph_programs

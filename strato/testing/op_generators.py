@@ -19,7 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError as err:  # the test extra is not installed
+    from strato.testing import HYPOTHESIS_MISSING
+
+    raise ImportError(HYPOTHESIS_MISSING) from err
+
 
 from xdsl.dialects.builtin import (
     Float16Type,

@@ -24,8 +24,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from hypothesis import assume
-from hypothesis import strategies as st
+try:
+    from hypothesis import assume
+    from hypothesis import strategies as st
+except ImportError as err:  # the test extra is not installed
+    from strato.testing import HYPOTHESIS_MISSING
+
+    raise ImportError(HYPOTHESIS_MISSING) from err
+
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 

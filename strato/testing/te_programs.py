@@ -26,7 +26,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from hypothesis import strategies as st
+try:
+    from hypothesis import strategies as st
+except ImportError as err:  # the test extra is not installed
+    from strato.testing import HYPOTHESIS_MISSING
+
+    raise ImportError(HYPOTHESIS_MISSING) from err
+
 
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (

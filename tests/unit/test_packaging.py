@@ -41,7 +41,8 @@ def test_strato_run_works_without_the_extras():
     assert "the graph interpreter (onnxruntime is not installed)" in result.stdout
 
 
-def test_strato_testing_names_the_missing_extra():
-    result = _python("import strato.testing\n")
+def test_program_generators_name_the_missing_extra():
+    result = _python("import strato.testing.equivalence, strato.testing.reduce\nimport strato.testing.graph_programs\n")
     assert result.returncode == 1
+    assert "ImportError: strato's program generators need hypothesis" in result.stderr
     assert "pip install 'strato[test]'" in result.stderr
