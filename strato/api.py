@@ -88,6 +88,7 @@ from xdsl.rewriter import InsertPoint
 from xdsl.traits import NoMemoryEffect, Pure
 
 from strato import compile
+from strato.dialects import graph
 from strato.context import make_context
 from strato.diagnostics import StratoError
 from strato.dialects.graph.base import (
@@ -177,13 +178,62 @@ def check_equivalence(
 
 
 def constant_tensor(values: np.ndarray | Sequence[float], type_: TensorType) -> DenseIntOrFPElementsAttr:
-    """The dense elements attribute of `values` with the tensor type `type_`."""
-    array = np.asarray(values).reshape(type_.get_shape())
+    """The dense elements attribute of `values` with the tensor type `type_`, the values
+    converted to its element type first (`constant_tensor([1, 2], f32 tensor)` holds
+    1.0 and 2.0; a float for an integer type is truncated as numpy's astype does)."""
+    from strato.dialects.tensor_types import numpy_dtype
+
+    array = np.asarray(values).astype(numpy_dtype(type_.element_type)).reshape(type_.get_shape())
     return DenseIntOrFPElementsAttr.from_list(type_, array.ravel().tolist())
+
+
+def parse_module(text: str, ctx: Context | None = None) -> ModuleOp:
+    """The module written in `text` (strato's dialects, upstream ones and the plugins'
+    registered so far); a StratoError naming the line and column when it does not
+    parse or verify. Ops outside a `builtin.module` are put in one, as strato-opt does."""
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError, VerifyException
+
+    try:
+        module = Parser(ctx or make_context(), text).parse_module()
+        module.verify()
+    except ParseError as err:
+        raise StratoError(" ".join(str(err).split())) from None
+    except VerifyException as err:
+        raise StratoError(f"the module does not verify: {' '.join(str(err).split())}") from None
+    return module
+
+
+def print_module(module: Operation, *, generic: bool = False) -> str:
+    """`module` as text that `parse_module` and strato-opt read back (`generic`: every
+    op in the generic form)."""
+    import io
+
+    from xdsl.printer import Printer
+
+    stream = io.StringIO()
+    Printer(stream=stream, print_generic_format=generic).print_op(module)
+    return stream.getvalue()
+
+
+def resolve_pass(name: str) -> type[ModulePass]:
+    """The pass class registered under the command-line `name` (strato's, xDSL's, a
+    target's or a plugin's); KeyError when no pass has it. Instantiate it with its
+    options: `api.resolve_pass("graph-alter-layout")(block=8)`."""
+    from strato.targets.registry import registered_targets
+    from strato.transforms import resolve_pass as resolve
+
+    registered_targets()  # targets register their passes when they are registered
+    return resolve(name)
 
 
 EXPORTS: dict[str, str] = {
     # building IR
+    "graph": "The graph dialect's op classes (graph.ReluOp, graph.AddOp, graph.ConstantOp, ...): "
+    "match them in patterns, build them with their constructors (see the dialect reference).",
+    "parse_module": "Parse IR text into a module (a StratoError naming the place when it does not parse).",
+    "print_module": "A module (or any op) as text that parse_module and strato-opt read back.",
+    "resolve_pass": "The pass class registered under a command-line name; instantiate it with its options.",
     "GraphOp": "Base of graph-level ops: declare PATTERN_KIND (a ClassVar), implement evaluate "
     "(and infer_shape).",
     "UnaryElementwiseOp": "Graph op base: one tensor in, one of the same type out, element by element.",
