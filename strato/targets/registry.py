@@ -154,6 +154,8 @@ class BuiltKernel:
     code: bytes = field(repr=False)
     imports: tuple[str, ...]
     buffers: tuple[tuple[tuple[int, ...], Any, bool], ...]
+    symbol: str | None = None
+    """The symbol of the kernel's code when it is not the kernel's name."""
 
 
 class KernelBuilder:

@@ -284,6 +284,23 @@ def compile_kernels(
     return {unit.name: by_key[unit.key] for unit in units}
 
 
+def compile_kernel(
+    module: ModuleOp, kernel: func.FuncOp, build: KernelBuild, *, cache: bool = False
+) -> KernelObject:
+    """One kernel of `module` compiled on its own (what a tuning candidate needs), from
+    and to the compile cache when `cache`."""
+    from strato.runtime import cache as compile_cache
+
+    unit = kernel_unit(module, kernel, build)
+    found = _cached(unit.key) if cache else None
+    if found is not None:
+        return found
+    compiled = compile_unit(unit, build)
+    if cache:
+        compile_cache.store_kernels({unit.key: compiled.to_bytes()})
+    return compiled
+
+
 def _cached(key: str) -> KernelObject | None:
     from strato.runtime import cache as compile_cache
 
@@ -443,6 +460,7 @@ __all__ = [
     "KernelBuild",
     "KernelObject",
     "KernelUnit",
+    "compile_kernel",
     "compile_kernels",
     "compile_unit",
     "kernel_unit",

@@ -15,7 +15,7 @@ import ctypes
 from collections.abc import Callable
 from typing import Any
 
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import MemRefType, ModuleOp
 
 from strato.dialects.loop import OUTPUT_ATTR
 from strato.dialects.tensor_types import numpy_dtype
@@ -52,14 +52,23 @@ class LLVMKernelBuilder(KernelBuilder):
         self.opt_level = opt_level
 
     def build(self, module: ModuleOp, kernel: str) -> BuiltKernel:
+        """The kernel compiled as the model build compiles it (`kernel_objects`), so a
+        candidate built before, by the tuner or by a compile, comes from the compile
+        cache."""
+        from strato.runtime.cache import cache_enabled
+        from strato.targets.llvm.host import host_target
+        from strato.targets.llvm.kernel_objects import KernelBuild, compile_kernel
+
         function = kernel_of(module, kernel)
-        jit = compile_loops(
-            module, machine=self.machine, threads=self.threads, opt_level=self.opt_level
-        )
-        compiled = jit.function(kernel)
-        if compiled.return_type != "void" or any(t != "ptr" for t in compiled.param_types):
-            raise ValueError(f"@{kernel} is not a kernel of buffers: {compiled.param_types}")
-        assert jit.object_code is not None
+        if function.function_type.outputs.data or not all(
+            isinstance(t, MemRefType) for t in function.function_type.inputs.data
+        ):
+            raise ValueError(f"@{kernel} is not a kernel of buffers: {function.function_type}")
+        from strato.runtime.threads import threads_or_available
+
+        threads = threads_or_available(self.threads)
+        build = KernelBuild(self.machine or host_target(), self.opt_level, threads, fast_math=False)
+        compiled = compile_kernel(module, function, build, cache=cache_enabled())
         attributes = (
             function.arg_attrs.data if function.arg_attrs is not None else [None] * len(function.args)
         )
@@ -71,7 +80,7 @@ class LLVMKernelBuilder(KernelBuilder):
             )
             for arg, attrs in zip(function.args, attributes, strict=True)
         )
-        return BuiltKernel(kernel, jit.object_code, tuple(jit.imports), buffers)
+        return BuiltKernel(kernel, compiled.object_code, compiled.imports, buffers, symbol=compiled.symbol)
 
     def load(self, built: BuiltKernel) -> tuple[Callable[..., Any], object]:
         from strato.targets.llvm.jit import ObjectModule
@@ -79,7 +88,7 @@ class LLVMKernelBuilder(KernelBuilder):
 
         install_parallel_runtime()  # binds strato_parallel_for, which parallel code imports
         loaded = ObjectModule(built.code, built.imports)
-        address = loaded.address(built.kernel)
+        address = loaded.address(built.symbol or built.kernel)
         function = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * len(built.buffers))(address)
         return function, loaded
 
