@@ -40,7 +40,7 @@ def kernel_and_memory_figures(stages: dict[str, object]) -> tuple[int, int, int]
 
     te_module = stages.get("te-inline-stages") or stages.get("convert-graph-to-te")
     kernels = sum(isinstance(op, te.PrimitiveOp) for op in te_module.walk())  # type: ignore[union-attr]
-    graph_module = stages["graph-default"]
+    graph_module = stages["graph-plan-memory"]  # the last graph pass: the memory plan
     entry = next(op for op in graph_module.walk() if isinstance(op, func.FuncOp))  # type: ignore[union-attr]
     arena = entry.attributes.get("arena_bytes")
     total = entry.attributes.get("intermediate_bytes")
@@ -54,7 +54,7 @@ def bench(name: str, repeat: int, threads: int, seed: int) -> None:
     stages: dict[str, object] = {}
 
     def keep(stage: str, module) -> None:
-        if stage in ("graph-default", "convert-graph-to-te", "te-inline-stages"):
+        if stage in ("graph-plan-memory", "convert-graph-to-te", "te-inline-stages"):
             stages[stage] = module.clone()
 
     start = time.perf_counter()
