@@ -101,8 +101,22 @@ def op_section(op: type[Operation]) -> str:
     format_ = getattr(op, "assembly_format", None)
     if isinstance(format_, str):
         facts.append(f"syntax: `{format_}`")
+    facts.append(f"constructor: `{constructor(op)}`")
     lines += [f"- {fact}" for fact in facts]
     return "\n".join(lines) + "\n"
+
+
+def constructor(op: type[Operation]) -> str:
+    """How Python builds the op: its class's own constructor, or xDSL's generic one."""
+    import inspect
+
+    try:
+        signature = inspect.signature(op.__init__)
+    except (TypeError, ValueError):
+        return f"{op.__name__}(...)"
+    parameters = [p for name, p in signature.parameters.items() if name != "self"]
+    text = ", ".join(str(p).replace("'", "") for p in parameters)
+    return f"{op.__name__}({text})"
 
 
 def dialect_page(dialect: Dialect, module_name: str) -> str:

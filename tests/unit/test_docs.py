@@ -48,6 +48,10 @@ def test_every_op_of_every_strato_dialect_has_its_entry(pages: dict[str, str]) -
             doc = gen.docstring(op)
             if doc:
                 assert gen.summary(doc) in page, op.name
+            assert f"constructor: `{op.__name__}(" in page, op.name
+    graph_page = pages["reference/dialect-graph.md"]
+    assert "constructor: `MulOp(lhs: SSAValue | Operation, rhs: SSAValue | Operation)`" in graph_page
+    assert "constructor: `ConstantOp(value: DenseIntOrFPElementsAttr)`" in graph_page
 
 
 def test_every_registered_pass_has_its_entry_with_options(pages: dict[str, str]) -> None:
