@@ -38,10 +38,12 @@ import warnings
 from collections.abc import Collection, Mapping
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from strato.diagnostics import StratoError
-from strato.runtime.compiled_model import CompiledModel
+
+if TYPE_CHECKING:
+    from strato.runtime.compiled_model import CompiledModel
 
 ENTRY_SUFFIX = ".strato"
 KERNEL_SUFFIX = ".kernel"

@@ -192,13 +192,9 @@ class _VersionAction(argparse.Action):
         super().__init__(nargs=0, **kwargs)
 
     def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
-        from importlib.metadata import PackageNotFoundError, version
+        from strato.tools.opt_launcher import version_text
 
-        try:
-            strato_version = version("strato")
-        except PackageNotFoundError:
-            strato_version = "unknown"
-        print(f"{TOOL} {strato_version} (xDSL {version('xdsl')})")
+        print(version_text())
         parser.exit()
 
 
