@@ -318,7 +318,7 @@ def run_command(args: argparse.Namespace) -> int:
     if args.outputs:
         save_outputs(args.outputs, model, outputs)
     latency = median_latency_ms(lambda: model(*inputs), args.repeat)
-    print(f"latency: median {latency:.3f} ms over {args.repeat} run(s)")
+    print(latency_line(model, latency, args.repeat))
     if resolved is None:
         print("no reference run: a compiled model file carries no ONNX graph")
         return 0
@@ -328,14 +328,43 @@ def run_command(args: argparse.Namespace) -> int:
         resolved, inputs, model.input_names, args.repeat, _model_threads(str(model.target))
     )
     error = max_relative_error(outputs, reference.outputs)
-    print(f"max relative error vs {reference.oracle}: {error:.3g}")
-    if reference.latency_ms is not None:
+    print(error_line(model, error, reference.oracle))
+    if reference.latency_ms is not None and getattr(model, "simulated_device", None):
+        print(
+            f"onnxruntime latency: median {reference.latency_ms:.3f} ms over {args.repeat} run(s) "
+            "(no ratio: the model above ran on a simulator)"
+        )
+    elif reference.latency_ms is not None:
         print(
             f"onnxruntime latency: median {reference.latency_ms:.3f} ms over {args.repeat} "
             f"run(s) on {_model_threads(str(model.target))} thread(s) "
             f"(strato / onnxruntime = {latency / reference.latency_ms:.2f})"
         )
     return 0
+
+
+def latency_line(model, latency_ms: float, repeat: int) -> str:
+    """The run's latency, said for what it is: for a model on a simulated device, the
+    host time of the simulation (its own time is the report's cycle count)."""
+    device = getattr(model, "simulated_device", None)
+    if device:
+        return (
+            f"host time of the {device} simulation: median {latency_ms:.3f} ms over {repeat} run(s) "
+            f"(not the {device}'s time: see the cycles above)"
+        )
+    return f"latency: median {latency_ms:.3f} ms over {repeat} run(s)"
+
+
+def error_line(model, error: float, oracle: str) -> str:
+    """The largest difference from the reference; for a quantized model, said to be the
+    quantization error against the float model."""
+    bits = getattr(model, "quantized_bits", None)
+    if bits:
+        return (
+            f"max relative error vs {oracle} (float): {error:.3g} "
+            f"(the int{bits} quantization error, not a mismatch)"
+        )
+    return f"max relative error vs {oracle}: {error:.3g}"
 
 
 def load_inputs(path: str, model) -> list[np.ndarray]:

@@ -77,3 +77,18 @@ def test_resnet18_is_bit_exact_against_the_quantized_graph(resnet):
     (reference,) = run_graph(import_model(proto), [x])
     error = np.abs(got - reference).max() / np.abs(reference).max()
     assert error < 0.25, error
+
+
+def test_strato_run_says_what_a_vta_run_measures(resnet):
+    from strato.tools.strato_cli import error_line, latency_line
+
+    _, model = resnet
+    assert latency_line(model, 9126.9, 3) == (
+        "host time of the VTA simulation: median 9126.900 ms over 3 run(s) (not the VTA's time: see the cycles above)"
+    )
+    assert error_line(model, 0.148, "onnxruntime") == (
+        "max relative error vs onnxruntime (float): 0.148 (the int8 quantization error, not a mismatch)"
+    )
+    llvm_model = strato.compile(zoo.build_model("mlp"), cache=False)
+    assert latency_line(llvm_model, 1.5, 3) == "latency: median 1.500 ms over 3 run(s)"
+    assert error_line(llvm_model, 1e-7, "onnxruntime") == "max relative error vs onnxruntime: 1e-07"

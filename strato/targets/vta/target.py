@@ -61,6 +61,11 @@ CLOCK_MHZ = 100
 class VtaCompiledModel(CompiledModel):
     """A quantized model whose offloaded conv layers run on the VTA simulator."""
 
+    simulated_device = "VTA"
+    """Its offloaded layers run on a simulator: its wall time is the host's."""
+    quantized_bits = 8
+    """It computes in int8: it differs from the float model by the quantization error."""
+
     def __init__(self, signature: Signature, module: ModuleOp, entry_name: str, *, target: str, virtual_threads: int):
         from strato.targets.vta.partition import partition
 
