@@ -160,13 +160,26 @@ def check_target(args: argparse.Namespace):
             raise
     try:
         if threads is None:
-            return get_target(args.target)
-        from strato.compiler import resolve_target
+            target = get_target(args.target)
+        else:
+            from strato.compiler import resolve_target
 
-        return resolve_target(args.target, threads=threads)
+            target = resolve_target(args.target, threads=threads)
     except StratoError as err:
         err.location = "--target"
         raise
+    calibration = getattr(args, "calibration", None)
+    if calibration is not None:
+        if "calibration" not in type(target).options:
+            raise StratoError(
+                f"target '{target.name}' does not quantize, so takes no calibration inputs "
+                "(--calibration applies to targets such as vta)",
+                location="--calibration",
+            )
+        if not os.path.isfile(calibration):
+            raise StratoError("no such file", location=calibration)
+        target = target.with_options(calibration=os.path.abspath(calibration))
+    return target
 
 
 def _compile(resolved: ResolvedModel, args: argparse.Namespace):
@@ -275,6 +288,7 @@ def load_saved_model(args: argparse.Namespace):
             ("--target", None if args.target == DEFAULT_TARGET else args.target),
             ("--threads", args.threads),
             ("--tuning", getattr(args, "tuning", None)),
+            ("--calibration", getattr(args, "calibration", None)),
         )
         if value is not None
     ]
@@ -696,6 +710,11 @@ def build_parser() -> argparse.ArgumentParser:
             "--tuning", metavar="DB.jsonl", default=None,
             help="schedule each kernel with the best record of its task in this tuning log "
             "(strato tune --db)",
+        )
+        sub.add_argument(
+            "--calibration", metavar="INPUTS.npz", default=None,
+            help="inputs the quantizer calibrates with, for a quantizing target such as vta "
+            "(arg0, arg1, ... with a leading sample axis; the target's -calibration=FILE)",
         )
         sub.add_argument("--dump-ir", metavar="DIR", help="write the IR after every stage into DIR")
         sub.add_argument(

@@ -92,3 +92,25 @@ def test_strato_run_says_what_a_vta_run_measures(resnet):
     llvm_model = strato.compile(zoo.build_model("mlp"), cache=False)
     assert latency_line(llvm_model, 1.5, 3) == "latency: median 1.500 ms over 3 run(s)"
     assert error_line(llvm_model, 1e-7, "onnxruntime") == "max relative error vs onnxruntime: 1e-07"
+
+
+def test_the_calibration_option_reaches_the_quantizer(tmp_path):
+    import argparse
+
+    from strato.diagnostics import StratoError
+    from strato.tools.strato_cli import check_target
+
+    inputs = tmp_path / "cal.npz"
+    np.savez(inputs, arg0=np.zeros((2, 1, 3, 32, 32), np.float32))
+
+    def args(target: str, calibration: str | None) -> argparse.Namespace:
+        return argparse.Namespace(target=target, threads=None, calibration=calibration)
+
+    target = check_target(args("vta -samples=2", str(inputs)))
+    (graph,) = target.stages()
+    assert str(graph.passes[-1]) == f'graph-quantize{{calibration="{inputs}"}}'
+    with pytest.raises(StratoError, match="target 'llvm' does not quantize") as refused:
+        check_target(args("llvm", str(inputs)))
+    assert refused.value.location == "--calibration"
+    with pytest.raises(StratoError, match="no such file"):
+        check_target(args("vta", str(tmp_path / "missing.npz")))
