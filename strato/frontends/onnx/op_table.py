@@ -55,6 +55,7 @@ from strato.frontends.onnx.convert_elementwise import (
     convert_tanh,
     convert_thresholded_relu,
 )
+from strato.frontends.onnx.convert_function import FUNCTION_OPS, by_function_body
 from strato.frontends.onnx.convert_layout import (
     convert_concat,
     convert_dropout,
@@ -234,6 +235,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Where": convert_where,
     "Xor": convert_xor,
 }
+ONNX_CONVERTERS.update({op_type: by_function_body(op_type) for op_type in FUNCTION_OPS})
 
 
 def supported_ops() -> list[str]:
