@@ -163,7 +163,7 @@ def _op_class(name: str) -> type[Operation]:
 
 _UNARY = (
     "relu sigmoid tanh erf sqrt exp log neg abs floor ceil round sign sin cos tan "
-    "reciprocal softplus softsign mish hard_swish"
+    "asin acos atan sinh cosh asinh acosh atanh reciprocal softplus softsign mish hard_swish"
 ).split()
 _BINARY = "add sub mul div pow maximum minimum prelu".split()
 
