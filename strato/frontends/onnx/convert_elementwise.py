@@ -308,3 +308,16 @@ def _variadic(op_class: type[graph.BroadcastBinaryOp], onnx_name: str) -> Conver
 convert_max = _variadic(graph.MaximumOp, "Max")
 convert_min = _variadic(graph.MinimumOp, "Min")
 convert_sum = _variadic(graph.AddOp, "Sum")
+
+
+def convert_mean(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Mean (variadic, numpy broadcasting) -> the chain of graph.add of Sum, then
+    graph.div by the number of inputs."""
+    (total,) = convert_sum(ctx)
+    count = len(ctx.node.input)
+    if count == 1:
+        return [total]
+    if isinstance(total, np.ndarray):
+        return [folded(graph.DivOp.compute(total, np.asarray(count, total.dtype)), total)]
+    divisor = ctx.materialize(np.asarray(count, dtype=numpy_dtype(total.type)))
+    return [ctx.emit(graph.DivOp(total, divisor)).results[0]]

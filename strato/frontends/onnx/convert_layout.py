@@ -27,6 +27,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
+from strato.dialects.tensor_types import element_type_of
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of, ssa_name
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
@@ -39,6 +40,8 @@ IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "Expand": (1,),
     "Tile": (1,),
     "Dropout": (1, 2),
+    "Trilu": (1,),
+    "OneHot": (1,),
 }
 """The inputs of each operator that must be known at import time (by position)."""
 
@@ -821,3 +824,180 @@ def convert_space_to_depth(ctx: NodeContext) -> list[ImportedValue]:
     x = _reshaped_value(ctx, _data(ctx), (n, c, h // b, b, w // b, b))
     x = _permuted(ctx, x, perms[mode])
     return [_reshaped_value(ctx, x, (n, c * b * b, h // b, w // b))]
+
+
+# -- scatter_elements, trilu, one_hot: compositions of the ops above ------------------
+
+_I64 = element_type_of(np.dtype(np.int64))
+
+
+def convert_scatter_elements(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX ScatterElements (and the older Scatter) along `axis` -> graph.scatter_nd.
+
+    ScatterElements is ScatterND whose index rows are full positions: the update at
+    position p of `indices` goes to data[p with p[axis] replaced by indices[p]]. The rows
+    are that position tuple, built from the index tensor and, for the other axes, its
+    own coordinates (an import-time iota):
+
+        ScatterElements(data: [3, 3], indices: [1, 2], updates: [1, 2], axis=1)
+          -> graph.scatter_nd %data, %rows, %updates : rows of shape [1, 2, 2]
+    """
+    shape = input_shape(ctx, 0)
+    index_shape = input_shape(ctx, 1)
+    if not shape:
+        raise ctx.error("data must have rank >= 1")
+    axis = normalize_axis(ctx, int(ctx.attr("axis", 0)), len(shape))
+    name = ctx.attr("reduction", "none")
+    if name not in _SCATTER_REDUCTIONS:
+        raise ctx.error(f"reduction '{name}' is not supported (none, add, mul, max, min)")
+    if len(index_shape) != len(shape):
+        raise ctx.error(
+            f"indices of shape {list(index_shape)} must have the rank of the data {list(shape)}"
+        )
+    if input_shape(ctx, 2) != index_shape:
+        raise ctx.error(
+            f"updates of shape {list(input_shape(ctx, 2))} must have the shape of the "
+            f"indices {list(index_shape)}"
+        )
+    if any(n > d for a, (n, d) in enumerate(zip(index_shape, shape)) if a != axis):
+        raise ctx.error(
+            f"indices of shape {list(index_shape)} exceed the data shape {list(shape)} "
+            f"outside axis {axis}"
+        )
+    reduction = _SCATTER_REDUCTIONS[name]
+    coordinates = np.indices(index_shape, dtype=np.int64)
+    known = ctx.known(1)
+    if known is not None:
+        if known.dtype.kind not in "iu":
+            raise ctx.error(f"indices must be integers, got {known.dtype}")
+        coordinates[axis] = known.astype(np.int64)
+        sizes = np.array(shape, dtype=np.int64)
+        rows = _known_rows(ctx, np.moveaxis(coordinates, 0, -1), sizes)
+        data, updates = ctx.known(0), ctx.known(2)
+        if data is not None and updates is not None:
+            return [graph.scatter_nd(data, rows, updates, reduction)]
+        if reduction == graph.ScatterReduction.NONE:
+            return [_scatter_by_gather(ctx, shape, rows)]
+        full = rows.reshape(*index_shape, len(shape))
+        indices = _constant(ctx, np.require(full, requirements="C"), ctx.input_name(1))
+    else:
+        indices = _position_rows(ctx, coordinates, axis)
+    op = graph.ScatterNDOp(_data_operand(ctx, 0), indices, _data_operand(ctx, 2), reduction)
+    return [ctx.emit(op).results[0]]
+
+
+def _position_rows(ctx: NodeContext, coordinates: np.ndarray, axis: int) -> SSAValue:
+    """The [*index_shape, rank] position rows of run-time ScatterElements indices: the
+    coordinates of each index, with the index itself (as i64) at `axis`."""
+    indices = ctx.operand(1)
+    index_type = indices.type.element_type
+    i64 = _I64
+    if index_type != i64:
+        indices = ctx.emit(graph.CastOp(indices, i64)).results[0]
+    column_shape = (*coordinates.shape[1:], 1)
+    columns: list[SSAValue] = []
+    for d in range(coordinates.shape[0]):
+        if d == axis:
+            columns.append(ctx.emit(graph.ReshapeOp(indices, column_shape)).results[0])
+        else:
+            iota = np.require(coordinates[d].reshape(column_shape), requirements="C")
+            columns.append(_constant(ctx, iota, f"{ctx.input_name(1)}_axis{d}"))
+    if len(columns) == 1:
+        return columns[0]
+    return ctx.emit(graph.ConcatOp(columns, len(column_shape) - 1)).results[0]
+
+
+def convert_trilu(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Trilu -> graph.where(mask, x, 0), the mask of the kept triangle of the last
+    two dimensions known at import time: j - i >= k (upper, the default) or j - i <= k
+    (lower), k the optional input 1 (known at import time, default 0)."""
+    shape = input_shape(ctx, 0)
+    if len(shape) < 2:
+        raise ctx.error(f"input must have rank >= 2, got shape {list(shape)}")
+    k = 0
+    if ctx.has_input(1):
+        known = ctx.known(1)
+        if known is None:
+            raise ctx.error(f"k (input '{ctx.input_name(1)}') must be known at import time")
+        if known.dtype.kind not in "iu" or known.size != 1:
+            raise ctx.error(f"k must be one integer, got {known.dtype}{list(known.shape)}")
+        k = int(known.reshape(()))
+    upper = ctx.flag_attr("upper", 1)
+    rows, columns = shape[-2:]
+    offset = np.arange(columns)[None, :] - np.arange(rows)[:, None]
+    keep = offset >= k if upper else offset <= k
+    x = _data(ctx)
+    if isinstance(x, np.ndarray):
+        return [np.where(keep, x, np.zeros((), x.dtype)).astype(x.dtype)]
+    if keep.all():
+        return [x]
+    zero = _constant(ctx, np.zeros((), _dtype_of(x)), "zero")
+    mask = _constant(ctx, np.require(keep, requirements="C"), "triangle")
+    return [ctx.emit(graph.WhereOp(mask, x, zero)).results[0]]
+
+
+def convert_one_hot(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX OneHot -> graph.where(equal(indices, iota), on, off): the iota of `depth`
+    (known at import time) runs along the new axis `axis`; a negative index counts from
+    depth, and an index out of [-depth, depth) gives a row of `off`.
+
+        OneHot(indices: [2], depth=3, values=[off, on], axis=-1) -> [2, 3]
+    """
+    index_shape = input_shape(ctx, 0)
+    rank = len(index_shape) + 1
+    axis = normalize_axis(ctx, int(ctx.attr("axis", -1)), rank)
+    depth_array = ctx.known(1)
+    if depth_array is None:
+        raise ctx.error(f"depth (input '{ctx.input_name(1)}') must be known at import time")
+    if depth_array.size != 1:
+        raise ctx.error(f"depth must be one number, got shape {list(depth_array.shape)}")
+    depth = int(depth_array.reshape(()))
+    if depth < 1:
+        raise ctx.error(f"depth {depth} must be >= 1")
+    if input_shape(ctx, 2) != (2,):
+        raise ctx.error(f"values must have shape [2] (off, on), got {list(input_shape(ctx, 2))}")
+    iota_shape = [1] * rank
+    iota_shape[axis] = depth
+    iota = np.arange(depth, dtype=np.int64).reshape(iota_shape)
+    expanded_shape = list(index_shape)
+    expanded_shape.insert(axis, 1)
+    indices, values = _data(ctx, 0), _data(ctx, 2)
+    if isinstance(indices, np.ndarray):
+        # ONNX's reference truncates float indices
+        wrapped = _wrapped_indices(indices.astype(np.int64), depth)
+        hit = wrapped.reshape(expanded_shape) == iota
+        if isinstance(values, np.ndarray):
+            return [np.where(hit, values[1], values[0]).astype(values.dtype)]
+        condition = _constant(ctx, np.require(hit, requirements="C"), "one_hot")
+    else:
+        condition = _one_hot_condition(ctx, indices, depth, iota, expanded_shape)
+    if isinstance(values, np.ndarray):
+        off = _constant(ctx, np.require(values[0], requirements="C"), "off")
+        on = _constant(ctx, np.require(values[1], requirements="C"), "on")
+    else:
+        off = ctx.emit(graph.SliceOp(values, [0], [1], [1])).results[0]
+        on = ctx.emit(graph.SliceOp(values, [1], [1], [1])).results[0]
+        off = ctx.emit(graph.ReshapeOp(off, ())).results[0]
+        on = ctx.emit(graph.ReshapeOp(on, ())).results[0]
+    return [ctx.emit(graph.WhereOp(condition, on, off)).results[0]]
+
+
+def _wrapped_indices(indices: np.ndarray, depth: int) -> np.ndarray:
+    return np.where(indices < 0, indices + depth, indices)
+
+
+def _one_hot_condition(
+    ctx: NodeContext, indices: SSAValue, depth: int, iota: np.ndarray, expanded: list[int]
+) -> SSAValue:
+    """equal(wrapped indices, iota) of run-time indices, computed in i64."""
+    i64 = _I64
+    if indices.type.element_type != i64:
+        indices = ctx.emit(graph.CastOp(indices, i64)).results[0]
+    zero = _constant(ctx, np.zeros((), np.int64), "zero")
+    depth_value = _constant(ctx, np.array(depth, np.int64), "depth")
+    negative = ctx.emit(graph.LessOp(indices, zero)).results[0]
+    shifted = ctx.emit(graph.AddOp(indices, depth_value)).results[0]
+    wrapped = ctx.emit(graph.WhereOp(negative, shifted, indices)).results[0]
+    wrapped = ctx.emit(graph.ReshapeOp(wrapped, expanded)).results[0]
+    iota_value = _constant(ctx, np.require(iota, requirements="C"), "iota")
+    return ctx.emit(graph.EqualOp(wrapped, iota_value)).results[0]

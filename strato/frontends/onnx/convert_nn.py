@@ -269,3 +269,12 @@ def convert_global_average_pool(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX GlobalAveragePool -> graph.global_avg_pool."""
     _spatial_rank(ctx)
     return [_checked(ctx, graph.GlobalAvgPoolOp(ctx.operand(0)))]
+
+
+def convert_global_max_pool(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX GlobalMaxPool -> graph.reduce_max over the spatial axes, keeping them (the
+    [N, C, 1, ..., 1] result of a max pool whose window is the whole image)."""
+    _spatial_rank(ctx)
+    rank = len(ctx.shape(0))
+    op = graph.ReduceMaxOp(ctx.operand(0), list(range(2, rank)), keepdims=True)
+    return [_checked(ctx, op)]

@@ -23,6 +23,7 @@ from xdsl.ir import SSAValue
 
 from strato.dialects import graph
 from strato.dialects.graph import broadcast_shapes, normalization
+from strato.dialects.graph.base import element_type
 from strato.dialects.tensor_types import numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
 
@@ -51,6 +52,35 @@ def convert_softmax(ctx: NodeContext) -> list[ImportedValue]:
     if isinstance(x, np.ndarray):
         return [np.require(normalization.softmax(x, axes), requirements="C")]
     return [ctx.emit(graph.SoftmaxOp(x, axes)).results[0]]
+
+
+def convert_hardmax(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Hardmax -> 1 at the first maximum along the axis, 0 elsewhere, as
+    graph.cast(graph.equal(graph.arg_max(x, keepdims), iota)). Before opset 13 the
+    input is coerced to 2D at `axis` (default 1), as Softmax's is."""
+    shape = ctx.shape(0)
+    rank = len(shape)
+    if rank == 0:
+        raise ctx.error("input must have rank >= 1")
+    if ctx.opset() >= SOFTMAX_SINGLE_AXIS_OPSET:
+        return [_hardmax(ctx, ctx.operand(0), _axis(ctx, rank, -1))]
+    axis = _axis(ctx, rank, 1)
+    rows = math.prod(shape[:axis])
+    flat = ctx.emit(graph.ReshapeOp(ctx.operand(0), (rows, math.prod(shape[axis:]))))
+    result = _hardmax(ctx, flat.results[0], 1)
+    return [ctx.emit(graph.ReshapeOp(result, shape)).results[0]]
+
+
+def _hardmax(ctx: NodeContext, x: SSAValue, axis: int) -> SSAValue:
+    shape = graph.static_shape(x)
+    if shape[axis] == 0:
+        return x
+    index = ctx.emit(graph.ArgMaxOp(x, axis, keepdims=True)).results[0]
+    iota_shape = [1] * len(shape)
+    iota_shape[axis] = shape[axis]
+    iota = np.arange(shape[axis], dtype=np.int64).reshape(iota_shape)
+    hit = ctx.emit(graph.EqualOp(index, ctx.materialize(iota, "iota"))).results[0]
+    return ctx.emit(graph.CastOp(hit, element_type(x))).results[0]
 
 
 def _requested_outputs(ctx: NodeContext) -> list[bool]:
