@@ -307,3 +307,36 @@ def _bool_reduction(
 def _append(s: ScalarBuilder, op: Operation) -> SSAValue:
     s.block.add_op(op)
     return op.results[0]
+
+
+@strategy(graph.CumSumOp)
+def cumsum(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """result[.., i, ..] = sum over k of (x[.., p, ..] if p is in the running sum of i,
+    else 0), p = k forward and n - 1 - k with `reverse`, so that the terms are added in
+    the running direction as numpy's cumsum adds them. p is in the sum of i when
+    p <= i (p < i `exclusive`; p >= i, p > i `reverse`). Quadratic in the axis length,
+    as top_k: the axes of position ids and masks are short."""
+    assert isinstance(op, graph.CumSumOp)
+    (x,) = inputs
+    shape = shape_of(x)
+    dtype = element_type_of(x)
+    axis = op.axis_value
+    size = shape[axis]
+    if size == 0:
+        return [pb.compute("cumsum", shape, lambda s, idx: s.const(0), dtype)]
+    predicate = {
+        (False, False): "sle",
+        (True, False): "slt",
+        (False, True): "sge",
+        (True, True): "sgt",
+    }[(op.is_exclusive, op.is_reverse)]
+
+    def term(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        position = k[0]
+        if op.is_reverse:
+            position = s.index_sub(s.index(size - 1), position)
+        value = s.read(x, [*idx[:axis], position, *idx[axis + 1 :]])
+        included = s.index_cmp(predicate, position, idx[axis])
+        return s.select(included, value, s.const(0, value.type))
+
+    return [pb.reduce("cumsum", te.ReduceKind.SUM, shape, [size], term, dtype)]

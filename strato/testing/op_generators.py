@@ -695,6 +695,13 @@ OP_GENERATORS["graph.arg_max"] = _arg_reduction("graph.arg_max")
 OP_GENERATORS["graph.arg_min"] = _arg_reduction("graph.arg_min")
 
 
+@generator("graph.cumsum")
+def _cumsum(b: ProgramBuilder) -> Operation:
+    x = b.float_value()
+    axis = b.draw(st.integers(0, len(shape(x)) - 1))
+    return graph.CumSumOp(x, axis, b.draw(st.booleans()), b.draw(st.booleans()))
+
+
 @generator("graph.top_k")
 def _top_k(b: ProgramBuilder) -> Operation:
     x = b.float_value(min_rank=1)

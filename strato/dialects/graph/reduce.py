@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
+    VarConstraint,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
@@ -395,6 +396,87 @@ class ArgMinOp(ArgReductionOp):
 
 
 @irdl_op_definition
+class CumSumOp(GraphOp):
+    """Running sum along `axis`: result[.., i, ..] = sum of input[.., k, ..] over k <= i;
+    over k < i with `exclusive`, k >= i with `reverse`, k > i with both (an empty sum
+    is 0). Sums are taken in the order of the running direction, from the first
+    element the direction meets (integers wrap).
+
+        %c = graph.cumsum %a axis 1 : tensor<3x4xf32>
+        %d = graph.cumsum %i axis 0 exclusive reverse : tensor<5xi64>
+    """
+
+    name = "graph.cumsum"
+    FLOAT_OPERANDS: ClassVar[bool] = False
+
+    T: ClassVar = VarConstraint("T", AnyTensor)
+    input = operand_def(T)
+    axis = prop_def(IntegerAttr[I64])
+    exclusive = opt_prop_def(UnitAttr)
+    reverse = opt_prop_def(UnitAttr)
+    result = result_def(T)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = (
+        "$input `axis` $axis (`exclusive` $exclusive^)? (`reverse` $reverse^)? "
+        "attr-dict `:` type($input)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        axis: int,
+        exclusive: bool = False,
+        reverse: bool = False,
+    ):
+        input = SSAValue.get(input)
+        properties: dict[str, Attribute] = {"axis": IntegerAttr(axis, i64)}
+        if exclusive:
+            properties["exclusive"] = UnitAttr()
+        if reverse:
+            properties["reverse"] = UnitAttr()
+        super().__init__(operands=[input], properties=properties, result_types=[input.type])
+
+    @property
+    def axis_value(self) -> int:
+        return self.axis.value.data
+
+    @property
+    def is_exclusive(self) -> bool:
+        return self.exclusive is not None
+
+    @property
+    def is_reverse(self) -> bool:
+        return self.reverse is not None
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        shape = static_shape(self.input)
+        if not 0 <= self.axis_value < len(shape):
+            raise VerifyException(
+                f"'{self.name}' axis {self.axis_value} is out of range for rank {len(shape)}"
+            )
+        return shape
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [cumsum(inputs[0], self.axis_value, self.is_exclusive, self.is_reverse)]
+
+
+def cumsum(x: np.ndarray, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
+    """graph.cumsum's reference: numpy's running sum in the element type, taken from
+    the end with `reverse`, shifted by one (a leading 0) with `exclusive`."""
+    x = np.asarray(x)
+    running = np.flip(x, axis) if reverse else x
+    with np.errstate(all="ignore"):
+        total = np.cumsum(running, axis=axis, dtype=x.dtype)
+    if exclusive and x.shape[axis]:
+        zero = np.zeros_like(np.take(total, [0], axis=axis))
+        total = np.concatenate([zero, np.delete(total, -1, axis=axis)], axis=axis)
+    if reverse:
+        total = np.flip(total, axis)
+    return np.require(total, dtype=x.dtype, requirements="C")
+
+
+@irdl_op_definition
 class TopKOp(GraphOp):
     """The `k` largest (or, without `largest`, smallest) entries along `axis`, in order,
     and their positions (i64): values[.., r, ..] is the entry of rank r, where entries
@@ -503,6 +585,7 @@ OPS = (
     ReduceLogSumExpOp,
     ArgMaxOp,
     ArgMinOp,
+    CumSumOp,
     TopKOp,
 )
 
@@ -510,6 +593,8 @@ __all__ = [
     "ArgMaxOp",
     "ArgMinOp",
     "ArgReductionOp",
+    "CumSumOp",
+    "cumsum",
     "FloatReductionOp",
     "ReduceL1Op",
     "ReduceL2Op",

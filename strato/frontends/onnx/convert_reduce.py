@@ -1,5 +1,6 @@
 """Converters for ONNX reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin,
-ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp, and ArgMax/ArgMin.
+ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp, ArgMax/ArgMin, TopK
+and CumSum.
 
 The axes are an attribute (ReduceSum before opset 13, the others before 18) or an input
 known at import time. No axes (or an empty list) means every axis, unless
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from xdsl.dialects.builtin import AnyFloat
+from xdsl.dialects.builtin import AnyFloat, i1
 
 from strato.dialects import graph
 from strato.dialects.graph.base import element_type
@@ -37,6 +38,7 @@ IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "ReduceSumSquare": (1,),
     "ReduceLogSumExp": (1,),
     "TopK": (1,),
+    "CumSum": (1,),
 }
 """The inputs of each operator that must be known at import time (by position)."""
 
@@ -175,3 +177,33 @@ def _k_input(ctx: NodeContext) -> list[int]:
     if k.dtype.kind not in "iu" or k.size != 1:
         raise ctx.error(f"K must be one integer, got {k.dtype}{list(k.shape)}")
     return [int(k.reshape(()))]
+
+
+def convert_cum_sum(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX CumSum (axis a scalar input known at import time; exclusive, reverse) ->
+    graph.cumsum (folded when the input is known)."""
+    shape = input_shape(ctx, 0)
+    if not shape:
+        raise ctx.error("input must have rank >= 1")
+    axis_array = ctx.known(1)
+    if axis_array is None:
+        raise ctx.error(
+            f"axis (input '{ctx.input_name(1)}') must be known at import time"
+        )
+    if axis_array.dtype.kind not in "iu" or axis_array.size != 1:
+        raise ctx.error(f"axis must be one integer, got {axis_array.dtype}{list(axis_array.shape)}")
+    axis = normalize_axis(ctx, int(axis_array.reshape(())), len(shape))
+    exclusive = ctx.flag_attr("exclusive", 0)
+    reverse = ctx.flag_attr("reverse", 0)
+    x = ctx.value(0)
+    if _is_bool(x):
+        raise ctx.error("CumSum of bool tensors is not supported")
+    if isinstance(x, np.ndarray):
+        return [graph.cumsum(x, axis, exclusive, reverse)]
+    return [ctx.emit(graph.CumSumOp(x, axis, exclusive, reverse)).results[0]]
+
+
+def _is_bool(x: ImportedValue) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.dtype == np.bool_
+    return element_type(x) == i1

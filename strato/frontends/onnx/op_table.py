@@ -127,6 +127,7 @@ from strato.frontends.onnx.convert_normalization import (
 from strato.frontends.onnx.convert_reduce import (
     convert_arg_max,
     convert_arg_min,
+    convert_cum_sum,
     convert_reduce_l1,
     convert_reduce_l2,
     convert_reduce_log_sum_exp,
@@ -165,6 +166,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "ConstantOfShape": convert_constant_of_shape,
     "Conv": convert_conv,
     "ConvTranspose": convert_conv_transpose,
+    "CumSum": convert_cum_sum,
     "Cos": convert_cos,
     "Cosh": convert_cosh,
     "DepthToSpace": convert_depth_to_space,
