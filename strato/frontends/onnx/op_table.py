@@ -94,6 +94,11 @@ from strato.frontends.onnx.convert_layout import (
 from strato.frontends.onnx.convert_linear import convert_gemm, convert_matmul
 from strato.frontends.onnx.convert_logic import (
     convert_and,
+    convert_bit_shift,
+    convert_bitwise_and,
+    convert_bitwise_not,
+    convert_bitwise_or,
+    convert_bitwise_xor,
     convert_cast,
     convert_cast_like,
     convert_equal,
@@ -156,6 +161,11 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Atanh": convert_atanh,
     "AveragePool": convert_average_pool,
     "BatchNormalization": convert_batch_normalization,
+    "BitShift": convert_bit_shift,
+    "BitwiseAnd": convert_bitwise_and,
+    "BitwiseNot": convert_bitwise_not,
+    "BitwiseOr": convert_bitwise_or,
+    "BitwiseXor": convert_bitwise_xor,
     "Cast": convert_cast,
     "CastLike": convert_cast_like,
     "Ceil": convert_ceil,
