@@ -205,3 +205,56 @@ def test_scatter_elements_with_out_of_range_known_indices_is_a_diagnostic():
     model.graph.node[0].input[:] = ["data", "indices", "updates"]
     with pytest.raises(ModelImportError, match="out of range"):
         import_onnx(model)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_lrn(size):
+    """Against the definition (onnx's reference evaluator sums the squares of the wrong
+    channels and onnxruntime takes odd sizes only)."""
+    x = normal(2, 6, 3, 3)
+    model = model_of(
+        "LRN", {"x": x}, x.shape, size=size, alpha=0.01, beta=0.6, bias=2.0
+    )
+    wide = x.astype(np.float64)
+    before = (size - 1) // 2
+    padded = np.pad(wide * wide, ((0, 0), (before, size - 1 - before), (0, 0), (0, 0)))
+    square_sum = sum(padded[:, c : c + 6] for c in range(size))
+    expected = (wide / (2.0 + 0.01 / size * square_sum) ** 0.6).astype(np.float32)
+    (actual,) = run_graph(import_onnx(model).module, [x])
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-6)
+    if size == 3:
+        (compiled,) = strato.compile(model)(x)
+        np.testing.assert_allclose(compiled, expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "p, attributes",
+    [
+        (1, {"kernel_shape": [2, 2]}),
+        (2, {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2]}),
+        (3, {"kernel_shape": [2, 3], "dilations": [2, 1]}),
+        (2, {"kernel_shape": [3, 3], "auto_pad": "SAME_UPPER"}),
+    ],
+)
+def test_lp_pool(p, attributes):
+    x = normal(1, 2, 6, 7)
+    reference = ReferenceEvaluator(
+        model_of("LpPool", {"x": x}, None, p=p, **attributes)
+    )
+    (expected,) = reference.run(None, {"x": x})
+    model = model_of("LpPool", {"x": x}, expected.shape, p=p, **attributes)
+    check(model, {"x": x}, compiled=p == 2)
+
+
+def test_lp_pool_with_ceil_mode_is_a_diagnostic():
+    x = normal(1, 1, 5, 5)
+    model = model_of(
+        "LpPool",
+        {"x": x},
+        (1, 1, 3, 3),
+        kernel_shape=[2, 2],
+        strides=[2, 2],
+        ceil_mode=1,
+    )
+    with pytest.raises(ModelImportError, match="ceil_mode=1 is not supported"):
+        import_onnx(model)

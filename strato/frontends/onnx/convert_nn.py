@@ -15,13 +15,16 @@ is larger than the natural one).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+import numpy as np
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from strato.dialects import graph
 from strato.dialects.graph import MAX_SPATIAL_RANK, static_shape, window_extent
+from strato.dialects.tensor_types import numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
 
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -278,3 +281,39 @@ def convert_global_max_pool(ctx: NodeContext) -> list[ImportedValue]:
     rank = len(ctx.shape(0))
     op = graph.ReduceMaxOp(ctx.operand(0), list(range(2, rank)), keepdims=True)
     return [_checked(ctx, op)]
+
+
+def convert_lp_pool(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX LpPool (p, default 2) -> the p-norm of each window, (sum |x|^p)^(1/p): the
+    window sum is graph.avg_pool of |x|^p counting the padding (which adds 0) times
+    the window volume; x * x and sqrt for p = 2. A window past the padded input
+    (ceil_mode) would be averaged over fewer elements, so ceil_mode is refused."""
+    window = _pool_window(ctx)
+    if window["ceil_mode"]:
+        raise ctx.error("attribute ceil_mode=1 is not supported for LpPool")
+    p = int(ctx.attr("p", 2))
+    if p < 1:
+        raise ctx.error(f"attribute p={p} must be >= 1")
+    x = ctx.operand(0)
+    dtype = numpy_dtype(x.type.element_type)
+
+    def constant(value: float) -> SSAValue:
+        return ctx.materialize(np.asarray(value, dtype=dtype))
+
+    def emit(op: Operation) -> SSAValue:
+        return ctx.emit(op).results[0]
+
+    magnitude = emit(graph.AbsOp(x))
+    if p == 2:
+        powered = emit(graph.MulOp(magnitude, magnitude))
+    elif p == 1:
+        powered = magnitude
+    else:
+        powered = emit(graph.PowOp(magnitude, constant(p)))
+    average = _checked(ctx, graph.AvgPoolOp(powered, count_include_pad=True, **window))
+    total = emit(graph.MulOp(average, constant(math.prod(window["kernel"]))))
+    if p == 1:
+        return [total]
+    if p == 2:
+        return [emit(graph.SqrtOp(total))]
+    return [emit(graph.PowOp(total, constant(1.0 / p)))]

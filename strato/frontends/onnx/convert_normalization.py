@@ -83,6 +83,46 @@ def _hardmax(ctx: NodeContext, x: SSAValue, axis: int) -> SSAValue:
     return ctx.emit(graph.CastOp(hit, element_type(x))).results[0]
 
 
+def convert_lrn(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX LRN -> x / (bias + alpha / size * square_sum)^beta, square_sum the sum of
+    x^2 over the `size` channels around each one (floor((size - 1) / 2) before, the
+    rest after, zeros past the edges): graph.pad of x * x along the channels and the sum
+    of `size` shifted slices of it."""
+    shape = ctx.shape(0)
+    if len(shape) < 3:
+        raise ctx.error(f"input must be [N, C, spatial..], got shape {list(shape)}")
+    if not ctx.has_attr("size"):
+        raise ctx.error("attribute size is required")
+    size = int(ctx.attr("size"))
+    if size < 1:
+        raise ctx.error(f"attribute size={size} must be >= 1")
+    alpha = ctx.float_attr("alpha", 1e-4)
+    beta = ctx.float_attr("beta", 0.75)
+    bias = ctx.float_attr("bias", 1.0)
+    x = ctx.operand(0)
+    dtype = numpy_dtype(x.type.element_type)
+
+    def emit(op) -> SSAValue:
+        return ctx.emit(op).results[0]
+
+    def constant(value: float) -> SSAValue:
+        return ctx.materialize(np.asarray(value, dtype=dtype))
+
+    square = emit(graph.MulOp(x, x))
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    low = [0, before] + [0] * (len(shape) - 2)
+    high = [0, after] + [0] * (len(shape) - 2)
+    padded = emit(graph.PadOp(square, low, high)) if size > 1 else square
+    total = None
+    for offset in range(size):
+        starts = [0, offset] + [0] * (len(shape) - 2)
+        window = emit(graph.SliceOp(padded, starts, [1] * len(shape), shape))
+        total = window if total is None else emit(graph.AddOp(total, window))
+    scaled = emit(graph.MulOp(total, constant(alpha / size)))
+    base = emit(graph.AddOp(scaled, constant(bias)))
+    return [emit(graph.DivOp(x, emit(graph.PowOp(base, constant(beta)))))]
+
+
 def _requested_outputs(ctx: NodeContext) -> list[bool]:
     return [bool(name) for name in ctx.node.output]
 
