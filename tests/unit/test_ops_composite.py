@@ -258,3 +258,40 @@ def test_lp_pool_with_ceil_mode_is_a_diagnostic():
     )
     with pytest.raises(ModelImportError, match="ceil_mode=1 is not supported"):
         import_onnx(model)
+
+
+@pytest.mark.parametrize(
+    "bins, dft_length, rate, low, high, dtype",
+    [
+        (8, 16, 8192, 0.0, 4096.0, np.float32),
+        (10, 64, 16000, 100.0, 7000.0, np.float32),
+        (4, 32, 22050, 20.0, 8000.0, np.float64),
+    ],
+)
+def test_mel_weight_matrix_is_an_import_time_constant(
+    bins, dft_length, rate, low, high, dtype
+):
+    scalars = {
+        "num_mel_bins": np.array(bins, np.int64),
+        "dft_length": np.array(dft_length, np.int64),
+        "sample_rate": np.array(rate, np.int64),
+        "lower_edge_hertz": np.array(low, dtype),
+        "upper_edge_hertz": np.array(high, dtype),
+    }
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(np.float32))
+    model = model_of(
+        "MelWeightMatrix",
+        {},
+        (dft_length // 2 + 1, bins),
+        initializers=scalars,
+        opset=17,
+        output_datatype=elem,
+    )
+    (expected,) = ReferenceEvaluator(model).run(None, {})
+    imported = import_onnx(model)
+    assert [op.name for op in imported.function.body.block.ops] == [
+        "graph.constant",
+        "func.return",
+    ]
+    (actual,) = run_graph(imported.module, [])
+    np.testing.assert_array_equal(actual, expected)

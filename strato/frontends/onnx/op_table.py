@@ -11,6 +11,7 @@ from strato.frontends.onnx.conversion import Converter
 from strato.frontends.onnx.convert_constant import (
     convert_constant,
     convert_constant_of_shape,
+    convert_mel_weight_matrix,
     convert_range,
 )
 from strato.frontends.onnx.convert_einsum import convert_einsum
@@ -221,6 +222,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "MatMul": convert_matmul,
     "Max": convert_max,
     "MaxPool": convert_max_pool,
+    "MelWeightMatrix": convert_mel_weight_matrix,
     "Mean": convert_mean,
     "Min": convert_min,
     "Mish": convert_mish,
