@@ -163,3 +163,26 @@ def test_a_body_with_an_unimported_operator_is_a_diagnostic(monkeypatch):
         ModelImportError, match=r"\(LogSoftmax\): its function body uses ReduceMax"
     ):
         import_onnx(model)
+
+
+@pytest.mark.parametrize("align_corners", [0, 1])
+@pytest.mark.parametrize("size", [[2, 3, 4, 5], [1, 2, 3, 4, 2]])
+def test_affine_grid_takes_the_branches_its_attribute_and_rank_select(
+    align_corners, size
+):
+    spatial = len(size) - 2
+    theta = normal(size[0], spatial, spatial + 1)
+    node = helper.make_node(
+        "AffineGrid", ["theta", "size"], ["grid"], align_corners=align_corners
+    )
+    grid_shape = (size[0], *size[2:], spatial)
+    model = model_of(
+        node,
+        {"theta": theta},
+        {"grid": grid_shape},
+        {"size": np.array(size, np.int64)},
+        opset=20,
+    )
+    (actual,) = interpreted(model, {"theta": theta})
+    (expected,) = reference(model, {"theta": theta})
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)

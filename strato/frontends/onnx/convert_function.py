@@ -34,6 +34,7 @@ from strato.frontends.onnx.conversion import (
 )
 
 FUNCTION_OPS = (
+    "AffineGrid",
     "Attention",
     "BlackmanWindow",
     "HammingWindow",
@@ -47,6 +48,7 @@ FUNCTION_OPS = (
 """The operators imported through their function body."""
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
+    "AffineGrid": (1,),
     "BlackmanWindow": (0,),
     "HammingWindow": (0,),
     "HannWindow": (0,),
@@ -69,8 +71,6 @@ def by_function_body(op_type: str) -> Converter:
 def expand_function(ctx: NodeContext) -> list[ImportedValue | None]:
     """Convert the node `ctx` describes as its function body; the node's results (None
     for an optional output the node does not ask for, which the body may not compute)."""
-    from strato.frontends.onnx.op_table import ONNX_CONVERTERS
-
     schema = onnx.defs.get_schema(ctx.op_type, ctx.opset(), "")
     function = _function_body(ctx, schema)
     prefix = f"{ctx.node.output[0]}::{ctx.op_type}::"
@@ -79,25 +79,55 @@ def expand_function(ctx: NodeContext) -> list[ImportedValue | None]:
         if ctx.has_input(index):
             ctx.bind(prefix + formal, ctx.static_value(index))
     body_opset = _default_opset(function, ctx.opset())
-    for body_node in function.node:
-        node = _instantiate(ctx, schema, body_node, renamed)
+    _convert_body(ctx, schema, function.node, renamed, body_opset)
+    return [
+        ctx.lookup(prefix + formal) if wanted else None
+        for formal, wanted in zip(function.output, ctx.node.output)
+    ]
+
+
+def _convert_body(ctx, schema, nodes, rename, opset: int) -> None:
+    """Convert body `nodes` in order, each by its converter; an If whose condition is
+    known at import time (AffineGrid's tests of its attribute and of the rank) is the
+    nodes of the branch it takes."""
+    from strato.frontends.onnx.op_table import ONNX_CONVERTERS
+
+    for body_node in nodes:
+        node = _instantiate(ctx, schema, body_node, rename)
+        if node.op_type == "If":
+            _convert_known_if(ctx, schema, node, rename, opset)
+            continue
         converter = ONNX_CONVERTERS.get(node.op_type)
         if converter is None:
             raise ctx.error(
                 f"its function body uses {node.op_type}, which strato does not import"
             )
-        sub = ctx.nested(node, body_opset)
         try:
-            results = converter(sub)
+            results = converter(ctx.nested(node, opset))
         except ModelImportError as err:
             raise ctx.error(f"in its function body, {err.message}") from None
         for name, value in zip(node.output, results):
             if name:
                 ctx.bind(name, value)
-    return [
-        ctx.lookup(prefix + formal) if wanted else None
-        for formal, wanted in zip(function.output, ctx.node.output)
-    ]
+
+
+def _convert_known_if(ctx, schema, node: onnx.NodeProto, rename, opset: int) -> None:
+    """The branch an If of the body takes, its outputs bound to the If's. Branch values
+    take the body's prefix too: a branch reads the body's values by their names."""
+    condition = ctx.lookup(node.input[0])
+    if not isinstance(condition, np.ndarray) or condition.size != 1:
+        raise ctx.error(
+            "its function body branches on a value known only at run time (If), which "
+            "strato does not import"
+        )
+    taken = "then_branch" if bool(condition.reshape(())) else "else_branch"
+    branch = next(
+        helper.get_attribute_value(a) for a in node.attribute if a.name == taken
+    )
+    _convert_body(ctx, schema, branch.node, rename, opset)
+    for name, output in zip(node.output, branch.output):
+        if name:
+            ctx.bind(name, ctx.lookup(rename(output.name)))
 
 
 def _function_body(ctx: NodeContext, schema: onnx.defs.OpSchema) -> onnx.FunctionProto:
