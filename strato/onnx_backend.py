@@ -507,6 +507,7 @@ def _import_time_inputs() -> dict[str, tuple[int, ...]]:
         convert_constant,
         convert_function,
         convert_layout,
+        convert_nn,
         convert_reduce,
         convert_resize,
     )
@@ -515,6 +516,7 @@ def _import_time_inputs() -> dict[str, tuple[int, ...]]:
         **convert_constant.IMPORT_TIME_INPUTS,
         **convert_function.IMPORT_TIME_INPUTS,
         **convert_layout.IMPORT_TIME_INPUTS,
+        **convert_nn.IMPORT_TIME_INPUTS,
         **convert_reduce.IMPORT_TIME_INPUTS,
         **convert_resize.IMPORT_TIME_INPUTS,
     }

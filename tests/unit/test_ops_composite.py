@@ -295,3 +295,74 @@ def test_mel_weight_matrix_is_an_import_time_constant(
     ]
     (actual,) = run_graph(imported.module, [])
     np.testing.assert_array_equal(actual, expected)
+
+
+def test_max_unpool_inverts_max_pool():
+    x = normal(2, 3, 4, 6)
+    pool = helper.make_node(
+        "MaxPool", ["x"], ["v", "i"], kernel_shape=[2, 2], strides=[2, 2]
+    )
+    unpool = helper.make_node(
+        "MaxUnpool", ["v", "i"], ["y"], kernel_shape=[2, 2], strides=[2, 2]
+    )
+    graph = helper.make_graph(
+        [pool, unpool],
+        "unpool",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, x.shape)],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, x.shape)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 8
+    check(model, {"x": x}, compiled=True)
+
+
+def test_max_unpool_into_a_larger_output_pads_at_the_end():
+    x = np.array([[[[5.0, 6.0], [7.0, 8.0]]]], np.float32)
+    indices = np.array([[[[5, 7], [13, 15]]]], np.int64)
+    model = model_of(
+        "MaxUnpool",
+        {"x": x, "i": indices},
+        (1, 1, 5, 5),
+        initializers={"shape": np.array([1, 1, 5, 5], np.int64)},
+        opset=11,
+        kernel_shape=[2, 2],
+        strides=[2, 2],
+    )
+    check(model, {"x": x, "i": indices})
+
+
+@pytest.mark.parametrize(
+    "image, block, attributes",
+    [
+        ([5, 5], [1, 5], {}),
+        ([4, 6], [2, 2], {"strides": [2, 2]}),
+        ([5, 5], [2, 2], {"pads": [1, 0, 1, 2], "dilations": [2, 1]}),
+        ([3, 4, 5], [2, 2, 2], {}),
+    ],
+)
+def test_col2im_sums_overlapping_blocks(image, block, attributes):
+    rank = len(image)
+    strides = attributes.get("strides", [1] * rank)
+    dilations = attributes.get("dilations", [1] * rank)
+    pads = attributes.get("pads", [0] * (2 * rank))
+    counts = [
+        (i + pads[d] + pads[d + rank] - (dl * (b - 1) + 1)) // s + 1
+        for d, (i, b, s, dl) in enumerate(zip(image, block, strides, dilations))
+    ]
+    x = normal(2, 3 * int(np.prod(block)), int(np.prod(counts)))
+    model = model_of(
+        "Col2Im",
+        {"x": x},
+        (2, 3, *image),
+        initializers={
+            "image_shape": np.array(image, np.int64),
+            "block_shape": np.array(block, np.int64),
+        },
+        **attributes,
+    )
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (actual,) = run_graph(import_onnx(model).module, [x])
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+    if rank == 2 and not pads[0]:
+        (compiled,) = strato.compile(model)(x)
+        np.testing.assert_allclose(compiled, expected, rtol=1e-5, atol=1e-6)

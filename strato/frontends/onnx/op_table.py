@@ -116,11 +116,13 @@ from strato.frontends.onnx.convert_logic import (
 )
 from strato.frontends.onnx.convert_nn import (
     convert_average_pool,
+    convert_col2im,
     convert_conv,
     convert_conv_transpose,
     convert_global_average_pool,
     convert_global_max_pool,
     convert_lp_pool,
+    convert_max_unpool,
     convert_max_pool,
 )
 from strato.frontends.onnx.convert_normalization import (
@@ -174,6 +176,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Ceil": convert_ceil,
     "Celu": convert_celu,
     "Clip": convert_clip,
+    "Col2Im": convert_col2im,
     "Concat": convert_concat,
     "Constant": convert_constant,
     "ConstantOfShape": convert_constant_of_shape,
@@ -222,6 +225,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "MatMul": convert_matmul,
     "Max": convert_max,
     "MaxPool": convert_max_pool,
+    "MaxUnpool": convert_max_unpool,
     "MelWeightMatrix": convert_mel_weight_matrix,
     "Mean": convert_mean,
     "Min": convert_min,
