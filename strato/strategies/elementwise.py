@@ -307,7 +307,14 @@ def _truncated_remainder_in_f64(s: ScalarBuilder, x: SSAValue, y: SSAValue) -> S
     )
     r = s.select(crossed, s.add(r, toward_x), r)
     r = s.select(s.cmp("ge", s.abs(r), step), s.sub(r, toward_x), r)
-    return _emit(s, arith.TruncFOp(r, x.type))
+    # r is exact in x's type, so rounding it through f32 changes nothing; and a direct
+    # f64 -> f16 truncation is a call of libgcc's __truncdfhf2 even on F16C machines,
+    # which the JIT resolves only where the process has loaded a libgcc_s that
+    # exports it (an unresolved call jumps to 0: the f16 Mod crash)
+    narrow = _emit(s, arith.TruncFOp(r, f32))
+    if x.type == f32:
+        return narrow
+    return _emit(s, arith.TruncFOp(narrow, x.type))
 
 
 @strategy(graph.PowOp)

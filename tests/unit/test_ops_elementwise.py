@@ -355,6 +355,26 @@ def test_integer_mod_matches_onnxruntime(fmod, dtype):
     np.testing.assert_array_equal(interpreted, expected)
 
 
+def test_float16_mod_never_truncates_f64_to_f16():
+    """An f64 -> f16 truncation is a call of libgcc's __truncdfhf2, which the JIT finds
+    only in a process that has loaded a libgcc_s exporting it (else it calls address 0:
+    the SIGSEGV of the float16 Mod node tests). The remainder is exact in f16, so it
+    rounds through f32, which F16C converts in one instruction."""
+    from strato.targets.llvm.emit import emit_llvm_ir
+
+    text = """
+func.func @main(%a: tensor<6xf16>, %b: tensor<6xf16>) -> tensor<6xf16> {
+  %r = graph.mod %a, %b {fmod} : (tensor<6xf16>, tensor<6xf16>) -> tensor<6xf16>
+  func.return %r : tensor<6xf16>
+}"""
+    ctx = make_context()
+    module = Parser(ctx, text).parse_module()
+    run_pipeline(ctx, module, "convert-graph-to-te,convert-te-to-loops,convert-loops-to-llvm")
+    ir = emit_llvm_ir(module)
+    assert "fpext half" in ir  # the remainder is computed in f64
+    assert not [line for line in ir.splitlines() if "fptrunc double" in line and "to half" in line]
+
+
 def test_float_mod_is_fmod_or_floored_with_special_values():
     inf, nan = np.inf, np.nan
     x = np.array([-4.3, 7.2, 5.0, 4.3, -7.2, 8.0, -3, 3, -1, 1, inf, 1, nan], np.float32)
