@@ -186,3 +186,29 @@ def test_affine_grid_takes_the_branches_its_attribute_and_rank_select(
     (actual,) = interpreted(model, {"theta": theta})
     (expected,) = reference(model, {"theta": theta})
     np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_swish_reduce_log_sum_and_mean_variance_normalization():
+    x = np.abs(normal(2, 3, 4)) + 0.1
+    cases = [
+        (helper.make_node("Swish", ["x"], ["y"], alpha=0.5), x.shape, 24),
+        (
+            helper.make_node("MeanVarianceNormalization", ["x"], ["y"], axes=[0, 2]),
+            x.shape,
+            13,
+        ),
+    ]
+    for node, shape, opset in cases:
+        model = model_of(node, {"x": x}, {"y": shape}, opset=opset)
+        (actual,) = interpreted(model, {"x": x})
+        (expected,) = reference(model, {"x": x})
+        np.testing.assert_allclose(
+            actual, expected, rtol=1e-5, atol=1e-6, err_msg=node.op_type
+        )
+    node = helper.make_node("ReduceLogSum", ["x", "axes"], ["y"], keepdims=0)
+    model = model_of(
+        node, {"x": x}, {"y": (2, 4)}, {"axes": np.array([1], np.int64)}, opset=18
+    )
+    (actual,) = interpreted(model, {"x": x})
+    (expected,) = reference(model, {"x": x})
+    np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-6)

@@ -37,21 +37,28 @@ FUNCTION_OPS = (
     "AffineGrid",
     "Attention",
     "BlackmanWindow",
+    "CenterCropPad",
     "HammingWindow",
     "HannWindow",
     "LogSoftmax",
+    "MeanVarianceNormalization",
     "NegativeLogLikelihoodLoss",
     "RMSNormalization",
+    "ReduceLogSum",
     "RotaryEmbedding",
     "SoftmaxCrossEntropyLoss",
+    "SwiGLU",
+    "Swish",
 )
 """The operators imported through their function body."""
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "AffineGrid": (1,),
     "BlackmanWindow": (0,),
+    "CenterCropPad": (1,),
     "HammingWindow": (0,),
     "HannWindow": (0,),
+    "ReduceLogSum": (1,),
 }
 """The inputs of each operator that must be known at import time (by position): those
 its body reads as a shape or a range bound."""
