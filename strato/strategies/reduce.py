@@ -309,21 +309,25 @@ def _append(s: ScalarBuilder, op: Operation) -> SSAValue:
     return op.results[0]
 
 
-@strategy(graph.CumSumOp)
-def cumsum(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
-    """result[.., i, ..] = sum over k of (x[.., p, ..] if p is in the running sum of i,
-    else 0), p = k forward and n - 1 - k with `reverse`, so that the terms are added in
-    the running direction as numpy's cumsum adds them. p is in the sum of i when
-    p <= i (p < i `exclusive`; p >= i, p > i `reverse`). Quadratic in the axis length,
-    as top_k: the axes of position ids and masks are short."""
-    assert isinstance(op, graph.CumSumOp)
+@strategy(graph.CumSumOp, graph.CumProdOp)
+def cumulative(
+    pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """result[.., i, ..] = sum (product) over k of (x[.., p, ..] if p is in the running
+    combination of i, else 0 (1)), p = k forward and n - 1 - k with `reverse`, so that
+    the terms combine in the running direction as numpy's cumsum and cumprod combine
+    them. p is in the combination of i when p <= i (p < i `exclusive`; p >= i, p > i
+    `reverse`). Quadratic in the axis length, as top_k: the axes of position ids and
+    masks are short."""
+    assert isinstance(op, graph.CumulativeOp)
     (x,) = inputs
     shape = shape_of(x)
     dtype = element_type_of(x)
     axis = op.axis_value
     size = shape[axis]
+    stage = op.name.split(".", 1)[1]
     if size == 0:
-        return [pb.compute("cumsum", shape, lambda s, idx: s.const(0), dtype)]
+        return [pb.compute(stage, shape, lambda s, idx: s.const(op.IDENTITY), dtype)]
     predicate = {
         (False, False): "sle",
         (True, False): "slt",
@@ -337,6 +341,7 @@ def cumsum(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> l
             position = s.index_sub(s.index(size - 1), position)
         value = s.read(x, [*idx[:axis], position, *idx[axis + 1 :]])
         included = s.index_cmp(predicate, position, idx[axis])
-        return s.select(included, value, s.const(0, value.type))
+        return s.select(included, value, s.const(op.IDENTITY, value.type))
 
-    return [pb.reduce("cumsum", te.ReduceKind.SUM, shape, [size], term, dtype)]
+    kind = te.ReduceKind.PROD if isinstance(op, graph.CumProdOp) else te.ReduceKind.SUM
+    return [pb.reduce(stage, kind, shape, [size], term, dtype)]

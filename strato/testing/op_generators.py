@@ -739,11 +739,18 @@ OP_GENERATORS["graph.arg_max"] = _arg_reduction("graph.arg_max")
 OP_GENERATORS["graph.arg_min"] = _arg_reduction("graph.arg_min")
 
 
-@generator("graph.cumsum")
-def _cumsum(b: ProgramBuilder) -> Operation:
-    x = b.float_value()
-    axis = b.draw(st.integers(0, len(shape(x)) - 1))
-    return graph.CumSumOp(x, axis, b.draw(st.booleans()), b.draw(st.booleans()))
+def _cumulative(name: str) -> Drawer:
+    def draw(b: ProgramBuilder) -> Operation:
+        x = b.float_value()
+        axis = b.draw(st.integers(0, len(shape(x)) - 1))
+        op_class: Any = _op_class(name)
+        return op_class(x, axis, b.draw(st.booleans()), b.draw(st.booleans()))
+
+    return draw
+
+
+OP_GENERATORS["graph.cumsum"] = _cumulative("graph.cumsum")
+OP_GENERATORS["graph.cumprod"] = _cumulative("graph.cumprod")
 
 
 @generator("graph.top_k")

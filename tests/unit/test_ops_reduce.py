@@ -363,8 +363,8 @@ def test_top_k_with_a_runtime_k_is_a_diagnostic():
 # -- CumSum -----------------------------------------------------------------------
 
 
-def cum_sum_model(x: np.ndarray, axis: int, **attributes):
-    node = helper.make_node("CumSum", ["x", "axis"], ["y"], name="node", **attributes)
+def cum_sum_model(x: np.ndarray, axis: int, op_type: str = "CumSum", **attributes):
+    node = helper.make_node(op_type, ["x", "axis"], ["y"], name="node", **attributes)
     elem = helper.np_dtype_to_tensor_dtype(x.dtype)
     onnx_graph = helper.make_graph(
         [node],
@@ -373,7 +373,8 @@ def cum_sum_model(x: np.ndarray, axis: int, **attributes):
         [helper.make_tensor_value_info("y", elem, x.shape)],
         [numpy_helper.from_array(np.array(axis, np.int32), "axis")],
     )
-    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", 14)])
+    opset = 26 if op_type == "CumProd" else 14
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     return model
 
@@ -391,6 +392,24 @@ def test_cum_sum(axis: int, exclusive: int, reverse: int):
 def test_cum_sum_of_integers_is_exact(dtype):
     x = np.arange(1, 13, dtype=dtype).reshape(3, 4)
     check(cum_sum_model(x, 1, reverse=1), [x])
+
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cum_prod(exclusive: int, reverse: int):
+    """Against numpy (onnxruntime has no CumProd yet)."""
+    x = np.random.default_rng(5).uniform(0.5, 1.5, (3, 4)).astype(np.float32)
+    model = cum_sum_model(x, 1, "CumProd", exclusive=exclusive, reverse=reverse)
+    expected = graph.cumprod(x, 1, bool(exclusive), bool(reverse))
+    ordered = np.flip(x, 1) if reverse else x
+    plain = np.cumprod(ordered.astype(np.float64), axis=1)
+    if exclusive:
+        plain = np.concatenate([np.ones((3, 1)), plain[:, :-1]], axis=1)
+    np.testing.assert_allclose(expected, np.flip(plain, 1) if reverse else plain, rtol=1e-6)
+    (interpreted,) = run_graph(import_onnx(model).module, [x])
+    np.testing.assert_allclose(interpreted, expected, rtol=1e-6)
+    (compiled,) = strato.compile(model)(x)
+    np.testing.assert_allclose(compiled, expected, rtol=1e-6)
 
 
 def test_cum_sum_lowers_through_te_and_loops():
@@ -492,7 +511,7 @@ func.func @main(%a: tensor<2x3xf32>) {{
 
 REDUCE_NODE_TESTS = (
     r"^test_(reduce_(sum|mean|max|min|prod|l1|l2|log_sum_exp|sum_square)|arg(max|min)|top_k"
-    r"|cumsum)"
+    r"|cumsum|cumprod)"
 )
 
 NEEDS_OTHER_WORK = {

@@ -395,19 +395,16 @@ class ArgMinOp(ArgReductionOp):
         return np.argmin(x, axis=axis)
 
 
-@irdl_op_definition
-class CumSumOp(GraphOp):
-    """Running sum along `axis`: result[.., i, ..] = sum of input[.., k, ..] over k <= i;
-    over k < i with `exclusive`, k >= i with `reverse`, k > i with both (an empty sum
-    is 0). Sums are taken in the order of the running direction, from the first
-    element the direction meets (integers wrap).
+class CumulativeOp(GraphOp):
+    """The shared definition of `graph.cumsum` and `graph.cumprod`: the running
+    combination along `axis`, result[.., i, ..] = combine of input[.., k, ..] over
+    k <= i; over k < i with `exclusive`, k >= i with `reverse`, k > i with both (an empty
+    combination is the identity, 0 or 1). Elements are combined in the running
+    direction, from the first one the direction meets (integers wrap)."""
 
-        %c = graph.cumsum %a axis 1 : tensor<3x4xf32>
-        %d = graph.cumsum %i axis 0 exclusive reverse : tensor<5xi64>
-    """
-
-    name = "graph.cumsum"
     FLOAT_OPERANDS: ClassVar[bool] = False
+    RUNNING: ClassVar = staticmethod(np.cumsum)
+    IDENTITY: ClassVar[int] = 0
 
     T: ClassVar = VarConstraint("T", AnyTensor)
     input = operand_def(T)
@@ -458,19 +455,57 @@ class CumSumOp(GraphOp):
         return shape
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return [cumsum(inputs[0], self.axis_value, self.is_exclusive, self.is_reverse)]
+        return [
+            running(
+                inputs[0], self.axis_value, self.is_exclusive, self.is_reverse, self.RUNNING
+            )
+        ]
+
+
+@irdl_op_definition
+class CumSumOp(CumulativeOp):
+    """Running sum along `axis` (`CumulativeOp`).
+
+        %c = graph.cumsum %a axis 1 : tensor<3x4xf32>
+        %d = graph.cumsum %i axis 0 exclusive reverse : tensor<5xi64>
+    """
+
+    name = "graph.cumsum"
+
+
+@irdl_op_definition
+class CumProdOp(CumulativeOp):
+    """Running product along `axis` (`CumulativeOp`).
+
+        %c = graph.cumprod %a axis 0 reverse : tensor<3x4xf32>
+    """
+
+    name = "graph.cumprod"
+    RUNNING: ClassVar = staticmethod(np.cumprod)
+    IDENTITY: ClassVar[int] = 1
 
 
 def cumsum(x: np.ndarray, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
-    """graph.cumsum's reference: numpy's running sum in the element type, taken from
-    the end with `reverse`, shifted by one (a leading 0) with `exclusive`."""
+    """graph.cumsum's reference (`running` with numpy's cumsum)."""
+    return running(x, axis, exclusive, reverse, np.cumsum)
+
+
+def cumprod(x: np.ndarray, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
+    """graph.cumprod's reference (`running` with numpy's cumprod)."""
+    return running(x, axis, exclusive, reverse, np.cumprod)
+
+
+def running(x: np.ndarray, axis: int, exclusive: bool, reverse: bool, combine) -> np.ndarray:
+    """numpy's running `combine` (cumsum, cumprod) in the element type, taken from the
+    end with `reverse`, shifted by one (a leading identity) with `exclusive`."""
     x = np.asarray(x)
-    running = np.flip(x, axis) if reverse else x
+    identity = 1 if combine is np.cumprod else 0
+    ordered = np.flip(x, axis) if reverse else x
     with np.errstate(all="ignore"):
-        total = np.cumsum(running, axis=axis, dtype=x.dtype)
+        total = combine(ordered, axis=axis, dtype=x.dtype)
     if exclusive and x.shape[axis]:
-        zero = np.zeros_like(np.take(total, [0], axis=axis))
-        total = np.concatenate([zero, np.delete(total, -1, axis=axis)], axis=axis)
+        first = np.full_like(np.take(total, [0], axis=axis), identity)
+        total = np.concatenate([first, np.delete(total, -1, axis=axis)], axis=axis)
     if reverse:
         total = np.flip(total, axis)
     return np.require(total, dtype=x.dtype, requirements="C")
@@ -586,6 +621,7 @@ OPS = (
     ArgMaxOp,
     ArgMinOp,
     CumSumOp,
+    CumProdOp,
     TopKOp,
 )
 
@@ -593,8 +629,12 @@ __all__ = [
     "ArgMaxOp",
     "ArgMinOp",
     "ArgReductionOp",
+    "CumProdOp",
     "CumSumOp",
+    "CumulativeOp",
+    "cumprod",
     "cumsum",
+    "running",
     "FloatReductionOp",
     "ReduceL1Op",
     "ReduceL2Op",

@@ -1,6 +1,6 @@
 """Converters for ONNX reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin,
-ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp, ArgMax/ArgMin, TopK
-and CumSum.
+ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp, ArgMax/ArgMin, TopK,
+CumSum and CumProd.
 
 The axes are an attribute (ReduceSum before opset 13, the others before 18) or an input
 known at import time. No axes (or an empty list) means every axis, unless
@@ -39,6 +39,7 @@ IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "ReduceLogSumExp": (1,),
     "TopK": (1,),
     "CumSum": (1,),
+    "CumProd": (1,),
 }
 """The inputs of each operator that must be known at import time (by position)."""
 
@@ -182,6 +183,15 @@ def _k_input(ctx: NodeContext) -> list[int]:
 def convert_cum_sum(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX CumSum (axis a scalar input known at import time; exclusive, reverse) ->
     graph.cumsum (folded when the input is known)."""
+    return _cumulative(ctx, graph.CumSumOp)
+
+
+def convert_cum_prod(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX CumProd (opset 26; as CumSum) -> graph.cumprod."""
+    return _cumulative(ctx, graph.CumProdOp)
+
+
+def _cumulative(ctx: NodeContext, op_class: type[graph.CumulativeOp]) -> list[ImportedValue]:
     shape = input_shape(ctx, 0)
     if not shape:
         raise ctx.error("input must have rank >= 1")
@@ -197,10 +207,10 @@ def convert_cum_sum(ctx: NodeContext) -> list[ImportedValue]:
     reverse = ctx.flag_attr("reverse", 0)
     x = ctx.value(0)
     if _is_bool(x):
-        raise ctx.error("CumSum of bool tensors is not supported")
+        raise ctx.error(f"{ctx.op_type} of bool tensors is not supported")
     if isinstance(x, np.ndarray):
-        return [graph.cumsum(x, axis, exclusive, reverse)]
-    return [ctx.emit(graph.CumSumOp(x, axis, exclusive, reverse)).results[0]]
+        return [graph.running(x, axis, exclusive, reverse, op_class.RUNNING)]
+    return [ctx.emit(op_class(x, axis, exclusive, reverse)).results[0]]
 
 
 def _is_bool(x: ImportedValue) -> bool:

@@ -137,6 +137,7 @@ from strato.frontends.onnx.convert_normalization import (
 from strato.frontends.onnx.convert_reduce import (
     convert_arg_max,
     convert_arg_min,
+    convert_cum_prod,
     convert_cum_sum,
     convert_reduce_l1,
     convert_reduce_l2,
@@ -182,6 +183,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "ConstantOfShape": convert_constant_of_shape,
     "Conv": convert_conv,
     "ConvTranspose": convert_conv_transpose,
+    "CumProd": convert_cum_prod,
     "CumSum": convert_cum_sum,
     "Cos": convert_cos,
     "Cosh": convert_cosh,

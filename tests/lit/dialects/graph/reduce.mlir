@@ -37,6 +37,7 @@ func.func @reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) -> tensor<3xf32>
 // CHECK-NEXT:    %w, %wi = graph.top_k %b axis 0 k 1 : (tensor<5xi32>) -> (tensor<1xi32>, tensor<1xi64>)
 // CHECK-NEXT:    %c = graph.cumsum %a axis 1 : tensor<2x3x4xf32>
 // CHECK-NEXT:    %d = graph.cumsum %b axis 0 exclusive reverse : tensor<5xi32>
+// CHECK-NEXT:    %e = graph.cumprod %a axis 2 reverse : tensor<2x3x4xf32>
 // GENERIC-LABEL: sym_name = "more_reductions"
 // GENERIC:         "graph.arg_max"(%a) <{axis = 1 : i64, keepdims}> : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
 // GENERIC:         "graph.arg_min"(%b) <{axis = 0 : i64, select_last_index}> : (tensor<5xi32>) -> tensor<i64>
@@ -55,5 +56,6 @@ func.func @more_reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) {
   %w, %wi = graph.top_k %b axis 0 k 1 : (tensor<5xi32>) -> (tensor<1xi32>, tensor<1xi64>)
   %c = graph.cumsum %a axis 1 : tensor<2x3x4xf32>
   %d = graph.cumsum %b axis 0 exclusive reverse : tensor<5xi32>
+  %e = graph.cumprod %a axis 2 reverse : tensor<2x3x4xf32>
   func.return
 }
