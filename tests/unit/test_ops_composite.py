@@ -366,3 +366,31 @@ def test_col2im_sums_overlapping_blocks(image, block, attributes):
     if rank == 2 and not pads[0]:
         (compiled,) = strato.compile(model)(x)
         np.testing.assert_allclose(compiled, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_lp_normalization_with_a_zero_row(p, axis):
+    x = normal(3, 4)
+    x[1] = 0.0
+    x[:, 2] = 0.0
+    model = model_of("LpNormalization", {"x": x}, x.shape, p=p, axis=axis)
+    norm = np.linalg.norm(x.astype(np.float64), ord=p, axis=axis, keepdims=True)
+    with np.errstate(all="ignore"):
+        expected = np.where(norm == 0, 0.0, x / norm).astype(np.float32)
+    (actual,) = run_graph(import_onnx(model).module, [x])
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-7)
+    (compiled,) = strato.compile(model)(x)
+    np.testing.assert_allclose(compiled, expected, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("k", [0, 2, -1])
+def test_eye_like_is_a_constant(k):
+    x = normal(3, 5)
+    model = model_of(
+        "EyeLike", {"x": x}, (3, 5), np.int32, dtype=onnx.TensorProto.INT32, k=k
+    )
+    imported = import_onnx(model)
+    assert "graph.constant" in [op.name for op in imported.function.body.block.ops]
+    (actual,) = run_graph(imported.module, [x])
+    np.testing.assert_array_equal(actual, np.eye(3, 5, k=k, dtype=np.int32))

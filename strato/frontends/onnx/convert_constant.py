@@ -1,6 +1,6 @@
 """Converters for the ONNX operators whose value is known at import time: Constant,
-ConstantOfShape (of a known shape), Range (of known bounds) and MelWeightMatrix (of
-known sizes and frequencies).
+ConstantOfShape (of a known shape), Range (of known bounds), EyeLike (of a static
+shape) and MelWeightMatrix (of known sizes and frequencies).
 
 The value stays a numpy array, like an initializer; it becomes a `graph.constant` only
 where an op needs it as an operand. ConstantOfShape and Range have data-dependent
@@ -14,7 +14,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from strato.frontends.onnx.conversion import ImportedValue, NodeContext
+from strato.dialects.tensor_types import numpy_dtype
+from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
 
 
 def convert_constant(ctx: NodeContext) -> list[ImportedValue]:
@@ -168,3 +169,20 @@ def mel_weight_matrix(
     on_rise = (j >= left) & (j <= center)
     on_fall = (j >= center) & (j < right)
     return np.where(on_fall, falling, np.where(on_rise, rising, 0.0))
+
+
+def convert_eye_like(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX EyeLike: ones on diagonal k of a matrix shaped like the (2-D) input, zeros
+    elsewhere, of element type `dtype` (the input's by default); it depends on the
+    input's shape only, so it is a constant."""
+    shape = shape_of(ctx.value(0))
+    if len(shape) != 2:
+        raise ctx.error(f"input must be 2-D, got shape {list(shape)}")
+    value = ctx.value(0)
+    dtype = value.dtype if isinstance(value, np.ndarray) else numpy_dtype(value.type)
+    if ctx.has_attr("dtype"):
+        try:
+            dtype = helper.tensor_dtype_to_np_dtype(int(ctx.attr("dtype")))
+        except (KeyError, ValueError, TypeError):
+            raise ctx.error(f"dtype={ctx.attr('dtype')} is not a tensor type") from None
+    return [np.eye(*shape, k=int(ctx.attr("k", 0)), dtype=dtype)]

@@ -123,6 +123,26 @@ def convert_lrn(ctx: NodeContext) -> list[ImportedValue]:
     return [emit(graph.DivOp(x, emit(graph.PowOp(base, constant(beta)))))]
 
 
+def convert_lp_normalization(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX LpNormalization (axis, default -1; p 1 or 2, default 2) -> x / the L1 or L2
+    norm along the axis (graph.reduce_l1 / reduce_l2 keeping it), 0 where the norm is
+    0 (as ONNX's reference)."""
+    shape = ctx.shape(0)
+    if not shape:
+        raise ctx.error("input must have rank >= 1")
+    axis = _axis(ctx, len(shape), -1)
+    p = int(ctx.attr("p", 2))
+    if p not in (1, 2):
+        raise ctx.error(f"attribute p={p} is not supported (1 or 2)")
+    x = ctx.operand(0)
+    norm_class = graph.ReduceL1Op if p == 1 else graph.ReduceL2Op
+    norm = ctx.emit(norm_class(x, [axis], keepdims=True)).results[0]
+    zero = ctx.materialize(np.zeros((), dtype=numpy_dtype(x.type.element_type)))
+    is_zero = ctx.emit(graph.EqualOp(norm, zero)).results[0]
+    quotient = ctx.emit(graph.DivOp(x, norm)).results[0]
+    return [ctx.emit(graph.WhereOp(is_zero, zero, quotient)).results[0]]
+
+
 def _requested_outputs(ctx: NodeContext) -> list[bool]:
     return [bool(name) for name in ctx.node.output]
 

@@ -11,6 +11,7 @@ from strato.frontends.onnx.conversion import Converter
 from strato.frontends.onnx.convert_constant import (
     convert_constant,
     convert_constant_of_shape,
+    convert_eye_like,
     convert_mel_weight_matrix,
     convert_range,
 )
@@ -132,6 +133,7 @@ from strato.frontends.onnx.convert_normalization import (
     convert_lrn,
     convert_instance_normalization,
     convert_layer_normalization,
+    convert_lp_normalization,
     convert_softmax,
 )
 from strato.frontends.onnx.convert_reduce import (
@@ -196,6 +198,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Erf": convert_erf,
     "Exp": convert_exp,
     "Expand": convert_expand,
+    "EyeLike": convert_eye_like,
     "Flatten": convert_flatten,
     "Floor": convert_floor,
     "GRU": convert_gru,
@@ -223,6 +226,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Less": convert_less,
     "LessOrEqual": convert_less_or_equal,
     "Log": convert_log,
+    "LpNormalization": convert_lp_normalization,
     "LpPool": convert_lp_pool,
     "MatMul": convert_matmul,
     "Max": convert_max,
