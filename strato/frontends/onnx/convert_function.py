@@ -46,6 +46,7 @@ FUNCTION_OPS = (
     "RMSNormalization",
     "ReduceLogSum",
     "RotaryEmbedding",
+    "Shrink",
     "SoftmaxCrossEntropyLoss",
     "SwiGLU",
     "Swish",
@@ -145,6 +146,10 @@ def _function_body(ctx: NodeContext, schema: onnx.defs.OpSchema) -> onnx.Functio
         v for v in schema.context_dependent_function_opset_versions if v <= opset
     ]
     function = onnx.FunctionProto()
+    if not plain and not dependent and schema.function_opset_versions:
+        # The body ONNX added later to this same operator version (Shrink-9's of opset
+        # 18): it computes the operator the model uses, its nodes in the body's opset.
+        plain = [min(schema.function_opset_versions)]
     if plain and (not dependent or max(plain) >= max(dependent)):
         function.ParseFromString(schema.get_function_with_opset_version(max(plain)))
         return function

@@ -152,7 +152,7 @@ from strato.frontends.onnx.convert_reduce import (
     convert_reduce_sum_square,
     convert_top_k,
 )
-from strato.frontends.onnx.convert_resize import convert_resize
+from strato.frontends.onnx.convert_resize import convert_resize, convert_upsample
 from strato.frontends.onnx.convert_rnn import convert_gru, convert_lstm, convert_rnn
 
 ONNX_CONVERTERS: dict[str, Converter] = {
@@ -289,6 +289,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Transpose": convert_transpose,
     "Trilu": convert_trilu,
     "Unsqueeze": convert_unsqueeze,
+    "Upsample": convert_upsample,
     "Where": convert_where,
     "Xor": convert_xor,
 }
