@@ -154,6 +154,7 @@ from strato.frontends.onnx.convert_reduce import (
 )
 from strato.frontends.onnx.convert_resize import convert_resize, convert_upsample
 from strato.frontends.onnx.convert_rnn import convert_gru, convert_lstm, convert_rnn
+from strato.frontends.onnx.convert_sampling import convert_grid_sample
 
 ONNX_CONVERTERS: dict[str, Converter] = {
     "Abs": convert_abs,
@@ -210,6 +211,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "GlobalAveragePool": convert_global_average_pool,
     "GlobalMaxPool": convert_global_max_pool,
     "Greater": convert_greater,
+    "GridSample": convert_grid_sample,
     "GreaterOrEqual": convert_greater_or_equal,
     "GroupNormalization": convert_group_normalization,
     "HardSigmoid": convert_hard_sigmoid,
