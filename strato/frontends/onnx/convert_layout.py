@@ -1,7 +1,7 @@
 """Converters for ONNX operators that move data: Flatten, Reshape, Squeeze, Unsqueeze,
 Transpose, Concat, Split, Slice, Pad, Gather, GatherElements, GatherND, ScatterND, Shape,
 Expand,
-Tile, DepthToSpace, SpaceToDepth, Identity, Dropout.
+Tile, DepthToSpace, SpaceToDepth, Identity, Dropout, ReverseSequence.
 
 Whatever decides a result shape (a target shape, axes, slice bounds, pads) must be known
 at import time; it is folded into static properties of the graph op, as is every
@@ -1001,3 +1001,58 @@ def _one_hot_condition(
     wrapped = ctx.emit(graph.ReshapeOp(wrapped, expanded)).results[0]
     iota_value = _constant(ctx, np.require(iota, requirements="C"), "iota")
     return ctx.emit(graph.EqualOp(wrapped, iota_value)).results[0]
+
+
+def convert_reverse_sequence(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX ReverseSequence -> graph.gather_elements along the time axis: batch entry b
+    reads time step lens[b] - 1 - t for t < lens[b] and t itself after, a position
+    computed from the lengths (run-time values) with an import-time iota, clamped into
+    the axis (ONNX requires 1 <= lens[b] <= T; a length past it reads the last step).
+
+        ReverseSequence(x: [T=4, B=2], lens=[2, 4], time_axis=0, batch_axis=1)
+            -> graph.gather_elements %x, (where(iota < lens, lens - 1 - iota, iota))
+    """
+    shape = input_shape(ctx, 0)
+    if len(shape) < 2:
+        raise ctx.error(f"input of shape {list(shape)} must have rank 2 or more")
+    time_axis = int(ctx.attr("time_axis", 0))
+    batch_axis = int(ctx.attr("batch_axis", 1))
+    if {time_axis, batch_axis} != {0, 1}:
+        raise ctx.error(
+            f"time_axis {time_axis} and batch_axis {batch_axis} must be 0 and 1, one each"
+        )
+    steps, batch = shape[time_axis], shape[batch_axis]
+    if input_shape(ctx, 1) != (batch,):
+        raise ctx.error(
+            f"sequence_lens of shape {list(input_shape(ctx, 1))} must be [{batch}], one "
+            "length for each batch entry"
+        )
+    iota_shape, lens_shape = [1] * len(shape), [1] * len(shape)
+    iota_shape[time_axis], lens_shape[batch_axis] = steps, batch
+    iota = np.arange(steps, dtype=np.int64).reshape(iota_shape)
+    known_lens = ctx.known(1)
+    if known_lens is not None:
+        lens = known_lens.astype(np.int64).reshape(lens_shape)
+        positions = np.where(iota < lens, lens - 1 - iota, iota).clip(0, steps - 1)
+        positions = np.broadcast_to(positions, shape).astype(np.int64)
+        data = ctx.known(0)
+        if data is not None:
+            return [graph.take_along_axis(data, positions, time_axis)]
+        index = _constant(ctx, np.require(positions, requirements="C"), "positions")
+        return [ctx.emit(graph.GatherElementsOp(ctx.operand(0), index, time_axis)).results[0]]
+    lens_value = ctx.operand(1)
+    if lens_value.type.element_type != _I64:
+        lens_value = ctx.emit(graph.CastOp(lens_value, _I64)).results[0]
+    lens_value = ctx.emit(graph.ReshapeOp(lens_value, lens_shape)).results[0]
+    iota_value = _constant(ctx, np.require(iota, requirements="C"), "iota")
+    one = _constant(ctx, np.array(1, np.int64), "one")
+    last = ctx.emit(graph.SubOp(lens_value, one)).results[0]
+    reversed_positions = ctx.emit(graph.SubOp(last, iota_value)).results[0]
+    inside = ctx.emit(graph.LessOp(iota_value, lens_value)).results[0]
+    positions = ctx.emit(graph.WhereOp(inside, reversed_positions, iota_value)).results[0]
+    low = _constant(ctx, np.array(0, np.int64), "zero")
+    high = _constant(ctx, np.array(steps - 1, np.int64), "last_step")
+    positions = ctx.emit(graph.MaximumOp(positions, low)).results[0]
+    positions = ctx.emit(graph.MinimumOp(positions, high)).results[0]
+    positions = ctx.emit(graph.BroadcastToOp(positions, shape)).results[0]
+    return [ctx.emit(graph.GatherElementsOp(ctx.operand(0), positions, time_axis)).results[0]]
