@@ -37,6 +37,7 @@ FUNCTION_OPS = (
     "AffineGrid",
     "Attention",
     "BlackmanWindow",
+    "CausalConvWithState",
     "CenterCropPad",
     "HammingWindow",
     "HannWindow",
