@@ -1,7 +1,7 @@
 """Converters for ONNX operators that move data: Flatten, Reshape, Squeeze, Unsqueeze,
 Transpose, Concat, Split, Slice, Pad, Gather, GatherElements, GatherND, ScatterND, Shape,
 Expand,
-Tile, DepthToSpace, SpaceToDepth, Identity, Dropout, ReverseSequence.
+Tile, DepthToSpace, SpaceToDepth, Identity, Dropout, ReverseSequence, TensorScatter.
 
 Whatever decides a result shape (a target shape, axes, slice bounds, pads) must be known
 at import time; it is folded into static properties of the graph op, as is every
@@ -1056,3 +1056,90 @@ def convert_reverse_sequence(ctx: NodeContext) -> list[ImportedValue]:
     positions = ctx.emit(graph.MinimumOp(positions, high)).results[0]
     positions = ctx.emit(graph.BroadcastToOp(positions, shape)).results[0]
     return [ctx.emit(graph.GatherElementsOp(ctx.operand(0), positions, time_axis)).results[0]]
+
+
+def convert_tensor_scatter(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX TensorScatter (a KV-cache update) -> graph.where(written, gather_elements
+    (update, positions), past_cache): cache step s of batch entry b takes update step
+    j = s - write_indices[b] (taken modulo the cache length in `circular` mode) when
+    0 <= j < the update's length, and keeps the past value otherwise. The write indices
+    are run-time values (0 when absent); the step iota is known at import time.
+
+        TensorScatter(past: [B, H, M, D], update: [B, H, L, D], idx: [B], axis=-2)
+            -> [B, H, M, D]
+    """
+    shape, update_shape = input_shape(ctx, 0), input_shape(ctx, 1)
+    rank = len(shape)
+    if rank < 2:
+        raise ctx.error(f"past_cache of shape {list(shape)} must have rank 2 or more")
+    axis = normalize_axis(ctx, int(ctx.attr("axis", -2)), rank)
+    if axis == 0:
+        raise ctx.error("axis must not be the batch axis 0")
+    mode = ctx.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise ctx.error(f"mode '{mode}' is not one of linear, circular")
+    steps, length = shape[axis], update_shape[axis] if len(update_shape) == rank else -1
+    if len(update_shape) != rank or length > steps or any(
+        u != p for d, (u, p) in enumerate(zip(update_shape, shape)) if d != axis
+    ):
+        raise ctx.error(
+            f"update of shape {list(update_shape)} must have the shape of past_cache "
+            f"{list(shape)} but for at most {steps} steps along axis {axis}"
+        )
+    if length == 0:
+        return [ctx.value(0)]
+    batch = shape[0]
+    iota_shape, batch_shape = [1] * rank, [1] * rank
+    iota_shape[axis], batch_shape[0] = steps, batch
+    iota = np.arange(steps, dtype=np.int64).reshape(iota_shape)
+    has_indices = ctx.has_input(2)
+    if has_indices and input_shape(ctx, 2) != (batch,):
+        raise ctx.error(
+            f"write_indices of shape {list(input_shape(ctx, 2))} must be [{batch}]"
+        )
+    known = ctx.known(2) if has_indices else np.zeros(batch, np.int64)
+    if known is not None:
+        offsets = iota - known.astype(np.int64).reshape(batch_shape)
+        if mode == "circular":
+            offsets = np.mod(offsets, steps)
+        written = np.broadcast_to((offsets >= 0) & (offsets < length), shape)
+        positions = np.broadcast_to(offsets.clip(0, length - 1), shape)
+        condition = _constant(ctx, np.require(written, requirements="C"), "written")
+        index = _constant(ctx, np.require(positions, np.int64, "C"), "positions")
+    else:
+        condition, index = _scatter_positions(ctx, iota, batch_shape, shape, length, mode)
+    update = _data_operand(ctx, 1)
+    gathered = ctx.emit(graph.GatherElementsOp(update, index, axis)).results[0]
+    past = _data_operand(ctx, 0)
+    return [ctx.emit(graph.WhereOp(condition, gathered, past)).results[0]]
+
+
+def _scatter_positions(
+    ctx: NodeContext,
+    iota: np.ndarray,
+    batch_shape: list[int],
+    shape: Sequence[int],
+    length: int,
+    mode: str,
+) -> tuple[SSAValue, SSAValue]:
+    """TensorScatter's written mask and update positions from run-time write indices."""
+    indices = ctx.operand(2)
+    if indices.type.element_type != _I64:
+        indices = ctx.emit(graph.CastOp(indices, _I64)).results[0]
+    indices = ctx.emit(graph.ReshapeOp(indices, batch_shape)).results[0]
+    iota_value = _constant(ctx, np.require(iota, requirements="C"), "iota")
+    offsets = ctx.emit(graph.SubOp(iota_value, indices)).results[0]
+    if mode == "circular":
+        steps = _constant(ctx, np.array(iota.size, np.int64), "steps")
+        offsets = ctx.emit(graph.ModOp(offsets, steps)).results[0]
+    zero = _constant(ctx, np.array(0, np.int64), "zero")
+    limit = _constant(ctx, np.array(length, np.int64), "length")
+    last = _constant(ctx, np.array(length - 1, np.int64), "last")
+    not_before = ctx.emit(graph.GreaterEqualOp(offsets, zero)).results[0]
+    before_end = ctx.emit(graph.LessOp(offsets, limit)).results[0]
+    written = ctx.emit(graph.AndOp(not_before, before_end)).results[0]
+    positions = ctx.emit(graph.MaximumOp(offsets, zero)).results[0]
+    positions = ctx.emit(graph.MinimumOp(positions, last)).results[0]
+    written = ctx.emit(graph.BroadcastToOp(written, shape)).results[0]
+    positions = ctx.emit(graph.BroadcastToOp(positions, shape)).results[0]
+    return written, positions
