@@ -1,7 +1,8 @@
 """Converters for ONNX operators that move data: Flatten, Reshape, Squeeze, Unsqueeze,
 Transpose, Concat, Split, Slice, Pad, Gather, GatherElements, GatherND, ScatterND, Shape,
 Expand,
-Tile, DepthToSpace, SpaceToDepth, Identity, Dropout, ReverseSequence, TensorScatter.
+Tile, DepthToSpace, SpaceToDepth, Identity, Dropout, ReverseSequence, TensorScatter,
+Compress.
 
 Whatever decides a result shape (a target shape, axes, slice bounds, pads) must be known
 at import time; it is folded into static properties of the graph op, as is every
@@ -42,6 +43,7 @@ IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "Dropout": (1, 2),
     "Trilu": (1,),
     "OneHot": (1,),
+    "Compress": (1,),
 }
 """The inputs of each operator that must be known at import time (by position)."""
 
@@ -1143,3 +1145,42 @@ def _scatter_positions(
     written = ctx.emit(graph.BroadcastToOp(written, shape)).results[0]
     positions = ctx.emit(graph.BroadcastToOp(positions, shape)).results[0]
     return written, positions
+
+
+def convert_compress(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Compress -> graph.gather of the positions where the condition holds: the
+    condition decides the result shape, so it must be known at import time (the
+    positions become an i64 constant). Without `axis` the input is flattened first; a
+    condition shorter than the axis selects nothing past its end.
+
+        Compress(x: [3, 2], condition=[0, 1, 1], axis=0) -> graph.gather %x, [1, 2] -> [2, 2]
+    """
+    condition = ctx.known(1)
+    if condition is None:
+        raise ctx.error(
+            f"condition (input '{ctx.input_name(1)}') must be known at import time: it "
+            "decides the result shape, and strato compiles static shapes"
+        )
+    if condition.ndim != 1:
+        raise ctx.error(f"condition of shape {list(condition.shape)} must be 1-D")
+    data = _data(ctx)
+    shape = shape_of(data)
+    if ctx.has_attr("axis"):
+        axis = normalize_axis(ctx, int(ctx.attr("axis")), len(shape))
+    else:
+        axis, shape = 0, (math.prod(shape),)
+        data = _reshaped_value(ctx, data, shape)
+    if condition.size > shape[axis]:
+        raise ctx.error(
+            f"condition of {condition.size} elements is longer than axis {axis} "
+            f"({shape[axis]})"
+        )
+    positions = np.flatnonzero(condition).astype(np.int64)
+    if isinstance(data, np.ndarray):
+        return [np.asarray(np.take(data, positions, axis=axis))]
+    if positions.size == 0:
+        empty = list(shape)
+        empty[axis] = 0
+        return [np.zeros(empty, dtype=_dtype_of(data))]
+    index = _constant(ctx, positions, "positions")
+    return [ctx.emit(graph.GatherOp(data, index, axis)).results[0]]

@@ -68,6 +68,7 @@ from strato.frontends.onnx.convert_elementwise import (
 )
 from strato.frontends.onnx.convert_function import FUNCTION_OPS, by_function_body
 from strato.frontends.onnx.convert_layout import (
+    convert_compress,
     convert_concat,
     convert_depth_to_space,
     convert_dropout,
@@ -183,6 +184,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Celu": convert_celu,
     "Clip": convert_clip,
     "Col2Im": convert_col2im,
+    "Compress": convert_compress,
     "Concat": convert_concat,
     "Constant": convert_constant,
     "ConstantOfShape": convert_constant_of_shape,
