@@ -96,7 +96,7 @@ from strato.frontends.onnx.convert_layout import (
     convert_trilu,
     convert_unsqueeze,
 )
-from strato.frontends.onnx.convert_linear import convert_gemm, convert_matmul
+from strato.frontends.onnx.convert_linear import convert_det, convert_gemm, convert_matmul
 from strato.frontends.onnx.convert_logic import (
     convert_and,
     convert_bit_shift,
@@ -195,6 +195,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Cos": convert_cos,
     "Cosh": convert_cosh,
     "DepthToSpace": convert_depth_to_space,
+    "Det": convert_det,
     "Div": convert_div,
     "Dropout": convert_dropout,
     "Einsum": convert_einsum,
