@@ -1,5 +1,6 @@
-"""Converter for ONNX GridSample: a composition of element-wise graph ops and one
-graph.gather_elements per interpolation tap.
+"""Converters for ONNX GridSample and DeformConv: compositions of element-wise graph ops
+and one graph.gather_elements per interpolation tap (DeformConv then a graph.matmul,
+see `convert_deform_conv`).
 
 GridSample reads X [N, C, D_1 .. D_r] at the positions a grid [N, O_1 .. O_r, r] gives
 in normalized coordinates (its last axis lists them innermost dimension first, x then
@@ -318,4 +319,159 @@ def _combine(
     return ctx.emit(graph.ReshapeOp(total, [n, channels, *out_sizes])).results[0]
 
 
-__all__: Sequence[str] = ["convert_grid_sample"]
+def convert_deform_conv(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX DeformConv (2-D) -> bilinear samples of X gathered as GridSample's are, then
+    a matrix product with the weights: kernel tap k of output pixel (i, j) reads X at
+    (-pad + stride * (i, j) + dilation * k + its offset), bilinearly, 0 outside X, times
+    its mask; the samples [N, C * kH * kW, oH * oW] of each group are multiplied by the
+    group's weights [oC / group, C / group * kH * kW] (graph.matmul), plus the bias.
+
+        DeformConv(X: [1, 1, 3, 3], W: [1, 1, 2, 2], offset: [1, 8, 2, 2])
+            -> 4 taps x graph.gather_elements, graph.matmul -> [1, 1, 2, 2]
+    """
+    x_shape, w_shape, offset_shape = ctx.shape(0), ctx.shape(1), ctx.shape(2)
+    if len(x_shape) != 4 or len(w_shape) != 4 or len(offset_shape) != 4:
+        raise ctx.error("only 2-D DeformConv (X, W and offset of rank 4) is supported")
+    n, channels, height, width = x_shape
+    out_channels, group_channels, kh, kw = w_shape
+    kernel = [int(k) for k in ctx.attr("kernel_shape", [kh, kw])]
+    if kernel != [kh, kw]:
+        raise ctx.error(f"kernel_shape {kernel} is not the weight's [{kh}, {kw}]")
+    group = int(ctx.attr("group", 1))
+    offset_group = int(ctx.attr("offset_group", 1))
+    strides = [int(s) for s in ctx.attr("strides", [1, 1])]
+    dilations = [int(d) for d in ctx.attr("dilations", [1, 1])]
+    pads = [int(p) for p in ctx.attr("pads", [0, 0, 0, 0])]
+    if group < 1 or channels != group_channels * group or out_channels % group:
+        raise ctx.error(
+            f"X of {channels} channels and W of shape {list(w_shape)} do not make {group} groups"
+        )
+    taps = kh * kw
+    if (
+        offset_group < 1
+        or channels % offset_group
+        or offset_shape[:2] != (n, offset_group * 2 * taps)
+    ):
+        raise ctx.error(
+            f"offset of shape {list(offset_shape)} must be [{n}, {offset_group * 2 * taps}, "
+            f"oH, oW] for {offset_group} offset groups of {channels} channels"
+        )
+    out_h, out_w = offset_shape[2:]
+    for size, k, stride, dilation, low, high, out in (
+        (height, kh, strides[0], dilations[0], pads[0], pads[2], out_h),
+        (width, kw, strides[1], dilations[1], pads[1], pads[3], out_w),
+    ):
+        if out != (size + low + high - (k - 1) * dilation - 1) // stride + 1:
+            raise ctx.error(
+                f"offset of shape {list(offset_shape)} does not match the output size"
+            )
+    x, offset = ctx.operand(0), ctx.operand(2)
+    if not isinstance(element_type(x), AnyFloat):
+        raise ctx.error("X must be a float tensor")
+    a = _Arithmetic(ctx, numpy_dtype(offset.type))
+    points = taps * out_h * out_w
+    kernel_h, kernel_w = np.meshgrid(np.arange(kh), np.arange(kw), indexing="ij")
+    rows, columns = np.arange(out_h), np.arange(out_w)
+    base = [
+        (
+            -pads[0]
+            + strides[0] * rows[None, :, None]
+            + dilations[0] * kernel_h.reshape(-1, 1, 1)
+        )
+        + np.zeros((1, 1, out_w)),
+        (
+            -pads[1]
+            + strides[1] * columns[None, None, :]
+            + dilations[1] * kernel_w.reshape(-1, 1, 1)
+        )
+        + np.zeros((1, out_h, 1)),
+    ]
+    group_size = channels // offset_group
+    samples = []
+    for g in range(offset_group):
+        per_dim = []
+        for dim, size in enumerate((height, width)):
+            sliced = ctx.emit(
+                graph.SliceOp(
+                    offset,
+                    [0, g * 2 * taps + dim, 0, 0],
+                    [1, 2, 1, 1],
+                    [n, taps, out_h, out_w],
+                )
+            ).results[0]
+            flat = ctx.emit(graph.ReshapeOp(sliced, [n, points])).results[0]
+            start = ctx.materialize(base[dim].reshape(1, points).astype(a.dtype))
+            coordinate = a.add(flat, start)
+            per_dim.append(
+                _taps(a, coordinate, size, "linear", "zeros", (0.0, size - 1.0))
+            )
+        x_group = ctx.emit(
+            graph.SliceOp(
+                x,
+                [0, g * group_size, 0, 0],
+                [1, 1, 1, 1],
+                [n, group_size, height, width],
+            )
+        ).results[0]
+        sampled = _combine(
+            ctx, a, x_group, per_dim, n, group_size, (height, width), [points]
+        )
+        if ctx.has_input(4):
+            mask = ctx.operand(4)
+            sliced = ctx.emit(
+                graph.SliceOp(
+                    mask, [0, g * taps, 0, 0], [1, 1, 1, 1], [n, taps, out_h, out_w]
+                )
+            ).results[0]
+            mask_g = ctx.emit(graph.ReshapeOp(sliced, [n, 1, points])).results[0]
+            sampled = a.mul(sampled, mask_g)
+        samples.append(sampled)
+    columns_value = (
+        samples[0]
+        if len(samples) == 1
+        else ctx.emit(graph.ConcatOp(samples, 1)).results[0]
+    )
+    # [N, C, kH * kW * oH * oW] -> [N, C * kH * kW, oH * oW]
+    columns_value = ctx.emit(
+        graph.ReshapeOp(columns_value, [n, channels * taps, out_h * out_w])
+    ).results[0]
+    weights = ctx.operand(1)
+    outputs = []
+    per_group_out = out_channels // group
+    for g in range(group):
+        w_g = ctx.emit(
+            graph.SliceOp(
+                weights,
+                [g * per_group_out, 0, 0, 0],
+                [1, 1, 1, 1],
+                [per_group_out, group_channels, kh, kw],
+            )
+        ).results[0]
+        w_g = ctx.emit(
+            graph.ReshapeOp(w_g, [per_group_out, group_channels * taps])
+        ).results[0]
+        cols_g = columns_value
+        if group > 1:
+            cols_g = ctx.emit(
+                graph.SliceOp(
+                    columns_value,
+                    [0, g * group_channels * taps, 0],
+                    [1, 1, 1],
+                    [n, group_channels * taps, out_h * out_w],
+                )
+            ).results[0]
+        outputs.append(ctx.emit(graph.MatmulOp(w_g, cols_g)).results[0])
+    result = (
+        outputs[0] if group == 1 else ctx.emit(graph.ConcatOp(outputs, 1)).results[0]
+    )
+    if ctx.has_input(3):
+        bias = ctx.emit(graph.ReshapeOp(ctx.operand(3), [1, out_channels, 1])).results[
+            0
+        ]
+        result = a.add(result, bias)
+    return [
+        ctx.emit(graph.ReshapeOp(result, [n, out_channels, out_h, out_w])).results[0]
+    ]
+
+
+__all__: Sequence[str] = ["convert_deform_conv", "convert_grid_sample"]

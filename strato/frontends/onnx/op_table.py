@@ -157,7 +157,7 @@ from strato.frontends.onnx.convert_reduce import (
 )
 from strato.frontends.onnx.convert_resize import convert_resize, convert_upsample
 from strato.frontends.onnx.convert_rnn import convert_gru, convert_lstm, convert_rnn
-from strato.frontends.onnx.convert_sampling import convert_grid_sample
+from strato.frontends.onnx.convert_sampling import convert_deform_conv, convert_grid_sample
 
 ONNX_CONVERTERS: dict[str, Converter] = {
     "Abs": convert_abs,
@@ -194,6 +194,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "CumSum": convert_cum_sum,
     "Cos": convert_cos,
     "Cosh": convert_cosh,
+    "DeformConv": convert_deform_conv,
     "DepthToSpace": convert_depth_to_space,
     "Det": convert_det,
     "Div": convert_div,
