@@ -1,6 +1,6 @@
-"""Converters for ONNX GridSample and DeformConv: compositions of element-wise graph ops
-and one graph.gather_elements per interpolation tap (DeformConv then a graph.matmul,
-see `convert_deform_conv`).
+"""Converters for ONNX GridSample, DeformConv and RoiAlign: compositions of element-wise
+graph ops and one graph.gather_elements per interpolation tap (DeformConv then a
+graph.matmul, RoiAlign a reduction over each bin's samples; see their converters).
 
 GridSample reads X [N, C, D_1 .. D_r] at the positions a grid [N, O_1 .. O_r, r] gives
 in normalized coordinates (its last axis lists them innermost dimension first, x then
@@ -474,4 +474,166 @@ def convert_deform_conv(ctx: NodeContext) -> list[ImportedValue]:
     ]
 
 
-__all__: Sequence[str] = ["convert_deform_conv", "convert_grid_sample"]
+ROI_ALIGN_COORDINATES = {"half_pixel": 0.5, "output_half_pixel": 0.0}
+"""RoiAlign's coordinate modes -> the offset subtracted from the scaled roi corners."""
+
+
+def convert_roi_align(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX RoiAlign with a fixed sampling_ratio S -> bilinear gathers as ONNX's reference
+    computes them: roi r (run-time corners, scaled and shifted by the coordinate mode)
+    is cut into output_height x output_width bins of S x S samples at the sample
+    centres; a sample outside [-1, size] reads 0, others are clamped into X and
+    interpolated from their 4 neighbours (gathered from X[batch_indices[r]]); a bin
+    is the mean of its samples (`avg`) or the maximum of their weighted neighbours
+    (`max`, the reference's definition). sampling_ratio 0 (a sample count decided by
+    each roi's size at run time) is a diagnostic.
+
+        RoiAlign(X: [1, 1, 10, 10], rois: [3, 4], idx: [3], 5 x 5, S=2)
+            -> 4 x graph.gather_elements of [3, 1, 10 * 10 * 4], graph.reduce_sum
+               -> [3, 1, 5, 5]
+    """
+    x_shape, rois_shape = ctx.shape(0), ctx.shape(1)
+    if len(x_shape) != 4:
+        raise ctx.error(f"X of shape {list(x_shape)} must be [N, C, H, W]")
+    rois_count = rois_shape[0] if len(rois_shape) == 2 else -1
+    if len(rois_shape) != 2 or rois_shape[1] != 4 or ctx.shape(2) != (rois_count,):
+        raise ctx.error(
+            f"rois of shape {list(rois_shape)} and batch_indices of shape "
+            f"{list(ctx.shape(2))} must be [R, 4] and [R]"
+        )
+    sampling = int(ctx.attr("sampling_ratio", 0))
+    if sampling <= 0:
+        raise ctx.error(
+            "sampling_ratio 0 (samples per bin decided by each roi at run time) is not "
+            "supported; set a positive sampling_ratio"
+        )
+    mode = ctx.attr("mode", "avg")
+    if mode not in ("avg", "max"):
+        raise ctx.error(f"mode '{mode}' is not one of avg, max")
+    default_coordinates = "half_pixel" if ctx.opset() >= 16 else "output_half_pixel"
+    coordinates = ctx.attr("coordinate_transformation_mode", default_coordinates)
+    if coordinates not in ROI_ALIGN_COORDINATES:
+        raise ctx.error(
+            f"coordinate_transformation_mode '{coordinates}' is not one of "
+            f"{', '.join(ROI_ALIGN_COORDINATES)}"
+        )
+    half_pixel = coordinates == "half_pixel"
+    out_h, out_w = int(ctx.attr("output_height", 1)), int(ctx.attr("output_width", 1))
+    scale = ctx.float_attr("spatial_scale", 1.0)
+    x, rois = ctx.operand(0), ctx.operand(1)
+    if not isinstance(element_type(x), AnyFloat) or element_type(x) != element_type(
+        rois
+    ):
+        raise ctx.error("X and rois must be float tensors of one element type")
+    n, channels, height, width = x_shape
+    a = _Arithmetic(ctx, numpy_dtype(x.type))
+    sizes = (height, width)
+    per_dim = []  # (low index, high index, low weight, high weight) along y, then x
+    for dim, (size, bins) in enumerate(zip(sizes, (out_h, out_w))):
+        column = 1 - dim  # rois are [x1, y1, x2, y2]
+        corners = []
+        for start_column in (column, column + 2):
+            sliced = ctx.emit(
+                graph.SliceOp(rois, [0, start_column], [1, 1], [rois_count, 1])
+            )
+            shifted = a.sub(
+                a.mul(sliced.results[0], scale), ROI_ALIGN_COORDINATES[coordinates]
+            )
+            corners.append(shifted)
+        extent = a.sub(corners[1], corners[0])
+        if not half_pixel:
+            extent = a.binary(graph.MaximumOp, extent, 1.0)
+        bin_size = a.div(extent, float(bins))
+        steps = (
+            np.arange(bins)[:, None] + (np.arange(sampling)[None, :] + 0.5) / sampling
+        )
+        steps_value = ctx.materialize(steps.reshape(1, -1).astype(a.dtype))
+        y = a.add(corners[0], a.mul(bin_size, steps_value))  # [R, bins * S]
+        valid = a.binary(
+            graph.AndOp,
+            a.binary(graph.GreaterEqualOp, y, -1.0),
+            a.binary(graph.LessEqualOp, y, float(size)),
+        )
+        clipped = a.binary(graph.MaximumOp, y, 0.0)
+        low = a.floor(clipped)
+        at_edge = a.binary(graph.GreaterEqualOp, low, float(size - 1))
+        last = a.const(float(size - 1))
+        low = a.where(at_edge, last, low)
+        high = a.where(at_edge, last, a.add(low, 1.0))
+        clipped = a.where(at_edge, low, clipped)
+        high_weight = a.sub(clipped, low)
+        low_weight = a.sub(1.0, high_weight)
+        zero = a.const(0.0)
+        low_weight = a.where(valid, low_weight, zero)
+        high_weight = a.where(valid, high_weight, zero)
+        # y varies along axes 1, 2 of [R, out_h, S, out_w, S]; x along axes 3, 4
+        shape = (
+            [rois_count, out_h, sampling, 1, 1]
+            if dim == 0
+            else [rois_count, 1, 1, out_w, sampling]
+        )
+
+        def spread(value: SSAValue, shape=shape) -> SSAValue:
+            return ctx.emit(graph.ReshapeOp(value, shape)).results[0]
+
+        per_dim.append(
+            (
+                spread(a.to_index(low)),
+                spread(a.to_index(high)),
+                spread(low_weight),
+                spread(high_weight),
+            )
+        )
+    points = out_h * sampling * out_w * sampling
+    flat_x = ctx.emit(graph.ReshapeOp(x, [n, channels, height * width])).results[0]
+    indices = ctx.operand(2)
+    if indices.type.element_type != i64:
+        indices = ctx.emit(graph.CastOp(indices, i64)).results[0]
+    roi_x = ctx.emit(graph.GatherOp(flat_x, indices, 0)).results[0]  # [R, C, H * W]
+    grid_shape = [rois_count, out_h, sampling, out_w, sampling]
+    combined: SSAValue | None = None
+    for y_index, y_weight in (
+        (per_dim[0][0], per_dim[0][2]),
+        (per_dim[0][1], per_dim[0][3]),
+    ):
+        for x_index, x_weight in (
+            (per_dim[1][0], per_dim[1][2]),
+            (per_dim[1][1], per_dim[1][3]),
+        ):
+            flat = a.add(a.mul(y_index, a.const(width, np.dtype(np.int64))), x_index)
+            flat = ctx.emit(graph.BroadcastToOp(flat, grid_shape)).results[0]
+            flat = ctx.emit(graph.ReshapeOp(flat, [rois_count, 1, points])).results[0]
+            flat = ctx.emit(
+                graph.BroadcastToOp(flat, [rois_count, channels, points])
+            ).results[0]
+            pixels = ctx.emit(graph.GatherElementsOp(roi_x, flat, 2)).results[0]
+            weight = ctx.emit(
+                graph.BroadcastToOp(a.mul(y_weight, x_weight), grid_shape)
+            ).results[0]
+            weight = ctx.emit(graph.ReshapeOp(weight, [rois_count, 1, points])).results[
+                0
+            ]
+            term = a.mul(pixels, weight)
+            if combined is None:
+                combined = term
+            elif mode == "avg":
+                combined = a.add(combined, term)
+            else:
+                combined = a.binary(graph.MaximumOp, combined, term)
+    assert combined is not None
+    samples = ctx.emit(
+        graph.ReshapeOp(
+            combined, [rois_count, channels, out_h, sampling, out_w, sampling]
+        )
+    ).results[0]
+    if mode == "max":
+        return [ctx.emit(graph.ReduceMaxOp(samples, [3, 5])).results[0]]
+    total = ctx.emit(graph.ReduceSumOp(samples, [3, 5])).results[0]
+    return [a.div(total, float(sampling * sampling))]
+
+
+__all__: Sequence[str] = [
+    "convert_deform_conv",
+    "convert_grid_sample",
+    "convert_roi_align",
+]

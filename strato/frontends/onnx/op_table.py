@@ -157,7 +157,11 @@ from strato.frontends.onnx.convert_reduce import (
 )
 from strato.frontends.onnx.convert_resize import convert_resize, convert_upsample
 from strato.frontends.onnx.convert_rnn import convert_gru, convert_lstm, convert_rnn
-from strato.frontends.onnx.convert_sampling import convert_deform_conv, convert_grid_sample
+from strato.frontends.onnx.convert_sampling import (
+    convert_deform_conv,
+    convert_grid_sample,
+    convert_roi_align,
+)
 
 ONNX_CONVERTERS: dict[str, Converter] = {
     "Abs": convert_abs,
@@ -269,6 +273,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Reshape": convert_reshape,
     "Resize": convert_resize,
     "ReverseSequence": convert_reverse_sequence,
+    "RoiAlign": convert_roi_align,
     "Round": convert_round,
     "Scatter": convert_scatter_elements,
     "ScatterElements": convert_scatter_elements,
