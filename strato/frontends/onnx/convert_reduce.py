@@ -1,6 +1,6 @@
 """Converters for ONNX reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin,
 ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp, ArgMax/ArgMin, TopK,
-CumSum and CumProd; DFT, a summed transform along one axis.
+CumSum and CumProd; DFT and STFT, summed transforms along one axis.
 
 The axes are an attribute (ReduceSum before opset 13, the others before 18) or an input
 known at import time. No axes (or an empty list) means every axis, unless
@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 from xdsl.dialects.builtin import AnyFloat, f64, i1
+from xdsl.ir import SSAValue
 
 from strato.dialects import graph
 from strato.dialects.graph.base import element_type
@@ -41,6 +42,7 @@ IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "CumSum": (1,),
     "CumProd": (1,),
     "DFT": (1, 2),
+    "STFT": (1, 3),
 }
 """The inputs of each operator that must be known at import time (by position)."""
 
@@ -252,10 +254,20 @@ def convert_dft(ctx: NodeContext) -> list[ImportedValue]:
         n = _known_int_input(ctx, 1, "dft_length", default_length)
     if n < 1:
         raise ctx.error(f"dft_length {n} must be positive")
-    matrix, outputs = _dft_matrix(length, n, shape[-1] == 2, inverse, onesided)
     x = ctx.operand(0)
     if not isinstance(element_type(x), AnyFloat):
         raise ctx.error("x must be a float tensor")
+    return [_transformed(ctx, x, axis, n, inverse, onesided)]
+
+
+def _transformed(
+    ctx: NodeContext, x: SSAValue, axis: int, n: int, inverse: bool, onesided: bool
+) -> SSAValue:
+    """The DFT of x [.., c] (c = 1 real or 2 complex parts) along `axis` (see
+    convert_dft)."""
+    shape = x.type.get_shape()
+    rank = len(shape) - 1
+    matrix, outputs = _dft_matrix(shape[axis], n, shape[-1] == 2, inverse, onesided)
     others = [d for d in range(rank) if d != axis]
     perm = [*others, axis]
     parts = []
@@ -281,7 +293,7 @@ def convert_dft(ctx: NodeContext) -> list[ImportedValue]:
     ).results[0]
     # [others.., parts, bins] -> [.. bins at the axis .., parts]
     back = [rank if d == axis else (d if d < axis else d - 1) for d in range(rank)]
-    return [ctx.emit(graph.TransposeOp(split, [*back, rank - 1])).results[0]]
+    return ctx.emit(graph.TransposeOp(split, [*back, rank - 1])).results[0]
 
 
 def _known_int_input(ctx: NodeContext, index: int, what: str, default: int) -> int:
@@ -333,3 +345,43 @@ def _dft_matrix(
         from_imag = np.concatenate([sin, cos], axis=1)
     blocks = [from_real, from_imag] if complex_input else [from_real]
     return np.concatenate(blocks, axis=0), 2
+
+
+def convert_stft(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX STFT -> the DFT (see convert_dft) of the windowed frames: frame f is the
+    window's length of the signal from f * frame_step (a graph.gather of import-time
+    positions along the signal axis), times the window, transformed along the frame
+    (frame_length points, one-sided by default). frame_step and frame_length must be
+    known at import time; the window may be a run-time value.
+
+        STFT(signal: [1, 128, 1], frame_step=8, window: [16]) -> [1, 15, 9, 2]
+    """
+    shape = input_shape(ctx, 0)
+    if len(shape) != 3 or shape[-1] not in (1, 2):
+        raise ctx.error(f"signal of shape {list(shape)} must be [batch, length, 1 or 2]")
+    step = _known_int_input(ctx, 1, "frame_step", 0)
+    has_window = ctx.has_input(2)
+    window_size = ctx.shape(2)[0] if has_window else None
+    if ctx.has_input(3):
+        frame_length = _known_int_input(ctx, 3, "frame_length", 0)
+    else:
+        frame_length = window_size if window_size is not None else shape[1]
+    window_size = window_size if window_size is not None else frame_length
+    if step < 1 or not 1 <= window_size <= shape[1] or window_size != frame_length:
+        raise ctx.error(
+            f"frame_step {step} must be positive and the window ({window_size}) as long as "
+            f"frame_length ({frame_length}), at most the signal's {shape[1]}"
+        )
+    frames = 1 + (shape[1] - frame_length) // step
+    positions = np.arange(frames)[:, None] * step + np.arange(frame_length)[None, :]
+    x = ctx.operand(0)
+    if not isinstance(element_type(x), AnyFloat):
+        raise ctx.error("signal must be a float tensor")
+    index = ctx.materialize(positions.astype(np.int64))
+    framed = ctx.emit(graph.GatherOp(x, index, 1)).results[0]  # [B, frames, length, c]
+    if has_window:
+        window = ctx.operand(2)
+        window = ctx.emit(graph.ReshapeOp(window, [1, 1, frame_length, 1])).results[0]
+        framed = ctx.emit(graph.MulOp(framed, window)).results[0]
+    onesided = ctx.flag_attr("onesided", 1)
+    return [_transformed(ctx, framed, 2, frame_length, False, onesided)]

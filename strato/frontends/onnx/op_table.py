@@ -154,6 +154,7 @@ from strato.frontends.onnx.convert_reduce import (
     convert_reduce_prod,
     convert_reduce_sum,
     convert_reduce_sum_square,
+    convert_stft,
     convert_top_k,
 )
 from strato.frontends.onnx.convert_resize import convert_resize, convert_upsample
@@ -294,6 +295,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "SpaceToDepth": convert_space_to_depth,
     "Split": convert_split,
     "Sqrt": convert_sqrt,
+    "STFT": convert_stft,
     "Squeeze": convert_squeeze,
     "Sub": convert_sub,
     "Sum": convert_sum,
