@@ -505,14 +505,18 @@ def _import_time_inputs() -> dict[str, tuple[int, ...]]:
     """Per op type, the input positions the importer needs to know at import time."""
     from strato.frontends.onnx import (
         convert_constant,
+        convert_function,
         convert_layout,
+        convert_nn,
         convert_reduce,
         convert_resize,
     )
 
     return {
         **convert_constant.IMPORT_TIME_INPUTS,
+        **convert_function.IMPORT_TIME_INPUTS,
         **convert_layout.IMPORT_TIME_INPUTS,
+        **convert_nn.IMPORT_TIME_INPUTS,
         **convert_reduce.IMPORT_TIME_INPUTS,
         **convert_resize.IMPORT_TIME_INPUTS,
     }

@@ -63,6 +63,11 @@ def _libm(op_class: type[Operation], s: ScalarBuilder, x: SSAValue) -> SSAValue:
     return _emit(s, arith.TruncFOp(wide, x.type))
 
 
+def _libm_math(op_class: type[Operation]) -> UnaryScalar:
+    """The stage body of a one-operand `math` op that lowers to a libm call (`_libm`)."""
+    return lambda s, x: _libm(op_class, s, x)
+
+
 def softplus(s: ScalarBuilder, x: SSAValue) -> SSAValue:
     """max(x, 0) + log1p(exp(-|x|)): no overflow for large x, exact 0 + x there."""
     tail = _libm(math_dialect.Log1pOp, s, s.exp(s.neg(s.abs(x))))
@@ -95,6 +100,14 @@ UNARY: dict[type[Operation], UnaryScalar] = {
     graph.SinOp: _math(math_dialect.SinOp),
     graph.CosOp: _math(math_dialect.CosOp),
     graph.TanOp: _math(math_dialect.TanOp),
+    graph.AsinOp: _libm_math(math_dialect.AsinOp),
+    graph.AcosOp: _libm_math(math_dialect.AcosOp),
+    graph.AtanOp: _libm_math(math_dialect.AtanOp),
+    graph.SinhOp: _libm_math(math_dialect.SinhOp),
+    graph.CoshOp: _libm_math(math_dialect.CoshOp),
+    graph.AsinhOp: _libm_math(math_dialect.AsinhOp),
+    graph.AcoshOp: _libm_math(math_dialect.AcoshOp),
+    graph.AtanhOp: _libm_math(math_dialect.AtanhOp),
     graph.ReciprocalOp: lambda s, x: s.div(s.const(1.0), x),
     graph.SoftplusOp: softplus,
     graph.SoftsignOp: lambda s, x: s.div(x, s.add(s.const(1.0), s.abs(x))),
@@ -294,7 +307,14 @@ def _truncated_remainder_in_f64(s: ScalarBuilder, x: SSAValue, y: SSAValue) -> S
     )
     r = s.select(crossed, s.add(r, toward_x), r)
     r = s.select(s.cmp("ge", s.abs(r), step), s.sub(r, toward_x), r)
-    return _emit(s, arith.TruncFOp(r, x.type))
+    # r is exact in x's type, so rounding it through f32 changes nothing; and a direct
+    # f64 -> f16 truncation is a call of libgcc's __truncdfhf2 even on F16C machines,
+    # which the JIT resolves only where the process has loaded a libgcc_s that
+    # exports it (an unresolved call jumps to 0: the f16 Mod crash)
+    narrow = _emit(s, arith.TruncFOp(r, f32))
+    if x.type == f32:
+        return narrow
+    return _emit(s, arith.TruncFOp(narrow, x.type))
 
 
 @strategy(graph.PowOp)

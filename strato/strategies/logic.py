@@ -131,6 +131,71 @@ def logical_not(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue])
     return [pb.compute("not", shape_of(x), body, i1)]
 
 
+_BITWISE_OPS: dict[type[Operation], type[Operation]] = {
+    graph.BitwiseAndOp: arith.AndIOp,
+    graph.BitwiseOrOp: arith.OrIOp,
+    graph.BitwiseXorOp: arith.XOrIOp,
+}
+
+
+def _integer_binary(
+    pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue], combine
+) -> SSAValue:
+    """One stage combine(lhs, rhs) over the broadcast shape, in the operands' type."""
+    lhs, rhs = inputs
+    out_shape = shape_of(op.results[0])
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        a = s.read(lhs, broadcast_indices(s, idx, shape_of(lhs), out_shape))
+        b = s.read(rhs, broadcast_indices(s, idx, shape_of(rhs), out_shape))
+        return combine(s, a, b)
+
+    return pb.compute(_stage_name(op), out_shape, body, element_type_of(op.results[0]))
+
+
+@strategy(*_BITWISE_OPS)
+def bitwise(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    combine = _BITWISE_OPS[type(op)]
+    return [_integer_binary(pb, op, inputs, lambda s, a, b: _emit(s, combine(a, b)))]
+
+
+@strategy(graph.BitwiseNotOp)
+def bitwise_not(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """x xor all-ones."""
+    (x,) = inputs
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        value = s.read(x, idx)
+        return _emit(s, arith.XOrIOp(value, s.const(-1, value.type)))
+
+    return [pb.compute("bitwise_not", shape_of(x), body, element_type_of(x))]
+
+
+@strategy(graph.BitShiftOp)
+def bit_shift(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """shli, shrui (unsigned) or shrsi (signed) by the amount where it is below the bit
+    width as an unsigned number (a negative amount is a huge one), which LLVM leaves
+    undefined otherwise; there the fill: 0, or x >> (width - 1) for a signed right
+    shift (-1 for a negative x)."""
+    assert isinstance(op, graph.BitShiftOp)
+    dtype = element_type_of(op.results[0])
+    assert isinstance(dtype, IntegerType)
+    width = dtype.width.data
+    unsigned = is_unsigned_type(dtype)
+
+    def combine(s: ScalarBuilder, x: SSAValue, amount: SSAValue) -> SSAValue:
+        valid = _emit(s, arith.CmpiOp(amount, s.const(width, amount.type), "ult"))
+        safe = s.select(valid, amount, s.const(0, amount.type))
+        if op.is_left:
+            return s.select(valid, _emit(s, arith.ShLIOp(x, safe)), s.const(0, x.type))
+        if unsigned:
+            return s.select(valid, _emit(s, arith.ShRUIOp(x, safe)), s.const(0, x.type))
+        fill = _emit(s, arith.ShRSIOp(x, s.const(width - 1, x.type)))
+        return s.select(valid, _emit(s, arith.ShRSIOp(x, safe)), fill)
+
+    return [_integer_binary(pb, op, inputs, combine)]
+
+
 @strategy(graph.IsNaNOp, graph.IsInfOp)
 def float_class(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
     """NaN: unordered with itself; infinities: equal to +inf or -inf, as detected."""

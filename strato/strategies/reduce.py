@@ -307,3 +307,41 @@ def _bool_reduction(
 def _append(s: ScalarBuilder, op: Operation) -> SSAValue:
     s.block.add_op(op)
     return op.results[0]
+
+
+@strategy(graph.CumSumOp, graph.CumProdOp)
+def cumulative(
+    pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """result[.., i, ..] = sum (product) over k of (x[.., p, ..] if p is in the running
+    combination of i, else 0 (1)), p = k forward and n - 1 - k with `reverse`, so that
+    the terms combine in the running direction as numpy's cumsum and cumprod combine
+    them. p is in the combination of i when p <= i (p < i `exclusive`; p >= i, p > i
+    `reverse`). Quadratic in the axis length, as top_k: the axes of position ids and
+    masks are short."""
+    assert isinstance(op, graph.CumulativeOp)
+    (x,) = inputs
+    shape = shape_of(x)
+    dtype = element_type_of(x)
+    axis = op.axis_value
+    size = shape[axis]
+    stage = op.name.split(".", 1)[1]
+    if size == 0:
+        return [pb.compute(stage, shape, lambda s, idx: s.const(op.IDENTITY), dtype)]
+    predicate = {
+        (False, False): "sle",
+        (True, False): "slt",
+        (False, True): "sge",
+        (True, True): "sgt",
+    }[(op.is_exclusive, op.is_reverse)]
+
+    def term(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        position = k[0]
+        if op.is_reverse:
+            position = s.index_sub(s.index(size - 1), position)
+        value = s.read(x, [*idx[:axis], position, *idx[axis + 1 :]])
+        included = s.index_cmp(predicate, position, idx[axis])
+        return s.select(included, value, s.const(op.IDENTITY, value.type))
+
+    kind = te.ReduceKind.PROD if isinstance(op, graph.CumProdOp) else te.ReduceKind.SUM
+    return [pb.reduce(stage, kind, shape, [size], term, dtype)]

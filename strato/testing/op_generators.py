@@ -163,7 +163,7 @@ def _op_class(name: str) -> type[Operation]:
 
 _UNARY = (
     "relu sigmoid tanh erf sqrt exp log neg abs floor ceil round sign sin cos tan "
-    "reciprocal softplus softsign mish hard_swish"
+    "asin acos atan sinh cosh asinh acosh atanh reciprocal softplus softsign mish hard_swish"
 ).split()
 _BINARY = "add sub mul div pow maximum minimum prelu".split()
 
@@ -271,6 +271,50 @@ for _name in ("and", "or", "xor"):
 @generator("graph.not")
 def _not(b: ProgramBuilder) -> Operation:
     return graph.NotOp(_bool_value(b))
+
+
+def _int_value(b: ProgramBuilder) -> SSAValue:
+    """An i32 operand: an earlier i32 value or a fresh argument."""
+    v = b.of(i32)
+    if v is None or (b.draw(st.booleans()) and len(b.block.args) < b.max_inputs):
+        r = b.draw(st.integers(1, 3))
+        v = b.argument(b.draw(st.lists(DIM, min_size=r, max_size=r)), i32)
+    return v
+
+
+def _int_partner(b: ProgramBuilder, x: SSAValue, low: int, high: int) -> SSAValue:
+    """An i32 constant of a shape broadcasting with `x`, drawn from [low, high)."""
+    dims = tuple(b.draw(st.sampled_from([1, d])) for d in shape(x))
+    dims = dims[b.draw(st.integers(0, len(dims))) :]
+    return b.constant(b.rng.integers(low, high, dims), np.int32)
+
+
+def _bitwise(name: str) -> Drawer:
+    def draw(b: ProgramBuilder) -> Operation:
+        x = _int_value(b)
+        y = _int_partner(b, x, -(2**31), 2**31)
+        if b.draw(st.booleans()):
+            x, y = y, x
+        return _op_class(name)(x, y)
+
+    return draw
+
+
+for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+    OP_GENERATORS[f"graph.{_name}"] = _bitwise(f"graph.{_name}")
+
+
+@generator("graph.bitwise_not")
+def _bitwise_not(b: ProgramBuilder) -> Operation:
+    return graph.BitwiseNotOp(_int_value(b))
+
+
+@generator("graph.bit_shift")
+def _bit_shift(b: ProgramBuilder) -> Operation:
+    x = _int_value(b)
+    # amounts past the bit width and negative ones included
+    amount = _int_partner(b, x, -3, 40)
+    return graph.BitShiftOp(x, amount, b.draw(st.sampled_from(["left", "right"])))
 
 
 @generator("graph.is_nan")
@@ -693,6 +737,20 @@ def _arg_reduction(name: str) -> Drawer:
 
 OP_GENERATORS["graph.arg_max"] = _arg_reduction("graph.arg_max")
 OP_GENERATORS["graph.arg_min"] = _arg_reduction("graph.arg_min")
+
+
+def _cumulative(name: str) -> Drawer:
+    def draw(b: ProgramBuilder) -> Operation:
+        x = b.float_value()
+        axis = b.draw(st.integers(0, len(shape(x)) - 1))
+        op_class: Any = _op_class(name)
+        return op_class(x, axis, b.draw(st.booleans()), b.draw(st.booleans()))
+
+    return draw
+
+
+OP_GENERATORS["graph.cumsum"] = _cumulative("graph.cumsum")
+OP_GENERATORS["graph.cumprod"] = _cumulative("graph.cumprod")
 
 
 @generator("graph.top_k")

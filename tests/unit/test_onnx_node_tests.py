@@ -17,7 +17,15 @@ import warnings
 
 from strato.testing.onnx_node_tests import run_node_tests, select_node_tests, summarize
 
-EXPECTED_FAILURES: dict[str, str] = {}
+_F32_FFT_ROUND_OFF = (
+    "the reference output is numpy's complex64 ifft, whose round-off leaves 1.9e-7 on 10 "
+    "values that are 0 in exact arithmetic (strato's transform, summed in f64, gives 6e-15), "
+    "over the case's atol of 1e-7"
+)
+EXPECTED_FAILURES: dict[str, str] = {
+    "test_dft_inverse": _F32_FFT_ROUND_OFF,
+    "test_dft_inverse_opset19": _F32_FFT_ROUND_OFF,
+}
 """The selected cases that fail, and why (cases whose operators strato does not import
 are not selected)."""
 

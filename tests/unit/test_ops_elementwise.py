@@ -83,6 +83,16 @@ def positive(*shape: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).uniform(0.1, 4.0, shape).astype(np.float32)
 
 
+def unit_interval(*shape: int, seed: int = 0) -> np.ndarray:
+    """Inside (-1, 1), where asin, acos and atanh are defined."""
+    return np.random.default_rng(seed).uniform(-0.99, 0.99, shape).astype(np.float32)
+
+
+def at_least_one(*shape: int, seed: int = 0) -> np.ndarray:
+    """From 1 up, where acosh is defined."""
+    return np.random.default_rng(seed).uniform(1.0, 6.0, shape).astype(np.float32)
+
+
 def halves(*shape: int, seed: int = 0) -> np.ndarray:
     """Values at and between halves: Round's ties go to even."""
     rng = np.random.default_rng(seed)
@@ -126,6 +136,14 @@ UNARY_CASES = {
     "sin": ("Sin", {}, OPSET, normal),
     "cos": ("Cos", {}, OPSET, normal),
     "tan": ("Tan", {}, OPSET, normal),
+    "asin": ("Asin", {}, OPSET, unit_interval),
+    "acos": ("Acos", {}, OPSET, unit_interval),
+    "atan": ("Atan", {}, OPSET, normal),
+    "sinh": ("Sinh", {}, OPSET, normal),
+    "cosh": ("Cosh", {}, OPSET, normal),
+    "asinh": ("Asinh", {}, OPSET, normal),
+    "acosh": ("Acosh", {}, OPSET, at_least_one),
+    "atanh": ("Atanh", {}, OPSET, unit_interval),
     "reciprocal": ("Reciprocal", {}, OPSET, positive),
     "softplus": ("Softplus", {}, OPSET, wide),
     "softsign": ("Softsign", {}, OPSET, normal),
@@ -264,6 +282,26 @@ def test_special_values_follow_onnxruntime():
         np.testing.assert_allclose(interpreted, expected, rtol=2e-7, atol=0, err_msg=op_type)
 
 
+def test_inverse_trigonometry_outside_its_domain_is_nan_like_onnxruntime():
+    x = np.array([-2.0, -1.0, 0.0, 0.5, 1.0, 2.0, np.inf, np.nan], np.float32)
+    for op_type in ["Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"]:
+        model = one_node_model(op_type, {"x": x})
+        expected = onnxruntime_outputs(model, {"x": x})[0]
+        with np.errstate(all="ignore"):
+            (actual,) = strato.compile(model)(x)
+            (interpreted,) = run_graph(import_onnx(model).module, [x])
+        np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=0, err_msg=op_type)
+        np.testing.assert_allclose(interpreted, expected, rtol=1e-6, atol=0, err_msg=op_type)
+
+
+def test_float16_hyperbolic_functions_compute_in_float32():
+    x = np.array([-3.0, -0.5, 0.0, 0.25, 2.0], np.float16)
+    for op_type, reference in (("Sinh", np.sinh), ("Asinh", np.arcsinh), ("Atan", np.arctan)):
+        (actual,) = strato.compile(typed_model(op_type, {"x": x}))(x)
+        expected = reference(x.astype(np.float32)).astype(np.float16)
+        np.testing.assert_allclose(actual, expected, rtol=1e-3, err_msg=op_type)
+
+
 def test_bfloat16_division_is_a_float_division():
     a = np.array([-3.0, 1.0, 7.0], ml_dtypes.bfloat16)
     b = np.array([2.0, 4.0, -2.0], ml_dtypes.bfloat16)
@@ -315,6 +353,26 @@ def test_integer_mod_matches_onnxruntime(fmod, dtype):
     (interpreted,) = run_graph(import_onnx(model).module, [a, b])
     np.testing.assert_array_equal(compiled, expected)
     np.testing.assert_array_equal(interpreted, expected)
+
+
+def test_float16_mod_never_truncates_f64_to_f16():
+    """An f64 -> f16 truncation is a call of libgcc's __truncdfhf2, which the JIT finds
+    only in a process that has loaded a libgcc_s exporting it (else it calls address 0:
+    the SIGSEGV of the float16 Mod node tests). The remainder is exact in f16, so it
+    rounds through f32, which F16C converts in one instruction."""
+    from strato.targets.llvm.emit import emit_llvm_ir
+
+    text = """
+func.func @main(%a: tensor<6xf16>, %b: tensor<6xf16>) -> tensor<6xf16> {
+  %r = graph.mod %a, %b {fmod} : (tensor<6xf16>, tensor<6xf16>) -> tensor<6xf16>
+  func.return %r : tensor<6xf16>
+}"""
+    ctx = make_context()
+    module = Parser(ctx, text).parse_module()
+    run_pipeline(ctx, module, "convert-graph-to-te,convert-te-to-loops,convert-loops-to-llvm")
+    ir = emit_llvm_ir(module)
+    assert "fpext half" in ir  # the remainder is computed in f64
+    assert not [line for line in ir.splitlines() if "fptrunc double" in line and "to half" in line]
 
 
 def test_float_mod_is_fmod_or_floored_with_special_values():
@@ -527,6 +585,8 @@ def test_pattern_kinds():
     unary += [graph.ErfOp, graph.GeluOp, graph.SqrtOp, graph.ExpOp, graph.LogOp]
     unary += [graph.NegOp, graph.AbsOp, graph.FloorOp, graph.CeilOp, graph.RoundOp]
     unary += [graph.SignOp, graph.SinOp, graph.CosOp, graph.TanOp, graph.ReciprocalOp]
+    unary += [graph.AsinOp, graph.AcosOp, graph.AtanOp, graph.SinhOp, graph.CoshOp]
+    unary += [graph.AsinhOp, graph.AcoshOp, graph.AtanhOp]
     unary += [graph.SoftplusOp, graph.SoftsignOp, graph.MishOp, graph.HardSwishOp]
     unary += [graph.EluOp, graph.SeluOp, graph.CeluOp, graph.HardSigmoidOp]
     unary += [graph.ThresholdedReluOp]

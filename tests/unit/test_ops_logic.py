@@ -235,6 +235,54 @@ def test_not():
         assert same(result, ~a), level
 
 
+# -- BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot, BitShift ------------------------------
+
+
+@pytest.mark.parametrize("op_type", ["BitwiseAnd", "BitwiseOr", "BitwiseXor"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint16, np.int32, np.uint64], ids=name_of)
+def test_bitwise_ops_broadcast(op_type, dtype):
+    info = np.iinfo(dtype)
+    a = RNG.integers(info.min, info.max, (3, 1, 4), dtype=dtype, endpoint=True)
+    b = RNG.integers(info.min, info.max, (5, 1), dtype=dtype, endpoint=True)
+    model = model_of(op_type, {"a": a, "b": b}, dtype, opset=18)
+    expected = reference(model, [a, b])
+    results = lowered(model, [a, b]) if dtype == np.int32 else through_strato(model, [a, b])
+    for level, result in results.items():
+        assert same(result, expected), level
+
+
+def test_bitwise_not():
+    a = np.array([[0, 1, -1, 127], [-128, 5, 64, -7]], np.int8)
+    for level, result in lowered(model_of("BitwiseNot", {"a": a}, np.int8, opset=18), [a]).items():
+        assert same(result, ~a), level
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint32, np.int16, np.int64], ids=name_of)
+def test_bit_shift_with_amounts_past_the_width(direction, dtype):
+    bits = np.dtype(dtype).itemsize * 8
+    signed = np.dtype(dtype).kind == "i"
+    x = np.array([1, 5, 7, 3, 96, 1, 2, 9], dtype)
+    if signed:
+        x[3:6] = [-3, -96, -1]
+    amounts = [0, 1, 2, bits - 1, bits, bits + 3, 3, 4]
+    if signed:
+        amounts[6:] = [-1, -5]
+    y = np.array(amounts, dtype)
+    model = model_of("BitShift", {"x": x, "y": y}, dtype, opset=28, direction=direction)
+    expected = reference(model, [x, y])
+    results = lowered(model, [x, y]) if dtype == np.int16 else through_strato(model, [x, y])
+    for level, result in results.items():
+        assert same(result, expected), level
+
+
+def test_bitwise_ops_need_integer_inputs():
+    a = np.ones(3, np.float32)
+    model = model_of("BitwiseAnd", {"a": a, "b": a}, np.float32, opset=18)
+    with pytest.raises(ModelImportError, match=r"\(BitwiseAnd\): input 0 has element type f32"):
+        import_onnx(model)
+
+
 def test_boolean_ops_need_bool_inputs():
     a = np.ones(3, np.float32)
     model = model_of("And", {"a": a, "b": a.astype(bool)}, np.bool_, opset=7)

@@ -360,6 +360,84 @@ def test_top_k_with_a_runtime_k_is_a_diagnostic():
         import_onnx(model)
 
 
+# -- CumSum -----------------------------------------------------------------------
+
+
+def cum_sum_model(x: np.ndarray, axis: int, op_type: str = "CumSum", **attributes):
+    node = helper.make_node(op_type, ["x", "axis"], ["y"], name="node", **attributes)
+    elem = helper.np_dtype_to_tensor_dtype(x.dtype)
+    onnx_graph = helper.make_graph(
+        [node],
+        "cum_sum",
+        [helper.make_tensor_value_info("x", elem, x.shape)],
+        [helper.make_tensor_value_info("y", elem, x.shape)],
+        [numpy_helper.from_array(np.array(axis, np.int32), "axis")],
+    )
+    opset = 26 if op_type == "CumProd" else 14
+    model = helper.make_model(onnx_graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cum_sum(axis: int, exclusive: int, reverse: int):
+    x = np.random.default_rng(3).standard_normal((3, 4, 5)).astype(np.float32)
+    model = cum_sum_model(x, axis, exclusive=exclusive, reverse=reverse)
+    check(model, [x], compiled=axis == 1, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+def test_cum_sum_of_integers_is_exact(dtype):
+    x = np.arange(1, 13, dtype=dtype).reshape(3, 4)
+    check(cum_sum_model(x, 1, reverse=1), [x])
+
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+def test_cum_prod(exclusive: int, reverse: int):
+    """Against numpy (onnxruntime has no CumProd yet)."""
+    x = np.random.default_rng(5).uniform(0.5, 1.5, (3, 4)).astype(np.float32)
+    model = cum_sum_model(x, 1, "CumProd", exclusive=exclusive, reverse=reverse)
+    expected = graph.cumprod(x, 1, bool(exclusive), bool(reverse))
+    ordered = np.flip(x, 1) if reverse else x
+    plain = np.cumprod(ordered.astype(np.float64), axis=1)
+    if exclusive:
+        plain = np.concatenate([np.ones((3, 1)), plain[:, :-1]], axis=1)
+    np.testing.assert_allclose(expected, np.flip(plain, 1) if reverse else plain, rtol=1e-6)
+    (interpreted,) = run_graph(import_onnx(model).module, [x])
+    np.testing.assert_allclose(interpreted, expected, rtol=1e-6)
+    (compiled,) = strato.compile(model)(x)
+    np.testing.assert_allclose(compiled, expected, rtol=1e-6)
+
+
+def test_cum_sum_lowers_through_te_and_loops():
+    text = """
+func.func @main(%a: tensor<2x5xf32>) -> tensor<2x5xf32> {
+  %c = graph.cumsum %a axis 1 exclusive reverse : tensor<2x5xf32>
+  func.return %c : tensor<2x5xf32>
+}"""
+    x = np.random.default_rng(4).standard_normal((2, 5)).astype(np.float32)
+    expected = np.flip(np.cumsum(np.flip(x, 1), 1), 1) - x
+    ctx = make_context()
+    module = Parser(ctx, text).parse_module()
+    np.testing.assert_allclose(run_graph(module, [x])[0], expected, rtol=1e-6, atol=1e-6)
+    run_pipeline(ctx, module, "convert-graph-to-te")
+    np.testing.assert_allclose(run_te(module, [x])[0], expected, rtol=1e-6, atol=1e-6)
+    run_pipeline(ctx, module, "convert-te-to-loops")
+    np.testing.assert_allclose(run_loops(module, [x])[0], expected, rtol=1e-6, atol=1e-6)
+
+
+def test_cum_sum_with_a_runtime_axis_is_a_diagnostic():
+    x = np.ones((2, 3), np.float32)
+    model = cum_sum_model(x, 0)
+    model.graph.input.append(helper.make_tensor_value_info("axis", TensorProto.INT32, []))
+    del model.graph.initializer[:]
+    with pytest.raises(ModelImportError, match=r"axis \(input 'axis'\) must be known"):
+        import_onnx(model)
+
+
 INTEGER_REDUCTIONS = """
 func.func @main(%a: tensor<2x3xi32>, %b: tensor<2x3xi1>, %c: tensor<2x0xi32>) -> (tensor<2xi32>, tensor<2xi32>, tensor<2xi32>, tensor<2xi1>, tensor<2x1xi32>, tensor<2x1xi32>) {
   %s = graph.reduce_sum %a [1] : (tensor<2x3xi32>) -> tensor<2xi32>
@@ -412,6 +490,10 @@ def test_integer_and_bool_reductions_lower():
             "graph.reduce_sum %a [1] keepdims : (tensor<2x3xf32>) -> tensor<2xf32>",
             r"result shape \[2\] does not match the inferred shape \[2, 1\]",
         ),
+        (
+            "graph.cumsum %a axis 2 : tensor<2x3xf32>",
+            "'graph.cumsum' axis 2 is out of range for rank 2",
+        ),
     ],
 )
 def test_verifier_errors(body: str, message: str):
@@ -428,7 +510,8 @@ func.func @main(%a: tensor<2x3xf32>) {{
 # -- ONNX node tests --------------------------------------------------------------
 
 REDUCE_NODE_TESTS = (
-    r"^test_(reduce_(sum|mean|max|min|prod|l1|l2|log_sum_exp|sum_square)|arg(max|min)|top_k)"
+    r"^test_(reduce_(sum|mean|max|min|prod|l1|l2|log_sum_exp|sum_square)|arg(max|min)|top_k"
+    r"|cumsum|cumprod)"
 )
 
 NEEDS_OTHER_WORK = {

@@ -93,7 +93,7 @@ def unsupported_unary_op() -> str:
     """A standard unary ONNX operator strato does not import (yet)."""
     from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 
-    candidates = ["Softsign", "Celu", "Hardmax", "Shrink", "ThresholdedRelu", "Mish"]
+    candidates = ["Softsign", "Celu", "Hardmax", "Shrink", "ThresholdedRelu", "Mish", "Bernoulli"]
     return next(op for op in candidates if op not in ONNX_CONVERTERS)
 
 

@@ -485,6 +485,94 @@ class TanOp(MathUnaryOp):
 
 
 @irdl_op_definition
+class AsinOp(MathUnaryOp):
+    """Arcsine (radians in [-pi/2, pi/2]; NaN outside [-1, 1]), element by element.
+
+        %r = graph.asin %a : tensor<4x8xf32>
+    """
+
+    name = "graph.asin"
+    compute = staticmethod(_in_f64(np.arcsin))
+
+
+@irdl_op_definition
+class AcosOp(MathUnaryOp):
+    """Arccosine (radians in [0, pi]; NaN outside [-1, 1]), element by element.
+
+        %r = graph.acos %a : tensor<4x8xf32>
+    """
+
+    name = "graph.acos"
+    compute = staticmethod(_in_f64(np.arccos))
+
+
+@irdl_op_definition
+class AtanOp(MathUnaryOp):
+    """Arctangent (radians in (-pi/2, pi/2)), element by element.
+
+        %r = graph.atan %a : tensor<4x8xf32>
+    """
+
+    name = "graph.atan"
+    compute = staticmethod(_in_f64(np.arctan))
+
+
+@irdl_op_definition
+class SinhOp(MathUnaryOp):
+    """Hyperbolic sine, element by element.
+
+        %r = graph.sinh %a : tensor<4x8xf32>
+    """
+
+    name = "graph.sinh"
+    compute = staticmethod(_in_f64(np.sinh))
+
+
+@irdl_op_definition
+class CoshOp(MathUnaryOp):
+    """Hyperbolic cosine, element by element.
+
+        %r = graph.cosh %a : tensor<4x8xf32>
+    """
+
+    name = "graph.cosh"
+    compute = staticmethod(_in_f64(np.cosh))
+
+
+@irdl_op_definition
+class AsinhOp(MathUnaryOp):
+    """Inverse hyperbolic sine, element by element.
+
+        %r = graph.asinh %a : tensor<4x8xf32>
+    """
+
+    name = "graph.asinh"
+    compute = staticmethod(_in_f64(np.arcsinh))
+
+
+@irdl_op_definition
+class AcoshOp(MathUnaryOp):
+    """Inverse hyperbolic cosine (NaN below 1), element by element.
+
+        %r = graph.acosh %a : tensor<4x8xf32>
+    """
+
+    name = "graph.acosh"
+    compute = staticmethod(_in_f64(np.arccosh))
+
+
+@irdl_op_definition
+class AtanhOp(MathUnaryOp):
+    """Inverse hyperbolic tangent (+/-inf at +/-1, NaN outside [-1, 1]), element by element.
+
+        %r = graph.atanh %a : tensor<4x8xf32>
+    """
+
+    name = "graph.atanh"
+    compute = staticmethod(_in_f64(np.arctanh))
+
+
+@irdl_op_definition
 class ReciprocalOp(MathUnaryOp):
     """result[i] = 1 / input[i] (+/-inf at +/-0).
 
@@ -888,6 +976,14 @@ OPS = (
     SinOp,
     CosOp,
     TanOp,
+    AsinOp,
+    AcosOp,
+    AtanOp,
+    SinhOp,
+    CoshOp,
+    AsinhOp,
+    AcoshOp,
+    AtanhOp,
     ReciprocalOp,
     SoftplusOp,
     SoftsignOp,
@@ -904,11 +1000,18 @@ OPS = (
 
 __all__ = [
     "AbsOp",
+    "AcosOp",
+    "AcoshOp",
     "AddOp",
+    "AsinOp",
+    "AsinhOp",
+    "AtanOp",
+    "AtanhOp",
     "CeilOp",
     "CeluOp",
     "ClipOp",
     "CosOp",
+    "CoshOp",
     "DivOp",
     "EluOp",
     "ErfOp",
@@ -937,6 +1040,7 @@ __all__ = [
     "SigmoidOp",
     "SignOp",
     "SinOp",
+    "SinhOp",
     "SoftplusOp",
     "SoftsignOp",
     "SqrtOp",

@@ -35,6 +35,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_prop_def,
+    prop_def,
     result_def,
     traits_def,
 )
@@ -216,6 +217,135 @@ class NotOp(UnaryElementwiseOp):
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.logical_not(inputs[0])]
+
+
+def _check_integer(op: GraphOp) -> None:
+    """Bitwise operators take integer tensors (not bool, which has the logical ones)."""
+    for value in (*op.operands, *op.results):
+        type_ = element_type(value)
+        if not isinstance(type_, IntegerType) or type_.width.data == 1:
+            raise VerifyException(f"'{op.name}' expects integer tensors, got {value.type}")
+
+
+class BitwiseBinaryOp(BroadcastBinaryOp):
+    """A bitwise operator on two integer tensors of one type, numpy broadcasting."""
+
+    FLOAT_OPERANDS: ClassVar[bool] = False
+
+    def verify_(self) -> None:
+        super().verify_()
+        _check_integer(self)
+
+
+@irdl_op_definition
+class BitwiseAndOp(BitwiseBinaryOp):
+    """Element-wise bitwise and of integer tensors.
+
+        %r = graph.bitwise_and %a, %b : (tensor<3x4xi32>, tensor<4xi32>) -> tensor<3x4xi32>
+    """
+
+    name = "graph.bitwise_and"
+    compute = staticmethod(np.bitwise_and)
+
+
+@irdl_op_definition
+class BitwiseOrOp(BitwiseBinaryOp):
+    """Element-wise bitwise or of integer tensors.
+
+        %r = graph.bitwise_or %a, %b : (tensor<3x4xui8>, tensor<4xui8>) -> tensor<3x4xui8>
+    """
+
+    name = "graph.bitwise_or"
+    compute = staticmethod(np.bitwise_or)
+
+
+@irdl_op_definition
+class BitwiseXorOp(BitwiseBinaryOp):
+    """Element-wise bitwise exclusive or of integer tensors.
+
+        %r = graph.bitwise_xor %a, %b : (tensor<3x4xi64>, tensor<i64>) -> tensor<3x4xi64>
+    """
+
+    name = "graph.bitwise_xor"
+    compute = staticmethod(np.bitwise_xor)
+
+
+@irdl_op_definition
+class BitwiseNotOp(UnaryElementwiseOp):
+    """Element-wise bitwise complement of an integer tensor.
+
+        %r = graph.bitwise_not %a : tensor<3x4xi16>
+    """
+
+    name = "graph.bitwise_not"
+    FLOAT_OPERANDS: ClassVar[bool] = False
+
+    def verify_(self) -> None:
+        super().verify_()
+        _check_integer(self)
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [np.invert(inputs[0])]
+
+
+class ShiftDirection(StrEnum):
+    LEFT = "left"
+    RIGHT = "right"
+
+
+@irdl_op_definition
+class BitShiftOp(BitwiseBinaryOp):
+    """Element-wise shift of `lhs` by `rhs` bits, numpy broadcasting: `left` fills with
+    zeros, `right` is logical on unsigned types and arithmetic (sign-filling) on signed
+    ones. A shift that is negative or at least the bit width gives what the fill alone
+    gives: 0, or -1 for a right shift of a negative value.
+
+        %r = graph.bit_shift %a, %b direction "left" : (tensor<4xui8>, tensor<4xui8>) -> tensor<4xui8>
+    """
+
+    name = "graph.bit_shift"
+    direction = prop_def(StringAttr)
+    assembly_format = (
+        "$lhs `,` $rhs `direction` $direction attr-dict `:` functional-type(operands, results)"
+    )
+
+    def __init__(
+        self,
+        lhs: SSAValue | Operation,
+        rhs: SSAValue | Operation,
+        direction: ShiftDirection | str,
+    ):
+        super().__init__(lhs, rhs)
+        self.properties["direction"] = StringAttr(ShiftDirection(direction).value)
+
+    @property
+    def is_left(self) -> bool:
+        return self.direction.data == ShiftDirection.LEFT
+
+    def verify_(self) -> None:
+        if self.direction.data not in tuple(ShiftDirection):
+            raise VerifyException(
+                f"'graph.bit_shift' direction must be left or right, got '{self.direction.data}'"
+            )
+        super().verify_()
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        dtype = numpy_dtype(self.result.type)
+        return [np.asarray(bit_shift(inputs[0], inputs[1], self.is_left), dtype=dtype)]
+
+
+def bit_shift(x: np.ndarray, y: np.ndarray, left: bool) -> np.ndarray:
+    """graph.bit_shift's reference: numpy's shifts where 0 <= y < the bit width, the
+    sign fill elsewhere."""
+    x, y = np.asarray(x), np.asarray(y)
+    bits = x.dtype.itemsize * 8
+    wide = y.astype(np.int64) if y.dtype != np.uint64 else np.minimum(y, bits).astype(np.int64)
+    valid = (wide >= 0) & (wide < bits)
+    safe = np.where(valid, wide, 0).astype(x.dtype)
+    shifted = np.left_shift(x, safe) if left else np.right_shift(x, safe)
+    negative = x < 0 if x.dtype.kind == "i" else np.zeros(x.shape, bool)
+    fill = np.where(negative & (not left), -1, 0).astype(x.dtype)
+    return np.where(valid, shifted, fill).astype(x.dtype)
 
 
 class FloatClassOp(GraphOp):
@@ -561,6 +691,11 @@ OPS = (
     OrOp,
     XorOp,
     NotOp,
+    BitwiseAndOp,
+    BitwiseOrOp,
+    BitwiseXorOp,
+    BitwiseNotOp,
+    BitShiftOp,
     IsNaNOp,
     IsInfOp,
     WhereOp,
@@ -568,6 +703,12 @@ OPS = (
 
 __all__ = [
     "AndOp",
+    "BitShiftOp",
+    "BitwiseAndOp",
+    "BitwiseBinaryOp",
+    "BitwiseNotOp",
+    "BitwiseOrOp",
+    "BitwiseXorOp",
     "BooleanBinaryOp",
     "CastOp",
     "ComparisonOp",
@@ -582,7 +723,9 @@ __all__ = [
     "NotOp",
     "OrOp",
     "RoundMode",
+    "ShiftDirection",
     "WhereOp",
     "XorOp",
+    "bit_shift",
     "cast_array",
 ]

@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
+    VarConstraint,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
@@ -394,6 +395,122 @@ class ArgMinOp(ArgReductionOp):
         return np.argmin(x, axis=axis)
 
 
+class CumulativeOp(GraphOp):
+    """The shared definition of `graph.cumsum` and `graph.cumprod`: the running
+    combination along `axis`, result[.., i, ..] = combine of input[.., k, ..] over
+    k <= i; over k < i with `exclusive`, k >= i with `reverse`, k > i with both (an empty
+    combination is the identity, 0 or 1). Elements are combined in the running
+    direction, from the first one the direction meets (integers wrap)."""
+
+    FLOAT_OPERANDS: ClassVar[bool] = False
+    RUNNING: ClassVar = staticmethod(np.cumsum)
+    IDENTITY: ClassVar[int] = 0
+
+    T: ClassVar = VarConstraint("T", AnyTensor)
+    input = operand_def(T)
+    axis = prop_def(IntegerAttr[I64])
+    exclusive = opt_prop_def(UnitAttr)
+    reverse = opt_prop_def(UnitAttr)
+    result = result_def(T)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = (
+        "$input `axis` $axis (`exclusive` $exclusive^)? (`reverse` $reverse^)? "
+        "attr-dict `:` type($input)"
+    )
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        axis: int,
+        exclusive: bool = False,
+        reverse: bool = False,
+    ):
+        input = SSAValue.get(input)
+        properties: dict[str, Attribute] = {"axis": IntegerAttr(axis, i64)}
+        if exclusive:
+            properties["exclusive"] = UnitAttr()
+        if reverse:
+            properties["reverse"] = UnitAttr()
+        super().__init__(operands=[input], properties=properties, result_types=[input.type])
+
+    @property
+    def axis_value(self) -> int:
+        return self.axis.value.data
+
+    @property
+    def is_exclusive(self) -> bool:
+        return self.exclusive is not None
+
+    @property
+    def is_reverse(self) -> bool:
+        return self.reverse is not None
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        shape = static_shape(self.input)
+        if not 0 <= self.axis_value < len(shape):
+            raise VerifyException(
+                f"'{self.name}' axis {self.axis_value} is out of range for rank {len(shape)}"
+            )
+        return shape
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [
+            running(
+                inputs[0], self.axis_value, self.is_exclusive, self.is_reverse, self.RUNNING
+            )
+        ]
+
+
+@irdl_op_definition
+class CumSumOp(CumulativeOp):
+    """Running sum along `axis` (`CumulativeOp`).
+
+        %c = graph.cumsum %a axis 1 : tensor<3x4xf32>
+        %d = graph.cumsum %i axis 0 exclusive reverse : tensor<5xi64>
+    """
+
+    name = "graph.cumsum"
+
+
+@irdl_op_definition
+class CumProdOp(CumulativeOp):
+    """Running product along `axis` (`CumulativeOp`).
+
+        %c = graph.cumprod %a axis 0 reverse : tensor<3x4xf32>
+    """
+
+    name = "graph.cumprod"
+    RUNNING: ClassVar = staticmethod(np.cumprod)
+    IDENTITY: ClassVar[int] = 1
+
+
+def cumsum(x: np.ndarray, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
+    """graph.cumsum's reference (`running` with numpy's cumsum)."""
+    return running(x, axis, exclusive, reverse, np.cumsum)
+
+
+def cumprod(x: np.ndarray, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
+    """graph.cumprod's reference (`running` with numpy's cumprod)."""
+    return running(x, axis, exclusive, reverse, np.cumprod)
+
+
+def running(x: np.ndarray, axis: int, exclusive: bool, reverse: bool, combine) -> np.ndarray:
+    """numpy's running `combine` (cumsum, cumprod) in the element type, taken from the
+    end with `reverse`, shifted by one (a leading identity) with `exclusive`."""
+    x = np.asarray(x)
+    identity = 1 if combine is np.cumprod else 0
+    ordered = np.flip(x, axis) if reverse else x
+    with np.errstate(all="ignore"):
+        total = combine(ordered, axis=axis, dtype=x.dtype)
+    if exclusive and x.shape[axis]:
+        first = np.full_like(np.take(total, [0], axis=axis), identity)
+        total = np.concatenate([first, np.delete(total, -1, axis=axis)], axis=axis)
+    if reverse:
+        total = np.flip(total, axis)
+    return np.require(total, dtype=x.dtype, requirements="C")
+
+
 @irdl_op_definition
 class TopKOp(GraphOp):
     """The `k` largest (or, without `largest`, smallest) entries along `axis`, in order,
@@ -503,6 +620,8 @@ OPS = (
     ReduceLogSumExpOp,
     ArgMaxOp,
     ArgMinOp,
+    CumSumOp,
+    CumProdOp,
     TopKOp,
 )
 
@@ -510,6 +629,12 @@ __all__ = [
     "ArgMaxOp",
     "ArgMinOp",
     "ArgReductionOp",
+    "CumProdOp",
+    "CumSumOp",
+    "CumulativeOp",
+    "cumprod",
+    "cumsum",
+    "running",
     "FloatReductionOp",
     "ReduceL1Op",
     "ReduceL2Op",

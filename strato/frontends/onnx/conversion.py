@@ -203,6 +203,26 @@ class NodeContext:
     def shape(self, index: int) -> tuple[int, ...]:
         return shape_of(self.value(index))
 
+    # -- nested nodes (function bodies) --------------------------------------------
+
+    def nested(self, node: onnx.NodeProto, opset_version: int) -> NodeContext:
+        """The context of `node`, a node of this node's function body, converted into the
+        same function with the body's opset. Its values live in the same environment
+        under the (prefixed) names `node` gives them."""
+        ctx = NodeContext(
+            node, self.index, self._env, self._block, self._materialized, self._location
+        )
+        ctx.opset_version = opset_version
+        return ctx
+
+    def bind(self, name: str, value: object) -> None:
+        """Name a value of this node's function body for the body nodes that read it."""
+        self._env[name] = value
+
+    def lookup(self, name: str) -> ImportedValue:
+        """A value bound with `bind`."""
+        return self._env[name]
+
     # -- attributes -------------------------------------------------------------
 
     def has_attr(self, name: str) -> bool:

@@ -1,5 +1,6 @@
 """Converters for the ONNX operators whose value is known at import time: Constant,
-ConstantOfShape (of a known shape) and Range (of known bounds).
+ConstantOfShape (of a known shape), Range (of known bounds), EyeLike (of a static
+shape) and MelWeightMatrix (of known sizes and frequencies).
 
 The value stays a numpy array, like an initializer; it becomes a `graph.constant` only
 where an op needs it as an operand. ConstantOfShape and Range have data-dependent
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
+from onnx import helper, numpy_helper
 
-from strato.frontends.onnx.conversion import ImportedValue, NodeContext
+from strato.dialects.tensor_types import numpy_dtype
+from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
 
 
 def convert_constant(ctx: NodeContext) -> list[ImportedValue]:
@@ -58,6 +60,7 @@ def _densify(ctx: NodeContext, sparse: onnx.SparseTensorProto) -> np.ndarray:
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "ConstantOfShape": (0,),
     "Range": (0, 1, 2),
+    "MelWeightMatrix": (0, 1, 2, 3, 4),
 }
 """The inputs of each operator that must be known at import time (by position)."""
 
@@ -108,3 +111,78 @@ def convert_range(ctx: NodeContext) -> list[ImportedValue]:
         return [(int(start) + int(delta) * np.arange(count, dtype=np.int64)).astype(dtype)]
     # start + n * delta, computed in float64 and rounded once (ONNX's reference)
     return [np.arange(float(start), float(limit), float(delta)).astype(dtype)]
+
+
+def convert_mel_weight_matrix(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX MelWeightMatrix: the [dft_length / 2 + 1, num_mel_bins] matrix of triangular
+    filters of peak 1, from scalars known at import time (`mel_weight_matrix`)."""
+    names = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")
+    values = [_known(ctx, n, what) for n, what in enumerate(names)]
+    for what, value in zip(names, values):
+        if value.size != 1:
+            raise ctx.error(f"{what} must be a scalar, got shape {list(value.shape)}")
+    bins, dft_length, sample_rate, lower, upper = (v.reshape(()) for v in values)
+    if bins.dtype.kind not in "iu" or dft_length.dtype.kind not in "iu":
+        raise ctx.error("num_mel_bins and dft_length must be integers")
+    if int(bins) < 1 or int(dft_length) < 1 or sample_rate <= 0:
+        raise ctx.error("num_mel_bins, dft_length and sample_rate must be positive")
+    try:
+        dtype = helper.tensor_dtype_to_np_dtype(int(ctx.attr("output_datatype", 1)))
+    except (KeyError, ValueError, TypeError):
+        raise ctx.error(f"output_datatype={ctx.attr('output_datatype')} is not a tensor type") from None
+    weights = mel_weight_matrix(int(bins), int(dft_length), sample_rate, lower, upper)
+    if weights is None:
+        raise ctx.error("the mel filters reach past the spectrum (upper_edge_hertz too high)")
+    return [weights.astype(dtype)]
+
+
+def mel_weight_matrix(
+    num_mel_bins: int,
+    dft_length: int,
+    sample_rate: np.ndarray,
+    lower_edge_hertz: np.ndarray,
+    upper_edge_hertz: np.ndarray,
+) -> np.ndarray | None:
+    """Mel filters as ONNX's reference builds them, in float64 (None when a filter
+    reaches past the spectrum).
+
+    num_mel_bins + 2 points equally spaced on the mel scale (mel(f) = 2595 log10(1 +
+    f / 700)) between the two edges, the step being the range over num_mel_bins + 2,
+    each taken back to hertz and to a spectrum bin floor((dft_length + 1) f /
+    sample_rate). Filter i rises linearly from 0 at point i to 1 at point i + 1 and
+    falls to 0 at point i + 2; a filter whose first two points share a bin is 1 there.
+    The arithmetic runs in the element types of the frequencies given, as the
+    reference's does, so that the bins land where its bins land."""
+    spectrum_bins = dft_length // 2 + 1
+    points = np.arange(num_mel_bins + 2)
+    low_mel = 2595 * np.log1p(lower_edge_hertz / 700) / np.log(10)
+    high_mel = 2595 * np.log1p(upper_edge_hertz / 700) / np.log(10)
+    step = (high_mel - low_mel) / points.shape[0]
+    hertz = 700 * np.expm1((points * step + low_mel) / 2595 * np.log(10))
+    edges = (((dft_length + 1) * hertz) // sample_rate).astype(np.int64)
+    if edges.min() < 0 or edges.max() >= spectrum_bins:
+        return None
+    left, center, right = edges[:-2], edges[1:-1], edges[2:]
+    j = np.arange(spectrum_bins)[:, None]
+    rising = np.where(center > left, (j - left) / np.maximum(center - left, 1), 1.0)
+    falling = (right - j) / np.maximum(right - center, 1)
+    on_rise = (j >= left) & (j <= center)
+    on_fall = (j >= center) & (j < right)
+    return np.where(on_fall, falling, np.where(on_rise, rising, 0.0))
+
+
+def convert_eye_like(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX EyeLike: ones on diagonal k of a matrix shaped like the (2-D) input, zeros
+    elsewhere, of element type `dtype` (the input's by default); it depends on the
+    input's shape only, so it is a constant."""
+    shape = shape_of(ctx.value(0))
+    if len(shape) != 2:
+        raise ctx.error(f"input must be 2-D, got shape {list(shape)}")
+    value = ctx.value(0)
+    dtype = value.dtype if isinstance(value, np.ndarray) else numpy_dtype(value.type)
+    if ctx.has_attr("dtype"):
+        try:
+            dtype = helper.tensor_dtype_to_np_dtype(int(ctx.attr("dtype")))
+        except (KeyError, ValueError, TypeError):
+            raise ctx.error(f"dtype={ctx.attr('dtype')} is not a tensor type") from None
+    return [np.eye(*shape, k=int(ctx.attr("k", 0)), dtype=dtype)]

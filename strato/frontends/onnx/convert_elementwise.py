@@ -1,7 +1,8 @@
 """Converters for ONNX element-wise operators.
 
 Unary: Relu, LeakyRelu, Clip, Sigmoid, Tanh, Erf, Gelu, Sqrt, Exp, Log, Neg, Abs, Floor,
-Ceil, Round, Sign, Sin, Cos, Tan, Reciprocal, Softplus, Softsign, Mish, HardSwish, and
+Ceil, Round, Sign, Sin, Cos, Tan, Asin, Acos, Atan, Sinh, Cosh, Asinh, Acosh, Atanh,
+Reciprocal, Softplus, Softsign, Mish, HardSwish, and
 with float attributes Elu, Selu, Celu, HardSigmoid, ThresholdedRelu.
 Binary, with numpy broadcasting (opset >= 7): Add, Sub, Mul, Div, Pow, Mod, PRelu (the
 slope broadcasting to the input).
@@ -67,6 +68,14 @@ convert_sign = _unary(graph.SignOp, "Sign")
 convert_sin = _unary(graph.SinOp, "Sin")
 convert_cos = _unary(graph.CosOp, "Cos")
 convert_tan = _unary(graph.TanOp, "Tan")
+convert_asin = _unary(graph.AsinOp, "Asin")
+convert_acos = _unary(graph.AcosOp, "Acos")
+convert_atan = _unary(graph.AtanOp, "Atan")
+convert_sinh = _unary(graph.SinhOp, "Sinh")
+convert_cosh = _unary(graph.CoshOp, "Cosh")
+convert_asinh = _unary(graph.AsinhOp, "Asinh")
+convert_acosh = _unary(graph.AcoshOp, "Acosh")
+convert_atanh = _unary(graph.AtanhOp, "Atanh")
 convert_reciprocal = _unary(graph.ReciprocalOp, "Reciprocal")
 convert_softplus = _unary(graph.SoftplusOp, "Softplus")
 convert_softsign = _unary(graph.SoftsignOp, "Softsign")
@@ -299,3 +308,16 @@ def _variadic(op_class: type[graph.BroadcastBinaryOp], onnx_name: str) -> Conver
 convert_max = _variadic(graph.MaximumOp, "Max")
 convert_min = _variadic(graph.MinimumOp, "Min")
 convert_sum = _variadic(graph.AddOp, "Sum")
+
+
+def convert_mean(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Mean (variadic, numpy broadcasting) -> the chain of graph.add of Sum, then
+    graph.div by the number of inputs."""
+    (total,) = convert_sum(ctx)
+    count = len(ctx.node.input)
+    if count == 1:
+        return [total]
+    if isinstance(total, np.ndarray):
+        return [folded(graph.DivOp.compute(total, np.asarray(count, total.dtype)), total)]
+    divisor = ctx.materialize(np.asarray(count, dtype=numpy_dtype(total.type)))
+    return [ctx.emit(graph.DivOp(total, divisor)).results[0]]

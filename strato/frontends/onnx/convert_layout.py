@@ -1,7 +1,8 @@
 """Converters for ONNX operators that move data: Flatten, Reshape, Squeeze, Unsqueeze,
 Transpose, Concat, Split, Slice, Pad, Gather, GatherElements, GatherND, ScatterND, Shape,
 Expand,
-Tile, DepthToSpace, SpaceToDepth, Identity, Dropout.
+Tile, DepthToSpace, SpaceToDepth, Identity, Dropout, ReverseSequence, TensorScatter,
+Compress.
 
 Whatever decides a result shape (a target shape, axes, slice bounds, pads) must be known
 at import time; it is folded into static properties of the graph op, as is every
@@ -27,6 +28,7 @@ import numpy as np
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
+from strato.dialects.tensor_types import element_type_of
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of, ssa_name
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
@@ -39,6 +41,9 @@ IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "Expand": (1,),
     "Tile": (1,),
     "Dropout": (1, 2),
+    "Trilu": (1,),
+    "OneHot": (1,),
+    "Compress": (1,),
 }
 """The inputs of each operator that must be known at import time (by position)."""
 
@@ -821,3 +826,361 @@ def convert_space_to_depth(ctx: NodeContext) -> list[ImportedValue]:
     x = _reshaped_value(ctx, _data(ctx), (n, c, h // b, b, w // b, b))
     x = _permuted(ctx, x, perms[mode])
     return [_reshaped_value(ctx, x, (n, c * b * b, h // b, w // b))]
+
+
+# -- scatter_elements, trilu, one_hot: compositions of the ops above ------------------
+
+_I64 = element_type_of(np.dtype(np.int64))
+
+
+def convert_scatter_elements(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX ScatterElements (and the older Scatter) along `axis` -> graph.scatter_nd.
+
+    ScatterElements is ScatterND whose index rows are full positions: the update at
+    position p of `indices` goes to data[p with p[axis] replaced by indices[p]]. The rows
+    are that position tuple, built from the index tensor and, for the other axes, its
+    own coordinates (an import-time iota):
+
+        ScatterElements(data: [3, 3], indices: [1, 2], updates: [1, 2], axis=1)
+          -> graph.scatter_nd %data, %rows, %updates : rows of shape [1, 2, 2]
+    """
+    shape = input_shape(ctx, 0)
+    index_shape = input_shape(ctx, 1)
+    if not shape:
+        raise ctx.error("data must have rank >= 1")
+    axis = normalize_axis(ctx, int(ctx.attr("axis", 0)), len(shape))
+    name = ctx.attr("reduction", "none")
+    if name not in _SCATTER_REDUCTIONS:
+        raise ctx.error(f"reduction '{name}' is not supported (none, add, mul, max, min)")
+    if len(index_shape) != len(shape):
+        raise ctx.error(
+            f"indices of shape {list(index_shape)} must have the rank of the data {list(shape)}"
+        )
+    if input_shape(ctx, 2) != index_shape:
+        raise ctx.error(
+            f"updates of shape {list(input_shape(ctx, 2))} must have the shape of the "
+            f"indices {list(index_shape)}"
+        )
+    if any(n > d for a, (n, d) in enumerate(zip(index_shape, shape)) if a != axis):
+        raise ctx.error(
+            f"indices of shape {list(index_shape)} exceed the data shape {list(shape)} "
+            f"outside axis {axis}"
+        )
+    reduction = _SCATTER_REDUCTIONS[name]
+    coordinates = np.indices(index_shape, dtype=np.int64)
+    known = ctx.known(1)
+    if known is not None:
+        if known.dtype.kind not in "iu":
+            raise ctx.error(f"indices must be integers, got {known.dtype}")
+        coordinates[axis] = known.astype(np.int64)
+        sizes = np.array(shape, dtype=np.int64)
+        rows = _known_rows(ctx, np.moveaxis(coordinates, 0, -1), sizes)
+        data, updates = ctx.known(0), ctx.known(2)
+        if data is not None and updates is not None:
+            return [graph.scatter_nd(data, rows, updates, reduction)]
+        if reduction == graph.ScatterReduction.NONE:
+            return [_scatter_by_gather(ctx, shape, rows)]
+        full = rows.reshape(*index_shape, len(shape))
+        indices = _constant(ctx, np.require(full, requirements="C"), ctx.input_name(1))
+    else:
+        indices = _position_rows(ctx, coordinates, axis)
+    op = graph.ScatterNDOp(_data_operand(ctx, 0), indices, _data_operand(ctx, 2), reduction)
+    return [ctx.emit(op).results[0]]
+
+
+def _position_rows(ctx: NodeContext, coordinates: np.ndarray, axis: int) -> SSAValue:
+    """The [*index_shape, rank] position rows of run-time ScatterElements indices: the
+    coordinates of each index, with the index itself (as i64) at `axis`."""
+    indices = ctx.operand(1)
+    index_type = indices.type.element_type
+    i64 = _I64
+    if index_type != i64:
+        indices = ctx.emit(graph.CastOp(indices, i64)).results[0]
+    column_shape = (*coordinates.shape[1:], 1)
+    columns: list[SSAValue] = []
+    for d in range(coordinates.shape[0]):
+        if d == axis:
+            columns.append(ctx.emit(graph.ReshapeOp(indices, column_shape)).results[0])
+        else:
+            iota = np.require(coordinates[d].reshape(column_shape), requirements="C")
+            columns.append(_constant(ctx, iota, f"{ctx.input_name(1)}_axis{d}"))
+    if len(columns) == 1:
+        return columns[0]
+    return ctx.emit(graph.ConcatOp(columns, len(column_shape) - 1)).results[0]
+
+
+def convert_trilu(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Trilu -> graph.where(mask, x, 0), the mask of the kept triangle of the last
+    two dimensions known at import time: j - i >= k (upper, the default) or j - i <= k
+    (lower), k the optional input 1 (known at import time, default 0)."""
+    shape = input_shape(ctx, 0)
+    if len(shape) < 2:
+        raise ctx.error(f"input must have rank >= 2, got shape {list(shape)}")
+    k = 0
+    if ctx.has_input(1):
+        known = ctx.known(1)
+        if known is None:
+            raise ctx.error(f"k (input '{ctx.input_name(1)}') must be known at import time")
+        if known.dtype.kind not in "iu" or known.size != 1:
+            raise ctx.error(f"k must be one integer, got {known.dtype}{list(known.shape)}")
+        k = int(known.reshape(()))
+    upper = ctx.flag_attr("upper", 1)
+    rows, columns = shape[-2:]
+    offset = np.arange(columns)[None, :] - np.arange(rows)[:, None]
+    keep = offset >= k if upper else offset <= k
+    x = _data(ctx)
+    if isinstance(x, np.ndarray):
+        return [np.where(keep, x, np.zeros((), x.dtype)).astype(x.dtype)]
+    if keep.all():
+        return [x]
+    zero = _constant(ctx, np.zeros((), _dtype_of(x)), "zero")
+    mask = _constant(ctx, np.require(keep, requirements="C"), "triangle")
+    return [ctx.emit(graph.WhereOp(mask, x, zero)).results[0]]
+
+
+def convert_one_hot(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX OneHot -> graph.where(equal(indices, iota), on, off): the iota of `depth`
+    (known at import time) runs along the new axis `axis`; a negative index counts from
+    depth, and an index out of [-depth, depth) gives a row of `off`.
+
+        OneHot(indices: [2], depth=3, values=[off, on], axis=-1) -> [2, 3]
+    """
+    index_shape = input_shape(ctx, 0)
+    rank = len(index_shape) + 1
+    axis = normalize_axis(ctx, int(ctx.attr("axis", -1)), rank)
+    depth_array = ctx.known(1)
+    if depth_array is None:
+        raise ctx.error(f"depth (input '{ctx.input_name(1)}') must be known at import time")
+    if depth_array.size != 1:
+        raise ctx.error(f"depth must be one number, got shape {list(depth_array.shape)}")
+    depth = int(depth_array.reshape(()))
+    if depth < 1:
+        raise ctx.error(f"depth {depth} must be >= 1")
+    if input_shape(ctx, 2) != (2,):
+        raise ctx.error(f"values must have shape [2] (off, on), got {list(input_shape(ctx, 2))}")
+    iota_shape = [1] * rank
+    iota_shape[axis] = depth
+    iota = np.arange(depth, dtype=np.int64).reshape(iota_shape)
+    expanded_shape = list(index_shape)
+    expanded_shape.insert(axis, 1)
+    indices, values = _data(ctx, 0), _data(ctx, 2)
+    if isinstance(indices, np.ndarray):
+        # ONNX's reference truncates float indices
+        wrapped = _wrapped_indices(indices.astype(np.int64), depth)
+        hit = wrapped.reshape(expanded_shape) == iota
+        if isinstance(values, np.ndarray):
+            return [np.where(hit, values[1], values[0]).astype(values.dtype)]
+        condition = _constant(ctx, np.require(hit, requirements="C"), "one_hot")
+    else:
+        condition = _one_hot_condition(ctx, indices, depth, iota, expanded_shape)
+    if isinstance(values, np.ndarray):
+        off = _constant(ctx, np.require(values[0], requirements="C"), "off")
+        on = _constant(ctx, np.require(values[1], requirements="C"), "on")
+    else:
+        off = ctx.emit(graph.SliceOp(values, [0], [1], [1])).results[0]
+        on = ctx.emit(graph.SliceOp(values, [1], [1], [1])).results[0]
+        off = ctx.emit(graph.ReshapeOp(off, ())).results[0]
+        on = ctx.emit(graph.ReshapeOp(on, ())).results[0]
+    return [ctx.emit(graph.WhereOp(condition, on, off)).results[0]]
+
+
+def _wrapped_indices(indices: np.ndarray, depth: int) -> np.ndarray:
+    return np.where(indices < 0, indices + depth, indices)
+
+
+def _one_hot_condition(
+    ctx: NodeContext, indices: SSAValue, depth: int, iota: np.ndarray, expanded: list[int]
+) -> SSAValue:
+    """equal(wrapped indices, iota) of run-time indices, computed in i64."""
+    i64 = _I64
+    if indices.type.element_type != i64:
+        indices = ctx.emit(graph.CastOp(indices, i64)).results[0]
+    zero = _constant(ctx, np.zeros((), np.int64), "zero")
+    depth_value = _constant(ctx, np.array(depth, np.int64), "depth")
+    negative = ctx.emit(graph.LessOp(indices, zero)).results[0]
+    shifted = ctx.emit(graph.AddOp(indices, depth_value)).results[0]
+    wrapped = ctx.emit(graph.WhereOp(negative, shifted, indices)).results[0]
+    wrapped = ctx.emit(graph.ReshapeOp(wrapped, expanded)).results[0]
+    iota_value = _constant(ctx, np.require(iota, requirements="C"), "iota")
+    return ctx.emit(graph.EqualOp(wrapped, iota_value)).results[0]
+
+
+def convert_reverse_sequence(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX ReverseSequence -> graph.gather_elements along the time axis: batch entry b
+    reads time step lens[b] - 1 - t for t < lens[b] and t itself after, a position
+    computed from the lengths (run-time values) with an import-time iota, clamped into
+    the axis (ONNX requires 1 <= lens[b] <= T; a length past it reads the last step).
+
+        ReverseSequence(x: [T=4, B=2], lens=[2, 4], time_axis=0, batch_axis=1)
+            -> graph.gather_elements %x, (where(iota < lens, lens - 1 - iota, iota))
+    """
+    shape = input_shape(ctx, 0)
+    if len(shape) < 2:
+        raise ctx.error(f"input of shape {list(shape)} must have rank 2 or more")
+    time_axis = int(ctx.attr("time_axis", 0))
+    batch_axis = int(ctx.attr("batch_axis", 1))
+    if {time_axis, batch_axis} != {0, 1}:
+        raise ctx.error(
+            f"time_axis {time_axis} and batch_axis {batch_axis} must be 0 and 1, one each"
+        )
+    steps, batch = shape[time_axis], shape[batch_axis]
+    if input_shape(ctx, 1) != (batch,):
+        raise ctx.error(
+            f"sequence_lens of shape {list(input_shape(ctx, 1))} must be [{batch}], one "
+            "length for each batch entry"
+        )
+    iota_shape, lens_shape = [1] * len(shape), [1] * len(shape)
+    iota_shape[time_axis], lens_shape[batch_axis] = steps, batch
+    iota = np.arange(steps, dtype=np.int64).reshape(iota_shape)
+    known_lens = ctx.known(1)
+    if known_lens is not None:
+        lens = known_lens.astype(np.int64).reshape(lens_shape)
+        positions = np.where(iota < lens, lens - 1 - iota, iota).clip(0, steps - 1)
+        positions = np.broadcast_to(positions, shape).astype(np.int64)
+        data = ctx.known(0)
+        if data is not None:
+            return [graph.take_along_axis(data, positions, time_axis)]
+        index = _constant(ctx, np.require(positions, requirements="C"), "positions")
+        return [ctx.emit(graph.GatherElementsOp(ctx.operand(0), index, time_axis)).results[0]]
+    lens_value = ctx.operand(1)
+    if lens_value.type.element_type != _I64:
+        lens_value = ctx.emit(graph.CastOp(lens_value, _I64)).results[0]
+    lens_value = ctx.emit(graph.ReshapeOp(lens_value, lens_shape)).results[0]
+    iota_value = _constant(ctx, np.require(iota, requirements="C"), "iota")
+    one = _constant(ctx, np.array(1, np.int64), "one")
+    last = ctx.emit(graph.SubOp(lens_value, one)).results[0]
+    reversed_positions = ctx.emit(graph.SubOp(last, iota_value)).results[0]
+    inside = ctx.emit(graph.LessOp(iota_value, lens_value)).results[0]
+    positions = ctx.emit(graph.WhereOp(inside, reversed_positions, iota_value)).results[0]
+    low = _constant(ctx, np.array(0, np.int64), "zero")
+    high = _constant(ctx, np.array(steps - 1, np.int64), "last_step")
+    positions = ctx.emit(graph.MaximumOp(positions, low)).results[0]
+    positions = ctx.emit(graph.MinimumOp(positions, high)).results[0]
+    positions = ctx.emit(graph.BroadcastToOp(positions, shape)).results[0]
+    return [ctx.emit(graph.GatherElementsOp(ctx.operand(0), positions, time_axis)).results[0]]
+
+
+def convert_tensor_scatter(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX TensorScatter (a KV-cache update) -> graph.where(written, gather_elements
+    (update, positions), past_cache): cache step s of batch entry b takes update step
+    j = s - write_indices[b] (taken modulo the cache length in `circular` mode) when
+    0 <= j < the update's length, and keeps the past value otherwise. The write indices
+    are run-time values (0 when absent); the step iota is known at import time.
+
+        TensorScatter(past: [B, H, M, D], update: [B, H, L, D], idx: [B], axis=-2)
+            -> [B, H, M, D]
+    """
+    shape, update_shape = input_shape(ctx, 0), input_shape(ctx, 1)
+    rank = len(shape)
+    if rank < 2:
+        raise ctx.error(f"past_cache of shape {list(shape)} must have rank 2 or more")
+    axis = normalize_axis(ctx, int(ctx.attr("axis", -2)), rank)
+    if axis == 0:
+        raise ctx.error("axis must not be the batch axis 0")
+    mode = ctx.attr("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise ctx.error(f"mode '{mode}' is not one of linear, circular")
+    steps, length = shape[axis], update_shape[axis] if len(update_shape) == rank else -1
+    if len(update_shape) != rank or length > steps or any(
+        u != p for d, (u, p) in enumerate(zip(update_shape, shape)) if d != axis
+    ):
+        raise ctx.error(
+            f"update of shape {list(update_shape)} must have the shape of past_cache "
+            f"{list(shape)} but for at most {steps} steps along axis {axis}"
+        )
+    if length == 0:
+        return [ctx.value(0)]
+    batch = shape[0]
+    iota_shape, batch_shape = [1] * rank, [1] * rank
+    iota_shape[axis], batch_shape[0] = steps, batch
+    iota = np.arange(steps, dtype=np.int64).reshape(iota_shape)
+    has_indices = ctx.has_input(2)
+    if has_indices and input_shape(ctx, 2) != (batch,):
+        raise ctx.error(
+            f"write_indices of shape {list(input_shape(ctx, 2))} must be [{batch}]"
+        )
+    known = ctx.known(2) if has_indices else np.zeros(batch, np.int64)
+    if known is not None:
+        offsets = iota - known.astype(np.int64).reshape(batch_shape)
+        if mode == "circular":
+            offsets = np.mod(offsets, steps)
+        written = np.broadcast_to((offsets >= 0) & (offsets < length), shape)
+        positions = np.broadcast_to(offsets.clip(0, length - 1), shape)
+        condition = _constant(ctx, np.require(written, requirements="C"), "written")
+        index = _constant(ctx, np.require(positions, np.int64, "C"), "positions")
+    else:
+        condition, index = _scatter_positions(ctx, iota, batch_shape, shape, length, mode)
+    update = _data_operand(ctx, 1)
+    gathered = ctx.emit(graph.GatherElementsOp(update, index, axis)).results[0]
+    past = _data_operand(ctx, 0)
+    return [ctx.emit(graph.WhereOp(condition, gathered, past)).results[0]]
+
+
+def _scatter_positions(
+    ctx: NodeContext,
+    iota: np.ndarray,
+    batch_shape: list[int],
+    shape: Sequence[int],
+    length: int,
+    mode: str,
+) -> tuple[SSAValue, SSAValue]:
+    """TensorScatter's written mask and update positions from run-time write indices."""
+    indices = ctx.operand(2)
+    if indices.type.element_type != _I64:
+        indices = ctx.emit(graph.CastOp(indices, _I64)).results[0]
+    indices = ctx.emit(graph.ReshapeOp(indices, batch_shape)).results[0]
+    iota_value = _constant(ctx, np.require(iota, requirements="C"), "iota")
+    offsets = ctx.emit(graph.SubOp(iota_value, indices)).results[0]
+    if mode == "circular":
+        steps = _constant(ctx, np.array(iota.size, np.int64), "steps")
+        offsets = ctx.emit(graph.ModOp(offsets, steps)).results[0]
+    zero = _constant(ctx, np.array(0, np.int64), "zero")
+    limit = _constant(ctx, np.array(length, np.int64), "length")
+    last = _constant(ctx, np.array(length - 1, np.int64), "last")
+    not_before = ctx.emit(graph.GreaterEqualOp(offsets, zero)).results[0]
+    before_end = ctx.emit(graph.LessOp(offsets, limit)).results[0]
+    written = ctx.emit(graph.AndOp(not_before, before_end)).results[0]
+    positions = ctx.emit(graph.MaximumOp(offsets, zero)).results[0]
+    positions = ctx.emit(graph.MinimumOp(positions, last)).results[0]
+    written = ctx.emit(graph.BroadcastToOp(written, shape)).results[0]
+    positions = ctx.emit(graph.BroadcastToOp(positions, shape)).results[0]
+    return written, positions
+
+
+def convert_compress(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Compress -> graph.gather of the positions where the condition holds: the
+    condition decides the result shape, so it must be known at import time (the
+    positions become an i64 constant). Without `axis` the input is flattened first; a
+    condition shorter than the axis selects nothing past its end.
+
+        Compress(x: [3, 2], condition=[0, 1, 1], axis=0) -> graph.gather %x, [1, 2] -> [2, 2]
+    """
+    condition = ctx.known(1)
+    if condition is None:
+        raise ctx.error(
+            f"condition (input '{ctx.input_name(1)}') must be known at import time: it "
+            "decides the result shape, and strato compiles static shapes"
+        )
+    if condition.ndim != 1:
+        raise ctx.error(f"condition of shape {list(condition.shape)} must be 1-D")
+    data = _data(ctx)
+    shape = shape_of(data)
+    if ctx.has_attr("axis"):
+        axis = normalize_axis(ctx, int(ctx.attr("axis")), len(shape))
+    else:
+        axis, shape = 0, (math.prod(shape),)
+        data = _reshaped_value(ctx, data, shape)
+    if condition.size > shape[axis]:
+        raise ctx.error(
+            f"condition of {condition.size} elements is longer than axis {axis} "
+            f"({shape[axis]})"
+        )
+    positions = np.flatnonzero(condition).astype(np.int64)
+    if isinstance(data, np.ndarray):
+        return [np.asarray(np.take(data, positions, axis=axis))]
+    if positions.size == 0:
+        empty = list(shape)
+        empty[axis] = 0
+        return [np.zeros(empty, dtype=_dtype_of(data))]
+    index = _constant(ctx, positions, "positions")
+    return [ctx.emit(graph.GatherOp(data, index, axis)).results[0]]

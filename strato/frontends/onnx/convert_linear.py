@@ -1,4 +1,4 @@
-"""Converters for ONNX linear algebra: MatMul and Gemm.
+"""Converters for ONNX linear algebra: MatMul, Gemm and Det.
 
 A product whose right-hand side is a constant matrix becomes `graph.dense`, whose weight
 is [N, K] (one row per output unit): the constant is transposed at import time, and
@@ -12,8 +12,11 @@ Products of two computed tensors become `graph.matmul`.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
+from xdsl.dialects.builtin import AnyFloat
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
@@ -152,3 +155,70 @@ def _add_scaled(ctx: NodeContext, product: SSAValue, c: SSAValue, beta: float) -
         scale = ctx.materialize(np.full((1,) * rank, beta, dtype=np.float32))
         c = ctx.emit(graph.MulOp(c, scale)).results[0]
     return ctx.emit(graph.AddOp(product, c)).results[0]
+
+
+DET_MAX_SIZE = 4
+"""The largest matrix Det expands (Leibniz's formula has n! terms: 24 for 4 x 4)."""
+
+
+def convert_det(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Det of [*, n, n] float matrices -> Leibniz's formula in graph ops: the sum over
+    the permutations p of sign(p) * a[0, p(0)] * .. * a[n-1, p(n-1)], each entry a
+    graph.slice of the batch. Exact in its operations (no pivoting to go wrong), but
+    n! terms, so n is at most DET_MAX_SIZE; larger matrices are a diagnostic.
+
+        Det(x: [3, 2, 2]) -> a00 * a11 - a01 * a10, each a graph.slice -> [3]
+    """
+    shape = ctx.shape(0)
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise ctx.error(f"input of shape {list(shape)} must be [*, n, n] square matrices")
+    n = shape[-1]
+    if not 1 <= n <= DET_MAX_SIZE:
+        raise ctx.error(
+            f"determinants of {n} x {n} matrices are not supported (1 to {DET_MAX_SIZE})"
+        )
+    known = ctx.known(0)
+    if known is not None:
+        if known.dtype.kind != "f":
+            raise ctx.error(f"input must be a float tensor, got {known.dtype}")
+        return [np.asarray(np.linalg.det(known)).astype(known.dtype)]
+    x = ctx.operand(0)
+    if not isinstance(x.type.element_type, AnyFloat):
+        raise ctx.error(f"input must be a float tensor, got {x.type.element_type}")
+    batch = list(shape[:-2])
+    rank = len(shape)
+
+    def entry(row: int, column: int) -> SSAValue:
+        starts = [0] * (rank - 2) + [row, column]
+        sliced = ctx.emit(graph.SliceOp(x, starts, [1] * rank, [*batch, 1, 1])).results[0]
+        return ctx.emit(graph.ReshapeOp(sliced, batch)).results[0]
+
+    entries = {(i, j): entry(i, j) for i in range(n) for j in range(n)}
+    even: list[SSAValue] = []
+    odd: list[SSAValue] = []
+    for permutation in itertools.permutations(range(n)):
+        term = entries[0, permutation[0]]
+        for row in range(1, n):
+            term = ctx.emit(graph.MulOp(term, entries[row, permutation[row]])).results[0]
+        (even if _is_even(permutation) else odd).append(term)
+    positive = _sum(ctx, even)
+    if not odd:
+        return [positive]
+    return [ctx.emit(graph.SubOp(positive, _sum(ctx, odd))).results[0]]
+
+
+def _sum(ctx: NodeContext, terms: list[SSAValue]) -> SSAValue:
+    total = terms[0]
+    for term in terms[1:]:
+        total = ctx.emit(graph.AddOp(total, term)).results[0]
+    return total
+
+
+def _is_even(permutation: tuple[int, ...]) -> bool:
+    inversions = sum(
+        1
+        for i, a in enumerate(permutation)
+        for b in permutation[i + 1 :]
+        if a > b
+    )
+    return inversions % 2 == 0

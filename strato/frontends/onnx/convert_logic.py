@@ -1,5 +1,6 @@
 """Converters for ONNX comparisons (Equal, Less, LessOrEqual, Greater, GreaterOrEqual),
-logic (And, Or, Xor, Not), IsNaN, IsInf, Where, Cast and CastLike.
+logic (And, Or, Xor, Not), bitwise logic and shifts (BitwiseAnd, BitwiseOr, BitwiseXor,
+BitwiseNot, BitShift), IsNaN, IsInf, Where, Cast and CastLike.
 
 Any numeric element type is accepted (bool, integers of 2 to 64 bits, f16, bf16, f32,
 f64 and the 8- and 4-bit float formats); strings are not. When every input is known at
@@ -18,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 from onnx import helper
-from xdsl.dialects.builtin import AnyFloat, TensorType
+from xdsl.dialects.builtin import AnyFloat, IntegerType, TensorType
 from xdsl.ir import Attribute, SSAValue
 
 from strato.dialects import graph
@@ -116,6 +117,51 @@ def convert_not(ctx: NodeContext) -> list[ImportedValue]:
     if known is not None:
         return [np.logical_not(known)]
     return [ctx.emit(graph.NotOp(ctx.operand(0))).results[0]]
+
+
+def _check_integer(ctx: NodeContext, *indices: int) -> None:
+    for index in indices:
+        type_ = _element_type(ctx, index)
+        if not isinstance(type_, IntegerType) or type_ == _BOOL:
+            raise ctx.error(f"input {index} has element type {type_}, expected an integer")
+
+
+def _check_integer_operands(ctx: NodeContext, onnx_name: str) -> None:
+    _check_integer(ctx, 0, 1)
+    _check_comparable(ctx, onnx_name)
+
+
+def _bitwise(op_class: type[graph.BitwiseBinaryOp], onnx_name: str):
+    return _binary(op_class, onnx_name, _check_integer_operands, "integer tensors")
+
+
+convert_bitwise_and = _bitwise(graph.BitwiseAndOp, "BitwiseAnd")
+convert_bitwise_or = _bitwise(graph.BitwiseOrOp, "BitwiseOr")
+convert_bitwise_xor = _bitwise(graph.BitwiseXorOp, "BitwiseXor")
+
+
+def convert_bitwise_not(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX BitwiseNot -> graph.bitwise_not."""
+    _check_integer(ctx, 0)
+    known = ctx.known(0)
+    if known is not None:
+        return [np.invert(known)]
+    return [ctx.emit(graph.BitwiseNotOp(ctx.operand(0))).results[0]]
+
+
+def convert_bit_shift(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX BitShift (direction LEFT or RIGHT) -> graph.bit_shift (numpy broadcasting);
+    a right shift of a signed type (opset 28) fills with the sign."""
+    direction = ctx.attr("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise ctx.error(f"attribute direction={direction!r} must be LEFT or RIGHT")
+    _check_integer_operands(ctx, "BitShift")
+    left = direction == "LEFT"
+    x, y = ctx.known(0), ctx.known(1)
+    if x is not None and y is not None:
+        return [graph.bit_shift(x, y, left)]
+    op = graph.BitShiftOp(ctx.operand(0), ctx.operand(1), direction.lower())
+    return [ctx.emit(op).results[0]]
 
 
 def _check_float(ctx: NodeContext) -> None:

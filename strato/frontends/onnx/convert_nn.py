@@ -15,13 +15,16 @@ is larger than the natural one).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
+import numpy as np
 from xdsl.ir import Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from strato.dialects import graph
 from strato.dialects.graph import MAX_SPATIAL_RANK, static_shape, window_extent
+from strato.dialects.tensor_types import element_type_of, numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
 
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
@@ -269,3 +272,188 @@ def convert_global_average_pool(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX GlobalAveragePool -> graph.global_avg_pool."""
     _spatial_rank(ctx)
     return [_checked(ctx, graph.GlobalAvgPoolOp(ctx.operand(0)))]
+
+
+def convert_global_max_pool(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX GlobalMaxPool -> graph.reduce_max over the spatial axes, keeping them (the
+    [N, C, 1, ..., 1] result of a max pool whose window is the whole image)."""
+    _spatial_rank(ctx)
+    rank = len(ctx.shape(0))
+    op = graph.ReduceMaxOp(ctx.operand(0), list(range(2, rank)), keepdims=True)
+    return [_checked(ctx, op)]
+
+
+def convert_lp_pool(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX LpPool (p, default 2) -> the p-norm of each window, (sum |x|^p)^(1/p): the
+    window sum is graph.avg_pool of |x|^p counting the padding (which adds 0) times
+    the window volume; x * x and sqrt for p = 2. A window past the padded input
+    (ceil_mode) would be averaged over fewer elements, so ceil_mode is refused."""
+    window = _pool_window(ctx)
+    if window["ceil_mode"]:
+        raise ctx.error("attribute ceil_mode=1 is not supported for LpPool")
+    p = int(ctx.attr("p", 2))
+    if p < 1:
+        raise ctx.error(f"attribute p={p} must be >= 1")
+    x = ctx.operand(0)
+    dtype = numpy_dtype(x.type.element_type)
+
+    def constant(value: float) -> SSAValue:
+        return ctx.materialize(np.asarray(value, dtype=dtype))
+
+    def emit(op: Operation) -> SSAValue:
+        return ctx.emit(op).results[0]
+
+    magnitude = emit(graph.AbsOp(x))
+    if p == 2:
+        powered = emit(graph.MulOp(magnitude, magnitude))
+    elif p == 1:
+        powered = magnitude
+    else:
+        powered = emit(graph.PowOp(magnitude, constant(p)))
+    average = _checked(ctx, graph.AvgPoolOp(powered, count_include_pad=True, **window))
+    total = emit(graph.MulOp(average, constant(math.prod(window["kernel"]))))
+    if p == 1:
+        return [total]
+    if p == 2:
+        return [emit(graph.SqrtOp(total))]
+    return [emit(graph.PowOp(total, constant(1.0 / p)))]
+
+
+# -- max_unpool and col2im: scatters of known positions -----------------------------
+
+
+def _known_ints(ctx: NodeContext, index: int, what: str, count: int | None = None) -> list[int]:
+    values = ctx.known(index)
+    if values is None:
+        raise ctx.error(f"{what} (input '{ctx.input_name(index)}') must be known at import time")
+    if values.dtype.kind not in "iu" or values.ndim != 1:
+        raise ctx.error(
+            f"{what} must be a 1-D integer tensor, got {values.dtype}{list(values.shape)}"
+        )
+    if count is not None and values.size != count:
+        raise ctx.error(f"{what} must hold {count} values, got {values.size}")
+    return [int(v) for v in values]
+
+
+def _flat_scatter(
+    ctx: NodeContext, values: SSAValue, positions: SSAValue, size: int, add: bool
+) -> SSAValue:
+    """A zero vector of `size` elements with values[i] put (added, with `add`) at
+    positions[i]: graph.scatter_nd of one-element rows."""
+    count = math.prod(static_shape(values))
+    dtype = numpy_dtype(values.type.element_type)
+    zeros = ctx.materialize(np.zeros(size, dtype=dtype), "zeros")
+    rows = ctx.emit(graph.ReshapeOp(positions, (count, 1))).results[0]
+    flat = ctx.emit(graph.ReshapeOp(values, (count,))).results[0]
+    reduction = graph.ScatterReduction.ADD if add else graph.ScatterReduction.NONE
+    return ctx.emit(graph.ScatterNDOp(zeros, rows, flat, reduction)).results[0]
+
+
+def convert_max_unpool(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX MaxUnpool -> zeros with X put at the flat positions I (MaxPool's indices,
+    over the whole tensor), as graph.scatter_nd on the flattened unpooled tensor, each
+    spatial size (in - 1) * stride + kernel - pads. A larger output_shape (input 2)
+    pads it with zeros at the end of each dimension, as ONNX's reference does (the
+    indices keep their meaning in the unpooled shape)."""
+    rank = _spatial_rank(ctx)
+    shape = ctx.shape(0)
+    if ctx.shape(1) != shape:
+        raise ctx.error(
+            f"indices of shape {list(ctx.shape(1))} must have the shape of X {list(shape)}"
+        )
+    if not ctx.has_attr("kernel_shape"):
+        raise ctx.error("attribute kernel_shape is required")
+    kernel = _positive_ints(ctx, "kernel_shape", rank)
+    strides = _positive_ints(ctx, "strides", rank)
+    pads = [int(p) for p in ctx.attr("pads", [0] * (2 * rank))]
+    if len(pads) != 2 * rank:
+        raise ctx.error(f"attribute pads must hold {2 * rank} values, got {len(pads)}")
+    spatial = [
+        (size - 1) * stride + k - pads[d] - pads[d + rank]
+        for d, (size, stride, k) in enumerate(zip(shape[2:], strides, kernel))
+    ]
+    unpooled_shape = [*shape[:2], *spatial]
+    out_shape = unpooled_shape
+    if ctx.has_input(2):
+        out_shape = _known_ints(ctx, 2, "output_shape", rank + 2)
+    if any(d < 1 for d in unpooled_shape) or any(
+        o < u for o, u in zip(out_shape, unpooled_shape)
+    ):
+        raise ctx.error(
+            f"output shape {out_shape} does not hold the unpooled shape {unpooled_shape}"
+        )
+    indices = ctx.operand(1)
+    if indices.type.element_type != _I64:
+        indices = ctx.emit(graph.CastOp(indices, _I64)).results[0]
+    flat = _flat_scatter(ctx, ctx.operand(0), indices, math.prod(unpooled_shape), add=False)
+    unpooled = ctx.emit(graph.ReshapeOp(flat, unpooled_shape)).results[0]
+    if out_shape == unpooled_shape:
+        return [unpooled]
+    high = [o - u for o, u in zip(out_shape, unpooled_shape)]
+    return [ctx.emit(graph.PadOp(unpooled, [0] * len(high), high)).results[0]]
+
+
+def convert_col2im(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Col2Im -> the sum of each column's block at its place in the image: input
+    [N, C * prod(block), L] adds input[n, c * K + k, l] to image[n, c, l * stride + k *
+    dilation - pad_begin] (dropped in the padding). The positions are known at import
+    time, so this is a graph.scatter_nd (add) into the flattened [C * prod(image), N]
+    image, transposed back to [N, C, image..]."""
+    shape = ctx.shape(0)
+    if len(shape) != 3:
+        raise ctx.error(f"input must be [N, C * prod(block_shape), L], got {list(shape)}")
+    image = _known_ints(ctx, 1, "image_shape")
+    block = _known_ints(ctx, 2, "block_shape", len(image))
+    rank = len(image)
+    strides = _positive_ints(ctx, "strides", rank)
+    dilations = _positive_ints(ctx, "dilations", rank)
+    pads = [int(p) for p in ctx.attr("pads", [0] * (2 * rank))]
+    if len(pads) != 2 * rank or any(b < 1 for b in block) or any(i < 1 for i in image):
+        raise ctx.error(f"image_shape {image}, block_shape {block} and pads {pads} do not fit")
+    counts = [
+        (i + pads[d] + pads[d + rank] - (dilation * (b - 1) + 1)) // stride + 1
+        for d, (i, b, stride, dilation) in enumerate(zip(image, block, strides, dilations))
+    ]
+    batch, rows, columns = shape
+    volume = math.prod(block)
+    if rows % volume or columns != math.prod(counts) or min(counts) < 1:
+        raise ctx.error(
+            f"input of shape {list(shape)} does not hold blocks {block} at the {counts} "
+            f"positions image_shape {image} has"
+        )
+    channels = rows // volume
+    # position of every (c, k, l) element, or -1 in the padding
+    k_index = np.indices(block).reshape(rank, -1)
+    l_index = np.indices(counts).reshape(rank, -1)
+    place = np.zeros((volume, columns), dtype=np.int64)
+    inside = np.ones((volume, columns), dtype=bool)
+    for d in range(rank):
+        at = l_index[d][None, :] * strides[d] + k_index[d][:, None] * dilations[d] - pads[d]
+        inside &= (at >= 0) & (at < image[d])
+        place = place * image[d] + at
+    pixels = math.prod(image)
+    per_channel = np.where(inside, place, pixels)  # the padding: one spare pixel
+    positions = (np.arange(channels)[:, None, None] * (pixels + 1) + per_channel).reshape(-1)
+    x = ctx.operand(0)
+    by_element = ctx.emit(graph.ReshapeOp(x, (batch, rows * columns))).results[0]
+    by_element = ctx.emit(graph.TransposeOp(by_element, (1, 0))).results[0]
+    zeros = ctx.materialize(
+        np.zeros((channels * (pixels + 1), batch), dtype=numpy_dtype(x.type.element_type)), "image"
+    )
+    rows_value = ctx.materialize(positions.reshape(-1, 1), "col2im_positions")
+    summed = ctx.emit(
+        graph.ScatterNDOp(zeros, rows_value, by_element, graph.ScatterReduction.ADD)
+    ).results[0]
+    summed = ctx.emit(graph.ReshapeOp(summed, (channels, pixels + 1, batch))).results[0]
+    kept = ctx.emit(graph.SliceOp(summed, [0, 0, 0], [1, 1, 1], (channels, pixels, batch)))
+    result = ctx.emit(graph.TransposeOp(kept.results[0], (2, 0, 1))).results[0]
+    return [ctx.emit(graph.ReshapeOp(result, (batch, channels, *image))).results[0]]
+
+
+_I64 = element_type_of(np.dtype(np.int64))
+
+IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
+    "MaxUnpool": (2,),
+    "Col2Im": (1, 2),
+}
+"""The inputs of each operator that must be known at import time (by position)."""

@@ -23,6 +23,7 @@ from xdsl.ir import SSAValue
 
 from strato.dialects import graph
 from strato.dialects.graph import broadcast_shapes, normalization
+from strato.dialects.graph.base import element_type
 from strato.dialects.tensor_types import numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
 
@@ -51,6 +52,95 @@ def convert_softmax(ctx: NodeContext) -> list[ImportedValue]:
     if isinstance(x, np.ndarray):
         return [np.require(normalization.softmax(x, axes), requirements="C")]
     return [ctx.emit(graph.SoftmaxOp(x, axes)).results[0]]
+
+
+def convert_hardmax(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Hardmax -> 1 at the first maximum along the axis, 0 elsewhere, as
+    graph.cast(graph.equal(graph.arg_max(x, keepdims), iota)). Before opset 13 the
+    input is coerced to 2D at `axis` (default 1), as Softmax's is."""
+    shape = ctx.shape(0)
+    rank = len(shape)
+    if rank == 0:
+        raise ctx.error("input must have rank >= 1")
+    if ctx.opset() >= SOFTMAX_SINGLE_AXIS_OPSET:
+        return [_hardmax(ctx, ctx.operand(0), _axis(ctx, rank, -1))]
+    axis = _axis(ctx, rank, 1)
+    rows = math.prod(shape[:axis])
+    flat = ctx.emit(graph.ReshapeOp(ctx.operand(0), (rows, math.prod(shape[axis:]))))
+    result = _hardmax(ctx, flat.results[0], 1)
+    return [ctx.emit(graph.ReshapeOp(result, shape)).results[0]]
+
+
+def _hardmax(ctx: NodeContext, x: SSAValue, axis: int) -> SSAValue:
+    shape = graph.static_shape(x)
+    if shape[axis] == 0:
+        return x
+    index = ctx.emit(graph.ArgMaxOp(x, axis, keepdims=True)).results[0]
+    iota_shape = [1] * len(shape)
+    iota_shape[axis] = shape[axis]
+    iota = np.arange(shape[axis], dtype=np.int64).reshape(iota_shape)
+    hit = ctx.emit(graph.EqualOp(index, ctx.materialize(iota, "iota"))).results[0]
+    return ctx.emit(graph.CastOp(hit, element_type(x))).results[0]
+
+
+def convert_lrn(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX LRN -> x / (bias + alpha / size * square_sum)^beta, square_sum the sum of
+    x^2 over the `size` channels around each one (floor((size - 1) / 2) before, the
+    rest after, zeros past the edges): graph.pad of x * x along the channels and the sum
+    of `size` shifted slices of it."""
+    shape = ctx.shape(0)
+    if len(shape) < 3:
+        raise ctx.error(f"input must be [N, C, spatial..], got shape {list(shape)}")
+    if not ctx.has_attr("size"):
+        raise ctx.error("attribute size is required")
+    size = int(ctx.attr("size"))
+    if size < 1:
+        raise ctx.error(f"attribute size={size} must be >= 1")
+    alpha = ctx.float_attr("alpha", 1e-4)
+    beta = ctx.float_attr("beta", 0.75)
+    bias = ctx.float_attr("bias", 1.0)
+    x = ctx.operand(0)
+    dtype = numpy_dtype(x.type.element_type)
+
+    def emit(op) -> SSAValue:
+        return ctx.emit(op).results[0]
+
+    def constant(value: float) -> SSAValue:
+        return ctx.materialize(np.asarray(value, dtype=dtype))
+
+    square = emit(graph.MulOp(x, x))
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    low = [0, before] + [0] * (len(shape) - 2)
+    high = [0, after] + [0] * (len(shape) - 2)
+    padded = emit(graph.PadOp(square, low, high)) if size > 1 else square
+    total = None
+    for offset in range(size):
+        starts = [0, offset] + [0] * (len(shape) - 2)
+        window = emit(graph.SliceOp(padded, starts, [1] * len(shape), shape))
+        total = window if total is None else emit(graph.AddOp(total, window))
+    scaled = emit(graph.MulOp(total, constant(alpha / size)))
+    base = emit(graph.AddOp(scaled, constant(bias)))
+    return [emit(graph.DivOp(x, emit(graph.PowOp(base, constant(beta)))))]
+
+
+def convert_lp_normalization(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX LpNormalization (axis, default -1; p 1 or 2, default 2) -> x / the L1 or L2
+    norm along the axis (graph.reduce_l1 / reduce_l2 keeping it), 0 where the norm is
+    0 (as ONNX's reference)."""
+    shape = ctx.shape(0)
+    if not shape:
+        raise ctx.error("input must have rank >= 1")
+    axis = _axis(ctx, len(shape), -1)
+    p = int(ctx.attr("p", 2))
+    if p not in (1, 2):
+        raise ctx.error(f"attribute p={p} is not supported (1 or 2)")
+    x = ctx.operand(0)
+    norm_class = graph.ReduceL1Op if p == 1 else graph.ReduceL2Op
+    norm = ctx.emit(norm_class(x, [axis], keepdims=True)).results[0]
+    zero = ctx.materialize(np.zeros((), dtype=numpy_dtype(x.type.element_type)))
+    is_zero = ctx.emit(graph.EqualOp(norm, zero)).results[0]
+    quotient = ctx.emit(graph.DivOp(x, norm)).results[0]
+    return [ctx.emit(graph.WhereOp(is_zero, zero, quotient)).results[0]]
 
 
 def _requested_outputs(ctx: NodeContext) -> list[bool]:

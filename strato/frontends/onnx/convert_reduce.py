@@ -1,5 +1,6 @@
 """Converters for ONNX reductions: ReduceSum, ReduceMean, ReduceMax, ReduceMin,
-ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp, and ArgMax/ArgMin.
+ReduceProd, ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSumExp, ArgMax/ArgMin, TopK,
+CumSum and CumProd; DFT and STFT, summed transforms along one axis.
 
 The axes are an attribute (ReduceSum before opset 13, the others before 18) or an input
 known at import time. No axes (or an empty list) means every axis, unless
@@ -14,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from xdsl.dialects.builtin import AnyFloat
+from xdsl.dialects.builtin import AnyFloat, f64, i1
+from xdsl.ir import SSAValue
 
 from strato.dialects import graph
 from strato.dialects.graph.base import element_type
@@ -37,6 +39,10 @@ IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "ReduceSumSquare": (1,),
     "ReduceLogSumExp": (1,),
     "TopK": (1,),
+    "CumSum": (1,),
+    "CumProd": (1,),
+    "DFT": (1, 2),
+    "STFT": (1, 3),
 }
 """The inputs of each operator that must be known at import time (by position)."""
 
@@ -175,3 +181,207 @@ def _k_input(ctx: NodeContext) -> list[int]:
     if k.dtype.kind not in "iu" or k.size != 1:
         raise ctx.error(f"K must be one integer, got {k.dtype}{list(k.shape)}")
     return [int(k.reshape(()))]
+
+
+def convert_cum_sum(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX CumSum (axis a scalar input known at import time; exclusive, reverse) ->
+    graph.cumsum (folded when the input is known)."""
+    return _cumulative(ctx, graph.CumSumOp)
+
+
+def convert_cum_prod(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX CumProd (opset 26; as CumSum) -> graph.cumprod."""
+    return _cumulative(ctx, graph.CumProdOp)
+
+
+def _cumulative(ctx: NodeContext, op_class: type[graph.CumulativeOp]) -> list[ImportedValue]:
+    shape = input_shape(ctx, 0)
+    if not shape:
+        raise ctx.error("input must have rank >= 1")
+    axis_array = ctx.known(1)
+    if axis_array is None:
+        raise ctx.error(
+            f"axis (input '{ctx.input_name(1)}') must be known at import time"
+        )
+    if axis_array.dtype.kind not in "iu" or axis_array.size != 1:
+        raise ctx.error(f"axis must be one integer, got {axis_array.dtype}{list(axis_array.shape)}")
+    axis = normalize_axis(ctx, int(axis_array.reshape(())), len(shape))
+    exclusive = ctx.flag_attr("exclusive", 0)
+    reverse = ctx.flag_attr("reverse", 0)
+    x = ctx.value(0)
+    if _is_bool(x):
+        raise ctx.error(f"{ctx.op_type} of bool tensors is not supported")
+    if isinstance(x, np.ndarray):
+        return [graph.running(x, axis, exclusive, reverse, op_class.RUNNING)]
+    return [ctx.emit(op_class(x, axis, exclusive, reverse)).results[0]]
+
+
+def _is_bool(x: ImportedValue) -> bool:
+    if isinstance(x, np.ndarray):
+        return x.dtype == np.bool_
+    return element_type(x) == i1
+
+
+def convert_dft(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX DFT (forward, inverse, one-sided; opset 17 on) -> one graph.matmul of the
+    signal along the axis by the import-time matrix of the transform: the real and
+    imaginary parts (the last axis of X, 1 or 2 components) are concatenated, multiplied
+    by the [cos, sin] blocks of exp(-+2 pi i k t / n) (1/n for the inverse, the
+    Hermitian weights 1 or 2 for the one-sided inverse, which is real), and the result
+    put back with the frequencies at the axis. Like a summed reduction along one axis
+    (hence here), the transform length and the axis must be known at import time;
+    the signal is cut or zero-padded to dft_length as numpy's fft does.
+
+        DFT(x: [1, 10, 10, 1], axis=1) -> graph.matmul(x along axis 1: [1, 10, 10],
+            [10, 20]) -> [1, 10, 10, 2]
+    """
+    shape = input_shape(ctx, 0)
+    rank = len(shape) - 1  # the last axis holds the real and imaginary parts
+    if rank < 1 or shape[-1] not in (1, 2):
+        raise ctx.error(f"x of shape {list(shape)} must end in 1 (real) or 2 (complex)")
+    if ctx.opset() >= 20:
+        axis = _known_int_input(ctx, 2, "axis", -2) if ctx.has_input(2) else -2
+    else:
+        axis = int(ctx.attr("axis", 1))
+    axis = normalize_axis(ctx, axis, len(shape))
+    if axis == len(shape) - 1:
+        raise ctx.error("axis must not be the last axis (the real and imaginary parts)")
+    inverse, onesided = ctx.flag_attr("inverse"), ctx.flag_attr("onesided")
+    length = shape[axis]
+    default_length = 2 * (length - 1) if inverse and onesided else length
+    n = default_length
+    if ctx.has_input(1):
+        n = _known_int_input(ctx, 1, "dft_length", default_length)
+    if n < 1:
+        raise ctx.error(f"dft_length {n} must be positive")
+    x = ctx.operand(0)
+    if not isinstance(element_type(x), AnyFloat):
+        raise ctx.error("x must be a float tensor")
+    return [_transformed(ctx, x, axis, n, inverse, onesided)]
+
+
+def _transformed(
+    ctx: NodeContext, x: SSAValue, axis: int, n: int, inverse: bool, onesided: bool
+) -> SSAValue:
+    """The DFT of x [.., c] (c = 1 real or 2 complex parts) along `axis` (see
+    convert_dft)."""
+    shape = x.type.get_shape()
+    rank = len(shape) - 1
+    matrix, outputs = _dft_matrix(shape[axis], n, shape[-1] == 2, inverse, onesided)
+    others = [d for d in range(rank) if d != axis]
+    perm = [*others, axis]
+    parts = []
+    for component in range(shape[-1]):
+        starts = [0] * len(shape)
+        starts[-1] = component
+        sliced = graph.SliceOp(x, starts, [1] * len(shape), [*shape[:-1], 1])
+        part = ctx.emit(sliced).results[0]
+        part = ctx.emit(graph.ReshapeOp(part, shape[:-1])).results[0]
+        parts.append(ctx.emit(graph.TransposeOp(part, perm)).results[0])
+    signal = parts[0]
+    if len(parts) == 2:
+        signal = ctx.emit(graph.ConcatOp(parts, rank - 1)).results[0]
+    # in f64 as numpy's fft computes it: exact zeros (an inverse of a real signal's
+    # spectrum) stay below the node tests' tolerance, which f32 sums of n terms miss
+    wide = ctx.emit(graph.CastOp(signal, f64)).results[0]
+    transform = ctx.materialize(matrix)
+    product = ctx.emit(graph.MatmulOp(wide, transform)).results[0]
+    product = ctx.emit(graph.CastOp(product, element_type(x))).results[0]
+    bins = matrix.shape[1] // outputs
+    split = ctx.emit(
+        graph.ReshapeOp(product, [*(shape[d] for d in others), outputs, bins])
+    ).results[0]
+    # [others.., parts, bins] -> [.. bins at the axis .., parts]
+    back = [rank if d == axis else (d if d < axis else d - 1) for d in range(rank)]
+    return ctx.emit(graph.TransposeOp(split, [*back, rank - 1])).results[0]
+
+
+def _known_int_input(ctx: NodeContext, index: int, what: str, default: int) -> int:
+    array = ctx.known(index)
+    if array is None:
+        raise ctx.error(
+            f"{what} (input '{ctx.input_name(index)}') must be known at import time"
+        )
+    if array.size == 0:
+        return default
+    if array.size != 1 or array.dtype.kind not in "iu":
+        raise ctx.error(f"{what} must be one integer, got {array.tolist()}")
+    return int(array.reshape(()))
+
+
+def _dft_matrix(
+    length: int, n: int, complex_input: bool, inverse: bool, onesided: bool
+) -> tuple[np.ndarray, int]:
+    """The [parts * length, outputs * bins] matrix of the transform (float64) and its
+    output parts (2, or 1 for the real one-sided inverse). Rows past what the transform
+    reads (t >= n, or past n // 2 + 1 one-sided frequencies) are zero: numpy cuts the
+    signal there; missing rows are numpy's zero padding."""
+    read = min(length, n // 2 + 1 if inverse and onesided else n)
+    t = np.arange(read)[:, None]
+    if inverse and onesided:
+        k = np.arange(n)[None, :]
+        angle = 2 * np.pi * t * k / n
+        weight = np.full((read, 1), 2.0)
+        weight[0] = 1.0
+        if n % 2 == 0 and read > n // 2:
+            weight[n // 2] = 1.0
+        real = np.zeros((length, n))
+        imag = np.zeros((length, n))
+        real[:read] = weight * np.cos(angle) / n
+        imag[:read] = -weight * np.sin(angle) / n
+        blocks = [real, imag] if complex_input else [real]
+        return np.concatenate(blocks, axis=0), 1
+    bins = n // 2 + 1 if onesided and not inverse else n
+    angle = 2 * np.pi * t * np.arange(bins)[None, :] / n
+    cos, sin = np.zeros((length, bins)), np.zeros((length, bins))
+    cos[:read], sin[:read] = np.cos(angle), np.sin(angle)
+    if inverse:
+        # real: (xr cos - xi sin) / n, imaginary: (xr sin + xi cos) / n
+        from_real = np.concatenate([cos, sin], axis=1) / n
+        from_imag = np.concatenate([-sin, cos], axis=1) / n
+    else:
+        # real: xr cos + xi sin, imaginary: -xr sin + xi cos
+        from_real = np.concatenate([cos, -sin], axis=1)
+        from_imag = np.concatenate([sin, cos], axis=1)
+    blocks = [from_real, from_imag] if complex_input else [from_real]
+    return np.concatenate(blocks, axis=0), 2
+
+
+def convert_stft(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX STFT -> the DFT (see convert_dft) of the windowed frames: frame f is the
+    window's length of the signal from f * frame_step (a graph.gather of import-time
+    positions along the signal axis), times the window, transformed along the frame
+    (frame_length points, one-sided by default). frame_step and frame_length must be
+    known at import time; the window may be a run-time value.
+
+        STFT(signal: [1, 128, 1], frame_step=8, window: [16]) -> [1, 15, 9, 2]
+    """
+    shape = input_shape(ctx, 0)
+    if len(shape) != 3 or shape[-1] not in (1, 2):
+        raise ctx.error(f"signal of shape {list(shape)} must be [batch, length, 1 or 2]")
+    step = _known_int_input(ctx, 1, "frame_step", 0)
+    has_window = ctx.has_input(2)
+    window_size = ctx.shape(2)[0] if has_window else None
+    if ctx.has_input(3):
+        frame_length = _known_int_input(ctx, 3, "frame_length", 0)
+    else:
+        frame_length = window_size if window_size is not None else shape[1]
+    window_size = window_size if window_size is not None else frame_length
+    if step < 1 or not 1 <= window_size <= shape[1] or window_size != frame_length:
+        raise ctx.error(
+            f"frame_step {step} must be positive and the window ({window_size}) as long as "
+            f"frame_length ({frame_length}), at most the signal's {shape[1]}"
+        )
+    frames = 1 + (shape[1] - frame_length) // step
+    positions = np.arange(frames)[:, None] * step + np.arange(frame_length)[None, :]
+    x = ctx.operand(0)
+    if not isinstance(element_type(x), AnyFloat):
+        raise ctx.error("signal must be a float tensor")
+    index = ctx.materialize(positions.astype(np.int64))
+    framed = ctx.emit(graph.GatherOp(x, index, 1)).results[0]  # [B, frames, length, c]
+    if has_window:
+        window = ctx.operand(2)
+        window = ctx.emit(graph.ReshapeOp(window, [1, 1, frame_length, 1])).results[0]
+        framed = ctx.emit(graph.MulOp(framed, window)).results[0]
+    onesided = ctx.flag_attr("onesided", 1)
+    return [_transformed(ctx, framed, 2, frame_length, False, onesided)]

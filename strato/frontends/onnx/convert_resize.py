@@ -38,7 +38,7 @@ from strato.dialects.tensor_types import numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
 from strato.frontends.onnx.convert_layout import normalize_axes
 
-IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {"Resize": (1, 2, 3)}
+IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {"Resize": (1, 2, 3), "Upsample": (1,)}
 """The inputs of each operator that must be known at import time (by position)."""
 
 
@@ -147,7 +147,10 @@ def _output_geometry(
 
 def convert_resize(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX Resize (opset 10 on) -> graph.resize (see the module docstring)."""
-    how = _interpolation(ctx)
+    return _resized(ctx, _interpolation(ctx))
+
+
+def _resized(ctx: NodeContext, how: Interpolation) -> list[ImportedValue]:
     known = ctx.known(0)
     x: ImportedValue = known if known is not None else ctx.operand(0)
     shape = shape_of(x)
@@ -173,4 +176,31 @@ def convert_resize(ctx: NodeContext) -> list[ImportedValue]:
     return [ctx.emit(op).results[0]]
 
 
-__all__: Sequence[str] = ["IMPORT_TIME_INPUTS", "convert_resize"]
+def convert_upsample(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX Upsample (opset 9, deprecated since 10) -> graph.resize: Resize-9 under its
+    old name, its scales (input 1) known at import time, the asymmetric coordinates
+    with the nearest neighbour rounded down (`floor`), which repeats each element
+    `scale` times for the integer scales ONNX's reference accepts.
+
+        Upsample(x: [1, 1, 2, 2], scales=[1, 1, 2, 3], mode="nearest") -> [1, 1, 4, 6]
+    """
+    if ctx.opset() < 9:
+        raise ctx.error(
+            "Upsample before opset 9 (scales as an attribute) is not supported"
+        )
+    mode = ctx.attr("mode", "nearest")
+    if mode not in ("nearest", "linear"):
+        raise ctx.error(f"mode '{mode}' is not one of nearest, linear")
+    how = Interpolation(
+        mode=mode,
+        coordinates="asymmetric",
+        nearest_mode="floor",
+        cubic_a=-0.75,
+        exclude_outside=False,
+        antialias=False,
+        extrapolation_value=0.0,
+    )
+    return _resized(ctx, how)
+
+
+__all__: Sequence[str] = ["IMPORT_TIME_INPUTS", "convert_resize", "convert_upsample"]

@@ -94,6 +94,15 @@ func.func @binary(%a: tensor<4x8xf32>, %b: tensor<8xf32>, %c: tensor<4x1xf32>, %
 // CHECK-NEXT:    %cs = graph.cos %sn : tensor<2x3xf32>
 // CHECK-NEXT:    %tn = graph.tan %cs : tensor<2x3xf32>
 // CHECK-NEXT:    %rc = graph.reciprocal %tn : tensor<2x3xf32>
+// CHECK-NEXT:    %as = graph.asin %rc : tensor<2x3xf32>
+// CHECK-NEXT:    %ac = graph.acos %as : tensor<2x3xf32>
+// CHECK-NEXT:    %at = graph.atan %ac : tensor<2x3xf32>
+// CHECK-NEXT:    %sh = graph.sinh %at : tensor<2x3xf32>
+// CHECK-NEXT:    %ch = graph.cosh %sh : tensor<2x3xf32>
+// CHECK-NEXT:    %ash = graph.asinh %ch : tensor<2x3xf32>
+// CHECK-NEXT:    %ach = graph.acosh %ash : tensor<2x3xf32>
+// CHECK-NEXT:    %ath = graph.atanh %ach : tensor<2x3xf32>
+// CHECK-NEXT:    func.return %ath : tensor<2x3xf32>
 // GENERIC-LABEL: sym_name = "rounding_and_trigonometry"
 // GENERIC:         "graph.round"(%c) : (tensor<2x3xf32>) -> tensor<2x3xf32>
 func.func @rounding_and_trigonometry(%x: tensor<2x3xf32>, %i: tensor<4xi64>) -> tensor<2x3xf32> {
@@ -106,7 +115,15 @@ func.func @rounding_and_trigonometry(%x: tensor<2x3xf32>, %i: tensor<4xi64>) -> 
   %cs = graph.cos %sn : tensor<2x3xf32>
   %tn = graph.tan %cs : tensor<2x3xf32>
   %rc = graph.reciprocal %tn : tensor<2x3xf32>
-  func.return %rc : tensor<2x3xf32>
+  %as = graph.asin %rc : tensor<2x3xf32>
+  %ac = graph.acos %as : tensor<2x3xf32>
+  %at = graph.atan %ac : tensor<2x3xf32>
+  %sh = graph.sinh %at : tensor<2x3xf32>
+  %ch = graph.cosh %sh : tensor<2x3xf32>
+  %ash = graph.asinh %ch : tensor<2x3xf32>
+  %ach = graph.acosh %ash : tensor<2x3xf32>
+  %ath = graph.atanh %ach : tensor<2x3xf32>
+  func.return %ath : tensor<2x3xf32>
 }
 
 // CHECK-LABEL: func.func @activations

@@ -148,3 +148,27 @@ func.func @is_inf_result(%a: tensor<2xf32>) -> tensor<3xi1> {
   %r = graph.is_inf %a : tensor<2xf32> -> tensor<3xi1>
   func.return %r : tensor<3xi1>
 }
+
+// -----
+
+func.func @bitwise_of_floats(%a: tensor<2xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'graph.bitwise_and' expects integer tensors, got tensor<2xf32>}}
+  %r = graph.bitwise_and %a, %a : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  func.return %r : tensor<2xf32>
+}
+
+// -----
+
+func.func @bitwise_not_of_bools(%a: tensor<2xi1>) -> tensor<2xi1> {
+  // expected-error @+1 {{'graph.bitwise_not' expects integer tensors, got tensor<2xi1>}}
+  %r = graph.bitwise_not %a : tensor<2xi1>
+  func.return %r : tensor<2xi1>
+}
+
+// -----
+
+func.func @bit_shift_direction(%a: tensor<2xi32>) -> tensor<2xi32> {
+  // expected-error @+1 {{'graph.bit_shift' direction must be left or right, got 'up'}}
+  %r = graph.bit_shift %a, %a direction "up" : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
+  func.return %r : tensor<2xi32>
+}

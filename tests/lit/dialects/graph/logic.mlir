@@ -72,3 +72,20 @@ func.func @booleans_and_float_classes(%x: tensor<3x4xf16>, %m: tensor<4xi1>) -> 
   %r = graph.not %e : tensor<3x4xi1>
   func.return %r : tensor<3x4xi1>
 }
+
+// CHECK-LABEL: func.func @bitwise
+// CHECK-NEXT:    %n = graph.bitwise_and %a, %b : (tensor<3x4xi32>, tensor<4xi32>) -> tensor<3x4xi32>
+// CHECK-NEXT:    %o = graph.bitwise_or %n, %b : (tensor<3x4xi32>, tensor<4xi32>) -> tensor<3x4xi32>
+// CHECK-NEXT:    %x = graph.bitwise_xor %o, %a : (tensor<3x4xi32>, tensor<3x4xi32>) -> tensor<3x4xi32>
+// CHECK-NEXT:    %c = graph.bitwise_not %x : tensor<3x4xi32>
+// CHECK-NEXT:    %l = graph.bit_shift %c, %b direction "left" : (tensor<3x4xi32>, tensor<4xi32>) -> tensor<3x4xi32>
+// CHECK-NEXT:    %r = graph.bit_shift %u, %v direction "right" : (tensor<2xui8>, tensor<ui8>) -> tensor<2xui8>
+func.func @bitwise(%a: tensor<3x4xi32>, %b: tensor<4xi32>, %u: tensor<2xui8>, %v: tensor<ui8>) -> tensor<3x4xi32> {
+  %n = graph.bitwise_and %a, %b : (tensor<3x4xi32>, tensor<4xi32>) -> tensor<3x4xi32>
+  %o = graph.bitwise_or %n, %b : (tensor<3x4xi32>, tensor<4xi32>) -> tensor<3x4xi32>
+  %x = graph.bitwise_xor %o, %a : (tensor<3x4xi32>, tensor<3x4xi32>) -> tensor<3x4xi32>
+  %c = graph.bitwise_not %x : tensor<3x4xi32>
+  %l = graph.bit_shift %c, %b direction "left" : (tensor<3x4xi32>, tensor<4xi32>) -> tensor<3x4xi32>
+  %r = graph.bit_shift %u, %v direction "right" : (tensor<2xui8>, tensor<ui8>) -> tensor<2xui8>
+  func.return %l : tensor<3x4xi32>
+}

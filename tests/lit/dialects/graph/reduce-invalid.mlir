@@ -110,3 +110,11 @@ func.func @top_k_index_type(%a: tensor<2x3xf32>) {
   %v, %i = graph.top_k %a axis 1 k 2 : (tensor<2x3xf32>) -> (tensor<2x2xf32>, tensor<2x2xi32>)
   func.return
 }
+
+// -----
+
+func.func @cumsum_axis_out_of_range(%a: tensor<2x3xf32>) {
+  // expected-error @+1 {{'graph.cumsum' axis 2 is out of range for rank 2}}
+  %c = graph.cumsum %a axis 2 : tensor<2x3xf32>
+  func.return
+}

@@ -35,10 +35,14 @@ func.func @reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) -> tensor<3xf32>
 // CHECK-NEXT:    %7 = graph.arg_min %b axis 0 select_last_index : (tensor<5xi32>) -> tensor<i64>
 // CHECK-NEXT:    %v, %vi = graph.top_k %a axis 2 k 3 largest : (tensor<2x3x4xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3xi64>)
 // CHECK-NEXT:    %w, %wi = graph.top_k %b axis 0 k 1 : (tensor<5xi32>) -> (tensor<1xi32>, tensor<1xi64>)
+// CHECK-NEXT:    %c = graph.cumsum %a axis 1 : tensor<2x3x4xf32>
+// CHECK-NEXT:    %d = graph.cumsum %b axis 0 exclusive reverse : tensor<5xi32>
+// CHECK-NEXT:    %e = graph.cumprod %a axis 2 reverse : tensor<2x3x4xf32>
 // GENERIC-LABEL: sym_name = "more_reductions"
 // GENERIC:         "graph.arg_max"(%a) <{axis = 1 : i64, keepdims}> : (tensor<2x3x4xf32>) -> tensor<2x1x4xi64>
 // GENERIC:         "graph.arg_min"(%b) <{axis = 0 : i64, select_last_index}> : (tensor<5xi32>) -> tensor<i64>
 // GENERIC:         "graph.top_k"(%a) <{axis = 2 : i64, k = 3 : i64, largest}> : (tensor<2x3x4xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3xi64>)
+// GENERIC:         "graph.cumsum"(%b) <{axis = 0 : i64, exclusive, reverse}> : (tensor<5xi32>) -> tensor<5xi32>
 func.func @more_reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) {
   %0 = graph.reduce_min %a [1] : (tensor<2x3x4xf32>) -> tensor<2x4xf32>
   %1 = graph.reduce_prod %a [0, 2] keepdims : (tensor<2x3x4xf32>) -> tensor<1x3x1xf32>
@@ -50,5 +54,8 @@ func.func @more_reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) {
   %7 = graph.arg_min %b axis 0 select_last_index : (tensor<5xi32>) -> tensor<i64>
   %v, %vi = graph.top_k %a axis 2 k 3 largest : (tensor<2x3x4xf32>) -> (tensor<2x3x3xf32>, tensor<2x3x3xi64>)
   %w, %wi = graph.top_k %b axis 0 k 1 : (tensor<5xi32>) -> (tensor<1xi32>, tensor<1xi64>)
+  %c = graph.cumsum %a axis 1 : tensor<2x3x4xf32>
+  %d = graph.cumsum %b axis 0 exclusive reverse : tensor<5xi32>
+  %e = graph.cumprod %a axis 2 reverse : tensor<2x3x4xf32>
   func.return
 }
