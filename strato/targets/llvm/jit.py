@@ -482,8 +482,12 @@ def compile_object(
 ) -> bytes:
     """An object file (ELF on Linux) for `source`: optimized and compiled for `machine`
     (the host by default), or for a generic CPU of its architecture when `portable`.
-    The weight symbols `source` declares are defined in the object from `weights`
-    (internal: two models' objects link into one program)."""
+    The weight symbols `source` declares are defined in the object from `weights`, and
+    the thread pool of its parallel loops is defined in it too
+    (`parallel_runtime.define_runtime_in`): the object needs only the C library, libm
+    and pthreads. Both are internal: two models' objects link into one program."""
+    from strato.targets.llvm.parallel_runtime import define_runtime_in
+
     machine = machine or host_target()
     codegen = target_machine(machine, opt_level, portable=portable)
     module = _parse(_ir_text(source, machine))
@@ -491,6 +495,7 @@ def compile_object(
         module.link_in(_parse(_weight_definitions(weights)))
         for name in weights.symbols:
             module.get_global_variable(name).linkage = llvm.Linkage.internal
+    define_runtime_in(module, machine.triple)
     optimize(module, codegen, opt_level)
     return codegen.emit_object(module)
 
