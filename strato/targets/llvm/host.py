@@ -61,6 +61,18 @@ class MachineError(StratoError):
     """A CPU name or CPU feature LLVM does not know."""
 
 
+_VENDORS = frozenset({"unknown", "pc", "none"})
+"""Vendor fields of a triple that say nothing about the code (`x86_64-pc-linux-gnu`,
+`x86_64-unknown-linux-gnu` and `x86_64-linux-gnu` are one system)."""
+
+
+def system_of(triple: str) -> tuple[str, ...]:
+    """A triple's architecture, operating system and environment, without the vendor:
+    two triples with the same system run each other's code."""
+    parts = triple.lower().split("-")
+    return (parts[0], *(part for part in parts[1:] if part not in _VENDORS))
+
+
 def machine_for(cpu: str | None = None, features: str | None = None) -> HostTarget:
     """The host with its CPU and/or features replaced.
 
