@@ -306,15 +306,7 @@ class JitModule:
     def imports(self) -> list[str]:
         """Functions the module and its other objects call but do not define (libc, libm,
         runtime entry points; LLVM intrinsics excepted): what loading them needs."""
-        defined = {compiled.symbol for compiled in self.objects}
-        names = {
-            f.name
-            for f in self._module.functions
-            if f.is_declaration and not f.name.startswith("llvm.")
-        }
-        for compiled in self.objects:
-            names.update(compiled.imports)
-        return sorted(names - defined)
+        return _imports(self._module, self.objects)
 
     def function(self, name: str) -> JitFunction:
         """The compiled function `name`, ready to call."""
@@ -353,6 +345,54 @@ class JitModule:
     def assembly(self) -> str:
         """The host assembly of the module."""
         return self._machine.emit_assembly(self._module)
+
+
+def _imports(module: llvm.ModuleRef, objects: Sequence[CompiledObject]) -> list[str]:
+    defined = {compiled.symbol for compiled in objects}
+    names = {f.name for f in module.functions if f.is_declaration and not f.name.startswith("llvm.")}
+    for compiled in objects:
+        names.update(compiled.imports)
+    return sorted(names - defined)
+
+
+class ForeignModule:
+    """An LLVM module compiled for a machine whose code does not run in this process
+    (another architecture or system: `host.runs_here`): the object file MCJIT would
+    load on that machine, written and never run here. Its `machine_code()` saves as a
+    JIT-compiled module's does (`strato.targets.llvm.aot`, for strato on that machine),
+    and `compile_object` makes the object file to link into a C program there."""
+
+    def __init__(
+        self,
+        source: LLVMSource,
+        *,
+        machine: HostTarget,
+        opt_level: int = 3,
+        weights: WeightBlob = EMPTY,
+        objects: Sequence[CompiledObject] = (),
+    ):
+        self.machine = machine
+        self.llvm_ir = _ir_text(source, machine)
+        """The LLVM IR text compiled (before optimization)."""
+        module = _parse(self.llvm_ir)
+        codegen = target_machine(machine, opt_level, jit=True)
+        optimize(module, codegen, opt_level)
+        self.weights = weights
+        self.objects = tuple(objects)
+        self.imports = _imports(module, self.objects)
+        self.object_code = codegen.emit_object(module)
+
+    def machine_code(self) -> MachineCode:
+        machine = self.machine
+        return MachineCode(
+            self.object_code,
+            tuple(self.imports),
+            machine.triple,
+            machine.cpu,
+            machine.features,
+            weights=self.weights,
+            objects=self.objects,
+        )
 
 
 _ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "arm64": 183}
@@ -504,13 +544,23 @@ _BYTE_ESCAPES = np.array([f"\\{byte:02X}".encode() for byte in range(256)], dtyp
 """`\\XX` for each byte value: a whole weight is escaped by one gather."""
 
 
-def link_ir(parts: Sequence[str], public: str) -> str:
+def link_ir(parts: Sequence[str], public: str, machine: HostTarget | None = None) -> str:
     """One LLVM module of the IR texts `parts` (an entry's module, then the modules of the
     functions it declares), every function but `public` internal: the text a C program
-    or `compile_object` takes."""
-    module = _parse(parts[0])
+    or `compile_object` takes. With `machine`, the module says it is for that machine's
+    triple and data layout."""
+    layout = str(target_machine(machine, jit=True).target_data) if machine is not None else None
+
+    def parse(text: str) -> llvm.ModuleRef:
+        part = _parse(text)
+        if machine is not None:
+            part.triple = machine.triple
+            part.data_layout = layout
+        return part
+
+    module = parse(parts[0])
     for text in parts[1:]:
-        module.link_in(_parse(text))
+        module.link_in(parse(text))
     for function in module.functions:
         if not function.is_declaration and function.name != public:
             function.linkage = llvm.Linkage.internal
@@ -541,6 +591,7 @@ def write_llvm_ir(source: LLVMSource, path: str | Path) -> None:
 
 
 __all__ = [
+    "ForeignModule",
     "JitError",
     "JitFunction",
     "JitModule",
