@@ -235,3 +235,17 @@ def test_an_object_for_another_system_is_compiled_for_its_cpu(tmp_path, capsys):
         ord("L"),
         ord("F"),
     ]
+
+
+def test_code_for_another_system_is_never_loaded_into_this_process():
+    """The JIT and the object loader refuse another system's code with a diagnostic
+    (LLVM would run it, or abort the process)."""
+    from strato.targets.llvm.jit import JitError, JitModule, ObjectModule, compile_object
+
+    text = "define i32 @answer() {\n  ret i32 42\n}\n"
+    for spec in (DEVICES["aarch64"].target, DEVICES["riscv64"].target):
+        machine = get_target(spec).machine
+        with pytest.raises(JitError, match="does not run on this machine"):
+            JitModule(text, machine=machine)
+        with pytest.raises(JitError, match="is not this machine's"):
+            ObjectModule(compile_object(text, machine=machine))

@@ -46,7 +46,7 @@ from strato.dialects.tensor_types import shares_storage
 from strato.runtime.weight_blob import ALIGNMENT, EMPTY, WeightBlob
 from strato.targets.llvm.emit import emit_llvm_ir
 from strato.targets.llvm.func_to_llvm import MEMREF_TYPE_ARG_ATTR
-from strato.targets.llvm.host import HostTarget, host_target, target_machine
+from strato.targets.llvm.host import HostTarget, host_target, runs_here, target_machine
 from strato.targets.llvm.model import CompiledObject, MachineCode
 from strato.targets.llvm.type_conversion import memref_size_in_bytes
 
@@ -259,11 +259,17 @@ class JitModule:
         weights: WeightBlob = EMPTY,
         objects: Sequence[CompiledObject] = (),
     ):
+        self.machine = machine or host_target()
+        """The CPU the code is compiled for."""
+        if not runs_here(self.machine):
+            raise JitError(
+                f"code for {self.machine.triple} does not run on this machine "
+                f"({host_target().triple}): compile it to an object file (ForeignModule, "
+                "compile_object)"
+            )
         _load_c_runtime()
         self.opt_level = opt_level
         self._buffers = buffer_specs(source) if isinstance(source, ModuleOp) else {}
-        self.machine = machine or host_target()
-        """The CPU the code is compiled for."""
         self._machine = target_machine(self.machine, opt_level, jit=True)
         self.llvm_ir = _ir_text(source, self.machine)
         """The LLVM IR text compiled (before optimization), e.g. to save as `.ll`."""
@@ -395,7 +401,7 @@ class ForeignModule:
         )
 
 
-_ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "arm64": 183}
+_ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "arm64": 183, "riscv64": 243}
 """ELF `e_machine` of the architectures strato compiles for, by triple prefix."""
 
 
