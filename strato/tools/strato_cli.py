@@ -5,6 +5,8 @@
     strato run model.onnx --input-shapes 'x:[1,3,224,224]' --inputs in.npz --outputs out.npz
     strato compile mlp -o mlp.ll        # the LLVM IR, and the C header mlp.h
     strato compile mlp -o mlp.o         # an object file to link, and mlp.h
+    strato compile mlp -o mlp.o --target 'llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72'
+                                        # the same for a 64-bit ARM Linux device
     strato compile mlp -o -             # the LLVM IR on standard output
     strato compile mlp -o mlp.strato    # the compiled model, for strato.load / strato run
     strato run mlp.strato               # run a saved model: nothing is compiled
@@ -740,7 +742,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="compile MODEL to LLVM IR (.ll) or an object file (.o), with a C header",
         description="Compile MODEL. `-o X.ll` writes LLVM IR, `-o X.o` an object file; "
         "either comes with the C header X.h declaring the entry <model>_run. "
-        "`-o -` writes the LLVM IR to standard output.",
+        "`-o -` writes the LLVM IR to standard output. The object holds the model's "
+        "weights and thread pool: link it with `cc main.c X.o -lm -lpthread`. For another "
+        "system, e.g. --target 'llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72', link "
+        "with that system's C compiler.",
     )
     add_model_arguments(compile_)
     add_compile_arguments(compile_)

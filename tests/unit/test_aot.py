@@ -112,8 +112,8 @@ def _set(*keys_and_value):
         (_set("format_version", 99), f"format version 99; this strato reads version {FORMAT_VERSION}"),
         (_set("format", "other"), "not a compiled strato model \\(unknown manifest format\\)"),
         (_set("entry", "abi", "packed"), "its entry follows the ABI 'packed'"),
-        (_set("machine", "triple", "riscv64-unknown-linux-gnu"), "compiled for riscv64-unknown-linux-gnu, this machine is"),
-        (_set("machine", "features", "+sse2,+no-such-feature"), "compiled for a CPU with no-such-feature, which this CPU .* lacks"),
+        (_set("machine", "triple", "riscv64-unknown-linux-gnu"), "compiled for riscv64-unknown-linux-gnu \\(CPU .*\\), this machine is .* \\(CPU .*\\)"),
+        (_set("machine", "features", "+sse2,+no-such-feature"), "compiled for CPU '.*' with no-such-feature, which this CPU .* lacks"),
         (_set("machine", "features", ""), None),  # the host's own CPU name: loads
         (_set("imports", ["strato_no_such_function"]), "needs strato_no_such_function, which this process does not provide"),
         (_set("inputs", [{"name": "x", "shape": [-1], "dtype": "float32"}]), "bad input or output"),
@@ -146,6 +146,31 @@ def test_cpu_names_are_checked(saved, tmp_path):
     path = rewrite(saved, tmp_path, lambda m: (m.update(manifest), m["machine"].update(cpu=other)))
     with pytest.raises(ModelFileError, match=f"compiled for CPU '{other}'"):
         strato.load(path)
+
+
+def test_a_model_saved_for_another_system_is_one_line_naming_both(saved, tmp_path, capsys):
+    """strato.load and `strato run` of a file compiled for another triple refuse it before
+    any of its code reaches LLVM, naming the file's triple and CPU and this machine's."""
+    path = rewrite(
+        saved,
+        tmp_path,
+        lambda m: m["machine"].update(triple="aarch64-unknown-linux-gnu", cpu="cortex-a72", features=""),
+    )
+    host = host_target()
+    with pytest.raises(ModelFileError) as info:
+        strato.load(path)
+    message = info.value.message
+    assert "aarch64-unknown-linux-gnu (CPU cortex-a72)" in message
+    assert f"{host.triple} (CPU {host.cpu})" in message
+    assert strato_cli.main(["run", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"strato: error: {path}: compiled for aarch64")
+
+
+@pytest.mark.skipif(host_target().triple != "x86_64-unknown-linux-gnu", reason="an x86-64 Linux spelling")
+def test_another_spelling_of_this_machines_triple_loads(saved, tmp_path):
+    path = rewrite(saved, tmp_path, _set("machine", "triple", "x86_64-linux-gnu"))
+    np.testing.assert_array_equal(strato.load(path)(X)[0], strato.load(saved)(X)[0])
 
 
 def test_corrupt_files_are_diagnosed(saved, tmp_path):

@@ -312,12 +312,16 @@ def check_machine(machine: dict[str, str], where: str) -> None:
     """Refuse code compiled for a machine whose instructions this one may lack: another
     triple, an enabled CPU feature this CPU has not, or another named CPU (only the
     x86-64 psABI levels can be checked feature by feature)."""
-    from strato.targets.llvm.host import host_target
+    from strato.targets.llvm.host import host_target, system_of
 
     host = host_target()
-    if machine["triple"] != host.triple:
+    cpu = machine["cpu"]
+    if system_of(machine["triple"]) != system_of(host.triple):
         raise ModelFileError(
-            f"compiled for {machine['triple']}, this machine is {host.triple}", location=where
+            f"compiled for {machine['triple']} (CPU {cpu or 'generic'}), this machine is "
+            f"{host.triple} (CPU {host.cpu}): run it on such a machine, or compile the model "
+            "again here",
+            location=where,
         )
     have = {word[1:] for word in host.features.split(",") if word.startswith("+")}
     if machine["features"]:
@@ -325,13 +329,12 @@ def check_machine(machine: dict[str, str], where: str) -> None:
         missing = sorted(needed - have)
         if missing:
             raise ModelFileError(
-                f"compiled for a CPU with {', '.join(missing[:4])}"
+                f"compiled for CPU '{cpu}' with {', '.join(missing[:4])}"
                 f"{' ...' if len(missing) > 4 else ''}, which this CPU ({host.cpu}) lacks: "
                 "compile the model again on this machine",
                 location=where,
             )
         return
-    cpu = machine["cpu"]
     if cpu in ("", host.cpu):
         return
     if cpu in X86_64_LEVELS:

@@ -195,12 +195,26 @@ def _build(
 ) -> LLVMCompiledModel:
     """The entry module finalized, its weights packed, compiled with `objects` (kernels
     it declares, `external_failing` those returning a status) into one JIT module."""
-    from strato.targets.llvm.jit import JitModule
+    from strato.targets.llvm.host import runs_here
+    from strato.targets.llvm.jit import ForeignModule, JitModule
     from strato.targets.llvm.weights import pack_weights
 
     entry_symbol = f"{public_name}_run"
     finalize_entry(module, entry_name, entry_symbol, external_failing)
     weights = pack_weights(module, f"{public_name}_", weight_threshold)
+    if machine is not None and not runs_here(machine):
+        foreign = ForeignModule(
+            module, machine=machine, opt_level=opt_level, weights=weights, objects=objects
+        )
+        return LLVMCompiledModel(
+            signature,
+            _runs_elsewhere(machine),
+            target=target,
+            llvm_ir=None if objects else foreign.llvm_ir,
+            entry_symbol=entry_symbol,
+            machine_code=foreign.machine_code(),
+            ir_parts=(foreign.llvm_ir, *(compiled.llvm_ir for compiled in objects)) if objects else (),
+        )
     jit = JitModule(module, machine=machine, opt_level=opt_level, weights=weights, objects=objects)
     entry = jit.function(entry_symbol)
     _check_entry_abi(entry, signature)
@@ -225,6 +239,20 @@ def _build(
         machine_code=jit.machine_code(),
         ir_parts=ir_parts if objects else (),
     )
+
+
+def _runs_elsewhere(machine: HostTarget):
+    """The entry of a model compiled for another system: it refuses to run."""
+    from strato.targets.llvm.host import host_target
+
+    def refuse(buffers: Sequence[np.ndarray]) -> None:
+        raise StratoError(
+            f"the model is compiled for {machine.triple} (CPU {machine.cpu}) and does not run "
+            f"on this machine ({host_target().triple}): write it with `strato compile -o "
+            "model.o` or save_object() and link it into a program for that system"
+        )
+
+    return refuse
 
 
 def _check_entry_abi(entry: JitFunction, signature: Signature) -> None:

@@ -8,8 +8,11 @@ Every tensor is a dense row-major buffer the caller owns: inputs are only read, 
 are written whole. The function returns `<NAME>_OK` (0), or `<NAME>_OUT_OF_MEMORY` (1)
 when an intermediate buffer could not be allocated (the outputs are then unspecified).
 The object file holds the model's weights (`CompiledModel.object_code` defines the weight
-symbols from `CompiledModel.weights`), so nothing else is linked for them; it needs the
-C library (`malloc`, `free`, `aligned_alloc`) and libm.
+symbols from `CompiledModel.weights`) and the thread pool of its parallel loops
+(`strato.targets.llvm.parallel_runtime.define_runtime_in`), so nothing else is linked for
+them; it needs the C library (`malloc`, `free`, `aligned_alloc`), libm and pthreads:
+
+    cc main.c mlp.o -lm -lpthread
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ def _parameter_names(specs: list[TensorSpec]) -> list[str]:
 
 def c_header(entry_symbol: str, signature: Signature) -> str:
     """The text of a C header declaring `entry_symbol` with the buffers of `signature`."""
-    prefix = entry_symbol[: -len("_run")] if entry_symbol.endswith("_run") else entry_symbol
+    prefix = entry_symbol.removesuffix("_run")
     macro = prefix.upper()
     specs = [*signature.inputs, *signature.outputs]
     names = _parameter_names(specs)
@@ -82,9 +85,13 @@ def c_header(entry_symbol: str, signature: Signature) -> str:
         f"/* {entry_symbol}: a model compiled by strato {__version__}.",
         " *",
         " * Link with the object file that strato wrote beside this header (it holds the",
-        " * weights), the C library and libm (-lm). The LLVM IR form (.ll) is for LLVM",
-        f" * {llvm_version()} (as in llvmlite {llvmlite.__version__}); it declares the weights",
-        " * as external constants, whose bytes are CompiledModel.weights.",
+        " * weights and the thread pool of parallel loops), the C library, libm and",
+        " * pthreads, e.g.",
+        f" *     cc main.c {prefix}.o -lm -lpthread",
+        " * (a cross compiler for an object compiled for another machine). The LLVM IR form",
+        f" * (.ll) is for LLVM {llvm_version()} (as in llvmlite {llvmlite.__version__}); it declares",
+        " * the weights as external constants, whose bytes are CompiledModel.weights, and",
+        " * calls strato_parallel_for, the thread pool, when it has parallel loops.",
         " * Buffers are dense row-major arrays owned by the caller:",
         *comments,
         f" * Returns {macro}_OK, or {macro}_OUT_OF_MEMORY when an intermediate buffer could not",

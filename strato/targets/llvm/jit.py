@@ -46,7 +46,7 @@ from strato.dialects.tensor_types import shares_storage
 from strato.runtime.weight_blob import ALIGNMENT, EMPTY, WeightBlob
 from strato.targets.llvm.emit import emit_llvm_ir
 from strato.targets.llvm.func_to_llvm import MEMREF_TYPE_ARG_ATTR
-from strato.targets.llvm.host import HostTarget, host_target, target_machine
+from strato.targets.llvm.host import HostTarget, host_target, runs_here, target_machine
 from strato.targets.llvm.model import CompiledObject, MachineCode
 from strato.targets.llvm.type_conversion import memref_size_in_bytes
 
@@ -259,11 +259,17 @@ class JitModule:
         weights: WeightBlob = EMPTY,
         objects: Sequence[CompiledObject] = (),
     ):
+        self.machine = machine or host_target()
+        """The CPU the code is compiled for."""
+        if not runs_here(self.machine):
+            raise JitError(
+                f"code for {self.machine.triple} does not run on this machine "
+                f"({host_target().triple}): compile it to an object file (ForeignModule, "
+                "compile_object)"
+            )
         _load_c_runtime()
         self.opt_level = opt_level
         self._buffers = buffer_specs(source) if isinstance(source, ModuleOp) else {}
-        self.machine = machine or host_target()
-        """The CPU the code is compiled for."""
         self._machine = target_machine(self.machine, opt_level, jit=True)
         self.llvm_ir = _ir_text(source, self.machine)
         """The LLVM IR text compiled (before optimization), e.g. to save as `.ll`."""
@@ -306,15 +312,7 @@ class JitModule:
     def imports(self) -> list[str]:
         """Functions the module and its other objects call but do not define (libc, libm,
         runtime entry points; LLVM intrinsics excepted): what loading them needs."""
-        defined = {compiled.symbol for compiled in self.objects}
-        names = {
-            f.name
-            for f in self._module.functions
-            if f.is_declaration and not f.name.startswith("llvm.")
-        }
-        for compiled in self.objects:
-            names.update(compiled.imports)
-        return sorted(names - defined)
+        return _imports(self._module, self.objects)
 
     def function(self, name: str) -> JitFunction:
         """The compiled function `name`, ready to call."""
@@ -355,7 +353,55 @@ class JitModule:
         return self._machine.emit_assembly(self._module)
 
 
-_ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "arm64": 183}
+def _imports(module: llvm.ModuleRef, objects: Sequence[CompiledObject]) -> list[str]:
+    defined = {compiled.symbol for compiled in objects}
+    names = {f.name for f in module.functions if f.is_declaration and not f.name.startswith("llvm.")}
+    for compiled in objects:
+        names.update(compiled.imports)
+    return sorted(names - defined)
+
+
+class ForeignModule:
+    """An LLVM module compiled for a machine whose code does not run in this process
+    (another architecture or system: `host.runs_here`): the object file MCJIT would
+    load on that machine, written and never run here. Its `machine_code()` saves as a
+    JIT-compiled module's does (`strato.targets.llvm.aot`, for strato on that machine),
+    and `compile_object` makes the object file to link into a C program there."""
+
+    def __init__(
+        self,
+        source: LLVMSource,
+        *,
+        machine: HostTarget,
+        opt_level: int = 3,
+        weights: WeightBlob = EMPTY,
+        objects: Sequence[CompiledObject] = (),
+    ):
+        self.machine = machine
+        self.llvm_ir = _ir_text(source, machine)
+        """The LLVM IR text compiled (before optimization)."""
+        module = _parse(self.llvm_ir)
+        codegen = target_machine(machine, opt_level, jit=True)
+        optimize(module, codegen, opt_level)
+        self.weights = weights
+        self.objects = tuple(objects)
+        self.imports = _imports(module, self.objects)
+        self.object_code = codegen.emit_object(module)
+
+    def machine_code(self) -> MachineCode:
+        machine = self.machine
+        return MachineCode(
+            self.object_code,
+            tuple(self.imports),
+            machine.triple,
+            machine.cpu,
+            machine.features,
+            weights=self.weights,
+            objects=self.objects,
+        )
+
+
+_ELF_MACHINES = {"x86_64": 62, "aarch64": 183, "arm64": 183, "riscv64": 243}
 """ELF `e_machine` of the architectures strato compiles for, by triple prefix."""
 
 
@@ -482,8 +528,12 @@ def compile_object(
 ) -> bytes:
     """An object file (ELF on Linux) for `source`: optimized and compiled for `machine`
     (the host by default), or for a generic CPU of its architecture when `portable`.
-    The weight symbols `source` declares are defined in the object from `weights`
-    (internal: two models' objects link into one program)."""
+    The weight symbols `source` declares are defined in the object from `weights`, and
+    the thread pool of its parallel loops is defined in it too
+    (`parallel_runtime.define_runtime_in`): the object needs only the C library, libm
+    and pthreads. Both are internal: two models' objects link into one program."""
+    from strato.targets.llvm.parallel_runtime import define_runtime_in
+
     machine = machine or host_target()
     codegen = target_machine(machine, opt_level, portable=portable)
     module = _parse(_ir_text(source, machine))
@@ -491,6 +541,7 @@ def compile_object(
         module.link_in(_parse(_weight_definitions(weights)))
         for name in weights.symbols:
             module.get_global_variable(name).linkage = llvm.Linkage.internal
+    define_runtime_in(module, machine.triple)
     optimize(module, codegen, opt_level)
     return codegen.emit_object(module)
 
@@ -499,13 +550,23 @@ _BYTE_ESCAPES = np.array([f"\\{byte:02X}".encode() for byte in range(256)], dtyp
 """`\\XX` for each byte value: a whole weight is escaped by one gather."""
 
 
-def link_ir(parts: Sequence[str], public: str) -> str:
+def link_ir(parts: Sequence[str], public: str, machine: HostTarget | None = None) -> str:
     """One LLVM module of the IR texts `parts` (an entry's module, then the modules of the
     functions it declares), every function but `public` internal: the text a C program
-    or `compile_object` takes."""
-    module = _parse(parts[0])
+    or `compile_object` takes. With `machine`, the module says it is for that machine's
+    triple and data layout."""
+    layout = str(target_machine(machine, jit=True).target_data) if machine is not None else None
+
+    def parse(text: str) -> llvm.ModuleRef:
+        part = _parse(text)
+        if machine is not None:
+            part.triple = machine.triple
+            part.data_layout = layout
+        return part
+
+    module = parse(parts[0])
     for text in parts[1:]:
-        module.link_in(_parse(text))
+        module.link_in(parse(text))
     for function in module.functions:
         if not function.is_declaration and function.name != public:
             function.linkage = llvm.Linkage.internal
@@ -536,6 +597,7 @@ def write_llvm_ir(source: LLVMSource, path: str | Path) -> None:
 
 
 __all__ = [
+    "ForeignModule",
     "JitError",
     "JitFunction",
     "JitModule",

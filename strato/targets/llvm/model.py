@@ -105,9 +105,12 @@ class LLVMCompiledModel(CompiledModel):
         weights are declared external constants (`weight_symbols`), their bytes are in
         `weights`."""
         if self._llvm_ir is None and self.ir_parts and self.entry_symbol is not None:
+            from strato.targets.llvm.host import HostTarget
             from strato.targets.llvm.jit import link_ir
 
-            self._llvm_ir = link_ir(self.ir_parts, self.entry_symbol)
+            code = self.machine_code
+            machine = None if code is None else HostTarget(code.triple, code.cpu, code.features)
+            self._llvm_ir = link_ir(self.ir_parts, self.entry_symbol, machine)
         if self._llvm_ir is None:
             if self.origin is not None:
                 raise StratoError(

@@ -35,13 +35,18 @@ How a region runs:
 After `fork` the child has no workers: the pool's state is reset in the child
 (`os.register_at_fork`), and the child starts its own workers when it needs them.
 
-Linking a compiled model into a C program needs the runtime as an object too:
-`runtime_object()` (link with `-lpthread` on C libraries that keep pthreads apart):
+An object file of a model (`compile_object`, `CompiledModel.save_object`) carries its own
+copy of the pool (`define_runtime_in`): every function and variable of the copy is
+internal to that object, so the object needs only the C library's pthreads, and two
+models' objects link into one program side by side, each with a pool of its own. A
+constructor in the object initializes its pool when the program starts:
 
-    cc main.c model.o strato_pool.o -lpthread
+    cc main.c model.o -lm -lpthread
 
-Its mutex and condition variables start zeroed, which glibc and musl take as their
-static initializers; elsewhere call `strato_parallel_init()` once before the model.
+`runtime_object()` is the pool alone, with its entry points global, for code that
+declares `strato_parallel_for` itself. Its mutex and condition variables start zeroed,
+which glibc and musl take as their static initializers; elsewhere call
+`strato_parallel_init()` once before the first region.
 """
 
 from __future__ import annotations
@@ -476,9 +481,40 @@ def runtime_object() -> bytes:
     return machine.emit_object(module)
 
 
+RUNTIME_FUNCTIONS = (PARALLEL_FOR_SYMBOL, "strato_parallel_init", "strato_parallel_workers")
+"""The functions the runtime's IR defines with external linkage."""
+
+_CONSTRUCTOR = """
+@llvm.global_ctors = appending global [1 x { i32, ptr, ptr }] [{ i32, ptr, ptr } { i32 65535, ptr @strato_parallel_init, ptr null }]
+declare void @strato_parallel_init()
+"""
+
+
+def define_runtime_in(module: llvm.ModuleRef, triple: str) -> bool:
+    """Define the pool inside `module` when the module calls `strato_parallel_for`:
+    a private copy (every symbol of it internal, so objects of several models link into
+    one program) that a constructor initializes when the program starts. Returns
+    whether the module needed it. Used for object files, which no process binds the
+    pool for; a JIT-compiled module shares the process's pool instead."""
+    try:
+        declared = module.get_function(PARALLEL_FOR_SYMBOL)
+    except NameError:
+        return False
+    if not declared.is_declaration:
+        return False
+    runtime = llvm.parse_assembly(runtime_ir(triple))
+    runtime.link_in(llvm.parse_assembly(_CONSTRUCTOR))
+    module.link_in(runtime)
+    for name in RUNTIME_FUNCTIONS:
+        module.get_function(name).linkage = llvm.Linkage.internal
+    return True
+
+
 __all__ = [
     "CHUNKS_PER_THREAD",
     "PARALLEL_FOR_SYMBOL",
+    "RUNTIME_FUNCTIONS",
+    "define_runtime_in",
     "install_parallel_runtime",
     "pool_workers",
     "runtime_object",

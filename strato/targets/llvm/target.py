@@ -3,6 +3,11 @@
     llvm                                   the host CPU and its features, -O3
     llvm -mcpu=skylake-avx512              another CPU (its own features)
     llvm -mattr=+avx2,-avx512f             the host CPU with features edited
+    llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72
+                                           another system: object files only (the
+                                           generic CPU of the triple unless -mcpu)
+    llvm -mtriple=riscv64-linux-gnu -mattr=+v
+                                           64-bit RISC-V Linux (RV64GC) with vectors
     llvm -opt-level=1                      LLVM's optimization level (0-3)
     llvm -fast-math                        float math may assume no NaN/Inf, ignore
                                            the sign of zero, use reciprocals and
@@ -10,8 +15,12 @@
     llvm -threads=2                        parallel loops on up to 2 threads (1: serial;
                                            default: the cores available to the process)
 
-The CPU decides both the machine code and the vector width the default schedules pick
-(`strato.targets.llvm.host.vector_lanes`). Reductions may always be reassociated and
+The CPU decides both the machine code and the vector width and register count the
+default schedules plan for (`strato.targets.llvm.host.vector_lanes`, `vector_registers`:
+AVX-512 16 fp32 lanes in 32 registers, NEON 4 in 32, RVV its minimum length). A model
+compiled for a triple whose code does not run on this machine (`host.runs_here`) is
+never run here: it is written as an object file or LLVM IR (`strato compile -o m.o`)
+and calling it is a `StratoError`. Reductions may always be reassociated and
 contracted into FMAs (`reduction_flags`); `-fast-math` adds the other assumptions to
 every float operation.
 
@@ -88,7 +97,7 @@ def cpu_schedule_context(machine: HostTarget, lanes: int, threads: int) -> Sched
     """The default schedules' context on `machine`: the templates plugins registered for
     the llvm target, then the CPU's own; `lanes` fp32 lanes (0: the machine's) and
     `threads` threads (0: the cores available)."""
-    from strato.targets.llvm.host import vector_lanes
+    from strato.targets.llvm.host import vector_lanes, vector_registers
     from strato.targets.llvm.templates import CPU_TEMPLATES
 
     lanes = lanes or vector_lanes(machine, 4)
@@ -96,7 +105,7 @@ def cpu_schedule_context(machine: HostTarget, lanes: int, threads: int) -> Sched
         TEMPLATES,
         (*registered_templates(TEMPLATES), *CPU_TEMPLATES),
         lanes=lanes,
-        vector_registers=32 if lanes == 16 else 16,
+        vector_registers=vector_registers(machine),
         threads=threads or available_cores(),
     )
 
@@ -108,10 +117,13 @@ register_context_factory(
 
 class LLVMTarget(Target):
     name = "llvm"
-    summary = "CPU machine code through LLVM (host CPU unless -mcpu/-mattr say otherwise)"
+    summary = "CPU machine code through LLVM (host CPU unless -mtriple/-mcpu/-mattr say otherwise)"
     options = {
-        "mcpu": "CPU to compile for, e.g. skylake-avx512, x86-64-v2 (default: the host's)",
+        "mcpu": "CPU to compile for, e.g. skylake-avx512, x86-64-v2, cortex-a72 (default: the "
+        "host's; with -mtriple, the generic CPU of that system)",
         "mattr": "CPU features to enable/disable, e.g. +avx2,-avx512f",
+        "mtriple": "system to compile for, e.g. aarch64-linux-gnu, riscv64-linux-gnu "
+        "(default: this machine's; another one's code is written, never run here)",
         "opt-level": "LLVM optimization level 0-3 (default 3)",
         "fast-math": "assume no NaN/Inf, ignore signed zeros, allow reciprocals and "
         "approximate functions",
@@ -135,7 +147,9 @@ class LLVMTarget(Target):
         except StratoError as err:
             raise TargetError(f"target 'llvm': {err.message}") from None
         try:
-            self.machine: HostTarget = machine_for(self.option("mcpu"), self.option("mattr"))
+            self.machine: HostTarget = machine_for(
+                self.option("mcpu"), self.option("mattr"), self.option("mtriple")
+            )
         except MachineError as err:
             raise TargetError(f"target 'llvm': {err.message}") from None
 

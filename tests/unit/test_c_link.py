@@ -1,0 +1,144 @@
+"""Object files of compiled models link into C programs with only the C library, libm and
+pthreads (`cc main.c m.o -lm -lpthread`), at any thread count, and give onnxruntime's
+outputs; two models' objects link into one program.
+
+gcc is on the development machine and in CI; the tests skip only without it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from c_programs import LINK_LIBRARIES, link_program, run_program, undefined_symbols
+from test_zoo_end_to_end import SMALL_OPTIONS, random_feeds, run_onnxruntime
+
+import strato
+from strato import zoo
+from strato.targets.llvm.parallel_runtime import PARALLEL_FOR_SYMBOL
+
+GCC = shutil.which("gcc")
+NM = shutil.which("nm")
+pytestmark = pytest.mark.skipif(
+    GCC is None or NM is None, reason="no gcc or nm on this machine"
+)
+
+RTOL = 1e-4
+ATOL_SCALE = 1e-5
+"""As in test_zoo_end_to_end: an absolute floor, a fraction of the output's largest
+magnitude, for outputs that cancel to nearly zero."""
+
+
+def _provided_by_system_libraries(name: str) -> bool:
+    """Whether the C library, libm or libpthread of this machine defines `name`."""
+    for library in ("c", "m", "pthread"):
+        path = ctypes.util.find_library(library)
+        if path is not None and hasattr(ctypes.CDLL(path), name):
+            return True
+    return False
+
+
+def assert_close(actual, expected, name: str) -> None:
+    assert len(actual) == len(expected)
+    for out, ref in zip(actual, expected, strict=True):
+        assert out.shape == ref.shape and out.dtype == ref.dtype
+        atol = ATOL_SCALE * float(np.abs(ref).max()) if ref.size else 0.0
+        np.testing.assert_allclose(out, ref, rtol=RTOL, atol=atol, err_msg=name)
+
+
+@pytest.mark.parametrize("name", zoo.zoo_names())
+def test_a_zoo_model_links_at_default_threads_and_matches_onnxruntime(name, tmp_path):
+    model = zoo.build_model(name, batch=1, seed=0, **SMALL_OPTIONS[name])
+    compiled = strato.compile(model, name=name)
+    program = link_program(tmp_path, compiled, [GCC])
+    needed = undefined_symbols(tmp_path / f"{name}.o", NM)
+    assert PARALLEL_FOR_SYMBOL not in needed
+    foreign = sorted(
+        symbol for symbol in needed if not _provided_by_system_libraries(symbol)
+    )
+    assert not foreign, f"{name}.o needs {foreign} from outside libc, libm and pthreads"
+    feeds = random_feeds(model, seed=1)
+    assert_close(
+        run_program(program, compiled, feeds), run_onnxruntime(model, feeds), name
+    )
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_an_object_carries_its_thread_pool_at_any_thread_count(threads, tmp_path):
+    """The full-size MLP has kernels large enough for parallel loops: from two threads
+    on, the object holds the pool (it needs pthread_create, not the pool's entry)."""
+    model = zoo.build_model("mlp", batch=2, seed=0)
+    compiled = strato.compile(model, name="mlp", target=f"llvm -threads={threads}")
+    program = link_program(tmp_path, compiled, [GCC])
+    needed = undefined_symbols(tmp_path / "mlp.o", NM)
+    assert PARALLEL_FOR_SYMBOL not in needed
+    assert ("pthread_create" in needed) == (threads > 1), sorted(needed)
+    feeds = random_feeds(model, seed=1)
+    assert_close(
+        run_program(program, compiled, feeds), run_onnxruntime(model, feeds), "mlp"
+    )
+
+
+_TWO_MODELS = r"""
+#include <stdio.h>
+#include "mlp.h"
+#include "wide.h"
+
+static float x[2 * 784], a[2 * 10], b[2 * 10];
+
+int main(void) {
+    for (int i = 0; i < 2 * 784; ++i) x[i] = (float)(i % 13) * 0.0625f - 0.375f;
+    for (int round = 0; round < 3; ++round) {
+        if (mlp_run(x, a) != MLP_OK || wide_run(x, b) != WIDE_OK) return 2;
+    }
+    for (int i = 0; i < 2 * 10; ++i) printf("%.9g %.9g\n", a[i], b[i]);
+    return 0;
+}
+"""
+
+
+def test_two_models_with_thread_pools_link_into_one_program(tmp_path):
+    """Each object's pool (and kernels, and weights) is its own: nothing clashes, and
+    calls into both models, one after the other, run their parallel loops."""
+    x = ((np.arange(2 * 784) % 13) * 0.0625 - 0.375).astype(np.float32).reshape(2, 784)
+    expected = []
+    for name, sizes in (("mlp", (784, 1024, 1024, 10)), ("wide", (784, 2048, 10))):
+        compiled = strato.compile(
+            zoo.build_model("mlp", batch=2, seed=len(sizes), sizes=sizes),
+            name=name,
+            target="llvm -threads=2",
+        )
+        compiled.save_object(tmp_path / f"{name}.o")
+        compiled.save_c_header(tmp_path / f"{name}.h")
+        assert "pthread_create" in undefined_symbols(tmp_path / f"{name}.o", NM)
+        expected.append(compiled(x)[0].reshape(-1))
+    (tmp_path / "main.c").write_text(_TWO_MODELS)
+    build = subprocess.run(
+        [GCC, "-std=c11", "-Wall", "-Werror", "-o", "both", "main.c", "mlp.o", "wide.o", *LINK_LIBRARIES],
+        check=False, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run(
+        [str(tmp_path / "both")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    printed = np.array(
+        [line.split() for line in run.stdout.splitlines()], dtype=np.float32
+    )
+    np.testing.assert_allclose(printed[:, 0], expected[0], rtol=RTOL, atol=1e-5)
+    np.testing.assert_allclose(printed[:, 1], expected[1], rtol=RTOL, atol=1e-5)
+
+
+def test_the_header_gives_the_link_line():
+    compiled = strato.compile(
+        zoo.build_model("mlp", batch=1, seed=0, **SMALL_OPTIONS["mlp"]), name="mlp"
+    )
+    assert "cc main.c mlp.o -lm -lpthread" in compiled.c_header()
