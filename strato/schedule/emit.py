@@ -107,14 +107,13 @@ class _Region:
 class KernelEmitter:
     """Rebuilds `state.kernel` as a new `func.func` (the old one is left alone)."""
 
-    def __init__(self, state: ScheduleState, compact_shapes: dict[int, tuple[int, ...]] | None = None):
+    def __init__(self, state: ScheduleState):
         self.state = state
         self.ranges: dict[SSAValue, tuple[int, int]] = {}
         self.buffers: list[SSAValue] = []
+        self.allocs: dict[int, memref.AllocOp] = {}
         # Storage compaction: a local buffer whose writer is computed at a loop holds
         # only the region computed there, indexed relative to the region's offset.
-        self.compact_shapes = compact_shapes or {}
-        self.found_shapes: dict[int, tuple[int, ...]] = {}
         self.offsets: dict[int, list[Affine]] = {}
 
     def compactable(self, stage: Stage) -> bool:
@@ -127,12 +126,22 @@ class KernelEmitter:
         )
 
     def compact(self, stage: Stage, region: _Region, builder: Builder) -> None:
-        """Record the region's extents as the buffer's shape (first pass) and emit its
-        offsets where the buffer is compacted (second pass)."""
-        names = [n for n, _ in stage.spatial[: len(self.state.buffers[stage.buffer].shape)]]
-        self.found_shapes[stage.buffer] = tuple(region.extent[n] for n in names)
-        if stage.buffer in self.compact_shapes:
-            self.offsets[stage.buffer] = [region.lo[n] for n in names]
+        """Allocate the stage's buffer at the region's extents (its allocation, which
+        nothing uses before the stage is emitted, is replaced) and index it relative to
+        the region's offsets from here on."""
+        n = stage.buffer
+        names = [name for name, _ in stage.spatial[: len(self.state.buffers[n].shape)]]
+        old = self.allocs[n]
+        new = memref.AllocOp([], [], physical_type(self.state, n, tuple(region.extent[v] for v in names)))
+        new.memref.name_hint = old.memref.name_hint
+        if old.parent_block() is not None:
+            old.parent_block().insert_op_before(new, old)  # type: ignore[union-attr]
+            old.memref.replace_all_uses_with(new.memref)
+            old.detach()
+        old.erase()
+        self.allocs[n] = new
+        self.buffers[n] = new.memref
+        self.offsets[n] = [region.lo[v] for v in names]
 
     # -- the kernel ----------------------------------------------------------------------
 
@@ -146,12 +155,12 @@ class KernelEmitter:
         builder = Builder(InsertPoint.at_end(block))
         # a local buffer is allocated just before the root nest that first writes it, as
         # convert-te-to-loops does, else at the start
-        allocs: dict[int, memref.AllocOp] = {}
+        allocs = self.allocs
         for n, b in enumerate(self.state.buffers):
             if b.arg is not None:
                 self.buffers.append(block.args[b.arg])
                 continue
-            allocs[n] = memref.AllocOp([], [], physical_type(self.state, n, self.compact_shapes.get(n)))
+            allocs[n] = memref.AllocOp([], [], physical_type(self.state, n))
             if b.hint is not None:
                 allocs[n].memref.name_hint = b.hint
             self.buffers.append(allocs[n].memref)
@@ -695,15 +704,10 @@ def reverse_mapping(consumer: Stage, buffer: int) -> list[tuple[str, int] | None
 
 
 def rebuild_kernel(state: ScheduleState) -> func.FuncOp:
-    """A new kernel function built from `state` (the state's kernel is not touched).
-    A first pass finds the regions of the buffers computed at a loop, the second
-    allocates those buffers at that size."""
-    first = KernelEmitter(state)
-    kernel = first.emit()
-    if not first.found_shapes:
-        return kernel
-    kernel.erase(safe_erase=False)
-    return KernelEmitter(state, first.found_shapes).emit()
+    """A new kernel function built from `state` (the state's kernel is not touched), in
+    one pass: a buffer computed at a loop is allocated at its region's size when the
+    loop's nest finds the region."""
+    return KernelEmitter(state).emit()
 
 
 __all__ = ["KernelEmitter", "aligned_shape", "annotation_attr", "physical_type", "rebuild_kernel", "reverse_mapping"]
