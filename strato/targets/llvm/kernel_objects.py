@@ -352,6 +352,9 @@ def _compile_all(
     results: dict[int, KernelObject] = {}
     _SHARED = ([units[i] for i in order], build)
     children = []
+    # Objects alive at the fork go to the permanent generation: a collection in either
+    # process then leaves them, and the pages holding them, untouched (copy-on-write).
+    gc.freeze()
     try:
         for _ in range(jobs - 1):
             receive, send = context.Pipe(duplex=False)
@@ -361,6 +364,7 @@ def _compile_all(
             process.start()
             send.close()
             children.append((process, receive))
+        gc.unfreeze()
         progress = None if report is None else (lambda: report(done.value))
         for position, compiled in _take(taken, done, progress):
             results[order[position]] = compiled
@@ -383,6 +387,7 @@ def _compile_all(
             for position, compiled in finished:
                 results[order[position]] = compiled
     finally:
+        gc.unfreeze()
         _SHARED = None
         for process, receive in children:
             receive.close()
