@@ -112,6 +112,8 @@ class KernelEmitter:
         self.ranges: dict[SSAValue, tuple[int, int]] = {}
         self.buffers: list[SSAValue] = []
         self.allocs: dict[int, memref.AllocOp] = {}
+        self.regions: dict[str, dict[str, int]] = {}
+        """The extents of the region each stage computed at a loop computes."""
         # Storage compaction: a local buffer whose writer is computed at a loop holds
         # only the region computed there, indexed relative to the region's offset.
         self.offsets: dict[int, list[Affine]] = {}
@@ -200,6 +202,8 @@ class KernelEmitter:
     # -- a stage ---------------------------------------------------------------------------
 
     def emit_stage(self, stage: Stage, builder: Builder, region: _Region | None) -> None:
+        if region is not None:
+            self.regions[stage.name] = dict(region.extent)
         ext = stage.extents(region.extent if region is not None else None)
         if stage.init is not None and stage.init_at is None:
             self.emit_init(stage, builder, region, ext, 0, {})
@@ -703,11 +707,18 @@ def reverse_mapping(consumer: Stage, buffer: int) -> list[tuple[str, int] | None
     return mapping
 
 
-def rebuild_kernel(state: ScheduleState) -> func.FuncOp:
+def rebuild_kernel(
+    state: ScheduleState, regions: dict[str, dict[str, int]] | None = None
+) -> func.FuncOp:
     """A new kernel function built from `state` (the state's kernel is not touched), in
     one pass: a buffer computed at a loop is allocated at its region's size when the
-    loop's nest finds the region."""
-    return KernelEmitter(state).emit()
+    loop's nest finds the region. `regions` receives the extents of the region of each
+    stage computed at a loop."""
+    emitter = KernelEmitter(state)
+    kernel = emitter.emit()
+    if regions is not None:
+        regions.update(emitter.regions)
+    return kernel
 
 
 __all__ = ["KernelEmitter", "aligned_shape", "annotation_attr", "physical_type", "rebuild_kernel", "reverse_mapping"]

@@ -47,7 +47,7 @@ from strato.schedule.primitives import storage_align as storage_align_
 from strato.schedule.primitives import tensorize_mark
 from strato.schedule.primitives import tile as tile_
 from strato.schedule.primitives import transform_layout as transform_layout_
-from strato.schedule.state import ScheduleState, Split, lift_kernel
+from strato.schedule.state import ScheduleState, Split, Stage, lift_kernel
 from strato.schedule.trace import Step, Trace
 
 T = TypeVar("T")
@@ -120,6 +120,7 @@ class Schedule:
         self._stale = False
         self._defer_all = False
         self._extents: tuple[func.FuncOp, dict[str, dict[str, int]]] | None = None
+        self._regions: dict[str, tuple[tuple[Any, ...], dict[str, int]]] = {}
 
     # -- the IR ---------------------------------------------------------------------------
 
@@ -133,7 +134,25 @@ class Schedule:
         """Rebuild the kernel from the state if primitives were deferred since the last
         rebuild (see `deferred`), and put it in the module in place of the old one."""
         if self._stale:
-            self._install(rebuild_kernel(self.state), self.state)
+            self._install(self._rebuild(self.state), self.state)
+
+    def _rebuild(self, state: ScheduleState) -> func.FuncOp:
+        """The kernel of `state`, remembering the regions of its attached stages and what
+        each region was inferred from (see `_attached_extents`)."""
+        regions: dict[str, dict[str, int]] = {}
+        kernel = rebuild_kernel(state, regions)
+        self._regions = {name: (_region_key(state, name), extents) for name, extents in regions.items()}
+        return kernel
+
+    def _attached_extents(self, stage: Stage) -> dict[str, int] | None:
+        """The loop extents of a stage computed at another's loop, without rebuilding the
+        kernel, when the last rebuild inferred its region from what is still there: the
+        stages around it as they were (its own splits, fuses and order, and every loop's
+        kind and annotations, do not move the region). None when it must be rebuilt."""
+        known = self._regions.get(stage.name)
+        if known is None or stage.tensorized or known[0] != _region_key(self.state, stage.name):
+            return None
+        return stage.extents(known[1])
 
     @contextmanager
     def deferring_all(self) -> Iterator[None]:
@@ -177,10 +196,13 @@ class Schedule:
     def get_loops(self, stage: StageHandle | str) -> list[LoopHandle]:
         """The loops of a stage (its update nest for a reduction), outermost first."""
         s = self.state.stage(_stage_name(stage))
+        extents: dict[str, int] | None = None
         if self._stale and s.attach is None and not s.tensorized:
             # a stage at the root is built with its own extents: no need for the IR
-            extents: dict[str, int] = {}
-        else:
+            extents = {}
+        elif self._stale:
+            extents = self._attached_extents(s)
+        if extents is None:
             extents = self._loop_extents(s.name)
         return [
             LoopHandle(s.name, var, extents.get(var, s.extents()[var]), s.kinds.get(var, LoopKind.SERIAL))
@@ -239,7 +261,7 @@ class Schedule:
             self.state = state
             self._stale = True
         else:
-            kernel = rebuild_kernel(state)
+            kernel = self._rebuild(state)
             if check is not None:
                 check(kernel)
             self._install(kernel, state)
@@ -451,6 +473,23 @@ def _same_stage(loops: Sequence[Any], primitive: str) -> str:
     if len(stages) != 1:
         raise ScheduleError(f"cannot {primitive}: the loops belong to stages {', '.join(sorted(stages))}, not one")
     return stages.pop()
+
+
+def _region_key(state: ScheduleState, name: str) -> tuple[Any, ...]:
+    """What the region of stage `name`, computed at another stage's loop, is inferred
+    from: every stage's iteration space, body (templates are replaced, never changed),
+    buffer, attachment and tensorized loops, the loop structure (splits, fuses, order)
+    of every stage but `name` itself, and the buffers' shapes and layouts."""
+    stages = tuple(
+        (
+            stage.name, tuple(stage.spatial), tuple(stage.reduce), stage.body, stage.init,
+            stage.buffer, stage.attach, stage.init_at, tuple(stage.tensorized.items()),
+            None if stage.name == name else (tuple(stage.relations), tuple(stage.leaves)),
+        )
+        for stage in state.stages
+    )  # fmt: skip
+    buffers = tuple((b.shape, b.padded, b.layout, tuple(b.align.items())) for b in state.buffers)
+    return stages, buffers, tuple(state.copies)
 
 
 def _may_refuse_at_rebuild(state: ScheduleState) -> bool:

@@ -108,3 +108,30 @@ def test_deferred_refusal_leaves_schedule_unchanged() -> None:
     with pytest.raises(ScheduleError, match="straight-line"):
         sch.vectorize(sch.get_loops(stage)[-1])
     assert len(sch.trace.steps) == steps and str(sch.kernel) == before
+
+
+@pytest.mark.parametrize("name", ["resnet18", "mobilenet_v2", "transformer"])
+def test_attached_extents_without_rebuild_are_the_rebuilt_kernels(name: str, monkeypatch) -> None:
+    """The loop extents of a stage computed at another's loop, read from the region the
+    last rebuild inferred (no rebuild), are those of the kernel rebuilt at that point,
+    at every query of the default templates of a zoo model's kernels."""
+    from strato.zoo import build_model
+
+    imported = import_onnx(build_model(name))
+    run_pipeline(make_context(), imported.module, f"graph-default,{LOWER_TO_LOOPS}")
+    original = Schedule._attached_extents
+    compared = []
+
+    def checked(self: Schedule, stage):
+        shortcut = original(self, stage)
+        if shortcut is not None:
+            rebuilt = self._loop_extents(stage.name)  # rebuilds the kernel
+            full = stage.extents()
+            leaves = {var: shortcut[var] for var in stage.leaves}
+            assert leaves == {var: rebuilt.get(var, full[var]) for var in stage.leaves}
+            compared.append(stage.name)
+        return shortcut
+
+    monkeypatch.setattr(Schedule, "_attached_extents", checked)
+    schedule_default(imported.module, _cpu())
+    assert compared
