@@ -200,6 +200,9 @@ class FoldBatchNorm(RewritePattern):
         bias_name = (producer.bias if producer.bias is not None else op.bias).name_hint
         new_bias = make_constant((old_bias - mean) * factor + beta, producer.weight, bias_name)
         folded = _rebuilt(producer, [producer.operands[0], new_weight.result, new_bias.result])
+        # the layer is the convolution (or dense) with its normalization folded in: it
+        # keeps the producer's name
+        folded.results[0].name_hint = producer.results[0].name_hint
         old_operands = list(producer.operands[1:]) + list(op.operands[1:])
         rewriter.replace(op, [new_weight, new_bias, folded], folded.results)
         rewriter.erase(producer)

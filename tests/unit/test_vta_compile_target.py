@@ -71,7 +71,7 @@ def test_resnet18_is_bit_exact_against_the_quantized_graph(resnet):
     report = model.run_report()
     assert model.cpu_segments == 15
     assert "14 conv2d layer(s) on the simulator, 2 virtual thread(s); the rest in 15 function(s) compiled for the CPU" in report
-    assert "layer1.0.bn1" in report and "compute utilization" in report
+    assert "layer1.0.conv1" in report and "bn1" not in report and "compute utilization" in report
 
     # the fp32 model, within the error of int8 with power-of-two scales through the network
     (reference,) = run_graph(import_model(proto), [x])

@@ -1,12 +1,12 @@
 // RUN: strato-opt %s --split-input-file -p graph-simplify-inference | filecheck %s
 
-// Batch normalization folds into the convolution before it: with f = scale / sqrt(var + eps)
+// Batch normalization folds into the convolution before it, which keeps its name: with f = scale / sqrt(var + eps)
 // = [2, 1], w' = w * f per output channel and b' = (0 - mean) * f + beta.
 // CHECK-LABEL: func.func @conv_batch_norm
 // CHECK-NEXT:    %w = graph.constant dense<{{\[\[\[\[}}2.000000e+00]]], {{\[\[\[}}1.000000e+00]]]]> : tensor<2x1x1x1xf32>
 // CHECK-NEXT:    %beta = graph.constant dense<-1.500000e+00> : tensor<2xf32>
-// CHECK-NEXT:    %n = graph.conv %x, %w, %beta strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW"
-// CHECK-NEXT:    func.return %n
+// CHECK-NEXT:    %y = graph.conv %x, %w, %beta strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW"
+// CHECK-NEXT:    func.return %y
 func.func @conv_batch_norm(%x: tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32> {
   %w = graph.constant dense<1.0> : tensor<2x1x1x1xf32>
   %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x1x4x4xf32>, tensor<2x1x1x1xf32>) -> tensor<1x2x4x4xf32>
@@ -24,8 +24,8 @@ func.func @conv_batch_norm(%x: tensor<1x1x4x4xf32>) -> tensor<1x2x4x4xf32> {
 // CHECK-LABEL: func.func @dense_bias_batch_norm
 // CHECK-NEXT:    %w = graph.constant dense<{{\[\[}}2.000000e+00, 2.000000e+00], [1.000000e+00, 1.000000e+00]]> : tensor<2x2xf32>
 // CHECK-NEXT:    %b = graph.constant dense<[5.000000e-01, 2.500000e+00]> : tensor<2xf32>
-// CHECK-NEXT:    %n = graph.dense %x, %w, %b : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
-// CHECK-NEXT:    func.return %n
+// CHECK-NEXT:    %y = graph.dense %x, %w, %b : (tensor<3x2xf32>, tensor<2x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+// CHECK-NEXT:    func.return %y
 func.func @dense_bias_batch_norm(%x: tensor<3x2xf32>) -> tensor<3x2xf32> {
   %w = graph.constant dense<1.0> : tensor<2x2xf32>
   %b = graph.constant dense<[1.0, 4.0]> : tensor<2xf32>
