@@ -56,6 +56,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext, suppress
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from typing import IO, Any, NoReturn
 
 import numpy as np
@@ -929,10 +930,14 @@ class StratoOptMain(xDSLOptMain):
                 self.dump_ir(f"Before {pass_.name}", prog)
             if pass_.name.startswith("graph-"):
                 self._check_graph_functions(prog, pass_.name)
-            diffing = self.args.print_ir_diff or checker is not None
             before = (
-                self._ir_text(prog) if self.args.print_ir_after_change or diffing else None
+                self._ir_text(prog)
+                if self.args.print_ir_after_change or self.args.print_ir_diff
+                else None
             )
+            # the equivalence check prints the program before a pass only when the pass
+            # changes a result (printing a model's weights twice a pass costs seconds)
+            kept = prog.clone() if checker is not None and before is None else None
             try:
                 with self._timed(label):
                     self._run_stage(
@@ -952,10 +957,16 @@ class StratoOptMain(xDSLOptMain):
                 assert before is not None and after is not None
                 self.diff_ir(label, before, after)
             if checker is not None:
-                assert before is not None
-                checker.after(label, pass_, before, prog)
+                checker.after(label, pass_, partial(self._text_before, before, kept), prog)
         if checker is not None:
             checker.finish()
+
+    def _text_before(self, text: str | None, kept: ModuleOp | None) -> str:
+        """The program before a pass: its text when it was printed, else `kept` printed."""
+        if text is not None:
+            return text
+        assert kept is not None
+        return self._ir_text(kept)
 
     def _check_graph_functions(self, prog: ModuleOp, pass_name: str) -> None:
         """Graph-level passes take functions of one block: graph ops have no control
@@ -1127,7 +1138,9 @@ class _EquivalenceCheck:
         sys.stdout.flush()
         print(Diagnostic("warning", message, self.main.chunk_location), file=sys.stderr)
 
-    def after(self, label: str, pass_: ModulePass, before: str, prog: ModuleOp) -> None:
+    def after(
+        self, label: str, pass_: ModulePass, before: Callable[[], str], prog: ModuleOp
+    ) -> None:
         self.passes.append(pass_)
         if self.stopped:
             return
@@ -1147,7 +1160,7 @@ class _EquivalenceCheck:
             return
         x, e, a, reason = found
         difference = eq.Difference(
-            label, len(self.passes) - 1, x, e, a, before, self.main._ir_text(prog), reason
+            label, len(self.passes) - 1, x, e, a, before(), self.main._ir_text(prog), reason
         )
         sys.stdout.flush()
         sys.stderr.write(difference.describe() + "\n")
