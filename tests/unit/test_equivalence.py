@@ -88,6 +88,14 @@ def test_compare_floats_with_tolerance_integers_exactly():
     assert "shape" in compare([np.zeros(2)], [np.zeros(3)], 0, 0)
 
 
+def test_compare_a_result_near_zero_within_rtol_of_the_largest():
+    # rounding moves a result by a fraction of the magnitudes computed, not of itself
+    expected = np.float32([6.5, 5.0e-4, -2.0])
+    assert compare([expected], [np.float32([6.5, 5.2e-4, -2.0])], 1e-4, 1e-5) is None
+    assert "differs at [1]" in compare([expected], [np.float32([6.5, 2.0e-3, -2.0])], 1e-4, 1e-5)
+    assert "differs at [2]" in compare([expected], [np.float32([6.5, 5.0e-4, -2.01])], 1e-4, 1e-5)
+
+
 def test_oracle_names_the_first_wrong_pass():
     module = _parse(PROGRAM)
     ctx = make_context()
