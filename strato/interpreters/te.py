@@ -5,7 +5,9 @@ primitive is run stage by stage, and each stage is evaluated for all its element
 once: its index arguments are bound to broadcastable `np.arange` grids (one axis per
 result dimension, then one per reduction axis), its body ops are applied to whole arrays
 (`te.read` is fancy indexing, `arith`/`math` ops are numpy ufuncs on arrays of the
-element type, so f32 stays f32), and a reduction folds its trailing axes from `init`.
+element type, so f32 stays f32), and a reduction folds its reduction axes from `init`,
+one element after the other in the canonical loop nest's order, over slices of its
+first reduction axis.
 Elements are read as their stage-body scalars (`tensor_types.scalar_type`: a `ui8` as
 an `int8`, a bf16 as a float32, an 8-bit float as its bits) and stored back as
 elements of the stage's tensor type.
@@ -361,13 +363,26 @@ def evaluate_stage(stage: te.StageOp, tensors: dict[SSAValue, np.ndarray]) -> np
         values = _evaluate_block(stage, tensors, (), extents)
         result[()] = elements_from_scalars(values, element_type)
         return result
-    # Slices along the first axis keep the index grid of a large stage bounded.
+    # Slices along the first axis, and for a reduction along its first reduction axis
+    # (outermost in the order of the canonical loop nest, so the sum goes on in the same
+    # order), keep the index grid of a large stage bounded.
     row = prod(shape[1:]) * prod(extents)
     rows = max(1, GRID_ELEMENT_LIMIT // max(row, 1))
     for start in range(0, shape[0], rows):
         stop = min(start + rows, shape[0])
-        values = _evaluate_block(stage, tensors, (start, stop), extents)
-        result[start:stop] = elements_from_scalars(values, element_type)
+        if not isinstance(stage, te.ReduceOp) or not extents:
+            values = _evaluate_block(stage, tensors, (start, stop), extents)
+            result[start:stop] = elements_from_scalars(values, element_type)
+            continue
+        inner = (stop - start) * prod(shape[1:]) * prod(extents[1:])
+        chunk = max(1, GRID_ELEMENT_LIMIT // max(inner, 1))
+        acc = None
+        for first in range(0, extents[0], chunk):
+            part = (first, min(first + chunk, extents[0]))
+            values = _evaluate_block(stage, tensors, (start, stop), extents, part)
+            acc = _fold_leading(stage, values, len(extents), acc)
+        assert acc is not None
+        result[start:stop] = acc
     return result
 
 
@@ -376,24 +391,41 @@ def _evaluate_block(
     tensors: dict[SSAValue, np.ndarray],
     first_axis: tuple[int, ...],
     extents: tuple[int, ...],
+    first_reduction: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """The stage's values for result rows first_axis[0]..first_axis[1] (all rows when
-    the result is rank 0)."""
+    the result is rank 0); of a reduction, folded from `init` (rank 0) or, with
+    `first_reduction`, the values of that range of its first reduction axis unfolded."""
     shape = list(stage.tensor_type.get_shape())
     if first_axis:
         shape[0] = first_axis[1] - first_axis[0]
+    extents = tuple(extents)
+    if first_reduction is not None:
+        extents = (first_reduction[1] - first_reduction[0], *extents[1:])
     grid_shape = (*shape, *extents)
+    # the unfolded values of a reduction come reduction axes first: each reduction step
+    # is then one contiguous array of every result
+    position = list(range(len(grid_shape)))
+    if first_reduction is not None:
+        position = [len(extents) + n for n in range(len(shape))] + list(range(len(extents)))
     env: dict[SSAValue, np.ndarray] = {}
     for axis, arg in enumerate(stage.body.block.args):
         broadcast_shape = [1] * len(grid_shape)
-        broadcast_shape[axis] = grid_shape[axis]
-        offset = first_axis[0] if axis == 0 and first_axis else 0
+        broadcast_shape[position[axis]] = grid_shape[axis]
+        offset = 0
+        if axis == 0 and first_axis:
+            offset = first_axis[0]
+        elif axis == len(shape) and first_reduction is not None:
+            offset = first_reduction[0]
         env[arg] = np.arange(offset, offset + grid_shape[axis]).reshape(broadcast_shape)
     for op in stage.body.block.ops:
         if isinstance(op, te.YieldOp):
+            if first_reduction is not None:
+                return np.broadcast_to(env[op.value], (*extents, *shape))
             values = np.broadcast_to(env[op.value], grid_shape)
             if isinstance(stage, te.ReduceOp):
-                return _fold(stage, values, len(shape))
+                acc = _fold(stage, values, len(shape))
+                return scalars_from_elements(acc, stage.tensor_type.element_type)
             return values
         if isinstance(op, te.ReadOp):
             indices = [env[v] for v in op.indices]
@@ -440,18 +472,21 @@ _COMBINE: dict[te.ReduceKind, Callable[[np.ndarray, np.ndarray], np.ndarray]] = 
 }
 
 
-def _fold(stage: te.ReduceOp, values: np.ndarray, rank: int) -> np.ndarray:
-    """Combine the trailing reduction axes of `values` from `init`, one reduction
-    element after the other in row-major order: the order of the canonical loop nest,
-    so both levels round the same way. The accumulator is stored as an element of the
-    stage's tensor after each step (a bf16 sum rounds each partial sum), and integers
-    are compared as the tensor type says (unsigned max for `ui8`). The result is in the
-    stage-body scalar type."""
+def _fold(
+    stage: te.ReduceOp, values: np.ndarray, rank: int, acc: np.ndarray | None = None
+) -> np.ndarray:
+    """Combine the trailing reduction axes of `values` from `acc` (else from `init`),
+    one reduction element after the other in row-major order: the order of the
+    canonical loop nest, so both levels round the same way. The accumulator is stored
+    as an element of the stage's tensor after each step (a bf16 sum rounds each partial
+    sum), and integers are compared as the tensor type says (unsigned max for `ui8`).
+    The result is an array of the stage's tensor elements."""
     element_type = stage.tensor_type.element_type
     flat = values.reshape(*values.shape[:rank], -1)
     combine = _COMBINE[stage.kind.data]
-    init = np.asarray(stage.init.value.data, dtype=numpy_dtype(stage.init.type))
-    acc = np.full(values.shape[:rank], elements_from_scalars(init, element_type))
+    if acc is None:
+        init = np.asarray(stage.init.value.data, dtype=numpy_dtype(stage.init.type))
+        acc = np.full(values.shape[:rank], elements_from_scalars(init, element_type))
     unsigned = is_unsigned_type(element_type)
     with np.errstate(all="ignore"):
         for k in range(flat.shape[-1]):
@@ -461,7 +496,32 @@ def _fold(stage: te.ReduceOp, values: np.ndarray, rank: int) -> np.ndarray:
             else:
                 step = combine(scalars_from_elements(acc, element_type), value)
             acc = elements_from_scalars(np.asarray(step), element_type)
-    return scalars_from_elements(acc, element_type)
+    return acc
+
+
+def _fold_leading(
+    stage: te.ReduceOp, values: np.ndarray, reductions: int, acc: np.ndarray | None
+) -> np.ndarray:
+    """`_fold` of values whose `reductions` leading axes are the reduction's."""
+    shape = values.shape[reductions:]
+    element_type = stage.tensor_type.element_type
+    if acc is None:
+        init = np.asarray(stage.init.value.data, dtype=numpy_dtype(stage.init.type))
+        acc = np.full(shape, elements_from_scalars(init, element_type))
+    if not is_unsigned_type(element_type) and values.dtype == acc.dtype and acc.dtype in _EXACT_FOLD:
+        # elements that are their own scalars: the same steps, in place, without the
+        # conversions (each step an array of every result, contiguous)
+        combine = _COMBINE[stage.kind.data]
+        acc = acc.copy()
+        with np.errstate(all="ignore"):
+            for step in values.reshape(-1, *shape):
+                combine(acc, step, out=acc)
+        return acc
+    trailing = np.moveaxis(values, list(range(reductions)), list(range(-reductions, 0)))
+    return _fold(stage, trailing, len(shape), acc)
+
+
+_EXACT_FOLD = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.int32), np.dtype(np.int64))
 
 
 __all__ = [

@@ -248,3 +248,50 @@ def test_every_cmpf_predicate_orders_and_unorders_as_llvm_does():
         else:
             expected = relations[name[1:]] | nan
         assert _cmpf(number, a, b).tolist() == expected.tolist(), name
+
+
+@pytest.mark.parametrize("limit", [7, 1 << 22])
+@pytest.mark.parametrize(
+    "dtype, node",
+    [
+        (np.float32, "Conv"),
+        (np.int32, "ReduceSum"),
+        (np.float16, "ReduceSum"),
+        (np.float32, "ReduceMax"),
+    ],
+)
+def test_reductions_fold_in_the_loop_nests_order(monkeypatch, limit, dtype, node):
+    """A reduction evaluated in slices of its first reduction axis, whatever the grid
+    limit, gives exactly what the canonical loop nest computes, each partial result
+    rounded in the element type (float16 through the general fold)."""
+    from onnx import helper, numpy_helper
+
+    from strato.frontends.onnx import import_onnx
+    from strato.interpreters.loop import run_loops
+    from strato.pipeline import run_pipeline
+
+    rng = np.random.default_rng(3)
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    if node == "Conv":
+        x = rng.standard_normal((1, 5, 6, 6)).astype(dtype)
+        weights = [numpy_helper.from_array(rng.standard_normal((4, 5, 3, 3)).astype(dtype), "w")]
+        nodes = [helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])]
+        out = [1, 4, 6, 6]
+    else:
+        x = (rng.integers(-50, 50, (3, 7, 9)) if dtype == np.int32 else rng.standard_normal((3, 7, 9))).astype(dtype)
+        weights = [numpy_helper.from_array(np.array([1, 2], np.int64), "axes")]
+        nodes = [helper.make_node(node, ["x", "axes"], ["y"], keepdims=0)]
+        out = [3]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", elem, list(x.shape))],
+        [helper.make_tensor_value_info("y", elem, out)], weights,
+    )  # fmt: skip
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    te_module = import_onnx(model).module
+    run_pipeline(make_context(), te_module, "graph-default,convert-graph-to-te,te-inline-stages")
+    loop_module = te_module.clone()
+    run_pipeline(make_context(), loop_module, "convert-te-to-loops")
+    monkeypatch.setattr(te_interpreter, "GRID_ELEMENT_LIMIT", limit)
+    (got,) = run_te(te_module, [x])
+    (want,) = run_loops(loop_module, [x])
+    np.testing.assert_array_equal(got, want)
