@@ -30,7 +30,9 @@ def _small_cnn() -> onnx.ModelProto:
     x = g.node("Flatten", [x], "flatten", axis=1)
     g.gemm(x, "fc", 16, 10, gain=1.0, output="output")
     return g.finish(
-        "small_cnn", [value_info("input", [1, 3, 12, 12])], [value_info("output", [1, 10])]
+        "small_cnn",
+        [value_info("input", [1, 3, 12, 12])],
+        [value_info("output", [1, 10])],
     )
 
 
@@ -63,7 +65,9 @@ def _run_ort(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> list[np.nd
 def _output_scale(model: onnx.ModelProto) -> float:
     """The scale of the DequantizeLinear that produces the graph's output."""
     output = model.graph.output[0].name
-    initializers = {init.name: numpy_helper.to_array(init) for init in model.graph.initializer}
+    initializers = {
+        init.name: numpy_helper.to_array(init) for init in model.graph.initializer
+    }
     for node in model.graph.node:
         if node.op_type == "DequantizeLinear" and output in node.output:
             return float(initializers[node.input[1]])
@@ -111,7 +115,9 @@ def test_static_qdq_per_channel_cnn_matches_onnxruntime(tmp_path):
 def test_dynamic_matmul_matches_onnxruntime(tmp_path):
     source, target = tmp_path / "mm.onnx", tmp_path / "mm_int8.onnx"
     onnx.save(_matmul_model(), source)
-    quantization.quantize_dynamic(str(source), str(target), weight_type=quantization.QuantType.QUInt8)
+    quantization.quantize_dynamic(
+        str(source), str(target), weight_type=quantization.QuantType.QUInt8
+    )
     model = onnx.load(target)
     op_types = {node.op_type for node in model.graph.node}
     assert {"DynamicQuantizeLinear", "MatMulInteger"} <= op_types
@@ -189,5 +195,7 @@ def test_unsupported_scale_shape_is_a_diagnostic():
         [numpy_helper.from_array(np.ones(4, np.float32), "s")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
-    with pytest.raises(ModelImportError, match="quant.*neither per tensor nor per axis"):
+    with pytest.raises(
+        ModelImportError, match="quant.*neither per tensor nor per axis"
+    ):
         import_onnx(model)
