@@ -240,3 +240,29 @@ def test_run_time_scales_match_the_reference(scale_shape, attributes):
     for got, want in zip(actual, expected):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("op_type", "attributes", "reason"),
+    [
+        ("QuantizeLinear", {"output_dtype": 999}, "output_dtype=999 is not a tensor"),
+        ("QuantizeLinear", {"output_dtype": TensorProto.INT32}, "quantizing to int32"),
+        (
+            "DequantizeLinear",
+            {"output_dtype": TensorProto.INT8},
+            "dequantizing to int8",
+        ),
+    ],
+)
+def test_unsupported_types_are_diagnostics(op_type, attributes, reason):
+    x_type = TensorProto.FLOAT if op_type == "QuantizeLinear" else TensorProto.INT8
+    graph = helper.make_graph(
+        [helper.make_node(op_type, ["x", "s"], ["y"], name="q", **attributes)],
+        "bad",
+        [helper.make_tensor_value_info("x", x_type, [2, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.UNDEFINED, [2, 3])],
+        [numpy_helper.from_array(np.ones((), np.float32), "s")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    with pytest.raises(ModelImportError, match=f"node 'q' \\({op_type}\\): .*{reason}"):
+        import_onnx(model)

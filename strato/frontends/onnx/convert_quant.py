@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-import onnx
 from onnx import helper
 from xdsl.ir import SSAValue
 
@@ -148,24 +147,30 @@ def _saturated(
     return _cast(ctx, value, target)
 
 
+def _type_attr(ctx: NodeContext, name: str) -> np.dtype | None:
+    """The element type an attribute such as `output_dtype` names, None when unset."""
+    value = int(ctx.attr(name, 0))
+    if not value:
+        return None
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(value))
+    except (KeyError, ValueError, TypeError):
+        raise ctx.error(
+            f"attribute {name}={value} is not a tensor element type"
+        ) from None
+
+
 def _quantize_target(ctx: NodeContext, zero_point: ImportedValue | None) -> np.dtype:
-    output_dtype = int(ctx.attr("output_dtype", 0))
+    output_dtype = _type_attr(ctx, "output_dtype")
     if zero_point is not None:
         target = _dtype(zero_point)
-        if output_dtype and helper.tensor_dtype_to_np_dtype(output_dtype) != target:
+        if output_dtype is not None and output_dtype != target:
             raise ctx.error(
-                f"attribute output_dtype={onnx.TensorProto.DataType.Name(output_dtype)} "
-                f"differs from the zero point's type {target}"
+                f"attribute output_dtype ({output_dtype}) differs from the zero point's "
+                f"type {target}"
             )
         return target
-    if output_dtype:
-        try:
-            return np.dtype(helper.tensor_dtype_to_np_dtype(output_dtype))
-        except (KeyError, ValueError):
-            raise ctx.error(
-                f"attribute output_dtype={output_dtype} is not a type"
-            ) from None
-    return np.dtype(np.uint8)
+    return output_dtype if output_dtype is not None else np.dtype(np.uint8)
 
 
 def convert_quantize_linear(ctx: NodeContext) -> list[ImportedValue]:
@@ -175,9 +180,11 @@ def convert_quantize_linear(ctx: NodeContext) -> list[ImportedValue]:
     scale = _broadcastable(ctx, ctx.value(1), x_shape, "y_scale")
     zero_point = _optional(ctx, 2)
     target = _quantize_target(ctx, zero_point)
-    precision = int(ctx.attr("precision", 0))
-    if precision:
-        wide = np.dtype(helper.tensor_dtype_to_np_dtype(precision))
+    precision = _type_attr(ctx, "precision")
+    if precision is not None:
+        if precision.kind != "f":
+            raise ctx.error(f"attribute precision ({precision}) is not a float type")
+        wide = precision
         x, scale = _cast(ctx, x, wide), _cast(ctx, scale, wide)
     elif _dtype(scale) != _dtype(x):
         raise ctx.error(
@@ -214,12 +221,11 @@ def convert_dequantize_linear(ctx: NodeContext) -> list[ImportedValue]:
     x = ctx.value(0)
     x_shape = shape_of(x)
     scale = ctx.value(1)
-    output_dtype = int(ctx.attr("output_dtype", 0))
-    result = (
-        np.dtype(helper.tensor_dtype_to_np_dtype(output_dtype))
-        if output_dtype
-        else _dtype(scale)
-    )
+    result = _type_attr(ctx, "output_dtype")
+    if result is None:
+        result = _dtype(scale)
+    if result.kind not in "fV" or _integer_range(result) is not None:
+        raise ctx.error(f"dequantizing to {result} is not supported (a float type is)")
     scale = _broadcastable(ctx, scale, x_shape, "x_scale")
     zero_point = _optional(ctx, 2)
     value = _cast(ctx, x, np.dtype(np.float32))
