@@ -266,3 +266,46 @@ def test_unsupported_types_are_diagnostics(op_type, attributes, reason):
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
     with pytest.raises(ModelImportError, match=f"node 'q' \\({op_type}\\): .*{reason}"):
         import_onnx(model)
+
+
+@pytest.mark.parametrize("depth", [16, 2048], ids=["f32_sums", "f64_sums"])
+def test_integer_products_with_known_weights_are_exact(depth):
+    """MatMulInteger and ConvInteger with weights known at import time: small sums are
+    computed in f32, sums that could pass 2**24 in f64; both exactly."""
+    from onnx.reference import ReferenceEvaluator
+
+    rng = np.random.default_rng(depth)
+    b = rng.integers(0, 256, (depth, 5), dtype=np.uint8)
+    w = rng.integers(-128, 128, (3, depth, 1, 1), dtype=np.int8)
+    nodes = [
+        helper.make_node("MatMulInteger", ["a", "b", "a_zero", "b_zero"], ["mm"]),
+        helper.make_node("ConvInteger", ["x", "w", "x_zero"], ["conv"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "products",
+        [
+            helper.make_tensor_value_info("a", TensorProto.UINT8, [4, depth]),
+            helper.make_tensor_value_info("x", TensorProto.UINT8, [1, depth, 2, 2]),
+        ],
+        [
+            helper.make_tensor_value_info("mm", TensorProto.INT32, [4, 5]),
+            helper.make_tensor_value_info("conv", TensorProto.INT32, [1, 3, 2, 2]),
+        ],
+        [
+            numpy_helper.from_array(b, "b"),
+            numpy_helper.from_array(w, "w"),
+            numpy_helper.from_array(np.array(3, np.uint8), "a_zero"),
+            numpy_helper.from_array(np.array(200, np.uint8), "b_zero"),
+            numpy_helper.from_array(np.array(250, np.uint8), "x_zero"),
+        ],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    a = rng.integers(0, 256, (4, depth), dtype=np.uint8)
+    x = rng.integers(0, 256, (1, depth, 2, 2), dtype=np.uint8)
+    expected = ReferenceEvaluator(model).run(None, {"a": a, "x": x})
+    actual = strato.compile(model)(a, x)
+    for got, want in zip(actual, expected):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)

@@ -7,9 +7,10 @@ DequantizeLinear: (x - zero point) times the scale, in f32 (f64 for int32 x, as 
 promotes), cast to the scale's type or `output_dtype`.
 DynamicQuantizeLinear: the uint8 scale and zero point from the range of x widened to
 hold 0, then QuantizeLinear's arithmetic.
-MatMulInteger, ConvInteger: the zero-point-shifted operands in f64, whose products and
-sums of 8- and 16-bit integers are exact there, multiplied by graph.matmul / graph.conv
-and cast to int32.
+MatMulInteger, ConvInteger: the zero-point-shifted operands multiplied by graph.matmul /
+graph.conv and cast to int32, in f32 when weights known at import time bound every
+partial sum below 2**24 and in f64 otherwise (where the sums of products of 8- and
+16-bit integers are exact).
 QLinearMatMul, QLinearConv: that int32 accumulator times a_scale * b_scale / y_scale in
 the scales' float type, plus the output zero point, rounded half to even and saturated.
 
@@ -367,14 +368,57 @@ def _nested_product(
     return ONNX_CONVERTERS[op_type](inner)[0]
 
 
+_F32_INTEGERS = 2**24
+"""Integers up to this magnitude are exact in f32."""
+
+
+def _largest_shifted(
+    ctx: NodeContext, value: ImportedValue, index: int, zero_index: int
+) -> int:
+    """A bound on |input `index` - its zero point| over every value the input can hold."""
+    if isinstance(value, np.ndarray):
+        return int(np.abs(value).max()) if value.size else 0
+    info = np.iinfo(_dtype(ctx.value(index)))
+    low, high = int(info.min), int(info.max)
+    if not ctx.has_input(zero_index):
+        return max(-low, high)
+    zero_point = ctx.known(zero_index)
+    if zero_point is None or not zero_point.size:
+        return high - low
+    return max(high - int(zero_point.min()), int(zero_point.max()) - low)
+
+
+def _narrowed(
+    ctx: NodeContext,
+    lhs: ImportedValue,
+    rhs: ImportedValue,
+    lhs_bound: int,
+    contraction: tuple[int, ...],
+) -> tuple[ImportedValue, ImportedValue]:
+    """The shifted operands in f32 when weights known at import time keep every partial
+    sum of the product an integer below 2**24 (exact in f32: the largest |lhs| times the
+    largest sum of |rhs| over the contracted axes), else in f64."""
+    if not isinstance(rhs, np.ndarray) or not rhs.size:
+        return lhs, rhs
+    sums = np.abs(rhs).sum(axis=contraction)
+    if lhs_bound * float(np.max(sums, initial=0.0)) >= _F32_INTEGERS:
+        return lhs, rhs
+    f32 = np.dtype(np.float32)
+    return _cast(ctx, lhs, f32), _cast(ctx, rhs, f32)
+
+
 def _integer_matmul(ctx: NodeContext, a, a_zero, b, b_zero) -> ImportedValue:
-    """A - a_zero times B - b_zero in f64 (exact), as an f64 value of integers."""
+    """A - a_zero times B - b_zero, exact: in f32 when its sums stay below 2**24, else in
+    f64, as a float value of integers."""
     lhs = _shifted(ctx, a, a_zero, -2)
     rhs = _shifted(ctx, b, b_zero, -1)
     if len(shape_of(lhs)) < 1 or len(shape_of(rhs)) < 1:
         raise ctx.error("operands must have rank >= 1")
     if isinstance(lhs, np.ndarray) and isinstance(rhs, np.ndarray):
         return np.matmul(lhs, rhs)
+    contraction = (0,) if len(shape_of(rhs)) == 1 else (len(shape_of(rhs)) - 2,)
+    bound = _largest_shifted(ctx, lhs, a, a_zero)
+    lhs, rhs = _narrowed(ctx, lhs, rhs, bound, contraction)
     return _nested_product(ctx, "MatMul", [_ssa(ctx, lhs), _ssa(ctx, rhs)], {})
 
 
@@ -386,6 +430,9 @@ def _conv_attributes(ctx: NodeContext) -> dict:
 def _integer_conv(ctx: NodeContext, x, x_zero, w, w_zero) -> ImportedValue:
     lhs = _shifted(ctx, x, x_zero, None)
     rhs = _shifted(ctx, w, w_zero, 0)
+    contraction = tuple(range(1, len(shape_of(rhs))))
+    bound = _largest_shifted(ctx, lhs, x, x_zero)
+    lhs, rhs = _narrowed(ctx, lhs, rhs, bound, contraction)
     return _nested_product(
         ctx, "Conv", [_ssa(ctx, lhs), _ssa(ctx, rhs)], _conv_attributes(ctx)
     )
@@ -492,6 +539,7 @@ def convert_qlinear_conv(ctx: NodeContext) -> list[ImportedValue]:
         dims = [1] * len(shape_of(accumulator))
         dims[1] = shape_of(bias)[0]
         bias = _reshape(ctx, _cast(ctx, bias, np.dtype(np.float64)), dims)
+        accumulator = _cast(ctx, accumulator, np.dtype(np.float64))
         accumulator = _binary(ctx, graph.AddOp, accumulator, bias)
     y_zero = _optional(ctx, 7)
     target = _quantized_type(ctx, y_zero if y_zero is not None else ctx.value(0), "y")
