@@ -1,0 +1,154 @@
+"""A CNN quantized to int8 by onnxruntime's quantization tool: strato int8 vs strato fp32
+vs onnxruntime int8 (and fp32) latency, same process.
+
+    python benchmarks/quantized.py                 # 64 x 64 input, width 32
+    python benchmarks/quantized.py --size 112 --width 64 --format qoperator
+
+The float model (seeded weights, built in code) is quantized statically with seeded
+random calibration data: QDQ format with per-channel weights by default, or the
+QOperator format (QLinearConv; pooling and Gemm stay float). Both sides run on one thread; the figure is the best
+mean time of a call over several rounds, after the outputs were compared (the int8
+outputs of strato and onnxruntime are printed as their largest difference in output
+steps). strato runs the quantized model as its import composes it: QDQ groups in float
+arithmetic, QLinearConv as an f64 convolution of the shifted integers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnxruntime import quantization
+
+import strato
+from strato.zoo.onnx_graph import GraphBuilder, value_info
+
+
+def cnn(size: int, width: int, seed: int = 0) -> onnx.ModelProto:
+    g = GraphBuilder(seed=seed)
+    x = g.conv("input", "conv1", 3, width, kernel=3, stride=2)
+    x = g.node("Relu", [x], "relu1")
+    x = g.conv(x, "conv2", width, width, kernel=3, stride=1)
+    x = g.node("Relu", [x], "relu2")
+    x = g.conv(x, "conv3", width, 2 * width, kernel=3, stride=2)
+    x = g.node("Relu", [x], "relu3")
+    x = g.node("GlobalAveragePool", [x], "pool")
+    x = g.node("Flatten", [x], "flatten", axis=1)
+    g.gemm(x, "fc", 2 * width, 10, gain=1.0, output="output")
+    return g.finish(
+        "cnn",
+        [value_info("input", [1, 3, size, size])],
+        [value_info("output", [1, 10])],
+    )
+
+
+def quantized(
+    model: onnx.ModelProto, size: int, qdq: bool, seed: int = 1
+) -> onnx.ModelProto:
+    rng = np.random.default_rng(seed)
+    samples = [
+        rng.standard_normal((1, 3, size, size)).astype(np.float32) for _ in range(8)
+    ]
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self._samples = iter(samples)
+
+        def get_next(self):
+            sample = next(self._samples, None)
+            return None if sample is None else {"input": sample}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source, target = Path(tmp) / "float.onnx", Path(tmp) / "int8.onnx"
+        onnx.save(model, source)
+        quantization.quantize_static(
+            str(source),
+            str(target),
+            Reader(),
+            quant_format=quantization.QuantFormat.QDQ
+            if qdq
+            else quantization.QuantFormat.QOperator,
+            per_channel=qdq,
+            activation_type=quantization.QuantType.QUInt8,
+            weight_type=quantization.QuantType.QInt8,
+            # QOperator pooling and Gemm are com.microsoft operators (QLinearGlobalAveragePool,
+            # QGemm), which strato does not import
+            op_types_to_quantize=None if qdq else ["Conv"],
+        )
+        return onnx.load(target)
+
+
+def per_call_ms(call, calls: int, rounds: int = 5) -> float:
+    call()
+    means = []
+    for _ in range(rounds):
+        start = time.thread_time()
+        for _ in range(calls):
+            call()
+        means.append((time.thread_time() - start) / calls * 1e3)
+    return min(means)
+
+
+def onnxruntime_session(model: onnx.ModelProto) -> ort.InferenceSession:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=64, help="input height and width")
+    parser.add_argument(
+        "--width", type=int, default=32, help="channels of the first conv"
+    )
+    parser.add_argument("--format", choices=["qdq", "qoperator"], default="qdq")
+    parser.add_argument("--calls", type=int, default=20)
+    args = parser.parse_args()
+
+    float_model = cnn(args.size, args.width)
+    int8_model = quantized(float_model, args.size, args.format == "qdq")
+    x = (
+        np.random.default_rng(2)
+        .standard_normal((1, 3, args.size, args.size))
+        .astype(np.float32)
+    )
+
+    start = time.perf_counter()
+    strato_fp32 = strato.compile(float_model, threads=1)
+    fp32_compile = time.perf_counter() - start
+    start = time.perf_counter()
+    strato_int8 = strato.compile(int8_model, threads=1)
+    int8_compile = time.perf_counter() - start
+    ort_fp32, ort_int8 = (
+        onnxruntime_session(float_model),
+        onnxruntime_session(int8_model),
+    )
+
+    expected = ort_int8.run(None, {"input": x})[0]
+    actual = np.asarray(strato_int8(x))
+    print(
+        f"int8 outputs: largest difference {np.abs(actual - expected).max():.3g} "
+        f"(output range {np.abs(expected).max():.3g})"
+    )
+    rows = [
+        ("strato int8", lambda: strato_int8(x), int8_compile),
+        ("strato fp32", lambda: strato_fp32(x), fp32_compile),
+        ("onnxruntime int8", lambda: ort_int8.run(None, {"input": x}), None),
+        ("onnxruntime fp32", lambda: ort_fp32.run(None, {"input": x}), None),
+    ]
+    print(f"{'':18} {'ms/call':>9} {'compile s':>10}")
+    for label, call, compile_seconds in rows:
+        compiled = "" if compile_seconds is None else f"{compile_seconds:10.2f}"
+        print(f"{label:18} {per_call_ms(call, args.calls):9.3f} {compiled}")
+
+
+if __name__ == "__main__":
+    main()
