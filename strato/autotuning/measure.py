@@ -27,6 +27,12 @@ timing slowed the timed kernel by up to 1.6x (the same config timed 16 times: sp
 21% of the median overlapped, 0.8% alone), which is the size of the differences a
 search has to see; turn it on where the builders have cores to themselves. A Dask
 worker (`DaskPool`) or a plain `WorkerPool` does both jobs in one (`run_candidate`).
+
+Code for another system (a target such as `llvm -mtriple=aarch64-linux-gnu`) never
+runs in these processes: `DevicePool` builds it here and has it timed by the Dask
+workers that run it (on the device; or here under qemu-user, `strato worker --emulate`,
+where the times are the emulator's), and `MeasurePool(emulate=True)` times it under
+qemu-user locally. The reference is computed on this host, from the kernel built for it.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from strato.autotuning.task import Config, Task
-from strato.targets.registry import BuiltKernel
+from strato.targets.registry import BuiltKernel, KernelBuilder
 
 Job = tuple[Callable[..., Any], tuple[Any, ...]]
 
@@ -294,11 +300,14 @@ class WrongResult(Exception):
     pass
 
 
-def isolated_kernel(task: Task, config: Config | None, threads: int = 1) -> Built:
+def isolated_kernel(
+    task: Task, config: Config | None, threads: int = 1, builder: KernelBuilder | None = None
+) -> Built:
     """The task's kernel alone in a module (with the globals it reads), scheduled by
     `config` (None: its canonical loops) for `threads` threads, built by the task's
-    target (its `KernelBuilder`), with the trace of the schedule (None without a config).
-    A config that cannot be applied raises ValueError before anything is compiled."""
+    target (its `KernelBuilder`, or `builder`), with the trace of the schedule (None
+    without a config). A config that cannot be applied raises ValueError before
+    anything is compiled."""
     from strato.autotuning.space import InvalidConfig, SearchSpace
     from strato.gc_pause import gc_for_compiling
 
@@ -311,18 +320,23 @@ def isolated_kernel(task: Task, config: Config | None, threads: int = 1) -> Buil
                 alone, _, trace = SearchSpace(task, threads).schedule_traced(config)
             except InvalidConfig as error:
                 raise ValueError(f"invalid config: {error}") from None
-        built = task.builder(threads).build(alone, task.kernel)
+        built = (builder or task.builder(threads)).build(alone, task.kernel)
     return Built(built, task.target, threads, None if trace is None else trace.to_dict())
+
+
+def builder_of(built: Built) -> KernelBuilder:
+    """The kernel builder of the target and threads `built` was built for."""
+    from strato.targets.registry import get_target
+
+    builder = get_target(built.target).with_options(threads=str(built.threads)).kernel_builder()
+    assert builder is not None
+    return builder
 
 
 def load_built(built: Built) -> tuple[Callable[..., Any], object]:
     """The built kernel loaded into this process by its target: a function of the
     buffers' addresses, and what must stay alive while it is called."""
-    from strato.targets.registry import get_target
-
-    builder = get_target(built.target).with_options(threads=str(built.threads)).kernel_builder()
-    assert builder is not None
-    return builder.load(built.kernel)
+    return builder_of(built).load(built.kernel)
 
 
 def _aligned_copy(array: np.ndarray) -> np.ndarray:
@@ -356,9 +370,11 @@ def _kernel_buffers(buffers, seed: int) -> tuple[list[np.ndarray], list[int]]:
 
 def reference_outputs(task: Task, seed: int = 0) -> list[np.ndarray]:
     """The task's kernel's outputs without a schedule, on the seeded buffers (run in a
-    worker: `task_reference`)."""
-    built = isolated_kernel(task, None)
-    function, _loaded = load_built(built)
+    worker: `task_reference`), computed on this machine: a device's kernel is built
+    for this host to compute them."""
+    builder = task.builder(1).for_this_host()
+    built = isolated_kernel(task, None, builder=builder)
+    function, _loaded = builder.load(built.kernel)
     arrays, outputs = _kernel_buffers(built.kernel.buffers, seed)
     function(*[array.ctypes.data for array in arrays])
     return [arrays[i] for i in outputs]
@@ -382,26 +398,65 @@ def build_candidate(task: Task, config: Config, threads: int = 1) -> Built:
     return isolated_kernel(task, config, threads)
 
 
+class ForeignCode(Exception):
+    """Code for another machine, on a runner that neither is that machine nor emulates it."""
+
+
+def emulation_enabled() -> bool:
+    """Whether this process measures code for other systems under an emulator: the Dask
+    setting `strato.emulate` (`strato worker --emulate`, or `DASK_STRATO__EMULATE=1`)."""
+    import os
+
+    if "DASK_STRATO__EMULATE" in os.environ:
+        return os.environ["DASK_STRATO__EMULATE"].strip().lower() not in ("", "0", "false", "no")
+    try:
+        import dask.config
+    except ImportError:
+        return False
+    return bool(dask.config.get("strato.emulate", False))
+
+
+def _check_outputs(outputs: Sequence[np.ndarray], reference: list[np.ndarray], rtol: float) -> None:
+    for index, (ours, expected) in enumerate(zip(outputs, reference, strict=True)):
+        scale = max(float(np.max(np.abs(expected))), 1e-30) if expected.size else 1.0
+        error = float(np.max(np.abs(np.asarray(ours) - expected))) / scale if expected.size else 0.0
+        if not error <= rtol:
+            raise WrongResult(f"output {index} differs from the reference by {error:.3g} (relative)")
+
+
 def time_built(
     built: Built, reference: list[np.ndarray], repeats: int, seed: int, rtol: float = 1e-3,
-    threads: int = 1, min_repeat_seconds: float = MIN_REPEAT_SECONDS,
+    threads: int = 1, min_repeat_seconds: float = MIN_REPEAT_SECONDS, emulate: bool | None = None,
 ) -> list[float]:
     """Load a built candidate, check its outputs against `reference` and time it on
-    `threads` threads (a runner's job): the seconds a call of each repeat."""
-    function, _loaded = load_built(built)
+    `threads` threads (a runner's job): the seconds a call of each repeat. Code for
+    another system runs under an emulator when `emulate` (None: when this process is
+    set to, `emulation_enabled`), else raises ForeignCode."""
+    import platform
+
+    builder = builder_of(built)
     arrays, positions = _kernel_buffers(built.kernel.buffers, seed)
+    if not builder.runs_here():
+        if not (emulation_enabled() if emulate is None else emulate):
+            raise ForeignCode(
+                f"code for {builder.device()} cannot run on this {platform.machine()} machine: "
+                "measure it on a worker on the device, or on one that emulates it "
+                "(strato worker --emulate)"
+            )
+        outputs, costs = builder.time_emulated(
+            built.kernel, arrays, repeats=max(1, repeats), min_repeat_seconds=min_repeat_seconds,
+            max_calls=MAX_CALLS_PER_REPEAT, threads=threads, timeout=600.0,
+        )
+        _check_outputs(outputs, reference, rtol)
+        return costs
+    function, _loaded = builder.load(built.kernel)
     pointers = [array.ctypes.data for array in arrays]
 
     def kernel() -> None:
         function(*pointers)
 
     kernel()
-    outputs = [arrays[i] for i in positions]
-    for index, (ours, expected) in enumerate(zip(outputs, reference, strict=True)):
-        scale = max(float(np.max(np.abs(expected))), 1e-30) if expected.size else 1.0
-        error = float(np.max(np.abs(np.asarray(ours) - expected))) / scale if expected.size else 0.0
-        if not error <= rtol:
-            raise WrongResult(f"output {index} differs from the reference by {error:.3g} (relative)")
+    _check_outputs([arrays[i] for i in positions], reference, rtol)
     # On one thread, the CPU time of this thread: the kernels run on it, and on a shared
     # machine wall time would count others' work. On more, the pool's threads do the
     # work too: wall time.
@@ -453,9 +508,11 @@ class MeasurePool:
     def __init__(
         self, builders: int = 1, timeout: float = 60.0,
         build: Callable[..., Any] | None = None, time: Callable[..., Any] | None = None,
-        overlap: bool = False,
+        overlap: bool = False, emulate: bool = False,
     ) -> None:
         self.timeout = timeout
+        self.emulate = emulate
+        """Whether code for another system is timed under an emulator of it."""
         self.overlap = overlap
         """Whether candidates on one thread build while another is timed."""
         self.builders = WorkerPool(builders, timeout)
@@ -496,8 +553,10 @@ class MeasurePool:
                     self.builders.submit((self.build, (task, configs[index], threads)), index)
             if to_time and self.runner.idle and (overlap or not self.builders.busy):
                 index, built = to_time.pop(0)
-                job = (self.time, (built, reference, repeats, seed, 1e-3, threads))
-                self.runner.submit(job, index)
+                arguments = (built, reference, repeats, seed, 1e-3, threads)
+                if self.emulate:
+                    arguments = (*arguments, MIN_REPEAT_SECONDS, True)
+                self.runner.submit((self.time, arguments), index)
             built_now, timed_now = wait_pools([self.builders, self.runner])
             for index, outcome in built_now:
                 if outcome.error is not None:
@@ -514,7 +573,7 @@ class MeasurePool:
 
 
 def measure(
-    pool: WorkerPool | MeasurePool | DaskPool,
+    pool: WorkerPool | MeasurePool | DaskPool | DevicePool,
     task: Task,
     configs: Sequence[Config],
     reference: list[np.ndarray],
@@ -525,7 +584,7 @@ def measure(
     """Measure `configs` of `task` on the pool, each on `threads` threads; failures are
     results with their reason. A `MeasurePool` builds and times in separate processes; any other
     pool builds and times each candidate in one job."""
-    if isinstance(pool, MeasurePool):
+    if isinstance(pool, MeasurePool | DevicePool):
         outcomes = pool.measure(task, configs, reference, repeats, seed, threads)
     else:
         jobs: list[Job] = [
@@ -587,6 +646,8 @@ class DaskPool:
         self._owned = not isinstance(cluster, Client)
         self.client = Client(cluster) if self._owned else cluster
         self.timeout = timeout
+        self.workers: list[str] | None = None
+        """The Dask workers jobs may run on (None: any)."""
 
     def __enter__(self) -> DaskPool:
         return self
@@ -602,8 +663,14 @@ class DaskPool:
         from distributed import wait as dask_wait
 
         limit = self.timeout if timeout is None else timeout
-        futures = [self.client.submit(_dask_job, job, limit, pure=False) for job in jobs]
-        slots = max(1, sum(self.client.nthreads().values()))
+        futures = [
+            self.client.submit(_dask_job, job, limit, pure=False, workers=self.workers)
+            for job in jobs
+        ]
+        slots = max(1, sum(
+            n for worker, n in self.client.nthreads().items()
+            if self.workers is None or worker in self.workers
+        ))
         # a job's own timeout is enforced on its worker; this bounds a lost Dask worker
         overall = (limit + 120) * (len(jobs) // slots + 1)
         dask_wait(futures, timeout=overall, return_when="ALL_COMPLETED")
@@ -617,4 +684,84 @@ class DaskPool:
             else:
                 future.cancel()
                 outcomes.append(Outcome(None, f"dask: no answer within {overall:g} s"))
+        return outcomes
+
+
+# -- a device -----------------------------------------------------------------------------
+
+
+def can_run(target: str, threads: int = 1) -> str | None:
+    """Whether this process can time code built for `target` (run on each Dask worker
+    before tuning for a device): None if it can, else why not."""
+    import platform
+
+    from strato.targets.registry import get_target
+
+    builder = get_target(target).with_options(threads=str(threads)).kernel_builder()
+    if builder is None:
+        return f"target '{target}' builds no kernel alone"
+    if builder.runs_here():
+        return None
+    if not emulation_enabled():
+        return f"a {platform.machine()} machine that does not emulate {builder.device()}"
+    return builder.emulation_problem()
+
+
+class DevicePool:
+    """Candidates for a device built here and timed there: `builders` local processes
+    cross-compile each candidate (and compute the reference on this host), and the Dask
+    workers that can run the device's code (on the device, or emulating it: `can_run`)
+    load and time the objects, each in a worker process of their own as `DaskPool` does.
+    The device needs strato's runtime but never compiles: TVM's split of a builder here
+    and a runner on the board."""
+
+    def __init__(self, cluster, builders: int = 1, timeout: float = 60.0) -> None:
+        self.remote = DaskPool(cluster, timeout)
+        self.builders = WorkerPool(builders, timeout)
+        self.timeout = timeout
+        self._checked: set[tuple[str, int]] = set()
+
+    def __enter__(self) -> DevicePool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.builders.close()
+        self.remote.close()
+
+    def run(self, jobs: Sequence[Job], timeout: float | None = None) -> list[Outcome]:
+        return self.builders.run(jobs, timeout)
+
+    def check(self, target: str, threads: int = 1) -> None:
+        """Keep to the workers that can run code for `target`; a RuntimeError saying
+        what each worker is when none can."""
+        if (target, threads) in self._checked:
+            return
+        answers = self.remote.client.run(can_run, target, threads)
+        able = sorted(worker for worker, reason in answers.items() if reason is None)
+        if not able:
+            found = "; ".join(f"{w} is {r}" for w, r in sorted(answers.items())) or "no workers"
+            raise ForeignCode(f"no Dask worker can run code for '{target}': {found}")
+        self.remote.workers = able
+        self._checked.add((target, threads))
+
+    def measure(
+        self, task: Task, configs: Sequence[Config], reference: list[np.ndarray],
+        repeats: int, seed: int, threads: int,
+    ) -> list[Outcome]:
+        """Build `configs` here, then time those that built on the device's workers: an
+        outcome per config, in order."""
+        self.check(task.target, threads)
+        built = self.builders.run([(build_candidate, (task, c, threads)) for c in configs])
+        outcomes: list[Outcome] = list(built)
+        ready = [i for i, outcome in enumerate(built) if outcome.error is None]
+        timed = self.remote.run([
+            (time_built, (built[i].value, reference, repeats, seed, 1e-3, threads)) for i in ready
+        ])  # fmt: skip
+        for index, outcome in zip(ready, timed, strict=True):
+            if outcome.error is None:
+                outcome = Outcome(Timing(list(outcome.value), built[index].value.trace))
+            outcomes[index] = outcome
         return outcomes

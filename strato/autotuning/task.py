@@ -71,6 +71,12 @@ class Task:
             raise ValueError(f"target '{self.target}' cannot build a kernel alone")
         return builder
 
+    @cached_property
+    def device(self) -> str:
+        """The machine the task's code is for when it is not this host (its records are
+        tagged with it: `strato.schedule.database.record_target`); empty for this host."""
+        return self.builder(1).device()
+
     def loop_module(self) -> tuple[ModuleOp, func.FuncOp]:
         """A fresh loop-level module of the model and the task's kernel in it."""
         module = _lowered(self.model, self.target).clone()

@@ -24,6 +24,8 @@ import numpy as np
 from strato.autotuning.features import FEATURE_VERSION, kernel_features
 from strato.autotuning.measure import (
     DaskPool,
+    DevicePool,
+    ForeignCode,
     MeasurePool,
     WorkerPool,
     measure,
@@ -32,7 +34,7 @@ from strato.autotuning.measure import (
 from strato.autotuning.search import GridSearch, ModelSearch, RandomSearch, Search
 from strato.autotuning.space import InvalidConfig, Point, SearchSpace
 from strato.autotuning.task import DEFAULT_TARGET, Task, extract_tasks
-from strato.schedule.database import Database, Record
+from strato.schedule.database import Database, Record, record_target
 
 SEARCHES = ("xgb", "random", "grid")
 
@@ -105,7 +107,10 @@ def make_search(name: str, space: SearchSpace, seed: int, db: Database | None) -
             return None
         return kernel_features(kernel)
 
-    transfer = db.training_data(FEATURE_VERSION, exclude=space.task.key) if db is not None else None
+    transfer = (
+        db.training_data(FEATURE_VERSION, exclude=space.task.key, device=space.task.device)
+        if db is not None else None
+    )
     return ModelSearch(space, featurize, seed=seed, transfer=transfer)
 
 
@@ -113,7 +118,7 @@ def tune_task(
     task: Task,
     trials: int,
     db: Database,
-    pool: MeasurePool | WorkerPool | DaskPool,
+    pool: MeasurePool | WorkerPool | DaskPool | DevicePool,
     search: str = "xgb",
     batch: int = 8,
     repeats: int = 5,
@@ -146,7 +151,7 @@ def tune_task(
         result.history.append(best_gflops)
 
     earlier_points, earlier_costs = [], []
-    for record in db.records(task.key):
+    for record in db.records(task.key, task.device):
         try:
             point = space.point(record.config)
         except InvalidConfig:
@@ -186,7 +191,7 @@ def tune_task(
                 task=task.key, name=task.name, config=outcome.config, seconds=outcome.seconds,
                 costs=outcome.costs, error=outcome.error, flops=task.flops, features=features,
                 features_version=FEATURE_VERSION, trace=outcome.trace, threads=threads,
-                versions=dict(versions()),
+                versions=dict(versions()), target=record_target(task.device),
             )
             db.append(record)
             account(record, point)
@@ -234,12 +239,20 @@ def share_trials(tasks: list[Task], trials: int, seconds: list[float | None] | N
 def task_seconds(db: Database, task: Task) -> float | None:
     """A call of the task's kernel as its default config measured (else its fastest
     record); None before any record succeeded."""
-    records = [r for r in db.records(task.key) if r.ok]
+    records = [r for r in db.records(task.key, task.device) if r.ok]
     default = task.default_config()
     for record in records:
         if record.config == default:
             return record.seconds
     return min((r.seconds for r in records), default=None)  # type: ignore[type-var]
+
+
+def _device_of(target: str) -> str:
+    """The machine `target` builds for when its code does not run here (else "")."""
+    from strato.targets.registry import get_target
+
+    builder = get_target(target).kernel_builder()
+    return "" if builder is None or builder.runs_here() else (builder.device() or target)
 
 
 def tune_model(
@@ -260,18 +273,38 @@ def tune_model(
     default_first: bool = True,
     overlap: bool = False,
     target: str = DEFAULT_TARGET,
+    emulate: bool = False,
 ) -> list[TuneResult]:
     """Tune every task of `model` for `target` (see the module docstring); `dask`: a
     scheduler address or a `distributed.Client` to measure on instead of local worker
     processes; `default_first=False`: the searches start from scratch (see `tune_task`);
-    `overlap`: local builds run while a candidate is timed (`MeasurePool`)."""
+    `overlap`: local builds run while a candidate is timed (`MeasurePool`).
+
+    A target for another system (`llvm -mtriple=aarch64-linux-gnu`) is measured on its
+    device: candidates are built here and timed by the Dask workers that run that
+    system's code (`DevicePool`: `strato worker` on the device, or one emulating it);
+    without `dask`, `emulate` times them here under qemu-user (times of the emulator,
+    not of the device). Records are tagged with the device they were measured on."""
     tasks = [
         t for t in extract_tasks(model, name, target) if task_filter is None or task_filter(t)
     ]
     db = Database(log)
     results = []
-    pool_of = MeasurePool(workers, timeout, overlap=overlap) if dask is None else DaskPool(dask, timeout)
+    device = _device_of(target)
+    if device and dask is None and not emulate:
+        raise ForeignCode(
+            f"measuring code for {device} needs that device: give the address of a Dask "
+            "scheduler with a worker started on it (strato worker ADDRESS), or emulate it here (--emulate)"
+        )
+    if device and dask is not None:
+        pool_of = DevicePool(dask, workers, timeout)
+    elif dask is not None:
+        pool_of = DaskPool(dask, timeout)
+    else:
+        pool_of = MeasurePool(workers, timeout, overlap=overlap, emulate=bool(device) and emulate)
     with pool_of as pool:
+        if isinstance(pool, DevicePool):
+            pool.check(target, threads)
 
         def tune(task: Task, budget: int) -> TuneResult:
             return tune_task(

@@ -26,6 +26,13 @@ from typing import Any
 TARGET = "llvm-cpu"
 
 
+def record_target(device: str = "") -> str:
+    """What a record measured on `device` says in its `target` field: `llvm-cpu` on the
+    tuning host itself, `llvm-cpu aarch64-linux-gnu cortex-a72` on another machine (see
+    `strato.targets.registry.KernelBuilder.device`)."""
+    return f"{TARGET} {device}" if device else TARGET
+
+
 @dataclass
 class Record:
     task: str
@@ -135,22 +142,31 @@ class Database:
             os.fsync(file.fileno())
         self._records.append(record)
 
-    def records(self, task: str | None = None) -> list[Record]:
-        return [r for r in self._records if task is None or r.task == task]
+    def records(self, task: str | None = None, device: str | None = None) -> list[Record]:
+        """The records of `task` (all tasks: None) measured on `device` (see
+        `record_target`; any machine: None)."""
+        target = None if device is None else record_target(device)
+        return [
+            r for r in self._records
+            if (task is None or r.task == task) and (target is None or r.target == target)
+        ]
 
-    def best(self, task: str) -> Record | None:
-        ok = [r for r in self.records(task) if r.ok]
+    def best(self, task: str, device: str = "") -> Record | None:
+        """The fastest record of `task` without error measured on `device` (this host: "")."""
+        ok = [r for r in self.records(task, device) if r.ok]
         return min(ok, key=lambda r: r.seconds) if ok else None  # type: ignore[arg-type,return-value]
 
-    def training_data(self, features_version: int, exclude: str | None = None):
-        """(features, seconds, task keys) of the records carrying features of
-        `features_version`, failed ones at infinite time: what a cost model transfers
-        from."""
+    def training_data(self, features_version: int, exclude: str | None = None, device: str = ""):
+        """(features, seconds, task keys) of the records measured on `device` carrying
+        features of `features_version`, failed ones at infinite time: what a cost model
+        transfers from."""
         import numpy as np
 
+        target = record_target(device)
         rows = [
             r for r in self._records
             if r.task != exclude and r.features and r.features_version == features_version
+            and r.target == target
         ]
         if not rows:
             return None

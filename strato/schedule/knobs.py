@@ -93,8 +93,9 @@ class ForcedKnobs(KnobSource):
 
 @dataclass(frozen=True)
 class TuningLog(KnobSource):
-    """The best record of each kernel's task (`kernel_key`) in the tuning log at `path`;
-    a record written for other templates keeps only the knob values that still apply."""
+    """The best record of each kernel's task (`kernel_key`) in the tuning log at `path`,
+    among those measured on the context's machine (`ScheduleContext.device`); a record
+    written for other templates keeps only the knob values that still apply."""
 
     path: str
 
@@ -102,7 +103,7 @@ class TuningLog(KnobSource):
         from strato.schedule.database import Database
         from strato.schedule.workload import kernel_key
 
-        best = Database.cached(self.path).best(kernel_key(kernel_of(module, name)))
+        best = Database.cached(self.path).best(kernel_key(kernel_of(module, name)), context.device)
         if best is None:
             return {}
         chosen: Config = {}

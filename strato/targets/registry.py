@@ -171,6 +171,34 @@ class KernelBuilder:
         addresses, and what must stay alive while it is called."""
         raise NotImplementedError
 
+    def device(self) -> str:
+        """The machine the code is built for, when it is not this host (its system and
+        CPU: what a tuning record for it is tagged with); empty for this host."""
+        return ""
+
+    def runs_here(self) -> bool:
+        """Whether the built code runs in this process (`load`); code for another
+        system runs on its device, or here under an emulator (`time_emulated`)."""
+        return True
+
+    def for_this_host(self) -> KernelBuilder:
+        """The same target's builder for this machine (what reference results of a
+        device's kernels are computed with)."""
+        return self
+
+    def emulation_problem(self) -> str | None:
+        """Why this machine cannot emulate the builder's (None: it can)."""
+        return f"this target cannot emulate {self.device() or 'its machine'}"
+
+    def time_emulated(
+        self, built: BuiltKernel, arrays: list[Any], *, repeats: int, min_repeat_seconds: float,
+        max_calls: int, threads: int, timeout: float,
+    ) -> tuple[list[Any], list[float]]:
+        """Run code for another system on `arrays` (numpy arrays, one per buffer) under an
+        emulator of that system: its outputs after one call, and the seconds a call of
+        each of `repeats` timed repeats."""
+        raise NotImplementedError(f"this target cannot emulate {self.device() or 'its machine'}")
+
 
 class Target:
     """One kind of compile target. A subclass sets `name`, `summary` and the options it

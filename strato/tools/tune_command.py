@@ -17,6 +17,12 @@ def add_tune_command(commands, common, add_model_arguments) -> None:
         "measurement to the tuning log; a run resumes from the records already there.",
     )
     add_model_arguments(tune)
+    tune.add_argument(
+        "--target", default="llvm", metavar="TARGET",
+        help="the target string the kernels are tuned for (default llvm: this host), e.g. "
+        "'llvm -mcpu=skylake-avx512' or, measured on a device through --dask or --emulate, "
+        "'llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72'",
+    )
     tune.add_argument("--trials", type=int, default=64, help="candidates measured in all (default 64)")
     tune.add_argument("--db", "--log", dest="log", default="tuning.jsonl", help="the tuning log (JSON lines, appended)")
     tune.add_argument("--search", choices=SEARCHES, default="xgb", help="search strategy (default xgb)")
@@ -34,7 +40,13 @@ def add_tune_command(commands, common, add_model_arguments) -> None:
     )
     tune.add_argument("--tasks", default=None, help="comma-separated substrings of task names to tune")
     tune.add_argument("--dask", metavar="ADDRESS", default=None,
-                      help="measure on the Dask cluster whose scheduler is at ADDRESS")
+                      help="measure on the Dask cluster whose scheduler is at ADDRESS; for "
+                      "a --target of another system, candidates are built here and timed "
+                      "by the workers on that device (`strato worker ADDRESS` there)")
+    tune.add_argument("--emulate", action="store_true",
+                      help="for a --target of another system without --dask: time the "
+                      "candidates here under qemu-user (needs the system's cross gcc; the "
+                      "times are the emulator's, not the device's)")
     tune.add_argument(
         "--plot", metavar="OUT.png", default=None,
         help="also tune with the other of xgb and random search, with the same budgets, into "
@@ -42,6 +54,25 @@ def add_tune_command(commands, common, add_model_arguments) -> None:
         "of both searches, a panel per task (the heaviest six)",
     )
     tune.set_defaults(handler=tune_command)
+
+    worker = commands.add_parser(
+        "worker", parents=[common],
+        help="serve a Dask scheduler as a worker that measures tuning candidates",
+        description="Start a Dask worker (one thread: candidates are timed one at a time) "
+        "connected to the scheduler at ADDRESS, for `strato tune --dask ADDRESS`. On a "
+        "device, it times candidates built for that device elsewhere: it loads their "
+        "objects through LLVM and needs no compiler. --emulate makes a worker on another "
+        "system stand in for the device by running them under qemu-user (the times are "
+        "the emulator's). Stop it with Ctrl-C.",
+    )
+    worker.add_argument("address", metavar="ADDRESS", help="the scheduler, e.g. tcp://10.0.0.2:8786")
+    worker.add_argument("--name", default=None, help="the worker's name in the cluster")
+    worker.add_argument("--connect-timeout", type=float, default=60.0, metavar="SECONDS",
+                        help="give up when the scheduler cannot be reached for this long (default 60)")
+    worker.add_argument("--emulate", action="store_true",
+                        help="time code for other systems under qemu-user "
+                        "(with their cross gcc: apt-get install gcc-aarch64-linux-gnu qemu-user)")
+    worker.set_defaults(handler=worker_command)
 
 
 def baseline_log(log: str, search: str) -> str:
@@ -52,6 +83,7 @@ def baseline_log(log: str, search: str) -> str:
 
 def tune_command(args: argparse.Namespace) -> int:
     from strato.autotuning.cost_model import MissingDependency
+    from strato.autotuning.measure import ForeignCode
     from strato.autotuning.tuner import tune_model
     from strato.diagnostics import StratoError
     from strato.runtime.threads import check_threads
@@ -89,9 +121,12 @@ def tune_command(args: argparse.Namespace) -> int:
                 task_filter=(lambda t: any(w in t.name for w in wanted)) if wanted else None,
                 progress=progress, dask=args.dask, overlap=args.overlap,
                 name=args.model.rsplit("/", 1)[-1].removesuffix(".onnx"),
+                target=args.target, emulate=args.emulate,
             )
         except MissingDependency as error:
             raise StratoError(str(error)) from None
+        except ForeignCode as error:
+            raise StratoError(str(error), location="--target") from None
         except (OSError, TimeoutError) as error:  # an unwritable log, an unreachable scheduler
             where = args.dask if args.dask and not isinstance(error, PermissionError) else log
             raise StratoError(" ".join(str(error).split()) or type(error).__name__, location=where) from None
@@ -125,4 +160,38 @@ def tune_command(args: argparse.Namespace) -> int:
                 print(f"{mine.task.name}: {args.search} best {mine.best_gflops:.2f}, "
                       f"{other} best {theirs.best_gflops:.2f} GFLOP/s")
         print(f"plot: {args.plot} ({panels} tasks; {other} search's log: {other_log})")
+    return 0
+
+
+def worker_command(args: argparse.Namespace) -> int:
+    import asyncio
+    import os
+
+    from strato.diagnostics import StratoError
+
+    try:
+        from distributed import Worker
+    except ImportError:
+        raise StratoError("a worker needs dask.distributed: pip install 'strato[tune]'") from None
+    if args.emulate:
+        # the jobs run in child processes of the worker, which read it from the environment
+        os.environ["DASK_STRATO__EMULATE"] = "1"
+
+    async def serve() -> None:
+        async with Worker(
+            args.address, nthreads=1, name=args.name, dashboard=False,
+            death_timeout=args.connect_timeout,
+        ) as worker:
+            print(f"strato worker {worker.address} serving {args.address}"
+                  f"{' (emulating other systems under qemu-user)' if args.emulate else ''}",
+                  file=sys.stderr, flush=True)
+            await worker.finished()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        return 0
+    except (OSError, TimeoutError) as error:
+        reason = " ".join(str(error).split()) or type(error).__name__
+        raise StratoError(f"cannot serve the scheduler: {reason}", location=args.address) from None
     return 0

@@ -108,6 +108,9 @@ class ScheduleContext:
     vector_registers: int
     threads: int = 1
     knobs: KnobSource | None = None
+    device: str = ""
+    """The machine scheduled for when it is not this host (`KernelBuilder.device`): the
+    tuning records that apply are the ones measured on it."""
 
     def template_for(self, sch: Schedule, stage: StageHandle) -> Template | None:
         """The first template that matches `stage`, if any."""

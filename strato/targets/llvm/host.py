@@ -107,6 +107,15 @@ def runs_here(machine: HostTarget) -> bool:
     return system_of(machine.triple) == system_of(host_target().triple)
 
 
+def device_name(machine: HostTarget) -> str:
+    """`machine` named as a device to tune for: its system, CPU and features
+    (`aarch64-linux-gnu cortex-a72`); empty for this host's own machine."""
+    if machine == host_target():
+        return ""
+    name = f"{'-'.join(system_of(machine.triple))} {machine.cpu}"
+    return f"{name} {machine.features}" if machine.features else name
+
+
 def _triple_defaults(triple: str) -> HostTarget:
     """The machine a bare `-mtriple` names, as C compilers for that triple assume it:
     the generic CPU of the architecture with the features its Linux ABI requires

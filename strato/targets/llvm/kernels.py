@@ -82,6 +82,43 @@ class LLVMKernelBuilder(KernelBuilder):
         )
         return BuiltKernel(kernel, compiled.object_code, compiled.imports, buffers, symbol=compiled.symbol)
 
+    def device(self) -> str:
+        from strato.targets.llvm.host import device_name
+
+        return "" if self.machine is None else device_name(self.machine)
+
+    def runs_here(self) -> bool:
+        from strato.targets.llvm.host import runs_here
+
+        return self.machine is None or runs_here(self.machine)
+
+    def for_this_host(self) -> LLVMKernelBuilder:
+        return self if self.runs_here() else LLVMKernelBuilder(None, self.threads, self.opt_level)
+
+    def emulation_problem(self) -> str | None:
+        from strato.diagnostics import StratoError
+        from strato.targets.llvm.emulator import emulator_for
+        from strato.targets.llvm.host import host_target
+
+        try:
+            emulator_for(self.machine or host_target())
+        except StratoError as error:
+            return str(error)
+        return None
+
+    def time_emulated(
+        self, built: BuiltKernel, arrays: list[Any], *, repeats: int, min_repeat_seconds: float,
+        max_calls: int, threads: int, timeout: float,
+    ) -> tuple[list[Any], list[float]]:
+        from strato.targets.llvm.emulator import emulator_for
+        from strato.targets.llvm.host import host_target
+
+        emulator = emulator_for(self.machine or host_target())
+        return emulator.time_kernel(
+            built, arrays, repeats=repeats, min_repeat_seconds=min_repeat_seconds,
+            max_calls=max_calls, threads=threads, timeout=timeout,
+        )
+
     def load(self, built: BuiltKernel) -> tuple[Callable[..., Any], object]:
         from strato.targets.llvm.jit import ObjectModule
         from strato.targets.llvm.parallel_runtime import install_parallel_runtime

@@ -59,7 +59,7 @@ import threading
 import llvmlite.binding as llvm
 
 from strato.runtime.threads import MAX_THREADS
-from strato.targets.llvm.host import host_target
+from strato.targets.llvm.host import HostTarget, host_target, target_machine
 
 PARALLEL_FOR_SYMBOL = "strato_parallel_for"
 """The runtime's entry point, as compiled code declares it."""
@@ -470,15 +470,21 @@ def pool_workers() -> int:
     return int(_RUNTIME.workers())
 
 
-def runtime_object() -> bytes:
-    """The runtime as an object file for the host, to link with a compiled model's
-    object into a C program (`-lpthread` where pthreads are a separate library)."""
-    host_target()
-    machine = _runtime_machine(jit=False)
-    module = llvm.parse_assembly(runtime_ir(machine.triple))
-    module.triple = machine.triple
-    module.data_layout = str(machine.target_data)
-    return machine.emit_object(module)
+def runtime_object(machine: HostTarget | None = None) -> bytes:
+    """The runtime as an object file for `machine` (the host by default), to link with
+    code that declares `strato_parallel_for` into a C program (`-lpthread` where
+    pthreads are a separate library)."""
+    if machine is None:
+        host_target()
+        emitter = _runtime_machine(jit=False)
+        triple = emitter.triple
+    else:
+        emitter = target_machine(machine, 2)
+        triple = machine.triple
+    module = llvm.parse_assembly(runtime_ir(triple))
+    module.triple = triple
+    module.data_layout = str(emitter.target_data)
+    return emitter.emit_object(module)
 
 
 RUNTIME_FUNCTIONS = (PARALLEL_FOR_SYMBOL, "strato_parallel_init", "strato_parallel_workers")

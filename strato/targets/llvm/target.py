@@ -97,7 +97,7 @@ def cpu_schedule_context(machine: HostTarget, lanes: int, threads: int) -> Sched
     """The default schedules' context on `machine`: the templates plugins registered for
     the llvm target, then the CPU's own; `lanes` fp32 lanes (0: the machine's) and
     `threads` threads (0: the cores available)."""
-    from strato.targets.llvm.host import vector_lanes, vector_registers
+    from strato.targets.llvm.host import device_name, vector_lanes, vector_registers
     from strato.targets.llvm.templates import CPU_TEMPLATES
 
     lanes = lanes or vector_lanes(machine, 4)
@@ -107,6 +107,7 @@ def cpu_schedule_context(machine: HostTarget, lanes: int, threads: int) -> Sched
         lanes=lanes,
         vector_registers=vector_registers(machine),
         threads=threads or available_cores(),
+        device=device_name(machine),
     )
 
 
