@@ -314,6 +314,7 @@ def run_command(args: argparse.Namespace) -> int:
             f"{time.perf_counter() - start:.2f} s"
         )
     else:
+        refuse_foreign_target(args.target)
         resolved = resolve_model(args.model, args.batch, args.seed)
         model = compile_resolved(resolved, args)
         how = "loaded from the compile cache" if model.origin is not None else "compiled"
@@ -357,6 +358,22 @@ def run_command(args: argparse.Namespace) -> int:
             f"(strato / onnxruntime = {latency / reference.latency_ms:.2f})"
         )
     return 0
+
+
+def refuse_foreign_target(target: str) -> None:
+    """Refuse, before compiling anything, to run a model compiled for another system."""
+    import platform
+
+    from strato.targets.registry import get_target
+
+    builder = get_target(target).kernel_builder()
+    if builder is not None and not builder.runs_here():
+        raise StratoError(
+            f"code for {builder.device()} does not run on this {platform.machine()} machine: "
+            "compile it with `strato compile MODEL --target ... -o model.o` and link it into "
+            "a program for that system (or tune it there: strato tune --dask)",
+            location="--target",
+        )
 
 
 def latency_line(model, latency_ms: float, repeat: int) -> str:

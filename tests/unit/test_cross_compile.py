@@ -207,8 +207,10 @@ def test_compiling_for_another_system_never_runs_its_code(
         and "compiled for aarch64-linux-gnu (CPU cortex-a72), this machine is" in err
     )
     assert strato_cli.main(["run", "mlp", "--target", DEVICES["aarch64"].target]) == 1
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "does not run on this machine" in err
+    captured = capsys.readouterr()
+    err = captured.err
+    assert err.count("\n") == 1 and "aarch64-linux-gnu cortex-a72 does not run on this" in err
+    assert "compiled" not in captured.out  # refused before compiling
 
 
 def test_an_object_for_another_system_is_compiled_for_its_cpu(tmp_path, capsys):
