@@ -1,5 +1,9 @@
 """Strategies of recurrent operators (LSTM, GRU, RNN).
 
+graph-default writes recurrent layers as their time steps in graph ops before they get
+here (graph-unroll-recurrences), so every step compiles once; these strategies lower
+the ops it keeps (lengths that end sequences early) and pipelines without it.
+
 A recurrence is not one tensor expression: step s reads the state of step s - 1. Each
 strategy unrolls time into stages, all directions of a step in the same stages, named
 after the op (`lstm_`, `gru_`, `rnn_`):

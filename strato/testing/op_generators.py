@@ -775,7 +775,11 @@ def _lstm(b: ProgramBuilder) -> Operation:
     r = b.normal((dirs, 4 * hidden, hidden), 0.5)
     bias = b.normal((dirs, 8 * hidden), 0.5) if b.draw(st.booleans()) else None
     initial_h = b.normal((dirs, batch, hidden)) if b.draw(st.booleans()) else None
-    return graph.LstmOp(direction, x, w, r, bias, initial_h=initial_h)
+    initial_c = b.normal((dirs, batch, hidden)) if b.draw(st.booleans()) else None
+    peepholes = b.normal((dirs, 3 * hidden), 0.5) if b.draw(st.booleans()) else None
+    return graph.LstmOp(
+        direction, x, w, r, bias, initial_h=initial_h, initial_c=initial_c, peepholes=peepholes
+    )
 
 
 def _recurrent_cell(op_class: type[graph.RecurrenceOp]) -> Drawer:

@@ -42,6 +42,7 @@ PASS_REGISTRY: dict[str, str] = {
     "graph-fold-constants": "strato.transforms.graph_fold_constants:GraphFoldConstantsPass",
     "graph-plan-memory": "strato.transforms.graph_plan_memory:GraphPlanMemoryPass",
     "graph-simplify-inference": "strato.transforms.graph_simplify_inference:GraphSimplifyInferencePass",
+    "graph-unroll-recurrences": "strato.transforms.graph_unroll_recurrences:GraphUnrollRecurrencesPass",
     "graph-default": "strato.transforms.graph_default:GraphDefaultPass",
     "te-inline-stages": "strato.transforms.te_inline_stages:TeInlineStagesPass",
     "loop-dedup-kernels": "strato.transforms.loop_dedup_kernels:LoopDedupKernelsPass",

@@ -1,6 +1,7 @@
 """graph-default: the target-neutral graph-level optimizations, in order.
 
-Simplify for inference (fold batch norms into convolutions and dense layers, drop
+Unroll recurrent layers into their time steps (graph-unroll-recurrences), simplify
+for inference (fold batch norms into convolutions and dense layers, drop
 identities and dropouts, merge reshapes and transposes), fold constant subgraphs, remove
 common subexpressions and dead ops, move convolution chains to the blocked NCHW{c} layout
 (blocks of `block` channels, or of `min_block` where `block` does not divide them), group
@@ -41,6 +42,7 @@ from strato.transforms.graph_fold_constants import GraphFoldConstantsPass
 from strato.transforms.graph_fuse_ops import GraphFuseOpsPass
 from strato.transforms.graph_plan_memory import GraphPlanMemoryPass
 from strato.transforms.graph_simplify_inference import GraphSimplifyInferencePass
+from strato.transforms.graph_unroll_recurrences import GraphUnrollRecurrencesPass
 
 DEFAULT_BLOCK = 16
 """Channels a block of the NCHW{c} layout (one AVX-512 vector of fp32, the lanes of the
@@ -50,8 +52,10 @@ DEFAULT_MIN_BLOCK = 8
 
 
 def graph_optimization_passes(block: int = DEFAULT_BLOCK, min_block: int = DEFAULT_MIN_BLOCK) -> list[ModulePass]:
-    """Simplify, fold, cse, dce and the blocked layout: the graph passes before fusion."""
+    """Unroll recurrences, simplify, fold, cse, dce and the blocked layout: the graph
+    passes before fusion."""
     return [
+        GraphUnrollRecurrencesPass(),
         GraphSimplifyInferencePass(),
         GraphFoldConstantsPass(),
         CommonSubexpressionElimination(),

@@ -50,6 +50,7 @@ PROPERTY_TESTS: dict[str, str] = {
     "graph-plan-memory": "test_graph_plan_memory",
     "graph-quantize": "test_graph_quantize",
     "graph-simplify-inference": "test_graph_simplify_inference",
+    "graph-unroll-recurrences": "test_graph_unroll_recurrences",
     "loop-dedup-kernels": "test_loop_dedup_kernels",
     "schedule-default": "test_schedule_default",
     "te-inline-stages": "test_te_inline_stages",

@@ -47,10 +47,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.transforms.common_subexpression_elimination import (
-    CommonSubexpressionElimination,
-)
-from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
 from strato.diagnostics import StratoError
 from strato.runtime.saved_model import register_model_format
@@ -168,24 +164,16 @@ class LLVMTarget(Target):
         from strato.targets.llvm.graph_pack_dense import GraphPackDensePass
         from strato.transforms.convert_graph_to_te import ConvertGraphToTePass
         from strato.transforms.convert_te_to_loops import ConvertTeToLoopsPass
-        from strato.transforms.graph_alter_layout import GraphAlterLayoutPass
-        from strato.transforms.graph_fold_constants import GraphFoldConstantsPass
-        from strato.transforms.graph_fuse_ops import GraphFuseOpsPass
-        from strato.transforms.graph_plan_memory import GraphPlanMemoryPass
-        from strato.transforms.graph_simplify_inference import (
-            GraphSimplifyInferencePass,
+        from strato.transforms.graph_default import (
+            graph_fusion_passes,
+            graph_optimization_passes,
         )
         from strato.transforms.te_inline_stages import TeInlineStagesPass
 
         graph = (
-            GraphSimplifyInferencePass(),
-            GraphFoldConstantsPass(),
-            CommonSubexpressionElimination(),
-            DeadCodeElimination(),
-            GraphAlterLayoutPass(block=CONV_BLOCK, min_block=CONV_MIN_BLOCK),
+            *graph_optimization_passes(block=CONV_BLOCK, min_block=CONV_MIN_BLOCK),
             GraphPackDensePass(lanes=self.lanes),
-            GraphFuseOpsPass(),
-            GraphPlanMemoryPass(),
+            *graph_fusion_passes(),
         )
         return (
             Stage(GRAPH_STAGE, graph),
