@@ -195,25 +195,36 @@ def _fingerprint() -> str:
 def compile_unit(unit: KernelUnit, build: KernelBuild) -> KernelObject:
     """Lower, emit, optimize and compile the unit's kernel as `unit.symbol` (the unit's
     module is consumed)."""
-    module, unit.module = unit.module, None  # dropped as soon as it is compiled
+    return machine_code(lower_unit(unit, build), build)
+
+
+@dataclass(frozen=True)
+class LoweredUnit:
+    """A unit's kernel as LLVM IR text: what LLVM optimizes and compiles."""
+
+    symbol: str
+    text: str
+    returns_status: bool
+
+
+def lower_unit(unit: KernelUnit, build: KernelBuild) -> LoweredUnit:
+    """The unit's kernel lowered to LLVM IR text (Python work only: no LLVM call), the
+    unit's module consumed."""
+    module, unit.module = unit.module, None  # dropped as soon as it is lowered
     with gc_paused():
-        compiled = _compile_module(module, unit, build)
+        lowered = _lower_module(module, unit, build)
     del module
     # The lowering's garbage is young and only its cycles need the collector: one young
     # collection now, rather than each object scanned alive and again once dead.
     gc.collect(0)
-    return compiled
+    return lowered
 
 
-def _compile_module(
-    module: ModuleOp, unit: KernelUnit, build: KernelBuild
-) -> KernelObject:
+def _lower_module(module: ModuleOp, unit: KernelUnit, build: KernelBuild) -> LoweredUnit:
     from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
     from strato.targets.llvm.emit import emit_llvm_ir
     from strato.targets.llvm.entry_abi import finalize_kernel
     from strato.targets.llvm.fast_math import add_fast_math_flags
-    from strato.targets.llvm.host import target_machine
-    from strato.targets.llvm.jit import _parse, optimize
 
     kernel = next(
         op
@@ -225,15 +236,22 @@ def _compile_module(
     returns_status = finalize_kernel(module, unit.symbol)
     if build.fast_math:
         add_fast_math_flags(module)
-    text = emit_llvm_ir(module, build.machine)
+    return LoweredUnit(unit.symbol, emit_llvm_ir(module, build.machine), returns_status)
+
+
+def machine_code(lowered: LoweredUnit, build: KernelBuild) -> KernelObject:
+    """LLVM's part: the lowered kernel parsed, optimized and compiled to an object."""
+    from strato.targets.llvm.host import target_machine
+    from strato.targets.llvm.jit import _parse, optimize
+
     machine = target_machine(build.machine, build.opt_level, jit=True)
-    parsed = _parse(text)
+    parsed = _parse(lowered.text)
     optimize(parsed, machine, build.opt_level)
     imports = tuple(sorted(
         f.name for f in parsed.functions if f.is_declaration and not f.name.startswith("llvm.")
     ))  # fmt: skip
     return KernelObject(
-        unit.symbol, machine.emit_object(parsed), imports, returns_status, text
+        lowered.symbol, machine.emit_object(parsed), imports, lowered.returns_status, lowered.text
     )
 
 
