@@ -114,3 +114,84 @@ def test_the_calibration_option_reaches_the_quantizer(tmp_path):
     assert refused.value.location == "--calibration"
     with pytest.raises(StratoError, match="no such file"):
         check_target(args("vta", str(tmp_path / "missing.npz")))
+
+
+def test_a_checked_call_compares_every_offloaded_layer_with_the_int8_reference(resnet):
+    _, model = resnet
+    x = np.random.default_rng(2).uniform(-1, 1, model.inputs[0].shape).astype(np.float32)
+    model(x)
+    assert all(layer.mismatches is None for layer in model.layers)  # unchecked by default
+    seen = []
+    model.layer_progress = lambda done, total, name: seen.append((done, total, name))
+    model.check_next = True
+    model(x)
+    model.layer_progress = None
+    assert not model.check_next  # one call only
+    assert [layer.mismatches for layer in model.layers] == [0] * model.offloaded
+    assert seen[-1][:2] == (model.offloaded, model.offloaded)
+    assert [name for *_, name in seen] == [layer.name for layer in model.layers]
+    line, problems = model.bit_exact_report()
+    assert line == (
+        f"offloaded layers bit-exact against the int8 reference: {model.offloaded}/{model.offloaded} "
+        "layers, 0 differing element(s)"
+    )
+    assert problems == []
+
+
+def _dqn_run(monkeypatch, capsys, corrupt: bool):
+    from strato.targets.vta import partition
+    from strato.tools import strato_cli
+
+    if corrupt:
+        original = partition.run_conv2d
+
+        def wrong(*args, **kwargs):
+            out, report = original(*args, **kwargs)
+            out = out.copy()
+            out.flat[0] = out.flat[0] ^ 1
+            return out, report
+
+        monkeypatch.setattr(partition, "run_conv2d", wrong)
+    status = strato_cli.main(["run", "dqn", "--target", "vta", "--repeat", "1", "--no-cache"])
+    return status, capsys.readouterr()
+
+
+def test_strato_run_vta_reports_the_bit_exact_check(monkeypatch, capsys):
+    status, captured = _dqn_run(monkeypatch, capsys, corrupt=False)
+    assert status == 0, captured.err
+    assert "offloaded layers bit-exact against the int8 reference: 2/2 layers, 0 differing element(s)" in captured.out
+    assert "simulating" not in captured.err  # no bar when stderr is not a terminal
+
+
+def test_strato_run_vta_fails_when_the_simulation_differs_from_the_reference(monkeypatch, capsys):
+    status, captured = _dqn_run(monkeypatch, capsys, corrupt=True)
+    assert status == 1
+    (line,) = captured.err.strip().splitlines()
+    assert line.startswith("strato: error: the VTA simulation differs from the int8 reference: layer 'conv2': 1 int8")
+    assert "offloaded layers bit-exact against the int8 reference: 0/2 layers, 2 differing element(s)" in captured.out
+
+
+def test_the_layer_progress_bar(capsys):
+    pytest.importorskip("tqdm")
+    from strato.tools.compile_progress import LayerProgress
+
+    bar = LayerProgress(2, enabled=True, delay=0)
+    for _ in range(2):
+        for done, name in enumerate(("conv2", "conv3"), start=1):
+            bar.update(done, 2, name)
+    shown = bar._bar
+    assert (shown.n, shown.total, shown.postfix) == (4, 4, "conv3")
+    bar.close()
+    assert "simulating" in capsys.readouterr().err
+    quiet = LayerProgress(2, enabled=False, delay=0)
+    quiet.update(1, 2, "conv2")
+    quiet.close()
+    assert capsys.readouterr().err == ""
+
+
+def test_compiling_for_vta_reports_the_offloaded_layers_built():
+    heard = []
+    model = strato.compile(
+        zoo.build_model("dqn"), target="vta", cache=False, progress=lambda done, total: heard.append((done, total))
+    )
+    assert heard and heard[-1] == (model.offloaded, model.offloaded)
