@@ -266,10 +266,36 @@ def run_compiled_loops(
         else:
             args.append(np.require(np.asarray(given.pop(0), dtype=dtype), requirements="C"))
     lowered = module.clone()
+    objects = _compile_kernels_alone(lowered)
     convert_loops_to_llvm(lowered, threads=1)
-    compiled = JitModule(lowered).function(name)
+    compiled = JitModule(lowered, objects=objects).function(name)
     run_isolated(lambda: compiled(*args), name, entry)
     return [np.array(output) for output in outputs]
+
+
+_EVALUATOR_KERNELS: dict[str, object] = {}
+"""Kernels the compiled evaluator built in this process, by key (a pass that leaves a
+kernel as it was does not compile it again; nor does a second input)."""
+
+
+def _compile_kernels_alone(module: ModuleOp) -> list:
+    """Each distinct kernel of the loop-level `module` compiled on its own, as the llvm
+    target's build does (one thread), unless this process or the compile cache (when it
+    is on) has it; the calls in `module` then call the objects. The objects, for the JIT."""
+    from strato.runtime.cache import cache_enabled
+    from strato.runtime.threads import available_cores
+    from strato.targets.llvm.build import call_compiled_kernels
+    from strato.targets.llvm.host import host_target
+    from strato.targets.llvm.kernel_objects import KernelBuild, compile_kernels
+
+    build = KernelBuild(host_target(), 3, 1, fast_math=False)
+    objects = compile_kernels(
+        module, build, jobs=available_cores(), cache=cache_enabled(), memo=_EVALUATOR_KERNELS,  # type: ignore[arg-type]
+    )
+    if not objects:
+        return []
+    call_compiled_kernels(module, objects)
+    return list({compiled.symbol: compiled for compiled in objects.values()}.values())
 
 
 def compare(

@@ -262,11 +262,13 @@ def compile_kernels(
     jobs: int = 1,
     cache: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    memo: dict[str, KernelObject] | None = None,
 ) -> dict[str, KernelObject]:
     """Every kernel of the loop-level `module` compiled on its own (see the module
     docstring): kernel name -> its object. With `cache`, kernels come from and go to the
-    compile cache; `jobs` processes compile the others; `progress(done, total)` hears
-    how many of the distinct kernels are done."""
+    compile cache; `memo` (key -> object, updated) holds kernels compiled before in this
+    process; `jobs` processes compile the others; `progress(done, total)` hears how many
+    of the distinct kernels are done."""
     from strato.runtime import cache as compile_cache
 
     kernels = [
@@ -280,7 +282,9 @@ def compile_kernels(
     for unit in units:
         if unit.key in by_key or unit.key in missing:
             continue
-        found = _cached(unit.key) if cache else None
+        found = memo.get(unit.key) if memo is not None else None
+        if found is None and cache:
+            found = _cached(unit.key)
         if found is not None:
             by_key[unit.key] = found
         else:
@@ -299,6 +303,8 @@ def compile_kernels(
         compile_cache.store_kernels(
             {unit.key: by_key[unit.key].to_bytes() for unit in pending}
         )
+    if memo is not None:
+        memo.update(by_key)
     return {unit.name: by_key[unit.key] for unit in units}
 
 
