@@ -64,3 +64,48 @@ def test_a_large_program_runs_compiled_and_matches_the_graph(tmp_path):
     assert equivalence.evaluator_of(module) == "compiled (LLVM)"
     (got,) = equivalence.interpret(module, [x])
     np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_kernels_compile_once_across_evaluations(monkeypatch):
+    """A second evaluation, and one after a pass that changes one kernel, compile only
+    what they have not compiled before (the compile cache off: this process's memo)."""
+    from strato import zoo
+    from strato.frontends.onnx import import_onnx
+    from strato.targets.llvm import kernel_objects
+    from strato.targets.registry import get_target, run_stages
+
+    monkeypatch.setenv("STRATO_CACHE", "0")
+    monkeypatch.setattr(equivalence, "_EVALUATOR_KERNELS", {})
+    compiled: list[str] = []
+    original = kernel_objects.compile_unit
+
+    def counting(unit, build):
+        compiled.append(unit.name)
+        return original(unit, build)
+
+    monkeypatch.setattr(kernel_objects, "compile_unit", counting)
+    monkeypatch.setattr(kernel_objects, "MIN_PARALLEL_OPS", 10**9)  # in this process, counted
+    module = import_onnx(zoo.build_model("mlp")).module
+    run_stages(get_target("llvm -threads=1").lowering_stages(), module)  # unscheduled loops
+    x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
+    (first,) = equivalence.run_compiled_loops(module, [x])
+    kernels = len(compiled)
+    assert kernels >= 2
+    (again,) = equivalence.run_compiled_loops(module, [x + 1])
+    assert len(compiled) == kernels  # nothing new
+    # schedule one kernel only: that one compiles, the others come from the memo
+    from xdsl.dialects import func
+
+    from strato.dialects.loop import KERNEL_ATTR
+
+    names = [op.sym_name.data for op in module.ops if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
+    scheduled = _scheduled(module)
+    for op in list(scheduled.ops):
+        if isinstance(op, func.FuncOp) and op.sym_name.data in names[1:]:
+            original_kernel = next(k for k in module.ops if isinstance(k, func.FuncOp) and k.sym_name.data == op.sym_name.data)
+            scheduled.body.block.insert_op_before(original_kernel.clone(), op)
+            scheduled.body.block.detach_op(op)
+            op.erase()
+    (third,) = equivalence.run_compiled_loops(scheduled, [x])
+    assert len(compiled) == kernels + 1
+    np.testing.assert_allclose(third, first, rtol=1e-5, atol=1e-6)
