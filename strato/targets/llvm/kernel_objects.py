@@ -34,7 +34,7 @@ import json
 import multiprocessing
 import os
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func, memref
@@ -244,11 +244,15 @@ def compile_kernels(
     jobs: int = 1,
     cache: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    memo: MutableMapping[str, KernelObject] | None = None,
+    compiling: Callable[[list[str]], None] | None = None,
 ) -> dict[str, KernelObject]:
     """Every kernel of the loop-level `module` compiled on its own (see the module
-    docstring): kernel name -> its object. With `cache`, kernels come from and go to the
-    compile cache; `jobs` processes compile the others; `progress(done, total)` hears
-    how many of the distinct kernels are done."""
+    docstring): kernel name -> its object. Kernels come from `memo` (key -> object, kept
+    by the caller for the life of a process) when it holds them, else from the compile
+    cache with `cache`; `jobs` processes compile the others, which then go to both;
+    `progress(done, total)` hears how many of the distinct kernels are done, and
+    `compiling(keys)` which ones are about to be compiled."""
     from strato.runtime import cache as compile_cache
 
     kernels = [
@@ -262,7 +266,11 @@ def compile_kernels(
     for unit in units:
         if unit.key in by_key or unit.key in missing:
             continue
-        found = _cached(unit.key) if cache else None
+        found = memo.get(unit.key) if memo is not None else None
+        if found is None and cache:
+            found = _cached(unit.key)
+            if found is not None and memo is not None:
+                memo[unit.key] = found
         if found is not None:
             by_key[unit.key] = found
         else:
@@ -273,10 +281,14 @@ def compile_kernels(
         progress(len(by_key), total)
         report = lambda done: progress(len(by_key) + done, total)
     pending = list(missing.values())
+    if compiling is not None and pending:
+        compiling([unit.key for unit in pending])
     compiled = _compile_all(pending, build, jobs, report)
     by_key.update(
         (unit.key, kernel) for unit, kernel in zip(pending, compiled, strict=True)
     )
+    if memo is not None:
+        memo.update((unit.key, by_key[unit.key]) for unit in pending)
     if cache and pending:
         compile_cache.store_kernels(
             {unit.key: by_key[unit.key].to_bytes() for unit in pending}
