@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 from collections import OrderedDict
 from collections.abc import Callable, MutableMapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -318,8 +318,8 @@ class LoopCompiler:
 
 
 class _LeastRecentlyUsed(MutableMapping):
-    """`objects` as a memo of at most `size` entries: a lookup makes an entry the most
-    recent, a store beyond `size` drops the least recent."""
+    """`objects` as a memo of at most `size` entries (without their LLVM IR): a lookup
+    makes an entry the most recent, a store beyond `size` drops the least recent."""
 
     def __init__(self, objects: OrderedDict[str, KernelObject], size: int):
         self.objects = objects
@@ -331,7 +331,8 @@ class _LeastRecentlyUsed(MutableMapping):
         return found
 
     def __setitem__(self, key: str, value: KernelObject) -> None:
-        self.objects[key] = value
+        # the evaluator loads the object, and never reads the kernel's LLVM IR again
+        self.objects[key] = replace(value, llvm_ir="")
         self.objects.move_to_end(key)
         while len(self.objects) > self.size:
             self.objects.popitem(last=False)
