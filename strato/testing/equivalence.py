@@ -9,6 +9,11 @@ The IR is interpreted at whatever level it is: graph, te or loop (the interprete
 the level the entry function's ops belong to). An op with no interpreter is reported
 by name (`Unsupported`), not as a crash. Floats compare with a tolerance (NaN equal to
 NaN), integers and booleans exactly.
+
+Loop programs too large for the loop interpreter run compiled (`run_compiled_loops`):
+each kernel compiled on its own as `strato.compile` compiles it, once per distinct kernel
+(`LoopCompiler`), so a pass that changes one kernel compiles that one only, and
+`run_all` compiles a program once for all its inputs.
 """
 
 from __future__ import annotations

@@ -22,7 +22,10 @@ the same in every model and in every process, whichever process compiled it:
     objects["blocked_conv_relu_3"].symbol                           # "strato_k5b1e..."
 
 The compiled kernels are in the compile cache's directory (`strato.runtime.cache`,
-same size limit, least recently used first); a damaged entry is compiled again.
+same size limit, least recently used first); a damaged entry is compiled again. A caller
+that compiles many versions of a program in one process (the equivalence checker's
+compiled evaluator, `strato.testing.equivalence.LoopCompiler`) keeps its kernels in a
+memo of its own too (`compile_kernels(..., memo=)`).
 """
 
 from __future__ import annotations
