@@ -9,13 +9,20 @@ The IR is interpreted at whatever level it is: graph, te or loop (the interprete
 the level the entry function's ops belong to). An op with no interpreter is reported
 by name (`Unsupported`), not as a crash. Floats compare with a tolerance (NaN equal to
 NaN), integers and booleans exactly.
+
+Loop programs too large for the loop interpreter run compiled (`run_compiled_loops`):
+each kernel compiled on its own as `strato.compile` compiles it, once per distinct kernel
+(`LoopCompiler`), so a pass that changes one kernel compiles that one only, and
+`run_all` compiles a program once for all its inputs.
 """
 
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from collections.abc import Callable, MutableMapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -27,6 +34,10 @@ from xdsl.passes import ModulePass
 from xdsl.printer import Printer
 
 from strato.dialects.tensor_types import numpy_dtype
+
+if TYPE_CHECKING:
+    from strato.targets.llvm.jit import JitFunction
+    from strato.targets.llvm.kernel_objects import KernelObject
 
 
 @dataclass
@@ -234,68 +245,178 @@ def can_compile(module: ModuleOp, function: str | None = None) -> bool:
     )
 
 
+EVALUATOR_OPT_LEVEL = 1
+"""LLVM's optimization level for the compiled evaluator's kernels and entry: the
+evaluator checks what a program computes, not how fast. O1 compiles mobilenet_v2's
+three loop-level programs in about 15% less time than O3 and runs them as fast (the
+time goes to lowering, optimizing and code generation, not to running). The semantics
+are O3's: no fast-math beyond the reduction flags the lowering sets at every level."""
+
+EVALUATOR_WEIGHT_PREFIX = "strato_evaluator_"
+"""The prefix of the weight symbols of the compiled evaluator's entry (`pack_weights`)."""
+
+
+class LoopCompiler:
+    """The compiled evaluator's compiler: a loop program compiled as `strato.compile`
+    compiles a model (`strato.targets.llvm.kernel_objects`), each kernel on its own,
+    keyed by its structural hash, and the entry linked against the kernels' objects.
+
+    A kernel compiled once (in this process: `objects`, at most `memo_size` of them, the
+    least recently used go first; or before, in the compile cache when it is on) is not
+    compiled again: across the passes of an equivalence check, a pass that changes one
+    kernel compiles only that one. `kernels_compiled` and `entries_compiled` count what
+    was compiled."""
+
+    def __init__(self, opt_level: int = EVALUATOR_OPT_LEVEL, memo_size: int = 1024):
+        self.opt_level = opt_level
+        self.memo_size = memo_size
+        self.objects: OrderedDict[str, KernelObject] = OrderedDict()
+        self.kernels_compiled = 0
+        self.entries_compiled = 0
+
+    def compile(self, module: ModuleOp, function: str | None = None) -> CompiledLoops:
+        """The loop program `module` compiled (see `run_compiled_loops`); `module` is
+        left as it is."""
+        from strato.dialects.loop import KERNEL_ATTR
+        from strato.interpreters.loop import loop_entry_function
+        from strato.runtime.cache import cache_enabled
+        from strato.runtime.threads import available_cores
+        from strato.targets.llvm.build import call_compiled_kernels
+        from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
+        from strato.targets.llvm.entry_abi import finalize_entry
+        from strato.targets.llvm.host import host_target
+        from strato.targets.llvm.jit import JitModule
+        from strato.targets.llvm.kernel_objects import KernelBuild, compile_kernels
+        from strato.targets.llvm.weights import pack_weights
+
+        entry = loop_entry_function(module, function)
+        name = entry.sym_name.data
+        lowered = module.clone()
+        lowered_entry = loop_entry_function(lowered, name)
+        # the entry is lowered here, whether or not it is a kernel
+        lowered_entry.attributes.pop(KERNEL_ATTR, None)
+        machine = host_target()
+        build = KernelBuild(machine, self.opt_level, threads=1, fast_math=False)
+        memo = _LeastRecentlyUsed(self.objects, self.memo_size)
+        objects = compile_kernels(
+            lowered,
+            build,
+            jobs=available_cores(),
+            cache=cache_enabled(),
+            memo=memo,
+            compiling=self._count,
+        )
+        call_compiled_kernels(lowered, objects)
+        convert_loops_to_llvm(lowered, threads=1)
+        distinct = list({compiled.symbol: compiled for compiled in objects.values()}.values())
+        failing = [compiled.symbol for compiled in distinct if compiled.returns_status]
+        finalize_entry(lowered, name, name, failing)
+        weights = pack_weights(lowered, EVALUATOR_WEIGHT_PREFIX)
+        jit = JitModule(
+            lowered, machine=machine, opt_level=self.opt_level, weights=weights, objects=distinct
+        )
+        self.entries_compiled += 1
+        return CompiledLoops(entry, jit.function(name))
+
+    def _count(self, keys: list[str]) -> None:
+        self.kernels_compiled += len(keys)
+
+
+class _LeastRecentlyUsed(MutableMapping):
+    """`objects` as a memo of at most `size` entries (without their LLVM IR): a lookup
+    makes an entry the most recent, a store beyond `size` drops the least recent."""
+
+    def __init__(self, objects: OrderedDict[str, KernelObject], size: int):
+        self.objects = objects
+        self.size = size
+
+    def __getitem__(self, key: str) -> KernelObject:
+        found = self.objects[key]
+        self.objects.move_to_end(key)
+        return found
+
+    def __setitem__(self, key: str, value: KernelObject) -> None:
+        # the evaluator loads the object, and never reads the kernel's LLVM IR again
+        self.objects[key] = replace(value, llvm_ir="")
+        self.objects.move_to_end(key)
+        while len(self.objects) > self.size:
+            self.objects.popitem(last=False)
+
+    def __delitem__(self, key: str) -> None:
+        del self.objects[key]
+
+    def __iter__(self):
+        return iter(self.objects)
+
+    def __len__(self) -> int:
+        return len(self.objects)
+
+
+LOOP_COMPILER = LoopCompiler()
+"""The compiler of `run_compiled_loops` and `run_all`: its kernels are kept for the
+life of the process."""
+
+
+class CompiledLoops:
+    """A loop program's entry compiled (`LoopCompiler.compile`), to run on inputs."""
+
+    def __init__(self, entry: func.FuncOp, compiled: JitFunction):
+        from strato.interpreters.loop import output_flags
+
+        self.entry = entry
+        self.compiled = compiled
+        self.flags = output_flags(entry)
+
+    def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The program run on `inputs` in a child process (`strato.runtime.isolated`):
+        the output buffers, as the loop interpreter gives them (floats start as NaN, so
+        an element no one writes shows)."""
+        from strato.diagnostics import StratoError
+        from strato.runtime.isolated import run_isolated, shared_zeros
+        from strato.targets.llvm.entry_abi import STATUS_OK
+
+        name = self.entry.sym_name.data
+        types = self.entry.function_type.inputs.data
+        flags = self.flags
+        given = list(inputs)
+        if len(given) != flags.count(False):
+            raise StratoError(f"@{name} takes {flags.count(False)} inputs, got {len(given)}")
+        args: list[np.ndarray] = []
+        outputs: list[np.ndarray] = []
+        for type_, is_output in zip(types, flags, strict=True):
+            dtype = numpy_dtype(type_)
+            if is_output:
+                buffer = shared_zeros(type_.get_shape(), dtype)
+                if dtype.kind == "f":
+                    buffer[...] = np.nan
+                outputs.append(buffer)
+                args.append(buffer)
+            else:
+                args.append(np.require(np.asarray(given.pop(0), dtype=dtype), requirements="C"))
+        compiled = self.compiled
+
+        def call() -> None:
+            status = compiled(*args)
+            if status != STATUS_OK:
+                raise StratoError(f"@{name} ran out of memory (status {status})")
+
+        run_isolated(call, name, self.entry)
+        return [np.array(output) for output in outputs]
+
+
+def compile_loops_program(module: ModuleOp, function: str | None = None) -> CompiledLoops:
+    """The loop program `module` compiled by `LOOP_COMPILER`, to run on any inputs."""
+    return LOOP_COMPILER.compile(module, function)
+
+
 def run_compiled_loops(
     module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None = None
 ) -> list[np.ndarray]:
-    """The loop program compiled for this machine (one thread) and run in a child
-    process (`strato.runtime.isolated`): the output buffers, as the loop interpreter
-    gives them (floats start as NaN, so an element no one writes shows)."""
-    from strato.diagnostics import StratoError
-    from strato.interpreters.loop import loop_entry_function, output_flags
-    from strato.runtime.isolated import run_isolated, shared_zeros
-    from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
-    from strato.targets.llvm.jit import JitModule
-
-    entry = loop_entry_function(module, function)
-    name = entry.sym_name.data
-    types = entry.function_type.inputs.data
-    flags = output_flags(entry)
-    given = list(inputs)
-    if len(given) != flags.count(False):
-        raise StratoError(f"@{name} takes {flags.count(False)} inputs, got {len(given)}")
-    args: list[np.ndarray] = []
-    outputs: list[np.ndarray] = []
-    for type_, is_output in zip(types, flags, strict=True):
-        dtype = numpy_dtype(type_)
-        if is_output:
-            buffer = shared_zeros(type_.get_shape(), dtype)
-            if dtype.kind == "f":
-                buffer[...] = np.nan
-            outputs.append(buffer)
-            args.append(buffer)
-        else:
-            args.append(np.require(np.asarray(given.pop(0), dtype=dtype), requirements="C"))
-    lowered = module.clone()
-    objects = _compile_kernels_alone(lowered)
-    convert_loops_to_llvm(lowered, threads=1)
-    compiled = JitModule(lowered, objects=objects).function(name)
-    run_isolated(lambda: compiled(*args), name, entry)
-    return [np.array(output) for output in outputs]
-
-
-_EVALUATOR_KERNELS: dict[str, object] = {}
-"""Kernels the compiled evaluator built in this process, by key (a pass that leaves a
-kernel as it was does not compile it again; nor does a second input)."""
-
-
-def _compile_kernels_alone(module: ModuleOp) -> list:
-    """Each distinct kernel of the loop-level `module` compiled on its own, as the llvm
-    target's build does (one thread), unless this process or the compile cache (when it
-    is on) has it; the calls in `module` then call the objects. The objects, for the JIT."""
-    from strato.runtime.cache import cache_enabled
-    from strato.runtime.threads import available_cores
-    from strato.targets.llvm.build import call_compiled_kernels
-    from strato.targets.llvm.host import host_target
-    from strato.targets.llvm.kernel_objects import KernelBuild, compile_kernels
-
-    build = KernelBuild(host_target(), 3, 1, fast_math=False)
-    objects = compile_kernels(
-        module, build, jobs=available_cores(), cache=cache_enabled(), memo=_EVALUATOR_KERNELS,  # type: ignore[arg-type]
-    )
-    if not objects:
-        return []
-    call_compiled_kernels(module, objects)
-    return list({compiled.symbol: compiled for compiled in objects.values()}.values())
+    """The loop program compiled for this machine (one thread; its kernels each on their
+    own, those compiled before taken again: `LoopCompiler`) and run in a child process
+    (`strato.runtime.isolated`): the output buffers, as the loop interpreter gives them
+    (floats start as NaN, so an element no one writes shows)."""
+    return compile_loops_program(module, function)(inputs)
 
 
 def compare(
@@ -333,11 +454,13 @@ def compare(
     return None
 
 
-def _run(module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None) -> list[np.ndarray] | str:
+def _run(
+    evaluate: Callable[[Sequence[np.ndarray]], list[np.ndarray]], inputs: Sequence[np.ndarray]
+) -> list[np.ndarray] | str:
     """The results, or the text of the error the program raised while running."""
     try:
         with np.errstate(all="ignore"):
-            return interpret(module, inputs, function)
+            return evaluate(inputs)
     except Unsupported:
         raise
     except Exception as err:  # the program failing to run is a result to compare too
@@ -401,8 +524,15 @@ Outcome = list[np.ndarray] | str
 def run_all(
     module: ModuleOp, inputs: Sequence[Sequence[np.ndarray]], function: str | None = None
 ) -> list[Outcome]:
-    """`module` run on each of `inputs`; Unsupported when it cannot be interpreted."""
-    return [_run(module, x, function) for x in inputs]
+    """`module` run on each of `inputs`; Unsupported when it cannot be interpreted. A
+    program the compiled evaluator runs is compiled once for all the inputs."""
+    if evaluator_of(module, function) != "compiled (LLVM)":
+        return [_run(lambda x: interpret(module, x, function), x) for x in inputs]
+    try:
+        program = compile_loops_program(module, function)
+    except Exception as err:  # noqa: BLE001 - as the program failing on each input
+        return [f"{type(err).__name__}: {err}" for _ in inputs]
+    return [_run(program, x) for x in inputs]
 
 
 def first_difference(

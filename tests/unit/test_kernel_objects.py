@@ -94,6 +94,24 @@ def test_a_damaged_kernel_entry_is_compiled_again(cache_dir):
     KernelObject.from_bytes(entries[0].read_bytes())  # rewritten whole
 
 
+def test_kernels_in_the_memo_are_not_compiled_again():
+    """A kernel in the caller's memo is taken from it, as the compile cache's would be;
+    the hook hears the keys of the kernels compiled, which then join the memo."""
+    module = _scheduled()
+    memo: dict[str, KernelObject] = {}
+    heard: list[list[str]] = []
+    objects = compile_kernels(module.clone(), BUILD, memo=memo, compiling=heard.append)
+    distinct = {o.symbol for o in objects.values()}
+    assert len(heard) == 1 and len(heard[0]) == len(memo) == len(distinct)
+    assert {o.symbol for o in memo.values()} == distinct
+    again = compile_kernels(module.clone(), BUILD, memo=memo, compiling=heard.append)
+    assert len(heard) == 1
+    assert again == objects
+    del memo[heard[0][0]]
+    compile_kernels(module.clone(), BUILD, memo=memo, compiling=heard.append)
+    assert heard[1:] == [[heard[0][0]]]
+
+
 def test_serial_and_parallel_builds_give_the_same_objects(monkeypatch):
     module = _scheduled("resnet18", image_size=32, width=8, num_classes=10)
     serial = compile_kernels(module.clone(), BUILD, jobs=1)

@@ -22,7 +22,10 @@ the same in every model and in every process, whichever process compiled it:
     objects["blocked_conv_relu_3"].symbol                           # "strato_k5b1e..."
 
 The compiled kernels are in the compile cache's directory (`strato.runtime.cache`,
-same size limit, least recently used first); a damaged entry is compiled again.
+same size limit, least recently used first); a damaged entry is compiled again. A caller
+that compiles many versions of a program in one process (the equivalence checker's
+compiled evaluator, `strato.testing.equivalence.LoopCompiler`) keeps its kernels in a
+memo of its own too (`compile_kernels(..., memo=)`).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import json
 import multiprocessing
 import os
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import func, memref
@@ -262,13 +265,15 @@ def compile_kernels(
     jobs: int = 1,
     cache: bool = False,
     progress: Callable[[int, int], None] | None = None,
-    memo: dict[str, KernelObject] | None = None,
+    memo: MutableMapping[str, KernelObject] | None = None,
+    compiling: Callable[[list[str]], None] | None = None,
 ) -> dict[str, KernelObject]:
     """Every kernel of the loop-level `module` compiled on its own (see the module
-    docstring): kernel name -> its object. With `cache`, kernels come from and go to the
-    compile cache; `memo` (key -> object, updated) holds kernels compiled before in this
-    process; `jobs` processes compile the others; `progress(done, total)` hears how many
-    of the distinct kernels are done."""
+    docstring): kernel name -> its object. Kernels come from `memo` (key -> object, kept
+    by the caller for the life of a process) when it holds them, else from the compile
+    cache with `cache`; `jobs` processes compile the others, which then go to both;
+    `progress(done, total)` hears how many of the distinct kernels are done, and
+    `compiling(keys)` which ones are about to be compiled."""
     from strato.runtime import cache as compile_cache
 
     kernels = [
@@ -285,6 +290,8 @@ def compile_kernels(
         found = memo.get(unit.key) if memo is not None else None
         if found is None and cache:
             found = _cached(unit.key)
+            if found is not None and memo is not None:
+                memo[unit.key] = found
         if found is not None:
             by_key[unit.key] = found
         else:
@@ -295,10 +302,14 @@ def compile_kernels(
         progress(len(by_key), total)
         report = lambda done: progress(len(by_key) + done, total)
     pending = list(missing.values())
+    if compiling is not None and pending:
+        compiling([unit.key for unit in pending])
     compiled = _compile_all(pending, build, jobs, report)
     by_key.update(
         (unit.key, kernel) for unit, kernel in zip(pending, compiled, strict=True)
     )
+    if memo is not None:
+        memo.update((unit.key, by_key[unit.key]) for unit in pending)
     if cache and pending:
         compile_cache.store_kernels(
             {unit.key: by_key[unit.key].to_bytes() for unit in pending}
