@@ -1175,7 +1175,7 @@ class _EquivalenceCheck:
         )
 
     def reduce(self, pass_name: str) -> None:
-        from strato.testing.reduce import reduce_module, reduced_size
+        from strato.testing.reduce import count_ops, reduce_module
 
         eq, ctx, passes = self.eq, self.main.ctx, list(self.passes)
         n, rtol, atol = self.args.check_equivalence, self.args.rtol, self.args.atol
@@ -1199,10 +1199,9 @@ class _EquivalenceCheck:
         if atol != 1e-5:
             options.append(f"--atol {atol!r}")
         extra = "".join(f" {option}" for option in options)
-        before, after = reduced_size(self.original), reduced_size(small)
         text = (
-            f"// A program '{pass_name}' changes ({after.describe()}), reduced by "
-            f"{TOOL} --reduce from {before.describe()}.\n"
+            f"// A program '{pass_name}' changes ({count_ops(small)} ops), reduced by "
+            f"{TOOL} --reduce.\n"
             f"// RUN: not {TOOL} %s{extra} -p '{pipeline}' --check-equivalence={n} 2>&1 | filecheck %s\n"
             f"// CHECK: error: pass '{pass_name}{{{{.*}}}}' changes the result\n\n"
             + self.main._ir_text(small)
@@ -1212,7 +1211,7 @@ class _EquivalenceCheck:
             write_output_file(path, text)
         except OSError as err:
             raise UsageError(f"could not write '{path}': {err.strerror or err}") from None
-        print(f"reduced to {after.describe()} (from {before.describe()}): {path}", file=sys.stderr)
+        print(f"reduced to {count_ops(small)} ops: {path}", file=sys.stderr)
 
 
 def _write_text(stream: IO[str], text: str) -> None:

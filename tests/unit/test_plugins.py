@@ -668,8 +668,8 @@ def test_reduce_shrinks_a_plugin_pass_failure_to_a_rerunnable_lit_test(
     )  # fmt: skip
     assert result.status == 1
     text = reduced.read_text()
-    ops = int(re.search(r"changes \((\d+) ops, ", text).group(1))
-    assert ops < 5 and re.search(rf"reduced to {ops} ops, .* \(from 50 ops, .*\): {reduced}", result.err)
+    ops = int(re.search(r"changes \((\d+) ops\)", text).group(1))
+    assert ops < 5 and f"reduced to {ops} ops: {reduced}" in result.err
     assert "graph.neg" in text and "graph.add" not in text
     run_line = next(line for line in text.splitlines() if line.startswith("// RUN:"))
     assert "--load-plugin drop_neg_plugin --rtol 0.001 -p 'test-drop-neg' --check-equivalence=3" in run_line
