@@ -36,7 +36,7 @@ from itertools import pairwise
 from typing import Any
 
 import numpy as np
-from xdsl.dialects import func
+from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import (
     BytesAttr,
     DenseIntOrFPElementsAttr,
@@ -189,9 +189,15 @@ def _nested(module: ModuleOp) -> list[Operation]:
     return [] if f is None else [op for op in f.walk() if op is not f]
 
 
-def _constants(module: ModuleOp) -> Iterator[tuple[int, graph.ConstantOp, np.ndarray]]:
+def _constants(module: ModuleOp) -> Iterator[tuple[int, Operation, np.ndarray]]:
+    """The tensor constants of the entry function: `graph.constant`, and the
+    `arith.constant` of a dense tensor that graph constants become in te."""
     for index, op in enumerate(_nested(module)):
-        if isinstance(op, graph.ConstantOp):
+        if isinstance(op, graph.ConstantOp) or (
+            isinstance(op, arith.ConstantOp)
+            and isinstance(op.value, DenseIntOrFPElementsAttr)
+            and isinstance(op.value.type, TensorType)
+        ):
             try:
                 values = array_from_dense(op.value)
             except (TypeError, ValueError, KeyError, NotImplementedError):
@@ -228,12 +234,11 @@ def _splat_attr(type_: TensorType, value: Any) -> DenseIntOrFPElementsAttr:
 
 def _replace_constant(m: ModuleOp, index: int, value: DenseIntOrFPElementsAttr) -> None:
     old = _nested(m)[index]
-    assert isinstance(old, graph.ConstantOp)
-    new = graph.ConstantOp(value)
+    new = graph.ConstantOp(value) if isinstance(old, graph.ConstantOp) else arith.ConstantOp(value)
     new.attributes |= old.attributes
     assert old.parent is not None
     old.parent.insert_op_before(new, old)
-    old.result.replace_all_uses_with(new.result)
+    old.results[0].replace_all_uses_with(new.results[0])
     old.detach()
     old.erase()
 
@@ -264,8 +269,9 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def _element_edits(module: ModuleOp) -> Iterator[Callable[[ModuleOp], bool]]:
-    """Simpler elements of a constant that is no splat: rounded to integers, then a half,
-    a quarter, an eighth of its elements set to 0 (delta debugging over elements)."""
+    """Simpler elements of a constant that is no splat: rounded to integers, every
+    element that is not 0 set to 1, then a half, a quarter, an eighth of its elements
+    set to 0 (delta debugging over elements)."""
     for index, _, values in _constants(module):
         if _is_splat(values):
             continue
@@ -275,6 +281,9 @@ def _element_edits(module: ModuleOp) -> Iterator[Callable[[ModuleOp], bool]]:
                 rounded = np.round(values)
             if not np.array_equal(rounded, values, equal_nan=True):
                 candidates.append(rounded)
+        ones = (values != 0).astype(values.dtype)
+        if not np.array_equal(ones, values):
+            candidates.append(ones)
         flat = values.reshape(-1)
         parts = 2
         while parts <= min(8, flat.size):
@@ -297,34 +306,46 @@ def _element_edits(module: ModuleOp) -> Iterator[Callable[[ModuleOp], bool]]:
             yield simpler
 
 
+def _scalar_attributes(op: Operation) -> Iterator[tuple[str, str, FloatAttr | IntegerAttr]]:
+    """The scalar attributes a reduction may simplify: the floats and integers (not
+    indices) of a graph op, the value of a float `arith.constant`."""
+    if isinstance(op, arith.ConstantOp):
+        if isinstance(op.value, FloatAttr):
+            yield "properties", "value", op.value
+        return
+    if not isinstance(op, graph.GraphOp) or isinstance(op, graph.ConstantOp):
+        return
+    for where in ("properties", "attributes"):
+        for name, attr in getattr(op, where).items():
+            if isinstance(attr, FloatAttr) or (
+                isinstance(attr, IntegerAttr) and not isinstance(attr.type, IndexType)
+            ):
+                yield where, name, attr
+
+
 def _attribute_edits(module: ModuleOp) -> Iterator[Callable[[ModuleOp], bool]]:
-    """A scalar attribute of a graph op (a float, an integer) replaced by 0, 1 or its
-    value rounded; the verifier rejects what the op does not allow."""
+    """A scalar attribute replaced by 0, 1 or its value rounded; the verifier rejects
+    what the op does not allow."""
     for index, op in enumerate(_nested(module)):
-        if not isinstance(op, graph.GraphOp) or isinstance(op, graph.ConstantOp):
-            continue
-        for where in ("properties", "attributes"):
-            for name, attr in getattr(op, where).items():
-                if isinstance(attr, FloatAttr):
-                    value = attr.value.data
-                    options: list[Attribute] = [FloatAttr(v, attr.type) for v in (0.0, 1.0)]
-                    if math.isfinite(value) and value != round(value):
-                        options.append(FloatAttr(float(round(value)), attr.type))
-                elif isinstance(attr, IntegerAttr) and not isinstance(attr.type, IndexType):
-                    options = [IntegerAttr(v, attr.type) for v in (0, 1)]
-                else:
+        for where, name, attr in _scalar_attributes(op):
+            if isinstance(attr, FloatAttr):
+                value = attr.value.data
+                options: list[Attribute] = [FloatAttr(v, attr.type) for v in (0.0, 1.0)]
+                if math.isfinite(value) and value != round(value):
+                    options.append(FloatAttr(float(round(value)), attr.type))
+            else:
+                options = [IntegerAttr(v, attr.type) for v in (0, 1)]
+            for new in options:
+                if new == attr:
                     continue
-                for new in options:
-                    if new == attr:
-                        continue
 
-                    def set_attr(
-                        m: ModuleOp, index: int = index, where: str = where, name: str = name, new: Attribute = new
-                    ) -> bool:
-                        getattr(_nested(m)[index], where)[name] = new
-                        return True
+                def set_attr(
+                    m: ModuleOp, index: int = index, where: str = where, name: str = name, new: Attribute = new
+                ) -> bool:
+                    getattr(_nested(m)[index], where)[name] = new
+                    return True
 
-                    yield set_attr
+                yield set_attr
 
 
 # -- shapes --------------------------------------------------------------------------
@@ -362,7 +383,7 @@ def _shape_edits(module: ModuleOp) -> Iterator[Callable[[ModuleOp], bool]]:
             for new in _smaller(size) if size > 1 else []:
                 yield partial(_resize, arg=(a, axis, new))
     for index, op, _ in _constants(module):
-        for axis, size in enumerate(op.result.type.get_shape()):  # type: ignore[union-attr]
+        for axis, size in enumerate(op.results[0].type.get_shape()):  # type: ignore[union-attr]
             for new in _smaller(size) if size > 1 else []:
                 yield partial(_resize, constant=(index, axis, new))
 
@@ -394,7 +415,7 @@ def _resize(
             shape[constant[1]] = constant[2]
         if shape == list(values.shape):
             continue
-        type_ = tensor_type_like(op.result.type, shape)
+        type_ = tensor_type_like(op.results[0].type, shape)
         if _is_splat(values):
             attr = _splat_attr(type_, values.reshape(-1)[0])
         else:
@@ -515,10 +536,8 @@ def _size(module: ModuleOp) -> tuple[int, ...]:
     for op in f.walk():
         if op is not f:
             elements += sum(_elements(r.type) for r in op.results)
-            if isinstance(op, graph.GraphOp):
-                for attr in (*op.properties.values(), *op.attributes.values()):
-                    if isinstance(attr, FloatAttr | IntegerAttr):
-                        cost += _cost(np.array([attr.value.data]))
+            for _, _, attr in _scalar_attributes(op):
+                cost += _cost(np.array([attr.value.data]))
     return (ops, from_ops, dense, elements, cost)
 
 
