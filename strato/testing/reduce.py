@@ -44,11 +44,13 @@ from xdsl.dialects.builtin import (
     FunctionType,
     IndexType,
     IntegerAttr,
+    MemRefType,
     ModuleOp,
     TensorType,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.rewriter import Rewriter
+from xdsl.utils.exceptions import VerifyException
 
 from strato.dialects import graph
 from strato.dialects.tensor_types import (
@@ -328,13 +330,17 @@ def _attribute_edits(module: ModuleOp) -> Iterator[Callable[[ModuleOp], bool]]:
     what the op does not allow."""
     for index, op in enumerate(_nested(module)):
         for where, name, attr in _scalar_attributes(op):
-            if isinstance(attr, FloatAttr):
-                value = attr.value.data
-                options: list[Attribute] = [FloatAttr(v, attr.type) for v in (0.0, 1.0)]
-                if math.isfinite(value) and value != round(value):
-                    options.append(FloatAttr(float(round(value)), attr.type))
-            else:
-                options = [IntegerAttr(v, attr.type) for v in (0, 1)]
+            options: list[Attribute] = []
+            try:
+                if isinstance(attr, FloatAttr):
+                    value = attr.value.data
+                    options += [FloatAttr(v, attr.type) for v in (0.0, 1.0)]
+                    if math.isfinite(value) and value != round(value):
+                        options.append(FloatAttr(float(round(value)), attr.type))
+                else:
+                    options += [IntegerAttr(v, attr.type) for v in (0, 1)]
+            except (ValueError, TypeError, VerifyException):
+                pass  # the values the type cannot hold are no candidates
             for new in options:
                 if new == attr:
                     continue
@@ -474,9 +480,10 @@ def reduce_module(
                 _reinfer(g.body.block)
                 _cleanup(g)
                 candidate.verify()
+                smaller = _size(candidate) < size
             except Exception:
                 continue
-            if _size(candidate) >= size:
+            if not smaller:
                 continue
             checks += 1
             try:
@@ -505,7 +512,7 @@ def _cost(values: np.ndarray) -> int:
 
 
 def _elements(type_: Attribute) -> int:
-    if isinstance(type_, TensorType):
+    if isinstance(type_, TensorType | MemRefType):
         return int(np.prod(type_.get_shape())) if all(d >= 0 for d in type_.get_shape()) else 0
     return 0
 
@@ -562,7 +569,7 @@ def _constants_text(constants: int, splats: int, dense: int) -> str:
 
 
 def _shape_text(type_: Attribute) -> str:
-    if isinstance(type_, TensorType):
+    if isinstance(type_, TensorType | MemRefType):
         return "x".join([*(str(d) for d in type_.get_shape()), str(type_.element_type)])
     return str(type_)
 
