@@ -412,3 +412,38 @@ def test_reduce_simplifies_scalar_attributes():
     (leaky,) = [op for op in small.walk() if op.name.startswith("graph.")]
     assert isinstance(leaky, graph.LeakyReluOp) and leaky.alpha.value.data == 1.0
     assert _argument_shapes(small) == [(1, 1)]
+
+
+def test_reduce_makes_te_level_dense_constants_splats():
+    """At the te level graph constants are dense `arith.constant`s passed to te.call: a
+    property that needs the bias to be a constant not all 0 makes it a splat of 1
+    (and the weight an argument); shapes stay (te is not reshaped)."""
+    from strato.testing.reduce import reduce_module
+
+    module = _parse(
+        """
+        func.func @main(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+          %w = graph.constant dense<[[0.5, 0.25, -1.0, 2.0], [1.5, 0.75, 3.0, -2.0], [0.1, 0.2, 0.3, 0.4]]> : tensor<3x4xf32>
+          %b = graph.constant dense<[0.5, -1.0, 2.0]> : tensor<3xf32>
+          %y = graph.dense %x, %w, %b : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+          func.return %y : tensor<2x3xf32>
+        }
+        """
+    )
+    resolve_pass("convert-graph-to-te")().apply(make_context(), module)
+
+    def bias_is_not_zero(candidate: ModuleOp) -> bool:
+        call = next(op for op in candidate.walk() if op.name == "te.call")
+        bias = call.operands[2].owner
+        return bias.name == "arith.constant" and np.any(bias.value.get_values())
+
+    small = reduce_module(module, bias_is_not_zero)
+    text = ir_text(small)
+    main = next(op for op in small.walk() if op.name == "func.func")
+    constants = [op for op in main.walk() if op.name == "arith.constant"]
+    # the weight became an argument (fewer ops first), the bias a splat of 1
+    assert [str(op.value) for op in constants] == ["dense<1.000000e+00> : tensor<3xf32>"]
+    # te is not reshaped: the call keeps its types
+    call = next(op for op in main.walk() if op.name == "te.call")
+    assert [str(t) for t in call.operand_types] == ["tensor<2x4xf32>", "tensor<3x4xf32>", "tensor<3xf32>"]
+    assert "te.primitive @dense_0" in text
