@@ -48,6 +48,7 @@ import errno
 import io
 import os
 import re
+import shlex
 import stat
 import sys
 import tempfile
@@ -1175,12 +1176,17 @@ class _EquivalenceCheck:
         )
 
     def reduce(self, pass_name: str) -> None:
-        from strato.testing.reduce import count_ops, reduce_module
+        from xdsl.parser import Parser
+
+        from strato.testing.reduce import count_ops, describe_reduction, reduce_module
 
         eq, ctx, passes = self.eq, self.main.ctx, list(self.passes)
         n, rtol, atol = self.args.check_equivalence, self.args.rtol, self.args.atol
 
         def still_fails(candidate: ModuleOp) -> bool:
+            # through its text, as the reproducer will be read: a candidate whose
+            # printed form does not show the difference is not taken
+            candidate = Parser(ctx, eq.ir_text(candidate)).parse_module()
             report = eq.check_pipeline(ctx, candidate, passes, n, rtol, atol)
             d = report.difference
             return d is not None and passes[d.index].name == pass_name
@@ -1191,7 +1197,7 @@ class _EquivalenceCheck:
         )
         pipeline = ",".join(str(p.pipeline_pass_spec()) for p in passes)
         # every option the difference depends on, so that the RUN line reproduces it
-        options = [f"--load-plugin {module}" for module in self.args.load_plugin]
+        options = [f"--load-plugin {shlex.quote(module)}" for module in self.args.load_plugin]
         if self.args.allow_unregistered_dialect:
             options.append("--allow-unregistered-dialect")
         if rtol != 1e-4:
@@ -1199,19 +1205,34 @@ class _EquivalenceCheck:
         if atol != 1e-5:
             options.append(f"--atol {atol!r}")
         extra = "".join(f" {option}" for option in options)
+        summary = describe_reduction(self.original, small)
+        # the program as written (never elided nor generic, whatever the options of
+        # this run), read back and checked again below
+        program = eq.ir_text(small)
         text = (
             f"// A program '{pass_name}' changes ({count_ops(small)} ops), reduced by "
             f"{TOOL} --reduce.\n"
+            f"// Reduced to {summary}.\n"
             f"// RUN: not {TOOL} %s{extra} -p '{pipeline}' --check-equivalence={n} 2>&1 | filecheck %s\n"
             f"// CHECK: error: pass '{pass_name}{{{{.*}}}}' changes the result\n\n"
-            + self.main._ir_text(small)
-            + "\n"
+            + program
         )
         try:
             write_output_file(path, text)
         except OSError as err:
             raise UsageError(f"could not write '{path}': {err.strerror or err}") from None
-        print(f"reduced to {count_ops(small)} ops: {path}", file=sys.stderr)
+        try:
+            reproduces = still_fails(Parser(ctx, text).parse_module())
+        except Exception as err:  # noqa: BLE001 - any failure to read or run it back
+            reproduces = False
+            print(f"{TOOL}: warning: reading back {path}: {err}", file=sys.stderr)
+        if not reproduces:
+            print(
+                f"{TOOL}: warning: the reduced program in {path} does not show the "
+                f"difference when run again",
+                file=sys.stderr,
+            )
+        print(f"reduced to {summary}: {path}", file=sys.stderr)
 
 
 def _write_text(stream: IO[str], text: str) -> None:

@@ -193,3 +193,257 @@ def test_wrong_pass_is_caught_on_a_generated_program_and_reduced(wrong_pass, tmp
     assert any(op.name == "graph.mul" for op in small.walk())
     # the reduced program still shows the difference, and nothing else does
     assert check_pipeline(make_context(), small, [WrongDoublingPass()], 8).difference is not None
+
+
+@dataclass(frozen=True)
+class WrongScalePass(ModulePass):
+    """Rewrites x * C (C a constant) into x + C: wrong on purpose, even for a splat C."""
+
+    name = "test-wrong-scale"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for mul in [inner for inner in op.walk() if isinstance(inner, graph.MulOp)]:
+            if isinstance(mul.rhs.owner, graph.ConstantOp):
+                add = graph.AddOp(mul.lhs, mul.rhs)
+                mul.parent.insert_op_before(add, mul)
+                mul.result.replace_all_uses_with(add.result)
+                mul.detach()
+                mul.erase()
+
+
+@dataclass(frozen=True)
+class FirstElementPass(ModulePass):
+    """Multiplies by the first element of a constant instead of the constant: wrong on
+    purpose, unless the constant is a splat."""
+
+    name = "test-first-element"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for mul in [inner for inner in op.walk() if isinstance(inner, graph.MulOp)]:
+            constant = mul.rhs.owner
+            if isinstance(constant, graph.ConstantOp):
+                values = constant.evaluate([])[0]
+                first = graph.ConstantOp.from_array(np.full(values.shape, values.flat[0], values.dtype))
+                mul.parent.insert_op_before(first, mul)
+                mul.operands[1] = first.result
+
+
+@pytest.fixture
+def wrong_passes(monkeypatch) -> None:
+    original = strato_opt.StratoOptMain.register_all_passes
+
+    def register_all_passes(self) -> None:
+        original(self)
+        for pass_ in (WrongDoublingPass, WrongScalePass, FirstElementPass):
+            self.register_pass(pass_.name, lambda pass_=pass_: pass_)
+
+    monkeypatch.setattr(strato_opt.StratoOptMain, "register_all_passes", register_all_passes)
+
+
+def _dense(rng: np.random.Generator, *shape: int) -> str:
+    """A graph.constant of random values (none of them 0, 1 or 2), in MLIR."""
+    values = rng.uniform(0.1, 0.9, shape).astype(np.float32)
+    return str(graph.ConstantOp.from_array(values))
+
+
+def _run_reproducer(path: Path) -> tuple[int, str, list[str]]:
+    """The reproducer's RUN line run through strato-opt's main: its status, stderr and
+    the error its CHECK line expects."""
+    import shlex
+
+    text = path.read_text()
+    run = next(line for line in text.splitlines() if line.startswith("// RUN: "))
+    words = shlex.split(run.removeprefix("// RUN: "))
+    assert words[:2] == ["not", "strato-opt"] and words[-3:] == ["|", "filecheck", "%s"]
+    assert words[-4] == "2>&1"
+    args = [str(path) if word == "%s" else word for word in words[2:-4]]
+    check = next(line for line in text.splitlines() if line.startswith("// CHECK: "))
+    status = main(args)
+    return status, check.removeprefix("// CHECK: ").replace("{{.*}}", ""), args
+
+
+def _reduce(capsys, source: Path, pipeline: str) -> tuple[str, str, ModuleOp]:
+    """strato-opt SOURCE -p PIPELINE --check-equivalence=4 --reduce: the reproducer's
+    text, the report line, and the reduced program."""
+    reduced = source.with_suffix(".reduced.mlir")
+    status = main([str(source), "-p", pipeline, "--check-equivalence=4", f"--reduce={reduced}"])
+    err = capsys.readouterr().err
+    assert status == 1
+    assert "warning" not in err
+    report = next(line for line in err.splitlines() if line.startswith("reduced to "))
+    assert report.endswith(f": {reduced}")
+    text = reduced.read_text()
+    return text, report, _parse(text)
+
+
+def _constant_arrays(module: ModuleOp) -> list[np.ndarray]:
+    return [op.evaluate([])[0] for op in module.walk() if isinstance(op, graph.ConstantOp)]
+
+
+def _argument_shapes(module: ModuleOp) -> list[tuple[int, ...]]:
+    function = next(op for op in module.walk() if op.name == "func.func")
+    return [arg.type.get_shape() for arg in function.body.block.args]
+
+
+def test_reduce_a_50_op_program_with_one_wrong_rewrite_to_a_few_ops(wrong_passes, tmp_path: Path, capsys):
+    """50 graph ops on 16x32 tensors, dense constants among them, and one x * 2 the pass
+    rewrites wrongly: the reproducer has under 5 ops (the x * 2), its constant a splat
+    and its argument shapes smaller; run again by its RUN line, it fails the same way."""
+    rng = np.random.default_rng(0)
+    t = "tensor<16x32xf32>"
+    lines = [f"func.func @main(%x: {t}, %y: {t}) -> {t} {{"]
+    previous, ops = "%x", 0
+    for i in range(12):
+        constant = _dense(rng, 16, 32).replace("%0", f"%c{i}", 1)
+        lines += [
+            f"  {constant}",
+            f"  %a{i} = graph.add {previous}, %c{i} : ({t}, {t}) -> {t}",
+            f"  %b{i} = graph.tanh %a{i} : {t}",
+            f"  %s{i} = graph.sub %b{i}, %y : ({t}, {t}) -> {t}",
+        ]
+        previous, ops = f"%s{i}", ops + 4
+        if i == 6:
+            lines += [
+                f"  %two = graph.constant dense<2.0> : {t}",
+                f"  %twice = graph.mul {previous}, %two : ({t}, {t}) -> {t}",
+            ]
+            previous, ops = "%twice", ops + 2
+    lines += [f"  func.return {previous} : {t}", "}"]
+    assert ops == 50
+    source = tmp_path / "chain.mlir"
+    source.write_text("\n".join(lines) + "\n")
+
+    text, report, small = _reduce(capsys, source, "cse,test-wrong-doubling")
+    assert count_ops(small) < 5
+    assert any(op.name == "graph.mul" for op in small.walk())
+    # the report and the header say what was reduced: ops, constants, shapes
+    assert report.startswith(f"reduced to {count_ops(small)} ops (from 50); constants: 1 splat (from 12 dense")
+    assert "arguments: " in report and "(from 16x32xf32, 16x32xf32)" in report
+    summary = report.removeprefix("reduced to ").removesuffix(f": {tmp_path / 'chain.reduced.mlir'}")
+    assert f"\n// Reduced to {summary}.\n" in text
+    (two,) = _constant_arrays(small)
+    assert np.all(two == 2.0)
+    assert all(np.prod(shape) < 16 * 32 for shape in _argument_shapes(small))
+    assert small.is_structurally_equivalent(_parse(ir_text(small)))
+    # the reproducer, run again by its RUN line, fails the same check
+    status, expected, args = _run_reproducer(tmp_path / "chain.reduced.mlir")
+    assert args[1:] == ["-p", "cse,test-wrong-doubling", "--check-equivalence=4"]
+    assert status == 1 and expected in capsys.readouterr().err
+    assert expected == "error: pass 'test-wrong-doubling' changes the result"
+
+
+def test_reduce_makes_large_dense_constants_splats_and_shapes_small(wrong_passes, tmp_path: Path, capsys):
+    """A 64x64 dense weight and a 64-element bias on 64x64 arguments, and a pass wrong for
+    any x * C: the reproducer keeps x * C with C a splat (0, the simplest value that
+    still shows the difference), every shape 1x1, and still fails when run again."""
+    rng = np.random.default_rng(1)
+    t = "tensor<64x64xf32>"
+    source = tmp_path / "big.mlir"
+    source.write_text(
+        f"func.func @main(%x: {t}, %y: {t}) -> {t} {{\n"
+        f"  {_dense(rng, 64, 64).replace('%0', '%w', 1)}\n"
+        f"  {_dense(rng, 64).replace('%0', '%v', 1)}\n"
+        f"  %a = graph.add %x, %v : ({t}, tensor<64xf32>) -> {t}\n"
+        f"  %b = graph.mul %a, %w : ({t}, {t}) -> {t}\n"
+        f"  %c = graph.tanh %b : {t}\n"
+        f"  %d = graph.sub %c, %y : ({t}, {t}) -> {t}\n"
+        f"  func.return %d : {t}\n"
+        "}\n"
+    )
+    text, report, small = _reduce(capsys, source, "test-wrong-scale")
+    assert [op.name for op in small.walk() if op.name.startswith("graph.")] == ["graph.constant", "graph.mul"]
+    assert "dense<0.000000e+00> : tensor<1x1xf32>" in text
+    (zero,) = _constant_arrays(small)
+    assert zero.shape == (1, 1) and np.all(zero == 0)
+    assert _argument_shapes(small) == [(1, 1)]
+    assert report == (
+        f"reduced to 2 ops (from 6); constants: 1 splat (from 2 dense of {64 * 64 + 64} elements); "
+        f"arguments: 1x1xf32 (from 64x64xf32, 64x64xf32): {tmp_path / 'big.reduced.mlir'}"
+    )
+    # still fails, as written
+    status, expected, _ = _run_reproducer(tmp_path / "big.reduced.mlir")
+    assert status == 1 and expected in capsys.readouterr().err
+
+
+def test_reduce_keeps_a_constant_dense_when_a_splat_no_longer_fails(wrong_passes, tmp_path: Path, capsys):
+    """A pass wrong only for constants that are no splat: the 32x64 constant keeps two
+    different elements (0 and 1, the simplest) and its shape shrinks to two elements."""
+    rng = np.random.default_rng(2)
+    t = "tensor<32x64xf32>"
+    source = tmp_path / "first.mlir"
+    source.write_text(
+        f"func.func @main(%x: {t}) -> {t} {{\n"
+        f"  {_dense(rng, 32, 64).replace('%0', '%w', 1)}\n"
+        f"  %a = graph.tanh %x : {t}\n"
+        f"  %b = graph.mul %a, %w : ({t}, {t}) -> {t}\n"
+        f"  func.return %b : {t}\n"
+        "}\n"
+    )
+    _, report, small = _reduce(capsys, source, "test-first-element")
+    (w,) = _constant_arrays(small)
+    assert w.size == 2 and sorted(w.flat) == [0.0, 1.0]
+    assert "constants: 1 dense of 2 elements (from 1 dense of 2048 elements)" in report
+    assert all(np.prod(shape) <= 2 for shape in _argument_shapes(small))
+    status, expected, _ = _run_reproducer(tmp_path / "first.reduced.mlir")
+    assert status == 1 and expected in capsys.readouterr().err
+
+
+def test_reduce_simplifies_scalar_attributes():
+    """A property that holds while leaky_relu's alpha is not 0 (as a pass that rewrites
+    it into relu would be wrong): alpha 0.333 becomes 1, the clip after it goes and the
+    argument shrinks to 1x1."""
+    from strato.testing.reduce import reduce_module
+
+    module = _parse(
+        """
+        func.func @main(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+          %l = graph.leaky_relu %x alpha 0.333333343 : tensor<8x16xf32>
+          %c = graph.clip %l min -1.5 max 2.5 : tensor<8x16xf32>
+          func.return %c : tensor<8x16xf32>
+        }
+        """
+    )
+
+    def leaky_is_not_relu(candidate: ModuleOp) -> bool:
+        leaky = [op for op in candidate.walk() if isinstance(op, graph.LeakyReluOp)]
+        return bool(leaky) and leaky[0].alpha.value.data != 0.0
+
+    small = reduce_module(module, leaky_is_not_relu)
+    (leaky,) = [op for op in small.walk() if op.name.startswith("graph.")]
+    assert isinstance(leaky, graph.LeakyReluOp) and leaky.alpha.value.data == 1.0
+    assert _argument_shapes(small) == [(1, 1)]
+
+
+def test_reduce_makes_te_level_dense_constants_splats():
+    """At the te level graph constants are dense `arith.constant`s passed to te.call: a
+    property that needs the bias to be a constant not all 0 makes it a splat of 1
+    (and the weight an argument); shapes stay (te is not reshaped)."""
+    from strato.testing.reduce import reduce_module
+
+    module = _parse(
+        """
+        func.func @main(%x: tensor<2x4xf32>) -> tensor<2x3xf32> {
+          %w = graph.constant dense<[[0.5, 0.25, -1.0, 2.0], [1.5, 0.75, 3.0, -2.0], [0.1, 0.2, 0.3, 0.4]]> : tensor<3x4xf32>
+          %b = graph.constant dense<[0.5, -1.0, 2.0]> : tensor<3xf32>
+          %y = graph.dense %x, %w, %b : (tensor<2x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+          func.return %y : tensor<2x3xf32>
+        }
+        """
+    )
+    resolve_pass("convert-graph-to-te")().apply(make_context(), module)
+
+    def bias_is_not_zero(candidate: ModuleOp) -> bool:
+        call = next(op for op in candidate.walk() if op.name == "te.call")
+        bias = call.operands[2].owner
+        return bias.name == "arith.constant" and np.any(bias.value.get_values())
+
+    small = reduce_module(module, bias_is_not_zero)
+    text = ir_text(small)
+    main = next(op for op in small.walk() if op.name == "func.func")
+    constants = [op for op in main.walk() if op.name == "arith.constant"]
+    # the weight became an argument (fewer ops first), the bias a splat of 1
+    assert [str(op.value) for op in constants] == ["dense<1.000000e+00> : tensor<3xf32>"]
+    # te is not reshaped: the call keeps its types
+    call = next(op for op in main.walk() if op.name == "te.call")
+    assert [str(t) for t in call.operand_types] == ["tensor<2x4xf32>", "tensor<3x4xf32>", "tensor<3xf32>"]
+    assert "te.primitive @dense_0" in text

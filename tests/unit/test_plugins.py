@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -669,7 +670,11 @@ def test_reduce_shrinks_a_plugin_pass_failure_to_a_rerunnable_lit_test(
     assert result.status == 1
     text = reduced.read_text()
     ops = int(re.search(r"changes \((\d+) ops\)", text).group(1))
-    assert ops < 5 and f"reduced to {ops} ops: {reduced}" in result.err
+    assert ops < 5
+    # what was reduced: ops, and the shapes of the arguments (no constants here)
+    summary = f"{ops} ops (from 50); arguments: 1xf32 (from 4xf32, 4xf32)"
+    assert f"reduced to {summary}: {reduced}" in result.err
+    assert f"// Reduced to {summary}." in text
     assert "graph.neg" in text and "graph.add" not in text
     run_line = next(line for line in text.splitlines() if line.startswith("// RUN:"))
     assert "--load-plugin drop_neg_plugin --rtol 0.001 -p 'test-drop-neg' --check-equivalence=3" in run_line
@@ -679,3 +684,16 @@ def test_reduce_shrinks_a_plugin_pass_failure_to_a_rerunnable_lit_test(
         "--check-equivalence=3", "--rtol", "0.001",
     )  # fmt: skip
     assert again.status == 1 and "changes the result of the program" in again.err
+    # ... and so does its RUN line, run as lit would in a new strato-opt process: the
+    # plugin, the tolerance and the check all come from the line itself
+    words = shlex.split(run_line.removeprefix("// RUN: "))
+    assert words[:2] == ["not", "strato-opt"] and words[-4:] == ["2>&1", "|", "filecheck", "%s"]
+    args = [str(reduced) if word == "%s" else word for word in words[2:-4]]
+    root = str(Path(strato_opt.__file__).parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_dir), root])}
+    done = subprocess.run(
+        [sys.executable, "-m", "strato.tools.strato_opt", *args],
+        capture_output=True, text=True, timeout=300, check=False, env=env,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "error: pass 'test-drop-neg' changes the result of the program" in done.stderr
