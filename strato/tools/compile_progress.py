@@ -86,42 +86,4 @@ class CompileProgress:
             self._bar.close()
 
 
-class LayerProgress:
-    """One bar over the offloaded layers a simulated model runs in `calls` calls
-    (`strato run --target vta`: each call runs every layer on the simulator, seconds
-    each), with the layer running; shown on an interactive stderr after `DELAY_S`:
-
-        simulating  37/240 layers |███      | [00:21<02:05] layer2.0.conv1
-
-    Give `update` to the model (`VtaCompiledModel.layer_progress`)."""
-
-    def __init__(self, calls: int, *, enabled: bool, delay: float = DELAY_S) -> None:
-        self._calls = calls
-        self._bar = None
-        self._enabled = enabled
-        self._delay = delay
-
-    def update(self, done: int, total: int, name: str) -> None:
-        if not self._enabled:
-            return
-        if self._bar is None:
-            try:
-                from tqdm import tqdm
-            except ImportError:
-                self._enabled = False
-                return
-            self._bar = tqdm(
-                total=total * self._calls, unit=" layers", file=sys.stderr, delay=self._delay,
-                leave=False, dynamic_ncols=True, desc="simulating",
-                bar_format="{desc} {n_fmt}/{total_fmt}{unit} |{bar}| [{elapsed}<{remaining}] {postfix}",
-            )  # fmt: skip
-        self._bar.set_postfix_str(name, refresh=False)
-        self._bar.update(1)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.close()
-            self._bar = None
-
-
-__all__ = ["CompileProgress", "LayerProgress"]
+__all__ = ["CompileProgress"]

@@ -326,37 +326,15 @@ def run_command(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.inputs, model) if args.inputs else random_inputs(model, args.seed)
     log = StageLog(args.verbose)
     log.note(f"running {args.repeat + 2} time(s)")
-    simulated = getattr(model, "simulated_device", None)
-    layers = None
-    if simulated:  # an accelerator on a simulator: a bar over its layers, the first run checked
-        from strato.tools.compile_progress import LayerProgress
-
-        layers = LayerProgress(args.repeat + 2, enabled=not args.verbose and sys.stderr.isatty())
-        model.layer_progress = layers.update
-        model.check_next = True
-    try:
-        outputs = model(*inputs)
-        for spec, array in zip(model.outputs, outputs):
-            print(f"output '{spec.name}': shape {list(array.shape)} {array.dtype.name}")
-        run_report = getattr(model, "run_report", None)  # an accelerator target's per-layer report
-        if run_report is not None:
-            if layers is not None:
-                layers.close()
-            print(run_report(), end="")
-        bit_exact = getattr(model, "bit_exact_report", None)
-        if simulated and bit_exact is not None:
-            line, problems = bit_exact()
-            print(line)
-            if problems:
-                raise StratoError(
-                    f"the {simulated} simulation differs from the int8 reference: " + "; ".join(problems)
-                )
-        if args.outputs:
-            save_outputs(args.outputs, model, outputs)
-        latency = median_latency_ms(lambda: model(*inputs), args.repeat)
-    finally:
-        if layers is not None:
-            layers.close()
+    outputs = model(*inputs)
+    for spec, array in zip(model.outputs, outputs):
+        print(f"output '{spec.name}': shape {list(array.shape)} {array.dtype.name}")
+    run_report = getattr(model, "run_report", None)  # an accelerator target's per-layer report
+    if run_report is not None:
+        print(run_report(), end="")
+    if args.outputs:
+        save_outputs(args.outputs, model, outputs)
+    latency = median_latency_ms(lambda: model(*inputs), args.repeat)
     print(latency_line(model, latency, args.repeat))
     if resolved is None:
         print("no reference run: a compiled model file carries no ONNX graph")

@@ -41,16 +41,13 @@ from strato.targets.vta.simulator import Report
 
 @dataclass(frozen=True)
 class OffloadedLayer:
-    """One conv run on the simulator: its name, shapes and the simulator's report; when
-    the run was checked, how many elements of its int8 output differ from numpy's int8
-    reference of the same layer on the same input (`reference_conv2d`)."""
+    """One conv run on the simulator: its name, shapes and the simulator's report."""
 
     name: str
     input_shape: tuple[int, ...]
     weight_shape: tuple[int, ...]
     stride: int
     report: Report
-    mismatches: int | None = None
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ graph interpreter on the same module (`strato.interpreters.graph.run_graph`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,7 +30,7 @@ from strato.dialects.graph.base import static_shape
 from strato.dialects.tensor_types import array_from_dense
 from strato.interpreters.graph import check_inputs, entry_function
 from strato.runtime.compiled_model import CompiledModel
-from strato.targets.vta.compile import compile_conv2d, reference_conv2d, run_conv2d, workload_of
+from strato.targets.vta.compile import compile_conv2d, run_conv2d, workload_of
 from strato.targets.vta.graph import OffloadedLayer, match_offloadable
 
 
@@ -61,11 +61,9 @@ Step = CpuSegment | VtaStep
 
 
 def partition(
-    module: ModuleOp, *, virtual_threads: int = 2, function: str | None = None, cpu_target: str = "llvm",
-    progress: Callable[[int, int], None] | None = None,
+    module: ModuleOp, *, virtual_threads: int = 2, function: str | None = None, cpu_target: str = "llvm"
 ) -> list[Step]:
-    """The steps that run the entry function of the quantized `module` (module docstring);
-    `progress(done, total)` hears how many of the offloaded layers are compiled."""
+    """The steps that run the entry function of the quantized `module` (module docstring)."""
     entry = entry_function(module, function)
     ops = [op for op in entry.body.block.ops if not isinstance(op, func.ReturnOp)]
     matches = {}
@@ -105,8 +103,6 @@ def partition(
             steps.append(
                 VtaStep(found.conv, found.x8, found.w8, found.bias, found.shift, found.relu, found.result, programs[wl])
             )
-            if progress is not None:
-                progress(sum(isinstance(s, VtaStep) for s in steps), len(matches))
         elif op not in in_chains and not isinstance(op, graph.ConstantOp):
             pending.append(op)
     flush()
@@ -152,15 +148,10 @@ def _segment(ops: list[Operation], name: str, cpu_target: str) -> CpuSegment | N
 
 
 def run_partition(
-    steps: Sequence[Step], module: ModuleOp, inputs: Sequence[np.ndarray], *, function: str | None = None,
-    check: bool = False, progress: Callable[[int, int, str], None] | None = None,
+    steps: Sequence[Step], module: ModuleOp, inputs: Sequence[np.ndarray], *, function: str | None = None
 ) -> tuple[list[np.ndarray], list[OffloadedLayer]]:
     """Run the steps of `partition(module)` on `inputs`: the entry's outputs and the
-    simulator's report of each VTA step. With `check`, each VTA step's int8 output is
-    also compared element by element with numpy's int8 reference of the layer on the
-    same input (`OffloadedLayer.mismatches`). `progress(done, total, name)` hears each
-    offloaded layer as it finishes."""
-    total = sum(isinstance(step, VtaStep) for step in steps)
+    simulator's report of each VTA step."""
     entry = entry_function(module, function)
     env: dict[SSAValue, np.ndarray] = dict(zip(entry.args, check_inputs(entry, inputs)))
     layers: list[OffloadedLayer] = []
@@ -173,20 +164,9 @@ def run_partition(
             env[step.x8], step.w8, stride=stride, padding=padding, shift=step.shift,
             bias=step.bias, relu=step.relu, program=step.program,
         )  # fmt: skip
-        mismatches = None
-        if check:
-            expected = reference_conv2d(
-                env[step.x8], step.w8, stride=stride, padding=padding, shift=step.shift,
-                bias=step.bias, relu=step.relu,
-            )  # fmt: skip
-            mismatches = int(np.count_nonzero(out != expected))
         env[step.result] = out
         name = step.conv.results[0].name_hint or f"conv{len(layers)}"
-        layers.append(
-            OffloadedLayer(name, tuple(env[step.x8].shape), tuple(step.w8.shape), stride, report, mismatches)
-        )
-        if progress is not None:
-            progress(len(layers), total, name)
+        layers.append(OffloadedLayer(name, tuple(env[step.x8].shape), tuple(step.w8.shape), stride, report))
     results = []
     returned = entry.body.block.last_op
     assert isinstance(returned, func.ReturnOp)

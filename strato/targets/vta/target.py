@@ -30,7 +30,7 @@ simulator's reports of the last call.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -66,25 +66,17 @@ class VtaCompiledModel(CompiledModel):
     quantized_bits = 8
     """It computes in int8: it differs from the float model by the quantization error."""
 
-    def __init__(
-        self, signature: Signature, module: ModuleOp, entry_name: str, *, target: str, virtual_threads: int,
-        progress: Callable[[int, int], None] | None = None,
-    ):
+    def __init__(self, signature: Signature, module: ModuleOp, entry_name: str, *, target: str, virtual_threads: int):
         from strato.targets.vta.partition import partition
 
         self.module = module
         self.entry_name = entry_name
         self.virtual_threads = virtual_threads
-        self.steps = partition(module, virtual_threads=virtual_threads, function=entry_name, progress=progress)
+        self.steps = partition(module, virtual_threads=virtual_threads, function=entry_name)
         """The VTA steps and the CPU segments between them, compiled (strato.targets.vta.partition)."""
         self.layers: list[OffloadedLayer] = []
         """The simulator's report of each offloaded layer in the last call."""
         self.runs = 0
-        self.check_next = False
-        """Whether the next call compares each offloaded layer's int8 output with numpy's
-        int8 reference of the layer (`OffloadedLayer.mismatches`; then back to False)."""
-        self.layer_progress: Callable[[int, int, str], None] | None = None
-        """Called with (done, total, layer name) as each offloaded layer of a call finishes."""
         super().__init__(signature, self._run, target=target)
 
     def _run(self, arrays: Sequence[np.ndarray]) -> None:
@@ -92,11 +84,7 @@ class VtaCompiledModel(CompiledModel):
 
         count = len(self.signature.inputs)
         inputs, outputs = arrays[:count], arrays[count:]
-        check, self.check_next = self.check_next, False
-        results, self.layers = run_partition(
-            self.steps, self.module, list(inputs), function=self.entry_name, check=check,
-            progress=self.layer_progress,
-        )  # fmt: skip
+        results, self.layers = run_partition(self.steps, self.module, list(inputs), function=self.entry_name)
         self.runs += 1
         for out, result in zip(outputs, results, strict=True):
             np.copyto(out, result.astype(out.dtype, copy=False))
@@ -112,23 +100,6 @@ class VtaCompiledModel(CompiledModel):
     def cpu_segments(self) -> int:
         """How many compiled CPU functions run the ops between the offloaded layers."""
         return len(self.steps) - self.offloaded
-
-    def bit_exact_report(self) -> tuple[str, list[str]]:
-        """After a checked call (`check_next`): one line saying how many offloaded layers
-        computed exactly numpy's int8 reference, and a line per layer that did not."""
-        checked = [layer for layer in self.layers if layer.mismatches is not None]
-        wrong = [layer for layer in checked if layer.mismatches]
-        differing = sum(layer.mismatches or 0 for layer in checked)
-        line = (
-            f"offloaded layers bit-exact against the int8 reference: "
-            f"{len(checked) - len(wrong)}/{len(checked)} layers, {differing} differing element(s)"
-        )
-        problems = [
-            f"layer '{layer.name}': {layer.mismatches} int8 output element(s) differ from the "
-            "int8 reference"
-            for layer in wrong
-        ]
-        return line, problems
 
     def run_report(self) -> str:
         """Per offloaded layer of the last call: shapes, the simulator's counters, cycles
@@ -219,10 +190,7 @@ class VtaCompileTarget(Target):
         public_name: str,
         options: BuildOptions = BuildOptions(),
     ) -> CompiledModel:
-        return VtaCompiledModel(
-            signature, module, entry_name, target=str(self), virtual_threads=self.virtual_threads,
-            progress=options.progress,
-        )
+        return VtaCompiledModel(signature, module, entry_name, target=str(self), virtual_threads=self.virtual_threads)
 
     def emitter(self) -> type[xdsl.utils.target.Target]:
         from strato.targets.vta.emitter import VtaTarget
