@@ -129,3 +129,30 @@ def test_without_tqdm_a_terminal_gets_lines(monkeypatch, capsys):
     assert "strato: VTA: compiling conv layer 2/2: conv3" in err
     assert "strato: VTA: simulating conv layer 2/2 (run 3/3): conv3" in err
     assert not any("|" in line for line in err)
+
+
+def test_a_layers_instruction_stream_is_emitted_once_across_calls(monkeypatch):
+    import strato
+    from strato import zoo
+    from strato.targets.vta import interpret
+
+    model = strato.compile(zoo.build_model("dqn"), target="vta", cache=False)
+    emitted = []
+    real = interpret.emit_function
+
+    def counting(function, first_elements, config):
+        emitted.append(function)
+        return real(function, first_elements, config)
+
+    monkeypatch.setattr(interpret, "emit_function", counting)
+    rng = np.random.default_rng(2)
+    first, second = (
+        rng.uniform(-1, 1, model.inputs[0].shape).astype(np.float32) for _ in range(2)
+    )
+    (want,) = model(second)
+    assert len(emitted) == 2  # conv2 and conv3
+    model(first)
+    (got,) = model(second)
+    assert len(emitted) == 2  # the later calls reuse both streams
+    np.testing.assert_array_equal(got, want)
+    assert all(check.differing == 0 for check in model.check_layers())

@@ -92,6 +92,7 @@ def run_conv2d(
     seed: int | None = None,
     config: VTAConfig = DEFAULT_CONFIG,
     program: ModuleOp | None = None,
+    streams: dict | None = None,
 ) -> tuple[np.ndarray, Report]:
     """clip(conv2d(x, w) >> shift, 0, 127) as int8 NCHW, computed on the VTA simulator.
 
@@ -101,7 +102,9 @@ def run_conv2d(
     `tiling` overrides the template's knobs (tile sizes; its `threads` is replaced by
     `virtual_threads`), `params` the cycle model's, `seed` the order in which ready
     modules run; `bundle` is a directory to write the bundle to. `program` is the
-    layer's `compile_conv2d` output from an earlier call (the layer is not compiled again).
+    layer's `compile_conv2d` output from an earlier call (the layer is not compiled again);
+    `streams`, a dict kept with it, holds its emitted instruction stream across calls
+    (`run_vta`: the stream is not emitted again).
     """
     x, w = np.asarray(x), np.asarray(w)
     if x.dtype != np.int8 or w.dtype != np.int8:
@@ -129,7 +132,11 @@ def run_conv2d(
     arg_names = [arg.name_hint for arg in function.args]
     arrays = [by_name[name] for name in arg_names]
     names = {i: logical[name] for i, name in enumerate(arg_names) if name in logical}
-    outputs, report, built = run_vta(function, arrays, config, seed=seed, params=params, names=names)
+    if program is None:
+        streams = None  # a program compiled for this call only
+    outputs, report, built = run_vta(
+        function, arrays, config, seed=seed, params=params, names=names, streams=streams
+    )
     if bundle is not None:
         write_bundle(bundle, built.insns, built.dram, config, built.tensors)
     return unpack_activations(outputs[arg_names.index("out")], out_shape, config), report

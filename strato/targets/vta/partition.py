@@ -22,7 +22,7 @@ Both report each offloaded layer as they reach it to the listener of
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import func
@@ -66,6 +66,9 @@ class VtaStep:
     relu: bool
     result: SSAValue
     program: ModuleOp
+    streams: dict = field(default_factory=dict)
+    """The program's emitted instruction stream, kept across calls (`run_vta`); layers of
+    one workload share it as they share the program."""
 
 
 Step = CpuSegment | VtaStep
@@ -90,6 +93,7 @@ def partition(
             if isinstance(cast, graph.CastOp) and all(use.operation is found.conv for use in operand.uses):
                 in_chains.add(cast)
     programs: dict[object, ModuleOp] = {}
+    streams: dict[object, dict] = {}
     steps: list[Step] = []
     pending: list[Operation] = []
 
@@ -113,9 +117,13 @@ def partition(
             )  # fmt: skip
             if wl not in programs:
                 programs[wl] = compile_conv2d(wl, virtual_threads=virtual_threads)
+                streams[wl] = {}
             steps.append(
-                VtaStep(found.conv, found.x8, found.w8, found.bias, found.shift, found.relu, found.result, programs[wl])
-            )
+                VtaStep(
+                    found.conv, found.x8, found.w8, found.bias, found.shift, found.relu, found.result,
+                    programs[wl], streams[wl],
+                )
+            )  # fmt: skip
         elif op not in in_chains and not isinstance(op, graph.ConstantOp):
             pending.append(op)
     flush()
@@ -189,7 +197,7 @@ def run_partition(
         x8 = env[step.x8]
         out, simulated = run_conv2d(
             x8, step.w8, stride=stride, padding=padding, shift=step.shift,
-            bias=step.bias, relu=step.relu, program=step.program,
+            bias=step.bias, relu=step.relu, program=step.program, streams=step.streams,
         )  # fmt: skip
         env[step.result] = out
         layers.append(OffloadedLayer(name, tuple(x8.shape), tuple(step.w8.shape), stride, simulated, x8, out))
