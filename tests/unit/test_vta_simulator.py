@@ -411,7 +411,8 @@ def test_gemm_multiplies_in_a_float_type_only_where_it_is_exact():
 def test_float_and_int64_gemm_sums_agree_across_chunks(monkeypatch, extreme):
     """20000 micro-op executions (three chunks) accumulate into two ACC elements, with
     the largest products int8 allows (or random ones) and an int32 wrap; the float path
-    and the int64 one give the same ACC, and both the exact wrapped sums."""
+    (one product per weight block, or one per micro-op) and the int64 one give the same
+    ACC, the exact wrapped sums."""
     from strato.targets.vta import simulator
 
     rng = np.random.default_rng(3)
@@ -433,10 +434,13 @@ def test_float_and_int64_gemm_sums_agree_across_chunks(monkeypatch, extreme):
     def run():
         return simulate(insns, {"inp": inp, "wgt": wgt, "uop": uop_region(uops)}).buffers["acc"][:2, 0].copy()
 
-    fast = run()
+    grouped = run()
+    monkeypatch.setattr(simulator, "_GROUP_ROWS", 10**9)
+    per_micro_op = run()
     monkeypatch.setattr(simulator, "_dot_dtype", lambda config: None)
     exact = run()
-    np.testing.assert_array_equal(fast, exact)
+    np.testing.assert_array_equal(grouped, exact)
+    np.testing.assert_array_equal(per_micro_op, exact)
     for dst, u in enumerate(uops):
         total = 10000 * (inp[u.src, 0].astype(np.int64) @ wgt[u.wgt].astype(np.int64).T)
         np.testing.assert_array_equal(exact[dst], ((total + 2**31) % 2**32 - 2**31).astype(np.int32))

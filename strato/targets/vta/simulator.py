@@ -75,6 +75,7 @@ REGIONS = {
 }
 
 _GEMM_CHUNK = 8192  # micro-op executions per numpy batch
+_GROUP_ROWS = 16  # GEMM multiplies per weight block when its blocks have this many micro-ops on average
 
 _QUEUE_NAMES = {
     (Stage.LOAD, Stage.COMPUTE): "load->compute",
@@ -441,7 +442,20 @@ class _Machine:
             return sums
         # every product and dot product is an integer the float type holds exactly, and so
         # is each float64 sum bincount makes of at most _GEMM_CHUNK of them (`_dot_dtype`)
-        products = np.matmul(self.inp[s].astype(dot), self.wgt[w].astype(dot).transpose(0, 2, 1))
+        order = np.argsort(w, kind="stable")
+        blocks = w[order]
+        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+        if len(starts) * _GROUP_ROWS <= len(w):
+            # few weight blocks, many micro-ops each: one matrix product per block
+            inp = self.inp[s[order]].astype(dot)
+            weights = self.wgt[blocks[starts]].astype(dot)
+            products = np.empty((len(w), inp.shape[1], weights.shape[1]), dtype=dot)
+            ends = [*starts[1:].tolist(), len(w)]
+            for block, (first, end) in enumerate(zip(starts.tolist(), ends, strict=True)):
+                np.matmul(inp[first:end], weights[block].T, out=products[first:end])
+            inverse = inverse[order]
+        else:
+            products = np.matmul(self.inp[s].astype(dot), self.wgt[w].astype(dot).transpose(0, 2, 1))
         lanes = products[0].size
         slots = (inverse[:, None] * lanes + np.arange(lanes)).reshape(-1)
         sums = np.bincount(slots, weights=products.reshape(-1), minlength=count * lanes)
