@@ -12,6 +12,18 @@ build has compiled out of the model's distinct kernels:
 
 The bar is tqdm's (the `tune` extra brings it); without tqdm, a compile that takes a
 while prints one line when its build starts instead.
+
+A target that offloads layers to an accelerator (`vta`) compiles them one by one: the
+bar then goes over them (`CompileProgress.layers`), and `strato run` shows the
+simulation of each call with `SimulationProgress`:
+
+    VTA: compiling conv layers 5/19 layers |███       | [00:02<00:05, layer2.0.conv1]
+    VTA: simulating, run 2/3 12/19 layers |██████    | [00:05<00:03, layer3.0.conv1]
+
+Without tqdm, or with `lines=True` (`strato run -v`), each layer is a line instead:
+
+    strato: VTA: compiling conv layer 5/19: layer2.0.conv1
+    strato: VTA: simulating conv layer 12/19 (run 2/3): layer3.0.conv1
 """
 
 from __future__ import annotations
@@ -48,6 +60,8 @@ class CompileProgress:
             self._bar.set_description_str("import", refresh=False)
         self._passes = 0
         self._building = False
+        self._lines = self._plain_since is not None
+        self._layers: str | None = None
 
     def pass_starts(self, name: str) -> None:
         """The compile starts pass `name` (the one before it is done)."""
@@ -81,9 +95,115 @@ class CompileProgress:
             self._bar.set_description_str("build", refresh=False)
         self._bar.update(done - self._bar.n)
 
+    def layers(self, what: str, done: int, total: int, name: str) -> None:
+        """The build is through `done` of the `total` layers it offloads (`what`: "VTA:
+        compiling conv layers") and starts layer `name`."""
+        if self._lines:
+            if done < total:
+                print(
+                    f"strato: {_singular(what)} {done + 1}/{total}: {name}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            return
+        if self._bar is None:
+            return
+        if self._layers != what:
+            self._layers = what
+            self._building = True
+            self._bar.unit = " layers"
+            self._bar.bar_format = _LAYER_BAR
+            self._bar.set_description_str(what, refresh=False)
+            self._bar.set_postfix_str(name, refresh=False)
+            self._bar.reset(total=total)
+        self._bar.set_postfix_str(name, refresh=False)
+        self._bar.update(done - self._bar.n)
+
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
 
 
-__all__ = ["CompileProgress"]
+_LAYER_BAR = (
+    "{desc:<20} {n_fmt}/{total_fmt}{unit} |{bar}| [{elapsed}<{remaining}{postfix}]"
+)
+"""The layer being compiled or simulated is the postfix: [00:05<00:03, layer3.0.conv1]."""
+
+
+def _singular(what: str) -> str:
+    """The singular of `what`: VTA: compiling conv layers -> VTA: compiling conv layer."""
+    return what.removesuffix("s")
+
+
+class SimulationProgress:
+    """A bar over the offloaded layers of each call of a model that runs them on a
+    simulator, or a line per layer (`lines`); neither when not `enabled`.
+
+        progress = SimulationProgress("VTA", runs=3, enabled=sys.stderr.isatty(), lines=False)
+        with reporting_progress(progress):
+            model(x)    # the simulator reports each layer it starts
+        progress.close()
+
+    As the compile's bar, the bar shows once a call has run for `DELAY_S` and is gone
+    when the call returns; without tqdm an enabled display prints lines."""
+
+    def __init__(
+        self, device: str, *, runs: int, enabled: bool, lines: bool = False
+    ) -> None:
+        self.device = device
+        self.runs = runs
+        self.run = 0
+        self._bar = None
+        self._tqdm = None
+        if enabled and not lines:
+            try:
+                from tqdm import tqdm
+            except ImportError:
+                lines = True
+            else:
+                self._tqdm = tqdm
+        self._lines = lines
+
+    def __call__(self, stage: str, done: int, total: int, name: str) -> None:
+        """A listener of `strato.targets.vta.progress.reporting_progress`."""
+        if done == 0:
+            self.run += 1
+        run = f"run {self.run}/{self.runs}" if self.runs > 1 else ""
+        if self._lines:
+            if done < total:
+                suffix = f" ({run})" if run else ""
+                print(
+                    f"strato: {self.device}: {stage} conv layer {done + 1}/{total}{suffix}: {name}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            return
+        if self._tqdm is None:
+            return
+        if done == 0:
+            self.close()
+            self._bar = self._tqdm(
+                desc=f"{self.device}: {stage}" + (f", {run}" if run else ""),
+                postfix=name,
+                total=total,
+                unit=" layers",
+                file=sys.stderr,
+                delay=DELAY_S,
+                leave=False,
+                dynamic_ncols=True,
+                bar_format=_LAYER_BAR,
+            )
+        if self._bar is None:
+            return
+        self._bar.set_postfix_str(name, refresh=False)
+        self._bar.update(done - self._bar.n)
+        if done >= total:
+            self.close()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+__all__ = ["CompileProgress", "SimulationProgress"]

@@ -186,6 +186,7 @@ def check_target(args: argparse.Namespace):
 
 def _compile(resolved: ResolvedModel, args: argparse.Namespace):
     import strato
+    from strato.targets.vta.progress import reporting_progress as reporting_layers
     from strato.tools.compile_progress import CompileProgress
 
     target = check_target(args)
@@ -222,18 +223,25 @@ def _compile(resolved: ResolvedModel, args: argparse.Namespace):
         kernels.append((done, total))
         progress.kernels(done, total)
 
+    def offloaded_layer(stage: str, done: int, total: int, name: str) -> None:
+        # the vta target's build compiles the layers it offloads one by one
+        if done < total:
+            log.note(f"VTA: {stage} conv layer {done + 1}/{total}: {name}")
+        progress.layers(f"VTA: {stage} conv layers", done, total, name)
+
     try:
-        model = strato.compile(
-            resolved.proto,
-            target=target,
-            after_stage=after_stage,
-            before_stage=before_stage,
-            input_shapes=args.input_shapes,
-            name=c_identifier(_stem(args.model)),
-            cache=use_cache,
-            tuning=getattr(args, "tuning", None),
-            progress=built_kernels,
-        )
+        with reporting_layers(offloaded_layer):
+            model = strato.compile(
+                resolved.proto,
+                target=target,
+                after_stage=after_stage,
+                before_stage=before_stage,
+                input_shapes=args.input_shapes,
+                name=c_identifier(_stem(args.model)),
+                cache=use_cache,
+                tuning=getattr(args, "tuning", None),
+                progress=built_kernels,
+            )
     finally:
         progress.close()
     if model.origin is not None:
@@ -326,15 +334,21 @@ def run_command(args: argparse.Namespace) -> int:
     inputs = load_inputs(args.inputs, model) if args.inputs else random_inputs(model, args.seed)
     log = StageLog(args.verbose)
     log.note(f"running {args.repeat + 2} time(s)")
-    outputs = model(*inputs)
+    simulation = simulation_progress(model, args)
+    with simulation():
+        outputs = model(*inputs)
     for spec, array in zip(model.outputs, outputs):
         print(f"output '{spec.name}': shape {list(array.shape)} {array.dtype.name}")
     run_report = getattr(model, "run_report", None)  # an accelerator target's per-layer report
     if run_report is not None:
         print(run_report(), end="")
+    if getattr(model, "check_layers", None) is not None:
+        log.note("checking the offloaded layers against the int8 reference")
+        print(offloaded_check_line(model), flush=True)
     if args.outputs:
         save_outputs(args.outputs, model, outputs)
-    latency = median_latency_ms(lambda: model(*inputs), args.repeat)
+    with simulation():
+        latency = median_latency_ms(lambda: model(*inputs), args.repeat)
     print(latency_line(model, latency, args.repeat))
     if resolved is None:
         print("no reference run: a compiled model file carries no ONNX graph")
@@ -378,6 +392,59 @@ def refuse_foreign_target(args: argparse.Namespace) -> None:
             "a program for that system (or tune it there: strato tune --dask)",
             location="--target",
         )
+
+
+def simulation_progress(model, args: argparse.Namespace):
+    """A context manager to make around the calls of a model whose offloaded layers run
+    on a simulator (`--target vta`): a bar over the layers of each call on an
+    interactive stderr, a line per layer with -v, nothing otherwise
+    (`strato.tools.compile_progress.SimulationProgress`)."""
+    import contextlib
+
+    device = getattr(model, "simulated_device", None)
+    if not device:
+        return contextlib.nullcontext
+    from strato.targets.vta.progress import reporting_progress
+    from strato.tools.compile_progress import SimulationProgress
+
+    display = SimulationProgress(
+        device,
+        runs=args.repeat + 2,
+        enabled=args.verbose or sys.stderr.isatty(),
+        lines=args.verbose,
+    )
+
+    @contextlib.contextmanager
+    def showing():
+        try:
+            with reporting_progress(display):
+                yield
+        finally:
+            display.close()
+
+    return showing
+
+
+def offloaded_check_line(model) -> str:
+    """The offloaded layers of the model's last call checked element by element against
+    the numpy int8 reference (`check_layers`): the line that says they are bit-exact, or
+    a diagnostic naming each layer that differs and by how many elements."""
+    checks = model.check_layers()
+    if not checks:
+        return "no offloaded layers to check against the int8 reference"
+    bad = [check for check in checks if check.differing]
+    if bad:
+        named = ", ".join(
+            f"{check.name} in {check.differing} of {check.elements} elements" for check in bad
+        )
+        raise StratoError(
+            f"{len(bad)}/{len(checks)} offloaded layer(s) differ from the int8 reference: {named}"
+        )
+    count = len(checks)
+    return (
+        f"offloaded layers bit-exact against the int8 reference: {count}/{count} layers, "
+        "0 differing elements"
+    )
 
 
 def latency_line(model, latency_ms: float, repeat: int) -> str:

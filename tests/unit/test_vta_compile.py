@@ -210,3 +210,42 @@ def test_dense_is_bit_exact(m, relu):
     acc = x.astype(np.int64) @ w.T.astype(np.int64) + bias
     np.testing.assert_array_equal(got, np.clip(acc >> 8, 0 if relu else -127, 127).astype(np.int8))
     assert report.counters.gemm_counter == m * (64 // 16) * (48 // 16)
+
+
+def _int64_conv2d(x, w, *, stride, padding, shift, bias=None, relu=True):
+    """reference_conv2d computed in int64 throughout, one einsum per kernel position."""
+    n, _, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    xp = np.pad(x.astype(np.int64), [(0, 0), (0, 0), (padding, padding), (padding, padding)])
+    oh, ow = (h + 2 * padding - kh) // stride + 1, (wd + 2 * padding - kw) // stride + 1
+    acc = np.zeros((n, o, oh, ow), dtype=np.int64)
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
+            acc += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j].astype(np.int64))
+    if bias is not None:
+        acc = acc + np.asarray(bias, dtype=np.int64).reshape(1, o, 1, 1)
+    wrapped = ((acc + (1 << 31)) % (1 << 32)) - (1 << 31)
+    return np.clip(wrapped >> shift, 0 if relu else -127, 127).astype(np.int8)
+
+
+@pytest.mark.parametrize(
+    ("case", "dtype"), [("extreme", np.int8), ("random", np.int8), ("huge", np.int32)]
+)
+def test_reference_conv2d_sums_exactly(case, dtype):
+    """int8 operands sum in float64 (exact below 2**53), operands too large for that in
+    int64; both give what int64 arithmetic gives, int32 wrap included."""
+    rng = np.random.default_rng(7)
+    shape_x, shape_w = (1, 64, 6, 6), (32, 64, 3, 3)
+    if case == "extreme":
+        x, w = np.full(shape_x, -128, dtype), np.full(shape_w, -128, dtype)
+    elif case == "random":
+        x, w = rng.integers(-128, 128, shape_x, dtype), rng.integers(-128, 128, shape_w, dtype)
+    else:  # 64 * 9 * 2**60 products: int64 (wrapping) sums, as the int64 reference does
+        x = rng.integers(-(2**30), 2**30, shape_x, dtype)
+        w = rng.integers(-(2**30), 2**30, shape_w, dtype)
+    bias = rng.integers(-(2**20), 2**20, 32, dtype=np.int32)
+    for stride, padding, relu in ((1, 1, True), (2, 0, False)):
+        options = {"stride": stride, "padding": padding, "shift": 9, "bias": bias, "relu": relu}
+        got = reference_conv2d(x, w, **options)
+        np.testing.assert_array_equal(got, _int64_conv2d(x, w, **options))

@@ -393,3 +393,54 @@ def test_full_module_queue_stalls_fetch():
     serial += [Gemm(False, 0, 0, 1, 1, 0, 0, 0, 0, pop_prev=True), Finish()]
     timeline = estimate_cycles(serial, params=replace(p, queue_depth=1)).timeline
     assert timeline == [(0, 2), (2, 4), (4, 6), (6, 8), (8, 9), (9, 10)]
+
+
+# --- GEMM arithmetic ---------------------------------------------------------------------
+
+
+def test_gemm_multiplies_in_a_float_type_only_where_it_is_exact():
+    from strato.targets.vta.simulator import _dot_dtype
+
+    assert _dot_dtype(CFG) == np.float32  # int8: 16 * 128 * 128 = 2**18 per dot product
+    # int16: 16 * 2**30 per dot product, 2**47 per chunk of 8192 (64 lanes: 2**49)
+    assert _dot_dtype(replace(CFG, log_inp_width=4, log_wgt_width=4)) == np.float64
+    assert _dot_dtype(replace(CFG, log_inp_width=4, log_wgt_width=4, log_block=6)) == np.float64
+
+
+@pytest.mark.parametrize("extreme", [True, False])
+def test_float_and_int64_gemm_sums_agree_across_chunks(monkeypatch, extreme):
+    """20000 micro-op executions (three chunks) accumulate into two ACC elements, with
+    the largest products int8 allows (or random ones) and an int32 wrap; the float path
+    (one product per weight block, or one per micro-op) and the int64 one give the same
+    ACC, the exact wrapped sums."""
+    from strato.targets.vta import simulator
+
+    rng = np.random.default_rng(3)
+    if extreme:
+        inp = np.full((8, 1, 16), -128, dtype=np.int8)
+        wgt = np.full((4, 16, 16), -128, dtype=np.int8)
+    else:
+        inp = rng.integers(-128, 128, (8, 1, 16), dtype=np.int8)
+        wgt = rng.integers(-128, 128, (4, 16, 16), dtype=np.int8)
+    uops = [Uop(0, 1, 2), Uop(1, 5, 3)]
+    insns = [
+        Load(MemoryType.INP, 0, 0, 1, 8, 8),
+        Load(MemoryType.WGT, 0, 0, 1, 4, 4, push_next=True),
+        Load(MemoryType.UOP, 0, 0, 1, 2, 2, pop_prev=True),
+        Gemm(False, 0, 2, 100, 100, 0, 0, 0, 0),  # every execution adds to ACC 0 and 1
+        Finish(),
+    ]
+
+    def run():
+        return simulate(insns, {"inp": inp, "wgt": wgt, "uop": uop_region(uops)}).buffers["acc"][:2, 0].copy()
+
+    grouped = run()
+    monkeypatch.setattr(simulator, "_GROUP_ROWS", 10**9)
+    per_micro_op = run()
+    monkeypatch.setattr(simulator, "_dot_dtype", lambda config: None)
+    exact = run()
+    np.testing.assert_array_equal(grouped, exact)
+    np.testing.assert_array_equal(per_micro_op, exact)
+    for dst, u in enumerate(uops):
+        total = 10000 * (inp[u.src, 0].astype(np.int64) @ wgt[u.wgt].astype(np.int64).T)
+        np.testing.assert_array_equal(exact[dst], ((total + 2**31) % 2**32 - 2**31).astype(np.int32))

@@ -92,6 +92,7 @@ def run_conv2d(
     seed: int | None = None,
     config: VTAConfig = DEFAULT_CONFIG,
     program: ModuleOp | None = None,
+    streams: dict | None = None,
 ) -> tuple[np.ndarray, Report]:
     """clip(conv2d(x, w) >> shift, 0, 127) as int8 NCHW, computed on the VTA simulator.
 
@@ -101,7 +102,9 @@ def run_conv2d(
     `tiling` overrides the template's knobs (tile sizes; its `threads` is replaced by
     `virtual_threads`), `params` the cycle model's, `seed` the order in which ready
     modules run; `bundle` is a directory to write the bundle to. `program` is the
-    layer's `compile_conv2d` output from an earlier call (the layer is not compiled again).
+    layer's `compile_conv2d` output from an earlier call (the layer is not compiled again);
+    `streams`, a dict kept with it, holds its emitted instruction stream across calls
+    (`run_vta`: the stream is not emitted again).
     """
     x, w = np.asarray(x), np.asarray(w)
     if x.dtype != np.int8 or w.dtype != np.int8:
@@ -129,7 +132,11 @@ def run_conv2d(
     arg_names = [arg.name_hint for arg in function.args]
     arrays = [by_name[name] for name in arg_names]
     names = {i: logical[name] for i, name in enumerate(arg_names) if name in logical}
-    outputs, report, built = run_vta(function, arrays, config, seed=seed, params=params, names=names)
+    if program is None:
+        streams = None  # a program compiled for this call only
+    outputs, report, built = run_vta(
+        function, arrays, config, seed=seed, params=params, names=names, streams=streams
+    )
     if bundle is not None:
         write_bundle(bundle, built.insns, built.dram, config, built.tensors)
     return unpack_activations(outputs[arg_names.index("out")], out_shape, config), report
@@ -185,16 +192,22 @@ def reference_conv2d(
     bias: np.ndarray | None = None,
     relu: bool = True,
 ) -> np.ndarray:
-    """numpy: clip((conv2d(x, w) + bias) >> shift, 0 or -127, 127), accumulation wrapped to int32."""
+    """numpy: clip((conv2d(x, w) + bias) >> shift, 0 or -127, 127), accumulation wrapped to int32.
+
+    The sums are exact: in float64 (BLAS) when every partial sum is an integer below 2**53
+    (int8 operands: C * KH * KW * 128 * 128), in int64 otherwise."""
     n, c, h, wd = x.shape
     o, _, kh, kw = w.shape
-    xp = np.pad(x.astype(np.int64), [(0, 0), (0, 0), (padding, padding), (padding, padding)])
+    largest = int(np.abs(x.astype(np.int64)).max(initial=0)) * int(np.abs(w.astype(np.int64)).max(initial=0))
+    dtype = np.float64 if c * kh * kw * largest < 2**53 else np.int64
+    xp = np.pad(x.astype(dtype), [(0, 0), (0, 0), (padding, padding), (padding, padding)])
     oh, ow = (h + 2 * padding - kh) // stride + 1, (wd + 2 * padding - kw) // stride + 1
-    acc = np.zeros((n, o, oh, ow), dtype=np.int64)
+    acc = np.zeros((o, n, oh, ow), dtype=dtype)
     for i in range(kh):
         for j in range(kw):
             patch = xp[:, :, i : i + stride * oh : stride, j : j + stride * ow : stride]
-            acc += np.einsum("nchw,oc->nohw", patch, w[:, :, i, j].astype(np.int64))
+            acc += np.tensordot(w[:, :, i, j].astype(dtype), patch, axes=([1], [1]))
+    acc = acc.astype(np.int64).transpose(1, 0, 2, 3)
     if bias is not None:
         acc = acc + np.asarray(bias, dtype=np.int64).reshape(1, o, 1, 1)
     wrapped = ((acc + (1 << 31)) % (1 << 32)) - (1 << 31)

@@ -21,7 +21,7 @@ each offloaded layer's simulator report is returned.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import func
@@ -41,13 +41,17 @@ from strato.targets.vta.simulator import Report
 
 @dataclass(frozen=True)
 class OffloadedLayer:
-    """One conv run on the simulator: its name, shapes and the simulator's report."""
+    """One conv run on the simulator: its name, shapes and the simulator's report; with
+    the int8 input it was given and the int8 output the simulator computed, when the
+    runner keeps them (`run_partition` does, for `check_layers`)."""
 
     name: str
     input_shape: tuple[int, ...]
     weight_shape: tuple[int, ...]
     stride: int
     report: Report
+    input: np.ndarray | None = field(default=None, repr=False, compare=False)
+    output: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)

@@ -12,12 +12,17 @@ in) returning the values later steps or the entry's return read, compiled by the
 target (`llvm` by default) as any model is. Since the quantized graph's float
 arithmetic is exact (powers of two and small sums), the result is bit-exact against the
 graph interpreter on the same module (`strato.interpreters.graph.run_graph`).
+
+    checks = check_layers(steps, layers)   # each layer's int8 output against reference_conv2d
+
+Both report each offloaded layer as they reach it to the listener of
+`strato.targets.vta.progress.reporting_progress` (a progress display), if any.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects import func
@@ -30,8 +35,14 @@ from strato.dialects.graph.base import static_shape
 from strato.dialects.tensor_types import array_from_dense
 from strato.interpreters.graph import check_inputs, entry_function
 from strato.runtime.compiled_model import CompiledModel
-from strato.targets.vta.compile import compile_conv2d, run_conv2d, workload_of
+from strato.targets.vta.compile import (
+    compile_conv2d,
+    reference_conv2d,
+    run_conv2d,
+    workload_of,
+)
 from strato.targets.vta.graph import OffloadedLayer, match_offloadable
+from strato.targets.vta.progress import COMPILING, SIMULATING, report
 
 
 @dataclass
@@ -55,6 +66,9 @@ class VtaStep:
     relu: bool
     result: SSAValue
     program: ModuleOp
+    streams: dict = field(default_factory=dict)
+    """The program's emitted instruction stream, kept across calls (`run_vta`); layers of
+    one workload share it as they share the program."""
 
 
 Step = CpuSegment | VtaStep
@@ -79,6 +93,7 @@ def partition(
             if isinstance(cast, graph.CastOp) and all(use.operation is found.conv for use in operand.uses):
                 in_chains.add(cast)
     programs: dict[object, ModuleOp] = {}
+    streams: dict[object, dict] = {}
     steps: list[Step] = []
     pending: list[Operation] = []
 
@@ -92,6 +107,8 @@ def partition(
     for op in ops:
         found = matches.get(op)
         if found is not None:
+            done = len(steps) - _cpu_steps(steps)
+            report(COMPILING, done, len(matches), _layer_name(found.conv, done))
             flush()
             stride, padding = found.conv.stride_values[0], found.conv.padding.get_values()[0]
             wl = workload_of(
@@ -100,13 +117,27 @@ def partition(
             )  # fmt: skip
             if wl not in programs:
                 programs[wl] = compile_conv2d(wl, virtual_threads=virtual_threads)
+                streams[wl] = {}
             steps.append(
-                VtaStep(found.conv, found.x8, found.w8, found.bias, found.shift, found.relu, found.result, programs[wl])
-            )
+                VtaStep(
+                    found.conv, found.x8, found.w8, found.bias, found.shift, found.relu, found.result,
+                    programs[wl], streams[wl],
+                )
+            )  # fmt: skip
         elif op not in in_chains and not isinstance(op, graph.ConstantOp):
             pending.append(op)
     flush()
+    if matches:
+        report(COMPILING, len(matches), len(matches))
     return steps
+
+
+def _cpu_steps(steps: Sequence[Step]) -> int:
+    return sum(isinstance(step, CpuSegment) for step in steps)
+
+
+def _layer_name(conv: graph.ConvOp, index: int) -> str:
+    return conv.results[0].name_hint or f"conv{index}"
 
 
 def _segment(ops: list[Operation], name: str, cpu_target: str) -> CpuSegment | None:
@@ -155,18 +186,23 @@ def run_partition(
     entry = entry_function(module, function)
     env: dict[SSAValue, np.ndarray] = dict(zip(entry.args, check_inputs(entry, inputs)))
     layers: list[OffloadedLayer] = []
+    offloaded = len(steps) - _cpu_steps(steps)
     for step in steps:
         if isinstance(step, CpuSegment):
             env.update(zip(step.outputs, step.model(*[env[v] for v in step.inputs]), strict=True))
             continue
+        name = _layer_name(step.conv, len(layers))
+        report(SIMULATING, len(layers), offloaded, name)
         stride, padding = step.conv.stride_values[0], step.conv.padding.get_values()[0]
-        out, report = run_conv2d(
-            env[step.x8], step.w8, stride=stride, padding=padding, shift=step.shift,
-            bias=step.bias, relu=step.relu, program=step.program,
+        x8 = env[step.x8]
+        out, simulated = run_conv2d(
+            x8, step.w8, stride=stride, padding=padding, shift=step.shift,
+            bias=step.bias, relu=step.relu, program=step.program, streams=step.streams,
         )  # fmt: skip
         env[step.result] = out
-        name = step.conv.results[0].name_hint or f"conv{len(layers)}"
-        layers.append(OffloadedLayer(name, tuple(env[step.x8].shape), tuple(step.w8.shape), stride, report))
+        layers.append(OffloadedLayer(name, tuple(x8.shape), tuple(step.w8.shape), stride, simulated, x8, out))
+    if offloaded:
+        report(SIMULATING, offloaded, offloaded)
     results = []
     returned = entry.body.block.last_op
     assert isinstance(returned, func.ReturnOp)
@@ -180,4 +216,35 @@ def run_partition(
     return results, layers
 
 
-__all__ = ["CpuSegment", "VtaStep", "partition", "run_partition"]
+@dataclass(frozen=True)
+class LayerCheck:
+    """One offloaded layer's simulated int8 output against the numpy int8 reference."""
+
+    name: str
+    differing: int
+    """How many of its output elements differ from the reference."""
+    elements: int
+
+
+def check_layers(steps: Sequence[Step], layers: Sequence[OffloadedLayer]) -> list[LayerCheck]:
+    """Each offloaded layer of a `run_partition(steps, ...)` call (its `layers`) checked
+    element by element: the simulator's int8 output against `reference_conv2d` (numpy)
+    of the same int8 input, weights, bias, shift and clip."""
+    vta_steps = [step for step in steps if isinstance(step, VtaStep)]
+    if len(vta_steps) != len(layers):
+        raise StratoError(f"check_layers: {len(layers)} layer reports for {len(vta_steps)} offloaded layers")
+    checks = []
+    for step, layer in zip(vta_steps, layers):
+        if layer.input is None or layer.output is None:
+            raise StratoError(f"check_layers: layer {layer.name} kept no input and output")
+        want = reference_conv2d(
+            layer.input, step.w8, stride=step.conv.stride_values[0], padding=step.conv.padding.get_values()[0],
+            shift=step.shift, bias=step.bias, relu=step.relu,
+        )  # fmt: skip
+        got = layer.output
+        differing = got.size if got.shape != want.shape else int(np.count_nonzero(got != want))
+        checks.append(LayerCheck(layer.name, differing, want.size))
+    return checks
+
+
+__all__ = ["CpuSegment", "LayerCheck", "VtaStep", "check_layers", "partition", "run_partition"]

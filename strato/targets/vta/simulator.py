@@ -75,6 +75,7 @@ REGIONS = {
 }
 
 _GEMM_CHUNK = 8192  # micro-op executions per numpy batch
+_GROUP_ROWS = 16  # GEMM multiplies per weight block when its blocks have this many micro-ops on average
 
 _QUEUE_NAMES = {
     (Stage.LOAD, Stage.COMPUTE): "load->compute",
@@ -183,6 +184,7 @@ class _Machine:
         self.inp = np.zeros((cfg.inp_depth, *cfg.inp_elem_shape), dtype=cfg.inp_dtype)
         self.wgt = np.zeros((cfg.wgt_depth, *cfg.wgt_elem_shape), dtype=cfg.wgt_dtype)
         self.acc = np.zeros((cfg.acc_depth, *cfg.acc_elem_shape), dtype=np.int32)
+        self.dot_dtype = _dot_dtype(cfg)
         self.counters = Counters()
         self.shared = {
             MemoryType.INP: _Shared("INP", cfg.inp_depth, Stage.LOAD, Stage.COMPUTE),
@@ -304,7 +306,8 @@ class _Machine:
         if stage == shared.writer and write:
             shared.last_write[idx] = seq
         elif stage == shared.reader and not write:
-            np.maximum.at(shared.last_read, idx, seq)
+            # seq is one number: repeated indices all store the same max, as maximum.at would
+            shared.last_read[idx] = np.maximum(shared.last_read[idx], seq)
 
     # --- instructions ------------------------------------------------------------------
 
@@ -422,13 +425,41 @@ class _Machine:
             targets, inverse = np.unique(d, return_inverse=True)
             inverse = inverse.reshape(-1)
             sums = np.zeros((len(targets), *self.config.acc_elem_shape), dtype=np.int64)
-            for first in range(0, d.size, _GEMM_CHUNK):  # bounds the memory of one einsum
+            for first in range(0, d.size, _GEMM_CHUNK):  # bounds the memory of one product
                 part = slice(first, first + _GEMM_CHUNK)
-                inp = self.inp[s[part]].astype(np.int64)
-                wgt = self.wgt[w[part]].astype(np.int64)
-                np.add.at(sums, inverse[part], np.einsum("nbk,nok->nbo", inp, wgt, optimize=False))
+                sums += self.gemm_sums(s[part], w[part], inverse[part], len(targets))
             self.acc[targets] = _wrap32(self.acc[targets].astype(np.int64) + sums)
         self.counters.gemm_counter += insn.uop_count
+
+    def gemm_sums(self, s: np.ndarray, w: np.ndarray, inverse: np.ndarray, count: int) -> np.ndarray:
+        """Per target (`inverse` numbers them, `count` of them) the int64 sum of the
+        products inp[s] . wgt[w]^T of the micro-ops that write it."""
+        dot = self.dot_dtype
+        if dot is None:
+            sums = np.zeros((count, *self.config.acc_elem_shape), dtype=np.int64)
+            inp, wgt = self.inp[s].astype(np.int64), self.wgt[w].astype(np.int64)
+            np.add.at(sums, inverse, np.einsum("nbk,nok->nbo", inp, wgt, optimize=False))
+            return sums
+        # every product and dot product is an integer the float type holds exactly, and so
+        # is each float64 sum bincount makes of at most _GEMM_CHUNK of them (`_dot_dtype`)
+        order = np.argsort(w, kind="stable")
+        blocks = w[order]
+        starts = np.flatnonzero(np.r_[True, blocks[1:] != blocks[:-1]])
+        if len(starts) * _GROUP_ROWS <= len(w):
+            # few weight blocks, many micro-ops each: one matrix product per block
+            inp = self.inp[s[order]].astype(dot)
+            weights = self.wgt[blocks[starts]].astype(dot)
+            products = np.empty((len(w), inp.shape[1], weights.shape[1]), dtype=dot)
+            ends = [*starts[1:].tolist(), len(w)]
+            for block, (first, end) in enumerate(zip(starts.tolist(), ends, strict=True)):
+                np.matmul(inp[first:end], weights[block].T, out=products[first:end])
+            inverse = inverse[order]
+        else:
+            products = np.matmul(self.inp[s].astype(dot), self.wgt[w].astype(dot).transpose(0, 2, 1))
+        lanes = products[0].size
+        slots = (inverse[:, None] * lanes + np.arange(lanes)).reshape(-1)
+        sums = np.bincount(slots, weights=products.reshape(-1), minlength=count * lanes)
+        return sums.astype(np.int64).reshape((count, *self.config.acc_elem_shape))
 
     def alu(self, index: int, insn: Alu, stage: Stage, seq: int) -> None:
         d, s, _ = self.uop_indices(index, insn)
@@ -493,6 +524,18 @@ def micro_op_indices(
     s = affine(src, insn.src_factor_out, insn.src_factor_in)
     w = affine(wgt, insn.wgt_factor_out, insn.wgt_factor_in) if isinstance(insn, Gemm) else np.zeros_like(d)
     return d, s, w
+
+
+def _dot_dtype(config: VTAConfig) -> np.dtype | None:
+    """A float type GEMM can multiply INP by WGT elements in exactly: every dot product
+    of BLOCK_IN products, and every sum of _GEMM_CHUNK dot products (in float64), is an
+    integer below its 2**mantissa bound (int8 operands: 16 * 128 * 128 = 2**18 < 2**24,
+    float32). None: multiply in int64."""
+    largest = -int(np.iinfo(config.inp_dtype).min) * -int(np.iinfo(config.wgt_dtype).min)
+    bound = config.block_in * largest
+    if bound * _GEMM_CHUNK >= 2**53:
+        return None
+    return np.dtype(np.float32) if bound < 2**24 else np.dtype(np.float64)
 
 
 def _wrap32(values: np.ndarray) -> np.ndarray:

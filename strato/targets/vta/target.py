@@ -9,6 +9,7 @@
     model = strato.compile("resnet18", target="vta")
     (logits,) = model(x)
     print(model.run_report())    # per offloaded layer: counters, cycles, utilization
+    model.check_layers()         # per offloaded layer: elements differing from the int8 reference
 
 The pipeline folds batch norms (graph-simplify-inference) and quantizes conv2d and dense
 to int8 with power-of-two scales (graph-quantize). Building splits the quantized graph
@@ -52,6 +53,7 @@ if TYPE_CHECKING:
 
     from strato.runtime.signature import Signature
     from strato.targets.vta.graph import OffloadedLayer
+    from strato.targets.vta.partition import LayerCheck
 
 
 CLOCK_MHZ = 100
@@ -100,6 +102,14 @@ class VtaCompiledModel(CompiledModel):
     def cpu_segments(self) -> int:
         """How many compiled CPU functions run the ops between the offloaded layers."""
         return len(self.steps) - self.offloaded
+
+    def check_layers(self) -> list[LayerCheck]:
+        """Each offloaded layer of the last call, its simulated int8 output compared
+        element by element with the numpy int8 reference (`reference_conv2d`) of the same
+        input (`strato.targets.vta.partition.check_layers`)."""
+        from strato.targets.vta.partition import check_layers
+
+        return check_layers(self.steps, self.layers)
 
     def run_report(self) -> str:
         """Per offloaded layer of the last call: shapes, the simulator's counters, cycles
