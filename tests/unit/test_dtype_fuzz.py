@@ -1,0 +1,164 @@
+"""The dtype fuzz (strato.testing.dtype_fuzz): its case generation, and a deterministic
+sample run through the llvm backend, every operator of the importer with the least common
+element types its schema allows, which must end in no bug (crash, hang, internal error,
+wrong result or a refusal that names neither the op nor the type)."""
+
+from __future__ import annotations
+
+import random
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from strato.testing.dtype_fuzz import (
+    DtypeCase,
+    Outcome,
+    classify,
+    fuzz,
+    generate,
+    report,
+    representable,
+    type_combinations,
+    unusual_combinations,
+)
+from strato.testing.onnx_node_tests import NodeTestResult
+
+
+def test_combinations_cover_every_allowed_type():
+    combos = type_combinations("Cast", 40, random.Random(0))
+    assert len(combos) == 40
+    for variable in ("T1", "T2"):
+        assert {"float", "bfloat16", "uint64", "string", "float8e4m3fn"} <= {
+            c[variable] for c in combos
+        }
+    assert len(type_combinations("Abs", 40, random.Random(0))) == 12  # all of them
+    assert type_combinations("Cast", 40, random.Random(1)) != combos
+
+
+def test_unusual_combinations():
+    assert unusual_combinations("Abs") == [
+        {"T": name} for name in ("float16", "bfloat16", "int8", "uint8", "int16", "uint64")
+    ]
+    # Gather's index type allows none of the unusual types: int64 it is.
+    assert {c["Tind"] for c in unusual_combinations("Gather")} == {"int64"}
+
+
+def test_values_made_representable():
+    values = np.array([-3.7, -0.2, 0.0, 2.5, 300.0, np.nan], np.float32)
+    assert representable(values, np.dtype(np.uint8)).tolist() == [4, 0, 0, 2, 255, 0]
+    assert representable(values, np.dtype(np.int8)).tolist() == [-4, 0, 0, 2, 127, 0]
+    assert representable(values, np.dtype(bool)).tolist() == [True, True, False, True, True, True]
+    e4m3 = representable(np.array([1e6, -1e6], np.float32), np.dtype(ml_dtypes.float8_e4m3fn))
+    assert e4m3.astype(np.float32).tolist() == [448.0, -448.0]
+    e8m0 = representable(np.array([0.0, -2.0], np.float32), np.dtype(ml_dtypes.float8_e8m0fnu))
+    assert e8m0.astype(np.float32).tolist() == [1.0, 2.0]
+    text = representable(np.array([-3.7, -0.2, 0.0, 2.5]), np.dtype(object))
+    assert text.tolist() == ["-3.7", "-0.2", "0", "2.5"]
+
+
+def test_case_models_follow_the_binding():
+    cases, skipped = generate(["Cast", "ConstantOfShape"], pattern=r"T2=int8\]", per_op=0)
+    assert not skipped
+    assert {c.op for c in cases} == {"Cast", "ConstantOfShape"}
+    for case in cases:
+        assert case.model.graph.output[0].type.tensor_type.elem_type == 3  # INT8
+        assert case.data_sets[0][1][0].dtype == np.int8
+
+
+def test_classification():
+    case = DtypeCase("Abs[T=int8]<test_abs>", "Abs", {"T": "int8"}, "test_abs", None)
+
+    def status(**result) -> str:
+        return classify(case, NodeTestResult(case.name, **result)).status
+
+    assert status(passed=True) == "passed"
+    assert status(passed=False, reason="node #0 (Abs): int8 is not", refused=True) == "refused"
+    assert status(passed=False, reason="graph input 'x' is INT8", refused=True) == "refused"
+    assert status(passed=False, reason="something went wrong", refused=True) == "vague refusal"
+    assert status(passed=False, reason="crashed the process (signal 11)") == "crash"
+    assert status(passed=False, reason="timed out after 60 s") == "hang"
+    assert status(passed=False, reason="internal error: KeyError: 3") == "internal error"
+    assert status(passed=False, reason="output 0 differs: ...") == "wrong result"
+    text = report([Outcome("Abs", case.name, "crash", "crashed the process (signal 11)")])
+    assert "CRASH" in text and "1 bugs" in text
+
+
+# Regressions: bugs the fuzz found, each as the smallest model that showed it.
+
+
+def _compiled_and_reference(node, inputs: dict[str, np.ndarray], outputs: dict[str, int]):
+    """`node` as a one-node model compiled by the llvm backend and run on `inputs`, and
+    ONNX's reference outputs."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    from strato.onnx_backend import StratoBackend
+
+    graph = helper.make_graph(
+        [node],
+        "regression",
+        [
+            helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+            for name, v in inputs.items()
+        ],
+        [helper.make_tensor_value_info(name, elem, None) for name, elem in outputs.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    actual = StratoBackend.prepare(model, "CPU").run(list(inputs.values()))
+    expected = ReferenceEvaluator(model).run(None, inputs)
+    return [np.asarray(a) for a in actual], expected
+
+
+@pytest.mark.parametrize("dtype", [ml_dtypes.float8_e5m2, ml_dtypes.float8_e4m3fnuz])
+def test_constant_pad_of_an_8_bit_float_pads_with_its_value(dtype):
+    # The pad value was taken as an integer bit pattern: 1.25 became the bits 0x01.
+    from onnx import helper
+
+    x = np.arange(6, dtype=np.float32).reshape(2, 3).astype(dtype)
+    inputs = {"x": x, "pads": np.array([0, 1, 0, 2], np.int64), "value": np.array(1.25, dtype)}
+    node = helper.make_node("Pad", ["x", "pads", "value"], ["y"], mode="constant")
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    (actual,), (expected,) = _compiled_and_reference(node, inputs, {"y": elem})
+    assert actual.dtype == expected.dtype
+    assert actual.astype(np.float32).tolist() == expected.astype(np.float32).tolist()
+    assert actual[0, 0].astype(np.float32) == 1.25
+
+
+def test_training_dropout_of_an_8_bit_float_scales_the_values():
+    # The kept values were multiplied as bit patterns (an i8 product).
+    from onnx import TensorProto, helper
+
+    dtype = ml_dtypes.float8_e4m3fn
+    x = np.linspace(-2, 2, 12, dtype=np.float32).reshape(3, 4).astype(dtype)
+    inputs = {"x": x, "ratio": np.array(0.75, dtype), "training": np.array(True)}
+    node = helper.make_node("Dropout", ["x", "ratio", "training"], ["y"], seed=0)
+    (actual,), (expected,) = _compiled_and_reference(node, inputs, {"y": TensorProto.FLOAT8E4M3FN})
+    assert actual.dtype == expected.dtype
+    np.testing.assert_allclose(actual.astype(np.float32), expected.astype(np.float32), rtol=0.13)
+
+
+def test_col2im_of_bools_sums_overlapping_blocks_as_any():
+    # Overlapping blocks were summed by an i1 add: true + true wrapped to false.
+    from onnx import TensorProto, helper
+
+    x = np.ones((1, 4, 4), dtype=bool)  # 2x2 blocks at 2x2 positions of a 3x3 image
+    inputs = {"x": x, "image": np.array([3, 3], np.int64), "block": np.array([2, 2], np.int64)}
+    node = helper.make_node("Col2Im", ["x", "image", "block"], ["y"])
+    (actual,), (expected,) = _compiled_and_reference(node, inputs, {"y": TensorProto.BOOL})
+    assert expected.all()
+    assert actual.dtype == np.bool_ and actual.tolist() == expected.tolist()
+
+
+def test_scatter_elements_add_of_bools_is_any():
+    # Duplicate indices added their bool updates with an i1 add: true + true = false.
+    from onnx import TensorProto, helper
+
+    inputs = {
+        "data": np.array([[True, False, True]]),
+        "indices": np.array([[1, 1, 0]], np.int64),
+        "updates": np.array([[True, True, True]]),
+    }
+    node = helper.make_node("ScatterElements", list(inputs), ["y"], axis=1, reduction="add")
+    (actual,), (expected,) = _compiled_and_reference(node, inputs, {"y": TensorProto.BOOL})
+    assert actual.tolist() == expected.tolist() == [[True, True, True]]
