@@ -150,6 +150,40 @@ def test_col2im_of_bools_sums_overlapping_blocks_as_any():
     assert actual.dtype == np.bool_ and actual.tolist() == expected.tolist()
 
 
+@pytest.mark.parametrize("op_type", ["BlackmanWindow", "HammingWindow", "HannWindow"])
+@pytest.mark.parametrize("elem", ["INT32", "UINT8", "FLOAT16", "DOUBLE"])
+def test_window_of_an_integer_type_keeps_its_peak(op_type, elem):
+    # ONNX's function bodies compute the windows from float32 coefficients: a Blackman
+    # window's peak came out as 0.99999994, truncated to 0 in an integer window.
+    from onnx import TensorProto, helper
+
+    node = helper.make_node(op_type, ["size"], ["y"], output_datatype=getattr(TensorProto, elem))
+    inputs = {"size": np.array(10, np.int32)}
+    (actual,), (expected,) = _compiled_and_reference(
+        node, inputs, {"y": getattr(TensorProto, elem)}
+    )
+    assert actual.dtype == expected.dtype
+    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64), atol=1e-3)
+    if elem in ("INT32", "UINT8"):
+        assert actual[5] == 1
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.int16, np.uint8, np.int64])
+def test_shrink_of_integers_compares_and_adds_in_float(dtype):
+    # ONNX's function body casts lambd and bias to the input's type: in an unsigned
+    # type -lambd wrapped around, so 0 < -lambd held and 0 shrank to 0 + bias.
+    from onnx import helper
+
+    info = np.iinfo(dtype)
+    x = np.clip(np.array([-3, -2, -1, 0, 1, 2, 3, 7]), info.min, info.max).astype(dtype)
+    for lambd, bias in ((1.5, 1.5), (1.0, 0.5), (0.0, 2.0)):
+        node = helper.make_node("Shrink", ["x"], ["y"], lambd=lambd, bias=bias)
+        elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+        (actual,), (expected,) = _compiled_and_reference(node, {"x": x}, {"y": elem})
+        assert actual.dtype == expected.dtype
+        assert actual.tolist() == expected.tolist(), (lambd, bias)
+
+
 def test_scatter_elements_add_of_bools_is_any():
     # Duplicate indices added their bool updates with an i1 add: true + true = false.
     from onnx import TensorProto, helper
