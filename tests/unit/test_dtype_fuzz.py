@@ -184,6 +184,44 @@ def test_shrink_of_integers_compares_and_adds_in_float(dtype):
         assert actual.tolist() == expected.tolist(), (lambd, bias)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_layer_normalization_statistics_have_the_stash_type(dtype):
+    # Mean and InvStdDev are float32 (stash_type 1) for any input type; strato computed
+    # them in the input's type and then refused its own result.
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(0)
+    inputs = {"x": rng.standard_normal((3, 4)).astype(dtype), "w": np.ones(4, dtype)}
+    node = helper.make_node("LayerNormalization", ["x", "w"], ["y", "mean", "inv"], axis=1)
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    outputs = {"y": elem, "mean": TensorProto.FLOAT, "inv": TensorProto.FLOAT}
+    actual, expected = _compiled_and_reference(node, inputs, outputs)
+    # (ONNX's reference gives them the input's type; its type inference and
+    # onnxruntime float32.)
+    assert [a.dtype for a in actual] == [np.dtype(dtype), np.float32, np.float32]
+    for a, e in zip(actual, expected):
+        np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=1e-2, atol=1e-2)
+
+
+def test_batch_normalization_with_parameters_of_other_float_types():
+    # Scale and bias (T1), mean and variance (T2) of another type than X (T) made
+    # graph.batch_norm fail to verify.
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(0)
+    inputs = {
+        "x": rng.standard_normal((2, 3, 4)).astype(np.float16),
+        "scale": rng.uniform(0.5, 1.5, 3).astype(np.float32),
+        "bias": rng.standard_normal(3).astype(np.float32),
+        "mean": rng.standard_normal(3).astype(np.float64),
+        "var": rng.uniform(0.5, 1.5, 3).astype(np.float64),
+    }
+    node = helper.make_node("BatchNormalization", list(inputs), ["y"])
+    (actual,), (expected,) = _compiled_and_reference(node, inputs, {"y": TensorProto.FLOAT16})
+    assert actual.dtype == np.float16
+    np.testing.assert_allclose(actual, expected.astype(np.float16), rtol=1e-2, atol=1e-2)
+
+
 def test_scatter_elements_add_of_bools_is_any():
     # Duplicate indices added their bool updates with an i1 add: true + true = false.
     from onnx import TensorProto, helper
