@@ -203,6 +203,22 @@ def test_layer_normalization_statistics_have_the_stash_type(dtype):
         np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=1e-2, atol=1e-2)
 
 
+@pytest.mark.parametrize("elem", ["INT8", "FLOAT8E5M2"])
+def test_quantize_linear_of_int32_divides_exactly(elem):
+    # An int32 x over an int32 scale was an integer division: 7 / 2 quantized to 3.
+    from onnx import TensorProto, helper
+
+    inputs = {
+        "x": np.array([0, 2, 5, 7, -3, -5, -7, 9], np.int32),
+        "scale": np.array(2, np.int32),
+    }
+    target = getattr(TensorProto, elem)
+    node = helper.make_node("QuantizeLinear", ["x", "scale"], ["y"], output_dtype=target)
+    (actual,), (expected,) = _compiled_and_reference(node, inputs, {"y": target})
+    assert actual.dtype == expected.dtype
+    assert actual.astype(np.float32).tolist() == expected.astype(np.float32).tolist()
+
+
 def test_batch_normalization_with_parameters_of_other_float_types():
     # Scale and bias (T1), mean and variance (T2) of another type than X (T) made
     # graph.batch_norm fail to verify.
