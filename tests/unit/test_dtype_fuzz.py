@@ -250,3 +250,22 @@ def test_scatter_elements_add_of_bools_is_any():
     node = helper.make_node("ScatterElements", list(inputs), ["y"], axis=1, reduction="add")
     (actual,), (expected,) = _compiled_and_reference(node, inputs, {"y": TensorProto.BOOL})
     assert actual.tolist() == expected.tolist() == [[True, True, True]]
+
+
+def test_bicubic_grid_sample_of_bfloat16_computes_in_float32():
+    # Coordinates and weights rounded to bfloat16 at every step: 0.27 for 0.38.
+    from onnx import TensorProto, helper
+
+    x = np.arange(6, dtype=np.float32).reshape(1, 1, 3, 2)
+    grid = np.array([-1, -1, -0.5, -0.5, -0.2, -0.2, 0, 0], np.float32).reshape(1, 2, 2, 2)
+    bf16 = ml_dtypes.bfloat16
+    node = helper.make_node("GridSample", ["x", "grid"], ["y"], mode="cubic")
+    inputs = {"x": x.astype(bf16), "grid": grid.astype(bf16)}
+    (actual,), _ = _compiled_and_reference(node, inputs, {"y": TensorProto.BFLOAT16})
+    # the float32 reference on the same values, rounded to bfloat16
+    wide = {k: v.astype(np.float32) for k, v in inputs.items()}
+    (expected,) = _compiled_and_reference(node, wide, {"y": TensorProto.FLOAT})[1]
+    assert actual.dtype == bf16
+    np.testing.assert_allclose(
+        actual.astype(np.float32), expected.astype(bf16).astype(np.float32), rtol=1e-2, atol=1e-2
+    )
