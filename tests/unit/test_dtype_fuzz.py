@@ -203,6 +203,22 @@ def test_layer_normalization_statistics_have_the_stash_type(dtype):
         np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), rtol=1e-2, atol=1e-2)
 
 
+def test_a_complex_constant_output_is_refused_naming_its_type():
+    from onnx import TensorProto, helper, numpy_helper
+
+    from strato.diagnostics import StratoError
+    from strato.onnx_backend import StratoBackend
+
+    value = numpy_helper.from_array(np.array([1 + 2j], np.complex64), "value")
+    node = helper.make_node("Constant", [], ["y"], value=value)
+    graph = helper.make_graph(
+        [node], "g", [], [helper.make_tensor_value_info("y", TensorProto.COMPLEX64, [1])]
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    with pytest.raises(StratoError, match="has element type complex64"):
+        StratoBackend.prepare(model, "CPU")
+
+
 @pytest.mark.parametrize("elem", ["INT8", "FLOAT8E5M2"])
 def test_quantize_linear_of_int32_divides_exactly(elem):
     # An int32 x over an int32 scale was an integer division: 7 / 2 quantized to 3.
