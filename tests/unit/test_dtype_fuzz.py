@@ -84,6 +84,13 @@ def test_classification():
     assert "CRASH" in text and "1 bugs" in text
 
 
+def test_unusual_types_of_every_op_end_in_no_bug():
+    outcomes = fuzz(unusual=True, workers=2)
+    assert len(outcomes) > 500
+    bugs = [o for o in outcomes if o.bug]
+    assert not bugs, report(outcomes)
+
+
 # Regressions: bugs the fuzz found, each as the smallest model that showed it.
 
 
