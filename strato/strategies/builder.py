@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import numpy as np
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -26,7 +27,12 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from strato.dialects import te
-from strato.dialects.tensor_types import scalar_type
+from strato.dialects.tensor_types import (
+    is_bit_pattern_float,
+    numpy_dtype,
+    scalar_type,
+    scalars_from_elements,
+)
 from strato.strategies.accumulation import accumulator_type, round_accumulated, widen_term
 
 
@@ -67,8 +73,14 @@ class ScalarBuilder:
         return self._add(te.ReadOp(tensor, indices))
 
     def const(self, value: float | int | bool, type_: Attribute | None = None) -> SSAValue:
-        """A constant of `type_` (by default the stage's scalar type)."""
-        type_ = signless(type_ or self.element_type)
+        """A constant of `type_` (by default the stage's scalar type); for an 8- or 4-bit
+        float, its bit pattern (the format's nearest value)."""
+        declared = type_ or self.element_type
+        if is_bit_pattern_float(declared):
+            element = np.asarray(value, numpy_dtype(declared))
+            bits = int(scalars_from_elements(element, declared))
+            return self._add(arith.ConstantOp(IntegerAttr(bits, signless(declared))))
+        type_ = signless(declared)
         if isinstance(type_, AnyFloat):
             return self._add(arith.ConstantOp(FloatAttr(float(value), type_)))
         if isinstance(type_, IntegerType) and type_.width.data == 1:
@@ -86,6 +98,9 @@ class ScalarBuilder:
         return self._add(op(lhs, rhs))
 
     def add(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        """lhs + rhs; for bools numpy's sum, the or (an i1 add would wrap to false)."""
+        if isinstance(lhs.type, IntegerType) and lhs.type.width.data == 1:
+            return self._add(arith.OrIOp(lhs, rhs))
         return self._binary(lhs, rhs, arith.AddfOp, arith.AddiOp)
 
     def sub(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:

@@ -65,6 +65,8 @@ class NodeTestResult:
     reason: str = ""
     seconds: float = 0.0
     """Wall time of the case: import or compilation, and every run."""
+    refused: bool = False
+    """The case failed with a `StratoError`: strato refused it with a diagnostic."""
 
 
 def select_node_tests(ops: Iterable[str] | None = TARGET_OPS, pattern: str | None = None) -> list:
@@ -180,7 +182,7 @@ def _defined_elements(model, inputs, outputs, expected):
     if len(nodes) != 1 or nodes[0].op_type not in ("Cast", "CastLike") or not inputs:
         return outputs, expected
     source = np.asarray(inputs[0])
-    if source.dtype.kind != "f" or len(outputs) != 1 or len(expected) != 1:
+    if not _float_dtype(source.dtype) or len(outputs) != 1 or len(expected) != 1:
         return outputs, expected
     out, ref = np.asarray(outputs[0]), np.asarray(expected[0])
     narrow = {"int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3)}  # ml_dtypes' kind 'V'
@@ -200,6 +202,20 @@ def _defined_elements(model, inputs, outputs, expected):
         return outputs, expected
     zero = np.zeros((), ref.dtype)
     return [np.where(undefined, zero, out).astype(ref.dtype)], [np.where(undefined, zero, ref).astype(ref.dtype)]
+
+
+def _float_dtype(dtype: np.dtype) -> bool:
+    """Whether `dtype` is a float type: numpy's, or ml_dtypes' (bfloat16, the float8,
+    float6 and float4 types, whose numpy kind is 'V')."""
+    if dtype.kind == "f":
+        return True
+    import ml_dtypes
+
+    try:
+        ml_dtypes.finfo(dtype)
+    except (ValueError, TypeError):
+        return False
+    return True
 
 
 def run_node_test(case, mode: str = "llvm") -> NodeTestResult:
@@ -236,7 +252,7 @@ def _run_case(case, mode: str) -> NodeTestResult:
             if reason:
                 return NodeTestResult(case.name, False, reason)
     except StratoError as error:
-        return NodeTestResult(case.name, False, _one_line(str(error)))
+        return NodeTestResult(case.name, False, _one_line(str(error)), refused=True)
     except Exception as error:  # noqa: BLE001 - a crash is a failed case, reported as such
         reason = _one_line(f"{type(error).__name__}: {error}")
         return NodeTestResult(case.name, False, f"internal error: {reason}")

@@ -411,7 +411,10 @@ def combine_op(
     if isinstance(element_type, AnyFloat):
         return _FLOAT_COMBINE[kind](lhs, rhs)
     assert isinstance(element_type, IntegerType)
-    # bool (i1) orders false < true: max is "any", min is "all"
+    # bool (i1) orders false < true: max is "any", min is "all"; a sum is an "any" too
+    # (numpy's), where an i1 add would wrap to false
+    if element_type.width.data == 1 and kind == te.ReduceKind.SUM:
+        return arith.OrIOp(lhs, rhs)
     if element_type.signedness.data == Signedness.UNSIGNED or element_type.width.data == 1:
         return _UNSIGNED_COMBINE[kind](lhs, rhs)
     return _SIGNED_COMBINE[kind](lhs, rhs)

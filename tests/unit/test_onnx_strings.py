@@ -68,6 +68,8 @@ CASES = {
     "Concat": model_of("Concat", {"x": X23, "y": X23}, {"z": S}, axis=0),
     "Split": model_of("Split", {"x": (S, [2, 4])}, {"z0": S, "z1": S}, axis=1, num_outputs=2),
     "Where": model_of("Where", {"c": (B, [2, 3]), "x": X23, "y": (S, [3])}, {"z": S}),
+    "Shape": model_of("Shape", {"x": X23}, {"z": I64}, start=1),
+    "Size": model_of("Size", {"x": X23}, {"z": I64}),
 }
 
 

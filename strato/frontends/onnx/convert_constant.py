@@ -61,6 +61,9 @@ IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "ConstantOfShape": (0,),
     "Range": (0, 1, 2),
     "MelWeightMatrix": (0, 1, 2, 3, 4),
+    "BlackmanWindow": (0,),
+    "HammingWindow": (0,),
+    "HannWindow": (0,),
 }
 """The inputs of each operator that must be known at import time (by position)."""
 
@@ -134,6 +137,39 @@ def convert_mel_weight_matrix(ctx: NodeContext) -> list[ImportedValue]:
     if weights is None:
         raise ctx.error("the mel filters reach past the spectrum (upper_edge_hertz too high)")
     return [weights.astype(dtype)]
+
+
+def convert_window(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX HannWindow, HammingWindow and BlackmanWindow: the window of the size known
+    at import time, computed in float64 as ONNX's reference does and then converted to
+    `output_datatype` (truncated for an integer type). ONNX's function bodies compute
+    them from float32 coefficients, whose sum at the peak of a Blackman window falls
+    just short of 1: an integer window would lose its peak."""
+    size = _known(ctx, 0, "size")
+    if size.size != 1 or size.dtype.kind not in "iu":
+        raise ctx.error(f"size must be an integer scalar, got {size.dtype} of shape {list(size.shape)}")
+    size = int(size.reshape(()))
+    if size < 0:
+        raise ctx.error(f"size {size} is negative")
+    try:
+        dtype = helper.tensor_dtype_to_np_dtype(int(ctx.attr("output_datatype", 1)))
+    except (KeyError, ValueError, TypeError):
+        raise ctx.error(f"output_datatype={ctx.attr('output_datatype')} is not a tensor type") from None
+    periodic = int(ctx.attr("periodic", 1))
+    length = size if periodic == 1 else size - 1
+    n = np.arange(size, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if ctx.op_type == "HannWindow":
+            window = np.sin(n * np.pi / length) ** 2
+        elif ctx.op_type == "HammingWindow":
+            alpha = 25.0 / 46.0
+            window = alpha - np.cos(n * np.pi * 2 / length) * (1 - alpha)
+        else:
+            # the reference's order of the terms, so that the peak is 1 exactly
+            window = np.cos(n * (np.pi * 2) / length) * -0.5
+            window += np.cos(n * (np.pi * 4) / length) * 0.08
+            window += 0.42
+    return [window.astype(dtype)]
 
 
 def mel_weight_matrix(

@@ -2,8 +2,7 @@
 
 Many ONNX operators are specified as a function: a small graph of other operators that
 computes exactly the operator (LogSoftmax is ReduceMax, Sub, Exp, ReduceSum, Log, Sub;
-the window functions are Range, Cos and arithmetic; Attention is MatMul, Softmax and
-masking). For those whose body uses only operators strato imports, the node is replaced
+Attention is MatMul, Softmax and masking). For those whose body uses only operators strato imports, the node is replaced
 by its body, each body node converted by its own converter, so the result is what the
 `_expanded` node tests compute:
 
@@ -36,11 +35,8 @@ from strato.frontends.onnx.conversion import (
 FUNCTION_OPS = (
     "AffineGrid",
     "Attention",
-    "BlackmanWindow",
     "CausalConvWithState",
     "CenterCropPad",
-    "HammingWindow",
-    "HannWindow",
     "LogSoftmax",
     "MeanVarianceNormalization",
     "NegativeLogLikelihoodLoss",
@@ -56,25 +52,64 @@ FUNCTION_OPS = (
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "AffineGrid": (1,),
-    "BlackmanWindow": (0,),
     "CenterCropPad": (1,),
-    "HammingWindow": (0,),
-    "HannWindow": (0,),
     "ReduceLogSum": (1,),
 }
 """The inputs of each operator that must be known at import time (by position): those
 its body reads as a shape or a range bound."""
 
 
+WIDENED_OPS = ("Shrink",)
+"""Operators whose function body is not the operator for integer inputs: Shrink's
+casts lambd and bias to the input's type (so -lambd wraps around in an unsigned type,
+and a bias of 1.5 adds 1), where ONNX's reference and onnxruntime compare and add in
+float and truncate the result. For integer inputs, these run their body in float64
+between two Casts."""
+
+
 def by_function_body(op_type: str) -> Converter:
     """The converter of `op_type` that imports a node as its function body."""
 
     def convert(ctx: NodeContext) -> list[ImportedValue]:
+        if op_type in WIDENED_OPS and _input_dtype(ctx, 0).kind in "iu":
+            return _expand_in_float64(ctx)
         return expand_function(ctx)
 
     convert.__name__ = f"convert_{op_type}_by_function"
     convert.__doc__ = f"ONNX {op_type} -> the graph ops of its ONNX function body."
     return convert
+
+
+def _input_dtype(ctx: NodeContext, index: int) -> np.dtype:
+    value = ctx.value(index)
+    return value.dtype if isinstance(value, np.ndarray) else numpy_dtype(value.type.element_type)
+
+
+def _expand_in_float64(ctx: NodeContext) -> list[ImportedValue | None]:
+    """The node's single-input, single-output body run on its input cast to float64,
+    the result cast back to the input's type (truncated)."""
+    from strato.frontends.onnx.op_table import ONNX_CONVERTERS
+
+    elem_type = helper.np_dtype_to_tensor_dtype(_input_dtype(ctx, 0))
+    prefix = f"{ctx.node.output[0]}::{ctx.op_type}::"
+    wide = onnx.NodeProto()
+    wide.CopyFrom(ctx.node)
+    wide.input[0], wide.output[0] = prefix + "wide_input", prefix + "wide_output"
+    nodes = [
+        helper.make_node(
+            "Cast", [ctx.node.input[0]], [wide.input[0]], to=onnx.TensorProto.DOUBLE
+        ),
+        wide,
+        helper.make_node("Cast", [wide.output[0]], [prefix + "output"], to=elem_type),
+    ]
+    for node in nodes:
+        nested = ctx.nested(node, ctx.opset())
+        if node is wide:
+            (result,) = expand_function(nested)
+        else:
+            (result,) = ONNX_CONVERTERS["Cast"](nested)
+        ctx.bind(node.output[0], result)
+    return [ctx.lookup(prefix + "output")]
 
 
 def expand_function(ctx: NodeContext) -> list[ImportedValue | None]:

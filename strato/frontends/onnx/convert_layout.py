@@ -25,10 +25,11 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
-from strato.dialects.tensor_types import element_type_of
+from strato.dialects.tensor_types import element_type_of, is_bit_pattern_float
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of, ssa_name
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
@@ -568,6 +569,15 @@ def _training_dropout(
     factor = mask.astype(dtype) * (one / (one - dtype.type(ratio)))
     if isinstance(x, np.ndarray):
         return mask, np.asarray(x * factor, dtype=dtype)
+    element = x.type.element_type
+    if is_bit_pattern_float(element):
+        # Stage bodies hold these formats as bit patterns, which no product takes: the
+        # product is taken in f32 and rounded back.
+        factor32 = mask.astype(np.float32) * np.float32(1.0 / (1.0 - float(dtype.type(ratio))))
+        wide = ctx.emit(graph.CastOp(x, f32)).results[0]
+        wide_mask = ctx.materialize(factor32, name_hint="dropout_mask")
+        product = ctx.emit(graph.MulOp(wide, wide_mask)).results[0]
+        return mask, ctx.emit(graph.CastOp(product, element)).results[0]
     scaled_mask = ctx.materialize(np.asarray(factor, dtype=dtype), name_hint="dropout_mask")
     return mask, ctx.emit(graph.MulOp(x, scaled_mask)).results[0]
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
@@ -185,7 +186,9 @@ def convert_layer_normalization(ctx: NodeContext) -> list[ImportedValue]:
     x = ctx.value(0)
     if isinstance(x, np.ndarray) and all(p is None or isinstance(p, np.ndarray) for p in params):
         result, mean, inv_std_dev = normalization.layer_norm(x, axis, epsilon, *params)
-        folded = [np.require(a, requirements="C") for a in (result, mean, inv_std_dev)]
+        folded = [np.require(result, requirements="C")] + [
+            np.require(a, np.float32, requirements="C") for a in (mean, inv_std_dev)
+        ]
         return folded if with_stats else folded[:1]
     scale, bias = (
         ctx.operand(index) if param is not None else None
@@ -196,7 +199,12 @@ def convert_layer_normalization(ctx: NodeContext) -> list[ImportedValue]:
             ctx.operand(0), axis, epsilon, scale=scale, bias=bias, with_stats=with_stats
         )
     )
-    return list(op.results)
+    results = list(op.results)
+    # Mean and InvStdDev have the stash type (float32), whatever the input's type.
+    for n in range(1, len(results)):
+        if element_type(results[n]) != f32:
+            results[n] = ctx.emit(graph.CastOp(results[n], f32)).results[0]
+    return results
 
 
 class _FoldingEmitter:
@@ -289,6 +297,13 @@ def convert_batch_normalization(ctx: NodeContext) -> list[ImportedValue]:
     if all(isinstance(v, np.ndarray) for v in values):
         return [np.require(normalization.batch_norm(*values, epsilon=epsilon), requirements="C")]
     operands = [ctx.operand(i) for i in range(5)]
+    # Scale and bias (T1), mean and variance (T2) may have other float types than X (T):
+    # graph.batch_norm takes them in X's.
+    x_type = element_type(operands[0])
+    operands[1:] = [
+        o if element_type(o) == x_type else ctx.emit(graph.CastOp(o, x_type)).results[0]
+        for o in operands[1:]
+    ]
     return [ctx.emit(graph.BatchNormOp(*operands, epsilon=epsilon)).results[0]]
 
 

@@ -192,6 +192,10 @@ def convert_quantize_linear(ctx: NodeContext) -> list[ImportedValue]:
             f"y_scale has element type {_dtype(scale)} and x {_dtype(x)}; "
             "QuantizeLinear takes one float type"
         )
+    elif _dtype(x).kind in "iu":
+        # int32 x and scale: the quotient is a real one (numpy's true division, as in
+        # ONNX's reference), not an integer division.
+        x, scale = _cast(ctx, x, np.dtype(np.float64)), _cast(ctx, scale, np.dtype(np.float64))
     quotient = _binary(ctx, graph.DivOp, x, scale)
     if _integer_range(target) is not None:
         if zero_point is not None:

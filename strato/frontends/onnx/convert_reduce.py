@@ -379,9 +379,19 @@ def convert_stft(ctx: NodeContext) -> list[ImportedValue]:
         raise ctx.error("signal must be a float tensor")
     index = ctx.materialize(positions.astype(np.int64))
     framed = ctx.emit(graph.GatherOp(x, index, 1)).results[0]  # [B, frames, length, c]
+    signal_type = element_type(x)
     if has_window:
+        # windowed in f64 as the transform is: a product rounded to bfloat16 first
+        # was a fifth off in the small bins
         window = ctx.operand(2)
         window = ctx.emit(graph.ReshapeOp(window, [1, 1, frame_length, 1])).results[0]
+        framed, window = (
+            v if element_type(v) == f64 else ctx.emit(graph.CastOp(v, f64)).results[0]
+            for v in (framed, window)
+        )
         framed = ctx.emit(graph.MulOp(framed, window)).results[0]
     onesided = ctx.flag_attr("onesided", 1)
-    return [_transformed(ctx, framed, 2, frame_length, False, onesided)]
+    result = _transformed(ctx, framed, 2, frame_length, False, onesided)
+    if element_type(result) != signal_type:
+        result = ctx.emit(graph.CastOp(result, signal_type)).results[0]
+    return [result]

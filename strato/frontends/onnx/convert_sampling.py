@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
-from xdsl.dialects.builtin import AnyFloat, i64
+from xdsl.dialects.builtin import AnyFloat, BFloat16Type, Float16Type, f32, i64
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
@@ -245,6 +245,13 @@ def convert_grid_sample(ctx: NodeContext) -> list[ImportedValue]:
     out_sizes = list(grid_shape[1:-1])
     if 0 in x_shape or 0 in out_sizes:
         raise ctx.error("GridSample of an empty tensor is not supported")
+    # Coordinates, weights and sums of 16-bit floats are computed in f32: rounded to
+    # bfloat16 at each step they lost a third of a cubic sample's value.
+    result_type = element_type(x)
+    if isinstance(element_type(grid), _HALF_FLOATS):
+        grid = ctx.emit(graph.CastOp(grid, f32)).results[0]
+    if isinstance(result_type, _HALF_FLOATS):
+        x = ctx.emit(graph.CastOp(x, f32)).results[0]
     a = _Arithmetic(ctx, numpy_dtype(grid.type))
     per_dim: list[list[_Tap]] = []
     for dim, size in enumerate(sizes):
@@ -265,7 +272,13 @@ def convert_grid_sample(ctx: NodeContext) -> list[ImportedValue]:
         elif padding == "reflection":
             coordinate = a.reflect(coordinate, *border)
         per_dim.append(_taps(a, coordinate, size, mode, padding, border))
-    return [_combine(ctx, a, x, per_dim, n, channels, sizes, out_sizes)]
+    result = _combine(ctx, a, x, per_dim, n, channels, sizes, out_sizes)
+    if element_type(result) != result_type:
+        result = ctx.emit(graph.CastOp(result, result_type)).results[0]
+    return [result]
+
+
+_HALF_FLOATS = (Float16Type, BFloat16Type)
 
 
 def _combine(

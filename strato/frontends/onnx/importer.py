@@ -501,7 +501,10 @@ class _GraphImporter:
         for name, item in pairs:
             if isinstance(item, np.ndarray):
                 if not has_element_type(item.dtype):
-                    raise self.error(f"graph output '{name}' is not a numeric tensor")
+                    raise self.error(
+                        f"graph output '{name}' has element type {item.dtype}; strato "
+                        "imports numeric tensors only"
+                    )
                 item = self._materialize(block, item, name)
             results.append((name, item))
         return results
@@ -517,7 +520,9 @@ class _GraphImporter:
         value = env[output.name]
         if isinstance(value, np.ndarray):
             if not has_element_type(value.dtype):
-                raise self.error(f"{what} is not a numeric tensor")
+                raise self.error(
+                    f"{what} has element type {value.dtype}; strato imports numeric tensors only"
+                )
             cached = materialized.get(output.name)
             value = cached if cached is not None else self._materialize(block, value, output.name)
         tensor = output.type.tensor_type

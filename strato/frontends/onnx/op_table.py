@@ -14,6 +14,7 @@ from strato.frontends.onnx.convert_constant import (
     convert_eye_like,
     convert_mel_weight_matrix,
     convert_range,
+    convert_window,
 )
 from strato.frontends.onnx.convert_einsum import convert_einsum
 from strato.frontends.onnx.convert_elementwise import (
@@ -193,6 +194,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "BitwiseNot": convert_bitwise_not,
     "BitwiseOr": convert_bitwise_or,
     "BitwiseXor": convert_bitwise_xor,
+    "BlackmanWindow": convert_window,
     "Cast": convert_cast,
     "CastLike": convert_cast_like,
     "Ceil": convert_ceil,
@@ -239,6 +241,8 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "GridSample": convert_grid_sample,
     "GreaterOrEqual": convert_greater_or_equal,
     "GroupNormalization": convert_group_normalization,
+    "HammingWindow": convert_window,
+    "HannWindow": convert_window,
     "HardSigmoid": convert_hard_sigmoid,
     "HardSwish": convert_hard_swish,
     "Hardmax": convert_hardmax,

@@ -48,12 +48,15 @@ ID_SAFE_USES: dict[str, tuple[int, ...] | None] = {
     "Concat": None,
     "Split": (0,),
     "Where": (1, 2),
+    "Shape": (0,),
+    "Size": (0,),
 }
 """The operators that compute the same on ids as on strings, with the input positions
-that may hold strings (None: every input). All but Equal move data, so their outputs
-hold strings too; Equal's is bool."""
+that may hold strings (None: every input). All but Equal, Shape and Size move data, so
+their outputs hold strings too; Equal's is bool, Shape's and Size's int64."""
 
-_COMPARES = frozenset({"Equal"})
+_COMPARES = frozenset({"Equal", "Shape", "Size"})
+"""The operators of `ID_SAFE_USES` whose outputs hold no strings."""
 
 
 @dataclass
