@@ -292,3 +292,24 @@ def test_bicubic_grid_sample_of_bfloat16_computes_in_float32():
     np.testing.assert_allclose(
         actual.astype(np.float32), expected.astype(bf16).astype(np.float32), rtol=1e-2, atol=1e-2
     )
+
+
+def test_attention_with_an_integer_mask_is_refused():
+    # ONNX's reference adds an integer mask to the scores; the function body strato
+    # compiles (and onnxruntime) read it otherwise, and a short integer mask cannot be
+    # padded with -inf: strato computed a third answer.
+    from onnx import TensorProto, helper
+
+    from strato.diagnostics import StratoError
+    from strato.onnx_backend import StratoBackend
+
+    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 2, 3, 4])
+    k = helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, 2, 5, 4])
+    v = helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 2, 5, 4])
+    mask = helper.make_tensor_value_info("mask", TensorProto.UINT8, [3, 5])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("Attention", ["q", "k", "v", "mask"], ["y"])
+    graph = helper.make_graph([node], "g", [q, k, v, mask], [y])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
+    with pytest.raises(StratoError, match=r"Attention.*attn_mask has element type uint8"):
+        StratoBackend.prepare(model, "CPU")

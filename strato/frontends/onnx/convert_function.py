@@ -71,6 +71,12 @@ def by_function_body(op_type: str) -> Converter:
     """The converter of `op_type` that imports a node as its function body."""
 
     def convert(ctx: NodeContext) -> list[ImportedValue]:
+        if op_type == "Attention" and ctx.has_input(3) and _input_dtype(ctx, 3).kind in "iu":
+            raise ctx.error(
+                f"attn_mask has element type {_input_dtype(ctx, 3)}: Attention's masks are "
+                "boolean or of the query's float type (ONNX's reference and its function "
+                "body read an integer mask differently)"
+            )
         if op_type in WIDENED_OPS and _input_dtype(ctx, 0).kind in "iu":
             return _expand_in_float64(ctx)
         return expand_function(ctx)
