@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import random
 import re
 import signal
@@ -56,7 +57,7 @@ import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -738,7 +739,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds per case (default 60)"
     )
     parser.add_argument("--refusals", action="store_true", help="list the refusals too")
+    parser.add_argument("--json", help="also write every outcome to this file")
     args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
     start = time.perf_counter()
     outcomes = fuzz(
         pattern=args.pattern,
@@ -749,8 +752,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         workers=args.workers,
         timeout=args.timeout,
     )
+    seconds = time.perf_counter() - start
     print(report(outcomes, refusals=args.refusals))
-    print(f"in {time.perf_counter() - start:.0f} s")
+    print(f"in {seconds:.0f} s")
+    if args.json:
+        with open(args.json, "w") as file:
+            json.dump({"seconds": seconds, "outcomes": [asdict(o) for o in outcomes]}, file)
     return 1 if any(o.bug for o in outcomes) else 0
 
 
