@@ -35,26 +35,46 @@ DELAY_S = 2.0
 """How long a compile runs before its bar appears."""
 
 
+def _tqdm():
+    """tqdm's bar class, None when tqdm is not installed."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+def _transient_bar(tqdm, *, total: int, unit: str, bar_format: str, **fields):
+    """A bar on stderr that appears once its task has run `DELAY_S` and is erased when
+    closed."""
+    return tqdm(
+        total=total,
+        unit=unit,
+        file=sys.stderr,
+        delay=DELAY_S,
+        leave=False,
+        dynamic_ncols=True,
+        bar_format=bar_format,
+        **fields,
+    )
+
+
 class CompileProgress:
     """One bar over a compile's passes, then over its build's kernels."""
 
     def __init__(self, passes: int, *, enabled: bool) -> None:
         self._bar = None
         self._plain_since: float | None = None
-        try:
-            from tqdm import tqdm
-        except ImportError:
+        tqdm = _tqdm()
+        if tqdm is None:
             if enabled:
                 self._plain_since = time.monotonic()
             enabled = False
         if enabled:
-            self._bar = tqdm(
+            self._bar = _transient_bar(
+                tqdm,
                 total=passes,
                 unit=" passes",
-                file=sys.stderr,
-                delay=DELAY_S,
-                leave=False,
-                dynamic_ncols=True,
                 bar_format="{desc:<20} {n_fmt}/{total_fmt}{unit} |{bar}| [{elapsed}]",
             )
             self._bar.set_description_str("import", refresh=False)
@@ -156,12 +176,8 @@ class SimulationProgress:
         self._bar = None
         self._tqdm = None
         if enabled and not lines:
-            try:
-                from tqdm import tqdm
-            except ImportError:
-                lines = True
-            else:
-                self._tqdm = tqdm
+            self._tqdm = _tqdm()
+            lines = self._tqdm is None
         self._lines = lines
 
     def __call__(self, stage: str, done: int, total: int, name: str) -> None:
@@ -182,16 +198,13 @@ class SimulationProgress:
             return
         if done == 0:
             self.close()
-            self._bar = self._tqdm(
-                desc=f"{self.device}: {stage}" + (f", {run}" if run else ""),
-                postfix=name,
+            self._bar = _transient_bar(
+                self._tqdm,
                 total=total,
                 unit=" layers",
-                file=sys.stderr,
-                delay=DELAY_S,
-                leave=False,
-                dynamic_ncols=True,
                 bar_format=_LAYER_BAR,
+                desc=f"{self.device}: {stage}" + (f", {run}" if run else ""),
+                postfix=name,
             )
         if self._bar is None:
             return
