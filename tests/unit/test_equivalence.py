@@ -195,6 +195,15 @@ def test_wrong_pass_is_caught_on_a_generated_program_and_reduced(wrong_pass, tmp
     assert check_pipeline(make_context(), small, [WrongDoublingPass()], 8).difference is not None
 
 
+def _products_by_constants(module: ModuleOp) -> list[tuple[graph.MulOp, graph.ConstantOp]]:
+    """Every graph.mul of `module` whose right operand is a graph.constant, with it."""
+    return [
+        (op, op.rhs.owner)
+        for op in module.walk()
+        if isinstance(op, graph.MulOp) and isinstance(op.rhs.owner, graph.ConstantOp)
+    ]
+
+
 @dataclass(frozen=True)
 class WrongScalePass(ModulePass):
     """Rewrites x * C (C a constant) into x + C: wrong on purpose, even for a splat C."""
@@ -202,13 +211,12 @@ class WrongScalePass(ModulePass):
     name = "test-wrong-scale"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for mul in [inner for inner in op.walk() if isinstance(inner, graph.MulOp)]:
-            if isinstance(mul.rhs.owner, graph.ConstantOp):
-                add = graph.AddOp(mul.lhs, mul.rhs)
-                mul.parent.insert_op_before(add, mul)
-                mul.result.replace_all_uses_with(add.result)
-                mul.detach()
-                mul.erase()
+        for mul, _ in _products_by_constants(op):
+            add = graph.AddOp(mul.lhs, mul.rhs)
+            mul.parent.insert_op_before(add, mul)
+            mul.result.replace_all_uses_with(add.result)
+            mul.detach()
+            mul.erase()
 
 
 @dataclass(frozen=True)
@@ -219,13 +227,11 @@ class FirstElementPass(ModulePass):
     name = "test-first-element"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for mul in [inner for inner in op.walk() if isinstance(inner, graph.MulOp)]:
-            constant = mul.rhs.owner
-            if isinstance(constant, graph.ConstantOp):
-                values = constant.evaluate([])[0]
-                first = graph.ConstantOp.from_array(np.full(values.shape, values.flat[0], values.dtype))
-                mul.parent.insert_op_before(first, mul)
-                mul.operands[1] = first.result
+        for mul, constant in _products_by_constants(op):
+            values = constant.evaluate([])[0]
+            first = graph.ConstantOp.from_array(np.full(values.shape, values.flat[0], values.dtype))
+            mul.parent.insert_op_before(first, mul)
+            mul.operands[1] = first.result
 
 
 @pytest.fixture
