@@ -46,6 +46,11 @@ from pathlib import Path
 import numpy as np
 
 CACHE_DIR = Path(__file__).resolve().parent / ".torch_corpus"
+
+# Run as a script, this directory comes first on sys.path, and its kernels.py would stand
+# in for the `kernels` package transformers imports: this script imports nothing of it.
+if sys.path and Path(sys.path[0] or ".").resolve() == Path(__file__).resolve().parent:
+    del sys.path[0]
 EXPORTERS = ("dynamo", "torchscript")
 OPSETS = {"dynamo": 18, "torchscript": 17}
 RTOL = 1e-3
