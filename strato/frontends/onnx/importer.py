@@ -410,8 +410,11 @@ class _GraphImporter:
             return None
 
     def _run_checker(self) -> None:
+        # the checker and shape inference see the weights' types and shapes, not their
+        # values: serializing those is most of what either would cost
+        self._light_model = without_weight_data(self.model)
         try:
-            onnx.checker.check_model(self.model)
+            onnx.checker.check_model(self._light_model)
         except onnx.checker.ValidationError as err:
             reason = " ".join(str(err).split())
             if not self._outputs_lack_shapes():
@@ -425,6 +428,7 @@ class _GraphImporter:
             except (shape_inference.InferenceError, onnx.checker.ValidationError):
                 raise self.error(f"invalid ONNX model: {reason}") from None
             self.model = inferred
+            self._light_model = without_weight_data(inferred)
             self.graph = inferred.graph
             self.inputs = [i for i in self.graph.input if i.name not in self.initializers]
 
@@ -437,7 +441,7 @@ class _GraphImporter:
     def _infer_shapes(self) -> dict[str, tuple[int, ...]]:
         """Static shapes ONNX shape inference finds for intermediate values."""
         try:
-            model = shape_inference.infer_shapes(without_weight_data(self.model))
+            model = shape_inference.infer_shapes(self._light_model)
         except (shape_inference.InferenceError, onnx.checker.ValidationError) as err:
             reason = " ".join(str(err).split())
             raise self.error(f"shape inference failed: {reason}") from None

@@ -1,12 +1,17 @@
-"""The model ONNX shape inference needs: the weights' shapes, not their values.
+"""The model ONNX's checker and shape inference need: the weights' shapes, not their values.
 
-`onnx.shape_inference.infer_shapes` serializes the whole model, weights included, and
-parses it again in C++: for ResNet-18 (45 MB of weights) that is half of its time, for a
-ViT-B several seconds. Inference reads the values of small constant inputs only (the
-shape of a Reshape, the axes of a Squeeze, the pads of a Pad), so `without_weight_data`
-gives it a copy of the model in which every large initializer is a graph input of the
-same type and shape instead; small ones keep their data.
+`onnx.checker.check_model` and `onnx.shape_inference.infer_shapes` both serialize the
+whole model, weights included, and parse it again in C++: for ResNet-18 (45 MB of
+weights) that is a quarter of the import, for a ViT-B several seconds. Inference reads the
+values of small constant inputs only (the shape of a Reshape, the axes of a Squeeze, the
+pads of a Pad), and of a weight the checker checks only its type and that its data has
+one field of the size its shape and type ask for. So `without_weight_data` gives both a
+copy of the model in which every large weight whose data is already known to be right
+(raw bytes of exactly that size, stored in the model) is a graph input of the same type
+and shape instead; small weights and any other keep their data, and the checker sees
+them as they are.
 
+    onnx.checker.check_model(without_weight_data(model))
     inferred = shape_inference.infer_shapes(without_weight_data(model))
 """
 
@@ -18,14 +23,37 @@ from onnx import helper
 MAX_INLINE_BYTES = 4096
 """Initializers up to this size keep their data (shape inference may read them)."""
 
+_SUB_BYTE_TYPES = {
+    getattr(onnx.TensorProto, name)
+    for name in ("INT4", "UINT4", "FLOAT4E2M1", "INT2", "UINT2")
+    if hasattr(onnx.TensorProto, name)
+}
 
-def _byte_size(tensor: onnx.TensorProto) -> int:
-    if tensor.HasField("raw_data"):
-        return len(tensor.raw_data)
+
+_TYPED_FIELDS = (
+    "float_data", "int32_data", "string_data", "int64_data", "double_data", "uint64_data"
+)  # fmt: skip
+
+
+def _stands_in(tensor: onnx.TensorProto) -> bool:
+    """Whether `tensor` is large and its data is what the checker would accept: raw bytes
+    in the model, no typed field beside them, exactly the size its shape and (byte-sized)
+    element type ask for."""
+    raw = len(tensor.raw_data)
+    if raw <= MAX_INLINE_BYTES or tensor.data_location == onnx.TensorProto.EXTERNAL:
+        return False
+    if any(len(getattr(tensor, field)) for field in _TYPED_FIELDS):
+        return False
+    try:
+        itemsize = helper.tensor_dtype_to_np_dtype(tensor.data_type).itemsize
+    except (KeyError, ValueError, TypeError):
+        return False
+    if tensor.data_type in _SUB_BYTE_TYPES or tensor.data_type == onnx.TensorProto.STRING:
+        return False
     count = 1
     for dim in tensor.dims:
         count *= dim
-    return count * 8  # typed fields hold at most 8 bytes an element
+    return raw == count * itemsize
 
 
 def _has_subgraphs(graph: onnx.GraphProto) -> bool:
@@ -41,7 +69,9 @@ def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
     (see the module docstring). A model with subgraphs is returned as it is: their nodes
     may name an outer initializer."""
     graph = model.graph
-    large = [t for t in graph.initializer if _byte_size(t) > MAX_INLINE_BYTES]
+    if model.ir_version < 4:  # initializers must be graph inputs there: the checker sees
+        return model  # that only on the model itself
+    large = [t for t in graph.initializer if _stands_in(t)]
     if not large or _has_subgraphs(graph) or graph.sparse_initializer:
         return model
     light = onnx.ModelProto()
