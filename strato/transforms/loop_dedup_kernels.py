@@ -32,6 +32,7 @@ After:
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -46,11 +47,19 @@ from strato.schedule.workload import kernel_key
 def dedup_kernels(module: ModuleOp) -> dict[str, str]:
     """Merge the kernels of `module` that are equal up to names, in place; returns each
     removed kernel's name -> the kernel its calls now go to."""
+    # Kernels equal up to names have the same type and top-level ops: only those that
+    # share these with another kernel need their key (which prints the kernel).
+    kernels = [
+        op
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
+    ]
+    signatures = Counter(_signature(kernel) for kernel in kernels)
     first: dict[str, str] = {}
     replaced: dict[str, str] = {}
     duplicates: list[func.FuncOp] = []
-    for op in module.ops:
-        if not isinstance(op, func.FuncOp) or KERNEL_ATTR not in op.attributes:
+    for op in kernels:
+        if signatures[_signature(op)] == 1:
             continue
         name = op.sym_name.data
         representative = first.setdefault(kernel_key(op), name)
@@ -66,6 +75,12 @@ def dedup_kernels(module: ModuleOp) -> dict[str, str]:
         module.body.block.detach_op(kernel)
         kernel.erase()
     return replaced
+
+
+def _signature(kernel: func.FuncOp) -> tuple:
+    """What two kernels equal up to names share, cheap to compute: the function type
+    and the names of the body's top-level ops."""
+    return kernel.function_type, tuple(op.name for op in kernel.body.block.ops)
 
 
 @dataclass(frozen=True)
