@@ -397,6 +397,46 @@ def test_batch_norm_training_mode_of_constants_is_folded():
     assert_close(run_graph(module, []), expected)
 
 
+def test_batch_norm_training_mode_with_other_parameter_types():
+    """X in f64, scale and bias (T1) in f16, the running statistics (T2) in f32: Y is
+    computed in the wider type and is X's, each running statistic in T2."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 3, 4, 4))
+    params = {
+        "scale": rng.uniform(0.5, 1.5, 3).astype(np.float16),
+        "B": rng.standard_normal(3).astype(np.float16),
+        "mean": rng.standard_normal(3).astype(np.float32),
+        "var": rng.uniform(0.5, 1.5, 3).astype(np.float32),
+    }
+    node = helper.make_node(
+        "BatchNormalization", ["x", *params], ["y", "running_mean", "running_var"],
+        training_mode=1, momentum=0.75,
+    )  # fmt: skip
+    graph_ = helper.make_graph(
+        [node],
+        "bn",
+        [helper.make_tensor_value_info("x", TensorProto.DOUBLE, x.shape)],
+        [
+            helper.make_tensor_value_info("y", TensorProto.DOUBLE, x.shape),
+            helper.make_tensor_value_info("running_mean", TensorProto.FLOAT, [3]),
+            helper.make_tensor_value_info("running_var", TensorProto.FLOAT, [3]),
+        ],
+        [numpy_helper.from_array(v, k) for k, v in params.items()],
+    )
+    model = helper.make_model(graph_, opset_imports=[helper.make_opsetid("", 15)])
+    mean, var = x.mean(axis=(0, 2, 3)), x.var(axis=(0, 2, 3))
+    view = (1, 3, 1, 1)
+    y = (x - mean.reshape(view)) / np.sqrt(var.reshape(view) + 1e-5)
+    y = y * params["scale"].astype(np.float64).reshape(view) + params["B"].reshape(view)
+    expected = [
+        y,
+        (params["mean"] * 0.75 + mean * 0.25).astype(np.float32),
+        (params["var"] * 0.75 + var * 0.25).astype(np.float32),
+    ]
+    assert_close(run_graph(import_onnx(model).module, [x]), expected, what="graph")
+    assert_close(strato.compile(model, cache=False)(x), expected, what="compiled")
+
+
 def test_batch_norm_training_mode_other_values_are_a_diagnostic():
     model, _ = batch_norm_model((2, 3, 2, 2), training_mode=2)
     with pytest.raises(ModelImportError, match=r"attribute training_mode=2 is not supported"):

@@ -25,7 +25,7 @@ from xdsl.ir import SSAValue
 from strato.dialects import graph
 from strato.dialects.graph import broadcast_shapes, normalization
 from strato.dialects.graph.base import element_type
-from strato.dialects.tensor_types import numpy_dtype
+from strato.dialects.tensor_types import element_type_of, numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
 
 SOFTMAX_SINGLE_AXIS_OPSET = 13
@@ -254,6 +254,19 @@ class _FoldingEmitter:
             return np.require(x.reshape(shape), requirements="C")
         return self.ctx.emit(graph.ReshapeOp(x, shape)).results[0]
 
+    def cast(self, x: ImportedValue, dtype: np.dtype | None = None) -> ImportedValue:
+        """x in `dtype` (the emitter's own by default)."""
+        dtype = self.dtype if dtype is None else dtype
+        if _dtype_of(x) == dtype:
+            return x
+        if isinstance(x, np.ndarray):
+            return np.require(x.astype(dtype), requirements="C")
+        return self.ctx.emit(graph.CastOp(x, element_type_of(dtype))).results[0]
+
+
+def _dtype_of(x: ImportedValue) -> np.dtype:
+    return x.dtype if isinstance(x, np.ndarray) else numpy_dtype(x.type)
+
 
 def _check_batch_norm_operands(ctx: NodeContext) -> tuple[int, ...]:
     """The input shape (N, C, ...) once the per-channel operands are checked against it."""
@@ -317,13 +330,17 @@ def _batch_normalization_training(
         Y = (X - mean) / sqrt(var + epsilon) * scale + B
         running_mean = input_mean * momentum + mean * (1 - momentum)
         running_var = input_var * momentum + var * (1 - momentum)
+
+    The statistics are computed in X's type (T). Scale and bias (T1) and the running
+    statistics (T2) may have other float types: as ONNX's reference (numpy) does, Y is
+    computed in the wider of T and T1 and cast to T, and each running statistic in the
+    wider of T and T2, in T2 as the schema declares it.
     """
     momentum = ctx.float_attr("momentum", 0.9)
     if not math.isfinite(momentum):
         raise ctx.error(f"attribute momentum={momentum} must be a finite number")
     x = ctx.value(0)
-    dtype = x.dtype if isinstance(x, np.ndarray) else numpy_dtype(x.type)
-    build = _FoldingEmitter(ctx, dtype)
+    build = _FoldingEmitter(ctx, _dtype_of(x))
     channels = shape[1]
     channel_shape = (channels,) + (1,) * (len(shape) - 2)
     axes = [d for d in range(len(shape)) if d != 1]
@@ -332,10 +349,12 @@ def _batch_normalization_training(
     centered = build.binary(graph.SubOp, x, mean)
     var = build.mean(build.binary(graph.MulOp, centered, centered), axes)
     std = build.sqrt(build.binary(graph.AddOp, var, build.scalar(epsilon)))
-    normalized = build.binary(graph.DivOp, centered, std)
-    scale = build.reshape(ctx.value(1), channel_shape)
-    bias = build.reshape(ctx.value(2), channel_shape)
-    results = [build.binary(graph.AddOp, build.binary(graph.MulOp, normalized, scale), bias)]
+    affine = _FoldingEmitter(ctx, np.promote_types(build.dtype, _dtype_of(ctx.value(1))))
+    normalized = affine.binary(graph.DivOp, affine.cast(centered), affine.cast(std))
+    scale = affine.reshape(affine.cast(ctx.value(1)), channel_shape)
+    bias = affine.reshape(affine.cast(ctx.value(2)), channel_shape)
+    y = affine.binary(graph.AddOp, affine.binary(graph.MulOp, normalized, scale), bias)
+    results = [build.cast(y)]
 
     for index, statistic in ((3, mean), (4, var)):
         if len(ctx.node.output) <= index - 2:
@@ -343,10 +362,12 @@ def _batch_normalization_training(
         if not ctx.node.output[index - 2]:
             results.append(statistic)  # not read: the importer skips unnamed outputs
             continue
-        kept = build.binary(graph.MulOp, ctx.value(index), build.scalar(momentum))
-        batch = build.reshape(statistic, (channels,))
-        update = build.binary(graph.MulOp, batch, build.scalar(1.0 - momentum))
-        results.append(build.binary(graph.AddOp, kept, update))
+        running = _dtype_of(ctx.value(index))
+        update = _FoldingEmitter(ctx, np.promote_types(build.dtype, running))
+        kept = update.binary(graph.MulOp, update.cast(ctx.value(index)), update.scalar(momentum))
+        batch = update.cast(build.reshape(statistic, (channels,)))
+        new = update.binary(graph.MulOp, batch, update.scalar(1.0 - momentum))
+        results.append(update.cast(update.binary(graph.AddOp, kept, new), running))
     return results
 
 
