@@ -298,18 +298,42 @@ def test_attention_with_an_integer_mask_is_refused():
     # ONNX's reference adds an integer mask to the scores; the function body strato
     # compiles (and onnxruntime) read it otherwise, and a short integer mask cannot be
     # padded with -inf: strato computed a third answer.
-    from onnx import TensorProto, helper
+    from onnx import TensorProto
 
     from strato.diagnostics import StratoError
     from strato.onnx_backend import StratoBackend
 
-    q = helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 2, 3, 4])
-    k = helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, 2, 5, 4])
-    v = helper.make_tensor_value_info("v", TensorProto.FLOAT, [1, 2, 5, 4])
-    mask = helper.make_tensor_value_info("mask", TensorProto.UINT8, [3, 5])
-    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
-    node = helper.make_node("Attention", ["q", "k", "v", "mask"], ["y"])
-    graph = helper.make_graph([node], "g", [q, k, v, mask], [y])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
     with pytest.raises(StratoError, match=r"Attention.*attn_mask has element type uint8"):
+        StratoBackend.prepare(_attention_model(mask=TensorProto.UINT8), "CPU")
+
+
+def test_attention_with_a_value_type_other_than_the_querys_is_refused():
+    # The function body's last MatMul multiplies the weights (Q's type) by V, and ONNX's
+    # reference returns Y in the wider type, which is neither declared one.
+    from onnx import TensorProto
+
+    from strato.diagnostics import StratoError
+    from strato.onnx_backend import StratoBackend
+
+    model = _attention_model(value=TensorProto.DOUBLE)
+    with pytest.raises(StratoError, match=r"Attention.*V has element type float64 and Q float32"):
         StratoBackend.prepare(model, "CPU")
+
+
+def _attention_model(*, value: int | None = None, mask: int | None = None):
+    """A one-node Attention model of float32 Q and K, V of type `value` (Q's by default),
+    with an attn_mask of type `mask` when given."""
+    from onnx import TensorProto, helper
+
+    value = TensorProto.FLOAT if value is None else value
+    inputs = [
+        helper.make_tensor_value_info("q", TensorProto.FLOAT, [1, 2, 3, 4]),
+        helper.make_tensor_value_info("k", TensorProto.FLOAT, [1, 2, 5, 4]),
+        helper.make_tensor_value_info("v", value, [1, 2, 5, 4]),
+    ]
+    if mask is not None:
+        inputs.append(helper.make_tensor_value_info("mask", mask, [3, 5]))
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    node = helper.make_node("Attention", [i.name for i in inputs], ["y"])
+    graph = helper.make_graph([node], "g", inputs, [y])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])

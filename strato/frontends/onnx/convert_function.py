@@ -77,6 +77,13 @@ def by_function_body(op_type: str) -> Converter:
                 "boolean or of the query's float type (ONNX's reference and its function "
                 "body read an integer mask differently)"
             )
+        if op_type == "Attention" and _input_dtype(ctx, 2) != _input_dtype(ctx, 0):
+            raise ctx.error(
+                f"V has element type {_input_dtype(ctx, 2)} and Q {_input_dtype(ctx, 0)}: "
+                "strato takes Attention's V (and past_value) of Q's type (its function "
+                "body multiplies the attention weights, of Q's type, by V in one MatMul, "
+                "which needs one type, and ONNX's reference returns Y in neither type)"
+            )
         if op_type in WIDENED_OPS and _input_dtype(ctx, 0).kind in "iu":
             return _expand_in_float64(ctx)
         return expand_function(ctx)
