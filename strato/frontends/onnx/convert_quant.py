@@ -143,7 +143,7 @@ def _saturated(
         value = _binary(ctx, graph.AddOp, value, _cast(ctx, zero_point, wide))
     low, high = _integer_range(target)
     if isinstance(value, np.ndarray):
-        return np.clip(value, low, high).astype(target)
+        return np.asarray(np.clip(value, low, high)).astype(target)  # 0-d stays an array
     value = ctx.emit(graph.ClipOp(value, float(low), float(high))).results[0]
     return _cast(ctx, value, target)
 
@@ -201,7 +201,7 @@ def convert_quantize_linear(ctx: NodeContext) -> list[ImportedValue]:
         if zero_point is not None:
             zero_point = _broadcastable(ctx, zero_point, x_shape, "y_zero_point")
         if isinstance(quotient, np.ndarray):
-            rounded: ImportedValue = np.rint(quotient)
+            rounded: ImportedValue = np.asarray(np.rint(quotient))  # 0-d stays an array
         else:
             rounded = ctx.emit(graph.RoundOp(quotient)).results[0]
         return [_saturated(ctx, rounded, zero_point, target)]

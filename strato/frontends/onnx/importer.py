@@ -52,6 +52,7 @@ from strato.frontends.onnx.conversion import (
     ssa_name,
 )
 from strato.frontends.onnx import sequences
+from strato.frontends.onnx.convert_contrib import CONTRIB_CONVERTERS, CONTRIB_DOMAIN
 from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 from strato.frontends.onnx.shape_inputs import without_weight_data
 
@@ -143,6 +144,13 @@ _NODES_NAMED = 3
 """How many nodes a diagnostic names for one unsupported operator."""
 
 
+def _converter(node: onnx.NodeProto):
+    """The converter of `node`'s operator, by its domain."""
+    if node.domain == CONTRIB_DOMAIN:
+        return CONTRIB_CONVERTERS[node.op_type]
+    return ONNX_CONVERTERS[node.op_type]
+
+
 def _nodes_using(op_type: str, nodes: Sequence[str]) -> str:
     """`IsNaN (2 nodes: 'n1', #7)`, naming at most `_NODES_NAMED` nodes."""
     count = f"{len(nodes)} node" + ("s" if len(nodes) > 1 else "")
@@ -200,7 +208,7 @@ class _GraphImporter:
             ctx = NodeContext(node, index, env, block, materialized, self.location)
             ctx.opset_version = self.opset_version
             try:
-                results = ONNX_CONVERTERS[node.op_type](ctx)
+                results = _converter(node)(ctx)
             except MemoryError:
                 # a constant computed at import that this machine cannot hold
                 raise ctx.error("out of memory computing the node's constant result") from None
@@ -281,10 +289,17 @@ class _GraphImporter:
         defined before it. Unsupported operators are reported together, one diagnostic
         for the whole model."""
         for index, node in enumerate(self.graph.node):
-            if node.domain not in _DEFAULT_DOMAINS:
+            if node.domain not in (*_DEFAULT_DOMAINS, CONTRIB_DOMAIN):
                 raise self.error(
                     f"{node_label(node, index)}: operator domain '{node.domain}' is not "
-                    "supported; strato imports operators of the default ONNX domain only"
+                    "supported; strato imports operators of the default ONNX domain and "
+                    f"onnxruntime's quantized operators of '{CONTRIB_DOMAIN}'"
+                )
+            if node.domain == CONTRIB_DOMAIN and node.op_type not in CONTRIB_CONVERTERS:
+                raise self.error(
+                    f"{node_label(node, index)}: operator {CONTRIB_DOMAIN}.{node.op_type} "
+                    f"is not supported; of the '{CONTRIB_DOMAIN}' domain strato imports "
+                    f"{', '.join(sorted(CONTRIB_CONVERTERS))}"
                 )
         self._check_operators_supported()
         defined = {value.name for value in self.graph.input} | set(self.initializers)
@@ -313,6 +328,8 @@ class _GraphImporter:
         """
         unsupported: dict[str, list[str]] = {}
         for index, node in enumerate(self.graph.node):
+            if node.domain not in _DEFAULT_DOMAINS:
+                continue  # checked with its domain
             if node.op_type not in ONNX_CONVERTERS:
                 where = f"'{node.name}'" if node.name else f"#{index}"
                 unsupported.setdefault(node.op_type, []).append(where)
@@ -475,6 +492,8 @@ class _GraphImporter:
         for name, value in zip(outputs, results):
             if not name:
                 continue
+            if isinstance(value, np.generic):  # a 0-d result numpy gave as a scalar
+                value = np.asarray(value)
             expected = inferred.get(name)
             if expected is not None and shape_of(value) != expected:
                 raise ctx.error(
