@@ -35,15 +35,12 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from onnx import helper
 
 from strato.dialects.tensor_types import numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
+from strato.frontends.onnx.expansion import Expansion
 
 CONTRIB_DOMAIN = "com.microsoft"
-
-_BODY_OPSET = 17
-"""The opset of the default-domain nodes each operator is imported as."""
 
 _F32, _F64 = np.float32, np.float64
 
@@ -53,35 +50,8 @@ def _fma32(a, b, c) -> np.ndarray:
     return (np.asarray(a, _F64) * np.asarray(b, _F64) + np.asarray(c, _F64)).astype(_F32)
 
 
-class _Body:
-    """Builds the default-domain nodes an operator is imported as, converting each as it
-    comes; values are named under the node's first output."""
-
-    def __init__(self, ctx: NodeContext):
-        self.ctx = ctx
-        self.prefix = f"{ctx.node.output[0]}::{ctx.op_type}::"
-        self.count = 0
-
-    def _name(self) -> str:
-        self.count += 1
-        return f"{self.prefix}{self.count}"
-
-    def constant(self, value) -> str:
-        name = self._name()
-        self.ctx.bind(name, np.ascontiguousarray(value))
-        return name
-
-    def node(self, op_type: str, inputs: list[str], **attributes) -> str:
-        from strato.frontends.onnx.op_table import ONNX_CONVERTERS
-
-        name = self._name()
-        node = helper.make_node(op_type, inputs, [name], **attributes)
-        (result,) = ONNX_CONVERTERS[op_type](self.ctx.nested(node, _BODY_OPSET))
-        self.ctx.bind(name, np.asarray(result) if isinstance(result, np.generic) else result)
-        return name
-
-    def cast(self, name: str, dtype: np.dtype) -> str:
-        return self.node("Cast", [name], to=helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))
+class _Body(Expansion):
+    """An expansion with the float32 and 8-bit steps these operators share."""
 
     def float32_affine(self, x: str, scale, offset) -> str:
         """float32(x * scale + offset), x exact in float64, the float32 `scale` and
@@ -102,17 +72,10 @@ class _Body:
     def lookup(self, x: str, table: np.ndarray) -> str:
         """table[x - min] for each 8-bit x (the table of all 256 values of x's type)."""
         index = self.cast(x, np.int32)
-        low = int(np.iinfo(self.ctx_dtype(x)).min)
+        low = int(np.iinfo(self.dtype_of(x)).min)
         if low:
             index = self.node("Sub", [index, self.constant(np.int32(low))])
         return self.node("Gather", [self.constant(table), index], axis=0)
-
-    def ctx_dtype(self, name: str) -> np.dtype:
-        value = self.ctx.lookup(name)
-        return value.dtype if isinstance(value, np.ndarray) else numpy_dtype(value.type)
-
-    def result(self, name: str) -> ImportedValue:
-        return self.ctx.lookup(name)
 
 
 def _dtype(ctx: NodeContext, index: int) -> np.dtype:
