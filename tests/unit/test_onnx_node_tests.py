@@ -22,9 +22,24 @@ _F32_FFT_ROUND_OFF = (
     "values that are 0 in exact arithmetic (strato's transform, summed in f64, gives 6e-15), "
     "over the case's atol of 1e-7"
 )
+_RUN_TIME_CONTROL_FLOW = (
+    "the If's condition or the Loop's trip count is a graph input, known only at run time: "
+    "strato imports control flow whose decisions are known at compile time"
+)
 EXPECTED_FAILURES: dict[str, str] = {
     "test_dft_inverse": _F32_FFT_ROUND_OFF,
     "test_dft_inverse_opset19": _F32_FFT_ROUND_OFF,
+    **{
+        name: _RUN_TIME_CONTROL_FLOW
+        for name in (
+            "test_if", "test_if_seq", "test_if_opt", "test_loop11", "test_loop13_seq",
+            "test_loop16_seq_none", "test_range_float_type_positive_delta_expanded",
+            "test_range_float16_type_positive_delta_expanded",
+            "test_range_bfloat16_type_positive_delta_expanded",
+            "test_range_int32_type_negative_delta_expanded",
+        )
+    },
+    "test_scan_sum": "Scan of opset 8 (a batch axis and sequence_lens) is not imported",
 }
 """The selected cases that fail, and why (cases whose operators strato does not import
 are not selected)."""
@@ -79,6 +94,7 @@ def test_reduced_precision_function_bodies(capsys):
             case
             for case in every
             if {node.op_type for node in case.model.graph.node} <= set(select_ops())
+            and case.name not in EXPECTED_FAILURES
         ]
     assert len(cases) >= 5, [case.name for case in cases]
     results = run_node_tests(

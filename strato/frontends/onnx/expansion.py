@@ -38,7 +38,13 @@ class Expansion:
 
     def constant(self, value) -> str:
         name = self.name()
-        self.ctx.bind(name, np.ascontiguousarray(value))
+        self.ctx.bind(name, np.require(np.asarray(value), requirements="C"))  # 0-d stays 0-d
+        return name
+
+    def bound(self, value: object) -> str:
+        """A fresh name for `value` (an SSA value, an array or a sequence)."""
+        name = self.name()
+        self.ctx.bind(name, value)
         return name
 
     def node(self, op_type: str, inputs: list[str], **attributes) -> str:

@@ -16,6 +16,7 @@ from strato.frontends.onnx.convert_constant import (
     convert_range,
     convert_window,
 )
+from strato.frontends.onnx.convert_control import convert_if, convert_loop, convert_scan
 from strato.frontends.onnx.convert_einsum import convert_einsum
 from strato.frontends.onnx.convert_elementwise import (
     convert_abs,
@@ -247,10 +248,12 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "HardSwish": convert_hard_swish,
     "Hardmax": convert_hardmax,
     "Identity": convert_identity,
+    "If": convert_if,
     "InstanceNormalization": convert_instance_normalization,
     "IsInf": convert_is_inf,
     "IsNaN": convert_is_nan,
     "LRN": convert_lrn,
+    "Loop": convert_loop,
     "LSTM": convert_lstm,
     "LayerNormalization": convert_layer_normalization,
     "LeakyRelu": convert_leaky_relu,
@@ -298,6 +301,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "ReverseSequence": convert_reverse_sequence,
     "RoiAlign": convert_roi_align,
     "Round": convert_round,
+    "Scan": convert_scan,
     "Scatter": convert_scatter_elements,
     "ScatterElements": convert_scatter_elements,
     "ScatterND": convert_scatter_nd,
