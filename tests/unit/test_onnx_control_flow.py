@@ -98,6 +98,17 @@ def _loop_body(extra_nodes=(), condition: str = "cond_in") -> onnx.GraphProto:
     )
 
 
+def _loop_model(nodes, terms: onnx.ValueInfoProto | None = None) -> onnx.ModelProto:
+    """`nodes` (a Loop from x and a zero sum to total and its terms) as a model."""
+    terms = _tensor("terms", FLOAT, [None, 3]) if terms is None else terms
+    return _model(
+        nodes,
+        [_tensor("x", FLOAT, [3])],
+        [_tensor("total", FLOAT, [3]), terms],
+        [numpy_helper.from_array(np.zeros(3, np.float32), "zero")],
+    )
+
+
 @pytest.mark.parametrize("trips", [4, 0])
 def test_a_loop_with_a_constant_trip_count_is_unrolled(trips):
     nodes = [
@@ -105,12 +116,7 @@ def test_a_loop_with_a_constant_trip_count_is_unrolled(trips):
         _const("go", np.bool_(True)),
         helper.make_node("Loop", ["M", "go", "zero"], ["total", "terms"], body=_loop_body()),
     ]
-    model = _model(
-        nodes,
-        [_tensor("x", FLOAT, [3])],
-        [_tensor("total", FLOAT, [3]), _tensor("terms", FLOAT, [None, 3])],
-        [numpy_helper.from_array(np.zeros(3, np.float32), "zero")],
-    )
+    model = _loop_model(nodes)
     x = np.array([1.0, -2.0, 0.5], np.float32)
     total, terms = _check(model, {"x": x})
     assert terms.shape == (trips, 3)
@@ -124,12 +130,7 @@ def test_a_loop_stops_when_its_body_says_so():
         _const("go", np.bool_(True)),
         helper.make_node("Loop", ["", "go", "zero"], ["total", "terms"], body=_loop_body(stop, "more")),
     ]
-    model = _model(
-        nodes,
-        [_tensor("x", FLOAT, [3])],
-        [_tensor("total", FLOAT, [3]), _tensor("terms", FLOAT, [None, 3])],
-        [numpy_helper.from_array(np.zeros(3, np.float32), "zero")],
-    )
+    model = _loop_model(nodes)
     _, terms = _check(model, {"x": np.ones(3, np.float32)})
     assert terms.shape == (3, 3)
 
@@ -155,12 +156,7 @@ def test_an_if_inside_a_loop_branches_on_the_iteration():
         _const("M", np.int64(5)),
         helper.make_node("Loop", ["M", "", "zero"], ["total", "signed_terms"], body=body),
     ]
-    model = _model(
-        nodes,
-        [_tensor("x", FLOAT, [3])],
-        [_tensor("total", FLOAT, [3]), _tensor("signed_terms", FLOAT, [5, 3])],
-        [numpy_helper.from_array(np.zeros(3, np.float32), "zero")],
-    )
+    model = _loop_model(nodes, _tensor("signed_terms", FLOAT, [5, 3]))
     _, signed = _check(model, {"x": np.array([1.0, 2.0, 3.0], np.float32)})
     np.testing.assert_allclose(signed[:, 0], [1, -2, 3, -4, 5])
 
@@ -203,11 +199,6 @@ def test_a_loop_too_long_to_unroll_is_a_diagnostic():
         _const("M", np.int64(MAX_UNROLLED_NODES)),
         helper.make_node("Loop", ["M", "", "zero"], ["total", "terms"], body=_loop_body()),
     ]
-    model = _model(
-        nodes,
-        [_tensor("x", FLOAT, [3])],
-        [_tensor("total", FLOAT, [3]), _tensor("terms", FLOAT, [None, 3])],
-        [numpy_helper.from_array(np.zeros(3, np.float32), "zero")],
-    )
+    model = _loop_model(nodes)
     with pytest.raises(StratoError, match=rf"\(Loop\): it runs its body of 6 nodes {MAX_UNROLLED_NODES} times"):
         strato.compile(model)

@@ -119,16 +119,24 @@ def _zero_point(ctx: NodeContext, index: int, what: str, dtype: np.dtype) -> int
     return int(_scalar(ctx, index, what, dtype, default=0))
 
 
-def convert_qlinear_add(ctx: NodeContext) -> list[ImportedValue]:
+def _binary_operands(ctx: NodeContext) -> tuple[np.dtype, tuple, tuple[int, int, int]]:
+    """The type, the scales (A, B, C) and the zero points (A, B, C) of QLinearAdd's and
+    QLinearMul's inputs A, A_scale, A_zero_point, B, B_scale, B_zero_point, C_scale,
+    C_zero_point."""
     dtype = _quantized(ctx, 0, "A")
     if _dtype(ctx, 3) != dtype:
         raise ctx.error(f"B has type {_dtype(ctx, 3)}, not A's {dtype}")
-    a_scale, b_scale, c_scale = (
+    scales = tuple(
         _F32(_scalar(ctx, i, what, _F32)) for i, what in ((1, "A_scale"), (4, "B_scale"), (6, "C_scale"))
     )
-    a_zero, b_zero, c_zero = (
+    zeros = tuple(
         _zero_point(ctx, i, what, dtype) for i, what in ((2, "A_zero_point"), (5, "B_zero_point"), (7, "C_zero_point"))
     )
+    return dtype, scales, zeros
+
+
+def convert_qlinear_add(ctx: NodeContext) -> list[ImportedValue]:
+    dtype, (a_scale, b_scale, c_scale), (a_zero, b_zero, c_zero) = _binary_operands(ctx)
     ratio_a, ratio_b = _F32(a_scale / c_scale), _F32(b_scale / c_scale)
     fixed = _F32(_F32(c_zero) - _fma32(ratio_a, a_zero, _F32(ratio_b * _F32(b_zero))))
     body = _Body(ctx)
@@ -140,15 +148,7 @@ def convert_qlinear_add(ctx: NodeContext) -> list[ImportedValue]:
 
 
 def convert_qlinear_mul(ctx: NodeContext) -> list[ImportedValue]:
-    dtype = _quantized(ctx, 0, "A")
-    if _dtype(ctx, 3) != dtype:
-        raise ctx.error(f"B has type {_dtype(ctx, 3)}, not A's {dtype}")
-    a_scale, b_scale, c_scale = (
-        _F32(_scalar(ctx, i, what, _F32)) for i, what in ((1, "A_scale"), (4, "B_scale"), (6, "C_scale"))
-    )
-    a_zero, b_zero, c_zero = (
-        _zero_point(ctx, i, what, dtype) for i, what in ((2, "A_zero_point"), (5, "B_zero_point"), (7, "C_zero_point"))
-    )
+    dtype, (a_scale, b_scale, c_scale), (a_zero, b_zero, c_zero) = _binary_operands(ctx)
     ratio = _F32(_F32(a_scale * b_scale) / c_scale)
     body = _Body(ctx)
 
