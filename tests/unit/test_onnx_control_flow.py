@@ -184,13 +184,45 @@ def test_a_scan_runs_its_body_along_the_axis_in_both_directions():
     np.testing.assert_allclose(partials[:, 0], 1 + x[:, 4])
 
 
-def test_a_run_time_condition_is_a_diagnostic():
-    branch = helper.make_graph([helper.make_node("Identity", ["x"], ["o"])], "b", [], [_tensor("o", FLOAT, [2])])
-    node = helper.make_node("If", ["flag"], ["y"], then_branch=branch, else_branch=branch)
-    model = _model(
-        [node], [_tensor("flag", TensorProto.BOOL, []), _tensor("x", FLOAT, [2])], [_tensor("y", FLOAT, [2])]
+def _run_time_if(then_nodes, else_nodes, then_shape=(2,), else_shape=(2,), inputs=()) -> onnx.ModelProto:
+    """y = If(flag) on a graph input flag, each branch computing its output from x."""
+    then_branch = helper.make_graph(then_nodes, "then", [], [_tensor("t", FLOAT, list(then_shape))])
+    else_branch = helper.make_graph(else_nodes, "else", [], [_tensor("e", FLOAT, list(else_shape))])
+    node = helper.make_node("If", ["flag"], ["y"], then_branch=then_branch, else_branch=else_branch)
+    graph_inputs = [_tensor("flag", TensorProto.BOOL, []), _tensor("x", FLOAT, [2]), *inputs]
+    return _model([node], graph_inputs, [_tensor("y", FLOAT, list(then_shape))])
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_an_if_on_a_run_time_condition_selects_between_its_branches(flag):
+    model = _run_time_if(
+        [helper.make_node("Exp", ["x"], ["t"])],
+        [helper.make_node("Neg", ["x"], ["e"])],
     )
-    with pytest.raises(StratoError, match=r"\(If\): its condition is known only at run time"):
+    x = np.array([0.5, -1.0], np.float32)
+    (y,) = _check(model, {"flag": np.array(flag), "x": x})
+    np.testing.assert_allclose(y, np.exp(x) if flag else -x, rtol=1e-6)
+
+
+def test_a_run_time_if_whose_branches_differ_in_shape_is_a_diagnostic():
+    model = _run_time_if(
+        [helper.make_node("Identity", ["x"], ["t"])],
+        [helper.make_node("Concat", ["x", "x"], ["e"], axis=0)],
+        else_shape=(4,),
+    )
+    with pytest.raises(StratoError, match=r"\(If\): its condition is known only at run time and its branches give output 0 as float32 \[2\] and float32 \[4\]"):
+        strato.compile(model)
+
+
+def test_a_run_time_if_with_a_gather_at_run_time_positions_is_a_diagnostic():
+    """Both branches would run: a gather at positions the untaken branch guards against
+    could read out of range."""
+    model = _run_time_if(
+        [helper.make_node("Gather", ["x", "where"], ["t"])],
+        [helper.make_node("Identity", ["x"], ["e"])],
+        inputs=[_tensor("where", TensorProto.INT64, [2])],
+    )
+    with pytest.raises(StratoError, match=r"then_branch has a Gather that reads at positions known only at run time"):
         strato.compile(model)
 
 

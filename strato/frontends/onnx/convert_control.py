@@ -1,20 +1,26 @@
-"""ONNX control flow whose decisions are known at compile time: If, Loop and Scan.
+"""ONNX control flow with static shapes: If, Loop and Scan.
 
 With static shapes, many models branch and loop on values the importer already knows: an
 If on a condition computed from shapes or constants (what the TorchScript exporter writes
 for Python `if`s on sizes), a Loop over a constant trip count, a Scan over a sequence
 axis of static length. Each is imported as the graph ops of what it runs:
 
-- If: the nodes of the branch its condition (known at import time) takes.
+- If: the nodes of the branch its condition takes, when the condition is known at import
+  time. On a condition known only at run time, both branches and a Where that picks one
+  (if-conversion), when both give tensors of one type and shape and neither holds an
+  operator that can fault on the data it reads (an integer division by a run-time
+  divisor, a gather or scatter at run-time positions): computing the other branch then
+  changes nothing but the time it takes.
 - Loop: its body once per iteration, each iteration's nodes taking the loop-carried
   values of the one before, while the trip count (known) and the body's condition (known
   after each iteration) allow; the scan outputs stacked along a new first axis.
 - Scan: its body once per position of the scan axis (static), reading that position of
   each scan input (in the input's direction); scan outputs stacked along their axes.
 
-A condition or trip count computed at run time is refused, naming the node and the
-value; so is a loop that would unroll beyond `MAX_UNROLLED_NODES` nodes. Run-time control
-flow (region ops at every level) is not imported yet.
+A trip count or loop condition computed at run time is refused, naming the node and
+the value, as is an If on a run-time condition that cannot be if-converted, and a loop
+that would unroll beyond `MAX_UNROLLED_NODES` nodes. Run-time control flow (region ops at
+every level) is not compiled yet.
 
 Body values are renamed per use (`<output>::<op>::<iteration>::<name>`), nested bodies
 included, so that iterations and branches never share a name or a cached constant; a
@@ -23,15 +29,22 @@ body reads the enclosing graph's values by their own names.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
+
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from strato.dialects.tensor_types import numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
 from strato.frontends.onnx.expansion import Expansion
 
 MAX_UNROLLED_NODES = 20_000
 """The most nodes a Loop or Scan may unroll into (iterations times body nodes)."""
+
+_SPECULATING: ContextVar[bool] = ContextVar("speculating", default=False)
+"""Set while the branches of an If on a run-time condition are converted: both run, so
+no node of theirs (nested bodies included) may fault on the data it reads."""
 
 
 def _locals(graph: onnx.GraphProto, names: set[str] | None = None) -> set[str]:
@@ -95,6 +108,14 @@ def _run_body(
     for init in body.initializer:
         ctx.bind(init.name, np.require(numpy_helper.to_array(init), requirements="C"))
     for node in body.node:
+        if _SPECULATING.get():
+            reason = _faults_on_data(ctx, node)
+            if reason is not None:
+                raise ctx.error(
+                    f"its condition is known only at run time and its {what} has a "
+                    f"{node.op_type} that {reason}: strato computes both branches of such an "
+                    "If, which only branches without such operators allow"
+                )
         table = CONTRIB_CONVERTERS if node.domain == CONTRIB_DOMAIN else ONNX_CONVERTERS
         converter = table.get(node.op_type) if node.domain in ("", "ai.onnx", CONTRIB_DOMAIN) else None
         if converter is None:
@@ -117,15 +138,54 @@ def _known_scalar(ctx: NodeContext, value: object, what: str) -> np.ndarray:
     return value.reshape(-1)[0]
 
 
-def convert_if(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX If -> the nodes of the branch its (known) condition takes."""
-    condition = bool(_known_scalar(ctx, ctx.value(0), "its condition"))
-    taken = "then_branch" if condition else "else_branch"
-    branch = ctx.attr(taken)
+def _branch(ctx: NodeContext, name: str) -> onnx.GraphProto:
+    branch = ctx.attr(name)
     if not isinstance(branch, onnx.GraphProto):
-        raise ctx.error(f"attribute {taken} is missing")
-    prefix = f"{ctx.node.output[0]}::If::{taken}::"
-    return _run_body(ctx, branch, [], prefix, taken)
+        raise ctx.error(f"attribute {name} is missing")
+    return branch
+
+
+def convert_if(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX If -> the nodes of the branch its condition takes when the condition is
+    known; else both branches and a Where on the condition (if-conversion), when the
+    branches give tensors of the same types and shapes and hold no operator that can
+    fault on the data it reads."""
+    condition = ctx.value(0)
+    if isinstance(condition, np.ndarray):
+        taken = "then_branch" if bool(_known_scalar(ctx, condition, "its condition")) else "else_branch"
+        prefix = f"{ctx.node.output[0]}::If::{taken}::"
+        return _run_body(ctx, _branch(ctx, taken), [], prefix, taken)
+    if int(np.prod(ctx.shape(0))) != 1:
+        raise ctx.error(f"its condition must hold one value, got shape {list(ctx.shape(0))}")
+    token = _SPECULATING.set(True)
+    try:
+        branches = {
+            name: _run_body(ctx, _branch(ctx, name), [], f"{ctx.node.output[0]}::If::{name}::", name)
+            for name in ("then_branch", "else_branch")
+        }
+    finally:
+        _SPECULATING.reset(token)
+    then_values, else_values = branches["then_branch"], branches["else_branch"]
+    if len(then_values) != len(else_values):
+        raise ctx.error(f"its branches give {len(then_values)} and {len(else_values)} outputs")
+    body = Expansion(ctx, "::select")
+    flag = body.node("Reshape", [ctx.node.input[0], body.constant(np.zeros(0, np.int64))])
+    results = []
+    for k, (a, b) in enumerate(zip(then_values, else_values)):
+        if not all(isinstance(v, np.ndarray) or hasattr(v, "type") for v in (a, b)):
+            raise ctx.error(
+                f"its condition is known only at run time and output {k} is a sequence or "
+                "an optional: strato selects between tensors only"
+            )
+        types = [(_dtype(v), _shape(v)) for v in (a, b)]
+        if types[0] != types[1]:
+            raise ctx.error(
+                f"its condition is known only at run time and its branches give output {k} "
+                f"as {types[0][0]} {list(types[0][1])} and {types[1][0]} {list(types[1][1])}: "
+                "strato selects between values of one type and shape"
+            )
+        results.append(body.result(body.node("Where", [flag, body.bound(a), body.bound(b)])))
+    return results
 
 
 def _budget(ctx: NodeContext, body: onnx.GraphProto, iterations: int) -> None:
@@ -244,6 +304,38 @@ def convert_scan(ctx: NodeContext) -> list[ImportedValue]:
         axis = _axis(ctx, output_axes[k], rank, f"scan_output_axes[{k}]")
         results.append(_stack(ctx, collected, axis, declared, f"scan output {k}"))
     return results
+
+
+def _dtype(value: object) -> np.dtype:
+    if isinstance(value, np.ndarray):
+        return value.dtype
+    return numpy_dtype(value.type)
+
+
+_INDEX_INPUTS = {
+    "Gather": 1, "GatherElements": 1, "GatherND": 1, "Scatter": 1, "ScatterElements": 1,
+    "ScatterND": 1, "TensorScatter": 2,
+}  # fmt: skip
+"""Operators that read at positions an input gives (by input position): out of range
+positions are an error ONNX leaves undefined."""
+
+
+def _faults_on_data(ctx: NodeContext, node: onnx.NodeProto) -> str | None:
+    """Why `node` may fault on the values it reads (an integer division by zero, a
+    position out of range), None when it cannot: what an If computed on both branches
+    must not hold."""
+    if node.op_type in ("Div", "Mod") and len(node.input) > 1:
+        divisor = ctx.lookup(node.input[1])
+        if _dtype(divisor).kind in "iu" and not (isinstance(divisor, np.ndarray) and np.all(divisor != 0)):
+            return "divides integers by a divisor known only at run time"
+    position = _INDEX_INPUTS.get(node.op_type)
+    if (
+        position is not None
+        and position < len(node.input)
+        and not isinstance(ctx.lookup(node.input[position]), np.ndarray)
+    ):
+        return "reads at positions known only at run time"
+    return None
 
 
 def _shape(value: object) -> tuple[int, ...]:
