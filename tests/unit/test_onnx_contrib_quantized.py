@@ -118,6 +118,11 @@ def test_every_operator_matches_onnxruntime_exactly(dtype, scales):
     g.node("QLinearSigmoid", [row, *qx, g.constant("sig_scale", F32(1 / 256)), g.constant("sig_zero", dtype(info.min))], "sigmoid")
     image = g.input("image", rng.integers(info.min, info.max + 1, (2, 8, 7, 7), dtype=dtype))
     g.node("QLinearGlobalAveragePool", [image, *qx, *qy], "pool")
+    g.node("QLinearAveragePool", [image, *qx, *qy], "avg", kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+    g.node(
+        "QLinearAveragePool", [image, *qx, *qy], "avg_ceil",
+        kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1, count_include_pad=1,
+    )  # fmt: skip
     g.node("QLinearConcat", [*qy, row, *qx, row, *qy, row, *qa], "concat", axis=0)
     scores = g.input("scores", rng.integers(info.min, info.max + 1, (2, 3, 37), dtype=dtype))
     probs = [g.constant("p_scale", F32(1 / 256)), g.constant("p_zero", dtype(info.min))]

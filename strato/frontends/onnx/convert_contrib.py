@@ -1,6 +1,7 @@
 """onnxruntime's quantized operators of the `com.microsoft` domain, as its quantization
 tool writes them in the QOperator format: QLinearAdd, QLinearMul, QLinearConcat,
-QLinearGlobalAveragePool, QLinearSigmoid, QLinearLeakyRelu, QLinearSoftmax and QGemm.
+QLinearGlobalAveragePool, QLinearAveragePool, QLinearSigmoid, QLinearLeakyRelu,
+QLinearSoftmax and QGemm.
 
 These have no ONNX reference; onnxruntime defines them. Each is imported as nodes of the
 default domain (converted by their own converters, as a function body is) that compute
@@ -14,6 +15,8 @@ what onnxruntime's x86-64 kernels compute, bit for bit:
   in float32, each step rounded, then rounded half to even and saturated.
 - QLinearGlobalAveragePool: round((sum(X) - X_zero * n) * (x_scale / (y_scale * n)))
   + y_zero over the n spatial values, saturated.
+- QLinearAveragePool: each window summed in float32 in row-major order, divided by its
+  count, quantized (see `convert_qlinear_average_pool`).
 - QLinearSigmoid, QLinearLeakyRelu, and an input of QLinearConcat whose scale or zero
   point is not the output's: a table of the 256 values, each dequantized, mapped and
   quantized in float32 (sigmoid computed in float64 and rounded), looked up with Gather.
@@ -31,6 +34,7 @@ time (the quantization tool writes them as initializers).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -184,6 +188,91 @@ def convert_qlinear_global_average_pool(ctx: NodeContext) -> list[ImportedValue]
     # float(sum) * scale, one float32 rounding, then the zero point after rounding
     scaled = body.float32_affine(body.cast(body.cast(total, _F32), _F64), scale, 0.0)
     return [body.result(body.saturated(scaled, dtype, y_zero))]
+
+
+def _pool_geometry(ctx: NodeContext, spatial: list[int]) -> tuple[list[int], list[int], list[int], list[int]]:
+    """QLinearAveragePool's kernel, strides, begin pads and output sizes over the spatial
+    sizes `spatial` (explicit pads or auto_pad, floor or ceil_mode)."""
+    rank = len(spatial)
+    kernel = list(ctx.attr("kernel_shape", []))
+    if len(kernel) != rank:
+        raise ctx.error(f"kernel_shape {kernel} does not have one size per spatial axis ({rank})")
+    strides = list(ctx.attr("strides", [1] * rank))
+    if any(d != 1 for d in ctx.attr("dilations", [1] * rank)):
+        raise ctx.error("dilations other than 1 are not supported")
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    ceil_mode = ctx.attr("ceil_mode", 0)
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        totals = [max((-(-n // st) - 1) * st + k - n, 0) for n, k, st in zip(spatial, kernel, strides)]
+        begin = [t // 2 if auto_pad == "SAME_UPPER" else t - t // 2 for t in totals]
+        end = [t - b for t, b in zip(totals, begin)]
+        sizes = [-(-n // st) for n, st in zip(spatial, strides)]
+        return kernel, strides, begin, sizes
+    if auto_pad == "VALID":
+        begin, end = [0] * rank, [0] * rank
+    elif auto_pad == "NOTSET":
+        pads = list(ctx.attr("pads", [0] * 2 * rank))
+        begin, end = pads[:rank], pads[rank:]
+    else:
+        raise ctx.error(f"auto_pad={auto_pad} is not supported")
+    sizes = []
+    for n, k, st, b, e in zip(spatial, kernel, strides, begin, end):
+        span = n + b + e - k
+        size = (-(-span // st) if ceil_mode else span // st) + 1
+        if ceil_mode and (size - 1) * st >= n + b:
+            size -= 1  # the last window starts inside the input or its begin pad
+        sizes.append(size)
+    return kernel, strides, begin, sizes
+
+
+def convert_qlinear_average_pool(ctx: NodeContext) -> list[ImportedValue]:
+    """com.microsoft QLinearAveragePool as onnxruntime computes it: X dequantized in
+    float32, each window's values summed in float32 in row-major order (positions in the
+    padding skipped), divided by the window's count (its size with count_include_pad,
+    else the positions inside X), then round(y / y_scale + y_zero_point), saturated."""
+    dtype = _quantized(ctx, 0, "X")
+    shape = list(ctx.shape(0))
+    if len(shape) < 3:
+        raise ctx.error(f"X must have rank >= 3, got shape {shape}")
+    channels_last = ctx.attr("channels_last", 0)
+    axes = list(range(1, len(shape) - 1)) if channels_last else list(range(2, len(shape)))
+    spatial = [shape[a] for a in axes]
+    kernel, strides, begin, sizes = _pool_geometry(ctx, spatial)
+    if any(n <= 0 for n in sizes):
+        raise ctx.error(f"the pooled sizes {sizes} are not positive")
+    x_scale, y_scale = (_F32(_scalar(ctx, i, w, _F32)) for i, w in ((1, "x_scale"), (3, "y_scale")))
+    x_zero, y_zero = (_zero_point(ctx, i, w, dtype) for i, w in ((2, "x_zero_point"), (4, "y_zero_point")))
+    body = _Body(ctx)
+    shifted = body.cast(body.node("Sub", [body.cast(ctx.node.input[0], np.int32), body.constant(np.int32(x_zero))]), _F32)
+    dequantized = body.node("Mul", [shifted, body.constant(x_scale)])
+    # zeros around X: a window's positions in the padding add +0.0, which leaves a float
+    # sum as it is
+    after = [max((size - 1) * st + k - n - b, 0) for size, st, k, n, b in zip(sizes, strides, kernel, spatial, begin)]
+    pads = [0] * (2 * len(shape))
+    for axis, b, a in zip(axes, begin, after):
+        pads[axis], pads[len(shape) + axis] = b, a
+    padded = body.node("Pad", [dequantized, body.constant(np.asarray(pads, np.int64))]) if any(pads) else dequantized
+    total = None
+    for offsets in itertools.product(*(range(k) for k in kernel)):
+        starts = list(offsets)
+        ends = [o + (size - 1) * st + 1 for o, size, st in zip(offsets, sizes, strides)]
+        term = body.node(
+            "Slice",
+            [padded, *(body.constant(np.asarray(v, np.int64)) for v in (starts, ends, axes, strides))],
+        )
+        total = term if total is None else body.node("Add", [total, term])
+    counts = np.ones([1] * len(shape), _F32)
+    for axis, size, st, k, b, n in zip(axes, sizes, strides, kernel, begin, spatial):
+        first = np.arange(size) * st - b
+        inside = np.minimum(first + k, n) - np.maximum(first, 0)
+        along = np.full(size, k) if ctx.attr("count_include_pad", 0) else inside
+        view = [1] * len(shape)
+        view[axis] = size
+        counts = counts * along.reshape(view).astype(_F32)
+    mean = body.node("Div", [total, body.constant(counts)])
+    quotient = body.node("Div", [mean, body.constant(y_scale)])
+    shifted_out = body.node("Add", [quotient, body.constant(_F32(y_zero))])
+    return [body.result(body.saturated(shifted_out, dtype))]
 
 
 def _table(dtype: np.dtype, scale: np.float32, zero: int, function) -> np.ndarray:
@@ -356,6 +445,7 @@ def convert_qgemm(ctx: NodeContext) -> list[ImportedValue]:
 CONTRIB_CONVERTERS: dict[str, Callable[[NodeContext], list[ImportedValue]]] = {
     "QGemm": convert_qgemm,
     "QLinearAdd": convert_qlinear_add,
+    "QLinearAveragePool": convert_qlinear_average_pool,
     "QLinearConcat": convert_qlinear_concat,
     "QLinearGlobalAveragePool": convert_qlinear_global_average_pool,
     "QLinearLeakyRelu": _unary_by_table(_leaky_relu),
