@@ -92,6 +92,17 @@ def _instance(graph: onnx.GraphProto, prefix: str) -> onnx.GraphProto:
     return copy
 
 
+def with_outer_names(graph: onnx.GraphProto, rename) -> onnx.GraphProto:
+    """A copy of `graph` in which the names it reads from enclosing scopes are renamed by
+    `rename` (its own names stay): a body inside a function body, whose values the
+    importer knows under prefixed names."""
+    own = _locals(graph)
+    copy = onnx.GraphProto()
+    copy.CopyFrom(graph)
+    _rename(copy, lambda name: name if name in own else rename(name))
+    return copy
+
+
 def _run_body(
     ctx: NodeContext, graph: onnx.GraphProto, inputs: list[object], prefix: str, what: str
 ) -> list[object]:
@@ -344,4 +355,4 @@ def _shape(value: object) -> tuple[int, ...]:
     return tuple(value.type.get_shape())
 
 
-__all__ = ["MAX_UNROLLED_NODES", "convert_if", "convert_loop", "convert_scan"]
+__all__ = ["MAX_UNROLLED_NODES", "convert_if", "convert_loop", "convert_scan", "with_outer_names"]

@@ -37,6 +37,7 @@ FUNCTION_OPS = (
     "Attention",
     "CausalConvWithState",
     "CenterCropPad",
+    "LinearAttention",
     "LogSoftmax",
     "MeanVarianceNormalization",
     "NegativeLogLikelihoodLoss",
@@ -144,16 +145,13 @@ def expand_function(ctx: NodeContext) -> list[ImportedValue | None]:
 
 
 def _convert_body(ctx, schema, nodes, rename, opset: int) -> None:
-    """Convert body `nodes` in order, each by its converter; an If whose condition is
-    known at import time (AffineGrid's tests of its attribute and of the rank) is the
-    nodes of the branch it takes."""
+    """Convert body `nodes` in order, each by its converter (control flow by
+    `convert_control`'s: AffineGrid's Ifs on its attribute and its rank take their
+    branch, LinearAttention's Scan runs once per step)."""
     from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 
     for body_node in nodes:
         node = _instantiate(ctx, schema, body_node, rename)
-        if node.op_type == "If":
-            _convert_known_if(ctx, schema, node, rename, opset)
-            continue
         converter = ONNX_CONVERTERS.get(node.op_type)
         if converter is None:
             raise ctx.error(
@@ -166,25 +164,6 @@ def _convert_body(ctx, schema, nodes, rename, opset: int) -> None:
         for name, value in zip(node.output, results):
             if name:
                 ctx.bind(name, value)
-
-
-def _convert_known_if(ctx, schema, node: onnx.NodeProto, rename, opset: int) -> None:
-    """The branch an If of the body takes, its outputs bound to the If's. Branch values
-    take the body's prefix too: a branch reads the body's values by their names."""
-    condition = ctx.lookup(node.input[0])
-    if not isinstance(condition, np.ndarray) or condition.size != 1:
-        raise ctx.error(
-            "its function body branches on a value known only at run time (If), which "
-            "strato does not import"
-        )
-    taken = "then_branch" if bool(condition.reshape(())) else "else_branch"
-    branch = next(
-        helper.get_attribute_value(a) for a in node.attribute if a.name == taken
-    )
-    _convert_body(ctx, schema, branch.node, rename, opset)
-    for name, output in zip(node.output, branch.output):
-        if name:
-            ctx.bind(name, ctx.lookup(rename(output.name)))
 
 
 def _function_body(ctx: NodeContext, schema: onnx.defs.OpSchema) -> onnx.FunctionProto:
@@ -267,6 +246,19 @@ def _instantiate(ctx, schema, body_node: onnx.NodeProto, rename) -> onnx.NodePro
     del node.attribute[:]
     caller = {attr.name: attr for attr in ctx.node.attribute}
     for attr in body_node.attribute:
+        if attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS) and not attr.ref_attr_name:
+            # a Loop's or Scan's body reads the function body's values by their names
+            from strato.frontends.onnx.convert_control import with_outer_names
+
+            nested = onnx.AttributeProto()
+            nested.CopyFrom(attr)
+            if attr.type == onnx.AttributeProto.GRAPH:
+                nested.g.CopyFrom(with_outer_names(attr.g, rename))
+            else:
+                del nested.graphs[:]
+                nested.graphs.extend(with_outer_names(g, rename) for g in attr.graphs)
+            node.attribute.append(nested)
+            continue
         if not attr.ref_attr_name:
             node.attribute.append(attr)
             continue
