@@ -256,7 +256,7 @@ class StratoBackend(Backend):
         _check_device(device)
         options = _compile_options(kwargs)
         try:
-            return StratoBackendRep(strato.compile(model, target="llvm", **options))
+            compiled = strato.compile(model, target="llvm", **options)
         except ModelImportError:
             proto, location = load_model(model)
             if not cls.is_compatible(proto, device):
@@ -270,6 +270,12 @@ class StratoBackend(Backend):
                 return SpecializingBackendRep(proto, bound, options, boundary)
             if strings is None:
                 raise
+        else:
+            proto, _ = load_model(model)
+            if any(sequences.is_structured(value.type) for value in proto.graph.output):
+                # sequence or optional outputs, computed from tensors: regrouped by name
+                return StratoBackendRep(compiled, ValueBoundary(proto))
+            return StratoBackendRep(compiled)
         # only strings were in the way: the model on ids compiles once
         return StratoBackendRep(strato.compile(proto, target="llvm", **options), boundary)
 
@@ -462,10 +468,18 @@ def _inferred_outputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto] | Non
     return list(inferred.graph.output)
 
 
+_STRUCTURE_ONLY = ("Shape", "Size", "SequenceLength")
+"""Operators whose result depends on their input's shape or length only, which strato
+knows at compile time whatever the values."""
+
+
 def compile_time_inputs(model: onnx.ModelProto) -> list[str]:
     """The graph inputs, in order, that values strato needs at compile time are computed
     from: the inputs feeding an operator's shape, axes, pads, ... inputs directly or
-    through other nodes (not through Shape, whose result depends on shapes only)."""
+    through other nodes (not through `_STRUCTURE_ONLY` operators; through the values the
+    bodies of an If, a Loop or a Scan read from outside)."""
+    from strato.frontends.onnx.convert_control import outer_names
+
     table = _import_time_inputs()
     initializers = {init.name for init in model.graph.initializer}
     graph_inputs = [i.name for i in model.graph.input if i.name not in initializers]
@@ -483,8 +497,11 @@ def compile_time_inputs(model: onnx.ModelProto) -> list[str]:
             continue
         seen.add(name)
         node = producer.get(name)
-        if node is not None and node.op_type != "Shape":
+        if node is not None and node.op_type not in _STRUCTURE_ONLY:
             pending.extend(value for value in node.input if value)
+            for attribute in node.attribute:  # what an If's branches or a body read
+                for body in (attribute.g,) if attribute.type == onnx.AttributeProto.GRAPH else attribute.graphs:
+                    pending.extend(outer_names(body))
     return [name for name in graph_inputs if name in seen]
 
 
@@ -505,16 +522,20 @@ def _import_time_inputs() -> dict[str, tuple[int, ...]]:
     """Per op type, the input positions the importer needs to know at import time."""
     from strato.frontends.onnx import (
         convert_constant,
+        convert_control,
         convert_function,
         convert_layout,
         convert_nn,
         convert_reduce,
         convert_resize,
+        convert_sequence,
     )
 
     return {
         **convert_constant.IMPORT_TIME_INPUTS,
+        **convert_control.IMPORT_TIME_INPUTS,
         **convert_function.IMPORT_TIME_INPUTS,
+        **convert_sequence.IMPORT_TIME_INPUTS,
         **convert_layout.IMPORT_TIME_INPUTS,
         **convert_nn.IMPORT_TIME_INPUTS,
         **convert_reduce.IMPORT_TIME_INPUTS,

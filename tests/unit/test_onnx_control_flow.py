@@ -234,3 +234,31 @@ def test_a_loop_too_long_to_unroll_is_a_diagnostic():
     model = _loop_model(nodes)
     with pytest.raises(StratoError, match=rf"\(Loop\): it runs its body of 6 nodes {MAX_UNROLLED_NODES} times"):
         strato.compile(model)
+
+
+def test_sequences_built_in_the_model_are_static_lists():
+    """SplitToSequence, SequenceLength driving a Loop that reads each element with
+    SequenceAt and SequenceInsert, ConcatFromSequence: all known at import time."""
+    body = helper.make_graph(
+        [
+            helper.make_node("SequenceAt", ["pieces", "i"], ["piece"]),
+            helper.make_node("Mul", ["piece", "piece"], ["square"]),
+            helper.make_node("SequenceInsert", ["acc_in", "square"], ["acc_out"]),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        "body",
+        [_tensor("i", TensorProto.INT64, []), _tensor("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_sequence_value_info("acc_in", FLOAT, None)],
+        [_tensor("cond_out", TensorProto.BOOL, []), helper.make_tensor_sequence_value_info("acc_out", FLOAT, None)],
+    )  # fmt: skip
+    nodes = [
+        helper.make_node("SplitToSequence", ["x"], ["pieces"], axis=1),
+        helper.make_node("SequenceLength", ["pieces"], ["count"]),
+        helper.make_node("SequenceEmpty", [], ["empty"], dtype=FLOAT),
+        helper.make_node("Loop", ["count", "", "empty"], ["squares"], body=body),
+        helper.make_node("ConcatFromSequence", ["squares"], ["y"], axis=1),
+    ]
+    model = _model(nodes, [_tensor("x", FLOAT, [2, 3])], [_tensor("y", FLOAT, [2, 3])])
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    (y,) = _check(model, {"x": x})
+    np.testing.assert_array_equal(y, x * x)

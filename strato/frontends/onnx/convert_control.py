@@ -42,6 +42,10 @@ from strato.frontends.onnx.expansion import Expansion
 MAX_UNROLLED_NODES = 20_000
 """The most nodes a Loop or Scan may unroll into (iterations times body nodes)."""
 
+IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {"If": (0,), "Loop": (0, 1)}
+"""The inputs each operator needs known at import time to decide (an If on a run-time
+condition is if-converted when it can be)."""
+
 _SPECULATING: ContextVar[bool] = ContextVar("speculating", default=False)
 """Set while the branches of an If on a run-time condition are converted: both run, so
 no node of theirs (nested bodies included) may fault on the data it reads."""
@@ -90,6 +94,22 @@ def _instance(graph: onnx.GraphProto, prefix: str) -> onnx.GraphProto:
     copy.CopyFrom(graph)
     _rename(copy, lambda name: prefix + name if name in names else name)
     return copy
+
+
+def outer_names(graph: onnx.GraphProto) -> set[str]:
+    """The names `graph` (nested bodies included) reads from enclosing scopes."""
+    own = _locals(graph)
+    read: set[str] = set()
+
+    def visit(body: onnx.GraphProto) -> None:
+        for node in body.node:
+            read.update(name for name in node.input if name)
+            for nested in _bodies(node):
+                visit(nested)
+        read.update(value.name for value in body.output)
+
+    visit(graph)
+    return read - own
 
 
 def with_outer_names(graph: onnx.GraphProto, rename) -> onnx.GraphProto:
@@ -355,4 +375,12 @@ def _shape(value: object) -> tuple[int, ...]:
     return tuple(value.type.get_shape())
 
 
-__all__ = ["MAX_UNROLLED_NODES", "convert_if", "convert_loop", "convert_scan", "with_outer_names"]
+__all__ = [
+    "IMPORT_TIME_INPUTS",
+    "MAX_UNROLLED_NODES",
+    "convert_if",
+    "convert_loop",
+    "convert_scan",
+    "outer_names",
+    "with_outer_names",
+]

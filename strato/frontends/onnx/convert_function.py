@@ -44,6 +44,7 @@ FUNCTION_OPS = (
     "RMSNormalization",
     "ReduceLogSum",
     "RotaryEmbedding",
+    "SequenceMap",
     "Shrink",
     "SoftmaxCrossEntropyLoss",
     "SwiGLU",
@@ -205,7 +206,22 @@ def _input_type(ctx: NodeContext, index: int) -> onnx.TypeProto:
     a context-dependent function body is built from."""
     if not ctx.has_input(index):
         return onnx.TypeProto()
-    value = ctx.value(index)
+    return _type_of(ctx, ctx.static_value(index))
+
+
+def _type_of(ctx: NodeContext, value: object) -> onnx.TypeProto:
+    """The ONNX type of a tensor value or of a static sequence (its elements' type and,
+    when they all share it, their shape)."""
+    if isinstance(value, list):
+        if not value:
+            raise ctx.error("an empty sequence gives no element type to build the body from")
+        types = [_type_of(ctx, item) for item in value]
+        element = types[0]
+        if any(t != element for t in types[1:]):
+            element = helper.make_tensor_type_proto(element.tensor_type.elem_type, None)
+        return helper.make_sequence_type_proto(element)
+    if value is None:
+        return onnx.TypeProto()
     dtype = value.dtype if isinstance(value, np.ndarray) else numpy_dtype(value.type)
     elem_type = helper.np_dtype_to_tensor_dtype(dtype)
     return helper.make_tensor_type_proto(elem_type, list(shape_of(value)))

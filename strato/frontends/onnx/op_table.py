@@ -18,6 +18,7 @@ from strato.frontends.onnx.convert_constant import (
 )
 from strato.frontends.onnx.convert_control import convert_if, convert_loop, convert_scan
 from strato.frontends.onnx.convert_einsum import convert_einsum
+from strato.frontends.onnx.convert_sequence import SEQUENCE_CONVERTERS
 from strato.frontends.onnx.convert_elementwise import (
     convert_abs,
     convert_acos,
@@ -336,6 +337,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Where": convert_where,
     "Xor": convert_xor,
 }
+ONNX_CONVERTERS.update(SEQUENCE_CONVERTERS)
 ONNX_CONVERTERS.update({op_type: by_function_body(op_type) for op_type in FUNCTION_OPS})
 
 
