@@ -39,7 +39,6 @@ EXPECTED_FAILURES: dict[str, str] = {
             "test_sequence_map_add_1_sequence_1_tensor_expanded",
         )
     },
-    "test_scan_sum": "Scan of opset 8 (a batch axis and sequence_lens) is not imported",
 }
 """The selected cases that fail, and why (cases whose operators strato does not import
 are not selected)."""

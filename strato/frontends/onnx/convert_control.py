@@ -16,6 +16,7 @@ axis of static length. Each is imported as the graph ops of what it runs:
   after each iteration) allow; the scan outputs stacked along a new first axis.
 - Scan: its body once per position of the scan axis (static), reading that position of
   each scan input (in the input's direction); scan outputs stacked along their axes.
+  Scan-8 (opsets before 9) scans each element of its batch axis alone and stacks them.
 
 A trip count or loop condition computed at run time is refused, naming the node and
 the value, as is an If on a run-time condition that cannot be if-converted, and a loop
@@ -36,7 +37,7 @@ import onnx
 from onnx import numpy_helper
 
 from strato.dialects.tensor_types import numpy_dtype
-from strato.frontends.onnx.conversion import ImportedValue, NodeContext
+from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
 from strato.frontends.onnx.expansion import Expansion
 
 MAX_UNROLLED_NODES = 20_000
@@ -286,42 +287,98 @@ def _axis(ctx: NodeContext, axis: int, rank: int, what: str) -> int:
 
 
 def convert_scan(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX Scan (opset 9 on) -> its body once per position of the (static) scan axis."""
-    if ctx.opset() < 9:
-        raise ctx.error("Scan of opsets before 9 (with sequence_lens) is not supported")
+    """ONNX Scan -> its body once per position of the (static) scan axis; Scan-8, with
+    its batch axis, once per batch element and position."""
     body = ctx.attr("body")
     if not isinstance(body, onnx.GraphProto):
         raise ctx.error("attribute body is missing")
+    first = 1 if ctx.opset() < 9 else 0  # Scan-8's sequence_lens
     scanned = ctx.attr("num_scan_inputs")
-    states = len(ctx.node.input) - scanned
+    states = len(ctx.node.input) - first - (scanned or 0)
     if scanned is None or scanned < 1 or states < 0:
         raise ctx.error(f"num_scan_inputs={scanned} does not fit its {len(ctx.node.input)} inputs")
     outputs_scanned = len(body.output) - states
+    if first:
+        return _scan_batched(ctx, body, states, scanned, outputs_scanned)
     input_axes = list(ctx.attr("scan_input_axes", [0] * scanned))
-    input_directions = list(ctx.attr("scan_input_directions", [0] * scanned))
-    output_axes = list(ctx.attr("scan_output_axes", [0] * outputs_scanned))
-    output_directions = list(ctx.attr("scan_output_directions", [0] * outputs_scanned))
-    lengths = set()
-    sources = []
-    for j in range(scanned):
-        shape = ctx.shape(states + j)
-        axis = _axis(ctx, input_axes[j], len(shape), f"scan_input_axes[{j}]")
+    sources = [
+        (ctx.node.input[states + j], input_axes[j], direction)
+        for j, direction in enumerate(ctx.attr("scan_input_directions", [0] * scanned))
+    ]
+    return _scan(
+        ctx, body, [ctx.static_value(i) for i in range(states)], sources,
+        list(ctx.attr("scan_output_axes", [0] * outputs_scanned)),
+        list(ctx.attr("scan_output_directions", [0] * outputs_scanned)), "",
+    )  # fmt: skip
+
+
+def _scan_batched(
+    ctx: NodeContext, body: onnx.GraphProto, states: int, scanned: int, outputs_scanned: int
+) -> list[ImportedValue]:
+    """Scan-8: states [B, ...] and scan inputs [B, T, ...], each batch element scanned
+    alone (sequence_lens, when given, must be T for every element)."""
+    batches = {ctx.shape(1 + i)[0] for i in range(states + scanned) if ctx.shape(1 + i)}
+    if len(batches) != 1:
+        raise ctx.error(f"its inputs have different batch sizes {sorted(batches)}")
+    (batch,) = batches
+    if batch == 0:
+        raise ctx.error("its batch is empty")
+    if ctx.has_input(0):
+        lengths = ctx.value(0)
+        full = {ctx.shape(1 + states + j)[1] for j in range(scanned)}
+        if not isinstance(lengths, np.ndarray) or set(lengths.reshape(-1).tolist()) != full:
+            raise ctx.error("sequence_lens must be known at import time and the full length of every sequence")
+    directions = list(ctx.attr("directions", [0] * scanned))
+    picker = Expansion(ctx, "::batch")
+    per_batch = []
+    for b in range(batch):
+        index = picker.constant(np.int64(b))
+
+        def element(position: int, index: str = index) -> str:
+            return picker.node("Gather", [ctx.node.input[position], index], axis=0)
+
+        values = [ctx.lookup(element(1 + i)) for i in range(states)]
+        sources = [(element(1 + states + j), 0, directions[j]) for j in range(scanned)]
+        per_batch.append(
+            _scan(ctx, body, values, sources, [0] * outputs_scanned, [0] * outputs_scanned, f"{b}::")
+        )
+    return [
+        _stack(ctx, [results[k] for results in per_batch], 0, body.output[k], f"output {k}")
+        for k in range(states + outputs_scanned)
+    ]
+
+
+def _scan(
+    ctx: NodeContext,
+    body: onnx.GraphProto,
+    values: list[object],
+    sources: list[tuple[str, int, int]],
+    output_axes: list[int],
+    output_directions: list[int],
+    tag: str,
+) -> list[ImportedValue]:
+    """The body run along the scan inputs `sources` (name, axis, reversed), the state
+    starting at `values`: the final state, then each scan output stacked."""
+    states = len(values)
+    lengths, located = set(), []
+    for j, (name, axis, direction) in enumerate(sources):
+        shape = shape_of(ctx.lookup(name))
+        axis = _axis(ctx, axis, len(shape), f"scan_input_axes[{j}]")
         lengths.add(shape[axis])
-        sources.append((ctx.node.input[states + j], axis, input_directions[j]))
+        located.append((name, axis, direction))
     if len(lengths) != 1:
         raise ctx.error(f"its scan inputs have different lengths {sorted(lengths)} on their scan axes")
     (length,) = lengths
     _budget(ctx, body, length)
-    values = [ctx.static_value(i) for i in range(states)]
-    scans: list[list[object]] = [[] for _ in range(outputs_scanned)]
-    slicer = Expansion(ctx, "::slice")
+    scans: list[list[object]] = [[] for _ in output_axes]
+    slicer = Expansion(ctx, f"::slice{tag}")
     for step in range(length):
         slices = []
-        for name, axis, direction in sources:
+        for name, axis, direction in located:
             position = length - 1 - step if direction else step
             index = slicer.constant(np.int64(position))
             slices.append(ctx.lookup(slicer.node("Gather", [name, index], axis=axis)))
-        prefix = f"{ctx.node.output[0]}::Scan::{step}::"
+        prefix = f"{ctx.node.output[0]}::Scan::{tag}{step}::"
         outputs = _run_body(ctx, body, [*values, *slices], prefix, "body")
         values = outputs[:states]
         for k, value in enumerate(outputs[states:]):
