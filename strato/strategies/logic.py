@@ -259,6 +259,43 @@ def cast(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> lis
     return [pb.compute("cast", shape_of(x), body, target)]
 
 
+@strategy(graph.BitcastOp)
+def bitcast(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """Each element's bits (as its stage-body scalar holds them: bf16 in the upper half
+    of an f32, the 8-bit floats as i8, a bool as i1) in an integer of the element's
+    width, then read as the result's element."""
+    assert isinstance(op, graph.BitcastOp)
+    (x,) = inputs
+    source, target = element_type_of(x), element_type_of(op.result)
+    word = IntegerType(graph.bitcast_bits(source))
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        b = Bits(s)
+        return _from_bits(b, _bits_of(b, s.read(x, idx), source, word), target)
+
+    return [pb.compute("bitcast", shape_of(x), body, target)]
+
+
+def _bits_of(b: Bits, value: SSAValue, source: Attribute, word: IntegerType) -> SSAValue:
+    if source == i1:
+        return b.resize(value, word, signed=False)
+    if isinstance(source, BFloat16Type):  # an f32 whose lower half is zero
+        return b.resize(b.shru(b.bitcast(value, i32), 16), word, signed=False)
+    if isinstance(value.type, AnyFloat):
+        return b.bitcast(value, word)
+    return value  # integers and the 8-bit floats' bit patterns
+
+
+def _from_bits(b: Bits, bits: SSAValue, target: Attribute) -> SSAValue:
+    if target == i1:
+        return b.cmp("ne", bits, 0)
+    if isinstance(target, BFloat16Type):
+        return b.bitcast(b.shl(b.resize(bits, i32, signed=False), 16), f32)
+    if isinstance(target, Float16Type | Float32Type | Float64Type):
+        return b.bitcast(bits, target)
+    return bits
+
+
 class Bits:
     """The arith ops a conversion is written with, appended to one stage body. Integer
     operands are signless: the method says how they are read (`ult` vs `slt`,

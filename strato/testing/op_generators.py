@@ -354,6 +354,13 @@ def _cast(b: ProgramBuilder) -> Operation:
     return graph.CastOp(x, to)
 
 
+@generator("graph.bitcast")
+def _bitcast(b: ProgramBuilder) -> Operation:
+    """f32 values' bits as i32 (a float read back from arbitrary i32 bits could be a NaN,
+    which equivalence compares loosely)."""
+    return graph.BitcastOp(b.float_value(), i32)
+
+
 # -- layout -----------------------------------------------------------------------------
 
 

@@ -610,6 +610,82 @@ class CastOp(GraphOp):
         return [cast_array(inputs[0], self.result.type, self.saturates, self.rounding)]
 
 
+_BITCAST_BITS = {
+    "bool": 8, "int8": 8, "uint8": 8, "int16": 16, "uint16": 16, "int32": 32, "uint32": 32,
+    "int64": 64, "uint64": 64, "float16": 16, "bfloat16": 16, "float32": 32, "float64": 64,
+    "float8_e4m3fn": 8, "float8_e4m3fnuz": 8, "float8_e5m2": 8, "float8_e5m2fnuz": 8,
+    "float8_e8m0fnu": 8,
+}  # fmt: skip
+"""The element types `graph.bitcast` reinterprets, with their width in bits (a bool is
+one byte, as ONNX's BitCast counts it). The sub-byte types are stored a byte an element
+with unused bits, so their bits are not reinterpreted."""
+
+
+def bitcast_bits(type_: Attribute) -> int | None:
+    """The width `graph.bitcast` reinterprets an element type with, None when it does not
+    take the type."""
+    try:
+        return _BITCAST_BITS.get(numpy_dtype(type_).name)
+    except ValueError:
+        return None
+
+
+@irdl_op_definition
+class BitcastOp(GraphOp):
+    """Reinterprets each element's bits as the result's element type, of the same width
+    (ONNX BitCast): no value is converted. A bool is one byte: true is 1, and a byte
+    other than 0 is true. One exception in compiled code: a bf16 result is held in an
+    f32 and rounded when stored, which quiets a signaling NaN (sets the top bit of its
+    mantissa); it stays a NaN.
+
+        %i = graph.bitcast %x : tensor<4xf32> to tensor<4xi32>
+    """
+
+    name = "graph.bitcast"
+
+    input = operand_def(AnyTensor)
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$input attr-dict `:` type($input) `to` type($result)"
+    PATTERN_KIND: ClassVar[PatternKind] = PatternKind.INJECTIVE
+    FLOAT_OPERANDS: ClassVar[bool] = False
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    def __init__(self, input: SSAValue | Operation, to: Attribute):
+        input = SSAValue.get(input)
+        super().__init__(operands=[input], result_types=[TensorType(to, static_shape(input))])
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        return static_shape(self.input)
+
+    def verify_(self) -> None:
+        super().verify_()
+        source, target = element_type(self.input), element_type(self.result)
+        widths = [bitcast_bits(t) for t in (source, target)]
+        for type_, width in zip((source, target), widths):
+            if width is None:
+                raise VerifyException(f"'graph.bitcast' does not reinterpret element type {type_}")
+        if widths[0] != widths[1]:
+            raise VerifyException(
+                f"'graph.bitcast' reinterprets {source} ({widths[0]} bits) as {target} "
+                f"({widths[1]} bits): the widths must be equal"
+            )
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        return [bitcast_array(inputs[0], self.result.type)]
+
+
+def bitcast_array(array: np.ndarray, to: Attribute) -> np.ndarray:
+    """The numpy reference of `graph.bitcast`: the bytes of `array` read as `to`'s
+    element type (a byte other than 0 read as a bool is true)."""
+    array = np.ascontiguousarray(array)
+    dtype = numpy_dtype(to)
+    if dtype == np.bool_:
+        return array.view(np.uint8) != 0
+    return array.view(dtype).copy()
+
+
 def cast_array(
     array: np.ndarray, to: Attribute, saturate: bool = True, round_mode: RoundMode = RoundMode.UP
 ) -> np.ndarray:
@@ -682,6 +758,7 @@ def _to_e8m0(array: np.ndarray, saturate: bool, round_mode: RoundMode) -> np.nda
 
 OPS = (
     CastOp,
+    BitcastOp,
     EqualOp,
     LessOp,
     LessEqualOp,
@@ -704,6 +781,7 @@ OPS = (
 __all__ = [
     "AndOp",
     "BitShiftOp",
+    "BitcastOp",
     "BitwiseAndOp",
     "BitwiseBinaryOp",
     "BitwiseNotOp",
@@ -727,5 +805,7 @@ __all__ = [
     "WhereOp",
     "XorOp",
     "bit_shift",
+    "bitcast_array",
+    "bitcast_bits",
     "cast_array",
 ]

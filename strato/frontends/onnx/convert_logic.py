@@ -251,6 +251,29 @@ def convert_cast(ctx: NodeContext) -> list[ImportedValue]:
     return _cast(ctx, _target_type(ctx))
 
 
+def convert_bitcast(ctx: NodeContext) -> list[ImportedValue]:
+    """ONNX BitCast -> graph.bitcast to the element type of attribute `to` (of the
+    input's width)."""
+    target = _target_type(ctx)
+    source = _element_type(ctx, 0)
+    widths = [graph.bitcast_bits(t) for t in (source, target)]
+    for type_, width in zip((source, target), widths):
+        if width is None:
+            raise ctx.error(f"reinterpreting the bits of {type_} is not supported")
+    if widths[0] != widths[1]:
+        raise ctx.error(
+            f"the input's {source} has {widths[0]} bits and {target} {widths[1]}: BitCast "
+            "needs equal widths"
+        )
+    known = ctx.known(0)
+    if known is not None:
+        return [graph.bitcast_array(known, target)]
+    x = ctx.value(0)
+    if source == target:
+        return [x]
+    return [ctx.emit(graph.BitcastOp(x, target)).results[0]]
+
+
 def convert_cast_like(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX CastLike -> graph.cast to the element type of input 1."""
     return _cast(ctx, _element_type(ctx, 1))

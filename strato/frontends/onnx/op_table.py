@@ -103,6 +103,7 @@ from strato.frontends.onnx.convert_linear import convert_det, convert_gemm, conv
 from strato.frontends.onnx.convert_logic import (
     convert_and,
     convert_bit_shift,
+    convert_bitcast,
     convert_bitwise_and,
     convert_bitwise_not,
     convert_bitwise_or,
@@ -191,6 +192,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Atanh": convert_atanh,
     "AveragePool": convert_average_pool,
     "BatchNormalization": convert_batch_normalization,
+    "BitCast": convert_bitcast,
     "BitShift": convert_bit_shift,
     "BitwiseAnd": convert_bitwise_and,
     "BitwiseNot": convert_bitwise_not,

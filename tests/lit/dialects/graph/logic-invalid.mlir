@@ -1,4 +1,4 @@
-// Every verifier error of equal, where and cast, one case a chunk.
+// Every verifier error of equal, where, cast and bitcast, one case a chunk.
 // RUN: strato-opt %s --split-input-file --verify-diagnostics
 
 // --- graph.equal ---
@@ -171,4 +171,22 @@ func.func @bit_shift_direction(%a: tensor<2xi32>) -> tensor<2xi32> {
   // expected-error @+1 {{'graph.bit_shift' direction must be left or right, got 'up'}}
   %r = graph.bit_shift %a, %a direction "up" : (tensor<2xi32>, tensor<2xi32>) -> tensor<2xi32>
   func.return %r : tensor<2xi32>
+}
+
+// --- graph.bitcast ---
+
+// -----
+
+func.func @bitcast_width(%x: tensor<2xf32>) -> tensor<2xi16> {
+  // expected-error @+1 {{'graph.bitcast' reinterprets f32 (32 bits) as i16 (16 bits): the widths must be equal}}
+  %r = graph.bitcast %x : tensor<2xf32> to tensor<2xi16>
+  func.return %r : tensor<2xi16>
+}
+
+// -----
+
+func.func @bitcast_sub_byte(%x: tensor<2xi4>) -> tensor<2xui4> {
+  // expected-error @+1 {{'graph.bitcast' does not reinterpret element type i4}}
+  %r = graph.bitcast %x : tensor<2xi4> to tensor<2xui4>
+  func.return %r : tensor<2xui4>
 }

@@ -1,4 +1,4 @@
-// Round trip of equal, where and cast, over the element types beyond f32.
+// Round trip of equal, where, cast and bitcast, over the element types beyond f32.
 // RUN: strato-opt %s | strato-opt | filecheck %s
 
 // CHECK-LABEL: func.func @equal_broadcast
@@ -30,6 +30,17 @@ func.func @casts(%x: tensor<4xf32>) -> tensor<4xi1> {
   %f = graph.cast %x : tensor<4xf32> to tensor<4xf4E2M1FN>
   %b = graph.cast %x {note = "kept"} : tensor<4xf32> to tensor<4xi1>
   func.return %b : tensor<4xi1>
+}
+
+// CHECK-LABEL: func.func @bitcasts
+// CHECK: graph.bitcast %x : tensor<4xf32> to tensor<4xi32>
+// CHECK: graph.bitcast %h : tensor<4xbf16> to tensor<4xf16>
+// CHECK: graph.bitcast %b : tensor<4xi1> to tensor<4xf8E4M3FN>
+func.func @bitcasts(%x: tensor<4xf32>, %h: tensor<4xbf16>, %b: tensor<4xi1>) -> tensor<4xf8E4M3FN> {
+  %i = graph.bitcast %x : tensor<4xf32> to tensor<4xi32>
+  %f = graph.bitcast %h : tensor<4xbf16> to tensor<4xf16>
+  %q = graph.bitcast %b : tensor<4xi1> to tensor<4xf8E4M3FN>
+  func.return %q : tensor<4xf8E4M3FN>
 }
 
 // CHECK-LABEL: func.func @unsigned_and_small_constants
