@@ -66,6 +66,19 @@ def dense_relu() -> onnx.ModelProto:
     )  # fmt: skip
 
 
+def dense_prime_rows() -> onnx.ModelProto:
+    """29 rows, a prime: no divisor makes a register tile; the epilogue (bias, ReLU)
+    makes the product a local buffer the padded row tail can extend."""
+    return model(
+        [helper.make_node("MatMul", ["X", "W"], ["M"]),
+         helper.make_node("Add", ["M", "b"], ["A"]),
+         helper.make_node("Relu", ["A"], ["Y"])],
+        [value("X", [1, 29, 32])],
+        [value("Y", [1, 29, 48])],
+        [weights("W", [32, 48]), weights("b", [48])],
+    )  # fmt: skip
+
+
 def conv(channels: int, group: int = 1, stride: int = 1) -> onnx.ModelProto:
     node = helper.make_node(
         "Conv", ["X", "W"], ["Y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
@@ -123,6 +136,7 @@ def layer_norm() -> onnx.ModelProto:
 MODELS = {
     "matmul": matmul,
     "dense_relu": dense_relu,
+    "dense_prime_rows": dense_prime_rows,
     "conv_nchw": lambda: conv(3),
     "conv_nchwc": lambda: conv(16),
     "conv_strided": lambda: conv(16, stride=2),
@@ -276,6 +290,19 @@ def test_the_dense_template_tensorizes_with_the_micro_kernel_and_vector_loops():
     assert tensorized == {"cpu.fma_tile.8x32x24"}
     kinds = {op.loop_kind for op in kernel.walk() if isinstance(op, ForOp)}
     assert {LoopKind.UNROLLED, LoopKind.VECTORIZED} <= kinds
+
+
+def test_rows_no_tile_divides_are_tensorized_with_a_padded_tail():
+    """29 rows, 48 columns: tiles of 6 x 48 (3 vectors: at most 9 rows of
+    accumulators) over 30 rows (the fewest padded ones, the taller tile on a tie), A
+    copied into a 30-row local buffer; the output keeps its 29 rows."""
+    module = loop_module(dense_prime_rows())
+    schedule_default(module, cpu())
+    (kernel,) = [k for k in kernels(module) if "matmul" in k.sym_name.data]
+    tensorized = {op.attributes[TENSORIZED_ATTR].data for op in kernel.walk() if TENSORIZED_ATTR in op.attributes}
+    assert tensorized == {"cpu.fma_tile.6x48x32"}, tensorized
+    shapes = [op.memref.type.get_shape() for op in kernel.walk() if isinstance(op, memref.AllocOp)]
+    assert (30, 32) in shapes, shapes
 
 
 def test_a_template_that_fails_is_undone_and_the_reason_recorded():

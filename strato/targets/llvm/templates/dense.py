@@ -65,24 +65,38 @@ def schedule_dense(
     mr, nr = choose_tile(i.extent, j.extent, knobs["mr"], knobs["nr"], context.lanes)
     kc = fit(k.extent, knobs["kc"])
     b_name = _operand(sch, stage, j.axis, k.axis)
+    a_name = _operand(sch, stage, i.axis, k.axis)
+    tallest = min(knobs["mr"], ACCUMULATORS // max(1, nr // context.lanes))
+    padded_mr = _padded_rows_tile(sch, stage, i, mr, tallest, a_name, b_name)
+    if padded_mr is not None:
+        mr = padded_mr
     if nr < 8 or mr < 2 or b_name is None:
         _fallback(sch, stage, context)
         return
-    # MC: a multiple of MR that divides the rows
-    mc = mr * fit(i.extent // mr, max(knobs["mc"] // mr, 1))
-    io, ii = sch.split(i, [None, mc]) if mc < i.extent else (None, i)
-    iio, iii = sch.split(ii, [None, mr]) if mr < mc else (None, ii)
+    if padded_mr is not None:
+        # rows no tile divides (ViT's 197 tokens): A copied into a local buffer the
+        # padding can extend, the row loop split with a padded tail (the output's
+        # padded rows are computed and never read)
+        copy = sch.cache_read(stage, a_name, "local")
+        vectorize_innermost(sch, copy, sch.get_loops(copy)[-1], context.lanes)
+        mc = -(-i.extent // mr) * mr
+        io, ii = None, i
+        iio, iii = sch.split(ii, [None, mr], tail="pad")
+    else:
+        # MC: a multiple of MR that divides the rows
+        mc = mr * fit(i.extent // mr, max(knobs["mc"] // mr, 1))
+        io, ii = sch.split(i, [None, mc]) if mc < i.extent else (None, i)
+        iio, iii = sch.split(ii, [None, mr]) if mr < mc else (None, ii)
     jo, ji = sch.split(j, [None, nr]) if nr < j.extent else (None, j)
     ko, ki = sch.split(k, [None, kc]) if kc < k.extent else (None, k)
     outer = [*batch, *[loop for loop in (ko, io, jo, iio) if loop is not None]]
     sch.reorder(*outer, ki, iii, ji)
-    a_name = _operand(sch, stage, i.axis, k.axis)
     if knobs["pack_b"] and not (jo is None and _panels_contiguous(sch, stage, b_name, j.axis, k.axis, nr)):
         # one KC x N block per k block when rows are blocked (reused by every row
         # block), else one KC x NR panel per column block (a small buffer)
         at = _deepest([*batch, ko, jo if io is None else None])
         _pack(sch, stage, b_name, at, nr, j.axis, k.axis, context.lanes)
-    if knobs["pack_a"] and a_name is not None and a_name != b_name and mr < i.extent:
+    if knobs["pack_a"] and padded_mr is None and a_name is not None and a_name != b_name and mr < i.extent:
         at = _deepest([*batch, ko, io])
         _pack(sch, stage, a_name, at, mr, i.axis, k.axis, context.lanes)
     if ko is None:
@@ -90,6 +104,24 @@ def schedule_dense(
         # separate pass over the whole output
         sch.decompose_reduction(stage, sch.get_loop(stage, ki.axis))
     sch.tensorize(sch.get_loop(stage, ki.axis), fma_tile_name(mr, nr, kc))
+
+
+def _padded_rows_tile(
+    sch: Schedule, stage: StageHandle, i, mr: int, preferred: int, a_name: str | None, b_name: str | None
+) -> int | None:
+    """The MR of a tile whose row loop is split with a padded tail, when no divisor of
+    the rows makes a tile of at least half the preferred height and padding can
+    extend what the rows index: the output is a local buffer (an epilogue reads it),
+    the rows are one plain loop, and A is a buffer of its own (copied into a local
+    one first). The MR up to `preferred` that wastes the fewest padded rows, the
+    taller on a tie: 197 rows, preferred 12 -> 11 (198 rows)."""
+    if 2 * mr >= preferred or i.extent < preferred or a_name is None or a_name == b_name:
+        return None
+    state = sch.state.stage(stage.name)
+    if sch.state.is_output(state.buffer) or state.relations or state.attach is not None:
+        return None
+    candidates = range(max(2, preferred // 2), preferred + 1)
+    return min(candidates, key=lambda m: (-(-i.extent // m) * m - i.extent, -m))
 
 
 ACCUMULATORS = 28
