@@ -39,6 +39,10 @@ import numpy as np
 import onnx
 from transformer_models import build_bert, build_vit
 
+# after this directory's modules: importing torch_corpus takes this directory off
+# sys.path, so its kernels.py does not stand in for the package transformers imports
+from torch_corpus import import_torchvision  # noqa: E402, I001
+
 import strato
 from strato import zoo
 
@@ -60,6 +64,8 @@ def torch_export(name: str) -> onnx.ModelProto:
     if path.exists():
         return onnx.load(str(path))
     import torch
+
+    import_torchvision()  # transformers imports torchvision when it is installed
     import transformers
 
     torch.manual_seed(0)

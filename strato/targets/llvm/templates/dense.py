@@ -66,37 +66,38 @@ def schedule_dense(
     kc = fit(k.extent, knobs["kc"])
     b_name = _operand(sch, stage, j.axis, k.axis)
     a_name = _operand(sch, stage, i.axis, k.axis)
-    tallest = min(knobs["mr"], ACCUMULATORS // max(1, nr // context.lanes))
-    padded_mr = _padded_rows_tile(sch, stage, i, mr, tallest, a_name, b_name)
-    if padded_mr is not None:
-        mr = padded_mr
+    mr, nr, pad_rows, pad_columns = _padded_tile(sch, stage, i, j, k, mr, nr, knobs, context.lanes, a_name, b_name)
     if nr < 8 or mr < 2 or b_name is None:
         _fallback(sch, stage, context)
         return
-    if padded_mr is not None:
-        # rows no tile divides (ViT's 197 tokens): A copied into a local buffer the
-        # padding can extend, the row loop split with a padded tail (the output's
-        # padded rows are computed and never read)
-        copy = sch.cache_read(stage, a_name, "local")
-        vectorize_innermost(sch, copy, sch.get_loops(copy)[-1], context.lanes)
+    if pad_rows or pad_columns:
+        # rows or columns no tile divides (ViT's 197 tokens): the product computed
+        # into a local buffer (copied out when the kernel's output is the product),
+        # the padded operand copied into a local buffer, the loop split with a padded
+        # tail; the padded rows and columns are computed and never read
+        stage, (*batch, i, j, k) = _padded_buffers(
+            sch, stage, [*batch, i, j, k], a_name if pad_rows else None,
+            b_name if pad_columns else None, context.lanes,
+        )  # fmt: skip
         mc = -(-i.extent // mr) * mr
         io, ii = None, i
-        iio, iii = sch.split(ii, [None, mr], tail="pad")
+        iio, iii = sch.split(ii, [None, mr], tail="pad") if pad_rows or mr < i.extent else (None, ii)
+        jo, ji = sch.split(j, [None, nr], tail="pad") if pad_columns or nr < j.extent else (None, j)
     else:
         # MC: a multiple of MR that divides the rows
         mc = mr * fit(i.extent // mr, max(knobs["mc"] // mr, 1))
         io, ii = sch.split(i, [None, mc]) if mc < i.extent else (None, i)
         iio, iii = sch.split(ii, [None, mr]) if mr < mc else (None, ii)
-    jo, ji = sch.split(j, [None, nr]) if nr < j.extent else (None, j)
+        jo, ji = sch.split(j, [None, nr]) if nr < j.extent else (None, j)
     ko, ki = sch.split(k, [None, kc]) if kc < k.extent else (None, k)
     outer = [*batch, *[loop for loop in (ko, io, jo, iio) if loop is not None]]
     sch.reorder(*outer, ki, iii, ji)
-    if knobs["pack_b"] and not (jo is None and _panels_contiguous(sch, stage, b_name, j.axis, k.axis, nr)):
+    if knobs["pack_b"] and not pad_columns and not (jo is None and _panels_contiguous(sch, stage, b_name, j.axis, k.axis, nr)):
         # one KC x N block per k block when rows are blocked (reused by every row
         # block), else one KC x NR panel per column block (a small buffer)
         at = _deepest([*batch, ko, jo if io is None else None])
         _pack(sch, stage, b_name, at, nr, j.axis, k.axis, context.lanes)
-    if knobs["pack_a"] and padded_mr is None and a_name is not None and a_name != b_name and mr < i.extent:
+    if knobs["pack_a"] and not pad_rows and a_name is not None and a_name != b_name and mr < i.extent:
         at = _deepest([*batch, ko, io])
         _pack(sch, stage, a_name, at, mr, i.axis, k.axis, context.lanes)
     if ko is None:
@@ -106,22 +107,51 @@ def schedule_dense(
     sch.tensorize(sch.get_loop(stage, ki.axis), fma_tile_name(mr, nr, kc))
 
 
-def _padded_rows_tile(
-    sch: Schedule, stage: StageHandle, i, mr: int, preferred: int, a_name: str | None, b_name: str | None
-) -> int | None:
-    """The MR of a tile whose row loop is split with a padded tail, when no divisor of
-    the rows makes a tile of at least half the preferred height and padding can
-    extend what the rows index: the output is a local buffer (an epilogue reads it),
-    the rows are one plain loop, and A is a buffer of its own (copied into a local
-    one first). The MR up to `preferred` that wastes the fewest padded rows, the
-    taller on a tie: 197 rows, preferred 12 -> 11 (198 rows)."""
-    if 2 * mr >= preferred or i.extent < preferred or a_name is None or a_name == b_name:
-        return None
+def _padded_tile(
+    sch: Schedule, stage: StageHandle, i, j, k, mr: int, nr: int, knobs: dict[str, Any], lanes: int,
+    a_name: str | None, b_name: str | None,
+) -> tuple[int, int, bool, bool]:
+    """(MR, NR, pad the rows, pad the columns): the tile `choose_tile` found, or where
+    no divisor makes a tile (a column count no vector width divides, a row count with
+    no divisor of half the preferred height: 197 tokens), a tile over padded rows or
+    columns, when padding can extend what they index: the rows or columns are plain
+    loops of a stage at the kernel's root, and the padded operand is a buffer of its
+    own (B also contiguous along the columns, as the micro-kernel reads it). The
+    height or width wasting the fewest padded rows or columns, the larger on a tie:
+    197 rows, at most 12 -> 11 (198 rows); 197 columns, 16 lanes -> 16 (208)."""
     state = sch.state.stage(stage.name)
-    if sch.state.is_output(state.buffer) or state.relations or state.attach is not None:
-        return None
-    candidates = range(max(2, preferred // 2), preferred + 1)
-    return min(candidates, key=lambda m: (-(-i.extent // m) * m - i.extent, -m))
+    if state.relations or state.attach is not None or a_name is None or b_name is None or a_name == b_name:
+        return mr, nr, False, False
+    pad_columns = False
+    if nr < lanes <= j.extent and read_strides(sch, stage)[b_name].get(j.axis) == 1:
+        widths = range(lanes, max(knobs["nr"], lanes) + 1, lanes)
+        nr = min(widths, key=lambda w: (-(-j.extent // w) * w - j.extent, -w))
+        mr = fit(i.extent, min(knobs["mr"], ACCUMULATORS // (nr // lanes)))
+        pad_columns = True
+    tallest = min(knobs["mr"], ACCUMULATORS // max(1, nr // lanes))
+    if 2 * mr >= tallest or i.extent < tallest:
+        return mr, nr, False, pad_columns
+    heights = range(max(2, tallest // 2), tallest + 1)
+    mr = min(heights, key=lambda m: (-(-i.extent // m) * m - i.extent, -m))
+    return mr, nr, True, pad_columns
+
+
+def _padded_buffers(
+    sch: Schedule, stage: StageHandle, loops: list, a_name: str | None, b_name: str | None, lanes: int
+) -> tuple[StageHandle, list]:
+    """The stage that computes the product into a local buffer (a new one, copied into
+    the kernel's output, when the output is the product) and `loops` in it, after A
+    (`a_name`) and B (`b_name`), when given, are copied into local buffers."""
+    if sch.state.is_output(sch.state.stage(stage.name).buffer):
+        compute = sch.cache_write(stage, "local")
+        vectorize_innermost(sch, stage, sch.get_loops(stage)[-1], lanes)
+        stage = compute
+        loops = [sch.get_loop(stage, loop.axis) for loop in loops]
+    for name in (a_name, b_name):
+        if name is not None:
+            copy = sch.cache_read(stage, name, "local")
+            vectorize_innermost(sch, copy, sch.get_loops(copy)[-1], lanes)
+    return stage, loops
 
 
 ACCUMULATORS = 28
