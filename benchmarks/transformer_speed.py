@@ -192,7 +192,7 @@ def latency(name: str, model: onnx.ModelProto, threads: int, rounds: int) -> dic
 
 def strato_kernels(model: onnx.ModelProto) -> list[tuple[str, int, float, float]]:
     """(kernel, count, ms per call, GFLOP/s) of each distinct kernel, one thread, on
-    the tuner's seeded buffers (the model's outputs are checked end to end instead: a
+    the tuner's seeded buffers, wall time as onnxruntime's profile measures (the model's outputs are checked end to end instead: a
     kernel fed random token ids or masks may compute NaN, and that is no error)."""
     import time
 
@@ -206,15 +206,15 @@ def strato_kernels(model: onnx.ModelProto) -> list[tuple[str, int, float, float]
         arrays, _ = _kernel_buffers(built.kernel.buffers, 0)
         pointers = [array.ctypes.data for array in arrays]
         function(*pointers)
-        start = time.thread_time()
+        start = time.perf_counter()
         function(*pointers)
-        number = max(1, int(0.05 / max(time.thread_time() - start, 1e-6)))
+        number = max(1, int(0.05 / max(time.perf_counter() - start, 1e-6)))
         costs = []
         for _ in range(5):
-            start = time.thread_time()
+            start = time.perf_counter()
             for _ in range(number):
                 function(*pointers)
-            costs.append((time.thread_time() - start) / number)
+            costs.append((time.perf_counter() - start) / number)
         seconds = median(costs)
         rows.append((task.kernel, task.weight, seconds * 1e3, task.flops / seconds / 1e9))
     return rows

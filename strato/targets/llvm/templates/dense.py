@@ -17,7 +17,12 @@ micro-kernel (decompose_reduction), not by a pass over the whole output first.
 B is the operand indexed by the output column and the reduction axis (the weights of a
 dense layer, stored [N, K], or the right operand of a matmul), A the one indexed by the
 output row and the reduction axis. Batch loops B does not move along join the rows (a
-dense layer over [seq, 1, K] has seq rows). When the tile cannot be formed (fewer than 8
+dense layer over [seq, 1, K] has seq rows). Rows or columns that no tile divides (ViT's
+197 tokens, a prime; attention scores 197 x 197) are padded: the product is computed
+into a local buffer whose rows and columns the loops' padded tails extend (with
+cache_write and a copy into the output when the output is the product), the padded
+operand is copied into a local buffer first, and the padded rows and columns are
+computed and never read. When the tile cannot be formed (fewer than 8
 columns, a batch-1 row vector, several reduction axes), a matrix-vector product runs as
 `gemv.py` schedules it, anything else as any reduction. Constant weights arrive packed
 as the tile reads them (graph-pack-dense), and are then not copied.
