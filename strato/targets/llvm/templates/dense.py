@@ -80,7 +80,8 @@ def schedule_dense(
         # into a local buffer (copied out when the kernel's output is the product),
         # the padded operand copied into a local buffer, the loop split with a padded
         # tail; the padded rows and columns are computed and never read
-        stage, (*batch, i, j, k) = _padded_buffers(
+        output = stage
+        stage, (*batch, i, j, k), copies = _padded_buffers(
             sch, stage, [*batch, i, j, k], a_name if pad_rows else None,
             b_name if pad_columns else None, context.lanes,
         )  # fmt: skip
@@ -88,6 +89,15 @@ def schedule_dense(
         io, ii = None, i
         iio, iii = sch.split(ii, [None, mr], tail="pad") if pad_rows or mr < i.extent else (None, ii)
         jo, ji = sch.split(j, [None, nr], tail="pad") if pad_columns or nr < j.extent else (None, j)
+        if batch:
+            # one batch (an attention head) at a time: its padded product and operand
+            # copies stay in cache between being written and read
+            for copy in copies:
+                sch.compute_at(copy, batch[-1])
+            if output != stage:
+                out_loops = sch.get_loops(output)
+                sch.compute_at(stage, out_loops[len(batch) - 1])
+                batch = [sch.get_loop(stage, loop.axis) for loop in batch]
     else:
         # MC: a multiple of MR that divides the rows
         mc = mr * fit(i.extent // mr, max(knobs["mc"] // mr, 1))
@@ -143,7 +153,7 @@ def _padded_tile(
 
 def _padded_buffers(
     sch: Schedule, stage: StageHandle, loops: list, a_name: str | None, b_name: str | None, lanes: int
-) -> tuple[StageHandle, list]:
+) -> tuple[StageHandle, list, list[StageHandle]]:
     """The stage that computes the product into a local buffer (a new one, copied into
     the kernel's output, when the output is the product) and `loops` in it, after A
     (`a_name`) and B (`b_name`), when given, are copied into local buffers."""
@@ -152,11 +162,13 @@ def _padded_buffers(
         vectorize_innermost(sch, stage, sch.get_loops(stage)[-1], lanes)
         stage = compute
         loops = [sch.get_loop(stage, loop.axis) for loop in loops]
+    copies = []
     for name in (a_name, b_name):
         if name is not None:
             copy = sch.cache_read(stage, name, "local")
             vectorize_innermost(sch, copy, sch.get_loops(copy)[-1], lanes)
-    return stage, loops
+            copies.append(copy)
+    return stage, loops, copies
 
 
 ACCUMULATORS = 28
