@@ -90,8 +90,10 @@ def schedule_dense(
         iio, iii = sch.split(ii, [None, mr], tail="pad") if pad_rows or mr < i.extent else (None, ii)
         jo, ji = sch.split(j, [None, nr], tail="pad") if pad_columns or nr < j.extent else (None, j)
         if batch:
-            # one batch (an attention head) at a time: its padded product and operand
-            # copies stay in cache between being written and read
+            # one batch (an attention head) at a time: its padded product and the
+            # operand copies that move with it stay in cache between being written and
+            # read (a copy of an operand the batch loop does not move, such as A of a
+            # dense layer whose column blocks are that loop, is made once)
             for copy in copies:
                 sch.compute_at(copy, batch[-1])
             if output != stage:
@@ -155,8 +157,9 @@ def _padded_buffers(
     sch: Schedule, stage: StageHandle, loops: list, a_name: str | None, b_name: str | None, lanes: int
 ) -> tuple[StageHandle, list, list[StageHandle]]:
     """The stage that computes the product into a local buffer (a new one, copied into
-    the kernel's output, when the output is the product) and `loops` in it, after A
-    (`a_name`) and B (`b_name`), when given, are copied into local buffers."""
+    the kernel's output, when the output is the product) and `loops` ([*batch, i, j,
+    k]) in it, after A (`a_name`) and B (`b_name`), when given, are copied into local
+    buffers; the copies of those that move along a batch loop."""
     if sch.state.is_output(sch.state.stage(stage.name).buffer):
         compute = sch.cache_write(stage, "local")
         vectorize_innermost(sch, stage, sch.get_loops(stage)[-1], lanes)
@@ -164,9 +167,13 @@ def _padded_buffers(
         loops = [sch.get_loop(stage, loop.axis) for loop in loops]
     copies = []
     for name in (a_name, b_name):
-        if name is not None:
-            copy = sch.cache_read(stage, name, "local")
-            vectorize_innermost(sch, copy, sch.get_loops(copy)[-1], lanes)
+        if name is None:
+            continue
+        strides = read_strides(sch, stage)[name]
+        moves = any(strides.get(loop.axis) for loop in loops[:-3])
+        copy = sch.cache_read(stage, name, "local")
+        vectorize_innermost(sch, copy, sch.get_loops(copy)[-1], lanes)
+        if moves:
             copies.append(copy)
     return stage, loops, copies
 
