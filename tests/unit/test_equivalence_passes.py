@@ -49,6 +49,7 @@ PROPERTY_TESTS: dict[str, str] = {
     "graph-fuse-ops": "test_graph_fuse_ops",
     "graph-plan-memory": "test_graph_plan_memory",
     "graph-quantize": "test_graph_quantize",
+    "graph-raise-composites": "test_graph_raise_composites",
     "graph-simplify-inference": "test_graph_simplify_inference",
     "graph-unroll-recurrences": "test_graph_unroll_recurrences",
     "loop-dedup-kernels": "test_loop_dedup_kernels",

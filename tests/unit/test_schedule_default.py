@@ -66,6 +66,29 @@ def dense_relu() -> onnx.ModelProto:
     )  # fmt: skip
 
 
+def dense_prime_rows() -> onnx.ModelProto:
+    """29 rows, a prime: no divisor makes a register tile; the epilogue (bias, ReLU)
+    makes the product a local buffer the padded row tail can extend."""
+    return model(
+        [helper.make_node("MatMul", ["X", "W"], ["M"]),
+         helper.make_node("Add", ["M", "b"], ["A"]),
+         helper.make_node("Relu", ["A"], ["Y"])],
+        [value("X", [1, 29, 32])],
+        [value("Y", [1, 29, 48])],
+        [weights("W", [32, 48]), weights("b", [48])],
+    )  # fmt: skip
+
+
+def attention_scores() -> onnx.ModelProto:
+    """Q K^T of 2 heads over 23 tokens (a prime): neither rows nor columns tile, and
+    the product is the kernel's output."""
+    return model(
+        [helper.make_node("MatMul", ["Q", "K"], ["Y"])],
+        [value("Q", [1, 2, 23, 8]), value("K", [1, 2, 8, 23])],
+        [value("Y", [1, 2, 23, 23])],
+    )
+
+
 def conv(channels: int, group: int = 1, stride: int = 1) -> onnx.ModelProto:
     node = helper.make_node(
         "Conv", ["X", "W"], ["Y"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
@@ -123,6 +146,8 @@ def layer_norm() -> onnx.ModelProto:
 MODELS = {
     "matmul": matmul,
     "dense_relu": dense_relu,
+    "dense_prime_rows": dense_prime_rows,
+    "attention_scores": attention_scores,
     "conv_nchw": lambda: conv(3),
     "conv_nchwc": lambda: conv(16),
     "conv_strided": lambda: conv(16, stride=2),
@@ -276,6 +301,33 @@ def test_the_dense_template_tensorizes_with_the_micro_kernel_and_vector_loops():
     assert tensorized == {"cpu.fma_tile.8x32x24"}
     kinds = {op.loop_kind for op in kernel.walk() if isinstance(op, ForOp)}
     assert {LoopKind.UNROLLED, LoopKind.VECTORIZED} <= kinds
+
+
+def test_rows_no_tile_divides_are_tensorized_with_a_padded_tail():
+    """29 rows, 48 columns: tiles of 6 x 48 (3 vectors: at most 9 rows of
+    accumulators) over 30 rows (the fewest padded ones, the taller tile on a tie), A
+    copied into a 30-row local buffer; the output keeps its 29 rows."""
+    module = loop_module(dense_prime_rows())
+    schedule_default(module, cpu())
+    (kernel,) = [k for k in kernels(module) if "matmul" in k.sym_name.data]
+    tensorized = {op.attributes[TENSORIZED_ATTR].data for op in kernel.walk() if TENSORIZED_ATTR in op.attributes}
+    assert tensorized == {"cpu.fma_tile.6x48x32"}, tensorized
+    shapes = [op.memref.type.get_shape() for op in kernel.walk() if isinstance(op, memref.AllocOp)]
+    assert (30, 32) in shapes, shapes
+
+
+def test_a_product_with_prime_rows_and_columns_is_tensorized_into_a_padded_local_buffer():
+    """23 x 23 per head: the product computed into a local buffer padded to 24 x 32
+    (tiles of 12 x 32: as few padded rows and columns as any, the larger tile), copied
+    into the output."""
+    module = loop_module(attention_scores())
+    schedule_default(module, cpu())
+    (kernel,) = kernels(module)
+    assert UNSCHEDULED_ATTR not in kernel.attributes, kernel.attributes[UNSCHEDULED_ATTR]
+    tensorized = {op.attributes[TENSORIZED_ATTR].data for op in kernel.walk() if TENSORIZED_ATTR in op.attributes}
+    assert tensorized == {"cpu.fma_tile.12x32x8"}, tensorized
+    shapes = [op.memref.type.get_shape() for op in kernel.walk() if isinstance(op, memref.AllocOp)]
+    assert (1, 2, 24, 32) in shapes, shapes
 
 
 def test_a_template_that_fails_is_undone_and_the_reason_recorded():

@@ -17,7 +17,12 @@ micro-kernel (decompose_reduction), not by a pass over the whole output first.
 B is the operand indexed by the output column and the reduction axis (the weights of a
 dense layer, stored [N, K], or the right operand of a matmul), A the one indexed by the
 output row and the reduction axis. Batch loops B does not move along join the rows (a
-dense layer over [seq, 1, K] has seq rows). When the tile cannot be formed (fewer than 8
+dense layer over [seq, 1, K] has seq rows). Rows or columns that no tile divides (ViT's
+197 tokens, a prime; attention scores 197 x 197) are padded: the product is computed
+into a local buffer whose rows and columns the loops' padded tails extend (with
+cache_write and a copy into the output when the output is the product), the padded
+operand is copied into a local buffer first, and the padded rows and columns are
+computed and never read. When the tile cannot be formed (fewer than 8
 columns, a batch-1 row vector, several reduction axes), a matrix-vector product runs as
 `gemv.py` schedules it, anything else as any reduction. Constant weights arrive packed
 as the tile reads them (graph-pack-dense), and are then not copied.
@@ -65,24 +70,51 @@ def schedule_dense(
     mr, nr = choose_tile(i.extent, j.extent, knobs["mr"], knobs["nr"], context.lanes)
     kc = fit(k.extent, knobs["kc"])
     b_name = _operand(sch, stage, j.axis, k.axis)
+    a_name = _operand(sch, stage, i.axis, k.axis)
+    mr, nr, pad_rows, pad_columns = _padded_tile(sch, stage, i, j, k, mr, nr, knobs, context.lanes, a_name, b_name)
     if nr < 8 or mr < 2 or b_name is None:
         _fallback(sch, stage, context)
         return
-    # MC: a multiple of MR that divides the rows
-    mc = mr * fit(i.extent // mr, max(knobs["mc"] // mr, 1))
-    io, ii = sch.split(i, [None, mc]) if mc < i.extent else (None, i)
-    iio, iii = sch.split(ii, [None, mr]) if mr < mc else (None, ii)
-    jo, ji = sch.split(j, [None, nr]) if nr < j.extent else (None, j)
+    if pad_rows or pad_columns:
+        # rows or columns no tile divides (ViT's 197 tokens): the product computed
+        # into a local buffer (copied out when the kernel's output is the product),
+        # the padded operand copied into a local buffer, the loop split with a padded
+        # tail; the padded rows and columns are computed and never read
+        output = stage
+        stage, (*batch, i, j, k), copies = _padded_buffers(
+            sch, stage, [*batch, i, j, k], a_name if pad_rows else None,
+            b_name if pad_columns else None, context.lanes,
+        )  # fmt: skip
+        mc = -(-i.extent // mr) * mr
+        io, ii = None, i
+        iio, iii = sch.split(ii, [None, mr], tail="pad") if pad_rows or mr < i.extent else (None, ii)
+        jo, ji = sch.split(j, [None, nr], tail="pad") if pad_columns or nr < j.extent else (None, j)
+        if batch:
+            # one batch (an attention head) at a time: its padded product and the
+            # operand copies that move with it stay in cache between being written and
+            # read (a copy of an operand the batch loop does not move, such as A of a
+            # dense layer whose column blocks are that loop, is made once)
+            for copy in copies:
+                sch.compute_at(copy, batch[-1])
+            if output != stage:
+                out_loops = sch.get_loops(output)
+                sch.compute_at(stage, out_loops[len(batch) - 1])
+                batch = [sch.get_loop(stage, loop.axis) for loop in batch]
+    else:
+        # MC: a multiple of MR that divides the rows
+        mc = mr * fit(i.extent // mr, max(knobs["mc"] // mr, 1))
+        io, ii = sch.split(i, [None, mc]) if mc < i.extent else (None, i)
+        iio, iii = sch.split(ii, [None, mr]) if mr < mc else (None, ii)
+        jo, ji = sch.split(j, [None, nr]) if nr < j.extent else (None, j)
     ko, ki = sch.split(k, [None, kc]) if kc < k.extent else (None, k)
     outer = [*batch, *[loop for loop in (ko, io, jo, iio) if loop is not None]]
     sch.reorder(*outer, ki, iii, ji)
-    a_name = _operand(sch, stage, i.axis, k.axis)
-    if knobs["pack_b"] and not (jo is None and _panels_contiguous(sch, stage, b_name, j.axis, k.axis, nr)):
+    if knobs["pack_b"] and not pad_columns and not (jo is None and _panels_contiguous(sch, stage, b_name, j.axis, k.axis, nr)):
         # one KC x N block per k block when rows are blocked (reused by every row
         # block), else one KC x NR panel per column block (a small buffer)
         at = _deepest([*batch, ko, jo if io is None else None])
         _pack(sch, stage, b_name, at, nr, j.axis, k.axis, context.lanes)
-    if knobs["pack_a"] and a_name is not None and a_name != b_name and mr < i.extent:
+    if knobs["pack_a"] and not pad_rows and a_name is not None and a_name != b_name and mr < i.extent:
         at = _deepest([*batch, ko, io])
         _pack(sch, stage, a_name, at, mr, i.axis, k.axis, context.lanes)
     if ko is None:
@@ -90,6 +122,60 @@ def schedule_dense(
         # separate pass over the whole output
         sch.decompose_reduction(stage, sch.get_loop(stage, ki.axis))
     sch.tensorize(sch.get_loop(stage, ki.axis), fma_tile_name(mr, nr, kc))
+
+
+def _padded_tile(
+    sch: Schedule, stage: StageHandle, i, j, k, mr: int, nr: int, knobs: dict[str, Any], lanes: int,
+    a_name: str | None, b_name: str | None,
+) -> tuple[int, int, bool, bool]:
+    """(MR, NR, pad the rows, pad the columns): the tile `choose_tile` found, or where
+    no divisor makes a tile (a column count no vector width divides, a row count with
+    no divisor of half the preferred height: 197 tokens), a tile over padded rows or
+    columns, when padding can extend what they index: the rows or columns are plain
+    loops of a stage at the kernel's root, and the padded operand is a buffer of its
+    own (B also contiguous along the columns, as the micro-kernel reads it). The
+    height or width wasting the fewest padded rows or columns, the larger on a tie:
+    197 rows, at most 12 -> 11 (198 rows); 197 columns, 16 lanes -> 16 (208)."""
+    state = sch.state.stage(stage.name)
+    if state.relations or state.attach is not None or a_name is None or b_name is None or a_name == b_name:
+        return mr, nr, False, False
+    pad_columns = False
+    if nr < lanes <= j.extent and read_strides(sch, stage)[b_name].get(j.axis) == 1:
+        widths = range(lanes, max(knobs["nr"], lanes) + 1, lanes)
+        nr = min(widths, key=lambda w: (-(-j.extent // w) * w - j.extent, -w))
+        mr = fit(i.extent, min(knobs["mr"], ACCUMULATORS // (nr // lanes)))
+        pad_columns = True
+    tallest = min(knobs["mr"], ACCUMULATORS // max(1, nr // lanes))
+    if 2 * mr >= tallest or i.extent < tallest:
+        return mr, nr, False, pad_columns
+    heights = range(max(2, tallest // 2), tallest + 1)
+    mr = min(heights, key=lambda m: (-(-i.extent // m) * m - i.extent, -m))
+    return mr, nr, True, pad_columns
+
+
+def _padded_buffers(
+    sch: Schedule, stage: StageHandle, loops: list, a_name: str | None, b_name: str | None, lanes: int
+) -> tuple[StageHandle, list, list[StageHandle]]:
+    """The stage that computes the product into a local buffer (a new one, copied into
+    the kernel's output, when the output is the product) and `loops` ([*batch, i, j,
+    k]) in it, after A (`a_name`) and B (`b_name`), when given, are copied into local
+    buffers; the copies of those that move along a batch loop."""
+    if sch.state.is_output(sch.state.stage(stage.name).buffer):
+        compute = sch.cache_write(stage, "local")
+        vectorize_innermost(sch, stage, sch.get_loops(stage)[-1], lanes)
+        stage = compute
+        loops = [sch.get_loop(stage, loop.axis) for loop in loops]
+    copies = []
+    for name in (a_name, b_name):
+        if name is None:
+            continue
+        strides = read_strides(sch, stage)[name]
+        moves = any(strides.get(loop.axis) for loop in loops[:-3])
+        copy = sch.cache_read(stage, name, "local")
+        vectorize_innermost(sch, copy, sch.get_loops(copy)[-1], lanes)
+        if moves:
+            copies.append(copy)
+    return stage, loops, copies
 
 
 ACCUMULATORS = 28
