@@ -244,7 +244,8 @@ CONV_OP_KINDS = (
     "identity",
     "dropout",
 )
-"""The op kinds of `conv_programs`."""
+"""The op kinds of `conv_programs` by default; "channel_concat" (a concatenation along
+the channels with an earlier value of the same batch and spatial size) is one more."""
 
 
 @st.composite
@@ -308,6 +309,12 @@ def conv_programs(
             partners := [v for v in values if v is not x and _shape_of(v) == _shape_of(x)]
         ):
             op = graph.AddOp(x, draw(st.sampled_from(partners)))
+        elif kind == "channel_concat" and (
+            partners := [v for v in values if _batch_and_space(v) == _batch_and_space(x)]
+        ):
+            # DenseNet's and SqueezeNet's joins: channels of branches side by side
+            partner = draw(st.sampled_from(partners))
+            op = graph.ConcatOp([x, partner] if draw(st.booleans()) else [partner, x], 1)
         elif kind in ("channel_scale", "channel_shift", "residual_add"):
             shape = draw(st.sampled_from([(c, 1, 1), (1, c, 1, 1), (), (1,)]))
             operand = constant(rng.uniform(0.5, 1.5, shape))
@@ -357,6 +364,12 @@ def conv_programs(
         "main", ([TensorType(f32, input_shape)], [r.type for r in results]), Region(block)
     )
     return GraphProgram(ModuleOp([function]), [input_shape])
+
+
+def _batch_and_space(value: SSAValue) -> tuple[int, ...]:
+    """[N, H, W] of an [N, C, H, W] value."""
+    n, _, *space = _shape_of(value)
+    return (n, *space)
 
 
 def _flat_shape(value: SSAValue) -> tuple[int, int]:

@@ -16,7 +16,10 @@ blocked layout:
 - broadcasting binary ops (a residual add, a per-channel scale or shift) take their
   other operand blocked: a constant is re-laid out at compile time ([C, 1, 1] becomes
   [C/b, 1, 1, b]), a full-size NCHW tensor goes through a layout transform;
-- max, average and global average pooling become their blocked variants.
+- max, average and global average pooling become their blocked variants;
+- a concatenation along the channels whose inputs all have the block of its result
+  concatenates the blocked tensors along their channel-block axis (DenseNet's dense
+  blocks, SqueezeNet's fire modules, DeepLabV3's ASPP).
 
 The block of a tensor follows from its channel count: the largest of `block`, `block`/2,
 ... down to `min_block` (options; defaults 8 and 8) that divides it. With block=16
@@ -240,6 +243,8 @@ class LayoutRewriter:
             self.visit_binary(op)
         elif isinstance(op, (graph.MaxPoolOp, graph.AvgPoolOp)):
             self.visit_pool(op)
+        elif isinstance(op, graph.ConcatOp):
+            self.visit_concat(op)
         elif isinstance(op, graph.GlobalAvgPoolOp) and self.in_chain(op.input):
             block = self.value_block(op.input)
             assert block is not None
@@ -311,6 +316,21 @@ class LayoutRewriter:
                 x, op.kernel_shape, count_include_pad=op.counts_padding, **options
             )
         self._replace(op, new)
+
+    def visit_concat(self, op: graph.ConcatOp) -> None:
+        """A channel concatenation whose inputs all have the block of its result joins
+        along the block axis: [N, C/b, H, W, b] tensors concatenated on axis 1 are the
+        blocked result, so a DenseNet or SqueezeNet stage stays blocked through it."""
+        shape = static_shape(op.result)
+        if len(shape) != 4 or op.axis_value % 4 != 1:
+            return
+        block = self.value_block(op.result)
+        if block is None or not any(self.in_chain(v) for v in op.inputs):
+            return
+        if any(self.value_block(v) != block for v in op.inputs):
+            return
+        inputs = [self.entered(v) for v in op.inputs]
+        self._replace(op, graph.ConcatOp(inputs, 1))
 
     # -- the chain's exits ------------------------------------------------------------
 

@@ -238,6 +238,7 @@ CHAIN_KINDS = (
     "avg_pool",
     "relu",
     "residual_add",
+    "channel_concat",
 )
 
 

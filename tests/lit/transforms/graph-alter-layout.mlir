@@ -194,3 +194,38 @@ func.func @mixed_blocks(%x: tensor<1x24x4x4xf32>) -> tensor<1x32x4x4xf32> {
   %r = graph.relu %y : tensor<1x32x4x4xf32>
   func.return %r : tensor<1x32x4x4xf32>
 }
+
+// -----
+
+// A channel concatenation of blocked values (a fire module's two branches) joins the
+// blocked tensors along their channel-block axis and stays in the chain.
+// MIXED-LABEL: func.func @blocked_concat
+// MIXED:         %a = graph.blocked_conv
+// MIXED:         %b = graph.blocked_conv
+// MIXED-NEXT:    %c = graph.concat %a, %b axis 1 : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
+// MIXED-NEXT:    %r = graph.relu %c : tensor<1x3x4x4x16xf32>
+// MIXED-NEXT:    %r_1 = graph.layout_transform %r from "NCHW16c" to "NCHW"
+// MIXED-NEXT:    func.return %r_1
+func.func @blocked_concat(%x: tensor<1x16x4x4xf32>) -> tensor<1x48x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x16x1x1xf32>
+  %a = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %v = graph.constant dense<0.5> : tensor<32x16x3x3xf32>
+  %b = graph.conv %x, %v strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x4x4xf32>, tensor<32x16x3x3xf32>) -> tensor<1x32x4x4xf32>
+  %c = graph.concat %a, %b axis 1 : (tensor<1x16x4x4xf32>, tensor<1x32x4x4xf32>) -> tensor<1x48x4x4xf32>
+  %r = graph.relu %c : tensor<1x48x4x4xf32>
+  func.return %r : tensor<1x48x4x4xf32>
+}
+
+// -----
+
+// Inputs of different blocks (8 and 16 channels) leave the chain: the concatenation
+// runs in NCHW.
+// MIXED-LABEL: func.func @concat_of_different_blocks
+// MIXED:         graph.layout_transform %a from "NCHW8c" to "NCHW"
+// MIXED:         graph.concat %{{.*}}, %{{.*}} axis 1 : (tensor<1x8x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x24x4x4xf32>
+func.func @concat_of_different_blocks(%x: tensor<1x16x4x4xf32>) -> tensor<1x24x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<8x16x1x1xf32>
+  %a = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x4x4xf32>, tensor<8x16x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %c = graph.concat %a, %x axis 1 : (tensor<1x8x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x24x4x4xf32>
+  func.return %c : tensor<1x24x4x4xf32>
+}
