@@ -376,3 +376,56 @@ def _flat_shape(value: SSAValue) -> tuple[int, int]:
     """[N, C * H * W] of an [N, C, H, W] value."""
     shape = _shape_of(value)
     return shape[0], int(np.prod(shape[1:]))
+
+
+@st.composite
+def dilated_conv_programs(draw: st.DrawFn) -> GraphProgram:
+    """One 2-D convolution with a constant weight, often dilated and padded so widely
+    that some taps read only padding (DeepLabV3's atrous convolutions in small), and
+    sometimes a relu after it."""
+    channels = draw(st.sampled_from([1, 2, 4]))
+    size = (draw(st.integers(1, 2)), channels, draw(st.integers(1, 8)), draw(st.integers(1, 8)))
+    kernel = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    dilation = (draw(st.integers(1, 6)), draw(st.integers(1, 6)))
+    stride = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    padding = []
+    for d in range(2):
+        span = (kernel[d] - 1) * dilation[d] + 1
+        # at least enough padding for one output, often far more
+        least = max(0, span - size[2 + d])
+        padding.append((draw(st.integers(least, least + 8)), draw(st.integers(0, 8))))
+    for d in range(2):
+        span = (kernel[d] - 1) * dilation[d] + 1
+        if size[2 + d] + sum(padding[d]) < span:
+            padding[d] = (padding[d][0] + span - size[2 + d] - sum(padding[d]), padding[d][1])
+    groups = draw(st.sampled_from([g for g in (1, channels) if channels % g == 0]))
+    outputs = channels * draw(st.integers(1, 2))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    block = Block(arg_types=[TensorType(f32, size)])
+    weight = graph.ConstantOp.from_array(
+        rng.standard_normal((outputs, channels // groups, *kernel)).astype(np.float32)
+    )
+    block.add_op(weight)
+    bias = None
+    if draw(st.booleans()):
+        bias_op = graph.ConstantOp.from_array(rng.standard_normal(outputs).astype(np.float32))
+        block.add_op(bias_op)
+        bias = bias_op.result
+    conv = graph.ConvOp(
+        block.args[0],
+        weight.result,
+        bias,
+        strides=stride,
+        padding=(padding[0][0], padding[1][0], padding[0][1], padding[1][1]),
+        dilations=dilation,
+        groups=groups,
+    )
+    block.add_op(conv)
+    result = conv.result
+    if draw(st.booleans()):
+        relu = graph.ReluOp(result)
+        block.add_op(relu)
+        result = relu.result
+    block.add_op(func.ReturnOp(result))
+    function = func.FuncOp("main", ([TensorType(f32, size)], [result.type]), Region(block))
+    return GraphProgram(ModuleOp([function]), [size])
