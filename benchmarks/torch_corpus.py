@@ -20,7 +20,8 @@ tracked; `--rebuild` exports again).
 For each model and exporter, in a worker process of its own (so a crash or a hang costs
 that case only, and `--timeout` bounds): compile with `strato.compile` (the compile cache
 off, so the compile time is measured), run on seeded inputs, run onnxruntime on the same
-inputs, compare (rtol 1e-3, atol 1e-4), and time both (median latency after a warm-up).
+inputs, compare (rtol 1e-3, atol 1e-4), and time both (median latency after a warm-up; the two
+sides called in turns, so that a change of the machine's load slows both alike).
 The table gives the stage each case reached (import, compile, run, match), its status
 (ok, mismatch with the largest error, or the first line of the diagnostic), the compile
 time, the slowest compile stage, both latencies and their ratio. A worker reports each
@@ -51,6 +52,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+from statistics import median
 
 import numpy as np
 
@@ -390,7 +392,6 @@ def run_case(
 
     import strato
     from strato.diagnostics import StratoError
-    from strato.runtime.timing import median_latency_ms
 
     result.stage = "import"
     model = onnx.load(str(path))
@@ -411,7 +412,6 @@ def run_case(
     )
     theirs = session.run(None, feed)
     result.output_scale = max(float(np.max(np.abs(t))) for t in theirs)
-    result.onnxruntime_ms = median_latency_ms(lambda: session.run(None, feed), repeat, warmup=2)
 
     clock = [time.perf_counter()]
     result.current = "import"
@@ -449,10 +449,31 @@ def run_case(
     result.stage = "match"
     abs_err, rel_err, close = compare(ours, theirs)
     result.max_abs_err, result.max_rel_err = abs_err, rel_err
-    result.strato_ms = median_latency_ms(lambda: compiled(*arrays), repeat, warmup=2)
+    # interleaved, so that a change of the machine's load slows both sides alike
+    ours_ms, theirs_ms = interleaved_latencies_ms(
+        [lambda: compiled(*arrays), lambda: session.run(None, feed)], repeat, warmup=2
+    )
+    result.strato_ms, result.onnxruntime_ms = median(ours_ms), median(theirs_ms)
     result.status = "ok" if close else "mismatch"
     result.stage = "done" if close else "match"
     return result
+
+
+def interleaved_latencies_ms(
+    runs: list[Callable[[], object]], repeat: int, warmup: int
+) -> list[list[float]]:
+    """Wall-clock milliseconds of `repeat` calls of each of `runs`, taken in turns (one
+    call of each per round) after `warmup` rounds."""
+    for _ in range(warmup):
+        for run in runs:
+            run()
+    latencies: list[list[float]] = [[] for _ in runs]
+    for _ in range(repeat):
+        for run, times in zip(runs, latencies):
+            start = time.perf_counter()
+            run()
+            times.append((time.perf_counter() - start) * 1e3)
+    return latencies
 
 
 def compare(ours: list, theirs: list) -> tuple[float, float, bool]:
