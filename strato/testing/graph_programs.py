@@ -245,7 +245,8 @@ CONV_OP_KINDS = (
     "dropout",
 )
 """The op kinds of `conv_programs` by default; "channel_concat" (a concatenation along
-the channels with an earlier value of the same batch and spatial size) is one more."""
+the channels with an earlier value of the same batch and spatial size) and
+"spatial_mean" (a mean over H and W keeping them) are two more."""
 
 
 @st.composite
@@ -336,6 +337,8 @@ def conv_programs(
                 )
         elif kind == "global_avg_pool":
             op = graph.GlobalAvgPoolOp(x)
+        elif kind == "spatial_mean":
+            op = graph.ReduceMeanOp(x, (2, 3), keepdims=True)
         elif kind == "identity":
             op = graph.IdentityOp(x)
         elif kind == "dropout":

@@ -16,7 +16,8 @@ blocked layout:
 - broadcasting binary ops (a residual add, a per-channel scale or shift) take their
   other operand blocked: a constant is re-laid out at compile time ([C, 1, 1] becomes
   [C/b, 1, 1, b]), a full-size NCHW tensor goes through a layout transform;
-- max, average and global average pooling become their blocked variants;
+- max, average and global average pooling become their blocked variants (a mean over
+  H and W that keeps them is a global average pool);
 - a concatenation along the channels whose inputs all have the block of its result
   concatenates the blocked tensors along their channel-block axis (DenseNet's dense
   blocks, SqueezeNet's fire modules, DeepLabV3's ASPP).
@@ -66,7 +67,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import AnyFloat, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -245,10 +246,25 @@ class LayoutRewriter:
             self.visit_pool(op)
         elif isinstance(op, graph.ConcatOp):
             self.visit_concat(op)
-        elif isinstance(op, graph.GlobalAvgPoolOp) and self.in_chain(op.input):
-            block = self.value_block(op.input)
+        elif self._is_global_mean(op) and self.in_chain(op.operands[0]):
+            block = self.value_block(op.operands[0])
             assert block is not None
-            self._replace(op, graph.BlockedGlobalAvgPoolOp(self.blocked[op.input], block))
+            self._replace(op, graph.BlockedGlobalAvgPoolOp(self.blocked[op.operands[0]], block))
+
+    @staticmethod
+    def _is_global_mean(op: Operation) -> bool:
+        """A global average pool, or the mean over H and W keeping them (what exporters
+        write for `adaptive_avg_pool2d(x, 1)`: squeeze-and-excitation blocks)."""
+        if isinstance(op, graph.GlobalAvgPoolOp):
+            return True
+        return (
+            isinstance(op, graph.ReduceMeanOp)
+            and op.keeps_dims
+            and op.axis_values == (2, 3)
+            and len(static_shape(op.input)) == 4
+            and isinstance(op.input.type, TensorType)
+            and isinstance(op.input.type.element_type, AnyFloat)
+        )
 
     def visit_conv(self, op: graph.ConvOp) -> None:
         in_block, out_block = self.value_block(op.input), self.value_block(op.result)

@@ -239,6 +239,7 @@ CHAIN_KINDS = (
     "relu",
     "residual_add",
     "channel_concat",
+    "spatial_mean",
 )
 
 

@@ -229,3 +229,35 @@ func.func @concat_of_different_blocks(%x: tensor<1x16x4x4xf32>) -> tensor<1x24x4
   %c = graph.concat %a, %x axis 1 : (tensor<1x8x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x24x4x4xf32>
   func.return %c : tensor<1x24x4x4xf32>
 }
+
+// -----
+
+// A mean over H and W that keeps them (a squeeze-and-excitation block's pooling as
+// exporters write it) is a blocked global average pool, and the chain goes on.
+// CHECK-LABEL: func.func @spatial_mean_keeping_dims
+// CHECK:         %y = graph.blocked_conv
+// CHECK-NEXT:    %m = graph.blocked_global_avg_pool %y layout "NCHW8c" : (tensor<1x2x6x6x8xf32>) -> tensor<1x2x1x1x8xf32>
+// CHECK-NEXT:    %s = graph.sigmoid %m : tensor<1x2x1x1x8xf32>
+// CHECK-NEXT:    %z = graph.mul %y, %s : (tensor<1x2x6x6x8xf32>, tensor<1x2x1x1x8xf32>) -> tensor<1x2x6x6x8xf32>
+// CHECK-NEXT:    %z_1 = graph.layout_transform %z from "NCHW8c" to "NCHW"
+func.func @spatial_mean_keeping_dims(%x: tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x16x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x6x6xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x6x6xf32>
+  %m = graph.reduce_mean %y [2, 3] keepdims : (tensor<1x16x6x6xf32>) -> tensor<1x16x1x1xf32>
+  %s = graph.sigmoid %m : tensor<1x16x1x1xf32>
+  %z = graph.mul %y, %s : (tensor<1x16x6x6xf32>, tensor<1x16x1x1xf32>) -> tensor<1x16x6x6xf32>
+  func.return %z : tensor<1x16x6x6xf32>
+}
+
+// -----
+
+// A mean over H and W that drops them stays in NCHW.
+// CHECK-LABEL: func.func @spatial_mean_dropping_dims
+// CHECK:         %y_1 = graph.layout_transform %y from "NCHW8c" to "NCHW"
+// CHECK-NEXT:    %m = graph.reduce_mean %y_1 [2, 3] : (tensor<1x16x6x6xf32>) -> tensor<1x16xf32>
+func.func @spatial_mean_dropping_dims(%x: tensor<1x16x6x6xf32>) -> tensor<1x16xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x16x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x6x6xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x6x6xf32>
+  %m = graph.reduce_mean %y [2, 3] : (tensor<1x16x6x6xf32>) -> tensor<1x16xf32>
+  func.return %m : tensor<1x16xf32>
+}
