@@ -33,6 +33,12 @@ network's first layer reading an RGB image, reads them as one block (NCHW3c) and
 writes blocks, so that layer and the pooling after it run blocked too (ResNet-18's stem
 convolution, one thread: 1.81 -> 1.36 ms; its max pool, blocked: 0.96 -> 0.19 ms).
 
+A convolution whose output rows have more than 28 columns and no divisor of them near
+the template's register tile (14 columns) computes its rows padded to whole tiles: its
+input gets more zero padding on the right and a slice drops the extra columns
+(SqueezeNet's stem: 109 columns, a prime, computed as 112 columns: 4.9 -> 1.0x
+onnxruntime's time on one thread).
+
 `graph.layout_transform` ops are inserted only at the boundaries of a chain: where an
 NCHW value enters it (once per value) and where a blocked value leaves it for an NCHW
 consumer or a function result (once per value). Ops of other kinds, convolutions whose
@@ -88,6 +94,23 @@ OIHW = "OIHW"
 
 def _blocked_shape(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
     return (shape[0], shape[1] // block, shape[2], shape[3], block)
+
+
+TILE_COLUMNS = 14
+"""Output columns of the conv2d NCHW{c} template's register tile (its `rows` knob)."""
+
+
+def _columns_to_tile(width: int) -> int:
+    """Extra output columns that make a row of `width` columns whole tiles, when no
+    divisor of `width` near TILE_COLUMNS does (a prime width such as SqueezeNet's 109
+    would otherwise be computed one column at a time); 0 when one does, or when the
+    row is short enough (two tiles' columns) for the template to make it one tile."""
+    if width <= 2 * TILE_COLUMNS:
+        return 0
+    best = max(size for size in range(1, TILE_COLUMNS + 1) if width % size == 0)
+    if 2 * best > TILE_COLUMNS:
+        return 0
+    return -width % TILE_COLUMNS
 
 
 def _renamed(value: SSAValue, suffix: str) -> str | None:
@@ -288,19 +311,32 @@ class LayoutRewriter:
             transform = graph.LayoutTransformOp(op.weight, OIHW, kernel_layout)
             self._insert_after_definition(op.weight, transform)
             weight = transform.result
+        padding = list(op.padding.get_values())
+        width = static_shape(op.result)[3]
+        extra = _columns_to_tile(width)
+        # the extra output columns read zeros padded on the right, then are dropped
+        padding[3] += extra * op.stride_values[1]
         new = graph.BlockedConvOp(
             self.entered(op.input, in_block),
             weight,
             op.bias,
             strides=op.stride_values,
-            padding=tuple(op.padding.get_values()),
+            padding=tuple(padding),
             dilations=op.dilation_values,
             groups=groups,
             in_block=in_block,
             out_block=out_block,
             kernel_order=order,
         )
-        self._replace(op, new)
+        if not extra:
+            self._replace(op, new)
+            return
+        new.result.name_hint = _renamed(op.result, ".wide")
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        wide = static_shape(new.result)
+        self._replace(
+            op, graph.SliceOp(new.result, (0,) * 5, (1,) * 5, (*wide[:3], width, wide[4]))
+        )
 
     def visit_binary(self, op: graph.BroadcastBinaryOp) -> None:
         result_shape = static_shape(op.result)

@@ -32,11 +32,11 @@ def test_one_sided_padding_keeps_the_output_size():
 @settings(max_examples=60, deadline=None)
 @given(program=dilated_conv_programs())
 def test_pruning_keeps_results(program: GraphProgram):
-    before = [op for op in program.module.walk() if isinstance(op, graph.ConvOp)][0]
+    before = next(op for op in program.module.walk() if isinstance(op, graph.ConvOp))
     taps_before = int(np.prod(static_shape(before.weight)[2:]))
     report = check_pipeline(make_context(), program.module, [GraphPruneConvTapsPass()], 4)
     assert report.unsupported is None
     assert report.difference is None, report.difference.describe()
-    after = [op for op in program.module.walk() if isinstance(op, graph.ConvOp)][0]
+    after = next(op for op in program.module.walk() if isinstance(op, graph.ConvOp))
     assert static_shape(after.result) == static_shape(before.result)
     assert int(np.prod(static_shape(after.weight)[2:])) <= taps_before
