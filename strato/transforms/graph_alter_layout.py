@@ -20,7 +20,8 @@ blocked layout:
   H and W that keeps them is a global average pool);
 - a concatenation along the channels whose inputs all have the block of its result
   concatenates the blocked tensors along their channel-block axis (DenseNet's dense
-  blocks, SqueezeNet's fire modules, DeepLabV3's ASPP).
+  blocks, SqueezeNet's fire modules, DeepLabV3's ASPP); one along H or W, along the
+  same axis; a slice keeping every channel slices the blocked tensor alike.
 
 The block of a tensor follows from its channel count: the largest of `block`, `block`/2,
 ... down to `min_block` (options; defaults 8 and 8) that divides it. With block=16
@@ -269,6 +270,8 @@ class LayoutRewriter:
             self.visit_pool(op)
         elif isinstance(op, graph.ConcatOp):
             self.visit_concat(op)
+        elif isinstance(op, graph.SliceOp):
+            self.visit_slice(op)
         elif self._is_global_mean(op) and self.in_chain(op.operands[0]):
             block = self.value_block(op.operands[0])
             assert block is not None
@@ -372,9 +375,10 @@ class LayoutRewriter:
     def visit_concat(self, op: graph.ConcatOp) -> None:
         """A channel concatenation whose inputs all have the block of its result joins
         along the block axis: [N, C/b, H, W, b] tensors concatenated on axis 1 are the
-        blocked result, so a DenseNet or SqueezeNet stage stays blocked through it."""
+        blocked result, so a DenseNet or SqueezeNet stage stays blocked through it. One
+        along H or W (the regions of a split convolution) joins the same axis."""
         shape = static_shape(op.result)
-        if len(shape) != 4 or op.axis_value % 4 != 1:
+        if len(shape) != 4 or op.axis_value % 4 == 0:
             return
         block = self.value_block(op.result)
         if block is None or not any(self.in_chain(v) for v in op.inputs):
@@ -382,7 +386,29 @@ class LayoutRewriter:
         if any(self.value_block(v) != block for v in op.inputs):
             return
         inputs = [self.entered(v) for v in op.inputs]
-        self._replace(op, graph.ConcatOp(inputs, 1))
+        self._replace(op, graph.ConcatOp(inputs, op.axis_value % 4))
+
+    def visit_slice(self, op: graph.SliceOp) -> None:
+        """A slice that keeps every channel (a window of H and W) slices the blocked
+        tensor the same way."""
+        shape, result = static_shape(op.input), static_shape(op.result)
+        if len(shape) != 4 or not self.in_chain(op.input):
+            return
+        starts, steps = op.start_values, op.step_values
+        if (starts[1], steps[1], result[1]) != (0, 1, shape[1]):
+            return
+        blocked = _blocked_shape(result, self.layout_block(op.input))
+        self._replace(
+            op,
+            graph.SliceOp(
+                self.blocked[op.input], (*starts, 0), (*steps, 1), blocked
+            ),
+        )
+
+    def layout_block(self, value: SSAValue) -> int:
+        block = self.value_block(value)
+        assert block is not None
+        return block
 
     # -- the chain's exits ------------------------------------------------------------
 

@@ -277,3 +277,21 @@ func.func @prime_width(%x: tensor<1x8x2x31xf32>) -> tensor<1x8x2x31xf32> {
   %r = graph.relu %y : tensor<1x8x2x31xf32>
   func.return %r : tensor<1x8x2x31xf32>
 }
+
+// -----
+
+// A window of H and W of a blocked value, and the concatenation of such pieces along
+// H or W (the regions of a split convolution), stay blocked.
+// CHECK-LABEL: func.func @spatial_slice_and_concat
+// CHECK:         %s = graph.slice %y starts [0, 0, 1, 0, 0] steps [1, 1, 1, 1, 1] : (tensor<1x2x4x4x8xf32>) -> tensor<1x2x3x4x8xf32>
+// CHECK-NEXT:    %t = graph.slice %y starts [0, 0, 0, 0, 0] steps [1, 1, 1, 1, 1] : (tensor<1x2x4x4x8xf32>) -> tensor<1x2x1x4x8xf32>
+// CHECK-NEXT:    %c = graph.concat %s, %t axis 2 : (tensor<1x2x3x4x8xf32>, tensor<1x2x1x4x8xf32>) -> tensor<1x2x4x4x8xf32>
+// CHECK-NEXT:    %c_1 = graph.layout_transform %c from "NCHW8c" to "NCHW"
+func.func @spatial_slice_and_concat(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x16x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %s = graph.slice %y starts [0, 0, 1, 0] steps [1, 1, 1, 1] : (tensor<1x16x4x4xf32>) -> tensor<1x16x3x4xf32>
+  %t = graph.slice %y starts [0, 0, 0, 0] steps [1, 1, 1, 1] : (tensor<1x16x4x4xf32>) -> tensor<1x16x1x4xf32>
+  %c = graph.concat %s, %t axis 2 : (tensor<1x16x3x4xf32>, tensor<1x16x1x4xf32>) -> tensor<1x16x4x4xf32>
+  func.return %c : tensor<1x16x4x4xf32>
+}
