@@ -5,6 +5,9 @@
     python benchmarks/torch_corpus.py --only resnet18 --only bert --exporter dynamo
     python benchmarks/torch_corpus.py --json corpus.json --markdown corpus.md
     python benchmarks/torch_corpus.py --json corpus.json --resume   # only the cases not in it
+    python benchmarks/torch_corpus.py --threads 1 --only densenet121  # both sides on 1 thread
+    python benchmarks/torch_corpus.py --kernels squeezenet1_0 --exporter dynamo --threads 2
+                                        # per-kernel time beside onnxruntime's per-node profile
 
 The corpus is built here, with random weights (seeded), from model definitions that real
 users export: torchvision's CNNs, its VisionTransformer and SwinTransformer classes in small
@@ -17,11 +20,18 @@ tracked; `--rebuild` exports again).
 For each model and exporter, in a worker process of its own (so a crash or a hang costs
 that case only, and `--timeout` bounds): compile with `strato.compile` (the compile cache
 off, so the compile time is measured), run on seeded inputs, run onnxruntime on the same
-inputs, compare (rtol 1e-3, atol 1e-4), and time both (median latency after a warm-up).
+inputs, compare (rtol 1e-3, atol 1e-4), and time both (median latency after a warm-up; the two
+sides called in turns, so that a change of the machine's load slows both alike).
 The table gives the stage each case reached (import, compile, run, match), its status
 (ok, mismatch with the largest error, or the first line of the diagnostic), the compile
 time, the slowest compile stage, both latencies and their ratio. A worker reports each
-stage as it starts, so a case that times out says where.
+stage as it starts, so a case that times out says where. `--threads N` runs both sides
+on N threads (by default strato uses the cores available and onnxruntime its default).
+
+`--kernels MODEL` profiles one model instead (`strato.bench.kernel_profile`): the mean
+time per run of each strato kernel (its calls summed) and of each onnxruntime node (its
+own profiler, after its graph optimisations), slowest first, with totals per kernel kind
+and per node type, so the gap to onnxruntime shows which layers it comes from.
 
 torchvision's wheels for this torch are CUDA builds whose compiled operators (nms,
 roi_align, ...) do not load beside the CPU torch. The model definitions never call them,
@@ -42,6 +52,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+from statistics import median
 
 import numpy as np
 
@@ -360,7 +371,8 @@ def export(entry: CorpusModel, exporter: str, rebuild: bool) -> tuple[Path, Inpu
 
 
 def run_case(
-    name: str, exporter: str, repeat: int, rebuild: bool, progress: Path | None = None
+    name: str, exporter: str, repeat: int, rebuild: bool, progress: Path | None = None,
+    threads: int = 0,
 ) -> CaseResult:
     result = CaseResult(name, exporter)
 
@@ -380,7 +392,6 @@ def run_case(
 
     import strato
     from strato.diagnostics import StratoError
-    from strato.runtime.timing import median_latency_ms
 
     result.stage = "import"
     model = onnx.load(str(path))
@@ -394,12 +405,13 @@ def run_case(
     options = onnxruntime.SessionOptions()
     # idle onnxruntime worker threads must not spin while strato is timed
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if threads:
+        options.intra_op_num_threads = threads
     session = onnxruntime.InferenceSession(
         str(path), options, providers=["CPUExecutionProvider"]
     )
     theirs = session.run(None, feed)
     result.output_scale = max(float(np.max(np.abs(t))) for t in theirs)
-    result.onnxruntime_ms = median_latency_ms(lambda: session.run(None, feed), repeat, warmup=2)
 
     clock = [time.perf_counter()]
     result.current = "import"
@@ -414,7 +426,9 @@ def run_case(
 
     try:
         start = clock[0]
-        compiled = strato.compile(str(path), before_stage=before_stage, cache=False)
+        compiled = strato.compile(
+            str(path), before_stage=before_stage, cache=False, threads=threads or None
+        )
         result.compile_s = time.perf_counter() - start
         last = result.current
         before_stage("")  # closes the last pass, with the target's build of the callable
@@ -435,10 +449,31 @@ def run_case(
     result.stage = "match"
     abs_err, rel_err, close = compare(ours, theirs)
     result.max_abs_err, result.max_rel_err = abs_err, rel_err
-    result.strato_ms = median_latency_ms(lambda: compiled(*arrays), repeat, warmup=2)
+    # interleaved, so that a change of the machine's load slows both sides alike
+    ours_ms, theirs_ms = interleaved_latencies_ms(
+        [lambda: compiled(*arrays), lambda: session.run(None, feed)], repeat, warmup=2
+    )
+    result.strato_ms, result.onnxruntime_ms = median(ours_ms), median(theirs_ms)
     result.status = "ok" if close else "mismatch"
     result.stage = "done" if close else "match"
     return result
+
+
+def interleaved_latencies_ms(
+    runs: list[Callable[[], object]], repeat: int, warmup: int
+) -> list[list[float]]:
+    """Wall-clock milliseconds of `repeat` calls of each of `runs`, taken in turns (one
+    call of each per round) after `warmup` rounds."""
+    for _ in range(warmup):
+        for run in runs:
+            run()
+    latencies: list[list[float]] = [[] for _ in runs]
+    for _ in range(repeat):
+        for run, times in zip(runs, latencies):
+            start = time.perf_counter()
+            run()
+            times.append((time.perf_counter() - start) * 1e3)
+    return latencies
 
 
 def compare(ours: list, theirs: list) -> tuple[float, float, bool]:
@@ -481,6 +516,7 @@ def run_isolated(name: str, exporter: str, args: argparse.Namespace) -> CaseResu
         command = [
             sys.executable, __file__, "--case", name, exporter, str(out),
             "--progress", str(progress), "--repeat", str(args.repeat),
+            "--threads", str(args.threads),
         ] + (["--rebuild"] if args.rebuild else [])
         try:
             completed = subprocess.run(
@@ -597,6 +633,54 @@ def write_outputs(results: list[CaseResult], args: argparse.Namespace) -> None:
         Path(args.markdown).write_text(markdown_table(results))
 
 
+def print_kernel_profile(name: str, exporter: str, args: argparse.Namespace) -> None:
+    """`--kernels`: both profiles of one model side by side, slowest first."""
+    import onnx
+
+    from strato.bench.kernel_profile import profile_kernels, profile_onnxruntime
+    from strato.runtime.threads import available_cores
+
+    entry = next(entry for entry in CORPUS if entry.name == name)
+    path, inputs = export(entry, exporter, args.rebuild)
+    model = onnx.load(str(path), load_external_data=False)
+    initializers = {init.name for init in model.graph.initializer}
+    names = [value.name for value in model.graph.input if value.name not in initializers]
+    feed = {input_name: inputs[input_name] for input_name in names}
+    threads = args.threads or available_cores()
+    repeat = max(args.repeat, 10)
+    ours = profile_kernels(path, list(feed.values()), threads=threads, repeat=repeat)
+    theirs = profile_onnxruntime(path, feed, threads=threads, repeat=repeat)
+    their_total = sum(node.ms for node in theirs)
+    by_type: dict[str, float] = {}
+    for node in theirs:
+        by_type[node.op_type] = by_type.get(node.op_type, 0.0) + node.ms
+    print(
+        f"\n{name} / {exporter}, {threads} thread(s): strato {ours.total_ms:.2f} ms in "
+        f"{sum(row.calls for row in ours.rows)} kernel calls, onnxruntime {their_total:.2f} ms "
+        f"in {len(theirs)} nodes (sum of node times)"
+    )
+    kinds = sorted(ours.by_kind.items(), key=lambda item: -item[1])
+    types = sorted(by_type.items(), key=lambda item: -item[1])
+    print(f"\n{'strato kernel kind':52s} {'ms':>7s}   {'onnxruntime op type':28s} {'ms':>7s}")
+    for row in range(min(args.top, max(len(kinds), len(types)))):
+        left = f"{kinds[row][0][:52]:52s} {kinds[row][1]:7.3f}" if row < len(kinds) else " " * 60
+        right = f"{types[row][0][:28]:28s} {types[row][1]:7.3f}" if row < len(types) else ""
+        print(f"{left}   {right}")
+    print(f"\n{'strato kernel':52s} {'calls':>5s} {'ms':>7s}   {'onnxruntime node':40s} {'ms':>7s}")
+    for row in range(min(args.top, max(len(ours.rows), len(theirs)))):
+        if row < len(ours.rows):
+            kernel = ours.rows[row]
+            left = f"{kernel.kernel[:52]:52s} {kernel.calls:5d} {kernel.ms:7.3f}"
+        else:
+            left = " " * 66
+        if row < len(theirs):
+            node = theirs[row]
+            right = f"{(node.op_type + ' ' + node.node)[:40]:40s} {node.ms:7.3f}"
+        else:
+            right = ""
+        print(f"{left}   {right}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -613,6 +697,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs per side")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per case")
     parser.add_argument("--rebuild", action="store_true", help="export again, ignoring the cache")
+    parser.add_argument(
+        "--threads", type=int, default=0,
+        help="threads of both sides (default: strato's available cores, onnxruntime's default)",
+    )
+    parser.add_argument(
+        "--kernels", metavar="NAME", choices=[e.name for e in CORPUS],
+        help="profile this model: per-kernel time beside onnxruntime's per-node profile",
+    )
+    parser.add_argument("--top", type=int, default=25, help="--kernels: rows of each table")
     parser.add_argument("--width", type=int, default=110, help="status column width (0: full)")
     parser.add_argument(
         "--show", nargs="+", metavar="JSON", help="print the table of earlier --json results"
@@ -626,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.case:
         name, exporter, out = args.case
         progress = Path(args.progress) if args.progress else None
-        result = run_case(name, exporter, args.repeat, args.rebuild, progress)
+        result = run_case(name, exporter, args.repeat, args.rebuild, progress, args.threads)
         Path(out).write_text(json.dumps(asdict(result)))
         return 0
 
@@ -636,6 +729,12 @@ def main(argv: list[str] | None = None) -> int:
         print_table(results, args.width)
         if args.markdown:
             Path(args.markdown).write_text(markdown_table(results))
+        return 0
+
+    if args.kernels:
+        exporters = [args.exporter] if args.exporter else list(EXPORTERS)
+        for exporter in exporters:
+            print_kernel_profile(args.kernels, exporter, args)
         return 0
 
     names = args.only or [entry.name for entry in CORPUS]

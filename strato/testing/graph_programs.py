@@ -244,7 +244,9 @@ CONV_OP_KINDS = (
     "identity",
     "dropout",
 )
-"""The op kinds of `conv_programs`."""
+"""The op kinds of `conv_programs` by default; "channel_concat" (a concatenation along
+the channels with an earlier value of the same batch and spatial size) and
+"spatial_mean" (a mean over H and W keeping them) are two more."""
 
 
 @st.composite
@@ -308,6 +310,12 @@ def conv_programs(
             partners := [v for v in values if v is not x and _shape_of(v) == _shape_of(x)]
         ):
             op = graph.AddOp(x, draw(st.sampled_from(partners)))
+        elif kind == "channel_concat" and (
+            partners := [v for v in values if _batch_and_space(v) == _batch_and_space(x)]
+        ):
+            # DenseNet's and SqueezeNet's joins: channels of branches side by side
+            partner = draw(st.sampled_from(partners))
+            op = graph.ConcatOp([x, partner] if draw(st.booleans()) else [partner, x], 1)
         elif kind in ("channel_scale", "channel_shift", "residual_add"):
             shape = draw(st.sampled_from([(c, 1, 1), (1, c, 1, 1), (), (1,)]))
             operand = constant(rng.uniform(0.5, 1.5, shape))
@@ -329,6 +337,8 @@ def conv_programs(
                 )
         elif kind == "global_avg_pool":
             op = graph.GlobalAvgPoolOp(x)
+        elif kind == "spatial_mean":
+            op = graph.ReduceMeanOp(x, (2, 3), keepdims=True)
         elif kind == "identity":
             op = graph.IdentityOp(x)
         elif kind == "dropout":
@@ -359,7 +369,66 @@ def conv_programs(
     return GraphProgram(ModuleOp([function]), [input_shape])
 
 
+def _batch_and_space(value: SSAValue) -> tuple[int, ...]:
+    """[N, H, W] of an [N, C, H, W] value."""
+    n, _, *space = _shape_of(value)
+    return (n, *space)
+
+
 def _flat_shape(value: SSAValue) -> tuple[int, int]:
     """[N, C * H * W] of an [N, C, H, W] value."""
     shape = _shape_of(value)
     return shape[0], int(np.prod(shape[1:]))
+
+
+@st.composite
+def dilated_conv_programs(draw: st.DrawFn) -> GraphProgram:
+    """One 2-D convolution with a constant weight, often dilated and padded so widely
+    that some taps read only padding (DeepLabV3's atrous convolutions in small), and
+    sometimes a relu after it."""
+    channels = draw(st.sampled_from([1, 2, 4]))
+    size = (draw(st.integers(1, 2)), channels, draw(st.integers(1, 8)), draw(st.integers(1, 8)))
+    kernel = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    dilation = (draw(st.integers(1, 6)), draw(st.integers(1, 6)))
+    stride = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    padding = []
+    for d in range(2):
+        span = (kernel[d] - 1) * dilation[d] + 1
+        # at least enough padding for one output, often far more
+        least = max(0, span - size[2 + d])
+        padding.append((draw(st.integers(least, least + 8)), draw(st.integers(0, 8))))
+    for d in range(2):
+        span = (kernel[d] - 1) * dilation[d] + 1
+        if size[2 + d] + sum(padding[d]) < span:
+            padding[d] = (padding[d][0] + span - size[2 + d] - sum(padding[d]), padding[d][1])
+    groups = draw(st.sampled_from([g for g in (1, channels) if channels % g == 0]))
+    outputs = channels * draw(st.integers(1, 2))
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    block = Block(arg_types=[TensorType(f32, size)])
+    weight = graph.ConstantOp.from_array(
+        rng.standard_normal((outputs, channels // groups, *kernel)).astype(np.float32)
+    )
+    block.add_op(weight)
+    bias = None
+    if draw(st.booleans()):
+        bias_op = graph.ConstantOp.from_array(rng.standard_normal(outputs).astype(np.float32))
+        block.add_op(bias_op)
+        bias = bias_op.result
+    conv = graph.ConvOp(
+        block.args[0],
+        weight.result,
+        bias,
+        strides=stride,
+        padding=(padding[0][0], padding[1][0], padding[0][1], padding[1][1]),
+        dilations=dilation,
+        groups=groups,
+    )
+    block.add_op(conv)
+    result = conv.result
+    if draw(st.booleans()):
+        relu = graph.ReluOp(result)
+        block.add_op(relu)
+        result = relu.result
+    block.add_op(func.ReturnOp(result))
+    function = func.FuncOp("main", ([TensorType(f32, size)], [result.type]), Region(block))
+    return GraphProgram(ModuleOp([function]), [size])

@@ -16,7 +16,12 @@ blocked layout:
 - broadcasting binary ops (a residual add, a per-channel scale or shift) take their
   other operand blocked: a constant is re-laid out at compile time ([C, 1, 1] becomes
   [C/b, 1, 1, b]), a full-size NCHW tensor goes through a layout transform;
-- max, average and global average pooling become their blocked variants.
+- max, average and global average pooling become their blocked variants (a mean over
+  H and W that keeps them is a global average pool);
+- a concatenation along the channels whose inputs all have the block of its result
+  concatenates the blocked tensors along their channel-block axis (DenseNet's dense
+  blocks, SqueezeNet's fire modules, DeepLabV3's ASPP); one along H or W, along the
+  same axis; a slice keeping every channel slices the blocked tensor alike.
 
 The block of a tensor follows from its channel count: the largest of `block`, `block`/2,
 ... down to `min_block` (options; defaults 8 and 8) that divides it. With block=16
@@ -28,6 +33,13 @@ A convolution (not grouped) whose input has fewer channels than `min_block`, a
 network's first layer reading an RGB image, reads them as one block (NCHW3c) and
 writes blocks, so that layer and the pooling after it run blocked too (ResNet-18's stem
 convolution, one thread: 1.81 -> 1.36 ms; its max pool, blocked: 0.96 -> 0.19 ms).
+
+A convolution whose output rows have more than 28 columns and no divisor of them near
+the template's register tile (14 columns) computes its rows padded to whole tiles: its
+input gets more zero padding on the right and a slice drops the extra columns
+(SqueezeNet's stem: 109 columns, a prime, computed as 112 columns: 4.0x -> 1.5x
+onnxruntime's time on one thread, the two measured in turns; the slice is a second
+pass over the output that the tile's copy does not absorb).
 
 `graph.layout_transform` ops are inserted only at the boundaries of a chain: where an
 NCHW value enters it (once per value) and where a blocked value leaves it for an NCHW
@@ -63,7 +75,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import AnyFloat, ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -84,6 +96,23 @@ OIHW = "OIHW"
 
 def _blocked_shape(shape: tuple[int, ...], block: int) -> tuple[int, ...]:
     return (shape[0], shape[1] // block, shape[2], shape[3], block)
+
+
+TILE_COLUMNS = 14
+"""Output columns of the conv2d NCHW{c} template's register tile (its `rows` knob)."""
+
+
+def _columns_to_tile(width: int) -> int:
+    """Extra output columns that make a row of `width` columns whole tiles, when no
+    divisor of `width` near TILE_COLUMNS does (a prime width such as SqueezeNet's 109
+    would otherwise be computed one column at a time); 0 when one does, or when the
+    row is short enough (two tiles' columns) for the template to make it one tile."""
+    if width <= 2 * TILE_COLUMNS:
+        return 0
+    best = max(size for size in range(1, TILE_COLUMNS + 1) if width % size == 0)
+    if 2 * best > TILE_COLUMNS:
+        return 0
+    return -width % TILE_COLUMNS
 
 
 def _renamed(value: SSAValue, suffix: str) -> str | None:
@@ -240,10 +269,29 @@ class LayoutRewriter:
             self.visit_binary(op)
         elif isinstance(op, (graph.MaxPoolOp, graph.AvgPoolOp)):
             self.visit_pool(op)
-        elif isinstance(op, graph.GlobalAvgPoolOp) and self.in_chain(op.input):
-            block = self.value_block(op.input)
+        elif isinstance(op, graph.ConcatOp):
+            self.visit_concat(op)
+        elif isinstance(op, graph.SliceOp):
+            self.visit_slice(op)
+        elif self._is_global_mean(op) and self.in_chain(op.operands[0]):
+            block = self.value_block(op.operands[0])
             assert block is not None
-            self._replace(op, graph.BlockedGlobalAvgPoolOp(self.blocked[op.input], block))
+            self._replace(op, graph.BlockedGlobalAvgPoolOp(self.blocked[op.operands[0]], block))
+
+    @staticmethod
+    def _is_global_mean(op: Operation) -> bool:
+        """A global average pool, or the mean over H and W keeping them (what exporters
+        write for `adaptive_avg_pool2d(x, 1)`: squeeze-and-excitation blocks)."""
+        if isinstance(op, graph.GlobalAvgPoolOp):
+            return True
+        return (
+            isinstance(op, graph.ReduceMeanOp)
+            and op.keeps_dims
+            and op.axis_values == (2, 3)
+            and len(static_shape(op.input)) == 4
+            and isinstance(op.input.type, TensorType)
+            and isinstance(op.input.type.element_type, AnyFloat)
+        )
 
     def visit_conv(self, op: graph.ConvOp) -> None:
         in_block, out_block = self.value_block(op.input), self.value_block(op.result)
@@ -267,19 +315,32 @@ class LayoutRewriter:
             transform = graph.LayoutTransformOp(op.weight, OIHW, kernel_layout)
             self._insert_after_definition(op.weight, transform)
             weight = transform.result
+        padding = list(op.padding.get_values())
+        width = static_shape(op.result)[3]
+        extra = _columns_to_tile(width)
+        # the extra output columns read zeros padded on the right, then are dropped
+        padding[3] += extra * op.stride_values[1]
         new = graph.BlockedConvOp(
             self.entered(op.input, in_block),
             weight,
             op.bias,
             strides=op.stride_values,
-            padding=tuple(op.padding.get_values()),
+            padding=tuple(padding),
             dilations=op.dilation_values,
             groups=groups,
             in_block=in_block,
             out_block=out_block,
             kernel_order=order,
         )
-        self._replace(op, new)
+        if not extra:
+            self._replace(op, new)
+            return
+        new.result.name_hint = _renamed(op.result, ".wide")
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        wide = static_shape(new.result)
+        self._replace(
+            op, graph.SliceOp(new.result, (0,) * 5, (1,) * 5, (*wide[:3], width, wide[4]))
+        )
 
     def visit_binary(self, op: graph.BroadcastBinaryOp) -> None:
         result_shape = static_shape(op.result)
@@ -311,6 +372,38 @@ class LayoutRewriter:
                 x, op.kernel_shape, count_include_pad=op.counts_padding, **options
             )
         self._replace(op, new)
+
+    def visit_concat(self, op: graph.ConcatOp) -> None:
+        """A channel concatenation whose inputs all have the block of its result joins
+        along the block axis: [N, C/b, H, W, b] tensors concatenated on axis 1 are the
+        blocked result, so a DenseNet or SqueezeNet stage stays blocked through it. One
+        along H or W (the regions of a split convolution) joins the same axis."""
+        shape = static_shape(op.result)
+        if len(shape) != 4 or op.axis_value % 4 == 0:
+            return
+        block = self.value_block(op.result)
+        if block is None or not any(self.in_chain(v) for v in op.inputs):
+            return
+        if any(self.value_block(v) != block for v in op.inputs):
+            return
+        inputs = [self.entered(v) for v in op.inputs]
+        self._replace(op, graph.ConcatOp(inputs, op.axis_value % 4))
+
+    def visit_slice(self, op: graph.SliceOp) -> None:
+        """A slice that keeps every channel (a window of H and W) slices the blocked
+        tensor the same way."""
+        shape, result = static_shape(op.input), static_shape(op.result)
+        if len(shape) != 4 or not self.in_chain(op.input):
+            return
+        starts, steps = op.start_values, op.step_values
+        if (starts[1], steps[1], result[1]) != (0, 1, shape[1]):
+            return
+        block = self.value_block(op.input)
+        assert block is not None
+        blocked = _blocked_shape(result, block)
+        self._replace(
+            op, graph.SliceOp(self.blocked[op.input], (*starts, 0), (*steps, 1), blocked)
+        )
 
     # -- the chain's exits ------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 Unroll recurrent layers into their time steps (graph-unroll-recurrences), simplify
 for inference (fold batch norms into convolutions and dense layers, drop
 identities and dropouts, merge reshapes and transposes), fold constant subgraphs, raise
-exported GELU and layer-norm chains into their ops (graph-raise-composites), remove
+exported GELU and layer-norm chains into their ops (graph-raise-composites), drop
+convolution taps that read only padding (graph-prune-conv-taps), remove
 common subexpressions and dead ops, move convolution chains to the blocked NCHW{c} layout
 (blocks of `block` channels, or of `min_block` where `block` does not divide them), group
 ops into kernels (graph-fuse-ops), and plan the memory of the intermediates. Each step is
@@ -42,6 +43,7 @@ from strato.transforms.graph_alter_layout import GraphAlterLayoutPass
 from strato.transforms.graph_fold_constants import GraphFoldConstantsPass
 from strato.transforms.graph_fuse_ops import GraphFuseOpsPass
 from strato.transforms.graph_plan_memory import GraphPlanMemoryPass
+from strato.transforms.graph_prune_conv_taps import GraphPruneConvTapsPass
 from strato.transforms.graph_raise_composites import GraphRaiseCompositesPass
 from strato.transforms.graph_simplify_inference import GraphSimplifyInferencePass
 from strato.transforms.graph_unroll_recurrences import GraphUnrollRecurrencesPass
@@ -55,12 +57,14 @@ DEFAULT_MIN_BLOCK = 8
 
 def graph_optimization_passes(block: int = DEFAULT_BLOCK, min_block: int = DEFAULT_MIN_BLOCK) -> list[ModulePass]:
     """Unroll recurrences, simplify, fold, raise exported GELU and layer-norm chains,
-    cse, dce and the blocked layout: the graph passes before fusion."""
+    prune dead convolution taps, cse, dce and the blocked layout: the graph passes before
+    fusion."""
     return [
         GraphUnrollRecurrencesPass(),
         GraphSimplifyInferencePass(),
         GraphFoldConstantsPass(),
         GraphRaiseCompositesPass(),
+        GraphPruneConvTapsPass(),
         CommonSubexpressionElimination(),
         DeadCodeElimination(),
         GraphAlterLayoutPass(block=block, min_block=min_block),

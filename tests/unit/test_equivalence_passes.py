@@ -48,6 +48,7 @@ PROPERTY_TESTS: dict[str, str] = {
     "graph-fold-constants": "test_graph_fold_constants",
     "graph-fuse-ops": "test_graph_fuse_ops",
     "graph-plan-memory": "test_graph_plan_memory",
+    "graph-prune-conv-taps": "test_graph_prune_conv_taps",
     "graph-quantize": "test_graph_quantize",
     "graph-raise-composites": "test_graph_raise_composites",
     "graph-simplify-inference": "test_graph_simplify_inference",

@@ -238,6 +238,8 @@ CHAIN_KINDS = (
     "avg_pool",
     "relu",
     "residual_add",
+    "channel_concat",
+    "spatial_mean",
 )
 
 
@@ -321,6 +323,35 @@ func.func @main(%x: tensor<2x8x7x7xf32>) -> (tensor<2x8x1x1xf32>, tensor<2x8x4x4
     model = build_llvm(module, "main", signature)
     for a, e in zip(model(x), expected, strict=True):
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_prime_width_rows_computed_as_whole_tiles_compile_to_llvm(stride: int):
+    """31 output columns: computed 42 wide over more zero padding, then sliced, with the
+    relu after it; the compiled kernels give the graph's values."""
+    ctx = make_context()
+    width = 31 * stride
+    module = Parser(
+        ctx,
+        f"""
+func.func @main(%x: tensor<1x3x3x{width}xf32>) -> tensor<1x16x3x31xf32> {{
+  %w = graph.constant dense<0.125> : tensor<16x3x3x3xf32>
+  %b = graph.constant dense<0.5> : tensor<16xf32>
+  %y = graph.conv %x, %w, %b strides [1, {stride}] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x3x3x{width}xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<1x16x3x31xf32>
+  %r = graph.relu %y : tensor<1x16x3x31xf32>
+  func.return %r : tensor<1x16x3x31xf32>
+}}""",
+    ).parse_module()
+    x = np.random.default_rng(4).standard_normal((1, 3, 3, width)).astype(np.float32)
+    (expected,) = run_graph(module, [x])
+    signature = Signature.from_function(entry_function(module), ["x"], ["r"])
+    run_pipeline(ctx, module, "graph-alter-layout{block=16 min_block=8}")
+    assert any(isinstance(op, graph.SliceOp) for op in module.walk())
+    (sliced,) = run_graph(module, [x])
+    np.testing.assert_allclose(sliced, expected, rtol=1e-5, atol=1e-5)
+    run_pipeline(ctx, module, f"graph-fuse-ops,{LOWER_TO_LOOPS},convert-loops-to-llvm")
+    (ours,) = build_llvm(module, "main", signature)(x)
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
 
 
 # -- models -------------------------------------------------------------------------------

@@ -27,8 +27,9 @@ every float operation.
 The stages, each a list of pass instances configured with the target's machine and
 threads (what `strato run -v` reports and `--dump-ir` writes after):
 
-    graph      graph-simplify-inference, graph-fold-constants, graph-raise-composites, cse, dce,
-               graph-alter-layout{block=16 min_block=8}, graph-pack-dense{lanes=L},
+    graph      graph-simplify-inference, graph-fold-constants, graph-raise-composites,
+               graph-prune-conv-taps, cse, dce, graph-alter-layout{block=16 min_block=8},
+               graph-pack-dense{lanes=L},
                graph-fuse-ops, graph-plan-memory
     te         convert-graph-to-te, te-inline-stages
     loops      convert-te-to-loops

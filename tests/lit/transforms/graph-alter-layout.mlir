@@ -194,3 +194,104 @@ func.func @mixed_blocks(%x: tensor<1x24x4x4xf32>) -> tensor<1x32x4x4xf32> {
   %r = graph.relu %y : tensor<1x32x4x4xf32>
   func.return %r : tensor<1x32x4x4xf32>
 }
+
+// -----
+
+// A channel concatenation of blocked values (a fire module's two branches) joins the
+// blocked tensors along their channel-block axis and stays in the chain.
+// MIXED-LABEL: func.func @blocked_concat
+// MIXED:         %a = graph.blocked_conv
+// MIXED:         %b = graph.blocked_conv
+// MIXED-NEXT:    %c = graph.concat %a, %b axis 1 : (tensor<1x1x4x4x16xf32>, tensor<1x2x4x4x16xf32>) -> tensor<1x3x4x4x16xf32>
+// MIXED-NEXT:    %r = graph.relu %c : tensor<1x3x4x4x16xf32>
+// MIXED-NEXT:    %r_1 = graph.layout_transform %r from "NCHW16c" to "NCHW"
+// MIXED-NEXT:    func.return %r_1
+func.func @blocked_concat(%x: tensor<1x16x4x4xf32>) -> tensor<1x48x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x16x1x1xf32>
+  %a = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %v = graph.constant dense<0.5> : tensor<32x16x3x3xf32>
+  %b = graph.conv %x, %v strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x4x4xf32>, tensor<32x16x3x3xf32>) -> tensor<1x32x4x4xf32>
+  %c = graph.concat %a, %b axis 1 : (tensor<1x16x4x4xf32>, tensor<1x32x4x4xf32>) -> tensor<1x48x4x4xf32>
+  %r = graph.relu %c : tensor<1x48x4x4xf32>
+  func.return %r : tensor<1x48x4x4xf32>
+}
+
+// -----
+
+// Inputs of different blocks (8 and 16 channels) leave the chain: the concatenation
+// runs in NCHW.
+// MIXED-LABEL: func.func @concat_of_different_blocks
+// MIXED:         graph.layout_transform %a from "NCHW8c" to "NCHW"
+// MIXED:         graph.concat %{{.*}}, %{{.*}} axis 1 : (tensor<1x8x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x24x4x4xf32>
+func.func @concat_of_different_blocks(%x: tensor<1x16x4x4xf32>) -> tensor<1x24x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<8x16x1x1xf32>
+  %a = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x4x4xf32>, tensor<8x16x1x1xf32>) -> tensor<1x8x4x4xf32>
+  %c = graph.concat %a, %x axis 1 : (tensor<1x8x4x4xf32>, tensor<1x16x4x4xf32>) -> tensor<1x24x4x4xf32>
+  func.return %c : tensor<1x24x4x4xf32>
+}
+
+// -----
+
+// A mean over H and W that keeps them (a squeeze-and-excitation block's pooling as
+// exporters write it) is a blocked global average pool, and the chain goes on.
+// CHECK-LABEL: func.func @spatial_mean_keeping_dims
+// CHECK:         %y = graph.blocked_conv
+// CHECK-NEXT:    %m = graph.blocked_global_avg_pool %y layout "NCHW8c" : (tensor<1x2x6x6x8xf32>) -> tensor<1x2x1x1x8xf32>
+// CHECK-NEXT:    %s = graph.sigmoid %m : tensor<1x2x1x1x8xf32>
+// CHECK-NEXT:    %z = graph.mul %y, %s : (tensor<1x2x6x6x8xf32>, tensor<1x2x1x1x8xf32>) -> tensor<1x2x6x6x8xf32>
+// CHECK-NEXT:    %z_1 = graph.layout_transform %z from "NCHW8c" to "NCHW"
+func.func @spatial_mean_keeping_dims(%x: tensor<1x16x6x6xf32>) -> tensor<1x16x6x6xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x16x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x6x6xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x6x6xf32>
+  %m = graph.reduce_mean %y [2, 3] keepdims : (tensor<1x16x6x6xf32>) -> tensor<1x16x1x1xf32>
+  %s = graph.sigmoid %m : tensor<1x16x1x1xf32>
+  %z = graph.mul %y, %s : (tensor<1x16x6x6xf32>, tensor<1x16x1x1xf32>) -> tensor<1x16x6x6xf32>
+  func.return %z : tensor<1x16x6x6xf32>
+}
+
+// -----
+
+// A mean over H and W that drops them stays in NCHW.
+// CHECK-LABEL: func.func @spatial_mean_dropping_dims
+// CHECK:         %y_1 = graph.layout_transform %y from "NCHW8c" to "NCHW"
+// CHECK-NEXT:    %m = graph.reduce_mean %y_1 [2, 3] : (tensor<1x16x6x6xf32>) -> tensor<1x16xf32>
+func.func @spatial_mean_dropping_dims(%x: tensor<1x16x6x6xf32>) -> tensor<1x16xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x16x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x6x6xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x6x6xf32>
+  %m = graph.reduce_mean %y [2, 3] : (tensor<1x16x6x6xf32>) -> tensor<1x16xf32>
+  func.return %m : tensor<1x16xf32>
+}
+
+// -----
+
+// 31 output columns (a prime, more than two register tiles): the convolution computes
+// 42 columns, reading 11 more columns of zero padding, and a slice keeps the first 31.
+// CHECK-LABEL: func.func @prime_width
+// CHECK:         %y.wide = graph.blocked_conv %x.blocked, %w strides [1, 1] padding [0, 0, 0, 11]
+// CHECK-SAME:      -> tensor<1x1x2x42x8xf32>
+// CHECK-NEXT:    %y = graph.slice %y.wide starts [0, 0, 0, 0, 0] steps [1, 1, 1, 1, 1] : (tensor<1x1x2x42x8xf32>) -> tensor<1x1x2x31x8xf32>
+// CHECK-NEXT:    %r = graph.relu %y : tensor<1x1x2x31x8xf32>
+func.func @prime_width(%x: tensor<1x8x2x31xf32>) -> tensor<1x8x2x31xf32> {
+  %w = graph.constant dense<0.5> : tensor<8x8x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x8x2x31xf32>, tensor<8x8x1x1xf32>) -> tensor<1x8x2x31xf32>
+  %r = graph.relu %y : tensor<1x8x2x31xf32>
+  func.return %r : tensor<1x8x2x31xf32>
+}
+
+// -----
+
+// A window of H and W of a blocked value, and the concatenation of such pieces along
+// H or W (the regions of a split convolution), stay blocked.
+// CHECK-LABEL: func.func @spatial_slice_and_concat
+// CHECK:         %s = graph.slice %y starts [0, 0, 1, 0, 0] steps [1, 1, 1, 1, 1] : (tensor<1x2x4x4x8xf32>) -> tensor<1x2x3x4x8xf32>
+// CHECK-NEXT:    %t = graph.slice %y starts [0, 0, 0, 0, 0] steps [1, 1, 1, 1, 1] : (tensor<1x2x4x4x8xf32>) -> tensor<1x2x1x4x8xf32>
+// CHECK-NEXT:    %c = graph.concat %s, %t axis 2 : (tensor<1x2x3x4x8xf32>, tensor<1x2x1x4x8xf32>) -> tensor<1x2x4x4x8xf32>
+// CHECK-NEXT:    %c_1 = graph.layout_transform %c from "NCHW8c" to "NCHW"
+func.func @spatial_slice_and_concat(%x: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x16x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x4x4xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+  %s = graph.slice %y starts [0, 0, 1, 0] steps [1, 1, 1, 1] : (tensor<1x16x4x4xf32>) -> tensor<1x16x3x4xf32>
+  %t = graph.slice %y starts [0, 0, 0, 0] steps [1, 1, 1, 1] : (tensor<1x16x4x4xf32>) -> tensor<1x16x1x4xf32>
+  %c = graph.concat %s, %t axis 2 : (tensor<1x16x3x4xf32>, tensor<1x16x1x4xf32>) -> tensor<1x16x4x4xf32>
+  func.return %c : tensor<1x16x4x4xf32>
+}
