@@ -38,12 +38,13 @@ import numpy as np
 
 
 def supported_ops() -> frozenset[str]:
-    """The operators strato imports (its ONNX op table): their node tests, `_expanded`
-    variants included where the function body uses only such operators, are the
-    acceptance set."""
+    """The operators strato imports (its ONNX op table and the optimizers of
+    ai.onnx.preview.training): their node tests, `_expanded` variants included where the
+    function body uses only such operators, are the acceptance set."""
+    from strato.frontends.onnx.convert_training import TRAINING_CONVERTERS
     from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 
-    return frozenset(ONNX_CONVERTERS)
+    return frozenset(ONNX_CONVERTERS) | frozenset(TRAINING_CONVERTERS)
 
 
 TARGET_OPS: frozenset[str] = supported_ops()

@@ -53,6 +53,7 @@ from strato.frontends.onnx.conversion import (
 )
 from strato.frontends.onnx import sequences
 from strato.frontends.onnx.convert_contrib import CONTRIB_CONVERTERS, CONTRIB_DOMAIN
+from strato.frontends.onnx.convert_training import TRAINING_CONVERTERS, TRAINING_DOMAIN
 from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 from strato.frontends.onnx.shape_inputs import without_weight_data
 
@@ -144,11 +145,13 @@ _NODES_NAMED = 3
 """How many nodes a diagnostic names for one unsupported operator."""
 
 
+_OTHER_DOMAINS = {CONTRIB_DOMAIN: CONTRIB_CONVERTERS, TRAINING_DOMAIN: TRAINING_CONVERTERS}
+"""The operators strato imports beyond the default domain, by domain."""
+
+
 def _converter(node: onnx.NodeProto):
     """The converter of `node`'s operator, by its domain."""
-    if node.domain == CONTRIB_DOMAIN:
-        return CONTRIB_CONVERTERS[node.op_type]
-    return ONNX_CONVERTERS[node.op_type]
+    return _OTHER_DOMAINS.get(node.domain, ONNX_CONVERTERS)[node.op_type]
 
 
 def _nodes_using(op_type: str, nodes: Sequence[str]) -> str:
@@ -252,7 +255,14 @@ class _GraphImporter:
             if opset.domain in _DEFAULT_DOMAINS
         }
         if not versions:
-            raise self.error("the model does not import the default ONNX opset domain")
+            if any(node.domain in _DEFAULT_DOMAINS for node in self.graph.node) or not any(
+                opset.domain == TRAINING_DOMAIN for opset in self.model.opset_import
+            ):
+                raise self.error("the model does not import the default ONNX opset domain")
+            # only optimizer operators: the default-domain nodes they are imported as
+            # carry their own opset
+            self.opset_version = onnx.defs.onnx_opset_version()
+            return
         version = max(versions.values())
         self.opset_version = version
         newest = onnx.defs.onnx_opset_version()
@@ -289,17 +299,19 @@ class _GraphImporter:
         defined before it. Unsupported operators are reported together, one diagnostic
         for the whole model."""
         for index, node in enumerate(self.graph.node):
-            if node.domain not in (*_DEFAULT_DOMAINS, CONTRIB_DOMAIN):
+            if node.domain not in (*_DEFAULT_DOMAINS, *_OTHER_DOMAINS):
                 raise self.error(
                     f"{node_label(node, index)}: operator domain '{node.domain}' is not "
-                    "supported; strato imports operators of the default ONNX domain and "
-                    f"onnxruntime's quantized operators of '{CONTRIB_DOMAIN}'"
+                    "supported; strato imports operators of the default ONNX domain, "
+                    f"onnxruntime's quantized operators of '{CONTRIB_DOMAIN}' and the "
+                    f"optimizers of '{TRAINING_DOMAIN}'"
                 )
-            if node.domain == CONTRIB_DOMAIN and node.op_type not in CONTRIB_CONVERTERS:
+            table = _OTHER_DOMAINS.get(node.domain)
+            if table is not None and node.op_type not in table:
                 raise self.error(
-                    f"{node_label(node, index)}: operator {CONTRIB_DOMAIN}.{node.op_type} "
-                    f"is not supported; of the '{CONTRIB_DOMAIN}' domain strato imports "
-                    f"{', '.join(sorted(CONTRIB_CONVERTERS))}"
+                    f"{node_label(node, index)}: operator {node.domain}.{node.op_type} "
+                    f"is not supported; of the '{node.domain}' domain strato imports "
+                    f"{', '.join(sorted(table))}"
                 )
         self._check_operators_supported()
         defined = {value.name for value in self.graph.input} | set(self.initializers)
