@@ -174,8 +174,81 @@ def _quantize_target(ctx: NodeContext, zero_point: ImportedValue | None) -> np.d
     return output_dtype if output_dtype is not None else np.dtype(np.uint8)
 
 
+def _axis_parameter(
+    ctx: NodeContext, value: ImportedValue, x_shape: tuple[int, ...]
+) -> ImportedValue | None:
+    """A scale or zero point as a graph.quantize / graph.dequantize operand: rank 0 per
+    tensor, 1-D along `axis`; None when it is neither (blocked), for the composition."""
+    shape = shape_of(value)
+    if int(np.prod(shape, dtype=np.int64)) == 1 and len(shape) <= 1:
+        return _ssa(ctx, _reshape(ctx, value, []))
+    rank = len(x_shape)
+    axis = int(ctx.attr("axis", 1))
+    if not rank or not -rank <= axis < rank:
+        return None
+    if len(shape) != 1 or shape[0] != x_shape[axis % rank]:
+        return None
+    return _ssa(ctx, value)
+
+
+def _quantize_op(ctx: NodeContext) -> ImportedValue | None:
+    """QuantizeLinear of a run-time f32 tensor to int8 / uint8, per tensor or per axis:
+    one graph.quantize (which graph-fold-qdq can fold), else None."""
+    x = ctx.value(0)
+    if isinstance(x, np.ndarray) or _dtype(x) != np.float32:
+        return None
+    if int(ctx.attr("block_size", 0)) or _type_attr(ctx, "precision") is not None:
+        return None
+    if _dtype(ctx.value(1)) != np.float32:
+        return None
+    zero_point = _optional(ctx, 2)
+    target = _quantize_target(ctx, zero_point)
+    if target not in (np.int8, np.uint8):
+        return None
+    if zero_point is None:
+        zero_point = np.zeros((), target)
+    x_shape = shape_of(x)
+    scale = _axis_parameter(ctx, ctx.value(1), x_shape)
+    zero = _axis_parameter(ctx, zero_point, x_shape)
+    if scale is None or zero is None:
+        return None
+    axis = int(ctx.attr("axis", 1)) % max(len(x_shape), 1)
+    op = graph.QuantizeOp(x, scale, zero, element_type_of(target), axis)
+    return ctx.emit(op).results[0]
+
+
+def _dequantize_op(ctx: NodeContext) -> ImportedValue | None:
+    """DequantizeLinear of int8 / uint8 (or int32 with a zero point) to f32, per tensor
+    or per axis: one graph.dequantize, else None."""
+    x = ctx.value(0)
+    zero_point = _optional(ctx, 2)
+    dtype = _dtype(x)
+    if dtype not in (np.int8, np.uint8) and not (dtype == np.int32 and zero_point is not None):
+        return None
+    if int(ctx.attr("block_size", 0)) or _dtype(ctx.value(1)) != np.float32:
+        return None
+    result = _type_attr(ctx, "output_dtype")
+    if result is not None and result != np.float32:
+        return None
+    if zero_point is None:
+        zero_point = np.zeros((), dtype)
+    if _dtype(zero_point) != dtype:
+        return None
+    x_shape = shape_of(x)
+    scale = _axis_parameter(ctx, ctx.value(1), x_shape)
+    zero = _axis_parameter(ctx, zero_point, x_shape)
+    if scale is None or zero is None:
+        return None
+    axis = int(ctx.attr("axis", 1)) % max(len(x_shape), 1)
+    op = graph.DequantizeOp(_ssa(ctx, x), scale, zero, element_type_of(np.dtype(np.float32)), axis)
+    return ctx.emit(op).results[0]
+
+
 def convert_quantize_linear(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX QuantizeLinear (opsets 10 to 25) -> div, round, add, clip and cast."""
+    direct = _quantize_op(ctx)
+    if direct is not None:
+        return [direct]
     x = ctx.value(0)
     x_shape = shape_of(x)
     scale = _broadcastable(ctx, ctx.value(1), x_shape, "y_scale")
@@ -223,6 +296,9 @@ def convert_quantize_linear(ctx: NodeContext) -> list[ImportedValue]:
 
 def convert_dequantize_linear(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX DequantizeLinear (opsets 10 to 25) -> cast, sub, mul and cast."""
+    direct = _dequantize_op(ctx)
+    if direct is not None:
+        return [direct]
     x = ctx.value(0)
     x_shape = shape_of(x)
     scale = ctx.value(1)

@@ -27,7 +27,7 @@ every float operation.
 The stages, each a list of pass instances configured with the target's machine and
 threads (what `strato run -v` reports and `--dump-ir` writes after):
 
-    graph      graph-simplify-inference, graph-fold-constants, cse, dce,
+    graph      graph-fold-qdq, graph-simplify-inference, graph-fold-constants, cse, dce,
                graph-alter-layout{block=16 min_block=8}, graph-pack-dense{lanes=L},
                graph-fuse-ops, graph-plan-memory
     te         convert-graph-to-te, te-inline-stages
@@ -164,6 +164,7 @@ class LLVMTarget(Target):
         from strato.targets.llvm.graph_pack_dense import GraphPackDensePass
         from strato.transforms.convert_graph_to_te import ConvertGraphToTePass
         from strato.transforms.convert_te_to_loops import ConvertTeToLoopsPass
+        from strato.transforms.graph_fold_qdq import GraphFoldQdqPass
         from strato.transforms.graph_default import (
             graph_fusion_passes,
             graph_optimization_passes,
@@ -171,6 +172,7 @@ class LLVMTarget(Target):
         from strato.transforms.te_inline_stages import TeInlineStagesPass
 
         graph = (
+            GraphFoldQdqPass(),
             *graph_optimization_passes(block=CONV_BLOCK, min_block=CONV_MIN_BLOCK),
             GraphPackDensePass(lanes=self.lanes),
             *graph_fusion_passes(),
