@@ -208,6 +208,26 @@ def _weights(w: SSAValue, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
     return values, dq.scale
 
 
+CHANNEL_MULTIPLE = 4
+"""Input channels of an integer convolution are padded to a multiple of this (with
+zero weights): the bytes an int8 dot-product step multiplies per output (`cpu.dot_i8`)."""
+
+
+def _channels_padded(
+    rewriter: PatternRewriter, anchor: Operation, q: SSAValue, w: np.ndarray, zero: int, groups: int
+) -> tuple[SSAValue, np.ndarray]:
+    """The input and weights with the input channels padded to `CHANNEL_MULTIPLE` (one
+    group only): the padded channels hold the zero point, their weights are 0, so every
+    sum is unchanged."""
+    extra = -w.shape[1] % CHANNEL_MULTIPLE
+    if groups != 1 or not extra:
+        return q, w
+    pad = graph.PadOp(q, [0, 0, 0, 0], [0, extra, 0, 0], value=float(zero))
+    rewriter.insert_op(pad, _before(anchor))
+    widths = [(0, 0), (0, extra), (0, 0), (0, 0)]
+    return pad.result, np.pad(w, widths)
+
+
 class FoldQuantizedConv(RewritePattern):
     """dequantize -> conv -> quantize -> qconv -> requantize."""
 
@@ -230,6 +250,7 @@ class FoldQuantizedConv(RewritePattern):
         folded = _folded_bias(bias, w, zero)
         if folded is None:
             return
+        q, w = _channels_padded(rewriter, op, q, w, zero, op.group_count)
         conv = graph.QConvOp(
             q,
             _constant(rewriter, op, w),

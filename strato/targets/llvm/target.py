@@ -56,7 +56,7 @@ from strato.schedule.templates import (
     register_context_factory,
     registered_templates,
 )
-from strato.targets.llvm import intrinsics  # noqa: F401  (registers cpu.fma_tile)
+from strato.targets.llvm import dot_i8, intrinsics  # noqa: F401  (registers cpu.fma_tile, cpu.dot_i8)
 from strato.targets.llvm.aot import FORMAT, model_from_archive
 from strato.targets.llvm.fast_math import FAST_MATH_FLAGS, add_fast_math_flags
 from strato.targets.llvm.host import HostTarget, MachineError, host_target, machine_for
@@ -93,6 +93,7 @@ def cpu_schedule_context(machine: HostTarget, lanes: int, threads: int) -> Sched
     """The default schedules' context on `machine`: the templates plugins registered for
     the llvm target, then the CPU's own; `lanes` fp32 lanes (0: the machine's) and
     `threads` threads (0: the cores available)."""
+    from strato.targets.llvm.dot_i8 import machine_features
     from strato.targets.llvm.host import device_name, vector_lanes, vector_registers
     from strato.targets.llvm.templates import CPU_TEMPLATES
 
@@ -104,6 +105,7 @@ def cpu_schedule_context(machine: HostTarget, lanes: int, threads: int) -> Sched
         vector_registers=vector_registers(machine),
         threads=threads or available_cores(),
         device=device_name(machine),
+        features=frozenset(machine_features(machine.features)),
     )
 
 
@@ -164,11 +166,11 @@ class LLVMTarget(Target):
         from strato.targets.llvm.graph_pack_dense import GraphPackDensePass
         from strato.transforms.convert_graph_to_te import ConvertGraphToTePass
         from strato.transforms.convert_te_to_loops import ConvertTeToLoopsPass
-        from strato.transforms.graph_fold_qdq import GraphFoldQdqPass
         from strato.transforms.graph_default import (
             graph_fusion_passes,
             graph_optimization_passes,
         )
+        from strato.transforms.graph_fold_qdq import GraphFoldQdqPass
         from strato.transforms.te_inline_stages import TeInlineStagesPass
 
         graph = (

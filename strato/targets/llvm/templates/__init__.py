@@ -5,6 +5,7 @@ strato.schedule.templates for what a template is).
     gemv.py               one-row products (matrix-vector)
     conv2d.py             conv2d NCHW (output channels x columns register tile)
     conv2d_nchwc.py       conv2d NCHW{c} (channel block as lanes)
+    conv2d_int8.py        integer conv2d (u8 x s8 -> i32, tensorized cpu.dot_i8)
     depthwise_conv2d.py   depthwise / grouped conv2d NCHW
     conv2d_transpose.py   conv2d-transpose
     pooling.py            max / average / global pooling
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from strato.schedule.templates.base import Template
 from strato.targets.llvm.templates.conv2d import CONV2D
+from strato.targets.llvm.templates.conv2d_int8 import CONV2D_INT8
 from strato.targets.llvm.templates.conv2d_nchwc import CONV2D_NCHWC
 from strato.targets.llvm.templates.conv2d_transpose import CONV2D_TRANSPOSE
 from strato.targets.llvm.templates.dense import DENSE
@@ -31,6 +33,7 @@ from strato.targets.llvm.templates.reduction import REDUCTION
 
 CPU_TEMPLATES: tuple[Template, ...] = (
     CONV2D,
+    CONV2D_INT8,
     CONV2D_NCHWC,
     CONV2D_TRANSPOSE,
     DENSE,
