@@ -124,7 +124,7 @@ def _as_uint8(
     offset = graph.ConstantOp.from_array(np.asarray(128, np.int32), I32)
     shifted = graph.AddOp(wide.result, offset.result)
     narrow = graph.CastOp(shifted.result, U8)
-    rewriter.insert_op([wide, offset, shifted, narrow], _before(anchor))
+    rewriter.insert([wide, offset, shifted, narrow], _before(anchor))
     assert static_shape(narrow.result) == shape
     return narrow.result, zero + 128
 
@@ -137,7 +137,7 @@ def _before(op: Operation):
 
 def _constant(rewriter: PatternRewriter, anchor: Operation, array: np.ndarray, type_=None) -> SSAValue:
     op = graph.ConstantOp.from_array(array, type_)
-    rewriter.insert_op(op, _before(anchor))
+    rewriter.insert(op, _before(anchor))
     return op.result
 
 
@@ -178,10 +178,10 @@ def _requantized(
         element_type(quantize.result),
         axis,
     )
-    rewriter.insert_op(requantize, _before(anchor))
+    rewriter.insert(requantize, _before(anchor))
     requantize.result.name_hint = quantize.result.name_hint
     rewriter.replace_all_uses_with(quantize.result, requantize.result)
-    rewriter.erase_op(quantize)
+    rewriter.erase(quantize)
 
 
 def _folded_bias(bias: np.ndarray, weights: np.ndarray, zero: int) -> np.ndarray | None:
@@ -223,7 +223,7 @@ def _channels_padded(
     if groups != 1 or not extra:
         return q, w
     pad = graph.PadOp(q, [0, 0, 0, 0], [0, extra, 0, 0], value=float(zero))
-    rewriter.insert_op(pad, _before(anchor))
+    rewriter.insert(pad, _before(anchor))
     widths = [(0, 0), (0, extra), (0, 0), (0, 0)]
     return pad.result, np.pad(w, widths)
 
@@ -261,7 +261,7 @@ class FoldQuantizedConv(RewritePattern):
             groups=op.group_count,
             pad_value=zero,
         )
-        rewriter.insert_op(conv, _before(op))
+        rewriter.insert(conv, _before(op))
         multiplier = (x.scale * w_scale) / y_scale
         _requantized(rewriter, op, conv.result, multiplier, quantize, 1)
 
@@ -310,7 +310,7 @@ class FoldQuantizedMatmul(RewritePattern):
         if folded is None:
             return
         dense = graph.QDenseOp(q, _constant(rewriter, op, w), _constant(rewriter, op, folded, I32))
-        rewriter.insert_op(dense, _before(op))
+        rewriter.insert(dense, _before(op))
         multiplier = (x.scale * w_scale) / y_scale
         rank = len(static_shape(dense.result))
         _requantized(rewriter, op, dense.result, multiplier, quantize, rank - 1)
@@ -350,10 +350,10 @@ class FoldIntegerPassThrough(RewritePattern):
                 properties=dict(middle.properties),
                 attributes=dict(middle.attributes),
             )
-            rewriter.insert_op(clone, _before(op))
+            rewriter.insert(clone, _before(op))
             replacement = clone.results[0]
         rewriter.replace_all_uses_with(op.result, replacement)
-        rewriter.erase_op(op)
+        rewriter.erase(op)
 
 
 def fold_qdq_patterns() -> list[RewritePattern]:

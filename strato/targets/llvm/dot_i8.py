@@ -79,29 +79,20 @@ def dot_i8_name(lanes: int, vnni: bool) -> str:
 def machine_features(features: str) -> set[str]:
     """The enabled features of an LLVM feature list ("+avx2,-avx512f,..."): the last
     mention of a feature wins."""
-    enabled: set[str] = set()
-    for item in features.split(","):
-        item = item.strip()
-        if item.startswith("+"):
-            enabled.add(item[1:])
-        elif item.startswith("-"):
-            enabled.discard(item[1:])
-    return enabled
+    from strato.transforms.schedule_default import enabled_features
+
+    return set(enabled_features(features))
 
 
-def dot_i8_lanes(features: set[str]) -> tuple[int, bool]:
-    """(int32 lanes, VNNI?) of the int8 dot product on a CPU with `features`:
-    16 with AVX-512 VNNI, 8 with AVX-VNNI, else the generic form over the CPU's int32
-    vector width (16 with AVX-512F, 8 with AVX2, 4 otherwise)."""
-    if "avx512vnni" in features and "avx512f" in features:
+def dot_i8_lanes(features: set[str], lanes: int) -> tuple[int, bool]:
+    """(int32 lanes, VNNI?) of the int8 dot product on a CPU with `features` and
+    vectors of `lanes` 32-bit lanes: 16 with AVX-512 VNNI, 8 with AVX-VNNI (or
+    AVX-512 VNNI with 256-bit vectors), else the generic form over `lanes`."""
+    if "avx512vnni" in features and "avx512f" in features and lanes >= 16:
         return 16, True
     if "avxvnni" in features or ("avx512vnni" in features and "avx512vl" in features):
         return 8, True
-    if "avx512f" in features:
-        return 16, False
-    if "avx2" in features:
-        return 8, False
-    return 4, False
+    return lanes, False
 
 
 def description(lanes: int) -> str:

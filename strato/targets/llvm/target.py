@@ -89,6 +89,10 @@ CONV_MIN_BLOCK = 8
 such networks stay blocked from end to end."""
 
 
+NO_OPTIONAL_FEATURES = "-avx512vnni,-avxvnni"
+"""The feature list the schedules get for a machine whose features are not known."""
+
+
 def cpu_schedule_context(machine: HostTarget, lanes: int, threads: int) -> ScheduleContext:
     """The default schedules' context on `machine`: the templates plugins registered for
     the llvm target, then the CPU's own; `lanes` fp32 lanes (0: the machine's) and
@@ -190,7 +194,13 @@ class LLVMTarget(Target):
         from strato.transforms.schedule_default import ScheduleDefaultPass
 
         schedule = ScheduleDefaultPass(
-            target=TEMPLATES, lanes=self.lanes, threads=self.threads, tuning_log=tuning_log or ""
+            target=TEMPLATES,
+            lanes=self.lanes,
+            threads=self.threads,
+            tuning_log=tuning_log or "",
+            # a CPU named without a feature list (-mcpu=skylake-avx512): its features are
+            # not listed here, so no optional instruction (VNNI) is assumed
+            features=self.machine.features or NO_OPTIONAL_FEATURES,
         )
         return (
             *self.lowering_stages(),

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from strato.schedule import Schedule, ScheduleError, StageHandle
+from strato.schedule import Schedule, StageHandle
 from strato.schedule.templates.base import (
     Knob,
     ScheduleContext,
@@ -43,17 +43,14 @@ from strato.targets.llvm.templates.reduction import REDUCTION, schedule_reductio
 def schedule_conv2d_int8(
     sch: Schedule, stage: StageHandle, knobs: dict[str, Any], context: ScheduleContext
 ) -> None:
-    lanes, vnni = dot_i8_lanes(set(context.features))
+    lanes, vnni = dot_i8_lanes(set(context.features), context.lanes)
     spatial, reduction = spatial_and_reduction_loops(sch, stage)
     plan = _operands(sch, stage, spatial, reduction, lanes)
     if plan is None:
         schedule_reduction(sch, stage, REDUCTION.defaults(context), context)
         return
     weights, padded = plan
-    try:
-        _dot_tile(sch, stage, weights, padded, lanes, vnni, knobs)
-    except ScheduleError:
-        raise
+    _dot_tile(sch, stage, weights, padded, lanes, vnni, knobs)
 
 
 def _operands(sch: Schedule, stage: StageHandle, spatial, reduction, lanes: int):

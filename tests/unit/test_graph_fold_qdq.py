@@ -1,0 +1,163 @@
+"""graph-fold-qdq and the int8 path behind it: QDQ models quantized by onnxruntime's tool
+run as integer convolutions / dense layers whose outputs equal onnxruntime's and ONNX's
+reference bit for bit, on the VNNI path and on the fallback (a target without VNNI)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+ort = pytest.importorskip("onnxruntime")
+quantization = pytest.importorskip("onnxruntime.quantization")
+
+import strato  # noqa: E402
+from strato.dialects import graph  # noqa: E402
+from strato.frontends.onnx import import_model  # noqa: E402
+from strato.transforms.graph_fold_qdq import GraphFoldQdqPass  # noqa: E402
+
+
+def _float_model(kind: str, channels: int, out: int, size: int, stride: int, group: int) -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    if kind == "conv":
+        w = rng.standard_normal((out, channels // group, 3, 3)).astype(np.float32) * 0.3
+        b = rng.standard_normal(out).astype(np.float32) * 0.1
+        nodes = [
+            helper.make_node(
+                "Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], strides=[stride, stride], group=group
+            ),
+            helper.make_node("Relu", ["c"], ["r"]),
+            helper.make_node("MaxPool", ["r"], ["y"], kernel_shape=[2, 2], strides=[2, 2]),
+        ]
+        x_shape = [1, channels, size, size]
+        y_shape = None
+    else:
+        w = rng.standard_normal((out, channels)).astype(np.float32) * 0.3
+        b = rng.standard_normal(out).astype(np.float32) * 0.1
+        nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["y"], transB=1)]
+        x_shape = [2, channels]
+        y_shape = [2, out]
+    inits = [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel()),
+             helper.make_tensor("b", TensorProto.FLOAT, b.shape, b.ravel())]
+    g = helper.make_graph(
+        nodes,
+        "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, y_shape)],
+        inits,
+    )
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 19)])
+    model.ir_version = 9
+    return model
+
+
+def _quantized(model: onnx.ModelProto, shape, activation) -> onnx.ModelProto:
+    rng = np.random.default_rng(1)
+    samples = [rng.standard_normal(shape).astype(np.float32) for _ in range(4)]
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self._samples = iter(samples)
+
+        def get_next(self):
+            sample = next(self._samples, None)
+            return None if sample is None else {"x": sample}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source, target = Path(tmp) / "f.onnx", Path(tmp) / "q.onnx"
+        onnx.save(model, source)
+        quantization.quantize_static(
+            str(source), str(target), Reader(),
+            quant_format=quantization.QuantFormat.QDQ, per_channel=True,
+            activation_type=activation, weight_type=quantization.QuantType.QInt8,
+        )
+        return onnx.load(target)
+
+
+def _strato(model, x, target="llvm"):
+    outputs = strato.compile(model, target=target, threads=1)(x)
+    return np.asarray(outputs[0] if isinstance(outputs, list | tuple) else outputs)
+
+
+def _onnxruntime(model, x):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    return session.run(None, {"x": x})[0]
+
+
+def _reference(model, x):
+    from onnx.reference import ReferenceEvaluator
+
+    return ReferenceEvaluator(model).run(None, {"x": x})[0]
+
+
+CASES = [
+    # kind, channels, out, size, stride, group
+    ("conv", 8, 32, 10, 1, 1),
+    ("conv", 3, 16, 9, 2, 1),  # 3 channels: padded to 4; odd sizes
+    ("conv", 6, 20, 8, 1, 1),  # 20 outputs: not a multiple of the lanes
+    ("conv", 8, 16, 8, 1, 2),  # groups: the generic reduction
+    ("gemm", 24, 10, 0, 0, 0),
+]
+
+
+@pytest.mark.parametrize("activation", ["QUInt8", "QInt8"])
+@pytest.mark.parametrize("case", CASES, ids=lambda c: "-".join(map(str, c)))
+def test_qdq_models_match_onnxruntime_and_reference(case, activation):
+    kind, channels, out, size, stride, group = case
+    float_model = _float_model(kind, channels, out, size, stride, group)
+    shape = [1, channels, size, size] if kind == "conv" else [2, channels]
+    model = _quantized(float_model, shape, getattr(quantization.QuantType, activation))
+    module = import_model(model)
+    GraphFoldQdqPass().apply(None, module)
+    folded = [op for op in module.walk() if isinstance(op, graph.QConvOp | graph.QDenseOp)]
+    assert folded, "the QDQ group was not folded"
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    expected = _onnxruntime(model, x)
+    actual = _strato(model, x)
+    np.testing.assert_array_equal(actual, expected)
+    np.testing.assert_array_equal(actual, _reference(model, x))
+
+
+@pytest.mark.parametrize(
+    "target",
+    ["llvm -mattr=-avx512vnni,-avxvnni", "llvm -mcpu=skylake-avx512", "llvm -mcpu=haswell"],
+)
+def test_fallback_and_256_bit_paths_match(target):
+    from strato.targets.llvm.host import host_target
+
+    if "x86" not in host_target().triple:
+        pytest.skip("x86 features")
+    float_model = _float_model("conv", 8, 32, 10, 1, 1)
+    model = _quantized(float_model, [1, 8, 10, 10], quantization.QuantType.QUInt8)
+    x = np.random.default_rng(3).standard_normal((1, 8, 10, 10)).astype(np.float32)
+    actual = _strato(model, x, target)
+    np.testing.assert_array_equal(actual, _onnxruntime(model, x))
+
+
+def test_dot_i8_variant_follows_features():
+    from strato.targets.llvm.dot_i8 import dot_i8_lanes, machine_features
+
+    assert dot_i8_lanes(machine_features("+avx512f,+avx512vnni"), 16) == (16, True)
+    assert dot_i8_lanes(machine_features("+avx2,+avxvnni"), 8) == (8, True)
+    assert dot_i8_lanes(machine_features("+avx512f,+avx512vnni,-avx512vnni"), 16) == (16, False)
+    assert dot_i8_lanes(machine_features("+avx2"), 8) == (8, False)
+    assert dot_i8_lanes(machine_features(""), 4) == (4, False)
+
+
+def test_unfoldable_groups_stay_float():
+    """A per-tensor-quantized output used twice keeps the float composition."""
+    float_model = _float_model("gemm", 8, 4, 0, 0, 0)
+    model = _quantized(float_model, [2, 8], quantization.QuantType.QUInt8)
+    module = import_model(model)
+    # a second user of the product keeps the group from folding
+    for op in list(module.walk()):
+        if isinstance(op, graph.MatmulOp):
+            op.result.name_hint = "product"
+    GraphFoldQdqPass().apply(None, module)
+    module.verify()
