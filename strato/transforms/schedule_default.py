@@ -49,7 +49,6 @@ After:
 from __future__ import annotations
 
 import dataclasses
-
 from dataclasses import dataclass
 from math import prod
 from typing import Any

@@ -15,10 +15,10 @@ from onnx import TensorProto, helper
 ort = pytest.importorskip("onnxruntime")
 quantization = pytest.importorskip("onnxruntime.quantization")
 
-import strato  # noqa: E402
-from strato.dialects import graph  # noqa: E402
-from strato.frontends.onnx import import_model  # noqa: E402
-from strato.transforms.graph_fold_qdq import GraphFoldQdqPass  # noqa: E402
+import strato
+from strato.dialects import graph
+from strato.frontends.onnx import import_model
+from strato.transforms.graph_fold_qdq import GraphFoldQdqPass
 
 
 def _float_model(kind: str, channels: int, out: int, size: int, stride: int, group: int) -> onnx.ModelProto:
