@@ -74,10 +74,15 @@ def _saturate(s: ScalarBuilder, value: SSAValue, target) -> SSAValue:
     low, high = integer_range(target)
     value = s.max(value, s.const(float(low), value.type))
     value = s.min(value, s.const(float(high), value.type))
-    scalar = IntegerType(target.width.data)
-    if is_unsigned(target):
-        return _append(s, arith.FPToUIOp(value, scalar))
-    return _append(s, arith.FPToSIOp(value, scalar))
+    # An integer in range after the clamp, converted exactly by adding 1.5 * 2**(p-1)
+    # (p the mantissa's bits; no rounding: its unit in the last place is 1) and taking
+    # the low bits of the sum: vector code, where LLVM expands a saturating
+    # float-to-integer conversion lane by lane.
+    bits = IntegerType(64 if value.type == f64 else 32)
+    magic = 6755399441055744.0 if value.type == f64 else 12582912.0
+    shifted = s.add(value, s.const(magic, value.type))
+    pattern = _append(s, arith.BitcastOp(shifted, bits))
+    return _append(s, arith.TruncIOp(pattern, IntegerType(target.width.data)))
 
 
 @strategy(graph.QuantizeOp)

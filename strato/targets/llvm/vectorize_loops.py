@@ -93,17 +93,21 @@ def _vector_element_ok(type_: Attribute) -> bool:
 
 _CONVERSIONS = (
     arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.ExtFOp, arith.TruncFOp,
-    arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp,
+    arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, arith.BitcastOp,
 )  # fmt: skip
 """Conversions vectorized as one conversion of every lane (`VectorizedLoop.conversion`)."""
 
 
+def _int_width(type_: Attribute) -> int:
+    return type_.width.data if isinstance(type_, IntegerType) else 0
+
+
 def _plain_numeric(type_: Attribute) -> bool:
-    """i8 to i32 and f32 / f64: the types whose conversions are one vector instruction
-    (the scalar lowering's special cases, 64-bit unsigned integers and the narrow
+    """i8 to i64 and f32 / f64: the types whose conversions are one vector instruction
+    (the scalar lowering's special cases, unsigned 64-bit integers and the narrow
     floats, stay per lane)."""
     if isinstance(type_, IntegerType):
-        return type_.width.data in (8, 16, 32)
+        return type_.width.data in (8, 16, 32, 64)
     return isinstance(type_, Float32Type | Float64Type)
 
 
@@ -359,7 +363,10 @@ class _LoopVectorizer:
         if vector_math.expands(type(op), self.vector_type(op.results[0].type)):
             return True
         if type(op) in _CONVERSIONS:
-            return _plain_numeric(op.operands[0].type) and _plain_numeric(op.results[0].type)
+            source, target = op.operands[0].type, op.results[0].type
+            if isinstance(op, arith.UIToFPOp) and _int_width(source) > 32:
+                return False  # the scalar lowering's special case
+            return _plain_numeric(source) and _plain_numeric(target)
         return type(op) in FLOAT_BINARY or type(op) in INT_BINARY or (
             type(op) in FLOAT_INTRINSICS or isinstance(op, arith.NegfOp)
         )
@@ -403,6 +410,8 @@ class _LoopVectorizer:
         if isinstance(op, arith.ExtSIOp | arith.ExtUIOp | arith.TruncIOp):
             cast = {arith.ExtSIOp: llvm.SExtOp, arith.ExtUIOp: llvm.ZExtOp, arith.TruncIOp: llvm.TruncOp}
             return self.emit(builders.cast(cast[type(op)], value, result_type)).results[0]
+        if isinstance(op, arith.BitcastOp):
+            return self.emit(builders.cast(llvm.BitcastOp, value, result_type)).results[0]
         if isinstance(op, arith.ExtFOp | arith.TruncFOp):
             cast = llvm.FPExtOp if isinstance(op, arith.ExtFOp) else llvm.FPTruncOp
             return self.emit(builders.cast(cast, value, result_type)).results[0]
