@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from xdsl.dialects import arith
 from xdsl.dialects import math as math_dialect
-from xdsl.dialects.builtin import IntegerType, Signedness, f32, f64, i32
+from xdsl.dialects.builtin import IntegerType, f32, f64, i32
 from xdsl.ir import Operation, SSAValue
 
 from strato.dialects import graph, te
@@ -40,7 +40,7 @@ from strato.strategies.nn import (
     pad_stage,
 )
 
-I32 = IntegerType(32, Signedness.SIGNED)
+I32 = IntegerType(32)
 
 
 def _append(s: ScalarBuilder, op: Operation) -> SSAValue:

@@ -60,7 +60,7 @@ from strato.dialects.graph.base import element_type, static_shape
 from strato.dialects.tensor_types import array_from_dense
 
 U8 = IntegerType(8, Signedness.UNSIGNED)
-I32 = IntegerType(32, Signedness.SIGNED)
+I32 = IntegerType(32)
 
 
 def constant_of(value: SSAValue) -> np.ndarray | None:

@@ -312,7 +312,7 @@ class QConvOp(WindowOp):
         super().__init__(
             operands=[input, weight, [] if bias is None else [bias]],
             properties=properties,
-            result_types=[TensorType(IntegerType(32, Signedness.SIGNED), shape)],
+            result_types=[TensorType(IntegerType(32), shape)],
         )
 
     @property
@@ -403,7 +403,7 @@ class QDenseOp(GraphOp):
         shape = (*static_shape(input)[:-1], static_shape(weight)[0])
         super().__init__(
             operands=[input, weight, [] if bias is None else [bias]],
-            result_types=[TensorType(IntegerType(32, Signedness.SIGNED), shape)],
+            result_types=[TensorType(IntegerType(32), shape)],
         )
 
     def verify_(self) -> None:

@@ -100,7 +100,7 @@ def description(lanes: int) -> str:
 te.primitive @dot_i8 {{
   %a = te.placeholder "a" : tensor<{DEPTH}xui8>
   %b = te.placeholder "b" : tensor<{lanes}x{DEPTH}xi8>
-  %c = te.reduce "c" sum (%j) over (%q : {DEPTH}) init 0 : tensor<{lanes}xsi32> {{
+  %c = te.reduce "c" sum (%j) over (%q : {DEPTH}) init 0 : tensor<{lanes}xi32> {{
     %x = te.read %a[%q] : tensor<{DEPTH}xui8>
     %y = te.read %b[%j, %q] : tensor<{lanes}x{DEPTH}xi8>
     %xw = arith.extui %x : i8 to i32
@@ -108,7 +108,7 @@ te.primitive @dot_i8 {{
     %p = arith.muli %xw, %yw : i32
     te.yield %p : i32
   }}
-  te.output %c : tensor<{lanes}xsi32>
+  te.output %c : tensor<{lanes}xi32>
 }}
 """
 
