@@ -57,6 +57,7 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
 from strato.dialects import graph
 from strato.dialects.graph.base import element_type, static_shape
+from strato.dialects.graph.quant import folded_bias
 from strato.dialects.tensor_types import array_from_dense
 
 U8 = IntegerType(8, Signedness.UNSIGNED)
@@ -185,13 +186,7 @@ def _requantized(
 
 
 def _folded_bias(bias: np.ndarray, weights: np.ndarray, zero: int) -> np.ndarray | None:
-    """bias - zero * (sum of each output's weights), None when it leaves int32."""
-    sums = weights.reshape(weights.shape[0], -1).astype(np.int64).sum(axis=1)
-    folded = bias - zero * sums
-    info = np.iinfo(np.int32)
-    if folded.min(initial=0) < info.min or folded.max(initial=0) > info.max:
-        return None
-    return folded.astype(np.int32)
+    return folded_bias(bias, weights, zero)
 
 
 def _weights(w: SSAValue, axis: int) -> tuple[np.ndarray, np.ndarray] | None:

@@ -161,3 +161,59 @@ def test_unfoldable_groups_stay_float():
             op.result.name_hint = "product"
     GraphFoldQdqPass().apply(None, module)
     module.verify()
+
+
+def test_qoperator_conv_imports_as_integer_ops():
+    """QLinearConv (the QOperator format) becomes graph.qconv + graph.requantize."""
+    float_model = _float_model("conv", 6, 16, 9, 2, 1)
+    rng = np.random.default_rng(1)
+    samples = [rng.standard_normal((1, 6, 9, 9)).astype(np.float32) for _ in range(4)]
+
+    class Reader(quantization.CalibrationDataReader):
+        def __init__(self):
+            self._samples = iter(samples)
+
+        def get_next(self):
+            sample = next(self._samples, None)
+            return None if sample is None else {"x": sample}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        source, target = Path(tmp) / "f.onnx", Path(tmp) / "q.onnx"
+        onnx.save(float_model, source)
+        quantization.quantize_static(
+            str(source), str(target), Reader(),
+            quant_format=quantization.QuantFormat.QOperator, op_types_to_quantize=["Conv"],
+        )
+        model = onnx.load(target)
+    assert "QLinearConv" in {node.op_type for node in model.graph.node}
+    module = import_model(model)
+    assert any(isinstance(op, graph.QConvOp) for op in module.walk())
+    assert any(isinstance(op, graph.RequantizeOp) for op in module.walk())
+    x = rng.standard_normal((1, 6, 9, 9)).astype(np.float32)
+    np.testing.assert_array_equal(_strato(model, x), _onnxruntime(model, x))
+
+
+def test_dynamic_matmul_integer_runs_as_qdense():
+    """MatMulInteger behind DynamicQuantizeLinear: graph.qdense with the run-time zero
+    point's correction, equal to onnxruntime."""
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal((24, 40)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"])]
+    g = helper.make_graph(
+        nodes, "m",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 24])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 40])],
+        [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel())],
+    )
+    float_model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    float_model.ir_version = 9
+    with tempfile.TemporaryDirectory() as tmp:
+        source, target = Path(tmp) / "f.onnx", Path(tmp) / "q.onnx"
+        onnx.save(float_model, source)
+        quantization.quantize_dynamic(str(source), str(target), weight_type=quantization.QuantType.QInt8)
+        model = onnx.load(target)
+    assert "MatMulInteger" in {node.op_type for node in model.graph.node}
+    module = import_model(model)
+    assert any(isinstance(op, graph.QDenseOp) for op in module.walk())
+    x = rng.standard_normal((3, 24)).astype(np.float32)
+    np.testing.assert_array_equal(_strato(model, x), _onnxruntime(model, x))

@@ -429,6 +429,27 @@ class QDenseOp(GraphOp):
         return [out.astype(np.int32)]
 
 
+def folded_bias(bias: np.ndarray | None, weights: np.ndarray, zero: int) -> np.ndarray | None:
+    """The int32 bias of an integer product whose input zero point `zero` is folded in:
+    bias - zero * (the sum of each output's weights, `weights` [outputs, ..]), since
+    sum (x - zero) w = sum x w - zero sum w; None when it leaves int32."""
+    sums = weights.reshape(weights.shape[0], -1).astype(np.int64).sum(axis=1)
+    base = np.zeros(weights.shape[0], np.int64) if bias is None else bias.astype(np.int64)
+    folded = base - zero * sums
+    info = np.iinfo(np.int32)
+    if folded.min(initial=0) < info.min or folded.max(initial=0) > info.max:
+        return None
+    return folded.astype(np.int32)
+
+
+def sums_fit_int32(depth: int, x_type, w_type) -> bool:
+    """Whether every sum of `depth` products of the two 8-bit types fits int32."""
+    x_low, x_high = integer_range(x_type)
+    w_low, w_high = integer_range(w_type)
+    largest = max(abs(x_low), x_high) * max(abs(w_low), w_high)
+    return depth * largest < 2**31
+
+
 OPS = (QuantizeOp, DequantizeOp, RequantizeOp, QConvOp, QDenseOp)
 
 __all__ = [
@@ -438,6 +459,8 @@ __all__ = [
     "QuantizeOp",
     "RequantizeOp",
     "along_axis",
+    "folded_bias",
+    "sums_fit_int32",
     "integer_range",
     "is_int8",
 ]
