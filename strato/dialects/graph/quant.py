@@ -460,7 +460,7 @@ __all__ = [
     "RequantizeOp",
     "along_axis",
     "folded_bias",
-    "sums_fit_int32",
     "integer_range",
     "is_int8",
+    "sums_fit_int32",
 ]
