@@ -131,12 +131,20 @@ def requantize(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) 
     target = element_type_of(op.result)
     axis = op.axis_value
 
+    wide = op.wide
+
     def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
-        value = _append(s, arith.SIToFPOp(s.read(acc, idx), f64))
-        factor = _append(s, arith.ExtFOp(_per_axis(s, multiplier, idx, axis), f64))
-        offset = to_float(s, _per_axis(s, zero, idx, axis), target, f64)
-        scaled = s.add(s.mul(value, factor), offset)
-        return _saturate(s, _append(s, math_dialect.RoundEvenOp(scaled)), target)
+        float_type = f64 if wide else f32
+        value = _append(s, arith.SIToFPOp(s.read(acc, idx), float_type))
+        factor = _per_axis(s, multiplier, idx, axis)
+        if wide:
+            factor = _append(s, arith.ExtFOp(factor, f64))
+        offset = to_float(s, _per_axis(s, zero, idx, axis), target, float_type)
+        if wide:
+            scaled = s.add(s.mul(value, factor), offset)
+            return _saturate(s, _append(s, math_dialect.RoundEvenOp(scaled)), target)
+        rounded = _append(s, math_dialect.RoundEvenOp(s.mul(value, factor)))
+        return _saturate(s, s.add(rounded, offset), target)
 
     return [pb.compute("requantize", shape_of(acc), body, target)]
 

@@ -25,9 +25,9 @@ included:
   `pad_value`, the quantized zero of the input), plus the int32 bias: integer
   convolution without zero points (graph-fold-qdq folds the zero point of the input
   into the bias with the sums of the weights);
-- requantize: clip(round_half_even(f64(acc) * f64(multiplier) + zero_point), lo, hi)
-  as the integer type: QLinearConv's requantization, the multiplier being
-  x_scale * w_scale / y_scale in f32.
+- requantize: round_half_even(f32(acc) * multiplier) + zero_point, clamped, as
+  onnxruntime's integer kernels requantize (or, with `f64`, in f64 as ONNX's reference
+  QLinearConv does), the multiplier being x_scale * w_scale / y_scale in f32.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     Signedness,
     TensorType,
+    UnitAttr,
     i64,
 )
 from xdsl.ir import SSAValue
@@ -50,6 +51,7 @@ from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
     opt_operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -226,10 +228,35 @@ class DequantizeOp(_AxisOp):
 
 @irdl_op_definition
 class RequantizeOp(_AxisOp):
-    """int32 -> int8 / uint8: clip(round_half_even(f64(acc) * f64(multiplier) +
-    zero_point)) (QLinearConv's requantization; the multiplier is f32)."""
+    """int32 -> int8 / uint8 by an f32 multiplier (x_scale * w_scale / y_scale):
+
+    - by default as onnxruntime's integer kernels requantize (MLAS):
+      round_half_even(f32(acc) * multiplier), plus the zero point, clamped;
+    - with `f64`, as ONNX's reference QLinearConv / QLinearMatMul compute:
+      round_half_even(f64(acc) * f64(multiplier) + zero_point), clamped.
+
+    The two differ only where the f32 product rounds across a half.
+
+        %y = graph.requantize %acc, %m, %z axis 1 f64 : (tensor<1x8x4x4xi32>, tensor<8xf32>, tensor<ui8>) -> tensor<1x8x4x4xui8>
+    """
 
     name = "graph.requantize"
+
+    f64 = opt_prop_def(UnitAttr)
+
+    assembly_format = (
+        "$input `,` $scale `,` $zero_point `axis` $axis (`f64` $f64^)? attr-dict `:` "
+        "functional-type(operands, results)"
+    )
+
+    def __init__(self, input, scale, zero_point, result_element, axis: int = 1, *, wide: bool = False):
+        super().__init__(input, scale, zero_point, result_element, axis)
+        if wide:
+            self.properties["f64"] = UnitAttr()
+
+    @property
+    def wide(self) -> bool:
+        return self.f64 is not None
 
     def verify_(self) -> None:
         super().verify_()
@@ -244,8 +271,12 @@ class RequantizeOp(_AxisOp):
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         multiplier, zero = self._broadcast(inputs)
-        value = inputs[0].astype(np.float64) * multiplier.astype(np.float64)
-        value = np.rint(value + zero.astype(np.float64))
+        if self.wide:
+            value = inputs[0].astype(np.float64) * multiplier.astype(np.float64)
+            value = np.rint(value + zero.astype(np.float64))
+        else:
+            value = np.rint(inputs[0].astype(np.float32) * multiplier.astype(np.float32))
+            value = value.astype(np.float64) + zero.astype(np.float64)
         low, high = integer_range(element_type(self.result))
         return [np.clip(value, low, high).astype(numpy_dtype(element_type(self.result)))]
 

@@ -666,6 +666,7 @@ def _requantize_op(
         ctx.materialize(zero.reshape(()).astype(target)),
         element_type_of(target),
         axis % len(shape_of(accumulator)),
+        wide=True,  # the reference's QLinearConv / QLinearMatMul compute in f64
     )
     return ctx.emit(op).results[0]
 
