@@ -54,8 +54,10 @@ def schedule_conv2d_int8(
 
 
 def _operands(sch: Schedule, stage: StageHandle, spatial, reduction, lanes: int):
-    """(weights, the pad stage or input) when the tile applies, else None."""
-    if len(spatial) != 4 or len(reduction) != 3:
+    """(weights, the pad stage or input) when the tile applies, else None. The
+    reduction is over the channels, then the window's taps of more than one position
+    (none for a 1x1 kernel)."""
+    if len(spatial) != 4 or not 1 <= len(reduction) <= 3:
         return None
     if reduction[0].extent % DEPTH or spatial[1].extent % lanes:
         return None
@@ -108,15 +110,16 @@ def _dot_tile(
     sch.compute_at(tile, outer[-1])
     spatial, reduction = spatial_and_reduction_loops(sch, tile)
     tn, tc, th, tw = spatial
-    channels, kh, kw = reduction
+    channels, *taps = reduction
     tco, tci = sch.split(tc, [None, lanes]) if lanes < tc.extent else (None, tc)
     cgo, cq = sch.split(channels, [None, DEPTH])
     channel_loops = [tco] if tco is not None else []
-    sch.reorder(tn, th, kh, kw, cgo, tw, *channel_loops, tci, cq)
+    sch.reorder(tn, th, *taps, cgo, tw, *channel_loops, tci, cq)
     for loop in (tw, *channel_loops):
         if loop.extent > 1:
             sch.unroll(sch.get_loop(tile, loop.axis))
-    sch.decompose_reduction(tile, sch.get_loop(tile, kh.axis))
+    first = taps[0] if taps else cgo
+    sch.decompose_reduction(tile, sch.get_loop(tile, first.axis))
     sch.tensorize(sch.get_loop(tile, tci.axis), dot_i8_name(lanes, vnni))
     loops = sch.get_loops(packed)
     if loops:
