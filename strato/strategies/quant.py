@@ -166,7 +166,7 @@ def qconv(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> li
     x, w = inputs[0], inputs[1]
     x_type, w_type = element_type_of(x), element_type_of(w)
     out_shape = shape_of(op.result)
-    x_shape, w_shape = shape_of(x), shape_of(w)
+    x_shape, w_shape = shape_of(x), op.weight_shape
     groups = op.group_count
     per_group_in, per_group_out = w_shape[1], w_shape[0] // groups
     strides, dilations = op.stride_values, op.dilation_values
@@ -174,6 +174,8 @@ def qconv(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> li
         size + begin + end for size, begin, end in zip(x_shape[2:], op.pads_begin, op.pads_end)
     ]
     xp = pad_stage(pb, x, op.pads_begin, padded_sizes, op.pad_integer)
+    if op.is_packed:
+        return [_packed_qconv(pb, op, inputs, xp)]
     axes = ReductionAxes([per_group_in, *w_shape[2:]])
 
     def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
@@ -197,6 +199,31 @@ def qconv(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> li
     return [result]
 
 
+def _packed_qconv(pb: PrimitiveBuilder, op: graph.QConvOp, inputs: Sequence[SSAValue], xp: SSAValue) -> SSAValue:
+    """The convolution over a packed weight [KH, KW, C/4, M, 4]: the reduction runs over
+    (c / 4, c % 4, kh, kw), every axis kept (a tensorized schedule finds them all)."""
+    w = inputs[1]
+    x_type, w_type = element_type_of(inputs[0]), element_type_of(w)
+    kh, kw, groups4, _, pack = shape_of(w)
+    strides, dilations = op.stride_values, op.dilation_values
+
+    def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        n, m, oh, ow = idx
+        cg, q, th, tw = k
+        channel = s.index_add(s.index_mul(cg, s.index(pack)), q)
+        h = _window_position(s, oh, th, strides[0], dilations[0])
+        col = _window_position(s, ow, tw, strides[1], dilations[1])
+        a = widen(s, s.read(xp, [n, channel, h, col]), x_type)
+        b = widen(s, s.read(w, [th, tw, cg, m, q]), w_type)
+        return s.mul(a, b)
+
+    extents = [groups4, pack, kh, kw]
+    result = pb.reduce("qconv", te.ReduceKind.SUM, shape_of(op.result), extents, product, I32)
+    if len(inputs) > 2:
+        result = _bias(pb, "qconv_bias", result, inputs[2], 1)
+    return result
+
+
 @strategy(graph.QDenseOp)
 def qdense(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
     """result[.., n] = sum_k i32(x[.., k]) * i32(w[n, k]) (+ bias[n])."""
@@ -204,14 +231,26 @@ def qdense(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> l
     x, w = inputs[0], inputs[1]
     x_type, w_type = element_type_of(x), element_type_of(w)
     out_shape = shape_of(op.result)
-    depth = shape_of(w)[1]
+    if op.is_packed:
+        groups4, _, pack = shape_of(w)
 
-    def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
-        a = widen(s, s.read(x, [*idx[:-1], k[0]]), x_type)
-        b = widen(s, s.read(w, [idx[-1], k[0]]), w_type)
-        return s.mul(a, b)
+        def packed_product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+            depth = s.index_add(s.index_mul(k[0], s.index(pack)), k[1])
+            a = widen(s, s.read(x, [*idx[:-1], depth]), x_type)
+            b = widen(s, s.read(w, [k[0], idx[-1], k[1]]), w_type)
+            return s.mul(a, b)
 
-    result = pb.reduce("qdense", te.ReduceKind.SUM, out_shape, [depth], product, I32)
+        extents, body = [groups4, pack], packed_product
+    else:
+
+        def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+            a = widen(s, s.read(x, [*idx[:-1], k[0]]), x_type)
+            b = widen(s, s.read(w, [idx[-1], k[0]]), w_type)
+            return s.mul(a, b)
+
+        extents, body = [shape_of(w)[1]], product
+
+    result = pb.reduce("qdense", te.ReduceKind.SUM, out_shape, extents, body, I32)
     if len(inputs) > 2:
         result = _bias(pb, "qdense_bias", result, inputs[2], len(out_shape) - 1)
     return [result]

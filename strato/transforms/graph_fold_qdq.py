@@ -57,7 +57,12 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 
 from strato.dialects import graph
 from strato.dialects.graph.base import element_type, static_shape
-from strato.dialects.graph.quant import folded_bias
+from strato.dialects.graph.quant import (
+    PACK,
+    folded_bias,
+    pack_conv_weight,
+    pack_dense_weight,
+)
 from strato.dialects.tensor_types import array_from_dense
 
 U8 = IntegerType(8, Signedness.UNSIGNED)
@@ -203,9 +208,10 @@ def _weights(w: SSAValue, axis: int) -> tuple[np.ndarray, np.ndarray] | None:
     return values, dq.scale
 
 
-CHANNEL_MULTIPLE = 4
+CHANNEL_MULTIPLE = PACK
 """Input channels of an integer convolution are padded to a multiple of this (with
-zero weights): the bytes an int8 dot-product step multiplies per output (`cpu.dot_i8`)."""
+zero weights), so that its weight can be packed (`graph.qconv packed`): the bytes an
+int8 dot-product step multiplies per output (`cpu.dot_i8`)."""
 
 
 def _channels_padded(
@@ -246,15 +252,17 @@ class FoldQuantizedConv(RewritePattern):
         if folded is None:
             return
         q, w = _channels_padded(rewriter, op, q, w, zero, op.group_count)
+        packed = op.group_count == 1 and w.shape[1] % PACK == 0
         conv = graph.QConvOp(
             q,
-            _constant(rewriter, op, w),
+            _constant(rewriter, op, pack_conv_weight(w) if packed else w),
             _constant(rewriter, op, folded, I32),
             strides=op.stride_values,
             padding=tuple(op.padding.get_values()),
             dilations=op.dilation_values,
             groups=op.group_count,
             pad_value=zero,
+            packed=packed,
         )
         rewriter.insert(conv, _before(op))
         multiplier = (x.scale * w_scale) / y_scale
@@ -304,7 +312,13 @@ class FoldQuantizedMatmul(RewritePattern):
         folded = _folded_bias(bias, w, zero)
         if folded is None:
             return
-        dense = graph.QDenseOp(q, _constant(rewriter, op, w), _constant(rewriter, op, folded, I32))
+        packed = w.shape[1] % PACK == 0
+        dense = graph.QDenseOp(
+            q,
+            _constant(rewriter, op, pack_dense_weight(w) if packed else w),
+            _constant(rewriter, op, folded, I32),
+            packed=packed,
+        )
         rewriter.insert(dense, _before(op))
         multiplier = (x.scale * w_scale) / y_scale
         rank = len(static_shape(dense.result))

@@ -281,6 +281,40 @@ class RequantizeOp(_AxisOp):
         return [np.clip(value, low, high).astype(numpy_dtype(element_type(self.result)))]
 
 
+PACK = 4
+"""Input channels (conv) / reduction elements (dense) side by side in a packed weight:
+the bytes one int8 dot-product step multiplies per output."""
+
+
+def _oihw_of_packed(shape: Sequence[int]) -> tuple[int, ...]:
+    if len(shape) != 5:
+        return tuple(shape)
+    kh, kw, cg, m, q = shape
+    return (m, cg * q, kh, kw)
+
+
+def pack_conv_weight(w: np.ndarray) -> np.ndarray:
+    """OIHW [M, C, KH, KW] -> [KH, KW, C / 4, M, 4] (C a multiple of 4)."""
+    m, c, kh, kw = w.shape
+    return np.ascontiguousarray(w.reshape(m, c // PACK, PACK, kh, kw).transpose(3, 4, 1, 0, 2))
+
+
+def unpack_conv_weight(w: np.ndarray) -> np.ndarray:
+    kh, kw, cg, m, q = w.shape
+    return np.ascontiguousarray(w.transpose(3, 2, 4, 0, 1).reshape(m, cg * q, kh, kw))
+
+
+def pack_dense_weight(w: np.ndarray) -> np.ndarray:
+    """[N, K] -> [K / 4, N, 4] (K a multiple of 4)."""
+    n, k = w.shape
+    return np.ascontiguousarray(w.reshape(n, k // PACK, PACK).transpose(1, 0, 2))
+
+
+def unpack_dense_weight(w: np.ndarray) -> np.ndarray:
+    kg, n, q = w.shape
+    return np.ascontiguousarray(w.transpose(1, 0, 2).reshape(n, kg * q))
+
+
 def _check_integer_product(op: GraphOp, x: SSAValue, w: SSAValue, bias: SSAValue | None) -> None:
     if not is_int8(element_type(x)) or not is_int8(element_type(w)):
         raise VerifyException(
@@ -313,12 +347,13 @@ class QConvOp(WindowOp):
     result = result_def(AnyTensor)
     groups = prop_def(IntegerAttr[I64])
     pad_value = prop_def(IntegerAttr[I64])
+    packed = opt_prop_def(UnitAttr)
 
     traits = traits_def(NoMemoryEffect())
     assembly_format = (
         "$input `,` $weight (`,` $bias^)? `strides` $strides `padding` $padding "
-        "`dilations` $dilations `groups` $groups `pad_value` $pad_value `layout` $layout attr-dict `:` "
-        "functional-type(operands, results)"
+        "`dilations` $dilations `groups` $groups `pad_value` $pad_value `layout` $layout "
+        "(`packed` $packed^)? attr-dict `:` functional-type(operands, results)"
     )
 
     def __init__(
@@ -332,14 +367,19 @@ class QConvOp(WindowOp):
         dilations: Sequence[int] | None = None,
         groups: int = 1,
         pad_value: int = 0,
+        packed: bool = False,
     ):
         input, weight = SSAValue.get(input), SSAValue.get(weight)
         x, w = static_shape(input), static_shape(weight)
+        if packed:
+            w = _oihw_of_packed(w)
         strides, padding, dilations = _window_or_defaults(2, strides, padding, dilations)
         shape = conv_output_shape(x, w, strides, padding, dilations)
         properties = conv_properties(strides, padding, dilations, groups, "NCHW", "OIHW")
         del properties["kernel_layout"]
         properties["pad_value"] = IntegerAttr(pad_value, i64)
+        if packed:
+            properties["packed"] = UnitAttr()
         super().__init__(
             operands=[input, weight, [] if bias is None else [bias]],
             properties=properties,
@@ -354,6 +394,16 @@ class QConvOp(WindowOp):
     def pad_integer(self) -> int:
         return self.pad_value.value.data
 
+    @property
+    def is_packed(self) -> bool:
+        return self.packed is not None
+
+    @property
+    def weight_shape(self) -> tuple[int, ...]:
+        """The weight's shape as OIHW [M, C / groups, KH, KW], packed or not."""
+        w = static_shape(self.weight)
+        return _oihw_of_packed(w) if self.is_packed else w
+
     def verify_(self) -> None:
         super().verify_()
         _check_integer_product(self, self.input, self.weight, self.bias)
@@ -367,6 +417,13 @@ class QConvOp(WindowOp):
     def infer_shape(self) -> tuple[int, ...] | None:
         x = self._check_input()
         w = static_shape(self.weight)
+        if self.is_packed:
+            if len(w) != 5 or w[4] != PACK or self.group_count != 1:
+                raise VerifyException(
+                    f"'{self.name}' packed weight must be [KH, KW, C/{PACK}, M, {PACK}] "
+                    f"with one group, got {list(w)}"
+                )
+            w = _oihw_of_packed(w)
         if len(x) != 4 or len(w) != 4:
             raise VerifyException(f"'{self.name}' takes a rank-4 input and weight (NCHW, OIHW)")
         self._check_window_attributes(2)
@@ -385,7 +442,8 @@ class QConvOp(WindowOp):
         return shape
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        x, w = inputs[0].astype(np.int64), inputs[1].astype(np.int64)
+        weight = unpack_conv_weight(inputs[1]) if self.is_packed else inputs[1]
+        x, w = inputs[0].astype(np.int64), weight.astype(np.int64)
         groups = self.group_count
         out_shape = static_shape(self.result)
         padded = np.pad(
@@ -424,18 +482,34 @@ class QDenseOp(GraphOp):
     bias = opt_operand_def(AnyTensor)
     result = result_def(AnyTensor)
 
+    packed = opt_prop_def(UnitAttr)
+
     traits = traits_def(NoMemoryEffect())
     assembly_format = (
-        "$input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)"
+        "$input `,` $weight (`,` $bias^)? (`packed` $packed^)? attr-dict `:` "
+        "functional-type(operands, results)"
     )
 
-    def __init__(self, input, weight, bias=None):
+    def __init__(self, input, weight, bias=None, *, packed: bool = False):
         input, weight = SSAValue.get(input), SSAValue.get(weight)
-        shape = (*static_shape(input)[:-1], static_shape(weight)[0])
+        w = static_shape(weight)
+        outputs = w[1] if packed else w[0]
+        shape = (*static_shape(input)[:-1], outputs)
         super().__init__(
             operands=[input, weight, [] if bias is None else [bias]],
             result_types=[TensorType(IntegerType(32), shape)],
+            properties={"packed": UnitAttr()} if packed else {},
         )
+
+    @property
+    def is_packed(self) -> bool:
+        return self.packed is not None
+
+    @property
+    def weight_shape(self) -> tuple[int, ...]:
+        """The weight's shape as [N, K], packed or not."""
+        w = static_shape(self.weight)
+        return (w[1], w[0] * w[2]) if self.is_packed and len(w) == 3 else w
 
     def verify_(self) -> None:
         super().verify_()
@@ -443,6 +517,12 @@ class QDenseOp(GraphOp):
 
     def infer_shape(self) -> tuple[int, ...] | None:
         x, w = static_shape(self.input), static_shape(self.weight)
+        if self.is_packed:
+            if len(w) != 3 or w[2] != PACK:
+                raise VerifyException(
+                    f"'{self.name}' packed weight must be [K/{PACK}, N, {PACK}], got {list(w)}"
+                )
+            w = self.weight_shape
         if len(x) < 1 or len(w) != 2 or x[-1] != w[1]:
             raise VerifyException(
                 f"'{self.name}' multiplies [.., K] by [N, K], got {list(x)} and {list(w)}"
@@ -454,7 +534,8 @@ class QDenseOp(GraphOp):
         return (*x[:-1], w[0])
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        out = np.matmul(inputs[0].astype(np.int64), inputs[1].astype(np.int64).T)
+        weight = unpack_dense_weight(inputs[1]) if self.is_packed else inputs[1]
+        out = np.matmul(inputs[0].astype(np.int64), weight.astype(np.int64).T)
         if len(inputs) > 2:
             out = out + inputs[2].astype(np.int64)
         return [out.astype(np.int32)]
@@ -493,5 +574,7 @@ __all__ = [
     "folded_bias",
     "integer_range",
     "is_int8",
+    "pack_conv_weight",
+    "pack_dense_weight",
     "sums_fit_int32",
 ]

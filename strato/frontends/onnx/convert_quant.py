@@ -26,7 +26,13 @@ from onnx import helper
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
-from strato.dialects.graph.quant import folded_bias, sums_fit_int32
+from strato.dialects.graph.quant import (
+    PACK,
+    folded_bias,
+    pack_conv_weight,
+    pack_dense_weight,
+    sums_fit_int32,
+)
 from strato.dialects.tensor_types import element_type_of, numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
 
@@ -531,9 +537,9 @@ def _as_int32(ctx: NodeContext, value: ImportedValue) -> ImportedValue:
 # bias with the weights' sums, exact int32 sums. Anything else keeps the float
 # composition below.
 
-_CHANNEL_MULTIPLE = 4
-"""Input channels of an integer convolution are padded to a multiple of this (the bytes
-a dot-product step multiplies per output, `cpu.dot_i8`)."""
+_CHANNEL_MULTIPLE = PACK
+"""Input channels of an integer convolution are padded to a multiple of this, so that
+its weight can be packed (the bytes a dot-product step multiplies per output)."""
 
 
 def _scalar_known(ctx: NodeContext, index: int, default: int = 0) -> int | None:
@@ -594,15 +600,17 @@ def _qconv(ctx: NodeContext, bias: np.ndarray | None) -> SSAValue | None:
     if groups == 1 and extra:
         q = ctx.emit(graph.PadOp(q, [0, 0, 0, 0], [0, extra, 0, 0], value=float(zero))).results[0]
         w = np.pad(w, [(0, 0), (0, extra), (0, 0), (0, 0)])
+    packed = groups == 1 and w.shape[1] % PACK == 0
     op = graph.QConvOp(
         q,
-        ctx.materialize(w),
+        ctx.materialize(pack_conv_weight(w) if packed else w),
         ctx.materialize(folded),
         strides=strides,
         padding=pads,
         dilations=dilations,
         groups=groups,
         pad_value=zero,
+        packed=packed,
     )
     return ctx.emit(op).results[0]
 
@@ -628,16 +636,23 @@ def _qdense(ctx: NodeContext, a_index: int, a_zero_index: int, b_index: int, b_z
         folded = folded_bias(None, weights, zero)
         if folded is None:
             return None
-        op = graph.QDenseOp(q, ctx.materialize(weights), ctx.materialize(folded))
-        return ctx.emit(op).results[0]
+        return ctx.emit(_qdense_op(ctx, q, weights, folded)).results[0]
     dynamic = ctx.value(a_zero_index)
     if _dtype(a) != np.uint8 or _dtype(dynamic) != np.uint8 or int(np.prod(shape_of(dynamic))) != 1:
         return None
-    product = ctx.emit(graph.QDenseOp(a, ctx.materialize(weights))).results[0]
+    product = ctx.emit(_qdense_op(ctx, a, weights, None)).results[0]
     sums = weights.astype(np.int64).sum(axis=1).astype(np.int32)
     zero_i32 = _cast(ctx, _reshape(ctx, dynamic, []), np.dtype(np.int32))
     correction = _binary(ctx, graph.MulOp, zero_i32, sums)
     return _ssa(ctx, _binary(ctx, graph.SubOp, product, correction))
+
+
+def _qdense_op(ctx: NodeContext, x: SSAValue, weights: np.ndarray, bias: np.ndarray | None) -> graph.QDenseOp:
+    """graph.qdense of `weights` [N, K], packed [K/4, N, 4] when 4 divides K."""
+    packed = weights.shape[1] % PACK == 0
+    constant = ctx.materialize(pack_dense_weight(weights) if packed else weights)
+    bias_value = None if bias is None else ctx.materialize(bias)
+    return graph.QDenseOp(x, constant, bias_value, packed=packed)
 
 
 def _requantize_op(

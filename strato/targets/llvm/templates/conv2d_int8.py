@@ -3,7 +3,8 @@ tile of output columns x output-channel vectors updated by the int8 dot product
 `cpu.dot_i8` (vpdpbusd where the CPU has VNNI):
 
     pad x into [n, h, w, c]                     (the pad stage laid out channels last)
-    pack w into [kh, kw, c / 4, m, c % 4]       (a copy of the weights, once per call)
+    pack w into [kh, kw, c / 4, m, c % 4]       (unless graph.qconv's weight is packed:
+                                                 graph-fold-qdq packs constants once)
     for n, m.outer, h, w.outer:                 (output tiles)
       tile[w, m] = 0                            (cache_write, laid out [.., w, m])
       for kh, kw, c.outer:                      (the reduction, 4 channels a step)
@@ -57,9 +58,12 @@ def _operands(sch: Schedule, stage: StageHandle, spatial, reduction, lanes: int)
     """(weights, the pad stage or input) when the tile applies, else None. The
     reduction is over the channels, then the window's taps of more than one position
     (none for a 1x1 kernel)."""
-    if len(spatial) != 4 or not 1 <= len(reduction) <= 3:
+    if len(spatial) != 4 or not 1 <= len(reduction) <= 4 or spatial[1].extent % lanes:
         return None
-    if reduction[0].extent % DEPTH or spatial[1].extent % lanes:
+    packed = len(reduction) == 4
+    if packed and reduction[1].extent != DEPTH:
+        return None
+    if not packed and reduction[0].extent % DEPTH:
         return None
     output = sch.state.buffers[sch.state.stage(stage.name).buffer].name
     channel = spatial[1].axis
@@ -85,6 +89,7 @@ def _dot_tile(
     vnni: bool,
     knobs: dict[str, Any],
 ) -> None:
+    prepacked = len(spatial_and_reduction_loops(sch, stage)[1]) == 4
     pad = _producer_named(sch, padded)
     if pad is not None:
         sch.transform_layout(pad, "d0, d1, d2, d3 -> d0, d2, d3, d1")
@@ -93,8 +98,11 @@ def _dot_tile(
     if pad is None:
         copy = sch.cache_read(tile, padded, "local")
         sch.transform_layout(copy, "d0, d1, d2, d3 -> d0, d2, d3, d1")
-    packed = sch.cache_read(tile, weights, "local")
-    sch.transform_layout(packed, f"d0, d1, d2, d3 -> d2, d3, d1 // {DEPTH}, d0, d1 % {DEPTH}")
+    packed = None
+    if not prepacked:
+        # the weights packed on every call (graph-fold-qdq packs constant ones once)
+        packed = sch.cache_read(tile, weights, "local")
+        sch.transform_layout(packed, f"d0, d1, d2, d3 -> d2, d3, d1 // {DEPTH}, d0, d1 % {DEPTH}")
     fold_epilogue(sch, stage)
     n, c, h, w = sch.get_loops(stage)
     count = fit(w.extent, knobs["columns"])
@@ -110,9 +118,12 @@ def _dot_tile(
     sch.compute_at(tile, outer[-1])
     spatial, reduction = spatial_and_reduction_loops(sch, tile)
     tn, tc, th, tw = spatial
-    channels, *taps = reduction
+    if prepacked:
+        cgo, cq, *taps = reduction
+    else:
+        channels, *taps = reduction
+        cgo, cq = sch.split(channels, [None, DEPTH])
     tco, tci = sch.split(tc, [None, lanes]) if lanes < tc.extent else (None, tc)
-    cgo, cq = sch.split(channels, [None, DEPTH])
     channel_loops = [tco] if tco is not None else []
     sch.reorder(tn, th, *taps, cgo, tw, *channel_loops, tci, cq)
     for loop in (tw, *channel_loops):
@@ -121,7 +132,7 @@ def _dot_tile(
     first = taps[0] if taps else cgo
     sch.decompose_reduction(tile, sch.get_loop(tile, first.axis))
     sch.tensorize(sch.get_loop(tile, tci.axis), dot_i8_name(lanes, vnni))
-    loops = sch.get_loops(packed)
+    loops = sch.get_loops(packed) if packed is not None else []
     if loops:
         vectorize_innermost(sch, packed, loops[-1], lanes)
 

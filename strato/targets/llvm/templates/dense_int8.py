@@ -2,7 +2,7 @@
 register tile of rows x output-column vectors updated by the int8 dot product
 `cpu.dot_i8` (vpdpbusd where the CPU has VNNI), as the integer convolution does:
 
-    pack w into [K / 4, N, 4]                   (a copy of the weights, once per call)
+    pack w into [K / 4, N, 4]                   (unless graph.qdense's weight is packed)
     for batch.., n.outer, m.outer:              (output tiles)
       tile[m, n] = 0                            (cache_write at the tile's loop)
       for k.outer:                              (the reduction, 4 products a step)
@@ -47,9 +47,12 @@ def schedule_dense_int8(
     if weights is None:
         schedule_reduction(sch, stage, REDUCTION.defaults(context), context)
         return
+    prepacked = len(reduction) == 2
     tile = sch.cache_write(stage, "local")
-    packed = sch.cache_read(tile, weights, "local")
-    sch.transform_layout(packed, f"d0, d1 -> d1 // {DEPTH}, d0, d1 % {DEPTH}")
+    packed = None
+    if not prepacked:
+        packed = sch.cache_read(tile, weights, "local")
+        sch.transform_layout(packed, f"d0, d1 -> d1 // {DEPTH}, d0, d1 % {DEPTH}")
     fold_epilogue(sch, stage)
     *batch, i, j = sch.get_loops(stage)
     rows = fit(i.extent, knobs["rows"])
@@ -66,9 +69,12 @@ def schedule_dense_int8(
         sch.compute_at(tile, outer[-1])
     spatial, reduction = spatial_and_reduction_loops(sch, tile)
     *tbatch, ti, tj = spatial
-    (tk,) = reduction
+    if prepacked:
+        tko, tq = reduction
+    else:
+        (tk,) = reduction
+        tko, tq = sch.split(tk, [None, DEPTH])
     tjo, tji = sch.split(tj, [None, lanes]) if lanes < tj.extent else (None, tj)
-    tko, tq = sch.split(tk, [None, DEPTH])
     column_loops = [tjo] if tjo is not None else []
     sch.reorder(*tbatch, tko, ti, *column_loops, tji, tq)
     for loop in (ti, *column_loops):
@@ -76,19 +82,21 @@ def schedule_dense_int8(
             sch.unroll(sch.get_loop(tile, loop.axis))
     sch.decompose_reduction(tile, sch.get_loop(tile, tko.axis))
     sch.tensorize(sch.get_loop(tile, tji.axis), dot_i8_name(lanes, vnni))
-    loops = sch.get_loops(packed)
+    loops = sch.get_loops(packed) if packed is not None else []
     if loops:
         vectorize_innermost(sch, packed, loops[-1], lanes)
 
 
 def _weights(sch: Schedule, stage: StageHandle, spatial, reduction, lanes: int) -> str | None:
     """The [N, K] weights when the tile applies, else None."""
-    if len(spatial) < 2 or len(reduction) != 1:
+    if len(spatial) < 2 or len(reduction) not in (1, 2) or spatial[-1].extent % lanes:
         return None
-    if reduction[0].extent % DEPTH or spatial[-1].extent % lanes:
+    if len(reduction) == 2 and reduction[1].extent != DEPTH:
+        return None  # packed [K/4, N, 4]
+    if len(reduction) == 1 and reduction[0].extent % DEPTH:
         return None
     output = sch.state.buffers[sch.state.stage(stage.name).buffer].name
-    column, depth = spatial[-1].axis, reduction[0].axis
+    column, depth = spatial[-1].axis, reduction[-1].axis
     for name, strides in read_strides(sch, stage).items():
         if name != output and strides.get(column) not in (0, None) and strides.get(depth) == 1:
             return name
