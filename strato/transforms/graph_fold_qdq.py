@@ -176,7 +176,9 @@ def _requantized(
     quantize: graph.QuantizeOp,
     axis: int,
 ) -> None:
-    """graph.requantize of `accumulator` in place of `quantize`."""
+    """graph.requantize of `accumulator` in place of `quantize` (inserted before
+    `anchor`, the quantize itself: its zero point is defined before it, not
+    necessarily before the product)."""
     requantize = graph.RequantizeOp(
         accumulator,
         _constant(rewriter, anchor, multiplier.astype(np.float32)),
@@ -266,7 +268,7 @@ class FoldQuantizedConv(RewritePattern):
         )
         rewriter.insert(conv, _before(op))
         multiplier = (x.scale * w_scale) / y_scale
-        _requantized(rewriter, op, conv.result, multiplier, quantize, 1)
+        _requantized(rewriter, quantize, conv.result, multiplier, quantize, 1)
 
 
 def _matmul_weights(rhs: SSAValue) -> tuple[np.ndarray, np.ndarray] | None:
@@ -322,7 +324,7 @@ class FoldQuantizedMatmul(RewritePattern):
         rewriter.insert(dense, _before(op))
         multiplier = (x.scale * w_scale) / y_scale
         rank = len(static_shape(dense.result))
-        _requantized(rewriter, op, dense.result, multiplier, quantize, rank - 1)
+        _requantized(rewriter, quantize, dense.result, multiplier, quantize, rank - 1)
 
 
 class FoldIntegerPassThrough(RewritePattern):
