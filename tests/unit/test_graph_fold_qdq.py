@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper
 
 ort = pytest.importorskip("onnxruntime")
@@ -217,3 +219,77 @@ def test_dynamic_matmul_integer_runs_as_qdense():
     assert any(isinstance(op, graph.QDenseOp) for op in module.walk())
     x = rng.standard_normal((3, 24)).astype(np.float32)
     np.testing.assert_array_equal(_strato(model, x), _onnxruntime(model, x))
+
+
+# -- property: folding keeps the interpreted results -----------------------------------
+
+
+@st.composite
+def qdq_conv_programs(draw) -> tuple[str, np.ndarray]:
+    """A dequantize -> conv (bias) -> quantize group in graph IR with scales that are
+    powers of two (so the f32 composition is exact too and both forms must agree bit
+    for bit), and a random quantized input."""
+    channels = draw(st.integers(1, 9))
+    outputs = draw(st.integers(1, 20))
+    size = draw(st.integers(3, 7))
+    kernel = draw(st.sampled_from([1, 3]))
+    stride = draw(st.sampled_from([1, 2]))
+    pad = draw(st.sampled_from([0, 1]))
+    signed = draw(st.booleans())
+    x_type, low, high = ("i8", -128, 127) if signed else ("ui8", 0, 255)
+    x_zero = draw(st.integers(low, high))
+    x_shift = draw(st.integers(-6, -2))
+    w_shifts = draw(st.lists(st.integers(-7, -3), min_size=outputs, max_size=outputs))
+    y_shift = draw(st.integers(-3, 2))
+    y_zero = draw(st.integers(low, high))
+    seed = draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    weights = rng.integers(-128, 128, (outputs, channels, kernel, kernel))
+    bias = rng.integers(-2000, 2000, outputs)
+    out = (size + 2 * pad - kernel) // stride + 1
+    w_scales = ", ".join(f"{2.0 ** s!r}" for s in w_shifts)
+    b_scales = ", ".join(f"{2.0 ** (s + x_shift)!r}" for s in w_shifts)
+    w_text = np.array2string(weights, separator=", ", threshold=10**9).replace("\n", "")
+    b_text = np.array2string(bias, separator=", ").replace("\n", "")
+    ir = f"""
+func.func @main(%q: tensor<1x{channels}x{size}x{size}x{x_type}>) -> tensor<1x{outputs}x{out}x{out}x{x_type}> {{
+  %xs = graph.constant dense<{2.0 ** x_shift!r}> : tensor<f32>
+  %xz = graph.constant dense<{x_zero}> : tensor<{x_type}>
+  %x = graph.dequantize %q, %xs, %xz axis 1 : (tensor<1x{channels}x{size}x{size}x{x_type}>, tensor<f32>, tensor<{x_type}>) -> tensor<1x{channels}x{size}x{size}xf32>
+  %wq = graph.constant dense<{w_text}> : tensor<{outputs}x{channels}x{kernel}x{kernel}xi8>
+  %ws = graph.constant dense<[{w_scales}]> : tensor<{outputs}xf32>
+  %wz = graph.constant dense<0> : tensor<{outputs}xi8>
+  %w = graph.dequantize %wq, %ws, %wz axis 0 : (tensor<{outputs}x{channels}x{kernel}x{kernel}xi8>, tensor<{outputs}xf32>, tensor<{outputs}xi8>) -> tensor<{outputs}x{channels}x{kernel}x{kernel}xf32>
+  %bq = graph.constant dense<{b_text}> : tensor<{outputs}xi32>
+  %bs = graph.constant dense<[{b_scales}]> : tensor<{outputs}xf32>
+  %bz = graph.constant dense<0> : tensor<{outputs}xi32>
+  %b = graph.dequantize %bq, %bs, %bz axis 0 : (tensor<{outputs}xi32>, tensor<{outputs}xf32>, tensor<{outputs}xi32>) -> tensor<{outputs}xf32>
+  %y = graph.conv %x, %w, %b strides [{stride}, {stride}] padding [{pad}, {pad}, {pad}, {pad}] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x{channels}x{size}x{size}xf32>, tensor<{outputs}x{channels}x{kernel}x{kernel}xf32>, tensor<{outputs}xf32>) -> tensor<1x{outputs}x{out}x{out}xf32>
+  %ys = graph.constant dense<{2.0 ** y_shift!r}> : tensor<f32>
+  %yz = graph.constant dense<{y_zero}> : tensor<{x_type}>
+  %r = graph.quantize %y, %ys, %yz axis 1 : (tensor<1x{outputs}x{out}x{out}xf32>, tensor<f32>, tensor<{x_type}>) -> tensor<1x{outputs}x{out}x{out}x{x_type}>
+  func.return %r : tensor<1x{outputs}x{out}x{out}x{x_type}>
+}}"""
+    x = rng.integers(low, high + 1, (1, channels, size, size)).astype(np.int8 if signed else np.uint8)
+    return ir, x
+
+
+@settings(max_examples=25, deadline=None)
+@given(program=qdq_conv_programs())
+def test_fold_keeps_results(program):
+    """Interpreted before and after graph-fold-qdq, a QDQ convolution gives the same
+    integers (the scales are powers of two: the f32 composition is exact as well)."""
+    from xdsl.parser import Parser
+
+    from strato.context import make_context
+    from strato.interpreters.graph import run_graph
+
+    text, x = program
+    ctx = make_context()
+    module = Parser(ctx, text).parse_module()
+    before = run_graph(module, [x])[0]
+    GraphFoldQdqPass().apply(ctx, module)
+    module.verify()
+    assert any(isinstance(op, graph.QConvOp) for op in module.walk())
+    after = run_graph(module, [x])[0]
+    np.testing.assert_array_equal(after, before)

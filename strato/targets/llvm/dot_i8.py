@@ -53,7 +53,6 @@ from strato.schedule.errors import ScheduleError
 from strato.schedule.intrinsics import TENSORIZED_ATTR, Intrinsic, register_family
 from strato.targets.llvm import builders
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern
-from strato.targets.llvm.memref_to_llvm import element_address
 from strato.targets.llvm.type_conversion import (
     materialize_llvm,
     materialize_llvm_all,
@@ -230,6 +229,9 @@ class DotI8Lowering(LLVMLoweringPattern):
     source_op = DotI8Op
 
     def lower(self, op: DotI8Op, rewriter: PatternRewriter) -> None:
+        # loaded with the lowering, not when the target registers the intrinsic
+        from strato.targets.llvm.memref_to_llvm import element_address
+
         lanes = op.lanes.value.data
         ops: list[Operation] = []
 
