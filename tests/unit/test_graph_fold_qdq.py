@@ -293,3 +293,19 @@ def test_fold_keeps_results(program):
     assert any(isinstance(op, graph.QConvOp) for op in module.walk())
     after = run_graph(module, [x])[0]
     np.testing.assert_array_equal(after, before)
+
+
+def test_tensorized_loops_interpret_to_the_compiled_results():
+    """The scheduled loop program, cpu.dot_i8 included, interprets to what the compiled
+    model computes."""
+    from strato.interpreters.loop import run_loops
+    from strato.targets.registry import get_target, run_stages
+
+    float_model = _float_model("conv", 8, 16, 5, 1, 1)
+    model = _quantized(float_model, [1, 8, 5, 5], quantization.QuantType.QUInt8)
+    module = import_model(model)
+    run_stages(get_target("llvm -threads=1").stages(), module)
+    assert "cpu.dot_i8" in str(module)
+    x = np.random.default_rng(5).standard_normal((1, 8, 5, 5)).astype(np.float32)
+    (interpreted,) = run_loops(module, [x])
+    np.testing.assert_array_equal(interpreted, _strato(model, x))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+import numpy as np
 from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
     DenseArrayBase,
@@ -36,6 +37,13 @@ from xdsl.dialects.builtin import (
     i8,
     i32,
     i64,
+)
+from xdsl.interpreter import (
+    Interpreter,
+    InterpreterFunctions,
+    PythonValues,
+    impl,
+    register_impls,
 )
 from xdsl.ir import Dialect, Operation, SSAValue
 from xdsl.irdl import (
@@ -49,6 +57,7 @@ from xdsl.irdl import (
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.utils.exceptions import VerifyException
 
+from strato.interpreters.loop import register_loop_functions
 from strato.schedule.errors import ScheduleError
 from strato.schedule.intrinsics import TENSORIZED_ATTR, Intrinsic, register_family
 from strato.targets.llvm import builders
@@ -153,6 +162,38 @@ class DotI8Op(IRDLOperation):
 
 
 CPU = Dialect("cpu", [DotI8Op], [])
+
+
+@register_impls
+class DotI8Functions(InterpreterFunctions):
+    """cpu.dot_i8 in the loop interpreter: the sums the instruction computes."""
+
+    @impl(DotI8Op)
+    def run_dot_i8(self, interpreter: Interpreter, op: DotI8Op, args: PythonValues) -> PythonValues:
+        acc, a, b, *index_values = args
+        indices = [int(i.value.data) for i in index_values]  # index scalars are attributes
+        sizes = [len(op.acc_indices), len(op.a_indices), len(op.b_indices)]
+        acc_at = tuple(indices[: sizes[0]])
+        a_at = tuple(indices[sizes[0] : sizes[0] + sizes[1]])
+        b_at = tuple(indices[sizes[0] + sizes[1] :])
+
+        def element(buffer, at, offset: int) -> tuple[int, ...]:
+            flat = int(np.ravel_multi_index(at, buffer.shape)) + offset
+            return tuple(int(v) for v in np.unravel_index(flat, buffer.shape))
+
+        lanes = op.lanes.value.data
+        unsigned = [int(a.load(element(a, a_at, q))) & 0xFF for q in range(DEPTH)]
+        for j in range(lanes):
+            total = int(acc.load(element(acc, acc_at, j)))
+            for q in range(DEPTH):
+                weight = ((int(b.load(element(b, b_at, DEPTH * j + q))) + 128) & 0xFF) - 128
+                total += unsigned[q] * weight
+            wrapped = ((total + 2**31) % 2**32) - 2**31
+            acc.store(element(acc, acc_at, j), wrapped)
+        return ()
+
+
+register_loop_functions(DotI8Functions)
 
 
 # -- implementation (tensorize) ----------------------------------------------------------
