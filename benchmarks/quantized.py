@@ -16,9 +16,12 @@ The float model (seeded weights, built in code) is quantized statically with see
 random calibration data: QDQ format with per-channel weights by default, or the
 QOperator format (QLinearConv; pooling and Gemm stay float). Both sides run on one thread; the figure is the best
 mean time of a call over several rounds, after the outputs were compared (the int8
-outputs of strato and onnxruntime are printed as their largest difference in output
-steps). strato runs the quantized model as its import composes it: QDQ groups in float
-arithmetic, QLinearConv as an f64 convolution of the shifted integers.
+outputs of strato and onnxruntime are printed as their largest difference). strato runs
+the quantized convolutions and dense layers in integers: graph-fold-qdq turns each QDQ
+group into graph.qconv / graph.qdense + graph.requantize (QLinearConv, MatMulInteger
+and the like import as those ops), which the CPU templates tensorize with the int8 dot
+product cpu.dot_i8 (vpdpbusd where the CPU has VNNI); what does not fold (pooling,
+residual adds, DynamicQuantizeLinear) keeps the exact float composition.
 """
 
 from __future__ import annotations
