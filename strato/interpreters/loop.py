@@ -253,6 +253,17 @@ class _CurrentOp(Interpreter.Listener):
         self.stack.pop()
 
 
+_TARGET_FUNCTIONS: list[type[InterpreterFunctions]] = []
+"""Implementations of target ops that appear in loop-level programs (a tensor
+intrinsic's op, e.g. the llvm target's `cpu.dot_i8`), registered by their target."""
+
+
+def register_loop_functions(functions: type[InterpreterFunctions]) -> None:
+    """Make every loop interpreter from now on run the ops `functions` implements."""
+    if functions not in _TARGET_FUNCTIONS:
+        _TARGET_FUNCTIONS.append(functions)
+
+
 def make_interpreter(
     module: ModuleOp, listeners: Sequence[Interpreter.Listener] = ()
 ) -> Interpreter:
@@ -267,6 +278,8 @@ def make_interpreter(
         interpreter.register_implementations(functions)
     interpreter.register_implementations(BufferFunctions())
     interpreter.register_implementations(LoopFunctions())
+    for target_functions in _TARGET_FUNCTIONS:
+        interpreter.register_implementations(target_functions())
     return interpreter
 
 

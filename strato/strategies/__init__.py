@@ -44,4 +44,4 @@ def strategy_for(op: Operation) -> Strategy | None:
 
 def _load_all() -> None:
     # Importing the family modules registers their strategies.
-    from strato.strategies import blocked, einsum, elementwise, layout, linalg, logic, nn, normalization, reduce, resize, rnn  # noqa: F401
+    from strato.strategies import blocked, einsum, elementwise, layout, linalg, logic, nn, normalization, quant, reduce, resize, rnn  # noqa: F401

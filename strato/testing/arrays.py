@@ -28,7 +28,9 @@ def edge_array(
         return array
     if np.issubdtype(dtype, np.integer):
         info = np.iinfo(dtype)
-        edges = np.array([0, -1, 1, info.min, info.max, info.min + 1, info.max - 1], dtype)
+        candidates = [0, -1, 1, int(info.min), int(info.max), int(info.min) + 1, int(info.max) - 1]
+        # an unsigned type has no -1
+        edges = np.array([v for v in candidates if info.min <= v <= info.max], dtype)
     else:
         values = [0.0, -0.0, -1.0, 1.0, 0.5, -2.5, 1e4, -1e4, 1e-30]
         if nonfinite:

@@ -30,6 +30,7 @@ except ImportError as err:  # the test extra is not installed
 from xdsl.dialects.builtin import (
     Float16Type,
     IntegerType,
+    Signedness,
     TensorType,
     f16,
     f32,
@@ -908,6 +909,104 @@ def _fused(b: ProgramBuilder) -> Operation:
         "generated", graph.PatternKind.BROADCAST,
         [x, y], [last.results[0].type], Region(body),
     )
+
+
+# -- quantized tensors (strato.dialects.graph.quant) --------------------------------------
+
+
+_UI8 = IntegerType(8, Signedness.UNSIGNED)
+
+
+def _quantized_type(b: ProgramBuilder) -> tuple[Attribute, Any]:
+    return (_UI8, np.uint8) if b.draw(st.booleans()) else (i8, np.int8)
+
+
+def _axis_parameters(b: ProgramBuilder, x_shape: Sequence[int], zero_dtype: Any) -> tuple[SSAValue, SSAValue, int]:
+    """A positive scale and a zero point, per tensor or along a drawn axis."""
+    axis = b.draw(st.integers(0, len(x_shape) - 1)) if x_shape else 0
+    per_axis = bool(x_shape) and b.draw(st.booleans())
+    dims = (x_shape[axis],) if per_axis else ()
+    scale = b.constant(b.rng.uniform(0.01, 0.5, dims).astype(np.float32))
+    info = np.iinfo(zero_dtype)
+    zero = b.constant(b.rng.integers(info.min, int(info.max) + 1, dims), zero_dtype)
+    return scale, zero, axis
+
+
+def _quantized_value(b: ProgramBuilder, rank: int | None = None) -> SSAValue:
+    """An int8 / uint8 operand: an earlier one, or a fresh argument."""
+    element, _ = _quantized_type(b)
+    v = b.of(element, rank)
+    if v is not None:
+        return v
+    r = rank if rank is not None else b.draw(st.integers(1, 3))
+    return b.argument(b.draw(st.lists(DIM, min_size=r, max_size=r)), element)
+
+
+@generator("graph.quantize")
+def _quantize(b: ProgramBuilder) -> Operation:
+    x = b.float_value()
+    element, dtype = _quantized_type(b)
+    scale, zero, axis = _axis_parameters(b, shape(x), dtype)
+    return graph.QuantizeOp(x, scale, zero, element, axis)
+
+
+@generator("graph.dequantize")
+def _dequantize(b: ProgramBuilder) -> Operation:
+    q = _quantized_value(b)
+    dtype = np.uint8 if q.type.element_type == _UI8 else np.int8
+    scale, zero, axis = _axis_parameters(b, shape(q), dtype)
+    return graph.DequantizeOp(q, scale, zero, f32, axis)
+
+
+def _accumulator(b: ProgramBuilder) -> SSAValue:
+    v = b.of(i32)
+    if v is not None:
+        return v
+    r = b.draw(st.integers(1, 3))
+    return b.argument(b.draw(st.lists(DIM, min_size=r, max_size=r)), i32)
+
+
+@generator("graph.requantize")
+def _requantize(b: ProgramBuilder) -> Operation:
+    acc = _accumulator(b)
+    element, dtype = _quantized_type(b)
+    _, zero, axis = _axis_parameters(b, shape(acc), dtype)
+    dims = tuple(shape(zero))
+    multiplier = b.constant(b.rng.uniform(0.001, 0.1, dims).astype(np.float32))
+    return graph.RequantizeOp(acc, multiplier, zero, element, axis, wide=b.draw(st.booleans()))
+
+
+@generator("graph.qconv")
+def _qconv(b: ProgramBuilder) -> Operation:
+    element, dtype = _quantized_type(b)
+    n, h, w = b.draw(st.integers(1, 2)), b.draw(st.integers(1, 5)), b.draw(st.integers(1, 5))
+    c = b.draw(st.sampled_from([1, 2, 4, 8]))
+    x = b.argument((n, c, h, w), element)
+    kernel, strides, padding, dilations = _window(b, h, w)
+    groups = b.draw(st.sampled_from([g for g in (1, c) if c % g == 0]))
+    out = groups * b.draw(st.integers(1, 3))
+    weights = b.rng.integers(-128, 128, (out, c // groups, *kernel)).astype(np.int8)
+    packed = groups == 1 and c % graph.quant.PACK == 0 and b.draw(st.booleans())
+    weight = b.constant(graph.pack_conv_weight(weights) if packed else weights, np.int8)
+    bias = b.constant(b.rng.integers(-1000, 1000, out), np.int32) if b.draw(st.booleans()) else None
+    info = np.iinfo(dtype)
+    pad_value = b.draw(st.integers(int(info.min), int(info.max)))
+    return graph.QConvOp(
+        x, weight, bias, strides=strides, padding=padding, dilations=dilations,
+        groups=groups, pad_value=pad_value, packed=packed,
+    )
+
+
+@generator("graph.qdense")
+def _qdense(b: ProgramBuilder) -> Operation:
+    x = _quantized_value(b, rank=b.draw(st.sampled_from([1, 2, 2, 3])))
+    depth = shape(x)[-1]
+    units = b.draw(DIM)
+    weights = b.rng.integers(-128, 128, (units, depth)).astype(np.int8)
+    packed = depth % graph.quant.PACK == 0 and b.draw(st.booleans())
+    weight = b.constant(graph.pack_dense_weight(weights) if packed else weights, np.int8)
+    bias = b.constant(b.rng.integers(-1000, 1000, units), np.int32) if b.draw(st.booleans()) else None
+    return graph.QDenseOp(x, weight, bias, packed=packed)
 
 
 ALL_GRAPH_OPS: tuple[str, ...] = tuple(sorted(OP_GENERATORS))

@@ -48,6 +48,7 @@ After:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from math import prod
 from typing import Any
@@ -236,6 +237,19 @@ def _mark_unscheduled(module: ModuleOp, name: str, reasons: dict[str, str]) -> N
             )
 
 
+def enabled_features(features: str) -> frozenset[str]:
+    """The features an LLVM feature list enables ("+avx2,-avx512f"): the last mention
+    of a feature wins."""
+    enabled: set[str] = set()
+    for item in features.split(","):
+        item = item.strip()
+        if item.startswith("+"):
+            enabled.add(item[1:])
+        elif item.startswith("-"):
+            enabled.discard(item[1:])
+    return frozenset(enabled)
+
+
 def schedule_default(module: ModuleOp, context: ScheduleContext) -> None:
     """Schedule every kernel of `module` with the templates of `context`, in place, and
     parallelize their outer loops for `context.threads` threads."""
@@ -266,9 +280,16 @@ class ScheduleDefaultPass(ModulePass):
     tuning_log: str = ""
     """A tuning log (strato tune --db): each kernel gets its task's best record."""
 
+    features: str = ""
+    """The CPU features of the machine scheduled for, as LLVM lists them
+    (`+avx512f,-avx512vnni,...`; the last mention wins); empty: the target's default
+    machine's. Templates whose intrinsics need a feature read them (`cpu.dot_i8`)."""
+
     def context(self) -> ScheduleContext:
         """The schedule context these options describe."""
         context = schedule_context(self.target, lanes=self.lanes, threads=self.threads)
+        if self.features:
+            context = dataclasses.replace(context, features=enabled_features(self.features))
         return context.with_knobs(TuningLog(self.tuning_log) if self.tuning_log else None)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

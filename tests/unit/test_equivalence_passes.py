@@ -46,6 +46,7 @@ PROPERTY_TESTS: dict[str, str] = {
     "graph-pack-dense": "test_graph_pack_dense:test_packing_preserves_generated_programs",
     "graph-default": "test_graph_default",
     "graph-fold-constants": "test_graph_fold_constants",
+    "graph-fold-qdq": "test_graph_fold_qdq:test_fold_keeps_results",
     "graph-fuse-ops": "test_graph_fuse_ops",
     "graph-plan-memory": "test_graph_plan_memory",
     "graph-prune-conv-taps": "test_graph_prune_conv_taps",
@@ -65,13 +66,14 @@ with generated programs, or module:function. A new pass needs an entry."""
 
 OWN_STRATEGIES = {
     "convert-loops-to-vta",
+    "graph-fold-qdq",
     "graph-quantize",
     "schedule-default",
     "vta-inject-virtual-threads",
     "vta-insert-dependence-tokens",
 }
 """Passes whose property test draws its programs with strategies of its own (quantized
-convolutions; operator workloads; VTA instruction streams and conv2d layers) rather than strato.testing's generators."""
+convolutions, QDQ groups; operator workloads; VTA instruction streams and conv2d layers) rather than strato.testing's generators."""
 
 
 def _hypothesis_tests(module_name: str, function: str | None) -> list[str]:

@@ -26,6 +26,13 @@ from onnx import helper
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
+from strato.dialects.graph.quant import (
+    PACK,
+    folded_bias,
+    pack_conv_weight,
+    pack_dense_weight,
+    sums_fit_int32,
+)
 from strato.dialects.tensor_types import element_type_of, numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
 
@@ -174,8 +181,81 @@ def _quantize_target(ctx: NodeContext, zero_point: ImportedValue | None) -> np.d
     return output_dtype if output_dtype is not None else np.dtype(np.uint8)
 
 
+def _axis_parameter(
+    ctx: NodeContext, value: ImportedValue, x_shape: tuple[int, ...]
+) -> ImportedValue | None:
+    """A scale or zero point as a graph.quantize / graph.dequantize operand: rank 0 per
+    tensor, 1-D along `axis`; None when it is neither (blocked), for the composition."""
+    shape = shape_of(value)
+    if int(np.prod(shape, dtype=np.int64)) == 1 and len(shape) <= 1:
+        return _ssa(ctx, _reshape(ctx, value, []))
+    rank = len(x_shape)
+    axis = int(ctx.attr("axis", 1))
+    if not rank or not -rank <= axis < rank:
+        return None
+    if len(shape) != 1 or shape[0] != x_shape[axis % rank]:
+        return None
+    return _ssa(ctx, value)
+
+
+def _quantize_op(ctx: NodeContext) -> ImportedValue | None:
+    """QuantizeLinear of a run-time f32 tensor to int8 / uint8, per tensor or per axis:
+    one graph.quantize (which graph-fold-qdq can fold), else None."""
+    x = ctx.value(0)
+    if isinstance(x, np.ndarray) or _dtype(x) != np.float32:
+        return None
+    if int(ctx.attr("block_size", 0)) or _type_attr(ctx, "precision") is not None:
+        return None
+    if _dtype(ctx.value(1)) != np.float32:
+        return None
+    zero_point = _optional(ctx, 2)
+    target = _quantize_target(ctx, zero_point)
+    if target not in (np.int8, np.uint8):
+        return None
+    if zero_point is None:
+        zero_point = np.zeros((), target)
+    x_shape = shape_of(x)
+    scale = _axis_parameter(ctx, ctx.value(1), x_shape)
+    zero = _axis_parameter(ctx, zero_point, x_shape)
+    if scale is None or zero is None:
+        return None
+    axis = int(ctx.attr("axis", 1)) % max(len(x_shape), 1)
+    op = graph.QuantizeOp(x, scale, zero, element_type_of(target), axis)
+    return ctx.emit(op).results[0]
+
+
+def _dequantize_op(ctx: NodeContext) -> ImportedValue | None:
+    """DequantizeLinear of int8 / uint8 (or int32 with a zero point) to f32, per tensor
+    or per axis: one graph.dequantize, else None."""
+    x = ctx.value(0)
+    zero_point = _optional(ctx, 2)
+    dtype = _dtype(x)
+    if dtype not in (np.int8, np.uint8) and not (dtype == np.int32 and zero_point is not None):
+        return None
+    if int(ctx.attr("block_size", 0)) or _dtype(ctx.value(1)) != np.float32:
+        return None
+    result = _type_attr(ctx, "output_dtype")
+    if result is not None and result != np.float32:
+        return None
+    if zero_point is None:
+        zero_point = np.zeros((), dtype)
+    if _dtype(zero_point) != dtype:
+        return None
+    x_shape = shape_of(x)
+    scale = _axis_parameter(ctx, ctx.value(1), x_shape)
+    zero = _axis_parameter(ctx, zero_point, x_shape)
+    if scale is None or zero is None:
+        return None
+    axis = int(ctx.attr("axis", 1)) % max(len(x_shape), 1)
+    op = graph.DequantizeOp(_ssa(ctx, x), scale, zero, element_type_of(np.dtype(np.float32)), axis)
+    return ctx.emit(op).results[0]
+
+
 def convert_quantize_linear(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX QuantizeLinear (opsets 10 to 25) -> div, round, add, clip and cast."""
+    direct = _quantize_op(ctx)
+    if direct is not None:
+        return [direct]
     x = ctx.value(0)
     x_shape = shape_of(x)
     scale = _broadcastable(ctx, ctx.value(1), x_shape, "y_scale")
@@ -223,6 +303,9 @@ def convert_quantize_linear(ctx: NodeContext) -> list[ImportedValue]:
 
 def convert_dequantize_linear(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX DequantizeLinear (opsets 10 to 25) -> cast, sub, mul and cast."""
+    direct = _dequantize_op(ctx)
+    if direct is not None:
+        return [direct]
     x = ctx.value(0)
     x_shape = shape_of(x)
     scale = ctx.value(1)
@@ -446,13 +529,176 @@ def _as_int32(ctx: NodeContext, value: ImportedValue) -> ImportedValue:
     return _cast(ctx, value, np.dtype(np.int32))
 
 
+# -- integer arithmetic (graph.qconv / graph.qdense) -------------------------------------
+#
+# When the weights are constant int8 with zero points 0 and the input's zero point is a
+# constant (or, for MatMulInteger, a run-time scalar of a uint8 input), the products run
+# as integer ops: uint8 input (int8 shifted by 128), the zero point folded into an int32
+# bias with the weights' sums, exact int32 sums. Anything else keeps the float
+# composition below.
+
+_CHANNEL_MULTIPLE = PACK
+"""Input channels of an integer convolution are padded to a multiple of this, so that
+its weight can be packed (the bytes a dot-product step multiplies per output)."""
+
+
+def _scalar_known(ctx: NodeContext, index: int, default: int = 0) -> int | None:
+    """A constant one-element input as an int (`default` when absent), None otherwise."""
+    if not ctx.has_input(index):
+        return default
+    value = ctx.known(index)
+    if value is None or value.size != 1:
+        return None
+    return int(value.reshape(-1)[0])
+
+
+def _zero_weights_zero_point(ctx: NodeContext, index: int) -> bool:
+    if not ctx.has_input(index):
+        return True
+    value = ctx.known(index)
+    return value is not None and not np.any(value)
+
+
+def _as_uint8(ctx: NodeContext, x: SSAValue, zero: int) -> tuple[SSAValue, int]:
+    """`x` as uint8 with its zero point: int8 shifted by 128 (x + 128)."""
+    if _dtype(x) == np.uint8:
+        return x, zero
+    wide = _cast(ctx, x, np.dtype(np.int32))
+    shifted = _binary(ctx, graph.AddOp, wide, np.asarray(128, np.int32))
+    return _ssa(ctx, _cast(ctx, shifted, np.dtype(np.uint8))), zero + 128
+
+
+def _qconv(ctx: NodeContext, bias: np.ndarray | None) -> SSAValue | None:
+    """ConvInteger's / QLinearConv's product (inputs 0, 2, 3, 5 of QLinearConv or 0, 2,
+    1, 3 of ConvInteger) as a graph.qconv plus the int32 `bias`, or None."""
+    qlinear = ctx.op_type == "QLinearConv"
+    x_index, x_zero_index, w_index, w_zero_index = (0, 2, 3, 5) if qlinear else (0, 2, 1, 3)
+    x = ctx.value(x_index)
+    w = ctx.known(w_index)
+    if isinstance(x, np.ndarray) or _dtype(x) not in (np.int8, np.uint8):
+        return None
+    if w is None or w.dtype != np.int8 or w.ndim != 4 or len(shape_of(x)) != 4:
+        return None
+    if str(ctx.attr("auto_pad", "NOTSET")) not in ("NOTSET", "b'NOTSET'"):
+        return None
+    zero = _scalar_known(ctx, x_zero_index)
+    if zero is None or not _zero_weights_zero_point(ctx, w_zero_index):
+        return None
+    groups = int(ctx.attr("group", 1))
+    strides = [int(v) for v in ctx.attr("strides", [1, 1])]
+    dilations = [int(v) for v in ctx.attr("dilations", [1, 1])]
+    pads = [int(v) for v in ctx.attr("pads", [0, 0, 0, 0])]
+    if groups < 1 or shape_of(x)[1] != w.shape[1] * groups or w.shape[0] % groups:
+        return None
+    if not sums_fit_int32(int(np.prod(w.shape[1:])), element_type_of(np.dtype(np.uint8)), element_type_of(w.dtype)):
+        return None
+    q, zero = _as_uint8(ctx, x, zero)
+    folded = folded_bias(bias, w, zero)
+    if folded is None:
+        return None
+    extra = -w.shape[1] % _CHANNEL_MULTIPLE
+    if groups == 1 and extra:
+        q = ctx.emit(graph.PadOp(q, [0, 0, 0, 0], [0, extra, 0, 0], value=float(zero))).results[0]
+        w = np.pad(w, [(0, 0), (0, extra), (0, 0), (0, 0)])
+    packed = groups == 1 and w.shape[1] % PACK == 0
+    op = graph.QConvOp(
+        q,
+        ctx.materialize(pack_conv_weight(w) if packed else w),
+        ctx.materialize(folded),
+        strides=strides,
+        padding=pads,
+        dilations=dilations,
+        groups=groups,
+        pad_value=zero,
+        packed=packed,
+    )
+    return ctx.emit(op).results[0]
+
+
+def _qdense(ctx: NodeContext, a_index: int, a_zero_index: int, b_index: int, b_zero_index: int) -> SSAValue | None:
+    """MatMulInteger's product A x B (constant 2-D int8 B, zero points 0) as a
+    graph.qdense, A's zero point folded into a constant bias or, a run-time scalar,
+    subtracted times B's column sums; None when it does not apply."""
+    a = ctx.value(a_index)
+    b = ctx.known(b_index)
+    if isinstance(a, np.ndarray) or _dtype(a) not in (np.int8, np.uint8):
+        return None
+    if b is None or b.dtype != np.int8 or b.ndim != 2 or len(shape_of(a)) < 1:
+        return None
+    if shape_of(a)[-1] != b.shape[0] or not _zero_weights_zero_point(ctx, b_zero_index):
+        return None
+    if not sums_fit_int32(b.shape[0], element_type_of(np.dtype(np.uint8)), element_type_of(b.dtype)):
+        return None
+    weights = np.ascontiguousarray(b.T)
+    zero = _scalar_known(ctx, a_zero_index)
+    if zero is not None:
+        q, zero = _as_uint8(ctx, a, zero)
+        folded = folded_bias(None, weights, zero)
+        if folded is None:
+            return None
+        return ctx.emit(_qdense_op(ctx, q, weights, folded)).results[0]
+    dynamic = ctx.value(a_zero_index)
+    if _dtype(a) != np.uint8 or _dtype(dynamic) != np.uint8 or int(np.prod(shape_of(dynamic))) != 1:
+        return None
+    product = ctx.emit(_qdense_op(ctx, a, weights, None)).results[0]
+    sums = weights.astype(np.int64).sum(axis=1).astype(np.int32)
+    zero_i32 = _cast(ctx, _reshape(ctx, dynamic, []), np.dtype(np.int32))
+    correction = _binary(ctx, graph.MulOp, zero_i32, sums)
+    return _ssa(ctx, _binary(ctx, graph.SubOp, product, correction))
+
+
+def _qdense_op(ctx: NodeContext, x: SSAValue, weights: np.ndarray, bias: np.ndarray | None) -> graph.QDenseOp:
+    """graph.qdense of `weights` [N, K], packed [K/4, N, 4] when 4 divides K."""
+    packed = weights.shape[1] % PACK == 0
+    constant = ctx.materialize(pack_dense_weight(weights) if packed else weights)
+    bias_value = None if bias is None else ctx.materialize(bias)
+    return graph.QDenseOp(x, constant, bias_value, packed=packed)
+
+
+def _requantize_op(
+    ctx: NodeContext, accumulator: SSAValue, scales: tuple[int, int, int], zero_index: int, axis: int
+) -> SSAValue | None:
+    """graph.requantize of an int32 product with constant scales (x and y per tensor,
+    w per tensor or per output along `axis`), or None."""
+    known = [ctx.known(index) for index in scales]
+    if any(value is None or value.dtype != np.float32 for value in known):
+        return None
+    x_scale, w_scale, y_scale = known
+    channels = shape_of(accumulator)[axis]
+    if x_scale.size != 1 or y_scale.size != 1 or w_scale.size not in (1, channels):
+        return None
+    w_scale = np.broadcast_to(w_scale.reshape(-1), (channels,))
+    multiplier = (x_scale.reshape(()) * w_scale) / y_scale.reshape(())
+    target = _dtype(ctx.value(zero_index)) if ctx.has_input(zero_index) else _dtype(ctx.value(0))
+    if target not in (np.int8, np.uint8):
+        return None
+    zero = ctx.known(zero_index) if ctx.has_input(zero_index) else np.zeros((), target)
+    if zero is None or zero.size != 1:
+        return None
+    op = graph.RequantizeOp(
+        accumulator,
+        ctx.materialize(multiplier.astype(np.float32)),
+        ctx.materialize(zero.reshape(()).astype(target)),
+        element_type_of(target),
+        axis % len(shape_of(accumulator)),
+        wide=True,  # the reference's QLinearConv / QLinearMatMul compute in f64
+    )
+    return ctx.emit(op).results[0]
+
+
 def convert_matmul_integer(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX MatMulInteger -> (A - a_zero_point) x (B - b_zero_point) as int32."""
+    direct = _qdense(ctx, 0, 2, 1, 3)
+    if direct is not None:
+        return [direct]
     return [_as_int32(ctx, _integer_matmul(ctx, 0, 2, 1, 3))]
 
 
 def convert_conv_integer(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX ConvInteger -> conv of (x - x_zero_point) and (w - w_zero_point) as int32."""
+    direct = _qconv(ctx, None)
+    if direct is not None:
+        return [direct]
     return [_as_int32(ctx, _integer_conv(ctx, 0, 2, 1, 3))]
 
 
@@ -526,6 +772,11 @@ def _quantized_type(ctx: NodeContext, value: ImportedValue, what: str) -> np.dty
 
 def convert_qlinear_matmul(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX QLinearMatMul -> MatMulInteger's product, requantized to y's type."""
+    direct = _qdense(ctx, 0, 2, 3, 5)
+    if direct is not None:
+        requantized = _requantize_op(ctx, direct, (1, 4, 6), 7, -1)
+        if requantized is not None:
+            return [requantized]
     accumulator = _integer_matmul(ctx, 0, 2, 3, 5)
     y_zero = _optional(ctx, 7)
     target = _quantized_type(ctx, y_zero if y_zero is not None else ctx.value(0), "y")
@@ -535,6 +786,13 @@ def convert_qlinear_matmul(ctx: NodeContext) -> list[ImportedValue]:
 
 def convert_qlinear_conv(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX QLinearConv -> ConvInteger's product plus the int32 bias, requantized."""
+    bias = ctx.known(8) if ctx.has_input(8) else None
+    if not ctx.has_input(8) or (bias is not None and bias.dtype == np.int32 and bias.ndim == 1):
+        direct = _qconv(ctx, bias)
+        if direct is not None:
+            requantized = _requantize_op(ctx, direct, (1, 4, 6), 7, 1)
+            if requantized is not None:
+                return [requantized]
     accumulator = _integer_conv(ctx, 0, 2, 3, 5)
     if ctx.has_input(8):
         bias = ctx.value(8)

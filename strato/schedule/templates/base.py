@@ -111,6 +111,9 @@ class ScheduleContext:
     device: str = ""
     """The machine scheduled for when it is not this host (`KernelBuilder.device`): the
     tuning records that apply are the ones measured on it."""
+    features: frozenset[str] = frozenset()
+    """The machine's enabled CPU features (LLVM's names: avx512vnni, avxvnni, ...), for
+    the templates whose intrinsics depend on them."""
 
     def template_for(self, sch: Schedule, stage: StageHandle) -> Template | None:
         """The first template that matches `stage`, if any."""

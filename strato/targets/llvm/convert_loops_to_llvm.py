@@ -91,6 +91,7 @@ from strato.legality import check_legal
 from strato.runtime.threads import threads_or_available
 from strato.targets.llvm.arith_to_llvm import arith_to_llvm_patterns
 from strato.targets.llvm.cf_to_llvm import cf_to_llvm_patterns
+from strato.targets.llvm.dot_i8 import DotI8Lowering
 from strato.targets.llvm.func_to_llvm import func_to_llvm_patterns
 from strato.targets.llvm.index_simplification import simplify_index_divisions
 from strato.targets.llvm.loop_to_llvm import loop_to_llvm_patterns
@@ -120,6 +121,7 @@ def loops_to_llvm_patterns() -> list[LLVMLoweringPattern]:
         *memref_to_llvm_patterns(),
         *arith_to_llvm_patterns(),
         *math_to_llvm_patterns(),
+        DotI8Lowering(),
     ]
 
 

@@ -27,9 +27,9 @@ every float operation.
 The stages, each a list of pass instances configured with the target's machine and
 threads (what `strato run -v` reports and `--dump-ir` writes after):
 
-    graph      graph-simplify-inference, graph-fold-constants, graph-raise-composites,
-               graph-prune-conv-taps, cse, dce, graph-alter-layout{block=16 min_block=8},
-               graph-pack-dense{lanes=L},
+    graph      graph-fold-qdq, graph-simplify-inference, graph-fold-constants,
+               graph-raise-composites, graph-prune-conv-taps, cse, dce,
+               graph-alter-layout{block=16 min_block=8}, graph-pack-dense{lanes=L},
                graph-fuse-ops, graph-plan-memory
     te         convert-graph-to-te, te-inline-stages
     loops      convert-te-to-loops
@@ -57,7 +57,7 @@ from strato.schedule.templates import (
     register_context_factory,
     registered_templates,
 )
-from strato.targets.llvm import intrinsics  # noqa: F401  (registers cpu.fma_tile)
+from strato.targets.llvm import dot_i8, intrinsics  # noqa: F401  (registers cpu.fma_tile, cpu.dot_i8)
 from strato.targets.llvm.aot import FORMAT, model_from_archive
 from strato.targets.llvm.fast_math import FAST_MATH_FLAGS, add_fast_math_flags
 from strato.targets.llvm.host import HostTarget, MachineError, host_target, machine_for
@@ -90,10 +90,15 @@ CONV_MIN_BLOCK = 8
 such networks stay blocked from end to end."""
 
 
+NO_OPTIONAL_FEATURES = "-avx512vnni,-avxvnni"
+"""The feature list the schedules get for a machine whose features are not known."""
+
+
 def cpu_schedule_context(machine: HostTarget, lanes: int, threads: int) -> ScheduleContext:
     """The default schedules' context on `machine`: the templates plugins registered for
     the llvm target, then the CPU's own; `lanes` fp32 lanes (0: the machine's) and
     `threads` threads (0: the cores available)."""
+    from strato.targets.llvm.dot_i8 import machine_features
     from strato.targets.llvm.host import device_name, vector_lanes, vector_registers
     from strato.targets.llvm.templates import CPU_TEMPLATES
 
@@ -105,6 +110,7 @@ def cpu_schedule_context(machine: HostTarget, lanes: int, threads: int) -> Sched
         vector_registers=vector_registers(machine),
         threads=threads or available_cores(),
         device=device_name(machine),
+        features=frozenset(machine_features(machine.features)),
     )
 
 
@@ -169,9 +175,11 @@ class LLVMTarget(Target):
             graph_fusion_passes,
             graph_optimization_passes,
         )
+        from strato.transforms.graph_fold_qdq import GraphFoldQdqPass
         from strato.transforms.te_inline_stages import TeInlineStagesPass
 
         graph = (
+            GraphFoldQdqPass(),
             *graph_optimization_passes(block=CONV_BLOCK, min_block=CONV_MIN_BLOCK),
             GraphPackDensePass(lanes=self.lanes),
             *graph_fusion_passes(),
@@ -187,7 +195,13 @@ class LLVMTarget(Target):
         from strato.transforms.schedule_default import ScheduleDefaultPass
 
         schedule = ScheduleDefaultPass(
-            target=TEMPLATES, lanes=self.lanes, threads=self.threads, tuning_log=tuning_log or ""
+            target=TEMPLATES,
+            lanes=self.lanes,
+            threads=self.threads,
+            tuning_log=tuning_log or "",
+            # a CPU named without a feature list (-mcpu=skylake-avx512): its features are
+            # not listed here, so no optional instruction (VNNI) is assumed
+            features=self.machine.features or NO_OPTIONAL_FEATURES,
         )
         return (
             *self.lowering_stages(),

@@ -39,6 +39,8 @@ from xdsl.dialects import arith, llvm, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
     DenseArrayBase,
+    Float32Type,
+    Float64Type,
     IndexType,
     IntegerType,
     MemRefType,
@@ -89,6 +91,26 @@ def _vector_element_ok(type_: Attribute) -> bool:
     return isinstance(type_, IntegerType) and type_.width.data in (8, 16, 32, 64)
 
 
+_CONVERSIONS = (
+    arith.ExtSIOp, arith.ExtUIOp, arith.TruncIOp, arith.ExtFOp, arith.TruncFOp,
+    arith.SIToFPOp, arith.UIToFPOp, arith.FPToSIOp, arith.FPToUIOp, arith.BitcastOp,
+)  # fmt: skip
+"""Conversions vectorized as one conversion of every lane (`VectorizedLoop.conversion`)."""
+
+
+def _int_width(type_: Attribute) -> int:
+    return type_.width.data if isinstance(type_, IntegerType) else 0
+
+
+def _plain_numeric(type_: Attribute) -> bool:
+    """i8 to i64 and f32 / f64: the types whose conversions are one vector instruction
+    (the scalar lowering's special cases, unsigned 64-bit integers and the narrow
+    floats, stay per lane)."""
+    if isinstance(type_, IntegerType):
+        return type_.width.data in (8, 16, 32, 64)
+    return isinstance(type_, Float32Type | Float64Type)
+
+
 def _vector_memory_ok(type_: Attribute) -> bool:
     """Whether W consecutive elements are one `<W x T>` load or store: not for i1, a
     byte each in a buffer but a bit each in an LLVM vector in memory."""
@@ -110,6 +132,7 @@ class _LoopVectorizer:
         self.loop = loop
         self.width = loop.trip_count
         self.body = [op for op in loop.body.block.ops if not isinstance(op, YieldOp)]
+        self._body_ops = set(self.body)
         self.iv = loop.induction_var
         self.inside: set[SSAValue] = {self.iv}
         for op in self.body:
@@ -182,6 +205,23 @@ class _LoopVectorizer:
             return not (self.access(op).stride == 1 and _vector_memory_ok(element))
         return not self.vectorizes_as_vector(op)
 
+    def stores_vector_lanes(self, op: memref.StoreOp) -> bool:
+        """Whether a strided store takes its lanes out of the vector that computes its
+        value (one vector computation and W extracts, rather than the whole chain of
+        its value computed W times)."""
+        owner = op.value.owner
+        if self.is_uniform(op.value) or not isinstance(owner, Operation):
+            return False
+        if owner not in self._body_ops or isinstance(owner, memref.LoadOp):
+            return False
+        stride = self.access(op).stride
+        return (
+            stride is not None
+            and stride != 1
+            and _vector_memory_ok(op.value.type)
+            and self.vectorizes_as_vector(owner)
+        )
+
     def values_needed_per_lane(self) -> set[SSAValue]:
         """The varying values some op uses lane by lane (so loads among them are also
         loaded per lane, where they stand)."""
@@ -189,6 +229,11 @@ class _LoopVectorizer:
         for op in reversed(self.body):
             uniform = all(self.is_uniform(r) for r in op.results)
             if uniform and not isinstance(op, memref.StoreOp):
+                continue
+            if isinstance(op, memref.StoreOp) and self.stores_vector_lanes(op):
+                # the lanes of the stored vector are extracted: only the address is
+                # computed per lane
+                needed.update(v for v in op.indices if not self.is_uniform(v))
                 continue
             if self.runs_per_lane(op) or any(r in needed for r in op.results):
                 needed.update(v for v in op.operands if not self.is_uniform(v))
@@ -317,6 +362,11 @@ class _LoopVectorizer:
             return True
         if vector_math.expands(type(op), self.vector_type(op.results[0].type)):
             return True
+        if type(op) in _CONVERSIONS:
+            source, target = op.operands[0].type, op.results[0].type
+            if isinstance(op, arith.UIToFPOp) and _int_width(source) > 32:
+                return False  # the scalar lowering's special case
+            return _plain_numeric(source) and _plain_numeric(target)
         return type(op) in FLOAT_BINARY or type(op) in INT_BINARY or (
             type(op) in FLOAT_INTRINSICS or isinstance(op, arith.NegfOp)
         )
@@ -343,11 +393,37 @@ class _LoopVectorizer:
             new = builders.icmp(
                 CMPI_PREDICATES[op.predicate.value.data], operands[0], operands[1]
             )
+        elif type(op) in _CONVERSIONS:
+            return self.conversion(op, operands[0], result_type)
         else:
             element = op.results[0].type
             name = f"{FLOAT_INTRINSICS[type(op)]}.v{self.width}{element}"
             new = builders.call_intrinsic(name, operands, result_type)
         return self.emit(new).results[0]
+
+    def conversion(self, op: Operation, value: SSAValue, result_type: VectorType) -> SSAValue:
+        """A conversion of every lane, as the scalar lowering converts one
+        (`arith_to_llvm`): float to integer saturating, unsigned integers to float
+        through a wider signed integer."""
+        source = op.operands[0].type
+        target = op.results[0].type
+        if isinstance(op, arith.ExtSIOp | arith.ExtUIOp | arith.TruncIOp):
+            cast = {arith.ExtSIOp: llvm.SExtOp, arith.ExtUIOp: llvm.ZExtOp, arith.TruncIOp: llvm.TruncOp}
+            return self.emit(builders.cast(cast[type(op)], value, result_type)).results[0]
+        if isinstance(op, arith.BitcastOp):
+            return self.emit(builders.cast(llvm.BitcastOp, value, result_type)).results[0]
+        if isinstance(op, arith.ExtFOp | arith.TruncFOp):
+            cast = llvm.FPExtOp if isinstance(op, arith.ExtFOp) else llvm.FPTruncOp
+            return self.emit(builders.cast(cast, value, result_type)).results[0]
+        if isinstance(op, arith.UIToFPOp):
+            wide = self.vector_type(IntegerType(2 * source.width.data))
+            value = self.emit(builders.cast(llvm.ZExtOp, value, wide)).results[0]
+            return self.emit(builders.cast(llvm.SIToFPOp, value, result_type)).results[0]
+        if isinstance(op, arith.SIToFPOp):
+            return self.emit(builders.cast(llvm.SIToFPOp, value, result_type)).results[0]
+        name = "llvm.fptosi.sat" if isinstance(op, arith.FPToSIOp) else "llvm.fptoui.sat"
+        name = f"{name}.v{self.width}{target}.v{self.width}{source}"
+        return self.emit(builders.call_intrinsic(name, [value], result_type)).results[0]
 
     def vectorize(self) -> None:
         self.per_lane = self.values_needed_per_lane()
@@ -403,12 +479,25 @@ class _LoopVectorizer:
             )
             return
         if stride is not None and _vector_memory_ok(element):
+            extract = op.value in self._vector and self.stores_vector_lanes(op)
             for lane, pointer in enumerate(self.lane_addresses(op, stride)):
-                value = self.to_llvm(self.lane(op.value, lane), element)
+                if extract:
+                    value = self.extracted(self._vector[op.value], element, lane)
+                else:
+                    value = self.to_llvm(self.lane(op.value, lane), element)
                 self.emit(builders.store(value, pointer, alignment=element_byte_size(element)))
             return
         for lane in range(self.width):
             self.clone_with(op, lambda v, lane=lane: self.lane(v, lane))
+
+    def extracted(self, vector: SSAValue, element: Attribute, lane: int) -> SSAValue:
+        """Lane `lane` of `vector` (xDSL's llvm dialect has no extractelement: a
+        one-element llvm.vector.extract, bitcast to the element)."""
+        single = VectorType(element, [1])
+        name = f"llvm.vector.extract.v1{element}.v{self.width}{element}"
+        index = self.emit(builders.constant(lane, i64)).results[0]
+        part = self.emit(builders.call_intrinsic(name, [vector, index], single)).results[0]
+        return self.emit(builders.cast(llvm.BitcastOp, part, element)).results[0]
 
     def lane_addresses(self, op: memref.LoadOp | memref.StoreOp, stride: int) -> list[SSAValue]:
         """The element of each lane of an access with a constant stride (in elements):

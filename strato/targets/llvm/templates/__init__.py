@@ -2,9 +2,11 @@
 strato.schedule.templates for what a template is).
 
     dense.py              dense, matmul, batched matmul (tensorized GEMM micro-kernel)
+    dense_int8.py         integer dense (u8 x s8 -> i32, tensorized cpu.dot_i8)
     gemv.py               one-row products (matrix-vector)
     conv2d.py             conv2d NCHW (output channels x columns register tile)
     conv2d_nchwc.py       conv2d NCHW{c} (channel block as lanes)
+    conv2d_int8.py        integer conv2d (u8 x s8 -> i32, tensorized cpu.dot_i8)
     depthwise_conv2d.py   depthwise / grouped conv2d NCHW
     conv2d_transpose.py   conv2d-transpose
     pooling.py            max / average / global pooling
@@ -20,9 +22,11 @@ from __future__ import annotations
 
 from strato.schedule.templates.base import Template
 from strato.targets.llvm.templates.conv2d import CONV2D
+from strato.targets.llvm.templates.conv2d_int8 import CONV2D_INT8
 from strato.targets.llvm.templates.conv2d_nchwc import CONV2D_NCHWC
 from strato.targets.llvm.templates.conv2d_transpose import CONV2D_TRANSPOSE
 from strato.targets.llvm.templates.dense import DENSE
+from strato.targets.llvm.templates.dense_int8 import DENSE_INT8
 from strato.targets.llvm.templates.depthwise_conv2d import DEPTHWISE_CONV2D
 from strato.targets.llvm.templates.injective import INJECTIVE
 from strato.targets.llvm.templates.lstm import LSTM_GATES
@@ -31,9 +35,11 @@ from strato.targets.llvm.templates.reduction import REDUCTION
 
 CPU_TEMPLATES: tuple[Template, ...] = (
     CONV2D,
+    CONV2D_INT8,
     CONV2D_NCHWC,
     CONV2D_TRANSPOSE,
     DENSE,
+    DENSE_INT8,
     DEPTHWISE_CONV2D,
     INJECTIVE,
     LSTM_GATES,

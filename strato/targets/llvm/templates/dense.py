@@ -191,7 +191,7 @@ def choose_tile(rows: int, columns: int, mr: int, nr: int, lanes: int) -> tuple[
     if columns % nr == 0:
         return fit(rows, mr), nr
     if columns % lanes:
-        width = max((w for w in (1, 2, 4, 8, 16, 32, 64) if w <= nr and columns % w == 0))
+        width = max(w for w in (1, 2, 4, 8, 16, 32, 64) if w <= nr and columns % w == 0)
         return fit(rows, mr), width
     best = (0, 0, 0)
     for vectors in range(1, 7):

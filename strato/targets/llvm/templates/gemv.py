@@ -22,7 +22,6 @@ gate template. Knobs: `rows`.
 
 from __future__ import annotations
 
-
 from strato.schedule import Schedule, StageHandle
 from strato.schedule.templates.base import (
     Knob,
