@@ -61,11 +61,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from strato.frontends.onnx.op_table import supported_ops
 from strato.testing.onnx_node_tests import (
     NodeTestResult,
     run_node_tests,
     select_node_tests,
-    supported_ops,
 )
 
 UNUSUAL = ("float16", "bfloat16", "int8", "uint8", "int16", "uint64", "bool")
