@@ -214,14 +214,23 @@ def _quantize_op(ctx: NodeContext) -> ImportedValue | None:
         return None
     if zero_point is None:
         zero_point = np.zeros((), target)
-    x_shape = shape_of(x)
+    parameters = _scale_zero_axis(ctx, zero_point, shape_of(x))
+    if parameters is None:
+        return None
+    scale, zero, axis = parameters
+    op = graph.QuantizeOp(x, scale, zero, element_type_of(target), axis)
+    return ctx.emit(op).results[0]
+
+
+def _scale_zero_axis(ctx: NodeContext, zero_point, x_shape):
+    """The scale (input 1) and `zero_point` as graph.quantize / graph.dequantize take
+    them, per tensor or along the node's axis, with that axis; None when they are
+    neither."""
     scale = _axis_parameter(ctx, ctx.value(1), x_shape)
     zero = _axis_parameter(ctx, zero_point, x_shape)
     if scale is None or zero is None:
         return None
-    axis = int(ctx.attr("axis", 1)) % max(len(x_shape), 1)
-    op = graph.QuantizeOp(x, scale, zero, element_type_of(target), axis)
-    return ctx.emit(op).results[0]
+    return scale, zero, int(ctx.attr("axis", 1)) % max(len(x_shape), 1)
 
 
 def _dequantize_op(ctx: NodeContext) -> ImportedValue | None:
@@ -241,12 +250,10 @@ def _dequantize_op(ctx: NodeContext) -> ImportedValue | None:
         zero_point = np.zeros((), dtype)
     if _dtype(zero_point) != dtype:
         return None
-    x_shape = shape_of(x)
-    scale = _axis_parameter(ctx, ctx.value(1), x_shape)
-    zero = _axis_parameter(ctx, zero_point, x_shape)
-    if scale is None or zero is None:
+    parameters = _scale_zero_axis(ctx, zero_point, shape_of(x))
+    if parameters is None:
         return None
-    axis = int(ctx.attr("axis", 1)) % max(len(x_shape), 1)
+    scale, zero, axis = parameters
     op = graph.DequantizeOp(_ssa(ctx, x), scale, zero, element_type_of(np.dtype(np.float32)), axis)
     return ctx.emit(op).results[0]
 
