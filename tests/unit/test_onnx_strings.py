@@ -70,6 +70,13 @@ CASES = {
     "Where": model_of("Where", {"c": (B, [2, 3]), "x": X23, "y": (S, [3])}, {"z": S}),
     "Shape": model_of("Shape", {"x": X23}, {"z": I64}, start=1),
     "Size": model_of("Size", {"x": X23}, {"z": I64}),
+    "TfIdfVectorizer": model_of(
+        "TfIdfVectorizer", {"x": (S, [2, 5])}, {"z": TensorProto.FLOAT},
+        mode="TFIDF", min_gram_length=1, max_gram_length=2, max_skip_count=1,
+        ngram_counts=[0, 3], ngram_indexes=[0, 1, 2, 3, 4],
+        pool_strings=["a", "b", "ab", "a", "b", "ab", "é"],
+        weights=[0.5, 1.0, 2.0, 0.25, 3.0],
+    ),
 }
 
 

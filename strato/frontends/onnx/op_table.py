@@ -19,6 +19,7 @@ from strato.frontends.onnx.convert_constant import (
 from strato.frontends.onnx.convert_control import convert_if, convert_loop, convert_scan
 from strato.frontends.onnx.convert_einsum import convert_einsum
 from strato.frontends.onnx.convert_sequence import SEQUENCE_CONVERTERS
+from strato.frontends.onnx.convert_text import convert_tfidf_vectorizer
 from strato.frontends.onnx.convert_elementwise import (
     convert_abs,
     convert_acos,
@@ -329,6 +330,7 @@ ONNX_CONVERTERS: dict[str, Converter] = {
     "Tan": convert_tan,
     "Tanh": convert_tanh,
     "TensorScatter": convert_tensor_scatter,
+    "TfIdfVectorizer": convert_tfidf_vectorizer,
     "ThresholdedRelu": convert_thresholded_relu,
     "Tile": convert_tile,
     "TopK": convert_top_k,

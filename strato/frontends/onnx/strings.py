@@ -50,12 +50,14 @@ ID_SAFE_USES: dict[str, tuple[int, ...] | None] = {
     "Where": (1, 2),
     "Shape": (0,),
     "Size": (0,),
+    "TfIdfVectorizer": (0,),
 }
 """The operators that compute the same on ids as on strings, with the input positions
-that may hold strings (None: every input). All but Equal, Shape and Size move data, so
-their outputs hold strings too; Equal's is bool, Shape's and Size's int64."""
+that may hold strings (None: every input). All but Equal, Shape, Size and
+TfIdfVectorizer move data, so their outputs hold strings too; Equal's is bool, Shape's
+and Size's int64, TfIdfVectorizer's float (its `pool_strings` become `pool_int64s`)."""
 
-_COMPARES = frozenset({"Equal", "Shape", "Size"})
+_COMPARES = frozenset({"Equal", "Shape", "Size", "TfIdfVectorizer"})
 """The operators of `ID_SAFE_USES` whose outputs hold no strings."""
 
 
@@ -127,6 +129,8 @@ class StringEncoding:
                 ids = self._ids(numpy_helper.to_array(init))
                 graph.initializer[index].CopyFrom(numpy_helper.from_array(ids, init.name))
         for node in graph.node:
+            if node.op_type == "TfIdfVectorizer":
+                self._rewrite_pool(node)
             if node.op_type != "Constant":
                 continue
             for attr in node.attribute:
@@ -138,6 +142,15 @@ class StringEncoding:
                     node.attribute.remove(attr)
                     node.attribute.append(helper.make_attribute("value_ints", ids.tolist()))
                     break
+
+    def _rewrite_pool(self, node: onnx.NodeProto) -> None:
+        """TfIdfVectorizer's string pool as the ids of its strings."""
+        for attr in node.attribute:
+            if attr.name == "pool_strings":
+                ids = [self._id(_text(s)) for s in attr.strings]
+                node.attribute.remove(attr)
+                node.attribute.append(helper.make_attribute("pool_int64s", ids))
+                return
 
 
 def _text(item: Any) -> str:
