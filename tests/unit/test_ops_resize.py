@@ -11,7 +11,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 # helpers shared with the layout tests (pytest puts this directory on sys.path)
-from test_ops_layout import check, check_node_tests, floats, graph_model, ops_of
+from test_ops_layout import check, check_node_tests, floats, graph_model, ops_of, reference
 
 import strato
 from strato.diagnostics import ModelImportError
@@ -153,6 +153,38 @@ def test_nearest_moves_integers_exactly(dtype):
     output = {"y": helper.np_dtype_to_tensor_dtype(np.dtype(dtype))}
     scales = {"scales": np.array([1, 1, 1.5, 0.5], np.float32)}
     check(graph_model([node], {"x": x}, output, scales), [x])
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int32])
+@pytest.mark.parametrize(
+    "mode, coordinates, scales",
+    [
+        ("linear", "half_pixel", [1, 1, 2, 2]),
+        ("linear", "align_corners", [1, 1, 1.5, 2.5]),
+        ("cubic", "asymmetric", [1, 1, 2, 0.75]),  # cubic overshoots: saturated
+    ],
+)
+def test_interpolating_integers_rounds_like_the_reference(dtype, mode, coordinates, scales):
+    """Interpolated in float64, rounded half to even and saturated, as ONNX's reference
+    does; onnxruntime truncates toward zero, so its 8-bit results are at most one off."""
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(3)
+    x = rng.integers(max(info.min, -1000), min(info.max, 1000), (1, 2, 5, 6), endpoint=True).astype(dtype)
+    node = helper.make_node(
+        "Resize", ["x", "", "scales"], ["y"], mode=mode, coordinate_transformation_mode=coordinates
+    )
+    output = {"y": helper.np_dtype_to_tensor_dtype(np.dtype(dtype))}
+    model = graph_model([node], {"x": x}, output, {"scales": np.array(scales, np.float32)})
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
+    imported = import_onnx(model)
+    (interpreted,) = run_graph(imported.module, [x], imported.function_name)
+    (compiled,) = strato.compile(model)(x)
+    for actual in (interpreted, compiled):
+        assert actual.dtype == dtype and actual.shape == expected.shape
+        np.testing.assert_array_equal(actual, expected)
+    if coordinates == "half_pixel" and info.bits == 8:
+        (truncated,) = reference(model, [x])  # onnxruntime
+        assert np.abs(compiled.astype(np.int64) - truncated).max() <= 1
 
 
 def test_a_resize_fuses_with_the_op_before_it():

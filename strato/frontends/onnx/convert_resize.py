@@ -13,6 +13,10 @@ axis (kept for tf_crop_and_resize only, the one mode that reads it).
         -> graph.resize %x "linear" "half_pixel" scales [1.0, 1.0, 2.0, 2.0]
                : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
 
+Linear and cubic resizing of an integer tensor (a quantized model's uint8 or int8
+activations) interpolates in float64, then rounds half to even and saturates, as ONNX's
+reference does (onnxruntime truncates, so its results can be one lower).
+
 A Resize of a known tensor is folded with graph.resize's reference semantics, one
 with an empty output becomes a constant, and one that changes no axis is dropped.
 """
@@ -37,6 +41,7 @@ from strato.dialects.graph.resize import (
 from strato.dialects.tensor_types import numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
 from strato.frontends.onnx.convert_layout import normalize_axes
+from strato.frontends.onnx.expansion import Expansion
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {"Resize": (1, 2, 3), "Upsample": (1,)}
 """The inputs of each operator that must be known at import time (by position)."""
@@ -162,7 +167,9 @@ def _resized(ctx: NodeContext, how: Interpolation) -> list[ImportedValue]:
         else isinstance(element_type(x), AnyFloat)
     )
     if how.mode != "nearest" and not is_float:
-        raise ctx.error(f"{how.mode} resizing of {dtype} tensors is not supported")
+        if dtype.kind not in "iu":
+            raise ctx.error(f"{how.mode} resizing of {dtype} tensors is not supported")
+        return [_integer_resized(ctx, x, out_shape, how, scales, rois)]
     for axis, (in_size, out_size) in enumerate(zip(shape, out_shape)):
         if in_size == 0 and out_size:
             raise ctx.error(f"cannot resize the empty axis {axis} to {out_size}")
@@ -174,6 +181,32 @@ def _resized(ctx: NodeContext, how: Interpolation) -> list[ImportedValue]:
     roi = [start for start, _ in rois] + [end for _, end in rois]
     op = graph.ResizeOp(x, out_shape, how, scales, roi)
     return [ctx.emit(op).results[0]]
+
+
+def _integer_resized(
+    ctx: NodeContext,
+    x: ImportedValue,
+    out_shape: Sequence[int],
+    how: Interpolation,
+    scales: Sequence[float],
+    rois: Sequence[tuple[float, float]],
+) -> ImportedValue:
+    """Linear or cubic resizing of an integer tensor as ONNX's reference computes it:
+    interpolated in float64, rounded half to even and saturated into the type.
+    (onnxruntime truncates instead, so its results can be one lower.)"""
+    dtype = x.dtype if isinstance(x, np.ndarray) else numpy_dtype(x.type)
+    info = np.iinfo(dtype)
+    if isinstance(x, np.ndarray) or 0 in out_shape:
+        wide = np.zeros(shape_of(x), np.float64) if not isinstance(x, np.ndarray) else x
+        wide = resize_reference(wide.astype(np.float64), out_shape, how, scales, rois)
+        return np.clip(np.round(wide), info.min, info.max).astype(dtype)
+    body = Expansion(ctx)
+    wide = ctx.lookup(body.cast(ctx.input_name(0), np.float64))
+    roi = [start for start, _ in rois] + [end for _, end in rois]
+    resized = body.bound(ctx.emit(graph.ResizeOp(wide, out_shape, how, scales, roi)).results[0])
+    rounded = body.node("Round", [resized])
+    low, high = body.constant(np.float64(info.min)), body.constant(np.float64(info.max))
+    return body.result(body.cast(body.node("Clip", [rounded, low, high]), dtype))
 
 
 def convert_upsample(ctx: NodeContext) -> list[ImportedValue]:
