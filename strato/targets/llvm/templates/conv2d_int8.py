@@ -115,6 +115,11 @@ def _dot_tile(
     sch.reorder(*outer, wi, ci)
     if wi.extent > 1:
         sch.unroll(sch.get_loop(stage, wi.axis))
+    if ci.extent > lanes:
+        # one machine vector at a time: LLVM's SLP vectorizer takes seconds over a
+        # block of several vectors' strided stores
+        cio, ci = sch.split(ci, [None, lanes])
+        sch.unroll(sch.get_loop(stage, cio.axis))
     sch.vectorize(sch.get_loop(stage, ci.axis))
     sch.compute_at(tile, outer[-1])
     spatial, reduction = spatial_and_reduction_loops(sch, tile)
