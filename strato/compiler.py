@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from xdsl.passes import ModulePass, PassPipeline
 
-from strato.diagnostics import StratoError
+from strato.diagnostics import StratoError, SymbolicShapeError
 from strato.frontends.onnx import import_onnx
 from strato.frontends.onnx.sequences import checked_structure, is_structure_spec
 from strato.gc_pause import gc_for_compiling
@@ -66,6 +66,7 @@ def compile_model(
     cache: bool | None = None,
     tuning: str | os.PathLike | None = None,
     progress: Callable[[int, int], None] | None = None,
+    specialize: bool = True,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
@@ -85,6 +86,11 @@ def compile_model(
     tune --db`): each kernel is scheduled with the best record of its task there; kernels
     it has no record of keep the defaults. `progress(done, total)` hears how many of the
     model's distinct kernels the target's build has compiled (a progress bar).
+
+    A model whose graph inputs have dynamic dimensions that `input_shapes` leaves open
+    is returned as a `strato.specializing.ShapeSpecializingModel`: each call runs the
+    model compiled for its arrays' sizes, compiled on the first call that brings them
+    (`specialize=False` refuses such a model instead).
 
     A model compiled before with the same bytes and options comes from the compile
     cache (`strato.runtime.cache`) without compiling, and so does each kernel compiled
@@ -108,11 +114,25 @@ def compile_model(
             if cached is not None:
                 return cached
     options = BuildOptions(cache=_use_kernel_cache(cache), progress=progress)
-    with gc_for_compiling():
-        compiled = _compile_model(
-            model, compile_target, shapes, after_stage, before_stage, name, passes_before,
-            passes_after, tuning_log, options,
-        )  # fmt: skip
+    try:
+        with gc_for_compiling():
+            compiled = _compile_model(
+                model, compile_target, shapes, after_stage, before_stage, name, passes_before,
+                passes_after, tuning_log, options,
+            )  # fmt: skip
+    except SymbolicShapeError:
+        if not specialize:
+            raise
+        options_per_size = {
+            "target": compile_target, "after_stage": after_stage,
+            "before_stage": before_stage, "name": name, "passes_before": passes_before,
+            "passes_after": passes_after, "cache": cache, "tuning": tuning,
+            "progress": progress,
+        }  # fmt: skip
+        specializing = _specializing(model, shapes, options_per_size)
+        if specializing is None:
+            raise
+        return specializing
     if key is not None:
         from strato.runtime.cache import store
 
@@ -156,6 +176,48 @@ def _compile_model(
         signature,
         public_name=c_identifier(name or default_name),
         options=options,
+    )
+
+
+def _specializing(
+    model: str | os.PathLike | onnx.ModelProto,
+    shapes: dict[str, tuple[int, ...]] | None,
+    options: dict,
+):
+    """`model`, whose inputs have dynamic dimensions, compiled per call's sizes with
+    `options` (`strato.specializing`); None when no input has one (the error came from
+    elsewhere)."""
+    from strato.frontends.onnx.importer import load_model as load_onnx
+    from strato.specializing import InputDims, ShapeSpecializingModel
+
+    source, default_name = _model_source(model)
+    proto, _ = load_onnx(source)
+    dims = InputDims.of(proto, shapes)
+    if dims is None:
+        return None
+    options = {**options, "name": options["name"] or default_name}
+    from strato.frontends.onnx import sequences
+
+    initializers = {init.name for init in proto.graph.initializer}
+    inputs = []  # the arrays a call takes: a sequence input's elements, pinned, in its place
+    for value in proto.graph.input:
+        if value.name in initializers:
+            continue
+        if sequences.is_structured(value.type) and shapes and value.name in shapes:
+            arguments = sequences.argument_types(
+                value.name, value.type, shapes[value.name], StratoError
+            )
+            inputs.extend(name for name, _ in arguments)
+        else:
+            inputs.append(value.name)
+
+    def compile_for(sizes: dict[str, tuple[int, ...]]) -> CompiledModel:
+        return compile_model(
+            proto, input_shapes={**(shapes or {}), **sizes}, specialize=False, **options
+        )
+
+    return ShapeSpecializingModel(
+        dims, inputs, [value.name for value in proto.graph.output], compile_for
     )
 
 

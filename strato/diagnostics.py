@@ -33,5 +33,11 @@ class ModelImportError(StratoError):
     """A model that cannot be imported; the message names the node and its op type."""
 
 
+class SymbolicShapeError(ModelImportError):
+    """A graph input whose shape is not known at compile time (a named or unnamed
+    dynamic dimension, or no shape): `strato.compile` then compiles per call's sizes
+    (`strato.specializing`)."""
+
+
 class LegalityError(StratoError):
     """An op left behind by a lowering that should have removed it."""

@@ -142,6 +142,10 @@ class SpecializingBackendRep(StratoBackendRep):
         self.output_names = self.boundary.output_names
         self._declared = {value.name: value for value in model.graph.input}
         self._variants: dict[tuple, CompiledModel] = {}
+        from strato.specializing import InputDims
+
+        self._dynamic = InputDims.of(model, {name: None for name in self.bound_inputs})
+        """The inputs with dynamic dimensions: compiled per shape too."""
 
     @property
     def compiled(self) -> CompiledModel | None:
@@ -157,6 +161,8 @@ class SpecializingBackendRep(StratoBackendRep):
         values = self.boundary.check_count(arrays)
         bound = {name: self._checked(name, values[name]) for name in self.bound_inputs}
         structures = self.boundary.structures(values)
+        if self._dynamic is not None:
+            structures.update(self._dynamic.bind(values))
         key = (
             tuple((a.dtype.str, a.shape, a.tobytes()) for a in bound.values()),
             repr(sorted(structures.items())),

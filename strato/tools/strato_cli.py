@@ -241,6 +241,7 @@ def _compile(resolved: ResolvedModel, args: argparse.Namespace):
                 cache=use_cache,
                 tuning=getattr(args, "tuning", None),
                 progress=built_kernels,
+                specialize=False,  # a run makes its inputs, so it needs the sizes
             )
     finally:
         progress.close()

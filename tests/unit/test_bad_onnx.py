@@ -38,12 +38,6 @@ def unknown_op(path):
     return ["'nms'", "NonMaxSuppression", "not supported"]
 
 
-def dynamic_shape(path):
-    node = helper.make_node("Relu", ["x"], ["y"])
-    onnx.save(_model([node], {"x": ["batch", 4]}, {"y": ["batch", 4]}), path)
-    return ["'x'", "dynamic dimension 'batch'"]
-
-
 def malformed_file(path):
     path.write_bytes(b"\x08\x07 this is not a protobuf \xff\xfe")
     return [path.name]
@@ -121,7 +115,6 @@ def huge_input(path):
 CASES = [
     missing_initializer,
     unknown_op,
-    dynamic_shape,
     malformed_file,
     conv_zero_stride,
     conv_negative_stride,

@@ -22,23 +22,9 @@ _F32_FFT_ROUND_OFF = (
     "values that are 0 in exact arithmetic (strato's transform, summed in f64, gives 6e-15), "
     "over the case's atol of 1e-7"
 )
-_SYMBOLIC_TENSOR_INPUT = (
-    "a tensor input has a symbolic dimension: the backend fixes the structure of sequence "
-    "inputs from a run's values, not the shapes of tensor inputs (strato compiles static "
-    "shapes)"
-)
 EXPECTED_FAILURES: dict[str, str] = {
     "test_dft_inverse": _F32_FFT_ROUND_OFF,
     "test_dft_inverse_opset19": _F32_FFT_ROUND_OFF,
-    **{
-        name: _SYMBOLIC_TENSOR_INPUT
-        for name in (
-            "test_sequence_map_identity_1_sequence_1_tensor",
-            "test_sequence_map_identity_1_sequence_1_tensor_expanded",
-            "test_sequence_map_add_1_sequence_1_tensor",
-            "test_sequence_map_add_1_sequence_1_tensor_expanded",
-        )
-    },
 }
 """The selected cases that fail, and why (cases whose operators strato does not import
 are not selected)."""

@@ -42,7 +42,7 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from strato.dialects.graph import ConstantOp
 from strato.dialects.tensor_types import element_type_of
-from strato.diagnostics import ModelImportError
+from strato.diagnostics import ModelImportError, SymbolicShapeError
 from strato.frontends.onnx.conversion import (
     ImportedValue,
     NodeContext,
@@ -417,14 +417,19 @@ class _GraphImporter:
                 + (" (its ONNX backend compiles strings as ids)" if type_name == "STRING" else "")
             )
         if not tensor.HasField("shape"):
-            raise self.error(f"{what} has no shape; strato needs static shapes")
+            raise SymbolicShapeError(
+                f"{what} has no shape; strato needs static shapes (fix it with "
+                "input_shapes / --input-shapes)",
+                location=self.location,
+            )
         shape = []
         for axis, dim in enumerate(tensor.shape.dim):
             if not dim.HasField("dim_value") or dim.dim_value < 0:
                 symbol = f" '{dim.dim_param}'" if dim.HasField("dim_param") else ""
-                raise self.error(
+                raise SymbolicShapeError(
                     f"{what} has a dynamic dimension{symbol} at axis {axis}; strato "
-                    "needs static shapes (fix it with input_shapes / --batch)"
+                    "needs static shapes (fix it with input_shapes / --batch)",
+                    location=self.location,
                 )
             shape.append(dim.dim_value)
         return TensorType(element_type, shape)
