@@ -146,6 +146,8 @@ class ShapeSpecializingModel:
         self._output_names = list(output_names)
         self._compile_for = compile_for
         self._compiled: OrderedDict[tuple, CompiledModel] = OrderedDict()
+        self._seen: dict[tuple, CompiledModel] = {}
+        """Every array shape of a checked call -> the model compiled for it."""
         self.origin = None
 
     @property
@@ -169,19 +171,30 @@ class ShapeSpecializingModel:
             compiled = self._compile_for(dict(key))
             self._compiled[key] = compiled
             while len(self._compiled) > MAX_SIZES:
-                self._compiled.popitem(last=False)
+                _, dropped = self._compiled.popitem(last=False)
+                self._seen = {k: v for k, v in self._seen.items() if v is not dropped}
         else:
             self._compiled.move_to_end(key)
         return compiled
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        try:  # the shapes of a call seen before: checked then
+            shapes = tuple(array.shape for array in arrays)
+            compiled = self._seen.get(shapes)
+        except (AttributeError, TypeError):
+            compiled = None
+        if compiled is not None:
+            return compiled(*arrays)
         if len(arrays) != len(self._input_names):
             raise InputMismatchError(
                 f"the model takes {len(self._input_names)} input(s) "
                 f"({', '.join(self._input_names) or 'none'}), got {len(arrays)}"
             )
-        shapes = self.dims.bind(dict(zip(self._input_names, arrays, strict=True)))
-        return self.specialized(shapes)(*arrays)
+        compiled = self.specialized(self.dims.bind(dict(zip(self._input_names, arrays, strict=True))))
+        if len(self._seen) >= 4 * MAX_SIZES:
+            self._seen.clear()
+        self._seen[tuple(array.shape for array in arrays)] = compiled
+        return compiled(*arrays)
 
     def _static_only(self, what: str) -> StratoError:
         return StratoError(

@@ -1,0 +1,222 @@
+"""Models exported with dynamic axes, compiled once by `strato.compile` and called at
+several sizes: outputs against onnxruntime's on the same dynamic model, and latency of
+the dynamic model against a static compile of the same size, in one run.
+
+    pip install -e '.[corpus,bench]'
+    python benchmarks/dynamic_shapes.py                  # resnet18, bert, gpt2
+    python benchmarks/dynamic_shapes.py --only bert --repeat 20
+
+Models (random weights, seeded; exported by torch's TorchScript exporter with
+`dynamic_axes`, cached in `benchmarks/.torch_corpus/dynamic/`):
+- resnet18 (torchvision), dynamic batch, called at batch 1 and 4;
+- bert (transformers, 2 layers, 512 positions), dynamic batch and sequence, called at
+  sequence 16, 128 and 512;
+- gpt2 (transformers, 2 layers, 512 positions), dynamic batch and sequence, called at
+  (batch 1, sequence 16), (2, 64) and (1, 200).
+
+Per size: the first call's seconds (the compile for that size), the largest difference
+from onnxruntime, then the median latency of the dynamic model, of a static compile
+(`input_shapes` pinning the size) and of onnxruntime, taken in turns, with the
+dynamic/static ratio (the goal: at most 1.1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+if sys.path and Path(sys.path[0] or ".").resolve() == HERE:
+    del sys.path[0]  # this directory's kernels.py would shadow the `kernels` package
+CACHE_DIR = HERE / ".torch_corpus" / "dynamic"
+SEED = 0
+
+
+def _torchvision():
+    """torchvision, through the corpus benchmark's loader (it declares the operators a
+    torchvision built for another torch would fail to register)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("torch_corpus", HERE / "torch_corpus.py")
+    corpus = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("torch_corpus", corpus)
+    spec.loader.exec_module(corpus)
+    return corpus.import_torchvision()
+
+
+def _resnet18():
+    import torch
+
+    torchvision = _torchvision()
+    torch.manual_seed(SEED)
+    module = torchvision.models.resnet18(weights=None).eval()
+    example = {"pixels": np.zeros((1, 3, 224, 224), np.float32)}
+    axes = {"pixels": {0: "batch"}, "output": {0: "batch"}}
+    return module, example, axes
+
+
+def _transformer(kind: str):
+    def build():
+        import torch
+
+        _torchvision()  # transformers imports torchvision when it is installed
+        import transformers
+
+        torch.manual_seed(SEED)
+        if kind == "bert":
+            config = transformers.BertConfig(
+                vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                intermediate_size=128, max_position_embeddings=512,
+            )  # fmt: skip
+            model = transformers.BertModel(config)
+        else:
+            config = transformers.GPT2Config(
+                vocab_size=1000, n_embd=64, n_layer=2, n_head=4, n_positions=512, use_cache=False
+            )
+            model = transformers.GPT2Model(config)
+        model.config.return_dict = False
+
+        class FirstOutput(torch.nn.Module):
+            def __init__(self, inner):
+                super().__init__()
+                self.inner = inner
+
+            def forward(self, input_ids, attention_mask):
+                return self.inner(input_ids=input_ids, attention_mask=attention_mask)[0]
+
+        example = {
+            "input_ids": np.ones((1, 8), np.int64),
+            "attention_mask": np.ones((1, 8), np.int64),
+        }
+        sizes = {0: "batch", 1: "sequence"}
+        axes = {"input_ids": sizes, "attention_mask": sizes, "output": sizes}
+        return FirstOutput(model.eval()).eval(), example, axes
+
+    return build
+
+
+def _image(batch: int, seq: int) -> dict[str, np.ndarray]:
+    del seq
+    rng = np.random.default_rng(SEED)
+    return {"pixels": rng.standard_normal((batch, 3, 224, 224)).astype(np.float32)}
+
+
+def _tokens(batch: int, seq: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(SEED)
+    mask = np.ones((batch, seq), np.int64)
+    mask[:, seq - seq // 4 :] = 0  # padding at the end of each row
+    return {"input_ids": rng.integers(0, 1000, (batch, seq)).astype(np.int64), "attention_mask": mask}
+
+
+MODELS: dict[str, tuple[Callable, Callable, list[tuple[int, int]]]] = {
+    "resnet18": (_resnet18, _image, [(1, 0), (4, 0)]),
+    "bert": (_transformer("bert"), _tokens, [(1, 16), (1, 128), (1, 512)]),
+    "gpt2": (_transformer("gpt2"), _tokens, [(1, 16), (2, 64), (1, 200)]),
+}
+
+
+def export(name: str) -> Path:
+    path = CACHE_DIR / f"{name}.onnx"
+    if path.exists():
+        return path
+    import torch
+
+    module, example, axes = MODELS[name][0]()
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(".partial")
+    with torch.no_grad():
+        torch.onnx.export(
+            module, tuple(torch.from_numpy(v) for v in example.values()), str(partial),
+            input_names=list(example), output_names=["output"], dynamic_axes=axes,
+            opset_version=17, dynamo=False,
+        )  # fmt: skip
+    partial.replace(path)
+    return path
+
+
+def median_ms(call: Callable[[], object], repeat: int) -> float:
+    call()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return 1e3 * statistics.median(times)
+
+
+def in_turns(calls: dict[str, Callable[[], object]], repeat: int, rounds: int = 3) -> dict[str, float]:
+    """Median over rounds of each side's median latency, the sides taken in turns."""
+    samples: dict[str, list[float]] = {side: [] for side in calls}
+    for _ in range(rounds):
+        for side, call in calls.items():
+            samples[side].append(median_ms(call, repeat))
+    return {side: statistics.median(values) for side, values in samples.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", action="append", choices=sorted(MODELS), help="this model only")
+    parser.add_argument("--repeat", type=int, default=10, help="timed calls per side per round")
+    args = parser.parse_args(argv)
+
+    import onnxruntime
+
+    import strato
+    from strato.specializing import ShapeSpecializingModel
+
+    header = (
+        f"{'model':9s} {'sizes':26s} {'1st call s':>10s} {'max diff':>9s} "
+        f"{'dynamic ms':>10s} {'static ms':>9s} {'ort ms':>8s} {'dyn/static':>10s} {'dyn/ort':>8s}"
+    )
+    print(header)
+    ratios = []
+    for name in args.only or list(MODELS):
+        path = export(name)
+        _, make_inputs, sizes = MODELS[name]
+        start = time.perf_counter()
+        dynamic = strato.compile(str(path))
+        setup = time.perf_counter() - start
+        assert isinstance(dynamic, ShapeSpecializingModel), dynamic
+        print(f"{name:9s} compiled once in {setup:.2f} s: {dynamic.dims.describe()}")
+        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        for batch, seq in sizes:
+            inputs = make_inputs(batch, seq)
+            arrays = list(inputs.values())
+            start = time.perf_counter()
+            ours = dynamic(*arrays)
+            first = time.perf_counter() - start
+            theirs = session.run(None, inputs)
+            diff = max(float(np.max(np.abs(a - b))) for a, b in zip(ours, theirs, strict=True))
+            shapes = {key: value.shape for key, value in inputs.items()}
+            static = strato.compile(str(path), input_shapes=shapes)
+            times = in_turns(
+                {
+                    "dynamic": lambda: dynamic(*arrays),
+                    "static": lambda: static(*arrays),
+                    "ort": lambda: session.run(None, inputs),
+                },
+                args.repeat,
+            )
+            ratio = times["dynamic"] / times["static"]
+            ratios.append(ratio)
+            shown = ", ".join(f"{k}{list(v)}" for k, v in shapes.items())
+            shown = shown if len(shown) <= 26 else f"batch {batch}" + (f", seq {seq}" if seq else "")
+            print(
+                f"{'':9s} {shown:26s} {first:10.2f} {diff:9.2e} {times['dynamic']:10.3f} "
+                f"{times['static']:9.3f} {times['ort']:8.3f} {ratio:10.2f} "
+                f"{times['dynamic'] / times['ort']:8.2f}"
+            )
+    if ratios:
+        geomean = float(np.exp(np.mean(np.log(ratios))))
+        print(f"dynamic / static: geometric mean {geomean:.3f}, largest {max(ratios):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
