@@ -23,6 +23,7 @@ dynamic/static ratio (the goal: at most 1.1).
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -197,9 +198,9 @@ def main(argv: list[str] | None = None) -> int:
             static = strato.compile(str(path), input_shapes=shapes)
             times = in_turns(
                 {
-                    "dynamic": lambda: dynamic(*arrays),
-                    "static": lambda: static(*arrays),
-                    "ort": lambda: session.run(None, inputs),
+                    "dynamic": functools.partial(dynamic, *arrays),
+                    "static": functools.partial(static, *arrays),
+                    "ort": functools.partial(session.run, None, inputs),
                 },
                 args.repeat,
             )
