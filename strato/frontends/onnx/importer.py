@@ -428,7 +428,8 @@ class _GraphImporter:
                 symbol = f" '{dim.dim_param}'" if dim.HasField("dim_param") else ""
                 raise SymbolicShapeError(
                     f"{what} has a dynamic dimension{symbol} at axis {axis}; strato "
-                    "needs static shapes (fix it with input_shapes / --batch)",
+                    "needs static shapes here (pin it with input_shapes, --input-shapes "
+                    "or --batch)",
                     location=self.location,
                 )
             shape.append(dim.dim_value)
