@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from xdsl.passes import ModulePass, PassPipeline
 
-from strato.diagnostics import StratoError, SymbolicShapeError
+from strato.diagnostics import ModelImportError, StratoError, SymbolicShapeError
 from strato.frontends.onnx import import_onnx
 from strato.frontends.onnx.sequences import checked_structure, is_structure_spec
 from strato.gc_pause import gc_for_compiling
@@ -120,19 +120,22 @@ def compile_model(
                 model, compile_target, shapes, after_stage, before_stage, name, passes_before,
                 passes_after, tuning_log, options,
             )  # fmt: skip
-    except SymbolicShapeError:
+    except ModelImportError as error:
         if not specialize:
             raise
-        options_per_size = {
+        options_per_part = {
             "target": compile_target, "after_stage": after_stage,
             "before_stage": before_stage, "name": name, "passes_before": passes_before,
             "passes_after": passes_after, "cache": cache, "tuning": tuning,
             "progress": progress,
         }  # fmt: skip
-        specializing = _specializing(model, shapes, options_per_size)
-        if specializing is None:
+        if isinstance(error, SymbolicShapeError):
+            rerouted = _specializing(model, shapes, options_per_part)
+        else:
+            rerouted = _staged(model, shapes, options_per_part)
+        if rerouted is None:
             raise
-        return specializing
+        return rerouted
     if key is not None:
         from strato.runtime.cache import store
 
@@ -219,6 +222,40 @@ def _specializing(
     return ShapeSpecializingModel(
         dims, inputs, [value.name for value in proto.graph.output], compile_for
     )
+
+
+def _staged(
+    model: str | os.PathLike | onnx.ModelProto,
+    shapes: dict[str, tuple[int, ...]] | None,
+    options: dict,
+):
+    """`model` as compiled parts with its data-dependent-shape operators on the host
+    between them (`strato.staged`); None when it has none, or has other operators strato
+    does not import (the importer's diagnostic names those)."""
+    from strato.frontends.onnx.importer import load_model as load_onnx
+    from strato.frontends.onnx.op_table import ONNX_CONVERTERS
+    from strato.staged import has_host_ops, staged_model
+
+    source, default_name = _model_source(model)
+    proto, _ = load_onnx(source)
+    if not has_host_ops(proto):
+        return None
+    from strato.runtime.host_ops import HOST_OPS
+
+    if any(
+        node.domain not in ("", "ai.onnx")
+        or (node.op_type not in ONNX_CONVERTERS and node.op_type not in HOST_OPS)
+        for node in proto.graph.node
+    ):
+        return None
+    options = {**options, "name": options["name"] or default_name}
+
+    def compile_part(part: onnx.ModelProto):
+        names = {value.name for value in part.graph.input}
+        pinned = {k: v for k, v in (shapes or {}).items() if k in names} or None
+        return compile_model(part, input_shapes=pinned, **options)
+
+    return staged_model(proto, compile_part)
 
 
 def load_model(path: str | os.PathLike) -> CompiledModel:

@@ -236,11 +236,13 @@ class StratoBackend(Backend):
         reason found while importing it (an attribute value, a dynamic shape, ...).
         """
         from strato.frontends.onnx.op_table import ONNX_CONVERTERS
+        from strato.runtime.host_ops import HOST_OPS
 
         if not cls.supports_device(device):
             return False
         return all(
-            node.domain in _DEFAULT_DOMAINS and node.op_type in ONNX_CONVERTERS
+            node.domain in _DEFAULT_DOMAINS
+            and (node.op_type in ONNX_CONVERTERS or node.op_type in HOST_OPS)
             for node in model.graph.node
         )
 

@@ -43,8 +43,9 @@ def supported_ops() -> frozenset[str]:
     function body uses only such operators, are the acceptance set."""
     from strato.frontends.onnx.convert_training import TRAINING_CONVERTERS
     from strato.frontends.onnx.op_table import ONNX_CONVERTERS
+    from strato.runtime.host_ops import HOST_OPS
 
-    return frozenset(ONNX_CONVERTERS) | frozenset(TRAINING_CONVERTERS)
+    return frozenset(ONNX_CONVERTERS) | frozenset(TRAINING_CONVERTERS) | frozenset(HOST_OPS)
 
 
 TARGET_OPS: frozenset[str] = supported_ops()

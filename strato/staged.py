@@ -1,0 +1,269 @@
+"""Models with operators whose output shapes depend on the data (NonZero, Unique,
+NonMaxSuppression: `strato.runtime.host_ops`): compiled parts, with those operators
+computed on the host between them.
+
+Each node of the graph gets a stage: the graph's inputs and initializers are at stage 0,
+a compiled node is at the latest stage of its inputs, and a host operator's outputs are
+one stage after its inputs. The compiled nodes of one stage form one part, a model of
+its own whose inputs are the values it reads from earlier stages and whose outputs are
+what later stages and the graph's outputs read; the host operators of stage k run after
+part k. A part's inputs that a host operator computed have the sizes of the data, so
+the part is compiled per call's sizes (`strato.specializing`), as is any part that reads
+a graph input of dynamic size.
+
+    boxes, scores -> [part 0: Conv ... Sigmoid] -> NonMaxSuppression (host)
+                  -> [part 1: Gather ... Concat] -> detections
+
+Operators inside a subgraph (an If's branch, a Loop's body) stay compiled: a host
+operator there is refused, naming the node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from strato.diagnostics import ModelImportError
+from strato.runtime.host_ops import HOST_OPS
+from strato.runtime.signature import InputMismatchError
+
+
+@dataclass
+class _Part:
+    """Compiled nodes of one stage: `run` takes `inputs` and gives `outputs` (names)."""
+
+    run: Any
+    inputs: list[str]
+    outputs: list[str]
+
+
+@dataclass
+class _Host:
+    node: onnx.NodeProto
+
+
+class StagedModel:
+    """A model run as compiled parts and host operators in turn (see the module
+    docstring); callable like a compiled model."""
+
+    def __init__(
+        self,
+        steps: Sequence[_Part | _Host],
+        input_names: Sequence[str],
+        output_names: Sequence[str],
+        constants: Mapping[str, np.ndarray],
+    ):
+        self.steps = list(steps)
+        self._input_names = list(input_names)
+        self._output_names = list(output_names)
+        self._constants = dict(constants)
+        self.origin = None
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(self._input_names)
+
+    @property
+    def output_names(self) -> list[str]:
+        return list(self._output_names)
+
+    @property
+    def host_ops(self) -> list[str]:
+        return [step.node.op_type for step in self.steps if isinstance(step, _Host)]
+
+    def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
+        if len(arrays) != len(self._input_names):
+            raise InputMismatchError(
+                f"the model takes {len(self._input_names)} input(s) "
+                f"({', '.join(self._input_names) or 'none'}), got {len(arrays)}"
+            )
+        env: dict[str, np.ndarray] = dict(self._constants)
+        env.update(zip(self._input_names, arrays, strict=True))
+        for step in self.steps:
+            if isinstance(step, _Host):
+                node = step.node
+                values = [env[name] if name else None for name in node.input]
+                results = HOST_OPS[node.op_type](node, values)
+                env.update(zip([name for name in node.output if name], results, strict=True))
+            else:
+                results = step.run(*[env[name] for name in step.inputs])
+                env.update(zip(step.outputs, results, strict=True))
+        return [env[name] for name in self._output_names]
+
+    @property
+    def can_save(self) -> bool:
+        return False
+
+    def save(self, path: Any) -> None:
+        from strato.diagnostics import StratoError
+
+        raise StratoError(
+            f"a model with host operators ({', '.join(self.host_ops)}) runs as several "
+            "compiled parts and does not save to one file"
+        )
+
+    def __repr__(self) -> str:
+        parts = sum(isinstance(step, _Part) for step in self.steps)
+        return f"<StagedModel: {parts} compiled part(s), host {', '.join(self.host_ops)}>"
+
+
+def has_host_ops(model: onnx.ModelProto) -> bool:
+    return any(node.op_type in HOST_OPS for node in model.graph.node)
+
+
+def _free_names(graph: onnx.GraphProto) -> set[str]:
+    """The names a subgraph reads from its enclosing scopes."""
+    defined = {value.name for value in graph.input} | {init.name for init in graph.initializer}
+    free: set[str] = set()
+    for node in graph.node:
+        for name in _reads(node):
+            if name not in defined:
+                free.add(name)
+        defined.update(node.output)
+    free.update(value.name for value in graph.output if value.name not in defined)
+    return free
+
+
+def _reads(node: onnx.NodeProto) -> list[str]:
+    """The values `node` reads: its inputs and what its subgraphs read from outside."""
+    names = [name for name in node.input if name]
+    for attr in node.attribute:
+        for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
+            names.extend(sorted(_free_names(graph)))
+            for inner in graph.node:
+                if inner.op_type in HOST_OPS:
+                    raise ModelImportError(
+                        f"node '{inner.name or inner.op_type}' ({inner.op_type}) in a "
+                        f"subgraph of node '{node.name or node.op_type}': its output size "
+                        "depends on the data, which strato computes on the host only at "
+                        "the top level of a graph"
+                    )
+    return names
+
+
+def staged_model(
+    model: onnx.ModelProto,
+    compile_part: Callable[[onnx.ModelProto], Any],
+) -> StagedModel:
+    """`model` as compiled parts and host operators; `compile_part` compiles a part."""
+    inferred = _inferred_types(model)
+    graph = model.graph
+    initializers = {init.name: init for init in graph.initializer}
+    inputs = [value for value in graph.input if value.name not in initializers]
+    stage: dict[str, int] = {value.name: 0 for value in inputs}
+    stage.update((name, 0) for name in initializers)
+    stage[""] = 0
+    parts: dict[int, list[onnx.NodeProto]] = {}
+    hosts: dict[int, list[onnx.NodeProto]] = {}
+    reads: dict[int, list[str]] = {}
+    for index, node in enumerate(graph.node):
+        read = _reads(node)
+        reads[index] = read
+        level = max((stage.get(name, 0) for name in read), default=0)
+        if node.op_type in HOST_OPS:
+            hosts.setdefault(level, []).append(node)
+            stage.update((name, level + 1) for name in node.output if name)
+        else:
+            parts.setdefault(level, []).append(node)
+            stage.update((name, level) for name in node.output if name)
+
+    # what each stage's nodes read, and what the graph's outputs read, decide the
+    # outputs of each part
+    read_at: dict[str, set[int]] = {}
+    for index, node in enumerate(graph.node):
+        level = max((stage.get(name, 0) for name in reads[index]), default=0)
+        where = level if node.op_type not in HOST_OPS else level + 0.5  # after part `level`
+        for name in reads[index]:
+            read_at.setdefault(name, set()).add(where)
+    outputs = [value.name for value in graph.output]
+    for name in outputs:
+        read_at.setdefault(name, set()).add(float("inf"))
+
+    steps: list[_Part | _Host] = []
+    for level in range(max([*parts, *hosts], default=0) + 1):
+        nodes = parts.get(level, [])
+        if nodes:
+            steps.append(_part(model, nodes, level, read_at, initializers, inferred, compile_part))
+        steps.extend(_Host(node) for node in hosts.get(level, []))
+    constants = {
+        name: numpy_helper.to_array(init)
+        for name, init in initializers.items()
+        if any(
+            isinstance(step, _Host) and name in step.node.input for step in steps
+        ) or name in outputs
+    }
+    return StagedModel(steps, [value.name for value in inputs], outputs, constants)
+
+
+def _part(
+    model: onnx.ModelProto,
+    nodes: list[onnx.NodeProto],
+    level: int,
+    read_at: Mapping[str, set],
+    initializers: Mapping[str, onnx.TensorProto],
+    inferred: Mapping[str, onnx.ValueInfoProto],
+    compile_part: Callable[[onnx.ModelProto], Any],
+) -> _Part:
+    produced = [name for node in nodes for name in node.output if name]
+    produced_set = set(produced)
+    inputs: list[str] = []
+    used_initializers: list[str] = []
+    for node in nodes:
+        for name in _reads(node):
+            if name in produced_set or name in inputs or name in used_initializers:
+                continue
+            (used_initializers if name in initializers else inputs).append(name)
+    outputs = [name for name in produced if any(where > level for where in read_at.get(name, ()))]
+    graph = helper.make_graph(
+        nodes,
+        f"{model.graph.name or 'model'}_part{level}",
+        [_declared(name, inferred) for name in inputs],
+        [_declared(name, inferred, shape=False) for name in outputs],
+        [initializers[name] for name in used_initializers],
+    )
+    part = helper.make_model(graph, opset_imports=list(model.opset_import))
+    part.ir_version = model.ir_version
+    part.functions.extend(model.functions)
+    return _Part(compile_part(part), inputs, outputs)
+
+
+def _declared(
+    name: str, inferred: Mapping[str, onnx.ValueInfoProto], shape: bool = True
+) -> onnx.ValueInfoProto:
+    """A part's input (typed, with what inference knows of its shape) or output (typed
+    when inference knows the type)."""
+    value = inferred.get(name)
+    if value is None:
+        if not shape:
+            return helper.make_empty_tensor_value_info(name)
+        raise ModelImportError(
+            f"value '{name}' passes to a compiled part but its element type is unknown "
+            "(ONNX shape inference gave none)"
+        )
+    declared = onnx.ValueInfoProto()
+    declared.CopyFrom(value)
+    if not shape:
+        declared.type.tensor_type.ClearField("shape")
+    return declared
+
+
+def _inferred_types(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
+    """Each value's type as ONNX shape inference gives it (the graph's own annotations
+    where it gives none)."""
+    try:
+        inferred = onnx.shape_inference.infer_shapes(model).graph
+    except Exception:  # noqa: BLE001 - inference is best effort; missing types are reported
+        inferred = model.graph
+    values = {}
+    for value in (*model.graph.value_info, *inferred.value_info, *inferred.input, *inferred.output):
+        if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:
+            values[value.name] = value
+    return values
+
+
+__all__ = ["StagedModel", "has_host_ops", "staged_model"]
