@@ -226,6 +226,7 @@ def onnx_coverage() -> str:
     import onnx.defs
 
     from strato.frontends.onnx.op_table import ONNX_CONVERTERS
+    from strato.runtime.host_ops import HOST_OPS
 
     schemas: dict[str, onnx.defs.OpSchema] = {}
     for schema in onnx.defs.get_all_schemas_with_history():
@@ -239,6 +240,9 @@ def onnx_coverage() -> str:
         converter = ONNX_CONVERTERS.get(name)
         since = str(schemas[name].since_version) if name in schemas else ""
         note = summary(docstring(converter)) if converter is not None and docstring(converter) else ""
+        if converter is None and name in HOST_OPS:
+            rows.append((name, since, "host", summary(docstring(HOST_OPS[name]))))
+            continue
         rows.append((name, since, "yes" if converter is not None else "no", note if converter is not None else ""))
     supported = sum(1 for name in names if name in ONNX_CONVERTERS)
     return "\n".join([
@@ -246,7 +250,9 @@ def onnx_coverage() -> str:
         "",
         f"strato imports {supported} of the {len(schemas)} operators of the default ONNX "
         "domain (`onnx` " + onnx.__version__ + "), generated from the importer's table "
-        "(`strato/frontends/onnx/op_table.py`). A model with an operator marked `no` is "
+        "(`strato/frontends/onnx/op_table.py`). Operators marked `host` have output sizes "
+        "that depend on the data: `strato.compile` runs them on the host between compiled "
+        "parts of the model (`strato.staged`). A model with an operator marked `no` is "
         "refused at import with a one-line error naming the node.",
         "",
         table(["operator", "latest opset", "imported", "notes"], rows),

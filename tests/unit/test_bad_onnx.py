@@ -33,9 +33,9 @@ def missing_initializer(path):
 
 
 def unknown_op(path):
-    node = helper.make_node("NonMaxSuppression", ["x", "x"], ["y"], name="nms")
-    onnx.save(_model([node], {"x": [1, 4, 4]}, {"y": [1, 3]}), path)
-    return ["'nms'", "NonMaxSuppression", "not supported"]
+    node = helper.make_node("Bernoulli", ["x"], ["y"], name="coin")
+    onnx.save(_model([node], {"x": [1, 4, 4]}, {"y": [1, 4, 4]}), path)
+    return ["'coin'", "Bernoulli", "not supported"]
 
 
 def malformed_file(path):

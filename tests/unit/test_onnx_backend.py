@@ -290,7 +290,7 @@ def test_unsupported_operator_fails_before_any_code_is_generated(monkeypatch):
     model = make_model(
         [
             helper.make_node("Relu", ["x"], ["r"], name="first"),
-            helper.make_node("Unique", ["r"], ["y"], name="act"),
+            helper.make_node("Bernoulli", ["r"], ["y"], name="act"),
         ],
         {"x": [2, 3]},
         {"y": [2, 3]},
@@ -305,7 +305,7 @@ def test_unsupported_operator_fails_before_any_code_is_generated(monkeypatch):
     assert isinstance(raised.value, ModelImportError)
     message = str(raised.value)
     assert "\n" not in message
-    assert "node 'act' (Unique)" in message
+    assert "node 'act' (Bernoulli)" in message
     assert "not supported" in message
     # The same one-line diagnostic the importer gives.
     with pytest.raises(ModelImportError) as imported:
@@ -316,15 +316,15 @@ def test_unsupported_operator_fails_before_any_code_is_generated(monkeypatch):
 
 def test_unsupported_operator_fails_in_prepare_even_with_compile_time_inputs():
     model = reshape_model()
-    model.graph.node.append(helper.make_node("Unique", ["y"], ["z"], name="act"))
+    model.graph.node.append(helper.make_node("Bernoulli", ["y"], ["z"], name="act"))
     model.graph.output[0].name = "z"
-    with pytest.raises(ModelImportError, match=r"node 'act' \(Unique\): operator not supported"):
+    with pytest.raises(ModelImportError, match=r"node 'act' \(Bernoulli\): operator not supported"):
         backend.prepare(model)
 
 
 def test_run_node_on_an_unsupported_operator_names_it():
-    node = helper.make_node("Unique", ["x"], ["y"])
-    with pytest.raises(ModelImportError, match=r"\(Unique\): operator not supported"):
+    node = helper.make_node("Bernoulli", ["x"], ["y"])
+    with pytest.raises(ModelImportError, match=r"\(Bernoulli\): operator not supported"):
         backend.run_node(node, [np.zeros(3, np.float32)])
 
 
