@@ -251,8 +251,8 @@ def onnx_coverage() -> str:
         f"strato imports {supported} of the {len(schemas)} operators of the default ONNX "
         "domain (`onnx` " + onnx.__version__ + "), generated from the importer's table "
         "(`strato/frontends/onnx/op_table.py`). Operators marked `host` have output sizes "
-        "that depend on the data: `strato.compile` runs them on the host between compiled "
-        "parts of the model (`strato.staged`). A model with an operator marked `no` is "
+        "that depend on the data, or transform strings: `strato.compile` runs them on the "
+        "host between compiled parts of the model (`strato.staged`). A model with an operator marked `no` is "
         "refused at import with a one-line error naming the node.",
         "",
         table(["operator", "latest opset", "imported", "notes"], rows),

@@ -253,9 +253,23 @@ def _staged(
     def compile_part(part: onnx.ModelProto):
         names = {value.name for value in part.graph.input}
         pinned = {k: v for k, v in (shapes or {}).items() if k in names} or None
+        if _has_strings(part):
+            # strings reach compiled code as ids, through the ONNX backend's encoding
+            from strato.onnx_backend import prepare
+
+            rep = prepare(part, **({"input_shapes": pinned} if pinned else {}))
+            return lambda *arrays: list(rep.run(list(arrays)))
         return compile_model(part, input_shapes=pinned, **options)
 
     return staged_model(proto, compile_part)
+
+
+def _has_strings(model: onnx.ModelProto) -> bool:
+    graph = model.graph
+    values = (*graph.input, *graph.output)
+    return any(v.type.tensor_type.elem_type == onnx.TensorProto.STRING for v in values) or any(
+        init.data_type == onnx.TensorProto.STRING for init in graph.initializer
+    )
 
 
 def load_model(path: str | os.PathLike) -> CompiledModel:

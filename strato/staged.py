@@ -1,6 +1,7 @@
 """Models with operators whose output shapes depend on the data (NonZero, Unique,
-NonMaxSuppression: `strato.runtime.host_ops`): compiled parts, with those operators
-computed on the host between them.
+NonMaxSuppression) or that transform strings (StringNormalizer, StringSplit,
+StringConcat, RegexFullMatch): compiled parts, with those operators computed on the host
+between them (`strato.runtime.host_ops`).
 
 Each node of the graph gets a stage: the graph's inputs and initializers are at stage 0,
 a compiled node is at the latest stage of its inputs, and a host operator's outputs are
@@ -9,7 +10,8 @@ its own whose inputs are the values it reads from earlier stages and whose outpu
 what later stages and the graph's outputs read; the host operators of stage k run after
 part k. A part's inputs that a host operator computed have the sizes of the data, so
 the part is compiled per call's sizes (`strato.specializing`), as is any part that reads
-a graph input of dynamic size.
+a graph input of dynamic size. A part that reads or gives strings is compiled on their
+ids through the ONNX backend's string encoding (`strato.frontends.onnx.strings`).
 
     boxes, scores -> [part 0: Conv ... Sigmoid] -> NonMaxSuppression (host)
                   -> [part 1: Gather ... Concat] -> detections

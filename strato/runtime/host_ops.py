@@ -1,6 +1,7 @@
-"""The ONNX operators whose output shapes depend on their input data: NonZero, Unique
-and NonMaxSuppression, computed on the host between compiled parts of a model
-(`strato.staged`), as the ONNX specification defines them.
+"""The ONNX operators computed on the host between compiled parts of a model
+(`strato.staged`), as the ONNX specification defines them: those whose output shapes
+depend on their input data (NonZero, Unique, NonMaxSuppression) and the string
+transforms (StringConcat, StringSplit, StringNormalizer, RegexFullMatch).
 
 Each takes the node (for its attributes) and its input arrays (None for an absent
 optional input) and returns its output arrays, one per non-empty output name.
@@ -130,12 +131,104 @@ def non_max_suppression(
     return [np.array(selected, dtype=np.int64).reshape(-1, 3)]
 
 
+def _strings(x: np.ndarray, op: str) -> np.ndarray:
+    if x.dtype.kind not in "OUS":
+        raise StratoError(f"{op}: expected a string tensor, got {x.dtype}")
+    return x
+
+
+def _text(item) -> str:
+    return item.decode("utf-8") if isinstance(item, bytes) else str(item)
+
+
+def string_concat(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """Each pair of strings joined, the two tensors broadcast."""
+    x, y = (_strings(v, "StringConcat") for v in inputs)
+    joined = np.frompyfunc(lambda a, b: _text(a) + _text(b), 2, 1)(x, y)
+    return [np.asarray(joined, dtype=object)]
+
+
+def regex_full_match(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """Whether each string matches `pattern` as a whole (Python's `re` syntax, which
+    agrees with RE2's on the patterns both accept)."""
+    import re
+
+    (x,) = inputs
+    pattern = _attr(node, "pattern", b"")
+    pattern = pattern.decode("utf-8") if isinstance(pattern, bytes) else pattern
+    try:
+        regex = re.compile(pattern)
+    except re.error as error:
+        raise StratoError(f"RegexFullMatch: pattern {pattern!r} is invalid: {error}") from None
+    matches = [regex.fullmatch(_text(s)) is not None for s in _strings(x, "RegexFullMatch").reshape(-1)]
+    return [np.array(matches, dtype=np.bool_).reshape(x.shape)]
+
+
+def string_split(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """Each string split at `delimiter` (at runs of whitespace without one), at most
+    `maxsplit` times: the pieces, padded with empty strings to the most of any string,
+    and the count of each string's pieces."""
+    (x,) = inputs
+    delimiter = _attr(node, "delimiter", b"")
+    delimiter = (delimiter.decode("utf-8") if isinstance(delimiter, bytes) else delimiter) or None
+    maxsplit = _attr(node, "maxsplit", None)
+    limit = -1 if maxsplit is None else int(maxsplit)
+    pieces = [_text(s).split(delimiter, limit) for s in _strings(x, "StringSplit").reshape(-1)]
+    width = max((len(p) for p in pieces), default=0)
+    padded = np.empty((len(pieces), width), dtype=object)
+    padded[...] = ""
+    for row, parts in enumerate(pieces):
+        padded[row, : len(parts)] = parts
+    counts = np.array([len(p) for p in pieces], dtype=np.int64).reshape(x.shape)
+    return [padded.reshape(*x.shape, width), counts]
+
+
+def string_normalizer(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """The strings of a [C] or [1, C] tensor without the stop words (compared with case
+    unless `is_case_sensitive` is 0), then lower-cased, upper-cased or kept; all dropped
+    gives one empty string."""
+    (x,) = inputs
+    if x.ndim not in (1, 2) or (x.ndim == 2 and x.shape[0] != 1):
+        raise StratoError(f"StringNormalizer: input shape {list(x.shape)} must be [C] or [1, C]")
+    action = _attr(node, "case_change_action", b"NONE")
+    action = action.decode() if isinstance(action, bytes) else action
+    if action not in ("NONE", "LOWER", "UPPER"):
+        raise StratoError(f"StringNormalizer: case_change_action '{action}' is not NONE, LOWER or UPPER")
+    sensitive = bool(_attr(node, "is_case_sensitive", 0))
+    stops = {_text(w) for w in _attr(node, "stopwords", [])}
+    if not sensitive:
+        stops = {w.lower() for w in stops}
+    words = [_text(s) for s in _strings(x, "StringNormalizer").reshape(-1)]
+    kept = [w for w in words if (w if sensitive else w.lower()) not in stops]
+    if action == "LOWER":
+        kept = [w.lower() for w in kept]
+    elif action == "UPPER":
+        kept = [w.upper() for w in kept]
+    result = np.array(kept or [""], dtype=object)
+    return [result.reshape(1, -1) if x.ndim == 2 else result]
+
+
 HOST_OPS: dict[str, HostOp] = {
     "NonZero": non_zero,
     "Unique": unique,
     "NonMaxSuppression": non_max_suppression,
+    "RegexFullMatch": regex_full_match,
+    "StringConcat": string_concat,
+    "StringNormalizer": string_normalizer,
+    "StringSplit": string_split,
 }
-"""The operators computed on the host, by op type."""
+"""The operators computed on the host, by op type: those whose output sizes depend on
+the data, and the string transforms (compiled code holds strings as ids, which have no
+characters)."""
 
 
-__all__ = ["HOST_OPS", "non_max_suppression", "non_zero", "unique"]
+__all__ = [
+    "HOST_OPS",
+    "non_max_suppression",
+    "non_zero",
+    "regex_full_match",
+    "string_concat",
+    "string_normalizer",
+    "string_split",
+    "unique",
+]

@@ -121,3 +121,36 @@ def test_other_unsupported_operators_keep_their_diagnostic():
     model = model_of(nodes, {"x": (F, [4]), "bytes": (TensorProto.UINT8, [10])}, {"a": I64, "img": TensorProto.UINT8})
     with pytest.raises(StratoError, match=r"ImageDecoder"):
         strato.compile(model, cache=False)
+
+
+def test_a_text_pipeline_normalizes_on_the_host_and_counts_in_compiled_code():
+    """StringNormalizer (host) -> TfIdfVectorizer on its strings (compiled, as ids) ->
+    MatMul, against ONNX's reference."""
+    from onnx.reference import ReferenceEvaluator
+
+    weights = np.random.default_rng(3).standard_normal((4, 2)).astype(np.float32)
+    nodes = [
+        helper.make_node(
+            "StringNormalizer", ["text"], ["words"], case_change_action="LOWER",
+            is_case_sensitive=0, stopwords=["the", "a"],
+        ),
+        helper.make_node(
+            "TfIdfVectorizer", ["words"], ["counts"], mode="TF", min_gram_length=1,
+            max_gram_length=2, max_skip_count=0, ngram_counts=[0, 2],
+            ngram_indexes=[0, 1, 2, 3], pool_strings=["cat", "dog", "cat", "dog", "dog", "cat"],
+        ),
+        helper.make_node("MatMul", ["counts", "w"], ["y"]),
+    ]
+    model = model_of(
+        nodes, {"text": (TensorProto.STRING, [1, 7])}, {"y": F, "words": TensorProto.STRING},
+        {"w": weights},
+    )
+    compiled = strato.compile(model, cache=False)
+    assert isinstance(compiled, StagedModel)
+    reference = ReferenceEvaluator(model)
+    for text in (["The", "cat", "DOG", "a", "dog", "Cat", "dog"], ["a", "the", "x", "cat", "cat", "dog", "A"]):
+        feed = np.array([text], dtype=object)
+        y, words = compiled(feed)
+        expected_y, expected_words = reference.run(None, {"text": feed})
+        assert words.tolist() == expected_words.tolist()
+        np.testing.assert_allclose(y, expected_y, rtol=1e-6)
