@@ -235,16 +235,11 @@ class StratoBackend(Backend):
         This is the quick up-front check; `prepare` may still reject a model for a
         reason found while importing it (an attribute value, a dynamic shape, ...).
         """
-        from strato.frontends.onnx.op_table import ONNX_CONVERTERS
-        from strato.runtime.host_ops import HOST_OPS
+        from strato.frontends.onnx.importer import imports_operator
 
         if not cls.supports_device(device):
             return False
-        return all(
-            node.domain in _DEFAULT_DOMAINS
-            and (node.op_type in ONNX_CONVERTERS or node.op_type in HOST_OPS)
-            for node in model.graph.node
-        )
+        return all(imports_operator(node.domain, node.op_type) for node in model.graph.node)
 
     @classmethod
     def prepare(

@@ -38,14 +38,20 @@ import numpy as np
 
 
 def supported_ops() -> frozenset[str]:
-    """The operators strato imports (its ONNX op table and the optimizers of
-    ai.onnx.preview.training): their node tests, `_expanded` variants included where the
+    """The operators strato runs (its ONNX op table, the host operators, the optimizers
+    of ai.onnx.preview.training and its ai.onnx.ml operators): their node tests, `_expanded` variants included where the
     function body uses only such operators, are the acceptance set."""
+    from strato.frontends.onnx.convert_ml import ML_CONVERTERS
     from strato.frontends.onnx.convert_training import TRAINING_CONVERTERS
     from strato.frontends.onnx.op_table import ONNX_CONVERTERS
     from strato.runtime.host_ops import HOST_OPS
 
-    return frozenset(ONNX_CONVERTERS) | frozenset(TRAINING_CONVERTERS) | frozenset(HOST_OPS)
+    return (
+        frozenset(ONNX_CONVERTERS)
+        | frozenset(TRAINING_CONVERTERS)
+        | frozenset(HOST_OPS)
+        | frozenset(ML_CONVERTERS)
+    )
 
 
 TARGET_OPS: frozenset[str] = supported_ops()

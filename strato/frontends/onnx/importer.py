@@ -53,6 +53,7 @@ from strato.frontends.onnx.conversion import (
 )
 from strato.frontends.onnx import sequences
 from strato.frontends.onnx.convert_contrib import CONTRIB_CONVERTERS, CONTRIB_DOMAIN
+from strato.frontends.onnx.convert_ml import ML_CONVERTERS, ML_DOMAIN
 from strato.frontends.onnx.convert_training import TRAINING_CONVERTERS, TRAINING_DOMAIN
 from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 from strato.frontends.onnx.shape_inputs import without_weight_data
@@ -145,8 +146,22 @@ _NODES_NAMED = 3
 """How many nodes a diagnostic names for one unsupported operator."""
 
 
-_OTHER_DOMAINS = {CONTRIB_DOMAIN: CONTRIB_CONVERTERS, TRAINING_DOMAIN: TRAINING_CONVERTERS}
+_OTHER_DOMAINS = {
+    CONTRIB_DOMAIN: CONTRIB_CONVERTERS,
+    TRAINING_DOMAIN: TRAINING_CONVERTERS,
+    ML_DOMAIN: ML_CONVERTERS,
+}
 """The operators strato imports beyond the default domain, by domain."""
+
+
+def imports_operator(domain: str, op_type: str) -> bool:
+    """Whether strato runs operator `op_type` of `domain`: imported by a converter, or
+    computed on the host between compiled parts (`strato.runtime.host_ops`)."""
+    from strato.runtime.host_ops import HOST_OPS
+
+    if domain in _DEFAULT_DOMAINS:
+        return op_type in ONNX_CONVERTERS or op_type in HOST_OPS
+    return op_type in _OTHER_DOMAINS.get(domain, {})
 
 
 def _converter(node: onnx.NodeProto):
@@ -256,11 +271,11 @@ class _GraphImporter:
         }
         if not versions:
             if any(node.domain in _DEFAULT_DOMAINS for node in self.graph.node) or not any(
-                opset.domain == TRAINING_DOMAIN for opset in self.model.opset_import
+                opset.domain in (TRAINING_DOMAIN, ML_DOMAIN) for opset in self.model.opset_import
             ):
                 raise self.error("the model does not import the default ONNX opset domain")
-            # only optimizer operators: the default-domain nodes they are imported as
-            # carry their own opset
+            # only optimizer or classical-ML operators: the default-domain nodes they are
+            # imported as carry their own opset
             self.opset_version = onnx.defs.onnx_opset_version()
             return
         version = max(versions.values())
@@ -303,8 +318,8 @@ class _GraphImporter:
                 raise self.error(
                     f"{node_label(node, index)}: operator domain '{node.domain}' is not "
                     "supported; strato imports operators of the default ONNX domain, "
-                    f"onnxruntime's quantized operators of '{CONTRIB_DOMAIN}' and the "
-                    f"optimizers of '{TRAINING_DOMAIN}'"
+                    f"onnxruntime's quantized operators of '{CONTRIB_DOMAIN}', the "
+                    f"optimizers of '{TRAINING_DOMAIN}' and some of '{ML_DOMAIN}'"
                 )
             table = _OTHER_DOMAINS.get(node.domain)
             if table is not None and node.op_type not in table:

@@ -51,6 +51,7 @@ ID_SAFE_USES: dict[str, tuple[int, ...] | None] = {
     "Shape": (0,),
     "Size": (0,),
     "TfIdfVectorizer": (0,),
+    "LabelEncoder": (0,),
 }
 """The operators that compute the same on ids as on strings, with the input positions
 that may hold strings (None: every input). All but Equal, Shape, Size and
@@ -131,6 +132,8 @@ class StringEncoding:
         for node in graph.node:
             if node.op_type == "TfIdfVectorizer":
                 self._rewrite_pool(node)
+            elif node.op_type == "LabelEncoder":
+                self._rewrite_labels(node)
             if node.op_type != "Constant":
                 continue
             for attr in node.attribute:
@@ -152,6 +155,37 @@ class StringEncoding:
                 node.attribute.append(helper.make_attribute("pool_int64s", ids))
                 return
 
+    def _rewrite_labels(self, node: onnx.NodeProto) -> None:
+        """LabelEncoder's string keys, values and default as ids of their strings."""
+        gives_strings = _labels_are_strings(node)
+        for attr in list(node.attribute):
+            if attr.name in ("keys_strings", "values_strings"):
+                ids = [self._id(_text(s)) for s in attr.strings]
+                node.attribute.remove(attr)
+                side = attr.name.split("_")[0]
+                node.attribute.append(helper.make_attribute(f"{side}_int64s", ids))
+            elif attr.name in ("keys_tensor", "values_tensor", "default_tensor") and (
+                attr.t.data_type == STRING
+            ):
+                ids = self._ids(numpy_helper.to_array(attr.t))
+                attr.t.CopyFrom(numpy_helper.from_array(ids, attr.t.name))
+        if gives_strings:
+            default = next((a for a in node.attribute if a.name == "default_string"), None)
+            text = default.s.decode("utf-8") if default is not None else "_Unused"
+            if default is not None:
+                node.attribute.remove(default)
+            if not any(a.name == "default_tensor" for a in node.attribute):
+                node.attribute.append(helper.make_attribute("default_int64", self._id(text)))
+
+
+def _labels_are_strings(node: onnx.NodeProto) -> bool:
+    """Whether a LabelEncoder's values (so its output) are strings."""
+    return any(
+        attr.name == "values_strings"
+        or (attr.name == "values_tensor" and attr.t.data_type == STRING)
+        for attr in node.attribute
+    )
+
 
 def _text(item: Any) -> str:
     return item.decode("utf-8") if isinstance(item, bytes) else str(item)
@@ -169,6 +203,9 @@ def _string_values(model: onnx.ModelProto) -> set[str]:
             for a in node.attribute
         ):
             strings.update(node.output)
+        elif node.op_type == "LabelEncoder":
+            if _labels_are_strings(node):
+                strings.update(name for name in node.output if name)
         elif node.op_type not in _COMPARES and any(
             name in strings for name in _string_positions(node)
         ):
