@@ -81,3 +81,72 @@ def test_an_unsupported_ml_operator_lists_the_supported_ones():
     model = ml_model("Scaler", {"x": (TensorProto.FLOAT, [3])}, TensorProto.FLOAT, scale=[2.0])
     with pytest.raises(ModelImportError, match=r"ai.onnx.ml.Scaler is not supported; of the 'ai.onnx.ml' domain strato imports ArrayFeatureExtractor, Binarizer, LabelEncoder"):
         backend.prepare(model)
+
+
+def random_forest(rng: np.random.Generator, features: int, trees: int, targets: int) -> dict:
+    """Trees of random depth over random features, every comparison mode (a MEMBER
+    node with its set), some nodes sending missing values the true way."""
+    attrs = {k: [] for k in (
+        "nodes_featureids", "nodes_splits", "nodes_modes", "nodes_truenodeids", "nodes_falsenodeids",
+        "nodes_trueleafs", "nodes_falseleafs", "nodes_missing_value_tracks_true",
+        "leaf_targetids", "leaf_weights", "tree_roots", "membership_values",
+    )}  # fmt: skip
+
+    def grow(depth: int) -> tuple[int, int]:  # (id, is_leaf)
+        if depth == 0 or rng.random() < 0.25:
+            attrs["leaf_targetids"].append(int(rng.integers(0, targets)))
+            attrs["leaf_weights"].append(float(rng.normal()))
+            return len(attrs["leaf_weights"]) - 1, 1
+        index = len(attrs["nodes_featureids"])
+        mode = int(rng.integers(0, 7))
+        attrs["nodes_featureids"].append(int(rng.integers(0, features)))
+        attrs["nodes_splits"].append(float(rng.integers(-2, 3)) / 2)
+        attrs["nodes_modes"].append(mode)
+        attrs["nodes_missing_value_tracks_true"].append(int(rng.random() < 0.5))
+        if mode == 6:
+            # no 0.0: ONNX's reference ends a set at a falsy member, not only at NaN
+            attrs["membership_values"].extend([float(rng.choice([-1, -0.5, 0.5, 1])) for _ in range(2)] + [np.nan])
+        for key in ("nodes_truenodeids", "nodes_falsenodeids", "nodes_trueleafs", "nodes_falseleafs"):
+            attrs[key].append(0)
+        for side in ("true", "false"):
+            child, leaf = grow(depth - 1)
+            attrs[f"nodes_{side}nodeids"][index] = child
+            attrs[f"nodes_{side}leafs"][index] = leaf
+        return index, 0
+
+    for _ in range(trees):
+        while True:
+            start = len(attrs["nodes_featureids"])
+            _, leaf = grow(4)
+            if not leaf:
+                attrs["tree_roots"].append(start)
+                break
+    return attrs
+
+
+@pytest.mark.parametrize("aggregate", [0, 1, 2, 3])
+def test_tree_ensembles_match_the_reference(aggregate: int):
+    rng = np.random.default_rng(aggregate)
+    attrs = random_forest(rng, features=3, trees=4, targets=2)
+    tensors = {
+        "nodes_splits": helper.make_tensor("s", TensorProto.DOUBLE, [len(attrs["nodes_splits"])], attrs.pop("nodes_splits")),
+        "nodes_modes": helper.make_tensor("m", TensorProto.UINT8, [len(attrs["nodes_modes"])], attrs.pop("nodes_modes")),
+        "leaf_weights": helper.make_tensor("w", TensorProto.DOUBLE, [len(attrs["leaf_weights"])], attrs.pop("leaf_weights")),
+    }
+    members = attrs.pop("membership_values")
+    if members:
+        tensors["membership_values"] = helper.make_tensor("v", TensorProto.DOUBLE, [len(members)], members)
+    node = helper.make_node(
+        "TreeEnsemble", ["x"], ["y"], domain=ML, n_targets=2, aggregate_function=aggregate,
+        post_transform=0, **attrs, **tensors,
+    )
+    graph = helper.make_graph(
+        [node], "forest", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [8, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [8, 2])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid(ML, 5), helper.make_opsetid("", 21)])
+    x = (rng.integers(-3, 4, (8, 3)) / 2).astype(np.float64)
+    x[rng.random((8, 3)) < 0.15] = np.nan
+    (expected,) = ReferenceEvaluator(model).run(None, {"x": x})
+    (actual,) = backend.prepare(model).run([x])
+    np.testing.assert_allclose(actual, expected, rtol=1e-12)
