@@ -106,24 +106,30 @@ def _channel_lanes_tile(
     lanes: int,
     columns: int,
     accumulators: int,
-) -> None:
+) -> StageHandle:
     """Output channels as the vector lanes: a tile of `columns` output columns x a few
     channel vectors accumulated in a local buffer laid out [.., w, c] at the tile loop
     (registers after unrolling); each reduction step broadcasts one input value per
     column and loads one weight vector per channel vector, from a copy of the weights
-    laid out [ic, kh, kw, c] (a pass over the weights, small next to the convolution).
-    Strided convolutions read the input as broadcasts, never as gathers."""
+    laid out [ic, k.., c] (a pass over the weights, small next to the convolution).
+    Strided convolutions read the input as broadcasts, never as gathers. Any number of
+    spatial axes (conv2d [n, c, h, w], conv3d [n, c, d, h, w]): the ones before the
+    row are outer loops of one iteration in the tile. Returns the tile's stage."""
     tile = sch.cache_write(stage, "local")
-    sch.transform_layout(tile, "d0, d1, d2, d3 -> d0, d2, d3, d1")
+    rank = len(sch.get_loops(stage))
+    dims = [f"d{n}" for n in range(rank)]
+    channel_last = [dims[0], *dims[2:], dims[1]]
+    sch.transform_layout(tile, f"{', '.join(dims)} -> {', '.join(channel_last)}")
     packed = sch.cache_read(tile, weights, "local")
-    sch.transform_layout(packed, "d0, d1, d2, d3 -> d1, d2, d3, d0")
-    n, c, h, w = sch.get_loops(stage)
+    out_last = [*dims[1:], dims[0]]
+    sch.transform_layout(packed, f"{', '.join(dims)} -> {', '.join(out_last)}")
+    n, c, *middle, w = sch.get_loops(stage)
     count = fit(w.extent, columns)
     vectors = fit(c.extent // lanes, max(accumulators // count, 1))
     chunk = vectors * lanes
     co, ci = sch.split(c, [None, chunk]) if chunk < c.extent else (None, c)
     wo, wi = sch.split(w, [None, count]) if count < w.extent else (None, w)
-    outer = [loop for loop in (n, co, h, wo) if loop is not None]
+    outer = [loop for loop in (n, co, *middle, wo) if loop is not None]
     # the copy out: a vector of channels per column (contiguous in the tile; stored
     # lane by lane, once per tile)
     sch.reorder(*outer, wi, ci)
@@ -132,10 +138,10 @@ def _channel_lanes_tile(
     sch.vectorize(sch.get_loop(stage, ci.axis))
     sch.compute_at(tile, outer[-1])
     spatial, reduction = spatial_and_reduction_loops(sch, tile)
-    tn, tc, th, tw = spatial
+    tn, tc, *tmiddle, tw = spatial
     tco, tci = sch.split(tc, [None, lanes]) if lanes < tc.extent else (None, tc)
     channel_loops = [tco] if tco is not None else []
-    sch.reorder(tn, th, *reduction, tw, *channel_loops, tci)
+    sch.reorder(tn, *tmiddle, *reduction, tw, *channel_loops, tci)
     for loop in (tw, *channel_loops):
         if loop.extent > 1:
             sch.unroll(sch.get_loop(tile, loop.axis))
@@ -144,6 +150,7 @@ def _channel_lanes_tile(
     loops = sch.get_loops(packed)
     if loops:
         vectorize_innermost(sch, packed, loops[-1], lanes)
+    return tile
 
 
 CONV2D = Template(
