@@ -59,7 +59,10 @@ def schedule_conv3d(
     lanes = knobs["vector_width"]
     weights = _channel_strided_operand(sch, stage, spatial)
     if weights is not None and reduction and lanes > 1 and spatial[1].extent % lanes == 0:
-        _channel_lanes_tile(sch, stage, weights, lanes, knobs["columns"], knobs["accumulators"])
+        _channel_lanes_tile(
+            sch, stage, weights, lanes, knobs["columns"], knobs["accumulators"],
+            epilogue=knobs["epilogue"], pack_by_vectors=knobs["pack_by_vectors"],
+        )
         return
     tile_for_registers(sch, stage, spatial[-1].axis, spatial[1].axis, lanes, knobs["rows"])
 
@@ -79,6 +82,8 @@ CONV3D = Template(
         Knob("columns", (1, 2, 4, 7, 8, 14), 14),
         Knob("accumulators", (8, 14, 16, 24, 28), 16),
         Knob("rows", (1, 2, 4, 6, 8, 12, 16, 24), 24),
+        Knob("epilogue", (False, True), True),
+        Knob("pack_by_vectors", (False, True), True),
     ),
     is_conv3d,
     schedule_conv3d,
