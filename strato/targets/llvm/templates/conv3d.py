@@ -24,7 +24,8 @@ accumulators in registers only while LLVM can prove the output does not alias th
 input, which it could not once the parallel loop fused the channel and depth loops
 (R3D-18's 64-channel layers, two threads: 10x slower than one thread).
 
-Channels that are no multiple of the vector width take conv2d's rows x columns tile.
+Output channels that are no multiple of the vector width, and grouped convolutions (whose
+input would be a gather across the channel lanes), take conv2d's rows x columns tile.
 
 Knobs: `vector_width` (lanes), `columns` (output columns per tile), `accumulators`
 (most vectors in the tile), `rows` (output channels per tile of the fallback).
@@ -41,6 +42,7 @@ from strato.schedule.templates.base import (
     Template,
     is_reduction,
     machine_lanes,
+    read_strides,
     spatial_and_reduction_loops,
     stage_kind,
     tile_for_registers,
@@ -58,13 +60,31 @@ def schedule_conv3d(
     spatial, reduction = spatial_and_reduction_loops(sch, stage)
     lanes = knobs["vector_width"]
     weights = _channel_strided_operand(sch, stage, spatial)
-    if weights is not None and reduction and lanes > 1 and spatial[1].extent % lanes == 0:
+    if (
+        weights is not None
+        and reduction
+        and lanes > 1
+        and spatial[1].extent % lanes == 0
+        and _input_broadcasts(sch, stage, spatial[1].axis, weights)
+    ):
         _channel_lanes_tile(
             sch, stage, weights, lanes, knobs["columns"], knobs["accumulators"],
             epilogue=knobs["epilogue"], pack_by_vectors=knobs["pack_by_vectors"],
         )
         return
     tile_for_registers(sch, stage, spatial[-1].axis, spatial[1].axis, lanes, knobs["rows"])
+
+
+def _input_broadcasts(sch: Schedule, stage: StageHandle, channel: str, weights: str) -> bool:
+    """Whether the input is the same for every output channel (groups = 1), so that a
+    column's input value is one broadcast for all the channel lanes; a grouped
+    convolution's input channel follows the output channel's group (a gather)."""
+    output = sch.state.buffers[sch.state.stage(stage.name).buffer].name
+    return all(
+        strides.get(channel) == 0
+        for name, strides in read_strides(sch, stage).items()
+        if name not in (output, weights)
+    )
 
 
 def is_conv3d(sch: Schedule, stage: StageHandle) -> bool:
