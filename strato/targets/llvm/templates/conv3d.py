@@ -70,6 +70,7 @@ def schedule_conv3d(
         _channel_lanes_tile(
             sch, stage, weights, lanes, knobs["columns"], knobs["accumulators"],
             epilogue=knobs["epilogue"], pack_by_vectors=knobs["pack_by_vectors"],
+            unroll_copy=False,
         )
         return
     tile_for_registers(sch, stage, spatial[-1].axis, spatial[1].axis, lanes, knobs["rows"])
