@@ -4,7 +4,8 @@ The output channels are the vector lanes, as in conv2d NCHW's `channel_lanes` fo
 (conv2d.py), with the depth as one more outer axis of the tile and one more reduction
 axis:
 
-    pack w into [ic, kd, kh, kw, c]            (a copy of the weights, once per call)
+    pack w into [ic, kd, kh, kw, c]            (a copy of the weights, once per call,
+                                               one vector of output channels at a time)
     for n, c.outer, d, h, w.outer:             (output tiles)
       tile[w, c] = 0                           (cache_write, laid out [.., w, c])
       for ic, kd, kh, kw:                      (the reduction)
@@ -12,23 +13,30 @@ axis:
           for c.outer (unrolled):
             for c.inner (vectorized):          one weight vector per channel vector
               tile[w, c] += x[n, ic, d*s+kd, h*s+kh, w*s+kw] * w'[ic, kd, kh, kw, c]
-      out[n, c, d, h, w] = tile[w, c]          (lane by lane, once per tile)
+      for w.inner:                             (the copy out, once per tile: a loop, not
+        out[n, c, d, h, w] = epilogue(tile[w, c])   unrolled; lane by lane)
 
 Up to `accumulators` vectors stay in registers for the whole reduction (16 by default:
 14 columns x one vector; R3D-18's 64-channel layer, one thread, 52 ms at 16, 71 ms at
-28, where the two channel vectors' accumulators and operands no longer fit the 32
-registers of AVX-512 and spill), and the tile is
-a local buffer, so the output is written once, when the tile is done: accumulating in
-the output itself (the NCHW rows form of conv2d.py, which conv3d had before) keeps the
-accumulators in registers only while LLVM can prove the output does not alias the
-input, which it could not once the parallel loop fused the channel and depth loops
-(R3D-18's 64-channel layers, two threads: 10x slower than one thread).
+28, two channel vectors of 14 columns, 28 accumulators beside their operands in the 32
+registers of AVX-512). The elementwise stages after the convolution (bias, residual
+add, ReLU) are folded into the copy out (`fold_epilogue`): no pass over the output
+for them.
 
-Output channels that are no multiple of the vector width, and grouped convolutions (whose
-input would be a gather across the channel lanes), take conv2d's rows x columns tile.
+Before this template conv3d took conv2d.py's rows x columns form, accumulating in the
+output itself: as fast on one thread, but 6-10x slower on two threads than on one
+for R3D-18's 64-channel layers, whose parallel loop fuses the channel and depth loops
+(the tile in a local buffer does not slow down so; why the other form does was not
+pinned down).
+
+Output channels that are no multiple of the vector width, and grouped convolutions
+(whose input would be a gather across the channel lanes), take conv2d's rows x columns
+tile.
 
 Knobs: `vector_width` (lanes), `columns` (output columns per tile), `accumulators`
-(most vectors in the tile), `rows` (output channels per tile of the fallback).
+(most vectors in the tile), `rows` (output channels per tile of the fallback),
+`epilogue` (fold the elementwise stages into the copy out), `pack_by_vectors` (copy the
+weights one vector of output channels at a time rather than in their own order).
 """
 
 from __future__ import annotations
