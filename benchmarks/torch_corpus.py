@@ -112,6 +112,13 @@ def _image(size: int = 224, channels: int = 3) -> Inputs:
     return {"pixels": rng.standard_normal((1, channels, size, size)).astype(np.float32)}
 
 
+def _clip(frames: int = 8, size: int = 112, channels: int = 3) -> Inputs:
+    """A short video clip, [N, C, T, H, W]."""
+    rng = np.random.default_rng(SEED)
+    shape = (1, channels, frames, size, size)
+    return {"clip": rng.standard_normal(shape).astype(np.float32)}
+
+
 def _tokens(vocab: int, length: int = 16, *, mask: bool = True) -> Inputs:
     rng = np.random.default_rng(SEED)
     inputs = {"input_ids": rng.integers(0, vocab, size=(1, length), dtype=np.int64)}
@@ -161,6 +168,18 @@ def _torchvision(builder: str, size: int = 224, **kwargs) -> Callable[[], tuple[
         module = getattr(family, builder)(weights=None, **kwargs).eval()
         _randomize_batch_norm(module)
         return _FirstTensor.wrap(module), _image(size)
+
+    return build
+
+
+def _torchvision_video(builder: str) -> Callable[[], tuple[object, Inputs]]:
+    def build():
+        import torch
+
+        torch.manual_seed(SEED)
+        module = getattr(import_torchvision().models.video, builder)(weights=None).eval()
+        _randomize_batch_norm(module)
+        return module, _clip()
 
     return build
 
@@ -283,6 +302,7 @@ CORPUS: tuple[CorpusModel, ...] = (
         _torchvision("deeplabv3_mobilenet_v3_large", weights_backbone=None, aux_loss=False),
         _image,
     ),
+    CorpusModel("r3d_18", "torchvision", _torchvision_video("r3d_18"), _clip),
     CorpusModel("vit_small", "torchvision", _vit_small, lambda: _image(64)),
     CorpusModel("swin_small", "torchvision", _swin_small, lambda: _image(64)),
     CorpusModel("bert", "transformers", _transformers("bert"), lambda: _transformer_inputs("bert")),

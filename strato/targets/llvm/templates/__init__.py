@@ -6,6 +6,7 @@ strato.schedule.templates for what a template is).
     gemv.py               one-row products (matrix-vector)
     conv2d.py             conv2d NCHW (output channels x columns register tile)
     conv2d_nchwc.py       conv2d NCHW{c} (channel block as lanes)
+    conv3d.py             conv3d NCDHW (columns x output-channel vectors register tile)
     conv2d_int8.py        integer conv2d (u8 x s8 -> i32, tensorized cpu.dot_i8)
     depthwise_conv2d.py   depthwise / grouped conv2d NCHW
     conv2d_transpose.py   conv2d-transpose
@@ -25,6 +26,7 @@ from strato.targets.llvm.templates.conv2d import CONV2D
 from strato.targets.llvm.templates.conv2d_int8 import CONV2D_INT8
 from strato.targets.llvm.templates.conv2d_nchwc import CONV2D_NCHWC
 from strato.targets.llvm.templates.conv2d_transpose import CONV2D_TRANSPOSE
+from strato.targets.llvm.templates.conv3d import CONV3D
 from strato.targets.llvm.templates.dense import DENSE
 from strato.targets.llvm.templates.dense_int8 import DENSE_INT8
 from strato.targets.llvm.templates.depthwise_conv2d import DEPTHWISE_CONV2D
@@ -34,6 +36,7 @@ from strato.targets.llvm.templates.pooling import POOLING
 from strato.targets.llvm.templates.reduction import REDUCTION
 
 CPU_TEMPLATES: tuple[Template, ...] = (
+    CONV3D,  # before CONV2D, which takes any regular convolution
     CONV2D,
     CONV2D_INT8,
     CONV2D_NCHWC,
