@@ -154,19 +154,31 @@ def _rebuilt(op: Operation, operands: Sequence[SSAValue]) -> Operation:
     )
 
 
-def _scaled_weight(producer: Operation, weight: np.ndarray, factor: np.ndarray) -> np.ndarray:
-    """`weight` with each output channel's slice multiplied by its factor."""
-    wide = weight.astype(np.float64)
+def _scaled_weight(
+    producer: Operation, weight: np.ndarray, factor: np.ndarray, dtype: np.dtype
+) -> np.ndarray:
+    """`weight` with each output channel's slice multiplied by its factor, in float64,
+    each product rounded once to `dtype` (as converting the whole float64 product does,
+    without a float64 copy of the weights and of the product)."""
     if isinstance(producer, graph.ConvTransposeOp):
         # weight [C, M / groups, K..]: output channel g * (M / groups) + j is column j of
         # the rows of group g
         groups = producer.group_count
-        per_group = wide.shape[1]
-        grouped = wide.reshape(groups, wide.shape[0] // groups, per_group, *wide.shape[2:])
-        scale = factor.reshape(groups, 1, per_group, *([1] * (wide.ndim - 2)))
-        return (grouped * scale).reshape(wide.shape)
-    # conv [M, C / groups, K..] and dense [N, K]: output channels along axis 0
-    return wide * factor.reshape((-1,) + (1,) * (wide.ndim - 1))
+        per_group = weight.shape[1]
+        operand = weight.reshape(groups, weight.shape[0] // groups, per_group, *weight.shape[2:])
+        scale = factor.reshape(groups, 1, per_group, *([1] * (weight.ndim - 2)))
+    else:
+        # conv [M, C / groups, K..] and dense [N, K]: output channels along axis 0
+        operand = weight
+        scale = factor.reshape((-1,) + (1,) * (weight.ndim - 1))
+    if weight.dtype not in _NUMPY_FLOATS or np.dtype(dtype) not in _NUMPY_FLOATS:
+        return (operand.astype(np.float64) * scale).reshape(weight.shape)
+    scaled = np.empty(operand.shape, dtype=dtype)
+    np.multiply(operand, scale, out=scaled, dtype=np.float64, casting="unsafe")
+    return scaled.reshape(weight.shape)
+
+
+_NUMPY_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
 # -- patterns ----------------------------------------------------------------------------
@@ -195,7 +207,9 @@ class FoldBatchNorm(RewritePattern):
         factor, mean, beta = factors
         old_bias = np.zeros_like(factor) if bias is None else bias.astype(np.float64)
         new_weight = make_constant(
-            _scaled_weight(producer, weight, factor), producer.weight, producer.weight.name_hint
+            _scaled_weight(producer, weight, factor, weight.dtype),
+            producer.weight,
+            producer.weight.name_hint,
         )
         bias_name = (producer.bias if producer.bias is not None else op.bias).name_hint
         new_bias = make_constant((old_bias - mean) * factor + beta, producer.weight, bias_name)
