@@ -23,6 +23,8 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     UnitAttr,
+    VectorType,
+    i1,
     i32,
     i64,
 )
@@ -117,8 +119,16 @@ def fneg(value: SSAValue, flags: llvm.FastMathAttr = _NO_FASTMATH) -> llvm.FNegO
 
 def icmp(predicate: str, lhs: SSAValue, rhs: SSAValue) -> llvm.ICmpOp:
     """`llvm.icmp` with a predicate named as in LLVM ("slt", "eq", ...)."""
-    index = llvm.ICmpPredicateFlag(predicate).to_int()
-    return llvm.ICmpOp(lhs, rhs, IntegerAttr(index, i64))
+    type_ = lhs.type
+    result = VectorType(i1, type_.shape) if isinstance(type_, VectorType) else i1
+    return llvm.ICmpOp.create(
+        operands=(lhs, rhs), result_types=(result,), properties={"predicate": _icmp_predicate(predicate)}
+    )
+
+
+@cache
+def _icmp_predicate(predicate: str) -> IntegerAttr:
+    return IntegerAttr(llvm.ICmpPredicateFlag(predicate).to_int(), i64)
 
 
 def fcmp(predicate: str, lhs: SSAValue, rhs: SSAValue) -> llvm.FCmpOp:
@@ -203,7 +213,7 @@ def address_of(symbol: str) -> llvm.AddressOfOp:
 
 
 def branch(dest: Block, args: Sequence[SSAValue] = ()) -> llvm.BrOp:
-    return llvm.BrOp(dest, *args)
+    return llvm.BrOp.create(operands=tuple(args), successors=(dest,))
 
 
 def cond_branch(
@@ -213,7 +223,16 @@ def cond_branch(
     else_block: Block,
     else_args: Sequence[SSAValue],
 ) -> llvm.CondBrOp:
-    return llvm.CondBrOp(cond, then_block, list(then_args), else_block, list(else_args))
+    return llvm.CondBrOp.create(
+        operands=(cond, *then_args, *else_args),
+        successors=(then_block, else_block),
+        properties={"operandSegmentSizes": _cond_branch_segments(len(then_args), len(else_args))},
+    )
+
+
+@cache
+def _cond_branch_segments(then_count: int, else_count: int) -> DenseArrayBase:
+    return DenseArrayBase.from_list(i32, [1, then_count, else_count])
 
 
 def return_(value: SSAValue | None = None) -> llvm.ReturnOp:
