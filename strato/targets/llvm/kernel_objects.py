@@ -39,6 +39,7 @@ import os
 import zipfile
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
@@ -47,6 +48,9 @@ from strato.dialects.loop import KERNEL_ATTR
 from strato.gc_pause import gc_paused
 from strato.schedule.workload import kernel_key
 from strato.targets.llvm.host import HostTarget
+
+if TYPE_CHECKING:
+    from strato.schedule.templates.base import ScheduleContext
 
 KERNEL_FORMAT = "strato-kernel"
 KERNEL_FORMAT_VERSION = 1
@@ -355,8 +359,9 @@ MIN_PARALLEL_OPS = 400
 """Least loop-level work (ops of the units to compile) worth a second process: forking
 costs a few tens of milliseconds, a small model compiles in less."""
 
-_SHARED: tuple[list[KernelUnit], KernelBuild] | None = None
-"""The units of the compilation in progress, as the forked processes inherit them."""
+_SHARED: tuple[list[Any], Callable[[Any], Any]] | None = None
+"""The work items of the compilation in progress and what does one, as the forked
+processes inherit them."""
 
 
 def _compile_all(
@@ -368,24 +373,36 @@ def _compile_all(
     """The units compiled, in order: in this process, or shared with `jobs - 1` forked
     ones that take the next unit (the largest first) as they finish the last;
     `report(done)` hears how many are done."""
-    order = sorted(range(len(units)), key=lambda i: -units[i].size)
-    jobs = min(jobs, len(units))
-    if (
-        jobs <= 1
-        or not _can_fork()
-        or sum(units[i].size for i in order) < MIN_PARALLEL_OPS
-    ):
-        compiled = []
-        for unit in units:
-            compiled.append(compile_unit(unit, build))
+    return _run_all(
+        list(units), [unit.size for unit in units], lambda unit: compile_unit(unit, build), jobs, report
+    )
+
+
+def _run_all(
+    items: list[Any],
+    sizes: Sequence[int],
+    work: Callable[[Any], Any],
+    jobs: int,
+    report: Callable[[int], None] | None = None,
+) -> list[Any]:
+    """`work(item)` of each item, in order: in this process, or shared with `jobs - 1`
+    forked ones that take the next item (the largest first, by `sizes`) as they finish
+    the last; `report(done)` hears how many are done. The results go back to this
+    process pickled."""
+    order = sorted(range(len(items)), key=lambda i: -sizes[i])
+    jobs = min(jobs, len(items))
+    if jobs <= 1 or not _can_fork() or sum(sizes) < MIN_PARALLEL_OPS:
+        results = []
+        for item in items:
+            results.append(work(item))
             if report is not None:
-                report(len(compiled))
-        return compiled
+                report(len(results))
+        return results
     global _SHARED
     context = multiprocessing.get_context("fork")
     taken, done = context.Value("i", 0), context.Value("i", 0)
-    results: dict[int, KernelObject] = {}
-    _SHARED = ([units[i] for i in order], build)
+    finished_by_position: dict[int, Any] = {}
+    _SHARED = ([items[i] for i in order], work)
     children = []
     # Objects alive at the fork go to the permanent generation: a collection in either
     # process then leaves them, and the pages holding them, untouched (copy-on-write).
@@ -401,8 +418,8 @@ def _compile_all(
             children.append((process, receive))
         gc.unfreeze()
         progress = None if report is None else (lambda: report(done.value))
-        for position, compiled in _take(taken, done, progress):
-            results[order[position]] = compiled
+        for position, result in _take(taken, done, progress):
+            finished_by_position[order[position]] = result
         for process, receive in children:
             while not receive.poll(0.2):
                 if progress is not None:
@@ -415,12 +432,12 @@ def _compile_all(
                 finished, failure = (
                     [],
                     None,
-                )  # the child died: its units are compiled below
+                )  # the child died: its items are done below
             process.join()
             if failure is not None:
                 _raise(failure)
-            for position, compiled in finished:
-                results[order[position]] = compiled
+            for position, result in finished:
+                finished_by_position[order[position]] = result
     finally:
         gc.unfreeze()
         _SHARED = None
@@ -428,30 +445,30 @@ def _compile_all(
             receive.close()
             if process.is_alive():
                 process.kill()
-    # what a child that died was compiling
-    compiled = [
-        results[i] if i in results else compile_unit(units[i], build)
-        for i in range(len(units))
+    # what a child that died was doing
+    results = [
+        finished_by_position[i] if i in finished_by_position else work(items[i])
+        for i in range(len(items))
     ]
     if report is not None:
-        report(len(compiled))
-    return compiled
+        report(len(results))
+    return results
 
 
 def _take(
     taken, done, progress: Callable[[], None] | None = None
-) -> list[tuple[int, KernelObject]]:
-    """Compile the next shared unit until none is left; (position, object) of each."""
+) -> list[tuple[int, Any]]:
+    """Do the next shared item until none is left; (position, result) of each."""
     assert _SHARED is not None
-    units, build = _SHARED
+    items, work = _SHARED
     finished = []
     while True:
         with taken.get_lock():
             position = taken.value
             taken.value += 1
-        if position >= len(units):
+        if position >= len(items):
             return finished
-        finished.append((position, compile_unit(units[position], build)))
+        finished.append((position, work(items[position])))
         with done.get_lock():
             done.value += 1
         if progress is not None:
