@@ -39,6 +39,7 @@ from strato.targets.llvm.weights import WEIGHT_BLOB_THRESHOLD
 from strato.targets.registry import BuildOptions
 
 if TYPE_CHECKING:
+    from strato.schedule.templates.base import ScheduleContext
     from strato.targets.llvm.host import HostTarget
     from strato.targets.llvm.jit import JitFunction
     from strato.targets.llvm.kernel_objects import KernelObject
@@ -86,30 +87,54 @@ def build_loops(
     target: str = "llvm",
     weight_threshold: int = WEIGHT_BLOB_THRESHOLD,
     options: BuildOptions = BuildOptions(),
+    schedule: ScheduleContext | None = None,
 ) -> LLVMCompiledModel:
     """Compile a scheduled loop-level module whose function `entry_name` runs the model
     (see `build_llvm` for the rest): each distinct kernel compiled on its own
     (`kernel_objects.compile_kernels`: `options.jobs` processes, the compile cache when
     `options.cache`, `options.progress(done, total)` as kernels are done), then the entry,
-    which calls them, lowered and compiled here. The module is consumed."""
+    which calls them, lowered and compiled here. The module is consumed.
+
+    With `schedule`, the module's kernels are not scheduled yet: each is scheduled with
+    that context where it is compiled (`kernel_objects.schedule_and_compile_kernels`),
+    which gives the kernels and the model the schedule-default pass would have given."""
     from strato.runtime.threads import available_cores, threads_or_available
     from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
     from strato.targets.llvm.fast_math import add_fast_math_flags
     from strato.targets.llvm.host import host_target
-    from strato.targets.llvm.kernel_objects import KernelBuild, compile_kernels
+    from strato.targets.llvm.kernel_objects import (
+        KernelBuild,
+        compile_kernels,
+        schedule_and_compile_kernels,
+    )
+    from strato.targets.llvm.memref_to_llvm import heap_bytes
 
     check_buffer_sizes(module)
-    check_heap_size(module)
+    if schedule is None:
+        check_heap_size(module)
     machine = machine or host_target()
     threads = threads_or_available(threads)
     build = KernelBuild(machine, opt_level, threads, fast_math)
-    objects = compile_kernels(
-        module,
-        build,
-        jobs=options.jobs or available_cores(),
-        cache=options.cache,
-        progress=options.progress,
-    )
+    jobs = options.jobs or available_cores()
+    if schedule is None:
+        objects = compile_kernels(
+            module, build, jobs=jobs, cache=options.cache, progress=options.progress
+        )
+    else:
+        # the entry's allocations, then each scheduled kernel's, as check_heap_size counts
+        # them on a scheduled module
+        kernels = schedule_and_compile_kernels(
+            module, build, schedule, jobs=jobs, cache=options.cache, progress=options.progress
+        )
+        entry_heap = sum(
+            heap_bytes(op)
+            for function in module.ops
+            if isinstance(function, func.FuncOp) and function.sym_name.data not in kernels
+            for op in function.walk()
+            if isinstance(op, memref.AllocOp) and isinstance(op.memref.type, MemRefType)
+        )
+        _check_heap_total(entry_heap + sum(kernel.heap_bytes for kernel in kernels.values()))
+        objects = {name: kernel.compiled for name, kernel in kernels.items()}
     call_compiled_kernels(module, objects)
     convert_loops_to_llvm(module, threads)
     if fast_math:

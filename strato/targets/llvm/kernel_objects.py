@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import ModuleOp, StringAttr, SymbolRefAttr
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, SymbolRefAttr
 
 from strato.dialects.loop import KERNEL_ATTR
 from strato.gc_pause import gc_paused
@@ -323,6 +323,91 @@ def compile_kernels(
     return {unit.name: by_key[unit.key] for unit in units}
 
 
+@dataclass(frozen=True)
+class ScheduledKernel:
+    """A kernel scheduled, then compiled or found in the cache, by `compile_kernels`
+    with a schedule: its key, its object, the heap bytes its scheduled code allocates
+    (`build.check_heap_size`'s count) and whether it was compiled now."""
+
+    key: str
+    compiled: KernelObject
+    heap_bytes: int
+    fresh: bool
+
+
+def schedule_and_compile_kernels(
+    module: ModuleOp,
+    build: KernelBuild,
+    schedule: ScheduleContext,
+    *,
+    jobs: int = 1,
+    cache: bool = False,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, ScheduledKernel]:
+    """Every kernel of the unscheduled loop-level `module` scheduled with `schedule`
+    (`schedule_default.schedule_kernel`, as the schedule-default pass schedules it),
+    then compiled on its own or taken from the compile cache with `cache`, each in one
+    of `jobs` processes: kernel name -> what became of it. The scheduling of one kernel
+    does not depend on the others', so the kernels are scheduled where they are
+    compiled, in parallel, and the schedule's time is shared by the processes too.
+    The module's kernels are consumed (left scheduled or not). `progress(done, total)`
+    hears how many kernels are done."""
+    names = [
+        op.sym_name.data
+        for op in module.ops
+        if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
+    ]
+    sizes = [_kernel_size(module, name) for name in names]
+    report = None
+    if progress is not None:
+        progress(0, len(names))
+        report = lambda done: progress(done, len(names))
+    done = _run_all(
+        names, sizes, lambda name: _schedule_and_compile(module, name, build, schedule, cache),
+        jobs, report,
+    )  # fmt: skip
+    kernels = dict(zip(names, done, strict=True))
+    if cache:
+        fresh = {kernel.key: kernel.compiled for kernel in done if kernel.fresh}
+        if fresh:
+            from strato.runtime import cache as compile_cache
+
+            compile_cache.store_kernels({key: compiled.to_bytes() for key, compiled in fresh.items()})
+    return kernels
+
+
+def _kernel_size(module: ModuleOp, name: str) -> int:
+    return sum(1 for _ in _kernel_named(module, name).walk())
+
+
+def _kernel_named(module: ModuleOp, name: str) -> func.FuncOp:
+    return next(
+        op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name
+    )
+
+
+def _schedule_and_compile(
+    module: ModuleOp, name: str, build: KernelBuild, schedule: ScheduleContext, cache: bool
+) -> ScheduledKernel:
+    from strato.runtime.limits import check_buffer_sizes
+    from strato.targets.llvm.memref_to_llvm import heap_bytes
+    from strato.transforms.schedule_default import schedule_kernel
+
+    schedule_kernel(module, name, schedule)
+    kernel = _kernel_named(module, name)
+    heap = sum(
+        heap_bytes(op)
+        for op in kernel.walk()
+        if isinstance(op, memref.AllocOp) and isinstance(op.memref.type, MemRefType)
+    )
+    unit = kernel_unit(module, kernel, build)
+    check_buffer_sizes(unit.module)
+    found = _cached(unit.key) if cache else None
+    if found is not None:
+        return ScheduledKernel(unit.key, found, heap, fresh=False)
+    return ScheduledKernel(unit.key, compile_unit(unit, build), heap, fresh=True)
+
+
 def compile_kernel(
     module: ModuleOp, kernel: func.FuncOp, build: KernelBuild, *, cache: bool = False
 ) -> KernelObject:
@@ -517,8 +602,10 @@ __all__ = [
     "KernelBuild",
     "KernelObject",
     "KernelUnit",
+    "ScheduledKernel",
     "compile_kernel",
     "compile_kernels",
     "compile_unit",
     "kernel_unit",
+    "schedule_and_compile_kernels",
 ]

@@ -216,7 +216,10 @@ class LLVMTarget(Target):
         *,
         public_name: str,
         options: BuildOptions = BuildOptions(),
+        schedule: ScheduleContext | None = None,
     ) -> CompiledModel:
+        """`schedule`: the module's kernels are not scheduled yet, the build schedules
+        each with that context where it compiles it (see `schedules_in_build`)."""
         from strato.targets.llvm.build import build_loops
 
         return build_loops(
@@ -230,7 +233,17 @@ class LLVMTarget(Target):
             public_name=public_name,
             target=str(self),
             options=options,
+            schedule=schedule,
         )
+
+    @property
+    def schedules_in_build(self) -> bool:
+        """Whether `build` can take the kernels unscheduled with the context of the
+        schedule-default pass that ends `stages()` (`build(..., schedule=context)`): it
+        schedules each where it compiles it, in the processes that compile the kernels,
+        which gives the same kernels and model. `strato.compile` does so when nobody
+        looks at the scheduled IR."""
+        return type(self).build is LLVMTarget.build
 
     def build_passes(self) -> tuple[ModulePass, ...]:
         from strato.targets.llvm.convert_loops_to_llvm import ConvertLoopsToLLVMPass
