@@ -45,6 +45,8 @@ from strato.targets.registry import (
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
+    from strato.transforms.schedule_default import ScheduleDefaultPass
+
 StageCallback = Callable[[str, "ModuleOp"], None]
 """Called with a stage name and the module after it: "graph" after import, then the name
 of each pass of the target's stages after that pass (the last leaves the IR `build`
@@ -167,18 +169,32 @@ def _compile_model(
     stages = with_pipeline_hooks(
         compile_target.stages(tuning_log=tuning_log), passes_before, passes_after
     )
+    stages, schedule = _schedule_in_build(
+        compile_target, stages, after_stage, tuning_log, options.progress
+    )
     try:
         run_stages(stages, module, before=before_stage, after=after_stage)
     except MemoryError:
         raise StratoError(
             "out of memory while compiling (a constant too large to fold on this machine?)"
         ) from None
+    if schedule is None:
+        return compile_target.build(
+            module,
+            imported.function_name,
+            signature,
+            public_name=c_identifier(name or default_name),
+            options=options,
+        )
+    if before_stage is not None:
+        before_stage(schedule.name)  # it runs in the build, kernel by kernel
     return compile_target.build(
         module,
         imported.function_name,
         signature,
         public_name=c_identifier(name or default_name),
         options=options,
+        schedule=schedule.context(),
     )
 
 
@@ -270,6 +286,34 @@ def _has_strings(model: onnx.ModelProto) -> bool:
     return any(v.type.tensor_type.elem_type == onnx.TensorProto.STRING for v in values) or any(
         init.data_type == onnx.TensorProto.STRING for init in graph.initializer
     )
+
+
+def _schedule_in_build(
+    compile_target: Target,
+    stages: tuple[Stage, ...],
+    after_stage: StageCallback | None,
+    tuning_log: str | None,
+    progress: Callable[[int, int], None] | None,
+) -> tuple[tuple[Stage, ...], ScheduleDefaultPass | None]:
+    """`stages` without the schedule-default pass that ends them, and that pass, when
+    the target's build schedules the kernels itself (`schedules_in_build`: each kernel
+    where it is compiled, in parallel, with the same result) and nobody looks at the
+    scheduled module (no `after_stage`), at a tuning log or at the build's progress
+    (whose first report counts the kernels found in the cache, which a build that
+    schedules its kernels only knows once they are scheduled); else `stages` and None."""
+    from strato.transforms.schedule_default import ScheduleDefaultPass
+
+    if after_stage is not None or tuning_log or progress is not None:
+        return stages, None
+    if not getattr(compile_target, "schedules_in_build", False):
+        return stages, None
+    if not stages or not stages[-1].passes:
+        return stages, None
+    last = stages[-1]
+    schedule = last.passes[-1]
+    if type(schedule) is not ScheduleDefaultPass or schedule.tuning_log:
+        return stages, None
+    return (*stages[:-1], Stage(last.name, last.passes[:-1], last.check)), schedule
 
 
 def load_model(path: str | os.PathLike) -> CompiledModel:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import StringAttr
 
 import strato
@@ -20,8 +20,10 @@ from strato.targets.llvm.kernel_objects import (
     KernelBuild,
     KernelObject,
     compile_kernels,
+    schedule_and_compile_kernels,
 )
-from strato.targets.registry import get_target, run_stages
+from strato.targets.llvm.memref_to_llvm import heap_bytes
+from strato.targets.registry import Stage, get_target, run_stages
 
 
 @pytest.fixture
@@ -159,3 +161,64 @@ def test_kernel_symbols_name_what_they_compute():
 def test_a_damaged_object_is_refused():
     with pytest.raises(ValueError, match="not a compiled kernel"):
         KernelObject.from_bytes(b"PK\x03\x04 truncated")
+
+
+def _unscheduled(name: str = "mlp", **sizes):
+    """The model's loop-level module as the llvm target's schedule-default pass takes it
+    (its kernels deduplicated, not scheduled), and that pass."""
+    module = import_onnx(zoo.build_model(name, **sizes)).module
+    stages = get_target("llvm -threads=2").stages()
+    *before, schedule = stages[-1].passes
+    run_stages([*stages[:-1], Stage("dedup", tuple(before))], module)
+    return module, schedule
+
+
+@pytest.mark.parametrize("parallel", [False, True])
+def test_kernels_scheduled_where_they_are_compiled_are_those_the_pass_schedules(
+    monkeypatch, cache_dir, parallel
+):
+    if parallel:
+        monkeypatch.setattr(kernel_objects, "MIN_PARALLEL_OPS", 0)
+    module, schedule = _unscheduled("resnet18", image_size=32, width=8, num_classes=10)
+    scheduled = module.clone()
+    run_stages([Stage("schedule", (schedule,))], scheduled)
+    expected = compile_kernels(scheduled.clone(), BUILD, jobs=2)
+    context = schedule.context()
+    kernels = schedule_and_compile_kernels(module.clone(), BUILD, context, jobs=2, cache=True)
+    assert {name: kernel.compiled for name, kernel in kernels.items()} == expected
+    assert all(kernel.fresh for kernel in kernels.values())
+    assert cache.kernel_count() == len({kernel.key for kernel in kernels.values()})
+    for name, kernel in kernels.items():
+        function = next(op for op in scheduled.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name)
+        assert kernel.heap_bytes == sum(
+            heap_bytes(op) for op in function.walk() if isinstance(op, memref.AllocOp)
+        )
+    again = schedule_and_compile_kernels(module.clone(), BUILD, context, jobs=2, cache=True)
+    assert not any(kernel.fresh for kernel in again.values())
+    assert {name: kernel.compiled for name, kernel in again.items()} == expected
+
+
+def test_a_compile_nobody_watches_schedules_its_kernels_in_the_build(monkeypatch):
+    """Without after_stage (nor progress or tuning log), the llvm build schedules the
+    kernels where it compiles them; the model is the one the staged compile gives."""
+    calls = []
+    original = kernel_objects.schedule_and_compile_kernels
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs.get("jobs"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(kernel_objects, "schedule_and_compile_kernels", spy)
+    model = zoo.build_model("mlp", seed=0)
+    heard: list[str] = []
+    deferred = strato.compile(model, target="llvm -threads=2", cache=False, before_stage=heard.append)
+    assert len(calls) == 1
+    assert heard[-1] == "schedule-default"
+    seen: list[str] = []
+    staged = strato.compile(
+        model, target="llvm -threads=2", cache=False, after_stage=lambda stage, module: seen.append(stage)
+    )
+    assert len(calls) == 1 and seen[-1] == "schedule-default"
+    assert deferred.ir_parts == staged.ir_parts
+    x = np.random.default_rng(0).standard_normal((1, 784)).astype(np.float32)
+    np.testing.assert_array_equal(deferred(x)[0], staged(x)[0])
