@@ -146,7 +146,7 @@ def _measure_strato(spec: str, side: str, stages: bool, profile: str | None) -> 
         finally:
             switch("build: entry")
 
-    original_scheduled = kernel_objects.schedule_and_compile_kernels
+    original_scheduled = getattr(kernel_objects, "schedule_and_compile_kernels", None)
 
     def schedule_and_compile_kernels(module, build, schedule, **kwargs):
         # the kernels scheduled where they are compiled: the build's kernel stage
@@ -166,7 +166,8 @@ def _measure_strato(spec: str, side: str, stages: bool, profile: str | None) -> 
         return original_build(*args, **kwargs)
 
     kernel_objects.compile_kernels = compile_kernels
-    kernel_objects.schedule_and_compile_kernels = schedule_and_compile_kernels
+    if original_scheduled is not None:  # a strato whose build schedules the kernels
+        kernel_objects.schedule_and_compile_kernels = schedule_and_compile_kernels
     llvm_build.build_loops = build_loops
     profiler = None
     if profile:
