@@ -14,7 +14,7 @@ ROOT = Path(strato.__file__).resolve().parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("diagnostics", "dialects", "context", "legality", "gc_pause", "zoo"),
-    ("runtime",),
+    ("runtime", "specializing", "staged"),
     ("interpreters", "strategies"),
     ("frontends",),
     ("schedule",),
