@@ -163,6 +163,36 @@ def bias_stage(pb: PrimitiveBuilder, acc: SSAValue, bias: SSAValue) -> SSAValue:
 # -- convolution ----------------------------------------------------------------------
 
 
+def conv_window_reads(
+    s: ScalarBuilder,
+    idx: Sequence[SSAValue],
+    reduction: Sequence[SSAValue | None],
+    xp: SSAValue,
+    w: SSAValue,
+    groups: int,
+    strides: Sequence[int],
+    dilations: Sequence[int],
+) -> tuple[SSAValue, SSAValue]:
+    """A convolution's (input, weight) pair at output position `idx` (n, m, spatial...)
+    and reduction position (input channel in the group, taps...): the padded input `xp`
+    read at the window position, the weights `w` [M, C/groups, taps...] at the tap."""
+    n, m, outs = idx[0], idx[1], idx[2:]
+    c, *taps = reduction
+    w_shape = shape_of(w)
+    per_group_in, per_group_out = w_shape[1], w_shape[0] // groups
+    if groups == 1:
+        channel = _index_or_zero(s, c)
+    else:
+        channel = _group_channel(s, m, c, per_group_out, per_group_in)
+    positions = [
+        _window_position(s, o, tap, stride, dilation)
+        for o, tap, stride, dilation in zip(outs, taps, strides, dilations)
+    ]
+    a = s.read(xp, [n, channel, *positions])
+    b = s.read(w, [m, _index_or_zero(s, c), *(_index_or_zero(s, t) for t in taps)])
+    return a, b
+
+
 def _group_channel(
     s: ScalarBuilder, m: SSAValue, c: SSAValue | None, per_group_out: int, per_group_in: int
 ) -> SSAValue:
@@ -182,7 +212,7 @@ def conv(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> lis
     out_shape = shape_of(op.results[0])
     x_shape, w_shape = shape_of(x), shape_of(w)
     groups = op.group_count
-    per_group_in, per_group_out = w_shape[1], w_shape[0] // groups
+    per_group_in = w_shape[1]
     strides, dilations = op.stride_values, op.dilation_values
     padded_sizes = [
         size + begin + end for size, begin, end in zip(x_shape[2:], op.pads_begin, op.pads_end)
@@ -191,19 +221,7 @@ def conv(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> lis
     axes = ReductionAxes([per_group_in, *w_shape[2:]])
 
     def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
-        n, m, outs = idx[0], idx[1], idx[2:]
-        c, *taps = axes.axes(k)
-        if groups == 1:
-            channel = _index_or_zero(s, c)
-        else:
-            channel = _group_channel(s, m, c, per_group_out, per_group_in)
-        positions = [
-            _window_position(s, o, tap, stride, dilation)
-            for o, tap, stride, dilation in zip(outs, taps, strides, dilations)
-        ]
-        a = s.read(xp, [n, channel, *positions])
-        b = s.read(w, [m, _index_or_zero(s, c), *(_index_or_zero(s, t) for t in taps)])
-        return s.mul(a, b)
+        return s.mul(*conv_window_reads(s, idx, axes.axes(k), xp, w, groups, strides, dilations))
 
     result = pb.reduce("conv", te.ReduceKind.SUM, out_shape, axes.stage_extents, product, dtype)
     if len(inputs) > 2:

@@ -34,9 +34,8 @@ from strato.strategies.builder import (
 )
 from strato.strategies.nn import (
     ReductionAxes,
-    _group_channel,
-    _index_or_zero,
     _window_position,
+    conv_window_reads,
     pad_stage,
 )
 
@@ -168,7 +167,7 @@ def qconv(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> li
     out_shape = shape_of(op.result)
     x_shape, w_shape = shape_of(x), op.weight_shape
     groups = op.group_count
-    per_group_in, per_group_out = w_shape[1], w_shape[0] // groups
+    per_group_in = w_shape[1]
     strides, dilations = op.stride_values, op.dilation_values
     padded_sizes = [
         size + begin + end for size, begin, end in zip(x_shape[2:], op.pads_begin, op.pads_end)
@@ -179,19 +178,8 @@ def qconv(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> li
     axes = ReductionAxes([per_group_in, *w_shape[2:]])
 
     def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
-        n, m, outs = idx[0], idx[1], idx[2:]
-        c, *taps = axes.axes(k)
-        if groups == 1:
-            channel = _index_or_zero(s, c)
-        else:
-            channel = _group_channel(s, m, c, per_group_out, per_group_in)
-        positions = [
-            _window_position(s, o, tap, stride, dilation)
-            for o, tap, stride, dilation in zip(outs, taps, strides, dilations)
-        ]
-        a = widen(s, s.read(xp, [n, channel, *positions]), x_type)
-        b = widen(s, s.read(w, [m, _index_or_zero(s, c), *(_index_or_zero(s, t) for t in taps)]), w_type)
-        return s.mul(a, b)
+        a, b = conv_window_reads(s, idx, axes.axes(k), xp, w, groups, strides, dilations)
+        return s.mul(widen(s, a, x_type), widen(s, b, w_type))
 
     result = pb.reduce("qconv", te.ReduceKind.SUM, out_shape, axes.stage_extents, product, I32)
     if len(inputs) > 2:
