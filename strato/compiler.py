@@ -139,9 +139,9 @@ def compile_model(
             raise
         return rerouted
     if key is not None:
-        from strato.runtime.cache import store
+        from strato.runtime.cache import store_in_background
 
-        store(key, compiled)
+        store_in_background(key, compiled)
     return compiled
 
 

@@ -15,9 +15,15 @@ archives of machine code) in
 
     $STRATO_CACHE_DIR, else $XDG_CACHE_HOME/strato, else ~/.cache/strato
 
-written atomically (a crash leaves no half entry). An entry that cannot be read back (a
-truncated file, another strato's format) is removed and the model compiled again; a
-cache directory that cannot be written only costs the speed-up. The cache holds at most
+written atomically (a killed process leaves no half entry) but not flushed to disk: an
+entry that a crash of the machine damaged fails its archive's checksums when read. An
+entry that cannot be read back (a damaged file, another strato's format) is removed and
+the model compiled again; a
+cache directory that cannot be written only costs the speed-up. `strato.compile` writes a
+model's entry in a thread of its own (`store_in_background`), so that the model is
+returned while its tens of megabytes of weights and code are written; a read of the
+cache in the same process waits for the writes under way, and so does the process
+before it exits. The cache holds at most
 $STRATO_CACHE_MAX_MB megabytes (default 2048): the least recently used entries go first.
 `STRATO_CACHE=0` turns the cache off, as does `strato.compile(..., cache=False)`.
 
@@ -34,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 import warnings
 from collections.abc import Collection, Mapping
 from functools import cache
@@ -114,6 +121,7 @@ def lookup(key: str) -> CompiledModel | None:
     """The cached model of `key`, or None (no entry; an unreadable entry is removed)."""
     from strato.runtime.saved_model import load_model
 
+    wait_for_writes()
     path = entry_path(key)
     if not path.is_file():
         return None
@@ -140,13 +148,50 @@ def store(key: str, model: CompiledModel) -> bool:
     path = entry_path(key)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, model.to_bytes(), what="the compile cache entry")
+        write_atomically(path, model.to_bytes(), what="the compile cache entry", durable=False)
     except (OSError, StratoError) as err:
         reason = err.message if isinstance(err, StratoError) else (err.strerror or str(err))
         warnings.warn(f"strato: cannot write the compile cache at {path.parent}: {reason}", stacklevel=3)
         return False
     evict(size_limit(), keep=path)
     return True
+
+
+_writing: list[threading.Thread] = []
+"""The background writes of `store_in_background` not yet waited for."""
+_writing_lock = threading.Lock()
+
+
+def store_in_background(key: str, model: CompiledModel) -> None:
+    """`store(key, model)` in a thread of its own (not a daemon: the process waits for
+    it before exiting); `wait_for_writes` waits for it."""
+
+    def write() -> None:
+        try:
+            store(key, model)
+        except Exception as err:  # noqa: BLE001 - a cache that cannot be written costs only the speed-up
+            warnings.warn(f"strato: cannot write the compile cache: {err}", stacklevel=1)
+
+    thread = threading.Thread(target=write, name="strato-cache-write")
+    with _writing_lock:
+        _writing.append(thread)
+    thread.start()
+
+
+def wait_for_writes() -> None:
+    """Wait for the background writes under way (`store_in_background`): before the
+    cache is read, and before the process forks (a thread holding a lock at the fork
+    would leave that lock held forever in the child)."""
+    with _writing_lock:
+        threads = list(_writing)
+        _writing.clear()
+    for thread in threads:
+        if thread is not threading.current_thread():
+            thread.join()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=wait_for_writes)
 
 
 def kernel_path(key: str) -> Path:
@@ -178,7 +223,7 @@ def store_kernels(entries: Mapping[str, bytes]) -> bool:
         path = kernel_path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            write_atomically(path, data, what="the compiled kernel")
+            write_atomically(path, data, what="the compiled kernel", durable=False)
         except (OSError, StratoError) as err:
             reason = err.message if isinstance(err, StratoError) else (err.strerror or str(err))
             warnings.warn(f"strato: cannot write the compile cache at {path.parent}: {reason}", stacklevel=3)
@@ -247,6 +292,7 @@ def _remove(path: Path) -> None:
 def usage() -> tuple[int, int]:
     """The number of compiled models in the cache directory and the size in bytes of
     everything the cache holds (compiled kernels included: `kernel_count`)."""
+    wait_for_writes()
     root = cache_dir()
     if not root.is_dir():
         return 0, 0
@@ -262,6 +308,7 @@ def usage() -> tuple[int, int]:
 
 def kernel_count() -> int:
     """The number of compiled kernels in the cache directory."""
+    wait_for_writes()
     root = cache_dir()
     return len(list(root.glob(f"{KERNELS}/*/*{KERNEL_SUFFIX}"))) if root.is_dir() else 0
 
@@ -269,6 +316,7 @@ def kernel_count() -> int:
 def clear() -> int:
     """Remove every entry of the cache directory (compiled models and kernels); the
     number of entries removed."""
+    wait_for_writes()
     removed = 0
     root = cache_dir()
     if not root.is_dir():
@@ -294,6 +342,8 @@ __all__ = [
     "size_limit",
     "source_fingerprint",
     "store",
+    "store_in_background",
     "store_kernels",
     "usage",
+    "wait_for_writes",
 ]
