@@ -22,6 +22,7 @@ from strato.context import make_context
 from strato.diagnostics import StratoError
 from strato.dialects.loop import ForOp, LoopKind
 from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
+from strato.targets.llvm.emit import emit_llvm_ir
 from strato.targets.llvm.jit import JitModule
 from strato.targets.llvm.parallel_runtime import PARALLEL_FOR_SYMBOL, pool_workers
 from strato.targets.registry import get_target
@@ -191,6 +192,19 @@ def test_a_parallel_kernel_with_a_private_buffer_matches_numpy(lb: int, trip: in
         out = np.zeros_like(a)
         scale(a, 3.0, out)
         np.testing.assert_array_equal(out, expected)
+
+
+def test_the_outlined_body_is_never_inlined_into_its_task():
+    # inlined, its noalias arguments would become scoped metadata on every access
+    import re
+
+    module = _parse(_KERNEL.replace("LB", "0").replace("TRIP", "64").replace("STEP", "1"))
+    convert_loops_to_llvm(module, threads=4)
+    text = emit_llvm_ir(module).replace('"', "")
+    (body,) = re.findall(r"define (?:internal )?void @scale_parallel_0\(.*", text)
+    assert " noinline " in body
+    (task,) = re.findall(r"define internal void @scale_parallel_0_task\(.*", text)
+    assert "noinline" not in task
 
 
 # -- whole models ----------------------------------------------------------------------------

@@ -13,7 +13,8 @@ the module, function and global translation itself because it needs what xDSL's
 * definitions carry the host CPU, its features and `"prefer-vector-width"="512"` (LLVM
   otherwise prefers 256-bit vectors on AVX-512 CPUs), and the buffer arguments of
   kernels (`loop.kernel`) are `noalias`: a kernel's buffers are distinct by the
-  loop-level ABI, which lets LLVM keep accumulators in registers;
+  loop-level ABI, which lets LLVM keep accumulators in registers; a function marked
+  `llvm.noinline` (a parallel loop's outlined body) is `noinline`;
 * fast-math flags of intrinsic calls are kept;
 * GEPs are emitted on the opaque pointer directly (xDSL inserts a bitcast), and
   intrinsics are declared with opaque pointer parameters (xDSL declares them with the
@@ -64,6 +65,8 @@ _ARG_INTS = {"llvm.align": "align", "llvm.dereferenceable": "dereferenceable"}
 _KERNEL_ATTR = (
     "loop.kernel"  # restated: the llvm target does not import the loop dialect
 )
+
+_NOINLINE_ATTR = "llvm.noinline"
 
 PREFERRED_VECTOR_BITS = 512
 
@@ -195,6 +198,8 @@ def _declare_function(
         fn.attributes.add("nounwind")
         if machine is not None:
             _add_target_attributes(fn, machine)
+        if _NOINLINE_ATTR in op.attributes:
+            fn.attributes.add("noinline")
         if _KERNEL_ATTR in op.attributes:
             for arg in fn.args:
                 if isinstance(arg.type, ir.PointerType):

@@ -5,7 +5,10 @@ Each outermost `parallel` `loop.for` of a function becomes three things:
 * a body function `@<fn>_parallel_<n>(captures..., %begin: index, %end: index)` that runs
   the loop's iterations number `begin` to `end` (an `scf.for` over the same induction
   values). Its buffer arguments are `llvm.noalias` when the loop came from a kernel,
-  whose buffers are distinct by the loop-level ABI;
+  whose buffers are distinct by the loop-level ABI. It is `llvm.noinline`: inlined into
+  the task, its arguments would become loads from the context and their `noalias`
+  scoped metadata on every access, which doubles LLVM's time on an unrolled body (its
+  LICM and dead-store passes) for the same code;
 * a task `@<fn>_parallel_<n>_task(%ctx: !llvm.ptr, %begin: i64, %end: i64)` that loads
   the captures from the context at `%ctx` and calls the body: the signature the pool
   calls;
@@ -80,6 +83,8 @@ PRIVATE_STACK_LIMIT = 1 << 20
 stacks by default)."""
 
 NOALIAS_ARG_ATTR = "llvm.noalias"
+NOINLINE_ATTR = "llvm.noinline"
+"""Function attribute: LLVM never inlines the function (`emit` gives it `noinline`)."""
 
 SLOT_TYPE = POINTER
 """The context is a stack array of pointer-sized slots, one per capture: every value a
@@ -323,6 +328,7 @@ class _Outliner:
             visibility="private",
             arg_attrs=ArrayAttr(arg_attrs),
         )
+        body.attributes[NOINLINE_ATTR] = UnitAttr()
         return body
 
     def _task_function(self, name: str, body: str, captures: list[SSAValue]) -> llvm.FuncOp:

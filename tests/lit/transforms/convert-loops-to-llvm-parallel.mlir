@@ -23,8 +23,8 @@
 // CHECK-NEXT:  }
 //
 // The body runs iterations begin..end: induction values lb + step * iteration. Kernel
-// buffers stay noalias.
-// CHECK-LABEL: llvm.func @scale_parallel_0(%a_1: !llvm.ptr {llvm.noalias, strato.memref_type = memref<64x16xf32>}, %s_1: f32, %o_1: !llvm.ptr {llvm.noalias, strato.memref_type = memref<64x16xf32>}, %begin: i64, %end: i64) {
+// buffers stay noalias, and LLVM never inlines the body into the task.
+// CHECK-LABEL: llvm.func @scale_parallel_0(%a_1: !llvm.ptr {llvm.noalias, strato.memref_type = memref<64x16xf32>}, %s_1: f32, %o_1: !llvm.ptr {llvm.noalias, strato.memref_type = memref<64x16xf32>}, %begin: i64, %end: i64) attributes {llvm.noinline} {
 // CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(16) : i64
 // CHECK-NEXT:    %tmp = llvm.alloca %[[SIZE]] x f32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
 // CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(2) : i64
