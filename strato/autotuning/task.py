@@ -31,7 +31,13 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import ModuleOp
 
 from strato.dialects.loop import KERNEL_ATTR, ForOp
-from strato.schedule.knobs import Config, StageSpace, kernel_of, stage_spaces
+from strato.schedule.knobs import (
+    Config,
+    StageSpace,
+    kernel_of,
+    kernel_with_globals,
+    stage_spaces,
+)
 from strato.schedule.workload import kernel_key
 
 if TYPE_CHECKING:
@@ -122,22 +128,7 @@ def _lowered(model: bytes, target: str = DEFAULT_TARGET) -> ModuleOp:
 def _isolated(model: bytes, name: str, target: str = DEFAULT_TARGET) -> ModuleOp:
     """Kernel `name` of the lowered model and the globals it reads, copied into a module
     of their own."""
-    from xdsl.dialects import memref
-    from xdsl.dialects.builtin import SymbolRefAttr
-
-    lowered = _lowered(model, target)
-    kernel = kernel_of(lowered, name)
-    used = {
-        attr.root_reference.data
-        for op in kernel.walk()
-        for attr in [*op.properties.values(), *op.attributes.values()]
-        if isinstance(attr, SymbolRefAttr)
-    }
-    keep = [
-        op.clone() for op in lowered.ops
-        if op is kernel or (isinstance(op, memref.GlobalOp) and op.sym_name.data in used)
-    ]  # fmt: skip
-    return ModuleOp(keep)
+    return kernel_with_globals(_lowered(model, target), name)
 
 
 def kernel_flops(kernel: func.FuncOp) -> float:

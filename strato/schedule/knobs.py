@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
 
 if TYPE_CHECKING:
     from strato.schedule.templates.base import ScheduleContext
@@ -53,7 +53,7 @@ def stage_spaces(module: ModuleOp, name: str, context: ScheduleContext) -> tuple
     from strato.schedule import Schedule, ScheduleError
 
     try:
-        sch = Schedule(module.clone(), kernel=name)
+        sch = Schedule(kernel_with_globals(module, name), kernel=name)
     except ScheduleError:
         return ()
     spaces = []
@@ -64,6 +64,24 @@ def stage_spaces(module: ModuleOp, name: str, context: ScheduleContext) -> tuple
         knobs = tuple((k.name, tuple(k.domain), k.default(context)) for k in template.knobs)
         spaces.append(StageSpace(stage.name, template.name, knobs))
     return tuple(spaces)
+
+
+def kernel_with_globals(module: ModuleOp, name: str) -> ModuleOp:
+    """Kernel `name` of `module` cloned into a module of its own with the module's
+    symbols it refers to (the globals it reads): what scheduling the kernel looks at,
+    without a copy of every other kernel of the model (an unrolled LSTM has hundreds)."""
+    kernel = kernel_of(module, name)
+    symbols = {
+        op.sym_name.data: op
+        for op in module.ops
+        if isinstance(op, memref.GlobalOp | func.FuncOp) and op is not kernel
+    }
+    needed: set[str] = set()
+    for op in kernel.walk():
+        for attr in (*op.properties.values(), *op.attributes.values()):
+            if isinstance(attr, SymbolRefAttr) and attr.root_reference.data in symbols:
+                needed.add(attr.root_reference.data)
+    return ModuleOp([*(symbols[symbol].clone() for symbol in sorted(needed)), kernel.clone()])
 
 
 class KnobSource:
@@ -127,5 +145,6 @@ __all__ = [
     "StageSpace",
     "TuningLog",
     "kernel_of",
+    "kernel_with_globals",
     "stage_spaces",
 ]
