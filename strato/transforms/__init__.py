@@ -48,6 +48,7 @@ PASS_REGISTRY: dict[str, str] = {
     "graph-unroll-recurrences": "strato.transforms.graph_unroll_recurrences:GraphUnrollRecurrencesPass",
     "graph-default": "strato.transforms.graph_default:GraphDefaultPass",
     "te-inline-stages": "strato.transforms.te_inline_stages:TeInlineStagesPass",
+    "te-dedup-primitives": "strato.transforms.te_dedup_primitives:TeDedupPrimitivesPass",
     "loop-dedup-kernels": "strato.transforms.loop_dedup_kernels:LoopDedupKernelsPass",
 }
 """The passes of strato.transforms: name -> "module:Class"."""

@@ -56,6 +56,7 @@ PROPERTY_TESTS: dict[str, str] = {
     "graph-unroll-recurrences": "test_graph_unroll_recurrences",
     "loop-dedup-kernels": "test_loop_dedup_kernels",
     "schedule-default": "test_schedule_default",
+    "te-dedup-primitives": "test_te_dedup_primitives",
     "te-inline-stages": "test_te_inline_stages",
     "vta-inject-virtual-threads": "test_vta_compile_tokens:test_tokens_and_threads_keep_program_order_results",
     "vta-insert-dependence-tokens": "test_vta_compile_tokens:test_tokens_and_threads_keep_program_order_results",

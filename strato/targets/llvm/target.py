@@ -31,7 +31,7 @@ threads (what `strato run -v` reports and `--dump-ir` writes after):
                graph-raise-composites, graph-prune-conv-taps, cse, dce,
                graph-alter-layout{block=16 min_block=8}, graph-pack-dense{lanes=L},
                graph-fuse-ops, graph-plan-memory
-    te         convert-graph-to-te, te-inline-stages
+    te         convert-graph-to-te, te-inline-stages, te-dedup-primitives
     loops      convert-te-to-loops
     schedule   loop-dedup-kernels, schedule-default{lanes=L threads=N [tuning_log=...]}
                (each distinct kernel once, scheduled by the CPU templates)
@@ -176,6 +176,7 @@ class LLVMTarget(Target):
             graph_optimization_passes,
         )
         from strato.transforms.graph_fold_qdq import GraphFoldQdqPass
+        from strato.transforms.te_dedup_primitives import TeDedupPrimitivesPass
         from strato.transforms.te_inline_stages import TeInlineStagesPass
 
         graph = (
@@ -186,7 +187,7 @@ class LLVMTarget(Target):
         )
         return (
             Stage(GRAPH_STAGE, graph),
-            Stage("te", (ConvertGraphToTePass(), TeInlineStagesPass())),
+            Stage("te", (ConvertGraphToTePass(), TeInlineStagesPass(), TeDedupPrimitivesPass())),
             Stage("loops", (ConvertTeToLoopsPass(),)),
         )
 

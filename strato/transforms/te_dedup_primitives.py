@@ -1,0 +1,103 @@
+"""te-dedup-primitives: lower each distinct primitive once.
+
+Requires: a te-level module (`te.primitive`s called with `te.call`). Leaves illegal:
+nothing.
+
+Primitives whose text is the same but for their own name and the names of their values
+(the same placeholders, stages, constants and symbols read) become one: the first of
+them, which every call of the others then calls. An unrolled recurrence repeats the same
+few primitives at every step (the zoo LSTM: 418 primitives of 13 distinct ones), and
+lowering each copy to loops, only for `loop-dedup-kernels` to find the copies equal
+again, was a third of its compile. Primitives that become equal only once lowered are
+still merged by `loop-dedup-kernels`; the kernels it keeps are the same either way (the
+first of each class).
+
+Before:
+
+    te.primitive @tanh_1 { %t0 = te.placeholder "t0" : tensor<4xf32> ... }
+    te.primitive @tanh_2 { %t0 = te.placeholder "t0" : tensor<4xf32> ... }   // the same
+    func.func @main(..) {
+      %a = te.call @tanh_1(%x) : (tensor<4xf32>) -> tensor<4xf32>
+      %b = te.call @tanh_2(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    }
+
+After:
+
+    te.primitive @tanh_1 { ... }
+    func.func @main(..) {
+      %a = te.call @tanh_1(%x) : (tensor<4xf32>) -> tensor<4xf32>
+      %b = te.call @tanh_1(%a) : (tensor<4xf32>) -> tensor<4xf32>
+    }
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.passes import ModulePass
+
+from strato.dialects import te
+
+_VALUE_NAME = re.compile(r"%[\w.$-]+")
+
+
+def primitive_text(primitive: te.PrimitiveOp) -> str:
+    """The primitive's text without its own name, its values numbered in order of
+    appearance: equal for primitives that compute the same thing."""
+    text = str(primitive).replace(f"@{primitive.sym_name.data}", "@p", 1)
+    numbers: dict[str, str] = {}
+    return _VALUE_NAME.sub(lambda m: numbers.setdefault(m.group(0), f"%{len(numbers)}"), text)
+
+
+def dedup_primitives(module: ModuleOp) -> dict[str, str]:
+    """Merge the primitives of `module` whose text is equal up to names, in place;
+    returns each removed primitive's name -> the primitive its calls now go to."""
+    primitives = [op for op in module.ops if isinstance(op, te.PrimitiveOp)]
+    # only primitives sharing these cheap traits with another one are printed
+    signatures = Counter(_signature(op) for op in primitives)
+    first: dict[str, str] = {}
+    replaced: dict[str, str] = {}
+    duplicates: list[te.PrimitiveOp] = []
+    for op in primitives:
+        if signatures[_signature(op)] == 1:
+            continue
+        name = op.sym_name.data
+        representative = first.setdefault(primitive_text(op), name)
+        if representative != name:
+            replaced[name] = representative
+            duplicates.append(op)
+    if not replaced:
+        return replaced
+    for op in module.walk():
+        if isinstance(op, te.CallOp) and op.callee.root_reference.data in replaced:
+            op.callee = SymbolRefAttr(replaced[op.callee.root_reference.data])
+    for primitive in duplicates:
+        module.body.block.detach_op(primitive)
+        primitive.erase()
+    return replaced
+
+
+def _signature(primitive: te.PrimitiveOp) -> tuple:
+    return (
+        tuple(primitive.input_types),
+        tuple(primitive.output_types),
+        tuple(op.name for op in primitive.body.block.ops),
+    )
+
+
+@dataclass(frozen=True)
+class TeDedupPrimitivesPass(ModulePass):
+    """Merge primitives equal up to names into one, called from every site (see the
+    module docstring)."""
+
+    name = "te-dedup-primitives"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        dedup_primitives(op)
+
+
+__all__ = ["TeDedupPrimitivesPass", "dedup_primitives", "primitive_text"]

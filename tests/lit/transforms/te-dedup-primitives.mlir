@@ -1,0 +1,47 @@
+// RUN: strato-opt %s -p te-dedup-primitives | filecheck %s
+
+// Two primitives equal up to their names (and their values') become the first; every
+// call goes to it. One that computes something else (another constant) stays.
+// CHECK-LABEL:   te.primitive @scale_1 {
+// CHECK-NOT:     te.primitive @scale_2
+// CHECK:         te.primitive @scale_3 {
+// CHECK-LABEL:   func.func @main(
+// CHECK:           %a = te.call @scale_1(%x)
+// CHECK-NEXT:      %b = te.call @scale_1(%a)
+// CHECK-NEXT:      %c = te.call @scale_3(%b)
+te.primitive @scale_1 {
+  %t0 = te.placeholder "t0" : tensor<4xf32>
+  %0 = te.compute "scale" (%i) : tensor<4xf32> {
+    %1 = te.read %t0[%i] : tensor<4xf32>
+    %2 = arith.constant 3.0 : f32
+    %3 = arith.mulf %1, %2 : f32
+    te.yield %3 : f32
+  }
+  te.output %0 : tensor<4xf32>
+}
+te.primitive @scale_2 {
+  %p = te.placeholder "t0" : tensor<4xf32>
+  %s = te.compute "scale" (%k) : tensor<4xf32> {
+    %v = te.read %p[%k] : tensor<4xf32>
+    %c = arith.constant 3.0 : f32
+    %m = arith.mulf %v, %c : f32
+    te.yield %m : f32
+  }
+  te.output %s : tensor<4xf32>
+}
+te.primitive @scale_3 {
+  %t0 = te.placeholder "t0" : tensor<4xf32>
+  %0 = te.compute "scale" (%i) : tensor<4xf32> {
+    %1 = te.read %t0[%i] : tensor<4xf32>
+    %2 = arith.constant 5.0 : f32
+    %3 = arith.mulf %1, %2 : f32
+    te.yield %3 : f32
+  }
+  te.output %0 : tensor<4xf32>
+}
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = te.call @scale_1(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %b = te.call @scale_2(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  %c = te.call @scale_3(%b) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %c : tensor<4xf32>
+}
