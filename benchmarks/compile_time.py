@@ -5,6 +5,7 @@ onnxruntime's session creation of the same ONNX file, each in a process of its o
     python benchmarks/compile_time.py --all --repeat 3        # every zoo model, medians of 3
     python benchmarks/compile_time.py model.onnx --stages     # an exported file, per stage
     python benchmarks/compile_time.py resnet18 --profile r18.prof   # cProfile of a cold compile
+    python benchmarks/compile_time.py resnet18 lstm --candidates      # tuning candidates' builds
 
 For each model (a zoo name or an .onnx path), every measurement runs in a fresh Python
 process, after its imports, and reports wall seconds and CPU seconds (the process's and
@@ -26,6 +27,12 @@ distinct kernels compiled in parallel and the entry). The kernels are scheduled 
 they are compiled (`LLVMTarget.schedules_in_build`), so "build: kernels" includes the
 schedule-default pass's work and that pass's own line is about zero. On a shared machine, the CPU
 seconds are the steadier figure. `--json` writes every measurement.
+
+`--candidates` measures what tuning pays instead, in a process of its own with the
+compile cache off: extracting the model's tasks (`strato tune`'s first step), then
+building each task's default candidate as a tuner's builder does
+(`strato.autotuning.measure.build_candidate`: the kernel scheduled with the config and
+compiled alone), with the median and the slowest build.
 
 Both compilers' measured compiles start after their imports (strato's compiler, frontend,
 passes, strategies, schedules and llvm target; `tvm` and `relax`), and each side's imports
@@ -224,15 +231,56 @@ def _measure_onnxruntime(spec: str) -> dict:
     return {"wall": time.perf_counter() - start, "cpu": _cpu() - cpu_start}
 
 
+def measure_candidates(spec: str) -> dict:
+    """Task extraction, then one build of each task's default candidate (cache off)."""
+    os.environ["STRATO_CACHE"] = "0"
+    from strato.autotuning.measure import build_candidate
+    from strato.autotuning.task import extract_tasks
+
+    model = _model(spec, variant=False)
+    start = time.perf_counter()
+    tasks = extract_tasks(model, Path(spec).stem if spec.endswith(".onnx") else spec)
+    extract = time.perf_counter() - start
+    builds = []
+    for task in tasks:
+        start = time.perf_counter()
+        build_candidate(task, task.default_config())
+        builds.append(time.perf_counter() - start)
+    return {"tasks": len(tasks), "extract": extract, "builds": builds}
+
+
 def measure(spec: str, side: str, stages: bool = False, profile: str | None = None) -> dict:
     if side == "tvm":
         return _measure_tvm(spec)
     if side == "onnxruntime":
         return _measure_onnxruntime(spec)
+    if side == "candidates":
+        return measure_candidates(spec)
     return _measure_strato(spec, side, stages, profile)
 
 
 # -- the driver ---------------------------------------------------------------------------
+
+
+def _report_candidates(specs: list[str], json_path: str | None) -> int:
+    report = {}
+    for spec in specs:
+        with tempfile.TemporaryDirectory(prefix="strato-cache-") as cache:
+            run = run_side(spec, "candidates", Path(cache))
+        report[spec] = run
+        if "error" in run:
+            print(f"{spec}: {run['error']}", flush=True)
+            continue
+        builds = run["builds"]
+        print(
+            f"{spec}: {run['tasks']} tasks extracted in {run['extract']:.2f} s; "
+            f"one candidate built in {statistics.median(builds):.2f} s (median), "
+            f"{max(builds):.2f} s (slowest)",
+            flush=True,
+        )
+    if json_path:
+        Path(json_path).write_text(json.dumps(report, indent=1))
+    return 0
 
 
 def run_side(spec: str, side: str, cache: Path, *, stages=False, profile=None, timeout=1800) -> dict:
@@ -274,7 +322,8 @@ def main() -> int:
     parser.add_argument("--stages", action="store_true", help="the cold compile's stages")
     parser.add_argument("--profile", metavar="OUT.prof", help="cProfile of one cold compile (the first model)")
     parser.add_argument("--json", metavar="PATH", help="write every measurement")
-    parser.add_argument("--measure", choices=SIDES, help=argparse.SUPPRESS)
+    parser.add_argument("--candidates", action="store_true", help="tuning: task extraction and one build per task")
+    parser.add_argument("--measure", choices=(*SIDES, "candidates"), help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     if args.measure:
@@ -284,6 +333,8 @@ def main() -> int:
     from strato import zoo
 
     specs = zoo.zoo_names() if args.all else (args.models or list(DEFAULT_MODELS))
+    if args.candidates:
+        return _report_candidates(specs, args.json)
     sides = [side for side in SIDES if not (args.no_tvm and side == "tvm")]
     report: dict[str, dict[str, list[dict]]] = {}
     ratios, totals = [], []
