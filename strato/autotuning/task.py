@@ -23,6 +23,7 @@ values do not count), so the same layer in two models is one task.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any
@@ -168,14 +169,20 @@ def extract_tasks(model: Any, name: str = "model", target: str = DEFAULT_TARGET)
     context = _target(target, 1).schedule_context()
     if context is None:
         raise ValueError(f"target '{target}' has no schedule templates to tune")
+    # a kernel called from several sites stands for that many (lowering merges equal
+    # primitives: te-dedup-primitives)
+    calls = Counter(
+        op.callee.root_reference.data for op in module.walk() if isinstance(op, func.CallOp)
+    )
     tasks: dict[str, Task] = {}
     for kernel_name in kernel_names(module):
         kernel = kernel_of(module, kernel_name)
         key = kernel_key(kernel)
+        sites = max(1, calls[kernel_name])
         if key in tasks:
             old = tasks[key]
             tasks[key] = Task(
-                old.name, key, old.kernel, data, old.flops, old.stages, old.weight + 1, target
+                old.name, key, old.kernel, data, old.flops, old.stages, old.weight + sites, target
             )
             continue
         stages = stage_spaces(module, kernel_name, context)
@@ -183,6 +190,6 @@ def extract_tasks(model: Any, name: str = "model", target: str = DEFAULT_TARGET)
             continue
         tasks[key] = Task(
             f"{name}/{kernel_name}", key, kernel_name, data, kernel_flops(kernel), stages,
-            target=target,
+            weight=sites, target=target,
         )
     return sorted(tasks.values(), key=lambda t: -t.flops * t.weight)

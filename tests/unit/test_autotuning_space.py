@@ -41,6 +41,33 @@ def test_same_layer_in_one_model_is_one_task_with_weight():
     assert len({t.key for t in tasks}) == len(tasks)
 
 
+def test_a_primitive_repeated_at_every_step_weighs_its_call_sites():
+    """The zoo LSTM's unrolled steps repeat a few kernels, merged when lowered: each task
+    weighs as many kernels as the model calls."""
+    from collections import Counter
+
+    from xdsl.dialects import func
+
+    from strato import zoo
+    from strato.autotuning.task import _lowered, kernel_names
+    from strato.schedule.knobs import kernel_of
+    from strato.schedule.workload import kernel_key
+
+    model = zoo.build_model("lstm", seed=0)
+    tasks = extract_tasks(model, "lstm")
+    module = _lowered(model.SerializeToString())
+    calls = Counter(
+        op.callee.root_reference.data for op in module.walk() if isinstance(op, func.CallOp)
+    )
+    sites_by_key = Counter()
+    for name in kernel_names(module):
+        sites_by_key[kernel_key(kernel_of(module, name))] += calls[name]
+    assert len(kernel_names(module)) < sum(calls[name] for name in kernel_names(module))
+    assert max(t.weight for t in tasks) > 1
+    for task in tasks:
+        assert task.weight == sites_by_key[task.key], task.name
+
+
 def test_samples_are_in_their_domains(space):
     rng = random.Random(1)
     for _ in range(20):
