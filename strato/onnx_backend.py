@@ -47,6 +47,7 @@ from strato.frontends.onnx import sequences
 from strato.frontends.onnx.strings import StringEncoding
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import InputMismatchError
+from strato.staged import StagedModel
 
 DEVICES = ("CPU",)
 """The devices the backend runs on."""
@@ -260,6 +261,9 @@ class StratoBackend(Backend):
         options = _compile_options(kwargs)
         try:
             compiled = strato.compile(model, target="llvm", **options)
+            if isinstance(compiled, StagedModel) and _values_decide_shapes(load_model(model)[0]):
+                # only graph inputs' values stood in the way: compiled per value instead
+                raise ModelImportError("graph inputs decide shapes")
         except ModelImportError:
             proto, location = load_model(model)
             if not cls.is_compatible(proto, device):
@@ -508,6 +512,26 @@ def compile_time_inputs(model: onnx.ModelProto) -> list[str]:
     return [name for name in graph_inputs if name in seen]
 
 
+def _values_decide_shapes(model: onnx.ModelProto) -> bool:
+    """Whether `model` runs on the host only nodes whose shape-deciding inputs are
+    computed from graph inputs (no operator whose output sizes depend on the data, no
+    string transform): the backend compiles such a model per value of those inputs."""
+    from strato.runtime.host_ops import HOST_OPS
+
+    def host_ops_in(graph: onnx.GraphProto) -> bool:
+        return any(
+            node.op_type in HOST_OPS
+            or any(
+                host_ops_in(body)
+                for attr in node.attribute
+                for body in ([attr.g] if attr.HasField("g") else list(attr.graphs))
+            )
+            for node in graph.node
+        )
+
+    return bool(compile_time_inputs(model)) and not host_ops_in(model.graph)
+
+
 def bind_inputs(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onnx.ModelProto:
     """A copy of `model` in which the graph inputs named in `values` are initializers
     holding those values."""
@@ -523,27 +547,9 @@ def bind_inputs(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onn
 
 def _import_time_inputs() -> dict[str, tuple[int, ...]]:
     """Per op type, the input positions the importer needs to know at import time."""
-    from strato.frontends.onnx import (
-        convert_constant,
-        convert_control,
-        convert_function,
-        convert_layout,
-        convert_nn,
-        convert_reduce,
-        convert_resize,
-        convert_sequence,
-    )
+    from strato.frontends.onnx.op_table import IMPORT_TIME_INPUTS
 
-    return {
-        **convert_constant.IMPORT_TIME_INPUTS,
-        **convert_control.IMPORT_TIME_INPUTS,
-        **convert_function.IMPORT_TIME_INPUTS,
-        **convert_sequence.IMPORT_TIME_INPUTS,
-        **convert_layout.IMPORT_TIME_INPUTS,
-        **convert_nn.IMPORT_TIME_INPUTS,
-        **convert_reduce.IMPORT_TIME_INPUTS,
-        **convert_resize.IMPORT_TIME_INPUTS,
-    }
+    return dict(IMPORT_TIME_INPUTS)
 
 
 def _as_array(value: Any) -> Any:

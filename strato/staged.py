@@ -32,7 +32,22 @@ from onnx import helper, numpy_helper
 
 from strato.diagnostics import ModelImportError
 from strato.runtime.host_ops import HOST_OPS
+from strato.runtime.shape_ops import SHAPE_OPS
 from strato.runtime.signature import InputMismatchError
+
+ImportTimeInputs = Mapping[str, Sequence[int]]
+"""Per op type, the input positions the importer needs to know at import time (the ONNX
+frontend's `IMPORT_TIME_INPUTS`)."""
+
+STRUCTURE_ONLY = ("Shape", "Size")
+"""Operators whose result depends only on their input's shape, which the importer knows
+whatever the values: every part is compiled for static sizes."""
+
+_NOT_FOLDED = (
+    "Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform",
+    "RandomUniformLike",
+)  # fmt: skip
+"""Operators whose result is not known at import time even from known inputs."""
 
 
 @dataclass
@@ -47,6 +62,10 @@ class _Part:
 @dataclass
 class _Host:
     node: onnx.NodeProto
+
+    def run(self, values: list[np.ndarray | None]) -> list[np.ndarray]:
+        compute = HOST_OPS.get(self.node.op_type) or SHAPE_OPS[self.node.op_type]
+        return compute(self.node, values)
 
 
 class StagedModel:
@@ -90,7 +109,7 @@ class StagedModel:
             if isinstance(step, _Host):
                 node = step.node
                 values = [env[name] if name else None for name in node.input]
-                results = HOST_OPS[node.op_type](node, values)
+                results = step.run(values)
                 env.update(zip([name for name in node.output if name], results, strict=True))
             else:
                 results = step.run(*[env[name] for name in step.inputs])
@@ -114,8 +133,99 @@ class StagedModel:
         return f"<StagedModel: {parts} compiled part(s), host {', '.join(self.host_ops)}>"
 
 
-def has_host_ops(model: onnx.ModelProto) -> bool:
-    return any(node.op_type in HOST_OPS for node in model.graph.node)
+def has_host_ops(model: onnx.ModelProto, import_time_inputs: ImportTimeInputs | None = None) -> bool:
+    """Whether a node of `model`'s graph (or of a subgraph) runs on the host: an operator
+    whose output sizes depend on the data, a string transform, or, given the importer's
+    `import_time_inputs`, an operator of `SHAPE_OPS` whose input the importer needs at
+    import time is known only at run time (see `known_at_import`)."""
+    return _has_host_nodes(model.graph, import_time_inputs or {}, frozenset())
+
+
+def _has_host_nodes(graph: onnx.GraphProto, table: ImportTimeInputs, outer: frozenset) -> bool:
+    hosts, known = _plan(graph, table, outer, refuse=False)
+    if any(hosts):
+        return True
+    scope = set(outer) | known
+    return any(
+        _has_host_nodes(body, table, frozenset(scope))
+        for node in graph.node
+        for body in _subgraphs(node)
+    )
+
+
+def known_at_import(
+    graph: onnx.GraphProto, import_time_inputs: ImportTimeInputs, outer: frozenset = frozenset()
+) -> set[str]:
+    """The values of `graph` the importer knows at import time, as it folds them: the
+    initializers, the outputs of Constant nodes, of `STRUCTURE_ONLY` nodes (any input:
+    every part is compiled for static sizes), and of nodes all of whose inputs are known
+    (not those of random operators, of nodes with subgraphs or of host nodes). `outer`
+    are the known values of the enclosing scopes (for a subgraph)."""
+    return _plan(graph, import_time_inputs, outer, refuse=False)[1]
+
+
+def _plan(
+    graph: onnx.GraphProto, table: ImportTimeInputs, outer: frozenset, refuse: bool
+) -> tuple[list[bool], set[str]]:
+    """Whether each node of `graph` runs on the host, and the values known at import
+    time (`known_at_import`). With `refuse`, a host node in a subgraph of a node is a
+    `ModelImportError` naming both."""
+    initializers = {init.name for init in graph.initializer}
+    known = (set(outer) - {value.name for value in graph.input}) | initializers | {""}
+    hosts = []
+    for node in graph.node:
+        host = node.op_type in HOST_OPS or _runtime_shape_input(node, table, known) is not None
+        hosts.append(host)
+        if refuse:
+            for body in _subgraphs(node):
+                _refuse_host_nodes(node, body, table, frozenset(known))
+        if host:
+            continue
+        if node.op_type == "Constant" or node.op_type in STRUCTURE_ONLY or (
+            any(node.input)
+            and all(name in known for name in node.input)
+            and node.op_type not in _NOT_FOLDED
+            and not _subgraphs(node)
+        ):
+            known.update(name for name in node.output if name)
+    return hosts, known
+
+
+def _runtime_shape_input(node: onnx.NodeProto, table: ImportTimeInputs, known: set[str]) -> str | None:
+    """The first input of `node` that the importer needs at import time but that is
+    known only at run time, when `node`'s operator can run on the host (`SHAPE_OPS`)."""
+    if node.op_type not in SHAPE_OPS or node.domain not in ("", "ai.onnx"):
+        return None
+    for position in table.get(node.op_type, ()):
+        if position < len(node.input) and node.input[position] not in known:
+            return node.input[position]
+    return None
+
+
+def _refuse_host_nodes(
+    owner: onnx.NodeProto, body: onnx.GraphProto, table: ImportTimeInputs, outer: frozenset
+) -> None:
+    hosts, known = _plan(body, table, outer, refuse=True)
+    for inner, host in zip(body.node, hosts, strict=True):
+        if not host:
+            continue
+        where = f"node '{inner.name or inner.op_type}' ({inner.op_type}) in a subgraph of node '{owner.name or owner.op_type}'"
+        runtime = _runtime_shape_input(inner, table, known)
+        if inner.op_type in HOST_OPS or runtime is None:
+            why = "its output size depends on the data"
+        else:
+            why = f"its output shape depends on the value of input '{runtime}', known only when the model runs"
+        raise ModelImportError(
+            f"{where}: {why}, which strato computes on the host only at the top level of a graph"
+        )
+
+
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    return [
+        graph
+        for attr in node.attribute
+        for graph in ([attr.g] if attr.HasField("g") else list(attr.graphs))
+    ]
 
 
 def _free_names(graph: onnx.GraphProto) -> set[str]:
@@ -134,44 +244,39 @@ def _free_names(graph: onnx.GraphProto) -> set[str]:
 def _reads(node: onnx.NodeProto) -> list[str]:
     """The values `node` reads: its inputs and what its subgraphs read from outside."""
     names = [name for name in node.input if name]
-    for attr in node.attribute:
-        for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
-            names.extend(sorted(_free_names(graph)))
-            for inner in graph.node:
-                if inner.op_type in HOST_OPS:
-                    raise ModelImportError(
-                        f"node '{inner.name or inner.op_type}' ({inner.op_type}) in a "
-                        f"subgraph of node '{node.name or node.op_type}': its output size "
-                        "depends on the data, which strato computes on the host only at "
-                        "the top level of a graph"
-                    )
+    for graph in _subgraphs(node):
+        names.extend(sorted(_free_names(graph)))
     return names
 
 
 def staged_model(
     model: onnx.ModelProto,
     compile_part: Callable[[onnx.ModelProto], Any],
+    import_time_inputs: ImportTimeInputs | None = None,
 ) -> StagedModel:
-    """`model` as compiled parts and host operators; `compile_part` compiles a part."""
+    """`model` as compiled parts and host operators; `compile_part` compiles a part.
+    `import_time_inputs` (the importer's) decides which nodes of `SHAPE_OPS` run on the
+    host: those whose such input is not known at import time."""
     inferred = _inferred_types(model)
     graph = model.graph
+    is_host, known = _plan(graph, import_time_inputs or {}, frozenset(), refuse=True)
     initializers = {init.name: init for init in graph.initializer}
     inputs = [value for value in graph.input if value.name not in initializers]
     stage: dict[str, int] = {value.name: 0 for value in inputs}
     stage.update((name, 0) for name in initializers)
     stage[""] = 0
-    parts: dict[int, list[onnx.NodeProto]] = {}
+    parts: dict[int, list[int]] = {}
     hosts: dict[int, list[onnx.NodeProto]] = {}
     reads: dict[int, list[str]] = {}
     for index, node in enumerate(graph.node):
         read = _reads(node)
         reads[index] = read
         level = max((stage.get(name, 0) for name in read), default=0)
-        if node.op_type in HOST_OPS:
+        if is_host[index]:
             hosts.setdefault(level, []).append(node)
             stage.update((name, level + 1) for name in node.output if name)
         else:
-            parts.setdefault(level, []).append(node)
+            parts.setdefault(level, []).append(index)
             stage.update((name, level) for name in node.output if name)
 
     # what each stage's nodes read, and what the graph's outputs read, decide the
@@ -179,17 +284,27 @@ def staged_model(
     read_at: dict[str, set[int]] = {}
     for index, node in enumerate(graph.node):
         level = max((stage.get(name, 0) for name in reads[index]), default=0)
-        where = level if node.op_type not in HOST_OPS else level + 0.5  # after part `level`
+        where = level if not is_host[index] else level + 0.5  # after part `level`
         for name in reads[index]:
             read_at.setdefault(name, set()).add(where)
     outputs = [value.name for value in graph.output]
     for name in outputs:
         read_at.setdefault(name, set()).add(float("inf"))
 
+    # a value known at import time that a later part reads is computed again there, so
+    # that part's importer knows it too (a Reshape's shape from a Constant of part 0)
+    known_producer = {
+        name: index
+        for index, node in enumerate(graph.node)
+        if not is_host[index]
+        for name in node.output
+        if name and name in known and name not in initializers
+    }
     steps: list[_Part | _Host] = []
     for level in range(max([*parts, *hosts], default=0) + 1):
-        nodes = parts.get(level, [])
-        if nodes:
+        indices = parts.get(level, [])
+        if indices:
+            nodes = _with_known_producers(graph, indices, known_producer)
             steps.append(_part(model, nodes, level, read_at, initializers, inferred, compile_part))
         steps.extend(_Host(node) for node in hosts.get(level, []))
     constants = {
@@ -200,6 +315,22 @@ def staged_model(
         ) or name in outputs
     }
     return StagedModel(steps, [value.name for value in inputs], outputs, constants)
+
+
+def _with_known_producers(
+    graph: onnx.GraphProto, indices: list[int], known_producer: Mapping[str, int]
+) -> list[onnx.NodeProto]:
+    """The nodes at `indices`, with the nodes that compute the known values they read
+    from outside them (and so on), in graph order."""
+    chosen = set(indices)
+    pending = [name for index in indices for name in _reads(graph.node[index])]
+    while pending:
+        index = known_producer.get(pending.pop())
+        if index is None or index in chosen:
+            continue
+        chosen.add(index)
+        pending.extend(_reads(graph.node[index]))
+    return [graph.node[index] for index in sorted(chosen)]
 
 
 def _part(
@@ -268,4 +399,4 @@ def _inferred_types(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     return values
 
 
-__all__ = ["StagedModel", "has_host_ops", "staged_model"]
+__all__ = ["STRUCTURE_ONLY", "StagedModel", "has_host_ops", "known_at_import", "staged_model"]
