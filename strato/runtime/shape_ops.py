@@ -224,6 +224,10 @@ def pad(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.nd
     width = [[0, 0] for _ in range(data.ndim)]
     for n, axis in enumerate(chosen):
         width[axis] = [amounts[n], amounts[n + len(chosen)]]
+    # negative pads remove elements first, then the rest is padded from what is left
+    if any(-min(b, 0) - min(e, 0) > size for (b, e), size in zip(width, data.shape)):
+        raise _error(node, f"pads {amounts} remove more than the input {list(data.shape)} holds")
+    data = data[tuple(slice(-min(b, 0), data.shape[axis] + min(e, 0)) for axis, (b, e) in enumerate(width))]
     grown = [[max(b, 0), max(e, 0)] for b, e in width]
     if mode == "constant":
         fill = 0 if value is None or value.size == 0 else value.reshape(-1)[0]
@@ -234,10 +238,7 @@ def pad(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.nd
         ):
             raise _error(node, f"mode '{mode}' cannot pad an empty axis")
         result = np.pad(data, grown, mode=_PAD_MODES[mode])
-    cut = tuple(
-        slice(-min(b, 0), result.shape[axis] + min(e, 0)) for axis, (b, e) in enumerate(width)
-    )
-    return [result[cut].astype(data.dtype, copy=True)]
+    return [result.astype(data.dtype, copy=True)]
 
 
 def split(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:

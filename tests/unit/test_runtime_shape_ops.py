@@ -1,0 +1,466 @@
+"""Nodes whose output shape follows from an input's value known only at run time (a
+Range's bounds, a Reshape's shape, a TopK's K, ...): on the host between compiled parts
+(`strato.staged`, `strato.runtime.shape_ops`), against ONNX's reference evaluator and
+onnxruntime; the same nodes with inputs known at import time still compile."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+import strato
+from strato.diagnostics import StratoError
+from strato.frontends.onnx.op_table import IMPORT_TIME_INPUTS
+from strato.runtime.compiled_model import CompiledModel
+from strato.runtime.shape_ops import SHAPE_OPS
+from strato.runtime.signature import InputMismatchError
+from strato.staged import StagedModel, has_host_ops, known_at_import
+
+F, I64, I32, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL
+
+
+def model_of(nodes, inputs, outputs, initializers=(), opset=18) -> onnx.ModelProto:
+    graph = helper.make_graph(
+        nodes,
+        "runtime_shapes",
+        [helper.make_tensor_value_info(n, t, s) for n, (t, s) in inputs.items()],
+        [helper.make_tensor_value_info(n, t, None) for n, t in outputs.items()],
+        [numpy_helper.from_array(np.asarray(a), n) for n, a in dict(initializers).items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@functools.cache
+def _compiled(model_bytes: bytes):
+    return strato.compile(onnx.load_from_string(model_bytes), cache=False)
+
+
+def staged(model: onnx.ModelProto) -> StagedModel:
+    compiled = _compiled(model.SerializeToString())
+    assert isinstance(compiled, StagedModel), compiled
+    return compiled
+
+
+def check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], reference: str = "onnx") -> StagedModel:
+    """The staged model's outputs on `feeds` against ONNX's reference evaluator (or
+    onnxruntime): same shapes, types and values."""
+    compiled = staged(model)
+    if reference == "onnx":
+        expected = ReferenceEvaluator(model).run(None, feeds)
+    else:
+        session = onnxruntime.InferenceSession(
+            model.SerializeToString(), providers=["CPUExecutionProvider"]
+        )
+        expected = session.run(None, feeds)
+    actual = compiled(*feeds.values())
+    assert len(actual) == len(expected)
+    for a, e in zip(actual, expected, strict=True):
+        assert a.shape == e.shape and a.dtype == e.dtype, (a.shape, e.shape, a.dtype, e.dtype)
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+    return compiled
+
+
+def ints(*values) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+RNG = np.random.default_rng(0)
+X34 = RNG.standard_normal((3, 4)).astype(np.float32)
+
+
+def test_the_host_operators_are_those_the_importer_needs_values_of():
+    assert set(SHAPE_OPS) <= set(IMPORT_TIME_INPUTS)
+
+
+# -- each operator, its shape-deciding input a graph input ------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.float32])
+def test_range(dtype):
+    t = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    model = model_of(
+        [helper.make_node("Range", ["s", "l", "d"], ["r"])],
+        {"s": (t, []), "l": (t, []), "d": (t, [])}, {"r": t},
+    )
+    for s, l, d in [(0, 5, 1), (1, 10, 3), (10, 1, -2), (3, 3, 1), (5, 1, 1)]:
+        compiled = check(model, {"s": np.array(s, dtype), "l": np.array(l, dtype), "d": np.array(d, dtype)})
+    assert compiled.host_ops == ["Range"]
+
+
+def test_range_of_fractional_steps():
+    model = model_of(
+        [helper.make_node("Range", ["s", "l", "d"], ["r"])],
+        {"s": (F, []), "l": (F, []), "d": (F, [])}, {"r": F},
+    )
+    for s, l, d in [(0.5, 2.0, 0.25), (1.0, -1.0, -0.3)]:
+        feeds = {"s": np.array(s, np.float32), "l": np.array(l, np.float32), "d": np.array(d, np.float32)}
+        check(model, feeds, "onnxruntime")
+
+
+def test_constant_of_shape():
+    model = model_of(
+        [helper.make_node(
+            "ConstantOfShape", ["shape"], ["y"],
+            value=numpy_helper.from_array(np.array([7], np.int32)),
+        )],
+        {"shape": (I64, [2])}, {"y": I32},
+    )
+    for shape in [(2, 3), (0, 4), (1, 1)]:
+        check(model, {"shape": ints(*shape)})
+
+
+def test_reshape():
+    model = model_of([helper.make_node("Reshape", ["x", "shape"], ["y"])], {"x": (F, [3, 4]), "shape": (I64, [2])}, {"y": F})
+    for shape in [(4, 3), (-1, 2), (0, -1), (12, 1)]:
+        check(model, {"x": X34, "shape": ints(*shape)})
+
+
+def test_expand():
+    model = model_of([helper.make_node("Expand", ["x", "shape"], ["y"])], {"x": (F, [3, 1]), "shape": (I64, [3])}, {"y": F})
+    for shape in [(2, 3, 4), (1, 1, 1), (2, 1, 5)]:
+        check(model, {"x": X34[:, :1].copy(), "shape": ints(*shape)})
+
+
+def test_tile():
+    model = model_of([helper.make_node("Tile", ["x", "repeats"], ["y"])], {"x": (F, [3, 4]), "repeats": (I64, [2])}, {"y": F})
+    for repeats in [(1, 2), (3, 1), (0, 2)]:
+        check(model, {"x": X34, "repeats": ints(*repeats)})
+
+
+@pytest.mark.parametrize("largest", [0, 1])
+def test_top_k(largest):
+    model = model_of(
+        [helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=1, largest=largest)],
+        {"x": (F, [3, 4]), "k": (I64, [1])}, {"values": F, "indices": I64},
+    )
+    ties = np.array([[1, 2, 2, 0], [3, 3, 3, 3], [0, -1, 5, 5]], np.float32)
+    for k in (0, 1, 3, 4):
+        check(model, {"x": X34, "k": ints(k)})
+        check(model, {"x": ties, "k": ints(k)})
+
+
+@pytest.mark.parametrize(
+    ("axis", "flags"),
+    [
+        (None, [[True, False, True], [False, False, False]]),
+        (None, [[False, True, False, True, True]]),
+        (0, [[True, False, True], [True, True, True], [False, False, False]]),
+        (1, [[True, False], [False, True]]),
+    ],
+)
+def test_compress(axis, flags):
+    model = model_of(
+        [helper.make_node("Compress", ["x", "c"], ["y"], **({} if axis is None else {"axis": axis}))],
+        {"x": (F, [3, 4]), "c": (B, [len(flags[0])])}, {"y": F},
+    )
+    for condition in flags:
+        check(model, {"x": X34, "c": np.array(condition)})
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_one_hot(axis):
+    model = model_of(
+        [helper.make_node("OneHot", ["i", "depth", "values"], ["y"], axis=axis)],
+        {"i": (I64, [2, 3]), "depth": (I64, []), "values": (F, [2])}, {"y": F},
+    )
+    indices = ints(0, 2, -1, 4, -5, 1).reshape(2, 3)
+    for depth in (3, 5):
+        check(model, {"i": indices, "depth": np.array(depth), "values": np.array([0.5, 2.0], np.float32)})
+
+
+def test_slice():
+    """Against onnxruntime, which clamps a negative step's start into [0, dim - 1] as
+    the specification says (the reference evaluator slices as numpy does)."""
+    model = model_of(
+        [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])],
+        {"x": (F, [3, 4]), "starts": (I64, [2]), "ends": (I64, [2]), "axes": (I64, [2]), "steps": (I64, [2])},
+        {"y": F},
+    )
+    big = np.iinfo(np.int64).max
+    for starts, ends, axes, steps in [
+        ((0, 1), (2, 3), (0, 1), (1, 1)),
+        ((1, -1), (3, -big), (0, 1), (1, -1)),
+        ((-1, 0), (-big, 10), (0, 1), (-2, 3)),
+        ((2, 0), (big, 10), (-1, -2), (1, 3)),
+        ((5, 0), (9, 4), (1, 0), (1, 1)),
+        ((-4, 0), (-4, 4), (0, 1), (-3, 1)),
+    ]:
+        feeds = {"x": X34, "starts": ints(*starts), "ends": ints(*ends), "axes": ints(*axes), "steps": ints(*steps)}
+        check(model, feeds, "onnxruntime")
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "edge", "wrap"])
+def test_pad(mode):
+    model = model_of(
+        [helper.make_node("Pad", ["x", "pads", "value"], ["y"], mode=mode)],
+        {"x": (F, [3, 4]), "pads": (I64, [4]), "value": (F, [])}, {"y": F},
+    )
+    for pads in [(1, 0, 2, 1), (0, 2, 1, 0), (1, -1, 0, 2), (0, 0, 0, 0)]:
+        check(model, {"x": X34, "pads": ints(*pads), "value": np.array(1.5, np.float32)}, "onnxruntime")
+
+
+def test_pad_of_some_axes():
+    model = model_of(
+        [helper.make_node("Pad", ["x", "pads", "", "axes"], ["y"])],
+        {"x": (F, [3, 4]), "pads": (I64, [2]), "axes": (I64, [1])}, {"y": F},
+    )
+    check(model, {"x": X34, "pads": ints(2, 1), "axes": ints(-1)})
+
+
+def test_split():
+    model = model_of(
+        [helper.make_node("Split", ["x", "split"], ["a", "b"], axis=1)],
+        {"x": (F, [3, 4]), "split": (I64, [2])}, {"a": F, "b": F},
+    )
+    for lengths in [(1, 3), (2, 2), (0, 4)]:
+        check(model, {"x": X34, "split": ints(*lengths)})
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        {"mode": "nearest"},
+        {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+        {"mode": "linear"},
+        {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+        {"mode": "cubic"},
+    ],
+)
+def test_resize_to_run_time_sizes(attributes):
+    model = model_of(
+        [helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], **attributes)],
+        {"x": (F, [1, 1, 3, 4]), "sizes": (I64, [4])}, {"y": F},
+    )
+    x = X34.reshape(1, 1, 3, 4)
+    for sizes in [(1, 1, 6, 8), (1, 1, 2, 3), (1, 1, 5, 4)]:
+        check(model, {"x": x, "sizes": ints(*sizes)})
+
+
+def test_resize_to_run_time_scales():
+    model = model_of(
+        [helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="linear")],
+        {"x": (F, [1, 1, 3, 4]), "scales": (F, [4])}, {"y": F},
+    )
+    for scales in [(1, 1, 2, 2), (1, 1, 0.5, 1.5)]:
+        check(model, {"x": X34.reshape(1, 1, 3, 4), "scales": np.array(scales, np.float32)})
+
+
+def test_upsample():
+    model = model_of(
+        [helper.make_node("Upsample", ["x", "scales"], ["y"], mode="nearest")],
+        {"x": (F, [1, 1, 3, 4]), "scales": (F, [4])}, {"y": F}, opset=9,
+    )
+    for scales in [(1, 1, 2, 2), (1, 1, 3, 1)]:
+        check(model, {"x": X34.reshape(1, 1, 3, 4), "scales": np.array(scales, np.float32)})
+
+
+# -- values drawn ----------------------------------------------------------------------
+
+
+RANGE = model_of(
+    [helper.make_node("Range", ["s", "l", "d"], ["r"])],
+    {"s": (I64, []), "l": (I64, []), "d": (I64, [])}, {"r": I64},
+)
+SLICE = model_of(
+    [helper.make_node("Slice", ["x", "starts", "ends", "axes", "steps"], ["y"])],
+    {"x": (F, [3, 4]), "starts": (I64, [1]), "ends": (I64, [1]), "axes": (I64, [1]), "steps": (I64, [1])},
+    {"y": F},
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(-20, 20), st.integers(-20, 20), st.integers(-6, 6).filter(bool),
+)
+def test_range_of_drawn_bounds(start, limit, delta):
+    check(RANGE, {"s": np.array(start), "l": np.array(limit), "d": np.array(delta)})
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.integers(-6, 6), st.integers(-6, 6), st.sampled_from([0, 1, -1, -2]),
+    st.sampled_from([-3, -2, -1, 1, 2, 3]),
+)
+def test_slice_of_drawn_bounds(start, end, axis, step):
+    feeds = {"x": X34, "starts": ints(start), "ends": ints(end), "axes": ints(axis), "steps": ints(step)}
+    check(SLICE, feeds, "onnxruntime")
+
+
+# -- within compiled code ----------------------------------------------------------------
+
+
+def test_run_time_range_and_constant_of_shape_feed_compiled_nodes():
+    """Range(0, n) and ConstantOfShape([n, columns of x]) on the host, between compiled
+    code that reads x before and after them."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("ReduceSum", ["r"], ["total"], keepdims=0),
+        helper.make_node("Range", ["zero", "n", "one"], ["steps"]),
+        helper.make_node("Cast", ["steps"], ["steps_f"], to=F),
+        helper.make_node("Mul", ["steps_f", "total"], ["scaled"]),
+        helper.make_node("Add", ["scaled", "b"], ["y"]),
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Slice", ["shape", "one_1d", "two_1d"], ["columns"]),
+        helper.make_node("Unsqueeze", ["n", "axis0"], ["n_1d"]),
+        helper.make_node("Concat", ["n_1d", "columns"], ["size"], axis=0),
+        helper.make_node(
+            "ConstantOfShape", ["size"], ["ones"], value=numpy_helper.from_array(np.ones(1, np.float32)),
+        ),
+        helper.make_node("ReduceMax", ["x", "axis0"], ["top"], keepdims=1),
+        helper.make_node("Mul", ["ones", "top"], ["z"]),
+    ]
+    model = model_of(
+        nodes, {"x": (F, [4, 3]), "n": (I64, []), "b": (F, [1])}, {"y": F, "z": F},
+        {
+            "zero": np.array(0, np.int64), "one": np.array(1, np.int64), "axis0": ints(0),
+            "one_1d": ints(1), "two_1d": ints(2),
+        },
+    )
+    x = RNG.standard_normal((4, 3)).astype(np.float32)
+    for n in (1, 5, 0, 5):
+        compiled = check(model, {"x": x, "n": np.array(n), "b": np.array([0.25], np.float32)}, "onnxruntime")
+    assert sorted(compiled.host_ops) == ["ConstantOfShape", "Range"]
+    assert sum(not hasattr(step, "node") for step in compiled.steps) == 2
+
+
+def test_a_known_value_read_after_a_host_operator_is_computed_in_that_part():
+    """The Reshape after NonZero reads a Constant of the first part: its part computes
+    the Constant again, so the importer knows the shape there."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Constant", [], ["flat"], value=numpy_helper.from_array(ints(-1))),
+        helper.make_node("Reshape", ["r", "flat"], ["r_flat"]),
+        helper.make_node("NonZero", ["r"], ["nz"]),
+        helper.make_node("Reshape", ["nz", "flat"], ["y"]),
+    ]
+    model = model_of(nodes, {"x": (F, [3, 4])}, {"y": I64, "r_flat": F})
+    compiled = check(model, {"x": X34}, "onnxruntime")
+    assert compiled.host_ops == ["NonZero"]
+
+
+def test_a_shape_from_a_host_result_feeds_a_run_time_reshape():
+    """Reshape(x, k): k from TopK's run-time K goes to the host, its values decide the
+    shape."""
+    nodes = [
+        helper.make_node("TopK", ["x", "k"], ["values", "indices"]),
+        helper.make_node("Neg", ["values"], ["negated"]),
+        helper.make_node("Reshape", ["negated", "shape"], ["y"]),
+    ]
+    model = model_of(nodes, {"x": (F, [12]), "k": (I64, [1]), "shape": (I64, [2])}, {"y": F})
+    x = RNG.standard_normal(12).astype(np.float32)
+    for k, shape in [(6, (2, 3)), (12, (-1, 4)), (4, (4, 1))]:
+        compiled = check(model, {"x": x, "k": ints(k), "shape": ints(*shape)}, "onnxruntime")
+    assert compiled.host_ops == ["TopK", "Reshape"]
+
+
+def test_known_inputs_still_compile():
+    """The same operators with shape inputs from initializers, Constants and shapes
+    compile to an ordinary model."""
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "zero"], ["rows"]),
+        helper.make_node("Range", ["zero", "rows", "one"], ["steps"]),
+        helper.make_node("Cast", ["steps"], ["steps_f"], to=F),
+        helper.make_node("Constant", [], ["k"], value=numpy_helper.from_array(ints(2))),
+        helper.make_node("TopK", ["x", "k"], ["values", "indices"]),
+        helper.make_node("Reshape", ["values", "flat"], ["flat_values"]),
+        helper.make_node("Concat", ["flat_values", "steps_f"], ["y"], axis=0),
+        helper.make_node("ConstantOfShape", ["shape"], ["zeros"]),
+        helper.make_node("Add", ["zeros", "x"], ["same"]),
+        helper.make_node("Slice", ["same", "start", "stop"], ["z"]),
+    ]
+    model = model_of(
+        nodes, {"x": (F, [3, 4])}, {"y": F, "z": F},
+        {"zero": np.array(0, np.int64), "one": np.array(1, np.int64), "flat": ints(-1),
+         "start": ints(1), "stop": ints(3)},
+    )
+    assert not has_host_ops(model, IMPORT_TIME_INPUTS)
+    compiled = strato.compile(model, cache=False)
+    assert isinstance(compiled, CompiledModel)
+    expected = ReferenceEvaluator(model).run(None, {"x": X34})
+    for a, e in zip(compiled(X34), expected, strict=True):
+        np.testing.assert_allclose(a, e, rtol=1e-6)
+
+
+def test_what_is_known_at_import():
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(ints(2))),
+        helper.make_node("Add", ["shape", "c"], ["grown"]),
+        helper.make_node("Add", ["n", "c"], ["n2"]),
+        helper.make_node("NonZero", ["c"], ["nz"]),
+        helper.make_node("Shape", ["nz"], ["nz_shape"]),
+        helper.make_node("Range", ["w", "n2", "w"], ["r"]),
+        helper.make_node("RandomNormal", [], ["noise"], shape=[2]),
+    ]
+    model = model_of(nodes, {"x": (F, [3, 4]), "n": (I64, [])}, {"r": I64, "grown": I64}, {"w": np.array(1)})
+    known = known_at_import(model.graph, IMPORT_TIME_INPUTS)
+    assert {"w", "shape", "c", "grown", "nz_shape"} <= known
+    assert not {"x", "n", "n2", "nz", "r", "noise"} & known
+
+
+# -- calls and refusals ------------------------------------------------------------------
+
+
+def test_bad_calls_are_input_mismatches():
+    model = model_of(
+        [helper.make_node("Range", ["zero", "n", "one"], ["r"]),
+         helper.make_node("Cast", ["r"], ["rf"], to=F),
+         helper.make_node("Mul", ["x", "two"], ["x2"]),
+         helper.make_node("Add", ["rf", "x2"], ["y"])],
+        {"n": (I64, []), "x": (F, [3])}, {"y": F},
+        {"zero": np.array(0, np.int64), "one": np.array(1, np.int64), "two": np.float32(2)},
+    )
+    compiled = staged(model)
+    np.testing.assert_allclose(compiled(np.array(3), np.ones(3, np.float32))[0], [2, 3, 4])
+    with pytest.raises(InputMismatchError):
+        compiled(np.array(3))
+    with pytest.raises(InputMismatchError):
+        compiled(np.array(3), np.ones(4, np.float32))
+
+
+def test_a_bad_value_is_a_diagnostic_naming_the_node():
+    model = model_of(
+        [helper.make_node("Reshape", ["x", "shape"], ["y"], name="fold")],
+        {"x": (F, [3, 4]), "shape": (I64, [2])}, {"y": F},
+    )
+    with pytest.raises(StratoError, match=r"node 'fold' \(Reshape\): cannot reshape \[3, 4\] to \[5, 2\]"):
+        staged(model)(X34, ints(5, 2))
+
+
+def test_a_run_time_shape_inside_a_subgraph_is_refused():
+    branch = helper.make_graph(
+        [helper.make_node("Range", ["zero", "n", "one"], ["r"], name="inner")],
+        "branch", [], [helper.make_tensor_value_info("r", I64, None)],
+    )
+    nodes = [
+        helper.make_node("Range", ["zero", "n", "one"], ["a"]),
+        helper.make_node("If", ["c"], ["b"], name="choose", then_branch=branch, else_branch=branch),
+    ]
+    model = model_of(
+        nodes, {"n": (I64, []), "c": (B, [])}, {"a": I64, "b": I64},
+        {"zero": np.array(0, np.int64), "one": np.array(1, np.int64)},
+    )
+    with pytest.raises(
+        StratoError,
+        match=r"node 'inner' \(Range\) in a subgraph of node 'choose': its output shape "
+        r"depends on the value of input 'n', known only when the model runs",
+    ):
+        strato.compile(model, cache=False)
+
+
+def test_the_onnx_backend_still_compiles_per_value():
+    from strato.onnx_backend import SpecializingBackendRep, prepare
+
+    rep = prepare(RANGE)
+    assert isinstance(rep, SpecializingBackendRep)
+    (result,) = rep.run([np.array(2), np.array(9), np.array(3)])
+    np.testing.assert_array_equal(result, [2, 5, 8])
