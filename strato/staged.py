@@ -3,6 +3,20 @@ NonMaxSuppression) or that transform strings (StringNormalizer, StringSplit,
 StringConcat, RegexFullMatch): compiled parts, with those operators computed on the host
 between them (`strato.runtime.host_ops`).
 
+So are the nodes whose output shape follows from an input's VALUE known only at run time
+(`strato.runtime.shape_ops`: Range, ConstantOfShape, Reshape, Expand, Tile, TopK,
+Compress, OneHot, Slice, Pad, Split, Resize, Upsample): a node of those operators runs on
+the host when one of the inputs the importer needs at import time (its
+`IMPORT_TIME_INPUTS`, which the compiler passes in) is not known at import time. Known,
+as the importer folds values (`known_at_import`): an initializer, a Constant's output, a
+Shape or Size (every part compiles for static sizes), and the output of a node all of
+whose inputs are known (not of a random operator, of a node with subgraphs, or of a host
+node). A node whose such inputs are known compiles as usual, so a model that imports
+stays one compiled model. A known value that a later part reads (a Reshape's shape from a
+Constant, after a NonZero) is computed again in that part, so its importer knows it too.
+
+    n -> Range (host) -> [part 1: Cast, Add x] -> y
+
 Each node of the graph gets a stage: the graph's inputs and initializers are at stage 0,
 a compiled node is at the latest stage of its inputs, and a host operator's outputs are
 one stage after its inputs. The compiled nodes of one stage form one part, a model of
@@ -17,7 +31,7 @@ ids through the ONNX backend's string encoding (`strato.frontends.onnx.strings`)
                   -> [part 1: Gather ... Concat] -> detections
 
 Operators inside a subgraph (an If's branch, a Loop's body) stay compiled: a host
-operator there is refused, naming the node.
+operator there (either kind) is refused, naming the node.
 """
 
 from __future__ import annotations
