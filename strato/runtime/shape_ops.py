@@ -371,7 +371,99 @@ def upsample(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[
     return [_resized(node, x, how, None, scales, None)]
 
 
+def squeeze(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """The input without the given axes of size 1 (every axis of size 1 without
+    axes)."""
+    data, axes = [*inputs, None][:2]
+    if axes is None:
+        return [np.squeeze(data).copy()]
+    chosen = _axes(node, axes, data.ndim, data.ndim)
+    if any(data.shape[a] != 1 for a in chosen):
+        raise _error(node, f"axes {sorted(chosen)} of shape {list(data.shape)} are not all 1")
+    return [np.squeeze(data, axis=tuple(chosen)).copy()]
+
+
+def unsqueeze(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """The input with axes of size 1 inserted at the given positions of the result."""
+    data, axes = inputs
+    count = len(_ints(node, axes, "axes"))
+    chosen = _axes(node, axes, data.ndim + count, count)
+    return [np.expand_dims(data, tuple(sorted(chosen))).copy()]
+
+
+def _reduction(combine):
+    def reduce(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+        data, axes = [*inputs, None][:2]
+        keepdims = bool(_attr(node, "keepdims", 1))
+        chosen = [] if axes is None else _axes(node, axes, data.ndim, 0)
+        if not chosen:
+            if _attr(node, "noop_with_empty_axes", 0):
+                return [data.copy()]
+            chosen = list(range(data.ndim))
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            result = combine(data, tuple(chosen), keepdims)
+        return [np.asarray(result).astype(data.dtype)]
+
+    reduce.__doc__ = "The input reduced over the given axes (every axis without them)."
+    return reduce
+
+
+def _log_sum_exp(x, axis, keepdims):
+    wide = x.astype(np.float64)
+    top = np.max(wide, axis=axis, keepdims=True) if wide.size else 0.0
+    top = np.where(np.isfinite(top), top, 0.0)
+    total = np.log(np.sum(np.exp(wide - top), axis=axis, keepdims=True)) + top
+    return total if keepdims else np.squeeze(total, axis=axis)
+
+
+_REDUCTIONS = {
+    "ReduceSum": lambda x, a, k: np.sum(x, axis=a, keepdims=k),
+    "ReduceMean": lambda x, a, k: np.mean(x, axis=a, keepdims=k),
+    "ReduceMax": lambda x, a, k: np.max(x, axis=a, keepdims=k),
+    "ReduceMin": lambda x, a, k: np.min(x, axis=a, keepdims=k),
+    "ReduceProd": lambda x, a, k: np.prod(x, axis=a, keepdims=k),
+    "ReduceL1": lambda x, a, k: np.sum(np.abs(x), axis=a, keepdims=k),
+    "ReduceL2": lambda x, a, k: np.sqrt(np.sum(np.square(x.astype(np.float64)), axis=a, keepdims=k)),
+    "ReduceSumSquare": lambda x, a, k: np.sum(np.square(x), axis=a, keepdims=k),
+    "ReduceLogSum": lambda x, a, k: np.log(np.sum(x, axis=a, keepdims=k)),
+    "ReduceLogSumExp": _log_sum_exp,
+}
+
+
+def trilu(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """The upper (or lower) triangle of the last two axes from diagonal k, zeros
+    elsewhere."""
+    data, k_in = [*inputs, None][:2]
+    if data.ndim < 2:
+        raise _error(node, f"the input must have rank >= 2, got {data.ndim}")
+    k = 0 if k_in is None else int(_scalar(node, k_in, "k"))
+    keep = np.triu if _attr(node, "upper", 1) else np.tril
+    return [keep(data, k).astype(data.dtype)]
+
+
+def _cumulative(combine):
+    def cumulative(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+        data, axis_in = inputs
+        axis = _axis(node, int(_scalar(node, axis_in, "axis")), data.ndim)
+        x = np.flip(data, axis) if _attr(node, "reverse", 0) else data
+        result = combine(x, axis=axis, dtype=data.dtype)
+        if _attr(node, "exclusive", 0):
+            unit = np.zeros_like if combine is np.cumsum else np.ones_like
+            first = unit(np.take(result, [0], axis=axis))
+            result = np.concatenate([first, np.delete(result, -1, axis=axis)], axis=axis)
+        return [np.flip(result, axis).copy() if _attr(node, "reverse", 0) else result]
+
+    cumulative.__doc__ = "Running totals along the axis (exclusive, reversed, by the attributes)."
+    return cumulative
+
+
 SHAPE_OPS: dict[str, HostOp] = {
+    **{op_type: _reduction(combine) for op_type, combine in _REDUCTIONS.items()},
+    "CumProd": _cumulative(np.cumprod),
+    "CumSum": _cumulative(np.cumsum),
+    "Squeeze": squeeze,
+    "Trilu": trilu,
+    "Unsqueeze": unsqueeze,
     "Compress": compress,
     "ConstantOfShape": constant_of_shape,
     "Expand": expand,
@@ -387,7 +479,9 @@ SHAPE_OPS: dict[str, HostOp] = {
     "Upsample": upsample,
 }
 """The operators computed on the host when an input the importer needs at import time
-(`IMPORT_TIME_INPUTS` of the ONNX frontend) is only known at run time, by op type."""
+(`IMPORT_TIME_INPUTS` of the ONNX frontend) is only known at run time, by op type: those
+whose output shape follows from it, and a few whose axis or diagonal it gives (CumSum,
+CumProd, Trilu)."""
 
 
 __all__ = [
@@ -402,7 +496,10 @@ __all__ = [
     "resize",
     "slice_",
     "split",
+    "squeeze",
     "tile",
     "top_k",
+    "trilu",
+    "unsqueeze",
     "upsample",
 ]

@@ -262,6 +262,50 @@ def test_upsample():
         check(model, {"x": X34.reshape(1, 1, 3, 4), "scales": np.array(scales, np.float32)})
 
 
+def test_squeeze_and_unsqueeze():
+    x = RNG.standard_normal((3, 1, 4, 1)).astype(np.float32)
+    squeeze = model_of([helper.make_node("Squeeze", ["x", "axes"], ["y"])], {"x": (F, [3, 1, 4, 1]), "axes": (I64, [1])}, {"y": F})
+    for axis in (1, 3, -1):
+        check(squeeze, {"x": x, "axes": ints(axis)})
+    unsqueeze = model_of([helper.make_node("Unsqueeze", ["x", "axes"], ["y"])], {"x": (F, [3, 4]), "axes": (I64, [2])}, {"y": F})
+    for axes in ((0, 1), (0, -1), (3, 1)):
+        check(unsqueeze, {"x": X34, "axes": ints(*axes)})
+
+
+@pytest.mark.parametrize(
+    "op_type",
+    ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+     "ReduceSumSquare", "ReduceLogSumExp"],
+)
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reductions_over_run_time_axes(op_type, keepdims):
+    for values in [((0,), (1,), (-1,)), ((-1, 0),), ((),)]:
+        model = model_of(
+            [helper.make_node(op_type, ["x", "axes"], ["y"], keepdims=keepdims)],
+            {"x": (F, [3, 4]), "axes": (I64, [len(values[0])])}, {"y": F},
+        )
+        for axes in values:
+            check(model, {"x": X34, "axes": np.array(axes, np.int64)})
+
+
+@pytest.mark.parametrize("upper", [0, 1])
+def test_trilu(upper):
+    model = model_of([helper.make_node("Trilu", ["x", "k"], ["y"], upper=upper)], {"x": (F, [3, 4]), "k": (I64, [])}, {"y": F})
+    for k in (-1, 0, 2, 7):
+        check(model, {"x": X34, "k": np.array(k)})
+
+
+@pytest.mark.parametrize("op_type", ["CumSum", "CumProd"])
+@pytest.mark.parametrize(("exclusive", "reverse"), [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_cumulative_along_a_run_time_axis(op_type, exclusive, reverse):
+    model = model_of(
+        [helper.make_node(op_type, ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)],
+        {"x": (F, [3, 4]), "axis": (I64, [])}, {"y": F}, opset=26,
+    )
+    for axis in (0, 1, -1):
+        check(model, {"x": X34, "axis": np.array(axis)}, "onnx")
+
+
 # -- values drawn ----------------------------------------------------------------------
 
 
