@@ -157,15 +157,14 @@ def has_host_ops(model: onnx.ModelProto, import_time_inputs: ImportTimeInputs | 
     return _has_host_nodes(model.graph, import_time_inputs or {}, frozenset())
 
 
-def _has_host_nodes(graph: onnx.GraphProto, table: ImportTimeInputs, outer: frozenset) -> bool:
-    hosts, known = _plan(graph, table, outer, refuse=False)
-    if any(hosts):
-        return True
-    scope = set(outer) | known
-    return any(
-        _has_host_nodes(body, table, frozenset(scope))
+def _has_host_nodes(
+    graph: onnx.GraphProto, table: ImportTimeInputs, outer: frozenset, given: frozenset = frozenset()
+) -> bool:
+    hosts, known = _plan(graph, table, outer, refuse=False, given=given)
+    return any(hosts) or any(
+        _has_host_nodes(body, table, body_outer, body_given)
         for node in graph.node
-        for body in _subgraphs(node)
+        for body, body_outer, body_given in _scopes(node, known, table)
     )
 
 
@@ -181,20 +180,26 @@ def known_at_import(
 
 
 def _plan(
-    graph: onnx.GraphProto, table: ImportTimeInputs, outer: frozenset, refuse: bool
+    graph: onnx.GraphProto,
+    table: ImportTimeInputs,
+    outer: frozenset,
+    refuse: bool,
+    given: frozenset = frozenset(),
 ) -> tuple[list[bool], set[str]]:
     """Whether each node of `graph` runs on the host, and the values known at import
-    time (`known_at_import`). With `refuse`, a host node in a subgraph of a node is a
+    time (`known_at_import`); `given` are the graph's inputs known (a body's, see
+    `_scopes`). With `refuse`, a host node in a subgraph of a node is a
     `ModelImportError` naming both."""
     initializers = {init.name for init in graph.initializer}
-    known = (set(outer) - {value.name for value in graph.input}) | initializers | {""}
+    inputs = {value.name for value in graph.input}
+    known = (set(outer) - inputs) | (inputs & given) | initializers | {""}
     hosts = []
     for node in graph.node:
         host = node.op_type in HOST_OPS or _runtime_shape_input(node, table, known) is not None
         hosts.append(host)
         if refuse:
-            for body in _subgraphs(node):
-                _refuse_host_nodes(node, body, table, frozenset(known))
+            for body, body_outer, body_given in _scopes(node, known, table):
+                _refuse_host_nodes(node, body, table, body_outer, body_given)
         if host:
             continue
         if node.op_type == "Constant" or node.op_type in STRUCTURE_ONLY or (
@@ -205,6 +210,47 @@ def _plan(
         ):
             known.update(name for name in node.output if name)
     return hosts, known
+
+
+def _scopes(
+    node: onnx.NodeProto, known: set[str], table: ImportTimeInputs
+) -> list[tuple[onnx.GraphProto, frozenset, frozenset]]:
+    """Each subgraph of `node`, with the values known in the enclosing scopes and those
+    of its own inputs the importer knows: a Loop of a known trip count and condition is
+    unrolled, so its body knows the iteration number, the condition, and each carried
+    value that starts known and that the body keeps known; a Scan's body knows the
+    states that start known and stay so, and the slices of known scanned inputs."""
+    outer = frozenset(known)
+    scopes = []
+    for body in _subgraphs(node):
+        names = [value.name for value in body.input]
+        fixed: set[str] = set()
+        carried: list[tuple[str, str, str]] = []  # body input, its initial value, body output
+        if node.op_type == "Loop":
+            count, condition = [*node.input, "", ""][:2]
+            if count and count in known and condition in known:
+                fixed = set(names[:2])
+                outputs = [value.name for value in body.output[1:]]
+                carried = list(zip(names[2:], node.input[2:], outputs))
+        elif node.op_type == "Scan":
+            scanned = int(next((a.i for a in node.attribute if a.name == "num_scan_inputs"), 0))
+            states = len(node.input) - scanned
+            fixed = {
+                name
+                for name, value in zip(names[states:], node.input[states:])
+                if value in known
+            }
+            outputs = [value.name for value in body.output[:states]]
+            carried = list(zip(names[:states], node.input[:states], outputs))
+        given = fixed | {name for name, initial, _ in carried if initial in known}
+        while carried:  # what stays known from one iteration to the next
+            inner = _plan(body, table, outer, refuse=False, given=frozenset(given))[1]
+            kept = fixed | {name for name, _, out in carried if name in given and out in inner}
+            if kept == given:
+                break
+            given = kept
+        scopes.append((body, outer, frozenset(given)))
+    return scopes
 
 
 def _runtime_shape_input(node: onnx.NodeProto, table: ImportTimeInputs, known: set[str]) -> str | None:
@@ -219,9 +265,13 @@ def _runtime_shape_input(node: onnx.NodeProto, table: ImportTimeInputs, known: s
 
 
 def _refuse_host_nodes(
-    owner: onnx.NodeProto, body: onnx.GraphProto, table: ImportTimeInputs, outer: frozenset
+    owner: onnx.NodeProto,
+    body: onnx.GraphProto,
+    table: ImportTimeInputs,
+    outer: frozenset,
+    given: frozenset,
 ) -> None:
-    hosts, known = _plan(body, table, outer, refuse=True)
+    hosts, known = _plan(body, table, outer, refuse=True, given=given)
     for inner, host in zip(body.node, hosts, strict=True):
         if not host:
             continue

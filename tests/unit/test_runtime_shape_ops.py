@@ -501,6 +501,46 @@ def test_a_run_time_shape_inside_a_subgraph_is_refused():
         strato.compile(model, cache=False)
 
 
+def _loop_over_ranges(count: str) -> onnx.ModelProto:
+    """acc += sum(range(0, i)) for i < count: the body's Range reads the iteration
+    number."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Range", ["zero", "i", "one"], ["r"], name="inner"),
+            helper.make_node("ReduceSum", ["r"], ["s"], keepdims=0),
+            helper.make_node("Add", ["acc", "s"], ["acc2"]),
+            helper.make_node("Identity", ["c"], ["c2"]),
+        ],
+        "body",
+        [helper.make_tensor_value_info(n, t, []) for n, t in (("i", I64), ("c", B), ("acc", I64))],
+        [helper.make_tensor_value_info("c2", B, []), helper.make_tensor_value_info("acc2", I64, [])],
+    )
+    inputs = {"x": (F, [3])} | ({"m": (I64, [])} if count == "m" else {})
+    model = model_of(
+        [helper.make_node("Loop", [count, "", "a0"], ["out"], name="loop", body=body),
+         helper.make_node("Relu", ["x"], ["y"])],
+        inputs, {"out": I64, "y": F},
+        {"zero": np.array(0, np.int64), "one": np.array(1, np.int64), "four": np.array(4, np.int64),
+         "a0": np.array(0, np.int64)},
+    )
+    model.graph.output[0].type.tensor_type.shape.SetInParent()  # a scalar
+    return model
+
+
+def test_a_loop_of_a_known_trip_count_knows_its_iteration_number():
+    """The importer unrolls such a loop, so a Range on the iteration number compiles;
+    with a run-time trip count it is refused, naming the node."""
+    known = _loop_over_ranges("four")
+    assert not has_host_ops(known, IMPORT_TIME_INPUTS)
+    compiled = strato.compile(known, cache=False)
+    assert isinstance(compiled, CompiledModel)
+    assert compiled(X34[0, :3].copy())[0] == 0 + 0 + 1 + 3
+    run_time = _loop_over_ranges("m")
+    assert has_host_ops(run_time, IMPORT_TIME_INPUTS)
+    with pytest.raises(StratoError, match=r"node 'inner' \(Range\) in a subgraph of node 'loop'"):
+        strato.compile(run_time, cache=False)
+
+
 def test_the_onnx_backend_still_compiles_per_value():
     from strato.onnx_backend import SpecializingBackendRep, prepare
 
