@@ -252,7 +252,9 @@ class StratoBackend(Backend):
         with symbolic dimensions). Raises a `StratoError` for a model strato cannot
         compile, with the importer's one-line reason. A model that fails to import only
         because graph inputs give values strato needs at compile time is compiled when it
-        runs, per value (a `SpecializingBackendRep`).
+        runs, per value (a `SpecializingBackendRep`), although `strato.compile` would run
+        the nodes that read those values on the host (`strato.staged`): the backend keeps
+        them compiled.
         """
         import strato
         from strato.frontends.onnx.importer import load_model
