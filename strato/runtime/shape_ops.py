@@ -457,7 +457,60 @@ def _cumulative(combine):
     return cumulative
 
 
+def window(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """A Hann, Hamming or Blackman window of the given size, in float64 as ONNX's
+    reference computes it (as the importer does for a known size), then converted to
+    `output_datatype`."""
+    size = int(_scalar(node, inputs[0], "size"))
+    if inputs[0].dtype.kind not in "iu" or size < 0:
+        raise _error(node, f"size must be a non-negative integer, got {inputs[0].reshape(()).item()}")
+    dtype = helper.tensor_dtype_to_np_dtype(int(_attr(node, "output_datatype", 1)))
+    length = size if int(_attr(node, "periodic", 1)) == 1 else size - 1
+    n = np.arange(size, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if node.op_type == "HannWindow":
+            result = np.sin(n * np.pi / length) ** 2
+        elif node.op_type == "HammingWindow":
+            alpha = 25.0 / 46.0
+            result = alpha - np.cos(n * np.pi * 2 / length) * (1 - alpha)
+        else:
+            result = np.cos(n * (np.pi * 2) / length) * -0.5
+            result += np.cos(n * (np.pi * 4) / length) * 0.08
+            result += 0.42
+    return [result.astype(dtype)]
+
+
+def center_crop_pad(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """The input cropped or zero-padded about its center to `shape` along `axes` (every
+    axis without them); an odd difference leaves the extra element at the end."""
+    data, shape = inputs
+    sizes = _ints(node, shape, "the shape")
+    axes = _attr(node, "axes", None)
+    chosen = _axes(node, None if axes is None else np.array(axes, np.int64), data.ndim, data.ndim)
+    if len(sizes) != len(chosen) or any(n < 0 for n in sizes):
+        raise _error(node, f"the shape {sizes} must be {len(chosen)} non-negative sizes")
+    out_shape = list(data.shape)
+    for axis, size in zip(chosen, sizes):
+        out_shape[axis] = size
+    result = np.zeros(out_shape, dtype=data.dtype)
+    source, target = [slice(None)] * data.ndim, [slice(None)] * data.ndim
+    for axis, size in zip(chosen, sizes):
+        dim = data.shape[axis]
+        if size <= dim:
+            start = (dim - size) // 2
+            source[axis] = slice(start, start + size)
+        else:
+            start = (size - dim) // 2
+            target[axis] = slice(start, start + dim)
+    result[tuple(target)] = data[tuple(source)]
+    return [result]
+
+
 SHAPE_OPS: dict[str, HostOp] = {
+    "BlackmanWindow": window,
+    "CenterCropPad": center_crop_pad,
+    "HammingWindow": window,
+    "HannWindow": window,
     **{op_type: _reduction(combine) for op_type, combine in _REDUCTIONS.items()},
     "CumProd": _cumulative(np.cumprod),
     "CumSum": _cumulative(np.cumsum),
@@ -486,6 +539,7 @@ CumProd, Trilu)."""
 
 __all__ = [
     "SHAPE_OPS",
+    "center_crop_pad",
     "compress",
     "constant_of_shape",
     "expand",
@@ -502,4 +556,5 @@ __all__ = [
     "trilu",
     "unsqueeze",
     "upsample",
+    "window",
 ]

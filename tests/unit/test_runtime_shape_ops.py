@@ -306,6 +306,30 @@ def test_cumulative_along_a_run_time_axis(op_type, exclusive, reverse):
         check(model, {"x": X34, "axis": np.array(axis)}, "onnx")
 
 
+@pytest.mark.filterwarnings("ignore:invalid value:RuntimeWarning")  # the reference's 0 / 0 at size 1
+@pytest.mark.parametrize("op_type", ["HannWindow", "HammingWindow", "BlackmanWindow"])
+@pytest.mark.parametrize("periodic", [0, 1])
+def test_windows_of_a_run_time_size(op_type, periodic):
+    model = model_of(
+        [helper.make_node(op_type, ["size"], ["y"], periodic=periodic)],
+        {"size": (I64, [])}, {"y": F}, opset=17,
+    )
+    for size in (1, 4, 9):
+        check(model, {"size": np.array(size)})
+
+
+@pytest.mark.parametrize("axes", [None, [1], [-2, 0]])
+def test_center_crop_pad(axes):
+    x = RNG.standard_normal((4, 5, 3)).astype(np.float32)
+    count = 3 if axes is None else len(axes)
+    model = model_of(
+        [helper.make_node("CenterCropPad", ["x", "shape"], ["y"], **({} if axes is None else {"axes": axes}))],
+        {"x": (F, [4, 5, 3]), "shape": (I64, [count])}, {"y": F},
+    )
+    for sizes in [(2, 7, 3), (5, 5, 1), (4, 2, 6)]:
+        check(model, {"x": x, "shape": ints(*sizes[:count])})
+
+
 # -- values drawn ----------------------------------------------------------------------
 
 
