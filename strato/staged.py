@@ -6,16 +6,17 @@ between them (`strato.runtime.host_ops`).
 So are the nodes whose output shape follows from an input's VALUE known only at run time
 (`strato.runtime.shape_ops`: Range, ConstantOfShape, Reshape, Expand, Tile, TopK,
 Compress, OneHot, Slice, Pad, Split, Squeeze, Unsqueeze, the reductions, CenterCropPad,
-the windows, Resize, Upsample; also CumSum, CumProd and Trilu, whose axis or diagonal the importer needs):
-a node of those operators runs on the host when one of the inputs the importer needs at
-import time (its `IMPORT_TIME_INPUTS`, which the compiler passes in) is not known at
-import time. Known,
-as the importer folds values (`known_at_import`): an initializer, a Constant's output, a
-Shape or Size (every part compiles for static sizes), and the output of a node all of
-whose inputs are known (not of a random operator, of a node with subgraphs, or of a host
-node). A node whose such inputs are known compiles as usual, so a model that imports
-stays one compiled model. A known value that a later part reads (a Reshape's shape from a
-Constant, after a NonZero) is computed again in that part, so its importer knows it too.
+the windows, Resize, Upsample; also CumSum, CumProd and Trilu, whose axis or diagonal
+the importer needs): a node of those operators runs on the host when one of the inputs
+the importer needs at import time (its `IMPORT_TIME_INPUTS`, which the compiler passes
+in) is not known at import time. Known, as the importer folds values
+(`known_at_import`): an initializer, a Constant's output, a Shape or Size (every part
+compiles for static sizes), and the output of a node all of whose inputs are known (not
+of a random operator, of a node with subgraphs, or of a host node); in the body of a
+Loop the importer unrolls, the iteration number too. A node whose such inputs are known
+compiles as usual, so a model that imports stays one compiled model. A known value that
+a later part reads (a Reshape's shape from a Constant, after a NonZero) is computed
+again in that part, so its importer knows it too.
 
     n -> Range (host) -> [part 1: Cast, Add x] -> y
 
