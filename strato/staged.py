@@ -329,6 +329,14 @@ def staged_model(
     is_host, known = _plan(graph, import_time_inputs or {}, frozenset(), refuse=True)
     initializers = {init.name: init for init in graph.initializer}
     inputs = [value for value in graph.input if value.name not in initializers]
+    # a Constant node's tensor is an initializer of the parts and the host operators
+    # that read it (no part is compiled for it alone)
+    constant_nodes = {
+        index: tensor
+        for index, node in enumerate(graph.node)
+        if (tensor := _constant_tensor(node)) is not None
+    }
+    initializers.update((tensor.name, tensor) for tensor in constant_nodes.values())
     stage: dict[str, int] = {value.name: 0 for value in inputs}
     stage.update((name, 0) for name in initializers)
     stage[""] = 0
@@ -336,6 +344,9 @@ def staged_model(
     hosts: dict[int, list[onnx.NodeProto]] = {}
     reads: dict[int, list[str]] = {}
     for index, node in enumerate(graph.node):
+        if index in constant_nodes:
+            reads[index] = []
+            continue
         read = _reads(node)
         reads[index] = read
         level = max((stage.get(name, 0) for name in read), default=0)
@@ -382,6 +393,19 @@ def staged_model(
         ) or name in outputs
     }
     return StagedModel(steps, [value.name for value in inputs], outputs, constants)
+
+
+def _constant_tensor(node: onnx.NodeProto) -> onnx.TensorProto | None:
+    """The tensor of a Constant node given by its `value`, named as its output."""
+    if node.op_type != "Constant" or node.domain not in ("", "ai.onnx") or not node.output[0]:
+        return None
+    for attr in node.attribute:
+        if attr.name == "value" and attr.HasField("t"):
+            tensor = onnx.TensorProto()
+            tensor.CopyFrom(attr.t)
+            tensor.name = node.output[0]
+            return tensor
+    return None
 
 
 def _with_known_producers(

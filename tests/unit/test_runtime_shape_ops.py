@@ -400,18 +400,28 @@ def test_run_time_range_and_constant_of_shape_feed_compiled_nodes():
 
 
 def test_a_known_value_read_after_a_host_operator_is_computed_in_that_part():
-    """The Reshape after NonZero reads a Constant of the first part: its part computes
-    the Constant again, so the importer knows the shape there."""
+    """The Reshapes after NonZero read shapes the first part computes from constants and
+    from x's shape: their part computes them again, so its importer knows them."""
     nodes = [
         helper.make_node("Relu", ["x"], ["r"]),
-        helper.make_node("Constant", [], ["flat"], value=numpy_helper.from_array(ints(-1))),
+        helper.make_node("Constant", [], ["minus_one"], value=numpy_helper.from_array(ints(-1))),
+        helper.make_node("Mul", ["minus_one", "one"], ["flat"]),
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Slice", ["shape", "zero", "one"], ["rows"]),
+        helper.make_node("Concat", ["minus_one", "rows"], ["by_rows"], axis=0),
         helper.make_node("Reshape", ["r", "flat"], ["r_flat"]),
         helper.make_node("NonZero", ["r"], ["nz"]),
         helper.make_node("Reshape", ["nz", "flat"], ["y"]),
+        helper.make_node("Concat", ["y", "y", "y"], ["y3"], axis=0),
+        helper.make_node("Reshape", ["y3", "by_rows"], ["z"]),
     ]
-    model = model_of(nodes, {"x": (F, [3, 4])}, {"y": I64, "r_flat": F})
+    model = model_of(
+        nodes, {"x": (F, [3, 4])}, {"y": I64, "r_flat": F, "z": I64},
+        {"one": ints(1), "zero": ints(0)},
+    )
     compiled = check(model, {"x": X34}, "onnxruntime")
     assert compiled.host_ops == ["NonZero"]
+    assert sum(not hasattr(step, "node") for step in compiled.steps) == 2
 
 
 def test_a_shape_from_a_host_result_feeds_a_run_time_reshape():
