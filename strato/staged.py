@@ -95,11 +95,13 @@ class StagedModel:
         input_names: Sequence[str],
         output_names: Sequence[str],
         constants: Mapping[str, np.ndarray],
+        input_types: Sequence[onnx.TypeProto] | None = None,
     ):
         self.steps = list(steps)
         self._input_names = list(input_names)
         self._output_names = list(output_names)
         self._constants = dict(constants)
+        self._input_types = list(input_types) if input_types is not None else None
         self.origin = None
 
     @property
@@ -120,6 +122,11 @@ class StagedModel:
                 f"the model takes {len(self._input_names)} input(s) "
                 f"({', '.join(self._input_names) or 'none'}), got {len(arrays)}"
             )
+        if self._input_types is not None:
+            for position, (name, array, declared) in enumerate(
+                zip(self._input_names, arrays, self._input_types, strict=True)
+            ):
+                _check_input(position, name, array, declared)
         env: dict[str, np.ndarray] = dict(self._constants)
         env.update(zip(self._input_names, arrays, strict=True))
         for step in self.steps:
@@ -148,6 +155,35 @@ class StagedModel:
     def __repr__(self) -> str:
         parts = sum(isinstance(step, _Part) for step in self.steps)
         return f"<StagedModel: {parts} compiled part(s), host {', '.join(self.host_ops)}>"
+
+
+def _check_input(position: int, name: str, array: Any, declared: onnx.TypeProto) -> None:
+    """An `InputMismatchError` unless `array` has the element type, rank and static sizes
+    graph input `name` declares (what a compiled part checks of its own inputs; an input
+    that only host operators read is checked here)."""
+    what = f"input {position} '{name}'"
+    if not isinstance(array, np.ndarray):
+        raise InputMismatchError(f"{what}: expected a numpy array, got {type(array).__name__}")
+    if not declared.HasField("tensor_type"):
+        return
+    tensor = declared.tensor_type
+    if tensor.elem_type == onnx.TensorProto.STRING:
+        if array.dtype.kind not in "OUS":
+            raise InputMismatchError(f"{what}: dtype is {array.dtype.name}, expected strings")
+    elif tensor.elem_type:
+        dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        if array.dtype != dtype:
+            raise InputMismatchError(
+                f"{what}: dtype is {array.dtype.name}, expected {np.dtype(dtype).name}"
+            )
+    if not tensor.HasField("shape"):
+        return
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+    shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+    if array.ndim != len(dims) or any(
+        d is not None and d != n for d, n in zip(dims, array.shape, strict=True)
+    ):
+        raise InputMismatchError(f"{what}: shape is {list(array.shape)}, expected {shown}")
 
 
 def has_host_ops(model: onnx.ModelProto, import_time_inputs: ImportTimeInputs | None = None) -> bool:
@@ -392,7 +428,9 @@ def staged_model(
             isinstance(step, _Host) and name in step.node.input for step in steps
         ) or name in outputs
     }
-    return StagedModel(steps, [value.name for value in inputs], outputs, constants)
+    return StagedModel(
+        steps, [value.name for value in inputs], outputs, constants, [value.type for value in inputs]
+    )
 
 
 def _constant_tensor(node: onnx.NodeProto) -> onnx.TensorProto | None:

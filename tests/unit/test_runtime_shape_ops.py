@@ -499,10 +499,17 @@ def test_bad_calls_are_input_mismatches():
     )
     compiled = staged(model)
     np.testing.assert_allclose(compiled(np.array(3), np.ones(3, np.float32))[0], [2, 3, 4])
-    with pytest.raises(InputMismatchError):
+    with pytest.raises(InputMismatchError, match="takes 2 input"):
         compiled(np.array(3))
-    with pytest.raises(InputMismatchError):
+    with pytest.raises(InputMismatchError, match=r"'x'.*shape is \[4\], expected \[3\]"):
         compiled(np.array(3), np.ones(4, np.float32))
+    # 'n' only reaches the host Range: checked as a compiled input would be
+    with pytest.raises(InputMismatchError, match=r"input 0 'n': dtype is float64, expected int64"):
+        compiled(np.array(3.0), np.ones(3, np.float32))
+    with pytest.raises(InputMismatchError, match=r"input 0 'n': shape is \[1\], expected \[\]"):
+        compiled(np.array([3]), np.ones(3, np.float32))
+    with pytest.raises(InputMismatchError, match=r"input 0 'n': expected a numpy array, got int"):
+        compiled(3, np.ones(3, np.float32))
 
 
 def test_a_bad_value_is_a_diagnostic_naming_the_node():
