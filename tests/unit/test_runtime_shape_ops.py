@@ -362,6 +362,23 @@ def test_slice_of_drawn_bounds(start, end, axis, step):
     check(SLICE, feeds, "onnxruntime")
 
 
+PAD = model_of(
+    [helper.make_node("Pad", ["x", "pads"], ["y"], mode="edge")],
+    {"x": (F, [3, 4]), "pads": (I64, [4])}, {"y": F},
+)
+TOP_K = model_of(
+    [helper.make_node("TopK", ["x", "k"], ["values", "indices"], axis=0)],
+    {"x": (F, [3, 4]), "k": (I64, [1])}, {"values": F, "indices": I64},
+)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(-1, 3), min_size=4, max_size=4), st.integers(0, 3))
+def test_pad_and_top_k_of_drawn_values(pads, k):
+    check(PAD, {"x": X34, "pads": ints(*pads)}, "onnxruntime")
+    check(TOP_K, {"x": X34, "k": ints(k)}, "onnxruntime")
+
+
 # -- within compiled code ----------------------------------------------------------------
 
 
