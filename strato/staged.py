@@ -6,7 +6,7 @@ between them (`strato.runtime.host_ops`).
 So are the nodes whose output shape follows from an input's VALUE known only at run time
 (`strato.runtime.shape_ops`: Range, ConstantOfShape, Reshape, Expand, Tile, TopK,
 Compress, OneHot, Slice, Pad, Split, Squeeze, Unsqueeze, the reductions, CenterCropPad,
-the windows, Resize, Upsample; also CumSum, CumProd and Trilu, whose axis or diagonal
+AffineGrid, the windows, Resize, Upsample; also CumSum, CumProd and Trilu, whose axis or diagonal
 the importer needs): a node of those operators runs on the host when one of the inputs
 the importer needs at import time (its `IMPORT_TIME_INPUTS`, which the compiler passes
 in) is not known at import time. Known, as the importer folds values

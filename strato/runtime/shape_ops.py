@@ -506,7 +506,32 @@ def center_crop_pad(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -
     return [result]
 
 
+def affine_grid(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
+    """The sampling grid of each affine matrix: [N, H, W, 2] (x, y) for [N, 2, 3] theta
+    and size [N, C, H, W], [N, D, H, W, 3] for [N, 3, 4] and [N, C, D, H, W]; positions
+    in [-1, 1], at the pixels' corners with `align_corners`, else at their centers."""
+    theta, size = inputs
+    sizes = _ints(node, size, "size")
+    spatial = sizes[2:]
+    if len(spatial) not in (2, 3) or theta.shape != (sizes[0], len(spatial), len(spatial) + 1):
+        raise _error(
+            node,
+            f"theta {list(theta.shape)} and size {sizes} must be [N, 2, 3] and [N, C, H, W] "
+            "or [N, 3, 4] and [N, C, D, H, W]",
+        )
+    corners = bool(_attr(node, "align_corners", 0))
+    axes = [
+        np.linspace(-1.0, 1.0, n) if corners else (2.0 * np.arange(n) + 1.0) / n - 1.0
+        for n in spatial
+    ]
+    mesh = np.meshgrid(*axes, indexing="ij")  # one array per spatial axis, D/H/W order
+    points = np.stack([*reversed(mesh), np.ones(spatial)], axis=-1)  # (x, y[, z], 1)
+    grid = np.einsum("...k,njk->n...j", points, theta.astype(np.float64))
+    return [grid.astype(theta.dtype)]
+
+
 SHAPE_OPS: dict[str, HostOp] = {
+    "AffineGrid": affine_grid,
     "BlackmanWindow": window,
     "CenterCropPad": center_crop_pad,
     "HammingWindow": window,
@@ -539,6 +564,7 @@ CumProd, Trilu)."""
 
 __all__ = [
     "SHAPE_OPS",
+    "affine_grid",
     "center_crop_pad",
     "compress",
     "constant_of_shape",

@@ -330,6 +330,19 @@ def test_center_crop_pad(axes):
         check(model, {"x": x, "shape": ints(*sizes[:count])})
 
 
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning")  # the reference's step at size 1
+@pytest.mark.parametrize("align_corners", [0, 1])
+@pytest.mark.parametrize("spatial", [2, 3])
+def test_affine_grid_of_a_run_time_size(align_corners, spatial):
+    theta = RNG.standard_normal((2, spatial, spatial + 1)).astype(np.float32)
+    model = model_of(
+        [helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=align_corners)],
+        {"theta": (F, list(theta.shape)), "size": (I64, [spatial + 2])}, {"grid": F}, opset=20,
+    )
+    for sizes in [(2, 1, 3, 4, 5)[: spatial + 2], (2, 3, 1, 2, 2)[: spatial + 2]]:
+        check(model, {"theta": theta, "size": ints(*sizes)})
+
+
 # -- values drawn ----------------------------------------------------------------------
 
 
@@ -454,6 +467,19 @@ def test_a_shape_from_a_host_result_feeds_a_run_time_reshape():
     for k, shape in [(6, (2, 3)), (12, (-1, 4)), (4, (4, 1))]:
         compiled = check(model, {"x": x, "k": ints(k), "shape": ints(*shape)}, "onnxruntime")
     assert compiled.host_ops == ["TopK", "Reshape"]
+
+
+def test_a_model_of_dynamic_inputs_is_staged_once_they_are_pinned():
+    model = model_of(
+        [helper.make_node("Range", ["zero", "n", "one"], ["r"]), helper.make_node("Relu", ["x"], ["y"])],
+        {"n": (I64, []), "x": (F, ["batch", 4])}, {"r": I64, "y": F},
+        {"zero": np.array(0, np.int64), "one": np.array(1, np.int64)},
+    )
+    compiled = strato.compile(model, cache=False, input_shapes={"x": (3, 4)})
+    assert isinstance(compiled, StagedModel)
+    r, y = compiled(np.array(2), X34)
+    np.testing.assert_array_equal(r, [0, 1])
+    np.testing.assert_array_equal(y, np.maximum(X34, 0))
 
 
 def test_known_inputs_still_compile():
