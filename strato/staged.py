@@ -406,7 +406,8 @@ def staged_model(
         read_at.setdefault(name, set()).add(float("inf"))
 
     # a value known at import time that a later part reads is computed again there, so
-    # that part's importer knows it too (a Reshape's shape from a Constant of part 0)
+    # that part's importer knows it too (a Reshape's shape from a computed constant or a
+    # Shape of part 0); what those nodes read in turn is read at that part's stage
     known_producer = {
         name: index
         for index, node in enumerate(graph.node)
@@ -414,11 +415,17 @@ def staged_model(
         for name in node.output
         if name and name in known and name not in initializers
     }
+    part_nodes: dict[int, list[int]] = {}
+    for level, indices in parts.items():
+        part_nodes[level] = _with_known_producers(graph, indices, known_producer)
+        for index in set(part_nodes[level]) - set(indices):
+            for name in reads[index]:
+                if name not in known_producer:
+                    read_at.setdefault(name, set()).add(level)
     steps: list[_Part | _Host] = []
     for level in range(max([*parts, *hosts], default=0) + 1):
-        indices = parts.get(level, [])
-        if indices:
-            nodes = _with_known_producers(graph, indices, known_producer)
+        if level in part_nodes:
+            nodes = [graph.node[index] for index in part_nodes[level]]
             steps.append(_part(model, nodes, level, read_at, initializers, inferred, compile_part))
         steps.extend(_Host(node) for node in hosts.get(level, []))
     constants = {
@@ -448,9 +455,9 @@ def _constant_tensor(node: onnx.NodeProto) -> onnx.TensorProto | None:
 
 def _with_known_producers(
     graph: onnx.GraphProto, indices: list[int], known_producer: Mapping[str, int]
-) -> list[onnx.NodeProto]:
+) -> list[int]:
     """The nodes at `indices`, with the nodes that compute the known values they read
-    from outside them (and so on), in graph order."""
+    from outside them (and so on), by index in graph order."""
     chosen = set(indices)
     pending = [name for index in indices for name in _reads(graph.node[index])]
     while pending:
@@ -459,7 +466,7 @@ def _with_known_producers(
             continue
         chosen.add(index)
         pending.extend(_reads(graph.node[index]))
-    return [graph.node[index] for index in sorted(chosen)]
+    return sorted(chosen)
 
 
 def _part(

@@ -454,6 +454,22 @@ def test_a_known_value_read_after_a_host_operator_is_computed_in_that_part():
     assert sum(not hasattr(step, "node") for step in compiled.steps) == 2
 
 
+def test_a_shape_read_after_a_host_operator_is_taken_again_in_that_part():
+    """x's Relu is read only by a Shape of the first part; the second part, which takes
+    that shape again, gets the Relu's result."""
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Shape", ["r"], ["shape"]),
+        helper.make_node("Cast", ["shape"], ["shape_f"], to=F),
+        helper.make_node("NonZero", ["x"], ["nz"]),
+        helper.make_node("ReduceSum", ["nz"], ["total"], keepdims=0),
+        helper.make_node("Cast", ["total"], ["total_f"], to=F),
+        helper.make_node("Add", ["shape_f", "total_f"], ["y"]),
+    ]
+    model = model_of(nodes, {"x": (F, [3, 4])}, {"y": F})
+    check(model, {"x": X34}, "onnxruntime")
+
+
 def test_a_shape_from_a_host_result_feeds_a_run_time_reshape():
     """Reshape(x, k): k from TopK's run-time K goes to the host, its values decide the
     shape."""
