@@ -47,7 +47,7 @@ from strato.frontends.onnx import sequences
 from strato.frontends.onnx.strings import StringEncoding
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import InputMismatchError
-from strato.staged import StagedModel
+from strato.staged import STRUCTURE_ONLY, StagedModel
 
 DEVICES = ("CPU",)
 """The devices the backend runs on."""
@@ -477,9 +477,9 @@ def _inferred_outputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto] | Non
     return list(inferred.graph.output)
 
 
-_STRUCTURE_ONLY = ("Shape", "Size", "SequenceLength")
+_STRUCTURE_ONLY = STRUCTURE_ONLY
 """Operators whose result depends on their input's shape or length only, which strato
-knows at compile time whatever the values."""
+knows at compile time whatever the values (as `strato.staged` decides)."""
 
 
 def compile_time_inputs(model: onnx.ModelProto) -> list[str]:

@@ -56,9 +56,10 @@ ImportTimeInputs = Mapping[str, Sequence[int]]
 """Per op type, the input positions the importer needs to know at import time (the ONNX
 frontend's `IMPORT_TIME_INPUTS`)."""
 
-STRUCTURE_ONLY = ("Shape", "Size")
-"""Operators whose result depends only on their input's shape, which the importer knows
-whatever the values: every part is compiled for static sizes."""
+STRUCTURE_ONLY = ("Shape", "Size", "SequenceLength")
+"""Operators whose result depends only on their input's shape or length, which the
+importer knows whatever the values: every part is compiled for static sizes (and
+sequences of a static structure). The ONNX backend follows the same rule."""
 
 _NOT_FOLDED = (
     "Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform",
