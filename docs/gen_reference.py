@@ -252,7 +252,9 @@ def onnx_coverage() -> str:
         "domain (`onnx` " + onnx.__version__ + "), generated from the importer's table "
         "(`strato/frontends/onnx/op_table.py`). Operators marked `host` have output sizes "
         "that depend on the data, or transform strings: `strato.compile` runs them on the "
-        "host between compiled parts of the model (`strato.staged`). A model with an operator marked `no` is "
+        "host between compiled parts of the model (`strato.staged`), as it does an operator marked `yes` whose "
+        "shape-deciding input (a Range's bounds, a Reshape's shape, a TopK's K, ...) is known only at run time "
+        "(`strato.runtime.shape_ops`). A model with an operator marked `no` is "
         "refused at import with a one-line error naming the node.",
         "",
         table(["operator", "latest opset", "imported", "notes"], rows),

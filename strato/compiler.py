@@ -245,16 +245,17 @@ def _staged(
     shapes: dict[str, tuple[int, ...]] | None,
     options: dict,
 ):
-    """`model` as compiled parts with its data-dependent-shape operators on the host
-    between them (`strato.staged`); None when it has none, or has other operators strato
-    does not import (the importer's diagnostic names those)."""
+    """`model` as compiled parts with its data-dependent-shape operators, and the nodes
+    whose shape-deciding inputs are known only at run time, on the host between them
+    (`strato.staged`); None when it has none, or has other operators strato does not
+    import (the importer's diagnostic names those)."""
     from strato.frontends.onnx.importer import load_model as load_onnx
-    from strato.frontends.onnx.op_table import ONNX_CONVERTERS
+    from strato.frontends.onnx.op_table import IMPORT_TIME_INPUTS, ONNX_CONVERTERS
     from strato.staged import has_host_ops, staged_model
 
     source, default_name = _model_source(model)
     proto, _ = load_onnx(source)
-    if not has_host_ops(proto):
+    if not has_host_ops(proto, IMPORT_TIME_INPUTS):
         return None
     from strato.runtime.host_ops import HOST_OPS
 
@@ -277,7 +278,7 @@ def _staged(
             return lambda *arrays: list(rep.run(list(arrays)))
         return compile_model(part, input_shapes=pinned, **options)
 
-    return staged_model(proto, compile_part)
+    return staged_model(proto, compile_part, IMPORT_TIME_INPUTS)
 
 
 def _has_strings(model: onnx.ModelProto) -> bool:

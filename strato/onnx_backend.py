@@ -47,6 +47,7 @@ from strato.frontends.onnx import sequences
 from strato.frontends.onnx.strings import StringEncoding
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import InputMismatchError
+from strato.staged import STRUCTURE_ONLY, StagedModel
 
 DEVICES = ("CPU",)
 """The devices the backend runs on."""
@@ -251,7 +252,9 @@ class StratoBackend(Backend):
         with symbolic dimensions). Raises a `StratoError` for a model strato cannot
         compile, with the importer's one-line reason. A model that fails to import only
         because graph inputs give values strato needs at compile time is compiled when it
-        runs, per value (a `SpecializingBackendRep`).
+        runs, per value (a `SpecializingBackendRep`), although `strato.compile` would run
+        the nodes that read those values on the host (`strato.staged`): the backend keeps
+        them compiled.
         """
         import strato
         from strato.frontends.onnx.importer import load_model
@@ -260,6 +263,9 @@ class StratoBackend(Backend):
         options = _compile_options(kwargs)
         try:
             compiled = strato.compile(model, target="llvm", **options)
+            if isinstance(compiled, StagedModel) and _values_decide_shapes(load_model(model)[0]):
+                # only graph inputs' values stood in the way: compiled per value instead
+                raise ModelImportError("graph inputs decide shapes")
         except ModelImportError:
             proto, location = load_model(model)
             if not cls.is_compatible(proto, device):
@@ -471,9 +477,9 @@ def _inferred_outputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto] | Non
     return list(inferred.graph.output)
 
 
-_STRUCTURE_ONLY = ("Shape", "Size", "SequenceLength")
+_STRUCTURE_ONLY = STRUCTURE_ONLY
 """Operators whose result depends on their input's shape or length only, which strato
-knows at compile time whatever the values."""
+knows at compile time whatever the values (as `strato.staged` decides)."""
 
 
 def compile_time_inputs(model: onnx.ModelProto) -> list[str]:
@@ -508,6 +514,26 @@ def compile_time_inputs(model: onnx.ModelProto) -> list[str]:
     return [name for name in graph_inputs if name in seen]
 
 
+def _values_decide_shapes(model: onnx.ModelProto) -> bool:
+    """Whether `model` runs on the host only nodes whose shape-deciding inputs are
+    computed from graph inputs (no operator whose output sizes depend on the data, no
+    string transform): the backend compiles such a model per value of those inputs."""
+    from strato.runtime.host_ops import HOST_OPS
+
+    def host_ops_in(graph: onnx.GraphProto) -> bool:
+        return any(
+            node.op_type in HOST_OPS
+            or any(
+                host_ops_in(body)
+                for attr in node.attribute
+                for body in ([attr.g] if attr.HasField("g") else list(attr.graphs))
+            )
+            for node in graph.node
+        )
+
+    return bool(compile_time_inputs(model)) and not host_ops_in(model.graph)
+
+
 def bind_inputs(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onnx.ModelProto:
     """A copy of `model` in which the graph inputs named in `values` are initializers
     holding those values."""
@@ -523,27 +549,9 @@ def bind_inputs(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onn
 
 def _import_time_inputs() -> dict[str, tuple[int, ...]]:
     """Per op type, the input positions the importer needs to know at import time."""
-    from strato.frontends.onnx import (
-        convert_constant,
-        convert_control,
-        convert_function,
-        convert_layout,
-        convert_nn,
-        convert_reduce,
-        convert_resize,
-        convert_sequence,
-    )
+    from strato.frontends.onnx.op_table import IMPORT_TIME_INPUTS
 
-    return {
-        **convert_constant.IMPORT_TIME_INPUTS,
-        **convert_control.IMPORT_TIME_INPUTS,
-        **convert_function.IMPORT_TIME_INPUTS,
-        **convert_sequence.IMPORT_TIME_INPUTS,
-        **convert_layout.IMPORT_TIME_INPUTS,
-        **convert_nn.IMPORT_TIME_INPUTS,
-        **convert_reduce.IMPORT_TIME_INPUTS,
-        **convert_resize.IMPORT_TIME_INPUTS,
-    }
+    return dict(IMPORT_TIME_INPUTS)
 
 
 def _as_array(value: Any) -> Any:

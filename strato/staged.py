@@ -3,6 +3,23 @@ NonMaxSuppression) or that transform strings (StringNormalizer, StringSplit,
 StringConcat, RegexFullMatch): compiled parts, with those operators computed on the host
 between them (`strato.runtime.host_ops`).
 
+So are the nodes whose output shape follows from an input's VALUE known only at run time
+(`strato.runtime.shape_ops`: Range, ConstantOfShape, Reshape, Expand, Tile, TopK,
+Compress, OneHot, Slice, Pad, Split, Squeeze, Unsqueeze, the reductions, CenterCropPad,
+AffineGrid, the windows, Resize, Upsample; also CumSum, CumProd and Trilu, whose axis or diagonal
+the importer needs): a node of those operators runs on the host when one of the inputs
+the importer needs at import time (its `IMPORT_TIME_INPUTS`, which the compiler passes
+in) is not known at import time. Known, as the importer folds values
+(`known_at_import`): an initializer, a Constant's output, a Shape or Size (every part
+compiles for static sizes), and the output of a node all of whose inputs are known (not
+of a random operator, of a node with subgraphs, or of a host node); in the body of a
+Loop the importer unrolls, the iteration number too. A node whose such inputs are known
+compiles as usual, so a model that imports stays one compiled model. A known value that
+a later part reads (a Reshape's shape from a Constant, after a NonZero) is computed
+again in that part, so its importer knows it too.
+
+    n -> Range (host) -> [part 1: Cast, Add x] -> y
+
 Each node of the graph gets a stage: the graph's inputs and initializers are at stage 0,
 a compiled node is at the latest stage of its inputs, and a host operator's outputs are
 one stage after its inputs. The compiled nodes of one stage form one part, a model of
@@ -17,7 +34,7 @@ ids through the ONNX backend's string encoding (`strato.frontends.onnx.strings`)
                   -> [part 1: Gather ... Concat] -> detections
 
 Operators inside a subgraph (an If's branch, a Loop's body) stay compiled: a host
-operator there is refused, naming the node.
+operator there (either kind) is refused, naming the node.
 """
 
 from __future__ import annotations
@@ -32,7 +49,23 @@ from onnx import helper, numpy_helper
 
 from strato.diagnostics import ModelImportError
 from strato.runtime.host_ops import HOST_OPS
+from strato.runtime.shape_ops import SHAPE_OPS
 from strato.runtime.signature import InputMismatchError
+
+ImportTimeInputs = Mapping[str, Sequence[int]]
+"""Per op type, the input positions the importer needs to know at import time (the ONNX
+frontend's `IMPORT_TIME_INPUTS`)."""
+
+STRUCTURE_ONLY = ("Shape", "Size", "SequenceLength")
+"""Operators whose result depends only on their input's shape or length, which the
+importer knows whatever the values: every part is compiled for static sizes (and
+sequences of a static structure). The ONNX backend follows the same rule."""
+
+_NOT_FOLDED = (
+    "Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform",
+    "RandomUniformLike",
+)  # fmt: skip
+"""Operators whose result is not known at import time even from known inputs."""
 
 
 @dataclass
@@ -48,6 +81,10 @@ class _Part:
 class _Host:
     node: onnx.NodeProto
 
+    def run(self, values: list[np.ndarray | None]) -> list[np.ndarray]:
+        compute = HOST_OPS.get(self.node.op_type) or SHAPE_OPS[self.node.op_type]
+        return compute(self.node, values)
+
 
 class StagedModel:
     """A model run as compiled parts and host operators in turn (see the module
@@ -59,11 +96,13 @@ class StagedModel:
         input_names: Sequence[str],
         output_names: Sequence[str],
         constants: Mapping[str, np.ndarray],
+        input_types: Sequence[onnx.TypeProto] | None = None,
     ):
         self.steps = list(steps)
         self._input_names = list(input_names)
         self._output_names = list(output_names)
         self._constants = dict(constants)
+        self._input_types = list(input_types) if input_types is not None else None
         self.origin = None
 
     @property
@@ -84,13 +123,18 @@ class StagedModel:
                 f"the model takes {len(self._input_names)} input(s) "
                 f"({', '.join(self._input_names) or 'none'}), got {len(arrays)}"
             )
+        if self._input_types is not None:
+            for position, (name, array, declared) in enumerate(
+                zip(self._input_names, arrays, self._input_types, strict=True)
+            ):
+                _check_input(position, name, array, declared)
         env: dict[str, np.ndarray] = dict(self._constants)
         env.update(zip(self._input_names, arrays, strict=True))
         for step in self.steps:
             if isinstance(step, _Host):
                 node = step.node
                 values = [env[name] if name else None for name in node.input]
-                results = HOST_OPS[node.op_type](node, values)
+                results = step.run(values)
                 env.update(zip([name for name in node.output if name], results, strict=True))
             else:
                 results = step.run(*[env[name] for name in step.inputs])
@@ -114,8 +158,178 @@ class StagedModel:
         return f"<StagedModel: {parts} compiled part(s), host {', '.join(self.host_ops)}>"
 
 
-def has_host_ops(model: onnx.ModelProto) -> bool:
-    return any(node.op_type in HOST_OPS for node in model.graph.node)
+def _check_input(position: int, name: str, array: Any, declared: onnx.TypeProto) -> None:
+    """An `InputMismatchError` unless `array` has the element type, rank and static sizes
+    graph input `name` declares (what a compiled part checks of its own inputs; an input
+    that only host operators read is checked here)."""
+    what = f"input {position} '{name}'"
+    if not isinstance(array, np.ndarray):
+        raise InputMismatchError(f"{what}: expected a numpy array, got {type(array).__name__}")
+    if not declared.HasField("tensor_type"):
+        return
+    tensor = declared.tensor_type
+    if tensor.elem_type == onnx.TensorProto.STRING:
+        if array.dtype.kind not in "OUS":
+            raise InputMismatchError(f"{what}: dtype is {array.dtype.name}, expected strings")
+    elif tensor.elem_type:
+        dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        if array.dtype != dtype:
+            raise InputMismatchError(
+                f"{what}: dtype is {array.dtype.name}, expected {np.dtype(dtype).name}"
+            )
+    if not tensor.HasField("shape"):
+        return
+    dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+    shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+    if array.ndim != len(dims) or any(
+        d is not None and d != n for d, n in zip(dims, array.shape, strict=True)
+    ):
+        raise InputMismatchError(f"{what}: shape is {list(array.shape)}, expected {shown}")
+
+
+def has_host_ops(model: onnx.ModelProto, import_time_inputs: ImportTimeInputs | None = None) -> bool:
+    """Whether a node of `model`'s graph (or of a subgraph) runs on the host: an operator
+    whose output sizes depend on the data, a string transform, or, given the importer's
+    `import_time_inputs`, an operator of `SHAPE_OPS` whose input the importer needs at
+    import time is known only at run time (see `known_at_import`)."""
+    return _has_host_nodes(model.graph, import_time_inputs or {}, frozenset())
+
+
+def _has_host_nodes(
+    graph: onnx.GraphProto, table: ImportTimeInputs, outer: frozenset, given: frozenset = frozenset()
+) -> bool:
+    hosts, known = _plan(graph, table, outer, refuse=False, given=given)
+    return any(hosts) or any(
+        _has_host_nodes(body, table, body_outer, body_given)
+        for node in graph.node
+        for body, body_outer, body_given in _scopes(node, known, table)
+    )
+
+
+def known_at_import(
+    graph: onnx.GraphProto, import_time_inputs: ImportTimeInputs, outer: frozenset = frozenset()
+) -> set[str]:
+    """The values of `graph` the importer knows at import time, as it folds them: the
+    initializers, the outputs of Constant nodes, of `STRUCTURE_ONLY` nodes (any input:
+    every part is compiled for static sizes), and of nodes all of whose inputs are known
+    (not those of random operators, of nodes with subgraphs or of host nodes). `outer`
+    are the known values of the enclosing scopes (for a subgraph)."""
+    return _plan(graph, import_time_inputs, outer, refuse=False)[1]
+
+
+def _plan(
+    graph: onnx.GraphProto,
+    table: ImportTimeInputs,
+    outer: frozenset,
+    refuse: bool,
+    given: frozenset = frozenset(),
+) -> tuple[list[bool], set[str]]:
+    """Whether each node of `graph` runs on the host, and the values known at import
+    time (`known_at_import`); `given` are the graph's inputs known (a body's, see
+    `_scopes`). With `refuse`, a host node in a subgraph of a node is a
+    `ModelImportError` naming both."""
+    initializers = {init.name for init in graph.initializer}
+    inputs = {value.name for value in graph.input}
+    known = (set(outer) - inputs) | (inputs & given) | initializers | {""}
+    hosts = []
+    for node in graph.node:
+        host = node.op_type in HOST_OPS or _runtime_shape_input(node, table, known) is not None
+        hosts.append(host)
+        if refuse:
+            for body, body_outer, body_given in _scopes(node, known, table):
+                _refuse_host_nodes(node, body, table, body_outer, body_given)
+        if host:
+            continue
+        if node.op_type == "Constant" or node.op_type in STRUCTURE_ONLY or (
+            any(node.input)
+            and all(name in known for name in node.input)
+            and node.op_type not in _NOT_FOLDED
+            and not _subgraphs(node)
+        ):
+            known.update(name for name in node.output if name)
+    return hosts, known
+
+
+def _scopes(
+    node: onnx.NodeProto, known: set[str], table: ImportTimeInputs
+) -> list[tuple[onnx.GraphProto, frozenset, frozenset]]:
+    """Each subgraph of `node`, with the values known in the enclosing scopes and those
+    of its own inputs the importer knows: a Loop of a known trip count and condition is
+    unrolled, so its body knows the iteration number, the condition, and each carried
+    value that starts known and that the body keeps known; a Scan's body knows the
+    states that start known and stay so, and the slices of known scanned inputs."""
+    outer = frozenset(known)
+    scopes = []
+    for body in _subgraphs(node):
+        names = [value.name for value in body.input]
+        fixed: set[str] = set()
+        carried: list[tuple[str, str, str]] = []  # body input, its initial value, body output
+        if node.op_type == "Loop":
+            count, condition = [*node.input, "", ""][:2]
+            if count and count in known and condition in known:
+                fixed = set(names[:2])
+                outputs = [value.name for value in body.output[1:]]
+                carried = list(zip(names[2:], node.input[2:], outputs))
+        elif node.op_type == "Scan":
+            scanned = int(next((a.i for a in node.attribute if a.name == "num_scan_inputs"), 0))
+            states = len(node.input) - scanned
+            fixed = {
+                name
+                for name, value in zip(names[states:], node.input[states:])
+                if value in known
+            }
+            outputs = [value.name for value in body.output[:states]]
+            carried = list(zip(names[:states], node.input[:states], outputs))
+        given = fixed | {name for name, initial, _ in carried if initial in known}
+        while carried:  # what stays known from one iteration to the next
+            inner = _plan(body, table, outer, refuse=False, given=frozenset(given))[1]
+            kept = fixed | {name for name, _, out in carried if name in given and out in inner}
+            if kept == given:
+                break
+            given = kept
+        scopes.append((body, outer, frozenset(given)))
+    return scopes
+
+
+def _runtime_shape_input(node: onnx.NodeProto, table: ImportTimeInputs, known: set[str]) -> str | None:
+    """The first input of `node` that the importer needs at import time but that is
+    known only at run time, when `node`'s operator can run on the host (`SHAPE_OPS`)."""
+    if node.op_type not in SHAPE_OPS or node.domain not in ("", "ai.onnx"):
+        return None
+    for position in table.get(node.op_type, ()):
+        if position < len(node.input) and node.input[position] not in known:
+            return node.input[position]
+    return None
+
+
+def _refuse_host_nodes(
+    owner: onnx.NodeProto,
+    body: onnx.GraphProto,
+    table: ImportTimeInputs,
+    outer: frozenset,
+    given: frozenset,
+) -> None:
+    hosts, known = _plan(body, table, outer, refuse=True, given=given)
+    for inner, host in zip(body.node, hosts, strict=True):
+        if not host:
+            continue
+        where = f"node '{inner.name or inner.op_type}' ({inner.op_type}) in a subgraph of node '{owner.name or owner.op_type}'"
+        runtime = _runtime_shape_input(inner, table, known)
+        if inner.op_type in HOST_OPS or runtime is None:
+            why = "its output size depends on the data"
+        else:
+            why = f"its output shape depends on the value of input '{runtime}', known only when the model runs"
+        raise ModelImportError(
+            f"{where}: {why}, which strato computes on the host only at the top level of a graph"
+        )
+
+
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    return [
+        graph
+        for attr in node.attribute
+        for graph in ([attr.g] if attr.HasField("g") else list(attr.graphs))
+    ]
 
 
 def _free_names(graph: onnx.GraphProto) -> set[str]:
@@ -134,44 +348,50 @@ def _free_names(graph: onnx.GraphProto) -> set[str]:
 def _reads(node: onnx.NodeProto) -> list[str]:
     """The values `node` reads: its inputs and what its subgraphs read from outside."""
     names = [name for name in node.input if name]
-    for attr in node.attribute:
-        for graph in [attr.g] if attr.HasField("g") else list(attr.graphs):
-            names.extend(sorted(_free_names(graph)))
-            for inner in graph.node:
-                if inner.op_type in HOST_OPS:
-                    raise ModelImportError(
-                        f"node '{inner.name or inner.op_type}' ({inner.op_type}) in a "
-                        f"subgraph of node '{node.name or node.op_type}': its output size "
-                        "depends on the data, which strato computes on the host only at "
-                        "the top level of a graph"
-                    )
+    for graph in _subgraphs(node):
+        names.extend(sorted(_free_names(graph)))
     return names
 
 
 def staged_model(
     model: onnx.ModelProto,
     compile_part: Callable[[onnx.ModelProto], Any],
+    import_time_inputs: ImportTimeInputs | None = None,
 ) -> StagedModel:
-    """`model` as compiled parts and host operators; `compile_part` compiles a part."""
+    """`model` as compiled parts and host operators; `compile_part` compiles a part.
+    `import_time_inputs` (the importer's) decides which nodes of `SHAPE_OPS` run on the
+    host: those whose such input is not known at import time."""
     inferred = _inferred_types(model)
     graph = model.graph
+    is_host, known = _plan(graph, import_time_inputs or {}, frozenset(), refuse=True)
     initializers = {init.name: init for init in graph.initializer}
     inputs = [value for value in graph.input if value.name not in initializers]
+    # a Constant node's tensor is an initializer of the parts and the host operators
+    # that read it (no part is compiled for it alone)
+    constant_nodes = {
+        index: tensor
+        for index, node in enumerate(graph.node)
+        if (tensor := _constant_tensor(node)) is not None
+    }
+    initializers.update((tensor.name, tensor) for tensor in constant_nodes.values())
     stage: dict[str, int] = {value.name: 0 for value in inputs}
     stage.update((name, 0) for name in initializers)
     stage[""] = 0
-    parts: dict[int, list[onnx.NodeProto]] = {}
+    parts: dict[int, list[int]] = {}
     hosts: dict[int, list[onnx.NodeProto]] = {}
     reads: dict[int, list[str]] = {}
     for index, node in enumerate(graph.node):
+        if index in constant_nodes:
+            reads[index] = []
+            continue
         read = _reads(node)
         reads[index] = read
         level = max((stage.get(name, 0) for name in read), default=0)
-        if node.op_type in HOST_OPS:
+        if is_host[index]:
             hosts.setdefault(level, []).append(node)
             stage.update((name, level + 1) for name in node.output if name)
         else:
-            parts.setdefault(level, []).append(node)
+            parts.setdefault(level, []).append(index)
             stage.update((name, level) for name in node.output if name)
 
     # what each stage's nodes read, and what the graph's outputs read, decide the
@@ -179,17 +399,34 @@ def staged_model(
     read_at: dict[str, set[int]] = {}
     for index, node in enumerate(graph.node):
         level = max((stage.get(name, 0) for name in reads[index]), default=0)
-        where = level if node.op_type not in HOST_OPS else level + 0.5  # after part `level`
+        where = level if not is_host[index] else level + 0.5  # after part `level`
         for name in reads[index]:
             read_at.setdefault(name, set()).add(where)
     outputs = [value.name for value in graph.output]
     for name in outputs:
         read_at.setdefault(name, set()).add(float("inf"))
 
+    # a value known at import time that a later part reads is computed again there, so
+    # that part's importer knows it too (a Reshape's shape from a computed constant or a
+    # Shape of part 0); what those nodes read in turn is read at that part's stage
+    known_producer = {
+        name: index
+        for index, node in enumerate(graph.node)
+        if not is_host[index]
+        for name in node.output
+        if name and name in known and name not in initializers
+    }
+    part_nodes: dict[int, list[int]] = {}
+    for level, indices in parts.items():
+        part_nodes[level] = _with_known_producers(graph, indices, known_producer)
+        for index in set(part_nodes[level]) - set(indices):
+            for name in reads[index]:
+                if name not in known_producer:
+                    read_at.setdefault(name, set()).add(level)
     steps: list[_Part | _Host] = []
     for level in range(max([*parts, *hosts], default=0) + 1):
-        nodes = parts.get(level, [])
-        if nodes:
+        if level in part_nodes:
+            nodes = [graph.node[index] for index in part_nodes[level]]
             steps.append(_part(model, nodes, level, read_at, initializers, inferred, compile_part))
         steps.extend(_Host(node) for node in hosts.get(level, []))
     constants = {
@@ -199,7 +436,38 @@ def staged_model(
             isinstance(step, _Host) and name in step.node.input for step in steps
         ) or name in outputs
     }
-    return StagedModel(steps, [value.name for value in inputs], outputs, constants)
+    return StagedModel(
+        steps, [value.name for value in inputs], outputs, constants, [value.type for value in inputs]
+    )
+
+
+def _constant_tensor(node: onnx.NodeProto) -> onnx.TensorProto | None:
+    """The tensor of a Constant node given by its `value`, named as its output."""
+    if node.op_type != "Constant" or node.domain not in ("", "ai.onnx") or not node.output[0]:
+        return None
+    for attr in node.attribute:
+        if attr.name == "value" and attr.HasField("t"):
+            tensor = onnx.TensorProto()
+            tensor.CopyFrom(attr.t)
+            tensor.name = node.output[0]
+            return tensor
+    return None
+
+
+def _with_known_producers(
+    graph: onnx.GraphProto, indices: list[int], known_producer: Mapping[str, int]
+) -> list[int]:
+    """The nodes at `indices`, with the nodes that compute the known values they read
+    from outside them (and so on), by index in graph order."""
+    chosen = set(indices)
+    pending = [name for index in indices for name in _reads(graph.node[index])]
+    while pending:
+        index = known_producer.get(pending.pop())
+        if index is None or index in chosen:
+            continue
+        chosen.add(index)
+        pending.extend(_reads(graph.node[index]))
+    return sorted(chosen)
 
 
 def _part(
@@ -268,4 +536,4 @@ def _inferred_types(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
     return values
 
 
-__all__ = ["StagedModel", "has_host_ops", "staged_model"]
+__all__ = ["STRUCTURE_ONLY", "StagedModel", "has_host_ops", "known_at_import", "staged_model"]

@@ -5,6 +5,10 @@ transforms (StringConcat, StringSplit, StringNormalizer, RegexFullMatch).
 
 Each takes the node (for its attributes) and its input arrays (None for an absent
 optional input) and returns its output arrays, one per non-empty output name.
+
+The operators whose output shape follows from an input's value (Range, Reshape, TopK,
+Slice, Pad, Resize, ...) run on the host too when that value is known only at run time;
+they are in `strato.runtime.shape_ops`, since they otherwise compile.
 """
 
 from __future__ import annotations

@@ -7,6 +7,14 @@ converts anything, so an unsupported operator is reported up front.
 
 from __future__ import annotations
 
+from strato.frontends.onnx import convert_constant as _constant
+from strato.frontends.onnx import convert_control as _control
+from strato.frontends.onnx import convert_function as _function
+from strato.frontends.onnx import convert_layout as _layout
+from strato.frontends.onnx import convert_nn as _nn
+from strato.frontends.onnx import convert_reduce as _reduce
+from strato.frontends.onnx import convert_resize as _resize
+from strato.frontends.onnx import convert_sequence as _sequence
 from strato.frontends.onnx.conversion import Converter
 from strato.frontends.onnx.convert_constant import (
     convert_constant,
@@ -343,6 +351,20 @@ ONNX_CONVERTERS: dict[str, Converter] = {
 }
 ONNX_CONVERTERS.update(SEQUENCE_CONVERTERS)
 ONNX_CONVERTERS.update({op_type: by_function_body(op_type) for op_type in FUNCTION_OPS})
+
+
+IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
+    **_constant.IMPORT_TIME_INPUTS,
+    **_control.IMPORT_TIME_INPUTS,
+    **_function.IMPORT_TIME_INPUTS,
+    **_sequence.IMPORT_TIME_INPUTS,
+    **_layout.IMPORT_TIME_INPUTS,
+    **_nn.IMPORT_TIME_INPUTS,
+    **_reduce.IMPORT_TIME_INPUTS,
+    **_resize.IMPORT_TIME_INPUTS,
+}
+"""Per op type, the input positions the importer needs to know at import time (an
+initializer, a Constant, or a value it folds from those and from shapes)."""
 
 
 def supported_ops() -> list[str]:
