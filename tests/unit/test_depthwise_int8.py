@@ -77,7 +77,8 @@ CASES = [
     (6, (9, 9), 3, 2, (1, 1, 1, 1), 1, False, False),  # stride 2: the pad in phases
     (4, (8, 12), 3, 2, (0, 1, 1, 0), 1, True, True),  # asymmetric padding
     (3, (7, 10), 3, 1, (2, 2, 2, 2), 2, False, True),  # dilation 2
-    (4, (6, 9), 5, 2, (2, 2, 2, 2), 1, True, True),  # 5x5 taps, odd padded row
+    (4, (6, 9), 5, 2, (2, 2, 2, 2), 1, True, True),  # 5x5 taps
+    (5, (8, 8), 3, 2, (0, 0, 1, 1), 1, False, True),  # stride 2, an odd padded row
     (2, (4, 40), 3, 1, (1, 1, 1, 1), 1, False, False),  # 40 columns: half vectors
     (3, (5, 5), 1, 1, (0, 0, 0, 0), 1, True, True),  # 1x1 taps (no reduction loop)
 ]

@@ -138,11 +138,11 @@ def _column_stride(sch: Schedule, stage: StageHandle, data: str) -> int:
 
 
 def _split_phases(sch: Schedule, pad: StageHandle, stride: int) -> None:
-    """Lay the pad stage's padded rows out in `stride` phases ([.., p % s, p / s]), so
-    that the bytes of a tap are contiguous for the tile (the pad stage's own loops stay
-    as its template made them: its reads contiguous, its stores one per lane)."""
-    width = sch.state.buffers[sch.state.stage(pad.name).buffer].shape[-1]
-    if stride <= 1 or width % stride:
+    """Lay the pad stage's padded rows out in `stride` phases ([.., p % s, p / s]; a
+    row the stride does not divide leaves its last phase a column short), so that the
+    bytes of a tap are contiguous for the tile (the pad stage's own loops stay as its
+    template made them: its reads contiguous, its stores one per lane)."""
+    if stride <= 1:
         return
     snapshot, length = sch.state.copy(), len(sch.trace.steps)
     try:
