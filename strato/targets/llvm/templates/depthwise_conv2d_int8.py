@@ -94,13 +94,12 @@ def schedule_depthwise_int8(
     fold_epilogue(sch, stage)
     n, c, h, w = sch.get_loops(stage)
     lanes = _columns(w.extent, knobs["vector_width"])
-    rows = fit(h.extent, knobs["rows"])
-    ho, hi = sch.split(h, [None, rows]) if rows < h.extent else (h, None)
+    rows = _rows(h.extent, knobs["rows"])
+    ho, hi = sch.split(h, [None, rows]) if rows < h.extent else (None, h)
     wo, wi = sch.split(w, [None, lanes]) if lanes < w.extent else (None, w)
-    outer = [n, c, ho] + ([wo] if wo is not None else [])
-    inner = ([hi] if hi is not None else []) + [wi]
-    sch.reorder(*outer, *inner)
-    if hi is not None and hi.extent > 1:
+    outer = [loop for loop in (n, c, ho, wo) if loop is not None]
+    sch.reorder(*outer, hi, wi)
+    if hi.extent > 1:
         sch.unroll(sch.get_loop(stage, hi.axis))
     if wi.extent > 1:
         sch.vectorize(sch.get_loop(stage, wi.axis))
@@ -128,6 +127,13 @@ def _columns(width: int, lanes: int) -> int:
     if width >= 2 * lanes and lanes >= 8 and width % (lanes // 2) == 0:
         return lanes // 2
     return fit(width, 2 * lanes)
+
+
+def _rows(height: int, rows: int) -> int:
+    """The output rows of a tile: the largest divisor of the height up to `rows`, or
+    the whole height when it is at most twice `rows` (7 rows of 7 columns: one tile of
+    seven vectors rather than seven tiles of one)."""
+    return height if height <= 2 * rows else fit(height, rows)
 
 
 def _column_stride(sch: Schedule, stage: StageHandle, data: str) -> int:
