@@ -52,7 +52,8 @@ from strato.targets.llvm.templates.reduction import REDUCTION, schedule_reductio
 def is_depthwise_qconv(sch: Schedule, stage: StageHandle) -> bool:
     """A graph.qconv stage over [n, c, h, w] whose reduction is the kernel's taps only
     (one input channel per group: the channel is no reduction axis) and whose input
-    moves with the output channel (depthwise or a channel multiplier of 1)."""
+    moves with the output channel one for one (depthwise; a channel multiplier above
+    1 reads its input channel through a division and is left to the reduction)."""
     if not (is_reduction(sch, stage) and stage_kind(stage) == "qconv"):
         return False
     spatial, reduction = spatial_and_reduction_loops(sch, stage)
