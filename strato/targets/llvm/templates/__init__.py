@@ -8,6 +8,7 @@ strato.schedule.templates for what a template is).
     conv2d_nchwc.py       conv2d NCHW{c} (channel block as lanes)
     conv3d.py             conv3d NCDHW (columns x output-channel vectors register tile)
     conv2d_int8.py        integer conv2d (u8 x s8 -> i32, tensorized cpu.dot_i8)
+    depthwise_conv2d_int8.py  integer depthwise conv2d (i32 register tile over columns)
     depthwise_conv2d.py   depthwise / grouped conv2d NCHW
     conv2d_transpose.py   conv2d-transpose
     pooling.py            max / average / global pooling
@@ -30,6 +31,7 @@ from strato.targets.llvm.templates.conv3d import CONV3D
 from strato.targets.llvm.templates.dense import DENSE
 from strato.targets.llvm.templates.dense_int8 import DENSE_INT8
 from strato.targets.llvm.templates.depthwise_conv2d import DEPTHWISE_CONV2D
+from strato.targets.llvm.templates.depthwise_conv2d_int8 import DEPTHWISE_CONV2D_INT8
 from strato.targets.llvm.templates.injective import INJECTIVE
 from strato.targets.llvm.templates.lstm import LSTM_GATES
 from strato.targets.llvm.templates.pooling import POOLING
@@ -38,6 +40,7 @@ from strato.targets.llvm.templates.reduction import REDUCTION
 CPU_TEMPLATES: tuple[Template, ...] = (
     CONV3D,  # before CONV2D, which takes any regular convolution
     CONV2D,
+    DEPTHWISE_CONV2D_INT8,  # before CONV2D_INT8, which takes any integer conv2d
     CONV2D_INT8,
     CONV2D_NCHWC,
     CONV2D_TRANSPOSE,
