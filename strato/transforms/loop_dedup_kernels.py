@@ -33,11 +33,14 @@ After:
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from strato.dialects.loop import KERNEL_ATTR
@@ -54,26 +57,41 @@ def dedup_kernels(module: ModuleOp) -> dict[str, str]:
         for op in module.ops
         if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
     ]
-    signatures = Counter(_signature(kernel) for kernel in kernels)
+    return merge_equal_symbols(module, kernels, _signature, kernel_key, func.CallOp)
+
+
+def merge_equal_symbols(
+    module: ModuleOp,
+    symbols: Sequence[Operation],
+    signature: Callable[[Any], Hashable],
+    key: Callable[[Any], str],
+    call: type[Operation],
+) -> dict[str, str]:
+    """Merge the `symbols` (top-level ops of `module` with a `sym_name`) whose `key` is
+    equal into the first of them: every `call` op (with a `callee`) of the others then
+    calls it, and they are erased; returns each removed symbol's name -> the one its
+    calls now go to. `key` is asked only of symbols sharing their cheap `signature`
+    with another one."""
+    signatures = Counter(signature(op) for op in symbols)
     first: dict[str, str] = {}
     replaced: dict[str, str] = {}
-    duplicates: list[func.FuncOp] = []
-    for op in kernels:
-        if signatures[_signature(op)] == 1:
+    duplicates: list[Operation] = []
+    for op in symbols:
+        if signatures[signature(op)] == 1:
             continue
         name = op.sym_name.data
-        representative = first.setdefault(kernel_key(op), name)
+        representative = first.setdefault(key(op), name)
         if representative != name:
             replaced[name] = representative
             duplicates.append(op)
     if not replaced:
         return replaced
     for op in module.walk():
-        if isinstance(op, func.CallOp) and op.callee.root_reference.data in replaced:
+        if isinstance(op, call) and op.callee.root_reference.data in replaced:
             op.callee = SymbolRefAttr(replaced[op.callee.root_reference.data])
-    for kernel in duplicates:
-        module.body.block.detach_op(kernel)
-        kernel.erase()
+    for duplicate in duplicates:
+        module.body.block.detach_op(duplicate)
+        duplicate.erase()
     return replaced
 
 

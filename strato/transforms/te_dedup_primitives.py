@@ -33,14 +33,14 @@ After:
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, SymbolRefAttr
+from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from strato.dialects import te
+from strato.transforms.loop_dedup_kernels import merge_equal_symbols
 
 _VALUE_NAME = re.compile(r"%[\w.$-]+")
 
@@ -58,27 +58,7 @@ def dedup_primitives(module: ModuleOp) -> dict[str, str]:
     returns each removed primitive's name -> the primitive its calls now go to."""
     primitives = [op for op in module.ops if isinstance(op, te.PrimitiveOp)]
     # only primitives sharing these cheap traits with another one are printed
-    signatures = Counter(_signature(op) for op in primitives)
-    first: dict[str, str] = {}
-    replaced: dict[str, str] = {}
-    duplicates: list[te.PrimitiveOp] = []
-    for op in primitives:
-        if signatures[_signature(op)] == 1:
-            continue
-        name = op.sym_name.data
-        representative = first.setdefault(primitive_text(op), name)
-        if representative != name:
-            replaced[name] = representative
-            duplicates.append(op)
-    if not replaced:
-        return replaced
-    for op in module.walk():
-        if isinstance(op, te.CallOp) and op.callee.root_reference.data in replaced:
-            op.callee = SymbolRefAttr(replaced[op.callee.root_reference.data])
-    for primitive in duplicates:
-        module.body.block.detach_op(primitive)
-        primitive.erase()
-    return replaced
+    return merge_equal_symbols(module, primitives, _signature, primitive_text, te.CallOp)
 
 
 def _signature(primitive: te.PrimitiveOp) -> tuple:
