@@ -92,7 +92,10 @@ def compile_model(
     A model whose graph inputs have dynamic dimensions that `input_shapes` leaves open
     is returned as a `strato.specializing.ShapeSpecializingModel`: each call runs the
     model compiled for its arrays' sizes, compiled on the first call that brings them
-    (`specialize=False` refuses such a model instead).
+    (`specialize=False` refuses such a model instead). A model with operators whose
+    output shapes depend on the data, or on input values known only at run time, is
+    returned as a `strato.staged.StagedModel`: compiled parts, each specialized on its
+    sizes in the same way, with those operators run on the host between them.
 
     A model compiled before with the same bytes and options comes from the compile
     cache (`strato.runtime.cache`) without compiling, and so does each kernel compiled
@@ -131,10 +134,10 @@ def compile_model(
             "passes_after": passes_after, "cache": cache, "tuning": tuning,
             "progress": progress,
         }  # fmt: skip
-        if isinstance(error, SymbolicShapeError):
+        # host operators first: the staged model's parts specialize on their own sizes
+        rerouted = _staged(model, shapes, options_per_part)
+        if rerouted is None and isinstance(error, SymbolicShapeError):
             rerouted = _specializing(model, shapes, options_per_part)
-        else:
-            rerouted = _staged(model, shapes, options_per_part)
         if rerouted is None:
             raise
         return rerouted

@@ -154,3 +154,29 @@ def test_a_text_pipeline_normalizes_on_the_host_and_counts_in_compiled_code():
         expected_y, expected_words = reference.run(None, {"text": feed})
         assert words.tolist() == expected_words.tolist()
         np.testing.assert_allclose(y, expected_y, rtol=1e-6)
+
+
+def test_a_dynamic_batch_beside_host_operators_stages_and_specializes_each_part():
+    graph = helper.make_graph(
+        [
+            helper.make_node("Relu", ["x"], ["r"]),
+            helper.make_node("NonZero", ["r"], ["nz"]),
+            helper.make_node("Range", ["s", "l", "d"], ["y"]),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3]),
+            *(helper.make_tensor_value_info(n, TensorProto.INT64, []) for n in "sld"),
+        ],
+        [
+            helper.make_tensor_value_info("nz", TensorProto.INT64, None),
+            helper.make_tensor_value_info("y", TensorProto.INT64, None),
+        ],
+    )
+    model = strato.compile(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]))
+    assert isinstance(model, StagedModel) and model.host_ops == ["NonZero", "Range"]
+    for batch in (2, 5):
+        x = np.random.default_rng(batch).standard_normal((batch, 3)).astype(np.float32)
+        nonzero, steps = model(x, np.array(1), np.array(9), np.array(3))
+        np.testing.assert_array_equal(nonzero, np.array(np.nonzero(np.maximum(x, 0))))
+        np.testing.assert_array_equal(steps, np.arange(1, 9, 3))
