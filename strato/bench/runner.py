@@ -212,7 +212,11 @@ def measure_at(
 def time_interleaved(
     runs: dict[str, Run], warmup_seconds: dict[str, float], options: BenchOptions
 ) -> dict[str, list[float]]:
-    """Milliseconds per call of each side, in rounds of one call per side."""
+    """Milliseconds per call of each side, in rounds of one call per side (once the
+    compile cache's background writes are done)."""
+    from strato.runtime.cache import wait_for_writes
+
+    wait_for_writes()
     slow = {name for name in runs if warmup_seconds[name] > options.seconds}
     wanted = {name: options.repeat for name in runs if name not in slow}
     # A call longer than the whole budget is timed once, by its warm-up: first-call

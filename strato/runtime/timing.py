@@ -8,9 +8,14 @@ from statistics import median
 
 
 def measure_latencies_ms(run: Callable[[], object], repeat: int, warmup: int = 1) -> list[float]:
-    """Wall-clock milliseconds of `repeat` calls of `run`, after `warmup` calls."""
+    """Wall-clock milliseconds of `repeat` calls of `run`, after `warmup` calls (and
+    after the compile cache's writes under way: `strato.compile` writes a model's entry
+    in the background, which would share the cores with the first calls)."""
+    from strato.runtime.cache import wait_for_writes
+
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
+    wait_for_writes()
     for _ in range(warmup):
         run()
     latencies = []
