@@ -181,23 +181,18 @@ def _compile_model(
         raise StratoError(
             "out of memory while compiling (a constant too large to fold on this machine?)"
         ) from None
-    if schedule is None:
-        return compile_target.build(
-            module,
-            imported.function_name,
-            signature,
-            public_name=c_identifier(name or default_name),
-            options=options,
-        )
-    if before_stage is not None:
-        before_stage(schedule.name)  # it runs in the build, kernel by kernel
+    in_build = {}
+    if schedule is not None:
+        if before_stage is not None:
+            before_stage(schedule.name)  # it runs in the build, kernel by kernel
+        in_build["schedule"] = schedule.context()
     return compile_target.build(
         module,
         imported.function_name,
         signature,
         public_name=c_identifier(name or default_name),
         options=options,
-        schedule=schedule.context(),
+        **in_build,
     )
 
 

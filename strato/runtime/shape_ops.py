@@ -465,19 +465,24 @@ def window(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np
     if inputs[0].dtype.kind not in "iu" or size < 0:
         raise _error(node, f"size must be a non-negative integer, got {inputs[0].reshape(()).item()}")
     dtype = helper.tensor_dtype_to_np_dtype(int(_attr(node, "output_datatype", 1)))
-    length = size if int(_attr(node, "periodic", 1)) == 1 else size - 1
+    return [window_values(node.op_type, size, int(_attr(node, "periodic", 1)) == 1).astype(dtype)]
+
+
+def window_values(op_type: str, size: int, periodic: bool) -> np.ndarray:
+    """The float64 values of a HannWindow, HammingWindow or BlackmanWindow of `size`,
+    in the order ONNX's reference computes them (the Blackman peak is then 1 exactly)."""
+    length = size if periodic else size - 1
     n = np.arange(size, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        if node.op_type == "HannWindow":
-            result = np.sin(n * np.pi / length) ** 2
-        elif node.op_type == "HammingWindow":
+        if op_type == "HannWindow":
+            return np.sin(n * np.pi / length) ** 2
+        if op_type == "HammingWindow":
             alpha = 25.0 / 46.0
-            result = alpha - np.cos(n * np.pi * 2 / length) * (1 - alpha)
-        else:
-            result = np.cos(n * (np.pi * 2) / length) * -0.5
-            result += np.cos(n * (np.pi * 4) / length) * 0.08
-            result += 0.42
-    return [result.astype(dtype)]
+            return alpha - np.cos(n * np.pi * 2 / length) * (1 - alpha)
+        result = np.cos(n * (np.pi * 2) / length) * -0.5
+        result += np.cos(n * (np.pi * 4) / length) * 0.08
+        result += 0.42
+        return result
 
 
 def center_crop_pad(node: onnx.NodeProto, inputs: Sequence[np.ndarray | None]) -> list[np.ndarray]:
@@ -583,4 +588,5 @@ __all__ = [
     "unsqueeze",
     "upsample",
     "window",
+    "window_values",
 ]

@@ -155,21 +155,10 @@ def convert_window(ctx: NodeContext) -> list[ImportedValue]:
         dtype = helper.tensor_dtype_to_np_dtype(int(ctx.attr("output_datatype", 1)))
     except (KeyError, ValueError, TypeError):
         raise ctx.error(f"output_datatype={ctx.attr('output_datatype')} is not a tensor type") from None
-    periodic = int(ctx.attr("periodic", 1))
-    length = size if periodic == 1 else size - 1
-    n = np.arange(size, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if ctx.op_type == "HannWindow":
-            window = np.sin(n * np.pi / length) ** 2
-        elif ctx.op_type == "HammingWindow":
-            alpha = 25.0 / 46.0
-            window = alpha - np.cos(n * np.pi * 2 / length) * (1 - alpha)
-        else:
-            # the reference's order of the terms, so that the peak is 1 exactly
-            window = np.cos(n * (np.pi * 2) / length) * -0.5
-            window += np.cos(n * (np.pi * 4) / length) * 0.08
-            window += 0.42
-    return [window.astype(dtype)]
+    from strato.runtime.shape_ops import window_values
+
+    periodic = int(ctx.attr("periodic", 1)) == 1
+    return [window_values(ctx.op_type, size, periodic).astype(dtype)]
 
 
 def mel_weight_matrix(

@@ -90,7 +90,7 @@ def _dot_tile(
     knobs: dict[str, Any],
 ) -> None:
     prepacked = len(spatial_and_reduction_loops(sch, stage)[1]) == 4
-    pad = _producer_named(sch, padded)
+    pad = pad_stage_writing(sch, padded)
     if pad is not None:
         sch.transform_layout(pad, "d0, d1, d2, d3 -> d0, d2, d3, d1")
         _channels_innermost(sch, pad, lanes)
@@ -162,7 +162,8 @@ def _channels_innermost(sch: Schedule, pad: StageHandle, lanes: int) -> None:
         sch.restore(snapshot, length)
 
 
-def _producer_named(sch: Schedule, buffer: str) -> StageHandle | None:
+def pad_stage_writing(sch: Schedule, buffer: str) -> StageHandle | None:
+    """The pad stage of `sch` that writes the buffer named `buffer`, if there is one."""
     for other in sch.get_stages():
         state = sch.state.stage(other.name)
         if sch.state.buffers[state.buffer].name == buffer and stage_kind(other) == "pad":

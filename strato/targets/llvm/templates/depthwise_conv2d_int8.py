@@ -45,6 +45,7 @@ from strato.schedule.templates.base import (
     spatial_and_reduction_loops,
     stage_kind,
 )
+from strato.targets.llvm.templates.conv2d_int8 import pad_stage_writing
 from strato.targets.llvm.templates.conv2d_nchwc import fold_epilogue
 from strato.targets.llvm.templates.reduction import REDUCTION, schedule_reduction
 
@@ -90,7 +91,7 @@ def schedule_depthwise_int8(
         return
     data, _ = operands
     stride = _column_stride(sch, stage, data)
-    pad = _producer_pad(sch, data)
+    pad = pad_stage_writing(sch, data)
     tile = sch.cache_write(stage, "local")
     fold_epilogue(sch, stage)
     n, c, h, w = sch.get_loops(stage)
@@ -174,14 +175,6 @@ def _split_phases(sch: Schedule, pad: StageHandle, stride: int, lanes: int) -> N
         sch.vectorize(sch.get_loop(pad, quotient.axis))
     except ScheduleError:
         sch.restore(snapshot, length)
-
-
-def _producer_pad(sch: Schedule, buffer: str) -> StageHandle | None:
-    for other in sch.get_stages():
-        state = sch.state.stage(other.name)
-        if sch.state.buffers[state.buffer].name == buffer and stage_kind(other) == "pad":
-            return other
-    return None
 
 
 DEPTHWISE_CONV2D_INT8 = Template(
