@@ -44,9 +44,9 @@ from xdsl.ir import Attribute
 from strato.diagnostics import StratoError
 from strato.dialects.tensor_types import shares_storage
 from strato.runtime.weight_blob import ALIGNMENT, EMPTY, WeightBlob
-from strato.targets.llvm.emit import emit_llvm_ir
 from strato.targets.llvm.func_to_llvm import MEMREF_TYPE_ARG_ATTR
 from strato.targets.llvm.host import HostTarget, host_target, runs_here, target_machine
+from strato.targets.llvm.ir_printer import print_llvm_ir
 from strato.targets.llvm.model import CompiledObject, MachineCode
 from strato.targets.llvm.type_conversion import memref_size_in_bytes
 
@@ -87,7 +87,7 @@ def _load_c_runtime() -> None:
 
 def _ir_text(source: LLVMSource, machine: HostTarget | None = None) -> str:
     if isinstance(source, ModuleOp):
-        return emit_llvm_ir(source, machine)
+        return print_llvm_ir(source, machine)
     return str(source)
 
 

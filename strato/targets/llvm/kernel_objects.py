@@ -229,9 +229,9 @@ def lower_unit(unit: KernelUnit, build: KernelBuild) -> LoweredUnit:
 
 def _lower_module(module: ModuleOp, unit: KernelUnit, build: KernelBuild) -> LoweredUnit:
     from strato.targets.llvm.convert_loops_to_llvm import convert_loops_to_llvm
-    from strato.targets.llvm.emit import emit_llvm_ir
     from strato.targets.llvm.entry_abi import finalize_kernel
     from strato.targets.llvm.fast_math import add_fast_math_flags
+    from strato.targets.llvm.ir_printer import print_llvm_ir
 
     kernel = next(
         op
@@ -243,7 +243,7 @@ def _lower_module(module: ModuleOp, unit: KernelUnit, build: KernelBuild) -> Low
     returns_status = finalize_kernel(module, unit.symbol)
     if build.fast_math:
         add_fast_math_flags(module)
-    return LoweredUnit(unit.symbol, emit_llvm_ir(module, build.machine), returns_status)
+    return LoweredUnit(unit.symbol, print_llvm_ir(module, build.machine), returns_status)
 
 
 def machine_code(lowered: LoweredUnit, build: KernelBuild) -> KernelObject:
