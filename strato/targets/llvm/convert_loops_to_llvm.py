@@ -160,13 +160,12 @@ def check_lowerable(module: ModuleOp, lowered: set[type[Operation]]) -> None:
 
 
 def _single_cast_input(op: Operation | object) -> SSAValue | None:
-    """The input of a one-to-one unrealized cast, else None."""
-    if (
-        isinstance(op, UnrealizedConversionCastOp)
-        and len(op.inputs) == 1
-        and len(op.outputs) == 1
-    ):
-        return op.inputs[0]
+    """The input of a one-to-one unrealized cast, else None. (On the op's operand and
+    result tuples: xDSL's named accessors cost more than the rest of this pass.)"""
+    if type(op) is UnrealizedConversionCastOp and len(op.results) == 1:
+        operands = op._operands
+        if len(operands) == 1:
+            return operands[0]
     return None
 
 
@@ -181,7 +180,7 @@ def reconcile_casts(module: ModuleOp) -> None:
     one depth-first search of the use-def chain per cast; this is one walk over the
     module and one pass over its casts, which matters on models with many kernels.
     """
-    casts = [op for op in module.walk() if isinstance(op, UnrealizedConversionCastOp)]
+    casts = [op for op in module.walk() if type(op) is UnrealizedConversionCastOp]
     for cast in casts:
         source = _single_cast_input(cast)
         if source is None:

@@ -108,8 +108,10 @@ def _defined_functions(module: ModuleOp) -> dict[str, llvm.FuncOp]:
 
 
 def _callee(op: Operation) -> str | None:
-    if isinstance(op, llvm.CallOp) and op.callee is not None:
-        return op.callee.root_reference.data
+    if type(op) is llvm.CallOp:
+        callee = op.properties.get("callee")
+        if callee is not None:
+            return callee.root_reference.data
     return None
 
 
