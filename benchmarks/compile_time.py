@@ -25,7 +25,10 @@ The ratio strato cold / TVM is printed per model, with the geometric mean over m
 `--stages` adds the cold compile's stages (import, each pass, then the build: the
 distinct kernels compiled in parallel and the entry). The kernels are scheduled where
 they are compiled (`LLVMTarget.schedules_in_build`), so "build: kernels" includes the
-schedule-default pass's work and that pass's own line is about zero. On a shared machine, the CPU
+schedule-default pass's work and that pass's own line is about zero. Under it, the
+kernels' CPU seconds by phase, summed over the processes that compiled them
+(`kernel_objects.PHASES`: schedule, with its seconds by the templates of each kernel,
+kernel keys, the Python lowering to LLVM IR, LLVM's optimization, machine code). On a shared machine, the CPU
 seconds are the steadier figure. `--json` writes every measurement.
 
 `--candidates` measures what tuning pays instead, in a process of its own with the
@@ -136,6 +139,8 @@ def _measure_strato(spec: str, side: str, stages: bool, profile: str | None) -> 
     original_kernels = kernel_objects.compile_kernels
     original_build = llvm_build.build_loops
     kernel_counts = {}
+    phases: dict[str, float] = {}
+    by_template: dict[str, float] = {}
 
     def compile_kernels(module, build, **kwargs):
         switch("build: kernels")
@@ -166,6 +171,12 @@ def _measure_strato(spec: str, side: str, stages: bool, profile: str | None) -> 
         fresh = {kernel.key for kernel in kernels.values() if kernel.fresh}
         distinct = {kernel.key for kernel in kernels.values()}
         kernel_counts.update(cached=len(distinct) - len(fresh), total=len(distinct))
+        for kernel in kernels.values():  # CPU seconds, in whichever process built it
+            for phase, seconds in getattr(kernel, "seconds", {}).items():
+                phases[phase] = phases.get(phase, 0.0) + seconds
+            if "schedule" in getattr(kernel, "seconds", {}):
+                templates = ", ".join(kernel.templates) or "(none)"
+                by_template[templates] = by_template.get(templates, 0.0) + kernel.seconds["schedule"]
         return kernels
 
     def build_loops(*args, **kwargs):
@@ -192,6 +203,8 @@ def _measure_strato(spec: str, side: str, stages: bool, profile: str | None) -> 
     result = {"wall": wall, "cpu": cpu, **imports, **kernel_counts}
     if stages:
         result["stages"] = {stage: pair for stage, pair in times.items() if stage != "import" or pair[0] > 0}
+        result["kernel_phases"] = phases
+        result["schedule_by_template"] = by_template
     return result
 
 
@@ -260,6 +273,22 @@ def measure(spec: str, side: str, stages: bool = False, profile: str | None = No
 
 
 # -- the driver ---------------------------------------------------------------------------
+
+
+def _print_kernel_phases(runs: list[dict]) -> None:
+    """The kernels' build by phase (CPU seconds summed over the processes that built
+    them), and the schedule's seconds by the templates a kernel's stages took."""
+    runs = [run for run in runs if run.get("kernel_phases")]
+    if not runs:
+        return
+    for phase in runs[0]["kernel_phases"]:
+        cpu = statistics.median(run["kernel_phases"].get(phase, 0.0) for run in runs)
+        print(f"      {phase:26s} {'':7s}        {cpu:7.2f} s CPU")
+        if phase == "schedule":
+            by_template = runs[0]["schedule_by_template"]
+            for templates in sorted(by_template, key=by_template.get, reverse=True):
+                cpu = statistics.median(run["schedule_by_template"].get(templates, 0.0) for run in runs)
+                print(f"        {templates[:40]:40s} {cpu:7.2f} s CPU")
 
 
 def _report_candidates(specs: list[str], json_path: str | None) -> int:
@@ -368,6 +397,8 @@ def main() -> int:
                 wall = statistics.median(run["stages"][stage][0] for run in results["cold"] if "stages" in run)
                 cpu = statistics.median(run["stages"][stage][1] for run in results["cold"] if "stages" in run)
                 print(f"    {stage:28s} {wall:7.2f} s wall {cpu:7.2f} s CPU")
+                if stage == "build: kernels":
+                    _print_kernel_phases(results["cold"])
         for side in ("cold", "tvm"):
             imports = _median(results.get(side, []), "imports_wall")
             if imports is not None:

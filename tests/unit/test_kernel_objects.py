@@ -16,6 +16,7 @@ from strato.runtime import cache
 from strato.targets.llvm import kernel_objects
 from strato.targets.llvm.host import host_target
 from strato.targets.llvm.kernel_objects import (
+    PHASES,
     SYMBOL_PREFIX,
     KernelBuild,
     KernelObject,
@@ -196,6 +197,15 @@ def test_kernels_scheduled_where_they_are_compiled_are_those_the_pass_schedules(
     again = schedule_and_compile_kernels(module.clone(), BUILD, context, jobs=2, cache=True)
     assert not any(kernel.fresh for kernel in again.values())
     assert {name: kernel.compiled for name, kernel in again.items()} == expected
+    # each kernel's CPU seconds by phase, in whichever process built it: every phase
+    # when compiled, the schedule and key only when found in the cache
+    for compiled, found in ((kernels[name], again[name]) for name in kernels):
+        assert list(compiled.seconds) == list(PHASES)
+        assert list(found.seconds) == list(PHASES[:2])
+        assert all(seconds >= 0 for seconds in (*compiled.seconds.values(), *found.seconds.values()))
+        assert compiled.templates == found.templates
+    assert sum(kernel.seconds["machine code"] for kernel in kernels.values()) > 0
+    assert {"conv2d_nchwc", "injective"} <= {t for kernel in kernels.values() for t in kernel.templates}
 
 
 def test_a_compile_nobody_watches_schedules_its_kernels_in_the_build(monkeypatch):

@@ -36,9 +36,10 @@ import io
 import json
 import multiprocessing
 import os
+import time
 import zipfile
 from collections.abc import Callable, MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from xdsl.dialects import func, memref
@@ -199,10 +200,35 @@ def _fingerprint() -> str:
     return source_fingerprint()
 
 
-def compile_unit(unit: KernelUnit, build: KernelBuild) -> KernelObject:
+class PhaseClock:
+    """CPU seconds of the phases of a kernel's build in this process, each phase timed
+    from the end of the one before (`lap`)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.process_time()
+
+    def lap(self, phase: str) -> None:
+        now = time.process_time()
+        self.seconds[phase] = self.seconds.get(phase, 0.0) + now - self._last
+        self._last = now
+
+
+PHASES = ("schedule", "kernel key", "lowering", "LLVM optimization", "machine code")
+"""The phases of a kernel's build `ScheduledKernel.seconds` reports, in order: the
+schedule-default templates, the kernel's unit and key (its text), the Python lowering to
+LLVM IR (`lower_unit`), LLVM's optimization pipeline and its code generation."""
+
+
+def compile_unit(
+    unit: KernelUnit, build: KernelBuild, clock: PhaseClock | None = None
+) -> KernelObject:
     """Lower, emit, optimize and compile the unit's kernel as `unit.symbol` (the unit's
-    module is consumed)."""
-    return machine_code(lower_unit(unit, build), build)
+    module is consumed); `clock` hears the phases (see `PHASES`)."""
+    lowered = lower_unit(unit, build)
+    if clock is not None:
+        clock.lap("lowering")
+    return machine_code(lowered, build, clock)
 
 
 @dataclass(frozen=True)
@@ -246,7 +272,9 @@ def _lower_module(module: ModuleOp, unit: KernelUnit, build: KernelBuild) -> Low
     return LoweredUnit(unit.symbol, print_llvm_ir(module, build.machine), returns_status)
 
 
-def machine_code(lowered: LoweredUnit, build: KernelBuild) -> KernelObject:
+def machine_code(
+    lowered: LoweredUnit, build: KernelBuild, clock: PhaseClock | None = None
+) -> KernelObject:
     """LLVM's part: the lowered kernel parsed, optimized and compiled to an object."""
     from strato.targets.llvm.host import target_machine
     from strato.targets.llvm.jit import _parse, optimize
@@ -254,11 +282,16 @@ def machine_code(lowered: LoweredUnit, build: KernelBuild) -> KernelObject:
     machine = target_machine(build.machine, build.opt_level, jit=True)
     parsed = _parse(lowered.text)
     optimize(parsed, machine, build.opt_level)
+    if clock is not None:
+        clock.lap("LLVM optimization")
     imports = tuple(sorted(
         f.name for f in parsed.functions if f.is_declaration and not f.name.startswith("llvm.")
     ))  # fmt: skip
+    object_code = machine.emit_object(parsed)
+    if clock is not None:
+        clock.lap("machine code")
     return KernelObject(
-        lowered.symbol, machine.emit_object(parsed), imports, lowered.returns_status, lowered.text
+        lowered.symbol, object_code, imports, lowered.returns_status, lowered.text
     )
 
 
@@ -333,6 +366,11 @@ class ScheduledKernel:
     compiled: KernelObject
     heap_bytes: int
     fresh: bool
+    seconds: dict[str, float] = field(default_factory=dict)
+    """CPU seconds of each phase of this kernel's build (`PHASES`), in the process that
+    built it; a kernel found in the cache has only the first two."""
+    templates: tuple[str, ...] = ()
+    """The schedule templates its stages took."""
 
 
 def schedule_and_compile_kernels(
@@ -391,10 +429,16 @@ def _schedule_and_compile(
 ) -> ScheduledKernel:
     from strato.runtime.limits import check_buffer_sizes
     from strato.targets.llvm.memref_to_llvm import heap_bytes
-    from strato.transforms.schedule_default import schedule_kernel
+    from strato.transforms.schedule_default import TEMPLATE_ATTR, schedule_kernel
 
+    clock = PhaseClock()
     schedule_kernel(module, name, schedule)
     kernel = _kernel_named(module, name)
+    clock.lap("schedule")
+    chosen = kernel.attributes.get(TEMPLATE_ATTR)
+    templates = tuple(sorted({
+        template.data for template in getattr(chosen, "data", {}).values() if isinstance(template, StringAttr)
+    }))  # fmt: skip
     heap = sum(
         heap_bytes(op)
         for op in kernel.walk()
@@ -403,9 +447,11 @@ def _schedule_and_compile(
     unit = kernel_unit(module, kernel, build)
     check_buffer_sizes(unit.module)
     found = _cached(unit.key) if cache else None
+    clock.lap("kernel key")
     if found is not None:
-        return ScheduledKernel(unit.key, found, heap, fresh=False)
-    return ScheduledKernel(unit.key, compile_unit(unit, build), heap, fresh=True)
+        return ScheduledKernel(unit.key, found, heap, False, clock.seconds, templates)
+    compiled = compile_unit(unit, build, clock)
+    return ScheduledKernel(unit.key, compiled, heap, True, clock.seconds, templates)
 
 
 def compile_kernel(
@@ -599,9 +645,11 @@ def _can_fork() -> bool:
 
 
 __all__ = [
+    "PHASES",
     "KernelBuild",
     "KernelObject",
     "KernelUnit",
+    "PhaseClock",
     "ScheduledKernel",
     "compile_kernel",
     "compile_kernels",
