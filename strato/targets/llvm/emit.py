@@ -385,6 +385,25 @@ def _unroll_full(module: ir.Module) -> ir.values.MDValue:
     return loop_id
 
 
+def module_symbols(module: ModuleOp) -> tuple[list[llvm.GlobalOp], list[llvm.FuncOp]]:
+    """The module's globals and its functions, in order; an `EmissionError` for any
+    other op."""
+    globals_: list[llvm.GlobalOp] = []
+    functions: list[llvm.FuncOp] = []
+    for op in module.ops:
+        if isinstance(op, llvm.GlobalOp):
+            globals_.append(op)
+        elif isinstance(op, llvm.FuncOp):
+            functions.append(op)
+        else:
+            raise EmissionError(
+                f"'{op.name}' is not in the llvm dialect; lower the module with "
+                "convert-loops-to-llvm before emitting LLVM IR",
+                op=op,
+            )
+    return globals_, functions
+
+
 def to_llvmlite_module(
     module: ModuleOp,
     *,
@@ -414,19 +433,7 @@ def to_llvmlite_module(
     if data_layout:
         ir_module.data_layout = data_layout
 
-    globals_: list[llvm.GlobalOp] = []
-    functions: list[llvm.FuncOp] = []
-    for op in module.ops:
-        if isinstance(op, llvm.GlobalOp):
-            globals_.append(op)
-        elif isinstance(op, llvm.FuncOp):
-            functions.append(op)
-        else:
-            raise EmissionError(
-                f"'{op.name}' is not in the llvm dialect; lower the module with "
-                "convert-loops-to-llvm before emitting LLVM IR",
-                op=op,
-            )
+    globals_, functions = module_symbols(module)
     for op in globals_:
         _emit_global(op, ir_module)
     cpu = (machine or host) if triple == host.triple else None

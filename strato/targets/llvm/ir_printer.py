@@ -249,6 +249,15 @@ class _Function:
         self.values[id(result)] = value
         block.append(f"  {value.ref} = {text}")
 
+    def _instruction(
+        self, result: SSAValue | None, block: list[str], text: str
+    ) -> None:
+        """An instruction with a result or without one (a call of a void function)."""
+        if result is not None:
+            self._define(result, block, text)
+        else:
+            self._void(block, text)
+
     def _void(self, block: list[str], text: str) -> None:
         self.names.register("")  # llvmlite names every instruction, void ones too
         block.append(f"  {text}")
@@ -443,10 +452,7 @@ def _print_call(
         name, return_type, args, fastmath=fastmath, cconv=op.CConv.cconv_name,
         tail=op.TailCallKind.data != "none",
     )  # fmt: skip
-    if op.returned is not None:
-        self._define(op.returned, lines, text)
-    else:
-        self._void(lines, text)
+    self._instruction(op.returned, lines, text)
 
 
 def _print_call_intrinsic(
@@ -458,10 +464,7 @@ def _print_call_intrinsic(
     self.printer.declare_intrinsic(name, return_type, [a.type for a in args])
     text = _call_text(name, self.printer.signatures[name][0], args,
                       fastmath=emit._fastmath_flags(op))  # fmt: skip
-    if op.ress is not None:
-        self._define(op.ress, lines, text)
-    else:
-        self._void(lines, text)
+    self._instruction(op.ress, lines, text)
 
 
 def _print_alloca(
@@ -730,15 +733,7 @@ class _ModulePrinter:
             f'target datalayout = "{data_layout}"',
             "",
         ]
-        globals_: list[llvm.GlobalOp] = []
-        functions: list[llvm.FuncOp] = []
-        for op in module.ops:
-            if isinstance(op, llvm.GlobalOp):
-                globals_.append(op)
-            elif isinstance(op, llvm.FuncOp):
-                functions.append(op)
-            else:
-                raise _Unprintable(op.name)  # `emit` reports it
+        globals_, functions = emit.module_symbols(module)
         for op in globals_:
             lines.append(self._global(op))
         for op in functions:
