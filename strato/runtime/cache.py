@@ -42,7 +42,7 @@ import json
 import os
 import threading
 import warnings
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,14 +102,19 @@ CACHE_VERSION = 1
 """The layout of the cache's keys and entries (a change makes every old entry a miss)."""
 
 
-def cache_key(model_bytes: bytes, options: dict[str, Any]) -> str:
-    """The key of a compilation: the model's bytes, `options` (JSON-serializable:
-    target, input shapes, ...), strato's version and source fingerprint."""
+def cache_key(model_bytes: bytes | Iterable[bytes], options: dict[str, Any]) -> str:
+    """The key of a compilation: the model's bytes (or a sequence of byte strings that
+    encodes it unambiguously), `options` (JSON-serializable: target, input shapes, ...),
+    strato's version and source fingerprint."""
     digest = hashlib.sha256()
     header = {"format": CACHE_VERSION, "strato": source_fingerprint(), "options": options}
     digest.update(json.dumps(header, sort_keys=True, default=str).encode())
     digest.update(b"\0")
-    digest.update(model_bytes)
+    if isinstance(model_bytes, bytes | bytearray | memoryview):
+        digest.update(model_bytes)
+    else:
+        for chunk in model_bytes:
+            digest.update(chunk)
     return digest.hexdigest()
 
 

@@ -97,6 +97,42 @@ def test_key_covers_options_and_the_cpu():
     assert key(object(), get_target("llvm"), None) is None  # not a model: no key
 
 
+def test_a_models_key_covers_its_weights_nodes_and_header():
+    """A ModelProto's key is taken field by field (its weights' bytes as they are): any
+    change of a weight byte, a node, an input or the opsets is another key."""
+    model = small_mlp()
+    key = lambda m: compiler.compile_cache_key(m, get_target("llvm"), None)
+    base = key(model)
+
+    def changed(edit) -> str:
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)
+        edit(copy)
+        return key(copy)
+
+    def flip_weight_byte(m):
+        tensor = m.graph.initializer[0]
+        data = bytearray(tensor.raw_data)
+        data[3] ^= 1
+        tensor.raw_data = bytes(data)
+
+    def swap_weights(m):  # the same bytes under the other names
+        a, b = m.graph.initializer[0], m.graph.initializer[1]
+        a.name, b.name = b.name, a.name
+
+    others = [
+        changed(flip_weight_byte),
+        changed(swap_weights),
+        changed(lambda m: m.graph.node[0].output.__setitem__(0, "renamed")),
+        changed(lambda m: m.graph.input[0].type.tensor_type.shape.dim[0].__setattr__("dim_param", "n")),
+        changed(lambda m: m.opset_import[0].__setattr__("version", m.opset_import[0].version - 1)),
+        changed(lambda m: m.__setattr__("producer_name", "other")),
+    ]
+    assert all(tensor.HasField("raw_data") for tensor in model.graph.initializer)
+    assert changed(lambda m: None) == base
+    assert len({base, *others}) == len(others) + 1
+
+
 def test_cache_can_be_turned_off(cache_dir, compilations, monkeypatch):
     strato.compile(small_mlp(), cache=False)
     assert entries(cache_dir) == []
