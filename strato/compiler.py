@@ -428,9 +428,9 @@ def _hook_text(hook: PipelineHook) -> str | None:
 
 def _model_bytes(
     model: str | os.PathLike | onnx.ModelProto,
-) -> tuple[str, bytes | list[bytes]] | None:
+) -> tuple[str, bytes | Iterator[bytes]] | None:
     if isinstance(model, onnx.ModelProto):
-        return "proto", list(_message_chunks(model))
+        return "proto", _message_chunks(model)
     if not isinstance(model, (str, os.PathLike)):
         return None
     path = os.fspath(model)

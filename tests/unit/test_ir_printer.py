@@ -136,6 +136,22 @@ def test_a_store_through_a_pointer_llvmlite_types_is_bitcast_as_llvmlite_does():
     _check_same_module(module)
 
 
+def test_symbols_outside_printable_ascii_are_escaped_as_llvmlite_escapes_them():
+    """Value names are plain identifiers in xDSL; symbols (a function, a global) may be
+    any string."""
+    module = _llvm_module(
+        """
+        llvm.mlir.global internal constant @"gewicht α"(dense<1.0> : tensor<2xf32>) : !llvm.array<2 x f32>
+        llvm.func @"say \\"x\\" \\\\ ü"() -> !llvm.ptr {
+          %g = llvm.mlir.addressof @"gewicht α" : !llvm.ptr
+          llvm.return %g : !llvm.ptr
+        }
+        """
+    )
+    assert "\\ce\\b1" in _direct(module)
+    _check_same_module(module)
+
+
 def test_an_op_the_printer_does_not_know_leaves_the_module_to_the_reference():
     module = _llvm_module(
         """

@@ -88,16 +88,15 @@ def _type(type_: Attribute) -> str:
 
 
 def _quoted(name: str) -> str:
-    """A name as llvmlite quotes it: `"name"`, other than printable ASCII escaped."""
+    """A name as llvmlite quotes it: `"name"`, each UTF-8 byte other than printable
+    ASCII (and the quote and backslash) escaped."""
     if name.isascii() and name.isprintable() and '"' not in name and "\\" not in name:
         return f'"{name}"'
     return (
         '"'
         + "".join(
-            ch
-            if ch.isascii() and ch.isprintable() and ch not in '"\\'
-            else f"\\{ord(ch):02x}"
-            for ch in name
+            chr(byte) if 32 <= byte < 127 and byte not in (34, 92) else f"\\{byte:02x}"
+            for byte in name.encode()
         )
         + '"'
     )
