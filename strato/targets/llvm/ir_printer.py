@@ -493,7 +493,9 @@ def _print_store(
 ) -> None:
     value_operand, pointer_operand = op._operands
     value, pointer = self._operand(value_operand), self._operand(pointer_operand)
-    if pointer.pointee is not None and not _same_type(pointer.pointee, value.type):
+    # llvmlite compares the pointee with the value's type (any two pointer types are
+    # equal to it, as their texts are here: every pointer is `ptr`)
+    if pointer.pointee is not None and pointer.pointee != value.type:
         cast = self._new(pointer.type, value.type)
         lines.append(f"  {cast.ref} = bitcast {pointer.typed} to {pointer.type}")
         pointer = cast
@@ -510,12 +512,6 @@ def _pointee(element: str) -> str | None:
     """The pointee of a pointer llvmlite makes to `element` (an alloca's, a global's):
     a pointer to a pointer is opaque."""
     return None if _is_pointer(element) else element
-
-
-def _same_type(a: str, b: str) -> bool:
-    """llvmlite's type equality, on texts where every pointer is `ptr` (llvmlite
-    takes any two pointer types as equal)."""
-    return a == b
 
 
 def _print_gep(self: _Function, op: llvm.GEPOp, block: Block, lines: list[str]) -> None:
