@@ -254,9 +254,13 @@ def test_least_recently_used_entries_are_evicted(cache_dir, compilations, monkey
     kernels = sum(path.stat().st_size for path in cache_dir.glob("kernels/*/*"))
     monkeypatch.setenv("STRATO_CACHE_MAX_MB", str((kernels + 2.5 * size) / 1e6))
     strato.compile(small_mlp(seed=2))
-    os.utime(first, ns=(time.time_ns() - 10**10,) * 2)  # long unused ...
-    assert strato.compile(small_mlp(seed=1)).origin is not None  # ... until this hit
     second = next(path for path in entries(cache_dir) if path != first)
+    # both long unused, the first longer (explicit times: a file system's clock may be
+    # coarser than the milliseconds between two writes) ...
+    now = time.time_ns()
+    os.utime(first, ns=(now - 10**10,) * 2)
+    os.utime(second, ns=(now - 5 * 10**9,) * 2)
+    assert strato.compile(small_mlp(seed=1)).origin is not None  # ... until this hit
     strato.compile(small_mlp(seed=3))
     assert len(compilations) == 3
     assert first in entries(cache_dir) and second not in entries(cache_dir)
