@@ -139,6 +139,9 @@ class LayoutRewriter:
     chain: set[SSAValue] = field(default_factory=set)
     replaced: list[Operation] = field(default_factory=list)
     constants: dict[tuple[SSAValue, str], SSAValue] = field(default_factory=dict)
+    dropped: dict[SSAValue, graph.SliceOp] = field(default_factory=dict)
+    """Blocked values that are a slice dropping a wide convolution's extra columns: the
+    slice, which element-wise ops it feeds are moved under."""
 
     def block_of(self, channels: int) -> int | None:
         """The block of a tensor with `channels` channels: the largest of size, size/2,
@@ -264,7 +267,7 @@ class LayoutRewriter:
         if isinstance(op, graph.ConvOp):
             self.visit_conv(op)
         elif isinstance(op, graph.UnaryElementwiseOp) and self.in_chain(op.input):
-            self._replace(op, self._clone(op, [self.blocked[op.input]]))
+            self.visit_unary(op)
         elif isinstance(op, graph.BroadcastBinaryOp):
             self.visit_binary(op)
         elif isinstance(op, (graph.MaxPoolOp, graph.AvgPoolOp)):
@@ -337,10 +340,35 @@ class LayoutRewriter:
             return
         new.result.name_hint = _renamed(op.result, ".wide")
         Rewriter.insert_op(new, InsertPoint.before(op))
-        wide = static_shape(new.result)
-        self._replace(
-            op, graph.SliceOp(new.result, (0,) * 5, (1,) * 5, (*wide[:3], width, wide[4]))
+        self._replace(op, self._dropping_columns(new.result, width))
+
+    def _dropping_columns(self, wide: SSAValue, width: int) -> graph.SliceOp:
+        """The first `width` columns of the blocked `wide` value, as a slice."""
+        shape = static_shape(wide)
+        drop = graph.SliceOp(wide, (0,) * 5, (1,) * 5, (*shape[:3], width, shape[4]))
+        self.dropped[drop.result] = drop
+        return drop
+
+    def visit_unary(self, op: graph.UnaryElementwiseOp) -> None:
+        """An element-wise op in a chain. One reading a wide convolution's columns (a
+        slice dropping the extra ones) applies to the wide value, and the slice comes
+        after it: the op then folds into the convolution's tile copy-out, and the slice
+        into the reader of its result, instead of the slice and the op making a pass of
+        their own over the output."""
+        operand = self.blocked[op.input]
+        drop = self.dropped.get(operand)
+        if drop is None:
+            self._replace(op, self._clone(op, [operand]))
+            return
+        wide = type(op).create(
+            operands=[drop.input],
+            result_types=[drop.input.type],
+            properties=dict(op.properties),
+            attributes=dict(op.attributes),
         )
+        Rewriter.insert_op(wide, InsertPoint.before(op))
+        wide.results[0].name_hint = _renamed(op.results[0], ".wide")
+        self._replace(op, self._dropping_columns(wide.results[0], static_shape(drop.result)[3]))
 
     def visit_binary(self, op: graph.BroadcastBinaryOp) -> None:
         result_shape = static_shape(op.result)
@@ -424,6 +452,9 @@ class LayoutRewriter:
             )
         for op in reversed(self.replaced):
             Rewriter.erase_op(op)
+        for drop in self.dropped.values():
+            if not drop.result.uses:  # an element-wise op took its place
+                Rewriter.erase_op(drop)
         for owner in {value.owner for value, _ in self.constants}:
             if isinstance(owner, graph.ConstantOp) and not owner.result.uses:
                 Rewriter.erase_op(owner)

@@ -63,14 +63,18 @@ class FusionGroup:
             return False
         kind = pattern_kind_of(op)
         if kind in _ELEMENTWISE:
+            if self.kind == PatternKind.OUT_ELEMWISE_FUSABLE and _left_to_its_reader(op):
+                return False
             return self.kind in (*_ELEMENTWISE, PatternKind.OUT_ELEMWISE_FUSABLE)
         if kind == PatternKind.REDUCTION:
             return self.kind in _ELEMENTWISE
+        if isinstance(op, _READS_THROUGH_SLICES):
+            return all(isinstance(member, graph.SliceOp) for member in self.ops)
         return False
 
     def add(self, op: Operation) -> None:
         kind = pattern_kind_of(op)
-        if not self.ops:
+        if not self.ops or kind == PatternKind.OUT_ELEMWISE_FUSABLE:
             self.kind = kind
         elif kind == PatternKind.REDUCTION:
             self.kind = PatternKind.REDUCTION
@@ -81,6 +85,25 @@ class FusionGroup:
     @property
     def label(self) -> str:
         return "_".join(op.name.split(".", 1)[1] for op in self.ops)
+
+
+_READS_THROUGH_SLICES = (graph.BlockedPoolOp,)
+"""Anchors whose input may be a slice of their group: the slice is an index map their
+kernel reads through (a pool's windows read the kept columns of a wider tensor)."""
+
+
+def _left_to_its_reader(op: Operation) -> bool:
+    """Whether `op`, a slice of an anchored group's result (a wide convolution's extra
+    columns dropped), is better in its reader's group: the tile copy-out of the anchor
+    cannot fold a slice, so it would be a pass of its own over the output, while an
+    element-wise op or a pool reading it inlines it as an index map."""
+    if not isinstance(op, graph.SliceOp):
+        return False
+    uses = list(op.result.uses)
+    if len(uses) != 1:
+        return False
+    reader = uses[0].operation
+    return pattern_kind_of(reader) in _ELEMENTWISE or isinstance(reader, _READS_THROUGH_SLICES)
 
 
 def plan_fusion(block: Block) -> list[FusionGroup]:

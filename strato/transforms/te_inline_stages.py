@@ -12,7 +12,10 @@ every reduction step; a padded input stays a separate stage ahead of a convoluti
 nor into a stage with more elements than their own (a per-row value is computed once per
 row, not once per element), nor when their body has grown past `MAX_INLINED_OPS` (a
 chain of stages would otherwise grow into one huge body: a recurrence unrolled over
-time). Reductions are never inlined.
+time). A stage that only reads another tensor at its own indices (a prefix view: the
+slice dropping the extra columns of a convolution computed wider) is inlined into any
+reader, reductions included: nothing is recomputed, the reader reads that tensor.
+Reductions are never inlined.
 
 Requires: te primitives. Leaves illegal: nothing.
 
@@ -75,13 +78,30 @@ def should_inline(stage: te.ComputeOp) -> bool:
     readers = [use.operation for use in stage.result.uses]
     if not readers:
         return False
+    view = is_prefix_view(stage)
     for read in readers:
         reader = read.parent_op()
-        if not isinstance(read, te.ReadOp) or not isinstance(reader, te.ComputeOp):
+        if not isinstance(read, te.ReadOp):
+            return False
+        if view and isinstance(reader, te.StageOp):
+            continue  # nothing is recomputed: the reader reads the viewed tensor instead
+        if not isinstance(reader, te.ComputeOp):
             return False
         if _element_count(reader) > _element_count(stage):
             return False
     return True
+
+
+def is_prefix_view(stage: te.ComputeOp) -> bool:
+    """Whether `stage` only reads another tensor at its own indices (a slice keeping the
+    first elements of each dimension, such as the columns of a convolution computed
+    wider than its result): a reader, even a reduction, may read that tensor directly
+    at the same indices."""
+    ops = list(stage.body.block.ops)
+    if len(ops) != 2 or not isinstance(ops[0], te.ReadOp) or not isinstance(ops[1], te.YieldOp):
+        return False
+    read, done = ops
+    return done.value is read.result and list(read.indices) == list(stage.body.block.args)
 
 
 def inline_into_reader(stage: te.ComputeOp, read: te.ReadOp) -> None:

@@ -415,6 +415,40 @@ func.func @main(%x: tensor<1x3x3x{width}xf32>) -> tensor<1x16x3x31xf32> {{
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("pool_padding", [0, 1])
+def test_prime_width_relu_folds_into_the_tiles_and_the_pool_reads_the_wide_result(pool_padding: int):
+    """31 output columns computed 42 wide: the relu after the convolution applies to the
+    42 columns in the convolution's kernel, and the max pool reading the relu's result
+    reads the kept columns of the wide tensor (no kernel of its own slices it)."""
+    ctx = make_context()
+    pooled = (31 + 2 * pool_padding - 3) // 2 + 1
+    module = Parser(
+        ctx,
+        f"""
+func.func @main(%x: tensor<1x3x3x31xf32>) -> tensor<1x16x2x{pooled}xf32> {{
+  %w = graph.constant dense<0.125> : tensor<16x3x3x3xf32>
+  %b = graph.constant dense<-0.25> : tensor<16xf32>
+  %y = graph.conv %x, %w, %b strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x3x3x31xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>) -> tensor<1x16x3x31xf32>
+  %r = graph.relu %y : tensor<1x16x3x31xf32>
+  %p = graph.max_pool %r kernel [3, 3] strides [2, 2] padding [0, {pool_padding}, 0, {pool_padding}] dilations [1, 1] layout "NCHW" : (tensor<1x16x3x31xf32>) -> tensor<1x16x1x{pooled}xf32>
+  %q = graph.sigmoid %p : tensor<1x16x1x{pooled}xf32>
+  %c = graph.concat %q, %q axis 2 : (tensor<1x16x1x{pooled}xf32>, tensor<1x16x1x{pooled}xf32>) -> tensor<1x16x2x{pooled}xf32>
+  func.return %c : tensor<1x16x2x{pooled}xf32>
+}}""",
+    ).parse_module()
+    x = np.random.default_rng(5).standard_normal((1, 3, 3, 31)).astype(np.float32)
+    (expected,) = run_graph(module, [x])
+    signature = Signature.from_function(entry_function(module), ["x"], ["c"])
+    run_pipeline(ctx, module, "graph-alter-layout{block=16 min_block=8},graph-fuse-ops")
+    (fused,) = run_graph(module, [x])
+    np.testing.assert_allclose(fused, expected, rtol=1e-5, atol=1e-5)
+    labels = [op.label.data for op in module.walk() if isinstance(op, graph.FusedOp)]
+    assert "blocked_conv_relu" in labels and any(label.startswith("slice_blocked_max_pool") for label in labels)
+    run_pipeline(ctx, module, f"{LOWER_TO_LOOPS},convert-loops-to-llvm")
+    (ours,) = build_llvm(module, "main", signature)(x)
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
 # -- models -------------------------------------------------------------------------------
 
 

@@ -49,3 +49,24 @@ func.func @shared(%x: tensor<4xf32>) -> tensor<4xf32> {
   %m = graph.mul %r, %a : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %m : tensor<4xf32>
 }
+
+// -----
+
+// A slice dropping the extra columns of a convolution computed wider goes to the group
+// of its reader (a pool here, or an element-wise op), which reads through it, rather
+// than making a pass of its own after the convolution's tiles.
+// CHECK-LABEL: func.func @wide_conv_slice_pool
+// CHECK:         %r.wide = graph.fused "blocked_conv_relu" out_elemwise_fusable
+// CHECK:         %mp = graph.fused "slice_blocked_max_pool" out_elemwise_fusable (%r.wide)
+// CHECK:         %e = graph.fused "slice_sigmoid" injective (%d.wide)
+func.func @wide_conv_slice_pool(%x: tensor<1x1x4x31x8xf32>) -> (tensor<1x1x1x15x8xf32>, tensor<1x1x4x31x8xf32>) {
+  %w = graph.constant dense<0.5> : tensor<1x1x1x1x8x8xf32>
+  %c.wide = graph.blocked_conv %x, %w strides [1, 1] padding [0, 0, 0, 11] dilations [1, 1] groups 1 layout "NCHW8c" kernel_layout "OIHW8i8o" out_layout "NCHW8c" : (tensor<1x1x4x31x8xf32>, tensor<1x1x1x1x8x8xf32>) -> tensor<1x1x4x42x8xf32>
+  %r.wide = graph.relu %c.wide : tensor<1x1x4x42x8xf32>
+  %r = graph.slice %r.wide starts [0, 0, 0, 0, 0] steps [1, 1, 1, 1, 1] : (tensor<1x1x4x42x8xf32>) -> tensor<1x1x4x31x8xf32>
+  %mp = graph.blocked_max_pool %r kernel [3, 3] strides [2, 2] padding [0, 0, 0, 0] dilations [1, 1] layout "NCHW8c" : (tensor<1x1x4x31x8xf32>) -> tensor<1x1x1x15x8xf32>
+  %d.wide = graph.blocked_conv %x, %w strides [1, 1] padding [0, 0, 0, 11] dilations [1, 1] groups 1 layout "NCHW8c" kernel_layout "OIHW8i8o" out_layout "NCHW8c" : (tensor<1x1x4x31x8xf32>, tensor<1x1x1x1x8x8xf32>) -> tensor<1x1x4x42x8xf32>
+  %d = graph.slice %d.wide starts [0, 0, 0, 0, 0] steps [1, 1, 1, 1, 1] : (tensor<1x1x4x42x8xf32>) -> tensor<1x1x4x31x8xf32>
+  %e = graph.sigmoid %d : tensor<1x1x4x31x8xf32>
+  func.return %mp, %e : tensor<1x1x1x15x8xf32>, tensor<1x1x4x31x8xf32>
+}

@@ -40,17 +40,48 @@ te.primitive @chain {
 // CHECK:         %p = te.compute "pad"
 // CHECK:         %s = te.reduce "sum"
 // CHECK:         te.read %p
+// CHECK:         %o = te.compute "kept"
 te.primitive @into_reduction {
   %x = te.placeholder "x" : tensor<4xf32>
   %p = te.compute "pad" (%i) : tensor<4xf32> {
     %v = te.read %x[%i] : tensor<4xf32>
-    te.yield %v : f32
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    te.yield %m : f32
   }
   %s = te.reduce "sum" sum (%i) over (%k : 4) init 0.0 : tensor<1xf32> {
     %v = te.read %p[%k] : tensor<4xf32>
     te.yield %v : f32
   }
-  te.output %s, %p : tensor<1xf32>, tensor<4xf32>
+  %o = te.compute "kept" (%i) : tensor<4xf32> {
+    %v = te.read %x[%i] : tensor<4xf32>
+    te.yield %v : f32
+  }
+  te.output %s, %o : tensor<1xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A prefix view (a read at the stage's own indices: the columns a wide convolution
+// keeps) is read through, by a reduction too: the pool reads the wider tensor.
+// CHECK-LABEL: te.primitive @view_into_reduction
+// CHECK-NOT:     te.compute "slice"
+// CHECK:         %m = te.reduce "pool" max
+// CHECK:           te.read %x[%{{.*}}] : tensor<2x12xf32>
+te.primitive @view_into_reduction {
+  %x = te.placeholder "x" : tensor<2x12xf32>
+  %v = te.compute "slice" (%i, %j) : tensor<2x9xf32> {
+    %a = te.read %x[%i, %j] : tensor<2x12xf32>
+    te.yield %a : f32
+  }
+  %m = te.reduce "pool" max (%i, %j) over (%k : 3) init 0xff800000 : tensor<2x3xf32> {
+    %c = arith.constant 3 : index
+    %s = arith.muli %j, %c : index
+    %w = arith.addi %s, %k : index
+    %a = te.read %v[%i, %w] : tensor<2x9xf32>
+    te.yield %a : f32
+  }
+  te.output %m : tensor<2x3xf32>
 }
 
 // -----
