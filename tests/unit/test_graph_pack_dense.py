@@ -12,6 +12,7 @@ from xdsl.parser import Parser
 from strato.context import make_context
 from strato.diagnostics import StratoError
 from strato.dialects import graph
+from strato.dialects.graph import static_shape
 from strato.dialects.tensor_types import array_from_dense, dense_from_array
 from strato.interpreters.graph import entry_function, run_graph
 from strato.pipeline import LOWER_TO_LOOPS, run_pipeline
@@ -50,7 +51,7 @@ func.func @main(%x: {x_type}) -> {y_type} {{
 @given(
     rows=st.sampled_from([(2,), (5,), (3, 1), (2, 3)]),
     features=st.integers(1, 12),
-    columns=st.sampled_from([16, 32, 48, 80, 20]),
+    columns=st.sampled_from([16, 32, 48, 80, 20, 200]),
     bias=st.booleans(),
     lanes=st.sampled_from([4, 8, 16]),
 )
@@ -93,6 +94,29 @@ def test_panels_hold_nr_consecutive_columns_per_reduction_step():
     # (7 x 16 would hold 7, 7 x 48 21), three panels of 80 columns
     assert panels.shape == (3, 24, 80)
     assert panels[1, 7, 13] == weight[80 + 13, 7]
+
+
+def test_columns_no_vector_divides_are_padded_to_a_larger_tile():
+    """An LSTM's 4 x 650 gate columns (no multiple of 16): packed into 33 panels of 80
+    columns (2640, 40 of them zero), a 5 x 80 tile with 25 accumulators instead of 7 x 8
+    half vectors; the product's extra columns are sliced off and the results agree,
+    through the graph interpreter and compiled."""
+    ctx, module, x = dense_module((35, 1), 8, 2600, True, seed=2)
+    (w,) = [op for op in module.walk() if isinstance(op, graph.ConstantOp) and len(op.result.type.get_shape()) == 2]
+    weight = array_from_dense(w.value)
+    expected = run_graph(module, [x])
+    signature = Signature.from_function(entry_function(module), ["x"], ["y"])
+    run_pipeline(ctx, module, "graph-pack-dense{lanes=16}")
+    (matmul,) = [op for op in module.walk() if isinstance(op, graph.MatmulOp)]
+    panels = array_from_dense(matmul.rhs.owner.value)
+    assert panels.shape == (33, 8, 80)
+    assert panels[32, 3, 39] == weight[2599, 3] and not panels[32, :, 40:].any()
+    (drop,) = [op for op in module.walk() if isinstance(op, graph.SliceOp)]
+    assert static_shape(drop.input) == (35, 2640) and static_shape(drop.result) == (35, 2600)
+    np.testing.assert_allclose(run_graph(module, [x])[0], expected[0], rtol=1e-5, atol=1e-5)
+    run_pipeline(ctx, module, f"graph-fuse-ops,{LOWER_TO_LOOPS},convert-loops-to-llvm")
+    (y,) = build_llvm(module, "main", signature)(x)
+    np.testing.assert_allclose(y, expected[0], rtol=1e-4, atol=1e-4)
 
 
 def test_packed_dense_compiles_without_a_weight_copy():

@@ -5,7 +5,8 @@ weight, [N, K]) as K x NR panels, one NR-wide row of the panel per step of the
 reduction. A weight in [N, K] order must be repacked into such panels by every call (a
 transposing copy of the whole weight: for a 650 x 10000 layer it costs more than the
 product). When the weight is a constant, this pass packs it once, at compile time, into
-[N / NR, K, NR], and rewrites the layer as a batched product over the panels:
+[N / NR, K, NR] (N padded with zero columns when no whole vectors divide it: see
+`packed_columns`), and rewrites the layer as a batched product over the panels:
 
     graph.dense %x, %w, %b          x: [.., K], w: [N, K] constant, M rows in x
     ->
@@ -19,8 +20,9 @@ so that the template finds each K x NR panel contiguous and needs no packing sta
 is the tile width the template picks for M x N at its default knobs
 (`strato.targets.llvm.templates.dense.choose_tile`) for vectors of `lanes` fp32 (option;
 0, the default, reads the CPU being compiled for). Only float32 layers with at least two
-rows and a column count that whole vectors divide change; a one-row product (a GEMV)
-reads each weight once, so packing buys it nothing.
+rows change; a one-row product (a GEMV) reads each weight once, so packing buys it
+nothing. A padded layer's product has the extra columns, which a slice drops before the
+reshape.
 
 Requires: functions of graph ops, constants folded (graph-fold-constants). Leaves
 illegal: nothing.
@@ -43,17 +45,46 @@ from strato.dialects import graph
 from strato.dialects.graph import static_shape
 from strato.dialects.tensor_types import array_from_dense, dense_from_array
 
+MAX_PADDING = 1 / 16
+"""Most extra columns, as a share of a layer's, that packing may add so that whole
+vectors divide them."""
+
 
 def packed_width(rows: int, columns: int, lanes: int) -> int | None:
     """NR of the tile the dense template uses for `rows` x `columns` at its default
     knobs with vectors of `lanes`, or None when the layer keeps its [N, K] weight."""
+    packing = packed_columns(rows, columns, lanes)
+    return None if packing is None else packing[0]
+
+
+def packed_columns(rows: int, columns: int, lanes: int) -> tuple[int, int] | None:
+    """(NR, the columns packed) of a layer of `rows` x `columns`, or None when it keeps
+    its [N, K] weight. Columns that whole vectors divide are packed as they are, into
+    the tile the template picks. Others (an LSTM's 4 x 650 gates: 2600 columns, no
+    multiple of 16) are padded with zero columns, at most `MAX_PADDING` more, to the
+    count whose tile holds the most accumulators per useful column (2640: 5 x 80
+    tiles, 25 accumulators, rather than 7 x 8 half vectors), the extra ones computed
+    and dropped."""
     from strato.targets.llvm.templates.dense import choose_tile
 
-    if rows < 2 or columns % lanes:
+    if rows < 2:
         return None
     mr = min((32 - 4) // 2, 12) if lanes >= 16 else 6
-    _, width = choose_tile(rows, columns, mr, 2 * lanes, lanes)
-    return width if width % lanes == 0 else None
+    if columns % lanes == 0:
+        _, width = choose_tile(rows, columns, mr, 2 * lanes, lanes)
+        return (width, columns) if width % lanes == 0 else None
+    if columns < 4 * lanes:
+        return None
+    best: tuple[float, int, int] | None = None
+    first = -(-columns // lanes) * lanes
+    for padded in range(first, int(columns * (1 + MAX_PADDING)) + 1, lanes):
+        height, width = choose_tile(rows, padded, mr, 2 * lanes, lanes)
+        if width % lanes:
+            continue
+        score = height * (width // lanes) * columns / padded
+        if best is None or score > best[0]:
+            best = (score, width, padded)
+    return None if best is None else (best[1], best[2])
 
 
 def _pack(op: graph.DenseOp, lanes: int) -> list[Operation] | None:
@@ -63,11 +94,14 @@ def _pack(op: graph.DenseOp, lanes: int) -> list[Operation] | None:
     x_shape = static_shape(op.input)
     columns, features = static_shape(op.weight)
     rows = prod(x_shape[:-1])
-    width = packed_width(rows, columns, lanes)
-    if width is None:
+    packing = packed_columns(rows, columns, lanes)
+    if packing is None:
         return None
+    width, padded = packing
     array = array_from_dense(weight.value)
-    panels = np.ascontiguousarray(array.reshape(columns // width, width, features).transpose(0, 2, 1))
+    if padded != columns:
+        array = np.concatenate([array, np.zeros((padded - columns, features), array.dtype)])
+    panels = np.ascontiguousarray(array.reshape(padded // width, width, features).transpose(0, 2, 1))
     packed = graph.ConstantOp(dense_from_array(panels, f32))
     if op.weight.name_hint is not None:
         packed.result.name_hint = f"{op.weight.name_hint}.packed"
@@ -78,6 +112,9 @@ def _pack(op: graph.DenseOp, lanes: int) -> list[Operation] | None:
         x = ops[-1].results[0]
     ops.append(graph.MatmulOp(x, packed))
     ops.append(graph.TransposeOp(ops[-1].results[0], [1, 0, 2]))
+    if padded != columns:
+        ops.append(graph.ReshapeOp(ops[-1].results[0], [rows, padded]))
+        ops.append(graph.SliceOp(ops[-1].results[0], (0, 0), (1, 1), (rows, columns)))
     ops.append(graph.ReshapeOp(ops[-1].results[0], [*x_shape[:-1], columns]))
     if op.bias is not None:
         ops.append(graph.AddOp(ops[-1].results[0], op.bias))
