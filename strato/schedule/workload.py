@@ -13,6 +13,7 @@ which the tuning log keeps its records.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 
@@ -67,6 +68,58 @@ def workload_key(primitive: te.PrimitiveOp) -> str:
     return "wl-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+@functools.lru_cache(maxsize=8192)
+def _attribute_text(attr: Attribute) -> str:
+    return str(attr)
+
+
+def kernel_digest(kernel: func.FuncOp) -> str:
+    """A structural hash of a loop-level kernel, as `kernel_key` tells kernels apart
+    (every op, type, property and attribute; not the kernel's own name, nor the names
+    of values), without printing it: each op is listed by its name, its operands' and
+    successors' numbers and the text of its types and attributes, each distinct
+    attribute printed once per process. What keys compiled objects, which change with
+    strato's source anyway; `kernel_key`, printed text, keys tuning records, which
+    outlive versions."""
+    numbers: dict[SSAValue, int] = {}
+    blocks: dict[Block, int] = {}
+    digest = hashlib.sha256()
+    update = digest.update
+
+    def visit(op: Operation) -> None:
+        fields = [op.name]
+        for value in op.operands:
+            fields.append(str(numbers.get(value, -1)))
+        fields.append("->")
+        for result in op.results:
+            numbers[result] = len(numbers)
+            fields.append(_attribute_text(result.type))
+        for name, attr in sorted(op.properties.items()):
+            if op is kernel and name == "sym_name":
+                continue
+            fields.append(f"{name}={_attribute_text(attr)}")
+        fields.append("|")
+        for name, attr in sorted(op.attributes.items()):
+            fields.append(f"{name}={_attribute_text(attr)}")
+        for successor in op.successors:
+            fields.append(f"^{blocks.setdefault(successor, len(blocks))}")
+        update(("\x1f".join(fields) + "\n").encode())
+        for region in op.regions:
+            update(b"{\n")
+            for block in region.blocks:
+                args = [f"^{blocks.setdefault(block, len(blocks))}"]
+                for arg in block.args:
+                    numbers[arg] = len(numbers)
+                    args.append(_attribute_text(arg.type))
+                update(("\x1f".join(args) + "\n").encode())
+                for inner in block.ops:
+                    visit(inner)
+            update(b"}\n")
+
+    visit(kernel)
+    return "k-" + digest.hexdigest()[:32]
+
+
 def kernel_key(kernel: func.FuncOp) -> str:
     """A structural hash of a loop-level kernel: its text without its own name and with
     value names replaced by their order of appearance."""
@@ -76,4 +129,4 @@ def kernel_key(kernel: func.FuncOp) -> str:
     return "k-" + hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-__all__ = ["kernel_key", "workload_key"]
+__all__ = ["kernel_digest", "kernel_key", "workload_key"]

@@ -159,6 +159,32 @@ def test_kernel_symbols_name_what_they_compute():
     )
 
 
+@pytest.mark.parametrize("name", ["mlp", "transformer", "dcgan"])
+def test_the_kernel_digest_tells_kernels_apart_as_their_printed_key_does(name):
+    """`kernel_digest` (a walk, what keys compiled objects) and `kernel_key` (the
+    printed kernel, what keys tuning records) agree on which scheduled kernels are the
+    same; neither sees the kernel's name or the names of its values, and an attribute
+    or a type changes the digest."""
+    from strato.schedule.workload import kernel_digest, kernel_key
+
+    sizes = {"seq_len": 16, "hidden": 32, "heads": 2, "ffn": 64} if name == "transformer" else {}
+    module = _scheduled(name, **sizes)
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
+    digests = [kernel_digest(kernel) for kernel in kernels]
+    keys = [kernel_key(kernel) for kernel in kernels]
+    assert len(set(digests)) == len(set(keys)) > 1
+    assert len(set(zip(digests, keys, strict=True))) == len(set(keys))
+    kernel = kernels[0].clone()
+    kernel.sym_name = StringAttr("another_name")
+    for op in kernel.walk():
+        for result in op.results:
+            result.name_hint = "renamed"
+    assert kernel_digest(kernel) == digests[0]
+    op = next(op for op in kernel.walk() if "stage" in op.attributes)
+    op.attributes["stage"] = StringAttr("another_stage")
+    assert kernel_digest(kernel) != digests[0]
+
+
 def test_a_damaged_object_is_refused():
     with pytest.raises(ValueError, match="not a compiled kernel"):
         KernelObject.from_bytes(b"PK\x03\x04 truncated")

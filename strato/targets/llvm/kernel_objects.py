@@ -10,8 +10,8 @@ they take about half the time, and a kernel compiled before (in this model, anot
 model or an earlier process) is not compiled again.
 
 A kernel's unit is the kernel alone in a module, with the globals and functions it
-refers to. Its key is a digest of the unit's text (the kernel's own name and the names of
-values aside: `strato.schedule.workload.kernel_key`), of what else shapes its code (the
+refers to. Its key is a digest of the unit's structure (the kernel's own name and the
+names of values aside: `strato.schedule.workload.kernel_digest`), of what else shapes its code (the
 `KernelBuild`: machine, optimization level, threads, fast-math) and of the versions of
 strato's source and of LLVM (`strato.runtime.cache.source_fingerprint`). The kernel's
 symbol is named after the key, `strato_k<16 hex digits>`, so the object of a kernel is
@@ -47,7 +47,7 @@ from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, SymbolRefAtt
 
 from strato.dialects.loop import KERNEL_ATTR
 from strato.gc_pause import gc_paused
-from strato.schedule.workload import kernel_key
+from strato.schedule.workload import kernel_digest
 from strato.targets.llvm.host import HostTarget
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ def kernel_unit(
         f"{KERNEL_FORMAT} {KERNEL_FORMAT_VERSION}\n{build.describe()}\n".encode()
     )
     digest.update(_fingerprint().encode())
-    digest.update(kernel_key(kernel).encode())
+    digest.update(kernel_digest(kernel).encode())
     for op in others:
         digest.update(str(op).encode())
     return KernelUnit(kernel.sym_name.data, unit, digest.hexdigest())
