@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from strato.dialects import te
+from strato.dialects.te import NO_SIGNED_ZEROS
 from strato.dialects.tensor_types import (
     is_bit_pattern_float,
     numpy_dtype,
@@ -120,10 +121,17 @@ class ScalarBuilder:
         return self._binary(lhs, rhs, arith.SubfOp, arith.RemSIOp, arith.RemUIOp)
 
     def max(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
-        """max with NaN propagation on floats (numpy's `maximum`)."""
+        """max with NaN propagation on floats (numpy's `maximum`), zeros unordered by
+        sign (`NO_SIGNED_ZEROS`)."""
+        if isinstance(lhs.type, AnyFloat):
+            return self._add(arith.MaximumfOp(lhs, rhs, NO_SIGNED_ZEROS))
         return self._binary(lhs, rhs, arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp)
 
     def min(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        """min with NaN propagation on floats (numpy's `minimum`), zeros unordered by
+        sign (`NO_SIGNED_ZEROS`)."""
+        if isinstance(lhs.type, AnyFloat):
+            return self._add(arith.MinimumfOp(lhs, rhs, NO_SIGNED_ZEROS))
         return self._binary(lhs, rhs, arith.MinimumfOp, arith.MinSIOp, arith.MinUIOp)
 
     def neg(self, value: SSAValue) -> SSAValue:

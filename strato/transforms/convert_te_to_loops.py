@@ -409,6 +409,8 @@ def combine_op(
 ) -> Operation:
     """The arith op combining an accumulator with a value for a reduction kind."""
     if isinstance(element_type, AnyFloat):
+        if kind in (te.ReduceKind.MAX, te.ReduceKind.MIN):
+            return _FLOAT_COMBINE[kind](lhs, rhs, te.NO_SIGNED_ZEROS)
         return _FLOAT_COMBINE[kind](lhs, rhs)
     assert isinstance(element_type, IntegerType)
     # bool (i1) orders false < true: max is "any", min is "all"; a sum is an "any" too

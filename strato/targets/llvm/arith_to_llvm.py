@@ -273,7 +273,8 @@ class FloatIntrinsicBinaryOpLowering(LLVMLoweringPattern):
     def lower(self, op: Operation, rewriter: PatternRewriter) -> None:
         lhs, rhs = materialize_llvm_all(rewriter, op, op.operands)
         name = f"{self.intrinsic}.{intrinsic_suffix(lhs.type)}"
-        new = builders.call_intrinsic(name, [lhs, rhs], lhs.type)
+        flags = builders.fastmath(op.properties.get("fastmath"))
+        new = builders.call_intrinsic(name, [lhs, rhs], lhs.type, flags)
         replace_with_llvm(rewriter, op, [new])
 
 

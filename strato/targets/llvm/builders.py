@@ -147,12 +147,19 @@ def cast(op_class: type[Operation], value: SSAValue, to: Attribute) -> Operation
 
 
 def call_intrinsic(
-    name: str, args: Sequence[SSAValue], result_type: Attribute | None
+    name: str,
+    args: Sequence[SSAValue],
+    result_type: Attribute | None,
+    flags: llvm.FastMathAttr | None = None,
 ) -> llvm.CallIntrinsicOp:
-    """`llvm.call_intrinsic "llvm.name.suffix"(args)`: the full, type-mangled name."""
-    return llvm.CallIntrinsicOp(
+    """`llvm.call_intrinsic "llvm.name.suffix"(args)`: the full, type-mangled name,
+    with fast-math `flags` (of a call returning floats) when given."""
+    call = llvm.CallIntrinsicOp(
         name, list(args), [] if result_type is None else [result_type]
     )
+    if flags is not None and flags.data:
+        call.properties["fastmathFlags"] = flags
+    return call
 
 
 def call(

@@ -398,7 +398,8 @@ class _LoopVectorizer:
         else:
             element = op.results[0].type
             name = f"{FLOAT_INTRINSICS[type(op)]}.v{self.width}{element}"
-            new = builders.call_intrinsic(name, operands, result_type)
+            flags = builders.fastmath(op.properties.get("fastmath"))
+            new = builders.call_intrinsic(name, operands, result_type, flags)
         return self.emit(new).results[0]
 
     def conversion(self, op: Operation, value: SSAValue, result_type: VectorType) -> SSAValue:

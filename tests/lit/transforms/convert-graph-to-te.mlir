@@ -6,7 +6,7 @@
 // CHECK-NEXT:    %r = te.compute "relu" (%i, %j) : tensor<2x4xf32> {
 // CHECK-NEXT:      %[[V:.*]] = te.read %x[%i, %j] : tensor<2x4xf32>
 // CHECK-NEXT:      %[[Z:.*]] = arith.constant 0.000000e+00 : f32
-// CHECK-NEXT:      %[[M:.*]] = arith.maximumf %[[V]], %[[Z]] : f32
+// CHECK-NEXT:      %[[M:.*]] = arith.maximumf %[[V]], %[[Z]] fastmath<nsz> : f32
 // CHECK-NEXT:      te.yield %[[M]] : f32
 // CHECK-NEXT:    }
 // CHECK-NEXT:    te.output %r : tensor<2x4xf32>

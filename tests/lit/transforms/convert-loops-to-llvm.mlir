@@ -327,6 +327,28 @@ func.func @relu_vectorized(%a: memref<8xf32>, %o: memref<8xf32> {loop.output}) a
   func.return
 }
 
+// A max or min whose zeros need no order by sign (the strategies' and reductions',
+// fastmath<nsz>) keeps the flag on the intrinsic, scalar or vectorized: LLVM then drops
+// the code that orders -0.0 below +0.0, NaN still propagates.
+// CHECK-LABEL: llvm.func @max_min_without_signed_zeros(
+// CHECK:         llvm.call_intrinsic "llvm.maximum.v8f32"(%{{.*}}, %{{.*}}) {fastmathFlags = #llvm.fastmath<nsz>} : (vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// CHECK:         llvm.call_intrinsic "llvm.minimum.f32"(%{{.*}}, %{{.*}}) {fastmathFlags = #llvm.fastmath<nsz>} : (f32, f32) -> f32
+// CHECK:         llvm.call_intrinsic "llvm.maximum.f32"(%{{.*}}, %{{.*}}) : (f32, f32) -> f32
+func.func @max_min_without_signed_zeros(%a: memref<8xf32>, %o: memref<8xf32> {loop.output}, %p: memref<1xf32> {loop.output}) attributes {loop.kernel} {
+  %z = arith.constant 0.0 : f32
+  loop.for %i = 0 to 8 vectorized axis "i" {
+    %v = memref.load %a[%i] : memref<8xf32>
+    %m = arith.maximumf %v, %z fastmath<nsz> : f32
+    memref.store %m, %o[%i] : memref<8xf32>
+  }
+  %c0 = arith.constant 0 : index
+  %w = memref.load %a[%c0] : memref<8xf32>
+  %n = arith.minimumf %w, %z fastmath<nsz> : f32
+  %x = arith.maximumf %n, %z : f32
+  memref.store %x, %p[%c0] : memref<1xf32>
+  func.return
+}
+
 // An unrolled loop stays a loop marked on its back edge: LLVM unrolls it fully (the
 // emitted branch carries llvm.loop.unroll.full), so the lowering and LLVM IR emission
 // work on one copy of the body.

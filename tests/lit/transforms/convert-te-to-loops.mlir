@@ -80,7 +80,7 @@ te.primitive @dense_relu {
 // CHECK-NEXT:    }
 // CHECK-NEXT:    loop.for %[[I:.*]] = 0 to 3 axis "i" attributes {stage = "rowmax"} {
 // CHECK-NEXT:      loop.for %k = 0 to 5 axis "k" attributes {stage = "rowmax", reduction} {
-// CHECK:             %max = arith.maximumf %acc, %v : f32
+// CHECK:             %max = arith.maximumf %acc, %v fastmath<nsz> : f32
 // CHECK-NEXT:        memref.store %max, %mx[%[[I]]] : memref<3xf32>
 // CHECK:         loop.for %{{.*}} = 0 to 1 axis "i0" attributes {stage = "allmin", init} {
 // CHECK-NEXT:      %{{.*}} = arith.constant 1.000000e+30 : f32
