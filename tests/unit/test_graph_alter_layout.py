@@ -449,6 +449,33 @@ func.func @main(%x: tensor<1x3x3x31xf32>) -> tensor<1x16x2x{pooled}xf32> {{
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
 
 
+def test_a_window_of_a_blocked_value_read_by_a_pool_compiles_in_its_kernel():
+    """A slice keeping a window of H and W (not a prefix: it starts at 1, 2) goes into
+    the group of the blocked max pool reading it, as a stage of the pool's kernel; the
+    compiled kernels give the graph's values."""
+    ctx = make_context()
+    module = Parser(
+        ctx,
+        """
+func.func @main(%x: tensor<1x16x9x9xf32>) -> tensor<1x16x3x3xf32> {
+  %w = graph.constant dense<0.0625> : tensor<16x16x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x9x9xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x9x9xf32>
+  %s = graph.slice %y starts [0, 0, 1, 2] steps [1, 1, 1, 1] : (tensor<1x16x9x9xf32>) -> tensor<1x16x7x7xf32>
+  %p = graph.max_pool %s kernel [3, 3] strides [2, 2] padding [0, 0, 0, 0] dilations [1, 1] layout "NCHW" : (tensor<1x16x7x7xf32>) -> tensor<1x16x3x3xf32>
+  func.return %p : tensor<1x16x3x3xf32>
+}""",
+    ).parse_module()
+    x = np.random.default_rng(6).standard_normal((1, 16, 9, 9)).astype(np.float32)
+    (expected,) = run_graph(module, [x])
+    signature = Signature.from_function(entry_function(module), ["x"], ["p"])
+    run_pipeline(ctx, module, "graph-alter-layout{block=16 min_block=8},graph-fuse-ops")
+    labels = [op.label.data for op in module.walk() if isinstance(op, graph.FusedOp)]
+    assert any(label.startswith("slice_blocked_max_pool") for label in labels), labels
+    run_pipeline(ctx, module, f"{LOWER_TO_LOOPS},convert-loops-to-llvm")
+    (ours,) = build_llvm(module, "main", signature)(x)
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
 # -- models -------------------------------------------------------------------------------
 
 
