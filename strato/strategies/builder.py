@@ -92,9 +92,11 @@ class ScalarBuilder:
         return self._add(arith.ConstantOp(IntegerAttr(value, IndexType())))
 
     # generic arithmetic
-    def _binary(self, lhs: SSAValue, rhs: SSAValue, float_op, signed_op, unsigned_op=None):
+    def _binary(
+        self, lhs: SSAValue, rhs: SSAValue, float_op, signed_op, unsigned_op=None, flags=None
+    ):
         if isinstance(lhs.type, AnyFloat):
-            return self._add(float_op(lhs, rhs))
+            return self._add(float_op(lhs, rhs, flags))
         op = unsigned_op if (self.unsigned and unsigned_op is not None) else signed_op
         return self._add(op(lhs, rhs))
 
@@ -123,16 +125,16 @@ class ScalarBuilder:
     def max(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         """max with NaN propagation on floats (numpy's `maximum`), zeros unordered by
         sign (`NO_SIGNED_ZEROS`)."""
-        if isinstance(lhs.type, AnyFloat):
-            return self._add(arith.MaximumfOp(lhs, rhs, NO_SIGNED_ZEROS))
-        return self._binary(lhs, rhs, arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp)
+        return self._binary(
+            lhs, rhs, arith.MaximumfOp, arith.MaxSIOp, arith.MaxUIOp, NO_SIGNED_ZEROS
+        )
 
     def min(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         """min with NaN propagation on floats (numpy's `minimum`), zeros unordered by
         sign (`NO_SIGNED_ZEROS`)."""
-        if isinstance(lhs.type, AnyFloat):
-            return self._add(arith.MinimumfOp(lhs, rhs, NO_SIGNED_ZEROS))
-        return self._binary(lhs, rhs, arith.MinimumfOp, arith.MinSIOp, arith.MinUIOp)
+        return self._binary(
+            lhs, rhs, arith.MinimumfOp, arith.MinSIOp, arith.MinUIOp, NO_SIGNED_ZEROS
+        )
 
     def neg(self, value: SSAValue) -> SSAValue:
         if isinstance(value.type, AnyFloat):

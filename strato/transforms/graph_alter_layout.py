@@ -76,7 +76,7 @@ import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import AnyFloat, ModuleOp, TensorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -255,10 +255,14 @@ class LayoutRewriter:
         assert block is not None
         return tensor_type_like(value.type, _blocked_shape(static_shape(value), block))
 
-    def _clone(self, op: Operation, operands: list[SSAValue]) -> Operation:
+    def _clone(
+        self, op: Operation, operands: list[SSAValue], result_types: list[Attribute] | None = None
+    ) -> Operation:
+        """`op` on `operands`, its results of `result_types` (by default the blocked
+        types of its results)."""
         return type(op).create(
             operands=operands,
-            result_types=[self._blocked_type(r) for r in op.results],
+            result_types=result_types or [self._blocked_type(r) for r in op.results],
             properties=dict(op.properties),
             attributes=dict(op.attributes),
         )
@@ -360,12 +364,7 @@ class LayoutRewriter:
         if drop is None:
             self._replace(op, self._clone(op, [operand]))
             return
-        wide = type(op).create(
-            operands=[drop.input],
-            result_types=[drop.input.type],
-            properties=dict(op.properties),
-            attributes=dict(op.attributes),
-        )
+        wide = self._clone(op, [drop.input], [drop.input.type])
         Rewriter.insert_op(wide, InsertPoint.before(op))
         wide.results[0].name_hint = _renamed(op.results[0], ".wide")
         self._replace(op, self._dropping_columns(wide.results[0], static_shape(drop.result)[3]))
