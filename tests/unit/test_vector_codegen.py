@@ -340,3 +340,137 @@ def test_vectorized_kernels_leave_no_vectorized_back_edge(name):
         if LOOP_KIND_ATTR in op.attributes
     }
     assert "vectorized" not in kinds
+
+
+def blocked_to_plain(blocks: int, block: int, width: int, lanes: int, element: str = "f32") -> str:
+    """out[c, w] = in[c // block, w, c % block], moved `block` rows of `lanes` columns
+    at a time (the injective template's transposed blocks)."""
+    channels = blocks * block
+    return kernel(
+        f"""
+  loop.for %b = 0 to {blocks} axis "b" {{
+    loop.for %wo = 0 to {width // lanes} axis "w.outer" {{
+      loop.for %k = 0 to {block} unrolled axis "k" attributes {{unroll.explicit}} {{
+        loop.for %wi = 0 to {lanes} vectorized axis "w.inner" {{
+          %cb = arith.constant {block} : index
+          %cl = arith.constant {lanes} : index
+          %t = arith.muli %b, %cb : index
+          %c = arith.addi %t, %k : index
+          %u = arith.muli %wo, %cl : index
+          %w = arith.addi %u, %wi : index
+          %q = arith.divui %c, %cb : index
+          %r = arith.remui %c, %cb : index
+          %v = memref.load %in[%q, %w, %r] : memref<{blocks}x{width}x{block}x{element}>
+          memref.store %v, %out[%c, %w] : memref<{channels}x{width}x{element}>
+        }}
+      }}
+    }}
+  }}""",
+        f"%in: memref<{blocks}x{width}x{block}x{element}>, "
+        f"%out: memref<{channels}x{width}x{element}> {{loop.output}}",
+    )
+
+
+def plain_to_blocked(blocks: int, block: int, width: int, rows: int) -> str:
+    """out[c // block, w, c % block] = in[c, w]: each lane a channel of the block,
+    `rows` columns at a time."""
+    channels = blocks * block
+    return kernel(
+        f"""
+  loop.for %b = 0 to {blocks} axis "b" {{
+    loop.for %wo = 0 to {width // rows} axis "w.outer" {{
+      loop.for %wi = 0 to {rows} unrolled axis "w.inner" attributes {{unroll.explicit}} {{
+        loop.for %k = 0 to {block} vectorized axis "k" {{
+          %cb = arith.constant {block} : index
+          %cr = arith.constant {rows} : index
+          %t = arith.muli %b, %cb : index
+          %c = arith.addi %t, %k : index
+          %u = arith.muli %wo, %cr : index
+          %w = arith.addi %u, %wi : index
+          %v = memref.load %in[%c, %w] : memref<{channels}x{width}xf32>
+          memref.store %v, %out[%b, %w, %k] : memref<{blocks}x{width}x{block}xf32>
+        }}
+      }}
+    }}
+  }}""",
+        f"%in: memref<{channels}x{width}xf32>, "
+        f"%out: memref<{blocks}x{width}x{block}xf32> {{loop.output}}",
+    )
+
+
+@pytest.mark.parametrize(
+    ("block", "width", "lanes"), [(16, 28, 14), (16, 32, 16), (8, 14, 7), (4, 8, 4), (8, 32, 16)]
+)
+def test_a_transposed_block_moves_whole_rows_through_shuffles(block, width, lanes):
+    text = blocked_to_plain(2, block, width, lanes)
+    ir = body_of_k(emit_llvm_ir(lowered(text)))
+    # a row of the block per lane in, a row of the output per unrolled copy out
+    assert len(re.findall(rf"load <{block} x float>", ir)) == lanes
+    assert len(re.findall(rf"store <{lanes} x float>", ir)) == block
+    assert "shufflevector" in ir
+    assert not re.findall(r"load float", ir)
+    check_against_interpreter(text, "k", [random((2, width, block), seed=block + lanes)])
+
+
+def test_a_plain_layout_into_blocks_is_transposed_the_other_way():
+    text = plain_to_blocked(2, 16, 28, 14)
+    ir = body_of_k(emit_llvm_ir(lowered(text)))
+    assert len(re.findall(r"load <14 x float>", ir)) == 16
+    assert len(re.findall(r"store <16 x float>", ir)) == 14
+    check_against_interpreter(text, "k", [random((32, 28), seed=3)])
+
+
+def test_transposed_blocks_of_integers_and_bytes_match_the_interpreter():
+    for element, dtype in (("i32", np.int32), ("i8", np.int8)):
+        text = blocked_to_plain(2, 16, 16, 16, element)
+        assert "shufflevector" in body_of_k(emit_llvm_ir(lowered(text)))
+        check_against_interpreter(text, "k", [random((2, 16, 16), dtype, seed=5)])
+
+
+def test_copies_whose_rows_are_not_contiguous_are_vectorized_one_by_one():
+    # copy k reads column 2 k: no block of contiguous rows, each copy gathers its lanes
+    text = kernel(
+        """
+  loop.for %k = 0 to 8 unrolled axis "k" attributes {unroll.explicit} {
+    loop.for %w = 0 to 8 vectorized axis "w" {
+      %c2 = arith.constant 2 : index
+      %col = arith.muli %k, %c2 : index
+      %v = memref.load %in[%w, %col] : memref<8x16xf32>
+      memref.store %v, %out[%k, %w] : memref<8x8xf32>
+    }
+  }""",
+        "%in: memref<8x16xf32>, %out: memref<8x8xf32> {loop.output}",
+    )
+    ir = body_of_k(emit_llvm_ir(lowered(text)))
+    assert "shufflevector" not in ir
+    assert len(re.findall(r"store <8 x float>", ir)) == 8
+    check_against_interpreter(text, "k", [random((8, 16), seed=7)])
+
+
+def test_a_copy_within_one_buffer_is_not_moved_as_a_block():
+    # reading and writing one buffer: the block's loads may not all go first
+    text = kernel(
+        """
+  loop.for %k = 0 to 8 unrolled axis "k" attributes {unroll.explicit} {
+    loop.for %w = 0 to 8 vectorized axis "w" {
+      %c8 = arith.constant 8 : index
+      %row = arith.addi %k, %c8 : index
+      %v = memref.load %buf[%w, %k] : memref<16x8xf32>
+      memref.store %v, %buf[%row, %w] : memref<16x8xf32>
+    }
+  }""",
+        "%buf: memref<16x8xf32> {loop.output}",
+    )
+    assert "shufflevector" not in body_of_k(emit_llvm_ir(lowered(text)))
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    block=st.sampled_from([4, 8, 16]),
+    lanes=st.integers(2, 16),
+    column_blocks=st.integers(1, 3),
+)
+def test_random_transposed_blocks_match_the_interpreter(block, lanes, column_blocks):
+    width = lanes * column_blocks
+    text = blocked_to_plain(2, block, width, lanes)
+    check_against_interpreter(text, "k", [random((2, width, block), seed=block * lanes)])

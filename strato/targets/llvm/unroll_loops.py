@@ -1,5 +1,6 @@
 """`unrolled` loops, at the loop level, before lowering to llvm: those inside a
-vectorized loop are unrolled here, the others are left to LLVM.
+vectorized loop, and those a schedule annotates `unroll.explicit`, are unrolled here;
+the others are left to LLVM.
 
 Vector code is generated from straight-line bodies, so an `unrolled` loop inside a
 `vectorized` one is replaced by one copy of its body per iteration, each with the
@@ -19,6 +20,11 @@ the vector code generation and the emission work on one copy of the body instead
 per iteration (a register-tiled convolution is 8-10x smaller): ResNet-18 compiles in
 less than half the time. A loop of more than `MAX_UNROLLED_ITERATIONS` iterations
 becomes a serial loop either way.
+
+A schedule that needs the copies themselves at the loop level annotates the loop
+(`sch.annotate(loop, EXPLICIT_UNROLL)`): the injective template's transposed blocks are
+copies of a vectorized loop side by side, which the vector code generation moves
+together (`vectorize_loops`).
 """
 
 from __future__ import annotations
@@ -28,6 +34,9 @@ from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from strato.dialects.loop import ForOp, LoopKind, LoopKindAttr, YieldOp
+
+EXPLICIT_UNROLL = "unroll.explicit"
+"""The annotation of an `unrolled` loop to unroll here wherever it is."""
 
 MAX_UNROLLED_ITERATIONS = 4096
 """An `unrolled` loop with more iterations is generated as a serial loop: code size
@@ -70,7 +79,7 @@ def unroll_loops(module: ModuleOp) -> None:
     for loop in _unrolled_loops_innermost_first(module):
         if loop.trip_count > MAX_UNROLLED_ITERATIONS:
             loop.kind = LoopKindAttr(LoopKind.SERIAL)
-        elif _inside_vectorized(loop):
+        elif EXPLICIT_UNROLL in loop.attributes or _inside_vectorized(loop):
             unroll_loop(loop)
 
 

@@ -23,6 +23,14 @@ The vector ops are llvm-dialect ops on values bridged from the loop level by
 `builtin.unrealized_conversion_cast`, like every other pattern of the lowering; the
 scalar ops it leaves are lowered by the usual patterns.
 
+Vectorized copies side by side that together move a block of a transposed copy (what
+the injective template's `transpose_blocks` makes: copy k reads `in[base + k + S * w]`
+in lane w and writes `out[base_k + w]`, the input's rows contiguous across the copies)
+are done together: each lane's input row is one vector load of the block's width, the
+block is transposed in registers (log2 of its size rounds of two-vector shuffles), and
+each copy stores its row with one vector store, where one scalar load per lane and
+element would assemble each vector otherwise.
+
 A loop is vectorized only when its lanes are independent: every buffer it writes is
 read and written at one address per lane, and that address differs between lanes. Any
 other `vectorized` loop (a body with nested loops or branches, a lane reading what
@@ -49,7 +57,8 @@ from xdsl.dialects.builtin import (
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.dialects.func import FuncOp
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 
 from strato.dialects.loop import ForOp, LoopKind, YieldOp
 from strato.schedule.access import (
@@ -531,6 +540,279 @@ def vectorize_loop(loop: ForOp) -> bool:
     return True
 
 
+# -- transposed blocks ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Copy:
+    """A vectorized loop that copies one element per lane: its load, its store, and the
+    linearized addresses of both without the loop's own term (`load_stride` and
+    `store_stride` elements per lane)."""
+
+    vectorizer: _LoopVectorizer
+    load: memref.LoadOp
+    store: memref.StoreOp
+    load_base: _Address
+    store_base: _Address
+    load_stride: int
+    store_stride: int
+
+
+@dataclass(frozen=True)
+class _Address:
+    """sum(coefficient * term) + constant, a term being a loop variable or the structure
+    of an index computation the access analysis does not see through (a division of a
+    fused loop variable): two copies of a loop body compute the same terms with values
+    of their own, which compare equal here."""
+
+    terms: frozenset[tuple[object, int]]
+    constant: int
+
+    def minus(self, other: _Address) -> tuple[bool, int]:
+        """Whether the two differ by a constant only, and the constant."""
+        return self.terms == other.terms, self.constant - other.constant
+
+
+def _copied(loop: ForOp) -> tuple[memref.LoadOp, memref.StoreOp] | None:
+    """The load and store of a loop that stores what it loads and does nothing else but
+    index arithmetic."""
+    load = store = None
+    for op in loop.body.block.ops:
+        if isinstance(op, memref.LoadOp) and load is None:
+            load = op
+        elif isinstance(op, memref.StoreOp) and store is None:
+            store = op
+        elif isinstance(op, YieldOp):
+            continue
+        elif op.regions or not op.results or not all(isinstance(r.type, IndexType) for r in op.results):
+            return None
+    if load is None or store is None or store.value is not load.res:
+        return None
+    return load, store
+
+
+def _copy(loop: ForOp, load: memref.LoadOp, store: memref.StoreOp) -> _Copy | None:
+    vectorizer = _LoopVectorizer(loop)
+    if not (_vector_memory_ok(load.res.type) and _is_buffer(load.memref) and _is_buffer(store.memref)):
+        return None
+    if load.memref is store.memref or not vectorizer.can_vectorize():
+        return None
+    iv, step = loop.induction_var, loop.step.data
+    linear = [_linear_address(op, iv) for op in (load, store)]
+    if linear[0] is None or linear[1] is None:
+        return None
+    (load_base, load_stride), (store_base, store_stride) = linear
+    return _Copy(vectorizer, load, store, load_base, store_base, load_stride * step, store_stride * step)
+
+
+def _is_buffer(value: SSAValue) -> bool:
+    """Whether `value` is a whole buffer: a kernel argument (they do not alias) or an
+    allocation, never a view of another."""
+    if isinstance(value, BlockArgument):
+        return isinstance(value.owner.parent_op(), FuncOp)
+    return isinstance(value.owner, memref.AllocOp | memref.AllocaOp)
+
+
+def _linear_address(
+    op: memref.LoadOp | memref.StoreOp, iv: SSAValue
+) -> tuple[_Address, int] | None:
+    """The element `op` accesses as an `_Address` without the term of `iv`, and the
+    coefficient of `iv`; None when `iv` is not a plain term of it."""
+    type_ = op.memref.type
+    assert isinstance(type_, MemRefType)
+    terms: dict[object, int] = {}
+    constant = 0
+    for index, stride in zip(op.indices, memref_layout(type_).strides, strict=True):
+        linear = _linear_index(index, iv)
+        if linear is None:
+            return None
+        for term, coefficient in linear[0].items():
+            terms[term] = terms.get(term, 0) + coefficient * stride
+        constant += linear[1] * stride
+    along = terms.pop(iv, 0)
+    base = frozenset((term, c) for term, c in terms.items() if c)
+    return _Address(base, constant), along
+
+
+def _linear_index(value: SSAValue, iv: SSAValue) -> tuple[dict[object, int], int] | None:
+    """`value` as (coefficient per term, constant); see `_Address`. None when `iv` is
+    inside a term the analysis does not see through."""
+    constant = _constant_int(value)
+    if constant is not None:
+        return {}, constant
+    op = value.owner
+    if isinstance(op, arith.AddiOp | arith.SubiOp | arith.MuliOp):
+        lhs, rhs = _linear_index(op.lhs, iv), _linear_index(op.rhs, iv)
+        if lhs is None or rhs is None:
+            return None
+        if isinstance(op, arith.MuliOp):
+            if lhs[0] and rhs[0]:
+                return _opaque(value, iv)
+            (terms, factor), (_, scale) = (lhs, rhs) if not rhs[0] else (rhs, lhs)
+            return {t: c * scale for t, c in terms.items()}, factor * scale
+        sign = -1 if isinstance(op, arith.SubiOp) else 1
+        terms = dict(lhs[0])
+        for term, coefficient in rhs[0].items():
+            terms[term] = terms.get(term, 0) + sign * coefficient
+        return terms, lhs[1] + sign * rhs[1]
+    if isinstance(op, arith.DivUIOp | arith.RemUIOp):
+        exact = _exact_division(op, iv)
+        if exact is not None:
+            return exact
+    if isinstance(value, BlockArgument):
+        return {value: 1}, 0
+    return _opaque(value, iv)
+
+
+def _exact_division(
+    op: arith.DivUIOp | arith.RemUIOp, iv: SSAValue
+) -> tuple[dict[object, int], int] | None:
+    """`(c * x + r) / c` as `x` and `(c * x + r) % c` as `r`, for `0 <= r < c` and `x`
+    a sum of terms that are not negative (loop variables, unsigned quotients and
+    remainders) with positive coefficients: a block of a blocked layout at an unrolled
+    offset."""
+    divisor = _constant_int(op.rhs)
+    dividend = _linear_index(op.lhs, iv)
+    if divisor is None or divisor <= 0 or dividend is None:
+        return None
+    terms, constant = dividend
+    if not 0 <= constant < divisor:
+        return None
+    for term, coefficient in terms.items():
+        if coefficient <= 0 or coefficient % divisor:
+            return None
+        if not isinstance(term, BlockArgument) and not (
+            isinstance(term, tuple) and term[0] in ("arith.divui", "arith.remui")
+        ):
+            return None
+    if isinstance(op, arith.RemUIOp):
+        return {}, constant
+    return {term: coefficient // divisor for term, coefficient in terms.items()}, 0
+
+
+def _opaque(value: SSAValue, iv: SSAValue) -> tuple[dict[object, int], int] | None:
+    key = _structure(value, iv)
+    return None if key is None else ({key: 1}, 0)
+
+
+def _structure(value: SSAValue, iv: SSAValue) -> object | None:
+    """What computes `value`, as a hashable value (None when it depends on `iv`)."""
+    if value is iv:
+        return None
+    op = value.owner
+    if isinstance(value, BlockArgument) or not isinstance(op, Operation) or not op.results:
+        return value
+    if op.regions or isinstance(op, memref.LoadOp):
+        return value  # not a pure function of its operands: itself
+    operands = []
+    for operand in op.operands:
+        key = _structure(operand, iv)
+        if key is None:
+            return None
+        operands.append(key)
+    properties = tuple(sorted((name, str(v)) for name, v in op.properties.items()))
+    return (op.name, tuple(operands), properties, _constant_int(value), value.index)
+
+
+def _transposed_block(first: ForOp) -> list[_Copy] | None:
+    """The copies of a transposed block starting at `first` (see the module docstring),
+    or None when `first` does not start one."""
+    found: list[tuple[ForOp, memref.LoadOp, memref.StoreOp]] = []
+    op: Operation | None = first
+    while op is not None and len(found) < MAX_VECTOR_LANES:
+        if isinstance(op, ForOp) and op.loop_kind == LoopKind.VECTORIZED:
+            copied = _copied(op) if op.trip_count == first.trip_count else None
+            if copied is None:
+                break
+            found.append((op, *copied))
+        elif op.regions or not op.results or not all(isinstance(r.type, IndexType) for r in op.results):
+            break  # only index arithmetic between the copies
+        op = op.next_op
+    if len(found) < 4:
+        return None
+    copies = []
+    for loop, load, store in found:
+        copy = _copy(loop, load, store)
+        if copy is None:
+            return None
+        copies.append(copy)
+    head = copies[0]
+    if head.store_stride != 1 or head.load_stride in (None, 0, 1):
+        return None
+    if head.load.memref is head.store.memref:
+        return None
+    store_step = None
+    for k, copy in enumerate(copies):
+        if (copy.load.memref, copy.store.memref) != (head.load.memref, head.store.memref):
+            return None
+        if (copy.load_stride, copy.store_stride) != (head.load_stride, head.store_stride):
+            return None
+        same_load, load_offset = copy.load_base.minus(head.load_base)
+        same_store, store_offset = copy.store_base.minus(head.store_base)
+        if not (same_load and same_store) or load_offset != k:
+            return None
+        if k == 1:
+            store_step = store_offset
+        if k and store_offset != k * store_step:
+            return None
+    if abs(store_step) < first.trip_count:
+        return None  # the copies' rows would overlap
+    return copies
+
+
+def _transpose(copies: list[_Copy]) -> None:
+    """Replace the copies of a transposed block by vector loads of the input's rows, a
+    transpose in registers and vector stores of the output's rows."""
+    head = copies[0].vectorizer
+    lanes, rows = head.width, len(copies)
+    element = copies[0].load.res.type
+    size = 1 << max(lanes - 1, rows - 1).bit_length()  # the square transposed
+    alignment = element_byte_size(element)
+    first = head.address(copies[0].load)
+    square = VectorType(element, [size])
+    block: list[SSAValue] = []
+    for lane in range(lanes):
+        pointer = first if lane == 0 else head.emit(
+            builders.gep(first, lane * copies[0].load_stride, element)
+        ).results[0]
+        row = head.emit(builders.load(pointer, VectorType(element, [rows]), alignment=alignment)).results[0]
+        if rows < size:
+            row = _shuffle(head, row, row, [*range(rows), *[0] * (size - rows)], square)
+        block.append(row)
+    if lanes < size:  # the square's rows past the lanes: never stored
+        block += [head.emit(llvm.UndefOp(square)).results[0]] * (size - lanes)
+    bit = 1
+    while bit < size:
+        swapped = list(block)
+        for low in range(size):
+            if low & bit:
+                continue
+            high = low | bit
+            keep = [c if not c & bit else size + (c ^ bit) for c in range(size)]
+            take = [c | bit if not c & bit else size + c for c in range(size)]
+            swapped[low] = _shuffle(head, block[low], block[high], keep, square)
+            swapped[high] = _shuffle(head, block[low], block[high], take, square)
+        block = swapped
+        bit <<= 1
+    for k, copy in enumerate(copies):
+        row = block[k]
+        if lanes < size:
+            row = _shuffle(copy.vectorizer, row, row, list(range(lanes)), VectorType(element, [lanes]))
+        address = copy.vectorizer.address(copy.store)
+        copy.vectorizer.emit(builders.store(row, address, alignment=alignment))
+    for copy in copies:
+        copy.vectorizer.loop.detach()
+        copy.vectorizer.loop.erase()
+
+
+def _shuffle(
+    at: _LoopVectorizer, a: SSAValue, b: SSAValue, mask: list[int], type_: VectorType
+) -> SSAValue:
+    """Lanes of `a` then `b` picked by `mask`."""
+    pick = DenseArrayBase.from_list(i32, mask)
+    return at.emit(llvm.ShuffleVectorOp(a, b, pick, type_)).results[0]
+
+
 def vectorize_loops(module: ModuleOp) -> list[ForOp]:
     """Vectorize every `vectorized` loop of `module` that can be (see the module
     docstring); returns the ones left to run as serial loops."""
@@ -540,7 +822,14 @@ def vectorize_loops(module: ModuleOp) -> list[ForOp]:
         for op in module.walk()
         if isinstance(op, ForOp) and op.loop_kind == LoopKind.VECTORIZED
     ]
+    done: set[ForOp] = set()
     for loop in loops:
-        if not vectorize_loop(loop):
+        if loop in done:
+            continue
+        copies = _transposed_block(loop)
+        if copies is not None:
+            done.update(copy.vectorizer.loop for copy in copies)
+            _transpose(copies)
+        elif not vectorize_loop(loop):
             left.append(loop)
     return left

@@ -383,6 +383,27 @@ func.func @unrolled_in_vector(%a: memref<2x16xf32>, %o: memref<16xf32> {loop.out
   func.return
 }
 
+// Copies of a vectorized loop side by side that move a block of a transpose (copy k
+// reads column k of the input, one row per lane, and writes row k of the output) move
+// it together: one vector load per input row, two rounds of shuffles, one vector store
+// per output row.
+// CHECK-LABEL: llvm.func @transposed_block(
+// CHECK-COUNT-4: llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr -> vector<4xf32>
+// CHECK:         llvm.shufflevector %{{.*}}, %{{.*}} [0, 4, 2, 6] : vector<4xf32>
+// CHECK:         llvm.shufflevector %{{.*}}, %{{.*}} [0, 1, 4, 5] : vector<4xf32>
+// CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<4xf32>, !llvm.ptr
+// CHECK-NOT:     llvm.load
+// CHECK:         llvm.return
+func.func @transposed_block(%a: memref<4x4xf32>, %o: memref<4x4xf32> {loop.output}) attributes {loop.kernel} {
+  loop.for %k = 0 to 4 unrolled axis "k" attributes {unroll.explicit} {
+    loop.for %w = 0 to 4 vectorized axis "w" {
+      %v = memref.load %a[%w, %k] : memref<4x4xf32>
+      memref.store %v, %o[%k, %w] : memref<4x4xf32>
+    }
+  }
+  func.return
+}
+
 // The update of a reduction may be reassociated and contracted into an FMA.
 // CHECK-LABEL: llvm.func @sum_of_squares(
 // CHECK:         llvm.fmul %{{.*}}, %{{.*}} {fastmathFlags = #llvm.fastmath<reassoc,contract>} : f32

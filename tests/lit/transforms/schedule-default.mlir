@@ -16,6 +16,32 @@ func.func @relu(%a: memref<64xf32>, %o: memref<64xf32> {loop.output}) attributes
   func.return
 }
 
+// A blocked layout back to a plain one: each lane of the vector reads another row of
+// the blocked input. The channel loop is split by the block (16) and its inner part
+// unrolled at the loop level (`unroll.explicit`) right outside the vectorized loop, so
+// that the lowering moves a 16 x 14 block at a time as a transpose.
+// CHECK-LABEL: func.func @to_plain(
+// CHECK-SAME:    schedule.template = {layout_transform = "injective"}
+// CHECK:         loop.for %{{.*}} = 0 to 2 axis "c.outer" attributes {stage = "layout_transform"} {
+// CHECK-NEXT:      loop.for %{{.*}} = 0 to 2 axis "h" attributes {stage = "layout_transform"} {
+// CHECK-NEXT:        loop.for %{{.*}} = 0 to 2 axis "w.outer" attributes {stage = "layout_transform"} {
+// CHECK-NEXT:          loop.for %{{.*}} = 0 to 16 unrolled axis "c.inner" attributes {stage = "layout_transform", unroll.explicit} {
+// CHECK-NEXT:            loop.for %{{.*}} = 0 to 14 vectorized axis "w.inner" attributes {stage = "layout_transform"} {
+func.func @to_plain(%a: memref<2x2x28x16xf32>, %o: memref<32x2x28xf32> {loop.output}) attributes {loop.kernel} {
+  loop.for %c = 0 to 32 axis "c" attributes {stage = "layout_transform"} {
+    loop.for %h = 0 to 2 axis "h" attributes {stage = "layout_transform"} {
+      loop.for %w = 0 to 28 axis "w" attributes {stage = "layout_transform"} {
+        %b = arith.constant 16 : index
+        %q = arith.divui %c, %b : index
+        %r = arith.remui %c, %b : index
+        %v = memref.load %a[%q, %h, %w, %r] : memref<2x2x28x16xf32>
+        memref.store %v, %o[%c, %h, %w] : memref<32x2x28xf32>
+      }
+    }
+  }
+  func.return
+}
+
 // A matmul: the B panel packed per column block, each tile zeroed right before the
 // CPU micro-kernel (rows unrolled, columns vectorized, k outside in unrolled steps of 4).
 // CHECK-LABEL: func.func @mm(

@@ -10,21 +10,38 @@ one loop nest, which is one parallel region over the rows on several threads.
 
     softmax over [4, 128, 128]: for each of the 512 rows: max, exp, sum, divide
 
+A copy whose output rows are the input's columns (a transpose of the two innermost
+dimensions, a blocked layout back to a plain one: `out[c, w] = in[c // 16, w, c % 16]`)
+reads each lane of its vector from another input row, one element per lane. Such a
+stage moves a block of rows at a time: the loop over the input's contiguous dimension
+is split by its run (the block, 16) and its inner part unrolled right outside the
+vectorized loop, so `vectorize_loops` sees the block's copies side by side and moves the
+block through registers as a transpose (whole rows in, whole rows out).
+
+    out[128, 28, 28] = in[8, 28, 28, 16]:  for c.outer, h, w.outer: 16 x 14 block
+
 Knobs: `vector_width`, the lanes of the vectorized loop (1 leaves it scalar)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import IntegerAttr
+from xdsl.ir import Operation, SSAValue
 
 from strato.schedule import LoopHandle, Schedule, ScheduleError, StageHandle
 from strato.schedule.templates.base import (
     Knob,
     ScheduleContext,
     Template,
+    fit,
     is_reduction,
     machine_lanes,
     vectorize_innermost,
 )
+from strato.targets.llvm.unroll_loops import EXPLICIT_UNROLL
 
 ROW_TEMPLATES = ("injective", "reduction")
 """The templates of the stages a row-wise kernel is made of."""
@@ -34,9 +51,95 @@ def _schedule(
     sch: Schedule, stage: StageHandle, knobs: dict[str, Any], context: ScheduleContext
 ) -> None:
     loops = sch.get_loops(stage)
+    vectorized = None
     if loops:
-        vectorize_innermost(sch, stage, loops[-1], knobs["vector_width"])
-    compute_rows_inside(sch, stage, context)
+        vectorized = vectorize_innermost(sch, stage, loops[-1], knobs["vector_width"])
+    if not compute_rows_inside(sch, stage, context) and vectorized is not None:
+        transpose_blocks(sch, stage, vectorized, knobs["vector_width"])
+
+
+def transpose_blocks(
+    sch: Schedule, stage: StageHandle, vectorized: LoopHandle, lanes: int
+) -> bool:
+    """Move a transposing copy (see the module docstring) a block of rows at a time:
+    the loop over the input's contiguous dimension split by its run, the inner part
+    unrolled right outside `vectorized`; whether it was."""
+    state = sch.state.stage(stage.name)
+    if vectorized.extent > lanes or len(state.roots_of(vectorized.axis)) != 1:
+        return False
+    (lane_axis,) = state.roots_of(vectorized.axis)
+    block = _transposed_block(sch, stage, lane_axis)
+    if block is None:
+        return False
+    axis, run, remainder = block
+    if axis not in state.leaves:
+        return False
+    factor = fit(state.root_extent(axis), min(run, lanes))
+    # a remainder by the run is a plain index only for blocks of the whole run
+    if factor < 4 or (remainder and factor != run):
+        return False
+    snapshot, trace_length = sch.state.copy(), len(sch.trace.steps)
+    try:
+        _, inner = sch.split(sch.get_loop(stage, axis), [None, factor])
+        loops = sch.get_loops(stage)
+        below = loops[[loop.axis for loop in loops].index(inner.axis) :]
+        order = [loop for loop in below if loop.axis not in (inner.axis, vectorized.axis)]
+        sch.reorder(*order, sch.get_loop(stage, inner.axis), sch.get_loop(stage, vectorized.axis))
+        sch.unroll(sch.get_loop(stage, inner.axis))
+        sch.annotate(sch.get_loop(stage, inner.axis), EXPLICIT_UNROLL)
+    except ScheduleError:
+        sch.restore(snapshot, trace_length)
+        return False
+    return True
+
+
+def _transposed_block(
+    sch: Schedule, stage: StageHandle, lane_axis: str
+) -> tuple[str, int, bool] | None:
+    """For a stage that copies one buffer into another, each vector lane (`lane_axis`)
+    reading another input row: the axis the input's innermost index walks (itself, or
+    its remainder by a constant), the run of that index (the dimension's size, or the
+    constant) and whether it is a remainder. None for any other stage."""
+    state = sch.state.stage(stage.name)
+    body = state.body
+    ops = list(body.block.ops)
+    loads = [op for op in ops if isinstance(op, memref.LoadOp)]
+    stores = [op for op in ops if isinstance(op, memref.StoreOp)]
+    if len(loads) != 1 or len(stores) != 1 or stores[0].value is not loads[0].res:
+        return None
+    load, store = loads[0], stores[0]
+    names = dict(zip(body.vars, state.root_vars, strict=True))
+    lane_var = next(var for var, name in names.items() if name == lane_axis)
+    if store.indices[-1] is not lane_var or not _uses(load.indices, lane_var):
+        return None
+    innermost = load.indices[-1]
+    run = None
+    remainder = isinstance(innermost.owner, arith.RemUIOp | arith.RemSIOp)
+    if remainder:
+        divisor = innermost.owner.rhs.owner
+        if isinstance(divisor, arith.ConstantOp) and isinstance(divisor.value, IntegerAttr):
+            run = divisor.value.value.data
+        innermost = innermost.owner.lhs
+    if innermost not in names or innermost is lane_var:
+        return None
+    if run is None:
+        buffer = body.buffer_of(load.memref)
+        if buffer is None:
+            return None
+        run = sch.state.buffers[buffer].logical_shape[-1]
+    return names[innermost], run, remainder
+
+
+def _uses(values: Sequence[SSAValue], var: SSAValue) -> bool:
+    """Whether any of `values` is computed from `var`."""
+    pending = list(values)
+    while pending:
+        value = pending.pop()
+        if value is var:
+            return True
+        if isinstance(value.owner, Operation):
+            pending.extend(value.owner.operands)
+    return False
 
 
 def row_loop(sch: Schedule, stage: StageHandle) -> LoopHandle | None:
