@@ -714,10 +714,13 @@ def _structure(value: SSAValue, iv: SSAValue) -> object | None:
     return (op.name, tuple(operands), properties, _constant_int(value), value.index)
 
 
-def _transposed_block(first: ForOp) -> list[_Copy] | None:
-    """The copies of a transposed block starting at `first` (see the module docstring),
-    or None when `first` does not start one."""
-    found: list[tuple[ForOp, memref.LoadOp, memref.StoreOp]] = []
+_Candidate = tuple[ForOp, memref.LoadOp, memref.StoreOp]
+
+
+def _block_candidates(first: ForOp) -> list[_Candidate]:
+    """The copy loops of as many iterations as `first` side by side from `first` on,
+    with nothing but index arithmetic between them (at most `MAX_VECTOR_LANES`)."""
+    found: list[_Candidate] = []
     op: Operation | None = first
     while op is not None and len(found) < MAX_VECTOR_LANES:
         if isinstance(op, ForOp) and op.loop_kind == LoopKind.VECTORIZED:
@@ -726,8 +729,14 @@ def _transposed_block(first: ForOp) -> list[_Copy] | None:
                 break
             found.append((op, *copied))
         elif op.regions or not op.results or not all(isinstance(r.type, IndexType) for r in op.results):
-            break  # only index arithmetic between the copies
+            break
         op = op.next_op
+    return found
+
+
+def _transposed_block(found: list[_Candidate]) -> list[_Copy] | None:
+    """The copies of a transposed block (see the module docstring) made of the
+    candidates, or None when they do not make one."""
     if len(found) < 4:
         return None
     copies = []
@@ -755,7 +764,7 @@ def _transposed_block(first: ForOp) -> list[_Copy] | None:
             store_step = store_offset
         if k and store_offset != k * store_step:
             return None
-    if abs(store_step) < first.trip_count:
+    if abs(store_step) < head.vectorizer.width:
         return None  # the copies' rows would overlap
     return copies
 
@@ -823,13 +832,17 @@ def vectorize_loops(module: ModuleOp) -> list[ForOp]:
         if isinstance(op, ForOp) and op.loop_kind == LoopKind.VECTORIZED
     ]
     done: set[ForOp] = set()
+    not_blocks: set[ForOp] = set()  # looked at as part of a block that is not one
     for loop in loops:
         if loop in done:
             continue
-        copies = _transposed_block(loop)
+        candidates = [] if loop in not_blocks else _block_candidates(loop)
+        copies = _transposed_block(candidates)
         if copies is not None:
             done.update(copy.vectorizer.loop for copy in copies)
             _transpose(copies)
-        elif not vectorize_loop(loop):
+            continue
+        not_blocks.update(candidate[0] for candidate in candidates)
+        if not vectorize_loop(loop):
             left.append(loop)
     return left

@@ -98,7 +98,7 @@ def _transposed_block(
 ) -> tuple[str, int, bool] | None:
     """For a stage that copies one buffer into another, each vector lane (`lane_axis`)
     reading another input row: the axis the input's innermost index walks (itself, or
-    its remainder by a constant), the run of that index (the dimension's size, or the
+    its unsigned remainder by a constant), the run of that index (the dimension's size, or the
     constant) and whether it is a remainder. None for any other stage."""
     state = sch.state.stage(stage.name)
     body = state.body
@@ -114,11 +114,12 @@ def _transposed_block(
         return None
     innermost = load.indices[-1]
     run = None
-    remainder = isinstance(innermost.owner, arith.RemUIOp | arith.RemSIOp)
+    remainder = isinstance(innermost.owner, arith.RemUIOp)
     if remainder:
         divisor = innermost.owner.rhs.owner
-        if isinstance(divisor, arith.ConstantOp) and isinstance(divisor.value, IntegerAttr):
-            run = divisor.value.value.data
+        if not (isinstance(divisor, arith.ConstantOp) and isinstance(divisor.value, IntegerAttr)):
+            return None
+        run = divisor.value.value.data
         innermost = innermost.owner.lhs
     if innermost not in names or innermost is lane_var:
         return None
