@@ -9,6 +9,8 @@ from __future__ import annotations
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import AnyFloat, ModuleOp, VectorType
 
+from strato.walk import ops_under
+
 FAST_MATH_FLAGS = ("nnan", "ninf", "nsz", "arcp", "afn")
 """What `-fast-math` adds to every float operation (reductions already carry
 `reassoc` and `contract`)."""
@@ -24,7 +26,7 @@ def add_fast_math_flags(module: ModuleOp) -> None:
     """Give every float operation of an llvm-dialect module `FAST_MATH_FLAGS`, keeping
     the flags it has (calls only when they return floats: LLVM allows no flags on
     other calls)."""
-    for op in module.walk():
+    for op in ops_under(module):
         if isinstance(op, llvm.CallOp | llvm.CallIntrinsicOp):
             results = op.results
             if len(results) != 1 or not _is_float(results[0].type):

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from strato.dialects.loop import ForOp, LoopKind, LoopKindAttr, YieldOp
+from strato.walk import ops_under
 
 MAX_UNROLLED_ITERATIONS = 4096
 """An `unrolled` loop with more iterations is generated as a serial loop: code size
@@ -57,7 +58,7 @@ def unroll_loop(loop: ForOp) -> None:
 def _unrolled_loops_innermost_first(root: Operation) -> list[ForOp]:
     loops = [
         op
-        for op in root.walk()
+        for op in ops_under(root)
         if isinstance(op, ForOp) and op.loop_kind == LoopKind.UNROLLED
     ]
     return loops[::-1]  # walk() is pre-order: every loop comes before the ones it holds
