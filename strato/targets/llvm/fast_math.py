@@ -7,8 +7,9 @@ infinity, ignore the sign of zero, use reciprocals and approximate functions.
 from __future__ import annotations
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import AnyFloat, ModuleOp, VectorType
+from xdsl.dialects.builtin import ModuleOp, VectorType
 
+from strato.targets.llvm.type_conversion import is_float_type
 from strato.walk import ops_under
 
 FAST_MATH_FLAGS = ("nnan", "ninf", "nsz", "arcp", "afn")
@@ -19,7 +20,7 @@ FAST_MATH_FLAGS = ("nnan", "ninf", "nsz", "arcp", "afn")
 def _is_float(type_) -> bool:
     if isinstance(type_, VectorType):
         type_ = type_.element_type
-    return isinstance(type_, AnyFloat)
+    return is_float_type(type_)
 
 
 def add_fast_math_flags(module: ModuleOp) -> None:
