@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from xdsl.ir import Operation
 
 from strato.diagnostics import LegalityError
+from strato.walk import ops_under
 
 
 def check_legal(
@@ -28,7 +29,7 @@ def check_legal(
     """
     illegal = set(illegal_dialects)
     legal = None if legal_dialects is None else set(legal_dialects)
-    for op in root.walk():
+    for op in ops_under(root):
         if op is root:
             continue
         dialect = op.name.split(".", 1)[0]

@@ -183,6 +183,14 @@ class ForOp(IRDLOperation):
     ):
         if isinstance(body, Block):
             body = Region(body)
+        super().__init__(
+            properties=ForOp._properties(lb, ub, step, kind, axis), regions=[body]
+        )
+
+    @staticmethod
+    def _properties(
+        lb: int, ub: int, step: int, kind: LoopKind, axis: str | None
+    ) -> dict[str, Attribute]:
         properties: dict[str, Attribute] = {
             "lb": IntAttr(lb),
             "ub": IntAttr(ub),
@@ -191,7 +199,7 @@ class ForOp(IRDLOperation):
         }
         if axis is not None:
             properties["axis"] = StringAttr(axis)
-        super().__init__(properties=properties, regions=[body])
+        return properties
 
     @staticmethod
     def build(
@@ -201,10 +209,15 @@ class ForOp(IRDLOperation):
         kind: LoopKind = LoopKind.SERIAL,
         axis: str | None = None,
     ) -> tuple[ForOp, Block]:
-        """A loop with an empty body (ending in loop.yield), and the body block."""
+        """A loop with an empty body (ending in loop.yield), and the body block.
+
+        Built with `create` (the op `__init__` builds, properties in its order, without
+        the generic constructor's argument parsing): schedules build thousands of loops
+        each time they rebuild a kernel."""
         block = Block(arg_types=[IndexType()])
-        block.add_op(YieldOp())
-        return ForOp(lb, ub, block, step, kind, axis), block
+        block.add_op(YieldOp.create())
+        properties = ForOp._properties(lb, ub, step, kind, axis)
+        return ForOp.create(properties=properties, regions=(Region(block),)), block
 
     @property
     def induction_var(self):

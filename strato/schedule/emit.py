@@ -16,6 +16,7 @@ is built.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from math import prod
 from typing import Any
 
@@ -330,7 +331,7 @@ class KernelEmitter:
                 value = values[r]
                 if lo.terms or lo.constant:
                     offset = self.emit_affine(lo, builder)
-                    value = builder.insert(arith.AddiOp(offset, value)).result
+                    value = builder.insert(_index_op(arith.AddiOp, offset, value)).result
                     value.name_hint = _value_name(r)
                     values[r] = value
                 bounds = lo.bounds(self.ranges.get)
@@ -388,7 +389,7 @@ class KernelEmitter:
                     indices[d] = self.emit_affine(relative - offset, builder)
                 else:
                     shift = self.emit_affine(offset, builder)
-                    indices[d] = builder.insert(arith.SubiOp(indices[d], shift)).result
+                    indices[d] = builder.insert(_index_op(arith.SubiOp, indices[d], shift)).result
         layout = self.state.buffers[buffer].layout
         if layout is not None:
             indices = layout.emit(indices, builder)
@@ -416,8 +417,8 @@ class KernelEmitter:
                     stride = prod(ext[c] for c in rel.children[i + 1 :])
                     term = values[child]
                     if stride != 1:
-                        term = builder.insert(arith.MuliOp(term, self.constant(stride, builder))).result
-                    total = term if total is None else builder.insert(arith.AddiOp(total, term)).result
+                        term = builder.insert(_index_op(arith.MuliOp, term, self.constant(stride, builder))).result
+                    total = term if total is None else builder.insert(_index_op(arith.AddiOp, total, term)).result
                 assert total is not None
                 total.name_hint = _value_name(rel.parent)
                 values[rel.parent] = total
@@ -440,9 +441,9 @@ class KernelEmitter:
             stride = prod(ext[p] for p in rel.parents[i + 1 :])
             value = fused
             if stride != 1:
-                value = builder.insert(arith.DivUIOp(value, self.constant(stride, builder))).result
+                value = builder.insert(_index_op(arith.DivUIOp, value, self.constant(stride, builder))).result
             if i > 0:
-                value = builder.insert(arith.RemUIOp(value, self.constant(ext[parent], builder))).result
+                value = builder.insert(_index_op(arith.RemUIOp, value, self.constant(ext[parent], builder))).result
             value.name_hint = _value_name(parent)
             self.ranges[value] = (0, ext[parent] - 1)
             result[parent] = value
@@ -569,7 +570,7 @@ class KernelEmitter:
     # -- small IR helpers ------------------------------------------------------------------------
 
     def constant(self, value: int, builder: Builder) -> SSAValue:
-        op = builder.insert(arith.ConstantOp(IntegerAttr(value, IndexType())))
+        op = builder.insert(_index_constant(value))
         self.ranges[op.result] = (value, value)
         return op.result
 
@@ -578,13 +579,39 @@ class KernelEmitter:
         for value, coeff in a.terms:
             term = value
             if coeff != 1:
-                term = builder.insert(arith.MuliOp(value, self.constant(coeff, builder))).result
-            total = term if total is None else builder.insert(arith.AddiOp(total, term)).result
+                term = builder.insert(_index_op(arith.MuliOp, value, self.constant(coeff, builder))).result
+            total = term if total is None else builder.insert(_index_op(arith.AddiOp, total, term)).result
         if total is None:
             return self.constant(a.constant, builder)
         if a.constant:
-            total = builder.insert(arith.AddiOp(total, self.constant(a.constant, builder))).result
+            total = builder.insert(_index_op(arith.AddiOp, total, self.constant(a.constant, builder))).result
         return total
+
+
+# Index arithmetic and constants are built with `create`: the ops the constructors
+# build (the same properties, in their order), without their generic argument parsing,
+# as a rebuild of a kernel emits thousands of them.
+
+_NO_OVERFLOW = arith.IntegerOverflowAttr("none")
+
+
+def _index_op(kind: type[Operation], lhs: SSAValue, rhs: SSAValue) -> Operation:
+    """`kind(lhs, rhs)` for an arith integer binary op (AddiOp, DivUIOp, ...)."""
+    properties: dict[str, Attribute] = {}
+    if issubclass(kind, arith.SignlessIntegerBinaryOperationWithOverflow):
+        properties["overflowFlags"] = _NO_OVERFLOW
+    return kind.create(operands=(lhs, rhs), result_types=(lhs.type,), properties=properties)
+
+
+@cache
+def _index_attr(value: int) -> IntegerAttr:
+    return IntegerAttr(value, IndexType())
+
+
+def _index_constant(value: int) -> arith.ConstantOp:
+    """`arith.ConstantOp(IntegerAttr(value, IndexType()))`."""
+    attr = _index_attr(value)
+    return arith.ConstantOp.create(result_types=(attr.type,), properties={"value": attr})
 
 
 def _root_stage(state: ScheduleState, stage: Stage) -> Stage:

@@ -49,6 +49,7 @@ from strato.schedule.primitives import tile as tile_
 from strato.schedule.primitives import transform_layout as transform_layout_
 from strato.schedule.state import ScheduleState, Split, Stage, lift_kernel
 from strato.schedule.trace import Step, Trace
+from strato.walk import ops_under
 
 T = TypeVar("T")
 
@@ -232,7 +233,7 @@ class Schedule:
         kernel = self.kernel
         if self._extents is None or self._extents[0] is not kernel:
             found: dict[str, dict[str, int]] = {}
-            for op in kernel.walk():
+            for op in ops_under(kernel):
                 if isinstance(op, ForOp) and not is_init_loop(op) and op.axis is not None:
                     name = loop_stage(op)
                     if name is not None:
@@ -517,7 +518,7 @@ def _straight_line_in_state(state: ScheduleState, loop: LoopHandle) -> bool:
 
 
 def _straight_line(kernel: func.FuncOp, loop: LoopHandle) -> None:
-    for op in kernel.walk():
+    for op in ops_under(kernel):
         if isinstance(op, ForOp) and loop_stage(op) == loop.stage and op.axis is not None and op.axis.data == loop.axis:
             if is_init_loop(op):
                 continue

@@ -13,7 +13,7 @@ import strato
 ROOT = Path(strato.__file__).resolve().parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("diagnostics", "dialects", "context", "legality", "gc_pause", "zoo"),
+    ("diagnostics", "dialects", "context", "legality", "gc_pause", "walk", "zoo"),
     ("runtime", "specializing", "staged"),
     ("interpreters", "strategies"),
     ("frontends",),

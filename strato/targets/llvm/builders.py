@@ -13,7 +13,6 @@ from functools import cache
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import (
-    AnyFloat,
     ArrayAttr,
     DenseArrayBase,
     FloatAttr,
@@ -32,7 +31,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.rewriter import InsertPoint, Rewriter
 from xdsl.traits import SymbolTable
 
-from strato.targets.llvm.type_conversion import POINTER
+from strato.targets.llvm.type_conversion import POINTER, is_float_type
 
 _NO_FASTMATH = llvm.FastMathAttr(None)
 _FASTMATH_ORDER = ("reassoc", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "fast")
@@ -69,7 +68,7 @@ def _constant_gep_indices(index: int) -> DenseArrayBase:
 
 def constant(value: float | bool, type_: Attribute) -> llvm.ConstantOp:
     """`llvm.mlir.constant(value) : type_` for an integer or float type."""
-    if isinstance(type_, AnyFloat):
+    if is_float_type(type_):
         attr: Attribute = FloatAttr(float(value), type_)
     else:
         assert isinstance(type_, IntegerType), f"no llvm constant of type {type_}"

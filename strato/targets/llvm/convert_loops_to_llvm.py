@@ -104,6 +104,7 @@ from strato.targets.llvm.scf_to_llvm import scf_to_llvm_patterns
 from strato.targets.llvm.type_conversion import unsupported, unsupported_type_reason
 from strato.targets.llvm.unroll_loops import unroll_loops
 from strato.targets.llvm.vectorize_loops import vectorize_loops
+from strato.walk import ops_under
 
 PASS_NAME = "convert-loops-to-llvm"
 
@@ -133,7 +134,7 @@ def _is_already_legal(op: Operation) -> bool:
 
 def check_lowerable(module: ModuleOp, lowered: set[type[Operation]]) -> None:
     """Raise a `StratoError` naming the first op the lowering cannot handle, and why."""
-    for op in module.walk():
+    for op in ops_under(module):
         if op is module:
             continue
         if not (
@@ -180,7 +181,7 @@ def reconcile_casts(module: ModuleOp) -> None:
     one depth-first search of the use-def chain per cast; this is one walk over the
     module and one pass over its casts, which matters on models with many kernels.
     """
-    casts = [op for op in module.walk() if type(op) is UnrealizedConversionCastOp]
+    casts = [op for op in ops_under(module) if type(op) is UnrealizedConversionCastOp]
     for cast in casts:
         source = _single_cast_input(cast)
         if source is None:
@@ -221,7 +222,7 @@ def apply_lowerings(module: ModuleOp, dispatcher: LoweringDispatcher) -> None:
     pushing every op (created ones too) through its worklist and without its final
     sweep over the whole lowered module to confirm that nothing matches any more."""
     by_type = dispatcher.by_type
-    pending = [op for op in module.walk() if type(op) in by_type]
+    pending = [op for op in ops_under(module) if type(op) in by_type]
     while pending:
         for op in pending:
             if not _inside(op, module):
@@ -230,7 +231,7 @@ def apply_lowerings(module: ModuleOp, dispatcher: LoweringDispatcher) -> None:
                 by_type[type(op)].lower(op, PatternRewriter(op))
             except Exception as err:  # reported on the op, as the walker reports it
                 op.emit_error(f"Error while applying pattern: {err}", underlying_error=err)
-        pending = [op for op in module.walk() if type(op) in by_type]
+        pending = [op for op in ops_under(module) if type(op) in by_type]
 
 
 def convert_loops_to_llvm(module: ModuleOp, threads: int = 0) -> None:

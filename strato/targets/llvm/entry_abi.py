@@ -40,6 +40,7 @@ from xdsl.ir import Block, Operation, SSAValue
 
 from strato.targets.llvm import builders
 from strato.targets.llvm.type_conversion import POINTER
+from strato.walk import ops_under
 
 STATUS_OK = 0
 STATUS_OUT_OF_MEMORY = 1
@@ -121,7 +122,7 @@ def _functions_that_can_fail(
     """Functions that allocate, or call (transitively) one that does or one of the
     `external` functions that return a status; the `external` ones included."""
     calls = {
-        name: {_callee(op) for op in function.walk()} - {None}
+        name: {_callee(op) for op in ops_under(function)} - {None}
         for name, function in functions.items()
     }
     failing = {name for name, callees in calls.items() if callees & (ALLOCATORS | external)}
@@ -138,7 +139,7 @@ def _functions_that_can_fail(
 
 def _ops_calling(function: llvm.FuncOp, names: Iterable[str]) -> list[llvm.CallOp]:
     wanted = set(names)
-    return [op for op in function.walk() if _callee(op) in wanted]  # type: ignore[misc]
+    return [op for op in ops_under(function) if _callee(op) in wanted]  # type: ignore[misc]
 
 
 def _return_status(function: llvm.FuncOp, failing: set[str]) -> None:
@@ -154,7 +155,7 @@ def _return_status(function: llvm.FuncOp, failing: set[str]) -> None:
     failure.args[0].name_hint = "status"
     failure.name_hint = "failure"
 
-    for op in list(function.walk()):
+    for op in ops_under(function):
         if isinstance(op, llvm.ReturnOp):
             ok = builders.constant(STATUS_OK, i32)
             op.parent_block().insert_ops_before([ok, builders.return_(ok.result)], op)

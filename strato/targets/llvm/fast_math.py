@@ -7,7 +7,10 @@ infinity, ignore the sign of zero, use reciprocals and approximate functions.
 from __future__ import annotations
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import AnyFloat, ModuleOp, VectorType
+from xdsl.dialects.builtin import ModuleOp, VectorType
+
+from strato.targets.llvm.type_conversion import is_float_type
+from strato.walk import ops_under
 
 FAST_MATH_FLAGS = ("nnan", "ninf", "nsz", "arcp", "afn")
 """What `-fast-math` adds to every float operation (reductions already carry
@@ -17,14 +20,14 @@ FAST_MATH_FLAGS = ("nnan", "ninf", "nsz", "arcp", "afn")
 def _is_float(type_) -> bool:
     if isinstance(type_, VectorType):
         type_ = type_.element_type
-    return isinstance(type_, AnyFloat)
+    return is_float_type(type_)
 
 
 def add_fast_math_flags(module: ModuleOp) -> None:
     """Give every float operation of an llvm-dialect module `FAST_MATH_FLAGS`, keeping
     the flags it has (calls only when they return floats: LLVM allows no flags on
     other calls)."""
-    for op in module.walk():
+    for op in ops_under(module):
         if isinstance(op, llvm.CallOp | llvm.CallIntrinsicOp):
             results = op.results
             if len(results) != 1 or not _is_float(results[0].type):

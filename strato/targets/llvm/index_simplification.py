@@ -27,6 +27,7 @@ from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Operation, SSAValue
 
 from strato.schedule.access import Affine, affine_of, loop_variable_range
+from strato.walk import ops_under
 
 _DIVISIONS = (arith.DivUIOp, arith.DivSIOp, arith.FloorDivSIOp, arith.RemUIOp, arith.RemSIOp)
 _REMAINDERS = (arith.RemUIOp, arith.RemSIOp)
@@ -60,7 +61,7 @@ def _materialize(affine: Affine, before: Operation) -> SSAValue:
 def simplify_index_divisions(root: Operation) -> None:
     """Rewrite every index division and remainder under `root` that is exact over the
     loop ranges as affine arithmetic (see the module docstring)."""
-    for op in list(root.walk()):
+    for op in ops_under(root):
         if not isinstance(op, _DIVISIONS):
             continue
         if not isinstance(op.results[0].type, IndexType):

@@ -49,6 +49,7 @@ from strato.dialects.loop import KERNEL_ATTR
 from strato.gc_pause import gc_paused
 from strato.schedule.workload import kernel_digest
 from strato.targets.llvm.host import HostTarget
+from strato.walk import ops_under
 
 if TYPE_CHECKING:
     from strato.schedule.templates.base import ScheduleContext
@@ -153,7 +154,7 @@ class KernelUnit:
     @property
     def size(self) -> int:
         """How much there is to compile (its ops): the larger units start first."""
-        return sum(1 for _ in self.module.walk())
+        return len(ops_under(self.module))
 
 
 def kernel_unit(
@@ -170,7 +171,7 @@ def kernel_unit(
     pending = [kernel]
     while pending:
         op = pending.pop()
-        for inner in op.walk():
+        for inner in ops_under(op):
             for attr in (*inner.properties.values(), *inner.attributes.values()):
                 if isinstance(attr, SymbolRefAttr):
                     name = attr.root_reference.data
@@ -415,7 +416,7 @@ def schedule_and_compile_kernels(
 
 
 def _kernel_size(module: ModuleOp, name: str) -> int:
-    return sum(1 for _ in _kernel_named(module, name).walk())
+    return len(ops_under(_kernel_named(module, name)))
 
 
 def _kernel_named(module: ModuleOp, name: str) -> func.FuncOp:
@@ -441,7 +442,7 @@ def _schedule_and_compile(
     }))  # fmt: skip
     heap = sum(
         heap_bytes(op)
-        for op in kernel.walk()
+        for op in ops_under(kernel)
         if isinstance(op, memref.AllocOp) and isinstance(op.memref.type, MemRefType)
     )
     unit = kernel_unit(module, kernel, build)

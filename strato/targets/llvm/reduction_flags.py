@@ -20,6 +20,8 @@ from xdsl.dialects import arith, memref
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation, SSAValue
 
+from strato.walk import ops_under
+
 _REDUCTION_FLAGS = ("reassoc", "contract")
 
 
@@ -65,7 +67,7 @@ def _add_flags(op: Operation) -> None:
 
 def mark_reductions(module: ModuleOp) -> None:
     """Give every float reduction update of `module` `reassoc` and `contract`."""
-    for store in module.walk():
+    for store in ops_under(module):
         if not isinstance(store, memref.StoreOp):
             continue
         update = store.value.owner

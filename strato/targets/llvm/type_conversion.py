@@ -51,11 +51,30 @@ _VTA_SCOPES = frozenset(
 )
 
 
+_SCALAR_CLASSES = (IntegerType, IndexType, Float16Type, Float32Type, Float64Type)
+
+# Whether a type is a float, a scalar or an llvm type depends only on its class: the
+# answers are kept per class, as an `isinstance` against a union of abstract classes
+# (`AnyFloat` lists 18) costs more than building the op that asks.
+_IS_FLOAT: dict[type, bool] = {}
+_IS_SCALAR: dict[type, bool] = {}
+_IS_LLVM: dict[type, bool] = {}
+
+
+def is_float_type(type_: Attribute) -> bool:
+    """`isinstance(type_, AnyFloat)`, answered once per class."""
+    known = _IS_FLOAT.get(type(type_))
+    if known is None:
+        known = _IS_FLOAT[type(type_)] = isinstance(type_, AnyFloat)
+    return known
+
+
 def is_scalar_type(type_: Attribute) -> bool:
     """A type the llvm target computes with directly: signless integers, index, floats."""
-    return isinstance(
-        type_, IntegerType | IndexType | Float16Type | Float32Type | Float64Type
-    )
+    known = _IS_SCALAR.get(type(type_))
+    if known is None:
+        known = _IS_SCALAR[type(type_)] = isinstance(type_, _SCALAR_CLASSES)
+    return known
 
 
 def element_byte_size(type_: Attribute) -> int:
@@ -92,7 +111,12 @@ def llvm_type(type_: Attribute) -> Attribute:
 
 def is_llvm_type(type_: Attribute) -> bool:
     """True when `type_` is already what the llvm dialect computes with."""
-    return isinstance(type_, llvm.LLVMPointerType | IntegerType | AnyFloat)
+    known = _IS_LLVM.get(type(type_))
+    if known is None:
+        known = _IS_LLVM[type(type_)] = isinstance(
+            type_, llvm.LLVMPointerType | IntegerType | AnyFloat
+        )
+    return known
 
 
 def unsupported_type_reason(type_: Attribute) -> str | None:

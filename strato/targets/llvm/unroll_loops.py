@@ -34,6 +34,7 @@ from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from strato.dialects.loop import ForOp, LoopKind, LoopKindAttr, YieldOp
+from strato.walk import ops_under
 
 EXPLICIT_UNROLL = "unroll.explicit"
 """The annotation of an `unrolled` loop to unroll here wherever it is."""
@@ -66,7 +67,7 @@ def unroll_loop(loop: ForOp) -> None:
 def _unrolled_loops_innermost_first(root: Operation) -> list[ForOp]:
     loops = [
         op
-        for op in root.walk()
+        for op in ops_under(root)
         if isinstance(op, ForOp) and op.loop_kind == LoopKind.UNROLLED
     ]
     return loops[::-1]  # walk() is pre-order: every loop comes before the ones it holds
