@@ -152,6 +152,8 @@ MODELS = {
     "conv_nchwc": lambda: conv(16),
     "conv_strided": lambda: conv(16, stride=2),
     "depthwise": lambda: conv(4, group=4),
+    "depthwise_nchwc": lambda: conv(32, group=32),
+    "depthwise_nchwc_strided": lambda: conv(32, group=32, stride=2),
     "pool_softmax": pool_softmax,
     "blocked_max_pool": lambda: conv_pool("MaxPool"),
     "blocked_avg_pool": lambda: conv_pool("AveragePool"),
@@ -232,6 +234,9 @@ EXPECTED_TEMPLATES = {
     "dense_relu": {"matmul": "dense", "relu": "injective"},
     "conv_nchw": {"pad": "injective", "conv": "conv2d_nchw"},
     "depthwise": {"pad": "injective", "conv": "depthwise_conv2d_nchw"},
+    # blocked: the input moves with the lanes (depthwise), or is broadcast across them
+    "depthwise_nchwc": {"blocked_conv": "depthwise_conv2d_nchwc"},
+    "conv_nchwc": {"blocked_conv": "conv2d_nchwc"},
     "pool_softmax": {"max_pool": "pooling"},
     "blocked_max_pool": {"blocked_max_pool": "pooling"},
 }

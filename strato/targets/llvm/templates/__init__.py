@@ -5,7 +5,7 @@ strato.schedule.templates for what a template is).
     dense_int8.py         integer dense (u8 x s8 -> i32, tensorized cpu.dot_i8)
     gemv.py               one-row products (matrix-vector)
     conv2d.py             conv2d NCHW (output channels x columns register tile)
-    conv2d_nchwc.py       conv2d NCHW{c} (channel block as lanes)
+    conv2d_nchwc.py       conv2d NCHW{c} (channel block as lanes), depthwise ones too
     conv3d.py             conv3d NCDHW (columns x output-channel vectors register tile)
     conv2d_int8.py        integer conv2d (u8 x s8 -> i32, tensorized cpu.dot_i8)
     depthwise_conv2d_int8.py  integer depthwise conv2d (i32 register tile over columns)
@@ -25,7 +25,10 @@ from __future__ import annotations
 from strato.schedule.templates.base import Template
 from strato.targets.llvm.templates.conv2d import CONV2D
 from strato.targets.llvm.templates.conv2d_int8 import CONV2D_INT8
-from strato.targets.llvm.templates.conv2d_nchwc import CONV2D_NCHWC
+from strato.targets.llvm.templates.conv2d_nchwc import (
+    CONV2D_NCHWC,
+    DEPTHWISE_CONV2D_NCHWC,
+)
 from strato.targets.llvm.templates.conv2d_transpose import CONV2D_TRANSPOSE
 from strato.targets.llvm.templates.conv3d import CONV3D
 from strato.targets.llvm.templates.dense import DENSE
@@ -42,6 +45,7 @@ CPU_TEMPLATES: tuple[Template, ...] = (
     CONV2D,
     DEPTHWISE_CONV2D_INT8,  # before CONV2D_INT8, which takes any integer conv2d
     CONV2D_INT8,
+    DEPTHWISE_CONV2D_NCHWC,  # before CONV2D_NCHWC, which takes any blocked conv2d
     CONV2D_NCHWC,
     CONV2D_TRANSPOSE,
     DENSE,

@@ -26,6 +26,15 @@ over the weights on every call.
 Knobs: `rows` (output columns per tile), `accumulators` (most vectors in the tile: the
 channel blocks per tile are as many as fit beside the columns); the lanes are the
 layout's channel block.
+
+A depthwise convolution (`depthwise_conv2d_nchwc`: its input moves with the output
+channel's lanes) is scheduled alike with other defaults. Every accumulator there needs
+an input vector of its own (nothing is broadcast), and a column's window shares input
+vectors with its neighbours', so the tile is short: 7 columns of one channel block
+(accumulators 8). The regular defaults (14 columns x 2 blocks) leave too few registers
+for the inputs the window reuses: MobileNetV2's depthwise layers take 4-30% longer
+with them (one thread; 7x7x960: 0.047 against 0.033 ms, 28x28x192: 0.175 against
+0.142 ms).
 """
 
 from __future__ import annotations
@@ -194,12 +203,42 @@ def _pack_output_channels_innermost(
         sch.vectorize(loops[-1])
 
 
+def reads_input_per_lane(sch: Schedule, stage: StageHandle) -> bool:
+    """Whether the convolution's input moves with the output channel's lanes as it
+    moves with the output column (a depthwise convolution), rather than being broadcast
+    across the lanes."""
+    spatial, _ = spatial_and_reduction_loops(sch, stage)
+    if len(spatial) < 2:
+        return False
+    lanes, column = spatial[-1].axis, spatial[-2].axis
+    output = sch.state.buffers[sch.state.stage(stage.name).buffer].name
+    return any(
+        name != output and strides.get(column) not in (0, None) and strides.get(lanes) == 1
+        for name, strides in read_strides(sch, stage).items()
+    )
+
+
+def _is_blocked_conv(sch: Schedule, stage: StageHandle) -> bool:
+    return is_reduction(sch, stage) and stage_kind(stage) == "blocked_conv"
+
+
+DEPTHWISE_CONV2D_NCHWC = Template(
+    "depthwise_conv2d_nchwc",
+    (
+        Knob("rows", (1, 2, 4, 7, 8, 14), 7),
+        Knob("accumulators", (8, 14, 16, 24, 28), 8),
+    ),
+    lambda sch, stage: _is_blocked_conv(sch, stage) and reads_input_per_lane(sch, stage),
+    schedule_conv2d_nchwc,
+)
+
+
 CONV2D_NCHWC = Template(
     "conv2d_nchwc",
     (
         Knob("rows", (1, 2, 4, 7, 8, 14), 14),
         Knob("accumulators", (8, 14, 16, 24, 28), 28),
     ),
-    lambda sch, stage: is_reduction(sch, stage) and stage_kind(stage) == "blocked_conv",
+    _is_blocked_conv,
     schedule_conv2d_nchwc,
 )
