@@ -40,7 +40,7 @@ loop, which computes the same values.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from xdsl.dialects import arith, llvm, memref
@@ -573,11 +573,11 @@ class _Address:
         return self.terms == other.terms, self.constant - other.constant
 
 
-def _copied(loop: ForOp) -> tuple[memref.LoadOp, memref.StoreOp] | None:
-    """The load and store of a loop that stores what it loads and does nothing else but
-    index arithmetic."""
+def copied(ops: Iterable[Operation]) -> tuple[memref.LoadOp, memref.StoreOp] | None:
+    """The load and store of a body (a loop's, a stage's) that stores what it loads and
+    does nothing else but index arithmetic."""
     load = store = None
-    for op in loop.body.block.ops:
+    for op in ops:
         if isinstance(op, memref.LoadOp) and load is None:
             load = op
         elif isinstance(op, memref.StoreOp) and store is None:
@@ -724,10 +724,10 @@ def _block_candidates(first: ForOp) -> list[_Candidate]:
     op: Operation | None = first
     while op is not None and len(found) < MAX_VECTOR_LANES:
         if isinstance(op, ForOp) and op.loop_kind == LoopKind.VECTORIZED:
-            copied = _copied(op) if op.trip_count == first.trip_count else None
-            if copied is None:
+            pair = copied(op.body.block.ops) if op.trip_count == first.trip_count else None
+            if pair is None:
                 break
-            found.append((op, *copied))
+            found.append((op, *pair))
         elif op.regions or not op.results or not all(isinstance(r.type, IndexType) for r in op.results):
             break
         op = op.next_op
@@ -746,9 +746,7 @@ def _transposed_block(found: list[_Candidate]) -> list[_Copy] | None:
             return None
         copies.append(copy)
     head = copies[0]
-    if head.store_stride != 1 or head.load_stride in (None, 0, 1):
-        return None
-    if head.load.memref is head.store.memref:
+    if head.store_stride != 1 or head.load_stride in (0, 1):
         return None
     store_step = None
     for k, copy in enumerate(copies):

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from xdsl.dialects import arith, memref
+from xdsl.dialects import arith
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
@@ -42,6 +42,7 @@ from strato.schedule.templates.base import (
     vectorize_innermost,
 )
 from strato.targets.llvm.unroll_loops import EXPLICIT_UNROLL
+from strato.targets.llvm.vectorize_loops import copied
 
 ROW_TEMPLATES = ("injective", "reduction")
 """The templates of the stages a row-wise kernel is made of."""
@@ -102,12 +103,10 @@ def _transposed_block(
     constant) and whether it is a remainder. None for any other stage."""
     state = sch.state.stage(stage.name)
     body = state.body
-    ops = list(body.block.ops)
-    loads = [op for op in ops if isinstance(op, memref.LoadOp)]
-    stores = [op for op in ops if isinstance(op, memref.StoreOp)]
-    if len(loads) != 1 or len(stores) != 1 or stores[0].value is not loads[0].res:
+    pair = copied(body.block.ops)
+    if pair is None:
         return None
-    load, store = loads[0], stores[0]
+    load, store = pair
     names = dict(zip(body.vars, state.root_vars, strict=True))
     lane_var = next(var for var, name in names.items() if name == lane_axis)
     if store.indices[-1] is not lane_var or not _uses(load.indices, lane_var):
