@@ -299,7 +299,8 @@ def tensor_type_like(like: Attribute, shape: Sequence[int]) -> TensorType:
 def dense_from_array(
     array: np.ndarray, element_type: Attribute | None = None
 ) -> DenseIntOrFPElementsAttr:
-    """A dense elements attribute holding `array` (its bytes are copied once)."""
+    """A dense elements attribute holding `array` (its bytes are copied once, or not at
+    all when they are a bytes object already)."""
     array = np.asarray(array)
     if element_type is None:
         element_type = element_type_of(array.dtype)
@@ -308,7 +309,21 @@ def dense_from_array(
     type_ = TensorType(element_type, array.shape)
     if array.dtype == np.bool_:
         return DenseIntOrFPElementsAttr.from_list(type_, [int(v) for v in array.flat])
-    return DenseIntOrFPElementsAttr(type_, BytesAttr(array.tobytes()))
+    return DenseIntOrFPElementsAttr(type_, BytesAttr(_whole_bytes(array) or array.tobytes()))
+
+
+def _whole_bytes(array: np.ndarray) -> bytes | None:
+    """The bytes object `array` views from its first byte to its last, if any (an ONNX
+    weight read by `numpy_helper.to_array` views its tensor's raw data): immutable, so an
+    attribute can hold it instead of a copy."""
+    base = array.base
+    while isinstance(base, np.ndarray):
+        base = base.base
+    if type(base) is not bytes or len(base) != array.nbytes or not array.flags.c_contiguous:
+        return None
+    if array.nbytes and array.ctypes.data != np.frombuffer(base, np.uint8).ctypes.data:
+        return None
+    return base
 
 
 def array_from_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:

@@ -172,6 +172,21 @@ def test_every_dtype_round_trips_through_types_attributes_scalars_and_storage(dt
     assert same(elements_from_storage(stored, element), array)
 
 
+def test_an_array_viewing_a_whole_bytes_object_lends_its_bytes_to_the_attribute():
+    data = np.arange(24, dtype=np.float32).tobytes()
+    whole = np.frombuffer(data, np.float32).reshape(2, 3, 4)  # what onnx's to_array gives
+    assert dense_from_array(whole).data.data is data
+    assert same(array_from_dense(dense_from_array(whole)), whole)
+    # views of part of the bytes, out of order, or of another type are copied
+    for view in (whole[1], whole[:, :, ::-1], whole.transpose(2, 0, 1)):
+        attr = dense_from_array(view)
+        assert attr.data.data is not data
+        assert same(array_from_dense(attr), view)
+    tail = np.frombuffer(data, np.float32, count=20, offset=16)
+    assert dense_from_array(tail).data.data == data[16:]
+    assert dense_from_array(whole, element_type_of(np.dtype(np.float64))).data.data is not data
+
+
 def test_signed_integers_are_signless_and_si_types_hold_the_same():
     assert element_type_of(np.dtype(np.int32)) == IntegerType(32)
     assert numpy_dtype(IntegerType(32, Signedness.SIGNED)) == np.dtype(np.int32)

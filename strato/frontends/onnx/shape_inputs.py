@@ -17,6 +17,8 @@ them as they are.
 
 from __future__ import annotations
 
+from typing import Any
+
 import onnx
 from onnx import helper
 
@@ -64,6 +66,21 @@ def _has_subgraphs(graph: onnx.GraphProto) -> bool:
     )
 
 
+def _copy_field(target: Any, field: Any, value: Any) -> None:
+    """Set `field` of the message `target` to `value` (copied), whatever its kind."""
+    repeated = (
+        field.is_repeated
+        if hasattr(field, "is_repeated")  # protobuf 6.31 on; `label` is gone in 7
+        else field.label == field.LABEL_REPEATED
+    )
+    if repeated:
+        getattr(target, field.name).extend(value)
+    elif field.type == field.TYPE_MESSAGE:
+        getattr(target, field.name).CopyFrom(value)
+    else:
+        setattr(target, field.name, value)
+
+
 def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
     """`model`, or a copy whose large initializers are inputs of their type and shape
     (see the module docstring). A model with subgraphs is returned as it is: their nodes
@@ -74,17 +91,18 @@ def without_weight_data(model: onnx.ModelProto) -> onnx.ModelProto:
     large = [t for t in graph.initializer if _stands_in(t)]
     if not large or _has_subgraphs(graph) or graph.sparse_initializer:
         return model
+    # every field but the initializers, copied without touching the model: taking the
+    # initializers out and putting them back would copy all the weights again
     light = onnx.ModelProto()
-    saved = list(graph.initializer)
-    # copy everything but the initializers, which are put back right after
-    del graph.initializer[:]
-    try:
-        light.CopyFrom(model)
-    finally:
-        graph.initializer.extend(saved)
+    for field, value in model.ListFields():
+        if field.name != "graph":
+            _copy_field(light, field, value)
+    for field, value in graph.ListFields():
+        if field.name != "initializer":
+            _copy_field(light.graph, field, value)
     inputs = {value.name for value in light.graph.input}
     large_names = {t.name for t in large}
-    light.graph.initializer.extend(t for t in saved if t.name not in large_names)
+    light.graph.initializer.extend(t for t in graph.initializer if t.name not in large_names)
     light.graph.input.extend(
         helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
         for t in large
