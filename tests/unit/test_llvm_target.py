@@ -221,6 +221,22 @@ def test_machine_code_loads_again_with_its_weights():
     np.testing.assert_array_equal(out, values)
 
 
+@pytest.mark.parametrize("size", [1, 100, 4096 + 3, (1 << 20) + 5, 3 << 20])
+def test_weight_buffers_are_aligned_zeroed_and_writable_at_any_size(size):
+    from strato.runtime.weight_blob import ALIGNMENT, aligned_bytes
+
+    data = aligned_bytes(size)
+    assert data.shape == (size,) and data.dtype == np.uint8
+    assert data.ctypes.data % ALIGNMENT == 0
+    assert not data.any()
+    data[:] = 7
+    assert int(data.sum()) == 7 * size
+    constants = {"a": b"\x01" * size, "b": b"\x02" * 3}
+    blob = WeightBlob.pack(constants)
+    assert all(blob.bytes_of(name) == value for name, value in constants.items())
+    assert all(blob.address(name) % ALIGNMENT == 0 for name in constants)
+
+
 def test_an_object_file_holds_its_weights():
     import llvmlite.binding as llvm
 
