@@ -25,7 +25,7 @@ import onnx
 from xdsl.passes import ModulePass, PassPipeline
 
 from strato.diagnostics import ModelImportError, StratoError, SymbolicShapeError
-from strato.frontends.onnx import import_onnx
+from strato.frontends.onnx import import_onnx, raw_data
 from strato.frontends.onnx.sequences import checked_structure, is_structure_spec
 from strato.gc_pause import gc_for_compiling
 from strato.runtime.compiled_model import CompiledModel
@@ -106,41 +106,43 @@ def compile_model(
     compile_target = resolve_target(target, fast_math=fast_math, threads=threads)
     shapes = check_input_shapes(input_shapes)
     tuning_log = _tuning_log(tuning)
-    key = None
-    if _use_cache(cache, after_stage):
-        key = compile_cache_key(
-            model, compile_target, shapes, name=name, hooks=(passes_before, passes_after),
-            tuning_log=tuning_log,
-        )
-        if key is not None:
-            from strato.runtime.cache import lookup
+    # the cache key and the importer read the weights' bytes once between them
+    with raw_data.sharing():
+        key = None
+        if _use_cache(cache, after_stage):
+            key = compile_cache_key(
+                model, compile_target, shapes, name=name, hooks=(passes_before, passes_after),
+                tuning_log=tuning_log,
+            )
+            if key is not None:
+                from strato.runtime.cache import lookup
 
-            cached = lookup(key)
-            if cached is not None:
-                return cached
-    options = BuildOptions(cache=_use_kernel_cache(cache), progress=progress)
-    try:
-        with gc_for_compiling():
-            compiled = _compile_model(
-                model, compile_target, shapes, after_stage, before_stage, name, passes_before,
-                passes_after, tuning_log, options,
-            )  # fmt: skip
-    except ModelImportError as error:
-        if not specialize:
-            raise
-        options_per_part = {
-            "target": compile_target, "after_stage": after_stage,
-            "before_stage": before_stage, "name": name, "passes_before": passes_before,
-            "passes_after": passes_after, "cache": cache, "tuning": tuning,
-            "progress": progress,
-        }  # fmt: skip
-        # host operators first: the staged model's parts specialize on their own sizes
-        rerouted = _staged(model, shapes, options_per_part)
-        if rerouted is None and isinstance(error, SymbolicShapeError):
-            rerouted = _specializing(model, shapes, options_per_part)
-        if rerouted is None:
-            raise
-        return rerouted
+                cached = lookup(key)
+                if cached is not None:
+                    return cached
+        options = BuildOptions(cache=_use_kernel_cache(cache), progress=progress)
+        try:
+            with gc_for_compiling():
+                compiled = _compile_model(
+                    model, compile_target, shapes, after_stage, before_stage, name, passes_before,
+                    passes_after, tuning_log, options,
+                )  # fmt: skip
+        except ModelImportError as error:
+            if not specialize:
+                raise
+            options_per_part = {
+                "target": compile_target, "after_stage": after_stage,
+                "before_stage": before_stage, "name": name, "passes_before": passes_before,
+                "passes_after": passes_after, "cache": cache, "tuning": tuning,
+                "progress": progress,
+            }  # fmt: skip
+            # host operators first: the staged model's parts specialize on their own sizes
+            rerouted = _staged(model, shapes, options_per_part)
+            if rerouted is None and isinstance(error, SymbolicShapeError):
+                rerouted = _specializing(model, shapes, options_per_part)
+            if rerouted is None:
+                raise
+            return rerouted
     if key is not None:
         from strato.runtime.cache import store_in_background
 
@@ -162,6 +164,7 @@ def _compile_model(
 ) -> CompiledModel:
     proto_or_path, default_name = _model_source(model)
     imported = import_onnx(proto_or_path, input_shapes=shapes)
+    raw_data.release()  # the importer was their last reader
     signature = Signature.from_function(
         imported.function, imported.input_names, imported.output_names
     )
@@ -460,7 +463,7 @@ def _message_chunks(message: Any) -> Iterator[bytes]:
     costs four times as much as hashing them: 0.11 s for ResNet-18's 45 MB), any other
     message serialized. Every chunk is framed by its field's name and length, so two
     different models never give the same sequence."""
-    for field, value in message.ListFields():
+    for field, value in _set_fields(message):
         if field.message_type is None:
             data = value if field.name == "raw_data" else repr(value).encode()
             yield f"{field.name}={len(data)}\n".encode()
@@ -476,6 +479,24 @@ def _message_chunks(message: Any) -> Iterator[bytes]:
                 data = element.SerializeToString()
                 yield f"{field.name}:{len(data)}\n".encode()
                 yield data
+
+
+def _set_fields(message: Any) -> Iterator[tuple[Any, Any]]:
+    """`message.ListFields()`; a tensor's `raw_data` read through `raw_data.raw_data`, so
+    that the importer of the same compilation reads the same bytes instead of a copy."""
+    if not isinstance(message, onnx.TensorProto):
+        yield from message.ListFields()
+        return
+    from strato.frontends.onnx.raw_data import raw_data
+
+    for field in sorted(message.DESCRIPTOR.fields, key=lambda field: field.number):
+        if field.is_repeated:
+            value = getattr(message, field.name)
+            if len(value):
+                yield field, value
+        elif message.HasField(field.name):
+            value = raw_data(message) if field.name == "raw_data" else getattr(message, field.name)
+            yield field, value
 
 
 def _external_data(data: bytes, path: str) -> bytes:

@@ -34,15 +34,15 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
-from onnx import helper, numpy_helper, shape_inference
-
+from onnx import helper, shape_inference
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
+from strato.diagnostics import ModelImportError, SymbolicShapeError
 from strato.dialects.graph import ConstantOp
 from strato.dialects.tensor_types import element_type_of
-from strato.diagnostics import ModelImportError, SymbolicShapeError
+from strato.frontends.onnx import raw_data, sequences
 from strato.frontends.onnx.conversion import (
     ImportedValue,
     NodeContext,
@@ -51,7 +51,6 @@ from strato.frontends.onnx.conversion import (
     shape_of,
     ssa_name,
 )
-from strato.frontends.onnx import sequences
 from strato.frontends.onnx.convert_contrib import CONTRIB_CONVERTERS, CONTRIB_DOMAIN
 from strato.frontends.onnx.convert_ml import ML_CONVERTERS, ML_DOMAIN
 from strato.frontends.onnx.convert_training import TRAINING_CONVERTERS, TRAINING_DOMAIN
@@ -509,7 +508,7 @@ class _GraphImporter:
 
     def _initializer_array(self, init: onnx.TensorProto) -> np.ndarray:
         try:
-            return np.require(numpy_helper.to_array(init), requirements="C")
+            return np.require(raw_data.to_array(init), requirements="C")
         except Exception as err:  # noqa: BLE001 - any decoding failure is bad input
             raise self.error(f"cannot read initializer '{init.name}': {err}") from None
 

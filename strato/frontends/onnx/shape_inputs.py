@@ -68,12 +68,7 @@ def _has_subgraphs(graph: onnx.GraphProto) -> bool:
 
 def _copy_field(target: Any, field: Any, value: Any) -> None:
     """Set `field` of the message `target` to `value` (copied), whatever its kind."""
-    repeated = (
-        field.is_repeated
-        if hasattr(field, "is_repeated")  # protobuf 6.31 on; `label` is gone in 7
-        else field.label == field.LABEL_REPEATED
-    )
-    if repeated:
+    if field.is_repeated:
         getattr(target, field.name).extend(value)
     elif field.type == field.TYPE_MESSAGE:
         getattr(target, field.name).CopyFrom(value)
