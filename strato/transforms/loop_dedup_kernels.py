@@ -4,7 +4,8 @@ Requires: a loop-level module (kernels: `func.func` with `loop.kernel`, called b
 entry with `func.call`). Leaves illegal: nothing.
 
 Kernels that compute the same thing, equal up to the names of the kernel and of its
-values (`strato.schedule.workload.kernel_key`, the tuner's task key), become one: the
+values (`strato.schedule.workload.kernel_digest`: the structure `kernel_key`, the tuner's
+task key, prints, hashed without printing it), become one: the
 first of them, which every call site of the others then calls. ResNet-18's repeated
 blocks are 24 kernels of 19 distinct ones, MobileNetV2's 55 of 33, and the zoo LSTM's two
 layers one kernel: scheduling, lowering and compiling the copies was a quarter to a half
@@ -44,7 +45,7 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
 from strato.dialects.loop import KERNEL_ATTR
-from strato.schedule.workload import kernel_key
+from strato.schedule.workload import kernel_digest
 
 
 def dedup_kernels(module: ModuleOp) -> dict[str, str]:
@@ -57,7 +58,7 @@ def dedup_kernels(module: ModuleOp) -> dict[str, str]:
         for op in module.ops
         if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
     ]
-    return merge_equal_symbols(module, kernels, _signature, kernel_key, func.CallOp)
+    return merge_equal_symbols(module, kernels, _signature, kernel_digest, func.CallOp)
 
 
 def merge_equal_symbols(
