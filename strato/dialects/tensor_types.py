@@ -304,11 +304,13 @@ def dense_from_array(
     array = np.asarray(array)
     if element_type is None:
         element_type = element_type_of(array.dtype)
-    # np.ascontiguousarray would turn a 0-d array into a 1-d one
-    array = np.require(array, dtype=numpy_dtype(element_type), requirements="C")
+    dtype = numpy_dtype(element_type)
+    if array.dtype != dtype:
+        array = array.astype(dtype)
     type_ = TensorType(element_type, array.shape)
     if array.dtype == np.bool_:
         return DenseIntOrFPElementsAttr.from_list(type_, [int(v) for v in array.flat])
+    # tobytes lays out any view in C order as it copies
     return DenseIntOrFPElementsAttr(type_, BytesAttr(_whole_bytes(array) or array.tobytes()))
 
 
@@ -326,8 +328,9 @@ def _whole_bytes(array: np.ndarray) -> bytes | None:
     return base
 
 
-def array_from_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
-    """The numpy array of a dense elements attribute (a splat is expanded)."""
+def array_from_dense(attr: DenseIntOrFPElementsAttr, *, copy: bool = True) -> np.ndarray:
+    """The numpy array of a dense elements attribute (a splat is expanded); with
+    `copy=False`, a read-only view of the attribute's bytes where it can be one."""
     type_ = attr.type
     dtype = numpy_dtype(type_)
     shape = type_.get_shape()
@@ -339,4 +342,5 @@ def array_from_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
     count = int(np.prod(shape))
     if values.size == 1 and count != 1:
         return np.full(shape, values[0], dtype=dtype)
-    return values.reshape(shape).copy()
+    values = values.reshape(shape)
+    return values.copy() if copy else values

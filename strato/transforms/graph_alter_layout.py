@@ -80,15 +80,19 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from strato.diagnostics import StratoError
 from strato.dialects import graph
 from strato.dialects.graph import (
     blocked_kernel_layout,
     blocked_layout,
+    relaid,
     static_shape,
-    transform_layout,
 )
-from strato.dialects.tensor_types import array_from_dense, dense_from_array, tensor_type_like
-from strato.diagnostics import StratoError
+from strato.dialects.tensor_types import (
+    array_from_dense,
+    dense_from_array,
+    tensor_type_like,
+)
 
 NCHW = "NCHW"
 OIHW = "OIHW"
@@ -195,7 +199,8 @@ class LayoutRewriter:
             return None
         key = (value, dst)
         if key not in self.constants:
-            array = transform_layout(array_from_dense(value.owner.value), src, dst)
+            # a view of the weights, laid out by the copy into the new attribute
+            array = relaid(array_from_dense(value.owner.value, copy=False), src, dst)
             self.constants[key] = self._constant_after(value, array)
         return self.constants[key]
 
@@ -225,11 +230,11 @@ class LayoutRewriter:
         key = (value, layout)
         if key not in self.constants:
             full = (1,) * (4 - len(shape)) + shape
-            array = array_from_dense(value.owner.value).reshape(full)
+            array = array_from_dense(value.owner.value, copy=False).reshape(full)
             if full[1] == 1:
                 array = array.reshape((full[0], 1, full[2], full[3], 1))
             else:
-                array = transform_layout(array, NCHW, layout)
+                array = relaid(array, NCHW, layout)
             self.constants[key] = self._constant_after(value, array)
         return self.constants[key]
 

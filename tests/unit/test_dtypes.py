@@ -187,6 +187,18 @@ def test_an_array_viewing_a_whole_bytes_object_lends_its_bytes_to_the_attribute(
     assert dense_from_array(whole, element_type_of(np.dtype(np.float64))).data.data is not data
 
 
+def test_views_become_attributes_in_c_order_and_attributes_lend_read_only_views():
+    array = np.arange(2 * 3 * 4, dtype=np.float32).reshape(2, 3, 4)
+    for view in (array.transpose(2, 0, 1), array[:, ::2], np.float32(5.0) * np.ones(())):
+        attr = dense_from_array(view)
+        assert attr.data.data == np.ascontiguousarray(view).tobytes()
+        assert same(array_from_dense(attr), view)
+    attr = dense_from_array(array)
+    lent = array_from_dense(attr, copy=False)
+    assert same(lent, array) and not lent.flags.writeable
+    assert array_from_dense(attr).flags.writeable
+
+
 def test_signed_integers_are_signless_and_si_types_hold_the_same():
     assert element_type_of(np.dtype(np.int32)) == IntegerType(32)
     assert numpy_dtype(IntegerType(32, Signedness.SIGNED)) == np.dtype(np.int32)

@@ -213,10 +213,16 @@ def _from_primal(array: np.ndarray, layout: Layout) -> np.ndarray:
 
 def transform_layout(array: np.ndarray, src: str, dst: str) -> np.ndarray:
     """`array`, laid out in `src`, laid out in `dst` (layouts with the same primal axes)."""
+    return np.ascontiguousarray(relaid(array, src, dst))
+
+
+def relaid(array: np.ndarray, src: str, dst: str) -> np.ndarray:
+    """`transform_layout`, as a view of `array` where numpy can make one (whoever copies
+    it next lays it out)."""
     source, target = Layout.parse(src), Layout.parse(dst)
     primal = _to_primal(np.asarray(array), source)
     primal = primal.transpose([source.primal_axes.index(p) for p in target.primal_axes])
-    return np.ascontiguousarray(_from_primal(primal, target))
+    return _from_primal(primal, target)
 
 
 def layout_transform_shape(shape: Sequence[int], src: str, dst: str) -> tuple[int, ...]:
@@ -758,5 +764,6 @@ __all__ = [
     "layout_transform_shape",
     "parse_blocked_kernel_layout",
     "parse_blocked_layout",
+    "relaid",
     "transform_layout",
 ]
