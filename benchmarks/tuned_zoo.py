@@ -2,6 +2,10 @@
 
     python benchmarks/tuned_zoo.py --trials 32 --db zoo.jsonl
     python benchmarks/tuned_zoo.py resnet18 mobilenet_v2 --trials 64 --db zoo.jsonl --threads 1 2
+    python benchmarks/tuned_zoo.py benchmarks/.torch_corpus/bert.dynamo.torch-2.13.0+cpu.onnx
+
+A model is a zoo name or an ONNX file with static input shapes (such as the exports
+`benchmarks/torch_corpus.py` caches in `benchmarks/.torch_corpus/`), named by its stem.
 
 First each model is tuned (`tune_model`: its distinct kernels are the tasks, sharing the
 `--trials` budget by their share of the model's work; candidates timed on
@@ -153,7 +157,10 @@ def print_table(entries: list[Entry], threads: int, statistic: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="*", help=f"zoo names (default: all: {', '.join(zoo.zoo_names())})")
+    parser.add_argument(
+        "models", nargs="*",
+        help=f"zoo names or .onnx files (default: the zoo: {', '.join(zoo.zoo_names())})",
+    )
     parser.add_argument("--trials", type=int, default=32, help="candidates per model, shared by its tasks")
     parser.add_argument("--db", default="tuned_zoo.jsonl", help="the tuning log (resumed)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="thread counts timed")
@@ -171,10 +178,20 @@ def main() -> None:
     parser.add_argument("--no-tune", action="store_true", help="measure with the log as it is")
     args = parser.parse_args()
     names = args.models or list(zoo.zoo_names())
+    entries = []
     for name in names:
-        if name not in zoo.zoo_names():
-            parser.error(f"unknown zoo model '{name}' ({', '.join(zoo.zoo_names())})")
-    entries = [Entry(name, zoo.build_model(name, seed=args.seed)) for name in names]
+        if name.endswith(".onnx"):
+            if not os.path.isfile(name):
+                parser.error(f"{name}: no such file")
+            stem = os.path.basename(name)[: -len(".onnx")]
+            entries.append(Entry(stem.split(".")[0], onnx.load(name)))
+        elif name in zoo.zoo_names():
+            entries.append(Entry(name, zoo.build_model(name, seed=args.seed)))
+        else:
+            parser.error(
+                f"unknown model '{name}': not an .onnx file nor a zoo model "
+                f"({', '.join(zoo.zoo_names())})"
+            )
     seconds_path = args.db + ".seconds.json"
     seconds = load_seconds(seconds_path)
     print(f"{args.trials} trials a model, log {args.db}", flush=True)
