@@ -39,8 +39,6 @@ Parallel loops nested in an outlined loop run serially inside its body.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from xdsl.dialects import arith, func, llvm, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -77,6 +75,7 @@ from strato.targets.llvm.type_conversion import (
     llvm_type,
     memref_size_in_bytes,
 )
+from strato.walk import ops_under
 
 PRIVATE_STACK_LIMIT = 1 << 20
 """Most bytes of private buffers one task puts on its thread's stack (threads get 8 MiB
@@ -137,23 +136,6 @@ def _outermost_parallel_loops(function: func.FuncOp) -> list[ForOp]:
     return found
 
 
-def _is_inside(op: Operation, ancestor: Operation) -> bool:
-    current: Operation | None = op
-    while current is not None:
-        if current is ancestor:
-            return True
-        current = current.parent_op()
-    return False
-
-
-def _defined_inside(value: SSAValue, ancestor: Operation) -> bool:
-    owner = value.owner
-    if isinstance(owner, Block):
-        parent = owner.parent_op()
-        return parent is not None and _is_inside(parent, ancestor)
-    return _is_inside(owner, ancestor)
-
-
 def _fits_a_slot(type_: Attribute) -> bool:
     if isinstance(type_, MemRefType | IndexType | llvm.LLVMPointerType):
         return True
@@ -188,12 +170,32 @@ class _Outliner:
         self.function = function
         self.loop = loop
         self.threads = threads
+        self._walked: list[Operation] | None = None
+        self._walked_set: set[Operation] | None = None
         self.private = self._private_buffers(local)
 
     # -- what the body needs ---------------------------------------------------------------
 
-    def _ops(self) -> Iterator[Operation]:
-        return self.loop.walk()
+    def _ops(self) -> list[Operation]:
+        """The loop and every op nested in it, in walk order (found once: the outliner
+        reads them several times before it moves them)."""
+        if self._walked is None:
+            self._walked = ops_under(self.loop)
+        return self._walked
+
+    def _inside(self, op: Operation) -> bool:
+        """Whether `op` is the loop or nested in it."""
+        if self._walked_set is None:
+            self._walked_set = set(self._ops())
+        return op in self._walked_set
+
+    def _defined_inside(self, value: SSAValue) -> bool:
+        """Whether `value` is a result or block argument of the loop or of an op in it."""
+        owner = value.owner
+        if isinstance(owner, Block):
+            parent = owner.parent_op()
+            return parent is not None and self._inside(parent)
+        return self._inside(owner)
 
     def can_outline(self) -> bool:
         for op in self._ops():
@@ -211,11 +213,11 @@ class _Outliner:
         it (besides their deallocation)."""
         private: list[memref.AllocOp] = []
         for op in local:
-            if _is_inside(op, self.loop):
+            if self._inside(op):
                 continue
             users = [use.operation for use in op.memref.uses]
-            inside = [user for user in users if _is_inside(user, self.loop)]
-            others = [user for user in users if not _is_inside(user, self.loop)]
+            inside = [user for user in users if self._inside(user)]
+            others = [user for user in users if not self._inside(user)]
             if inside and all(isinstance(user, memref.DeallocOp) for user in others):
                 private.append(op)
         return private
@@ -228,7 +230,7 @@ class _Outliner:
         captures: list[SSAValue] = []
         for op in self._ops():
             for operand in op.operands:
-                if operand in seen or operand in private or _defined_inside(operand, self.loop):
+                if operand in seen or operand in private or self._defined_inside(operand):
                     continue
                 seen.add(operand)
                 if isinstance(operand.owner, _REBUILT):
@@ -284,7 +286,7 @@ class _Outliner:
         rebuilt: set[SSAValue] = set()
         for op in self._ops():
             for operand in op.operands:
-                if operand in mapping or operand in rebuilt or _defined_inside(operand, loop):
+                if operand in mapping or operand in rebuilt or self._defined_inside(operand):
                     continue
                 owner = operand.owner
                 assert isinstance(owner, _REBUILT), f"uncaptured value of {owner}"
@@ -293,7 +295,7 @@ class _Outliner:
                 mapping[operand] = clone.results[0]
                 rebuilt.add(operand)
         for outer, inner in mapping.items():
-            outer.replace_uses_with_if(inner, lambda use: _is_inside(use.operation, loop))
+            outer.replace_uses_with_if(inner, lambda use: self._inside(use.operation))
 
         # iterations begin..end are the induction values lb + step * [begin, end)
         step = arith.ConstantOp(IntegerAttr(loop.step.data, IndexType()))
