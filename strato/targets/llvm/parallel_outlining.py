@@ -170,24 +170,17 @@ class _Outliner:
         self.function = function
         self.loop = loop
         self.threads = threads
-        self._walked: list[Operation] | None = None
-        self._walked_set: set[Operation] | None = None
+        # the loop and every op nested in it, in walk order, found once: the outliner
+        # reads them several times before it moves them
+        self.ops = ops_under(loop)
+        self._inside_ops = set(self.ops)
         self.private = self._private_buffers(local)
 
     # -- what the body needs ---------------------------------------------------------------
 
-    def _ops(self) -> list[Operation]:
-        """The loop and every op nested in it, in walk order (found once: the outliner
-        reads them several times before it moves them)."""
-        if self._walked is None:
-            self._walked = ops_under(self.loop)
-        return self._walked
-
     def _inside(self, op: Operation) -> bool:
         """Whether `op` is the loop or nested in it."""
-        if self._walked_set is None:
-            self._walked_set = set(self._ops())
-        return op in self._walked_set
+        return op in self._inside_ops
 
     def _defined_inside(self, value: SSAValue) -> bool:
         """Whether `value` is a result or block argument of the loop or of an op in it."""
@@ -198,7 +191,7 @@ class _Outliner:
         return self._inside(owner)
 
     def can_outline(self) -> bool:
-        for op in self._ops():
+        for op in self.ops:
             if isinstance(op, func.CallOp | llvm.CallOp):
                 return False
             if isinstance(op, memref.AllocOp) and not is_stack_buffer(op.memref.type):
@@ -228,7 +221,7 @@ class _Outliner:
         private = {op.memref for op in self.private}
         seen: set[SSAValue] = set()
         captures: list[SSAValue] = []
-        for op in self._ops():
+        for op in self.ops:
             for operand in op.operands:
                 if operand in seen or operand in private or self._defined_inside(operand):
                     continue
@@ -284,7 +277,7 @@ class _Outliner:
             entry.add_op(copy)
             mapping[alloc.memref] = copy.results[0]
         rebuilt: set[SSAValue] = set()
-        for op in self._ops():
+        for op in self.ops:
             for operand in op.operands:
                 if operand in mapping or operand in rebuilt or self._defined_inside(operand):
                     continue
