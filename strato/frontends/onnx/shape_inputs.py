@@ -22,6 +22,8 @@ from typing import Any
 import onnx
 from onnx import helper
 
+from strato.frontends.onnx.raw_data import raw_data
+
 MAX_INLINE_BYTES = 4096
 """Initializers up to this size keep their data (shape inference may read them)."""
 
@@ -40,8 +42,9 @@ _TYPED_FIELDS = (
 def _stands_in(tensor: onnx.TensorProto) -> bool:
     """Whether `tensor` is large and its data is what the checker would accept: raw bytes
     in the model, no typed field beside them, exactly the size its shape and (byte-sized)
-    element type ask for."""
-    raw = len(tensor.raw_data)
+    element type ask for. Its bytes are read through `raw_data.raw_data`: within a
+    compilation the cache key has read them already, and the importer reads them next."""
+    raw = len(raw_data(tensor))
     if raw <= MAX_INLINE_BYTES or tensor.data_location == onnx.TensorProto.EXTERNAL:
         return False
     if any(len(getattr(tensor, field)) for field in _TYPED_FIELDS):
