@@ -159,6 +159,24 @@ def test_kernel_symbols_name_what_they_compute():
     )
 
 
+def test_a_taken_kernel_leaves_its_declaration_and_keeps_its_key():
+    """`take=True` moves the kernel into its unit (no copy) and leaves a declaration of
+    the same name and type; the key is the one a copied unit has."""
+    module = _scheduled()
+    kernel = next(
+        op for op in module.ops if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes
+    )
+    name, signature = kernel.sym_name.data, kernel.function_type
+    copied = kernel_objects.kernel_unit(module, kernel, BUILD)
+    taken = kernel_objects.kernel_unit(module, kernel, BUILD, take=True)
+    assert taken.key == copied.key
+    assert kernel.parent_op() is taken.module
+    left = [op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name]
+    assert len(left) == 1 and left[0] is not kernel
+    assert left[0].is_declaration and left[0].function_type == signature
+    assert KERNEL_ATTR not in left[0].attributes
+
+
 @pytest.mark.parametrize("name", ["mlp", "transformer", "dcgan"])
 def test_the_kernel_digest_tells_kernels_apart_as_their_printed_key_does(name):
     """`kernel_digest` (a walk, what keys compiled objects) and `kernel_key` (the

@@ -158,10 +158,13 @@ class KernelUnit:
 
 
 def kernel_unit(
-    module: ModuleOp, kernel: func.FuncOp, build: KernelBuild
+    module: ModuleOp, kernel: func.FuncOp, build: KernelBuild, *, take: bool = False
 ) -> KernelUnit:
     """`kernel` and the globals and functions it refers to, cloned into a module of
-    their own, with its key (see the module docstring)."""
+    their own, with its key (see the module docstring). With `take`, the kernel itself
+    is moved there instead of cloned, and a declaration of the same name and type takes
+    its place in `module` (what the entry's calls and `build.call_compiled_kernels`
+    need of it)."""
     symbols = {
         op.sym_name.data: op
         for op in module.ops
@@ -183,7 +186,18 @@ def kernel_unit(
                         needed.append(name)
                         pending.append(symbols[name])
     others = [symbols[name].clone() for name in sorted(needed)]
-    unit = ModuleOp([*others, kernel.clone()])
+    if take:
+        block = kernel.parent_block()
+        assert block is not None
+        signature = kernel.function_type
+        block.insert_op_before(
+            func.FuncOp.external(
+                kernel.sym_name.data, signature.inputs.data, signature.outputs.data
+            ),
+            kernel,
+        )
+        block.detach_op(kernel)
+    unit = ModuleOp([*others, kernel if take else kernel.clone()])
     digest = hashlib.sha256()
     digest.update(
         f"{KERNEL_FORMAT} {KERNEL_FORMAT_VERSION}\n{build.describe()}\n".encode()
@@ -389,7 +403,7 @@ def schedule_and_compile_kernels(
     of `jobs` processes: kernel name -> what became of it. The scheduling of one kernel
     does not depend on the others', so the kernels are scheduled where they are
     compiled, in parallel, and the schedule's time is shared by the processes too.
-    The module's kernels are consumed (left scheduled or not). `progress(done, total)`
+    Each of the module's kernels is replaced by a declaration of its name and type. `progress(done, total)`
     hears how many kernels are done."""
     names = [
         op.sym_name.data
@@ -445,7 +459,8 @@ def _schedule_and_compile(
         for op in ops_under(kernel)
         if isinstance(op, memref.AllocOp) and isinstance(op.memref.type, MemRefType)
     )
-    unit = kernel_unit(module, kernel, build)
+    # the scheduled kernel is needed only here: moved to its unit rather than copied
+    unit = kernel_unit(module, kernel, build, take=True)
     check_buffer_sizes(unit.module)
     found = _cached(unit.key) if cache else None
     clock.lap("kernel key")
