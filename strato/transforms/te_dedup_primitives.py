@@ -43,12 +43,16 @@ from strato.dialects import te
 from strato.transforms.loop_dedup_kernels import merge_equal_symbols
 
 _VALUE_NAME = re.compile(r"%[\w.$-]+")
+_PLACEHOLDER_NAME = re.compile(r'(te\.placeholder )"(?:[^"\\]|\\.)*"')
 
 
 def primitive_text(primitive: te.PrimitiveOp) -> str:
-    """The primitive's text without its own name, its values numbered in order of
-    appearance: equal for primitives that compute the same thing."""
+    """The primitive's text without its own name or its placeholders' names, its values
+    numbered in order of appearance: equal for primitives that compute the same thing.
+    A placeholder's name only names the kernel's argument (each ResNet block's
+    convolution reads its own "relu" or "max_pool2d"), as a value's does."""
     text = str(primitive).replace(f"@{primitive.sym_name.data}", "@p", 1)
+    text = _PLACEHOLDER_NAME.sub(r'\1""', text)
     numbers: dict[str, str] = {}
     return _VALUE_NAME.sub(lambda m: numbers.setdefault(m.group(0), f"%{len(numbers)}"), text)
 

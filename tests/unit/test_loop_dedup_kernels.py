@@ -57,17 +57,29 @@ def test_copies_merge_back_and_results_stay(program: LoweredProgram):
 
 
 def test_resnet18_compiles_its_repeated_blocks_once():
-    """ResNet-18's 24 kernels are 19 distinct ones; the llvm target schedules and compiles
-    19, and the model computes what it did."""
+    """ResNet-18's repeated blocks, lowered without te-dedup-primitives (which merges
+    them first in the llvm target's pipeline), are kernels equal up to names: each is
+    kept once, every call goes to it, and te-dedup-primitives finds the same ones."""
     from strato import zoo
     from strato.frontends.onnx import import_onnx
-    from strato.targets.registry import get_target, run_stages
+    from strato.targets.registry import Stage, get_target, run_stages
+    from strato.transforms.te_dedup_primitives import TeDedupPrimitivesPass
 
-    module = import_onnx(zoo.build_model("resnet18", image_size=32, width=8, num_classes=10)).module
+    model = zoo.build_model("resnet18", image_size=32, width=8, num_classes=10)
     target = get_target("llvm -threads=1")
-    run_stages(target.lowering_stages(), module)
+    stages = target.lowering_stages()
+    without_te_dedup = tuple(
+        Stage(s.name, tuple(p for p in s.passes if not isinstance(p, TeDedupPrimitivesPass)), s.check)
+        for s in stages
+    )
+    module = import_onnx(model).module
+    run_stages(without_te_dedup, module)
     before = len(_kernels(module))
     replaced = dedup_kernels(module)
     assert len(_kernels(module)) == before - len(replaced) < before
+    merged_first = import_onnx(model).module
+    run_stages(stages, merged_first)
+    assert dedup_kernels(merged_first) == {}
+    assert str(merged_first) == str(module)
     calls = {op.callee.root_reference.data for op in module.walk() if isinstance(op, func.CallOp)}
     assert calls == {k.sym_name.data for k in _kernels(module)}

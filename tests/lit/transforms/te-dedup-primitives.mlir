@@ -1,7 +1,7 @@
 // RUN: strato-opt %s -p te-dedup-primitives | filecheck %s
 
-// Two primitives equal up to their names (and their values') become the first; every
-// call goes to it. One that computes something else (another constant) stays.
+// Two primitives equal up to their names (and their values' and placeholders') become
+// the first; every call goes to it. One that computes something else (another constant) stays.
 // CHECK-LABEL:   te.primitive @scale_1 {
 // CHECK-NOT:     te.primitive @scale_2
 // CHECK:         te.primitive @scale_3 {
@@ -20,7 +20,7 @@ te.primitive @scale_1 {
   te.output %0 : tensor<4xf32>
 }
 te.primitive @scale_2 {
-  %p = te.placeholder "t0" : tensor<4xf32>
+  %p = te.placeholder "input" : tensor<4xf32>
   %s = te.compute "scale" (%k) : tensor<4xf32> {
     %v = te.read %p[%k] : tensor<4xf32>
     %c = arith.constant 3.0 : f32
