@@ -106,6 +106,7 @@ def compile_model(
     compile_target = resolve_target(target, fast_math=fast_math, threads=threads)
     shapes = check_input_shapes(input_shapes)
     tuning_log = _tuning_log(tuning)
+    compile_target.prepare()
     # the cache key and the importer read the weights' bytes once between them
     with raw_data.sharing():
         key = None

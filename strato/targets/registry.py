@@ -284,6 +284,11 @@ class Target:
         them)."""
         raise NotImplementedError
 
+    def prepare(self) -> None:
+        """Start, in the background, what this target's builds and compiled models need
+        whatever the model (a JIT's runtime); `strato.compile` calls it first. Nothing by
+        default."""
+
     def build_passes(self) -> tuple[ModulePass, ...]:
         """The passes `build` applies to what the stages leave, as `strato-opt -p` runs
         them on a whole module (the build may apply them to each kernel apart); none by

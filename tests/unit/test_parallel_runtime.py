@@ -352,3 +352,43 @@ def test_a_bad_thread_count_on_the_command_line_is_one_line(argv, fragment, caps
     assert strato_cli.main(argv) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0]
+
+
+# -- the runtime prepared in a thread while a compile starts ----------------------------------
+
+_PREPARED_THEN_FORKED = """
+import os, sys
+import numpy as np
+import strato
+from strato import zoo
+from strato.targets.llvm import jit
+from strato.targets.registry import get_target
+
+get_target("llvm -threads=2").prepare()  # what strato.compile does first
+pid = os.fork()  # at once: the fork waits for the thread, never inherits it half done
+if pid == 0:
+    model = strato.compile(zoo.build_model("mlp", seed=0), threads=2)
+    x = np.ones(model.signature.inputs[0].shape, np.float32)
+    os._exit(0 if np.isfinite(model(x)).all() else 1)
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0, status
+assert not jit._PREPARING.is_alive()
+model = strato.compile(zoo.build_model("mlp", seed=0), threads=2)
+print("ok")
+"""
+
+
+def test_a_fork_right_after_prepare_waits_for_the_runtime_thread(tmp_path):
+    """`LLVMTarget.prepare` compiles the runtime in a thread; a process forked while it
+    runs gets it finished (the fork waits), and compiles and runs a model, as does the
+    parent."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "STRATO_CACHE_DIR": str(tmp_path), "STRATO_CACHE": "0"}
+    result = subprocess.run(
+        [sys.executable, "-c", _PREPARED_THEN_FORKED],
+        check=False, capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

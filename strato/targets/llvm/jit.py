@@ -19,8 +19,11 @@ defines the symbols inside the object file.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
+import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -69,8 +72,49 @@ class JitError(StratoError):
     """LLVM IR that does not parse or verify, or a symbol the JIT cannot resolve."""
 
 
-@cache
+_PREPARING: threading.Thread | None = None
+_PREPARING_LOCK = threading.Lock()
+
+
+def prepare_c_runtime() -> None:
+    """Start `_load_c_runtime` in a thread of its own, once per process. It is mostly
+    LLVM compiling the parallel runtime, which releases the GIL: it then costs a compile
+    nothing, done beside the import and the graph passes on a core they leave idle. The
+    first `_load_c_runtime` after it waits for it, and so does a fork."""
+    global _PREPARING
+    with _PREPARING_LOCK:
+        if _PREPARING is None and not _load_c_runtime_once.cache_info().currsize:
+            _PREPARING = threading.Thread(
+                target=_prepare, name="strato-prepare-runtime", daemon=True
+            )
+            _PREPARING.start()
+
+
+def _prepare() -> None:
+    # a failure is raised where it matters: by the next _load_c_runtime, in its caller
+    with contextlib.suppress(Exception):
+        _load_c_runtime_once()
+
+
+def _wait_prepared() -> None:
+    """Wait for the thread `prepare_c_runtime` started, if any (not from itself)."""
+    preparing = _PREPARING
+    if preparing is not None and preparing is not threading.current_thread():
+        preparing.join()
+
+
+# a process forked while LLVM compiles in that thread could inherit LLVM's locks held
+os.register_at_fork(before=_wait_prepared)
+
+
 def _load_c_runtime() -> None:
+    """`_load_c_runtime_once`, once the thread `prepare_c_runtime` started is done."""
+    _wait_prepared()
+    _load_c_runtime_once()
+
+
+@cache
+def _load_c_runtime_once() -> None:
     """Make the C library and libm visible to the JIT's symbol resolution (they are
     in the process already; this makes the lookup independent of how Python was
     linked)."""

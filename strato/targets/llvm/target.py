@@ -246,6 +246,15 @@ class LLVMTarget(Target):
         looks at the scheduled IR."""
         return type(self).build is LLVMTarget.build
 
+    def prepare(self) -> None:
+        """The JIT's C and parallel runtimes, loaded and compiled in a thread while the
+        model is imported and lowered (`jit.prepare_c_runtime`), for code that runs here."""
+        from strato.targets.llvm.host import runs_here
+        from strato.targets.llvm.jit import prepare_c_runtime
+
+        if runs_here(self.machine):
+            prepare_c_runtime()
+
     def build_passes(self) -> tuple[ModulePass, ...]:
         from strato.targets.llvm.convert_loops_to_llvm import ConvertLoopsToLLVMPass
 
