@@ -57,12 +57,12 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 
 from strato.context import STRATO_DIALECTS, UPSTREAM_DIALECTS
-from strato.dialects import graph, te
 from strato.diagnostics import StratoError
+from strato.dialects import graph, te
 from strato.legality import check_legal
 from strato.strategies import strategy_for
 from strato.strategies.builder import PrimitiveBuilder
-from strato.transforms.graph_plan_memory import ARENA_OFFSETS_ATTR
+from strato.transforms.graph_plan_memory import ARENA_OFFSETS_ATTR, IN_PLACE_ATTR
 
 
 class SymbolNamer:
@@ -147,9 +147,9 @@ class GraphOpLowering(RewritePattern):
             primitive = build_primitive(name, [op], list(op.operands), list(op.results))
         rewriter.insert(primitive, InsertPoint.before(top))
         call = te.CallOp(name, list(op.operands), [r.type for r in op.results])
-        offsets = op.attributes.get(ARENA_OFFSETS_ATTR)
-        if offsets is not None:
-            call.attributes[ARENA_OFFSETS_ATTR] = offsets
+        for attr in (ARENA_OFFSETS_ATTR, IN_PLACE_ATTR):
+            if attr in op.attributes:
+                call.attributes[attr] = op.attributes[attr]
         rewriter.replace(op, call)
 
 

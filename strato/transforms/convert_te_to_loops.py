@@ -86,7 +86,7 @@ small lowering class (`ComputeOpLowering`, `CallOpLowering`, ...) that the walk 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.builder import Builder
@@ -143,6 +143,7 @@ from strato.transforms.graph_plan_memory import (
     ALIGNMENT,
     ARENA_BYTES_ATTR,
     ARENA_OFFSETS_ATTR,
+    IN_PLACE_ATTR,
     Buffer,
     lifetime,
     live_overlap,
@@ -616,13 +617,23 @@ class Arena:
 
     size: int
     offsets: dict[SSAValue, int]
+    in_place: frozenset[Operation] = frozenset()
+    """The calls of concatenations done in place: their inputs are where they read
+    them, so they are not called."""
 
     @staticmethod
     def of(function: func.FuncOp, returned: Sequence[SSAValue]) -> Arena:
         """The checked plan recorded on `function` (`arena_bytes`) and its calls
-        (`arena_offsets`); an empty arena when the function has no plan."""
+        (`arena_offsets`, `in_place`); an empty arena when the function has no plan."""
         size_attr = function.attributes.get(ARENA_BYTES_ATTR)
         if size_attr is None:
+            for op in function.body.block.ops:
+                if IN_PLACE_ATTR in op.attributes:
+                    raise StratoError(
+                        f"'{op.name}' is marked {IN_PLACE_ATTR} but @{function.sym_name.data} "
+                        "has no memory plan; rerun graph-plan-memory",
+                        op=op,
+                    )
             return Arena(0, {})
         name = function.sym_name.data
         if not isinstance(size_attr, IntegerAttr) or size_attr.value.data < 0:
@@ -641,7 +652,11 @@ class Arena:
                 _check_offset(op, offset, tensor_bytes(result), size, result in returned)
                 start, end = lifetime(result, position)
                 buffers.append(Buffer(result, tensor_bytes(result), start, end, offset))
-        clash = live_overlap(buffers)
+        offsets = {b.value: b.offset for b in buffers}
+        in_place = [op for op in block.ops if IN_PLACE_ATTR in op.attributes]
+        for op in in_place:
+            _check_in_place(op, offsets)
+        clash = live_overlap(buffers, _in_place_groups(in_place))
         if clash is not None:
             first, second = clash
             raise StratoError(
@@ -650,7 +665,47 @@ class Arena:
                 f"{second.offset}..{second.offset + second.size}); rerun graph-plan-memory",
                 op=second.value.owner,  # type: ignore[arg-type]
             )
-        return Arena(size, {b.value: b.offset for b in buffers})
+        return Arena(size, offsets, frozenset(in_place))
+
+
+def _in_place_groups(in_place: Sequence[Operation]) -> dict[SSAValue, int]:
+    """Each value an in-place concatenation reads or is -> a number naming the values
+    connected to it by such concatenations (one group of the plan)."""
+    parent: dict[SSAValue, SSAValue] = {}
+
+    def root(value: SSAValue) -> SSAValue:
+        while parent.setdefault(value, value) is not value:
+            value = parent[value]
+        return value
+
+    for op in in_place:
+        for operand in op.operands:
+            parent[root(operand)] = root(op.results[0])
+    roots: dict[SSAValue, int] = {}
+    return {value: roots.setdefault(root(value), len(roots)) for value in list(parent)}
+
+
+def _check_in_place(op: Operation, offsets: Mapping[SSAValue, int]) -> None:
+    """A concatenation marked in place: its result and inputs are in the arena, each
+    input at its run of the result's bytes."""
+    if not _is_tensor_call(op) or len(op.results) != 1 or op.results[0] not in offsets:
+        raise StratoError(
+            f"only a call with one result in the arena can be {IN_PLACE_ATTR}", op=op
+        )
+    at = offsets[op.results[0]]
+    for n, operand in enumerate(op.operands):
+        if offsets.get(operand) != at:
+            raise StratoError(
+                f"the memory plan marks this concatenation {IN_PLACE_ATTR}, but its input "
+                f"{n} is not at byte {at} of the arena (its run of the result); rerun "
+                "graph-plan-memory",
+                op=op,
+            )
+        at += tensor_bytes(operand)
+    if at != offsets[op.results[0]] + tensor_bytes(op.results[0]):
+        raise StratoError(
+            f"an {IN_PLACE_ATTR} concatenation's inputs must fill its result", op=op
+        )
 
 
 def _planned_offsets(op: Operation) -> list[int]:
@@ -777,6 +832,10 @@ class FunctionLowering:
                 break
             if isinstance(op, arith.ConstantOp) and isinstance(op.result.type, TensorType):
                 values[op.result] = constants.lower(op, function, builder)
+            elif op in arena.in_place:
+                # its inputs were written where it reads: its result is their bytes
+                (result,) = op.results
+                values[result] = self._view(arena_buffer, arena.offsets[result], result, op, builder)
             elif _is_tensor_call(op):
                 destinations = []
                 for result in op.results:
@@ -836,7 +895,12 @@ def lower_te_to_loops(module: ModuleOp) -> None:
     names = SymbolNames(module)
     primitives = PrimitiveOpLowering()
     functions = FunctionLowering(names)
+    uncalled = _called_in_place_only(module)
     for op in list(module.ops):
+        if isinstance(op, te.PrimitiveOp) and op.sym_name.data in uncalled:
+            module.body.block.detach_op(op)  # a concatenation done in place: no kernel
+            op.erase(safe_erase=False)
+            continue
         if isinstance(op, te.PrimitiveOp):
             lowered = primitives.lower(op)
         elif isinstance(op, func.FuncOp) and (_is_tensor_function(op) or _calls_te(op)):
@@ -846,6 +910,17 @@ def lower_te_to_loops(module: ModuleOp) -> None:
         module.body.block.insert_op_before(lowered, op)
         module.body.block.detach_op(op)
         op.erase(safe_erase=False)
+
+
+def _called_in_place_only(module: ModuleOp) -> set[str]:
+    """The primitives every call of which is marked in place (and so not made)."""
+    in_place: set[str] = set()
+    other: set[str] = set()
+    for op in module.walk():
+        if isinstance(op, te.CallOp):
+            name = op.callee.string_value()
+            (in_place if IN_PLACE_ATTR in op.attributes else other).add(name)
+    return in_place - other
 
 
 def lower_te_text(text: str) -> ModuleOp:

@@ -5,7 +5,10 @@ The rules are those of the TVM paper:
 - injective ops fuse into the input of a reduction (the reduction ends the group);
 - element-wise ops fuse into the output of an out-elementwise-fusable op (conv2d, dense,
   matmul), which anchors the group;
-- opaque ops (and constants) are never fused.
+- opaque ops (and constants) are never fused;
+- a concatenation graph-plan-memory may do in place (`concat_in_place_candidate`: its
+  inputs laid out as runs of its bytes) is a kernel of its own, so that their kernels
+  can write them there.
 
 An op joins the group of the producer of one of its operands only when that producer's
 result is used by this op alone, so no intermediate of a group is needed outside it. A
@@ -44,6 +47,7 @@ from xdsl.traits import IsTerminator
 
 from strato.dialects import graph
 from strato.dialects.graph import PatternKind, pattern_kind_of
+from strato.transforms.graph_plan_memory import concat_in_place_candidate
 
 _ELEMENTWISE = (PatternKind.INJECTIVE, PatternKind.BROADCAST)
 
@@ -113,11 +117,15 @@ def plan_fusion(block: Block) -> list[FusionGroup]:
     for op in block.ops:
         if not isinstance(op, graph.GraphOp) or isinstance(op, graph.ConstantOp):
             continue
-        target = _choose_group(op, group_of)
+        in_place = concat_in_place_candidate(op)
+        target = None if in_place else _choose_group(op, group_of)
         if target is None:
             target = FusionGroup()
             groups.append(target)
         target.add(op)
+        if in_place:
+            # a kernel of its own, which graph-plan-memory may make a no-op
+            target.closed = True
         group_of[op] = target
     return groups
 

@@ -17,6 +17,19 @@ The plan is what runs: convert-graph-to-te carries `arena_offsets` to the `te.ca
 and convert-te-to-loops allocates one arena of `arena_bytes` in the function and gives
 each intermediate a `memref.view` of it at its offset (checking the plan again there).
 
+A concatenation whose result's dimensions before its axis are all 1 (a batch of one
+along the channels, blocked or not) lays each input out as one contiguous run of its
+bytes. Such a `graph.concat` of intermediates (`concat_in_place_candidate`, which
+graph-fuse-ops leaves in a kernel of its own) is done in place when it can be: each
+input is placed at its run of the concatenation's bytes, so the kernel that computes an
+input writes it where the concatenation reads it, and the concatenation, marked
+`in_place`, copies nothing (convert-te-to-loops calls no kernel for it). Values placed
+so form one block of the arena, reserved from the first of them is made to the last
+read of any: a DenseNet block's concatenations, each of the features so far, are all
+views of the last one's bytes, every feature written once. A concatenation that would
+place a value at two different positions, or two written values at overlapping bytes,
+copies as any kernel does.
+
 Requires: functions of graph ops (run after graph-fuse-ops so kernels are groups).
 Leaves illegal: nothing.
 
@@ -46,7 +59,14 @@ from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DenseArrayBase, IntegerAttr, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import (
+    DenseArrayBase,
+    IntegerAttr,
+    ModuleOp,
+    TensorType,
+    UnitAttr,
+    i64,
+)
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
@@ -63,6 +83,9 @@ ARENA_BYTES_ATTR = "arena_bytes"
 """On a function: the size of its arena in bytes."""
 INTERMEDIATE_BYTES_ATTR = "intermediate_bytes"
 """On a function: the bytes its intermediates would take if allocated one by one."""
+IN_PLACE_ATTR = "in_place"
+"""On a `graph.concat` (and the `te.call` it becomes): its inputs are placed at their
+runs of its bytes, so it computes nothing."""
 
 
 @dataclass
@@ -133,20 +156,136 @@ def lifetime(value: SSAValue, position: Mapping[Operation, int]) -> tuple[int, i
     return start, end
 
 
-def live_overlap(buffers: Sequence[Buffer]) -> tuple[Buffer, Buffer] | None:
-    """Two buffers alive at the same time whose bytes overlap, if there are any."""
+def live_overlap(
+    buffers: Sequence[Buffer], views: Mapping[SSAValue, int] | None = None
+) -> tuple[Buffer, Buffer] | None:
+    """Two buffers alive at the same time whose bytes overlap, if there are any. A
+    value of `views` (a concatenation done in place, which nothing writes; mapped to its
+    group: see the module docstring) may overlap another of the same group."""
+    views = views or {}
     ordered = sorted(buffers, key=lambda b: b.start)
     for n, buffer in enumerate(ordered):
         for other in ordered[n + 1 :]:
             if other.start > buffer.end:
                 break
+            if (buffer.value in views or other.value in views) and views.get(
+                buffer.value, -1
+            ) == views.get(other.value, -2):
+                continue
             if buffer.overlaps(other):
                 return buffer, other
     return None
 
 
+def concat_slices(op: Operation) -> list[int] | None:
+    """The byte offset of each input's run in the result of `op`, when `op` is a
+    concatenation that lays every input out as one contiguous, aligned run of its bytes
+    (every dimension before its axis is 1); else None."""
+    if not isinstance(op, graph.ConcatOp) or len(op.inputs) < 2:
+        return None
+    type_ = op.result.type
+    if not isinstance(type_, TensorType) or any(d != 1 for d in type_.get_shape()[: op.axis_value]):
+        return None
+    offsets, offset = [], 0
+    for value in op.inputs:
+        size = tensor_bytes(value)
+        if size == 0 or offset % ALIGNMENT != 0:
+            return None
+        offsets.append(offset)
+        offset += size
+    return offsets
+
+
+def concat_in_place_candidate(op: Operation) -> bool:
+    """Whether graph-plan-memory may do the concatenation `op` in place (see the module
+    docstring): its inputs are distinct results of kernels of the same block, and
+    neither they nor its result are function results."""
+    if concat_slices(op) is None:
+        return False
+    assert isinstance(op, graph.ConcatOp)
+    block = op.parent_block()
+    if len(set(op.inputs)) != len(op.inputs):
+        return False
+    for value in (*op.inputs, op.result):
+        owner = value.owner
+        if (
+            not isinstance(owner, graph.GraphOp)
+            or isinstance(owner, graph.ConstantOp)
+            or owner.parent_block() is not block
+            or any(isinstance(use.operation, func.ReturnOp) for use in value.uses)
+        ):
+            return False
+    return True
+
+
+@dataclass
+class _Group:
+    """Values placed at fixed positions relative to each other (`position`, in bytes),
+    by the concatenations done in place among them; `written` are those a kernel writes
+    (the others are concatenations' results, views of them)."""
+
+    position: dict[SSAValue, int]
+    written: set[SSAValue]
+
+
+def _in_place_groups(
+    function: func.FuncOp, buffers: Mapping[SSAValue, Buffer]
+) -> tuple[list[_Group], list[Operation]]:
+    """The groups the concatenations of `function` done in place form, and those
+    concatenations, in program order."""
+    group_of: dict[SSAValue, _Group] = {}
+    groups: list[_Group] = []
+    done: list[Operation] = []
+    for op in function.body.block.ops:
+        if not concat_in_place_candidate(op):
+            continue
+        assert isinstance(op, graph.ConcatOp)
+        slices = concat_slices(op)
+        assert slices is not None
+        inputs = list(op.inputs)
+        if any(value not in buffers for value in (*inputs, op.result)):
+            continue
+        joined = {id(group_of[v]): group_of[v] for v in inputs if v in group_of}
+        if len(joined) > 1:
+            continue  # two groups already placed apart
+        group = next(iter(joined.values()), None)
+        if group is None:
+            group = _Group({}, set())
+            base = 0
+        else:
+            anchor = next(n for n, v in enumerate(inputs) if v in group_of)
+            base = group.position[inputs[anchor]] - slices[anchor]
+        if any(
+            v in group_of and group.position[v] != base + offset
+            for v, offset in zip(inputs, slices, strict=True)
+        ):
+            continue  # an input already placed elsewhere
+        fresh = [(v, base + offset) for v, offset in zip(inputs, slices, strict=True) if v not in group_of]
+        if any(
+            _bytes_overlap(at, buffers[v].size, group.position[w], buffers[w].size)
+            for v, at in fresh
+            for w in group.written
+        ):
+            continue  # would write over a value of the group
+        for v, at in fresh:
+            group.position[v] = at
+            group.written.add(v)
+            group_of[v] = group
+        group.position[op.result] = base
+        group_of[op.result] = group
+        if not joined:
+            groups.append(group)
+        done.append(op)
+    return groups, done
+
+
+def _bytes_overlap(a: int, a_size: int, b: int, b_size: int) -> bool:
+    return a < b + b_size and b < a + a_size
+
+
 def plan_memory(function: func.FuncOp) -> MemoryPlan:
-    """Lifetimes of the intermediates of `function` and their arena offsets."""
+    """Lifetimes of the intermediates of `function` and their arena offsets, each
+    concatenation done in place (see the module docstring) marked `in_place`."""
     block = function.body.block
     position = {op: n for n, op in enumerate(block.ops)}
     returned = {v for op in block.ops if isinstance(op, func.ReturnOp) for v in op.operands}
@@ -157,8 +296,30 @@ def plan_memory(function: func.FuncOp) -> MemoryPlan:
                 continue
             start, end = lifetime(result, position)
             plan.buffers.append(Buffer(result, tensor_bytes(result), start, end))
+    by_value = {b.value: b for b in plan.buffers}
+    groups, in_place = _in_place_groups(function, by_value)
+    for op in kernels_of(function):
+        op.attributes.pop(IN_PLACE_ATTR, None)
+    for op in in_place:
+        op.attributes[IN_PLACE_ATTR] = UnitAttr()
+    # a group is placed as one buffer spanning its members, alive while any of them is
+    grouped = {v for group in groups for v in group.position}
+    units: list[tuple[Buffer, list[tuple[Buffer, int]]]] = []
+    for buffer in plan.buffers:
+        if buffer.value not in grouped:
+            units.append((buffer, [(buffer, 0)]))
+    for group in groups:
+        low = min(group.position.values())
+        members = [(by_value[v], at - low) for v, at in group.position.items()]
+        span = Buffer(
+            members[0][0].value,
+            max(b.size + at for b, at in members),
+            min(b.start for b, _ in members),
+            max(b.end for b, _ in members),
+        )
+        units.append((span, members))
     placed: list[Buffer] = []
-    for buffer in sorted(plan.buffers, key=lambda b: (-b.size, b.start)):
+    for buffer, members in sorted(units, key=lambda u: (-u[0].size, u[0].start)):
         live = sorted((b for b in placed if b.alive_with(buffer)), key=lambda b: b.offset)
         offset = 0
         for other in live:
@@ -167,6 +328,8 @@ def plan_memory(function: func.FuncOp) -> MemoryPlan:
             offset = max(offset, other.offset + _aligned(other.size))
         buffer.offset = offset
         placed.append(buffer)
+        for member, at in members:
+            member.offset = offset + at
     return plan
 
 
