@@ -109,6 +109,11 @@ class Buffer:
 @dataclass
 class MemoryPlan:
     buffers: list[Buffer] = field(default_factory=list)
+    in_place: list[Operation] = field(default_factory=list)
+    """The concatenations done in place (see the module docstring)."""
+    views: dict[SSAValue, int] = field(default_factory=dict)
+    """Each value placed by them -> the number of its group, whose members may overlap
+    (`live_overlap`)."""
 
     @property
     def arena_bytes(self) -> int:
@@ -284,8 +289,8 @@ def _bytes_overlap(a: int, a_size: int, b: int, b_size: int) -> bool:
 
 
 def plan_memory(function: func.FuncOp) -> MemoryPlan:
-    """Lifetimes of the intermediates of `function` and their arena offsets, each
-    concatenation done in place (see the module docstring) marked `in_place`."""
+    """Lifetimes of the intermediates of `function` and their arena offsets, and the
+    concatenations done in place (see the module docstring)."""
     block = function.body.block
     position = {op: n for n, op in enumerate(block.ops)}
     returned = {v for op in block.ops if isinstance(op, func.ReturnOp) for v in op.operands}
@@ -297,11 +302,8 @@ def plan_memory(function: func.FuncOp) -> MemoryPlan:
             start, end = lifetime(result, position)
             plan.buffers.append(Buffer(result, tensor_bytes(result), start, end))
     by_value = {b.value: b for b in plan.buffers}
-    groups, in_place = _in_place_groups(function, by_value)
-    for op in kernels_of(function):
-        op.attributes.pop(IN_PLACE_ATTR, None)
-    for op in in_place:
-        op.attributes[IN_PLACE_ATTR] = UnitAttr()
+    groups, plan.in_place = _in_place_groups(function, by_value)
+    plan.views = {v: n for n, group in enumerate(groups) for v in group.position}
     # a group is placed as one buffer spanning its members, alive while any of them is
     grouped = {v for group in groups for v in group.position}
     units: list[tuple[Buffer, list[tuple[Buffer, int]]]] = []
@@ -343,10 +345,15 @@ class GraphPlanMemoryPass(ModulePass):
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp) and f.body.blocks]:
             plan = plan_memory(function)
             offsets = {b.value: b.offset for b in plan.buffers}
+            in_place = set(plan.in_place)
             for kernel in kernels_of(function):
                 kernel.attributes[ARENA_OFFSETS_ATTR] = DenseArrayBase.from_list(
                     i64, [offsets.get(r, -1) for r in kernel.results]
                 )
+                if kernel in in_place:
+                    kernel.attributes[IN_PLACE_ATTR] = UnitAttr()
+                else:
+                    kernel.attributes.pop(IN_PLACE_ATTR, None)
             function.attributes[ARENA_BYTES_ATTR] = IntegerAttr(plan.arena_bytes, i64)
             function.attributes[INTERMEDIATE_BYTES_ATTR] = IntegerAttr(
                 plan.intermediate_bytes, i64
