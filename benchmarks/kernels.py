@@ -11,6 +11,8 @@ one intra-op thread for every workload. Speeds are GFLOP/s (2 flops per multiply
 the median CPU time of the calling thread per call, over `--seconds` of repeats after a
 warm-up (thread CPU time, because on a machine shared with other work wall time counts
 the time the core spends on others); the unscheduled nest runs once (it takes seconds). Results are checked against onnxruntime (max relative error).
+`%peak` is the share of one core's fp32 FMA peak, measured first on this machine
+(`strato.bench.machine.fma_peak_gflops`), not computed from nominal figures.
 
 The C1-C12 shapes (H/W, in -> out channels, kernel, stride; "same" padding) are those of
 the TVM paper's ResNet-18 benchmark. OPENBLAS_CORETYPE, when the environment sets it,
@@ -35,12 +37,10 @@ import onnx  # noqa: E402
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from resnet18_layers import CONV_LAYERS  # noqa: E402
 
+from strato.bench.machine import fma_peak_gflops  # noqa: E402
 from strato.frontends.onnx import import_onnx  # noqa: E402
 from strato.runtime.signature import Signature  # noqa: E402
 from strato.targets.registry import get_target, run_stages  # noqa: E402
-
-FMA_PEAK_GFLOPS = 190.0
-"""One core's fp32 FMA peak on the development machine (2 units x 16 lanes x 2 x ~3 GHz)."""
 
 
 @dataclass
@@ -193,7 +193,7 @@ def bench(workload: Workload, seconds: float, unscheduled: bool) -> Row:
     )
 
 
-def print_table(rows: list[Row]) -> None:
+def print_table(rows: list[Row], peak: float) -> None:
     header = (
         f"{'kernel':7s} {'GFLOP':>6s} {'unsched':>8s} {'default':>8s} {'numpy':>8s} "
         f"{'ortrt':>8s} {'def/peer':>8s} {'def/unsch':>9s} {'%peak':>6s} {'max rel err':>11s}"
@@ -212,7 +212,7 @@ def print_table(rows: list[Row]) -> None:
         print(
             f"{row.name:7s} {row.flops / 1e9:6.2f} {unsched} {row.default:8.1f} "
             f"{numpy_text} {row.onnxruntime:8.1f} {row.default / peer:7.2f}x "
-            f"{speedup} {100 * row.default / FMA_PEAK_GFLOPS:5.0f}% {row.error:11.1e}",
+            f"{speedup} {100 * row.default / peak:5.0f}% {row.error:11.1e}",
             flush=True,
         )
     convs = [r for r in rows if r.name in CONV_LAYERS]
@@ -222,7 +222,9 @@ def print_table(rows: list[Row]) -> None:
     for row in rows:
         if row.numpy is not None:
             print(f"GEMM default/numpy: {row.default / row.numpy:.2f}x "
-                  f"(default/onnxruntime {row.default / row.onnxruntime:.2f}x)")  # fmt: skip
+                  f"(default/onnxruntime {row.default / row.onnxruntime:.2f}x); "
+                  f"of the peak: default {100 * row.default / peak:.0f}%, "
+                  f"numpy {100 * row.numpy / peak:.0f}%")  # fmt: skip
 
 
 def main() -> None:
@@ -236,7 +238,9 @@ def main() -> None:
     args = parser.parse_args()
     names = args.kernels or ["GEMM", *CONV_LAYERS]
     rng = np.random.default_rng(args.seed)
-    print(f"single thread; BLAS: {blas_kernel()}", flush=True)
+    peak = fma_peak_gflops()
+    print(f"single thread; BLAS: {blas_kernel()}; one core's fp32 FMA peak, measured: "
+          f"{peak:.1f} GFLOP/s (%peak)", flush=True)  # fmt: skip
     rows: list[Row] = []
     for name in names:
         if name == "GEMM":
@@ -246,7 +250,7 @@ def main() -> None:
         else:
             parser.error(f"unknown kernel '{name}' (GEMM, {', '.join(CONV_LAYERS)})")
         rows.append(bench(workload, args.seconds, not args.no_unscheduled))
-    print_table(rows)
+    print_table(rows, peak)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,17 @@
 """What a `strato bench` result was measured on: the CPU, its cores and features, the
-operating system and Python, and the BLAS/OpenMP environment variables that change speed.
+operating system and Python, and the BLAS/OpenMP environment variables that change speed;
+and what one of its cores can do at most (`fma_peak_gflops`, measured, not assumed).
 
     describe_machine()   # {"cpu": "Intel(R) Xeon(R) ...", "llvm_cpu": "emeraldrapids", ...}
+    fma_peak_gflops()    # 116.0 (one Zen 4 core: its 512-bit FMAs issue at half the rate of 256-bit ones)
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
 import platform
+import time
 
 
 def cpu_model_name() -> str:
@@ -60,3 +64,105 @@ def vector_features(features: list[str]) -> str:
     """The features that decide vector code, for one line of the report."""
     wanted = ("sse4.2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512vnni", "avx512bf16", "avx512fp16", "amx-tile", "neon", "sve")
     return " ".join(f for f in wanted if f in features) or "none of sse4.2/avx/avx512/neon"
+
+
+def _fma_chains_ir(chains: int, lanes: int) -> str:
+    """LLVM IR of `@fma_chains(ptr %out, i64 %steps)`: `chains` independent vectors of
+    `lanes` floats, each stepped `steps` times by v = v * 0.5 + 0.25 (one fused
+    multiply-add), then summed into `out` (so no step is dead)."""
+    vector = f"<{lanes} x float>"
+
+    def splat(value: str) -> str:
+        return "<" + ", ".join([f"float {value}"] * lanes) + ">"
+
+    fma = f"@llvm.fma.v{lanes}f32"
+    lines = [
+        "define void @fma_chains(ptr %out, i64 %steps) {",
+        "entry:",
+        "  br label %loop",
+        "loop:",
+        "  %i = phi i64 [0, %entry], [%next, %loop]",
+    ]
+    lines += [f"  %v{c} = phi {vector} [{splat('1.0')}, %entry], [%w{c}, %loop]" for c in range(chains)]
+    lines += [
+        f"  %w{c} = call {vector} {fma}({vector} %v{c}, {vector} {splat('0.5')}, {vector} {splat('0.25')})"
+        for c in range(chains)
+    ]
+    lines += [
+        "  %next = add i64 %i, 1",
+        "  %more = icmp slt i64 %next, %steps",
+        "  br i1 %more, label %loop, label %exit",
+        "exit:",
+    ]
+    total = "%w0"
+    for c in range(1, chains):
+        lines.append(f"  %s{c} = fadd {vector} {total}, %w{c}")
+        total = f"%s{c}"
+    lines += [
+        f"  store {vector} {total}, ptr %out, align 4",
+        "  ret void",
+        "}",
+        f"declare {vector} {fma}({vector}, {vector}, {vector})",
+    ]
+    return "\n".join(lines)
+
+
+def fma_chains(chains: int | None = None):
+    """The host's FMA-throughput loop, compiled: `(run, lanes, chains)`, `run(steps, out)`
+    stepping every chain `steps` times and writing the chains' sum (`lanes` floats) to
+    the float32 array `out`. Enough chains to hide the FMA's latency on every unit (by
+    default all vector registers but two, at most 24)."""
+    import llvmlite.binding as llvm
+    import numpy as np
+
+    from strato.targets.llvm.host import (
+        host_target,
+        target_machine,
+        vector_lanes,
+        vector_registers,
+    )
+
+    machine = host_target()
+    lanes = vector_lanes(machine)
+    chains = chains or max(1, min(24, vector_registers(machine) - 2))
+    module = llvm.parse_assembly(_fma_chains_ir(chains, lanes))
+    module.verify()
+    engine = llvm.create_mcjit_compiler(module, target_machine(machine, jit=True))
+    engine.finalize_object()
+    function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(engine.get_function_address("fma_chains"))
+
+    def run(steps: int, out: np.ndarray) -> None:
+        assert out.dtype == np.float32 and out.size >= lanes and out.flags.c_contiguous
+        function(out.ctypes.data, steps)
+
+    run.engine = engine  # the code lives as long as `run`
+    return run, lanes, chains
+
+
+def fma_peak_gflops(seconds: float = 0.3) -> float:
+    """One core's fp32 multiply-add peak in GFLOP/s (2 flops per lane per FMA), measured
+    on this machine: the best of several timed runs of `fma_chains` in the calling
+    thread, each about `seconds` / 5 long (thread CPU time, which does not count time
+    other processes take the core). What the vector units sustain, which the nominal
+    figure (units x lanes x clock) often is not: a Zen 4 core issues one 512-bit FMA a
+    cycle, not two."""
+    import numpy as np
+
+    run, lanes, chains = fma_chains()
+    out = np.zeros(lanes, np.float32)
+    steps = 10_000
+    while True:  # long enough to time
+        start = time.thread_time()
+        run(steps, out)
+        elapsed = time.thread_time() - start
+        if elapsed >= seconds / 20 or steps >= 1 << 34:
+            break
+        steps *= 4
+    steps = max(1, int(steps * (seconds / 5) / max(elapsed, 1e-9)))
+    best = 0.0
+    for _ in range(5):
+        start = time.thread_time()
+        run(steps, out)
+        elapsed = time.thread_time() - start
+        best = max(best, 2.0 * lanes * chains * steps / max(elapsed, 1e-9) / 1e9)
+    return best

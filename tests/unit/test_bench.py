@@ -256,3 +256,21 @@ def test_strato_side_compiles_with_the_tuning_log(tmp_path, monkeypatch):
     except RuntimeError:
         pass
     assert seen["tuning"] == str(log) and seen["threads"] == 1
+
+
+def test_fma_chains_compute_what_they_time():
+    """The peak loop does the multiply-adds it counts: each chain steps v -> 0.5 v + 0.25
+    from 1, and the output is the chains' sum (speed itself is not asserted)."""
+    from strato.bench.machine import fma_chains, fma_peak_gflops
+
+    run, lanes, chains = fma_chains(3)
+    assert chains == 3 and lanes >= 1
+    for steps in (1, 2, 7):
+        out = np.zeros(lanes, np.float32)
+        run(steps, out)
+        value = 1.0
+        for _ in range(steps):
+            value = value * 0.5 + 0.25
+        np.testing.assert_allclose(out, np.full(lanes, 3 * value, np.float32), rtol=1e-6)
+    peak = fma_peak_gflops(seconds=0.02)
+    assert math.isfinite(peak) and peak > 0
