@@ -82,6 +82,23 @@ def test_a_second_model_with_the_same_kernels_compiles_none(cache_dir):
     assert not np.array_equal(second(x)[0], first(x)[0])
 
 
+def test_a_model_with_one_layer_changed_compiles_only_that_layer(cache_dir):
+    """Recompiling after one layer changed (the last one's width) builds that layer's
+    kernel only; the unchanged layers' kernels come from the cache."""
+    first_progress, second_progress = Progress(), Progress()
+    strato.compile(zoo.build_model("mlp", sizes=(64, 48, 48, 10)), progress=first_progress)
+    total = first_progress.calls[-1][1]
+    assert total == 3 and first_progress.from_cache == 0
+    changed = zoo.build_model("mlp", sizes=(64, 48, 48, 12))
+    compiled = strato.compile(changed, progress=second_progress)
+    assert second_progress.calls[0] == (total - 1, total)
+    assert second_progress.calls[-1] == (total, total)
+    assert cache.kernel_count() == total + 1
+    x = np.random.default_rng(0).standard_normal((1, 64)).astype(np.float32)
+    expected = strato.compile(changed, cache=False)
+    np.testing.assert_array_equal(compiled(x)[0], expected(x)[0])
+
+
 def test_a_damaged_kernel_entry_is_compiled_again(cache_dir):
     module = _scheduled()
     objects = compile_kernels(module.clone(), BUILD, cache=True)
