@@ -8,7 +8,6 @@ and what one of its cores can do at most (`fma_peak_gflops`, measured, not assum
 
 from __future__ import annotations
 
-import ctypes
 import os
 import platform
 import time
@@ -108,61 +107,39 @@ def _fma_chains_ir(chains: int, lanes: int) -> str:
 
 
 def fma_chains(chains: int | None = None):
-    """The host's FMA-throughput loop, compiled: `(run, lanes, chains)`, `run(steps, out)`
+    """The host's FMA-throughput loop, compiled: `(run, lanes, chains)`, `run(out, steps)`
     stepping every chain `steps` times and writing the chains' sum (`lanes` floats) to
     the float32 array `out`. Enough chains to hide the FMA's latency on every unit (by
     default all vector registers but two, at most 24)."""
-    import llvmlite.binding as llvm
-    import numpy as np
-
-    from strato.targets.llvm.host import (
-        host_target,
-        target_machine,
-        vector_lanes,
-        vector_registers,
-    )
+    from strato.targets.llvm.host import host_target, vector_lanes, vector_registers
+    from strato.targets.llvm.jit import JitModule
 
     machine = host_target()
     lanes = vector_lanes(machine)
     chains = chains or max(1, min(24, vector_registers(machine) - 2))
-    module = llvm.parse_assembly(_fma_chains_ir(chains, lanes))
-    module.verify()
-    engine = llvm.create_mcjit_compiler(module, target_machine(machine, jit=True))
-    engine.finalize_object()
-    function = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(engine.get_function_address("fma_chains"))
-
-    def run(steps: int, out: np.ndarray) -> None:
-        assert out.dtype == np.float32 and out.size >= lanes and out.flags.c_contiguous
-        function(out.ctypes.data, steps)
-
-    run.engine = engine  # the code lives as long as `run`
+    run = JitModule(_fma_chains_ir(chains, lanes), machine=machine).function("fma_chains")
     return run, lanes, chains
 
 
 def fma_peak_gflops(seconds: float = 0.3) -> float:
     """One core's fp32 multiply-add peak in GFLOP/s (2 flops per lane per FMA), measured
-    on this machine: the best of several timed runs of `fma_chains` in the calling
-    thread, each about `seconds` / 5 long (thread CPU time, which does not count time
-    other processes take the core). What the vector units sustain, which the nominal
-    figure (units x lanes x clock) often is not: a Zen 4 core issues one 512-bit FMA a
-    cycle, not two."""
+    on this machine: the best of five timed runs of `fma_chains` in the calling thread,
+    each about `seconds` / 5 long (thread CPU time, which does not count time other
+    processes take the core). What the vector units sustain, which the nominal figure
+    (units x lanes x clock) often is not: a Zen 4 core issues one 512-bit FMA a cycle,
+    not two."""
     import numpy as np
 
     run, lanes, chains = fma_chains()
     out = np.zeros(lanes, np.float32)
+
+    def timed(steps: int) -> float:
+        start = time.thread_time()
+        run(out, steps)
+        return max(time.thread_time() - start, 1e-9)
+
     steps = 10_000
-    while True:  # long enough to time
-        start = time.thread_time()
-        run(steps, out)
-        elapsed = time.thread_time() - start
-        if elapsed >= seconds / 20 or steps >= 1 << 34:
-            break
-        steps *= 4
-    steps = max(1, int(steps * (seconds / 5) / max(elapsed, 1e-9)))
-    best = 0.0
-    for _ in range(5):
-        start = time.thread_time()
-        run(steps, out)
-        elapsed = time.thread_time() - start
-        best = max(best, 2.0 * lanes * chains * steps / max(elapsed, 1e-9) / 1e9)
-    return best
+    while (elapsed := timed(steps)) < seconds / 20 and steps < 1 << 34:
+        steps *= 4  # until a run is long enough to time
+    steps = max(1, int(steps * (seconds / 5) / elapsed))
+    return max(2.0 * lanes * chains * steps / timed(steps) / 1e9 for _ in range(5))

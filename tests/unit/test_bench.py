@@ -267,7 +267,7 @@ def test_fma_chains_compute_what_they_time():
     assert chains == 3 and lanes >= 1
     for steps in (1, 2, 7):
         out = np.zeros(lanes, np.float32)
-        run(steps, out)
+        run(out, steps)
         value = 1.0
         for _ in range(steps):
             value = value * 0.5 + 0.25
