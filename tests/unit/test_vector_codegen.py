@@ -474,3 +474,34 @@ def test_random_transposed_blocks_match_the_interpreter(block, lanes, column_blo
     width = lanes * column_blocks
     text = blocked_to_plain(2, block, width, lanes)
     check_against_interpreter(text, "k", [random((2, width, block), seed=block * lanes)])
+
+
+UNIFORM_SELECT = kernel(
+    """
+  loop.for %j = 0 to 2 axis "j" {
+    loop.for %i = 0 to 16 vectorized axis "i" {
+      %a0 = memref.load %a[%j, %i] : memref<2x16xf32>
+      %b0 = memref.load %b[%j, %i] : memref<2x16xf32>
+      %s = arith.addf %a0, %b0 : f32
+      %d = arith.subf %a0, %b0 : f32
+      %t = memref.load %c[%j] : memref<2xf32>
+      %zero = arith.constant 0.0 : f32
+      %positive = arith.cmpf ogt, %t, %zero : f32
+      %v = arith.select %positive, %s, %d : f32
+      memref.store %v, %o[%j, %i] : memref<2x16xf32>
+    }
+  }""",
+    "%a: memref<2x16xf32>, %b: memref<2x16xf32>, %c: memref<2xf32>, "
+    "%o: memref<2x16xf32> {loop.output}",
+)
+
+
+def test_a_select_on_a_value_the_same_in_every_lane_picks_whole_vectors():
+    """The condition is a scalar the lanes share (computed from the outer loop's
+    element): the select takes one of two vectors, no lane is picked on its own."""
+    ir = optimized_ir(UNIFORM_SELECT)
+    assert "load <16 x float>" in ir
+    assert re.search(r"select i1 %[\w.]+, <16 x float>", ir)
+    assert "extractelement" not in ir and "insertelement <16 x float>" not in ir
+    inputs = [random((2, 16)), random((2, 16), seed=1), np.array([1.0, -1.0], np.float32)]
+    check_against_interpreter(UNIFORM_SELECT, "k", inputs)

@@ -362,11 +362,14 @@ class _LoopVectorizer:
         """Whether a varying op becomes one vector instruction."""
         if not all(_vector_element_ok(r.type) for r in op.results):
             return False
+        if isinstance(op, arith.SelectOp):
+            # xDSL's llvm.select takes an i1 condition only: a varying one goes per
+            # lane; a uniform one (a bool, computed as a scalar) picks whole vectors
+            return self.is_uniform(op.cond) and all(
+                _vector_element_ok(v.type) for v in (op.lhs, op.rhs)
+            )
         if not all(_vector_element_ok(v.type) for v in op.operands):
             return False
-        if isinstance(op, arith.SelectOp):
-            # xDSL's llvm.select takes an i1 condition only: a varying one goes per lane
-            return self.is_uniform(op.cond)
         if isinstance(op, arith.CmpiOp):
             return True
         if vector_math.expands(type(op), self.vector_type(op.results[0].type)):
