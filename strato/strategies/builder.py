@@ -23,6 +23,7 @@ from xdsl.dialects.builtin import (
     IntegerType,
     Signedness,
     TensorType,
+    UnitAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
@@ -269,8 +270,11 @@ class PrimitiveBuilder:
         shape: Sequence[int],
         body: StageBody,
         element_type: Attribute,
+        *,
+        materialize: bool = False,
     ) -> SSAValue:
-        """A stage result[idx] = body(scalar_builder, idx)."""
+        """A stage result[idx] = body(scalar_builder, idx); `materialize`: computed into
+        its own buffer, never inlined into its readers (te-inline-stages)."""
         block = Block(arg_types=[IndexType()] * len(shape))
         _name_axes(block, len(shape), 0)
         value = body(ScalarBuilder(block, element_type), list(block.args))
@@ -278,6 +282,8 @@ class PrimitiveBuilder:
         op = te.ComputeOp(
             self._unique_stage(stage), TensorType(element_type, shape), Region(block)
         )
+        if materialize:
+            op.attributes["materialize"] = UnitAttr()
         self.block.add_op(op)
         return op.result
 

@@ -15,7 +15,9 @@ chain of stages would otherwise grow into one huge body: a recurrence unrolled o
 time). A stage that only reads another tensor at its own indices (a prefix view: the
 slice dropping the extra columns of a convolution computed wider) is inlined into any
 reader, reductions included: nothing is recomputed, the reader reads that tensor.
-Reductions are never inlined.
+Reductions are never inlined, nor is a stage its strategy marks `materialize` (a stage
+whose value many readers combine, such as a transformed tile: inlined, each reader would
+recompute it).
 
 Requires: te primitives. Leaves illegal: nothing.
 
@@ -61,6 +63,9 @@ from strato.dialects.tensor_types import stores_exactly
 MAX_INLINED_OPS = 48
 """A stage whose body holds more ops than this is kept (and read from its buffer)."""
 
+MATERIALIZE = "materialize"
+"""The unit attribute of a `te.compute` stage that is never inlined."""
+
 
 def _element_count(stage: te.StageOp) -> int:
     count = 1
@@ -71,7 +76,7 @@ def _element_count(stage: te.StageOp) -> int:
 
 def should_inline(stage: te.ComputeOp) -> bool:
     """Whether every reader of `stage` may take a copy of its body."""
-    if len(stage.body.block.ops) > MAX_INLINED_OPS:
+    if len(stage.body.block.ops) > MAX_INLINED_OPS or MATERIALIZE in stage.attributes:
         return False
     if not stores_exactly(stage.tensor_type.element_type):
         return False  # its readers must see the rounded (stored) value
