@@ -82,13 +82,14 @@ def register_tile(
     sch: Schedule, stage: StageHandle, rows: int, accumulators: int
 ) -> tuple[StageHandle, str]:
     """The output tile of `rows` columns x some channel blocks (up to `accumulators`
-    vectors) accumulated in a local buffer computed at the tile's loop (cache_write +
-    compute_at): after unrolling its indices are static, so the accumulators are
+    vectors) of a stage whose loops end in (channel block, row, column, lane), those
+    before them outside the tile, accumulated in a local buffer computed at the tile's
+    loop (cache_write + compute_at): after unrolling its indices are static, so the accumulators are
     registers for the whole reduction; the stage itself copies the finished tile out.
     Returns the tile's stage and its output-row axis."""
     tile = sch.cache_write(stage, "local")
     fold_epilogue(sch, stage)
-    n, cb, h, w, c = sch.get_loops(stage)
+    *leading, cb, h, w, c = sch.get_loops(stage)
     count = fit(w.extent, rows)
     if 2 * count <= rows and w.extent <= accumulators:
         # a row no divisor of which makes a tile (17 columns: a transposed convolution's
@@ -97,7 +98,7 @@ def register_tile(
     blocks = fit(cb.extent, max(accumulators // count, 1))
     cbo, cbi = sch.split(cb, [None, blocks]) if blocks < cb.extent else (cb, None)
     wo, wi = sch.split(w, [None, count]) if count < w.extent else (None, w)
-    outer = [n, cbo, h] + ([wo] if wo is not None else [])
+    outer = [*leading, cbo, h] + ([wo] if wo is not None else [])
     inner = ([cbi] if cbi is not None else []) + [wi]
     sch.reorder(*outer, *inner, c)
     for loop in inner:
@@ -106,10 +107,10 @@ def register_tile(
     sch.vectorize(sch.get_loop(stage, c.axis))
     sch.compute_at(tile, outer[-1])
     spatial, reduction = spatial_and_reduction_loops(sch, tile)
-    tn, tcb, th, tw, tc = spatial
+    *tleading, tcb, th, tw, tc = spatial
     # columns outside channel blocks: each input value is broadcast once and used by
     # every block while the blocks' weight vectors stay in registers
-    sch.reorder(tn, th, *reduction, tw, tcb, tc)
+    sch.reorder(*tleading, th, *reduction, tw, tcb, tc)
     for loop in (tw, tcb):
         if loop.extent > 1:
             sch.unroll(sch.get_loop(tile, loop.axis))
