@@ -59,3 +59,23 @@ def test_inlining_after_fusion_preserves_semantics(program: GraphProgram):
     program.module.verify()
     for a, e in zip(run_te(program.module, inputs), expected, strict=True):
         np.testing.assert_allclose(a, e, rtol=1e-6, atol=1e-6)
+
+
+def test_a_stage_marked_materialize_keeps_its_buffer():
+    """The bias stage marked `materialize` stays a stage of its own; relu and mul,
+    unmarked, are inlined into the last stage as usual."""
+    from xdsl.dialects.builtin import UnitAttr
+
+    ctx = make_context()
+    module = Parser(ctx, CHAIN).parse_module()
+    x = np.random.default_rng(0).standard_normal((2, 8)).astype(np.float32)
+    run_pipeline(ctx, module, "graph-fuse-ops,convert-graph-to-te")
+    expected = run_te(module, [x])
+    (bias,) = [op for op in module.walk() if isinstance(op, te.ComputeOp) and "bias" in op.stage.data]
+    bias.attributes["materialize"] = UnitAttr()
+    run_pipeline(ctx, module, "te-inline-stages")
+    module.verify()
+    stages = [op for op in module.walk() if isinstance(op, te.StageOp)]
+    assert [type(s) for s in stages] == [te.ReduceOp, te.ComputeOp, te.ComputeOp]
+    assert stages[1] is bias
+    np.testing.assert_array_equal(run_te(module, [x])[0], expected[0])
