@@ -2,6 +2,7 @@
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/kernels.py
     python benchmarks/kernels.py C2 C6 --no-unscheduled --seconds 0.5
+    python benchmarks/kernels.py --no-unscheduled --target-options=-winograd
 
 Each workload is one ONNX node compiled by strato twice, in one process: the canonical
 loop nest of convert-te-to-loops (`unscheduled`) and the kernel `schedule-default` makes
@@ -82,14 +83,17 @@ def conv_workload(name: str, rng: np.random.Generator) -> Workload:
     return Workload(name, model, inputs, 2.0 * cout * out * out * cin * kernel * kernel)
 
 
-def compile_with(model: onnx.ModelProto, *, scheduled: bool) -> Callable[..., list[np.ndarray]]:
+def compile_with(
+    model: onnx.ModelProto, *, scheduled: bool, options: str = ""
+) -> Callable[..., list[np.ndarray]]:
     """The model compiled by the llvm target for one thread (parallel loops run
-    serially), with its default schedules or with the canonical loop nests as they are."""
+    serially) with the target `options` (such as "-winograd"), with its default
+    schedules or with the canonical loop nests as they are."""
     imported = import_onnx(model)
     signature = Signature.from_function(
         imported.function, imported.input_names, imported.output_names
     )
-    target = get_target("llvm -threads=1")
+    target = get_target(f"llvm -threads=1 {options}".strip())
     stages = [s for s in target.stages() if scheduled or s.name != "schedule"]
     run_stages(stages, imported.module)
     return target.build(imported.module, imported.function_name, signature, public_name="model")
@@ -159,8 +163,8 @@ def gflops(flops: float, seconds: float) -> float:
     return flops / seconds / 1e9
 
 
-def bench(workload: Workload, seconds: float, unscheduled: bool) -> Row:
-    default_model = compile_with(workload.model, scheduled=True)
+def bench(workload: Workload, seconds: float, unscheduled: bool, options: str = "") -> Row:
+    default_model = compile_with(workload.model, scheduled=True, options=options)
     ours = default_model(*workload.inputs)[0]
     default_s = median_seconds(lambda: default_model(*workload.inputs), seconds, False)
 
@@ -235,12 +239,15 @@ def main() -> None:
     parser.add_argument("--no-unscheduled", action="store_true",
                         help="skip the canonical loop nest (slow: seconds per kernel)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--target-options", default="", metavar="OPTIONS",
+                        help="llvm target options of the default column, e.g. "
+                        "--target-options=-winograd")  # fmt: skip
     args = parser.parse_args()
     names = args.kernels or ["GEMM", *CONV_LAYERS]
     rng = np.random.default_rng(args.seed)
     peak = fma_peak_gflops()
     print(f"single thread; BLAS: {blas_kernel()}; one core's fp32 FMA peak, measured: "
-          f"{peak:.1f} GFLOP/s (%peak)", flush=True)  # fmt: skip
+          f"{peak:.1f} GFLOP/s (%peak); target: llvm {args.target_options}", flush=True)  # fmt: skip
     rows: list[Row] = []
     for name in names:
         if name == "GEMM":
@@ -249,7 +256,7 @@ def main() -> None:
             workload = conv_workload(name, rng)
         else:
             parser.error(f"unknown kernel '{name}' (GEMM, {', '.join(CONV_LAYERS)})")
-        rows.append(bench(workload, args.seconds, not args.no_unscheduled))
+        rows.append(bench(workload, args.seconds, not args.no_unscheduled, args.target_options))
     print_table(rows, peak)
 
 

@@ -17,7 +17,7 @@ needs together.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from xdsl.ir import SSAValue
 
@@ -35,6 +35,7 @@ from strato.strategies.nn import (
     ReductionAxes,
     _div,
     _index_or_zero,
+    _offset,
     _rem,
     _scaled,
     _window_position,
@@ -259,3 +260,138 @@ def blocked_global_avg_pool(
     """result[n, C, 0, 0, c] = sum_{h, w} x[n, C, h, w, c] / (H * W)."""
     (x,) = inputs
     return [spatial_mean(pb, "blocked_global_avg_pool", x, 2)]
+
+
+# -- blocked_winograd_conv ------------------------------------------------------------
+
+
+def _linear_combination(
+    s: ScalarBuilder, terms: Sequence[tuple[float, SSAValue]]
+) -> SSAValue:
+    """sum of coefficient * value over `terms` (coefficients not 0): a coefficient of 1
+    or -1 is an add or a subtract, any other a multiply."""
+    total: SSAValue | None = None
+    for coefficient, value in terms:
+        magnitude = abs(coefficient)
+        term = value if magnitude == 1 else s.mul(value, s.const(magnitude))
+        if total is None:
+            total = term if coefficient > 0 else s.neg(term)
+        else:
+            total = s.add(total, term) if coefficient > 0 else s.sub(total, term)
+    assert total is not None
+    return total
+
+
+def _select_arm(
+    s: ScalarBuilder, position: SSAValue, arms: Sequence[Callable[[], SSAValue]]
+) -> SSAValue:
+    """arms[position](): a chain of selects on the position. Once the loop over the
+    position is unrolled, each copy's conditions are constants and only its own arm
+    remains."""
+    value = arms[-1]()
+    for k in range(len(arms) - 2, -1, -1):
+        value = s.select(s.index_cmp("eq", position, s.index(k)), arms[k](), value)
+    return value
+
+
+@strategy(graph.BlockedWinogradConvOp)
+def blocked_winograd_conv(
+    pb: PrimitiveBuilder, op: graph.BlockedWinogradConvOp, inputs: Sequence[SSAValue]
+) -> list[SSAValue]:
+    """F(m x m, 3 x 3) over TH x TW tiles of the output, alpha = m + 2, in stages whose
+    tile positions (a, b) are dimensions of their own, next to the batch:
+
+        winograd_input_rows T[n, a, j, C, ti, tj, c] = sum_i B^T[a, i] d[i, j]
+        winograd_input      V[n, a, b, C, ti, tj, c] = sum_j B^T[b, j] T[n, a, j, ..]
+                            (d: the padded input's window at (ti*m, tj*m))
+        winograd_product    M[n, a, b, K, ti, tj, k] = sum_{C, c} V[n, a, b, C, ti, tj, c]
+                                                       * U[a*alpha + b, K, C, c, k]
+        winograd_output     Y[n, K, h, w, k] = (A^T M A)[h % m, w % m] of tile (h/m, w/m)
+                            (+ bias)
+
+    then, when m does not divide the output, a copy of its part (`winograd_crop`). The
+    transforms' constant coefficients are chosen by the position through selects, which
+    fold once a schedule unrolls the loops over the positions; every address is affine
+    in the loop variables."""
+    from strato.dialects.graph.winograd import tile_counts, winograd_matrices
+
+    x, u = inputs[0], inputs[1]
+    m, alpha = op.tile_size, op.alpha
+    bt, _, at = winograd_matrices(m)
+    out_shape = shape_of(op.result)
+    batch, in_blocks, _, _, in_block = shape_of(x)
+    out_blocks, out_block = out_shape[1], out_shape[4]
+    tiles_h, tiles_w = tile_counts(out_shape, m)
+    top, left, _, _ = op.pads
+    element = element_type_of(x)
+    xp = pad_stage(pb, x, (top, left), (tiles_h * m + 2, tiles_w * m + 2), 0)
+    tiles = (tiles_h, tiles_w)
+
+    def combination(s: ScalarBuilder, matrix, position: SSAValue, values: list[SSAValue]) -> SSAValue:
+        arms = [
+            lambda p=p: _linear_combination(
+                s, [(matrix[p][i], values[i]) for i in range(len(values)) if matrix[p][i]]
+            )
+            for p in range(len(matrix))
+        ]
+        return _select_arm(s, position, arms)
+
+    def rows_body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        n, a, j, c, ti, tj, lane = idx
+        row, col = _scaled(s, ti, m), s.index_add(_scaled(s, tj, m), j)
+        window = [s.read(xp, [n, c, _offset(s, row, i), col, lane]) for i in range(alpha)]
+        return combination(s, bt, a, window)
+
+    rows = pb.compute(
+        "winograd_input_rows", (batch, alpha, alpha, in_blocks, *tiles, in_block), rows_body,
+        element, materialize=True,
+    )
+
+    def input_body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        n, a, b, c, ti, tj, lane = idx
+        row = [s.read(rows, [n, a, s.index(j), c, ti, tj, lane]) for j in range(alpha)]
+        return combination(s, bt, b, row)
+
+    v = pb.compute(
+        "winograd_input", (batch, alpha, alpha, in_blocks, *tiles, in_block), input_body,
+        element, materialize=True,
+    )
+
+    def product(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
+        n, a, b, kb, ti, tj, lane = idx
+        c, ci = k
+        position = s.index_add(_scaled(s, a, alpha), b)
+        return s.mul(
+            s.read(v, [n, a, b, c, ti, tj, ci]), s.read(u, [position, kb, c, ci, lane])
+        )
+
+    mm = pb.reduce(
+        "winograd_product", te.ReduceKind.SUM,
+        (batch, alpha, alpha, out_blocks, *tiles, out_block), [in_blocks, in_block],
+        product, element,
+    )
+    bias = inputs[2] if len(inputs) > 2 else None
+    full = (batch, out_blocks, tiles_h * m, tiles_w * m, out_block)
+
+    def output_body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        n, kb, h, w, lane = idx
+        ti, p, tj, q = _div(s, h, m), _rem(s, h, m), _div(s, w, m), _rem(s, w, m)
+        # (A^T M A)[p, q] = sum_a A^T[p, a] (sum_b A^T[q, b] M[a, b])
+        sums = [
+            combination(
+                s, at, q,
+                [s.read(mm, [n, s.index(a), s.index(b), kb, ti, tj, lane]) for b in range(alpha)],
+            )
+            for a in range(alpha)
+        ]
+        value = combination(s, at, p, sums)
+        if bias is not None:
+            channel = s.index_add(_scaled(s, kb, out_block), lane)
+            value = s.add(value, s.read(bias, [channel]))
+        return value
+
+    cropped = full != out_shape
+    tiled = pb.compute("winograd_output", full, output_body, element, materialize=cropped)
+    if not cropped:
+        return [tiled]
+    return [pb.compute("winograd_crop", out_shape, lambda s, idx: s.read(tiled, idx), element)]

@@ -866,6 +866,25 @@ def _blocked_conv(b: ProgramBuilder) -> Operation:
     )
 
 
+@generator("graph.blocked_winograd_conv")
+def _blocked_winograd_conv(b: ProgramBuilder) -> Operation:
+    block = b.draw(st.sampled_from([1, 2]))
+    x = _blocked_input(b, block)
+    _, cb, h, w, _ = shape(x)
+    tile = b.draw(st.sampled_from([2, 4]))
+    # begin and end padding per dimension; at least a 3 x 3 window
+    pads = [b.draw(st.integers(0, 1)) for _ in range(4)]
+    for d, size in enumerate((h, w)):
+        if size + pads[d] + pads[d + 2] < 3:
+            pads[d] = pads[d + 2] = 1
+    out_blocks = b.draw(st.integers(1, 2))
+    weight = b.normal(((tile + 2) ** 2, out_blocks, cb, block, block), 0.5)
+    bias = b.normal((out_blocks * block,)) if b.draw(st.booleans()) else None
+    return graph.BlockedWinogradConvOp(
+        x, weight, bias, padding=pads, tile=tile, in_block=block, out_block=block
+    )
+
+
 def _blocked_pool(name: str) -> Drawer:
     def draw(b: ProgramBuilder) -> Operation:
         block = b.draw(st.sampled_from([1, 2]))

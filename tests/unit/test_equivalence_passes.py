@@ -44,6 +44,7 @@ PROPERTY_TESTS: dict[str, str] = {
     "dce": "test_equivalence_passes:test_upstream_passes_keep_results",
     "graph-alter-layout": "test_graph_alter_layout",
     "graph-pack-dense": "test_graph_pack_dense:test_packing_preserves_generated_programs",
+    "graph-winograd": "test_graph_winograd:test_the_pass_keeps_generated_programs",
     "graph-default": "test_graph_default",
     "graph-fold-constants": "test_graph_fold_constants",
     "graph-fold-qdq": "test_graph_fold_qdq:test_fold_keeps_results",

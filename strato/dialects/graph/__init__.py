@@ -23,7 +23,7 @@ Example:
 
 from xdsl.ir import Dialect
 
-from strato.dialects.graph import blocked, core, einsum, elementwise, layout, linalg, logic, nn, normalization, quant, reduce, resize, rnn
+from strato.dialects.graph import blocked, core, einsum, elementwise, layout, linalg, logic, nn, normalization, quant, reduce, resize, rnn, winograd
 from strato.dialects.graph.base import (
     AnyTensor,
     BroadcastBinaryOp,
@@ -47,8 +47,9 @@ from strato.dialects.graph.quant import *  # noqa: F403
 from strato.dialects.graph.reduce import *  # noqa: F403
 from strato.dialects.graph.resize import *  # noqa: F403
 from strato.dialects.graph.rnn import *  # noqa: F403
+from strato.dialects.graph.winograd import *  # noqa: F403
 
 # Each family module lists its operations in OPS; the dialect is their union.
-FAMILIES = (blocked, core, einsum, elementwise, layout, linalg, logic, nn, normalization, quant, reduce, resize, rnn)
+FAMILIES = (blocked, core, einsum, elementwise, layout, linalg, logic, nn, normalization, quant, reduce, resize, rnn, winograd)
 
 Graph = Dialect("graph", [op for family in FAMILIES for op in family.OPS], [])

@@ -14,6 +14,7 @@ strato.schedule.templates for what a template is).
     pooling.py            max / average / global pooling
     lstm.py               LSTM gate matmuls
     reduction.py          softmax, layer-norm, mean and any other reduction
+    winograd.py           Winograd convolution: tile transforms, products over positions
     injective.py          elementwise and injective stages, fused chains
 
 The first template of `CPU_TEMPLATES` (after those plugins register for the llvm target)
@@ -39,8 +40,16 @@ from strato.targets.llvm.templates.injective import INJECTIVE
 from strato.targets.llvm.templates.lstm import LSTM_GATES
 from strato.targets.llvm.templates.pooling import POOLING
 from strato.targets.llvm.templates.reduction import REDUCTION
+from strato.targets.llvm.templates.winograd import (
+    WINOGRAD_INPUT,
+    WINOGRAD_OUTPUT,
+    WINOGRAD_PRODUCT,
+)
 
 CPU_TEMPLATES: tuple[Template, ...] = (
+    WINOGRAD_INPUT,
+    WINOGRAD_PRODUCT,
+    WINOGRAD_OUTPUT,
     CONV3D,  # before CONV2D, which takes any regular convolution
     CONV2D,
     DEPTHWISE_CONV2D_INT8,  # before CONV2D_INT8, which takes any integer conv2d

@@ -1,0 +1,189 @@
+"""graph-winograd and graph.blocked_winograd_conv: the operator's reference semantics
+against the direct convolution, the pass's choices, and the compiled stages against
+the direct convolution's code (`llvm -winograd`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from onnx import TensorProto, helper, numpy_helper
+from xdsl.dialects.builtin import TensorType, f32
+from xdsl.ir import Block
+from xdsl.parser import Parser
+
+import strato
+from strato.context import make_context
+from strato.diagnostics import StratoError
+from strato.dialects import graph
+from strato.dialects.graph.blocked import transform_layout
+from strato.dialects.graph.winograd import transform_weight
+from strato.dialects.tensor_types import dense_from_array
+from strato.interpreters.graph import run_graph
+from strato.pipeline import run_pipeline
+from strato.testing.graph_programs import GraphProgram, graph_programs
+
+
+def direct_conv(x: np.ndarray, w: np.ndarray, pads: tuple[int, int, int, int]) -> np.ndarray:
+    """[N, C, H, W] x [M, C, 3, 3], stride 1, in float64."""
+    top, left, bottom, right = pads
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    oh, ow = xp.shape[2] - 2, xp.shape[3] - 2
+    out = np.zeros((x.shape[0], w.shape[0], oh, ow))
+    for i in range(3):
+        for j in range(3):
+            out += np.einsum("nchw,mc->nmhw", xp[:, :, i : i + oh, j : j + ow], w[:, :, i, j])
+    return out
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    tile=st.sampled_from([2, 4]),
+    batch=st.integers(1, 2),
+    size=st.tuples(st.integers(1, 11), st.integers(1, 11)),
+    pads=st.tuples(*[st.integers(0, 2)] * 4),
+    blocks=st.sampled_from([(16, 16), (16, 8), (8, 16)]),
+    bias=st.booleans(),
+)
+def test_the_operator_computes_the_convolution(tile, batch, size, pads, blocks, bias):
+    """evaluate (input transform, products, output transform) equals the direct
+    convolution for any size, padding, batch and blocks, with and without bias."""
+    height, width = size
+    if height + pads[0] + pads[2] < 3 or width + pads[1] + pads[3] < 3:
+        return
+    rng = np.random.default_rng(height * 31 + width)
+    in_block, out_block = blocks
+    x = rng.standard_normal((batch, 32, height, width)).astype(np.float32)
+    w = rng.standard_normal((32, 32, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(32).astype(np.float32)
+    u = transform_weight(w, tile, in_block, out_block)
+    block = Block(
+        arg_types=[
+            TensorType(f32, [batch, 32 // in_block, height, width, in_block]),
+            TensorType(f32, list(u.shape)),
+            TensorType(f32, [32]),
+        ]
+    )
+    op = graph.BlockedWinogradConvOp(
+        block.args[0], block.args[1], block.args[2] if bias else None,
+        padding=pads, tile=tile, in_block=in_block, out_block=out_block,
+    )  # fmt: skip
+    op.verify()
+    blocked = transform_layout(x, "NCHW", f"NCHW{in_block}c")
+    (y,) = op.evaluate([blocked, u, b] if bias else [blocked, u])
+    expected = direct_conv(x, w, pads) + (b.reshape(1, -1, 1, 1) if bias else 0)
+    got = transform_layout(y, f"NCHW{out_block}c", "NCHW")
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(got, expected, rtol=0, atol=scale * (1e-5 if tile == 4 else 2e-6))
+
+
+def conv_module(size: int, channels: int, seed: int):
+    """A blocked 3x3 convolution with random constant weights and bias."""
+    cb = channels // 16
+    x_type = f"tensor<1x{cb}x{size}x{size}x16xf32>"
+    w_type = f"tensor<{cb}x{cb}x3x3x16x16xf32>"
+    text = f"""
+func.func @main(%x: {x_type}) -> {x_type} {{
+  %w = graph.constant dense<0.0> : {w_type}
+  %b = graph.constant dense<0.0> : tensor<{channels}xf32>
+  %y = graph.blocked_conv %x, %w, %b strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW16c" kernel_layout "OIHW16i16o" out_layout "NCHW16c" : ({x_type}, {w_type}, tensor<{channels}xf32>) -> {x_type}
+  func.return %y : {x_type}
+}}"""
+    ctx = make_context()
+    module = Parser(ctx, text).parse_module()
+    rng = np.random.default_rng(seed)
+    w, b = [op for op in module.walk() if isinstance(op, graph.ConstantOp)]
+    w.properties["value"] = dense_from_array(
+        rng.standard_normal((cb, cb, 3, 3, 16, 16)).astype(np.float32)
+    )
+    b.properties["value"] = dense_from_array(rng.standard_normal(channels).astype(np.float32))
+    x = rng.standard_normal((1, cb, size, size, 16)).astype(np.float32)
+    return ctx, module, x
+
+
+@pytest.mark.parametrize(("size", "channels", "tile"), [(14, 32, 4), (7, 64, 2), (28, 32, 4)])
+def test_the_pass_keeps_the_result(size, channels, tile):
+    ctx, module, x = conv_module(size, channels, seed=size)
+    expected = run_graph(module, [x])[0]
+    run_pipeline(ctx, module, "graph-winograd")
+    (op,) = [o for o in module.walk() if isinstance(o, graph.BlockedWinogradConvOp)]
+    assert op.tile_size == tile
+    assert not any(isinstance(o, graph.BlockedConvOp) for o in module.walk())
+    got = run_graph(module, [x])[0]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 * np.abs(expected).max())
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    program=graph_programs(max_ops=3, kinds=("graph.blocked_conv", "relu", "add")),
+    tile=st.sampled_from([0, 2, 4]),
+)
+def test_the_pass_keeps_generated_programs(program: GraphProgram, tile: int):
+    """graph-winograd on generated programs of blocked convolutions (any window,
+    stride, dilation, blocks and weight order; the 3x3 stride-1 ones rewritten whatever
+    their size): the same results."""
+    inputs = program.random_inputs(seed=3)
+    expected = run_graph(program.module, inputs)
+    options = f"tile={tile} min_channels=1 min_tiles=1 max_tile_bytes={1 << 30}"
+    run_pipeline(make_context(), program.module, f"graph-winograd{{{options}}}")
+    program.module.verify()
+    for got, want in zip(run_graph(program.module, inputs), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(np.abs(want).max(), 1))
+
+
+def test_a_tile_size_that_is_not_defined_is_refused():
+    ctx, module, _ = conv_module(14, 32, seed=0)
+    with pytest.raises(StratoError, match="tile must be 0 .* or one of 2, 4, got 3"):
+        run_pipeline(ctx, module, "graph-winograd{tile=3}")
+
+
+def resnet_block(batch: int, size: int, channels: int) -> tuple:
+    """conv-bias-relu, conv-bias, the input added, relu: an ONNX model and an input."""
+    rng = np.random.default_rng(size)
+    shape = [batch, channels, size, size]
+    weights = [
+        numpy_helper.from_array(
+            (rng.standard_normal((channels, channels, 3, 3)) / (3 * channels**0.5)).astype(np.float32),
+            name,
+        )
+        for name in ("w1", "w2")
+    ] + [
+        numpy_helper.from_array(rng.standard_normal(channels).astype(np.float32), name)
+        for name in ("b1", "b2")
+    ]
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("Add", ["c2", "x"], ["s"]),
+        helper.make_node("Relu", ["s"], ["y"]),
+    ]
+    graph_proto = helper.make_graph(
+        nodes, "block",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, shape)],
+        weights,
+    )  # fmt: skip
+    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 17)])
+    return model, rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize(("batch", "size", "tile"), [(1, 14, 4), (2, 7, 2), (1, 13, 4)])
+def test_compiled_winograd_layers_match_the_direct_ones(batch, size, tile):
+    """A residual block compiled with `llvm -winograd` (F(4, 3) at 14x14, F(2, 3) at
+    7x7 with batch 2 and its tiles cropped to 7x7, 13x13 cropped from 16x16) computes what the
+    direct convolutions compute, its bias, relu and residual add folded in."""
+    model, x = resnet_block(batch, size, 32)
+    seen: list[int] = []
+
+    def after(stage: str, module) -> None:
+        if stage == "graph-winograd":
+            seen.extend(
+                op.tile_size for op in module.walk() if isinstance(op, graph.BlockedWinogradConvOp)
+            )
+
+    direct = strato.compile(model, target="llvm", cache=False)(x)[0]
+    winograd = strato.compile(model, target="llvm -winograd", cache=False, after_stage=after)(x)[0]
+    assert seen == [tile, tile]
+    np.testing.assert_allclose(winograd, direct, rtol=0, atol=1e-5 * np.abs(direct).max())
