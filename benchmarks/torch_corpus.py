@@ -6,6 +6,7 @@
     python benchmarks/torch_corpus.py --json corpus.json --markdown corpus.md
     python benchmarks/torch_corpus.py --json corpus.json --resume   # only the cases not in it
     python benchmarks/torch_corpus.py --threads 1 --only densenet121  # both sides on 1 thread
+    python benchmarks/torch_corpus.py --target 'llvm -winograd' --exporter dynamo  # -winograd
     python benchmarks/torch_corpus.py --kernels squeezenet1_0 --exporter dynamo --threads 2
                                         # per-kernel time beside onnxruntime's per-node profile
 
@@ -392,7 +393,7 @@ def export(entry: CorpusModel, exporter: str, rebuild: bool) -> tuple[Path, Inpu
 
 def run_case(
     name: str, exporter: str, repeat: int, rebuild: bool, progress: Path | None = None,
-    threads: int = 0,
+    threads: int = 0, target: str = "llvm",
 ) -> CaseResult:
     result = CaseResult(name, exporter)
 
@@ -447,7 +448,8 @@ def run_case(
     try:
         start = clock[0]
         compiled = strato.compile(
-            str(path), before_stage=before_stage, cache=False, threads=threads or None
+            str(path), target=target, before_stage=before_stage, cache=False,
+            threads=threads or None,
         )
         result.compile_s = time.perf_counter() - start
         last = result.current
@@ -536,7 +538,7 @@ def run_isolated(name: str, exporter: str, args: argparse.Namespace) -> CaseResu
         command = [
             sys.executable, __file__, "--case", name, exporter, str(out),
             "--progress", str(progress), "--repeat", str(args.repeat),
-            "--threads", str(args.threads),
+            "--threads", str(args.threads), "--target", args.target,
         ] + (["--rebuild"] if args.rebuild else [])
         try:
             completed = subprocess.run(
@@ -722,6 +724,10 @@ def main(argv: list[str] | None = None) -> int:
         help="threads of both sides (default: strato's available cores, onnxruntime's default)",
     )
     parser.add_argument(
+        "--target", default="llvm",
+        help="strato's target string, e.g. 'llvm -winograd' (default llvm)",
+    )
+    parser.add_argument(
         "--kernels", metavar="NAME", choices=[e.name for e in CORPUS],
         help="profile this model: per-kernel time beside onnxruntime's per-node profile",
     )
@@ -739,7 +745,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.case:
         name, exporter, out = args.case
         progress = Path(args.progress) if args.progress else None
-        result = run_case(name, exporter, args.repeat, args.rebuild, progress, args.threads)
+        result = run_case(
+            name, exporter, args.repeat, args.rebuild, progress, args.threads, args.target
+        )
         Path(out).write_text(json.dumps(asdict(result)))
         return 0
 
