@@ -17,7 +17,7 @@ needs together.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from xdsl.ir import SSAValue
 
@@ -282,15 +282,19 @@ def _linear_combination(
     return total
 
 
-def _select_arm(
-    s: ScalarBuilder, position: SSAValue, arms: Sequence[Callable[[], SSAValue]]
+def _matrix_row_times(
+    s: ScalarBuilder, matrix: Sequence[Sequence[float]], row: SSAValue, values: list[SSAValue]
 ) -> SSAValue:
-    """arms[position](): a chain of selects on the position. Once the loop over the
-    position is unrolled, each copy's conditions are constants and only its own arm
-    remains."""
-    value = arms[-1]()
-    for k in range(len(arms) - 2, -1, -1):
-        value = s.select(s.index_cmp("eq", position, s.index(k)), arms[k](), value)
+    """sum_i matrix[row, i] * values[i], the row chosen by a chain of selects. Once the
+    loop over `row` is unrolled, each copy's conditions are constants and only its own
+    row's sum remains."""
+    sums = [
+        _linear_combination(s, [(w, v) for w, v in zip(coefficients, values, strict=True) if w])
+        for coefficients in matrix
+    ]
+    value = sums[-1]
+    for k in range(len(sums) - 2, -1, -1):
+        value = s.select(s.index_cmp("eq", row, s.index(k)), sums[k], value)
     return value
 
 
@@ -327,20 +331,11 @@ def blocked_winograd_conv(
     xp = pad_stage(pb, x, (top, left), (tiles_h * m + 2, tiles_w * m + 2), 0)
     tiles = (tiles_h, tiles_w)
 
-    def combination(s: ScalarBuilder, matrix, position: SSAValue, values: list[SSAValue]) -> SSAValue:
-        arms = [
-            lambda p=p: _linear_combination(
-                s, [(matrix[p][i], values[i]) for i in range(len(values)) if matrix[p][i]]
-            )
-            for p in range(len(matrix))
-        ]
-        return _select_arm(s, position, arms)
-
     def rows_body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
         n, a, j, c, ti, tj, lane = idx
         row, col = _scaled(s, ti, m), s.index_add(_scaled(s, tj, m), j)
         window = [s.read(xp, [n, c, _offset(s, row, i), col, lane]) for i in range(alpha)]
-        return combination(s, bt, a, window)
+        return _matrix_row_times(s, bt, a, window)
 
     rows = pb.compute(
         "winograd_input_rows", (batch, alpha, alpha, in_blocks, *tiles, in_block), rows_body,
@@ -350,7 +345,7 @@ def blocked_winograd_conv(
     def input_body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
         n, a, b, c, ti, tj, lane = idx
         row = [s.read(rows, [n, a, s.index(j), c, ti, tj, lane]) for j in range(alpha)]
-        return combination(s, bt, b, row)
+        return _matrix_row_times(s, bt, b, row)
 
     v = pb.compute(
         "winograd_input", (batch, alpha, alpha, in_blocks, *tiles, in_block), input_body,
@@ -378,13 +373,13 @@ def blocked_winograd_conv(
         ti, p, tj, q = _div(s, h, m), _rem(s, h, m), _div(s, w, m), _rem(s, w, m)
         # (A^T M A)[p, q] = sum_a A^T[p, a] (sum_b A^T[q, b] M[a, b])
         sums = [
-            combination(
+            _matrix_row_times(
                 s, at, q,
                 [s.read(mm, [n, s.index(a), s.index(b), kb, ti, tj, lane]) for b in range(alpha)],
             )
             for a in range(alpha)
         ]
-        value = combination(s, at, p, sums)
+        value = _matrix_row_times(s, at, p, sums)
         if bias is not None:
             channel = s.index_add(_scaled(s, kb, out_block), lane)
             value = s.add(value, s.read(bias, [channel]))
