@@ -156,15 +156,37 @@ def kernel_names(module: ModuleOp) -> list[str]:
     ]
 
 
-def extract_tasks(model: Any, name: str = "model", target: str = DEFAULT_TARGET) -> list[Task]:
+def extract_tasks(
+    model: Any, name: str = "model", target: str = DEFAULT_TARGET, alternatives: bool = True
+) -> list[Task]:
     """The distinct tunable kernels of an ONNX model (a ModelProto, bytes or a path) for
     `target`, each weighted by how many kernels of the model it stands for, heaviest
-    first."""
+    first; with `alternatives`, also the kernels of the other algorithms the target can
+    choose between per layer (`Target.tuning_alternatives`: a convolution by Winograd),
+    which a compile with the tuning log takes where they measured faster."""
     import onnx
 
     if isinstance(model, str):
         model = onnx.load(model)
     data = model if isinstance(model, bytes) else model.SerializeToString()
+    tasks = _tasks_of(data, name, target)
+    if alternatives:
+        from strato.targets.registry import get_target
+
+        own = get_target(target).spec.options
+        for other in get_target(target).tuning_alternatives():
+            options = get_target(other).spec.options
+            # named by what the alternative's target changes: r18/blocked_winograd_conv_relu_3 -winograd=4
+            label = " ".join(f"-{k}={v}" for k, v in options.items() if own.get(k) != v)
+            tasks.update(
+                (t.key, t) for t in _tasks_of(data, name, other, label).values() if t.key not in tasks
+            )
+    return sorted(tasks.values(), key=lambda t: -t.flops * t.weight)
+
+
+def _tasks_of(data: bytes, name: str, target: str, label: str = "") -> dict[str, Task]:
+    """The tasks of the model's lowering for `target`, by key (their names end with
+    `label`)."""
     module = _lowered(data, target)
     context = _target(target, 1).schedule_context()
     if context is None:
@@ -188,8 +210,8 @@ def extract_tasks(model: Any, name: str = "model", target: str = DEFAULT_TARGET)
         stages = stage_spaces(module, kernel_name, context)
         if not stages:
             continue
+        task_name = f"{name}/{kernel_name} {label}" if label else f"{name}/{kernel_name}"
         tasks[key] = Task(
-            f"{name}/{kernel_name}", key, kernel_name, data, kernel_flops(kernel), stages,
-            weight=sites, target=target,
+            task_name, key, kernel_name, data, kernel_flops(kernel), stages, weight=sites, target=target
         )
-    return sorted(tasks.values(), key=lambda t: -t.flops * t.weight)
+    return tasks

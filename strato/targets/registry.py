@@ -306,6 +306,13 @@ class Target:
         (what the tuner extracts its tasks from); empty for a target without them."""
         return ()
 
+    def tuning_alternatives(self) -> tuple[str, ...]:
+        """Target strings whose lowerings of a model hold other algorithms for some of its
+        kernels (a convolution by Winograd): the tuner measures their kernels too, and a
+        compile with the tuning log takes, per layer, the fastest measured. None by
+        default."""
+        return ()
+
     def kernel_builder(self) -> KernelBuilder | None:
         """How this target builds one scheduled kernel alone (for the tuner), if it can."""
         return None

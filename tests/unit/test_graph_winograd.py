@@ -78,17 +78,20 @@ def test_the_operator_computes_the_convolution(tile, batch, size, pads, blocks, 
     np.testing.assert_allclose(got, expected, rtol=0, atol=scale * (1e-5 if tile == 4 else 2e-6))
 
 
-def conv_module(size: int, channels: int, seed: int):
-    """A blocked 3x3 convolution with random constant weights and bias."""
+def conv_module(size: int, channels: int, seed: int, relu: bool = False):
+    """A blocked 3x3 convolution with random constant weights and bias (and a relu
+    after it)."""
     cb = channels // 16
     x_type = f"tensor<1x{cb}x{size}x{size}x16xf32>"
     w_type = f"tensor<{cb}x{cb}x3x3x16x16xf32>"
+    then = f"%r = graph.relu %y : {x_type}" if relu else ""
     text = f"""
 func.func @main(%x: {x_type}) -> {x_type} {{
   %w = graph.constant dense<0.0> : {w_type}
   %b = graph.constant dense<0.0> : tensor<{channels}xf32>
   %y = graph.blocked_conv %x, %w, %b strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW16c" kernel_layout "OIHW16i16o" out_layout "NCHW16c" : ({x_type}, {w_type}, tensor<{channels}xf32>) -> {x_type}
-  func.return %y : {x_type}
+  {then}
+  func.return {"%r" if relu else "%y"} : {x_type}
 }}"""
     ctx = make_context()
     module = Parser(ctx, text).parse_module()
@@ -118,15 +121,17 @@ def test_the_pass_keeps_the_result(size, channels, tile):
 @given(
     program=graph_programs(max_ops=3, kinds=("graph.blocked_conv", "relu", "add")),
     tile=st.sampled_from([0, 2, 4]),
+    fused=st.booleans(),
 )
-def test_the_pass_keeps_generated_programs(program: GraphProgram, tile: int):
+def test_the_pass_keeps_generated_programs(program: GraphProgram, tile: int, fused: bool):
     """graph-winograd on generated programs of blocked convolutions (any window,
     stride, dilation, blocks and weight order; the 3x3 stride-1 ones rewritten whatever
-    their size): the same results."""
+    their size), bare or fused into groups with what follows them: the same results."""
     inputs = program.random_inputs(seed=3)
     expected = run_graph(program.module, inputs)
     options = f"tile={tile} min_channels=1 min_tiles=1 max_tile_bytes={1 << 30}"
-    run_pipeline(make_context(), program.module, f"graph-winograd{{{options}}}")
+    fusion = "graph-fuse-ops," if fused else ""
+    run_pipeline(make_context(), program.module, f"{fusion}graph-winograd{{{options}}}")
     program.module.verify()
     for got, want in zip(run_graph(program.module, inputs), expected, strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * max(np.abs(want).max(), 1))
@@ -187,3 +192,99 @@ def test_compiled_winograd_layers_match_the_direct_ones(batch, size, tile):
     winograd = strato.compile(model, target="llvm -winograd", cache=False, after_stage=after)(x)[0]
     assert seen == [tile, tile]
     np.testing.assert_allclose(winograd, direct, rtol=0, atol=1e-5 * np.abs(direct).max())
+
+
+def winograd_tiles(module) -> list[int]:
+    return [op.tile_size for op in module.walk() if isinstance(op, graph.BlockedWinogradConvOp)]
+
+
+def test_a_convolution_in_a_fused_group_takes_its_transformed_weight_in_the_same_place():
+    """After graph-fuse-ops the weight is an operand of the group: the transformed
+    constant takes its place (operand and body argument), the old constant goes, and
+    the group's label names the Winograd convolution (the kernel's name)."""
+    ctx, module, x = conv_module(14, 32, seed=1, relu=True)
+    expected = run_graph(module, [x])[0]
+    run_pipeline(ctx, module, "graph-fuse-ops,graph-winograd")
+    (group,) = [o for o in module.walk() if isinstance(o, graph.FusedOp)]
+    (op,) = [o for o in group.body.block.ops if isinstance(o, graph.BlockedWinogradConvOp)]
+    assert group.label.data == "blocked_winograd_conv_relu"
+    assert op.weight is group.body.block.args[1]
+    assert group.inputs[1].type == op.weight.type == TensorType(f32, [36, 2, 2, 16, 16])
+    assert len([o for o in module.walk() if isinstance(o, graph.ConstantOp)]) == 2
+    module.verify()
+    np.testing.assert_allclose(
+        run_graph(module, [x])[0], expected, rtol=0, atol=1e-5 * np.abs(expected).max()
+    )
+
+
+def test_the_tuner_measures_each_algorithm_of_a_convolution():
+    """extract_tasks adds the kernels of the other algorithms (the target's
+    tuning_alternatives) as tasks of their own, named by the target option that
+    gives them; the kernels every algorithm shares are one task."""
+    from strato.autotuning.task import extract_tasks
+
+    model, _ = resnet_block(1, 14, 32)
+    direct = extract_tasks(model, "block", "llvm", alternatives=False)
+    tasks = extract_tasks(model, "block", "llvm")
+    assert all(t.target == "llvm" for t in direct)
+    extra = sorted(t.name for t in tasks if t.target != "llvm")
+    assert extra == [
+        f"block/blocked_winograd_conv_{kind}_{index} -winograd={tile}"
+        for kind, index in (("add_relu_layout_transform", 2), ("relu", 1))
+        for tile in (2, 4)
+    ]
+    assert {t.key for t in direct} < {t.key for t in tasks}
+    assert len(tasks) == len(direct) + 4
+    forced = extract_tasks(model, "block", "llvm -winograd=4")
+    assert all(t.target == "llvm -winograd=4" for t in forced)
+
+
+def test_a_tuning_log_chooses_the_algorithm_of_each_convolution(tmp_path):
+    """Compiled with a tuning log, each convolution takes the algorithm whose kernel has
+    the fastest record (here F(2, 3) for the first, direct for the second); without
+    records, `llvm` keeps them direct and `llvm -winograd` follows its rule. The
+    results are the direct convolutions'."""
+    from strato.autotuning.task import extract_tasks
+    from strato.schedule.database import Database, Record
+
+    model, x = resnet_block(1, 14, 32)
+    log = tmp_path / "tuning.jsonl"
+    db = Database(str(log))
+    for task in extract_tasks(model, "block", "llvm"):
+        fast = ("relu_1 -winograd=2" in task.name) or ("add_relu" in task.name and task.target == "llvm")
+        db.append(Record(task.key, task.default_config(), 1e-4 if fast else 1e-3, name=task.name))
+    seen: dict[str, list[int]] = {}
+
+    def compiled(target: str, tuning):
+        def after(stage: str, module) -> None:
+            if stage == "graph-winograd":
+                seen[target] = winograd_tiles(module)
+
+        seen[target] = []
+        return strato.compile(model, target=target, cache=False, tuning=tuning, after_stage=after)
+
+    direct = compiled("llvm", None)(x)[0]
+    tuned = compiled("llvm", log)(x)[0]
+    assert seen["llvm"] == [2]
+    np.testing.assert_allclose(tuned, direct, rtol=0, atol=1e-5 * np.abs(direct).max())
+
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    compiled("llvm", empty)
+    assert seen["llvm"] == []
+    compiled("llvm -winograd", empty)
+    assert seen["llvm -winograd"] == [4, 4]
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("llvm -winograd=3", "-winograd is a flag .* or a tile size .2 or 4., got '3'"),
+        ("llvm -winograd=yes", "got 'yes'"),
+    ],
+)
+def test_a_winograd_option_that_is_no_tile_is_refused(target, message):
+    from strato.targets.registry import TargetError, get_target
+
+    with pytest.raises(TargetError, match=message):
+        get_target(target)

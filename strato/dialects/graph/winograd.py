@@ -92,10 +92,13 @@ def transform_weight(weight: np.ndarray, m: int, in_block: int, out_block: int) 
     """U = G g G^T of an [M, C, 3, 3] weight, laid out [alpha^2, M/bo, C/bi, bi, bo]."""
     _, g, _ = winograd_matrices(m)
     outputs, inputs = weight.shape[:2]
-    alpha = m + KERNEL - 1
-    u = g @ weight.astype(np.float64) @ g.T  # [M, C, alpha, alpha]
-    u = u.reshape(outputs // out_block, out_block, inputs // in_block, in_block, alpha * alpha)
-    return np.ascontiguousarray(u.transpose(4, 0, 2, 3, 1)).astype(weight.dtype)
+    # U[a, b] = sum over i, j of G[a, i] g[i, j] G[b, j]: one product of the (alpha^2 x 9)
+    # matrix kron(G, G) with the taps, laid out first [9, M/bo, C/bi, bi, bo] (moving 9
+    # values per channel pair, not alpha^2)
+    taps = weight.reshape(outputs // out_block, out_block, inputs // in_block, in_block, KERNEL**2)
+    taps = np.ascontiguousarray(taps.transpose(4, 0, 2, 3, 1), dtype=np.float64)
+    u = np.kron(g, g) @ taps.reshape(KERNEL**2, -1)
+    return u.reshape(-1, *taps.shape[1:]).astype(weight.dtype)
 
 
 def tile_counts(op_shape: Sequence[int], m: int) -> tuple[int, int]:

@@ -22,6 +22,19 @@ product waits on memory) and whose transformed input and products each take at m
 of a core's L2 cache each stage streams them through memory; a 56x56x64 layer's
 F(4, 3) tiles take 1.8 MB). A convolution no tile size fits stays direct.
 
+Convolutions fused into groups (graph-fuse-ops ran first, as in the llvm target's
+pipeline) change the same way: the transformed weight becomes the group's operand and
+body argument in the old weight's place, and the group's label (its kernel's name)
+names the Winograd convolution.
+
+With `tuning_log` (and `tile=0`) the measurements choose instead of the rule: each
+candidate's group is lowered alone (te, then loops, as the model's kernels are) direct
+and with each tile, and the variant whose kernel has the fastest record in the log
+(measured on `device`) is taken. `strato tune` measures all of them
+(`LLVMTarget.tuning_alternatives`). A candidate none of whose variants was measured
+follows the rule (`untuned=rule`) or stays direct (`untuned=direct`, what the llvm
+target asks for unless it says -winograd).
+
 The result differs from the direct convolution's by round-off: F(2, 3)'s transforms
 are exact in binary (coefficients 0, 1, 1/2), F(4, 3)'s are not (sixths) and their
 values reach 25x the input's (ResNet-18's layers: max error 1e-5 of the largest
@@ -34,11 +47,14 @@ folded. Leaves illegal: nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import prod
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, f32
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp, StringAttr, TensorType, f32
+from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -47,13 +63,22 @@ from strato.dialects import graph
 from strato.dialects.graph import static_shape
 from strato.dialects.graph.blocked import transform_layout
 from strato.dialects.graph.winograd import TILES, tile_counts, transform_weight
+from strato.dialects.loop import KERNEL_ATTR
 from strato.dialects.tensor_types import array_from_dense, dense_from_array
+from strato.schedule.workload import kernel_key, workload_key
+from strato.transforms.convert_graph_to_te import build_primitive
+from strato.transforms.convert_te_to_loops import ConvertTeToLoopsPass
+from strato.transforms.te_inline_stages import TeInlineStagesPass
+
+UNTUNED = ("rule", "direct")
+"""What graph-winograd does with a convolution the tuning log has no record of: its
+rule (`tile`, or the tile chosen by size), or nothing."""
 
 
 def winograd_candidate(op: graph.BlockedConvOp, min_channels: int) -> bool:
     """Whether `op` is a convolution graph-winograd may compute by Winograd."""
-    weight = op.weight.owner
-    if not isinstance(weight, graph.ConstantOp) or op.weight.type.element_type != f32:
+    weight = _weight_constant(op)
+    if weight is None or op.weight.type.element_type != f32:
         return False
     blocks = op.kernel_blocks
     (_, channels, _, _), (outputs, _, kh, kw) = op.unblocked_shapes()
@@ -83,19 +108,35 @@ def choose_tile(
     return None
 
 
-def _rewrite(op: graph.BlockedConvOp, tile: int) -> graph.BlockedWinogradConvOp:
-    weight = op.weight.owner
-    assert isinstance(weight, graph.ConstantOp)
-    oihw = transform_layout(array_from_dense(weight.value), op.kernel_layout.data, "OIHW")
-    u = graph.ConstantOp(
-        dense_from_array(transform_weight(oihw, tile, op.in_block, op.out_block), f32)
+def _group_of(op: Operation) -> graph.FusedOp | None:
+    """The fused group `op` is in (graph-fuse-ops ran first), if any."""
+    parent = op.parent_op()
+    return parent if isinstance(parent, graph.FusedOp) else None
+
+
+def _weight_constant(op: graph.BlockedConvOp) -> graph.ConstantOp | None:
+    """The constant `op`'s weight is, seen through the operand of the group it is in."""
+    weight = op.weight
+    group = _group_of(op)
+    if group is not None and isinstance(weight, BlockArgument):
+        weight = group.inputs[weight.index]
+    owner = weight.owner
+    return owner if isinstance(owner, graph.ConstantOp) else None
+
+
+def _transformed_type(op: graph.BlockedConvOp, tile: int) -> TensorType:
+    """The type of `op`'s weight transformed for F(tile x tile, 3 x 3)."""
+    (_, channels, _, _), (outputs, _, _, _) = op.unblocked_shapes()
+    alpha = tile + 2
+    return TensorType(
+        f32, [alpha * alpha, outputs // op.out_block, channels // op.in_block, op.in_block, op.out_block]
     )
-    if op.weight.name_hint is not None:
-        u.result.name_hint = f"{op.weight.name_hint}.winograd"
-    Rewriter.insert_op(u, InsertPoint.before(op))
+
+
+def _winograd_op(op: graph.BlockedConvOp, weight: SSAValue, tile: int) -> graph.BlockedWinogradConvOp:
     return graph.BlockedWinogradConvOp(
         op.input,
-        u,
+        weight,
         op.bias,
         padding=tuple(op.padding.get_values()),
         tile=tile,
@@ -104,12 +145,129 @@ def _rewrite(op: graph.BlockedConvOp, tile: int) -> graph.BlockedWinogradConvOp:
     )
 
 
+def _replace(op: graph.BlockedConvOp, new: graph.BlockedWinogradConvOp) -> None:
+    Rewriter.insert_op(new, InsertPoint.before(op))
+    new.result.name_hint = op.result.name_hint
+    op.result.replace_all_uses_with(new.result)
+    Rewriter.erase_op(op)
+
+
+def _label(group: graph.FusedOp) -> str:
+    """The group's kernel name, from its ops (as graph-fuse-ops names it)."""
+    body = group.body.block
+    return "_".join(o.name.split(".", 1)[1] for o in body.ops if o is not group.yield_op)
+
+
+def _rewrite_in_group(group: graph.FusedOp, op: graph.BlockedConvOp, tile: int) -> bool:
+    """`op`, in `group`, as a Winograd convolution whose transformed weight is a new
+    argument of the group's body in the place of the old weight's; True when the old
+    weight's argument lost its last use and was erased (the caller inserts the new
+    operand and, then, removes the old one)."""
+    old = op.weight
+    assert isinstance(old, BlockArgument)
+    body = group.body.block
+    new_arg = body.insert_arg(_transformed_type(op, tile), old.index)
+    if old.name_hint is not None:
+        new_arg.name_hint = f"{old.name_hint}.winograd"
+    _replace(op, _winograd_op(op, new_arg, tile))
+    group.label = StringAttr(_label(group))
+    if old.uses:
+        return False
+    body.erase_arg(old)
+    return True
+
+
+def rewrite(op: graph.BlockedConvOp, tile: int) -> None:
+    """Replace candidate `op` (bare or in a fused group) by its Winograd convolution
+    F(tile x tile, 3 x 3), its weight transformed into a new constant."""
+    weight = _weight_constant(op)
+    assert weight is not None
+    oihw = transform_layout(array_from_dense(weight.value), op.kernel_layout.data, "OIHW")
+    u = graph.ConstantOp(
+        dense_from_array(transform_weight(oihw, tile, op.in_block, op.out_block), f32)
+    )
+    if weight.result.name_hint is not None:
+        u.result.name_hint = f"{weight.result.name_hint}.winograd"
+    group = _group_of(op)
+    Rewriter.insert_op(u, InsertPoint.before(group or op))
+    if group is None:
+        _replace(op, _winograd_op(op, u.result, tile))
+    else:
+        index = op.weight.index  # type: ignore[union-attr]
+        erased = _rewrite_in_group(group, op, tile)
+        operands = list(group.operands)
+        operands.insert(index, u.result)
+        if erased:
+            del operands[index + 1]
+        group.operands = operands
+    if not weight.result.uses:
+        Rewriter.erase_op(weight)
+
+
+class _KernelKeys:
+    """The tuning-task key (`kernel_key`) of the kernel a convolution's group becomes,
+    direct or by Winograd: the group lowered alone as the target's te and loop stages
+    lower it in the model (the same kernel, so the same key as the task `strato tune`
+    measured)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+
+    def key(self, ops: list[Operation], inputs: list[SSAValue], outputs: list[SSAValue]) -> str:
+        module = ModuleOp([build_primitive("candidate", ops, inputs, outputs)])
+        TeInlineStagesPass().apply(self.ctx, module)
+        ConvertTeToLoopsPass().apply(self.ctx, module)
+        (kernel,) = (o for o in module.ops if isinstance(o, func.FuncOp) and KERNEL_ATTR in o.attributes)
+        return kernel_key(kernel)
+
+    def direct_workload(self, op: graph.BlockedConvOp) -> str:
+        """A key of what `op`'s group computes (te level, cheap): equal groups share it."""
+        ops, inputs, outputs = _group_parts(op)
+        return workload_key(build_primitive("candidate", ops, inputs, outputs))
+
+    def variants(self, op: graph.BlockedConvOp) -> dict[int, str]:
+        """The kernel key of `op`'s group with `op` direct (0) and by each Winograd tile."""
+        keys = {0: self.key(*_group_parts(op))}
+        group = _group_of(op)
+        for tile in TILES:
+            if group is None:
+                weight = Block(arg_types=[_transformed_type(op, tile)]).args[0]
+                new = _winograd_op(op, weight, tile)
+                keys[tile] = self.key([new], list(new.operands), list(new.results))
+                new.erase()
+                continue
+            clone = group.clone()
+            inner = next(o for o in clone.body.block.ops if isinstance(o, graph.BlockedConvOp))
+            _rewrite_in_group(clone, inner, tile)
+            keys[tile] = self.key(*_group_parts_of(clone))
+            clone.erase()
+        return keys
+
+
+def _group_parts_of(group: graph.FusedOp) -> tuple[list[Operation], list[SSAValue], list[SSAValue]]:
+    body = group.body.block
+    ops = [o for o in body.ops if o is not group.yield_op]
+    return ops, list(body.args), list(group.yield_op.values)
+
+
+def _group_parts(op: graph.BlockedConvOp) -> tuple[list[Operation], list[SSAValue], list[SSAValue]]:
+    """The ops, inputs and outputs of the kernel `op` is in."""
+    group = _group_of(op)
+    if group is None:
+        return [op], list(op.operands), list(op.results)
+    return _group_parts_of(group)
+
+
 @dataclass(frozen=True)
 class GraphWinogradPass(ModulePass):
     """3x3 stride-1 blocked convolutions with constant weights and at least
     `min_channels` input and output channels as Winograd convolutions F(m x m, 3 x 3):
     m = `tile`, or (0) the largest with `min_tiles` tiles per image whose transformed
-    tensors take at most `max_tile_bytes` each."""
+    tensors take at most `max_tile_bytes` each. With `tuning_log` (and `tile` 0), each
+    takes whichever of direct, F(2, 3) and F(4, 3) has the fastest kernel in the log
+    (measured on `device`: see `strato.schedule.database.record_target`); one the log
+    has no record of follows the rule (`untuned=rule`) or stays direct
+    (`untuned=direct`)."""
 
     name = "graph-winograd"
 
@@ -117,6 +275,9 @@ class GraphWinogradPass(ModulePass):
     min_channels: int = 32
     min_tiles: int = 16
     max_tile_bytes: int = 1 << 20
+    tuning_log: str = ""
+    device: str = ""
+    untuned: str = "rule"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if self.tile and self.tile not in TILES:
@@ -124,17 +285,38 @@ class GraphWinogradPass(ModulePass):
                 f"graph-winograd: tile must be 0 (chosen per layer) or one of "
                 f"{', '.join(map(str, TILES))}, got {self.tile}"
             )
+        if self.untuned not in UNTUNED:
+            raise StratoError(
+                f"graph-winograd: untuned must be {' or '.join(UNTUNED)}, got '{self.untuned}'"
+            )
+        tuned = self._tuned(ctx) if self.tuning_log and not self.tile else None
         for conv in [o for o in op.walk() if isinstance(o, graph.BlockedConvOp)]:
             if not winograd_candidate(conv, self.min_channels):
                 continue
-            tile = choose_tile(conv, self.tile, self.min_tiles, self.max_tile_bytes)
-            if tile is None:
-                continue
-            new = _rewrite(conv, tile)
-            Rewriter.insert_op(new, InsertPoint.before(conv))
-            new.result.name_hint = conv.result.name_hint
-            conv.result.replace_all_uses_with(new.result)
-            weight = conv.weight.owner
-            Rewriter.erase_op(conv)
-            if isinstance(weight, graph.ConstantOp) and not weight.result.uses:
-                Rewriter.erase_op(weight)
+            tile = tuned(conv) if tuned is not None else None
+            if tile is None and (tuned is None or self.untuned == "rule"):
+                tile = choose_tile(conv, self.tile, self.min_tiles, self.max_tile_bytes)
+            if tile:
+                rewrite(conv, tile)
+
+    def _tuned(self, ctx: Context) -> Callable[[graph.BlockedConvOp], int | None]:
+        """The choice by the tuning log: a convolution's tile (0: direct), or None when
+        the log measured none of its kernels."""
+        from strato.schedule.database import Database
+
+        db = Database.cached(self.tuning_log)
+        keys = _KernelKeys(ctx)
+        chosen: dict[str, int | None] = {}
+
+        def choice(conv: graph.BlockedConvOp) -> int | None:
+            workload = keys.direct_workload(conv)
+            if workload not in chosen:
+                seconds = {
+                    tile: best.seconds
+                    for tile, key in keys.variants(conv).items()
+                    if (best := db.best(key, self.device)) is not None
+                }
+                chosen[workload] = min(seconds, key=seconds.__getitem__) if seconds else None
+            return chosen[workload]
+
+        return choice

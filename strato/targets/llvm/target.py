@@ -17,6 +17,11 @@
     llvm -winograd                         3x3 stride-1 convolutions by the Winograd
                                            algorithm where it pays (graph-winograd):
                                            faster code, longer compiles
+    llvm -winograd=4                       ... by F(4x4, 3x3) wherever it applies (or 2)
+
+With a tuning log, each 3x3 stride-1 convolution takes whichever of direct, F(2, 3) and
+F(4, 3) has the fastest kernel in the log (`tuning_alternatives`: the tuner measures
+them all), and the target's own choice where the log has none of them.
 
 The CPU decides both the machine code and the vector width and register count the
 default schedules plan for (`strato.targets.llvm.host.vector_lanes`, `vector_registers`:
@@ -33,7 +38,8 @@ threads (what `strato run -v` reports and `--dump-ir` writes after):
     graph      graph-fold-qdq, graph-simplify-inference, graph-fold-constants,
                graph-raise-composites, graph-prune-conv-taps, cse, dce,
                graph-alter-layout{block=16 min_block=8}, graph-pack-dense{lanes=L},
-               [graph-winograd, with -winograd], graph-fuse-ops, graph-plan-memory
+               graph-fuse-ops, graph-plan-memory, [graph-winograd{tile=T
+               tuning_log=... untuned=...}, with -winograd or a tuning log]
     te         convert-graph-to-te, te-inline-stages, te-dedup-primitives
     loops      convert-te-to-loops
     schedule   loop-dedup-kernels, schedule-default{lanes=L threads=N [tuning_log=...]}
@@ -136,7 +142,8 @@ class LLVMTarget(Target):
         "approximate functions",
         "threads": "threads parallel loops run on (1: serial; default: the available cores)",
         "winograd": "compute 3x3 stride-1 convolutions by the Winograd algorithm where it "
-        "pays (about 2.5x faster layers, 2x longer compiles)",
+        "pays (about 2.5x faster layers, 2x longer compiles); =2 or =4: by that tile wherever "
+        "it applies",
     }
     passes = {
         "convert-loops-to-llvm": "strato.targets.llvm.convert_loops_to_llvm:ConvertLoopsToLLVMPass",
@@ -151,7 +158,7 @@ class LLVMTarget(Target):
             raise TargetError(f"target 'llvm': -opt-level must be 0, 1, 2 or 3, got '{level}'")
         self.opt_level = int(level)
         self.fast_math = self.flag("fast-math")
-        self.winograd = self.flag("winograd")
+        self.winograd = _winograd_option(self.option("winograd"))
         threads = self.option("threads")
         try:
             self.threads = available_cores() if threads is None else parse_threads(threads, "-threads")
@@ -174,9 +181,13 @@ class LLVMTarget(Target):
     def schedule_context(self, knobs: KnobSource | None = None) -> ScheduleContext:
         return cpu_schedule_context(self.machine, self.lanes, self.threads).with_knobs(knobs)
 
-    def lowering_stages(self) -> tuple[Stage, ...]:
+    def lowering_stages(self, *, tuning_log: str | None = None) -> tuple[Stage, ...]:
+        """The stages to loop-level kernels; with `tuning_log`, graph-winograd takes the
+        algorithm of each 3x3 convolution from the log's measurements (direct unless the
+        target says -winograd, for those it has none of)."""
         from strato.targets.llvm.graph_pack_dense import GraphPackDensePass
         from strato.targets.llvm.graph_winograd import GraphWinogradPass
+        from strato.targets.llvm.host import device_name
         from strato.transforms.convert_graph_to_te import ConvertGraphToTePass
         from strato.transforms.convert_te_to_loops import ConvertTeToLoopsPass
         from strato.transforms.graph_default import (
@@ -191,9 +202,17 @@ class LLVMTarget(Target):
             GraphFoldQdqPass(),
             *graph_optimization_passes(block=CONV_BLOCK, min_block=CONV_MIN_BLOCK),
             GraphPackDensePass(lanes=self.lanes),
-            *((GraphWinogradPass(),) if self.winograd else ()),
             *graph_fusion_passes(),
         )
+        if self.winograd is not None or tuning_log:
+            graph += (
+                GraphWinogradPass(
+                    tile=self.winograd or 0,
+                    tuning_log=tuning_log or "",
+                    device=device_name(self.machine),
+                    untuned="direct" if self.winograd is None else "rule",
+                ),
+            )
         return (
             Stage(GRAPH_STAGE, graph),
             Stage("te", (ConvertGraphToTePass(), TeInlineStagesPass(), TeDedupPrimitivesPass())),
@@ -214,9 +233,17 @@ class LLVMTarget(Target):
             features=self.machine.features or NO_OPTIONAL_FEATURES,
         )
         return (
-            *self.lowering_stages(),
+            *self.lowering_stages(tuning_log=tuning_log),
             Stage("schedule", (LoopDedupKernelsPass(), schedule)),
         )
+
+    def tuning_alternatives(self) -> tuple[str, ...]:
+        """The other algorithms of 3x3 convolutions (direct, F(2, 3), F(4, 3)) than this
+        target's own choice, unless it forces one (-winograd=2)."""
+        if self.winograd:
+            return ()
+        others = ("2", "4") if self.winograd is None else ("false", "2", "4")
+        return tuple(str(self.with_options(winograd=value)) for value in others)
 
     def build(
         self,
@@ -288,3 +315,20 @@ register_target(LLVMTarget)
 register_model_format(FORMAT, model_from_archive)
 
 __all__ = ["FAST_MATH_FLAGS", "LLVMTarget", "add_fast_math_flags", "cpu_schedule_context"]
+
+
+def _winograd_option(value: str | None) -> int | None:
+    """-winograd: None when off, 0 for the tile chosen per layer by size (`-winograd`,
+    `-winograd=true`), or the tile every candidate takes (`-winograd=2`, `=4`)."""
+    from strato.dialects.graph.winograd import TILES
+
+    if value is None or value.lower() in ("false", "0"):
+        return None
+    if value.lower() in ("true", "1"):
+        return 0
+    if value in {str(t) for t in TILES}:
+        return int(value)
+    raise TargetError(
+        f"target 'llvm': -winograd is a flag (true or false) or a tile size "
+        f"({' or '.join(map(str, TILES))}), got '{value}'"
+    )

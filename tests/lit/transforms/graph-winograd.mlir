@@ -1,5 +1,6 @@
 // RUN: strato-opt %s --split-input-file -p graph-winograd | filecheck %s
 // RUN: strato-opt %s --split-input-file -p 'graph-winograd{tile=2}' | filecheck %s --check-prefix=TILE2
+// RUN: strato-opt %s --split-input-file -p graph-fuse-ops,graph-winograd | filecheck %s --check-prefix=FUSED
 
 // A 14x14 layer has 16 tiles of 4x4: F(4x4, 3x3), the weight transformed at compile
 // time into [36, M/16, C/16, 16, 16]; the bias stays an operand.
@@ -46,4 +47,24 @@ func.func @direct(%x: tensor<1x2x14x14x16xf32>, %n: tensor<1x1x14x14x16xf32>, %k
   %d = graph.blocked_conv %s, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW16c" kernel_layout "OIHW16i16o" out_layout "NCHW16c" : (tensor<1x2x3x3x16xf32>, tensor<2x2x3x3x16x16xf32>) -> tensor<1x2x3x3x16xf32>
   %e = graph.blocked_conv %l, %q strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW16c" kernel_layout "OIHW16i16o" out_layout "NCHW16c" : (tensor<1x4x56x56x16xf32>, tensor<4x4x3x3x16x16xf32>) -> tensor<1x4x56x56x16xf32>
   func.return %a, %b, %c, %d, %e : tensor<1x2x7x7x16xf32>, tensor<1x1x14x14x16xf32>, tensor<1x2x14x14x16xf32>, tensor<1x2x3x3x16xf32>, tensor<1x4x56x56x16xf32>
+}
+
+// -----
+
+// In a fused group (graph-fuse-ops first), the transformed weight replaces the weight
+// as the group's operand and body argument, in the same place; the label follows.
+// CHECK-LABEL: func.func @fused
+// FUSED-LABEL: func.func @fused
+// FUSED:         %w.winograd = graph.constant dense<{{.*}}> : tensor<36x2x2x16x16xf32>
+// FUSED-NEXT:    %r = graph.fused "blocked_winograd_conv_relu" out_elemwise_fusable (%x, %w.winograd, %b) : (tensor<1x2x14x14x16xf32>, tensor<36x2x2x16x16xf32>, tensor<32xf32>) -> tensor<1x2x14x14x16xf32> {
+// FUSED-NEXT:    ^bb0(%x_1: tensor<1x2x14x14x16xf32>, %w.winograd_1: tensor<36x2x2x16x16xf32>, %b_1: tensor<32xf32>):
+// FUSED-NEXT:      %y = graph.blocked_winograd_conv %x_1, %w.winograd_1, %b_1 padding [1, 1, 1, 1] tile 4
+// FUSED-NEXT:      %r_1 = graph.relu %y
+// FUSED-NOT:     graph.blocked_conv
+func.func @fused(%x: tensor<1x2x14x14x16xf32>) -> tensor<1x2x14x14x16xf32> {
+  %w = graph.constant dense<0.5> : tensor<2x2x3x3x16x16xf32>
+  %b = graph.constant dense<0.25> : tensor<32xf32>
+  %y = graph.blocked_conv %x, %w, %b strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW16c" kernel_layout "OIHW16i16o" out_layout "NCHW16c" : (tensor<1x2x14x14x16xf32>, tensor<2x2x3x3x16x16xf32>, tensor<32xf32>) -> tensor<1x2x14x14x16xf32>
+  %r = graph.relu %y : tensor<1x2x14x14x16xf32>
+  func.return %r : tensor<1x2x14x14x16xf32>
 }
