@@ -132,10 +132,12 @@ def test_local_buffers_go_on_the_stack_and_large_ones_on_the_heap():
     callees = [
         op.callee.string_value() for op in module.walk() if isinstance(op, llvm.CallOp)
     ]
-    assert callees == ["malloc", "free"]
+    assert callees == ["strato_workspace_take", "strato_workspace_give"]
 
 
-def test_aligned_allocations_use_aligned_alloc():
+def test_aligned_allocations_come_from_the_workspace():
+    """The workspace's buffers are 64-byte aligned: an allocation asking for that takes
+    one; one asking for more is refused, never given less."""
     module = lower(
         """
         func.func @f() {
@@ -148,7 +150,17 @@ def test_aligned_allocations_use_aligned_alloc():
     callees = [
         op.callee.string_value() for op in module.walk() if isinstance(op, llvm.CallOp)
     ]
-    assert callees == ["aligned_alloc", "free"]
+    assert callees == ["strato_workspace_take", "strato_workspace_give"]
+    with pytest.raises(StratoError, match="an alignment of 128 bytes .at most 64."):
+        lower(
+            """
+            func.func @f() {
+              %b = memref.alloc() {alignment = 128 : i64} : memref<10xf32>
+              memref.dealloc %b : memref<10xf32>
+              func.return
+            }
+            """
+        )
 
 
 # -- diagnostics -------------------------------------------------------------------------

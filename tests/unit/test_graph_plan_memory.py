@@ -112,7 +112,7 @@ def test_the_compiled_entry_allocates_one_arena(name: str):
     compiled = strato.compile(model, after_stage=after)
     arena_bytes = seen["arena_bytes"]
     assert 0 < arena_bytes < seen["intermediate_bytes"]  # buffers are reused
-    assert seen["allocations"] == [[64, arena_bytes]]  # aligned_alloc(64, arena_bytes)
+    assert seen["allocations"] == [[64, arena_bytes]]  # one 64-byte-aligned workspace buffer
 
     rng = np.random.default_rng(1)
     (x,) = [rng.standard_normal(spec.shape, dtype=np.float32) for spec in compiled.inputs]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 import numpy as np
 import onnx
@@ -392,3 +393,93 @@ def test_a_fork_right_after_prepare_waits_for_the_runtime_thread(tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+# -- the workspace: buffers kept between calls ----------------------------------------------
+
+
+def _workspace():
+    """take(size), give(buffer, size) and release() of this process's runtime."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+
+    from strato.targets.llvm.parallel_runtime import (
+        WORKSPACE_GIVE,
+        WORKSPACE_TAKE,
+        install_parallel_runtime,
+        release_workspace,
+    )
+
+    install_parallel_runtime()
+    take = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_int64)(llvm.address_of_symbol(WORKSPACE_TAKE))
+    give = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int64)(llvm.address_of_symbol(WORKSPACE_GIVE))
+    return take, give, release_workspace
+
+
+def test_a_buffer_given_back_is_taken_again_by_its_size():
+    from strato.targets.llvm.parallel_runtime import WORKSPACE_SLOTS
+
+    take, give, release = _workspace()
+    release()
+    first = take(1000)
+    assert first % 64 == 0
+    give(first, 1000)
+    other = take(1001)  # another size: another buffer
+    assert other != first
+    assert take(1000) == first  # kept, and taken out of the workspace again
+    assert take(1000) not in (first, other)
+    give(other, 1001)
+    give(first, 1000)
+    # more buffers than slots: once all are kept, each one given back frees the oldest
+    sizes = [64 * (i + 2) for i in range(2 * WORKSPACE_SLOTS)]
+    extra = [take(size) for size in sizes]
+    for buffer, size in zip(extra, sizes, strict=True):
+        give(buffer, size)
+    assert take(sizes[-1]) == extra[-1]  # the newest are kept
+    release()
+
+
+def test_threads_never_hold_the_same_buffer():
+    """Eight threads taking and giving back buffers of a few sizes: a buffer is never
+    held by two of them at once (each writes its id through it and finds it there)."""
+    import ctypes
+
+    take, give, release = _workspace()
+    failures: list[str] = []
+
+    def work(ident: int) -> None:
+        for n in range(400):
+            size = 256 * (1 + n % 3)
+            buffer = take(size)
+            words = (ctypes.c_int64 * (size // 8)).from_address(buffer)
+            words[0] = words[-1] = ident
+            if n % 7 == 0:
+                time.sleep(0)  # let another thread run while this one holds the buffer
+            if words[0] != ident or words[-1] != ident:
+                failures.append(f"thread {ident}: buffer {buffer:#x} shared")
+            give(buffer, size)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    release()
+    assert not failures
+
+
+def test_a_models_buffers_are_kept_between_calls():
+    """A model's arena and its kernels' buffers go back to the workspace at the end of a
+    call and come from it in the next: two calls give the same results, also after the
+    workspace was emptied."""
+    from strato.targets.llvm.parallel_runtime import release_workspace
+
+    compiled = strato.compile("mlp", cache=False)
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(spec.shape).astype(spec.dtype) for spec in compiled.inputs]
+    first = compiled(*inputs)[0]
+    np.testing.assert_array_equal(compiled(*inputs)[0], first)
+    release_workspace()
+    np.testing.assert_array_equal(compiled(*inputs)[0], first)
+    assert "strato_workspace_take" in compiled.llvm_ir

@@ -33,7 +33,7 @@ import numpy as np
 
 from strato.diagnostics import StratoError
 from strato.targets.llvm.host import HostTarget, system_of, vector_bits
-from strato.targets.llvm.parallel_runtime import PARALLEL_FOR_SYMBOL, runtime_object
+from strato.targets.llvm.parallel_runtime import IMPORTED_FUNCTIONS, runtime_object
 from strato.targets.registry import BuiltKernel
 
 LINK_LIBRARIES = ("-lm", "-lpthread")
@@ -98,7 +98,7 @@ class Emulator:
     def _link(self, built: BuiltKernel, directory: Path, threads: int) -> Path:
         (directory / "kernel.o").write_bytes(built.code)
         objects = ["kernel.o"]
-        if PARALLEL_FOR_SYMBOL in built.imports:
+        if set(IMPORTED_FUNCTIONS) & set(built.imports):
             (directory / "runtime.o").write_bytes(runtime_object(self.machine))
             objects.append("runtime.o")
         (directory / "main.c").write_text(timing_driver(built, threads, "runtime.o" in objects))

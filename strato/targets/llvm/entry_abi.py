@@ -9,7 +9,7 @@ kernels. `finalize_entry` makes it a module a C program can link and a caller ca
 * the entry gets a model-prefixed public name (`mlp_run`); every other function defined in
   the module becomes `internal`, so two models link into one program;
 * the entry returns an `i32` status, `STATUS_OK` (0) or `STATUS_OUT_OF_MEMORY` (1): every
-  `malloc`/`aligned_alloc` result is compared with null, and a failure frees what the
+  heap allocation's result (`ALLOCATORS`) is compared with null, and a failure frees what the
   function still holds and returns the status to its caller, up to the entry. Generated
   code never writes through a null pointer, whatever the machine's memory.
 
@@ -39,14 +39,19 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, i32
 from xdsl.ir import Block, Operation, SSAValue
 
 from strato.targets.llvm import builders
+from strato.targets.llvm.parallel_runtime import WORKSPACE_GIVE, WORKSPACE_TAKE
 from strato.targets.llvm.type_conversion import POINTER
 from strato.walk import ops_under
 
 STATUS_OK = 0
 STATUS_OUT_OF_MEMORY = 1
 
-ALLOCATORS = frozenset({"malloc", "aligned_alloc"})
-"""The C library functions lowered code allocates heap buffers with."""
+ALLOCATORS = frozenset({"malloc", "aligned_alloc", WORKSPACE_TAKE})
+"""The functions lowered code allocates heap buffers with (the C library's, and the
+runtime's workspace, whose buffers `free` releases too)."""
+
+RELEASERS = frozenset({"free", WORKSPACE_GIVE})
+"""The functions lowered code hands a heap buffer back with (its first argument)."""
 
 
 def finalize_entry(
@@ -194,7 +199,7 @@ def _allocation_slots(function: llvm.FuncOp, entry: Block) -> list[SSAValue]:
     allocations = _ops_calling(function, ALLOCATORS)
     if not allocations:
         return []
-    frees = _ops_calling(function, ["free"])
+    frees = _ops_calling(function, RELEASERS)
     if any(not isinstance(f.args[0].owner, llvm.CallOp) or f.args[0].owner not in allocations for f in frees):
         return []
     one = builders.index_constant(1)

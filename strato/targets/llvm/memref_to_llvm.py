@@ -11,7 +11,10 @@ into a GEP on the linearized index (row-major unless the type says otherwise).
     %2 = llvm.getelementptr inbounds %a[%1] : (!llvm.ptr, i64) -> !llvm.ptr, f32
     %v = llvm.load %2 : !llvm.ptr -> f32
 
-Buffers in global memory come from `malloc` and go back with `free`; a `memref.view` of
+Buffers in global memory come from the runtime's workspace and go back to it
+(`strato_workspace_take(size)`, `strato_workspace_give(pointer, size)`: kept between
+calls, see `parallel_runtime`); a buffer whose dealloc cannot be traced to its alloc goes
+back with `free`, which takes the workspace's buffers too. A `memref.view` of
 an `i8` buffer (a model's arena, planned by graph-plan-memory) is the buffer's pointer
 advanced by the byte shift:
 
@@ -38,6 +41,7 @@ from xdsl.dialects.builtin import (
     MemRefType,
     TensorType,
     UnitAttr,
+    UnrealizedConversionCastOp,
     i1,
     i8,
     i64,
@@ -50,6 +54,11 @@ from strato.dialects.loop import MemoryScope, memory_scope
 from strato.schedule.access import memref_layout
 from strato.targets.llvm import builders
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern
+from strato.targets.llvm.parallel_runtime import (
+    WORKSPACE_ALIGNMENT,
+    WORKSPACE_GIVE,
+    WORKSPACE_TAKE,
+)
 from strato.targets.llvm.type_conversion import (
     POINTER,
     element_byte_size,
@@ -67,8 +76,6 @@ STACK_BUFFER_LIMIT = 64 * 1024
 BUFFER_ALIGNMENT = 64
 """Alignment of stack buffers and globals: a cache line, enough for any vector."""
 
-_MALLOC_ALIGNMENT = 16
-
 
 def is_stack_buffer(type_: MemRefType) -> bool:
     """Whether buffers of `type_` are stack-allocated (see the module docstring)."""
@@ -80,15 +87,11 @@ def is_stack_buffer(type_: MemRefType) -> bool:
 
 def heap_bytes(op: memref.AllocOp) -> int:
     """The bytes a static allocation takes from the heap once lowered: 0 on the stack,
-    its size through malloc, its size padded to the alignment through aligned_alloc."""
+    else its size padded to the workspace's alignment."""
     type_ = op.memref.type
     if not isinstance(type_, MemRefType) or op.dynamic_sizes or is_stack_buffer(type_):
         return 0
-    size = memref_size_in_bytes(type_)
-    alignment = op.alignment.value.data if op.alignment is not None else None
-    if alignment is None or alignment <= _MALLOC_ALIGNMENT:
-        return size
-    return -(-size // alignment) * alignment
+    return -(-memref_size_in_bytes(type_) // WORKSPACE_ALIGNMENT) * WORKSPACE_ALIGNMENT
 
 
 def _memref_type(value: SSAValue) -> MemRefType:
@@ -182,25 +185,13 @@ class AllocOpLowering(LLVMLoweringPattern):
         if is_stack_buffer(type_):
             self.allocate_on_stack(op, type_, rewriter)
             return
+        alignment = op.alignment.value.data if op.alignment is not None else 1
+        if alignment > WORKSPACE_ALIGNMENT:
+            raise unsupported(op, f"an alignment of {alignment} bytes (at most {WORKSPACE_ALIGNMENT})")
         size = builders.index_constant(memref_size_in_bytes(type_))
-        alignment = op.alignment.value.data if op.alignment is not None else None
-        if alignment is None or alignment <= _MALLOC_ALIGNMENT:
-            builders.ensure_declared(
-                op, "malloc", builders.function_type([i64], POINTER)
-            )
-            call = builders.call("malloc", [size.result], POINTER)
-            replace_with_llvm(rewriter, op, [size, call])
-            return
-        # aligned_alloc wants the size to be a multiple of the alignment
-        padded = builders.index_constant(
-            -(-memref_size_in_bytes(type_) // alignment) * alignment
-        )
-        align = builders.index_constant(alignment)
-        builders.ensure_declared(
-            op, "aligned_alloc", builders.function_type([i64, i64], POINTER)
-        )
-        call = builders.call("aligned_alloc", [align.result, padded.result], POINTER)
-        replace_with_llvm(rewriter, op, [padded, align, call])
+        builders.ensure_declared(op, WORKSPACE_TAKE, builders.function_type([i64], POINTER))
+        call = builders.call(WORKSPACE_TAKE, [size.result], POINTER)
+        replace_with_llvm(rewriter, op, [size, call])
 
     @staticmethod
     def allocate_on_stack(
@@ -253,8 +244,28 @@ class DeallocOpLowering(LLVMLoweringPattern):
             rewriter.erase(op)
             return
         pointer = materialize_llvm(rewriter, op, op.memref)
-        builders.ensure_declared(op, "free", builders.function_type([POINTER], None))
-        replace_with_llvm(rewriter, op, [builders.call("free", [pointer], None)])
+        if not _from_heap_alloc(op.memref):
+            builders.ensure_declared(op, "free", builders.function_type([POINTER], None))
+            replace_with_llvm(rewriter, op, [builders.call("free", [pointer], None)])
+            return
+        # the alloc's own type (the dealloc takes its result): the size it was taken with
+        size = builders.index_constant(memref_size_in_bytes(type_))
+        builders.ensure_declared(op, WORKSPACE_GIVE, builders.function_type([POINTER, i64], None))
+        give = builders.call(WORKSPACE_GIVE, [pointer, size.result], None)
+        replace_with_llvm(rewriter, op, [size, give])
+
+
+def _from_heap_alloc(value: SSAValue) -> bool:
+    """Whether `value` is the result of a heap `memref.alloc`, or of its lowering (the
+    workspace take, cast back to the memref type)."""
+    owner = value.owner
+    if isinstance(owner, memref.AllocOp):
+        return True
+    if isinstance(owner, UnrealizedConversionCastOp) and len(owner.inputs) == 1:
+        source = owner.inputs[0].owner
+        callee = source.callee if isinstance(source, llvm.CallOp) else None
+        return callee is not None and callee.root_reference.data == WORKSPACE_TAKE
+    return False
 
 
 class CopyOpLowering(LLVMLoweringPattern):

@@ -79,7 +79,7 @@ func.func @scale(%a: memref<64x16xf32>, %s: f32, %o: memref<64x16xf32> {loop.out
 // CHECK-LABEL: llvm.func @shared_and_heap(
 // CHECK:         llvm.call @strato_parallel_for(
 // CHECK-NOT:     llvm.call @strato_parallel_for(
-// CHECK:         llvm.call @malloc(
+// CHECK:         llvm.call @strato_workspace_take(
 // CHECK:         llvm.br ^k_header{{.*}}(%{{.*}} : i64) {strato.loop_kind = "parallel"}
 // CHECK-LABEL: llvm.func @shared_and_heap_parallel_0(
 // CHECK-NOT:     llvm.call @strato_parallel_for(

@@ -187,17 +187,19 @@ func.func @inline_math(%x: f32) -> f32 {
   func.return %t : f32
 }
 
-// Global-scope buffers come from malloc and go back to free; a small local buffer is
-// one alloca at the function entry and its dealloc disappears. A copy is a memcpy.
+// Global-scope buffers are taken from the runtime's workspace and given back to it
+// with their size (kept for the next call); a small local buffer is one alloca at the
+// function entry and its dealloc disappears. A copy is a memcpy.
 // CHECK-LABEL: llvm.func @buffers(%o{{.*}}: !llvm.ptr {loop.output, strato.memref_type = memref<4xf32>}) {
 // CHECK-NEXT:    %[[N:.*]] = llvm.mlir.constant(4) : i64
 // CHECK-NEXT:    %{{.*}} = llvm.alloca %[[N]] x f32 {alignment = 64 : i64} : (i64) -> !llvm.ptr
 // CHECK-NEXT:    %[[BYTES:.*]] = llvm.mlir.constant(16) : i64
-// CHECK-NEXT:    %[[G:.*]] = llvm.call @malloc(%[[BYTES]]) : (i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[G:.*]] = llvm.call @strato_workspace_take(%[[BYTES]]) : (i64) -> !llvm.ptr
 // CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(16) : i64
 // CHECK-NEXT:    %[[VOL:.*]] = llvm.mlir.constant(false) : i1
 // CHECK-NEXT:    llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%o{{.*}}, %[[G]], %[[SIZE]], %[[VOL]]) : (!llvm.ptr, !llvm.ptr, i64, i1) -> ()
-// CHECK-NEXT:    llvm.call @free(%[[G]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    %[[GIVEN:.*]] = llvm.mlir.constant(16) : i64
+// CHECK-NEXT:    llvm.call @strato_workspace_give(%[[G]], %[[GIVEN]]) : (!llvm.ptr, i64) -> ()
 // CHECK-NEXT:    llvm.return
 func.func @buffers(%o: memref<4xf32> {loop.output}) {
   %g = memref.alloc() : memref<4xf32>
@@ -208,16 +210,16 @@ func.func @buffers(%o: memref<4xf32> {loop.output}) {
   func.return
 }
 
-// An arena of 64-byte-aligned bytes comes from aligned_alloc; a view of it is its
-// pointer advanced by the byte shift.
+// An arena of 64-byte-aligned bytes comes from the workspace (whose buffers are all
+// 64-byte aligned); a view of it is its pointer advanced by the byte shift.
 // CHECK-LABEL: llvm.func @arena(%o{{.*}}: !llvm.ptr {loop.output, strato.memref_type = memref<4xf32>}) {
 // CHECK-NEXT:    %[[BYTES:.*]] = llvm.mlir.constant(128) : i64
-// CHECK-NEXT:    %[[ALIGN:.*]] = llvm.mlir.constant(64) : i64
-// CHECK-NEXT:    %[[A:.*]] = llvm.call @aligned_alloc(%[[ALIGN]], %[[BYTES]]) : (i64, i64) -> !llvm.ptr
+// CHECK-NEXT:    %[[A:.*]] = llvm.call @strato_workspace_take(%[[BYTES]]) : (i64) -> !llvm.ptr
 // CHECK-NEXT:    %[[SHIFT:.*]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[V:.*]] = llvm.getelementptr inbounds %[[A]][%[[SHIFT]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK:         llvm.call_intrinsic "llvm.memcpy.p0.p0.i64"(%o{{.*}}, %[[V]], {{.*}})
-// CHECK-NEXT:    llvm.call @free(%[[A]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    %[[GIVEN:.*]] = llvm.mlir.constant(128) : i64
+// CHECK-NEXT:    llvm.call @strato_workspace_give(%[[A]], %[[GIVEN]]) : (!llvm.ptr, i64) -> ()
 func.func @arena(%o: memref<4xf32> {loop.output}) {
   %a = memref.alloc() {alignment = 64 : i64} : memref<128xi8>
   %offset = arith.constant 64 : index
@@ -420,7 +422,7 @@ func.func @sum_of_squares(%a: memref<8xf32>, %o: memref<1xf32> {loop.output}) at
   func.return
 }
 
-// The C library functions used are declared at the end of the module.
+// The C library's and the runtime's functions used are declared at the end of the module.
 // CHECK-DAG:   llvm.func @erf(f64) -> f64
-// CHECK-DAG:   llvm.func @malloc(i64) -> !llvm.ptr
-// CHECK-DAG:   llvm.func @free(!llvm.ptr)
+// CHECK-DAG:   llvm.func @strato_workspace_take(i64) -> !llvm.ptr
+// CHECK-DAG:   llvm.func @strato_workspace_give(!llvm.ptr, i64)
