@@ -31,22 +31,22 @@ func.func @seven(%x: tensor<1x2x7x7x16xf32>) -> tensor<1x2x7x7x16xf32> {
 // -----
 
 // Direct: stride 2, too few channels, a weight that is not a constant, too few tiles
-// (3x3: one tile of 4x4, four of 2x2), and a 56x56x64 layer whose transformed tiles
-// would take 1.8 MB (F(4, 3)) or 3.2 MB (F(2, 3)).
+// (3x3: one tile of 4x4, four of 2x2), and a 112x112x128 layer whose transformed
+// tiles would take 13.8 MB (F(4, 3)) or 24.5 MB (F(2, 3)).
 // CHECK-LABEL: func.func @direct
 // CHECK-NOT:     graph.blocked_winograd_conv
 // CHECK-COUNT-5: graph.blocked_conv
 // CHECK-NOT:     graph.blocked_winograd_conv
-func.func @direct(%x: tensor<1x2x14x14x16xf32>, %n: tensor<1x1x14x14x16xf32>, %k: tensor<2x2x3x3x16x16xf32>, %s: tensor<1x2x3x3x16xf32>, %l: tensor<1x4x56x56x16xf32>) -> (tensor<1x2x7x7x16xf32>, tensor<1x1x14x14x16xf32>, tensor<1x2x14x14x16xf32>, tensor<1x2x3x3x16xf32>, tensor<1x4x56x56x16xf32>) {
+func.func @direct(%x: tensor<1x2x14x14x16xf32>, %n: tensor<1x1x14x14x16xf32>, %k: tensor<2x2x3x3x16x16xf32>, %s: tensor<1x2x3x3x16xf32>, %l: tensor<1x8x112x112x16xf32>) -> (tensor<1x2x7x7x16xf32>, tensor<1x1x14x14x16xf32>, tensor<1x2x14x14x16xf32>, tensor<1x2x3x3x16xf32>, tensor<1x8x112x112x16xf32>) {
   %w = graph.constant dense<0.5> : tensor<2x2x3x3x16x16xf32>
   %v = graph.constant dense<0.5> : tensor<1x1x3x3x16x16xf32>
-  %q = graph.constant dense<0.5> : tensor<4x4x3x3x16x16xf32>
+  %q = graph.constant dense<0.5> : tensor<8x8x3x3x16x16xf32>
   %a = graph.blocked_conv %x, %w strides [2, 2] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW16c" kernel_layout "OIHW16i16o" out_layout "NCHW16c" : (tensor<1x2x14x14x16xf32>, tensor<2x2x3x3x16x16xf32>) -> tensor<1x2x7x7x16xf32>
   %b = graph.blocked_conv %n, %v strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW16c" kernel_layout "OIHW16i16o" out_layout "NCHW16c" : (tensor<1x1x14x14x16xf32>, tensor<1x1x3x3x16x16xf32>) -> tensor<1x1x14x14x16xf32>
   %c = graph.blocked_conv %x, %k strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW16c" kernel_layout "OIHW16i16o" out_layout "NCHW16c" : (tensor<1x2x14x14x16xf32>, tensor<2x2x3x3x16x16xf32>) -> tensor<1x2x14x14x16xf32>
   %d = graph.blocked_conv %s, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW16c" kernel_layout "OIHW16i16o" out_layout "NCHW16c" : (tensor<1x2x3x3x16xf32>, tensor<2x2x3x3x16x16xf32>) -> tensor<1x2x3x3x16xf32>
-  %e = graph.blocked_conv %l, %q strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW16c" kernel_layout "OIHW16i16o" out_layout "NCHW16c" : (tensor<1x4x56x56x16xf32>, tensor<4x4x3x3x16x16xf32>) -> tensor<1x4x56x56x16xf32>
-  func.return %a, %b, %c, %d, %e : tensor<1x2x7x7x16xf32>, tensor<1x1x14x14x16xf32>, tensor<1x2x14x14x16xf32>, tensor<1x2x3x3x16xf32>, tensor<1x4x56x56x16xf32>
+  %e = graph.blocked_conv %l, %q strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW16c" kernel_layout "OIHW16i16o" out_layout "NCHW16c" : (tensor<1x8x112x112x16xf32>, tensor<8x8x3x3x16x16xf32>) -> tensor<1x8x112x112x16xf32>
+  func.return %a, %b, %c, %d, %e : tensor<1x2x7x7x16xf32>, tensor<1x1x14x14x16xf32>, tensor<1x2x14x14x16xf32>, tensor<1x2x3x3x16xf32>, tensor<1x8x112x112x16xf32>
 }
 
 // -----
