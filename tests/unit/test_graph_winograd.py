@@ -288,3 +288,39 @@ def test_a_winograd_option_that_is_no_tile_is_refused(target, message):
 
     with pytest.raises(TargetError, match=message):
         get_target(target)
+
+
+def test_a_convolution_written_into_a_concatenation_keeps_its_place_in_the_arena():
+    """DenseNet's pattern: a convolution whose result the memory plan places inside a
+    concatenation's buffer (graph-plan-memory ran first). Its Winograd convolution
+    keeps that place (the plan's attributes move to it), and the result is the direct
+    one's."""
+    rng = np.random.default_rng(5)
+    shape = [1, 32, 14, 14]
+    weights = [
+        numpy_helper.from_array((rng.standard_normal((32, 32, 3, 3)) / 17).astype(np.float32), "w"),
+        numpy_helper.from_array(rng.standard_normal(32).astype(np.float32), "b"),
+    ]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Conv", ["r", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+        helper.make_node("Concat", ["r", "c"], ["y"], axis=1),
+    ]
+    graph_proto = helper.make_graph(
+        nodes, "dense_block",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 14, 14])],
+        weights,
+    )  # fmt: skip
+    model = helper.make_model(graph_proto, opset_imports=[helper.make_opsetid("", 17)])
+    x = rng.standard_normal(shape).astype(np.float32)
+    seen: list[int] = []
+
+    def after(stage: str, module) -> None:
+        if stage == "graph-winograd":
+            seen.extend(winograd_tiles(module))
+
+    direct = strato.compile(model, target="llvm", cache=False)(x)[0]
+    winograd = strato.compile(model, target="llvm -winograd", cache=False, after_stage=after)(x)[0]
+    assert seen == [4]
+    np.testing.assert_allclose(winograd, direct, rtol=0, atol=1e-5 * np.abs(direct).max())

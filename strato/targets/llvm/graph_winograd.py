@@ -148,6 +148,8 @@ def _winograd_op(op: graph.BlockedConvOp, weight: SSAValue, tile: int) -> graph.
 
 
 def _replace(op: graph.BlockedConvOp, new: graph.BlockedWinogradConvOp) -> None:
+    # the memory plan's attributes (where in the arena the result goes) stay with it
+    new.attributes.update(op.attributes)
     Rewriter.insert_op(new, InsertPoint.before(op))
     new.result.name_hint = op.result.name_hint
     op.result.replace_all_uses_with(new.result)
