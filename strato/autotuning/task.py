@@ -173,8 +173,9 @@ def extract_tasks(
     if alternatives:
         from strato.targets.registry import get_target
 
-        own = get_target(target).spec.options
-        for other in get_target(target).tuning_alternatives():
+        own_target = get_target(target)
+        own = own_target.spec.options
+        for other in own_target.tuning_alternatives():
             options = get_target(other).spec.options
             # named by what the alternative's target changes: r18/blocked_winograd_conv_relu_3 -winograd=4
             label = " ".join(f"-{k}={v}" for k, v in options.items() if own.get(k) != v)

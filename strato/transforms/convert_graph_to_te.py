@@ -115,6 +115,17 @@ def build_primitive(
     return pb.finish([values[v] for v in outputs])
 
 
+def kernel_parts(op: Operation) -> tuple[list[Operation], list[SSAValue], list[SSAValue]]:
+    """The ops, inputs and outputs of the primitive `op` lowers to: a `graph.fused`
+    group's body ops, arguments and yielded values, or `op` alone with its operands
+    and results (`build_primitive` takes them)."""
+    if isinstance(op, graph.FusedOp):
+        body = op.body.block
+        ops = [o for o in body.ops if o is not op.yield_op]
+        return ops, list(body.args), list(op.yield_op.values)
+    return [op], list(op.operands), list(op.results)
+
+
 class ConstantOpLowering(RewritePattern):
     """graph.constant -> arith.constant of the same dense tensor."""
 
@@ -137,14 +148,9 @@ class GraphOpLowering(RewritePattern):
         if isinstance(op.parent_op(), graph.FusedOp):
             return  # lowered with its group
         top = _top_level_ancestor(op)
-        if isinstance(op, graph.FusedOp):
-            name = self.namer.fresh(op.label.data)
-            body = op.body.block
-            inner = [o for o in body.ops if o is not op.yield_op]
-            primitive = build_primitive(name, inner, list(body.args), list(op.yield_op.values))
-        else:
-            name = self.namer.fresh(op.name.split(".", 1)[1])
-            primitive = build_primitive(name, [op], list(op.operands), list(op.results))
+        base = op.label.data if isinstance(op, graph.FusedOp) else op.name.split(".", 1)[1]
+        name = self.namer.fresh(base)
+        primitive = build_primitive(name, *kernel_parts(op))
         rewriter.insert(primitive, InsertPoint.before(top))
         call = te.CallOp(name, list(op.operands), [r.type for r in op.results])
         for attr in (ARENA_OFFSETS_ATTR, IN_PLACE_ATTR):

@@ -36,6 +36,7 @@ After:
 from __future__ import annotations
 
 import heapq
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from xdsl.context import Context
@@ -88,7 +89,13 @@ class FusionGroup:
 
     @property
     def label(self) -> str:
-        return "_".join(op.name.split(".", 1)[1] for op in self.ops)
+        return group_label(self.ops)
+
+
+def group_label(ops: Sequence[Operation]) -> str:
+    """The label of a group of `ops` (its kernel's name): their names without the
+    dialect, joined by underscores."""
+    return "_".join(op.name.split(".", 1)[1] for op in ops)
 
 
 _READS_THROUGH_SLICES = (graph.BlockedPoolOp,)

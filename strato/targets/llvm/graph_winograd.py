@@ -61,15 +61,16 @@ from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from strato.diagnostics import StratoError
-from strato.dialects import graph
+from strato.dialects import graph, te
 from strato.dialects.graph import static_shape
 from strato.dialects.graph.blocked import transform_layout
 from strato.dialects.graph.winograd import TILES, tile_counts, transform_weight
 from strato.dialects.loop import KERNEL_ATTR
 from strato.dialects.tensor_types import array_from_dense, dense_from_array
 from strato.schedule.workload import kernel_key, workload_key
-from strato.transforms.convert_graph_to_te import build_primitive
+from strato.transforms.convert_graph_to_te import build_primitive, kernel_parts
 from strato.transforms.convert_te_to_loops import ConvertTeToLoopsPass
+from strato.transforms.graph_fuse_ops import group_label
 from strato.transforms.te_inline_stages import TeInlineStagesPass
 
 UNTUNED = ("rule", "direct")
@@ -156,12 +157,6 @@ def _replace(op: graph.BlockedConvOp, new: graph.BlockedWinogradConvOp) -> None:
     Rewriter.erase_op(op)
 
 
-def _label(group: graph.FusedOp) -> str:
-    """The group's kernel name, from its ops (as graph-fuse-ops names it)."""
-    body = group.body.block
-    return "_".join(o.name.split(".", 1)[1] for o in body.ops if o is not group.yield_op)
-
-
 def _rewrite_in_group(group: graph.FusedOp, op: graph.BlockedConvOp, tile: int) -> bool:
     """`op`, in `group`, as a Winograd convolution whose transformed weight is a new
     argument of the group's body in the place of the old weight's; True when the old
@@ -174,7 +169,7 @@ def _rewrite_in_group(group: graph.FusedOp, op: graph.BlockedConvOp, tile: int) 
     if old.name_hint is not None:
         new_arg.name_hint = f"{old.name_hint}.winograd"
     _replace(op, _winograd_op(op, new_arg, tile))
-    group.label = StringAttr(_label(group))
+    group.label = StringAttr(group_label(kernel_parts(group)[0]))
     if old.uses:
         return False
     body.erase_arg(old)
@@ -217,49 +212,31 @@ class _KernelKeys:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
 
-    def key(self, ops: list[Operation], inputs: list[SSAValue], outputs: list[SSAValue]) -> str:
-        module = ModuleOp([build_primitive("candidate", ops, inputs, outputs)])
+    def key(self, primitive: te.PrimitiveOp) -> str:
+        module = ModuleOp([primitive])
         TeInlineStagesPass().apply(self.ctx, module)
         ConvertTeToLoopsPass().apply(self.ctx, module)
         (kernel,) = (o for o in module.ops if isinstance(o, func.FuncOp) and KERNEL_ATTR in o.attributes)
         return kernel_key(kernel)
 
-    def direct_workload(self, op: graph.BlockedConvOp) -> str:
-        """A key of what `op`'s group computes (te level, cheap): equal groups share it."""
-        ops, inputs, outputs = _group_parts(op)
-        return workload_key(build_primitive("candidate", ops, inputs, outputs))
-
-    def variants(self, op: graph.BlockedConvOp) -> dict[int, str]:
-        """The kernel key of `op`'s group with `op` direct (0) and by each Winograd tile."""
-        keys = {0: self.key(*_group_parts(op))}
+    def variants(self, op: graph.BlockedConvOp, direct: te.PrimitiveOp) -> dict[int, str]:
+        """The kernel key of `op`'s group with `op` direct (`direct`, its primitive) and
+        by each Winograd tile."""
+        keys = {0: self.key(direct)}
         group = _group_of(op)
         for tile in TILES:
             if group is None:
                 weight = Block(arg_types=[_transformed_type(op, tile)]).args[0]
                 new = _winograd_op(op, weight, tile)
-                keys[tile] = self.key([new], list(new.operands), list(new.results))
+                keys[tile] = self.key(build_primitive("candidate", *kernel_parts(new)))
                 new.erase()
                 continue
             clone = group.clone()
             inner = next(o for o in clone.body.block.ops if isinstance(o, graph.BlockedConvOp))
             _rewrite_in_group(clone, inner, tile)
-            keys[tile] = self.key(*_group_parts_of(clone))
+            keys[tile] = self.key(build_primitive("candidate", *kernel_parts(clone)))
             clone.erase()
         return keys
-
-
-def _group_parts_of(group: graph.FusedOp) -> tuple[list[Operation], list[SSAValue], list[SSAValue]]:
-    body = group.body.block
-    ops = [o for o in body.ops if o is not group.yield_op]
-    return ops, list(body.args), list(group.yield_op.values)
-
-
-def _group_parts(op: graph.BlockedConvOp) -> tuple[list[Operation], list[SSAValue], list[SSAValue]]:
-    """The ops, inputs and outputs of the kernel `op` is in."""
-    group = _group_of(op)
-    if group is None:
-        return [op], list(op.operands), list(op.results)
-    return _group_parts_of(group)
 
 
 @dataclass(frozen=True)
@@ -313,11 +290,13 @@ class GraphWinogradPass(ModulePass):
         chosen: dict[str, int | None] = {}
 
         def choice(conv: graph.BlockedConvOp) -> int | None:
-            workload = keys.direct_workload(conv)
+            # equal groups (a te-level key, cheap) are looked up once
+            direct = build_primitive("candidate", *kernel_parts(_group_of(conv) or conv))
+            workload = workload_key(direct)
             if workload not in chosen:
                 seconds = {
                     tile: best.seconds
-                    for tile, key in keys.variants(conv).items()
+                    for tile, key in keys.variants(conv, direct).items()
                     if (best := db.best(key, self.device)) is not None
                 }
                 chosen[workload] = min(seconds, key=seconds.__getitem__) if seconds else None
