@@ -8,16 +8,17 @@ the dynamic model against a static compile of the same size, in one run.
 
 Models (random weights, seeded; exported by torch's TorchScript exporter with
 `dynamic_axes`, cached in `benchmarks/.torch_corpus/dynamic/`):
-- resnet18 (torchvision), dynamic batch, called at batch 1 and 4;
+- resnet18 (torchvision), dynamic batch, called at batch 1, 4 and 8;
 - bert (transformers, 2 layers, 512 positions), dynamic batch and sequence, called at
-  sequence 16, 128 and 512;
+  sequence 16, 128 and 512, then (batch 4, sequence 128);
 - gpt2 (transformers, 2 layers, 512 positions), dynamic batch and sequence, called at
-  (batch 1, sequence 16), (2, 64) and (1, 200).
+  (batch 1, sequence 16), (2, 64), (1, 200) and (4, 64).
 
-Per size: the first call's seconds (the compile for that size), the largest difference
-from onnxruntime, then the median latency of the dynamic model, of a static compile
-(`input_shapes` pinning the size) and of onnxruntime, taken in turns, with the
-dynamic/static ratio (the goal: at most 1.1).
+Per size: the first call's seconds (the compile for that size, or for a size along which
+the model is separable only the check of its import: `strato.separable`), the sizes
+compiled so far, the largest difference from onnxruntime, then the median latency of the
+dynamic model, of a static compile (`input_shapes` pinning the size) and of
+onnxruntime, taken in turns, with the dynamic/static ratio (the goal: at most 1.1).
 """
 
 from __future__ import annotations
@@ -116,9 +117,9 @@ def _tokens(batch: int, seq: int) -> dict[str, np.ndarray]:
 
 
 MODELS: dict[str, tuple[Callable, Callable, list[tuple[int, int]]]] = {
-    "resnet18": (_resnet18, _image, [(1, 0), (4, 0)]),
-    "bert": (_transformer("bert"), _tokens, [(1, 16), (1, 128), (1, 512)]),
-    "gpt2": (_transformer("gpt2"), _tokens, [(1, 16), (2, 64), (1, 200)]),
+    "resnet18": (_resnet18, _image, [(1, 0), (4, 0), (8, 0)]),
+    "bert": (_transformer("bert"), _tokens, [(1, 16), (1, 128), (1, 512), (4, 128)]),
+    "gpt2": (_transformer("gpt2"), _tokens, [(1, 16), (2, 64), (1, 200), (4, 64)]),
 }
 
 
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     from strato.specializing import ShapeSpecializingModel
 
     header = (
-        f"{'model':9s} {'sizes':26s} {'1st call s':>10s} {'max diff':>9s} "
+        f"{'model':9s} {'sizes':26s} {'1st call s':>10s} {'compiled':>8s} {'max diff':>9s} "
         f"{'dynamic ms':>10s} {'static ms':>9s} {'ort ms':>8s} {'dyn/static':>10s} {'dyn/ort':>8s}"
     )
     print(header)
@@ -209,10 +210,13 @@ def main(argv: list[str] | None = None) -> int:
             shown = ", ".join(f"{k}{list(v)}" for k, v in shapes.items())
             shown = shown if len(shown) <= 26 else f"batch {batch}" + (f", seq {seq}" if seq else "")
             print(
-                f"{'':9s} {shown:26s} {first:10.2f} {diff:9.2e} {times['dynamic']:10.3f} "
+                f"{'':9s} {shown:26s} {first:10.2f} {len(dynamic.sizes):8d} {diff:9.2e} "
+                f"{times['dynamic']:10.3f} "
                 f"{times['static']:9.3f} {times['ort']:8.3f} {ratio:10.2f} "
                 f"{times['dynamic'] / times['ort']:8.2f}"
             )
+        split = ", ".join(f"'{dim}'" for dim in dynamic.separated) or "no dimension"
+        print(f"{'':9s} {len(dynamic.sizes)} size(s) compiled; calls split along {split}")
     if ratios:
         geomean = float(np.exp(np.mean(np.log(ratios))))
         print(f"dynamic / static: geometric mean {geomean:.3f}, largest {max(ratios):.3f}")

@@ -237,8 +237,23 @@ def _specializing(
             proto, input_shapes={**(shapes or {}), **sizes}, specialize=False, **options
         )
 
+    def separate(dim: str, one: dict, sizes: dict, count: int):
+        """How the model separates along `dim` (`strato.separable`), from its imports
+        with `dim` at 1 and at `count`."""
+        from strato.separable import NotSeparable, separation
+
+        try:
+            with raw_data.sharing():
+                at_one = import_onnx(proto, input_shapes={**(shapes or {}), **one})
+                at_count = import_onnx(proto, input_shapes={**(shapes or {}), **sizes})
+        except StratoError as error:
+            raise NotSeparable(f"the model does not import at that size: {error}") from None
+        if at_one.input_names != inputs or at_count.input_names != inputs:
+            raise NotSeparable("the model's inputs are not tensors one by one")
+        return separation(at_one.function, at_count.function, count)
+
     return ShapeSpecializingModel(
-        dims, inputs, [value.name for value in proto.graph.output], compile_for
+        dims, inputs, [value.name for value in proto.graph.output], compile_for, separate
     )
 
 

@@ -18,6 +18,21 @@ another, is loaded, and each kernel compiled before for any size is reused).
 A call whose arrays break the model's dimensions (a fixed size, a rank, or a named
 dimension that two inputs give different sizes) is an `InputMismatchError` naming the
 input, the axis and the dimension. The last `MAX_SIZES` compiled sizes are kept.
+
+A named dimension along which the model is separable (`strato.separable`: each output's
+slice i along it is the model on each input's slice i, as for the batch of almost every
+model) is not compiled per size: a call of size N >= 2 runs the model compiled for size 1
+on each slice and stacks the outputs. So one compile serves every batch size, and only
+the other dimensions (a sequence length) compile per size. Whether the model is
+separable is decided on its import at size 1 and at N, once per new N (an import, not a
+compile); a model that is not, a dimension with no name, or a model whose sample
+computes too little for a run per sample to pay (`strato.separable.MIN_SAMPLE_ELEMENTS`)
+compiles per size.
+
+    model = strato.compile("bert.onnx")      # input_ids: [batch, sequence]
+    model(ids_1x16)                          # compiles for {batch: 1, sequence: 16}
+    model(ids_8x16)                          # separable along batch: runs that code 8 times
+    model.separated                          # {'batch': Separation(...)}
 """
 
 from __future__ import annotations
@@ -33,6 +48,7 @@ import onnx
 from strato.diagnostics import StratoError
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import InputMismatchError
+from strato.separable import NotSeparable, Separation
 
 MAX_SIZES = 8
 """How many compiled sizes a `ShapeSpecializingModel` keeps (least recently used out)."""
@@ -119,6 +135,30 @@ class InputDims:
         return shapes
 
 
+    def named_sizes(self, shapes: Mapping[str, Sequence[int]]) -> dict[str, int]:
+        """Each named dimension's size in `shapes` (checked by `bind`), in the order
+        the inputs declare them."""
+        sizes: dict[str, int] = {}
+        for name, dims in self.shapes.items():
+            for axis, dim in enumerate(dims or ()):
+                if isinstance(dim, str):
+                    sizes.setdefault(dim, int(shapes[name][axis]))
+        return sizes
+
+    def with_size(
+        self, shapes: Mapping[str, Sequence[int]], dim: str, size: int
+    ) -> dict[str, tuple[int, ...]]:
+        """`shapes` with every axis of the named dimension `dim` set to `size`."""
+        changed = {}
+        for name, shape in shapes.items():
+            dims = self.shapes.get(name) or ()
+            changed[name] = tuple(
+                size if axis < len(dims) and dims[axis] == dim else int(n)
+                for axis, n in enumerate(shape)
+            )
+        return changed
+
+
 def _dim(dim: onnx.TensorShapeProto.Dimension) -> Dim:
     if dim.HasField("dim_value") and dim.dim_value >= 0:
         return int(dim.dim_value)
@@ -140,14 +180,20 @@ class ShapeSpecializingModel:
         input_names: Sequence[str],
         output_names: Sequence[str],
         compile_for: Callable[[dict[str, tuple[int, ...]]], CompiledModel],
+        separate: Separate | None = None,
     ):
         self.dims = dims
         self._input_names = list(input_names)
         self._output_names = list(output_names)
         self._compile_for = compile_for
+        self._separate = separate
         self._compiled: OrderedDict[tuple, CompiledModel] = OrderedDict()
-        self._seen: dict[tuple, CompiledModel] = {}
-        """Every array shape of a checked call -> the model compiled for it."""
+        self._seen: dict[tuple, _Plan] = {}
+        """Every array shape of a checked call -> how it runs."""
+        self._separations: dict[tuple, Separation] = {}
+        """(dimension, sizes at 1, size) -> the separation checked for them."""
+        self.inseparable: dict[str, str] = {}
+        """Named dimensions found not separable -> why (the operation that mixes)."""
         self.origin = None
 
     @property
@@ -159,20 +205,30 @@ class ShapeSpecializingModel:
         return list(self._output_names)
 
     @property
+    def separated(self) -> dict[str, Separation]:
+        """The named dimensions calls have been split along, with the last check's
+        input and output axes."""
+        return {
+            key[0]: separation
+            for key, separation in self._separations.items()
+            if separation.worth_splitting
+        }
+
+    @property
     def sizes(self) -> list[dict[str, tuple[int, ...]]]:
         """The input shapes compiled for, oldest first."""
         return [dict(key) for key in self._compiled]
 
     def specialized(self, shapes: Mapping[str, Sequence[int]]) -> CompiledModel:
         """The model compiled for these shapes of its dynamic inputs."""
-        key = tuple(sorted((name, tuple(int(n) for n in shape)) for name, shape in shapes.items()))
+        key = _key(shapes)
         compiled = self._compiled.get(key)
         if compiled is None:
             compiled = self._compile_for(dict(key))
             self._compiled[key] = compiled
             while len(self._compiled) > MAX_SIZES:
                 _, dropped = self._compiled.popitem(last=False)
-                self._seen = {k: v for k, v in self._seen.items() if v is not dropped}
+                self._seen = {k: v for k, v in self._seen.items() if v.compiled is not dropped}
         else:
             self._compiled.move_to_end(key)
         return compiled
@@ -180,21 +236,43 @@ class ShapeSpecializingModel:
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
         try:  # the shapes of a call seen before: checked then
             shapes = tuple(array.shape for array in arrays)
-            compiled = self._seen.get(shapes)
+            plan = self._seen.get(shapes)
         except (AttributeError, TypeError):
-            compiled = None
-        if compiled is not None:
-            return compiled(*arrays)
-        if len(arrays) != len(self._input_names):
-            raise InputMismatchError(
-                f"the model takes {len(self._input_names)} input(s) "
-                f"({', '.join(self._input_names) or 'none'}), got {len(arrays)}"
-            )
-        compiled = self.specialized(self.dims.bind(dict(zip(self._input_names, arrays, strict=True))))
-        if len(self._seen) >= 4 * MAX_SIZES:
-            self._seen.clear()
-        self._seen[tuple(array.shape for array in arrays)] = compiled
-        return compiled(*arrays)
+            plan = None
+        if plan is None:
+            if len(arrays) != len(self._input_names):
+                raise InputMismatchError(
+                    f"the model takes {len(self._input_names)} input(s) "
+                    f"({', '.join(self._input_names) or 'none'}), got {len(arrays)}"
+                )
+            plan = self._plan(self.dims.bind(dict(zip(self._input_names, arrays, strict=True))))
+            if len(self._seen) >= 4 * MAX_SIZES:
+                self._seen.clear()
+            self._seen[tuple(array.shape for array in arrays)] = plan
+        if plan.separation is None:
+            return plan.compiled(*arrays)
+        return plan.separation.run(plan.compiled, arrays, plan.count)
+
+    def _plan(self, shapes: dict[str, tuple[int, ...]]) -> _Plan:
+        """How a call of these input shapes runs: split along the first named dimension
+        of size >= 2 along which the model is separable, else compiled for them."""
+        if self._separate is not None:
+            for dim, count in self.dims.named_sizes(shapes).items():
+                if count < 2 or dim in self.inseparable:
+                    continue
+                one = self.dims.with_size(shapes, dim, 1)
+                key = (dim, _key(one), count)
+                separation = self._separations.get(key)
+                if separation is None:
+                    try:
+                        separation = self._separate(dim, one, shapes, count)
+                    except NotSeparable as reason:
+                        self.inseparable[dim] = str(reason)
+                        continue
+                    self._separations[key] = separation
+                if separation.worth_splitting:
+                    return _Plan(self.specialized(one), separation, count)
+        return _Plan(self.specialized(shapes))
 
     def _static_only(self, what: str) -> StratoError:
         return StratoError(
@@ -216,10 +294,29 @@ class ShapeSpecializingModel:
         raise self._static_only("a C header")
 
     def __repr__(self) -> str:
+        split = "".join(f", separable along '{dim}'" for dim in self.separated)
         return (
             f"<ShapeSpecializingModel {self.dims.describe()}: "
-            f"{len(self._compiled)} size(s) compiled>"
+            f"{len(self._compiled)} size(s) compiled{split}>"
         )
+
+
+Separate = Callable[[str, dict[str, tuple[int, ...]], dict[str, tuple[int, ...]], int], Separation]
+"""(dimension, input shapes with it at 1, the call's input shapes, its size in the call)
+-> how the model separates along it; raises NotSeparable."""
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A call's compiled model, run once, or once per slice along a separation."""
+
+    compiled: CompiledModel
+    separation: Separation | None = None
+    count: int = 1
+
+
+def _key(shapes: Mapping[str, Sequence[int]]) -> tuple:
+    return tuple(sorted((name, tuple(int(n) for n in shape)) for name, shape in shapes.items()))
 
 
 __all__ = ["MAX_SIZES", "InputDims", "ShapeSpecializingModel"]

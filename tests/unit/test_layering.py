@@ -14,7 +14,7 @@ ROOT = Path(strato.__file__).resolve().parent
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("diagnostics", "dialects", "context", "legality", "gc_pause", "walk", "zoo"),
-    ("runtime", "specializing", "staged"),
+    ("runtime", "specializing", "separable", "staged"),
     ("interpreters", "strategies"),
     ("frontends",),
     ("schedule",),
