@@ -24,7 +24,12 @@ import numpy as np
 import onnx
 from xdsl.passes import ModulePass, PassPipeline
 
-from strato.diagnostics import ModelImportError, StratoError, SymbolicShapeError
+from strato.diagnostics import (
+    ModelImportError,
+    RuntimeBranchError,
+    StratoError,
+    SymbolicShapeError,
+)
 from strato.frontends.onnx import import_onnx, raw_data
 from strato.frontends.onnx.sequences import checked_structure, is_structure_spec
 from strato.gc_pause import gc_for_compiling
@@ -138,7 +143,8 @@ def compile_model(
                 "progress": progress,
             }  # fmt: skip
             # host operators first: the staged model's parts specialize on their own sizes
-            rerouted = _staged(model, shapes, options_per_part)
+            host_ifs = frozenset([error.node]) if isinstance(error, RuntimeBranchError) else frozenset()
+            rerouted = _staged(model, shapes, options_per_part, host_ifs)
             if rerouted is None and isinstance(error, SymbolicShapeError):
                 rerouted = _specializing(model, shapes, options_per_part)
             if rerouted is None:
@@ -261,6 +267,7 @@ def _staged(
     model: str | os.PathLike | onnx.ModelProto,
     shapes: dict[str, tuple[int, ...]] | None,
     options: dict,
+    host_ifs: frozenset[str] = frozenset(),
 ):
     """`model` as compiled parts with its data-dependent-shape operators, and the nodes
     whose shape-deciding inputs are known only at run time, on the host between them
@@ -272,7 +279,7 @@ def _staged(
 
     source, default_name = _model_source(model)
     proto, _ = load_onnx(source)
-    if not has_host_ops(proto, IMPORT_TIME_INPUTS):
+    if not has_host_ops(proto, IMPORT_TIME_INPUTS, host_ifs):
         return None
     from strato.runtime.host_ops import HOST_OPS
 
@@ -295,7 +302,7 @@ def _staged(
             return lambda *arrays: list(rep.run(list(arrays)))
         return compile_model(part, input_shapes=pinned, **options)
 
-    return staged_model(proto, compile_part, IMPORT_TIME_INPUTS)
+    return staged_model(proto, compile_part, IMPORT_TIME_INPUTS, host_ifs)
 
 
 def _has_strings(model: onnx.ModelProto) -> bool:

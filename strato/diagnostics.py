@@ -39,5 +39,16 @@ class SymbolicShapeError(ModelImportError):
     (`strato.specializing`)."""
 
 
+class RuntimeBranchError(ModelImportError):
+    """An If whose condition is known only at run time and whose branches strato cannot
+    compute both of and select between (`node` is its first output's name):
+    `strato.compile` then runs it on the host, each branch compiled on its own
+    (`strato.staged`)."""
+
+    def __init__(self, message: str, node: str, location: str | None = None):
+        super().__init__(message, location=location)
+        self.node = node
+
+
 class LegalityError(StratoError):
     """An op left behind by a lowering that should have removed it."""

@@ -33,8 +33,23 @@ ids through the ONNX backend's string encoding (`strato.frontends.onnx.strings`)
     boxes, scores -> [part 0: Conv ... Sigmoid] -> NonMaxSuppression (host)
                   -> [part 1: Gather ... Concat] -> detections
 
-Operators inside a subgraph (an If's branch, a Loop's body) stay compiled: a host
-operator there (either kind) is refused, naming the node.
+Control flow decided at run time runs on the host too: a Loop of the graph whose trip
+count or first condition is known only at run time, or whose body computes its condition
+from such values, and an If of the graph that the importer cannot if-convert (it raises
+`RuntimeBranchError`, and the compiler stages the model with that If on the host). The
+Loop's body becomes a model of its own (the iteration number, the condition, the carried
+values and the outer values it reads in; the condition, the carried values and the scan
+outputs out), compiled by the same `compile_part` and called once per iteration; an If's
+branches become two such models (the outer values each reads in), and the condition
+picks one. Their inputs' shapes are left open, so each compiles per the sizes its calls
+bring (a carried value may grow), and a body or branch with host operators of its own
+is staged in turn.
+
+    n -> Loop (host: body = [part: Mul, Add, ReduceSum], called n times) -> [part] -> y
+
+Operators inside a subgraph of a node that is not itself on the host (an If's branch, a
+Loop's body the importer unrolls) stay compiled: a host operator there (any kind) is
+refused, naming the node.
 """
 
 from __future__ import annotations
@@ -81,9 +96,57 @@ class _Part:
 class _Host:
     node: onnx.NodeProto
 
+    @property
+    def reads(self) -> list[str]:
+        """The values `run` takes, in order ("" for an absent optional input)."""
+        return list(self.node.input)
+
     def run(self, values: list[np.ndarray | None]) -> list[np.ndarray]:
         compute = HOST_OPS.get(self.node.op_type) or SHAPE_OPS[self.node.op_type]
         return compute(self.node, values)
+
+
+@dataclass
+class _Loop(_Host):
+    """A Loop whose trip count or condition is known only at run time: its body is a
+    compiled model of its own (the iteration number, the condition, the carried values
+    and the outer values it reads in; the condition, the carried values and the scan
+    outputs out), called once per iteration while the trip count and the condition
+    allow. The scan outputs are stacked along a new first axis."""
+
+    outer: list[str]
+    body: Any
+    empty_scans: list[tuple[np.dtype, tuple[int, ...]]]
+    """Each scan output's element type and the shape of one iteration's slice where
+    static (what a loop of no iteration gives: an empty stack of them)."""
+
+    @property
+    def reads(self) -> list[str]:
+        return [*self.node.input, *self.outer]
+
+    def run(self, values: list[np.ndarray | None]) -> list[np.ndarray]:
+        given = len(self.node.input)
+        count, condition = [*values[:2], None, None][:2]
+        carried = list(values[2:given])
+        outer = values[given:]
+        trips = None if count is None else int(np.asarray(count).reshape(-1)[0])
+        going = True if condition is None else bool(np.asarray(condition).reshape(-1)[0])
+        scans: list[list[np.ndarray]] = [[] for _ in self.empty_scans]
+        iteration = 0
+        while going and (trips is None or iteration < trips):
+            results = self.body(
+                np.array(iteration, np.int64), np.array(going, np.bool_), *carried, *outer
+            )
+            going = bool(np.asarray(results[0]).reshape(-1)[0])
+            carried = list(results[1 : 1 + len(carried)])
+            for stack, value in zip(scans, results[1 + len(carried) :], strict=True):
+                stack.append(value)
+            iteration += 1
+        stacked = [
+            np.stack(stack) if stack else np.empty((0, *shape), dtype)
+            for stack, (dtype, shape) in zip(scans, self.empty_scans, strict=True)
+        ]
+        return [*carried, *stacked]
 
 
 class StagedModel:
@@ -133,7 +196,7 @@ class StagedModel:
         for step in self.steps:
             if isinstance(step, _Host):
                 node = step.node
-                values = [env[name] if name else None for name in node.input]
+                values = [env[name] if name else None for name in step.reads]
                 results = step.run(values)
                 env.update(zip([name for name in node.output if name], results, strict=True))
             else:
@@ -187,18 +250,28 @@ def _check_input(position: int, name: str, array: Any, declared: onnx.TypeProto)
         raise InputMismatchError(f"{what}: shape is {list(array.shape)}, expected {shown}")
 
 
-def has_host_ops(model: onnx.ModelProto, import_time_inputs: ImportTimeInputs | None = None) -> bool:
+def has_host_ops(
+    model: onnx.ModelProto,
+    import_time_inputs: ImportTimeInputs | None = None,
+    host_ifs: frozenset[str] = frozenset(),
+) -> bool:
     """Whether a node of `model`'s graph (or of a subgraph) runs on the host: an operator
     whose output sizes depend on the data, a string transform, or, given the importer's
     `import_time_inputs`, an operator of `SHAPE_OPS` whose input the importer needs at
-    import time is known only at run time (see `known_at_import`)."""
-    return _has_host_nodes(model.graph, import_time_inputs or {}, frozenset())
+    import time is known only at run time (see `known_at_import`), a Loop of the graph
+    whose trip count or condition is known only then, or an If of the graph named (by
+    its first output) in `host_ifs`."""
+    return _has_host_nodes(model.graph, import_time_inputs or {}, frozenset(), host_ifs=host_ifs)
 
 
 def _has_host_nodes(
-    graph: onnx.GraphProto, table: ImportTimeInputs, outer: frozenset, given: frozenset = frozenset()
+    graph: onnx.GraphProto,
+    table: ImportTimeInputs,
+    outer: frozenset,
+    given: frozenset = frozenset(),
+    host_ifs: frozenset[str] = frozenset(),
 ) -> bool:
-    hosts, known = _plan(graph, table, outer, refuse=False, given=given)
+    hosts, known = _plan(graph, table, outer, refuse=False, given=given, host_ifs=host_ifs)
     return any(hosts) or any(
         _has_host_nodes(body, table, body_outer, body_given)
         for node in graph.node
@@ -223,6 +296,7 @@ def _plan(
     outer: frozenset,
     refuse: bool,
     given: frozenset = frozenset(),
+    host_ifs: frozenset[str] = frozenset(),
 ) -> tuple[list[bool], set[str]]:
     """Whether each node of `graph` runs on the host, and the values known at import
     time (`known_at_import`); `given` are the graph's inputs known (a body's, see
@@ -233,9 +307,14 @@ def _plan(
     known = (set(outer) - inputs) | (inputs & given) | initializers | {""}
     hosts = []
     for node in graph.node:
-        host = node.op_type in HOST_OPS or _runtime_shape_input(node, table, known) is not None
+        host = (
+            node.op_type in HOST_OPS
+            or _runtime_shape_input(node, table, known) is not None
+            or _runtime_loop(node, table, known)
+            or (node.op_type == "If" and node.output[0] in host_ifs)
+        )
         hosts.append(host)
-        if refuse:
+        if refuse and not (host and node.op_type in ("If", "Loop")):  # bodies compile alone
             for body, body_outer, body_given in _scopes(node, known, table):
                 _refuse_host_nodes(node, body, table, body_outer, body_given)
         if host:
@@ -291,6 +370,23 @@ def _scopes(
     return scopes
 
 
+def _runtime_loop(node: onnx.NodeProto, table: ImportTimeInputs, known: set[str]) -> bool:
+    """Whether `node` is a Loop the importer cannot unroll for want of its decisions: a
+    trip count or a first condition known only at run time, or a condition its body
+    computes from values known only then."""
+    if node.op_type != "Loop" or node.domain not in ("", "ai.onnx"):
+        return False
+    count, condition = [*node.input, "", ""][:2]
+    if (count and count not in known) or (condition and condition not in known):
+        return True
+    scopes = _scopes(node, known, table)
+    if not scopes:
+        return False
+    body, outer, given = scopes[0]
+    inner = _plan(body, table, outer, refuse=False, given=given)[1]
+    return bool(body.output) and body.output[0].name not in inner
+
+
 def _runtime_shape_input(node: onnx.NodeProto, table: ImportTimeInputs, known: set[str]) -> str | None:
     """The first input of `node` that the importer needs at import time but that is
     known only at run time, when `node`'s operator can run on the host (`SHAPE_OPS`)."""
@@ -315,7 +411,9 @@ def _refuse_host_nodes(
             continue
         where = f"node '{inner.name or inner.op_type}' ({inner.op_type}) in a subgraph of node '{owner.name or owner.op_type}'"
         runtime = _runtime_shape_input(inner, table, known)
-        if inner.op_type in HOST_OPS or runtime is None:
+        if inner.op_type in ("If", "Loop") and runtime is None:
+            why = "its trip count or condition is known only when the model runs"
+        elif inner.op_type in HOST_OPS or runtime is None:
             why = "its output size depends on the data"
         else:
             why = f"its output shape depends on the value of input '{runtime}', known only when the model runs"
@@ -357,13 +455,16 @@ def staged_model(
     model: onnx.ModelProto,
     compile_part: Callable[[onnx.ModelProto], Any],
     import_time_inputs: ImportTimeInputs | None = None,
+    host_ifs: frozenset[str] = frozenset(),
 ) -> StagedModel:
     """`model` as compiled parts and host operators; `compile_part` compiles a part.
     `import_time_inputs` (the importer's) decides which nodes of `SHAPE_OPS` run on the
     host: those whose such input is not known at import time."""
     inferred = _inferred_types(model)
     graph = model.graph
-    is_host, known = _plan(graph, import_time_inputs or {}, frozenset(), refuse=True)
+    is_host, known = _plan(
+        graph, import_time_inputs or {}, frozenset(), refuse=True, host_ifs=host_ifs
+    )
     initializers = {init.name: init for init in graph.initializer}
     inputs = [value for value in graph.input if value.name not in initializers]
     # a Constant node's tensor is an initializer of the parts and the host operators
@@ -428,13 +529,18 @@ def staged_model(
         if level in part_nodes:
             nodes = [graph.node[index] for index in part_nodes[level]]
             steps.append(_part(model, nodes, level, read_at, initializers, inferred, compile_part))
-        steps.extend(_Host(node) for node in hosts.get(level, []))
+        for node in hosts.get(level, []):
+            if node.op_type == "Loop":
+                steps.append(_loop(model, node, inferred, initializers, compile_part))
+            elif node.op_type == "If":
+                steps.append(_if(model, node, inferred, initializers, compile_part))
+            else:
+                steps.append(_Host(node))
     constants = {
         name: numpy_helper.to_array(init)
         for name, init in initializers.items()
-        if any(
-            isinstance(step, _Host) and name in step.node.input for step in steps
-        ) or name in outputs
+        if any(isinstance(step, _Host) and name in step.reads for step in steps)
+        or name in outputs
     }
     return StagedModel(
         steps, [value.name for value in inputs], outputs, constants, [value.type for value in inputs]
@@ -500,6 +606,132 @@ def _part(
     part.ir_version = model.ir_version
     part.functions.extend(model.functions)
     return _Part(compile_part(part), inputs, outputs)
+
+
+def _body_model(
+    model: onnx.ModelProto,
+    body: onnx.GraphProto,
+    name: str,
+    inputs: list[onnx.ValueInfoProto],
+    outer: list[str],
+    inferred: Mapping[str, onnx.ValueInfoProto],
+    constants: list[onnx.TensorProto],
+) -> onnx.ModelProto:
+    """A Loop's body or an If's branch as a model: `inputs`, then the `outer` values it
+    reads from the enclosing graph, in (the enclosing graph's `constants` it reads are
+    its own); its outputs (shapes left open) out."""
+    nodes = list(body.node)
+    outputs = []
+    given = {value.name for value in inputs} | set(outer) | {c.name for c in constants}
+    for position, value in enumerate(body.output):
+        declared = onnx.ValueInfoProto()
+        declared.CopyFrom(value)
+        declared.type.tensor_type.ClearField("shape")  # an iteration's sizes may change
+        if value.name in given or any(value.name == o.name for o in body.output[:position]):
+            copy = f"{value.name}::output{position}"  # an input given back: its own output
+            nodes.append(helper.make_node("Identity", [value.name], [copy]))
+            declared.name = copy
+        outputs.append(declared)
+    graph = helper.make_graph(
+        nodes, name, [*inputs, *(_declared(n, inferred) for n in outer)], outputs,
+        [*constants, *body.initializer],
+    )  # fmt: skip
+    part = helper.make_model(graph, opset_imports=list(model.opset_import))
+    part.ir_version = model.ir_version
+    part.functions.extend(model.functions)
+    return part
+
+
+@dataclass
+class _If(_Host):
+    """An If whose condition is known only at run time and whose branches give values
+    strato cannot select between (other shapes, or operators that may fault on the
+    other branch's data): each branch is a compiled model of the outer values it reads;
+    the condition picks the one that runs."""
+
+    outer: list[str]
+    branches: dict[bool, tuple[Any, list[int]]]
+    """Per condition, the branch's model and the positions in `outer` of its inputs."""
+
+    @property
+    def reads(self) -> list[str]:
+        return [*self.node.input, *self.outer]
+
+    def run(self, values: list[np.ndarray | None]) -> list[np.ndarray]:
+        condition = np.asarray(values[0])
+        if condition.size != 1:
+            raise InputMismatchError(
+                f"node '{self.node.name or 'If'}' (If): its condition must hold one value, "
+                f"got shape {list(condition.shape)}"
+            )
+        branch, positions = self.branches[bool(condition.reshape(-1)[0])]
+        outer = values[len(self.node.input) :]
+        return list(branch(*[outer[i] for i in positions]))
+
+
+def _if(
+    model: onnx.ModelProto,
+    node: onnx.NodeProto,
+    inferred: Mapping[str, onnx.ValueInfoProto],
+    initializers: Mapping[str, onnx.TensorProto],
+    compile_part: Callable[[onnx.ModelProto], Any],
+) -> _If:
+    graphs = {attr.name: attr.g for attr in node.attribute if attr.HasField("g")}
+    if set(graphs) != {"then_branch", "else_branch"}:
+        raise ModelImportError(f"node '{node.name or 'If'}' (If) needs then_branch and else_branch")
+    free = {name: sorted(_free_names(graph)) for name, graph in graphs.items()}
+    reads = {name: [n for n in names if n not in initializers] for name, names in free.items()}
+    outer = sorted(set(reads["then_branch"]) | set(reads["else_branch"]))
+    branches = {}
+    for taken, name in ((True, "then_branch"), (False, "else_branch")):
+        title = f"{model.graph.name or 'model'}_{node.name or 'if'}_{name}"
+        constants = [initializers[n] for n in free[name] if n in initializers]
+        part = _body_model(model, graphs[name], title, [], reads[name], inferred, constants)
+        branches[taken] = (compile_part(part), [outer.index(n) for n in reads[name]])
+    return _If(node, outer, branches)
+
+
+def _loop(
+    model: onnx.ModelProto,
+    node: onnx.NodeProto,
+    inferred: Mapping[str, onnx.ValueInfoProto],
+    initializers: Mapping[str, onnx.TensorProto],
+    compile_part: Callable[[onnx.ModelProto], Any],
+) -> _Loop:
+    """A run-time Loop: its body as a model of its own, compiled by `compile_part`."""
+    body = next(iter(_subgraphs(node)), None)
+    if body is None or len(body.input) < 2 or len(body.output) < 1:
+        raise ModelImportError(f"node '{node.name or 'Loop'}' (Loop) has no valid body")
+    free = sorted(_free_names(body))
+    outer = [name for name in free if name not in initializers]
+    constants = [initializers[name] for name in free if name in initializers]
+    carried = len(body.input) - 2
+    if len(node.input) - 2 != carried:
+        raise ModelImportError(
+            f"node '{node.name or 'Loop'}' (Loop) carries {len(node.input) - 2} values into "
+            f"a body that takes {carried}"
+        )
+    inputs = [
+        helper.make_tensor_value_info(body.input[0].name, onnx.TensorProto.INT64, []),
+        helper.make_tensor_value_info(body.input[1].name, onnx.TensorProto.BOOL, []),
+    ]
+    for value, initial in zip(body.input[2:], node.input[2:], strict=True):
+        declared = onnx.ValueInfoProto()
+        declared.CopyFrom(value)
+        if not declared.type.tensor_type.elem_type and initial in inferred:
+            declared.type.CopyFrom(inferred[initial].type)
+        declared.type.tensor_type.ClearField("shape")  # sizes may change between iterations
+        inputs.append(declared)
+    title = f"{model.graph.name or 'model'}_{node.name or 'loop'}_body"
+    part = _body_model(model, body, title, inputs, outer, inferred, constants)
+    empty_scans = []
+    for value in body.output[1 + carried :]:
+        tensor = value.type.tensor_type
+        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
+        shape = tuple(dims) if tensor.HasField("shape") and None not in dims else ()
+        dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type or onnx.TensorProto.FLOAT)
+        empty_scans.append((np.dtype(dtype), shape))
+    return _Loop(node, outer, compile_part(part), empty_scans)
 
 
 def _declared(

@@ -1,5 +1,7 @@
 """If, Loop and Scan whose decisions are known at compile time: imported as the ops they
-run, matching onnxruntime; run-time decisions and oversized loops are diagnostics."""
+run, matching onnxruntime; an If the importer cannot select in runs on the host
+(strato.staged, tests/unit/test_staged.py has the loops); oversized loops are
+diagnostics."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import strato
-from strato.diagnostics import StratoError
+from strato.diagnostics import RuntimeBranchError, StratoError
+from strato.frontends.onnx import import_model
 from strato.frontends.onnx.convert_control import MAX_UNROLLED_NODES
 from strato.testing.optional import optional_module
 
@@ -204,26 +207,37 @@ def test_an_if_on_a_run_time_condition_selects_between_its_branches(flag):
     np.testing.assert_allclose(y, np.exp(x) if flag else -x, rtol=1e-6)
 
 
-def test_a_run_time_if_whose_branches_differ_in_shape_is_a_diagnostic():
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_run_time_if_whose_branches_differ_in_shape_runs_on_the_host(flag):
+    """The importer cannot select between [2] and [4] (a RuntimeBranchError naming the
+    node); strato.compile runs the If on the host, each branch compiled alone."""
     model = _run_time_if(
         [helper.make_node("Identity", ["x"], ["t"])],
         [helper.make_node("Concat", ["x", "x"], ["e"], axis=0)],
-        else_shape=(4,),
+        then_shape=("n",),
+        else_shape=("n",),
     )
-    with pytest.raises(StratoError, match=r"\(If\): its condition is known only at run time and its branches give output 0 as float32 \[2\] and float32 \[4\]"):
-        strato.compile(model)
+    with pytest.raises(RuntimeBranchError, match=r"\(If\): its condition is known only at run time and its branches give output 0 as float32 \[2\] and float32 \[4\]") as error:
+        import_model(model)
+    assert error.value.node == "y"
+    x = np.array([0.5, -1.0], np.float32)
+    (y,) = _check(model, {"flag": np.array(flag), "x": x})
+    assert y.shape == ((2,) if flag else (4,))
 
 
-def test_a_run_time_if_with_a_gather_at_run_time_positions_is_a_diagnostic():
+def test_a_run_time_if_with_a_gather_at_run_time_positions_runs_on_the_host():
     """Both branches would run: a gather at positions the untaken branch guards against
-    could read out of range."""
+    could read out of range. So the If runs on the host, computing one branch."""
     model = _run_time_if(
         [helper.make_node("Gather", ["x", "where"], ["t"])],
         [helper.make_node("Identity", ["x"], ["e"])],
         inputs=[_tensor("where", TensorProto.INT64, [2])],
     )
-    with pytest.raises(StratoError, match=r"then_branch has a Gather that reads at positions known only at run time"):
-        strato.compile(model)
+    with pytest.raises(RuntimeBranchError, match=r"then_branch has a Gather that reads at positions known only at run time"):
+        import_model(model)
+    x = np.array([0.5, -1.0], np.float32)
+    _check(model, {"flag": np.array(True), "x": x, "where": np.int64([1, 0])})
+    _check(model, {"flag": np.array(False), "x": x, "where": np.int64([7, -9])})
 
 
 def test_a_loop_too_long_to_unroll_is_a_diagnostic():

@@ -180,3 +180,163 @@ def test_a_dynamic_batch_beside_host_operators_stages_and_specializes_each_part(
         nonzero, steps = model(x, np.array(1), np.array(9), np.array(3))
         np.testing.assert_array_equal(nonzero, np.array(np.nonzero(np.maximum(x, 0))))
         np.testing.assert_array_equal(steps, np.arange(1, 9, 3))
+
+
+# --- control flow decided at run time: a Loop's body or an If's branches compiled alone ---
+
+B = TensorProto.BOOL
+
+
+def loop_body(nodes, carried, scans=(), initializers=()) -> onnx.GraphProto:
+    """A Loop body: (i, cond_in, *carried) -> (cond_out, *carried outputs, *scans); each
+    carried entry is (name in, name out, element type)."""
+    return helper.make_graph(
+        nodes,
+        "body",
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("cond_in", B, []),
+            *(helper.make_tensor_value_info(n, t, None) for n, _, t in carried),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", B, []),
+            *(helper.make_tensor_value_info(out, t, None) for _, out, t in carried),
+            *(helper.make_tensor_value_info(n, t, None) for n, t in scans),
+        ],
+        [numpy_helper.from_array(np.asarray(a), n) for n, a in dict(initializers).items()],
+    )
+
+
+def test_a_loop_of_a_run_time_trip_count_runs_its_compiled_body():
+    """y <- y * 0.5 + x, M times (M a graph input), each iteration's sum stacked; x * w
+    is computed by a compiled part before the loop and read by the body from outside."""
+    body = loop_body(
+        [
+            helper.make_node("Mul", ["y_in", "half"], ["h"]),
+            helper.make_node("Add", ["h", "xw"], ["y_out"]),
+            helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        [("y_in", "y_out", F)],
+        [("s", F)],
+        {"half": np.float32(0.5)},
+    )
+    model = model_of(
+        [
+            helper.make_node("Mul", ["x", "w"], ["xw"]),
+            helper.make_node("Loop", ["M", "", "y0"], ["y", "sums"], body=body),
+            helper.make_node("Mul", ["y", "y"], ["z"]),
+        ],
+        {"M": (I64, []), "x": (F, [3]), "y0": (F, [3])},
+        {"z": F, "sums": F},
+        {"w": np.float32([1, 2, 3])},
+    )
+    for trips in (0, 1, 5):
+        feeds = {"M": np.array(trips, np.int64), "x": np.float32([1, -1, 2]), "y0": np.ones(3, np.float32)}
+        compiled = check(model, feeds, parts=2)
+    assert compiled.host_ops == ["Loop"]
+    assert compiled(*feeds.values())[1].shape == (5,)
+
+
+def test_a_while_loop_whose_state_grows_runs_until_its_condition_fails():
+    """A generation loop: append twice the last element while the sum is below a limit
+    (the body computes the condition from run-time values; the state grows each step)."""
+    body = loop_body(
+        [
+            helper.make_node("Slice", ["y_in", "m1", "end"], ["last"]),
+            helper.make_node("Mul", ["last", "two"], ["next"]),
+            helper.make_node("Concat", ["y_in", "next"], ["y_out"], axis=0),
+            helper.make_node("ReduceSum", ["y_out"], ["total"], keepdims=0),
+            helper.make_node("Less", ["total", "limit"], ["cond_out"]),
+        ],
+        [("y_in", "y_out", F)],
+        initializers={"m1": np.int64([-1]), "end": np.int64([2**40])},
+    )
+    model = model_of(
+        [helper.make_node("Loop", ["", "go", "y0"], ["y"], body=body)],
+        {"limit": (F, []), "go": (B, []), "y0": (F, [1])},
+        {"y": F},
+        {"two": np.float32(2)},
+    )
+    for limit, length in ((0.5, 2), (10.0, 4), (100.0, 7)):
+        feeds = {"limit": np.array(limit, np.float32), "go": np.array(True), "y0": np.ones(1, np.float32)}
+        compiled = check(model, feeds, parts=0)
+        assert compiled(*feeds.values())[0].shape == (length,)
+    feeds["go"] = np.array(False)  # no iteration: the initial state
+    np.testing.assert_array_equal(compiled(*feeds.values())[0], feeds["y0"])
+
+
+def branches_of_other_shapes() -> onnx.ModelProto:
+    """if sum(x) > 0: concat(x, x) else: x * 3, then + 1: the branches' shapes differ,
+    so no select can pick between them."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Concat", ["x", "x"], ["t"], axis=0)], "then", [],
+        [helper.make_tensor_value_info("t", F, None)],
+    )  # fmt: skip
+    else_branch = helper.make_graph(
+        [helper.make_node("Mul", ["x", "three"], ["e"])], "else", [],
+        [helper.make_tensor_value_info("e", F, None)],
+    )  # fmt: skip
+    return model_of(
+        [
+            helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+            helper.make_node("Greater", ["s", "zero"], ["c"]),
+            helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch),
+            helper.make_node("Add", ["y", "one"], ["z"]),
+        ],
+        {"x": (F, [3])},
+        {"z": F},
+        {"zero": np.float32(0), "one": np.float32(1), "three": np.float32(3)},
+    )
+
+
+@pytest.mark.parametrize("x", [[1, 2, 3], [-1, -2, 0]])
+def test_an_if_whose_branches_differ_in_shape_runs_the_branch_its_condition_takes(x):
+    compiled = check(branches_of_other_shapes(), {"x": np.float32(x)}, parts=2)
+    assert compiled.host_ops == ["If"]
+
+
+def test_an_if_with_a_branch_that_could_fault_on_the_other_branchs_data_runs_on_the_host():
+    """The then branch gathers at run-time positions, valid only when it is taken: an
+    If that computes both branches could read out of bounds, so it runs one."""
+    then_branch = helper.make_graph(
+        [helper.make_node("Gather", ["table", "index"], ["t"], axis=0)], "then", [],
+        [helper.make_tensor_value_info("t", F, None)],
+    )  # fmt: skip
+    else_branch = helper.make_graph(
+        [helper.make_node("Identity", ["fallback"], ["e"])], "else", [],
+        [helper.make_tensor_value_info("e", F, None)],
+    )  # fmt: skip
+    model = model_of(
+        [
+            helper.make_node("Less", ["index", "size"], ["inside"]),
+            helper.make_node("If", ["inside"], ["y"], then_branch=then_branch, else_branch=else_branch),
+        ],
+        {"index": (I64, []), "fallback": (F, [])},
+        {"y": F},
+        {"table": np.float32([10, 20, 30]), "size": np.int64(3)},
+    )
+    for index in (1, 7):
+        check(model, {"index": np.array(index, np.int64), "fallback": np.array(-1, np.float32)}, parts=1)
+
+
+def test_a_run_time_loop_inside_an_unrolled_loop_is_refused_naming_both():
+    inner = loop_body(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Identity", ["a_in"], ["a_out"])],
+        [("a_in", "a_out", F)],
+    )
+    outer_body = loop_body(
+        [
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+            helper.make_node("Loop", ["n", "", "b_in"], ["b_out"], body=inner, name="inner"),
+        ],
+        [("b_in", "b_out", F)],
+    )
+    model = model_of(
+        [helper.make_node("Loop", ["three", "", "x"], ["y"], body=outer_body, name="outer")],
+        {"n": (I64, []), "x": (F, [2])},
+        {"y": F},
+        {"three": np.int64(3)},
+    )
+    with pytest.raises(StratoError, match="node 'inner' .* subgraph of node 'outer'.*known only when the model runs"):
+        strato.compile(model, cache=False)

@@ -19,9 +19,10 @@ axis of static length. Each is imported as the graph ops of what it runs:
   Scan-8 (opsets before 9) scans each element of its batch axis alone and stacks them.
 
 A trip count or loop condition computed at run time is refused, naming the node and
-the value, as is an If on a run-time condition that cannot be if-converted, and a loop
-that would unroll beyond `MAX_UNROLLED_NODES` nodes. Run-time control flow (region ops at
-every level) is not compiled yet.
+the value, as is an If on a run-time condition that cannot be if-converted (a
+`RuntimeBranchError`), and a loop that would unroll beyond `MAX_UNROLLED_NODES` nodes.
+`strato.compile` runs such a Loop or If of the model's graph on the host, its body or
+branches compiled alone (`strato.staged`); in a subgraph they stay refused.
 
 Body values are renamed per use (`<output>::<op>::<iteration>::<name>`), nested bodies
 included, so that iterations and branches never share a name or a cached constant; a
@@ -36,6 +37,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from strato.diagnostics import ModelImportError, RuntimeBranchError
 from strato.dialects.tensor_types import numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
 from strato.frontends.onnx.expansion import Expansion
@@ -189,6 +191,17 @@ def convert_if(ctx: NodeContext) -> list[ImportedValue]:
         return _run_body(ctx, _branch(ctx, taken), [], prefix, taken)
     if int(np.prod(ctx.shape(0))) != 1:
         raise ctx.error(f"its condition must hold one value, got shape {list(ctx.shape(0))}")
+    try:
+        return _if_converted(ctx)
+    except ModelImportError as error:
+        if isinstance(error, RuntimeBranchError):
+            raise
+        # the compiler runs such an If on the host, each branch compiled alone
+        raise RuntimeBranchError(error.message, ctx.node.output[0], error.location) from None
+
+
+def _if_converted(ctx: NodeContext) -> list[ImportedValue]:
+    """Both branches of an If on a run-time condition, and a Where selecting each output."""
     token = _SPECULATING.set(True)
     try:
         branches = {
