@@ -111,7 +111,7 @@ def separation(one: func.FuncOp, many: func.FuncOp, count: int) -> Separation:
     if count < 2:
         raise ValueError("separation needs a size of at least 2")
     axes: dict[SSAValue, Axis] = {}
-    offsets: dict[SSAValue, int] = {}  # constants whose block i is block 0 + i * step
+    offsets: dict[SSAValue, np.ndarray] = {}  # constants whose block i is block 0 + i d
     counterpart: dict[SSAValue, SSAValue] = {}
     args_one, args_many = one.body.block.args, many.body.block.args
     if len(args_one) != len(args_many):
@@ -140,9 +140,9 @@ def separation(one: func.FuncOp, many: func.FuncOp, count: int) -> Separation:
         in_axes = [axes[value] for value in b.operands]
         out_axes = [axes[value] for value in b.results]
         if isinstance(b, ConstantOp):
-            step = _check_constant(a, b, out_axes[0], where)
-            if step is not None:
-                offsets[b.results[0]] = step
+            offset = _check_constant(a, b, out_axes[0], where)
+            if offset is not None:
+                offsets[b.results[0]] = offset
             continue
         for position, value in enumerate(b.operands):
             if value in offsets and not _offset_indices(b, position, offsets[value], a):
@@ -153,6 +153,10 @@ def separation(one: func.FuncOp, many: func.FuncOp, count: int) -> Separation:
             continue  # unbatched operands, the same op: the same value in both imports
         if isinstance(b, graph.GatherOp) and b.operands[1] in offsets:
             expected = [b.axis.value.data + in_axes[1]]  # each sample's indices in its block
+        elif isinstance(b, graph.GatherNDOp) and b.operands[1] in offsets:
+            index_axis = in_axes[1]
+            last = len(_shape(b.operands[1])) - 1
+            expected = None if index_axis is None or index_axis == last else [index_axis]
         else:
             rule = _rule_of(b)
             if rule is None:
@@ -214,10 +218,11 @@ def _check_same_op(
         raise NotSeparable(f"{where} has other properties at size 1")
 
 
-def _check_constant(a: Operation, b: Operation, axis: Axis, where: str) -> int | None:
-    """None when `b` is `a` (unbatched) or `a` repeated in each block of `axis`; the
-    step s when block i of `b` is `a` + i s, for integers (the positions of each sample's
-    elements in a tensor of all samples, which only a gather's indices may be)."""
+def _check_constant(a: Operation, b: Operation, axis: Axis, where: str) -> np.ndarray | None:
+    """None when `b` is `a` (unbatched) or `a` repeated in each block of `axis`. For
+    integers, the offset d (a vector along the last axis) when block i of `b` is
+    `a` + i d: the positions of each sample's elements in a tensor of all samples, which
+    only a gather's indices may be (`_offset_indices`)."""
     assert isinstance(a, ConstantOp) and isinstance(b, ConstantOp)
     if axis is None:
         if a.value != b.value:
@@ -231,13 +236,13 @@ def _check_constant(a: Operation, b: Operation, axis: Axis, where: str) -> int |
     ]
     if all(np.array_equal(x, one, equal_nan=one.dtype.kind in "fc") for x in blocks):
         return None
-    if one.dtype.kind in "iu" and one.size and len(blocks) > 1:
-        step = int(blocks[1].flat[0]) - int(one.flat[0])
-        if step > 0 and all(
-            np.array_equal(x.astype(np.int64), one.astype(np.int64) + i * step)
-            for i, x in enumerate(blocks)
+    if one.dtype.kind in "iu" and one.ndim and one.size and len(blocks) > 1:
+        base = one.astype(np.int64)
+        offset = (blocks[1].astype(np.int64) - base).reshape(-1, one.shape[-1])[0]
+        if np.all(offset >= 0) and all(
+            np.array_equal(x.astype(np.int64), base + i * offset) for i, x in enumerate(blocks)
         ):
-            return step
+            return offset
     raise NotSeparable(f"{where} is a constant that differs between samples")
 
 
@@ -421,20 +426,29 @@ def _whole_axis(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
     return [axis]
 
 
-def _offset_indices(op: Operation, position: int, step: int, at_one: Operation) -> bool:
-    """Whether operand `position` of `op` is the indices of a gather along an axis
-    batched in blocks of `step`, whose values at size 1 are within a block (so the
-    indices of sample i, offset by i * step, point into its block)."""
-    if not isinstance(op, graph.GatherOp) or position != 1:
+def _offset_indices(op: Operation, position: int, offset: np.ndarray, at_one: Operation) -> Axis | bool:
+    """Whether operand `position` of `op` is the indices of a gather (or gather_nd)
+    into data batched in blocks along the axis the indices offset, by a block per sample,
+    with values at size 1 within a block: then the indices of sample i point into its
+    block, as the model's at size 1 point into the one block there."""
+    if position != 1 or not isinstance(op, graph.GatherOp | graph.GatherNDOp):
         return False
-    data = _shape(op.operands[0])
-    along = op.axis.value.data
-    block = _shape(at_one.operands[0])[along]
-    if data[along] == block or block != step:
-        return False  # the data is not batched along the gather's axis in such blocks
-    producer = at_one.operands[1].owner
-    assert isinstance(producer, ConstantOp)
-    values = array_from_dense(producer.value, copy=False)
+    data_one = _shape(at_one.operands[0])
+    values = array_from_dense(at_one.operands[1].owner.value, copy=False).astype(np.int64)  # type: ignore[union-attr]
+    if isinstance(op, graph.GatherOp):
+        along, component = op.axis.value.data, None
+        if np.any(offset != offset[0]):
+            return False
+    else:
+        if op.batch_dims.value.data != 0 or np.count_nonzero(offset) != 1:
+            return False
+        component = int(np.flatnonzero(offset)[0])
+        along = component
+        values = values[..., component]
+    step = int(offset[component or 0])
+    block = data_one[along]
+    if _shape(op.operands[0])[along] == block or step != block:
+        return False  # the data is not batched along that axis in blocks of the offset
     return bool(values.size) and int(values.min()) >= 0 and int(values.max()) < block
 
 

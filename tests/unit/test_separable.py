@@ -27,12 +27,20 @@ def weight(*shape: int) -> np.ndarray:
 
 
 def model(nodes, inputs, outputs, initializers=(), opset: int = 18) -> onnx.ModelProto:
-    """A model of `nodes`; inputs as (name, dims) with "B" the dynamic batch."""
+    """A model of `nodes`; inputs as (name, dims) with "B" the dynamic batch; outputs as
+    names, or (name, dims) where ONNX's shape inference cannot tell."""
     graph = helper.make_graph(
         nodes,
         "m",
         [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(d)) for n, d in inputs],
-        [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in outputs],
+        [
+            helper.make_tensor_value_info(
+                o if isinstance(o, str) else o[0],
+                TensorProto.FLOAT,
+                None if isinstance(o, str) else list(o[1]),
+            )
+            for o in outputs
+        ],
         [numpy_helper.from_array(array, name) for name, array in initializers],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
@@ -197,6 +205,35 @@ SEPARABLE = {
                 ("three", np.array(3, np.int64)),
                 ("last", np.array([1], np.int64)),
                 ("positions", np.array([2, 0, 1], np.int64)),
+            ],
+        ),
+        (0,),
+        (0,),
+    ),
+    "each sample's (sample, position) pairs (an offset gather_nd)": (
+        model(
+            [
+                helper.make_node("Shape", ["x"], ["shape"]),
+                helper.make_node("Gather", ["shape", "zero"], ["batch"], axis=0),
+                helper.make_node("Range", ["start", "batch", "one"], ["samples"]),
+                helper.make_node("Unsqueeze", ["samples", "inner"], ["column"]),
+                helper.make_node("Unsqueeze", ["batch", "first"], ["batch1"]),
+                helper.make_node("Concat", ["batch1", "tail"], ["full"], axis=0),
+                helper.make_node("Expand", ["column", "full"], ["which"]),
+                helper.make_node("Expand", ["positions", "full"], ["where"]),
+                helper.make_node("Concat", ["which", "where"], ["pairs"], axis=2),
+                helper.make_node("GatherND", ["x", "pairs"], ["y"]),
+            ],
+            [("x", ("B", 4))],
+            [("y", ("B", 4))],
+            [
+                ("zero", np.array(0, np.int64)),
+                ("start", np.array(0, np.int64)),
+                ("one", np.array(1, np.int64)),
+                ("inner", np.array([1, 2], np.int64)),
+                ("first", np.array([0], np.int64)),
+                ("tail", np.array([4, 1], np.int64)),
+                ("positions", np.array([[[3], [2], [1], [0]]], np.int64)),
             ],
         ),
         (0,),
