@@ -7,7 +7,8 @@ the dynamic model against a static compile of the same size, in one run.
     python benchmarks/dynamic_shapes.py --only bert --repeat 20
 
 Models (random weights, seeded; exported by torch's TorchScript exporter with
-`dynamic_axes`, cached in `benchmarks/.torch_corpus/dynamic/`):
+`dynamic_axes`, or with `--exporter dynamo` by torch.export with dynamic `Dim`s; cached
+in `benchmarks/.torch_corpus/dynamic/`):
 - resnet18 (torchvision), dynamic batch, called at batch 1, 4 and 8;
 - bert (transformers, 2 layers, 512 positions), dynamic batch and sequence, called at
   sequence 16, 128 and 512, then (batch 4, sequence 128);
@@ -18,7 +19,8 @@ Per size: the first call's seconds (the compile for that size, or for a size alo
 the model is separable only the check of its import: `strato.separable`), the sizes
 compiled so far, the largest difference from onnxruntime, then the median latency of the
 dynamic model, of a static compile (`input_shapes` pinning the size) and of
-onnxruntime, taken in turns, with the dynamic/static ratio (the goal: at most 1.1).
+onnxruntime (its threads not spinning between calls, which would slow the side timed
+after it), taken in turns, with the dynamic/static ratio (the goal: at most 1.1).
 """
 
 from __future__ import annotations
@@ -123,8 +125,10 @@ MODELS: dict[str, tuple[Callable, Callable, list[tuple[int, int]]]] = {
 }
 
 
-def export(name: str) -> Path:
-    path = CACHE_DIR / f"{name}.onnx"
+def export(name: str, exporter: str = "torchscript") -> Path:
+    """The model exported with its dynamic axes by `exporter` ("torchscript", or
+    "dynamo": torch.export with `Dim`s, which writes other patterns for the same model)."""
+    path = CACHE_DIR / (f"{name}.onnx" if exporter == "torchscript" else f"{name}.{exporter}.onnx")
     if path.exists():
         return path
     import torch
@@ -132,12 +136,28 @@ def export(name: str) -> Path:
     module, example, axes = MODELS[name][0]()
     CACHE_DIR.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")
+    arrays = tuple(torch.from_numpy(v) for v in example.values())
     with torch.no_grad():
-        torch.onnx.export(
-            module, tuple(torch.from_numpy(v) for v in example.values()), str(partial),
-            input_names=list(example), output_names=["output"], dynamic_axes=axes,
-            opset_version=17, dynamo=False,
-        )  # fmt: skip
+        if exporter == "torchscript":
+            torch.onnx.export(
+                module, arrays, str(partial), input_names=list(example), output_names=["output"],
+                dynamic_axes=axes, opset_version=17, dynamo=False,
+            )  # fmt: skip
+        else:
+            from torch.export import Dim
+
+            dims = {"batch": Dim("batch", min=1, max=64), "sequence": Dim("sequence", min=2, max=512)}
+            shapes = tuple({a: dims[d] for a, d in axes[key].items()} for key in example)
+            # torch.export specializes sizes of 1: trace at (2, 8)
+            arrays = tuple(
+                torch.ones((2, *v.shape[1:]) if v.ndim == 4 else (2, 8), dtype=v.dtype)
+                for v in arrays
+            )
+            onnx_program = torch.onnx.export(
+                module, arrays, input_names=list(example), output_names=["output"],
+                dynamic_shapes=shapes, dynamo=True, opset_version=18, verbose=False,
+            )  # fmt: skip
+            onnx_program.save(str(partial))
     partial.replace(path)
     return path
 
@@ -165,6 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", choices=sorted(MODELS), help="this model only")
     parser.add_argument("--repeat", type=int, default=10, help="timed calls per side per round")
+    parser.add_argument(
+        "--exporter", choices=["torchscript", "dynamo"], default="torchscript",
+        help="torch's exporter (dynamo: torch.export with dynamic Dims)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
 
     import onnxruntime
@@ -179,14 +203,19 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     ratios = []
     for name in args.only or list(MODELS):
-        path = export(name)
+        path = export(name, args.exporter)
         _, make_inputs, sizes = MODELS[name]
         start = time.perf_counter()
         dynamic = strato.compile(str(path))
         setup = time.perf_counter() - start
         assert isinstance(dynamic, ShapeSpecializingModel), dynamic
         print(f"{name:9s} compiled once in {setup:.2f} s: {dynamic.dims.describe()}")
-        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        options = onnxruntime.SessionOptions()
+        # its threads spinning after a call would slow the side timed after it
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        session = onnxruntime.InferenceSession(
+            str(path), options, providers=["CPUExecutionProvider"]
+        )
         for batch, seq in sizes:
             inputs = make_inputs(batch, seq)
             arrays = list(inputs.values())
