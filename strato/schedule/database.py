@@ -151,9 +151,14 @@ class Database:
             if (task is None or r.task == task) and (target is None or r.target == target)
         ]
 
-    def best(self, task: str, device: str = "") -> Record | None:
-        """The fastest record of `task` without error measured on `device` (this host: "")."""
+    def best(self, task: str, device: str = "", threads: int | None = None) -> Record | None:
+        """The fastest record of `task` without error measured on `device` (this host: "").
+        With `threads`, among the records measured on that many threads when there are
+        any (a kernel's best schedule on one thread is not its best on two, and its times
+        are not comparable), else among all."""
         ok = [r for r in self.records(task, device) if r.ok]
+        if threads is not None:
+            ok = [r for r in ok if r.threads == threads] or ok
         return min(ok, key=lambda r: r.seconds) if ok else None  # type: ignore[arg-type,return-value]
 
     def training_data(self, features_version: int, exclude: str | None = None, device: str = ""):

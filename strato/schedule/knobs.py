@@ -112,8 +112,9 @@ class ForcedKnobs(KnobSource):
 @dataclass(frozen=True)
 class TuningLog(KnobSource):
     """The best record of each kernel's task (`kernel_key`) in the tuning log at `path`,
-    among those measured on the context's machine (`ScheduleContext.device`); a record
-    written for other templates keeps only the knob values that still apply."""
+    among those measured on the context's machine (`ScheduleContext.device`), on its
+    threads when the log has such records (`Database.best`); a record written for other
+    templates keeps only the knob values that still apply."""
 
     path: str
 
@@ -121,7 +122,8 @@ class TuningLog(KnobSource):
         from strato.schedule.database import Database
         from strato.schedule.workload import kernel_key
 
-        best = Database.cached(self.path).best(kernel_key(kernel_of(module, name)), context.device)
+        key = kernel_key(kernel_of(module, name))
+        best = Database.cached(self.path).best(key, context.device, context.threads)
         if best is None:
             return {}
         chosen: Config = {}

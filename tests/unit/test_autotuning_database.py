@@ -29,6 +29,19 @@ def test_append_read_back_and_best(tmp_path):
         assert all(json.loads(line) for line in file)
 
 
+def test_best_prefers_the_records_of_the_threads_compiled_for(tmp_path):
+    """A log of one-thread and two-thread runs: a compile for two threads takes the best
+    two-thread record, even when a one-thread record is faster; for a thread count the
+    log never measured, the best of all."""
+    db = Database(str(tmp_path / "log.jsonl"))
+    for threads, seconds, mr in ((1, 0.4, 2), (1, 0.9, 4), (2, 0.6, 8), (2, 0.5, 16)):
+        db.append(Record(task="wl", config={"s": {"mr": mr}}, seconds=seconds, threads=threads))
+    assert db.best("wl").config == {"s": {"mr": 2}}
+    assert db.best("wl", threads=1).config == {"s": {"mr": 2}}
+    assert db.best("wl", threads=2).config == {"s": {"mr": 16}}
+    assert db.best("wl", threads=4).config == {"s": {"mr": 2}}
+
+
 def test_torn_last_line_and_corrupt_lines_are_reported_and_skipped(tmp_path):
     path = tmp_path / "log.jsonl"
     db = Database(str(path))

@@ -246,7 +246,8 @@ class GraphWinogradPass(ModulePass):
     m = `tile`, or (0) the largest with `min_tiles` tiles per image whose transformed
     tensors take at most `max_tile_bytes` each. With `tuning_log` (and `tile` 0), each
     takes whichever of direct, F(2, 3) and F(4, 3) has the fastest kernel in the log
-    (measured on `device`: see `strato.schedule.database.record_target`); one the log
+    (measured on `device`: see `strato.schedule.database.record_target`; on `threads`
+    threads where the log has such records, 0: any); one the log
     has no record of follows the rule (`untuned=rule`) or stays direct
     (`untuned=direct`)."""
 
@@ -258,6 +259,7 @@ class GraphWinogradPass(ModulePass):
     max_tile_bytes: int = 8 << 20
     tuning_log: str = ""
     device: str = ""
+    threads: int = 0
     untuned: str = "rule"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
@@ -297,7 +299,7 @@ class GraphWinogradPass(ModulePass):
                 seconds = {
                     tile: best.seconds
                     for tile, key in keys.variants(conv, direct).items()
-                    if (best := db.best(key, self.device)) is not None
+                    if (best := db.best(key, self.device, self.threads or None)) is not None
                 }
                 chosen[workload] = min(seconds, key=seconds.__getitem__) if seconds else None
             return chosen[workload]

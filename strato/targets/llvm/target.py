@@ -210,6 +210,7 @@ class LLVMTarget(Target):
                     tile=self.winograd or 0,
                     tuning_log=tuning_log or "",
                     device=device_name(self.machine),
+                    threads=self.threads,
                     untuned="direct" if self.winograd is None else "rule",
                 ),
             )
