@@ -14,7 +14,11 @@ attributes and the same operands. Each value is then either
 
 - unbatched: its shape is the same in both imports (its value is then the same), or
 - batched along one axis: the axis's size is N times larger at N, the others equal;
-  sample i owns the block [i k, (i + 1) k) of that axis (k: its size at 1).
+  sample i owns the block [i k, (i + 1) k) of that axis (k: its size at 1), or, after a
+  reshape that folds an axis before the batch into it (a sequence-first attention's
+  [S, N, E] -> [S N, E]), the indices s N + i: its samples interleave, which only
+  operations that run independently along that axis, and the reshape that undoes it,
+  accept.
 
 Every operation with a batched operand must keep samples apart, by the rule of its
 kind: an element-wise operation broadcasts along the axis; a reduction, softmax, scan,
@@ -111,6 +115,7 @@ def separation(one: func.FuncOp, many: func.FuncOp, count: int) -> Separation:
     if count < 2:
         raise ValueError("separation needs a size of at least 2")
     axes: dict[SSAValue, Axis] = {}
+    outers: dict[SSAValue, int] = {}  # batched values whose samples interleave (_reshape)
     offsets: dict[SSAValue, np.ndarray] = {}  # constants whose block i is block 0 + i d
     counterpart: dict[SSAValue, SSAValue] = {}
     args_one, args_many = one.body.block.args, many.body.block.args
@@ -130,6 +135,8 @@ def separation(one: func.FuncOp, many: func.FuncOp, count: int) -> Separation:
         where = f"operation {index} ({b.name})"
         _check_same_op(a, b, counterpart, where)
         if isinstance(b, func.ReturnOp):
+            if any(outers.get(value, 1) != 1 for value in b.operands):
+                raise NotSeparable(f"{where} gives a value whose samples interleave")
             output_axes = tuple(axes[value] for value in b.operands)
             break
         for r_one, r_many in zip(a.results, b.results, strict=True):
@@ -151,6 +158,21 @@ def separation(one: func.FuncOp, many: func.FuncOp, count: int) -> Separation:
                 )
         if all(axis is None for axis in in_axes) and all(axis is None for axis in out_axes):
             continue  # unbatched operands, the same op: the same value in both imports
+        interleaved = {outers.get(v, 1) for v, axis in zip(b.operands, in_axes) if axis is not None}
+        if len(interleaved) > 1:
+            raise NotSeparable(f"{where} reads values whose samples interleave differently")
+        outer = interleaved.pop() if interleaved else 1
+        if isinstance(b, graph.ReshapeOp):
+            outer = _reshape(b, in_axes[0], outer, out_axes[0], count)
+            if outer is None:
+                raise NotSeparable(
+                    f"{where} does not keep samples apart (operand axes {_shown(in_axes)}, "
+                    f"result axes {_shown(out_axes)})"
+                )
+            outers[b.results[0]] = outer
+            continue
+        if outer != 1 and (b.operands[1:2] and b.operands[1] in offsets or isinstance(b, _BLOCKS_ONLY)):
+            raise NotSeparable(f"{where} reads a value whose samples interleave")
         if isinstance(b, graph.GatherOp) and b.operands[1] in offsets:
             expected = [b.axis.value.data + in_axes[1]]  # each sample's indices in its block
         elif isinstance(b, graph.GatherNDOp) and b.operands[1] in offsets:
@@ -167,6 +189,8 @@ def separation(one: func.FuncOp, many: func.FuncOp, count: int) -> Separation:
                 f"{where} does not keep samples apart (operand axes {_shown(in_axes)}, "
                 f"result axes {_shown(out_axes)})"
             )
+        if outer != 1:  # the op runs independently along the batched axis: as it came
+            outers.update((result, outer) for result, axis in zip(b.results, out_axes) if axis is not None)
     else:
         raise NotSeparable("the function does not end in a return")
     input_axes = tuple(axes[arg] for arg in args_many)
@@ -374,18 +398,33 @@ def _transpose(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
     return [perm.index(in_axes[0])]
 
 
-def _reshape(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
-    """Each sample's elements stay one block in row-major order: the same number of
-    elements before the axis, and the same block of elements from it on."""
-    axis, result = in_axes[0], out_axes[0]
+def _reshape(op: Operation, axis: Axis, outer: int, result: Axis, count: int) -> int | None:
+    """The interleaving of a reshape's result (None: it mixes samples). A batched axis
+    of extent `outer` x N x `inner` (sample i at the middle index i; `outer` 1: one
+    block per sample) makes the tensor, in row-major order, [P, N, B]: P = the elements
+    before the axis times `outer`, B = `inner` times the elements after it. A reshape
+    keeps that order, so the result's batched axis must split into the same P and B;
+    its `outer` is P over the elements before it. A sequence-first attention's
+    [S, N, H, D] -> [S N, H D] gives rows with samples interleaved (`outer` S), and the
+    reshape back [S N, E] -> [S, N, E] undoes it."""
     if axis is None or result is None:
         return None
     src, dst = _shape(op.operands[0]), _shape(op.results[0])
-    if math.prod(src[:axis]) != math.prod(dst[:result]):
+    if src[axis] % (outer * count):
         return None
-    if math.prod(src[axis:]) != math.prod(dst[result:]):
+    inner = src[axis] // outer  # N times the inner extent
+    before = math.prod(src[:axis]) * outer
+    after = inner * math.prod(src[axis + 1 :])  # of N * this, per middle index
+    dst_before = math.prod(dst[:result])
+    if before % dst_before:
         return None
-    return [result]
+    dst_outer = before // dst_before
+    if dst[result] % (dst_outer * count):
+        return None
+    dst_inner = dst[result] // dst_outer
+    if dst_inner * math.prod(dst[result + 1 :]) != after:
+        return None
+    return dst_outer
 
 
 def _concat(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
@@ -558,7 +597,6 @@ _RULES: list[tuple[type | tuple[type, ...], Rule]] = [
     (graph.MatmulOp, _matmul),
     (graph.EinsumOp, _einsum),
     (graph.TransposeOp, _transpose),
-    (graph.ReshapeOp, _reshape),
     (graph.ConcatOp, _concat),
     (graph.SplitOp, _split),
     ((graph.SliceOp, graph.PadOp, graph.TileOp, graph.ResizeOp), _whole_axis),
@@ -567,6 +605,11 @@ _RULES: list[tuple[type | tuple[type, ...], Rule]] = [
     (graph.GatherNDOp, _gather_nd),
     ((graph.LstmOp, graph.RecurrenceOp), _recurrence),
 ]
+
+
+_BLOCKS_ONLY = (graph.LstmOp, graph.RecurrenceOp, graph.GatherNDOp)
+"""Operations whose rules assume one block of the batched axis per sample (an
+interleaved operand is refused)."""
 
 
 def _rule_of(op: Operation) -> Rule | None:

@@ -134,6 +134,26 @@ SEPARABLE = {
         (0,),
         (0,),
     ),
+    "rows of a sequence-first projection (samples interleave, then not)": (
+        model(
+            [
+                helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),  # [4, B, 6]
+                helper.make_node("Reshape", ["t", "rows"], ["r"]),  # [4 B, 6]: row s B + b
+                helper.make_node("Gemm", ["r", "w"], ["p"]),
+                helper.make_node("Reshape", ["p", "back"], ["u"]),  # [4, B, 3]
+                helper.make_node("Transpose", ["u"], ["y"], perm=[1, 0, 2]),
+            ],
+            [("x", ("B", 4, 6))],
+            ["y"],
+            [
+                ("w", weight(6, 3)),
+                ("rows", np.array([-1, 6], np.int64)),
+                ("back", np.array([4, -1, 3], np.int64)),
+            ],
+        ),
+        (0,),
+        (0,),
+    ),
     "attention": (
         model(
             [
@@ -304,6 +324,19 @@ INSEPARABLE = {
         ),
         "constant that differs between samples",
     ),
+    "rows of a sequence-first fold read back batch first": (
+        inseparable(
+            [
+                helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+                helper.make_node("Reshape", ["t", "rows"], ["r"]),
+                helper.make_node("Exp", ["r"], ["e"]),
+                helper.make_node("Reshape", ["e", "back"], ["y"]),
+            ],
+            inputs=[("x", ("B", 4, 2))],
+            initializers=[("rows", np.array([-1, 2], np.int64)), ("back", np.array([-1, 4, 2], np.int64))],
+        ),
+        "graph.reshape",
+    ),
     "the first sample given to all": (
         inseparable(
             [
@@ -388,6 +421,24 @@ UNARY = {
         ],
         False,
     ),
+    "fold rows sequence first and back": (
+        lambda i, o: [
+            helper.make_node("Transpose", [i], [o + "t"], perm=[1, 0, 2]),
+            helper.make_node("Reshape", [o + "t", "rows"], [o + "r"]),  # samples interleave
+            helper.make_node("Softmax", [o + "r"], [o + "s"], axis=-1),
+            helper.make_node("Reshape", [o + "s", "seq_first"], [o + "u"]),
+            helper.make_node("Transpose", [o + "u"], [o], perm=[1, 0, 2]),
+        ],
+        False,
+    ),
+    "fold rows sequence first, unfold batch first": (
+        lambda i, o: [
+            helper.make_node("Transpose", [i], [o + "t"], perm=[1, 0, 2]),
+            helper.make_node("Reshape", [o + "t", "rows"], [o + "r"]),
+            helper.make_node("Reshape", [o + "r", "back"], [o]),
+        ],
+        True,
+    ),
     "fold columns": (
         lambda i, o: [
             helper.make_node("Reshape", [i, "cols"], [o + "r"]),
@@ -409,6 +460,7 @@ CONSTANTS = [
     ("rows", np.array([-1, 4], np.int64)),
     ("back", np.array([-1, 3, 4], np.int64)),
     ("cols", np.array([4, -1], np.int64)),
+    ("seq_first", np.array([3, -1, 4], np.int64)),
 ]
 
 
