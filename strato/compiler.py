@@ -112,6 +112,27 @@ def compile_model(
     shapes = check_input_shapes(input_shapes)
     tuning_log = _tuning_log(tuning)
     compile_target.prepare()
+    open_dims = [
+        f"'{dim}' of '{name}'"
+        for name, shape in (shapes or {}).items()
+        if not is_structure_spec(shape)
+        for dim in shape
+        if isinstance(dim, str)
+    ]
+    if open_dims:  # input_shapes pins some dimensions of an input and leaves others open
+        options_per_part = {
+            "target": compile_target, "after_stage": after_stage,
+            "before_stage": before_stage, "name": name, "passes_before": passes_before,
+            "passes_after": passes_after, "cache": cache, "tuning": tuning,
+            "progress": progress,
+        }  # fmt: skip
+        rerouted = _specializing(model, shapes, options_per_part) if specialize else None
+        if rerouted is None:
+            raise SymbolicShapeError(
+                f"input_shapes leaves {', '.join(open_dims)} open: strato needs static "
+                "shapes here"
+            )
+        return rerouted
     # the cache key and the importer read the weights' bytes once between them
     with raw_data.sharing():
         key = None
@@ -645,8 +666,10 @@ def check_input_shapes(
     input_shapes: Mapping[str, Sequence[int]] | None,
 ) -> dict[str, tuple[int, ...]] | None:
     """`input_shapes` checked: a mapping from input names to sequences of non-negative
-    integers (not floats, strings or bools) whose tensor fits in `MAX_BUFFER_BYTES`.
-    Each error names the entry, e.g. `input_shapes['x']: ...`."""
+    integers (not floats or bools) whose tensor fits in `MAX_BUFFER_BYTES`, or names of
+    dimensions left open (`["batch", 64]` pins the second dimension only: the model is
+    compiled per size of the first, `strato.specializing`). Each error names the entry,
+    e.g. `input_shapes['x']: ...`."""
     if input_shapes is None:
         return None
     if not isinstance(input_shapes, Mapping):
@@ -663,14 +686,20 @@ def check_input_shapes(
             continue
         if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence | np.ndarray):
             raise StratoError(f"{where}: a shape is a list of integers, got {shape!r}")
-        dims = []
+        dims: list = []
         for dim in shape:
+            if isinstance(dim, str) and dim.isidentifier():
+                dims.append(dim)  # a dimension left open, by its name
+                continue
             if isinstance(dim, (bool, np.bool_)) or not isinstance(dim, (int, np.integer)):
-                raise StratoError(f"{where}: dimension {dim!r} is not an integer")
+                raise StratoError(
+                    f"{where}: dimension {dim!r} is not an integer (or the name of a "
+                    "dimension left open)"
+                )
             if dim < 0:
                 raise StratoError(f"{where}: dimension {dim} is negative")
             dims.append(int(dim))
-        if math.prod(dims) * 8 > MAX_BUFFER_BYTES:
+        if math.prod(d for d in dims if isinstance(d, int)) * 8 > MAX_BUFFER_BYTES:
             raise StratoError(
                 f"{where}: a tensor of shape {dims} does not fit in memory "
                 f"(more than {MAX_BUFFER_BYTES} bytes)"

@@ -40,7 +40,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
@@ -49,6 +49,9 @@ from strato.diagnostics import StratoError
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import InputMismatchError
 from strato.separable import NotSeparable, Separation
+
+if TYPE_CHECKING:
+    from strato.runtime.batched import BatchedModel
 
 MAX_SIZES = 8
 """How many compiled sizes a `ShapeSpecializingModel` keeps (least recently used out)."""
@@ -68,13 +71,19 @@ class InputDims:
     def of(
         model: onnx.ModelProto, pinned: Mapping[str, Any] | None = None
     ) -> InputDims | None:
-        """The dynamic inputs of `model` that `pinned` (input_shapes) leaves open; None
-        when every tensor input's shape is known."""
+        """The dynamic inputs of `model` that `pinned` (input_shapes) leaves open, a
+        pinned input's named dimensions included (`["batch", 64]`); None when every
+        tensor input's shape is known."""
         pinned = pinned or {}
         initializers = {init.name for init in model.graph.initializer}
         shapes: dict[str, tuple[Dim, ...] | None] = {}
         for value in model.graph.input:
-            if value.name in initializers or value.name in pinned:
+            if value.name in initializers:
+                continue
+            if value.name in pinned:
+                given = pinned[value.name]
+                if isinstance(given, Sequence) and any(isinstance(d, str) for d in given):
+                    shapes[value.name] = tuple(d if isinstance(d, str) else int(d) for d in given)
                 continue
             if not value.type.HasField("tensor_type"):
                 continue  # sequences and optionals: their structure is given elsewhere
@@ -273,6 +282,43 @@ class ShapeSpecializingModel:
                 if separation.worth_splitting:
                     return _Plan(self.specialized(one), separation, count)
         return _Plan(self.specialized(shapes))
+
+    def batched(self) -> BatchedModel:
+        """The model compiled once for size 1 of its one open dimension, callable and
+        saved for every size of it (`strato.runtime.batched`): the dimension must be
+        named, the model separable along it at sizes 2 and 3, and every other dimension
+        pinned. A StratoError says which of these fails."""
+        from strato.runtime.batched import BatchedModel
+
+        named = {d for dims in self.dims.shapes.values() for d in (dims or ()) if isinstance(d, str)}
+        if any(dims is None or None in dims for dims in self.dims.shapes.values()) or len(named) != 1:
+            raise StratoError(
+                "a model compiled once for every size of a dimension has one named dynamic "
+                f"dimension left open, and this model has {self.dims.describe()}: pin the "
+                "others with input_shapes"
+            )
+        if self._separate is None:
+            raise StratoError("this model was not given a way to check its separation")
+        (dim,) = named
+
+        def shapes(size: int) -> dict[str, tuple[int, ...]]:
+            return {
+                name: tuple(size if d == dim else int(d) for d in dims)  # type: ignore[arg-type]
+                for name, dims in self.dims.shapes.items()
+            }
+
+        checked = []
+        for size in (2, 3):
+            try:
+                checked.append(self._separate(dim, shapes(1), shapes(size), size))
+            except NotSeparable as reason:
+                raise StratoError(
+                    f"the model is not separable along '{dim}' ({reason}): compile it with "
+                    "that dimension pinned"
+                ) from None
+        if checked[0].input_axes != checked[1].input_axes or checked[0].output_axes != checked[1].output_axes:
+            raise StratoError(f"the model carries '{dim}' on other axes at sizes 2 and 3")
+        return BatchedModel(self.specialized(shapes(1)), dim, checked[1])
 
     def _static_only(self, what: str) -> StratoError:
         return StratoError(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -143,6 +144,11 @@ class CompiledModel:
     def save_object(self, path: str | os.PathLike, *, portable: bool = False) -> None:
         """Write `object_code()` to `path` (conventionally `.o`), whole or not at all."""
         write_atomically(path, self.object_code(portable=portable), what="the object file")
+
+    def with_batch_entry(self, entry: Any) -> CompiledModel:
+        """This model with a C entry that runs every sample of a batch
+        (`strato.runtime.batched.BatchEntry`), for targets that make C entries."""
+        raise StratoError(f"a model compiled for '{self.target}' has no C entry point")
 
     def c_header(self) -> str:
         """A C header declaring the model's entry function, for targets that make one."""

@@ -59,6 +59,8 @@ def model_from_bytes(data: bytes, where: str) -> CompiledModel:
 
 
 def _dispatch(source: str | io.BytesIO, where: str) -> CompiledModel:
+    import strato.runtime.batched  # noqa: F401  # registers the batched models' format
+
     loader = _FORMATS.get(archive_format(source, where))
     if loader is None:
         raise ModelFileError("not a compiled strato model (unknown manifest format)", location=where)

@@ -186,6 +186,7 @@ def check_target(args: argparse.Namespace):
 
 def _compile(resolved: ResolvedModel, args: argparse.Namespace):
     import strato
+    from strato.specializing import ShapeSpecializingModel
     from strato.targets.vta.progress import reporting_progress as reporting_layers
     from strato.tools.compile_progress import CompileProgress
 
@@ -241,8 +242,12 @@ def _compile(resolved: ResolvedModel, args: argparse.Namespace):
                 cache=use_cache,
                 tuning=getattr(args, "tuning", None),
                 progress=built_kernels,
-                specialize=False,  # a run makes its inputs, so it needs the sizes
+                # a run makes its inputs, so it needs the sizes; a compile to a file
+                # keeps a dimension the model is separable along (strato.runtime.batched)
+                specialize=getattr(args, "batched", False),
             )
+            if isinstance(model, ShapeSpecializingModel):
+                model = model.batched()
     finally:
         progress.close()
     if model.origin is not None:
@@ -587,6 +592,7 @@ def compile_command(args: argparse.Namespace) -> int:
     is_object = output.endswith(".o")
     is_saved_model = output.endswith(".strato")
     resolved = resolve_model(args.model, args.batch, args.seed)
+    args.batched = True
     model = compile_resolved(resolved, args)
     if is_saved_model:
         model.save(output)
@@ -606,10 +612,11 @@ def compile_command(args: argparse.Namespace) -> int:
         model.save_llvm_ir(output)
         what = "LLVM IR"
     model.save_c_header(header)
-    print(
-        f"wrote {output} ({os.path.getsize(output)} bytes of {what}) and {header} "
-        f"(entry {model.entry_symbol})"
-    )
+    batch = getattr(model, "dimension", None)  # a BatchedModel: a second entry
+    entries = f"entry {model.entry_symbol}"
+    if batch is not None:
+        entries += f", and {model.entry_symbol.removesuffix('_run')}_run_batch for any '{batch}'"
+    print(f"wrote {output} ({os.path.getsize(output)} bytes of {what}) and {header} ({entries})")
     return 0
 
 
@@ -731,7 +738,8 @@ def non_negative_int(text: str) -> int:
 
 def parse_input_shapes(text: str) -> dict[str, tuple[int, ...]]:
     """`--input-shapes 'x:[1,3,224,224] mask:[1,128]'` (tvmc's syntax) -> shapes by
-    name. Entries are separated by spaces; the name is everything before the last `:`."""
+    name. Entries are separated by spaces; the name is everything before the last `:`.
+    A dimension given by a name (`ids:[batch,64]`) stays open."""
     from strato.compiler import check_input_shapes
 
     shapes: dict[str, list[int]] = {}
@@ -741,9 +749,11 @@ def parse_input_shapes(text: str) -> dict[str, tuple[int, ...]]:
             raise argparse.ArgumentTypeError(f"'{entry}' is not NAME:[D0,D1,...]")
         values = [part.strip() for part in dims[1:-1].split(",") if part.strip()]
         try:
-            shapes[name] = [int(value, 10) for value in values]
+            shapes[name] = [value if value.isidentifier() else int(value, 10) for value in values]
         except ValueError:
-            raise argparse.ArgumentTypeError(f"'{entry}': dimensions must be integers") from None
+            raise argparse.ArgumentTypeError(
+                f"'{entry}': dimensions must be integers (or names of dimensions left open)"
+            ) from None
     if not shapes:
         raise argparse.ArgumentTypeError("no shapes given")
     try:

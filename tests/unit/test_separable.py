@@ -14,8 +14,10 @@ from onnx import TensorProto, helper, numpy_helper
 
 import strato
 import strato.separable
+from strato.diagnostics import StratoError
 from strato.frontends.onnx.importer import import_onnx
 from strato.interpreters.graph import run_graph
+from strato.runtime.signature import InputMismatchError
 from strato.separable import NotSeparable, Separation, separation
 from strato.specializing import ShapeSpecializingModel
 
@@ -489,6 +491,9 @@ def test_whatever_the_analysis_accepts_splits_exactly(steps: list[str], count: i
 # --- strato.compile of dynamic models -------------------------------------------------
 
 
+CNN_KERNEL = weight(4, 3, 3, 3)
+
+
 def small_cnn() -> onnx.ModelProto:
     return model(
         [
@@ -499,7 +504,7 @@ def small_cnn() -> onnx.ModelProto:
         ],
         [("x", ("B", 3, 8, 8))],
         ["y"],
-        [("k", weight(4, 3, 3, 3))],
+        [("k", CNN_KERNEL)],
     )
 
 
@@ -560,3 +565,90 @@ def test_a_sample_with_little_work_compiles_per_size():
     assert compiled.sizes == [{"x": (2, 6)}, {"x": (3, 6)}]
     assert compiled.separated == {}
     assert compiled.inseparable == {}
+
+
+# --- a model compiled once, saved and linked for every batch size ---------------------
+
+
+def batched_cnn(monkeypatch):
+    monkeypatch.setattr(strato.separable, "MIN_SAMPLE_ELEMENTS", 0)
+    return strato.compile(small_cnn(), cache=False, name="cnn").batched()
+
+
+def test_a_batched_model_runs_saves_and_loads_at_every_size(monkeypatch, tmp_path):
+    batched = batched_cnn(monkeypatch)
+    assert batched.one.inputs[0].shape == (1, 3, 8, 8)
+    x = RNG.standard_normal((3, 3, 8, 8)).astype(np.float32)
+    expected = interpreted(small_cnn(), x)
+    np.testing.assert_allclose(batched(x)[0], expected, rtol=1e-4, atol=1e-5)
+    assert batched(x[:0])[0].shape == (0, 4)
+    batched.save(tmp_path / "cnn.strato")
+    loaded = strato.load(tmp_path / "cnn.strato")
+    assert loaded.dimension == "B" and loaded.origin == str(tmp_path / "cnn.strato")
+    np.testing.assert_array_equal(loaded(x)[0], batched(x)[0])
+    with pytest.raises(InputMismatchError, match=r"input 'x': shape \[3, 3, 8, 9\], the model takes \['B', 3, 8, 8\]"):
+        loaded(np.zeros((3, 3, 8, 9), np.float32))
+
+
+def test_the_c_entry_of_a_batched_model_runs_every_sample(monkeypatch):
+    """`cnn_run_batch(count, x, y)` in the object file and the header: loaded into this
+    process, it computes what the model computes on the batch."""
+    import ctypes
+
+    from strato.targets.llvm.jit import ObjectModule
+
+    batched = batched_cnn(monkeypatch)
+    header = batched.c_header()
+    assert "int32_t cnn_run(const float *x, float *y);" in header
+    assert "int32_t cnn_run_batch(int64_t B, const float *x, float *y);" in header
+    assert "define i32 @cnn_run_batch(i64 %count, ptr %b0, ptr %b1)" in batched.llvm_ir
+    loaded = ObjectModule(batched.object_code())
+    entry = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p)(
+        loaded.address("cnn_run_batch")
+    )
+    x = RNG.standard_normal((5, 3, 8, 8)).astype(np.float32)
+    y = np.full((5, 4), np.nan, np.float32)
+    assert entry(5, x.ctypes.data, y.ctypes.data) == 0
+    np.testing.assert_allclose(y, batched(x)[0], rtol=1e-6, atol=1e-6)
+
+
+def test_a_model_not_separable_is_not_batched():
+    proto = inseparable([helper.make_node("Softmax", ["x"], ["y"], axis=0)])
+    with pytest.raises(StratoError, match=r"not separable along 'B' \(operation 0 \(graph.softmax\)"):
+        strato.compile(proto, cache=False).batched()
+
+
+def test_input_shapes_pins_some_dimensions_and_leaves_named_ones_open(monkeypatch):
+    """input_shapes {"x": ["B", 3, 4]} on a model of x [B, S, 4]: S pinned, B open (and
+    separable: one compile)."""
+    monkeypatch.setattr(strato.separable, "MIN_SAMPLE_ELEMENTS", 0)
+    proto = model(
+        [helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [("x", ("B", "S", 4))], ["y"]
+    )
+    compiled = strato.compile(proto, input_shapes={"x": ["B", 3, 4]}, cache=False)
+    assert compiled.dims.describe() == "'x' axis 0 ('B')"
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(compiled(x)[0], e / e.sum(axis=-1, keepdims=True), rtol=1e-5)
+    assert compiled.sizes == [{"x": (1, 3, 4)}]
+    with pytest.raises(InputMismatchError, match="axis 1 is 5, the model fixes it at 3"):
+        compiled(np.zeros((2, 5, 4), np.float32))
+    with pytest.raises(StratoError, match="input_shapes leaves 'B' of 'x' open"):
+        strato.compile(proto, input_shapes={"x": ["B", 3, 4]}, specialize=False)
+
+
+def test_cli_compiles_a_dynamic_batch_model_to_files_for_every_size(monkeypatch, tmp_path, capsys):
+    from strato.tools import strato_cli
+
+    monkeypatch.setattr(strato.separable, "MIN_SAMPLE_ELEMENTS", 0)
+    source = tmp_path / "cnn.onnx"
+    onnx.save(small_cnn(), source)
+    assert strato_cli.main(["compile", str(source), "-o", str(tmp_path / "cnn.o")]) == 0
+    assert "cnn_run_batch for any 'B'" in capsys.readouterr().out
+    assert "cnn_run_batch(int64_t B" in (tmp_path / "cnn.h").read_text()
+    assert strato_cli.main(["compile", str(source), "-o", str(tmp_path / "cnn.strato")]) == 0
+    loaded = strato.load(tmp_path / "cnn.strato")
+    x = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
+    np.testing.assert_allclose(loaded(x)[0], interpreted(small_cnn(), x), rtol=1e-4, atol=1e-5)
+    shapes = strato_cli.parse_input_shapes("ids:[batch,64] mask:[batch,64]")
+    assert shapes == {"ids": ("batch", 64), "mask": ("batch", 64)}

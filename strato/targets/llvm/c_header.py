@@ -22,6 +22,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from strato import __version__
+from strato.runtime.batched import BatchEntry
 from strato.runtime.signature import Signature, TensorSpec, c_identifier
 from strato.targets.llvm.entry_abi import STATUS_OK, STATUS_OUT_OF_MEMORY
 
@@ -66,8 +67,9 @@ def _parameter_names(specs: list[TensorSpec]) -> list[str]:
     return names
 
 
-def c_header(entry_symbol: str, signature: Signature) -> str:
-    """The text of a C header declaring `entry_symbol` with the buffers of `signature`."""
+def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None = None) -> str:
+    """The text of a C header declaring `entry_symbol` with the buffers of `signature`,
+    and with `batch`, the entry that runs `count` samples (`strato.runtime.batched`)."""
     prefix = entry_symbol.removesuffix("_run")
     macro = prefix.upper()
     specs = [*signature.inputs, *signature.outputs]
@@ -81,6 +83,23 @@ def c_header(entry_symbol: str, signature: Signature) -> str:
         role = "input " if is_input else "output"
         comments.append(f" * {role} {name}: '{spec.name}' {spec.dtype.name}{list(spec.shape)}")
     declaration = f"int32_t {entry_symbol}({', '.join(parameters) or 'void'});"
+    if batch is not None:
+        count = c_identifier(batch.dimension) or "count"
+        declaration += (
+            f"\nint32_t {prefix}_run_batch(int64_t {count}{', ' if parameters else ''}"
+            f"{', '.join(parameters)});"
+        )
+        comments.append(
+            f" * {prefix}_run_batch runs {count} samples of '{batch.dimension}' at once: each "
+            "buffer shown with its first"
+        )
+        comments.append(
+            f" * dimension of 1 above holds {count} of them (its first dimension is {count}),"
+            " sample after sample;"
+        )
+        shared = [name for name, size in zip(names, batch.sample_bytes, strict=True) if size is None]
+        if shared:
+            comments.append(f" * {', '.join(shared)}: one for all samples, as above.")
     lines = [
         f"/* {entry_symbol}: a model compiled by strato {__version__}.",
         " *",

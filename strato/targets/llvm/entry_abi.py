@@ -244,4 +244,53 @@ def _branch_on_failure(
     block.add_ops([*checks, builders.cond_branch(failed, failure, [status], continuation, [])])
 
 
-__all__ = ["ALLOCATORS", "STATUS_OK", "STATUS_OUT_OF_MEMORY", "finalize_entry", "finalize_kernel"]
+def batch_entry_ir(entry_symbol: str, sample_bytes: tuple[int | None, ...]) -> str:
+    """LLVM IR text of `<name>_run_batch(i64 count, ptr buffers...)`, which calls
+    `entry_symbol` once per sample, buffer k of sample i at `sample_bytes[k] * i` bytes
+    in (None: the buffer itself), and returns the first status that is not `STATUS_OK`
+    (`strato.runtime.batched`). It goes in the module that defines the entry."""
+    name = entry_symbol.removesuffix("_run") + "_run_batch"
+    parameters = ", ".join(f"ptr %b{k}" for k in range(len(sample_bytes)))
+    lines = [
+        f"define i32 @{name}(i64 %count{', ' if parameters else ''}{parameters}) {{",
+        "entry:",
+        "  br label %loop",
+        "loop:",
+        "  %i = phi i64 [ 0, %entry ], [ %next, %next_sample ]",
+        "  %more = icmp slt i64 %i, %count",
+        "  br i1 %more, label %sample, label %done",
+        "sample:",
+    ]
+    arguments = []
+    for k, size in enumerate(sample_bytes):
+        if size is None:
+            arguments.append(f"ptr %b{k}")
+            continue
+        lines.append(f"  %offset{k} = mul i64 %i, {size}")
+        lines.append(f"  %p{k} = getelementptr i8, ptr %b{k}, i64 %offset{k}")
+        arguments.append(f"ptr %p{k}")
+    lines += [
+        f"  %status = call i32 @{entry_symbol}({', '.join(arguments)})",
+        f"  %ok = icmp eq i32 %status, {STATUS_OK}",
+        "  br i1 %ok, label %next_sample, label %failed",
+        "next_sample:",
+        "  %next = add i64 %i, 1",
+        "  br label %loop",
+        "failed:",
+        "  ret i32 %status",
+        "done:",
+        f"  ret i32 {STATUS_OK}",
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+__all__ = [
+    "ALLOCATORS",
+    "STATUS_OK",
+    "STATUS_OUT_OF_MEMORY",
+    "batch_entry_ir",
+    "finalize_entry",
+    "finalize_kernel",
+]

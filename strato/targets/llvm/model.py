@@ -13,13 +13,17 @@ The entry follows the loop-level ABI: inputs then outputs, all buffers; in C it 
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from strato.diagnostics import StratoError
 from strato.runtime.compiled_model import CompiledModel, EntryFunction
 from strato.runtime.signature import Signature
 from strato.runtime.weight_blob import EMPTY, WeightBlob
+
+if TYPE_CHECKING:
+    from strato.runtime.batched import BatchEntry
 
 
 class CompiledObject(Protocol):
@@ -73,6 +77,9 @@ class LLVMCompiledModel(CompiledModel):
         self.entry_symbol = entry_symbol
         self.machine_code = machine_code
         """The compiled code, for `save` and the compile cache (None: cannot be saved)."""
+        self.batch_entry: BatchEntry | None = None
+        """An entry running every sample, in the LLVM IR, object code and C header only
+        (`with_batch_entry`)."""
 
     @property
     def can_save(self) -> bool:
@@ -99,11 +106,26 @@ class LLVMCompiledModel(CompiledModel):
     def has_llvm_ir(self) -> bool:
         return self._llvm_ir is not None or bool(self.ir_parts)
 
+    def with_batch_entry(self, entry: BatchEntry) -> LLVMCompiledModel:
+        """This model whose LLVM IR, object code and C header also hold `entry`, the
+        entry that runs every sample (`strato.runtime.batched`)."""
+        batched = copy.copy(self)
+        batched.batch_entry = entry
+        return batched
+
     @property
     def llvm_ir(self) -> str:
         """The LLVM IR text of the whole model (entry and kernels, in one module). Its
         weights are declared external constants (`weight_symbols`), their bytes are in
         `weights`."""
+        text = self._whole_llvm_ir()
+        if self.batch_entry is not None and self.entry_symbol is not None:
+            from strato.targets.llvm.entry_abi import batch_entry_ir
+
+            text += "\n" + batch_entry_ir(self.entry_symbol, self.batch_entry.sample_bytes)
+        return text
+
+    def _whole_llvm_ir(self) -> str:
         if self._llvm_ir is None and self.ir_parts and self.entry_symbol is not None:
             from strato.targets.llvm.host import HostTarget
             from strato.targets.llvm.jit import link_ir
@@ -141,7 +163,7 @@ class LLVMCompiledModel(CompiledModel):
 
         if self.entry_symbol is None:
             return super().c_header()
-        return c_header(self.entry_symbol, self.signature)
+        return c_header(self.entry_symbol, self.signature, self.batch_entry)
 
 
 __all__ = ["LLVMCompiledModel", "MachineCode"]
