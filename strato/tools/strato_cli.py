@@ -793,7 +793,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--seed", type=non_negative_int, default=0, help="seed of zoo weights and random inputs (default 0)")
         sub.add_argument(
             "--input-shapes", type=parse_input_shapes, default=None, metavar="SHAPES",
-            help="input shapes by name, e.g. 'x:[1,3,224,224] mask:[1,128]'",
+            help="input shapes by name, e.g. 'x:[1,3,224,224] mask:[1,128]'; a dimension "
+            "given by a name stays open ('ids:[batch,128]': compile keeps the batch open "
+            "when the model is separable along it)",
         )
 
     def add_compile_arguments(sub: argparse.ArgumentParser) -> None:
