@@ -119,13 +119,14 @@ def compile_model(
         for dim in shape
         if isinstance(dim, str)
     ]
+    # the options of the compiles a specialized or staged model makes
+    options_per_part = {
+        "target": compile_target, "after_stage": after_stage,
+        "before_stage": before_stage, "name": name, "passes_before": passes_before,
+        "passes_after": passes_after, "cache": cache, "tuning": tuning,
+        "progress": progress,
+    }  # fmt: skip
     if open_dims:  # input_shapes pins some dimensions of an input and leaves others open
-        options_per_part = {
-            "target": compile_target, "after_stage": after_stage,
-            "before_stage": before_stage, "name": name, "passes_before": passes_before,
-            "passes_after": passes_after, "cache": cache, "tuning": tuning,
-            "progress": progress,
-        }  # fmt: skip
         rerouted = _specializing(model, shapes, options_per_part) if specialize else None
         if rerouted is None:
             raise SymbolicShapeError(
@@ -157,12 +158,6 @@ def compile_model(
         except ModelImportError as error:
             if not specialize:
                 raise
-            options_per_part = {
-                "target": compile_target, "after_stage": after_stage,
-                "before_stage": before_stage, "name": name, "passes_before": passes_before,
-                "passes_after": passes_after, "cache": cache, "tuning": tuning,
-                "progress": progress,
-            }  # fmt: skip
             # host operators first: the staged model's parts specialize on their own sizes
             host_ifs = frozenset([error.node]) if isinstance(error, RuntimeBranchError) else frozenset()
             rerouted = _staged(model, shapes, options_per_part, host_ifs)
