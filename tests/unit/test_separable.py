@@ -652,3 +652,34 @@ def test_cli_compiles_a_dynamic_batch_model_to_files_for_every_size(monkeypatch,
     np.testing.assert_allclose(loaded(x)[0], interpreted(small_cnn(), x), rtol=1e-4, atol=1e-5)
     shapes = strato_cli.parse_input_shapes("ids:[batch,64] mask:[batch,64]")
     assert shapes == {"ids": ("batch", 64), "mask": ("batch", 64)}
+
+
+@pytest.mark.parametrize(
+    "manifest, reason",
+    [
+        ({"format": "strato-batched-model", "dimension": 3}, "dimension or axes"),
+        (
+            {"format": "strato-batched-model", "dimension": "B", "input_axes": [0, 1], "output_axes": [0]},
+            "do not match the model's inputs",
+        ),
+        (
+            {"format": "strato-batched-model", "dimension": "B", "input_axes": [-1], "output_axes": [0]},
+            "dimension or axes",
+        ),
+    ],
+)
+def test_a_corrupt_batched_model_file_is_diagnosed(monkeypatch, tmp_path, manifest, reason):
+    import json
+    import zipfile
+
+    from strato.runtime.saved_model import ModelFileError
+
+    path = tmp_path / "cnn.strato"
+    batched_cnn(monkeypatch).save(path)
+    with zipfile.ZipFile(path) as archive:
+        inner = archive.read("sample.strato")
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("manifest.json", json.dumps(manifest))
+        archive.writestr("sample.strato", inner)
+    with pytest.raises(ModelFileError, match=reason):
+        strato.load(path)
