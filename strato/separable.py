@@ -505,8 +505,12 @@ def _gather(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
 
 
 def _gather_elements(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
+    """Both batched on one axis, in blocks of one size (sample i's indices read sample i's
+    data), the gather along another."""
     data_axis, index_axis = in_axes
     if data_axis is None or data_axis != index_axis or data_axis == op.axis.value.data:  # type: ignore[attr-defined]
+        return None
+    if _shape(op.operands[0])[data_axis] != _shape(op.operands[1])[data_axis]:
         return None
     return [data_axis]
 
