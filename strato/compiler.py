@@ -255,9 +255,16 @@ def _specializing(
             inputs.append(value.name)
 
     def compile_for(sizes: dict[str, tuple[int, ...]]) -> CompiledModel:
-        return compile_model(
-            proto, input_shapes={**(shapes or {}), **sizes}, specialize=False, **options
-        )
+        pinned = {**(shapes or {}), **sizes}
+        try:
+            return compile_model(proto, input_shapes=pinned, specialize=False, **options)
+        except ModelImportError as error:
+            # at these sizes, host operators or an If run on the host (strato.staged)
+            host_ifs = frozenset([error.node]) if isinstance(error, RuntimeBranchError) else frozenset()
+            staged = _staged(proto, pinned, options, host_ifs)
+            if staged is None:
+                raise
+            return staged
 
     def separate(dim: str, one: dict, sizes: dict, count: int):
         """How the model separates along `dim` (`strato.separable`), from its imports

@@ -340,3 +340,41 @@ def test_a_run_time_loop_inside_an_unrolled_loop_is_refused_naming_both():
     )
     with pytest.raises(StratoError, match="node 'inner' .* subgraph of node 'outer'.*known only when the model runs"):
         strato.compile(model, cache=False)
+
+
+def test_an_if_after_a_run_time_loop_runs_on_the_host_too():
+    """What torch.jit.script exports for `for _ in range(steps): h = tanh(h * w)`, then
+    `h * 2 if h.sum() > 0 else cat([h, h])`: the If is in the part after the Loop, which
+    is compiled for the sizes the loop gives and staged in turn."""
+    body = loop_body(
+        [
+            helper.make_node("Mul", ["h_in", "w"], ["hw"]),
+            helper.make_node("Tanh", ["hw"], ["h_out"]),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        [("h_in", "h_out", F)],
+    )
+    then_branch = helper.make_graph(
+        [helper.make_node("Mul", ["h", "two"], ["t"])], "then", [],
+        [helper.make_tensor_value_info("t", F, None)],
+    )  # fmt: skip
+    else_branch = helper.make_graph(
+        [helper.make_node("Concat", ["h", "h"], ["e"], axis=0)], "else", [],
+        [helper.make_tensor_value_info("e", F, None)],
+    )  # fmt: skip
+    model = model_of(
+        [
+            helper.make_node("Loop", ["steps", "", "x"], ["h"], body=body),
+            helper.make_node("ReduceSum", ["h"], ["s"], keepdims=0),
+            helper.make_node("Greater", ["s", "zero"], ["c"]),
+            helper.make_node("If", ["c"], ["y"], then_branch=then_branch, else_branch=else_branch),
+        ],
+        {"x": (F, [2, 3]), "steps": (I64, [])},
+        {"y": F},
+        {"w": np.float32([1, -2, 0.5]), "two": np.float32(2), "zero": np.float32(0)},
+    )
+    rng = np.random.default_rng(0)
+    for steps in (0, 2):
+        for _ in range(3):
+            feeds = {"x": rng.standard_normal((2, 3)).astype(np.float32), "steps": np.array(steps, np.int64)}
+            check(model, feeds, parts=1)
