@@ -159,8 +159,7 @@ def compile_model(
             if not specialize:
                 raise
             # host operators first: the staged model's parts specialize on their own sizes
-            host_ifs = frozenset([error.node]) if isinstance(error, RuntimeBranchError) else frozenset()
-            rerouted = _staged(model, shapes, options_per_part, host_ifs)
+            rerouted = _staged(model, shapes, options_per_part, _host_ifs(error))
             if rerouted is None and isinstance(error, SymbolicShapeError):
                 rerouted = _specializing(model, shapes, options_per_part)
             if rerouted is None:
@@ -260,8 +259,7 @@ def _specializing(
             return compile_model(proto, input_shapes=pinned, specialize=False, **options)
         except ModelImportError as error:
             # at these sizes, host operators or an If run on the host (strato.staged)
-            host_ifs = frozenset([error.node]) if isinstance(error, RuntimeBranchError) else frozenset()
-            staged = _staged(proto, pinned, options, host_ifs)
+            staged = _staged(proto, pinned, options, _host_ifs(error))
             if staged is None:
                 raise
             return staged
@@ -326,6 +324,12 @@ def _staged(
         return compile_model(part, input_shapes=pinned, **options)
 
     return staged_model(proto, compile_part, IMPORT_TIME_INPUTS, host_ifs)
+
+
+def _host_ifs(error: ModelImportError) -> frozenset[str]:
+    """The If an import failed on for want of selecting between its branches (named by
+    its first output), which a staged model runs on the host; none for other errors."""
+    return frozenset([error.node]) if isinstance(error, RuntimeBranchError) else frozenset()
 
 
 def _has_strings(model: onnx.ModelProto) -> bool:

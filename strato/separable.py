@@ -167,13 +167,10 @@ def separation(one: func.FuncOp, many: func.FuncOp, count: int) -> Separation:
         if isinstance(b, graph.ReshapeOp):
             outer = _reshape(b, in_axes[0], outer, out_axes[0], count)
             if outer is None:
-                raise NotSeparable(
-                    f"{where} does not keep samples apart (operand axes {_shown(in_axes)}, "
-                    f"result axes {_shown(out_axes)})"
-                )
+                raise _mixes(where, in_axes, out_axes)
             outers[b.results[0]] = outer
             continue
-        if outer != 1 and (b.operands[1:2] and b.operands[1] in offsets or isinstance(b, _BLOCKS_ONLY)):
+        if outer != 1 and (any(v in offsets for v in b.operands) or isinstance(b, _BLOCKS_ONLY)):
             raise NotSeparable(f"{where} reads a value whose samples interleave")
         if isinstance(b, graph.GatherOp) and b.operands[1] in offsets:
             expected = [b.axis.value.data + in_axes[1]]  # each sample's indices in its block
@@ -187,10 +184,7 @@ def separation(one: func.FuncOp, many: func.FuncOp, count: int) -> Separation:
                 raise NotSeparable(f"{where} has no rule for a batched operand")
             expected = rule(b, in_axes, out_axes)
         if expected is None or tuple(expected) != tuple(out_axes):
-            raise NotSeparable(
-                f"{where} does not keep samples apart (operand axes {_shown(in_axes)}, "
-                f"result axes {_shown(out_axes)})"
-            )
+            raise _mixes(where, in_axes, out_axes)
         if outer != 1:  # the op runs independently along the batched axis: as it came
             outers.update((result, outer) for result, axis in zip(b.results, out_axes) if axis is not None)
     else:
@@ -199,8 +193,16 @@ def separation(one: func.FuncOp, many: func.FuncOp, count: int) -> Separation:
     return Separation(input_axes, output_axes, work)
 
 
-def _shown(axes: Sequence[Axis]) -> str:
-    return "[" + ", ".join("-" if a is None else str(a) for a in axes) + "]"
+def _mixes(where: str, in_axes: Sequence[Axis], out_axes: Sequence[Axis]) -> NotSeparable:
+    """The diagnostic of an operation that mixes samples, with the axes it was given."""
+
+    def shown(axes: Sequence[Axis]) -> str:
+        return "[" + ", ".join("-" if a is None else str(a) for a in axes) + "]"
+
+    return NotSeparable(
+        f"{where} does not keep samples apart (operand axes {shown(in_axes)}, result axes "
+        f"{shown(out_axes)})"
+    )
 
 
 def _axis_of(one: SSAValue, many: SSAValue, count: int, what: str) -> Axis:
@@ -304,9 +306,15 @@ def _broadcast(op: Operation, in_axes: list[Axis], out_axes: list[Axis]) -> Sequ
     return [found] * len(op.results)
 
 
+def _alone(in_axes: list[Axis]) -> Axis:
+    """The batched axis of the first operand when no other operand is batched (weights,
+    scales, parameters), else None."""
+    return None if any(a is not None for a in in_axes[1:]) else in_axes[0]
+
+
 def _first_only(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
     """Windows over a channel-first [N, C, spatial..] tensor: the batch is axis 0."""
-    if in_axes[0] != 0 or any(a is not None for a in in_axes[1:]):
+    if _alone(in_axes) != 0:
         return None
     if isinstance(op, graph.MaxPoolWithIndicesOp):
         return None  # its indices count from the start of the whole tensor
@@ -325,9 +333,9 @@ def _reduction(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
 
 def _along_axis(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
     """ArgMax/ArgMin (keepdims or not), CumSum/CumProd, TopK: along `axis`."""
-    axis = in_axes[0]
+    axis = _alone(in_axes)
     along = op.axis.value.data  # type: ignore[attr-defined]
-    if axis is None or axis == along or any(a is not None for a in in_axes[1:]):
+    if axis is None or axis == along:
         return None
     if isinstance(op, graph.ArgMaxOp | graph.ArgMinOp) and op.keepdims is None and along < axis:
         axis -= 1
@@ -342,16 +350,16 @@ def _softmax(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
 
 
 def _layer_norm(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
-    axis = in_axes[0]
-    if axis is None or axis >= op.axis.value.data or any(a is not None for a in in_axes[1:]):  # type: ignore[attr-defined]
+    axis = _alone(in_axes)
+    if axis is None or axis >= op.axis.value.data:  # type: ignore[attr-defined]
         return None
     return [axis] * len(op.results)
 
 
 def _quantization(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
     """Quantize/Dequantize/Requantize: scales per tensor or along `axis`."""
-    axis = in_axes[0]
-    if axis is None or any(a is not None for a in in_axes[1:]):
+    axis = _alone(in_axes)
+    if axis is None:
         return None
     per_axis = any(math.prod(_shape(value)) > 1 for value in op.operands[1:])
     if per_axis and axis == op.axis.value.data:  # type: ignore[attr-defined]
@@ -360,9 +368,8 @@ def _quantization(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
 
 
 def _dense(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
-    axis = in_axes[0]
-    rank = len(_shape(op.operands[0]))
-    if axis is None or axis == rank - 1 or any(a is not None for a in in_axes[1:]):
+    axis = _alone(in_axes)
+    if axis is None or axis == len(_shape(op.operands[0])) - 1:
         return None
     return [axis]
 
@@ -446,8 +453,8 @@ def _split(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
 
 def _whole_axis(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
     """Slice, pad, tile: the batched axis untouched (each checked by its properties)."""
-    axis = in_axes[0]
-    if axis is None or any(a is not None for a in in_axes[1:]):
+    axis = _alone(in_axes)
+    if axis is None:
         return None
     if _shape(op.operands[0])[axis] != _shape(op.results[0])[axis]:
         return None
@@ -548,8 +555,8 @@ def _einsum(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
 
 
 def _batch_norm(op: Operation, in_axes: list[Axis], out_axes: list[Axis]):
-    axis = in_axes[0]
-    if axis is None or axis == 1 or any(a is not None for a in in_axes[1:]):
+    axis = _alone(in_axes)
+    if axis is None or axis == 1:
         return None
     return [axis]
 

@@ -602,10 +602,15 @@ def _part(
         [_declared(name, inferred, shape=False) for name in outputs],
         [initializers[name] for name in used_initializers],
     )
+    return _Part(compile_part(_model_like(model, graph)), inputs, outputs)
+
+
+def _model_like(model: onnx.ModelProto, graph: onnx.GraphProto) -> onnx.ModelProto:
+    """`graph` as a model of `model`'s opsets, IR version and functions."""
     part = helper.make_model(graph, opset_imports=list(model.opset_import))
     part.ir_version = model.ir_version
     part.functions.extend(model.functions)
-    return _Part(compile_part(part), inputs, outputs)
+    return part
 
 
 def _body_model(
@@ -613,13 +618,15 @@ def _body_model(
     body: onnx.GraphProto,
     name: str,
     inputs: list[onnx.ValueInfoProto],
-    outer: list[str],
     inferred: Mapping[str, onnx.ValueInfoProto],
-    constants: list[onnx.TensorProto],
-) -> onnx.ModelProto:
-    """A Loop's body or an If's branch as a model: `inputs`, then the `outer` values it
-    reads from the enclosing graph, in (the enclosing graph's `constants` it reads are
-    its own); its outputs (shapes left open) out."""
+    initializers: Mapping[str, onnx.TensorProto],
+) -> tuple[onnx.ModelProto, list[str]]:
+    """A Loop's body or an If's branch as a model, and the outer values it reads from
+    the enclosing graph: `inputs`, then those values, in (the enclosing graph's
+    initializers it reads are its own); its outputs (shapes left open) out."""
+    free = sorted(_free_names(body))
+    outer = [name for name in free if name not in initializers]
+    constants = [initializers[name] for name in free if name in initializers]
     nodes = list(body.node)
     outputs = []
     given = {value.name for value in inputs} | set(outer) | {c.name for c in constants}
@@ -636,10 +643,7 @@ def _body_model(
         nodes, name, [*inputs, *(_declared(n, inferred) for n in outer)], outputs,
         [*constants, *body.initializer],
     )  # fmt: skip
-    part = helper.make_model(graph, opset_imports=list(model.opset_import))
-    part.ir_version = model.ir_version
-    part.functions.extend(model.functions)
-    return part
+    return _model_like(model, graph), outer
 
 
 @dataclass
@@ -679,15 +683,16 @@ def _if(
     graphs = {attr.name: attr.g for attr in node.attribute if attr.HasField("g")}
     if set(graphs) != {"then_branch", "else_branch"}:
         raise ModelImportError(f"node '{node.name or 'If'}' (If) needs then_branch and else_branch")
-    free = {name: sorted(_free_names(graph)) for name, graph in graphs.items()}
-    reads = {name: [n for n in names if n not in initializers] for name, names in free.items()}
-    outer = sorted(set(reads["then_branch"]) | set(reads["else_branch"]))
-    branches = {}
-    for taken, name in ((True, "then_branch"), (False, "else_branch")):
-        title = f"{model.graph.name or 'model'}_{node.name or 'if'}_{name}"
-        constants = [initializers[n] for n in free[name] if n in initializers]
-        part = _body_model(model, graphs[name], title, [], reads[name], inferred, constants)
-        branches[taken] = (compile_part(part), [outer.index(n) for n in reads[name]])
+    prefix = f"{model.graph.name or 'model'}_{node.name or 'if'}"
+    parts = {
+        name: _body_model(model, graphs[name], f"{prefix}_{name}", [], inferred, initializers)
+        for name in ("then_branch", "else_branch")
+    }
+    outer = sorted({value for _, reads in parts.values() for value in reads})
+    branches = {
+        taken: (compile_part(part), [outer.index(value) for value in reads])
+        for taken, (part, reads) in zip((True, False), parts.values(), strict=True)
+    }
     return _If(node, outer, branches)
 
 
@@ -702,9 +707,6 @@ def _loop(
     body = next(iter(_subgraphs(node)), None)
     if body is None or len(body.input) < 2 or len(body.output) < 1:
         raise ModelImportError(f"node '{node.name or 'Loop'}' (Loop) has no valid body")
-    free = sorted(_free_names(body))
-    outer = [name for name in free if name not in initializers]
-    constants = [initializers[name] for name in free if name in initializers]
     carried = len(body.input) - 2
     if len(node.input) - 2 != carried:
         raise ModelImportError(
@@ -723,7 +725,7 @@ def _loop(
         declared.type.tensor_type.ClearField("shape")  # sizes may change between iterations
         inputs.append(declared)
     title = f"{model.graph.name or 'model'}_{node.name or 'loop'}_body"
-    part = _body_model(model, body, title, inputs, outer, inferred, constants)
+    part, outer = _body_model(model, body, title, inputs, inferred, initializers)
     empty_scans = []
     for value in body.output[1 + carried :]:
         tensor = value.type.tensor_type

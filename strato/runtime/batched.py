@@ -25,6 +25,7 @@ size) is not caught then; compile such a model with the size pinned.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
@@ -182,21 +183,27 @@ class BatchedModel:
     def save(self, path: str | os.PathLike) -> None:
         write_atomically(path, self.to_bytes(), what="the compiled model")
 
+    @functools.cached_property
+    def _with_entry(self) -> CompiledModel:
+        """The size-1 model with the batch entry, built once for the IR, the object
+        code and the header."""
+        return self.one.with_batch_entry(self.entry())
+
     @property
     def llvm_ir(self) -> str:
-        return self.one.with_batch_entry(self.entry()).llvm_ir
+        return self._with_entry.llvm_ir
 
     def save_llvm_ir(self, path: str | os.PathLike) -> None:
         write_atomically(path, self.llvm_ir, what="the LLVM IR")
 
     def object_code(self, *, portable: bool = False) -> bytes:
-        return self.one.with_batch_entry(self.entry()).object_code(portable=portable)
+        return self._with_entry.object_code(portable=portable)
 
     def save_object(self, path: str | os.PathLike, *, portable: bool = False) -> None:
         write_atomically(path, self.object_code(portable=portable), what="the object file")
 
     def c_header(self) -> str:
-        return self.one.with_batch_entry(self.entry()).c_header()
+        return self._with_entry.c_header()
 
     def save_c_header(self, path: str | os.PathLike) -> None:
         write_atomically(path, self.c_header(), what="the C header")

@@ -110,12 +110,14 @@ def max_relative_error(actual: Sequence[np.ndarray], expected: Sequence[np.ndarr
     return worst
 
 
-def compile_resolved(resolved: ResolvedModel, args: argparse.Namespace):
+def compile_resolved(resolved: ResolvedModel, args: argparse.Namespace, *, batched: bool = False):
     """strato.compile with the CLI's options; with --dump-ir, each stage's IR is written
     to DIR/NN-<stage>.mlir and the LLVM IR to DIR/NN-llvm-ir.ll; with -v, each stage is
-    reported on stderr with its time as it ends."""
+    reported on stderr with its time as it ends. With `batched`, a model with one open
+    dimension it is separable along is compiled for every size of it
+    (`ShapeSpecializingModel.batched`)."""
     try:
-        return _compile(resolved, args)
+        return _compile(resolved, args, batched)
     except StratoError as err:
         # The model was loaded from a file before compiling: name the file.
         if err.location is None:
@@ -184,7 +186,7 @@ def check_target(args: argparse.Namespace):
     return target
 
 
-def _compile(resolved: ResolvedModel, args: argparse.Namespace):
+def _compile(resolved: ResolvedModel, args: argparse.Namespace, batched: bool = False):
     import strato
     from strato.specializing import ShapeSpecializingModel
     from strato.targets.vta.progress import reporting_progress as reporting_layers
@@ -244,7 +246,7 @@ def _compile(resolved: ResolvedModel, args: argparse.Namespace):
                 progress=built_kernels,
                 # a run makes its inputs, so it needs the sizes; a compile to a file
                 # keeps a dimension the model is separable along (strato.runtime.batched)
-                specialize=getattr(args, "batched", False),
+                specialize=batched,
             )
             if isinstance(model, ShapeSpecializingModel):
                 model = model.batched()
@@ -592,8 +594,7 @@ def compile_command(args: argparse.Namespace) -> int:
     is_object = output.endswith(".o")
     is_saved_model = output.endswith(".strato")
     resolved = resolve_model(args.model, args.batch, args.seed)
-    args.batched = True
-    model = compile_resolved(resolved, args)
+    model = compile_resolved(resolved, args, batched=True)
     if is_saved_model:
         model.save(output)
         print(
@@ -615,7 +616,9 @@ def compile_command(args: argparse.Namespace) -> int:
     batch = getattr(model, "dimension", None)  # a BatchedModel: a second entry
     entries = f"entry {model.entry_symbol}"
     if batch is not None:
-        entries += f", and {model.entry_symbol.removesuffix('_run')}_run_batch for any '{batch}'"
+        from strato.targets.llvm.entry_abi import batch_symbol
+
+        entries += f", and {batch_symbol(model.entry_symbol)} for any '{batch}'"
     print(f"wrote {output} ({os.path.getsize(output)} bytes of {what}) and {header} ({entries})")
     return 0
 

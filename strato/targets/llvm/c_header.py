@@ -24,7 +24,7 @@ import numpy as np
 from strato import __version__
 from strato.runtime.batched import BatchEntry
 from strato.runtime.signature import Signature, TensorSpec, c_identifier
-from strato.targets.llvm.entry_abi import STATUS_OK, STATUS_OUT_OF_MEMORY
+from strato.targets.llvm.entry_abi import STATUS_OK, STATUS_OUT_OF_MEMORY, batch_symbol
 
 _C_TYPES = {
     "float32": "float",
@@ -86,11 +86,11 @@ def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None =
     if batch is not None:
         count = c_identifier(batch.dimension) or "count"
         declaration += (
-            f"\nint32_t {prefix}_run_batch(int64_t {count}{', ' if parameters else ''}"
+            f"\nint32_t {batch_symbol(entry_symbol)}(int64_t {count}{', ' if parameters else ''}"
             f"{', '.join(parameters)});"
         )
         comments.append(
-            f" * {prefix}_run_batch runs {count} samples of '{batch.dimension}' at once: each "
+            f" * {batch_symbol(entry_symbol)} runs {count} samples of '{batch.dimension}' at once: each "
             "buffer shown with its first"
         )
         comments.append(

@@ -244,12 +244,18 @@ def _branch_on_failure(
     block.add_ops([*checks, builders.cond_branch(failed, failure, [status], continuation, [])])
 
 
+def batch_symbol(entry_symbol: str) -> str:
+    """The name of the entry that runs every sample of a batch: `mlp_run` ->
+    `mlp_run_batch`."""
+    return entry_symbol.removesuffix("_run") + "_run_batch"
+
+
 def batch_entry_ir(entry_symbol: str, sample_bytes: tuple[int | None, ...]) -> str:
     """LLVM IR text of `<name>_run_batch(i64 count, ptr buffers...)`, which calls
     `entry_symbol` once per sample, buffer k of sample i at `sample_bytes[k] * i` bytes
     in (None: the buffer itself), and returns the first status that is not `STATUS_OK`
     (`strato.runtime.batched`). It goes in the module that defines the entry."""
-    name = entry_symbol.removesuffix("_run") + "_run_batch"
+    name = batch_symbol(entry_symbol)
     parameters = ", ".join(f"ptr %b{k}" for k in range(len(sample_bytes)))
     lines = [
         f"define i32 @{name}(i64 %count{', ' if parameters else ''}{parameters}) {{",
@@ -291,6 +297,7 @@ __all__ = [
     "STATUS_OK",
     "STATUS_OUT_OF_MEMORY",
     "batch_entry_ir",
+    "batch_symbol",
     "finalize_entry",
     "finalize_kernel",
 ]
