@@ -75,6 +75,13 @@ def layout_transform(
                 if inner_index is not None:
                     indices[source.position(inner)] = inner_index
                 continue
+            if source_block == target.block(primal) == 1:
+                # a block of one is a unit axis (NCHW1c holds NCHW's bytes): the same
+                # position, with a zero index for the unit axis when the source has it
+                indices[source.position(primal)] = outer_index
+                if inner in source_letters:
+                    indices[source.position(inner)] = s.index(0)
+                continue
             position = _scaled(s, outer_index, target.block(primal))
             if inner_index is not None:
                 position = s.index_add(position, inner_index)

@@ -75,6 +75,8 @@ class FusionGroup:
             return self.kind in _ELEMENTWISE
         if isinstance(op, _READS_THROUGH_SLICES):
             return all(isinstance(member, graph.SliceOp) for member in self.ops)
+        if isinstance(op, graph.BlockedConvOp):
+            return all(is_unit_block_view(member) for member in self.ops)
         return False
 
     def add(self, op: Operation) -> None:
@@ -101,6 +103,19 @@ def group_label(ops: Sequence[Operation]) -> str:
 _READS_THROUGH_SLICES = (graph.BlockedPoolOp,)
 """Anchors whose input may be a slice of their group: the slice is an index map their
 kernel reads through (a pool's windows read the kept columns of a wider tensor)."""
+
+
+def is_unit_block_view(op: Operation) -> bool:
+    """Whether `op` is a layout transform that only adds or drops blocks of one
+    (NCHW -> NCHW1c: graph-alter-layout's convolutions that read an NCHW input as it
+    is). It holds the same bytes as its input: it starts a group of its own, which the
+    convolution reading it joins, and its kernel reads the input in place."""
+    if not isinstance(op, graph.LayoutTransformOp):
+        return False
+    source, target = op.source, op.target
+    return source.primal_axes == target.primal_axes and all(
+        source.block(axis) == target.block(axis) == 1 for axis in source.primal_axes
+    )
 
 
 def _left_to_its_reader(op: Operation) -> bool:
@@ -138,7 +153,7 @@ def plan_fusion(block: Block) -> list[FusionGroup]:
 
 
 def _choose_group(op: Operation, group_of: dict[Operation, FusionGroup]) -> FusionGroup | None:
-    if pattern_kind_of(op) == PatternKind.OPAQUE:
+    if pattern_kind_of(op) == PatternKind.OPAQUE or is_unit_block_view(op):
         return None
     candidates: list[FusionGroup] = []
     for operand in op.operands:

@@ -100,13 +100,21 @@ def should_inline(stage: te.ComputeOp) -> bool:
 def is_prefix_view(stage: te.ComputeOp) -> bool:
     """Whether `stage` only reads another tensor at its own indices (a slice keeping the
     first elements of each dimension, such as the columns of a convolution computed
-    wider than its result): a reader, even a reduction, may read that tensor directly
-    at the same indices."""
+    wider than its result), leaving out those of its unit dimensions (a layout that
+    adds a block of one channel, NCHW -> NCHW1c): a reader, even a reduction, may read
+    that tensor directly at the same indices."""
     ops = list(stage.body.block.ops)
     if len(ops) != 2 or not isinstance(ops[0], te.ReadOp) or not isinstance(ops[1], te.YieldOp):
         return False
     read, done = ops
-    return done.value is read.result and list(read.indices) == list(stage.body.block.args)
+    if done.value is not read.result:
+        return False
+    args, indices = list(stage.body.block.args), list(read.indices)
+    shape = stage.tensor_type.get_shape()
+    kept = [arg for arg in args if arg in indices]
+    return indices == kept and all(
+        extent == 1 for arg, extent in zip(args, shape, strict=True) if arg not in indices
+    )
 
 
 def inline_into_reader(stage: te.ComputeOp, read: te.ReadOp) -> None:

@@ -87,10 +87,11 @@ func.func @main(%x: tensor<1x8x4x4xf32>, %w: tensor<8x8x1x1xf32>) -> tensor<1x8x
 }"""
     )
     transforms = [op for op in module.walk() if isinstance(op, graph.LayoutTransformOp)]
+    # the 1x1 convolution begins the chain: it reads its input as it is (NCHW1c)
     assert sorted((t.src_layout.data, t.dst_layout.data) for t in transforms) == [
-        ("NCHW", "NCHW8c"),
+        ("NCHW", "NCHW1c"),
         ("NCHW8c", "NCHW"),
-        ("OIHW", "OIHW8i8o"),
+        ("OIHW", "OIHW1i8o"),
     ]
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 8, 4, 4)).astype(np.float32)
@@ -275,12 +276,45 @@ func.func @main(%x: tensor<1x8x4x4xf32>, %s: tensor<8x1x1xf32>) -> tensor<1x8x4x
 }"""
     )
     assert names(module) == [
-        "graph.layout_transform",
         "graph.constant",
+        "graph.layout_transform",
         "graph.blocked_conv",
         "graph.layout_transform",
         "graph.mul",
     ]
+
+
+CHAIN_ENTRY = """
+func.func @main(%x: tensor<1x16x16x16xf32>) -> tensor<1x16x16x16xf32> {
+  %w = graph.constant dense<0.5> : tensor<16x16xKxKxf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [P, P, P, P] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x16x16xf32>, tensor<16x16xKxKxf32>) -> tensor<1x16x16x16xf32>
+  %w2 = graph.constant dense<0.25> : tensor<16x16x1x1xf32>
+  %z = graph.conv %y, %w2 strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x16x16xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x16x16xf32>
+  func.return %z : tensor<1x16x16x16xf32>
+}"""
+
+
+@pytest.mark.parametrize(
+    ("kernel", "entry"),
+    [
+        (1, ("NCHW", "NCHW1c")),  # a 1x1 window: read as it is
+        (3, ("NCHW", "NCHW1c")),  # 16x16x16 inputs, 16x16x3x3 weights: the input is larger
+        (5, ("NCHW", "NCHW16c")),  # 16x16x5x5 weights outweigh the input: transformed
+    ],
+)
+def test_a_chain_entry_reads_its_nchw_input_directly_when_that_pays(kernel, entry):
+    """A convolution beginning a chain reads its NCHW input in blocks of one channel
+    (the same bytes) when its window is 1x1 or its input outweighs its weights; the
+    convolution after it in the chain reads the blocked value, and the results agree."""
+    text = CHAIN_ENTRY.replace("K", str(kernel)).replace("P", str(kernel // 2))
+    module = alter(text, "graph-alter-layout{block=16}")
+    convs = [op for op in module.walk() if isinstance(op, graph.BlockedConvOp)]
+    assert [c.in_block for c in convs] == [int(entry[1][4:-1]), 16]
+    transforms = [(t.src_layout.data, t.dst_layout.data) for t in module.walk() if isinstance(t, graph.LayoutTransformOp)]
+    assert transforms == [entry, ("NCHW16c", "NCHW")]
+    x = np.random.default_rng(1).standard_normal((1, 16, 16, 16)).astype(np.float32)
+    reference = Parser(make_context(), text).parse_module()
+    np.testing.assert_allclose(run_graph(module, [x])[0], run_graph(reference, [x])[0], rtol=1e-5, atol=1e-5)
 
 
 def _check_boundaries(module: ModuleOp) -> None:
@@ -546,10 +580,11 @@ def test_resnet18_default_pipeline_fuses_the_blocked_convolutions():
     (function,) = list(module.ops)
     kernels = kernels_of(function)  # type: ignore[arg-type]
     groups = [op.label.data for op in kernels if isinstance(op, graph.FusedOp)]
-    # each convolution with its bias, relu and residual add in one kernel; the image's
-    # layout transform is a kernel of its own (a graph input), the exit transform fuses
+    # each convolution with its bias, relu and residual add in one kernel; the stem
+    # reads the image as it is (its NCHW1c view fuses into it), the exit transform fuses
     # into the global pool that produces its input; the max pool and the dense layer
-    assert len(kernels) == 20 + 4
+    assert len(kernels) == 20 + 3
+    assert "layout_transform_blocked_conv_relu" in groups
     assert "blocked_conv_add_relu" in groups
     assert "blocked_global_avg_pool_layout_transform_reshape" in groups
 

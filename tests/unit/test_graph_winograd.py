@@ -324,3 +324,40 @@ def test_a_convolution_written_into_a_concatenation_keeps_its_place_in_the_arena
     winograd = strato.compile(model, target="llvm -winograd", cache=False, after_stage=after)(x)[0]
     assert seen == [4]
     np.testing.assert_allclose(winograd, direct, rtol=0, atol=1e-5 * np.abs(direct).max())
+
+
+DIRECT_READ = """
+func.func @main(%x: tensor<1x32x24x24xf32>) -> tensor<1x32x24x24xf32> {
+  %w = graph.constant dense<0.0> : tensor<32x32x3x3xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x32x24x24xf32>, tensor<32x32x3x3xf32>) -> tensor<1x32x24x24xf32>
+  %r = graph.relu %y : tensor<1x32x24x24xf32>
+  func.return %r : tensor<1x32x24x24xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("tile", [2, 4])
+def test_a_convolution_reading_its_nchw_input_directly_is_blocked_for_winograd(tile):
+    """A chain's first 3x3 convolution reads its NCHW input in blocks of one channel
+    (graph-alter-layout); its Winograd form reads it blocked as its output is (the
+    group's view becomes a transform to NCHW16c), with the weight transformed for that
+    block, and computes the same."""
+    ctx = make_context()
+    module = Parser(ctx, DIRECT_READ).parse_module()
+    rng = np.random.default_rng(tile)
+    (constant,) = [o for o in module.walk() if isinstance(o, graph.ConstantOp)]
+    constant.properties["value"] = dense_from_array(rng.standard_normal((32, 32, 3, 3)).astype(np.float32))
+    x = rng.standard_normal((1, 32, 24, 24)).astype(np.float32)
+    expected = run_graph(module, [x])[0]
+    run_pipeline(ctx, module, "graph-alter-layout{block=16 min_block=8},graph-fuse-ops")
+    (conv,) = [o for o in module.walk() if isinstance(o, graph.BlockedConvOp)]
+    assert conv.in_block == 1
+    run_pipeline(ctx, module, f"graph-winograd{{tile={tile}}}")
+    module.verify()
+    (group,) = [o for o in module.walk() if isinstance(o, graph.FusedOp) and "winograd" in o.label.data]
+    (op,) = [o for o in group.body.block.ops if isinstance(o, graph.BlockedWinogradConvOp)]
+    assert op.in_block == 16
+    transforms = [(t.src_layout.data, t.dst_layout.data) for t in group.body.block.ops if isinstance(t, graph.LayoutTransformOp)]
+    assert transforms[0] == ("NCHW", "NCHW16c")
+    got = run_graph(module, [x])[0]
+    np.testing.assert_allclose(got, expected, rtol=0, atol=2e-5 * np.abs(expected).max())

@@ -79,3 +79,31 @@ def test_a_stage_marked_materialize_keeps_its_buffer():
     assert [type(s) for s in stages] == [te.ReduceOp, te.ComputeOp, te.ComputeOp]
     assert stages[1] is bias
     np.testing.assert_array_equal(run_te(module, [x])[0], expected[0])
+
+
+UNIT_BLOCK_VIEW = """
+func.func @main(%x: tensor<1x8x4x4xf32>) -> tensor<1x1x4x4x8xf32> {
+  %w = graph.constant dense<0.5> : tensor<1x8x1x1x1x8xf32>
+  %v = graph.layout_transform %x from "NCHW" to "NCHW1c" : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4x1xf32>
+  %y = graph.blocked_conv %v, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW1c" kernel_layout "OIHW1i8o" out_layout "NCHW8c" : (tensor<1x8x4x4x1xf32>, tensor<1x8x1x1x1x8xf32>) -> tensor<1x1x4x4x8xf32>
+  func.return %y : tensor<1x1x4x4x8xf32>
+}
+"""
+
+
+def test_a_unit_block_view_is_read_through_by_the_convolution():
+    """NCHW -> NCHW1c reads its input at its own indices but the unit one: the
+    convolution's reduction reads the NCHW input in its place, and no stage copies it."""
+    ctx = make_context()
+    module = Parser(ctx, UNIT_BLOCK_VIEW).parse_module()
+    x = np.random.default_rng(0).standard_normal((1, 8, 4, 4)).astype(np.float32)
+    run_pipeline(ctx, module, "graph-fuse-ops,convert-graph-to-te")
+    expected = run_te(module, [x])
+    run_pipeline(ctx, module, "te-inline-stages")
+    module.verify()
+    stages = [op for op in module.walk() if isinstance(op, te.StageOp)]
+    assert [type(s) for s in stages] == [te.ReduceOp]
+    np.testing.assert_array_equal(run_te(module, [x])[0], expected[0])
+    np.testing.assert_allclose(
+        expected[0][0, 0].transpose(2, 0, 1), 0.5 * x[0].sum(axis=0, keepdims=True).repeat(8, 0), rtol=1e-5
+    )

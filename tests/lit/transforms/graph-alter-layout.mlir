@@ -144,10 +144,11 @@ func.func @depthwise(%x: tensor<1x8x4x4xf32>) -> tensor<1x8x4x4xf32> {
 
 // A blocked value that is both returned and read by an NCHW op leaves the chain once;
 // an element-wise op on the NCHW input (not produced by the chain) stays NCHW.
+// The 1x1 convolution reads its NCHW input as it is (blocks of one channel).
 // CHECK-LABEL: func.func @exits
-// CHECK-NEXT:    %x.blocked = graph.layout_transform %x from "NCHW" to "NCHW8c"
 // CHECK-NEXT:    %w = graph.constant
-// CHECK-NEXT:    %y = graph.blocked_conv %x.blocked, %w
+// CHECK-NEXT:    %x.direct = graph.layout_transform %x from "NCHW" to "NCHW1c"
+// CHECK-NEXT:    %y = graph.blocked_conv %x.direct, %w
 // CHECK-NEXT:    %y_1 = graph.layout_transform %y from "NCHW8c" to "NCHW"
 // CHECK-NEXT:    %t = graph.transpose %y_1
 // CHECK-NEXT:    %n = graph.neg %x : tensor<1x8x4x4xf32>
@@ -167,9 +168,9 @@ func.func @exits(%x: tensor<1x8x4x4xf32>) -> (tensor<1x8x4x4xf32>, tensor<1x8x4x
 // CHECK-NEXT:    %w = graph.constant
 // CHECK-NEXT:    %y = graph.conv %x, %w
 // BLOCK4-LABEL: func.func @block_option
-// BLOCK4-NEXT:    %x.blocked = graph.layout_transform %x from "NCHW" to "NCHW4c" : (tensor<1x12x4x4xf32>) -> tensor<1x3x4x4x4xf32>
-// BLOCK4-NEXT:    %w = graph.constant dense<5.000000e-01> : tensor<3x3x1x1x4x4xf32>
-// BLOCK4-NEXT:    %y = graph.blocked_conv %x.blocked, %w
+// BLOCK4-NEXT:    %w = graph.constant dense<5.000000e-01> : tensor<3x12x1x1x1x4xf32>
+// BLOCK4-NEXT:    %x.direct = graph.layout_transform %x from "NCHW" to "NCHW1c" : (tensor<1x12x4x4xf32>) -> tensor<1x12x4x4x1xf32>
+// BLOCK4-NEXT:    %y = graph.blocked_conv %x.direct, %w
 func.func @block_option(%x: tensor<1x12x4x4xf32>) -> tensor<1x12x4x4xf32> {
   %w = graph.constant dense<0.5> : tensor<12x12x1x1xf32>
   %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x12x4x4xf32>, tensor<12x12x1x1xf32>) -> tensor<1x12x4x4xf32>
@@ -180,17 +181,18 @@ func.func @block_option(%x: tensor<1x12x4x4xf32>) -> tensor<1x12x4x4xf32> {
 
 // With block=16 min_block=8 each tensor takes the largest block dividing its channels:
 // 24 channels are NCHW8c, 32 channels NCHW16c, and the convolution between them reads
-// 8-channel blocks and writes 16-channel ones (kernel OIHW8i16o).
+// 8-channel blocks and writes 16-channel ones (kernel OIHW8i16o). (Its weights
+// outweigh its input, so it does not read the input as it is.)
 // MIXED-LABEL: func.func @mixed_blocks
 // MIXED-NEXT:    %x.blocked = graph.layout_transform %x from "NCHW" to "NCHW8c" : (tensor<1x24x4x4xf32>) -> tensor<1x3x4x4x8xf32>
-// MIXED-NEXT:    %w = graph.constant dense<5.000000e-01> : tensor<2x3x1x1x8x16xf32>
-// MIXED-NEXT:    %y = graph.blocked_conv %x.blocked, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW8c" kernel_layout "OIHW8i16o" out_layout "NCHW16c" : (tensor<1x3x4x4x8xf32>, tensor<2x3x1x1x8x16xf32>) -> tensor<1x2x4x4x16xf32>
+// MIXED-NEXT:    %w = graph.constant dense<5.000000e-01> : tensor<2x3x3x3x8x16xf32>
+// MIXED-NEXT:    %y = graph.blocked_conv %x.blocked, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW8c" kernel_layout "OIHW8i16o" out_layout "NCHW16c" : (tensor<1x3x4x4x8xf32>, tensor<2x3x3x3x8x16xf32>) -> tensor<1x2x4x4x16xf32>
 // MIXED-NEXT:    %r = graph.relu %y : tensor<1x2x4x4x16xf32>
 // MIXED-NEXT:    %r_1 = graph.layout_transform %r from "NCHW16c" to "NCHW" : (tensor<1x2x4x4x16xf32>) -> tensor<1x32x4x4xf32>
 // MIXED-NEXT:    func.return %r_1
 func.func @mixed_blocks(%x: tensor<1x24x4x4xf32>) -> tensor<1x32x4x4xf32> {
-  %w = graph.constant dense<0.5> : tensor<32x24x1x1xf32>
-  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x24x4x4xf32>, tensor<32x24x1x1xf32>) -> tensor<1x32x4x4xf32>
+  %w = graph.constant dense<0.5> : tensor<32x24x3x3xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [1, 1, 1, 1] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x24x4x4xf32>, tensor<32x24x3x3xf32>) -> tensor<1x32x4x4xf32>
   %r = graph.relu %y : tensor<1x32x4x4xf32>
   func.return %r : tensor<1x32x4x4xf32>
 }
@@ -269,7 +271,7 @@ func.func @spatial_mean_dropping_dims(%x: tensor<1x16x6x6xf32>) -> tensor<1x16xf
 // The element-wise ops after it apply to the 42 columns and the slice follows them (they
 // then fold into the convolution's tile, the slice into the reader of the result).
 // CHECK-LABEL: func.func @prime_width
-// CHECK:         %y.wide = graph.blocked_conv %x.blocked, %w strides [1, 1] padding [0, 0, 0, 11]
+// CHECK:         %y.wide = graph.blocked_conv %x.direct, %w strides [1, 1] padding [0, 0, 0, 11]
 // CHECK-SAME:      -> tensor<1x1x2x42x8xf32>
 // CHECK-NEXT:    %r.wide = graph.relu %y.wide : tensor<1x1x2x42x8xf32>
 // CHECK-NEXT:    %s.wide = graph.sigmoid %r.wide : tensor<1x1x2x42x8xf32>

@@ -70,3 +70,27 @@ func.func @wide_conv_slice_pool(%x: tensor<1x1x4x31x8xf32>) -> (tensor<1x1x1x15x
   %e = graph.sigmoid %d : tensor<1x1x4x31x8xf32>
   func.return %mp, %e : tensor<1x1x1x15x8xf32>, tensor<1x1x4x31x8xf32>
 }
+
+// -----
+
+// A blocked convolution reading its NCHW input as it is (a unit-block view, NCHW ->
+// NCHW1c) takes the view into its group, and its relu after it; the view does not join
+// the group of the element-wise op that produces its input.
+// CHECK-LABEL: func.func @unit_block_view
+// CHECK-NEXT:    %n = graph.neg %x
+// CHECK-NEXT:    %w = graph.constant
+// CHECK-NEXT:    %r = graph.fused "layout_transform_blocked_conv_relu" out_elemwise_fusable (%n, %w) : (tensor<1x8x4x4xf32>, tensor<1x8x1x1x1x8xf32>) -> tensor<1x1x4x4x8xf32> {
+// CHECK-NEXT:    ^bb0(%n_1: tensor<1x8x4x4xf32>, %w_1: tensor<1x8x1x1x1x8xf32>):
+// CHECK-NEXT:      %v = graph.layout_transform %n_1 from "NCHW" to "NCHW1c"
+// CHECK-NEXT:      %y = graph.blocked_conv %v, %w_1
+// CHECK-NEXT:      %r_1 = graph.relu %y
+// CHECK-NEXT:      graph.yield %r_1 : tensor<1x1x4x4x8xf32>
+// CHECK-NEXT:    }
+func.func @unit_block_view(%x: tensor<1x8x4x4xf32>) -> tensor<1x1x4x4x8xf32> {
+  %n = graph.neg %x : tensor<1x8x4x4xf32>
+  %w = graph.constant dense<0.5> : tensor<1x8x1x1x1x8xf32>
+  %v = graph.layout_transform %n from "NCHW" to "NCHW1c" : (tensor<1x8x4x4xf32>) -> tensor<1x8x4x4x1xf32>
+  %y = graph.blocked_conv %v, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW1c" kernel_layout "OIHW1i8o" out_layout "NCHW8c" : (tensor<1x8x4x4x1xf32>, tensor<1x8x1x1x1x8xf32>) -> tensor<1x1x4x4x8xf32>
+  %r = graph.relu %y : tensor<1x1x4x4x8xf32>
+  func.return %r : tensor<1x1x4x4x8xf32>
+}

@@ -54,7 +54,14 @@ def _schedule(
     loops = sch.get_loops(stage)
     vectorized = None
     if loops:
-        vectorized = vectorize_innermost(sch, stage, loops[-1], knobs["vector_width"])
+        walking = next((loop for loop in reversed(loops) if loop.extent > 1), loops[-1])
+        if walking is not loops[-1]:
+            # unit loops innermost (a block of one channel: NCHW1c): the loop the copy
+            # walks contiguously goes inside them, to be vectorized
+            units = loops[loops.index(walking) + 1 :]
+            sch.reorder(*units, walking)
+            walking = sch.get_loop(stage, walking.axis)
+        vectorized = vectorize_innermost(sch, stage, walking, knobs["vector_width"])
     if not compute_rows_inside(sch, stage, context) and vectorized is not None:
         transpose_blocks(sch, stage, vectorized, knobs["vector_width"])
 
