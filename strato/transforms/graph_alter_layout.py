@@ -43,7 +43,11 @@ pass over the output that the tile's copy does not absorb).
 
 `graph.layout_transform` ops are inserted only at the boundaries of a chain: where an
 NCHW value enters it (once per value) and where a blocked value leaves it for an NCHW
-consumer or a function result (once per value). Ops of other kinds, convolutions whose
+consumer or a function result (once per value). A convolution that begins a chain with
+a 1x1 window, or with an input larger than its weights, reads its NCHW input as it is
+instead: in blocks of one channel (NCHW1c, the same bytes), through a unit-block view
+that graph-fuse-ops puts in its kernel and te-inline-stages reads through, so no kernel
+copies the input (`_reads_input_directly`; a network's stem reads the image so). Ops of other kinds, convolutions whose
 channels the block does not divide and everything not 2-D stay as they are. Run it
 after graph-simplify-inference (batch normalization is then folded or a per-channel
 mul/add) and before graph-fuse-ops: the blocked ops keep the pattern kinds of their

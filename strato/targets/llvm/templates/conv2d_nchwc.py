@@ -108,7 +108,7 @@ def register_tile(
     sch.compute_at(tile, outer[-1])
     spatial, reduction = spatial_and_reduction_loops(sch, tile)
     *tleading, tcb, th, tw, tc = spatial
-    if len(reduction) == 3 and not reads_input_per_lane(sch, tile):
+    if len(reduction) > 1 and _reads_blocks_of_one_channel(sch, tile):
         # input channels in blocks of one (a convolution reading its NCHW input as it
         # is): the channels innermost, as a block's are. With the window innermost,
         # LLVM unrolls it and keeps the inputs neighbouring taps share in registers,
@@ -123,6 +123,22 @@ def register_tile(
     sch.vectorize(sch.get_loop(tile, tc.axis))
     sch.decompose_reduction(tile, sch.get_loop(tile, reduction[0].axis))
     return tile, th.axis
+
+
+def _reads_blocks_of_one_channel(sch: Schedule, stage: StageHandle) -> bool:
+    """Whether the convolution's input (what it broadcasts along the output columns)
+    has blocks of one channel ([N, C, H, W, 1]: NCHW1c), so that its reduction loops
+    are the channels and the window, with no loop over the channels of a block."""
+    spatial, _ = spatial_and_reduction_loops(sch, stage)
+    column = spatial[-2].axis
+    output = sch.state.buffers[sch.state.stage(stage.name).buffer].name
+    shapes = {buffer.name: buffer.shape for buffer in sch.state.buffers}
+    inputs = [
+        name
+        for name, strides in read_strides(sch, stage).items()
+        if name != output and strides.get(column) not in (0, None)
+    ]
+    return bool(inputs) and all(shapes[name][-1] == 1 for name in inputs)
 
 
 def fold_epilogue(sch: Schedule, stage: StageHandle) -> list[str]:
