@@ -392,3 +392,41 @@ def test_random_knob_values_compute_the_unscheduled_results(data, name: str):
     got = build_llvm(module, signature_module.function_name, signature)(*inputs)
     for a, b in zip(got, plain, strict=True):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5, err_msg=str(chosen))
+
+
+def window_conv(channels: int, size: int, window: tuple[int, int]) -> onnx.ModelProto:
+    node = helper.make_node("Conv", ["X", "W"], ["Y"], kernel_shape=list(window))
+    out = [size - window[0] + 1, size - window[1] + 1]
+    return model(
+        [node],
+        [value("X", [1, channels, size, size])],
+        [value("Y", [1, channels, *out])],
+        [weights("W", [channels, channels, *window])],
+    )
+
+
+@pytest.mark.parametrize(
+    ("proto", "innermost"),
+    [
+        # a chain's first 3x3 convolution with an input larger than its weights reads
+        # it as it is (NCHW1c): the 48 channels, one at a time, are summed innermost
+        (window_conv(48, 32, (3, 3)), 48),
+        # a blocked input (NCHW16c; its weights outweigh it), and a window with a unit
+        # dimension: the 16 channels of a block innermost, not the 3 blocks
+        (window_conv(48, 4, (2, 1)), 16),
+    ],
+)
+def test_the_blocked_convolution_sums_the_channels_innermost(proto, innermost: int):
+    """The reduction loop right outside the register tile walks the input channels:
+    those of a block, or all of them when the blocks are of one channel."""
+    module = loop_module(proto)
+    run_pipeline(make_context(), module, "schedule-default")
+    (kernel,) = [k for k in kernels(module) if "blocked_conv" in k.sym_name.data]
+    reductions = [op for op in kernel.walk() if isinstance(op, ForOp) and "reduction" in op.attributes]
+    inner = [op for op in reductions if not any(isinstance(o, ForOp) and "reduction" in o.attributes for o in op.body.walk())]
+    assert {op.trip_count for op in inner} == {innermost}
+    np.testing.assert_allclose(
+        compiled(proto, scheduled=True)(*inputs_of(proto)),
+        compiled(proto, scheduled=False)(*inputs_of(proto)),
+        rtol=1e-4, atol=1e-4,
+    )

@@ -127,18 +127,21 @@ def register_tile(
 
 def _reads_blocks_of_one_channel(sch: Schedule, stage: StageHandle) -> bool:
     """Whether the convolution's input (what it broadcasts along the output columns)
-    has blocks of one channel ([N, C, H, W, 1]: NCHW1c), so that its reduction loops
-    are the channels and the window, with no loop over the channels of a block."""
+    has blocks of one channel, so that its reduction loops are the channels and the
+    window, with no loop over the channels of a block: an NCHW1c buffer ([N, C, H, W,
+    1], a padded copy), or the NCHW buffer itself that its unit-block view reads."""
     spatial, _ = spatial_and_reduction_loops(sch, stage)
     column = spatial[-2].axis
-    output = sch.state.buffers[sch.state.stage(stage.name).buffer].name
+    output = sch.state.buffers[sch.state.stage(stage.name).buffer]
     shapes = {buffer.name: buffer.shape for buffer in sch.state.buffers}
     inputs = [
-        name
+        shapes[name]
         for name, strides in read_strides(sch, stage).items()
-        if name != output and strides.get(column) not in (0, None)
+        if name != output.name and strides.get(column) not in (0, None)
     ]
-    return bool(inputs) and all(shapes[name][-1] == 1 for name in inputs)
+    return bool(inputs) and all(
+        len(shape) < len(output.shape) or shape[-1] == 1 for shape in inputs
+    )
 
 
 def fold_epilogue(sch: Schedule, stage: StageHandle) -> list[str]:
