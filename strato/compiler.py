@@ -264,14 +264,21 @@ def _specializing(
                 raise
             return staged
 
+    at_ones: dict[tuple, object] = {}
+
     def separate(dim: str, one: dict, sizes: dict, count: int):
         """How the model separates along `dim` (`strato.separable`), from its imports
-        with `dim` at 1 and at `count`."""
+        with `dim` at 1 (made once, for every size checked after) and at `count`."""
         from strato.separable import NotSeparable, separation
 
+        key = tuple(sorted((name, tuple(shape)) for name, shape in one.items()))
         try:
             with raw_data.sharing():
-                at_one = import_onnx(proto, input_shapes={**(shapes or {}), **one})
+                if key not in at_ones:
+                    if len(at_ones) >= 4:  # kept for a few sizes of the other dimensions
+                        del at_ones[next(iter(at_ones))]
+                    at_ones[key] = import_onnx(proto, input_shapes={**(shapes or {}), **one})
+                at_one = at_ones[key]
                 at_count = import_onnx(proto, input_shapes={**(shapes or {}), **sizes})
         except StratoError as error:
             raise NotSeparable(f"the model does not import at that size: {error}") from None

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 import strato
+import strato.compiler
 import strato.separable
 from strato.diagnostics import StratoError
 from strato.frontends.onnx.importer import import_onnx
@@ -525,6 +526,27 @@ def test_one_compile_serves_every_batch_size(monkeypatch):
     assert compiled.sizes == [{"x": (1, 3, 8, 8)}]
     assert set(compiled.separated) == {"B"}
     assert "separable along 'B'" in repr(compiled)
+
+
+def test_the_separation_check_imports_the_sample_once(monkeypatch):
+    """Each new size is checked against the model imported at size 1, which is imported
+    once: a new size costs one import."""
+    monkeypatch.setattr(strato.separable, "MIN_SAMPLE_ELEMENTS", 0)
+    imported = []
+    real = strato.compiler.import_onnx
+
+    def counting(proto, input_shapes=None, **kwargs):
+        if input_shapes:
+            imported.append(input_shapes["x"][0])
+        return real(proto, input_shapes=input_shapes, **kwargs)
+
+    monkeypatch.setattr(strato.compiler, "import_onnx", counting)
+    compiled = strato.compile(small_cnn(), cache=False)
+    imported.clear()  # the compile of size 1, at the first call, imports too
+    for batch in (3, 5, 2):
+        compiled(RNG.standard_normal((batch, 3, 8, 8)).astype(np.float32))
+    assert sorted(b for b in imported if b != 1) == [2, 3, 5]
+    assert imported.count(1) <= 2  # the check's sample and the size-1 compile
 
 
 def test_a_model_mixing_its_batch_compiles_per_size(monkeypatch):
