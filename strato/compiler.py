@@ -230,7 +230,7 @@ def _specializing(
     `options` (`strato.specializing`); None when no input has one (the error came from
     elsewhere)."""
     from strato.frontends.onnx.importer import load_model as load_onnx
-    from strato.specializing import InputDims, ShapeSpecializingModel
+    from strato.specializing import InputDims, Recipe, ShapeSpecializingModel
 
     source, default_name = _model_source(model)
     proto, _ = load_onnx(source)
@@ -286,9 +286,93 @@ def _specializing(
             raise NotSeparable("the model's inputs are not tensors one by one")
         return separation(at_one.function, at_count.function, count)
 
-    return ShapeSpecializingModel(
-        dims, inputs, [value.name for value in proto.graph.output], compile_for, separate
+    hooks = options.get("passes_before") or options.get("passes_after")
+    recipe = Recipe(
+        proto,
+        shapes,
+        str(options["target"]),
+        options["name"],
+        _tuning_log(options.get("tuning")),
+        unsavable="it was compiled with passes hooks (passes_before, passes_after)" if hooks else None,
     )
+    return ShapeSpecializingModel(
+        dims, inputs, [value.name for value in proto.graph.output], compile_for, separate, recipe
+    )
+
+
+def _load_specializing(source: Any, where: str) -> CompiledModel:
+    """A saved `strato-specializing-model` (`strato.specializing`): the model compiled
+    per call's sizes again, with the sizes saved in the archive taken as they are."""
+    import json
+    import zipfile
+
+    from strato.runtime.saved_model import ModelFileError, model_from_bytes
+    from strato.specializing import MANIFEST, MODEL, TUNING
+
+    def fail(reason: str) -> ModelFileError:
+        return ModelFileError(f"corrupt: {reason}", location=where)
+
+    try:
+        with zipfile.ZipFile(source) as archive:
+            manifest = json.loads(archive.read(MANIFEST))
+            model_bytes = archive.read(MODEL)
+            tuning = archive.read(TUNING) if manifest.get("tuned") is True else None
+            sizes = [(entry["shapes"], entry["member"], archive.read(entry["member"])) for entry in manifest["sizes"]]
+    except (KeyError, ValueError, TypeError, AttributeError, zipfile.BadZipFile) as err:
+        raise fail(f"not a model compiled per size ({' '.join(str(err).split())})") from None
+    try:
+        proto = onnx.load_from_string(model_bytes)
+    except Exception as err:  # noqa: BLE001 - protobuf's DecodeError, or worse: bad input
+        raise fail(f"its ONNX model does not parse ({' '.join(str(err).split())})") from None
+    target, name, pinned = manifest.get("target"), manifest.get("name"), manifest.get("input_shapes")
+    if not isinstance(target, str) or not (name is None or isinstance(name, str)) or not isinstance(pinned, dict):
+        raise fail("the manifest's target, name or input shapes are missing or not valid")
+    if not all(_shape_entry(shapes) for shapes, _, _ in sizes):
+        raise fail("the manifest's compiled sizes are not input shapes")
+    tuning_path = _saved_tuning_log(tuning) if tuning is not None else None
+    compile_target = resolve_target(target)
+    options = {
+        "target": compile_target, "after_stage": None, "before_stage": None, "name": name,
+        "passes_before": None, "passes_after": None, "cache": None, "tuning": tuning_path,
+        "progress": None,
+    }  # fmt: skip
+    model = _specializing(proto, check_input_shapes(pinned) if pinned else None, options)
+    if model is None:
+        raise fail("its model has no dynamic dimensions")
+    for shapes, member, data in sizes:
+        model.adopt(shapes, model_from_bytes(data, f"{where} ({member})"))
+    model.origin = where
+    return model
+
+
+def _shape_entry(value: object) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(shape, list) and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in shape)
+        for shape in value.values()
+    )
+
+
+def _saved_tuning_log(data: bytes) -> str:
+    """A file holding the tuning log saved with a model (in the compile cache's
+    directory, named by its digest; a temporary file when that cannot be written)."""
+    import hashlib
+    import tempfile
+
+    from strato.runtime.atomic_write import write_atomically
+    from strato.runtime.cache import cache_dir
+
+    name = f"{hashlib.sha256(data).hexdigest()[:32]}.jsonl"
+    try:
+        path = cache_dir() / "tuning" / name
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomically(path, data, what="the tuning log")
+        return str(path)
+    except (OSError, StratoError):
+        handle, path = tempfile.mkstemp(suffix=name)
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+        return path
 
 
 def _staged(
@@ -377,11 +461,16 @@ def _schedule_in_build(
 
 def load_model(path: str | os.PathLike) -> CompiledModel:
     """The model saved at `path` (`model.save(path)`), ready to call: read by the loader
-    of the target that saved it (`strato.runtime.saved_model`); nothing is compiled."""
+    of the target that saved it (`strato.runtime.saved_model`); nothing is compiled,
+    except, for a model compiled per call's sizes (`strato.specializing`), the sizes it
+    was not saved with, when a call brings them."""
     from strato.runtime.saved_model import load_model as load_saved
+    from strato.runtime.saved_model import register_model_format
+    from strato.specializing import FORMAT as SPECIALIZING
     from strato.targets.registry import load_builtin_targets
 
     load_builtin_targets()
+    register_model_format(SPECIALIZING, _load_specializing)
     return load_saved(path)
 
 

@@ -33,10 +33,27 @@ compiles per size.
     model(ids_1x16)                          # compiles for {batch: 1, sequence: 16}
     model(ids_8x16)                          # separable along batch: runs that code 8 times
     model.separated                          # {'batch': Separation(...)}
+
+It saves to a `.strato` archive of its own format (`strato-specializing-model`: a
+manifest, the ONNX model, the tuning log it was compiled with, and each size compiled
+so far as a saved model of its own), which `strato.load` reads back: the saved sizes run
+as they are, and a call of another size compiles the model for it as before (so the
+loading process needs strato's compiler, not a C compiler). `strato compile MODEL -o
+M.strato` writes one for a model with dynamic dimensions no batched model covers.
+
+    model(ids_1x128); model(ids_1x512)       # compile the sizes to ship
+    model.save("bert.strato")                # ... and strato.load("bert.strato") later
+
+A model compiled with passes hooks (`passes_before`, `passes_after`) cannot be saved so:
+its other sizes could not be compiled alike elsewhere.
 """
 
 from __future__ import annotations
 
+import io
+import json
+import os
+import zipfile
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,6 +63,7 @@ import numpy as np
 import onnx
 
 from strato.diagnostics import StratoError
+from strato.runtime.atomic_write import write_atomically
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import InputMismatchError
 from strato.separable import NotSeparable, Separation
@@ -55,6 +73,27 @@ if TYPE_CHECKING:
 
 MAX_SIZES = 8
 """How many compiled sizes a `ShapeSpecializingModel` keeps (least recently used out)."""
+
+FORMAT = "strato-specializing-model"
+MANIFEST = "manifest.json"
+MODEL = "model.onnx"
+TUNING = "tuning.jsonl"
+"""The archive members besides each compiled size's (`sizes/<n>.strato`)."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """What compiles a `ShapeSpecializingModel`'s sizes, as saved with it: the ONNX
+    model, the pinned input shapes, the target, the entry's name and the tuning log
+    (a path, read when the model is saved). `unsavable` says why a model compiled
+    some other way cannot be saved (passes hooks)."""
+
+    model: onnx.ModelProto
+    input_shapes: Mapping[str, Any] | None
+    target: str
+    name: str | None
+    tuning: str | None = None
+    unsavable: str | None = None
 
 Dim = int | str | None
 """A declared dimension: a size, a named dimension, or an unnamed dynamic one."""
@@ -190,8 +229,10 @@ class ShapeSpecializingModel:
         output_names: Sequence[str],
         compile_for: Callable[[dict[str, tuple[int, ...]]], CompiledModel],
         separate: Separate | None = None,
+        recipe: Recipe | None = None,
     ):
         self.dims = dims
+        self.recipe = recipe
         self._input_names = list(input_names)
         self._output_names = list(output_names)
         self._compile_for = compile_for
@@ -328,13 +369,56 @@ class ShapeSpecializingModel:
 
     @property
     def can_save(self) -> bool:
-        return False
+        return self.recipe is not None and self.recipe.unsavable is None
 
-    def save(self, path: Any) -> None:
-        raise self._static_only("saving a compiled model")
+    def adopt(self, shapes: Mapping[str, Sequence[int]], compiled: CompiledModel) -> None:
+        """Take `compiled` as the model compiled for `shapes` (a saved size loaded)."""
+        self._compiled[_key(shapes)] = compiled
+        while len(self._compiled) > MAX_SIZES:
+            self._compiled.popitem(last=False)
 
     def to_bytes(self) -> bytes:
-        raise self._static_only("saving a compiled model")
+        """The `strato-specializing-model` archive (see the module docstring); sizes
+        whose compiled model cannot be saved (one with host operators) are left out."""
+        recipe = self.recipe
+        if recipe is None:
+            raise self._static_only("saving a compiled model")
+        if recipe.unsavable is not None:
+            raise StratoError(f"this model cannot be saved: {recipe.unsavable}")
+        tuning = None
+        if recipe.tuning is not None:
+            try:
+                with open(recipe.tuning, "rb") as log:
+                    tuning = log.read()
+            except OSError as err:
+                raise StratoError(
+                    f"cannot read the tuning log to save with the model: {err.strerror or err}",
+                    location=recipe.tuning,
+                ) from None
+        sizes = [(dict(key), model) for key, model in self._compiled.items() if model.can_save]
+        manifest = {
+            "format": FORMAT,
+            "target": recipe.target,
+            "name": recipe.name,
+            "input_shapes": {k: list(v) for k, v in (recipe.input_shapes or {}).items()},
+            "tuned": tuning is not None,
+            "sizes": [
+                {"shapes": {k: list(v) for k, v in shapes.items()}, "member": f"sizes/{n}.strato"}
+                for n, (shapes, _) in enumerate(sizes)
+            ],
+        }
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
+            archive.writestr(MANIFEST, json.dumps(manifest, indent=1))
+            archive.writestr(MODEL, recipe.model.SerializeToString())
+            if tuning is not None:
+                archive.writestr(TUNING, tuning)
+            for entry, (_, model) in zip(manifest["sizes"], sizes, strict=True):
+                archive.writestr(entry["member"], model.to_bytes())
+        return buffer.getvalue()
+
+    def save(self, path: str | os.PathLike) -> None:
+        write_atomically(path, self.to_bytes(), what="the compiled model")
 
     def c_header(self) -> str:
         raise self._static_only("a C header")
@@ -365,4 +449,4 @@ def _key(shapes: Mapping[str, Sequence[int]]) -> tuple:
     return tuple(sorted((name, tuple(int(n) for n in shape)) for name, shape in shapes.items()))
 
 
-__all__ = ["MAX_SIZES", "InputDims", "ShapeSpecializingModel"]
+__all__ = ["FORMAT", "MAX_SIZES", "InputDims", "Recipe", "ShapeSpecializingModel"]

@@ -110,14 +110,17 @@ def max_relative_error(actual: Sequence[np.ndarray], expected: Sequence[np.ndarr
     return worst
 
 
-def compile_resolved(resolved: ResolvedModel, args: argparse.Namespace, *, batched: bool = False):
+def compile_resolved(
+    resolved: ResolvedModel, args: argparse.Namespace, *, batched: bool = False, keep_open: bool = False
+):
     """strato.compile with the CLI's options; with --dump-ir, each stage's IR is written
     to DIR/NN-<stage>.mlir and the LLVM IR to DIR/NN-llvm-ir.ll; with -v, each stage is
     reported on stderr with its time as it ends. With `batched`, a model with one open
     dimension it is separable along is compiled for every size of it
-    (`ShapeSpecializingModel.batched`)."""
+    (`ShapeSpecializingModel.batched`); with `keep_open` too, any other model with open
+    dimensions stays a `ShapeSpecializingModel` (saved to compile per call's sizes)."""
     try:
-        return _compile(resolved, args, batched)
+        return _compile(resolved, args, batched, keep_open)
     except StratoError as err:
         # The model was loaded from a file before compiling: name the file.
         if err.location is None:
@@ -186,7 +189,9 @@ def check_target(args: argparse.Namespace):
     return target
 
 
-def _compile(resolved: ResolvedModel, args: argparse.Namespace, batched: bool = False):
+def _compile(
+    resolved: ResolvedModel, args: argparse.Namespace, batched: bool = False, keep_open: bool = False
+):
     import strato
     from strato.specializing import ShapeSpecializingModel
     from strato.targets.vta.progress import reporting_progress as reporting_layers
@@ -249,9 +254,16 @@ def _compile(resolved: ResolvedModel, args: argparse.Namespace, batched: bool = 
                 specialize=batched,
             )
             if isinstance(model, ShapeSpecializingModel):
-                model = model.batched()
+                try:
+                    model = model.batched()
+                except StratoError as err:
+                    if not keep_open:
+                        raise
+                    log.note(f"not one compile for every size ({err.message}): compiled per call's sizes")
     finally:
         progress.close()
+    if isinstance(model, ShapeSpecializingModel):
+        return model
     if model.origin is not None:
         log.note(f"loaded from {model.origin} in {time.perf_counter() - log.started:.2f} s")
         return model
@@ -294,9 +306,16 @@ def is_saved_model(spec: str) -> bool:
 
 
 def load_saved_model(args: argparse.Namespace):
-    """A saved model for `strato run`; options that only apply to compiling are refused."""
+    """A saved model for `strato run`, and the ONNX model it carries (None for most);
+    options that only apply to compiling are refused. A model saved to compile per
+    call's sizes (`strato.specializing`) runs at the sizes --input-shapes gives, else at
+    the first size it was saved with."""
     import strato
+    from strato.specializing import ShapeSpecializingModel
 
+    model = strato.load(args.model)
+    if isinstance(model, ShapeSpecializingModel):
+        return _saved_model_at_sizes(model, args), model.recipe.model
     given = [
         option
         for option, value in (
@@ -315,7 +334,48 @@ def load_saved_model(args: argparse.Namespace):
             f"{given[0]} does not apply to a compiled model (it is already compiled)",
             location=args.model,
         )
-    return strato.load(args.model)
+    return model, None
+
+
+def _saved_model_at_sizes(model, args: argparse.Namespace):
+    """The saved model compiled per call's sizes, at --input-shapes' sizes (compiled
+    now unless it was saved with them) or at its first saved size."""
+    given = [
+        option
+        for option, value in (
+            ("--batch", args.batch),
+            ("--dump-ir", args.dump_ir),
+            ("--target", None if args.target == DEFAULT_TARGET else args.target),
+            ("--threads", args.threads),
+            ("--tuning", getattr(args, "tuning", None)),
+            ("--calibration", getattr(args, "calibration", None)),
+        )
+        if value is not None
+    ]
+    if given:
+        raise StratoError(
+            f"{given[0]} does not apply to a saved model (it compiles its other sizes as it "
+            "was compiled)",
+            location=args.model,
+        )
+    if args.input_shapes:
+        shapes = {name: tuple(shape) for name, shape in args.input_shapes.items()}
+        missing = [name for name in model.dims.shapes if name not in shapes]
+        if missing or any(isinstance(d, str) for shape in shapes.values() for d in shape):
+            raise StratoError(
+                f"--input-shapes must give every dynamic input its sizes ({model.dims.describe()})",
+                location=args.model,
+            )
+        checked = model.dims.bind({name: np.empty(shape, np.uint8) for name, shape in shapes.items()})
+    elif model.sizes:
+        checked = model.sizes[0]
+    else:
+        raise StratoError(
+            f"the model was saved with no compiled size: give the sizes to run with "
+            f"--input-shapes ({model.dims.describe()})",
+            location=args.model,
+        )
+    return model.specialized(checked)
 
 
 def run_command(args: argparse.Namespace) -> int:
@@ -323,8 +383,9 @@ def run_command(args: argparse.Namespace) -> int:
 
     start = time.perf_counter()
     if is_saved_model(args.model):
-        resolved = None
-        model = load_saved_model(args)
+        model, proto = load_saved_model(args)
+        # a model saved to compile per size carries its ONNX model: the reference runs it
+        resolved = None if proto is None else ResolvedModel(proto, args.model, args.model)
         print(
             f"model: {args.model} (compiled for {model.target}), loaded in "
             f"{time.perf_counter() - start:.2f} s"
@@ -594,12 +655,18 @@ def compile_command(args: argparse.Namespace) -> int:
     is_object = output.endswith(".o")
     is_saved_model = output.endswith(".strato")
     resolved = resolve_model(args.model, args.batch, args.seed)
-    model = compile_resolved(resolved, args, batched=True)
+    model = compile_resolved(resolved, args, batched=True, keep_open=is_saved_model)
     if is_saved_model:
         model.save(output)
+        dims = getattr(model, "dims", None)  # a ShapeSpecializingModel
+        what = (
+            f"{model.target} machine code and manifest"
+            if dims is None
+            else f"the model, compiled on first use for each size of {dims.describe()}"
+        )
         print(
-            f"wrote {output} ({os.path.getsize(output)} bytes: {model.target} machine code "
-            f"and manifest; run it with strato.load or `strato run {output}`)"
+            f"wrote {output} ({os.path.getsize(output)} bytes: {what}; run it with "
+            f"strato.load or `strato run {output}`)"
         )
         return 0
     if output == TEXT_OUTPUT:

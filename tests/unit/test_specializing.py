@@ -115,10 +115,93 @@ def test_input_shapes_pin_some_dimensions_and_specialize_false_refuses():
         strato.compile(dynamic_model(), specialize=False, cache=False)
 
 
-def test_saving_needs_static_shapes(model, tmp_path):
-    with pytest.raises(StratoError, match=r"saving a compiled model needs static shapes.*'x' axis 0 \('batch'\)"):
-        model.save(tmp_path / "m.strato")
-    assert not model.can_save
+def test_a_model_compiled_per_size_saves_and_loads_with_its_sizes(tmp_path, monkeypatch):
+    """The archive holds the ONNX model and each size compiled: loaded, those sizes run
+    without compiling, and another size compiles as before; all match."""
+    import strato.compiler
+
+    model = strato.compile(dynamic_model(), cache=False)
+    rng = np.random.default_rng(3)
+    sizes = [(1, 3), (2, 5)]
+    arrays = {s: (rng.standard_normal((*s, 8)).astype(np.float32), rng.standard_normal((*s, 1)).astype(np.float32)) for s in [*sizes, (3, 2)]}
+    for size in sizes:
+        model(*arrays[size])
+    assert model.can_save
+    path = tmp_path / "m.strato"
+    model.save(path)
+    loaded = strato.load(path)
+    assert isinstance(loaded, ShapeSpecializingModel) and loaded.origin == str(path)
+    assert loaded.sizes == model.sizes
+    real = strato.compiler.compile_model
+
+    def refusing(*args, **kwargs):
+        raise AssertionError("a saved size was compiled again")
+
+    monkeypatch.setattr(strato.compiler, "compile_model", refusing)
+    for size in sizes:
+        np.testing.assert_allclose(loaded(*arrays[size])[0], expected(*arrays[size]), rtol=1e-5, atol=1e-6)
+    monkeypatch.setattr(strato.compiler, "compile_model", real)
+    np.testing.assert_allclose(loaded(*arrays[(3, 2)])[0], expected(*arrays[(3, 2)]), rtol=1e-5, atol=1e-6)
+    assert len(loaded.sizes) == 3
+
+
+def test_a_saved_model_keeps_its_tuning_log_and_refuses_hooks(tmp_path):
+    log = tmp_path / "t.jsonl"
+    log.write_text("")
+    tuned = strato.compile(dynamic_model(), cache=False, tuning=log)
+    tuned.save(tmp_path / "tuned.strato")
+    log.unlink()  # the archive holds the log
+    loaded = strato.load(tmp_path / "tuned.strato")
+    assert loaded.recipe.tuning is not None
+    with open(loaded.recipe.tuning) as saved:
+        assert saved.read() == ""
+    x, m = np.ones((1, 2, 8), np.float32), np.zeros((1, 2, 1), np.float32)
+    np.testing.assert_allclose(loaded(x, m)[0], expected(x, m), rtol=1e-5, atol=1e-6)
+    hooked = strato.compile(dynamic_model(), cache=False, passes_after="cse")
+    assert not hooked.can_save
+    with pytest.raises(StratoError, match=r"cannot be saved: it was compiled with passes hooks"):
+        hooked.save(tmp_path / "hooked.strato")
+
+
+@pytest.mark.parametrize(
+    ("member", "text", "reason"),
+    [
+        ("manifest.json", '{"format": "strato-specializing-model", "target": 3, "sizes": []}', "not valid"),
+        ("manifest.json", '{"format": "strato-specializing-model", "target": "llvm"}', "not a model compiled per size"),
+        ("model.onnx", "not a model", "does not parse"),
+    ],
+)
+def test_a_corrupt_saved_model_is_diagnosed(tmp_path, member, text, reason):
+    import zipfile
+
+    model = strato.compile(dynamic_model(), cache=False)
+    model.save(tmp_path / "m.strato")
+    with zipfile.ZipFile(tmp_path / "m.strato") as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    manifest = members["manifest.json"]
+    members[member] = text.encode()
+    if member != "manifest.json":
+        members["manifest.json"] = manifest
+    with zipfile.ZipFile(tmp_path / "bad.strato", "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    with pytest.raises(StratoError, match=reason):
+        strato.load(tmp_path / "bad.strato")
+
+
+def test_strato_compile_and_run_a_model_saved_per_size(tmp_path):
+    path, saved = tmp_path / "dynamic.onnx", tmp_path / "dynamic.strato"
+    onnx.save(dynamic_model(), path)
+    cli = [sys.executable, "-m", "strato.tools.strato_cli"]
+    done = subprocess.run([*cli, "compile", str(path), "-o", str(saved)], capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "compiled on first use for each size" in done.stdout
+    run = subprocess.run([*cli, "run", str(saved), "--input-shapes", "x:[2,3,8] m:[2,3,1]", "--repeat", "1"], capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 0, run.stderr
+    assert "output 'y': shape [2, 3, 4]" in run.stdout and "max relative error vs onnxruntime" in run.stdout
+    bare = subprocess.run([*cli, "run", str(saved)], capture_output=True, text=True, timeout=600, check=False)
+    assert bare.returncode == 1 and "Traceback" not in bare.stderr
+    assert "saved with no compiled size" in bare.stderr and "--input-shapes" in bare.stderr
 
 
 def test_an_unsupported_operator_is_still_reported_at_compile_time():
