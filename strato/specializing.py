@@ -409,7 +409,8 @@ class ShapeSpecializingModel:
         }
         buffer = io.BytesIO()
         with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as archive:
-            archive.writestr(MANIFEST, json.dumps(manifest, indent=1))
+            # default=int: numpy integers among the pinned sizes
+            archive.writestr(MANIFEST, json.dumps(manifest, indent=1, default=int))
             archive.writestr(MODEL, recipe.model.SerializeToString())
             if tuning is not None:
                 archive.writestr(TUNING, tuning)

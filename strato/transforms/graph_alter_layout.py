@@ -47,8 +47,9 @@ consumer or a function result (once per value). A convolution that begins a chai
 a 1x1 window, or with an input larger than its weights, reads its NCHW input as it is
 instead: in blocks of one channel (NCHW1c, the same bytes), through a unit-block view
 that graph-fuse-ops puts in its kernel and te-inline-stages reads through, so no kernel
-copies the input (`_reads_input_directly`; a network's stem reads the image so). Ops of other kinds, convolutions whose
-channels the block does not divide and everything not 2-D stay as they are. Run it
+copies the input (`_reads_input_directly`; a network's stem reads the image so). Ops
+of other kinds, convolutions whose channels the block does not divide and everything
+not 2-D stay as they are. Run it
 after graph-simplify-inference (batch normalization is then folded or a per-channel
 mul/add) and before graph-fuse-ops: the blocked ops keep the pattern kinds of their
 NCHW counterparts, so a convolution still fuses with its bias, relu and residual add.
