@@ -316,19 +316,7 @@ def load_saved_model(args: argparse.Namespace):
     model = strato.load(args.model)
     if isinstance(model, ShapeSpecializingModel):
         return _saved_model_at_sizes(model, args), model.recipe.model
-    given = [
-        option
-        for option, value in (
-            ("--batch", args.batch),
-            ("--input-shapes", args.input_shapes),
-            ("--dump-ir", args.dump_ir),
-            ("--target", None if args.target == DEFAULT_TARGET else args.target),
-            ("--threads", args.threads),
-            ("--tuning", getattr(args, "tuning", None)),
-            ("--calibration", getattr(args, "calibration", None)),
-        )
-        if value is not None
-    ]
+    given = _compile_options_given(args, with_input_shapes=True)
     if given:
         raise StratoError(
             f"{given[0]} does not apply to a compiled model (it is already compiled)",
@@ -337,21 +325,25 @@ def load_saved_model(args: argparse.Namespace):
     return model, None
 
 
+def _compile_options_given(args: argparse.Namespace, *, with_input_shapes: bool) -> list[str]:
+    """The options given that only apply to compiling (--input-shapes among them when
+    `with_input_shapes`)."""
+    options = (
+        ("--batch", args.batch),
+        ("--input-shapes", args.input_shapes if with_input_shapes else None),
+        ("--dump-ir", args.dump_ir),
+        ("--target", None if args.target == DEFAULT_TARGET else args.target),
+        ("--threads", args.threads),
+        ("--tuning", getattr(args, "tuning", None)),
+        ("--calibration", getattr(args, "calibration", None)),
+    )
+    return [option for option, value in options if value is not None]
+
+
 def _saved_model_at_sizes(model, args: argparse.Namespace):
     """The saved model compiled per call's sizes, at --input-shapes' sizes (compiled
     now unless it was saved with them) or at its first saved size."""
-    given = [
-        option
-        for option, value in (
-            ("--batch", args.batch),
-            ("--dump-ir", args.dump_ir),
-            ("--target", None if args.target == DEFAULT_TARGET else args.target),
-            ("--threads", args.threads),
-            ("--tuning", getattr(args, "tuning", None)),
-            ("--calibration", getattr(args, "calibration", None)),
-        )
-        if value is not None
-    ]
+    given = _compile_options_given(args, with_input_shapes=False)
     if given:
         raise StratoError(
             f"{given[0]} does not apply to a saved model (it compiles its other sizes as it "
