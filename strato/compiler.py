@@ -120,12 +120,11 @@ def compile_model(
         if isinstance(dim, str)
     ]
     # the options of the compiles a specialized or staged model makes
-    options_per_part = {
-        "target": compile_target, "after_stage": after_stage,
-        "before_stage": before_stage, "name": name, "passes_before": passes_before,
-        "passes_after": passes_after, "cache": cache, "tuning": tuning,
-        "progress": progress,
-    }  # fmt: skip
+    options_per_part = _part_options(
+        compile_target, after_stage=after_stage, before_stage=before_stage, name=name,
+        passes_before=passes_before, passes_after=passes_after, cache=cache, tuning=tuning,
+        progress=progress,
+    )  # fmt: skip
     if open_dims:  # input_shapes pins some dimensions of an input and leaves others open
         rerouted = _specializing(model, shapes, options_per_part) if specialize else None
         if rerouted is None:
@@ -219,6 +218,27 @@ def _compile_model(
         options=options,
         **in_build,
     )
+
+
+def _part_options(
+    target: Target,
+    *,
+    after_stage: StageCallback | None = None,
+    before_stage: Callable[[str], None] | None = None,
+    name: str | None = None,
+    passes_before: PipelineHook = None,
+    passes_after: PipelineHook = None,
+    cache: bool | None = None,
+    tuning: str | os.PathLike | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """The options of `compile_model` that the compiles of a specialized or staged
+    model's parts take (`_specializing`, `_staged`)."""
+    return {
+        "target": target, "after_stage": after_stage, "before_stage": before_stage,
+        "name": name, "passes_before": passes_before, "passes_after": passes_after,
+        "cache": cache, "tuning": tuning, "progress": progress,
+    }  # fmt: skip
 
 
 def _specializing(
@@ -330,12 +350,7 @@ def _load_specializing(source: Any, where: str) -> CompiledModel:
     if not all(_shape_entry(shapes) for shapes, _, _ in sizes):
         raise fail("the manifest's compiled sizes are not input shapes")
     tuning_path = _saved_tuning_log(tuning) if tuning is not None else None
-    compile_target = resolve_target(target)
-    options = {
-        "target": compile_target, "after_stage": None, "before_stage": None, "name": name,
-        "passes_before": None, "passes_after": None, "cache": None, "tuning": tuning_path,
-        "progress": None,
-    }  # fmt: skip
+    options = _part_options(resolve_target(target), name=name, tuning=tuning_path)
     model = _specializing(proto, check_input_shapes(pinned) if pinned else None, options)
     if model is None:
         raise fail("its model has no dynamic dimensions")

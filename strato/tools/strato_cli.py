@@ -358,7 +358,8 @@ def _saved_model_at_sizes(model, args: argparse.Namespace):
                 f"--input-shapes must give every dynamic input its sizes ({model.dims.describe()})",
                 location=args.model,
             )
-        checked = model.dims.bind({name: np.empty(shape, np.uint8) for name, shape in shapes.items()})
+        # bind checks arrays: views of one byte, of the given shapes
+        checked = model.dims.bind({name: np.broadcast_to(np.uint8(0), shape) for name, shape in shapes.items()})
     elif model.sizes:
         checked = model.sizes[0]
     else:
