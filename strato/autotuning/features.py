@@ -10,7 +10,9 @@ operator says something about another (the TVM paper's loop-program features):
   and a one-hot of its kind (serial, parallel, vectorized, unrolled) and whether it
   reduces;
 - buffers (the most accessed first): written or read, local or not, its size, the
-  stride of its innermost index in elements, and for each loop level of its busiest
+  stride of its innermost index in elements, the lanes of the vectorized loop around
+  its busiest access (none when that loop is not vectorized: a copy inside another
+  stage's nest shows how it is scheduled only here), and for each loop level of its busiest
   access counted from the innermost loop outwards the bytes touched (footprint from the
   affine index analysis of strato.schedule.access), the accesses made and their ratio
   (reuse);
@@ -38,7 +40,7 @@ from xdsl.ir import Operation, SSAValue
 from strato.dialects.loop import ForOp, LoopKind, MemoryScope, is_reduction_loop, memory_scope
 from strato.schedule.access import affine_of
 
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 
 LEVELS = 10
 """Loop levels described for the busiest nest."""
@@ -52,7 +54,7 @@ NESTS = 4
 _KINDS = (LoopKind.SERIAL, LoopKind.PARALLEL, LoopKind.VECTORIZED, LoopKind.UNROLLED)
 GLOBAL_LENGTH = 10
 LEVEL_LENGTH = 2 + len(_KINDS)
-BUFFER_LENGTH = 5 + 3 * BUFFER_LEVELS
+BUFFER_LENGTH = 6 + 3 * BUFFER_LEVELS
 NEST_LENGTH = 7 + len(_KINDS)
 FEATURE_LENGTH = (
     GLOBAL_LENGTH + LEVELS * LEVEL_LENGTH + BUFFERS * BUFFER_LENGTH + NESTS * NEST_LENGTH
@@ -265,7 +267,9 @@ def kernel_features(kernel: func.FuncOp) -> np.ndarray:
                     opaque = 1.0
                 else:
                     stride += coefficient * row
-        features = [float(written), float(local), _log(size), _log(stride), opaque]
+        innermost = site.loops[-1] if site.loops else None
+        lanes = innermost.trip if innermost is not None and innermost.kind == LoopKind.VECTORIZED else 0
+        features = [float(written), float(local), _log(size), _log(stride), opaque, _log(lanes)]
         footprint_top = float(size)
         for level in range(BUFFER_LEVELS):
             window = site.loops[len(site.loops) - 1 - level :] if level < len(site.loops) else None

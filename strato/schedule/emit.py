@@ -128,6 +128,18 @@ class KernelEmitter:
             and [s for s in self.state.stages if s.buffer == stage.buffer] == [stage]
         )
 
+    def read_only_after(self, stage: Stage, attached: list[Stage]) -> bool:
+        """Whether every reader of the buffer of `stage` (a root stage without an init
+        nest, which would write all of it first) is computed after the loop `attached`
+        are attached at."""
+        if stage.init is not None or not self.compactable(stage):
+            return False
+        after = [other for other in attached if other.attach.reverse]  # type: ignore[union-attr]
+        if not after or any(stage.buffer in pair for pair in self.state.copies):
+            return False
+        readers = [r for r in self.state.readers_of(stage.buffer) if r is not stage]
+        return bool(readers) and all(any(r is other for other in after) for r in readers)
+
     def compact(self, stage: Stage, region: _Region, builder: Builder) -> None:
         """Allocate the stage's buffer at the region's extents (its allocation, which
         nothing uses before the stage is emitted, is replaced) and index it relative to
@@ -229,6 +241,12 @@ class KernelEmitter:
         ivs = {**ivs, var: loop.induction_var}
         attached = self.state.attached_at(stage.name, var)
         regions = self.infer_regions(stage, pos, ivs, ext, region, attached, inner)
+        if region is None and self.read_only_after(stage, attached):
+            # its readers all follow each iteration of this loop: the buffer holds
+            # what one iteration writes
+            here = self.root_intervals(stage, pos, ivs, ext, None, inner)
+            names = [name for name, _ in stage.spatial]
+            self.compact(stage, _Region({n: here[n][0] for n in names}, {n: here[n][1] + 1 for n in names}), inner)
         for other in attached:
             if not other.attach.reverse and self.compactable(other):  # type: ignore[union-attr]
                 self.compact(other, regions[other.name], inner)
@@ -544,9 +562,11 @@ class KernelEmitter:
         return _Region(lo, extent)
 
     def consumer_region(self, producer: Stage, here: dict[str, Interval], consumer: Stage) -> _Region:
-        """The region of `consumer` that reads only what `producer` has written so far."""
+        """The region of `consumer` that reads only what `producer` has written so far.
+        A variable that indexes a block and its place in the block covers the blocks
+        written (each written whole: `check_reverse_compute_at` sees to it)."""
         written = [here[name] for name, _ in producer.spatial]
-        mapping = reverse_mapping(consumer, producer.buffer)
+        mapping = reverse_mapping(consumer, producer.buffer, blocks=True)
         if mapping is None:
             # a later primitive changed what the consumer reads
             raise ScheduleError(
@@ -558,8 +578,13 @@ class KernelEmitter:
         for d, item in enumerate(mapping):
             if item is None:
                 continue
-            var, const = item
             w_lo, w_span = written[d]
+            if isinstance(item, BlockIndex):
+                if not item.inner:
+                    lo[item.var] = w_lo.scale(item.factor)
+                    extent[item.var] = (w_span + 1) * item.factor
+                continue
+            var, const = item
             lo[var] = w_lo - Affine.const(const)
             extent[var] = w_span + 1
         for name, full in consumer.spatial:
@@ -698,24 +723,45 @@ def _union(items: list[tuple[Affine, int] | None] | None, full: int) -> tuple[Af
     return base + Affine.const(lo), min(extent, full) if not base.terms else extent
 
 
-def reverse_mapping(consumer: Stage, buffer: int) -> list[tuple[str, int] | None] | None:
+@dataclass(frozen=True)
+class BlockIndex:
+    """An index `var // factor` (the block, `inner` False) or `var % factor` (the place
+    in the block, `inner` True): how a copy out of a blocked layout (NCHW16c -> NCHW)
+    reads it."""
+
+    var: str
+    factor: int
+    inner: bool
+
+
+MappedIndex = tuple[str, int] | BlockIndex | None
+
+
+def reverse_mapping(
+    consumer: Stage, buffer: int, blocks: bool = False
+) -> list[MappedIndex] | None:
     """How `consumer` indexes `buffer`: per dimension the spatial iteration variable and
     constant offset (var + c), or None for a constant index; None when some load
-    indexes it otherwise, or two loads differ."""
+    indexes it otherwise, or two loads differ. With `blocks`, a pair of dimensions
+    indexed `var // k` and `var % k` is a pair of `BlockIndex`es."""
     template = consumer.body
     arg = template.buffer_arg(buffer)
     names = dict(zip(template.vars, consumer.root_vars))
     spatial = {n for n, _ in consumer.spatial}
-    mapping: list[tuple[str, int] | None] | None = None
+    mapping: list[MappedIndex] | None = None
     for op in template.block.walk():
         if not isinstance(op, memref.LoadOp) or op.memref is not arg:
             continue
         access = access_of(op, lambda v: v in names)
         assert access is not None
-        dims: list[tuple[str, int] | None] = []
-        for index in access.indices:
+        dims: list[MappedIndex] = []
+        for value, index in zip(op.indices, access.indices):
             if index is None:
-                return None
+                block = _block_index(value, names) if blocks else None
+                if block is None or block.var not in spatial:
+                    return None
+                dims.append(block)
+                continue
             if not index.terms:
                 dims.append(None)
                 continue
@@ -725,13 +771,42 @@ def reverse_mapping(consumer: Stage, buffer: int) -> list[tuple[str, int] | None
             if var not in spatial:
                 return None
             dims.append((var, index.constant))
-        used = [d[0] for d in dims if d is not None]
-        if len(set(used)) != len(used):
+        if not _each_variable_once(dims):
             return None
         if mapping is not None and mapping != dims:
             return None
         mapping = dims
     return mapping
+
+
+def _block_index(value: SSAValue, names: dict[SSAValue, str]) -> BlockIndex | None:
+    """`value` as `var // k` or `var % k` (unsigned, k a constant), if it is one."""
+    op = value.owner
+    if not isinstance(op, arith.DivUIOp | arith.RemUIOp) or op.lhs not in names:
+        return None
+    divisor = op.rhs.owner
+    if not isinstance(divisor, arith.ConstantOp) or not isinstance(divisor.value, IntegerAttr):
+        return None
+    factor = divisor.value.value.data
+    if factor < 1:
+        return None
+    return BlockIndex(names[op.lhs], factor, isinstance(op, arith.RemUIOp))
+
+
+def _each_variable_once(dims: list[MappedIndex]) -> bool:
+    """Whether each variable indexes one dimension, or one pair of dimensions as its
+    block and its place in the block (by the same factor)."""
+    plain = [d[0] for d in dims if isinstance(d, tuple)]
+    pairs: dict[str, list[BlockIndex]] = {}
+    for d in dims:
+        if isinstance(d, BlockIndex):
+            pairs.setdefault(d.var, []).append(d)
+    if len(set(plain)) != len(plain) or set(plain) & set(pairs):
+        return False
+    return all(
+        len(pair) == 2 and {b.inner for b in pair} == {False, True} and pair[0].factor == pair[1].factor
+        for pair in pairs.values()
+    )
 
 
 def rebuild_kernel(
@@ -748,4 +823,12 @@ def rebuild_kernel(
     return kernel
 
 
-__all__ = ["KernelEmitter", "aligned_shape", "annotation_attr", "physical_type", "rebuild_kernel", "reverse_mapping"]
+__all__ = [
+    "BlockIndex",
+    "KernelEmitter",
+    "aligned_shape",
+    "annotation_attr",
+    "physical_type",
+    "rebuild_kernel",
+    "reverse_mapping",
+]

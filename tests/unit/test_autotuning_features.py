@@ -50,7 +50,9 @@ def test_vector_lanes_and_unroll_come_from_annotations(space):
 
 def test_a_stage_without_arithmetic_shows_in_the_nest_features():
     """A conv task's layout transforms do no arithmetic, so the busiest nest (the
-    convolution) does not see how they are scheduled; the nest section does."""
+    convolution) does not see how they are scheduled. A copy back to NCHW done as a
+    nest of its own shows in the nest section; one computed inside the convolution's
+    nest, per tile, in the lanes of its buffers' accesses."""
     from strato.autotuning.features import (
         BUFFER_LENGTH,
         BUFFERS,
@@ -65,13 +67,17 @@ def test_a_stage_without_arithmetic_shows_in_the_nest_features():
     task = next(t for t in extract_tasks(conv_model(8, 16, 16, 3, 1)) if "conv" in t.name)
     space = SearchSpace(task)
     stage = next(s for s, knob, _ in space.dims if s.startswith("layout_transform") and knob == "vector_width")
-    wide = space.default()
-    scalar = {k: dict(v) for k, v in wide.items()}
-    scalar[stage]["vector_width"] = 1
-    a = kernel_features(space.schedule(wide)[1])
-    b = kernel_features(space.schedule(scalar)[1])
-    nests = GLOBAL_LENGTH + LEVELS * LEVEL_LENGTH + BUFFERS * BUFFER_LENGTH
-    assert a.shape == b.shape == (nests + NESTS * NEST_LENGTH,)
+    conv = next(s for s, knob, _ in space.dims if knob == "copy_out")
     levels = slice(GLOBAL_LENGTH, GLOBAL_LENGTH + LEVELS * LEVEL_LENGTH)
-    assert np.array_equal(a[levels], b[levels])  # the convolution's loops are the same
-    assert not np.array_equal(a[nests:], b[nests:])
+    buffers = GLOBAL_LENGTH + LEVELS * LEVEL_LENGTH
+    nests = buffers + BUFFERS * BUFFER_LENGTH
+    for copy_out, differs in ((False, slice(nests, None)), (True, slice(buffers, nests))):
+        wide = {k: dict(v) for k, v in space.default().items()}
+        wide[conv]["copy_out"] = copy_out
+        scalar = {k: dict(v) for k, v in wide.items()}
+        scalar[stage]["vector_width"] = 1
+        a = kernel_features(space.schedule(wide)[1])
+        b = kernel_features(space.schedule(scalar)[1])
+        assert a.shape == b.shape == (nests + NESTS * NEST_LENGTH,)
+        assert np.array_equal(a[levels], b[levels])  # the convolution's loops are the same
+        assert not np.array_equal(a[differs], b[differs])

@@ -164,3 +164,52 @@ def test_a_cache_read_block_computed_per_reduction_step():
     # one k tile of w (2 rows of 8), packed as [j // 4, k, j % 4]
     assert "memref<2x2x4xf32, #loop.scope<local>>" in str(module)
     np.testing.assert_allclose(run_loops(module, inputs())[0], expected[0], rtol=1e-5)
+
+
+BLOCKED = """
+te.primitive @unblock {
+  %x = te.placeholder "x" : tensor<12x3xf32>
+  %y = te.compute "blocked" (%i, %j, %l) : tensor<2x3x8xf32> {
+    %c8 = arith.constant 8 : index
+    %b = arith.muli %i, %c8 : index
+    %c = arith.addi %b, %l : index
+    %c11 = arith.constant 11 : index
+    %over = arith.cmpi ugt, %c, %c11 : index
+    %cc = arith.select %over, %c11, %c : index
+    %v = te.read %x[%cc, %j] : tensor<12x3xf32>
+    %two = arith.constant 2.0 : f32
+    %m = arith.mulf %v, %two : f32
+    te.yield %m : f32
+  }
+  %o = te.compute "unblock" (%i, %j) : tensor<12x3xf32> {
+    %c8 = arith.constant 8 : index
+    %b = arith.divui %i, %c8 : index
+    %l = arith.remui %i, %c8 : index
+    %v = te.read %y[%b, %j, %l] : tensor<2x3x8xf32>
+    te.yield %v : f32
+  }
+  te.output %o : tensor<12x3xf32>
+}
+"""
+
+
+def test_a_copy_out_of_blocks_computed_after_each_block_written():
+    """reverse_compute_at through `c // 8`, `c % 8` reads: the copy runs over the blocks
+    the loop wrote (12 channels: the second block's last 4 are the padding, guarded),
+    and the blocked buffer, read only there, holds one block's row."""
+    def build() -> ModuleOp:
+        module = Parser(make_context(), BLOCKED).parse_module()
+        run_pipeline(make_context(), module, "convert-te-to-loops")
+        return module
+
+    x = np.random.default_rng(0).standard_normal((12, 3)).astype(np.float32)
+    module = build()
+    sch = Schedule(module)
+    sch.reverse_compute_at(sch.get_stage("unblock"), sch.get_loop("blocked", "j"))
+    assert "memref<1x1x8xf32, #loop.scope<local>>" in str(module)
+    np.testing.assert_array_equal(run_loops(module, [x])[0], 2 * x)
+    # the place in the block outside the loop: a block is never written whole there
+    sch = Schedule(build())
+    sch.reorder(sch.get_loop("blocked", "l"), sch.get_loop("blocked", "j"))
+    with pytest.raises(ScheduleError, match="reads blocks of 8 of stage blocked, which are not written whole"):
+        sch.reverse_compute_at(sch.get_stage("unblock"), sch.get_loop("blocked", "j"))

@@ -430,3 +430,29 @@ def test_the_blocked_convolution_sums_the_channels_innermost(proto, innermost: i
         compiled(proto, scheduled=False)(*inputs_of(proto)),
         rtol=1e-4, atol=1e-4,
     )
+
+
+@pytest.mark.parametrize("channels", [32, 40])
+def test_a_chain_exit_copies_each_tile_out_of_the_blocked_layout(channels: int):
+    """The convolution's one reader copies its result back to NCHW: it is computed
+    after each register tile (its loops inside the convolution's nest, none of its
+    own), and the blocked result is a buffer of one tile. 40 channels: the last block's
+    padding lanes are not copied."""
+    proto = window_conv(channels, 30, (3, 3))
+    module = loop_module(proto)
+    run_pipeline(make_context(), module, "schedule-default")
+    (kernel,) = [k for k in kernels(module) if "blocked_conv" in k.sym_name.data]
+    roots = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
+    assert "layout_transform" not in " ".join(op.attributes["stage"].data for op in roots)
+    copies = [op for op in kernel.walk() if isinstance(op, ForOp) and "layout_transform" in op.attributes["stage"].data]
+    assert copies and copies[-1].loop_kind == LoopKind.VECTORIZED
+    blocked = [
+        op.memref.type.get_shape() for op in kernel.walk()
+        if isinstance(op, memref.AllocOp) and len(op.memref.type.get_shape()) == 5
+    ]
+    assert all(shape[2] == 1 for shape in blocked), blocked  # one output row
+    np.testing.assert_allclose(
+        compiled(proto, scheduled=True)(*inputs_of(proto)),
+        compiled(proto, scheduled=False)(*inputs_of(proto)),
+        rtol=1e-4, atol=1e-4,
+    )

@@ -10,7 +10,7 @@ later primitive (`check_attachments`), so a primitive that would break one is re
 
 from __future__ import annotations
 
-from strato.schedule.emit import reverse_mapping
+from strato.schedule.emit import BlockIndex, MappedIndex, reverse_mapping
 from strato.schedule.primitives.checks import fail, is_within, leaf, root_of
 from strato.schedule.state import Attach, ScheduleState, Stage
 
@@ -91,12 +91,14 @@ def check_reverse_compute_at(primitive: str, state: ScheduleState, stage: Stage)
     for outer in host.leaves[: host.leaves.index(var) + 1]:
         if host.is_reduction_var(outer):
             raise fail(primitive, f"loop {outer} of stage {host.name} is a reduction loop of the producer")
-    if host.buffer not in stage.body.reads() or reverse_mapping(stage, host.buffer) is None:
+    mapping = reverse_mapping(stage, host.buffer, blocks=True) if host.buffer in stage.body.reads() else None
+    if mapping is None:
         raise fail(
             primitive,
             f"stage {stage.name} reads stage {host.name} at indices that are not its own "
-            "data-parallel loop variables plus constants",
+            "data-parallel loop variables plus constants (or their blocks and places in them)",
         )
+    _blocks_written_whole(primitive, state, stage, host, var, mapping)
     order = state.stages
     host_root = root_of(state, host)
     for producer in state.producers(stage):
@@ -115,6 +117,29 @@ def check_reverse_compute_at(primitive: str, state: ScheduleState, stage: Stage)
             and not _attached_inside(state, consumer, stage)
         ):
             raise fail(primitive, f"stage {consumer.name} reads stage {stage.name} inside the nest of stage {host_root.name}")
+
+
+def _blocks_written_whole(
+    primitive: str, state: ScheduleState, stage: Stage, host: Stage, var: str, mapping: list[MappedIndex]
+) -> None:
+    """A stage that reads its producer's blocks (`c // k`, `c % k`) can be computed after
+    a loop of the producer only where each block it reads is written whole: the
+    producer's dimension of the places in a block (of k elements) has no loop at or
+    outside `var`."""
+    outer = set()
+    for leaf_ in host.leaves[: host.leaves.index(var) + 1]:
+        outer |= host.roots_of(leaf_)
+    shape = state.buffers[host.buffer].shape
+    for d, item in enumerate(mapping):
+        if not isinstance(item, BlockIndex) or not item.inner:
+            continue
+        name = host.spatial[d][0]
+        if name in outer or shape[d] != item.factor:
+            raise fail(
+                primitive,
+                f"stage {stage.name} reads blocks of {item.factor} of stage {host.name}, which "
+                f"are not written whole inside its loop {var}",
+            )
 
 
 def _attached_inside(state: ScheduleState, stage: Stage, host: Stage) -> bool:

@@ -24,8 +24,9 @@ per output-channel block with the two innermost dimensions swapped, which costs 
 over the weights on every call.
 
 Knobs: `rows` (output columns per tile), `accumulators` (most vectors in the tile: the
-channel blocks per tile are as many as fit beside the columns); the lanes are the
-layout's channel block.
+channel blocks per tile are as many as fit beside the columns), `copy_out` (a copy back
+to NCHW that reads the result computed per tile, `copy_out_per_tile`, or after the whole
+convolution); the lanes are the layout's channel block.
 
 A depthwise convolution (`depthwise_conv2d_nchwc`: its input moves with the output
 channel's lanes) is scheduled alike with other defaults. Every accumulator there needs
@@ -48,11 +49,14 @@ from strato.schedule.templates.base import (
     Template,
     fit,
     is_reduction,
+    machine_lanes,
     read_strides,
     spatial_and_reduction_loops,
     stage_kind,
     tile_for_registers,
 )
+from strato.targets.llvm.templates.injective import transposed_block
+from strato.targets.llvm.unroll_loops import EXPLICIT_UNROLL
 
 
 def schedule_conv2d_nchwc(
@@ -66,6 +70,8 @@ def schedule_conv2d_nchwc(
     if len(spatial) == 5 and reduction and weights is None:
         padded = _padded_input_read_once(sch, stage)
         tile, row = register_tile(sch, stage, knobs["rows"], knobs["accumulators"])
+        if knobs["copy_out"]:
+            copy_out_per_tile(sch, stage, tile, machine_lanes(context))
         if padded is not None:
             # the padded rows one output row reads, made next to their use
             sch.compute_at(padded, sch.get_loop(tile, row))
@@ -123,6 +129,59 @@ def register_tile(
     sch.vectorize(sch.get_loop(tile, tc.axis))
     sch.decompose_reduction(tile, sch.get_loop(tile, reduction[0].axis))
     return tile, th.axis
+
+
+def copy_out_per_tile(sch: Schedule, stage: StageHandle, tile: StageHandle, lanes: int) -> bool:
+    """Copy each finished tile out of the blocked layout right after it is written, when
+    the one reader of `stage` is such a copy (a chain's exit back to NCHW: `out[n, c, h,
+    w] = y[n, c // 16, h, w, c % 16]`): the copy is computed after the loop the tile is
+    computed at (reverse_compute_at), over the tile's channels and columns, each channel
+    block a transpose (16 rows of the tile's columns; the copy's own template vectorizes
+    the columns), while the tile is in cache; the blocked result is then a buffer of one
+    tile, not of the whole output (3.2 MB for ResNet-18's stem, 7x7/2 to 64 channels at
+    112x112). Measured as fast as the copy done as a pass of its own after the
+    convolution, which the knob `copy_out` False keeps. Whether it did."""
+    consumers = sch.get_consumers(stage)
+    if len(consumers) != 1:
+        return False
+    copy = consumers[0]
+    state = sch.state.stage(copy.name)
+    attach = sch.state.stage(tile.name).attach
+    if attach is None or not state.root_vars:
+        return False
+    block = transposed_block(sch, copy, state.root_vars[-1])
+    if block is None:
+        return False
+    axis, run, remainder = block
+    if not remainder or _tile_columns(sch, stage, attach.var) > lanes:
+        return False
+    snapshot, trace_length = sch.state.copy(), len(sch.trace.steps)
+    try:
+        sch.reverse_compute_at(copy, sch.get_loop(stage, attach.var))
+        _, inner = sch.split(sch.get_loop(copy, axis), [None, run])
+        lane = sch.get_loops(copy)[-1]
+        others = [loop for loop in sch.get_loops(copy) if loop.axis not in (inner.axis, lane.axis)]
+        sch.reorder(*others, sch.get_loop(copy, inner.axis), lane)
+        sch.unroll(sch.get_loop(copy, inner.axis))
+        sch.annotate(sch.get_loop(copy, inner.axis), EXPLICIT_UNROLL)
+    except ScheduleError:
+        sch.restore(snapshot, trace_length)
+        return False
+    return True
+
+
+def _tile_columns(sch: Schedule, stage: StageHandle, var: str) -> int:
+    """The columns of one tile of `stage`: the extent of the loops inside `var` over its
+    column axis (the last but one iteration variable)."""
+    state = sch.state.stage(stage.name)
+    column = state.spatial[-2][0]
+    extents = state.extents()
+    inside = state.leaves[state.leaves.index(var) + 1 :]
+    count = 1
+    for leaf_ in inside:
+        if state.roots_of(leaf_) == {column}:
+            count *= extents[leaf_]
+    return count
 
 
 def _reads_blocks_of_one_channel(sch: Schedule, stage: StageHandle) -> bool:
@@ -253,6 +312,7 @@ DEPTHWISE_CONV2D_NCHWC = Template(
     (
         Knob("rows", (1, 2, 4, 7, 8, 14), 7),
         Knob("accumulators", (8, 14, 16, 24, 28), 8),
+        Knob("copy_out", (False, True), True),
     ),
     lambda sch, stage: _is_blocked_conv(sch, stage) and reads_input_per_lane(sch, stage),
     schedule_conv2d_nchwc,
@@ -264,6 +324,7 @@ CONV2D_NCHWC = Template(
     (
         Knob("rows", (1, 2, 4, 7, 8, 14), 14),
         Knob("accumulators", (8, 14, 16, 24, 28), 28),
+        Knob("copy_out", (False, True), True),
     ),
     _is_blocked_conv,
     schedule_conv2d_nchwc,

@@ -51,6 +51,13 @@ ROW_TEMPLATES = ("injective", "reduction")
 def _schedule(
     sch: Schedule, stage: StageHandle, knobs: dict[str, Any], context: ScheduleContext
 ) -> None:
+    if sch.state.stage(stage.name).attach is not None:
+        # computed inside another stage's nest, whose template shaped its loops for
+        # the region computed there (a convolution's tile: `copy_out_per_tile`)
+        loops = sch.get_loops(stage)
+        if loops and knobs["vector_width"] > 1:
+            sch.vectorize(loops[-1])
+        return
     loops = sch.get_loops(stage)
     vectorized = None
     if loops:
@@ -76,7 +83,7 @@ def transpose_blocks(
     if vectorized.extent > lanes or len(state.roots_of(vectorized.axis)) != 1:
         return False
     (lane_axis,) = state.roots_of(vectorized.axis)
-    block = _transposed_block(sch, stage, lane_axis)
+    block = transposed_block(sch, stage, lane_axis)
     if block is None:
         return False
     axis, run, remainder = block
@@ -101,7 +108,7 @@ def transpose_blocks(
     return True
 
 
-def _transposed_block(
+def transposed_block(
     sch: Schedule, stage: StageHandle, lane_axis: str
 ) -> tuple[str, int, bool] | None:
     """For a stage that copies one buffer into another, each vector lane (`lane_axis`)
