@@ -123,7 +123,6 @@ class KernelEmitter:
         b = self.state.buffers[stage.buffer]
         return (
             not self.state.is_output(stage.buffer)
-            and b.padded is None
             and len(b.shape) > 0
             and [s for s in self.state.stages if s.buffer == stage.buffer] == [stage]
         )
@@ -143,11 +142,24 @@ class KernelEmitter:
     def compact(self, stage: Stage, region: _Region, builder: Builder) -> None:
         """Allocate the stage's buffer at the region's extents (its allocation, which
         nothing uses before the stage is emitted, is replaced) and index it relative to
-        the region's offsets from here on."""
+        the region's offsets from here on. A padded buffer is compacted only along its
+        unpadded dimensions (else it keeps its allocation)."""
         n = stage.buffer
-        names = [name for name, _ in stage.spatial[: len(self.state.buffers[n].shape)]]
+        b = self.state.buffers[n]
+        names = [name for name, _ in stage.spatial[: len(b.shape)]]
+        shape = []
+        for d, var in enumerate(names):
+            extent = region.extent[var]
+            if b.padded is not None and b.padded[d] != b.shape[d]:
+                # a padded dimension (written past its extent by a padded loop) only
+                # whole: the region then spans the padding too
+                lo = region.lo[var]
+                if lo.terms or lo.constant or extent < b.shape[d]:
+                    return
+                extent = b.padded[d]
+            shape.append(extent)
         old = self.allocs[n]
-        new = memref.AllocOp([], [], physical_type(self.state, n, tuple(region.extent[v] for v in names)))
+        new = memref.AllocOp([], [], physical_type(self.state, n, tuple(shape)))
         new.memref.name_hint = old.memref.name_hint
         if old.parent_block() is not None:
             old.parent_block().insert_op_before(new, old)  # type: ignore[union-attr]
