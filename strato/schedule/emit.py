@@ -127,12 +127,14 @@ class KernelEmitter:
             and [s for s in self.state.stages if s.buffer == stage.buffer] == [stage]
         )
 
-    def read_only_after(self, stage: Stage, attached: list[Stage]) -> bool:
-        """Whether every reader of the buffer of `stage` (a root stage without an init
-        nest, which would write all of it first) is computed after the loop `attached`
-        are attached at."""
-        if stage.init is not None or not self.compactable(stage):
+    def read_only_after(self, stage: Stage, attached: list[Stage], inside: list[str]) -> bool:
+        """Whether every reader of the buffer of `stage` (a root stage whose init nest,
+        if any, is decomposed at one of the loops `inside` the loop) is computed after
+        the loop `attached` are attached at."""
+        if not self.compactable(stage):
             return False
+        if stage.init is not None and (stage.init_at is None or stage.init_at not in inside):
+            return False  # an init nest that writes more than an iteration does
         after = [other for other in attached if other.attach.reverse]  # type: ignore[union-attr]
         if not after or any(stage.buffer in pair for pair in self.state.copies):
             return False
@@ -253,7 +255,7 @@ class KernelEmitter:
         ivs = {**ivs, var: loop.induction_var}
         attached = self.state.attached_at(stage.name, var)
         regions = self.infer_regions(stage, pos, ivs, ext, region, attached, inner)
-        if region is None and self.read_only_after(stage, attached):
+        if region is None and self.read_only_after(stage, attached, stage.leaves[pos + 1 :]):
             # its readers all follow each iteration of this loop: the buffer holds
             # what one iteration writes
             here = self.root_intervals(stage, pos, ivs, ext, None, inner)
@@ -587,6 +589,7 @@ class KernelEmitter:
             )
         lo: dict[str, Affine] = {}
         extent: dict[str, int] = {}
+        extents = dict(consumer.spatial)
         for d, item in enumerate(mapping):
             if item is None:
                 continue
@@ -599,6 +602,9 @@ class KernelEmitter:
             var, const = item
             lo[var] = w_lo - Affine.const(const)
             extent[var] = w_span + 1
+            if not lo[var].terms:
+                # what the producer wrote past the consumer's extent (a padded tail)
+                extent[var] = max(min(extent[var], extents[var] - lo[var].constant), 1)
         for name, full in consumer.spatial:
             if name not in lo:
                 lo[name], extent[name] = Affine(), full
@@ -761,13 +767,18 @@ def reverse_mapping(
     names = dict(zip(template.vars, consumer.root_vars))
     spatial = {n for n, _ in consumer.spatial}
     mapping: list[MappedIndex] | None = None
+    extents = dict(consumer.spatial + consumer.reduce)
+
+    def ranges(value: SSAValue) -> tuple[int, int] | None:
+        # the variables' ranges make a remainder a reshape leaves (`i % 197`) exact
+        return (0, extents[names[value]] - 1) if value in names else None
+
     for op in template.block.walk():
         if not isinstance(op, memref.LoadOp) or op.memref is not arg:
             continue
-        access = access_of(op, lambda v: v in names)
-        assert access is not None
         dims: list[MappedIndex] = []
-        for value, index in zip(op.indices, access.indices):
+        for value in op.indices:
+            index = affine_of(value, lambda v: v in names, ranges)
             if index is None:
                 block = _block_index(value, names) if blocks else None
                 if block is None or block.var not in spatial:

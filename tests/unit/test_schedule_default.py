@@ -458,3 +458,30 @@ def test_a_chain_exit_copies_each_tile_out_of_the_blocked_layout(channels: int):
         compiled(proto, scheduled=False)(*inputs_of(proto)),
         rtol=1e-4, atol=1e-4,
     )
+
+
+def test_a_product_is_copied_out_per_panel_of_columns():
+    """A dense layer whose weights are packed into panels of 32 columns (the product
+    [panels, rows, 32]) and whose bias and ReLU the output's view leaves in a stage of
+    their own: that stage runs after each panel, inside the product's nest, and the
+    product is a buffer of one panel (29 rows padded to 30), not of the three."""
+    proto = model(
+        [helper.make_node("MatMul", ["X", "W"], ["M"]),
+         helper.make_node("Add", ["M", "b"], ["A"]),
+         helper.make_node("Relu", ["A"], ["Y"])],
+        [value("X", [1, 29, 64])],
+        [value("Y", [1, 29, 96])],
+        [weights("W", [64, 96]), weights("b", [96])],
+    )  # fmt: skip
+    module = loop_module(proto)
+    run_pipeline(make_context(), module, "schedule-default")
+    (kernel,) = [k for k in kernels(module) if "matmul" in k.sym_name.data]
+    roots = {op.attributes["stage"].data for op in kernel.body.block.ops if isinstance(op, ForOp)}
+    assert roots == {"matmul", "matmul.t0.local"}, roots
+    shapes = [op.memref.type.get_shape() for op in kernel.walk() if isinstance(op, memref.AllocOp)]
+    assert (1, 30, 32) in shapes and not any(len(s) == 3 and s[0] > 1 for s in shapes), shapes
+    np.testing.assert_allclose(
+        compiled(proto, scheduled=True)(*inputs_of(proto)),
+        compiled(proto, scheduled=False)(*inputs_of(proto)),
+        rtol=1e-4, atol=1e-4,
+    )
