@@ -55,8 +55,7 @@ from strato.schedule.templates.base import (
     stage_kind,
     tile_for_registers,
 )
-from strato.targets.llvm.templates.injective import transposed_block
-from strato.targets.llvm.unroll_loops import EXPLICIT_UNROLL
+from strato.targets.llvm.templates.injective import transposed_block, unroll_block_rows
 
 
 def schedule_conv2d_nchwc(
@@ -158,12 +157,7 @@ def copy_out_per_tile(sch: Schedule, stage: StageHandle, tile: StageHandle, lane
     snapshot, trace_length = sch.state.copy(), len(sch.trace.steps)
     try:
         sch.reverse_compute_at(copy, sch.get_loop(stage, attach.var))
-        _, inner = sch.split(sch.get_loop(copy, axis), [None, run])
-        lane = sch.get_loops(copy)[-1]
-        others = [loop for loop in sch.get_loops(copy) if loop.axis not in (inner.axis, lane.axis)]
-        sch.reorder(*others, sch.get_loop(copy, inner.axis), lane)
-        sch.unroll(sch.get_loop(copy, inner.axis))
-        sch.annotate(sch.get_loop(copy, inner.axis), EXPLICIT_UNROLL)
+        unroll_block_rows(sch, copy, axis, run, state.root_vars[-1])
     except ScheduleError:
         sch.restore(snapshot, trace_length)
         return False

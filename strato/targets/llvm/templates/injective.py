@@ -95,17 +95,24 @@ def transpose_blocks(
         return False
     snapshot, trace_length = sch.state.copy(), len(sch.trace.steps)
     try:
-        _, inner = sch.split(sch.get_loop(stage, axis), [None, factor])
-        loops = sch.get_loops(stage)
-        below = loops[[loop.axis for loop in loops].index(inner.axis) :]
-        order = [loop for loop in below if loop.axis not in (inner.axis, vectorized.axis)]
-        sch.reorder(*order, sch.get_loop(stage, inner.axis), sch.get_loop(stage, vectorized.axis))
-        sch.unroll(sch.get_loop(stage, inner.axis))
-        sch.annotate(sch.get_loop(stage, inner.axis), EXPLICIT_UNROLL)
+        unroll_block_rows(sch, stage, axis, factor, vectorized.axis)
     except ScheduleError:
         sch.restore(snapshot, trace_length)
         return False
     return True
+
+
+def unroll_block_rows(sch: Schedule, stage: StageHandle, axis: str, run: int, lane: str) -> None:
+    """Split loop `axis` (the input's rows of a transposed block) by `run` and unroll its
+    inner part at the loop level right outside loop `lane` (the vector's), so that the
+    copies of the block's rows stand side by side."""
+    _, inner = sch.split(sch.get_loop(stage, axis), [None, run])
+    loops = sch.get_loops(stage)
+    below = loops[[loop.axis for loop in loops].index(inner.axis) :]
+    order = [loop for loop in below if loop.axis not in (inner.axis, lane)]
+    sch.reorder(*order, sch.get_loop(stage, inner.axis), sch.get_loop(stage, lane))
+    sch.unroll(sch.get_loop(stage, inner.axis))
+    sch.annotate(sch.get_loop(stage, inner.axis), EXPLICIT_UNROLL)
 
 
 def transposed_block(
