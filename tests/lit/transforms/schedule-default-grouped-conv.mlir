@@ -98,7 +98,7 @@ func.func @blocked_conv_1(%x_blocked: memref<1x2x6x6x8xf32>, %w: memref<2x1x3x3x
 // defaults' 14 columns x 2 blocks leave too few registers for the window's inputs).
 // CHECK-LABEL: func.func @depthwise_relu(
 // CHECK-SAME:    blocked_conv = "depthwise_conv2d_nchwc"
-// CHECK-SAME:    blocked_conv = {rows = 7 : i64, accumulators = 8 : i64}
+// CHECK-SAME:    blocked_conv = {rows = 7 : i64, accumulators = 8 : i64, copy_out = true}
 // CHECK:         memref.alloc() : memref<1x1x1x7x16xf32, #loop.scope<local>>
 // CHECK:         loop.for %{{.*}} = 0 to 2 axis "m.outer" attributes {stage = "blocked_conv"} {
 // CHECK:           loop.for %{{.*}} = 0 to 7 unrolled axis "m" attributes {stage = "blocked_conv.local"} {
