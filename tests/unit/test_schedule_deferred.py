@@ -43,12 +43,14 @@ def _cpu() -> ScheduleContext:
 
 
 def _apply_templates(sch: Schedule) -> list[str]:
-    """Each stage's default template, undone when it is refused; the refusals."""
+    """Each stage's default template, in the order schedule-default applies them (those
+    checked at every rebuild last), undone when it is refused; the refusals."""
     refused = []
     context = _cpu()
-    for stage in sch.get_stages():
-        template = context.template_for(sch, stage)
-        if template is None:
+    matched = [(stage, context.template_for(sch, stage)) for stage in sch.get_stages()]
+    matched.sort(key=lambda pair: pair[1] is not None and pair[1].checked_at_build)
+    for stage, template in matched:
+        if template is None or stage.name not in {s.name for s in sch.get_stages()}:
             continue
         snapshot, length = sch.state.copy(), len(sch.trace.steps)
         try:
