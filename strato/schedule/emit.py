@@ -131,12 +131,14 @@ class KernelEmitter:
         """Whether every reader of the buffer of `stage` (a root stage whose init nest,
         if any, is decomposed at one of the loops `inside` the loop) is computed after
         the loop `attached` are attached at."""
-        if not self.compactable(stage):
+        # most loops have nothing computed after them: that is checked first, as this
+        # runs at every loop of every rebuild
+        after = [other for other in attached if other.attach.reverse]  # type: ignore[union-attr]
+        if not after or not self.compactable(stage):
             return False
         if stage.init is not None and (stage.init_at is None or stage.init_at not in inside):
             return False  # an init nest that writes more than an iteration does
-        after = [other for other in attached if other.attach.reverse]  # type: ignore[union-attr]
-        if not after or any(stage.buffer in pair for pair in self.state.copies):
+        if any(stage.buffer in pair for pair in self.state.copies):
             return False
         readers = [r for r in self.state.readers_of(stage.buffer) if r is not stage]
         return bool(readers) and all(any(r is other for other in after) for r in readers)
@@ -255,7 +257,7 @@ class KernelEmitter:
         ivs = {**ivs, var: loop.induction_var}
         attached = self.state.attached_at(stage.name, var)
         regions = self.infer_regions(stage, pos, ivs, ext, region, attached, inner)
-        if region is None and self.read_only_after(stage, attached, stage.leaves[pos + 1 :]):
+        if attached and region is None and self.read_only_after(stage, attached, stage.leaves[pos + 1 :]):
             # its readers all follow each iteration of this loop: the buffer holds
             # what one iteration writes
             here = self.root_intervals(stage, pos, ivs, ext, None, inner)
