@@ -41,7 +41,7 @@ class SymbolicShapeError(ModelImportError):
 
 class RuntimeBranchError(ModelImportError):
     """An If whose condition is known only at run time and whose branches strato cannot
-    compute both of and select between (`node` is its first output's name):
+    compile (they give values of other types or shapes; `node` is its first output's name):
     `strato.compile` then runs it on the host, each branch compiled on its own
     (`strato.staged`)."""
 

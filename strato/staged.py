@@ -33,10 +33,12 @@ ids through the ONNX backend's string encoding (`strato.frontends.onnx.strings`)
     boxes, scores -> [part 0: Conv ... Sigmoid] -> NonMaxSuppression (host)
                   -> [part 1: Gather ... Concat] -> detections
 
-Control flow decided at run time runs on the host too: a Loop of the graph whose trip
-count or first condition is known only at run time, or whose body computes its condition
-from such values, and an If of the graph that the importer cannot if-convert (it raises
-`RuntimeBranchError`, and the compiler stages the model with that If on the host). The
+Control flow decided at run time that the importer cannot compile (as `graph.loop` and
+`graph.if`) runs on the host too: a Loop of the graph whose trip count or first
+condition is known only at run time, or whose body computes its condition from such
+values, and which has scan outputs or a state that changes shape, and an If of the graph
+whose branches give values of other shapes (the importer raises `RuntimeBranchError`,
+and the compiler stages the model with that If on the host). The
 Loop's body becomes a model of its own (the iteration number, the condition, the carried
 values and the outer values it reads in; the condition, the carried values and the scan
 outputs out), compiled by the same `compile_part` and called once per iteration; an If's

@@ -60,6 +60,7 @@ from xdsl.ir import (
 )
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.irdl import (
+    AttrSizedOperandSegments,
     IRDLOperation,
     base,
     irdl_attr_definition,
@@ -603,6 +604,96 @@ class CallOp(IRDLOperation):
         )
 
 
+@irdl_op_definition
+class CondCallOp(IRDLOperation):
+    """Calls one of two functions over tensors with the same arguments, by a condition
+    (a tensor of i1 holding one element) known at run time: `graph.cond_call` at this
+    level. convert-te-to-loops makes it an `scf.if` whose branches call their function
+    with the buffers the caller planned for the results.
+
+        %y = te.cond_call %c, @f_then, @f_else(%x) : (tensor<i1>, tensor<4xf32>) -> tensor<4xf32>
+    """
+
+    name = "te.cond_call"
+
+    condition = operand_def(Tensor)
+    args = var_operand_def(Tensor)
+    res = var_result_def(Tensor)
+    then_callee = prop_def(FlatSymbolRefAttrConstr)
+    else_callee = prop_def(FlatSymbolRefAttrConstr)
+
+    assembly_format = (
+        "$condition `,` $then_callee `,` $else_callee `(` $args `)` attr-dict `:` "
+        "functional-type(operands, $res)"
+    )
+
+    def __init__(
+        self,
+        condition: SSAValue | Operation,
+        then_callee: str,
+        else_callee: str,
+        args: Sequence[SSAValue | Operation],
+        result_types: Sequence[Attribute],
+    ):
+        super().__init__(
+            properties={
+                "then_callee": SymbolRefAttr(then_callee),
+                "else_callee": SymbolRefAttr(else_callee),
+            },
+            operands=[condition, args],
+            result_types=[result_types],
+        )
+
+    def callee(self, taken: bool) -> str:
+        return (self.then_callee if taken else self.else_callee).string_value()
+
+
+@irdl_op_definition
+class LoopCallOp(IRDLOperation):
+    """Calls the function `body` once per iteration while the iteration number is below
+    `max_trip` and the condition holds (ONNX Loop): `graph.loop_call` at this level. The
+    body takes the iteration number, the condition, the carried values and `captured`,
+    and gives the next condition and carried values; the results are the carried values
+    after the last iteration. convert-te-to-loops makes it an `scf.while`.
+
+        %y = te.loop_call %m, %c, @body inits(%x) captured(%w) : tensor<i64>, tensor<i1>, (tensor<4xf32>), (tensor<4xf32>) -> (tensor<4xf32>)
+    """
+
+    name = "te.loop_call"
+
+    max_trip = operand_def(Tensor)
+    condition = operand_def(Tensor)
+    inits = var_operand_def(Tensor)
+    captured = var_operand_def(Tensor)
+    res = var_result_def(Tensor)
+    body = prop_def(FlatSymbolRefAttrConstr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$max_trip `,` $condition `,` $body `inits` `(` $inits `)` `captured` `(` $captured `)` "
+        "attr-dict `:` type($max_trip) `,` type($condition) `,` `(` type($inits) `)` `,` "
+        "`(` type($captured) `)` `->` `(` type($res) `)`"
+    )
+
+    def __init__(
+        self,
+        max_trip: SSAValue | Operation,
+        condition: SSAValue | Operation,
+        body: str,
+        inits: Sequence[SSAValue | Operation],
+        captured: Sequence[SSAValue | Operation],
+    ):
+        super().__init__(
+            properties={"body": SymbolRefAttr(body)},
+            operands=[max_trip, condition, inits, captured],
+            result_types=[[SSAValue.get(v).type for v in inits]],
+        )
+
+    @property
+    def callee(self) -> str:
+        return self.body.string_value()
+
+
 def build_stage_body(
     index_count: int,
 ) -> tuple[Region, Block]:
@@ -613,6 +704,9 @@ def build_stage_body(
 
 TE = Dialect(
     "te",
-    [PlaceholderOp, ComputeOp, ReduceOp, ReadOp, YieldOp, OutputOp, PrimitiveOp, CallOp],
+    [
+        PlaceholderOp, ComputeOp, ReduceOp, ReadOp, YieldOp, OutputOp, PrimitiveOp, CallOp,
+        CondCallOp, LoopCallOp,
+    ],
     [ReduceKindAttr],
 )

@@ -14,9 +14,17 @@ import numpy as np
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
-from strato.dialects.graph import GraphOp
+from strato.dialects.graph import (
+    CondCallOp,
+    GraphOp,
+    IfOp,
+    LoopCallOp,
+    LoopOp,
+    YieldOp,
+    condition_holds,
+)
 from strato.dialects.tensor_types import array_from_dense, numpy_dtype
 from strato.diagnostics import StratoError
 
@@ -101,11 +109,79 @@ def _run_function(
     module: ModuleOp, function: func.FuncOp, inputs: Sequence[np.ndarray]
 ) -> list[np.ndarray]:
     env: dict[SSAValue, np.ndarray] = dict(zip(function.args, inputs))
-    for op in function.body.block.ops:
-        if isinstance(op, func.ReturnOp):
-            return [env[v] for v in op.arguments]
+    returned = _run_block(module, function.body.block, env)
+    if returned is None:
+        raise StratoError(f"@{function.sym_name.data} has no func.return")
+    return returned
+
+
+def run_loop(
+    max_trip: np.ndarray,
+    condition: np.ndarray,
+    carried: Sequence[np.ndarray],
+    step: Callable[[np.ndarray, np.ndarray, list[np.ndarray]], Sequence[np.ndarray]],
+) -> list[np.ndarray]:
+    """ONNX Loop's iteration: `step(i, condition, carried)` gives the next condition and
+    carried values, while i is below the trip count and the condition holds."""
+    limit = int(np.asarray(max_trip).reshape(-1)[0])
+    go = np.asarray(condition).reshape(())
+    values = list(carried)
+    i = 0
+    while i < limit and bool(go):
+        given = step(np.array(i, np.int64), go, values)
+        go, values = np.asarray(given[0]).reshape(()), list(given[1:])
+        i += 1
+    return values
+
+
+def run_loop_call(
+    args: Sequence[np.ndarray],
+    carried: int,
+    call: Callable[[list[np.ndarray]], Sequence[np.ndarray]],
+) -> list[np.ndarray]:
+    """A loop call's iteration on its operands `args` (trip count, condition, `carried`
+    initial values, captured values): `call(inputs)` runs the body function."""
+    captured = list(args[2 + carried :])
+    return run_loop(
+        args[0], args[1], args[2 : 2 + carried],
+        lambda i, go, values: call([i, go, *values, *captured]),
+    )  # fmt: skip
+
+
+def _run_block(
+    module: ModuleOp, block: Block, env: dict[SSAValue, np.ndarray]
+) -> list[np.ndarray] | None:
+    """Run the ops of `block` in order, binding their results in `env`; the values of
+    its terminator (`func.return`, `graph.yield`), None when it has none."""
+    for op in block.ops:
+        if isinstance(op, func.ReturnOp | YieldOp):
+            return [env[v] for v in op.operands]
         args = [env[v] for v in op.operands]
-        if isinstance(op, GraphOp):
+        if isinstance(op, IfOp):
+            # the regions read the enclosing values: they run in the same environment
+            results = _run_block(module, op.branch(condition_holds(args[0])), env)
+            assert results is not None, "graph.if region without graph.yield"
+        elif isinstance(op, CondCallOp):
+            callee = entry_function(module, op.callee(condition_holds(args[0])))
+            results = _run_function(module, callee, args[1:])
+        elif isinstance(op, LoopOp):
+            body = op.body.block
+
+            def step(
+                i: np.ndarray, go: np.ndarray, carried: list[np.ndarray], body: Block = body
+            ) -> list[np.ndarray]:
+                env.update(zip(body.args, [i, go, *carried]))
+                given = _run_block(module, body, env)
+                assert given is not None, "graph.loop body without graph.yield"
+                return given
+
+            results = run_loop(args[0], args[1], args[2:], step)
+        elif isinstance(op, LoopCallOp):
+            results = run_loop_call(
+                args, len(op.inits),
+                lambda inputs, name=op.callee: _run_function(module, entry_function(module, name), inputs),
+            )  # fmt: skip
+        elif isinstance(op, GraphOp):
             results = op.evaluate(args)
         elif isinstance(op, arith.ConstantOp) and isinstance(
             op.value, DenseIntOrFPElementsAttr
@@ -120,4 +196,4 @@ def _run_function(
             raise StratoError(f"the graph interpreter cannot run '{op.name}'", op=op)
         for value, array in zip(op.results, results, strict=True):
             env[value] = array
-    raise StratoError(f"@{function.sym_name.data} has no func.return")
+    return None

@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from math import prod
 
 import numpy as np
-
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
     DenseIntOrFPElementsAttr,
@@ -38,6 +37,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation, SSAValue
 from xdsl.traits import SymbolTable
 
+from strato.diagnostics import StratoError
 from strato.dialects import te
 from strato.dialects.tensor_types import (
     array_from_dense,
@@ -47,8 +47,7 @@ from strato.dialects.tensor_types import (
     numpy_dtype,
     scalars_from_elements,
 )
-from strato.diagnostics import StratoError
-from strato.interpreters.graph import check_inputs, entry_function
+from strato.interpreters.graph import check_inputs, entry_function, run_loop_call
 
 # A stage is evaluated in slices along its first axis when its index grid (result
 # elements times reduction extent) would hold more elements than this.
@@ -332,6 +331,14 @@ def _run_function(
             results = run_primitive(callee, args)
         elif isinstance(op, func.CallOp):
             results = _run_function(module, entry_function(module, op.callee.string_value()), args)
+        elif isinstance(op, te.CondCallOp):
+            callee = op.callee(bool(np.asarray(args[0]).reshape(-1)[0]))
+            results = _run_function(module, entry_function(module, callee), args[1:])
+        elif isinstance(op, te.LoopCallOp):
+            results = run_loop_call(
+                args, len(op.inits),
+                lambda inputs, name=op.callee: _run_function(module, entry_function(module, name), inputs),
+            )  # fmt: skip
         elif isinstance(op, arith.ConstantOp):
             results = [_constant(op)]
         else:

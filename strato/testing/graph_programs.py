@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
 try:
     from hypothesis import strategies as st
 except ImportError as err:  # the test extra is not installed
@@ -104,6 +105,7 @@ def graph_programs(
     block = Block(arg_types=[TensorType(f32, s) for s in input_shapes])
     values: list[SSAValue] = list(block.args)
     rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+    functions: list[Operation] = []  # the functions graph.cond_call and graph.loop_call call
 
     def constant(shape: tuple[int, ...]) -> SSAValue:
         op = graph.ConstantOp.from_array(rng.standard_normal(shape).astype(np.float32))
@@ -118,7 +120,7 @@ def graph_programs(
             x = constant(shape)
         kind = draw(st.sampled_from(list(kinds)))
         if kind in OP_GENERATORS:
-            builder = ProgramBuilder(draw, block, rng, values)
+            builder = ProgramBuilder(draw, block, rng, values, functions=functions)
             try:
                 drawn = OP_GENERATORS[kind](builder)
             except (ValueError, TypeError, IndexError, ZeroDivisionError, VerifyException):
@@ -158,7 +160,7 @@ def graph_programs(
     function = func.FuncOp("main", (arg_types, [result.type]), Region(block))
     shapes = [_shape_of(arg) for arg in block.args]
     dtypes = [numpy_dtype(t.element_type) for t in arg_types]  # type: ignore[attr-defined]
-    return GraphProgram(ModuleOp([function]), shapes, dtypes)
+    return GraphProgram(ModuleOp([function, *functions]), shapes, dtypes)
 
 
 def _batch_norm_params(

@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
     Float16Type,
     IntegerType,
     Signedness,
+    StringAttr,
     TensorType,
     f16,
     f32,
@@ -55,6 +56,9 @@ class ProgramBuilder:
     rng: np.random.Generator
     values: list[SSAValue] = field(default_factory=list)
     max_inputs: int = 4
+    functions: list[Operation] = field(default_factory=list)
+    """Functions a drawer adds to the module besides `@main` (the branches a
+    `graph.cond_call` calls)."""
 
     # -- operands -----------------------------------------------------------------
 
@@ -928,6 +932,156 @@ def _fused(b: ProgramBuilder) -> Operation:
         "generated", graph.PatternKind.BROADCAST,
         [x, y], [last.results[0].type], Region(body),
     )
+
+
+# -- run-time branches (strato.dialects.graph.control) --------------------------------------
+
+
+def _condition(b: ProgramBuilder) -> SSAValue:
+    """A one-element boolean: a fresh argument, or a comparison of a reduced value."""
+    if b.draw(st.booleans()) and len(b.block.args) < b.max_inputs:
+        return b.argument(b.draw(st.sampled_from([(), (1,)])), i1)
+    x = b.float_value(min_rank=1)
+    total = b.add(graph.ReduceSumOp(x, list(range(len(shape(x)))), keepdims=False)).results[0]
+    return b.add(graph.GreaterOp(total, b.normal(()))).results[0]
+
+
+def _branch_body(b: ProgramBuilder, x: SSAValue, y: SSAValue, block: Block) -> SSAValue:
+    """One or two element-wise ops of `x` and `y` (or `x` as it is, or a constant of its
+    type) appended to `block`; the value the branch gives."""
+    kind = b.draw(st.sampled_from(["same", "constant", "ops", "ops"]))
+    if kind == "same":
+        return x
+    if kind == "constant":
+        op = graph.ConstantOp.from_array(b.rng.standard_normal(shape(x)).astype(np.float32))
+        block.add_op(op)
+        return op.result
+    first = b.draw(st.sampled_from([graph.AddOp, graph.MulOp]))(x, y)  # y keeps x's shape
+    block.add_op(first)
+    if b.draw(st.booleans()):
+        last = b.draw(st.sampled_from([graph.ReluOp, graph.TanhOp]))(first.results[0])
+        block.add_op(last)
+        return last.results[0]
+    return first.results[0]
+
+
+def _same_shape_partner(b: ProgramBuilder, x: SSAValue) -> SSAValue:
+    """A second operand whose broadcast with `x` keeps `x`'s shape."""
+    y = b.partner(x)
+    if graph.broadcast_shapes(shape(x), shape(y)) != shape(x):
+        y = b.normal(shape(x))
+    return y
+
+
+@generator("graph.if")
+def _if(b: ProgramBuilder) -> Operation:
+    """A graph.if whose regions read earlier values (and constants) of @main."""
+    condition = _condition(b)
+    x = b.float_value()
+    y = _same_shape_partner(b, x)
+    regions = []
+    for _ in range(2):
+        block = Block()
+        block.add_op(graph.YieldOp([_branch_body(b, x, y, block)]))
+        regions.append(Region(block))
+    return graph.IfOp(condition, [x.type], regions[0], regions[1])
+
+
+@generator("graph.cond_call")
+def _cond_call(b: ProgramBuilder) -> Operation:
+    """A graph.cond_call of two new functions of (x, y)."""
+    from xdsl.dialects import func
+
+    condition = _condition(b)
+    x = b.float_value()
+    y = _same_shape_partner(b, x)
+    names = []
+    for which in ("then", "else"):
+        block = Block(arg_types=[x.type, y.type])
+        value = _branch_body(b, block.args[0], block.args[1], block)
+        block.add_op(func.ReturnOp(value))
+        name = f"branch{len(b.functions)}_{which}"
+        function = func.FuncOp(name, ([x.type, y.type], [x.type]), Region(block))
+        function.sym_visibility = StringAttr("private")
+        b.functions.append(function)
+        names.append(name)
+    return graph.CondCallOp(condition, names[0], names[1], [x, y], [x.type])
+
+
+def _trip_count(b: ProgramBuilder) -> SSAValue:
+    """A small trip count: a constant, or a fresh argument capped at 6 (edge inputs
+    hold the extremes of int64)."""
+    cap = b.constant(np.int64(b.draw(st.integers(0, 6))), np.int64)
+    if b.draw(st.booleans()) and len(b.block.args) < b.max_inputs:
+        return b.add(graph.MinimumOp(b.argument((), i64), cap)).results[0]
+    return cap
+
+
+def _loop_body(b: ProgramBuilder, block: Block, x: SSAValue, y: SSAValue) -> None:
+    """The body of a loop over (iteration, condition, state): state <- a bounded update
+    of it by `y` (an outer value, or the body's own constant); the condition is kept, or
+    becomes a test on the new state."""
+    i, going, state = block.args
+    update = b.draw(st.sampled_from([graph.AddOp, graph.MulOp]))(state, y)
+    block.add_op(update)
+    squashed = graph.TanhOp(update.results[0])  # keeps the state bounded
+    block.add_op(squashed)
+    new = squashed.results[0]
+    if b.draw(st.booleans()):
+        counted = graph.CastOp(i, f32)
+        block.add_op(counted)
+        plus = graph.AddOp(new, counted.results[0])
+        block.add_op(plus)
+        new = plus.results[0]
+    if b.draw(st.booleans()):
+        total = graph.ReduceSumOp(new, list(range(len(shape(new)))), keepdims=False)
+        zero = graph.ConstantOp.from_array(np.float32(b.rng.standard_normal()))
+        test = graph.GreaterOp(total.results[0], zero.result)
+        block.add_ops([total, zero, test])
+        going = test.results[0]
+    block.add_op(graph.YieldOp([going, new]))
+
+
+@generator("graph.loop")
+def _loop(b: ProgramBuilder) -> Operation:
+    """A graph.loop carrying one value, its body reading an earlier value of @main."""
+    max_trip, condition = _trip_count(b), _condition(b)
+    if shape(condition) != ():
+        condition = b.add(graph.ReshapeOp(condition, [])).results[0]
+    x = b.float_value(min_rank=1)
+    y = _same_shape_partner(b, x)
+    block = Block(arg_types=[graph.ITERATION_TYPE, graph.CONDITION_TYPE, x.type])
+    _loop_body(b, block, x, y)
+    return graph.LoopOp(max_trip, condition, [x], Region(block))
+
+
+@generator("graph.loop_call")
+def _loop_call(b: ProgramBuilder) -> Operation:
+    """A graph.loop_call of a new body function (the state, then one captured value)."""
+    from xdsl.dialects import func
+
+    max_trip, condition = _trip_count(b), _condition(b)
+    x = b.float_value(min_rank=1)
+    y = _same_shape_partner(b, x)
+    types = [graph.ITERATION_TYPE, graph.CONDITION_TYPE, x.type, y.type]
+    block = Block(arg_types=types)
+    region_block = Block(arg_types=types[:3])
+    _loop_body(b, region_block, x, block.args[3])
+    # the body as a function: its region's ops, with the captured value an argument
+    for arg, new in zip(region_block.args, block.args[:3]):
+        arg.replace_all_uses_with(new)
+    for op in list(region_block.ops):
+        op.detach()
+        if isinstance(op, graph.YieldOp):
+            block.add_op(func.ReturnOp(*op.values))
+            op.erase()
+        else:
+            block.add_op(op)
+    name = f"body{len(b.functions)}"
+    function = func.FuncOp(name, (types, [graph.CONDITION_TYPE, x.type]), Region(block))
+    function.sym_visibility = StringAttr("private")
+    b.functions.append(function)
+    return graph.LoopCallOp(max_trip, condition, name, [x], [y])
 
 
 # -- quantized tensors (strato.dialects.graph.quant) --------------------------------------

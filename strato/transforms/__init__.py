@@ -41,6 +41,7 @@ PASS_REGISTRY: dict[str, str] = {
     "graph-fuse-ops": "strato.transforms.graph_fuse_ops:GraphFuseOpsPass",
     "graph-fold-constants": "strato.transforms.graph_fold_constants:GraphFoldConstantsPass",
     "graph-fold-qdq": "strato.transforms.graph_fold_qdq:GraphFoldQdqPass",
+    "graph-outline-branches": "strato.transforms.graph_outline_branches:GraphOutlineBranchesPass",
     "graph-plan-memory": "strato.transforms.graph_plan_memory:GraphPlanMemoryPass",
     "graph-prune-conv-taps": "strato.transforms.graph_prune_conv_taps:GraphPruneConvTapsPass",
     "graph-raise-composites": "strato.transforms.graph_raise_composites:GraphRaiseCompositesPass",

@@ -62,6 +62,7 @@ from strato.dialects import graph, te
 from strato.legality import check_legal
 from strato.strategies import strategy_for
 from strato.strategies.builder import PrimitiveBuilder
+from strato.transforms.graph_outline_branches import outline_branches
 from strato.transforms.graph_plan_memory import ARENA_OFFSETS_ATTR, IN_PLACE_ATTR
 
 
@@ -159,6 +160,27 @@ class GraphOpLowering(RewritePattern):
         rewriter.replace(op, call)
 
 
+class ControlCallLowering(RewritePattern):
+    """graph.cond_call and graph.loop_call -> te.cond_call and te.loop_call of the same
+    functions (now over te), their memory plan kept."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, graph.CondCallOp):
+            call: Operation = te.CondCallOp(
+                op.condition, op.callee(True), op.callee(False), list(op.inputs),
+                list(op.result_types),
+            )  # fmt: skip
+        elif isinstance(op, graph.LoopCallOp):
+            call = te.LoopCallOp(
+                op.max_trip, op.condition, op.callee, list(op.inits), list(op.captured)
+            )
+        else:
+            return
+        if ARENA_OFFSETS_ATTR in op.attributes:
+            call.attributes[ARENA_OFFSETS_ATTR] = op.attributes[ARENA_OFFSETS_ATTR]
+        rewriter.replace(op, call)
+
+
 def _has_strategy(op: Operation) -> bool:
     """Graph ops, and ops of other dialects (a plugin's) that registered a strategy."""
     return isinstance(op, graph.GraphOp) or strategy_for(op) is not None
@@ -188,7 +210,7 @@ def _top_level_ancestor(op: Operation) -> Operation:
 
 
 def graph_to_te_patterns(namer: SymbolNamer) -> list[RewritePattern]:
-    return [ConstantOpLowering(), GraphOpLowering(namer)]
+    return [ConstantOpLowering(), ControlCallLowering(), GraphOpLowering(namer)]
 
 
 @dataclass(frozen=True)
@@ -198,6 +220,9 @@ class ConvertGraphToTePass(ModulePass):
     name = "convert-graph-to-te"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        # a graph.if or graph.loop a pipeline left in place (graph-default outlines them
+        # first): its functions then have no memory plan, and allocate what they compute
+        outline_branches(op)
         walker = PatternRewriteWalker(
             GreedyRewritePatternApplier(graph_to_te_patterns(SymbolNamer(op))),
             apply_recursively=False,

@@ -91,7 +91,7 @@ from dataclasses import dataclass
 
 from xdsl.builder import Builder
 from xdsl.context import Context
-from xdsl.dialects import arith, func, memref
+from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
     AnyFloat,
     ArrayAttr,
@@ -111,12 +111,13 @@ from xdsl.dialects.builtin import (
     TensorType,
     UnitAttr,
     f32,
+    i1,
     i8,
     i16,
     i32,
     i64,
 )
-from xdsl.ir import Attribute, Operation, OpResult, Region, SSAValue
+from xdsl.ir import Attribute, Block, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint
 
@@ -602,7 +603,85 @@ class CallOpLowering:
 
 
 def _is_tensor_call(op: Operation) -> bool:
-    return isinstance(op, te.CallOp) or (isinstance(op, func.CallOp) and _has_tensor_type(op))
+    """A call that writes its results into buffers its caller gives: of a primitive, of
+    a function over tensors, or of one of two by a condition."""
+    return isinstance(op, te.CallOp | te.CondCallOp | te.LoopCallOp) or (
+        isinstance(op, func.CallOp) and _has_tensor_type(op)
+    )
+
+
+def _load_first(buffer: SSAValue, builder: Builder) -> SSAValue:
+    """The one element of a buffer of any shape holding one (a condition, a count)."""
+    rank = len(buffer.type.get_shape())  # type: ignore[union-attr]
+    zero = [builder.insert(arith.ConstantOp(IntegerAttr(0, IndexType()))).result] if rank else []
+    return builder.insert(memref.LoadOp.get(buffer, zero * rank)).res
+
+
+def lower_loop_call(
+    op: te.LoopCallOp,
+    values: Mapping[SSAValue, SSAValue],
+    destinations: Sequence[SSAValue],
+    builder: Builder,
+) -> None:
+    """te.loop_call -> an scf.while around a call of the body. The carried values live
+    in the result buffers (`destinations`), copied in from the initial values; each
+    iteration calls the body with the iteration number and condition (scalar buffers),
+    the carried values and the captured ones, into buffers of its own for the next
+    condition and values, which are then copied back."""
+    carried_types = [d.type for d in destinations]
+    for init, dest in zip(op.inits, destinations, strict=True):
+        builder.insert(memref.CopyOp(values[init], dest))
+    limit = _load_first(values[op.max_trip], builder)
+    scalars = []
+    for element in (i64, i1, i1):  # iteration number, condition, next condition
+        alloc = builder.insert(memref.AllocOp([], [], MemRefType(element, [])))
+        scalars.append(alloc.memref)
+    iteration, condition, next_condition = scalars
+    nexts = [builder.insert(memref.AllocOp([], [], t)).memref for t in carried_types]  # type: ignore[arg-type]
+    zero = builder.insert(arith.ConstantOp(IntegerAttr(0, i64))).result
+    builder.insert(memref.StoreOp.get(zero, iteration, []))
+    builder.insert(memref.StoreOp.get(_load_first(values[op.condition], builder), condition, []))
+
+    before = Block()
+    test = Builder(InsertPoint.at_end(before))
+    number = test.insert(memref.LoadOp.get(iteration, [])).res
+    going = test.insert(memref.LoadOp.get(condition, [])).res
+    below = test.insert(arith.CmpiOp(number, limit, "slt")).result
+    both = test.insert(arith.AndIOp(below, going)).result
+    test.insert(scf.ConditionOp(both))
+
+    after = Block()
+    step = Builder(InsertPoint.at_end(after))
+    arguments = [iteration, condition, *destinations, *(values[v] for v in op.captured)]
+    step.insert(func.CallOp(op.callee, [*arguments, next_condition, *nexts], []))
+    for source, dest in zip(nexts, destinations, strict=True):
+        step.insert(memref.CopyOp(source, dest))
+    step.insert(memref.StoreOp.get(step.insert(memref.LoadOp.get(next_condition, [])).res, condition, []))
+    one = step.insert(arith.ConstantOp(IntegerAttr(1, i64))).result
+    number = step.insert(memref.LoadOp.get(iteration, [])).res
+    step.insert(memref.StoreOp.get(step.insert(arith.AddiOp(number, one)).result, iteration, []))
+    step.insert(scf.YieldOp())
+    builder.insert(scf.WhileOp([], [], Region(before), Region(after)))
+    for buffer in (*scalars, *nexts):
+        builder.insert(memref.DeallocOp.get(buffer))
+
+
+def lower_cond_call(
+    op: te.CondCallOp,
+    condition: SSAValue,
+    operands: Sequence[SSAValue],
+    destinations: Sequence[SSAValue],
+    builder: Builder,
+) -> None:
+    """te.cond_call %c, @f, @g(%a..) -> scf.if on the condition's one element, each
+    branch calling its function with the arguments and the result buffers."""
+    taken = _load_first(condition, builder)
+    regions = []
+    for branch in (True, False):
+        block = Block()
+        block.add_ops([func.CallOp(op.callee(branch), [*operands, *destinations], []), scf.YieldOp()])
+        regions.append(Region(block))
+    builder.insert(scf.IfOp(taken, [], regions[0], regions[1]))
 
 
 def _is_tensor_function(op: func.FuncOp) -> bool:
@@ -849,8 +928,16 @@ class FunctionLowering:
                         allocated.append(result)
                     values[result] = dest
                     destinations.append(dest)
-                assert isinstance(op, te.CallOp | func.CallOp)
-                calls.lower(op, [values[v] for v in op.operands], destinations, builder)
+                if isinstance(op, te.LoopCallOp):
+                    lower_loop_call(op, values, destinations, builder)
+                elif isinstance(op, te.CondCallOp):
+                    lower_cond_call(
+                        op, values[op.condition], [values[v] for v in op.args], destinations,
+                        builder,
+                    )  # fmt: skip
+                else:
+                    assert isinstance(op, te.CallOp | func.CallOp)
+                    calls.lower(op, [values[v] for v in op.operands], destinations, builder)
             elif op.regions or _has_tensor_type(op):
                 raise StratoError(
                     f"{PASS_NAME} cannot lower '{op.name}' in @{name}: functions over "

@@ -1,6 +1,7 @@
 """graph-default: the target-neutral graph-level optimizations, in order.
 
-Unroll recurrent layers into their time steps (graph-unroll-recurrences), simplify
+Make each region of a run-time branch a function of its own (graph-outline-branches),
+unroll recurrent layers into their time steps (graph-unroll-recurrences), simplify
 for inference (fold batch norms into convolutions and dense layers, drop
 identities and dropouts, merge reshapes and transposes), fold constant subgraphs, raise
 exported GELU and layer-norm chains into their ops (graph-raise-composites), drop
@@ -42,6 +43,7 @@ from xdsl.transforms.dead_code_elimination import DeadCodeElimination
 from strato.transforms.graph_alter_layout import GraphAlterLayoutPass
 from strato.transforms.graph_fold_constants import GraphFoldConstantsPass
 from strato.transforms.graph_fuse_ops import GraphFuseOpsPass
+from strato.transforms.graph_outline_branches import GraphOutlineBranchesPass
 from strato.transforms.graph_plan_memory import GraphPlanMemoryPass
 from strato.transforms.graph_prune_conv_taps import GraphPruneConvTapsPass
 from strato.transforms.graph_raise_composites import GraphRaiseCompositesPass
@@ -56,10 +58,11 @@ DEFAULT_MIN_BLOCK = 8
 
 
 def graph_optimization_passes(block: int = DEFAULT_BLOCK, min_block: int = DEFAULT_MIN_BLOCK) -> list[ModulePass]:
-    """Unroll recurrences, simplify, fold, raise exported GELU and layer-norm chains,
-    prune dead convolution taps, cse, dce and the blocked layout: the graph passes before
-    fusion."""
+    """Outline run-time branches, unroll recurrences, simplify, fold, raise exported GELU
+    and layer-norm chains, prune dead convolution taps, cse, dce and the blocked layout:
+    the graph passes before fusion."""
     return [
+        GraphOutlineBranchesPass(),
         GraphUnrollRecurrencesPass(),
         GraphSimplifyInferencePass(),
         GraphFoldConstantsPass(),

@@ -138,11 +138,15 @@ def tensor_bytes(value: SSAValue) -> int:
 
 
 def kernels_of(function: func.FuncOp) -> list[Operation]:
-    """The ops of `function` that become kernels: graph ops other than constants."""
+    """The ops of `function` whose results the plan places: graph ops other than
+    constants (kernels), and run-time control flow (`graph.cond_call` and
+    `graph.loop_call`, and `graph.if` and `graph.loop`, which lowering outlines into
+    them), whose functions write their results into the caller's buffers."""
     return [
         op
         for op in function.body.block.ops
-        if isinstance(op, graph.GraphOp) and not isinstance(op, graph.ConstantOp)
+        if (isinstance(op, graph.GraphOp) and not isinstance(op, graph.ConstantOp))
+        or isinstance(op, graph.CondCallOp | graph.IfOp | graph.LoopCallOp | graph.LoopOp)
     ]
 
 

@@ -49,6 +49,7 @@ PROPERTY_TESTS: dict[str, str] = {
     "graph-fold-constants": "test_graph_fold_constants",
     "graph-fold-qdq": "test_graph_fold_qdq:test_fold_keeps_results",
     "graph-fuse-ops": "test_graph_fuse_ops",
+    "graph-outline-branches": "test_graph_outline_branches:test_outlining_keeps_generated_programs",
     "graph-plan-memory": "test_graph_plan_memory",
     "graph-prune-conv-taps": "test_graph_prune_conv_taps",
     "graph-quantize": "test_graph_quantize",

@@ -1,7 +1,7 @@
 """If, Loop and Scan whose decisions are known at compile time: imported as the ops they
-run, matching onnxruntime; an If the importer cannot select in runs on the host
-(strato.staged, tests/unit/test_staged.py has the loops); oversized loops are
-diagnostics."""
+run, matching onnxruntime; an If on a run-time condition: if-converted when small, a
+compiled graph.if otherwise, and on the host (strato.staged, tests/unit/test_staged.py
+has the loops) when its branches differ in shape; oversized loops are diagnostics."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import strato
 from strato.diagnostics import RuntimeBranchError, StratoError
 from strato.frontends.onnx import import_model
 from strato.frontends.onnx.convert_control import MAX_UNROLLED_NODES
+from strato.targets.llvm.model import LLVMCompiledModel
 from strato.testing.optional import optional_module
 
 ort = optional_module("onnxruntime")
@@ -225,19 +226,110 @@ def test_a_run_time_if_whose_branches_differ_in_shape_runs_on_the_host(flag):
     assert y.shape == ((2,) if flag else (4,))
 
 
-def test_a_run_time_if_with_a_gather_at_run_time_positions_runs_on_the_host():
-    """Both branches would run: a gather at positions the untaken branch guards against
-    could read out of range. So the If runs on the host, computing one branch."""
+def _graph_ops(model: onnx.ModelProto) -> list[str]:
+    return [op.name for op in import_model(model).walk()]
+
+
+def test_a_run_time_if_with_a_gather_at_run_time_positions_is_a_compiled_branch():
+    """Both branches cannot run: a gather at positions the untaken branch guards against
+    could read out of range. So the If is a graph.if, compiled with the model, which
+    runs only the branch taken."""
     model = _run_time_if(
         [helper.make_node("Gather", ["x", "where"], ["t"])],
         [helper.make_node("Identity", ["x"], ["e"])],
         inputs=[_tensor("where", TensorProto.INT64, [2])],
     )
-    with pytest.raises(RuntimeBranchError, match=r"then_branch has a Gather that reads at positions known only at run time"):
-        import_model(model)
+    ops = _graph_ops(model)
+    assert "graph.if" in ops and "graph.where" not in ops
+    compiled = strato.compile(model, cache=False)
+    assert isinstance(compiled, LLVMCompiledModel)  # one model, not staged
     x = np.array([0.5, -1.0], np.float32)
     _check(model, {"flag": np.array(True), "x": x, "where": np.int64([1, 0])})
-    _check(model, {"flag": np.array(False), "x": x, "where": np.int64([7, -9])})
+    (y,) = compiled(np.array(False), x, np.int64([7, -9]))  # out of range, not taken
+    np.testing.assert_array_equal(y, x)
+
+
+def _costly_if(flag_from_data: bool = True) -> onnx.ModelProto:
+    """out = sigmoid(If(sum(x) > 0, relu(x @ W1), tanh(x @ W2)))."""
+    rng = np.random.default_rng(0)
+    weights = [
+        numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32), name)
+        for name in ("W1", "W2")
+    ]
+
+    def branch(name, weight, activation):
+        return helper.make_graph(
+            [helper.make_node("MatMul", ["x", weight], [f"{name}_p"]),
+             helper.make_node(activation, [f"{name}_p"], [f"{name}_out"])],
+            name, [], [_tensor(f"{name}_out", FLOAT, [4, 16])],
+        )  # fmt: skip
+
+    nodes = [
+        helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+        _const("zero", np.float32(0)),
+        helper.make_node("Greater", ["s", "zero"], ["c"]),
+        helper.make_node(
+            "If", ["c"], ["y"], then_branch=branch("then", "W1", "Relu"),
+            else_branch=branch("else", "W2", "Tanh"),
+        ),
+        helper.make_node("Sigmoid", ["y"], ["out"]),
+    ]
+    return _model(nodes, [_tensor("x", FLOAT, [4, 16])], [_tensor("out", FLOAT, [4, 16])], weights)
+
+
+@pytest.mark.parametrize("sign", [1, -1], ids=["then", "else"])
+def test_a_run_time_if_with_costly_branches_runs_only_the_branch_taken(sign):
+    """Branches holding a product are not both computed (if-conversion): the If is a
+    graph.if whose branches are functions of their own, compiled into the model."""
+    model = _costly_if()
+    ops = _graph_ops(model)
+    assert ops.count("graph.if") == 1 and "graph.where" not in ops
+    x = sign * np.abs(np.random.default_rng(1).standard_normal((4, 16))).astype(np.float32)
+    _check(model, {"x": x})
+
+
+def test_a_small_run_time_if_is_if_converted():
+    """Cheap branches (up to IF_CONVERT_MAX_NODES nodes, no costly operator) are both
+    computed and selected between, so they fuse with their neighbours."""
+    model = _run_time_if(
+        [helper.make_node("Exp", ["x"], ["t"])],
+        [helper.make_node("Neg", ["x"], ["e"])],
+    )
+    ops = _graph_ops(model)
+    assert "graph.where" in ops and "graph.if" not in ops
+
+
+@pytest.mark.parametrize("flags", [(True, True), (True, False), (False, True), (False, False)])
+def test_nested_run_time_ifs_each_run_their_branch(flags):
+    """An If in a branch of another, both on run-time conditions, with branches that
+    return an input, a constant and a value computed in the branch."""
+    inner = helper.make_node(
+        "If", ["inner_flag"], ["inner_y"],
+        then_branch=helper.make_graph(
+            [helper.make_node("MatMul", ["x", "W"], ["p"]), helper.make_node("Relu", ["p"], ["ti"])],
+            "inner_then", [], [_tensor("ti", FLOAT, [2, 8])]),
+        else_branch=helper.make_graph(
+            [_const("k", np.full((2, 8), 3.0, np.float32))], "inner_else", [], [_tensor("k", FLOAT, [2, 8])]),
+    )  # fmt: skip
+    outer = helper.make_node(
+        "If", ["flag"], ["y"],
+        then_branch=helper.make_graph(
+            [inner, helper.make_node("MatMul", ["inner_y", "W"], ["q"])], "outer_then", [],
+            [_tensor("q", FLOAT, [2, 8])]),
+        else_branch=helper.make_graph(
+            [helper.make_node("Identity", ["x"], ["ex"])], "outer_else", [], [_tensor("ex", FLOAT, [2, 8])]),
+    )  # fmt: skip
+    weight = numpy_helper.from_array(np.random.default_rng(2).standard_normal((8, 8)).astype(np.float32), "W")
+    model = _model(
+        [outer],
+        [_tensor("flag", TensorProto.BOOL, []), _tensor("inner_flag", TensorProto.BOOL, [1]),
+         _tensor("x", FLOAT, [2, 8])],
+        [_tensor("y", FLOAT, [2, 8])],
+        [weight],
+    )  # fmt: skip
+    assert _graph_ops(model).count("graph.if") == 2
+    x = np.random.default_rng(3).standard_normal((2, 8)).astype(np.float32)
+    _check(model, {"flag": np.array(flags[0]), "inner_flag": np.array([flags[1]]), "x": x})
 
 
 def test_a_loop_too_long_to_unroll_is_a_diagnostic():
@@ -276,3 +368,109 @@ def test_sequences_built_in_the_model_are_static_lists():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     (y,) = _check(model, {"x": x})
     np.testing.assert_array_equal(y, x * x)
+
+
+# -- loops decided at run time: graph.loop -------------------------------------------------
+
+
+def _state_body(nodes, state_shape=(2, 8)) -> onnx.GraphProto:
+    """A body (i, cond_in, h_in) -> (cond_out, h_out) over a state of `state_shape`."""
+    return helper.make_graph(
+        nodes,
+        "body",
+        [_tensor("i", TensorProto.INT64, []), _tensor("cond_in", TensorProto.BOOL, []),
+         _tensor("h_in", FLOAT, list(state_shape))],
+        [_tensor("cond_out", TensorProto.BOOL, []), _tensor("h_out", FLOAT, list(state_shape))],
+    )  # fmt: skip
+
+
+def _recurrence(loop_inputs, extra_inputs=(), body_nodes=None) -> onnx.ModelProto:
+    """h <- tanh(h @ W + x * i), through a Loop on `loop_inputs` (trip count, condition),
+    W and x read from outside the body; y = h * 2 after the loop."""
+    rng = np.random.default_rng(4)
+    weight = numpy_helper.from_array((rng.standard_normal((8, 8)) * 0.5).astype(np.float32), "W")
+    nodes = body_nodes or [
+        helper.make_node("MatMul", ["h_in", "W"], ["p"]),
+        helper.make_node("Cast", ["i"], ["fi"], to=FLOAT),
+        helper.make_node("Mul", ["x", "fi"], ["xi"]),
+        helper.make_node("Add", ["p", "xi"], ["q"]),
+        helper.make_node("Tanh", ["q"], ["h_out"]),
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+    ]
+    graph_nodes = [
+        helper.make_node("Loop", [*loop_inputs, "x"], ["h"], body=_state_body(nodes)),
+        _const("two", np.float32(2)),
+        helper.make_node("Mul", ["h", "two"], ["y"]),
+    ]
+    return _model(
+        graph_nodes,
+        [_tensor("x", FLOAT, [2, 8]), *extra_inputs],
+        [_tensor("y", FLOAT, [2, 8])],
+        [weight],
+    )
+
+
+@pytest.mark.parametrize("trips", [0, 1, 5])
+def test_a_loop_of_a_run_time_trip_count_is_a_compiled_graph_loop(trips):
+    """The trip count is a graph input: the Loop is a graph.loop, compiled with the model
+    (no host step), its body reading outer values and its iteration number."""
+    model = _recurrence(["M", ""], [_tensor("M", TensorProto.INT64, [])])
+    assert _graph_ops(model).count("graph.loop") == 1
+    assert isinstance(strato.compile(model, cache=False), LLVMCompiledModel)
+    x = np.random.default_rng(5).standard_normal((2, 8)).astype(np.float32)
+    _check(model, {"x": x, "M": np.array(trips, np.int64)})
+
+
+@pytest.mark.parametrize("limit", [-1.0, 0.5, 3.0])
+def test_a_while_loop_on_a_condition_its_body_computes_is_a_graph_loop(limit):
+    """No trip count: the body decides from the data whether to go on (at most 50
+    iterations, bounded by a trip count known at import time, so the importer first
+    tries to unroll it and falls back to graph.loop)."""
+    body = [
+        _const("decay", np.float32(0.5)),
+        helper.make_node("Mul", ["h_in", "decay"], ["h_out"]),
+        helper.make_node("ReduceSum", ["h_out"], ["total"], keepdims=0),
+        helper.make_node("Abs", ["total"], ["size"]),
+        helper.make_node("Greater", ["size", "limit"], ["cond_out"]),
+    ]
+    model = _recurrence(
+        ["M", "go"], [_tensor("limit", FLOAT, []), _tensor("go", TensorProto.BOOL, [])], body
+    )
+    model.graph.node.insert(0, _const("M", np.int64(50)))
+    assert _graph_ops(model).count("graph.loop") == 1
+    x = np.full((2, 8), 4.0, np.float32)
+    for go in (True, False):
+        _check(model, {"x": x, "limit": np.array(limit, np.float32), "go": np.array(go)})
+
+
+@pytest.mark.parametrize("trips", [0, 3])
+def test_a_run_time_if_inside_a_run_time_loop(trips):
+    """The body branches on the iteration's parity with costly branches: a graph.if in
+    a graph.loop, both compiled."""
+    rng = np.random.default_rng(6)
+    weights = [
+        numpy_helper.from_array((rng.standard_normal((8, 8)) * 0.5).astype(np.float32), name)
+        for name in ("Wa", "Wb")
+    ]
+
+    def branch(name, weight):
+        return helper.make_graph(
+            [helper.make_node("MatMul", ["h_in", weight], [f"{name}_p"]),
+             helper.make_node("Tanh", [f"{name}_p"], [f"{name}_out"])],
+            name, [], [_tensor(f"{name}_out", FLOAT, [2, 8])],
+        )  # fmt: skip
+
+    body = [
+        _const("two_i", np.int64(2)),
+        helper.make_node("Mod", ["i", "two_i"], ["parity"]),
+        _const("nought", np.int64(0)),
+        helper.make_node("Equal", ["parity", "nought"], ["even"]),
+        helper.make_node("If", ["even"], ["h_out"], then_branch=branch("a", "Wa"), else_branch=branch("b", "Wb")),
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+    ]
+    model = _recurrence(["M", ""], [_tensor("M", TensorProto.INT64, [])], body)
+    model.graph.initializer.extend(weights)
+    ops = _graph_ops(model)
+    assert ops.count("graph.loop") == 1 and ops.count("graph.if") == 1
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    _check(model, {"x": x, "M": np.array(trips, np.int64)})

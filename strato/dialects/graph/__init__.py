@@ -23,7 +23,7 @@ Example:
 
 from xdsl.ir import Dialect
 
-from strato.dialects.graph import blocked, core, einsum, elementwise, layout, linalg, logic, nn, normalization, quant, reduce, resize, rnn, winograd
+from strato.dialects.graph import blocked, control, core, einsum, elementwise, layout, linalg, logic, nn, normalization, quant, reduce, resize, rnn, winograd
 from strato.dialects.graph.base import (
     AnyTensor,
     BroadcastBinaryOp,
@@ -35,6 +35,7 @@ from strato.dialects.graph.base import (
     static_shape,
 )
 from strato.dialects.graph.blocked import *  # noqa: F403
+from strato.dialects.graph.control import *  # noqa: F403
 from strato.dialects.graph.core import *  # noqa: F403
 from strato.dialects.graph.einsum import *  # noqa: F403
 from strato.dialects.graph.elementwise import *  # noqa: F403
@@ -50,6 +51,6 @@ from strato.dialects.graph.rnn import *  # noqa: F403
 from strato.dialects.graph.winograd import *  # noqa: F403
 
 # Each family module lists its operations in OPS; the dialect is their union.
-FAMILIES = (blocked, core, einsum, elementwise, layout, linalg, logic, nn, normalization, quant, reduce, resize, rnn, winograd)
+FAMILIES = (blocked, control, core, einsum, elementwise, layout, linalg, logic, nn, normalization, quant, reduce, resize, rnn, winograd)
 
 Graph = Dialect("graph", [op for family in FAMILIES for op in family.OPS], [])

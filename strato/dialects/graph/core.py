@@ -98,9 +98,16 @@ class ConstantOp(GraphOp):
 
 
 
+def _region_ops() -> tuple[type[Operation], ...]:
+    from strato.dialects.graph.control import IfOp, LoopOp
+
+    return (IfOp, LoopOp)
+
+
 @irdl_op_definition
 class YieldOp(IRDLOperation):
-    """Ends the body of a `graph.fused` group with the tensors the group returns.
+    """Ends the body of a `graph.fused` group, a region of `graph.if` or the body of
+    `graph.loop`, with the tensors it gives.
 
         graph.yield %r : tensor<1x10xf32>
     """
@@ -108,7 +115,7 @@ class YieldOp(IRDLOperation):
     name = "graph.yield"
 
     values = var_operand_def(FloatTensor)
-    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FusedOp), Pure()))
+    traits = lazy_traits_def(lambda: (IsTerminator(), HasParent(FusedOp, *_region_ops()), Pure()))
     assembly_format = "$values attr-dict `:` type($values)"
 
     def __init__(self, values: Sequence[SSAValue | Operation]):

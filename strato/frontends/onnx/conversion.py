@@ -215,6 +215,16 @@ class NodeContext:
         ctx.opset_version = opset_version
         return ctx
 
+    def in_block(self, block: Block) -> NodeContext:
+        """This node's context emitting into `block` (a region of the op it converts
+        to). Constants it materializes stay in that block: the enclosing block's cache
+        is read, not written."""
+        ctx = NodeContext(
+            self.node, self.index, self._env, block, dict(self._materialized), self._location
+        )
+        ctx.opset_version = self.opset_version
+        return ctx
+
     def bind(self, name: str, value: object) -> None:
         """Name a value of this node's function body for the body nodes that read it."""
         self._env[name] = value

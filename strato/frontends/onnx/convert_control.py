@@ -6,21 +6,28 @@ for Python `if`s on sizes), a Loop over a constant trip count, a Scan over a seq
 axis of static length. Each is imported as the graph ops of what it runs:
 
 - If: the nodes of the branch its condition takes, when the condition is known at import
-  time. On a condition known only at run time, both branches and a Where that picks one
-  (if-conversion), when both give tensors of one type and shape and neither holds an
+  time. On a condition known only at run time, when both branches give tensors of one
+  type and shape: both branches and a Where that picks each output (if-conversion) when
+  they are small (`IF_CONVERT_MAX_NODES`, no costly operator) and neither holds an
   operator that can fault on the data it reads (an integer division by a run-time
-  divisor, a gather or scatter at run-time positions): computing the other branch then
-  changes nothing but the time it takes.
+  divisor, a gather or scatter at run-time positions), since computing the other branch
+  then changes nothing but a little time; else a `graph.if` whose regions hold the
+  branches' nodes, of which only the one taken runs.
 - Loop: its body once per iteration, each iteration's nodes taking the loop-carried
   values of the one before, while the trip count (known) and the body's condition (known
-  after each iteration) allow; the scan outputs stacked along a new first axis.
+  after each iteration) allow; the scan outputs stacked along a new first axis. A Loop
+  whose trip count or condition is known only at run time, without scan outputs, is a
+  `graph.loop` whose body region holds the body's nodes (its arguments the iteration
+  number, the condition and the carried values, which must keep their types and shapes).
 - Scan: its body once per position of the scan axis (static), reading that position of
   each scan input (in the input's direction); scan outputs stacked along their axes.
   Scan-8 (opsets before 9) scans each element of its batch axis alone and stacks them.
 
-A trip count or loop condition computed at run time is refused, naming the node and
-the value, as is an If on a run-time condition that cannot be if-converted (a
-`RuntimeBranchError`), and a loop that would unroll beyond `MAX_UNROLLED_NODES` nodes.
+A trip count or loop condition computed at run time for a Loop with scan outputs (or
+whose carried values change shape) is refused, naming the node and the value, as is an
+If on a run-time condition whose branches differ in type or shape,
+or give sequences (a `RuntimeBranchError`), and a loop that would unroll beyond
+`MAX_UNROLLED_NODES` nodes.
 `strato.compile` runs such a Loop or If of the model's graph on the host, its body or
 branches compiled alone (`strato.staged`); in a subgraph they stay refused.
 
@@ -36,6 +43,7 @@ from contextvars import ContextVar
 import numpy as np
 import onnx
 from onnx import numpy_helper
+from xdsl.ir import SSAValue
 
 from strato.diagnostics import ModelImportError, RuntimeBranchError
 from strato.dialects.tensor_types import numpy_dtype
@@ -47,7 +55,7 @@ MAX_UNROLLED_NODES = 20_000
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {"If": (0,), "Loop": (0, 1)}
 """The inputs each operator needs known at import time to decide (an If on a run-time
-condition is if-converted when it can be)."""
+condition is imported as a `graph.if`, or if-converted, when its branches allow)."""
 
 _SPECULATING: ContextVar[bool] = ContextVar("speculating", default=False)
 """Set while the branches of an If on a run-time condition are converted: both run, so
@@ -147,8 +155,8 @@ def _run_body(
             if reason is not None:
                 raise ctx.error(
                     f"its condition is known only at run time and its {what} has a "
-                    f"{node.op_type} that {reason}: strato computes both branches of such an "
-                    "If, which only branches without such operators allow"
+                    f"{node.op_type} that {reason}: strato computes both branches of a small "
+                    f"If, {SPECULATION_REFUSED}"
                 )
         table = CONTRIB_CONVERTERS if node.domain == CONTRIB_DOMAIN else ONNX_CONVERTERS
         converter = table.get(node.op_type) if node.domain in ("", "ai.onnx", CONTRIB_DOMAIN) else None
@@ -163,10 +171,7 @@ def _run_body(
 
 def _known_scalar(ctx: NodeContext, value: object, what: str) -> np.ndarray:
     if not isinstance(value, np.ndarray):
-        raise ctx.error(
-            f"{what} is known only at run time: strato compiles control flow whose "
-            "decisions are known at compile time (from constants and static shapes)"
-        )
+        raise ctx.error(f"{what} is known only at run time: {RUN_TIME_DECISION}")
     if value.size != 1:
         raise ctx.error(f"{what} must hold one value, got shape {list(value.shape)}")
     return value.reshape(-1)[0]
@@ -191,13 +196,95 @@ def convert_if(ctx: NodeContext) -> list[ImportedValue]:
         return _run_body(ctx, _branch(ctx, taken), [], prefix, taken)
     if int(np.prod(ctx.shape(0))) != 1:
         raise ctx.error(f"its condition must hold one value, got shape {list(ctx.shape(0))}")
+    branches = [_branch(ctx, name) for name in ("then_branch", "else_branch")]
     try:
-        return _if_converted(ctx)
+        if all(_cheap(branch) for branch in branches):
+            try:
+                return _if_converted(ctx)
+            except ModelImportError as error:
+                if isinstance(error, RuntimeBranchError) or not error.message.endswith(
+                    SPECULATION_REFUSED
+                ):
+                    raise
+        return _if_op(ctx)
     except ModelImportError as error:
         if isinstance(error, RuntimeBranchError):
             raise
         # the compiler runs such an If on the host, each branch compiled alone
         raise RuntimeBranchError(error.message, ctx.node.output[0], error.location) from None
+
+
+IF_CONVERT_MAX_NODES = 8
+"""The most nodes a branch of an If on a run-time condition may hold to be if-converted
+(both branches computed, a Where picking each output); a larger branch is a region of a
+`graph.if`, which runs only the branch taken."""
+
+_COSTLY = frozenset({
+    "Conv", "ConvTranspose", "ConvInteger", "QLinearConv", "MatMul", "MatMulInteger",
+    "QLinearMatMul", "Gemm", "Einsum", "LSTM", "GRU", "RNN", "Attention",
+})  # fmt: skip
+"""Operators whose work makes computing a branch not taken worth avoiding."""
+
+SPECULATION_REFUSED = "which only branches without such operators allow"
+
+
+def _cheap(branch: onnx.GraphProto) -> bool:
+    """Whether `branch` is small enough to compute when not taken (if-conversion)."""
+    count = 0
+
+    def visit(graph: onnx.GraphProto) -> bool:
+        nonlocal count
+        for node in graph.node:
+            count += 1
+            if node.op_type in _COSTLY or count > IF_CONVERT_MAX_NODES:
+                return False
+            if not all(visit(body) for body in _bodies(node)):
+                return False
+        return True
+
+    return visit(branch)
+
+
+def _if_op(ctx: NodeContext) -> list[ImportedValue]:
+    """An If on a run-time condition -> `graph.if`, each branch's nodes in its region:
+    only the branch taken runs. Both give tensors of the same types and shapes."""
+    from xdsl.ir import Block, Region
+
+    from strato.dialects import graph
+
+    condition = ctx.operand(0)
+    blocks, outputs = [], []
+    for name in ("then_branch", "else_branch"):
+        block = Block()
+        inner = ctx.in_block(block)
+        values = _run_body(inner, _branch(ctx, name), [], f"{ctx.node.output[0]}::If::{name}::", name)
+        for k, value in enumerate(values):
+            if not (isinstance(value, np.ndarray) or hasattr(value, "type")):
+                raise ctx.error(
+                    f"its condition is known only at run time and output {k} of its {name} "
+                    "is a sequence or an optional: strato branches between tensors only"
+                )
+        yielded = [
+            inner.materialize(value) if isinstance(value, np.ndarray) else value
+            for value in values
+        ]
+        blocks.append(block)
+        outputs.append(yielded)
+    then_values, else_values = outputs
+    if len(then_values) != len(else_values):
+        raise ctx.error(f"its branches give {len(then_values)} and {len(else_values)} outputs")
+    for k, (a, b) in enumerate(zip(then_values, else_values)):
+        if a.type != b.type:
+            raise ctx.error(
+                f"its condition is known only at run time and its branches give output {k} "
+                f"as {_dtype(a)} {list(_shape(a))} and {_dtype(b)} {list(_shape(b))}: "
+                "strato branches between values of one type and shape"
+            )
+    for block, values in zip(blocks, outputs):
+        block.add_op(graph.YieldOp(values))
+    op = graph.IfOp(condition, [v.type for v in then_values], Region(blocks[0]), Region(blocks[1]))
+    ctx.emit(op)
+    return list(op.results)
 
 
 def _if_converted(ctx: NodeContext) -> list[ImportedValue]:
@@ -262,7 +349,8 @@ def _stack(
 
 
 def convert_loop(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX Loop with a known trip count and known conditions -> its body unrolled."""
+    """ONNX Loop with a known trip count and known conditions -> its body unrolled; one
+    decided at run time, without scan outputs -> `graph.loop`."""
     body = ctx.attr("body")
     if not isinstance(body, onnx.GraphProto):
         raise ctx.error("attribute body is missing")
@@ -270,6 +358,82 @@ def convert_loop(ctx: NodeContext) -> list[ImportedValue]:
     count = len(body.output) - 1 - len(carried)
     if count < 0:
         raise ctx.error(f"its body gives {len(body.output)} outputs for {len(carried)} loop-carried values")
+    run_time = [
+        k for k in (0, 1) if ctx.has_input(k) and not isinstance(ctx.value(k), np.ndarray)
+    ]
+    if run_time and count == 0:
+        return _loop_op(ctx, body, carried)
+    try:
+        return _unrolled_loop(ctx, body, carried, count)
+    except ModelImportError as error:
+        if count or not error.message.endswith(RUN_TIME_DECISION):
+            raise
+        # the body computes its condition from run-time values
+        return _loop_op(ctx, body, carried)
+
+
+RUN_TIME_DECISION = (
+    "strato compiles control flow whose decisions are known at compile time (from "
+    "constants and static shapes), or loops without scan outputs"
+)
+
+
+def _loop_op(ctx: NodeContext, body: onnx.GraphProto, carried: list[object]) -> list[ImportedValue]:
+    """A Loop decided at run time -> `graph.loop`, its body's nodes in the region: the
+    carried values keep their types and shapes, and there are no scan outputs."""
+    from xdsl.ir import Block, Region
+
+    from strato.dialects import graph
+
+    def scalar(index: int, default: np.ndarray, what: str) -> SSAValue:
+        value = ctx.value(index) if ctx.has_input(index) else default
+        if isinstance(value, np.ndarray):
+            if value.size != 1:
+                raise ctx.error(f"{what} must hold one value, got shape {list(value.shape)}")
+            return ctx.materialize(value.reshape(()))
+        return value
+
+    max_trip = scalar(0, np.array(np.iinfo(np.int64).max), "its trip count M")
+    condition = scalar(1, np.array(True), "its condition")
+    for value, what in ((max_trip, "its trip count M"), (condition, "its condition")):
+        if int(np.prod(shape_of(value))) != 1:
+            raise ctx.error(f"{what} must hold one value, got shape {list(shape_of(value))}")
+    inits = []
+    for k, value in enumerate(carried):
+        if not (isinstance(value, np.ndarray) or hasattr(value, "type")):
+            raise ctx.error(
+                f"its loop-carried value {k} is a sequence or an optional, and the loop is "
+                "decided at run time: strato carries tensors through such a loop"
+            )
+        inits.append(ctx.materialize(value) if isinstance(value, np.ndarray) else value)
+    block = Block(arg_types=[graph.ITERATION_TYPE, graph.CONDITION_TYPE, *(v.type for v in inits)])
+    inner = ctx.in_block(block)
+    outputs = _run_body(inner, body, list(block.args), f"{ctx.node.output[0]}::Loop::body::", "body")
+    yielded = [inner.materialize(v) if isinstance(v, np.ndarray) else v for v in outputs]
+    going = yielded[0]
+    if int(np.prod(shape_of(going))) != 1:
+        raise ctx.error(f"its body's condition must hold one value, got shape {list(shape_of(going))}")
+    if going.type != graph.CONDITION_TYPE:
+        going = inner.emit(graph.ReshapeOp(going, [])).results[0]
+    for k, (value, init) in enumerate(zip(yielded[1:], inits, strict=True)):
+        if value.type != init.type:
+            raise ctx.error(
+                f"its body gives loop-carried value {k} as {_dtype(value)} "
+                f"{list(_shape(value))}, having taken it as {_dtype(init)} "
+                f"{list(_shape(init))}: a loop decided at run time keeps each carried "
+                "value's type and shape"
+            )
+    block.add_op(graph.YieldOp([going, *yielded[1:]]))
+    op = graph.LoopOp(max_trip, condition, inits, Region(block))
+    ctx.emit(op)
+    return list(op.results)
+
+
+def _unrolled_loop(
+    ctx: NodeContext, body: onnx.GraphProto, carried: list[object], count: int
+) -> list[ImportedValue]:
+    """A Loop whose trip count and conditions are known at import time -> its body once
+    per iteration."""
     limit = int(_known_scalar(ctx, ctx.value(0), "its trip count M")) if ctx.has_input(0) else None
     going = bool(_known_scalar(ctx, ctx.value(1), "its condition")) if ctx.has_input(1) else True
     if limit is not None and going:

@@ -108,7 +108,7 @@ from strato.walk import ops_under
 
 PASS_NAME = "convert-loops-to-llvm"
 
-_CONSUMED_BY_PARENT: tuple[type[Operation], ...] = (YieldOp, scf.YieldOp)
+_CONSUMED_BY_PARENT: tuple[type[Operation], ...] = (YieldOp, scf.YieldOp, scf.ConditionOp)
 """Terminators that disappear with the op that holds them."""
 
 

@@ -1,8 +1,10 @@
-"""Lowering of upstream `scf.for` and `scf.if` to llvm-dialect control flow.
+"""Lowering of upstream `scf.for`, `scf.if` and `scf.while` to llvm-dialect control flow.
 
 `scf.for` becomes a header/body/latch CFG whose header carries the induction
 variable and the loop-carried values; `scf.if` becomes a conditional branch to its
-regions, which branch on to a continuation block carrying its results.
+regions, which branch on to a continuation block carrying its results; `scf.while`
+becomes its before region as the loop's header, branching on its condition to the after
+region (which branches back) or out.
 
     %r = scf.if %c -> f32 { scf.yield %a : f32 } else { scf.yield %b : f32 }
 ->
@@ -38,15 +40,21 @@ def _retype_block_args(
 ) -> None:
     """Replace the arguments of `block` by `values` (llvm-typed), through casts
     placed at the start of the block, and drop the arguments."""
-    for arg, value in zip(list(block.args), values, strict=True):
+    _replace_block_args(rewriter, block, list(block.args), values)
+
+
+def _replace_block_args(
+    rewriter: PatternRewriter, block: Block, args: list[SSAValue], values: list[SSAValue]
+) -> None:
+    for arg, value in zip(args, values, strict=True):
         if arg.type == value.type:
             rewriter.replace_all_uses_with(arg, value)
             continue
         cast, back = cast_one(value, arg.type)
         rewriter.insert(cast, InsertPoint.at_start(block))
         rewriter.replace_all_uses_with(arg, back)
-    for arg in reversed(list(block.args)):
-        block.erase_arg(arg)
+    for arg in reversed(args):
+        block.erase_arg(arg)  # type: ignore[arg-type]
 
 
 BranchFactory = Callable[[list[SSAValue]], list[Operation]]
@@ -163,6 +171,49 @@ class IfOpLowering(LLVMLoweringPattern):
         rewriter.erase(op)
 
 
+def _llvm_typed_args(rewriter: PatternRewriter, block: Block) -> None:
+    """Give `block` llvm-typed arguments in place of its own (casts back at its start)."""
+    old_args: list[SSAValue] = list(block.args)
+    new_args = [block.insert_arg(llvm_type(a.type), len(block.args)) for a in old_args]
+    _replace_block_args(rewriter, block, old_args, list(new_args))
+
+
+class WhileOpLowering(LLVMLoweringPattern):
+    """scf.while: the before region is the loop's header, which branches on its
+    `scf.condition` to the after region (the body, which branches back to the header)
+    or out of the loop with the values the condition forwards (the op's results)."""
+
+    source_op = scf.WhileOp
+
+    def lower(self, op: scf.WhileOp, rewriter: PatternRewriter) -> None:
+        inits = materialize_llvm_all(rewriter, op, op.arguments)
+        before = op.parent_block()
+        assert before is not None
+        exit_block = before.split_before(op, arg_types=[llvm_type(t) for t in op.result_types])
+        exit_block.name_hint = "while_exit"
+        _results_from_block_args(rewriter, op, exit_block)
+
+        header = op.before_region.block
+        header.name_hint = "while_header"
+        body = op.after_region.block
+        body.name_hint = "while_body"
+        _llvm_typed_args(rewriter, header)
+        _llvm_typed_args(rewriter, body)
+
+        condition = header.last_op
+        assert isinstance(condition, scf.ConditionOp)
+        go = materialize_llvm(rewriter, condition, condition.condition)
+        forwarded = materialize_llvm_all(rewriter, condition, condition.args)
+        branch = builders.cond_branch(go, body, forwarded, exit_block, forwarded)
+        rewriter.replace(condition, branch, [])
+        _replace_yields(rewriter, op.after_region, _branch_to(header))
+
+        rewriter.insert(builders.branch(header, inits), InsertPoint.at_end(before))
+        rewriter.inline_region(op.after_region, BlockInsertPoint.before(exit_block))
+        rewriter.inline_region(op.before_region, BlockInsertPoint.before(body))
+        rewriter.erase(op)
+
+
 def scf_to_llvm_patterns() -> list[LLVMLoweringPattern]:
-    """The patterns lowering `scf.for` and `scf.if` to the llvm dialect."""
-    return [ForOpLowering(), IfOpLowering()]
+    """The patterns lowering `scf.for`, `scf.if` and `scf.while` to the llvm dialect."""
+    return [ForOpLowering(), IfOpLowering(), WhileOpLowering()]

@@ -286,6 +286,36 @@ func.func @structured(%c: i1, %a: f32, %b: f32) -> f32 {
   func.return %sum : f32
 }
 
+// scf.while: the before region is the header, branching on scf.condition to the body
+// (which branches back with the values it yields) or out with the values it forwards.
+// CHECK-LABEL: llvm.func @doubling(%n{{.*}}: i64, %x{{.*}}: f32) -> f32 {
+// CHECK-NEXT:    %[[C0:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    llvm.br ^while_header(%[[C0]], %x{{.*}} : i64, f32)
+// CHECK-NEXT:  ^while_header(%[[I:.*]]: i64, %[[ACC:.*]]: f32):
+// CHECK-NEXT:    %[[GO:.*]] = llvm.icmp "slt" %[[I]], %n{{.*}} : i64
+// CHECK-NEXT:    llvm.cond_br %[[GO]], ^while_body(%[[I]], %[[ACC]] : i64, f32), ^while_exit(%[[I]], %[[ACC]] : i64, f32)
+// CHECK-NEXT:  ^while_body(%[[J:.*]]: i64, %[[V:.*]]: f32):
+// CHECK-NEXT:    %[[D:.*]] = llvm.fadd %[[V]], %[[V]] : f32
+// CHECK-NEXT:    %[[C1:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[K:.*]] = llvm.add %[[J]], %[[C1]] : i64
+// CHECK-NEXT:    llvm.br ^while_header(%[[K]], %[[D]] : i64, f32)
+// CHECK-NEXT:  ^while_exit(%{{.*}}: i64, %[[R:.*]]: f32):
+// CHECK-NEXT:    llvm.return %[[R]] : f32
+func.func @doubling(%n: index, %x: f32) -> f32 {
+  %c0 = arith.constant 0 : index
+  %r:2 = scf.while (%i = %c0, %acc = %x) : (index, f32) -> (index, f32) {
+    %go = arith.cmpi slt, %i, %n : index
+    scf.condition(%go) %i, %acc : index, f32
+  } do {
+  ^bb0(%j: index, %v: f32):
+    %d = arith.addf %v, %v : f32
+    %c1 = arith.constant 1 : index
+    %k = arith.addi %j, %c1 : index
+    scf.yield %k, %d : index, f32
+  }
+  func.return %r#1 : f32
+}
+
 // Branch arguments and block arguments of type index become i64.
 // CHECK-LABEL: llvm.func @branches(%n{{.*}}: i64) -> i64 {
 // CHECK-NEXT:    %[[C0:.*]] = llvm.mlir.constant(0) : i64

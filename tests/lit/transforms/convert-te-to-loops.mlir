@@ -227,3 +227,70 @@ func.func @planned(%x: tensor<4xf32>) -> tensor<4xf32> attributes {arena_bytes =
   %d = te.call @relu4(%c) {arena_offsets = array<i64: -1>} : (tensor<4xf32>) -> tensor<4xf32>
   func.return %d : tensor<4xf32>
 }
+
+// A call of one of two functions by a run-time condition: an scf.if on the condition's
+// element, each branch calling its function with the buffer the plan gave the result.
+// CHECK-LABEL: func.func @branching(%c: memref<1xi1>, %x: memref<4xf32>, %y: memref<4xf32> {loop.output}) attributes {arena_bytes = 64 : i64} {
+// CHECK-NEXT:    %arena = memref.alloc() {alignment = 64 : i64} : memref<64xi8>
+// CHECK-NEXT:    %offset = arith.constant 0 : index
+// CHECK-NEXT:    %r = memref.view %arena[%offset][] : memref<64xi8> to memref<4xf32>
+// CHECK-NEXT:    %0 = arith.constant 0 : index
+// CHECK-NEXT:    %1 = memref.load %c[%0] : memref<1xi1>
+// CHECK-NEXT:    scf.if %1 {
+// CHECK-NEXT:      func.call @twice_relu(%x, %r) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:    } else {
+// CHECK-NEXT:      func.call @same(%x, %r) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.call @relu4(%r, %y)
+// CHECK:       func.func @twice_relu(%x: memref<4xf32>, %b: memref<4xf32> {loop.output}) {
+// CHECK-NEXT:    %a = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:    func.call @relu4(%x, %a)
+// CHECK-NEXT:    func.call @relu4(%a, %b)
+// CHECK-NEXT:    memref.dealloc %a : memref<4xf32>
+// CHECK:       func.func @same(%x: memref<4xf32>, %out0: memref<4xf32> {loop.output}) {
+// CHECK-NEXT:    "memref.copy"(%x, %out0) : (memref<4xf32>, memref<4xf32>) -> ()
+func.func @branching(%c: tensor<1xi1>, %x: tensor<4xf32>) -> tensor<4xf32> attributes {arena_bytes = 64 : i64} {
+  %r = te.cond_call %c, @twice_relu, @same(%x) {arena_offsets = array<i64: 0>} : (tensor<1xi1>, tensor<4xf32>) -> tensor<4xf32>
+  %y = te.call @relu4(%r) {arena_offsets = array<i64: -1>} : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %y : tensor<4xf32>
+}
+func.func @twice_relu(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = te.call @relu4(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %b = te.call @relu4(%a) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %b : tensor<4xf32>
+}
+func.func @same(%x: tensor<4xf32>) -> tensor<4xf32> {
+  func.return %x : tensor<4xf32>
+}
+
+// A loop decided at run time: the carried values live in the result buffers (copied in
+// from the initial ones); an scf.while tests the iteration number against the trip
+// count and the condition, and each iteration calls the body into buffers of its own
+// for the next condition and values, copied back.
+// CHECK-LABEL: func.func @looping(%m: memref<i64>, %c: memref<i1>, %x: memref<4xf32>, %y: memref<4xf32> {loop.output}) {
+// CHECK-NEXT:    "memref.copy"(%x, %y) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:    %[[LIMIT:.*]] = memref.load %m[] : memref<i64>
+// CHECK-NEXT:    %[[I:.*]] = memref.alloc() : memref<i64>
+// CHECK-NEXT:    %[[GO:.*]] = memref.alloc() : memref<i1>
+// CHECK-NEXT:    %[[NEXT_GO:.*]] = memref.alloc() : memref<i1>
+// CHECK-NEXT:    %[[NEXT:.*]] = memref.alloc() : memref<4xf32>
+// CHECK:         scf.while () : () -> () {
+// CHECK-NEXT:      %[[N:.*]] = memref.load %[[I]][] : memref<i64>
+// CHECK-NEXT:      %[[G:.*]] = memref.load %[[GO]][] : memref<i1>
+// CHECK-NEXT:      %[[BELOW:.*]] = arith.cmpi slt, %[[N]], %[[LIMIT]] : i64
+// CHECK-NEXT:      %[[BOTH:.*]] = arith.andi %[[BELOW]], %[[G]] : i1
+// CHECK-NEXT:      scf.condition(%[[BOTH]])
+// CHECK-NEXT:    } do {
+// CHECK-NEXT:      func.call @halve_body(%[[I]], %[[GO]], %y, %[[NEXT_GO]], %[[NEXT]]) : (memref<i64>, memref<i1>, memref<4xf32>, memref<i1>, memref<4xf32>) -> ()
+// CHECK-NEXT:      "memref.copy"(%[[NEXT]], %y) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK:           scf.yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    memref.dealloc %[[I]] : memref<i64>
+func.func @looping(%m: tensor<i64>, %c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %y = te.loop_call %m, %c, @halve_body inits(%x) captured() : tensor<i64>, tensor<i1>, (tensor<4xf32>), () -> (tensor<4xf32>)
+  func.return %y : tensor<4xf32>
+}
+func.func @halve_body(%i: tensor<i64>, %go: tensor<i1>, %s: tensor<4xf32>) -> (tensor<i1>, tensor<4xf32>) {
+  %h = te.call @relu4(%s) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %go, %h : tensor<i1>, tensor<4xf32>
+}

@@ -275,6 +275,6 @@ func.func @fused_not_isolated(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @yield_outside(%x: tensor<4xf32>) -> tensor<4xf32> {
-  // expected-error @+1 {{'graph.yield' expects parent op 'graph.fused'}}
+  // expected-error @+1 {{'graph.yield' expects parent op to be one of 'graph.fused', 'graph.if'}}
   graph.yield %x : tensor<4xf32>
 }

@@ -150,3 +150,12 @@ func.func @main(%x: tensor<1x4xf32>, %w: tensor<2x4xf32>, %p: tensor<1x1x4x4xf32
   %a, %b, %c, %d = te.call @pool(%p) {note} : (tensor<1x1x4x4xf32>) -> (tensor<1x1x2x2xf32>, tensor<1x1xf32>, tensor<i32>, tensor<f32>)
   func.return %y : tensor<1x2xf32>
 }
+
+// CHECK-LABEL: func.func @branching
+// CHECK-NEXT:    %y = te.cond_call %c, @main, @main(%x, %w, %p) {arena_offsets = array<i64: 0>} : (tensor<i1>, tensor<1x4xf32>, tensor<2x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2xf32>
+// GENERIC-LABEL: sym_name = "branching"
+// GENERIC:         %y = "te.cond_call"(%c, %x, %w, %p) <{then_callee = @main, else_callee = @main}> {arena_offsets = array<i64: 0>} : (tensor<i1>, tensor<1x4xf32>, tensor<2x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2xf32>
+func.func @branching(%c: tensor<i1>, %x: tensor<1x4xf32>, %w: tensor<2x4xf32>, %p: tensor<1x1x4x4xf32>) -> tensor<1x2xf32> {
+  %y = te.cond_call %c, @main, @main(%x, %w, %p) {arena_offsets = array<i64: 0>} : (tensor<i1>, tensor<1x4xf32>, tensor<2x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2xf32>
+  func.return %y : tensor<1x2xf32>
+}

@@ -1,0 +1,83 @@
+// Round trip of graph.if (regions reading the enclosing values, nested, a constant
+// yielded), graph.loop, and their outlined forms graph.cond_call and graph.loop_call.
+// RUN: strato-opt %s | strato-opt | filecheck %s
+
+// CHECK-LABEL: func.func @if_reads_outer_values
+// CHECK:      %r = graph.if %c : tensor<i1> -> (tensor<4xf32>) {
+// CHECK-NEXT:   %a = graph.relu %x : tensor<4xf32>
+// CHECK-NEXT:   graph.yield %a : tensor<4xf32>
+// CHECK-NEXT: } else {
+// CHECK-NEXT:   graph.yield %x : tensor<4xf32>
+// CHECK-NEXT: }
+func.func @if_reads_outer_values(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = graph.if %c : tensor<i1> -> (tensor<4xf32>) {
+    %a = graph.relu %x : tensor<4xf32>
+    graph.yield %a : tensor<4xf32>
+  } else {
+    graph.yield %x : tensor<4xf32>
+  }
+  func.return %r : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @nested_with_two_results
+// CHECK:      %r, %s = graph.if %c : tensor<1xi1> -> (tensor<2xf32>, tensor<2xi64>) {
+// CHECK:        %i = graph.if %d : tensor<1x1xi1> -> (tensor<2xf32>) {
+// CHECK:        graph.yield %i, %k : tensor<2xf32>, tensor<2xi64>
+// CHECK:      } else {
+// CHECK:        graph.constant dense<[1, 2]> : tensor<2xi64>
+func.func @nested_with_two_results(%c: tensor<1xi1>, %d: tensor<1x1xi1>, %x: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xi64>) {
+  %r, %s = graph.if %c : tensor<1xi1> -> (tensor<2xf32>, tensor<2xi64>) {
+    %i = graph.if %d : tensor<1x1xi1> -> (tensor<2xf32>) {
+      %n = graph.neg %x : tensor<2xf32>
+      graph.yield %n : tensor<2xf32>
+    } else {
+      graph.yield %x : tensor<2xf32>
+    }
+    %k = graph.constant dense<[3, 4]> : tensor<2xi64>
+    graph.yield %i, %k : tensor<2xf32>, tensor<2xi64>
+  } else {
+    %k = graph.constant dense<[1, 2]> : tensor<2xi64>
+    graph.yield %x, %k : tensor<2xf32>, tensor<2xi64>
+  }
+  func.return %r, %s : tensor<2xf32>, tensor<2xi64>
+}
+
+// CHECK-LABEL: func.func @cond_call
+// CHECK: %r = graph.cond_call %c, @relu, @same(%x) {arena_offsets = array<i64: -1>} : (tensor<i1>, tensor<4xf32>) -> tensor<4xf32>
+func.func @cond_call(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
+  %r = graph.cond_call %c, @relu, @same(%x) {arena_offsets = array<i64: -1>} : (tensor<i1>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+func.func private @relu(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = graph.relu %x : tensor<4xf32>
+  func.return %a : tensor<4xf32>
+}
+func.func private @same(%x: tensor<4xf32>) -> tensor<4xf32> {
+  func.return %x : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @loop
+// CHECK:      %r, %k = graph.loop %m, %c inits(%x, %n) : (tensor<1xi64>, tensor<i1>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<i64>) {
+// CHECK-NEXT: ^bb0(%i: tensor<i64>, %go: tensor<i1>, %s: tensor<4xf32>, %t: tensor<i64>):
+// CHECK-NEXT:   %a = graph.add %s, %w
+// CHECK-NEXT:   graph.yield %go, %a, %i : tensor<i1>, tensor<4xf32>, tensor<i64>
+// CHECK-NEXT: }
+func.func @loop(%m: tensor<1xi64>, %c: tensor<i1>, %x: tensor<4xf32>, %n: tensor<i64>, %w: tensor<4xf32>) -> tensor<4xf32> {
+  %r, %k = graph.loop %m, %c inits(%x, %n) : (tensor<1xi64>, tensor<i1>, tensor<4xf32>, tensor<i64>) -> (tensor<4xf32>, tensor<i64>) {
+  ^bb0(%i: tensor<i64>, %go: tensor<i1>, %s: tensor<4xf32>, %t: tensor<i64>):
+    %a = graph.add %s, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    graph.yield %go, %a, %i : tensor<i1>, tensor<4xf32>, tensor<i64>
+  }
+  func.return %r : tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @loop_call
+// CHECK: %r = graph.loop_call %m, %c, @body inits(%x) captured(%w) : (tensor<i64>, tensor<i1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+func.func @loop_call(%m: tensor<i64>, %c: tensor<i1>, %x: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+  %r = graph.loop_call %m, %c, @body inits(%x) captured(%w) : (tensor<i64>, tensor<i1>, tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %r : tensor<4xf32>
+}
+func.func private @body(%i: tensor<i64>, %go: tensor<i1>, %s: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<i1>, tensor<4xf32>) {
+  %a = graph.add %s, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %go, %a : tensor<i1>, tensor<4xf32>
+}
