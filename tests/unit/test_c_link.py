@@ -142,3 +142,39 @@ def test_the_header_gives_the_link_line():
         zoo.build_model("mlp", batch=1, seed=0, **SMALL_OPTIONS["mlp"]), name="mlp"
     )
     assert "cc main.c mlp.o -lm -lpthread" in compiled.c_header()
+
+
+def test_run_time_control_flow_links_into_one_object(tmp_path):
+    """A graph.loop whose body holds a graph.if (a recurrence of a run-time trip count,
+    branching on each iteration's parity): one object, the control flow in it, run for
+    several trip counts."""
+    from onnx import TensorProto, helper
+    from test_onnx_control_flow import _const, _recurrence, _tensor
+
+    rng = np.random.default_rng(7)
+
+    def branch(name: str, activation: str):
+        return helper.make_graph(
+            [helper.make_node("MatMul", ["h_in", "W"], [f"{name}_p"]),
+             helper.make_node(activation, [f"{name}_p"], [f"{name}_out"])],
+            name, [], [_tensor(f"{name}_out", TensorProto.FLOAT, [2, 8])],
+        )  # fmt: skip
+
+    body = [
+        _const("two_i", np.int64(2)),
+        helper.make_node("Mod", ["i", "two_i"], ["parity"]),
+        _const("nought", np.int64(0)),
+        helper.make_node("Equal", ["parity", "nought"], ["even"]),
+        helper.make_node(
+            "If", ["even"], ["h_out"], then_branch=branch("a", "Tanh"), else_branch=branch("b", "Sigmoid")
+        ),
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+    ]
+    model = _recurrence(["M", ""], [_tensor("M", TensorProto.INT64, [])], body)
+    compiled = strato.compile(model, name="branching")
+    assert type(compiled).__name__ == "LLVMCompiledModel"
+    program = link_program(tmp_path, compiled, [GCC])
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    for trips in (0, 1, 4):
+        feeds = [x, np.array(trips, np.int64)]
+        assert_close(run_program(program, compiled, feeds), run_onnxruntime(model, feeds), f"M={trips}")
