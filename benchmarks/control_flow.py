@@ -198,8 +198,8 @@ def main() -> None:
             error = max(float(np.max(np.abs(a - b))) for a, b in zip(ours, theirs, strict=True))
             strato_ms, ort_ms = [], []
             for _ in range(3):  # in turns
-                strato_ms.append(_median_ms(lambda f=feed: compiled(*f.values()), args.repeat))
-                ort_ms.append(_median_ms(lambda f=feed: session.run(None, f), args.repeat))
+                strato_ms.append(_median_ms(lambda f=feed, c=compiled: c(*f.values()), args.repeat))
+                ort_ms.append(_median_ms(lambda f=feed, s=session: s.run(None, f), args.repeat))
             s, o = min(strato_ms), min(ort_ms)
             print(
                 f"  {label:14s} max diff {error:.1e} | strato {s:8.3f} ms | onnxruntime "
