@@ -474,3 +474,14 @@ def test_a_run_time_if_inside_a_run_time_loop(trips):
     assert ops.count("graph.loop") == 1 and ops.count("graph.if") == 1
     x = rng.standard_normal((2, 8)).astype(np.float32)
     _check(model, {"x": x, "M": np.array(trips, np.int64)})
+
+
+def test_a_loop_too_long_to_unroll_without_scan_outputs_is_a_graph_loop():
+    """A known trip count whose unrolled body would pass MAX_UNROLLED_NODES: without scan
+    outputs, one body runs that many times (a graph.loop) instead of a refusal."""
+    trips = MAX_UNROLLED_NODES // 6 + 1
+    model = _recurrence(["M", ""])
+    model.graph.node.insert(0, _const("M", np.int64(trips)))
+    assert _graph_ops(model).count("graph.loop") == 1
+    x = np.random.default_rng(8).standard_normal((2, 8)).astype(np.float32)
+    _check(model, {"x": x})

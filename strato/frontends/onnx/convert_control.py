@@ -16,9 +16,10 @@ axis of static length. Each is imported as the graph ops of what it runs:
 - Loop: its body once per iteration, each iteration's nodes taking the loop-carried
   values of the one before, while the trip count (known) and the body's condition (known
   after each iteration) allow; the scan outputs stacked along a new first axis. A Loop
-  whose trip count or condition is known only at run time, without scan outputs, is a
-  `graph.loop` whose body region holds the body's nodes (its arguments the iteration
-  number, the condition and the carried values, which must keep their types and shapes).
+  without scan outputs whose trip count or condition is known only at run time, or that
+  would unroll into more than `MAX_UNROLLED_NODES` nodes, is a `graph.loop` whose body
+  region holds the body's nodes (its arguments the iteration number, the condition and
+  the carried values, which must keep their types and shapes).
 - Scan: its body once per position of the scan axis (static), reading that position of
   each scan input (in the input's direction); scan outputs stacked along their axes.
   Scan-8 (opsets before 9) scans each element of its batch axis alone and stacks them.
@@ -26,8 +27,8 @@ axis of static length. Each is imported as the graph ops of what it runs:
 A trip count or loop condition computed at run time for a Loop with scan outputs (or
 whose carried values change shape) is refused, naming the node and the value, as is an
 If on a run-time condition whose branches differ in type or shape,
-or give sequences (a `RuntimeBranchError`), and a loop that would unroll beyond
-`MAX_UNROLLED_NODES` nodes.
+or give sequences (a `RuntimeBranchError`), and a loop with scan outputs that would
+unroll beyond `MAX_UNROLLED_NODES` nodes.
 `strato.compile` runs such a Loop or If of the model's graph on the host, its body or
 branches compiled alone (`strato.staged`); in a subgraph they stay refused.
 
@@ -51,7 +52,8 @@ from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_o
 from strato.frontends.onnx.expansion import Expansion
 
 MAX_UNROLLED_NODES = 20_000
-"""The most nodes a Loop or Scan may unroll into (iterations times body nodes)."""
+"""The most nodes a Loop or Scan may unroll into (iterations times body nodes); a longer
+Loop without scan outputs is a `graph.loop`."""
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {"If": (0,), "Loop": (0, 1)}
 """The inputs each operator needs known at import time to decide (an If on a run-time
@@ -320,11 +322,14 @@ def _if_converted(ctx: NodeContext) -> list[ImportedValue]:
     return results
 
 
+UNROLL_REFUSED = "nodes strato unrolls a loop into"
+
+
 def _budget(ctx: NodeContext, body: onnx.GraphProto, iterations: int) -> None:
     if iterations * max(len(body.node), 1) > MAX_UNROLLED_NODES:
         raise ctx.error(
             f"it runs its body of {len(body.node)} nodes {iterations} times: more than "
-            f"the {MAX_UNROLLED_NODES} nodes strato unrolls a loop into"
+            f"the {MAX_UNROLLED_NODES} {UNROLL_REFUSED}"
         )
 
 
@@ -366,9 +371,10 @@ def convert_loop(ctx: NodeContext) -> list[ImportedValue]:
     try:
         return _unrolled_loop(ctx, body, carried, count)
     except ModelImportError as error:
-        if count or not error.message.endswith(RUN_TIME_DECISION):
+        if count or not error.message.endswith((RUN_TIME_DECISION, UNROLL_REFUSED)):
             raise
-        # the body computes its condition from run-time values
+        # the body computes its condition from run-time values, or the loop is too long
+        # to unroll: one body, run as many times as it takes
         return _loop_op(ctx, body, carried)
 
 
