@@ -149,7 +149,7 @@ def test_run_time_control_flow_links_into_one_object(tmp_path):
     branching on each iteration's parity): one object, the control flow in it, run for
     several trip counts."""
     from onnx import TensorProto, helper
-    from test_onnx_control_flow import _const, _recurrence, _tensor
+    from test_onnx_control_flow import _recurrence, _tensor, parity_branching_body
 
     rng = np.random.default_rng(7)
 
@@ -160,16 +160,7 @@ def test_run_time_control_flow_links_into_one_object(tmp_path):
             name, [], [_tensor(f"{name}_out", TensorProto.FLOAT, [2, 8])],
         )  # fmt: skip
 
-    body = [
-        _const("two_i", np.int64(2)),
-        helper.make_node("Mod", ["i", "two_i"], ["parity"]),
-        _const("nought", np.int64(0)),
-        helper.make_node("Equal", ["parity", "nought"], ["even"]),
-        helper.make_node(
-            "If", ["even"], ["h_out"], then_branch=branch("a", "Tanh"), else_branch=branch("b", "Sigmoid")
-        ),
-        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-    ]
+    body = parity_branching_body(branch("a", "Tanh"), branch("b", "Sigmoid"))
     model = _recurrence(["M", ""], [_tensor("M", TensorProto.INT64, [])], body)
     compiled = strato.compile(model, name="branching")
     assert type(compiled).__name__ == "LLVMCompiledModel"

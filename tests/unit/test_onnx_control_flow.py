@@ -443,6 +443,19 @@ def test_a_while_loop_on_a_condition_its_body_computes_is_a_graph_loop(limit):
         _check(model, {"x": x, "limit": np.array(limit, np.float32), "go": np.array(go)})
 
 
+def parity_branching_body(then_branch: onnx.GraphProto, else_branch: onnx.GraphProto) -> list:
+    """The nodes of a loop body (over h_in -> h_out) that takes `then_branch` on even
+    iterations and `else_branch` on odd ones."""
+    return [
+        _const("two_i", np.int64(2)),
+        helper.make_node("Mod", ["i", "two_i"], ["parity"]),
+        _const("nought", np.int64(0)),
+        helper.make_node("Equal", ["parity", "nought"], ["even"]),
+        helper.make_node("If", ["even"], ["h_out"], then_branch=then_branch, else_branch=else_branch),
+        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+    ]
+
+
 @pytest.mark.parametrize("trips", [0, 3])
 def test_a_run_time_if_inside_a_run_time_loop(trips):
     """The body branches on the iteration's parity with costly branches: a graph.if in
@@ -460,14 +473,7 @@ def test_a_run_time_if_inside_a_run_time_loop(trips):
             name, [], [_tensor(f"{name}_out", FLOAT, [2, 8])],
         )  # fmt: skip
 
-    body = [
-        _const("two_i", np.int64(2)),
-        helper.make_node("Mod", ["i", "two_i"], ["parity"]),
-        _const("nought", np.int64(0)),
-        helper.make_node("Equal", ["parity", "nought"], ["even"]),
-        helper.make_node("If", ["even"], ["h_out"], then_branch=branch("a", "Wa"), else_branch=branch("b", "Wb")),
-        helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-    ]
+    body = parity_branching_body(branch("a", "Wa"), branch("b", "Wb"))
     model = _recurrence(["M", ""], [_tensor("M", TensorProto.INT64, [])], body)
     model.graph.initializer.extend(weights)
     ops = _graph_ops(model)

@@ -302,12 +302,7 @@ class LoopOp(IRDLOperation):
     def verify_(self) -> None:
         from strato.dialects.graph.core import YieldOp
 
-        check_trip_count(self, self.max_trip)
-        check_condition(self, self.condition)
-        carried = [v.type for v in self.inits]
-        _check_static(self, carried, "carried values")
-        if list(self.result_types) != carried:
-            raise VerifyException(f"'{self.name}' results must be the carried values' types")
+        carried = _check_loop_operands(self)
         block = self.body.block
         expected = [ITERATION_TYPE, CONDITION_TYPE, *carried]
         if [a.type for a in block.args] != expected:
@@ -399,12 +394,7 @@ class LoopCallOp(IRDLOperation):
         return self.body.string_value()
 
     def verify_(self) -> None:
-        check_trip_count(self, self.max_trip)
-        check_condition(self, self.condition)
-        carried = [v.type for v in self.inits]
-        _check_static(self, carried, "carried values")
-        if list(self.result_types) != carried:
-            raise VerifyException(f"'{self.name}' results must be the carried values' types")
+        carried = _check_loop_operands(self)
         inputs = [ITERATION_TYPE, CONDITION_TYPE, *carried, *(v.type for v in self.captured)]
         check_callee(self, self.callee, inputs, [CONDITION_TYPE, *carried])
 
@@ -453,6 +443,17 @@ ITERATION_TYPE = TensorType(i64, [])
 """The type of a loop body's iteration number."""
 CONDITION_TYPE = TensorType(i1, [])
 """The type of the condition a loop body takes and gives."""
+
+
+def _check_loop_operands(op: LoopOp | LoopCallOp) -> list[Attribute]:
+    """The checks `graph.loop` and `graph.loop_call` share; the carried values' types."""
+    check_trip_count(op, op.max_trip)
+    check_condition(op, op.condition)
+    carried = [v.type for v in op.inits]
+    _check_static(op, carried, "carried values")
+    if list(op.result_types) != carried:
+        raise VerifyException(f"'{op.name}' results must be the carried values' types")
+    return carried
 
 
 def check_callee(
