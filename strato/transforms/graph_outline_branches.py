@@ -197,16 +197,17 @@ def outline_branches(module: ModuleOp) -> int:
     names = _Names(module)
     count = 0
     while True:
-        pending = [op for op in module.walk() if isinstance(op, _REGION_OPS)]
-        if not pending:
+        # the outermost ones, all of them per walk: a nested one is outlined from the
+        # function it moves to, in the next round (as many rounds as levels of nesting)
+        outer = [op for op in module.walk() if isinstance(op, _REGION_OPS) and not _nested(op)]
+        if not outer:
             return count
-        # outermost first: a nested one is outlined from the function it moves to
-        outer = next(op for op in pending if not _nested(op))
-        if isinstance(outer, graph.IfOp):
-            outline_if(outer, names)
-        else:
-            outline_loop(outer, names)
-        count += 1
+        for op in outer:
+            if isinstance(op, graph.IfOp):
+                outline_if(op, names)
+            else:
+                outline_loop(op, names)
+        count += len(outer)
 
 
 def _nested(op: Operation) -> bool:
