@@ -10,8 +10,18 @@ Cases (ONNX models built here, seeded random weights):
   (halve the state while its norm is above a limit: 20 iterations);
 - branches: an If on the sign of a reduction between two branches of two 3x3
   convolutions each (64 channels, 28 x 28): only the branch taken runs (a graph.if);
+- scan: a Scan of 100 positions of x [100, 4, 256] carrying h <- tanh(h @ W + x_t @ U),
+  each position's h a scan output (a graph.scan);
+- counted: a Loop of a constant trip count 100 with a scan output (h <- tanh(h @ W),
+  each iteration's h stacked), whose body never stops it (a graph.scan over the
+  iteration numbers);
 - host: a Loop whose scan output grows with the trip count, which strato runs on the
   host between compiled parts (`strato.staged`), for comparison.
+
+`--unroll-up-to N` unrolls Scans and Loops of known length up to N nodes instead (the
+importer's `UNROLLED_NODES`; 20000 unrolls the scan and counted cases, as strato did
+before graph.scan), to compare compile time and latency with unrolling. Compiles skip
+the cache, so the compile seconds printed are a compile's.
 
 Per case and input: the model strato built (compiled in one piece, or staged), the
 largest difference from onnxruntime's outputs, and the median latency of strato and of
@@ -152,10 +162,60 @@ def host_loop(rng: np.random.Generator):
     return model, [(f"M={m}", {"x": x, "M": np.array(m, np.int64)}) for m in (10, 100)]
 
 
+def scan(rng: np.random.Generator):
+    steps, state = 100, (4, 256)
+    body = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["h_in", "W"], ["p"]),
+            helper.make_node("MatMul", ["x_t", "U"], ["u"]),
+            helper.make_node("Add", ["p", "u"], ["q"]),
+            helper.make_node("Tanh", ["q"], ["h_out"]),
+            helper.make_node("Identity", ["h_out"], ["seen"]),
+        ],
+        "body",
+        [_info("h_in", F, list(state)), _info("x_t", F, list(state))],
+        [_info("h_out", F, list(state)), _info("seen", F, list(state))],
+    )
+    model = _model(
+        [helper.make_node("Scan", ["h0", "x"], ["h", "all"], body=body, num_scan_inputs=1)],
+        [_info("h0", F, list(state)), _info("x", F, [steps, *state])],
+        [_info("h", F, list(state)), _info("all", F, [steps, *state])],
+        [_weights(rng, "W", (256, 256), 0.06), _weights(rng, "U", (256, 256), 0.06)],
+    )
+    h0 = rng.standard_normal(state).astype(np.float32)
+    x = rng.standard_normal((steps, *state)).astype(np.float32)
+    return model, [(f"T={steps}", {"h0": h0, "x": x})]
+
+
+def counted(rng: np.random.Generator):
+    steps, state = 100, (4, 256)
+    body = _loop_body(
+        [
+            helper.make_node("MatMul", ["h_in", "W"], ["p"]),
+            helper.make_node("Tanh", ["p"], ["h_out"]),
+            helper.make_node("Identity", ["h_out"], ["seen"]),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        state,
+        [_info("seen", F, list(state))],
+    )
+    trips = numpy_helper.from_array(np.array(steps, np.int64), "M")
+    model = _model(
+        [helper.make_node("Loop", ["M", "", "x"], ["h", "all"], body=body)],
+        [_info("x", F, list(state))],
+        [_info("h", F, list(state)), _info("all", F, [steps, *state])],
+        [_weights(rng, "W", (256, 256), 0.06), trips],
+    )
+    x = rng.standard_normal(state).astype(np.float32)
+    return model, [(f"M={steps}", {"x": x})]
+
+
 CASES: dict[str, Callable] = {
     "recurrence": recurrence,
     "while": while_loop,
     "branches": branches,
+    "scan": scan,
+    "counted": counted,
     "host": host_loop,
 }
 
@@ -178,14 +238,22 @@ def main() -> None:
     parser.add_argument("--only", choices=sorted(CASES), action="append")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=30)
+    parser.add_argument(
+        "--unroll-up-to", type=int, metavar="N",
+        help="unroll Scans and Loops of known length up to N nodes (default: the importer's)",
+    )  # fmt: skip
     args = parser.parse_args()
+    if args.unroll_up_to is not None:
+        from strato.frontends.onnx import convert_control
+
+        convert_control.UNROLLED_NODES = args.unroll_up_to
     options = onnxruntime.SessionOptions()
     options.intra_op_num_threads = args.threads
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     for name in args.only or list(CASES):
         model, feeds = CASES[name](np.random.default_rng(0))
         start = time.perf_counter()
-        compiled = strato.compile(model, threads=args.threads)
+        compiled = strato.compile(model, threads=args.threads, cache=False)
         seconds = time.perf_counter() - start
         session = onnxruntime.InferenceSession(
             model.SerializeToString(), options, providers=["CPUExecutionProvider"]

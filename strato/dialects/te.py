@@ -694,6 +694,52 @@ class LoopCallOp(IRDLOperation):
         return self.body.string_value()
 
 
+@irdl_op_definition
+class ScanCallOp(IRDLOperation):
+    """Calls the function `body` once per position along the first axis of `scanned`
+    (ONNX Scan): `graph.scan_call` at this level. The body takes the carried values,
+    that position of each scanned tensor and `captured`, and gives the next carried
+    values and a row of each scan output; the results are the carried values after the
+    last position, then each scan output's rows stacked. convert-te-to-loops makes it a
+    loop over the positions.
+
+        %h, %ys = te.scan_call @body inits(%h0) over(%xs) captured(%w) : (tensor<4xf32>), (tensor<5x4xf32>), (tensor<4xf32>) -> (tensor<4xf32>, tensor<5x4xf32>)
+    """
+
+    name = "te.scan_call"
+
+    inits = var_operand_def(Tensor)
+    scanned = var_operand_def(Tensor)
+    captured = var_operand_def(Tensor)
+    res = var_result_def(Tensor)
+    body = prop_def(FlatSymbolRefAttrConstr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    assembly_format = (
+        "$body `inits` `(` $inits `)` `over` `(` $scanned `)` `captured` `(` $captured `)` "
+        "attr-dict `:` `(` type($inits) `)` `,` `(` type($scanned) `)` `,` "
+        "`(` type($captured) `)` `->` `(` type($res) `)`"
+    )
+
+    def __init__(
+        self,
+        body: str,
+        inits: Sequence[SSAValue | Operation],
+        scanned: Sequence[SSAValue | Operation],
+        captured: Sequence[SSAValue | Operation],
+        result_types: Sequence[Attribute],
+    ):
+        super().__init__(
+            properties={"body": SymbolRefAttr(body)},
+            operands=[inits, scanned, captured],
+            result_types=[result_types],
+        )
+
+    @property
+    def callee(self) -> str:
+        return self.body.string_value()
+
+
 def build_stage_body(
     index_count: int,
 ) -> tuple[Region, Block]:
@@ -706,7 +752,7 @@ TE = Dialect(
     "te",
     [
         PlaceholderOp, ComputeOp, ReduceOp, ReadOp, YieldOp, OutputOp, PrimitiveOp, CallOp,
-        CondCallOp, LoopCallOp,
+        CondCallOp, LoopCallOp, ScanCallOp,
     ],
     [ReduceKindAttr],
 )

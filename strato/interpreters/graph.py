@@ -14,7 +14,7 @@ import numpy as np
 
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, ModuleOp, TensorType
-from xdsl.ir import Block, Operation, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from strato.dialects.graph import (
     CondCallOp,
@@ -22,6 +22,8 @@ from strato.dialects.graph import (
     IfOp,
     LoopCallOp,
     LoopOp,
+    ScanCallOp,
+    ScanOp,
     YieldOp,
     condition_holds,
 )
@@ -148,6 +150,40 @@ def run_loop_call(
     )  # fmt: skip
 
 
+def run_scan(
+    carried: Sequence[np.ndarray],
+    scanned: Sequence[np.ndarray],
+    stacked: Sequence[Attribute],
+    step: Callable[[list[np.ndarray], list[np.ndarray]], Sequence[np.ndarray]],
+) -> list[np.ndarray]:
+    """A scan's iteration: `step(carried, positions)` gives the next carried values and
+    a row of each scan output (of the `stacked` types), once per position along the
+    scanned tensors' first axis; the last carried values, then the stacked rows."""
+    values = list(carried)
+    outputs = [np.empty(t.get_shape(), numpy_dtype(t)) for t in stacked]  # type: ignore[attr-defined]
+    for i in range(scanned[0].shape[0]):
+        given = step(values, [np.asarray(s[i]) for s in scanned])
+        values = list(given[: len(values)])
+        for output, row in zip(outputs, given[len(values) :], strict=True):
+            output[i] = row
+    return [*values, *outputs]
+
+
+def run_scan_call(
+    op: ScanCallOp | Operation,
+    args: Sequence[np.ndarray],
+    call: Callable[[list[np.ndarray]], Sequence[np.ndarray]],
+) -> list[np.ndarray]:
+    """A scan call's iteration on its operands `args` (carried initial values, scanned
+    tensors, captured values): `call(inputs)` runs the body function."""
+    carried, scanned = len(op.inits), len(op.scanned)  # type: ignore[attr-defined]
+    captured = list(args[carried + scanned :])
+    return run_scan(
+        args[:carried], args[carried : carried + scanned], op.result_types[carried:],
+        lambda values, positions: call([*values, *positions, *captured]),
+    )  # fmt: skip
+
+
 def _run_block(
     module: ModuleOp, block: Block, env: dict[SSAValue, np.ndarray]
 ) -> list[np.ndarray] | None:
@@ -179,6 +215,24 @@ def _run_block(
         elif isinstance(op, LoopCallOp):
             results = run_loop_call(
                 args, len(op.inits),
+                lambda inputs, name=op.callee: _run_function(module, entry_function(module, name), inputs),
+            )  # fmt: skip
+        elif isinstance(op, ScanOp):
+            body = op.body.block
+
+            def scan_step(
+                carried: list[np.ndarray], positions: list[np.ndarray], body: Block = body
+            ) -> list[np.ndarray]:
+                env.update(zip(body.args, [*carried, *positions]))
+                given = _run_block(module, body, env)
+                assert given is not None, "graph.scan body without graph.yield"
+                return given
+
+            n = len(op.inits)
+            results = run_scan(args[:n], args[n:], op.result_types[n:], scan_step)
+        elif isinstance(op, ScanCallOp):
+            results = run_scan_call(
+                op, args,
                 lambda inputs, name=op.callee: _run_function(module, entry_function(module, name), inputs),
             )  # fmt: skip
         elif isinstance(op, GraphOp):

@@ -47,7 +47,12 @@ from strato.dialects.tensor_types import (
     numpy_dtype,
     scalars_from_elements,
 )
-from strato.interpreters.graph import check_inputs, entry_function, run_loop_call
+from strato.interpreters.graph import (
+    check_inputs,
+    entry_function,
+    run_loop_call,
+    run_scan_call,
+)
 
 # A stage is evaluated in slices along its first axis when its index grid (result
 # elements times reduction extent) would hold more elements than this.
@@ -337,6 +342,11 @@ def _run_function(
         elif isinstance(op, te.LoopCallOp):
             results = run_loop_call(
                 args, len(op.inits),
+                lambda inputs, name=op.callee: _run_function(module, entry_function(module, name), inputs),
+            )  # fmt: skip
+        elif isinstance(op, te.ScanCallOp):
+            results = run_scan_call(
+                op, args,
                 lambda inputs, name=op.callee: _run_function(module, entry_function(module, name), inputs),
             )  # fmt: skip
         elif isinstance(op, arith.ConstantOp):

@@ -1084,6 +1084,73 @@ def _loop_call(b: ProgramBuilder) -> Operation:
     return graph.LoopCallOp(max_trip, condition, name, [x], [y])
 
 
+def _scanned(b: ProgramBuilder, x: SSAValue) -> SSAValue:
+    """A tensor of 0-4 positions of `x`'s shape to scan: an argument or a constant."""
+    positions = [b.draw(st.integers(0, 4)), *shape(x)]
+    if b.draw(st.booleans()) and len(b.block.args) < b.max_inputs:
+        return b.argument(positions)
+    return b.normal(positions)
+
+
+def _scan_body(b: ProgramBuilder, block: Block, y: SSAValue) -> None:
+    """The body of a scan over (state, position): state <- a bounded update of it by
+    the position, then maybe by `y` (an outer value); the row it gives is the update or
+    the new state."""
+    state, position = block.args[:2]
+    update = b.draw(st.sampled_from([graph.AddOp, graph.MulOp]))(state, position)
+    squashed = graph.TanhOp(update.results[0])
+    block.add_ops([update, squashed])
+    new = squashed.results[0]
+    if b.draw(st.booleans()):
+        mixed = graph.MulOp(new, y)
+        squashed = graph.TanhOp(mixed.results[0])
+        block.add_ops([mixed, squashed])
+        new = squashed.results[0]
+    row = b.draw(st.sampled_from([update.results[0], new]))
+    block.add_op(graph.YieldOp([new, row]))
+
+
+def _stacked(scanned: SSAValue, x: SSAValue) -> TensorType:
+    return TensorType(f32, [shape(scanned)[0], *shape(x)])
+
+
+@generator("graph.scan")
+def _scan(b: ProgramBuilder) -> Operation:
+    """A graph.scan carrying one value along a scanned tensor of its shape, its body
+    reading an earlier value of @main."""
+    x = b.float_value()
+    y = _same_shape_partner(b, x)
+    scanned = _scanned(b, x)
+    block = Block(arg_types=[x.type, x.type])
+    _scan_body(b, block, y)
+    return graph.ScanOp([x], [scanned], Region(block), [x.type, _stacked(scanned, x)])
+
+
+@generator("graph.scan_call")
+def _scan_call(b: ProgramBuilder) -> Operation:
+    """A graph.scan_call of a new body function (state, position, then one captured
+    value)."""
+    from xdsl.dialects import func
+
+    x = b.float_value()
+    y = _same_shape_partner(b, x)
+    scanned = _scanned(b, x)
+    types = [x.type, x.type, y.type]
+    block = Block(arg_types=types)
+    _scan_body(b, block, block.args[2])
+    yielded = block.last_op
+    assert isinstance(yielded, graph.YieldOp)
+    values = list(yielded.values)
+    yielded.detach()
+    yielded.erase()
+    block.add_op(func.ReturnOp(*values))
+    name = f"body{len(b.functions)}"
+    function = func.FuncOp(name, (types, [x.type, x.type]), Region(block))
+    function.sym_visibility = StringAttr("private")
+    b.functions.append(function)
+    return graph.ScanCallOp(name, [x], [scanned], [y], [x.type, _stacked(scanned, x)])
+
+
 # -- quantized tensors (strato.dialects.graph.quant) --------------------------------------
 
 

@@ -161,8 +161,8 @@ class GraphOpLowering(RewritePattern):
 
 
 class ControlCallLowering(RewritePattern):
-    """graph.cond_call and graph.loop_call -> te.cond_call and te.loop_call of the same
-    functions (now over te), their memory plan kept."""
+    """graph.cond_call, graph.loop_call and graph.scan_call -> te.cond_call, te.loop_call
+    and te.scan_call of the same functions (now over te), their memory plan kept."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, graph.CondCallOp):
@@ -174,6 +174,11 @@ class ControlCallLowering(RewritePattern):
             call = te.LoopCallOp(
                 op.max_trip, op.condition, op.callee, list(op.inits), list(op.captured)
             )
+        elif isinstance(op, graph.ScanCallOp):
+            call = te.ScanCallOp(
+                op.callee, list(op.inits), list(op.scanned), list(op.captured),
+                list(op.result_types),
+            )  # fmt: skip
         else:
             return
         if ARENA_OFFSETS_ATTR in op.attributes:

@@ -605,7 +605,7 @@ class CallOpLowering:
 def _is_tensor_call(op: Operation) -> bool:
     """A call that writes its results into buffers its caller gives: of a primitive, of
     a function over tensors, or of one of two by a condition."""
-    return isinstance(op, te.CallOp | te.CondCallOp | te.LoopCallOp) or (
+    return isinstance(op, te.CallOp | te.CondCallOp | te.LoopCallOp | te.ScanCallOp) or (
         isinstance(op, func.CallOp) and _has_tensor_type(op)
     )
 
@@ -664,6 +664,79 @@ def lower_loop_call(
     builder.insert(scf.WhileOp([], [], Region(before), Region(after)))
     for buffer in (*scalars, *nexts):
         builder.insert(memref.DeallocOp.get(buffer))
+
+
+def lower_scan_call(
+    op: te.ScanCallOp,
+    values: Mapping[SSAValue, SSAValue],
+    destinations: Sequence[SSAValue],
+    builder: Builder,
+) -> None:
+    """te.scan_call -> an scf.for over the scan's positions around a call of the body.
+    The carried values live in their result buffers, copied in from the initial values;
+    each position copies its slice of each scanned tensor into a buffer of its own,
+    calls the body with the carried values, the slices and the captured values into
+    buffers for the next carried values (copied back) and a row of each scan output
+    (copied to that position of the stacked result)."""
+    carried = len(op.inits)
+    for init, dest in zip(op.inits, destinations[:carried], strict=True):
+        builder.insert(memref.CopyOp(values[init], dest))
+
+    def alloc_rows(types: Sequence[Attribute]) -> list[SSAValue]:
+        return [
+            builder.insert(memref.AllocOp([], [], memref_for(_row_type(t), op))).memref
+            for t in types
+        ]
+
+    slices = alloc_rows([v.type for v in op.scanned])
+    nexts = [builder.insert(memref.AllocOp([], [], d.type)).memref for d in destinations[:carried]]  # type: ignore[arg-type]
+    rows = alloc_rows(op.res.types[carried:])
+    body = Block(arg_types=[IndexType()])
+    step = Builder(InsertPoint.at_end(body))
+    position = body.args[0]
+    for scanned, dest in zip(op.scanned, slices, strict=True):
+        _copy_position(values[scanned], dest, position, into=False, builder=step)
+    arguments = [*destinations[:carried], *slices, *(values[v] for v in op.captured)]
+    step.insert(func.CallOp(op.callee, [*arguments, *nexts, *rows], []))
+    for source, dest in zip(nexts, destinations[:carried], strict=True):
+        step.insert(memref.CopyOp(source, dest))
+    for row, dest in zip(rows, destinations[carried:], strict=True):
+        _copy_position(row, dest, position, into=True, builder=step)
+    step.insert(scf.YieldOp())
+    length = op.scanned[0].type.get_shape()[0]  # type: ignore[union-attr]
+    bounds = [builder.insert(arith.ConstantOp(IntegerAttr(n, IndexType()))).result for n in (0, length, 1)]
+    builder.insert(scf.ForOp(*bounds, [], body))
+    for buffer in (*slices, *nexts, *rows):
+        builder.insert(memref.DeallocOp.get(buffer))
+
+
+def _row_type(type_: Attribute) -> TensorType:
+    return TensorType(type_.element_type, list(type_.get_shape()[1:]))  # type: ignore[union-attr]
+
+
+def _copy_position(
+    source: SSAValue, dest: SSAValue, position: SSAValue, *, into: bool, builder: Builder
+) -> None:
+    """`dest` = `source`[position] (a row of a stacked buffer), or with `into`,
+    `dest`[position] = `source`: a loop nest over the row's elements."""
+    row = source if into else dest
+    indices: list[SSAValue] = []
+    blocks: list[Block] = []
+    inner = builder
+    for extent in row.type.get_shape():  # type: ignore[union-attr]
+        zero, end, one = (
+            inner.insert(arith.ConstantOp(IntegerAttr(n, IndexType()))).result for n in (0, extent, 1)
+        )
+        block = Block(arg_types=[IndexType()])
+        inner.insert(scf.ForOp(zero, end, one, [], block))
+        inner = Builder(InsertPoint.at_end(block))
+        indices.append(block.args[0])
+        blocks.append(block)
+    stacked = [position, *indices]
+    element = inner.insert(memref.LoadOp.get(source, indices if into else stacked)).res
+    inner.insert(memref.StoreOp.get(element, dest, stacked if into else indices))
+    for block in blocks:
+        block.add_op(scf.YieldOp())
 
 
 def lower_cond_call(
@@ -930,6 +1003,8 @@ class FunctionLowering:
                     destinations.append(dest)
                 if isinstance(op, te.LoopCallOp):
                     lower_loop_call(op, values, destinations, builder)
+                elif isinstance(op, te.ScanCallOp):
+                    lower_scan_call(op, values, destinations, builder)
                 elif isinstance(op, te.CondCallOp):
                     lower_cond_call(
                         op, values[op.condition], [values[v] for v in op.args], destinations,

@@ -1,5 +1,5 @@
-"""graph-outline-branches: each region of a `graph.if`, and the body of a `graph.loop`,
-becomes a private function.
+"""graph-outline-branches: each region of a `graph.if`, and the body of a `graph.loop`
+or a `graph.scan`, becomes a private function.
 
 A `graph.if` (a branch taken at run time) is replaced by a `graph.cond_call` of two new
 functions, `@<function>_if<n>_then` and `@<function>_if<n>_else`, whose bodies are the
@@ -11,14 +11,17 @@ outlined in turn from the function it lands in.
 
 A `graph.loop` is replaced by a `graph.loop_call` of `@<function>_loop<n>_body`, whose
 arguments are the body's own (iteration number, condition, carried values) and then the
-values it reads from outside, and whose results are what the body yields.
+values it reads from outside, and whose results are what the body yields. A
+`graph.scan` is replaced alike by a `graph.scan_call` of `@<function>_scan<n>_body`
+(the carried values and a position of each scanned tensor, then the values read from
+outside).
 
 From then on a branch or a body is a function like any other: graph-default's passes optimize,
 fuse and plan it, and `graph.cond_call` is one opaque op whose results the caller's
 memory plan places (see `strato.dialects.graph.control`).
 
-Requires: functions of graph ops. Leaves illegal: nothing (no `graph.if` or `graph.loop`
-remains).
+Requires: functions of graph ops. Leaves illegal: nothing (no `graph.if`, `graph.loop`
+or `graph.scan` remains).
 
 Before:
     func.func @main(%c: tensor<i1>, %x: tensor<4xf32>) -> tensor<4xf32> {
@@ -72,7 +75,7 @@ def _is_constant(value: SSAValue) -> bool:
 
 
 def captured_values(
-    op: graph.IfOp | graph.LoopOp, regions: list[Region] | None = None
+    op: graph.IfOp | graph.LoopOp | graph.ScanOp, regions: list[Region] | None = None
 ) -> list[SSAValue]:
     """The values defined outside `op` that its regions (or those of `regions`) read,
     in order of first use."""
@@ -167,6 +170,25 @@ def outline_loop(op: graph.LoopOp, names: _Names) -> graph.LoopCallOp:
     return call
 
 
+def outline_scan(op: graph.ScanOp, names: _Names) -> graph.ScanCallOp:
+    """Replace `op` by a `graph.scan_call` of its body made a function (inserted after
+    the function holding it): the carried values and a position of each scanned
+    tensor, then the values the body reads from outside."""
+    function, module = _enclosing_function(op)
+    captured = captured_values(op)
+    arguments = [v for v in captured if not _is_constant(v)]
+    base = names.fresh(f"{function.sym_name.data}_scan", ("body",))
+    body = _branch_function(
+        f"{base}_body", op.body, arguments, [v for v in captured if _is_constant(v)]
+    )
+    call = graph.ScanCallOp(
+        f"{base}_body", list(op.inits), list(op.scanned), arguments, list(op.result_types)
+    )
+    _replace(op, call)
+    module.body.block.insert_op_after(body, function)
+    return call
+
+
 def outline_if(op: graph.IfOp, names: _Names) -> graph.CondCallOp:
     """Replace `op` by a `graph.cond_call` of its regions made functions (inserted after
     the function holding it)."""
@@ -188,12 +210,13 @@ def outline_if(op: graph.IfOp, names: _Names) -> graph.CondCallOp:
     return call
 
 
-_REGION_OPS = (graph.IfOp, graph.LoopOp)
+_REGION_OPS = (graph.IfOp, graph.LoopOp, graph.ScanOp)
+_OUTLINE = {graph.IfOp: outline_if, graph.LoopOp: outline_loop, graph.ScanOp: outline_scan}
 
 
 def outline_branches(module: ModuleOp) -> int:
-    """Outline every `graph.if` and `graph.loop` of `module` (nested ones too); how many
-    were."""
+    """Outline every `graph.if`, `graph.loop` and `graph.scan` of `module` (nested ones
+    too); how many were."""
     names = _Names(module)
     count = 0
     while True:
@@ -203,10 +226,7 @@ def outline_branches(module: ModuleOp) -> int:
         if not outer:
             return count
         for op in outer:
-            if isinstance(op, graph.IfOp):
-                outline_if(op, names)
-            else:
-                outline_loop(op, names)
+            _OUTLINE[type(op)](op, names)
         count += len(outer)
 
 
@@ -222,8 +242,8 @@ def _nested(op: Operation) -> bool:
 @dataclass(frozen=True)
 class GraphOutlineBranchesPass(ModulePass):
     """Make each region of every `graph.if` a private function called by a
-    `graph.cond_call`, and each `graph.loop` body one called by a `graph.loop_call` (see
-    the module docstring)."""
+    `graph.cond_call`, and each `graph.loop` or `graph.scan` body one called by a
+    `graph.loop_call` or `graph.scan_call` (see the module docstring)."""
 
     name = "graph-outline-branches"
 
@@ -237,4 +257,5 @@ __all__ = [
     "outline_branches",
     "outline_if",
     "outline_loop",
+    "outline_scan",
 ]

@@ -139,15 +139,21 @@ def tensor_bytes(value: SSAValue) -> int:
 
 def kernels_of(function: func.FuncOp) -> list[Operation]:
     """The ops of `function` whose results the plan places: graph ops other than
-    constants (kernels), and run-time control flow (`graph.cond_call` and
-    `graph.loop_call`, and `graph.if` and `graph.loop`, which lowering outlines into
-    them), whose functions write their results into the caller's buffers."""
+    constants (kernels), and control flow (`graph.cond_call`, `graph.loop_call` and
+    `graph.scan_call`, and `graph.if`, `graph.loop` and `graph.scan`, which lowering
+    outlines into them), whose functions write their results into the caller's
+    buffers."""
     return [
         op
         for op in function.body.block.ops
         if (isinstance(op, graph.GraphOp) and not isinstance(op, graph.ConstantOp))
-        or isinstance(op, graph.CondCallOp | graph.IfOp | graph.LoopCallOp | graph.LoopOp)
+        or isinstance(op, _CONTROL_OPS)
     ]
+
+
+_CONTROL_OPS = (
+    graph.CondCallOp, graph.IfOp, graph.LoopCallOp, graph.LoopOp, graph.ScanCallOp, graph.ScanOp,
+)  # fmt: skip
 
 
 def lifetime(value: SSAValue, position: Mapping[Operation, int]) -> tuple[int, int]:

@@ -169,3 +169,16 @@ def test_run_time_control_flow_links_into_one_object(tmp_path):
     for trips in (0, 1, 4):
         feeds = [x, np.array(trips, np.int64)]
         assert_close(run_program(program, compiled, feeds), run_onnxruntime(model, feeds), f"M={trips}")
+
+
+def test_a_compiled_scan_links_into_one_object(tmp_path):
+    """A Scan too long to unroll (a graph.scan, read backwards along an inner axis, its
+    output stacked on another): one object, the loop over positions in it."""
+    from test_onnx_control_flow import _graph_ops, _rnn_scan
+
+    model, feeds = _rnn_scan(30, 1, 1, 2, 1)
+    assert "graph.scan" in _graph_ops(model)
+    compiled = strato.compile(model, name="scanning")
+    program = link_program(tmp_path, compiled, [GCC])
+    arrays = list(feeds.values())
+    assert_close(run_program(program, compiled, arrays), run_onnxruntime(model, arrays), "scan")

@@ -18,8 +18,8 @@ from strato.testing.equivalence import compile_loops_program
 from strato.testing.graph_programs import GraphProgram, graph_programs
 
 BRANCHING = (
-    "graph.if", "graph.cond_call", "graph.loop", "graph.loop_call", "graph.relu", "graph.add",
-    "graph.dense",
+    "graph.if", "graph.cond_call", "graph.loop", "graph.loop_call", "graph.scan",
+    "graph.scan_call", "graph.relu", "graph.add", "graph.dense",
 )
 
 
@@ -38,7 +38,8 @@ def test_outlining_keeps_generated_programs(program: GraphProgram):
     expected = [run_graph(program.module, inputs) for inputs in cases]
     run_pipeline(make_context(), program.module, "graph-outline-branches")
     program.module.verify()
-    assert not any(isinstance(op, graph.IfOp) for op in program.module.walk())
+    region_ops = (graph.IfOp, graph.LoopOp, graph.ScanOp)
+    assert not any(isinstance(op, region_ops) for op in program.module.walk())
     for inputs, want in zip(cases, expected, strict=True):
         for a, e in zip(run_graph(program.module, inputs), want, strict=True):
             np.testing.assert_array_equal(a, e)

@@ -188,6 +188,69 @@ def test_a_scan_runs_its_body_along_the_axis_in_both_directions():
     np.testing.assert_allclose(partials[:, 0], 1 + x[:, 4])
 
 
+def _rnn_scan(steps: int, input_axis: int, input_direction: int, output_axis: int, output_direction: int):
+    """h <- tanh(h W + x U) over `steps` positions of x [4, 16] along `input_axis`, each
+    position's pre-activation a scan output stacked along `output_axis`."""
+    rng = np.random.default_rng(4)
+    body = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["h", "W"], ["hw"]),
+            helper.make_node("MatMul", ["x", "U"], ["xu"]),
+            helper.make_node("Add", ["hw", "xu"], ["a"]),
+            helper.make_node("Tanh", ["a"], ["h_out"]),
+        ],
+        "body",
+        [_tensor("h", FLOAT, [4, 16]), _tensor("x", FLOAT, [4, 16])],
+        [_tensor("h_out", FLOAT, [4, 16]), _tensor("a", FLOAT, [4, 16])],
+    )
+    xs = [4, 16]
+    xs.insert(input_axis, steps)
+    ys = [4, 16]
+    ys.insert(output_axis, steps)
+    node = helper.make_node(
+        "Scan", ["h0", "xs"], ["h_last", "ys"], body=body, num_scan_inputs=1,
+        scan_input_axes=[input_axis], scan_input_directions=[input_direction],
+        scan_output_axes=[output_axis], scan_output_directions=[output_direction],
+    )  # fmt: skip
+    weights = [
+        numpy_helper.from_array((rng.standard_normal((16, 16)) * 0.2).astype(np.float32), name)
+        for name in ("W", "U")
+    ]
+    model = _model(
+        [node], [_tensor("h0", FLOAT, [4, 16]), _tensor("xs", FLOAT, xs)],
+        [_tensor("h_last", FLOAT, [4, 16]), _tensor("ys", FLOAT, ys)], weights,
+    )  # fmt: skip
+    feeds = {"h0": rng.standard_normal((4, 16)).astype(np.float32), "xs": rng.standard_normal(xs).astype(np.float32)}
+    return model, feeds
+
+
+@pytest.mark.parametrize(
+    "axes", [(0, 0, 0, 0), (1, 1, 2, 1), (2, 0, 1, 1)], ids=["forward", "reversed", "inner-axes"]
+)
+def test_a_long_scan_is_a_graph_scan(axes):
+    """30 positions of a 4-node body: one body in a graph.scan, the scan axes moved
+    first and back, in either direction."""
+    model, feeds = _rnn_scan(30, *axes)
+    ops = _graph_ops(model)
+    assert ops.count("graph.scan") == 1 and ops.count("graph.tanh") == 1
+    _check(model, feeds)
+
+
+def test_a_short_scan_and_one_of_constants_are_unrolled():
+    """Unrolling a scan of 8 body nodes in all costs nothing; one that reads only
+    constants is computed at import time, whatever its length."""
+    model, feeds = _rnn_scan(2, 0, 0, 0, 0)
+    assert "graph.scan" not in _graph_ops(model)
+    _check(model, feeds)
+    long_model, long_feeds = _rnn_scan(40, 0, 0, 0, 0)
+    graph = long_model.graph
+    for name in ("h0", "xs"):
+        (value,) = [v for v in graph.input if v.name == name]
+        graph.input.remove(value)
+        graph.initializer.append(numpy_helper.from_array(long_feeds[name], name))
+    assert set(_graph_ops(long_model)) <= {"builtin.module", "func.func", "func.return", "graph.constant"}
+
+
 def _run_time_if(then_nodes, else_nodes, then_shape=(2,), else_shape=(2,), inputs=()) -> onnx.ModelProto:
     """y = If(flag) on a graph input flag, each branch computing its output from x."""
     then_branch = helper.make_graph(then_nodes, "then", [], [_tensor("t", FLOAT, list(then_shape))])
@@ -332,13 +395,34 @@ def test_nested_run_time_ifs_each_run_their_branch(flags):
     _check(model, {"flag": np.array(flags[0]), "inner_flag": np.array([flags[1]]), "x": x})
 
 
-def test_a_loop_too_long_to_unroll_is_a_diagnostic():
+def test_a_long_loop_with_scan_outputs_is_a_graph_scan():
+    """A Loop of known trip count, too long to unroll, whose body never stops it: one
+    body run over the iteration numbers, its terms stacked."""
+    trips = 3000
     nodes = [
-        _const("M", np.int64(MAX_UNROLLED_NODES)),
+        _const("M", np.int64(trips)),
         helper.make_node("Loop", ["M", "", "zero"], ["total", "terms"], body=_loop_body()),
     ]
     model = _loop_model(nodes)
-    with pytest.raises(StratoError, match=rf"\(Loop\): it runs its body of 6 nodes {MAX_UNROLLED_NODES} times"):
+    ops = _graph_ops(model)
+    assert ops.count("graph.scan") == 1 and ops.count("graph.mul") == 1
+    x = np.array([1.0, -2.0, 0.5], np.float32)
+    total, terms = _check(model, {"x": x})
+    assert terms.shape == (trips, 3)
+    np.testing.assert_allclose(terms[-1], x * trips)
+    np.testing.assert_allclose(total, x * trips * (trips + 1) / 2, rtol=1e-3)
+
+
+def test_a_loop_too_long_to_unroll_is_a_diagnostic():
+    """A body that may stop the loop at any iteration: its scan outputs' length is
+    known only by unrolling, which is too long."""
+    stop = [_const("limit", np.int64(10**9)), helper.make_node("Less", ["i1", "limit"], ["more"])]
+    nodes = [
+        _const("M", np.int64(MAX_UNROLLED_NODES)),
+        helper.make_node("Loop", ["M", "", "zero"], ["total", "terms"], body=_loop_body(stop, "more")),
+    ]
+    model = _loop_model(nodes)
+    with pytest.raises(StratoError, match=rf"\(Loop\): it runs its body of 8 nodes {MAX_UNROLLED_NODES} times"):
         strato.compile(model)
 
 

@@ -1,4 +1,5 @@
-"""Control flow decided at run time: `graph.if` and the call it is outlined to.
+"""Control flow compiled with the model: `graph.if`, `graph.loop` and `graph.scan`, and
+the calls they are outlined to.
 
 `graph.if` runs one of two regions by a boolean condition known only when the model
 runs (one element, of any shape). Each region ends with `graph.yield` of the values the
@@ -23,6 +24,14 @@ the branch functions are planned, fused and lowered like any function, and the c
 writes the taken function's results into the buffers the caller planned for them.
 
     %r = graph.cond_call %c, @main_if0_then, @main_if0_else(%x) : (tensor<i1>, tensor<4xf32>) -> tensor<4xf32>
+
+`graph.loop` runs its body while the iteration number is below a run-time trip count
+and the condition its body gives holds (ONNX Loop without scan outputs), and
+`graph.scan` runs its body once per position along the first axis of static-length
+tensors, stacking a row of each scan output per position (ONNX Scan, and a Loop of known
+trip count that its body never stops). Outlined, they become `graph.loop_call` and
+`graph.scan_call` of a body function; the carried values live in the call's result
+buffers, so an iteration copies only its own rows.
 """
 
 from __future__ import annotations
@@ -439,6 +448,234 @@ class LoopCallOp(IRDLOperation):
         return op
 
 
+@irdl_op_definition
+class ScanOp(IRDLOperation):
+    """Runs its body once per position along the first axis of the `scanned` tensors
+    (all of one static length), threading the carried values through (ONNX Scan with
+    every axis 0 and every direction forward):
+
+        %h, %ys = graph.scan inits(%h0) over(%xs) : (tensor<4xf32>, tensor<10x4xf32>) -> (tensor<4xf32>, tensor<10x4xf32>) {
+        ^bb0(%h: tensor<4xf32>, %x: tensor<4xf32>):
+          %n = graph.add %h, %x : ...
+          graph.yield %n, %n : tensor<4xf32>, tensor<4xf32>
+        }
+
+    The body takes the carried values, then position i of each scanned tensor (its
+    first axis dropped); it gives the next carried values, then a row of each scan
+    output. The results are the carried values after the last position, then each scan
+    output: its rows stacked along a new first axis of the scan's length. The body reads
+    the enclosing values directly."""
+
+    name = "graph.scan"
+
+    inits = var_operand_def(AnyTensor)
+    scanned = var_operand_def(AnyTensor)
+    outputs = var_result_def(AnyTensor)
+    body = region_def("single_block")
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+    traits = traits_def(RecursiveMemoryEffect())
+
+    def __init__(
+        self,
+        inits: Sequence[SSAValue | Operation],
+        scanned: Sequence[SSAValue | Operation],
+        body: Region,
+        result_types: Sequence[Attribute],
+    ):
+        super().__init__(operands=[inits, scanned], result_types=[result_types], regions=[body])
+
+    @property
+    def length(self) -> int:
+        return scan_length(self)
+
+    def verify_(self) -> None:
+        from strato.dialects.graph.core import YieldOp
+
+        takes, gives = _check_scan_operands(self)
+        block = self.body.block
+        if [a.type for a in block.args] != takes:
+            raise VerifyException(
+                f"'{self.name}' body takes {_types(takes)} (carried values, then a position "
+                f"of each scanned tensor), got {_types([a.type for a in block.args])}"
+            )
+        last = block.last_op
+        if not isinstance(last, YieldOp):
+            raise VerifyException(f"'{self.name}' body must end with graph.yield")
+        if [v.type for v in last.values] != gives:
+            raise VerifyException(
+                f"'{self.name}' body yields {_types([v.type for v in last.values])}, "
+                f"expected {_types(gives)} (carried values, then a row of each scan output)"
+            )
+
+    def print(self, printer: Printer) -> None:
+        _print_scan_operands(self, printer)
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" : ")
+        printer.print_function_type([o.type for o in self.operands], self.result_types)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=True)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScanOp:
+        pos = parser.pos
+        inits, scanned = _parse_scan_operands(parser)
+        attrs = parser.parse_optional_attr_dict_with_keyword()
+        parser.parse_punctuation(":")
+        function_type = parser.parse_function_type()
+        values = parser.resolve_operands([*inits, *scanned], function_type.inputs.data, pos)
+        body = parser.parse_region()
+        op = cls(values[: len(inits)], values[len(inits) :], body, function_type.outputs.data)
+        if attrs is not None:
+            op.attributes |= attrs.data
+        return op
+
+
+@irdl_op_definition
+class ScanCallOp(IRDLOperation):
+    """`graph.scan` outlined: calls `body` once per position along the first axis of
+    the `scanned` tensors, with the carried values, that position of each scanned
+    tensor and then `captured` (the values the body reads from outside); the results
+    are the carried values after the last position, then each scan output's rows
+    stacked.
+
+        %h, %ys = graph.scan_call @main_scan0_body inits(%h0) over(%xs) captured(%w) : (tensor<4xf32>, tensor<10x4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<10x4xf32>)
+    """
+
+    name = "graph.scan_call"
+
+    inits = var_operand_def(AnyTensor)
+    scanned = var_operand_def(AnyTensor)
+    captured = var_operand_def(AnyTensor)
+    outputs = var_result_def(AnyTensor)
+    body = prop_def(FlatSymbolRefAttrConstr)
+
+    irdl_options = (AttrSizedOperandSegments(as_property=True),)
+
+    def __init__(
+        self,
+        body: str,
+        inits: Sequence[SSAValue | Operation],
+        scanned: Sequence[SSAValue | Operation],
+        captured: Sequence[SSAValue | Operation],
+        result_types: Sequence[Attribute],
+    ):
+        super().__init__(
+            operands=[inits, scanned, captured],
+            result_types=[result_types],
+            properties={"body": SymbolRefAttr(body)},
+        )
+
+    @property
+    def callee(self) -> str:
+        return self.body.string_value()
+
+    @property
+    def length(self) -> int:
+        return scan_length(self)
+
+    def verify_(self) -> None:
+        takes, gives = _check_scan_operands(self)
+        check_callee(self, self.callee, [*takes, *(v.type for v in self.captured)], gives)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.body)
+        _print_scan_operands(self, printer)
+        printer.print_string(" captured(")
+        printer.print_list(self.captured, printer.print_operand)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_function_type([o.type for o in self.operands], self.result_types)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScanCallOp:
+        pos = parser.pos
+        body = parser.parse_symbol_name().data
+        inits, scanned = _parse_scan_operands(parser)
+        parser.parse_keyword("captured")
+        captured = parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN, parser.parse_unresolved_operand
+        )
+        attrs = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        function_type = parser.parse_function_type()
+        values = parser.resolve_operands(
+            [*inits, *scanned, *captured], function_type.inputs.data, pos
+        )
+        n, m = len(inits), len(inits) + len(scanned)
+        op = cls(body, values[:n], values[n:m], values[m:], function_type.outputs.data)
+        op.attributes |= attrs
+        return op
+
+
+def _print_scan_operands(op: ScanOp | ScanCallOp, printer: Printer) -> None:
+    printer.print_string(" inits(")
+    printer.print_list(op.inits, printer.print_operand)
+    printer.print_string(") over(")
+    printer.print_list(op.scanned, printer.print_operand)
+    printer.print_string(")")
+
+
+def _parse_scan_operands(parser: Parser) -> tuple[list, list]:
+    lists = []
+    for keyword in ("inits", "over"):
+        parser.parse_keyword(keyword)
+        lists.append(
+            parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_unresolved_operand)
+        )
+    return lists[0], lists[1]
+
+
+def scan_length(op: ScanOp | ScanCallOp) -> int:
+    """The positions a scan runs its body for: the first dimension of its scanned
+    tensors (checked equal by the verifier)."""
+    return op.scanned[0].type.get_shape()[0]  # type: ignore[union-attr]
+
+
+def _check_scan_operands(op: ScanOp | ScanCallOp) -> tuple[list[Attribute], list[Attribute]]:
+    """The checks `graph.scan` and `graph.scan_call` share; the types the body takes
+    (carried values, then a position of each scanned tensor) and gives (carried values,
+    then a row of each scan output)."""
+    carried = [v.type for v in op.inits]
+    _check_static(op, carried, "carried values")
+    scanned = [v.type for v in op.scanned]
+    _check_static(op, scanned, "scanned tensors")
+    if not scanned:
+        raise VerifyException(f"'{op.name}' scans at least one tensor")
+    lengths = {t.get_shape()[0] if t.get_shape() else None for t in scanned}  # type: ignore[union-attr]
+    if None in lengths:
+        raise VerifyException(f"'{op.name}' scanned tensors must have a first axis to scan")
+    if len(lengths) != 1:
+        raise VerifyException(
+            f"'{op.name}' scanned tensors have different lengths {sorted(lengths)} on their first axis"
+        )
+    (length,) = lengths
+    results = list(op.result_types)
+    if results[: len(carried)] != carried:
+        raise VerifyException(
+            f"'{op.name}' results must start with the carried values' types {_types(carried)}"
+        )
+    stacked = results[len(carried) :]
+    _check_static(op, stacked, "scan outputs")
+    for k, t in enumerate(stacked):
+        if not t.get_shape() or t.get_shape()[0] != length:  # type: ignore[union-attr]
+            raise VerifyException(
+                f"'{op.name}' scan output {k} is {t}: it stacks one row per position, so its "
+                f"first dimension must be the scan's length {length}"
+            )
+    return (
+        [*carried, *(_row(t) for t in scanned)],
+        [*carried, *(_row(t) for t in stacked)],
+    )
+
+
+def _row(type_: Attribute) -> TensorType:
+    """A tensor type with its first axis dropped."""
+    return TensorType(type_.element_type, list(type_.get_shape()[1:]))  # type: ignore[union-attr]
+
+
 ITERATION_TYPE = TensorType(i64, [])
 """The type of a loop body's iteration number."""
 CONDITION_TYPE = TensorType(i1, [])
@@ -479,7 +716,7 @@ def _types(types: Sequence[Attribute]) -> str:
     return "(" + ", ".join(str(t) for t in types) + ")"
 
 
-OPS = (IfOp, CondCallOp, LoopOp, LoopCallOp)
+OPS = (IfOp, CondCallOp, LoopOp, LoopCallOp, ScanOp, ScanCallOp)
 
 __all__ = [
     "CONDITION_TYPE",
@@ -488,7 +725,10 @@ __all__ = [
     "IfOp",
     "LoopCallOp",
     "LoopOp",
+    "ScanCallOp",
+    "ScanOp",
     "check_condition",
     "check_trip_count",
     "condition_holds",
+    "scan_length",
 ]

@@ -99,15 +99,15 @@ class ConstantOp(GraphOp):
 
 
 def _region_ops() -> tuple[type[Operation], ...]:
-    from strato.dialects.graph.control import IfOp, LoopOp
+    from strato.dialects.graph.control import IfOp, LoopOp, ScanOp
 
-    return (IfOp, LoopOp)
+    return (IfOp, LoopOp, ScanOp)
 
 
 @irdl_op_definition
 class YieldOp(IRDLOperation):
     """Ends the body of a `graph.fused` group, a region of `graph.if` or the body of
-    `graph.loop`, with the tensors it gives.
+    `graph.loop` or `graph.scan`, with the tensors it gives.
 
         graph.yield %r : tensor<1x10xf32>
     """

@@ -294,3 +294,34 @@ func.func @halve_body(%i: tensor<i64>, %go: tensor<i1>, %s: tensor<4xf32>) -> (t
   %h = te.call @relu4(%s) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %go, %h : tensor<i1>, tensor<4xf32>
 }
+
+// A scan: the carried values live in their result buffers (copied in from the initial
+// ones); an scf.for over the positions copies each scanned tensor's position into a
+// buffer, calls the body into buffers for the next carried values (copied back) and a
+// row of each scan output (copied to that position of the stacked result).
+// CHECK-LABEL: func.func @scanning(%h0: memref<4xf32>, %xs: memref<3x4xf32>, %w: memref<4xf32>, %h: memref<4xf32> {loop.output}, %ys: memref<3x4xf32> {loop.output}) {
+// CHECK-NEXT:    "memref.copy"(%h0, %h) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:    %[[X:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:    %[[NEXT:.*]] = memref.alloc() : memref<4xf32>
+// CHECK-NEXT:    %[[ROW:.*]] = memref.alloc() : memref<4xf32>
+// CHECK:         scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK:           scf.for %[[J:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:        %[[E:.*]] = memref.load %xs[%[[P]], %[[J]]] : memref<3x4xf32>
+// CHECK-NEXT:        memref.store %[[E]], %[[X]][%[[J]]] : memref<4xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:      func.call @scan_body(%h, %[[X]], %w, %[[NEXT]], %[[ROW]]) : (memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:      "memref.copy"(%[[NEXT]], %h) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK:           scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:        %[[R:.*]] = memref.load %[[ROW]][%[[K]]] : memref<4xf32>
+// CHECK-NEXT:        memref.store %[[R]], %ys[%[[P]], %[[K]]] : memref<3x4xf32>
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK-NEXT:    memref.dealloc %[[X]] : memref<4xf32>
+func.func @scanning(%h0: tensor<4xf32>, %xs: tensor<3x4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>) {
+  %h, %ys = te.scan_call @scan_body inits(%h0) over(%xs) captured(%w) : (tensor<4xf32>), (tensor<3x4xf32>), (tensor<4xf32>) -> (tensor<4xf32>, tensor<3x4xf32>)
+  func.return %h, %ys : tensor<4xf32>, tensor<3x4xf32>
+}
+func.func @scan_body(%s: tensor<4xf32>, %x: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %a = te.call @relu4(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %a, %x : tensor<4xf32>, tensor<4xf32>
+}

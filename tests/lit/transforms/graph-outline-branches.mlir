@@ -82,3 +82,30 @@ func.func @loop(%m: tensor<i64>, %c: tensor<i1>, %x: tensor<4xf32>, %w: tensor<4
   }
   func.return %r : tensor<4xf32>
 }
+
+// -----
+
+// A graph.scan's body becomes a function of the carried values, a position of each
+// scanned tensor and then the values it reads from outside; a graph.if in the body is
+// outlined in turn from that function.
+// CHECK-LABEL: func.func @scan
+// CHECK:         %h, %ys = graph.scan_call @scan_scan0_body inits(%h0) over(%xs) captured(%c, %w) : (tensor<4xf32>, tensor<6x4xf32>, tensor<i1>, tensor<4xf32>) -> (tensor<4xf32>, tensor<6x4xf32>)
+// CHECK:       func.func private @scan_scan0_body(%s: tensor<4xf32>, %x: tensor<4xf32>, %c: tensor<i1>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+// CHECK-NEXT:    %a = graph.add %s, %x
+// CHECK-NEXT:    %b = graph.cond_call %c, @scan_scan0_body_if0_then, @scan_scan0_body_if0_else(%a, %w)
+// CHECK-NEXT:    func.return %b, %a : tensor<4xf32>, tensor<4xf32>
+// CHECK:       func.func private @scan_scan0_body_if0_then(%a: tensor<4xf32>, %w: tensor<4xf32>) -> tensor<4xf32> {
+func.func @scan(%h0: tensor<4xf32>, %xs: tensor<6x4xf32>, %w: tensor<4xf32>, %c: tensor<i1>) -> (tensor<4xf32>, tensor<6x4xf32>) {
+  %h, %ys = graph.scan inits(%h0) over(%xs) : (tensor<4xf32>, tensor<6x4xf32>) -> (tensor<4xf32>, tensor<6x4xf32>) {
+  ^bb0(%s: tensor<4xf32>, %x: tensor<4xf32>):
+    %a = graph.add %s, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %b = graph.if %c : tensor<i1> -> (tensor<4xf32>) {
+      %m = graph.mul %a, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+      graph.yield %m : tensor<4xf32>
+    } else {
+      graph.yield %a : tensor<4xf32>
+    }
+    graph.yield %b, %a : tensor<4xf32>, tensor<4xf32>
+  }
+  func.return %h, %ys : tensor<4xf32>, tensor<6x4xf32>
+}

@@ -1,5 +1,6 @@
 // Round trip of graph.if (regions reading the enclosing values, nested, a constant
-// yielded), graph.loop, and their outlined forms graph.cond_call and graph.loop_call.
+// yielded), graph.loop, graph.scan, and their outlined forms graph.cond_call,
+// graph.loop_call and graph.scan_call.
 // RUN: strato-opt %s | strato-opt | filecheck %s
 
 // CHECK-LABEL: func.func @if_reads_outer_values
@@ -80,4 +81,35 @@ func.func @loop_call(%m: tensor<i64>, %c: tensor<i1>, %x: tensor<4xf32>, %w: ten
 func.func private @body(%i: tensor<i64>, %go: tensor<i1>, %s: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<i1>, tensor<4xf32>) {
   %a = graph.add %s, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %go, %a : tensor<i1>, tensor<4xf32>
+}
+
+// CHECK-LABEL: func.func @scan
+// CHECK:      %h, %ys = graph.scan inits(%h0) over(%xs, %ts) : (tensor<4xf32>, tensor<3x4xf32>, tensor<3xi64>) -> (tensor<4xf32>, tensor<3x2x4xf32>) {
+// CHECK-NEXT: ^bb0(%s: tensor<4xf32>, %x: tensor<4xf32>, %t: tensor<i64>):
+// CHECK-NEXT:   %a = graph.add %s, %x
+// CHECK-NEXT:   %r = graph.reshape %a
+// CHECK-NEXT:   %p = graph.concat %r, %w axis 0
+// CHECK-NEXT:   graph.yield %a, %p : tensor<4xf32>, tensor<2x4xf32>
+// CHECK-NEXT: }
+func.func @scan(%h0: tensor<4xf32>, %xs: tensor<3x4xf32>, %ts: tensor<3xi64>, %w: tensor<1x4xf32>) -> (tensor<4xf32>, tensor<3x2x4xf32>) {
+  %h, %ys = graph.scan inits(%h0) over(%xs, %ts) : (tensor<4xf32>, tensor<3x4xf32>, tensor<3xi64>) -> (tensor<4xf32>, tensor<3x2x4xf32>) {
+  ^bb0(%s: tensor<4xf32>, %x: tensor<4xf32>, %t: tensor<i64>):
+    %a = graph.add %s, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %r = graph.reshape %a : (tensor<4xf32>) -> tensor<1x4xf32>
+    %p = graph.concat %r, %w axis 0 : (tensor<1x4xf32>, tensor<1x4xf32>) -> tensor<2x4xf32>
+    graph.yield %a, %p : tensor<4xf32>, tensor<2x4xf32>
+  }
+  func.return %h, %ys : tensor<4xf32>, tensor<3x2x4xf32>
+}
+
+// CHECK-LABEL: func.func @scan_call
+// CHECK: %h, %ys = graph.scan_call @scan_body inits(%h0) over(%xs) captured(%w) : (tensor<4xf32>, tensor<5x4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<5x4xf32>)
+func.func @scan_call(%h0: tensor<4xf32>, %xs: tensor<5x4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<5x4xf32>) {
+  %h, %ys = graph.scan_call @scan_body inits(%h0) over(%xs) captured(%w) : (tensor<4xf32>, tensor<5x4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<5x4xf32>)
+  func.return %h, %ys : tensor<4xf32>, tensor<5x4xf32>
+}
+func.func private @scan_body(%s: tensor<4xf32>, %x: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  %a = graph.add %s, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %b = graph.mul %a, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  func.return %a, %b : tensor<4xf32>, tensor<4xf32>
 }

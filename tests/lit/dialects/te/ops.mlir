@@ -159,3 +159,15 @@ func.func @branching(%c: tensor<i1>, %x: tensor<1x4xf32>, %w: tensor<2x4xf32>, %
   %y = te.cond_call %c, @main, @main(%x, %w, %p) {arena_offsets = array<i64: 0>} : (tensor<i1>, tensor<1x4xf32>, tensor<2x4xf32>, tensor<1x1x4x4xf32>) -> tensor<1x2xf32>
   func.return %y : tensor<1x2xf32>
 }
+
+// CHECK-LABEL: func.func @scanning
+// CHECK-NEXT:    %h, %ys = te.scan_call @step inits(%h0) over(%xs) captured(%w) : (tensor<4xf32>), (tensor<5x4xf32>), (tensor<4xf32>) -> (tensor<4xf32>, tensor<5x4xf32>)
+// GENERIC-LABEL: sym_name = "scanning"
+// GENERIC:         %h, %ys = "te.scan_call"(%h0, %xs, %w) <{body = @step, operandSegmentSizes = array<i32: 1, 1, 1>}> : (tensor<4xf32>, tensor<5x4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<5x4xf32>)
+func.func @scanning(%h0: tensor<4xf32>, %xs: tensor<5x4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<5x4xf32>) {
+  %h, %ys = te.scan_call @step inits(%h0) over(%xs) captured(%w) : (tensor<4xf32>), (tensor<5x4xf32>), (tensor<4xf32>) -> (tensor<4xf32>, tensor<5x4xf32>)
+  func.return %h, %ys : tensor<4xf32>, tensor<5x4xf32>
+}
+func.func private @step(%s: tensor<4xf32>, %x: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+  func.return %s, %x : tensor<4xf32>, tensor<4xf32>
+}
