@@ -15,8 +15,10 @@ Cases (ONNX models built here, seeded random weights):
 - counted: a Loop of a constant trip count 100 with a scan output (h <- tanh(h @ W),
   each iteration's h stacked), whose body never stops it (a graph.scan over the
   iteration numbers);
-- host: a Loop whose scan output grows with the trip count, which strato runs on the
-  host between compiled parts (`strato.staged`), for comparison.
+- host: a Loop of a run-time trip count with a scan output (whose length is the trip
+  count), which strato stages (`strato.staged`): the first call runs the body once per
+  iteration on the host, the second call with a trip count compiles the whole Loop for
+  it (a graph.scan), which the timed calls run.
 
 `--unroll-up-to N` unrolls Scans and Loops of known length up to N nodes instead (the
 importer's `UNROLLED_NODES`; 20000 unrolls the scan and counted cases, as strato did

@@ -49,6 +49,13 @@ is staged in turn.
 
     n -> Loop (host: body = [part: Mul, Add, ReduceSum], called n times) -> [part] -> y
 
+A Loop with scan outputs whose body never stops it (it gives back the condition it
+takes) runs as many iterations as its trip count says, so once a trip count comes back
+(the second call that brings it) the whole Loop is compiled for it: with the count a
+constant, the importer makes it a `graph.scan` over the iteration numbers, and the
+iterations run in compiled code. Each trip count compiles alone, as a size does, and
+one that changes with every call never pays a compile (`_CountedLoops`).
+
 Operators inside a subgraph of a node that is not itself on the host (an If's branch, a
 Loop's body the importer unrolls) stay compiled: a host operator there (any kind) is
 refused, naming the node.
@@ -56,6 +63,7 @@ refused, naming the node.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -64,7 +72,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from strato.diagnostics import ModelImportError
+from strato.diagnostics import ModelImportError, StratoError
 from strato.runtime.host_ops import HOST_OPS
 from strato.runtime.shape_ops import SHAPE_OPS
 from strato.runtime.signature import InputMismatchError
@@ -121,6 +129,12 @@ class _Loop(_Host):
     empty_scans: list[tuple[np.dtype, tuple[int, ...]]]
     """Each scan output's element type and the shape of one iteration's slice where
     static (what a loop of no iteration gives: an empty stack of them)."""
+    counted: Callable[[int, list[tuple[np.dtype, tuple[int, ...]]]], Any] | None = None
+    """For a Loop with scan outputs whose body never stops it: the whole Loop compiled
+    for a trip count (a `graph.scan` over the iteration numbers; see `_CountedLoops`)."""
+
+    def __post_init__(self) -> None:
+        self._counted = None if self.counted is None else _CountedLoops(self.counted)
 
     @property
     def reads(self) -> list[str]:
@@ -133,6 +147,10 @@ class _Loop(_Host):
         outer = values[given:]
         trips = None if count is None else int(np.asarray(count).reshape(-1)[0])
         going = True if condition is None else bool(np.asarray(condition).reshape(-1)[0])
+        if self._counted is not None and trips is not None and trips > 0 and going:
+            results = self._counted.run(trips, [*carried, *outer])
+            if results is not None:
+                return results
         scans: list[list[np.ndarray]] = [[] for _ in self.empty_scans]
         iteration = 0
         while going and (trips is None or iteration < trips):
@@ -148,7 +166,70 @@ class _Loop(_Host):
             np.stack(stack) if stack else np.empty((0, *shape), dtype)
             for stack, (dtype, shape) in zip(scans, self.empty_scans, strict=True)
         ]
+        if self._counted is not None and iteration:
+            self._counted.rows = [(s.dtype, s.shape[1:]) for s in stacked]
         return [*carried, *stacked]
+
+
+COUNTED_AFTER_CALLS = 2
+"""The call with a trip count at which a Loop with scan outputs run on the host is
+compiled whole for that trip count (the calls before run the body once per iteration):
+a trip count that changes with every call never pays a compile."""
+
+
+class _CountedLoops:
+    """A Loop with scan outputs whose trip count is known only at run time and whose
+    body never stops it, compiled whole per trip count: with the count a constant, the
+    importer makes it a `graph.scan` over the iteration numbers, so the iterations run
+    in compiled code instead of one call of the body per iteration. Its scan outputs
+    have as many rows as the trip count says, so each trip count compiles alone, as a
+    size does (`strato.specializing`), once it comes back (`COUNTED_AFTER_CALLS`); the
+    last `MAX_SIZES` compiled are kept. A Loop the importer cannot compile so without
+    unrolling it (carried values that change shape) keeps running on the host."""
+
+    def __init__(self, build: Callable[[int, list[tuple[np.dtype, tuple[int, ...]]]], Any]):
+        self.build = build
+        self.compiled: OrderedDict[int, Any] = OrderedDict()
+        self.calls: OrderedDict[int, int] = OrderedDict()
+        self.rows: list[tuple[np.dtype, tuple[int, ...]]] | None = None
+        """Each scan output's element type and row shape, as the last run on the host
+        gave them (what the compiled Loop's outputs are declared with)."""
+        self.refused = False
+
+    def run(self, trips: int, inputs: list[np.ndarray | None]) -> list[np.ndarray] | None:
+        """The Loop's outputs for `trips` iterations, or None while it runs on the host."""
+        from strato.frontends.onnx.convert_control import UNROLLED_NODES, unroll_limit
+        from strato.specializing import MAX_SIZES
+
+        if self.refused:
+            return None
+        compiled = self.compiled.get(trips)
+        if compiled is None:
+            self.calls[trips] = self.calls.pop(trips, 0) + 1
+            while len(self.calls) > 4 * MAX_SIZES:
+                self.calls.popitem(last=False)
+            if self.calls[trips] < COUNTED_AFTER_CALLS or self.rows is None:
+                return None
+            if any(np.dtype(dtype).kind in "OSU" for dtype, _ in self.rows):
+                self.refused = True  # strings: no compiled loop carries them
+                return None
+            with unroll_limit(UNROLLED_NODES):
+                try:
+                    compiled = self.build(trips, self.rows)
+                except StratoError:
+                    self.refused = True
+                    return None
+            self.compiled[trips] = compiled
+            while len(self.compiled) > MAX_SIZES:
+                self.compiled.popitem(last=False)
+        self.compiled.move_to_end(trips)
+        with unroll_limit(UNROLLED_NODES):  # a part compiled per size compiles on call
+            try:
+                return list(compiled(*inputs))
+            except ModelImportError:
+                self.refused = True
+                self.compiled.clear()
+                return None
 
 
 class StagedModel:
@@ -735,7 +816,85 @@ def _loop(
         shape = tuple(dims) if tensor.HasField("shape") and None not in dims else ()
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type or onnx.TensorProto.FLOAT)
         empty_scans.append((np.dtype(dtype), shape))
-    return _Loop(node, outer, compile_part(part), empty_scans)
+    counted = None
+    if len(body.output) > 1 + carried and _never_stops(body):
+
+        def counted(trips: int, rows: list[tuple[np.dtype, tuple[int, ...]]]) -> Any:
+            return compile_part(
+                _counted_model(model, node, trips, rows, outer, inferred, initializers)
+            )
+
+    return _Loop(node, outer, compile_part(part), empty_scans, counted)
+
+
+def _never_stops(body: onnx.GraphProto) -> bool:
+    """Whether a Loop body gives back the condition it takes (directly or through
+    Identity nodes): the loop then runs as many iterations as its trip count says."""
+    condition, given = body.input[1].name, body.output[0].name
+    producers = {output: node for node in body.node for output in node.output}
+    while given != condition:
+        node = producers.get(given)
+        if node is None or node.op_type != "Identity":
+            return False
+        given = node.input[0]
+    return True
+
+
+def _counted_model(
+    model: onnx.ModelProto,
+    node: onnx.NodeProto,
+    trips: int,
+    rows: list[tuple[np.dtype, tuple[int, ...]]],
+    outer: list[str],
+    inferred: Mapping[str, onnx.ValueInfoProto],
+    initializers: Mapping[str, onnx.TensorProto],
+) -> onnx.ModelProto:
+    """The Loop `node` alone, with the constant trip count `trips` and no condition (it
+    runs when its condition holds): a model of its carried values' initial values, then
+    the outer values its body reads (`_Loop.reads` after the trip count and condition),
+    each an input of its own; the enclosing graph's initializers its body reads are
+    its own. Its scan outputs are declared `trips` rows of `rows` (element type and
+    shape per scan output), as a run on the host gave them."""
+    prefix = f"{node.output[0]}::counted::"
+
+    def declared_as(name: str, fresh: str) -> onnx.ValueInfoProto:
+        if name in initializers:  # an initial value the enclosing graph holds
+            tensor = initializers[name]
+            return helper.make_tensor_value_info(fresh, tensor.data_type, list(tensor.dims))
+        declared = _declared(name, inferred)
+        declared.name = fresh
+        return declared
+
+    inputs, nodes, carried = [], [], []
+    for k, name in enumerate(node.input[2:]):
+        inputs.append(declared_as(name, f"{prefix}carried{k}"))
+        carried.append(inputs[-1].name)
+    for k, name in enumerate(outer):
+        inputs.append(declared_as(name, f"{prefix}outer{k}"))
+        nodes.append(helper.make_node("Identity", [inputs[-1].name], [name]))
+    loop = onnx.NodeProto()
+    loop.CopyFrom(node)
+    del loop.input[:]
+    loop.input.extend([f"{prefix}trips", "", *carried])
+    for k, name in enumerate(loop.output):  # each output named, the unused ones too
+        loop.output[k] = name or f"{prefix}unused{k}"
+    nodes.append(loop)
+    trip_count = numpy_helper.from_array(np.array(trips, np.int64), f"{prefix}trips")
+    (body,) = _subgraphs(node)
+    constants = [initializers[name] for name in sorted(_free_names(body)) if name in initializers]
+    outputs = []
+    for k, name in enumerate(loop.output):
+        if k < len(carried):  # a carried value keeps its initial value's type and shape
+            declared = onnx.ValueInfoProto()
+            declared.CopyFrom(inputs[k])
+            declared.name = name
+        else:  # trips rows of the shape the host's run gave
+            dtype, row = rows[k - len(carried)]
+            elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+            declared = helper.make_tensor_value_info(name, elem, [trips, *row])
+        outputs.append(declared)
+    graph = helper.make_graph(nodes, f"{prefix}model", inputs, outputs, [trip_count, *constants])
+    return _model_like(model, graph)
 
 
 def _declared(

@@ -210,6 +210,17 @@ def loop_body(nodes, carried, scans=(), initializers=()) -> onnx.GraphProto:
 def test_a_loop_of_a_run_time_trip_count_runs_its_compiled_body():
     """y <- y * 0.5 + x, M times (M a graph input), each iteration's sum stacked; x * w
     is computed by a compiled part before the loop and read by the body from outside."""
+    model = _run_time_trip_count_model()
+    for trips in (0, 1, 5):
+        feeds = {"M": np.array(trips, np.int64), "x": np.float32([1, -1, 2]), "y0": np.ones(3, np.float32)}
+        compiled = check(model, feeds, parts=2)
+    assert compiled.host_ops == ["Loop"]
+    assert compiled(*feeds.values())[1].shape == (5,)
+
+
+def _run_time_trip_count_model(constant_start: bool = False) -> onnx.ModelProto:
+    """y <- y * 0.5 + x * w, M times from y0 (a graph input, or with `constant_start`
+    an initializer of ones), each iteration's sum stacked; then z = y * y."""
     body = loop_body(
         [
             helper.make_node("Mul", ["y_in", "half"], ["h"]),
@@ -221,21 +232,66 @@ def test_a_loop_of_a_run_time_trip_count_runs_its_compiled_body():
         [("s", F)],
         {"half": np.float32(0.5)},
     )
-    model = model_of(
+    return model_of(
         [
             helper.make_node("Mul", ["x", "w"], ["xw"]),
             helper.make_node("Loop", ["M", "", "y0"], ["y", "sums"], body=body),
             helper.make_node("Mul", ["y", "y"], ["z"]),
         ],
-        {"M": (I64, []), "x": (F, [3]), "y0": (F, [3])},
+        {"M": (I64, []), "x": (F, [3]), **({} if constant_start else {"y0": (F, [3])})},
         {"z": F, "sums": F},
-        {"w": np.float32([1, 2, 3])},
+        {"w": np.float32([1, 2, 3]), **({"y0": np.ones(3, np.float32)} if constant_start else {})},
     )
-    for trips in (0, 1, 5):
-        feeds = {"M": np.array(trips, np.int64), "x": np.float32([1, -1, 2]), "y0": np.ones(3, np.float32)}
-        compiled = check(model, feeds, parts=2)
-    assert compiled.host_ops == ["Loop"]
-    assert compiled(*feeds.values())[1].shape == (5,)
+
+
+def _loop_step(compiled: StagedModel):
+    (step,) = [step for step in compiled.steps if getattr(step, "node", None) is not None]
+    return step
+
+
+@pytest.mark.parametrize("constant_start", [False, True], ids=["input", "initializer"])
+def test_a_trip_count_that_comes_back_compiles_the_whole_loop(constant_start):
+    """The loop above, its body never stopping it: the second call with a trip count
+    compiles the whole Loop for it (a graph.scan over the iteration numbers); trip
+    counts seen once keep running the body per iteration."""
+    model = _run_time_trip_count_model(constant_start)
+    x, y0 = np.float32([1, -1, 2]), np.ones(3, np.float32)
+    compiled = None
+    for trips in (12, 13, 12, 12, 14):
+        feeds = {"M": np.array(trips, np.int64), "x": x, **({} if constant_start else {"y0": y0})}
+        if compiled is None:
+            compiled = check(model, feeds, parts=2)
+            loops = _loop_step(compiled)._counted
+            continue
+        session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        for a, e in zip(compiled(*feeds.values()), session.run(None, feeds), strict=True):
+            assert a.shape == e.shape
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+    assert list(loops.compiled) == [12] and not loops.refused
+
+
+def test_a_loop_whose_state_grows_stays_on_the_host():
+    """A trip count that comes back, but a carried value that grows each iteration: no
+    graph.scan can carry it, so the body keeps running per iteration."""
+    body = loop_body(
+        [
+            helper.make_node("Concat", ["y_in", "one"], ["y_out"], axis=0),
+            helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        [("y_in", "y_out", F)],
+        [("s", F)],
+        {"one": np.float32([1])},
+    )
+    model = model_of(
+        [helper.make_node("Loop", ["M", "", "y0"], ["y", "sums"], body=body)],
+        {"M": (I64, []), "y0": (F, [1])}, {"y": F, "sums": F},
+    )  # fmt: skip
+    feeds = {"M": np.array(20, np.int64), "y0": np.ones(1, np.float32)}
+    for _ in range(3):
+        compiled = check(model, feeds, parts=0)
+        assert compiled(*feeds.values())[0].shape == (21,)
+    assert _loop_step(compiled)._counted.refused
 
 
 def test_a_while_loop_whose_state_grows_runs_until_its_condition_fails():

@@ -45,6 +45,8 @@ body reads the enclosing graph's values by their own names.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 
 import numpy as np
@@ -63,9 +65,32 @@ MAX_UNROLLED_NODES = 20_000
 one that is no `graph.loop` or `graph.scan` either (a body that may stop a loop with
 scan outputs) is refused."""
 
+UNROLLED_NODES = 32
+"""The most nodes a Scan, or a Loop of known trip count, is unrolled into (iterations
+times body nodes) unless all it reads is known at import time; a longer one is a
+`graph.scan` or `graph.loop`, its body converted once (which also compiles faster and
+runs as fast: an RNN cell scanned 50 times compiles in 0.18 s instead of 1.17 s)."""
+
+
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {"If": (0,), "Loop": (0, 1)}
 """The inputs each operator needs known at import time to decide (an If on a run-time
 condition is imported as a `graph.if`, or if-converted, when its branches allow)."""
+
+_UNROLL_LIMIT: ContextVar[int] = ContextVar("unroll_limit", default=MAX_UNROLLED_NODES)
+"""The most nodes this import unrolls a loop into (`unroll_limit`)."""
+
+
+@contextmanager
+def unroll_limit(nodes: int) -> Iterator[None]:
+    """Within the block, a Loop or Scan that would unroll into more than `nodes` nodes
+    (fewer than `MAX_UNROLLED_NODES`) is refused unless it compiles as a `graph.loop` or
+    `graph.scan`: for a compile that must stay cheap."""
+    token = _UNROLL_LIMIT.set(min(nodes, MAX_UNROLLED_NODES))
+    try:
+        yield
+    finally:
+        _UNROLL_LIMIT.reset(token)
+
 
 _SPECULATING: ContextVar[bool] = ContextVar("speculating", default=False)
 """Set while the branches of an If on a run-time condition are converted: both run, so
@@ -334,11 +359,20 @@ UNROLL_REFUSED = "nodes strato unrolls a loop into"
 
 
 def _budget(ctx: NodeContext, body: onnx.GraphProto, iterations: int) -> None:
-    if iterations * max(len(body.node), 1) > MAX_UNROLLED_NODES:
+    limit = _UNROLL_LIMIT.get()
+    if iterations * max(len(body.node), 1) > limit:
         raise ctx.error(
             f"it runs its body of {len(body.node)} nodes {iterations} times: more than "
-            f"the {MAX_UNROLLED_NODES} {UNROLL_REFUSED}"
+            f"the {limit} {UNROLL_REFUSED}"
         )
+
+
+def _unrolled_at_most(known: bool) -> int:
+    """The most nodes a Loop or Scan of known length is unrolled into: any length the
+    import allows when all it reads is known (unrolling computes it), else
+    `UNROLLED_NODES`."""
+    limit = _UNROLL_LIMIT.get()
+    return limit if known else min(UNROLLED_NODES, limit)
 
 
 def _stack(
@@ -401,7 +435,7 @@ def _too_long_to_unroll(ctx: NodeContext, body: onnx.GraphProto, carried: list[o
         isinstance(ctx.lookup(name), np.ndarray) for name in outer_names(body)
     )
     limit = int(np.asarray(ctx.value(0)).reshape(-1)[0])
-    return limit * max(len(body.node), 1) > (MAX_UNROLLED_NODES if known else UNROLLED_NODES)
+    return limit * max(len(body.node), 1) > _unrolled_at_most(known)
 
 
 def _loop_scan(ctx: NodeContext, body: onnx.GraphProto, carried: list[object]) -> list[ImportedValue]:
@@ -596,7 +630,7 @@ def _scan(
     known = all(isinstance(v, np.ndarray) for v in values) and all(
         isinstance(ctx.lookup(name), np.ndarray) for name, _, _ in located
     )
-    if length * max(len(body.node), 1) > (MAX_UNROLLED_NODES if known else UNROLLED_NODES):
+    if length * max(len(body.node), 1) > _unrolled_at_most(known):
         return _scan_op(ctx, body, values, located, output_axes, output_directions, tag)
     scans: list[list[object]] = [[] for _ in output_axes]
     slicer = Expansion(ctx, f"::slice{tag}")
@@ -620,13 +654,6 @@ def _scan(
         axis = _axis(ctx, output_axes[k], rank, f"scan_output_axes[{k}]")
         results.append(_stack(ctx, collected, axis, declared, f"scan output {k}"))
     return results
-
-
-UNROLLED_NODES = 32
-"""The most nodes a Scan, or a Loop of known trip count, is unrolled into (iterations
-times body nodes) unless all it reads is known at import time; a longer one is a
-`graph.scan` or `graph.loop`, its body converted once (which also compiles faster and
-runs as fast: an RNN cell scanned 50 times compiles in 0.18 s instead of 1.17 s)."""
 
 
 def _scan_op(
@@ -760,5 +787,6 @@ __all__ = [
     "convert_loop",
     "convert_scan",
     "outer_names",
+    "unroll_limit",
     "with_outer_names",
 ]
