@@ -142,9 +142,9 @@ def branches(rng: np.random.Generator):
     return model, [("then", {"x": x}), ("else", {"x": -x})]
 
 
-def host_loop(rng: np.random.Generator):
-    state = (4, 256)
-    body = _loop_body(
+def _stacking_body(state) -> onnx.GraphProto:
+    """h <- tanh(h @ W), each iteration's h a scan output; the condition given back."""
+    return _loop_body(
         [
             helper.make_node("MatMul", ["h_in", "W"], ["p"]),
             helper.make_node("Tanh", ["p"], ["h_out"]),
@@ -154,6 +154,11 @@ def host_loop(rng: np.random.Generator):
         state,
         [_info("seen", F, list(state))],
     )
+
+
+def host_loop(rng: np.random.Generator):
+    state = (4, 256)
+    body = _stacking_body(state)
     model = _model(
         [helper.make_node("Loop", ["M", "", "x"], ["h", "all"], body=body)],
         [_info("x", F, list(state)), _info("M", I64, [])],
@@ -191,16 +196,7 @@ def scan(rng: np.random.Generator):
 
 def counted(rng: np.random.Generator):
     steps, state = 100, (4, 256)
-    body = _loop_body(
-        [
-            helper.make_node("MatMul", ["h_in", "W"], ["p"]),
-            helper.make_node("Tanh", ["p"], ["h_out"]),
-            helper.make_node("Identity", ["h_out"], ["seen"]),
-            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
-        ],
-        state,
-        [_info("seen", F, list(state))],
-    )
+    body = _stacking_body(state)
     trips = numpy_helper.from_array(np.array(steps, np.int64), "M")
     model = _model(
         [helper.make_node("Loop", ["M", "", "x"], ["h", "all"], body=body)],

@@ -49,6 +49,7 @@ After:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -153,39 +154,51 @@ def _replace(op: Operation, call: Operation) -> None:
     op.erase(safe_erase=False)
 
 
-def outline_loop(op: graph.LoopOp, names: _Names) -> graph.LoopCallOp:
-    """Replace `op` by a `graph.loop_call` of its body made a function (inserted after
-    the function holding it): the iteration number, the condition and the carried
-    values, then the values the body reads from outside."""
+def _outline_body(
+    op: graph.LoopOp | graph.ScanOp,
+    names: _Names,
+    kind: str,
+    call_of: Callable[[str, list[SSAValue]], Operation],
+) -> Operation:
+    """Replace `op` by `call_of(name, arguments)`, a call of its body made the function
+    @`name` (inserted after the function holding it), whose arguments are the body's own
+    and then the values it reads from outside (`arguments`)."""
     function, module = _enclosing_function(op)
     captured = captured_values(op)
     arguments = [v for v in captured if not _is_constant(v)]
-    base = names.fresh(f"{function.sym_name.data}_loop", ("body",))
-    body = _branch_function(
-        f"{base}_body", op.body, arguments, [v for v in captured if _is_constant(v)]
-    )
-    call = graph.LoopCallOp(op.max_trip, op.condition, f"{base}_body", list(op.inits), arguments)
+    name = names.fresh(f"{function.sym_name.data}_{kind}", ("body",)) + "_body"
+    body = _branch_function(name, op.body, arguments, [v for v in captured if _is_constant(v)])
+    call = call_of(name, arguments)
     _replace(op, call)
     module.body.block.insert_op_after(body, function)
     return call
 
 
+def outline_loop(op: graph.LoopOp, names: _Names) -> graph.LoopCallOp:
+    """Replace `op` by a `graph.loop_call` of its body made a function: the iteration
+    number, the condition and the carried values, then the values the body reads from
+    outside."""
+    call = _outline_body(
+        op, names, "loop",
+        lambda name, arguments: graph.LoopCallOp(
+            op.max_trip, op.condition, name, list(op.inits), arguments
+        ),
+    )  # fmt: skip
+    assert isinstance(call, graph.LoopCallOp)
+    return call
+
+
 def outline_scan(op: graph.ScanOp, names: _Names) -> graph.ScanCallOp:
-    """Replace `op` by a `graph.scan_call` of its body made a function (inserted after
-    the function holding it): the carried values and a position of each scanned
-    tensor, then the values the body reads from outside."""
-    function, module = _enclosing_function(op)
-    captured = captured_values(op)
-    arguments = [v for v in captured if not _is_constant(v)]
-    base = names.fresh(f"{function.sym_name.data}_scan", ("body",))
-    body = _branch_function(
-        f"{base}_body", op.body, arguments, [v for v in captured if _is_constant(v)]
-    )
-    call = graph.ScanCallOp(
-        f"{base}_body", list(op.inits), list(op.scanned), arguments, list(op.result_types)
-    )
-    _replace(op, call)
-    module.body.block.insert_op_after(body, function)
+    """Replace `op` by a `graph.scan_call` of its body made a function: the carried
+    values and a position of each scanned tensor, then the values the body reads from
+    outside."""
+    call = _outline_body(
+        op, names, "scan",
+        lambda name, arguments: graph.ScanCallOp(
+            name, list(op.inits), list(op.scanned), arguments, list(op.result_types)
+        ),
+    )  # fmt: skip
+    assert isinstance(call, graph.ScanCallOp)
     return call
 
 
