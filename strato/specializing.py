@@ -46,6 +46,16 @@ M.strato` writes one for a model with dynamic dimensions no batched model covers
 
 A model compiled with passes hooks (`passes_before`, `passes_after`) cannot be saved so:
 its other sizes could not be compiled alike elsewhere.
+
+The sizes compiled so far also make one object file for a C program (`save_object`,
+`c_header`, `llvm_ir`; `strato compile MODEL --sizes SHAPES --sizes SHAPES -o M.o`): an
+entry per size and one `<name>_run` that takes each open dimension's size before the
+buffers and runs the code compiled for it, or, for a size compiled for one sample of a
+dimension calls were split along, that code once per sample for any count
+(`strato.targets.llvm.sized_entry`).
+
+    model(ids_1x16); model(ids_1x128)
+    model.save_object("bert.o")              # bert_run(batch, sequence, ids, mask, logits)
 """
 
 from __future__ import annotations
@@ -283,6 +293,13 @@ class ShapeSpecializingModel:
             self._compiled.move_to_end(key)
         return compiled
 
+    def prepare(self, shapes: Mapping[str, Sequence[int]]) -> None:
+        """Compile the model for a call of these shapes of its dynamic inputs, as the
+        call would (split along a separable dimension), without running it."""
+        # bind checks arrays: views of one byte, of the given shapes
+        arrays = {name: np.broadcast_to(np.uint8(0), tuple(shape)) for name, shape in shapes.items()}
+        self._plan(self.dims.bind(arrays))
+
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
         try:  # the shapes of a call seen before: checked then
             shapes = tuple(array.shape for array in arrays)
@@ -421,8 +438,70 @@ class ShapeSpecializingModel:
     def save(self, path: str | os.PathLike) -> None:
         write_atomically(path, self.to_bytes(), what="the compiled model")
 
+    def sized_object(self) -> Any:
+        """The sizes compiled so far as one object with one entry taking the sizes at run
+        time (`strato.targets.llvm.sized_entry.SizedModels`: `object_code`, `llvm_ir`,
+        `c_header`). Its open dimensions are the named ones, then each unnamed dynamic
+        axis (`<input>_<axis>`), in the inputs' order."""
+        if not self._compiled:
+            raise StratoError(
+                "no size of this model is compiled yet: call it with each size to ship "
+                "(or give `strato compile` each with --sizes), then write the object"
+            )
+        dims: list[str] = []
+        where: list[tuple[str, int]] = []  # the input and axis each dim is read from
+        for name, declared in self.dims.shapes.items():
+            if declared is None:
+                raise StratoError(
+                    f"input '{name}' declares no shape, so an object cannot name its sizes: "
+                    "give it a shape with named dimensions"
+                )
+            for axis, dim in enumerate(declared):
+                if isinstance(dim, int) or dim in dims:
+                    continue
+                dims.append(dim if dim else f"{name}_{axis}")
+                where.append((name, axis))
+        from strato.runtime.batched import BatchedModel
+
+        sizes, samples = [], []
+        for key, compiled in self._compiled.items():
+            shapes = dict(key)
+            sizes.append((tuple(int(shapes[name][axis]) for name, axis in where), compiled))
+            per_sample = None  # a sample of a dimension calls were split along: any count
+            for (dim, one, _), separation in self._separations.items():
+                if one == key and separation.worth_splitting and dim in dims:
+                    try:
+                        entry = BatchedModel(compiled, dim, separation).entry()
+                    except StratoError:
+                        continue  # the dimension is behind another axis of a buffer
+                    per_sample = (dims.index(dim), entry.sample_bytes)
+                    break
+            samples.append(per_sample)
+        first = sizes[0][1]
+        return first.with_sizes(dims, sizes, samples)
+
+    @property
+    def entry_symbol(self) -> str | None:
+        return self.sized_object().entry_symbol if self._compiled else None
+
+    @property
+    def llvm_ir(self) -> str:
+        return self.sized_object().llvm_ir
+
+    def save_llvm_ir(self, path: str | os.PathLike) -> None:
+        write_atomically(path, self.llvm_ir, what="the LLVM IR")
+
+    def object_code(self, *, portable: bool = False) -> bytes:
+        return self.sized_object().object_code(portable=portable)
+
+    def save_object(self, path: str | os.PathLike, *, portable: bool = False) -> None:
+        write_atomically(path, self.object_code(portable=portable), what="the object file")
+
     def c_header(self) -> str:
-        raise self._static_only("a C header")
+        return self.sized_object().c_header()
+
+    def save_c_header(self, path: str | os.PathLike) -> None:
+        write_atomically(path, self.c_header(), what="the C header")
 
     def __repr__(self) -> str:
         split = "".join(f", separable along '{dim}'" for dim in self.separated)

@@ -150,6 +150,19 @@ class CompiledModel:
         (`strato.runtime.batched.BatchEntry`), for targets that make C entries."""
         raise StratoError(f"a model compiled for '{self.target}' has no C entry point")
 
+    def with_sizes(
+        self,
+        dims: Sequence[str],
+        sizes: Sequence[tuple[tuple[int, ...], Any]],
+        samples: Sequence[tuple[int, tuple[int | None, ...]] | None] = (),
+    ) -> Any:
+        """This model's compiled sizes (each open dimension's values in `dims` order, and
+        the model compiled for them; this one among them) as one object whose entry takes
+        the sizes at run time, for targets that make C entries; `samples` says, per size,
+        along which dimension it runs once per sample for any count (its position in
+        `dims` and each buffer's bytes per sample)."""
+        raise StratoError(f"a model compiled for '{self.target}' has no C entry point")
+
     def c_header(self) -> str:
         """A C header declaring the model's entry function, for targets that make one."""
         raise StratoError(f"a model compiled for '{self.target}' has no C entry point")

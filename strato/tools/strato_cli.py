@@ -111,16 +111,22 @@ def max_relative_error(actual: Sequence[np.ndarray], expected: Sequence[np.ndarr
 
 
 def compile_resolved(
-    resolved: ResolvedModel, args: argparse.Namespace, *, batched: bool = False, keep_open: bool = False
+    resolved: ResolvedModel,
+    args: argparse.Namespace,
+    *,
+    batched: bool = False,
+    keep_open: bool = False,
+    per_size: bool = False,
 ):
     """strato.compile with the CLI's options; with --dump-ir, each stage's IR is written
     to DIR/NN-<stage>.mlir and the LLVM IR to DIR/NN-llvm-ir.ll; with -v, each stage is
     reported on stderr with its time as it ends. With `batched`, a model with one open
     dimension it is separable along is compiled for every size of it
     (`ShapeSpecializingModel.batched`); with `keep_open` too, any other model with open
-    dimensions stays a `ShapeSpecializingModel` (saved to compile per call's sizes)."""
+    dimensions stays a `ShapeSpecializingModel` (saved to compile per call's sizes); with
+    `per_size`, every model with open dimensions does (for --sizes)."""
     try:
-        return _compile(resolved, args, batched, keep_open)
+        return _compile(resolved, args, batched, keep_open, per_size)
     except StratoError as err:
         # The model was loaded from a file before compiling: name the file.
         if err.location is None:
@@ -190,7 +196,11 @@ def check_target(args: argparse.Namespace):
 
 
 def _compile(
-    resolved: ResolvedModel, args: argparse.Namespace, batched: bool = False, keep_open: bool = False
+    resolved: ResolvedModel,
+    args: argparse.Namespace,
+    batched: bool = False,
+    keep_open: bool = False,
+    per_size: bool = False,
 ):
     import strato
     from strato.specializing import ShapeSpecializingModel
@@ -253,7 +263,7 @@ def _compile(
                 # keeps a dimension the model is separable along (strato.runtime.batched)
                 specialize=batched,
             )
-            if isinstance(model, ShapeSpecializingModel):
+            if isinstance(model, ShapeSpecializingModel) and not per_size:
                 try:
                     model = model.batched()
                 except StratoError as err:
@@ -648,7 +658,11 @@ def compile_command(args: argparse.Namespace) -> int:
     is_object = output.endswith(".o")
     is_saved_model = output.endswith(".strato")
     resolved = resolve_model(args.model, args.batch, args.seed)
-    model = compile_resolved(resolved, args, batched=True, keep_open=is_saved_model)
+    model = compile_resolved(
+        resolved, args, batched=True, keep_open=is_saved_model, per_size=bool(args.sizes)
+    )
+    if args.sizes:
+        _compile_sizes(model, args.sizes)
     if is_saved_model:
         model.save(output)
         dims = getattr(model, "dims", None)  # a ShapeSpecializingModel
@@ -675,12 +689,42 @@ def compile_command(args: argparse.Namespace) -> int:
     model.save_c_header(header)
     batch = getattr(model, "dimension", None)  # a BatchedModel: a second entry
     entries = f"entry {model.entry_symbol}"
+    if args.sizes:
+        sized = model.sized_object()
+        entries += f" taking {', '.join(sized.dims)}, for {len(sized.sizes)} size(s)"
     if batch is not None:
         from strato.targets.llvm.entry_abi import batch_symbol
 
         entries += f", and {batch_symbol(model.entry_symbol)} for any '{batch}'"
     print(f"wrote {output} ({os.path.getsize(output)} bytes of {what}) and {header} ({entries})")
     return 0
+
+
+def _compile_sizes(model, sizes: list[dict[str, tuple[int, ...]]]) -> None:
+    """Compile `model` (open dimensions) for each of --sizes, as a call of those sizes
+    would: what its object, header, LLVM IR or saved model then holds."""
+    from strato.specializing import ShapeSpecializingModel
+
+    if not isinstance(model, ShapeSpecializingModel):
+        raise StratoError(
+            "--sizes applies to a model with dynamic dimensions, and this one has none "
+            "left open (after --input-shapes)",
+            location="--sizes",
+        )
+    for shapes in sizes:
+        missing = [name for name in model.dims.shapes if name not in shapes]
+        unknown = [name for name in shapes if name not in model.dims.shapes]
+        if missing or unknown or any(isinstance(d, str) for shape in shapes.values() for d in shape):
+            raise StratoError(
+                f"each --sizes gives every dynamic input, and only those, its sizes "
+                f"({model.dims.describe()}); got {', '.join(shapes) or 'none'}",
+                location="--sizes",
+            )
+        try:
+            model.prepare(shapes)
+        except StratoError as err:
+            err.location = err.location or "--sizes"
+            raise
 
 
 def targets_command(args: argparse.Namespace) -> int:
@@ -913,6 +957,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_model_arguments(compile_)
     add_compile_arguments(compile_)
+    compile_.add_argument(
+        "--sizes", type=parse_input_shapes, action="append", default=[], metavar="SHAPES",
+        help="for a model with dynamic dimensions: compile these input shapes (as "
+        "--input-shapes writes them; repeat for each size) into one object whose entry "
+        "<model>_run takes each open dimension's size before the buffers",
+    )  # fmt: skip
     compile_.add_argument(
         "-o", "--output", metavar="OUT",
         help="OUT.ll, OUT.o, OUT.strato (the compiled model, for strato.load and "

@@ -2,12 +2,14 @@
 and the run, for the tests of object files (host and cross-compiled).
 
     driver = c_driver(model)                       # main.c for model.entry_symbol
+    driver = c_driver(size, "m_run", [1, 16])      # the entry of an object of sizes
     program = link_program(tmp_path, model, cc)    # writes m.o, m.h, main.c; links
     outputs = run_program(program, model, inputs)  # through files, optionally under qemu
 
 The driver reads every input's bytes from the file named by its first argument (the
 inputs one after the other, as `numpy.ndarray.tobytes` gives them), calls the entry, and
-writes every output's bytes to the file named by its second.
+writes every output's bytes to the file named by its second; an entry's status other
+than OK is its exit code plus 10.
 """
 
 from __future__ import annotations
@@ -25,9 +27,12 @@ LINK_LIBRARIES = ("-lm", "-lpthread")
 """What the header says an object needs beside itself."""
 
 
-def c_driver(model) -> str:
-    """The C source of a program that runs `model`'s entry on inputs read from a file."""
-    prefix = model.entry_symbol[: -len("_run")]
+def c_driver(model, entry: str | None = None, sizes: Sequence[int] = ()) -> str:
+    """The C source of a program that runs `model`'s entry on inputs read from a file:
+    or `entry`, an entry taking `sizes` before the buffers (of a model with dynamic
+    dimensions, `model` the size it runs)."""
+    entry = entry or model.entry_symbol
+    prefix = entry[: -len("_run")]
     specs = [*model.inputs, *model.outputs]
     lines = [
         "#include <stdio.h>",
@@ -59,8 +64,8 @@ def c_driver(model) -> str:
             )
     lines += [
         "    fclose(in);",
-        f"    int32_t status = {model.entry_symbol}({', '.join(names)});",
-        f"    if (status != {prefix.upper()}_OK) return 2;",
+        f"    int32_t status = {entry}({', '.join([*(f'{n}LL' for n in sizes), *names])});",
+        f"    if (status != {prefix.upper()}_OK) return 10 + status;",
         '    FILE *out = fopen(argv[2], "wb");',
         "    if (!out) return 7;",
     ]

@@ -14,7 +14,13 @@ import subprocess
 
 import numpy as np
 import pytest
-from c_programs import LINK_LIBRARIES, link_program, run_program, undefined_symbols
+from c_programs import (
+    LINK_LIBRARIES,
+    c_driver,
+    link_program,
+    run_program,
+    undefined_symbols,
+)
 from test_zoo_end_to_end import SMALL_OPTIONS, random_feeds, run_onnxruntime
 
 import strato
@@ -182,3 +188,80 @@ def test_a_compiled_scan_links_into_one_object(tmp_path):
     program = link_program(tmp_path, compiled, [GCC])
     arrays = list(feeds.values())
     assert_close(run_program(program, compiled, arrays), run_onnxruntime(model, arrays), "scan")
+
+
+def _sequence_model():
+    """y[b] = mean over the sequence of tanh(x[b] @ W): dynamic batch and sequence."""
+    from onnx import TensorProto, helper, numpy_helper
+    from test_onnx_control_flow import _tensor
+
+    weight = np.random.default_rng(6).standard_normal((16, 16)).astype(np.float32)
+    return helper.make_model(
+        helper.make_graph(
+            [helper.make_node("MatMul", ["x", "W"], ["p"]), helper.make_node("Tanh", ["p"], ["t"]),
+             helper.make_node("ReduceMean", ["t"], ["y"], axes=[1], keepdims=0)],
+            "sized", [_tensor("x", TensorProto.FLOAT, ["batch", "sequence", 16])],
+            [_tensor("y", TensorProto.FLOAT, ["batch", 16])], [numpy_helper.from_array(weight, "W")],
+        ),
+        opset_imports=[helper.make_opsetid("", 17)],
+    )  # fmt: skip
+
+
+def _run_sized(tmp_path, compiled, size, x, entry="sized_run") -> list[np.ndarray]:
+    """Link a driver of `entry` (taking `size` first) with sized.o and run it on `x`;
+    the outputs as the model compiled for x's shape declares them."""
+    one = strato.compile(compiled.recipe.model, input_shapes={"x": x.shape}, name="sized")
+    stem = "run_" + "x".join(str(n) for n in size)
+    (tmp_path / f"{stem}.c").write_text(c_driver(one, entry, size))
+    build = subprocess.run(
+        [GCC, "-std=c11", "-Wall", "-Werror", "-o", stem, f"{stem}.c", "sized.o", *LINK_LIBRARIES],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr
+    return run_program(tmp_path / stem, one, [x])
+
+
+def test_the_compiled_sizes_of_a_dynamic_model_link_into_one_object(tmp_path):
+    """A model with two named dimensions, called at three sizes: one object holds them,
+    its entry takes the sizes before the buffers and runs the size compiled for them (or
+    returns NO_SUCH_SIZE); the sizes share one copy of the weights."""
+    rng = np.random.default_rng(5)
+    model = _sequence_model()
+    compiled = strato.compile(model, name="sized")
+    inputs = {size: rng.standard_normal((*size, 16)).astype(np.float32) for size in ((1, 4), (2, 8), (3, 5))}
+    for x in inputs.values():
+        compiled(x)
+    compiled.save_object(tmp_path / "sized.o")
+    compiled.save_c_header(tmp_path / "sized.h")
+    header = compiled.c_header()
+    assert "int32_t sized_run(int64_t batch, int64_t sequence, const float *x, float *y);" in header
+    assert "#define SIZED_NO_SUCH_SIZE 2" in header
+    weights = [line for line in compiled.llvm_ir.splitlines() if line.startswith("@sized_run_w")]
+    assert len(weights) == 1  # [16, 16] once, for every size
+    assert [tuple(size["x"][:2]) for size in compiled.sizes] == list(inputs)
+    for size, x in inputs.items():
+        assert_close(_run_sized(tmp_path, compiled, size, x), run_onnxruntime(model, [x]), f"size {size}")
+    x = rng.standard_normal((4, 4, 16)).astype(np.float32)
+    with pytest.raises(AssertionError, match=r"^\(12, "):  # exit 10 + SIZED_NO_SUCH_SIZE
+        _run_sized(tmp_path, compiled, (4, 4), x)
+
+
+def test_a_separable_dimension_of_the_object_takes_any_size(tmp_path, monkeypatch):
+    """Calls split along the batch (the model is separable along it) compile batch 1 of
+    each sequence length; the object's entry runs that size once per sample for any
+    batch, including batches never called."""
+    import strato.separable
+
+    monkeypatch.setattr(strato.separable, "MIN_SAMPLE_ELEMENTS", 0)  # split every call
+    rng = np.random.default_rng(7)
+    model = _sequence_model()
+    compiled = strato.compile(model, name="sized")
+    for size in ((3, 4), (2, 8)):
+        compiled(rng.standard_normal((*size, 16)).astype(np.float32))
+    assert [size["x"][:2] for size in compiled.sizes] == [(1, 4), (1, 8)]
+    compiled.save_object(tmp_path / "sized.o")
+    compiled.save_c_header(tmp_path / "sized.h")
+    assert "(and any batch with the other sizes: sized_run_1x4 once per sample" in compiled.c_header()
+    for size in ((3, 4), (5, 8), (1, 8)):
+        x = rng.standard_normal((*size, 16)).astype(np.float32)
+        assert_close(_run_sized(tmp_path, compiled, size, x), run_onnxruntime(model, [x]), f"size {size}")

@@ -204,6 +204,36 @@ def test_strato_compile_and_run_a_model_saved_per_size(tmp_path):
     assert "saved with no compiled size" in bare.stderr and "--input-shapes" in bare.stderr
 
 
+def test_strato_compile_sizes_writes_one_object_for_them(tmp_path):
+    """`strato compile --sizes` (repeated): one object and header for those sizes, the
+    entry taking the open dimensions first; --sizes that miss a dynamic input, or a
+    model left with no open dimension, are diagnostics."""
+    path, obj = tmp_path / "dynamic.onnx", tmp_path / "dynamic.o"
+    onnx.save(dynamic_model(), path)
+    cli = [sys.executable, "-m", "strato.tools.strato_cli", "compile", str(path)]
+    sizes = ["--sizes", "x:[1,2,8] m:[1,2,1]", "--sizes", "x:[2,5,8] m:[2,5,1]"]
+    done = subprocess.run([*cli, *sizes, "-o", str(obj)], capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "taking batch, seq, for 2 size(s)" in done.stdout
+    header = (tmp_path / "dynamic.h").read_text()
+    assert "int32_t dynamic_run(int64_t batch, int64_t seq, const float *x, const float *m, float *y);" in header
+    assert "int32_t dynamic_run_2x5(const float *x, const float *m, float *y);" in header
+    for bad, message in (
+        (["--sizes", "x:[1,2,8]"], "each --sizes gives every dynamic input"),
+        (["--sizes", "x:[1,2,8] m:[1,3,1]"], "dimension 'seq' (axis 1) is 3, but 2 in input 'x'"),
+        (["--input-shapes", "x:[1,2,8] m:[1,2,1]", "--sizes", "x:[1,2,8] m:[1,2,1]"], "has none left open"),
+    ):
+        failed = subprocess.run([*cli, *bad, "-o", str(obj)], capture_output=True, text=True, timeout=600, check=False)
+        assert failed.returncode == 1 and "Traceback" not in failed.stderr
+        assert "--sizes" in failed.stderr and message in failed.stderr, failed.stderr
+
+
+def test_an_object_needs_a_compiled_size():
+    fresh = strato.compile(dynamic_model(), cache=False)
+    with pytest.raises(StratoError, match="no size of this model is compiled yet"):
+        fresh.c_header()
+
+
 def test_an_unsupported_operator_is_still_reported_at_compile_time():
     model = dynamic_model()
     model.graph.node.append(helper.make_node("ImageDecoder", ["y"], ["z"], name="decode"))

@@ -17,6 +17,8 @@ them; it needs the C library (`malloc`, `free`, `aligned_alloc`), libm and pthre
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import llvmlite
 import llvmlite.binding as llvm
 import numpy as np
@@ -25,6 +27,9 @@ from strato import __version__
 from strato.runtime.batched import BatchEntry
 from strato.runtime.signature import Signature, TensorSpec, c_identifier
 from strato.targets.llvm.entry_abi import STATUS_OK, STATUS_OUT_OF_MEMORY, batch_symbol
+
+if TYPE_CHECKING:
+    from strato.targets.llvm.sized_entry import SizedModels
 
 _C_TYPES = {
     "float32": "float",
@@ -67,21 +72,26 @@ def _parameter_names(specs: list[TensorSpec]) -> list[str]:
     return names
 
 
-def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None = None) -> str:
-    """The text of a C header declaring `entry_symbol` with the buffers of `signature`,
-    and with `batch`, the entry that runs `count` samples (`strato.runtime.batched`)."""
-    prefix = entry_symbol.removesuffix("_run")
-    macro = prefix.upper()
-    specs = [*signature.inputs, *signature.outputs]
+def _parameters(specs: list[TensorSpec], inputs: int) -> tuple[list[str], list[str], list[str]]:
+    """The C parameters of the buffers `specs` (the first `inputs` of them read), their
+    names, and a comment line each."""
     names = _parameter_names(specs)
     parameters = []
     comments = []
     for index, (spec, name) in enumerate(zip(specs, names, strict=True)):
-        is_input = index < len(signature.inputs)
+        is_input = index < inputs
         const = "const " if is_input else ""
         parameters.append(f"{const}{c_element_type(spec.dtype)} *{name}")
         role = "input " if is_input else "output"
         comments.append(f" * {role} {name}: '{spec.name}' {spec.dtype.name}{list(spec.shape)}")
+    return parameters, names, comments
+
+
+def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None = None) -> str:
+    """The text of a C header declaring `entry_symbol` with the buffers of `signature`,
+    and with `batch`, the entry that runs `count` samples (`strato.runtime.batched`)."""
+    specs = [*signature.inputs, *signature.outputs]
+    parameters, names, comments = _parameters(specs, len(signature.inputs))
     declaration = f"int32_t {entry_symbol}({', '.join(parameters) or 'void'});"
     if batch is not None:
         count = c_identifier(batch.dimension) or "count"
@@ -100,6 +110,51 @@ def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None =
         shared = [name for name, size in zip(names, batch.sample_bytes, strict=True) if size is None]
         if shared:
             comments.append(f" * {', '.join(shared)}: one for all samples, as above.")
+    return _header(entry_symbol, comments, declaration)
+
+
+def sized_c_header(sized: SizedModels) -> str:
+    """The text of a C header declaring the dispatcher of `sized` (each open dimension's
+    size, then the buffers) and the entry of each size it holds
+    (`strato.targets.llvm.sized_entry`)."""
+    from strato.targets.llvm.sized_entry import STATUS_NO_SUCH_SIZE
+
+    entry = sized.entry_symbol
+    macro = entry.removesuffix("_run").upper()
+    first = sized.sizes[0][1].signature
+    parameters, _, _ = _parameters([*first.inputs, *first.outputs], len(first.inputs))
+    dims = [f"int64_t {c_identifier(dim) or f'dim{k}'}" for k, dim in enumerate(sized.dims)]
+    declarations = [f"int32_t {entry}({', '.join([*dims, *parameters])});"]
+    comments = [
+        f" * {entry} takes the size of each open dimension ({', '.join(sized.dims)}), then",
+        " * the buffers, and runs the entry compiled for those sizes, or returns",
+        f" * {macro}_NO_SUCH_SIZE. The sizes compiled, each with its own entry:",
+    ]
+    samples = sized.samples or (None,) * len(sized.sizes)
+    for (values, model), per_sample in zip(sized.sizes, samples, strict=True):
+        symbol = sized.symbol_of(values)
+        signature = model.signature
+        size_parameters, _, size_comments = _parameters(
+            [*signature.inputs, *signature.outputs], len(signature.inputs)
+        )
+        declarations.append(f"int32_t {symbol}({', '.join(size_parameters) or 'void'});")
+        comments.append(f" *   {sized.size_name(values)}: {symbol}")
+        if per_sample is not None:
+            dim = sized.dims[per_sample[0]]
+            comments.append(
+                f" *   (and any {dim} with the other sizes: {symbol} once per sample, each "
+                f"buffer holding {dim} samples one after the other)"
+            )
+        comments.extend(" *  " + line.removeprefix(" *") for line in size_comments)
+    return _header(entry, comments, "\n".join(declarations), {"NO_SUCH_SIZE": STATUS_NO_SUCH_SIZE})
+
+
+def _header(
+    entry_symbol: str, comments: list[str], declaration: str, statuses: dict[str, int] | None = None
+) -> str:
+    prefix = entry_symbol.removesuffix("_run")
+    macro = prefix.upper()
+    extra = [f"#define {macro}_{name} {value}" for name, value in (statuses or {}).items()]
     lines = [
         f"/* {entry_symbol}: a model compiled by strato {__version__}.",
         " *",
@@ -128,6 +183,7 @@ def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None =
         "",
         f"#define {macro}_OK {STATUS_OK}",
         f"#define {macro}_OUT_OF_MEMORY {STATUS_OUT_OF_MEMORY}",
+        *extra,
         "",
         declaration,
         "",

@@ -14,8 +14,9 @@ The entry follows the loop-level ABI: inputs then outputs, all buffers; in C it 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from strato.diagnostics import StratoError
 from strato.runtime.compiled_model import CompiledModel, EntryFunction
@@ -24,6 +25,7 @@ from strato.runtime.weight_blob import EMPTY, WeightBlob
 
 if TYPE_CHECKING:
     from strato.runtime.batched import BatchEntry
+    from strato.targets.llvm.sized_entry import SizedModels
 
 
 class CompiledObject(Protocol):
@@ -155,6 +157,22 @@ class LLVMCompiledModel(CompiledModel):
             machine=machine,
             portable=portable,
             weights=code.weights if code is not None else EMPTY,
+        )
+
+    def with_sizes(
+        self,
+        dims: Sequence[str],
+        sizes: Sequence[tuple[tuple[int, ...], Any]],
+        samples: Sequence[tuple[int, tuple[int | None, ...]] | None] = (),
+    ) -> SizedModels:
+        """The compiled sizes of this model as one object (see
+        `strato.targets.llvm.sized_entry`)."""
+        from strato.targets.llvm.sized_entry import SizedModels
+
+        if self.entry_symbol is None:
+            raise StratoError("this model has no entry symbol to name the object's entry after")
+        return SizedModels(
+            self.entry_symbol, tuple(dims), tuple((tuple(v), m) for v, m in sizes), tuple(samples)
         )
 
     def c_header(self) -> str:
