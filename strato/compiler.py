@@ -429,7 +429,22 @@ def _staged(
             return lambda *arrays: list(rep.run(list(arrays)))
         return compile_model(part, input_shapes=pinned, **options)
 
-    return staged_model(proto, compile_part, IMPORT_TIME_INPUTS, host_ifs)
+    def compile_loop(part: onnx.ModelProto):
+        """A host Loop compiled whole for its trip count (`strato.staged`): a
+        `graph.scan`, or refused rather than unrolled beyond `UNROLLED_NODES` nodes, in
+        its compile and in those its calls make (a part compiled per size)."""
+        from strato.frontends.onnx.convert_control import UNROLLED_NODES, unroll_limit
+
+        with unroll_limit(UNROLLED_NODES):
+            compiled = compile_part(part)
+
+        def run(*arrays):
+            with unroll_limit(UNROLLED_NODES):
+                return compiled(*arrays)
+
+        return run
+
+    return staged_model(proto, compile_part, IMPORT_TIME_INPUTS, host_ifs, compile_loop)
 
 
 def _host_ifs(error: ModelImportError) -> frozenset[str]:

@@ -185,7 +185,7 @@ class _CountedLoops:
     have as many rows as the trip count says, so each trip count compiles alone, as a
     size does (`strato.specializing`), once it comes back (`COUNTED_AFTER_CALLS`); the
     last `MAX_SIZES` compiled are kept. A Loop the importer cannot compile so without
-    unrolling it (carried values that change shape) keeps running on the host."""
+    unrolling it far (carried values that change shape) keeps running on the host."""
 
     def __init__(self, build: Callable[[int, list[tuple[np.dtype, tuple[int, ...]]]], Any]):
         self.build = build
@@ -198,7 +198,6 @@ class _CountedLoops:
 
     def run(self, trips: int, inputs: list[np.ndarray | None]) -> list[np.ndarray] | None:
         """The Loop's outputs for `trips` iterations, or None while it runs on the host."""
-        from strato.frontends.onnx.convert_control import UNROLLED_NODES, unroll_limit
         from strato.specializing import MAX_SIZES
 
         if self.refused:
@@ -213,23 +212,21 @@ class _CountedLoops:
             if any(np.dtype(dtype).kind in "OSU" for dtype, _ in self.rows):
                 self.refused = True  # strings: no compiled loop carries them
                 return None
-            with unroll_limit(UNROLLED_NODES):
-                try:
-                    compiled = self.build(trips, self.rows)
-                except StratoError:
-                    self.refused = True
-                    return None
+            try:
+                compiled = self.build(trips, self.rows)
+            except StratoError:
+                self.refused = True
+                return None
             self.compiled[trips] = compiled
             while len(self.compiled) > MAX_SIZES:
                 self.compiled.popitem(last=False)
         self.compiled.move_to_end(trips)
-        with unroll_limit(UNROLLED_NODES):  # a part compiled per size compiles on call
-            try:
-                return list(compiled(*inputs))
-            except ModelImportError:
-                self.refused = True
-                self.compiled.clear()
-                return None
+        try:  # a model compiled per size compiles on its first call
+            return list(compiled(*inputs))
+        except ModelImportError:
+            self.refused = True
+            self.compiled.clear()
+            return None
 
 
 class StagedModel:
@@ -539,10 +536,13 @@ def staged_model(
     compile_part: Callable[[onnx.ModelProto], Any],
     import_time_inputs: ImportTimeInputs | None = None,
     host_ifs: frozenset[str] = frozenset(),
+    compile_loop: Callable[[onnx.ModelProto], Any] | None = None,
 ) -> StagedModel:
     """`model` as compiled parts and host operators; `compile_part` compiles a part.
     `import_time_inputs` (the importer's) decides which nodes of `SHAPE_OPS` run on the
-    host: those whose such input is not known at import time."""
+    host: those whose such input is not known at import time. `compile_loop`, when
+    given, compiles a host Loop whole for a trip count (`_CountedLoops`): as
+    `compile_part` does, but refusing a loop it would unroll far."""
     inferred = _inferred_types(model)
     graph = model.graph
     is_host, known = _plan(
@@ -614,7 +614,7 @@ def staged_model(
             steps.append(_part(model, nodes, level, read_at, initializers, inferred, compile_part))
         for node in hosts.get(level, []):
             if node.op_type == "Loop":
-                steps.append(_loop(model, node, inferred, initializers, compile_part))
+                steps.append(_loop(model, node, inferred, initializers, compile_part, compile_loop))
             elif node.op_type == "If":
                 steps.append(_if(model, node, inferred, initializers, compile_part))
             else:
@@ -785,6 +785,7 @@ def _loop(
     inferred: Mapping[str, onnx.ValueInfoProto],
     initializers: Mapping[str, onnx.TensorProto],
     compile_part: Callable[[onnx.ModelProto], Any],
+    compile_loop: Callable[[onnx.ModelProto], Any] | None = None,
 ) -> _Loop:
     """A run-time Loop: its body as a model of its own, compiled by `compile_part`."""
     body = next(iter(_subgraphs(node)), None)
@@ -817,10 +818,10 @@ def _loop(
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type or onnx.TensorProto.FLOAT)
         empty_scans.append((np.dtype(dtype), shape))
     counted = None
-    if len(body.output) > 1 + carried and _never_stops(body):
+    if compile_loop is not None and len(body.output) > 1 + carried and _never_stops(body):
 
         def counted(trips: int, rows: list[tuple[np.dtype, tuple[int, ...]]]) -> Any:
-            return compile_part(
+            return compile_loop(
                 _counted_model(model, node, trips, rows, outer, inferred, initializers)
             )
 
