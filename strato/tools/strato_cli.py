@@ -706,11 +706,12 @@ def _compile_sizes(model, sizes: list[dict[str, tuple[int, ...]]]) -> None:
     from strato.specializing import ShapeSpecializingModel
 
     if not isinstance(model, ShapeSpecializingModel):
-        raise StratoError(
-            "--sizes applies to a model with dynamic dimensions, and this one has none "
-            "left open (after --input-shapes)",
-            location="--sizes",
-        )
+        why = (
+            "this one runs operators on the host between compiled parts, which makes no "
+            "object" if hasattr(model, "host_ops") else
+            "this one has none left open (after --input-shapes)"
+        )  # fmt: skip
+        raise StratoError(f"--sizes applies to a model with dynamic dimensions, and {why}", location="--sizes")
     for shapes in sizes:
         missing = [name for name in model.dims.shapes if name not in shapes]
         unknown = [name for name in shapes if name not in model.dims.shapes]
