@@ -17,7 +17,9 @@ another, is loaded, and each kernel compiled before for any size is reused).
 
 A call whose arrays break the model's dimensions (a fixed size, a rank, or a named
 dimension that two inputs give different sizes) is an `InputMismatchError` naming the
-input, the axis and the dimension. The last `MAX_SIZES` compiled sizes are kept.
+input, the axis and the dimension. The last `MAX_SIZES` compiled sizes are kept, and
+more while they are small (`KEPT_BYTES`: a loop whose state grows visits a size per
+iteration).
 
 A named dimension along which the model is separable (`strato.separable`: each output's
 slice i along it is the model on each input's slice i, as for the batch of almost every
@@ -82,7 +84,17 @@ if TYPE_CHECKING:
     from strato.runtime.batched import BatchedModel
 
 MAX_SIZES = 8
-"""How many compiled sizes a `ShapeSpecializingModel` keeps (least recently used out)."""
+"""How many compiled sizes a `ShapeSpecializingModel` keeps at least (least recently
+used out); more while they are small (`KEPT_BYTES`)."""
+
+KEPT_BYTES = 256 << 20
+"""The most bytes (weights and machine code) the compiled sizes beyond `MAX_SIZES` may
+take, up to `MAX_KEPT_SIZES` sizes: a Loop whose state grows runs its body at a new size
+each iteration, and keeping fewer sizes than a call visits would compile (or load from
+the cache) every one of them again on each call."""
+
+MAX_KEPT_SIZES = 1024
+"""The most compiled sizes kept, however small."""
 
 FORMAT = "strato-specializing-model"
 MANIFEST = "manifest.json"
@@ -248,6 +260,8 @@ class ShapeSpecializingModel:
         self._compile_for = compile_for
         self._separate = separate
         self._compiled: OrderedDict[tuple, CompiledModel] = OrderedDict()
+        self._bytes: dict[tuple, float] = {}
+        """Each compiled size's weights and machine code in bytes (inf: not known)."""
         self._seen: dict[tuple, _Plan] = {}
         """Every array shape of a checked call -> how it runs."""
         self._separations: dict[tuple, Separation] = {}
@@ -286,9 +300,8 @@ class ShapeSpecializingModel:
         if compiled is None:
             compiled = self._compile_for(dict(key))
             self._compiled[key] = compiled
-            while len(self._compiled) > MAX_SIZES:
-                _, dropped = self._compiled.popitem(last=False)
-                self._seen = {k: v for k, v in self._seen.items() if v.compiled is not dropped}
+            self._bytes[key] = _footprint(compiled)
+            self._drop_oldest()
         else:
             self._compiled.move_to_end(key)
         return compiled
@@ -313,7 +326,7 @@ class ShapeSpecializingModel:
                     f"({', '.join(self._input_names) or 'none'}), got {len(arrays)}"
                 )
             plan = self._plan(self.dims.bind(dict(zip(self._input_names, arrays, strict=True))))
-            if len(self._seen) >= 4 * MAX_SIZES:
+            if len(self._seen) >= 4 * max(MAX_SIZES, len(self._compiled)):
                 self._seen.clear()
             self._seen[tuple(array.shape for array in arrays)] = plan
         if plan.separation is None:
@@ -390,9 +403,20 @@ class ShapeSpecializingModel:
 
     def adopt(self, shapes: Mapping[str, Sequence[int]], compiled: CompiledModel) -> None:
         """Take `compiled` as the model compiled for `shapes` (a saved size loaded)."""
-        self._compiled[_key(shapes)] = compiled
-        while len(self._compiled) > MAX_SIZES:
-            self._compiled.popitem(last=False)
+        key = _key(shapes)
+        self._compiled[key] = compiled
+        self._bytes[key] = _footprint(compiled)
+        self._drop_oldest()
+
+    def _drop_oldest(self) -> None:
+        """Drop the least recently used sizes beyond `MAX_SIZES` while there are more
+        than `MAX_KEPT_SIZES` or they take more than `KEPT_BYTES` bytes."""
+        while len(self._compiled) > MAX_SIZES and (
+            len(self._compiled) > MAX_KEPT_SIZES or sum(self._bytes.values()) > KEPT_BYTES
+        ):
+            key, dropped = self._compiled.popitem(last=False)
+            del self._bytes[key]
+            self._seen = {k: v for k, v in self._seen.items() if v.compiled is not dropped}
 
     def to_bytes(self) -> bytes:
         """The `strato-specializing-model` archive (see the module docstring); sizes
@@ -525,8 +549,19 @@ class _Plan:
     count: int = 1
 
 
+def _footprint(compiled: Any) -> float:
+    """The bytes a compiled size holds (its weights and machine code); infinite for a
+    model that does not say (compiled parts and host operators, a plugin target's)."""
+    code = getattr(compiled, "machine_code", None)
+    weights = getattr(compiled, "weights", None)
+    if code is None or not isinstance(weights, np.ndarray):
+        return float("inf")
+    objects = sum(len(part.object_code) for part in code.objects)
+    return weights.nbytes + len(code.object_code) + objects
+
+
 def _key(shapes: Mapping[str, Sequence[int]]) -> tuple:
     return tuple(sorted((name, tuple(int(n) for n in shape)) for name, shape in shapes.items()))
 
 
-__all__ = ["FORMAT", "MAX_SIZES", "InputDims", "Recipe", "ShapeSpecializingModel"]
+__all__ = ["FORMAT", "KEPT_BYTES", "MAX_SIZES", "InputDims", "Recipe", "ShapeSpecializingModel"]

@@ -81,6 +81,27 @@ def test_a_size_compiles_once_and_the_oldest_sizes_go():
     assert len(model.sizes) == MAX_SIZES and {"x": (1,)} not in model.sizes
 
 
+def test_small_sizes_are_kept_beyond_max_sizes(monkeypatch):
+    """Sizes whose weights and code are small stay (a loop whose state grows visits one
+    per iteration) until they take KEPT_BYTES; then the least recently used go."""
+    import types
+
+    import strato.specializing
+
+    def compiled_of(nbytes: int):
+        code = types.SimpleNamespace(object_code=b"\0" * nbytes, objects=())
+        return types.SimpleNamespace(machine_code=code, weights=np.zeros(0, np.uint8))
+
+    dims = InputDims({"x": ("n",)})
+    model = ShapeSpecializingModel(dims, ["x"], ["y"], lambda shapes: compiled_of(1000))
+    for n in range(1, 3 * MAX_SIZES + 1):
+        model.specialized({"x": (n,)})
+    assert len(model.sizes) == 3 * MAX_SIZES
+    monkeypatch.setattr(strato.specializing, "KEPT_BYTES", 1000 * (MAX_SIZES + 2))
+    model.specialized({"x": (1000,)})
+    assert len(model.sizes) == MAX_SIZES + 2 and model.sizes[-1] == {"x": (1000,)}
+
+
 @pytest.mark.parametrize(
     ("x_shape", "m_shape", "message"),
     [
