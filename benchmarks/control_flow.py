@@ -15,6 +15,9 @@ Cases (ONNX models built here, seeded random weights):
 - counted: a Loop of a constant trip count 100 with a scan output (h <- tanh(h @ W),
   each iteration's h stacked), whose body never stops it (a graph.scan over the
   iteration numbers);
+- growing: a generation loop whose state grows (append tanh(last row @ W) to it, a
+  run-time number of times), run on the host with its body compiled per size of the
+  state;
 - host: a Loop of a run-time trip count with a scan output (whose length is the trip
   count), which strato stages (`strato.staged`): the first call runs the body once per
   iteration on the host, the second call with a trip count compiles the whole Loop for
@@ -208,12 +211,41 @@ def counted(rng: np.random.Generator):
     return model, [(f"M={steps}", {"x": x})]
 
 
+def growing(rng: np.random.Generator):
+    width = 256
+    body = helper.make_graph(
+        [
+            helper.make_node("Slice", ["y_in", "last", "end"], ["row"]),
+            helper.make_node("MatMul", ["row", "W"], ["p"]),
+            helper.make_node("Tanh", ["p"], ["next"]),
+            helper.make_node("Concat", ["y_in", "next"], ["y_out"], axis=0),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        "body",
+        [_info("i", I64, []), _info("cond_in", B, []), _info("y_in", F, [None, width])],
+        [_info("cond_out", B, []), _info("y_out", F, [None, width])],
+    )
+    model = _model(
+        [helper.make_node("Loop", ["M", "", "x"], ["y"], body=body)],
+        [_info("x", F, [1, width]), _info("M", I64, [])],
+        [_info("y", F, [None, width])],
+        [
+            _weights(rng, "W", (width, width), 0.06),
+            numpy_helper.from_array(np.array([-1], np.int64), "last"),
+            numpy_helper.from_array(np.array([2**40], np.int64), "end"),
+        ],
+    )
+    x = rng.standard_normal((1, width)).astype(np.float32)
+    return model, [(f"M={m}", {"x": x, "M": np.array(m, np.int64)}) for m in (20,)]
+
+
 CASES: dict[str, Callable] = {
     "recurrence": recurrence,
     "while": while_loop,
     "branches": branches,
     "scan": scan,
     "counted": counted,
+    "growing": growing,
     "host": host_loop,
 }
 
