@@ -818,7 +818,7 @@ def _loop(
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type or onnx.TensorProto.FLOAT)
         empty_scans.append((np.dtype(dtype), shape))
     counted = None
-    if compile_loop is not None and len(body.output) > 1 + carried and _never_stops(body):
+    if compile_loop is not None and len(body.output) > 1 + carried and _never_stops(body, initializers):
 
         def counted(trips: int, rows: list[tuple[np.dtype, tuple[int, ...]]]) -> Any:
             return compile_loop(
@@ -828,16 +828,20 @@ def _loop(
     return _Loop(node, outer, compile_part(part), empty_scans, counted)
 
 
-def _never_stops(body: onnx.GraphProto) -> bool:
-    """Whether a Loop body gives back the condition it takes (directly or through
-    Identity nodes): the loop then runs as many iterations as its trip count says."""
+def _never_stops(body: onnx.GraphProto, constants: Mapping[str, onnx.TensorProto]) -> bool:
+    """Whether a Loop body gives back the condition it takes, or a constant true (the
+    enclosing graph's `constants`, or the body's own), directly or through Identity
+    nodes: the loop then runs as many iterations as its trip count says."""
     condition, given = body.input[1].name, body.output[0].name
     producers = {output: node for node in body.node for output in node.output}
+    constants = {**constants, **{init.name: init for init in body.initializer}}
     while given != condition:
         node = producers.get(given)
-        if node is None or node.op_type != "Identity":
-            return False
-        given = node.input[0]
+        if node is not None and node.op_type == "Identity":
+            given = node.input[0]
+            continue
+        value = constants.get(given) if node is None else _constant_tensor(node)
+        return value is not None and bool(np.all(numpy_helper.to_array(value)))
     return True
 
 
@@ -914,7 +918,7 @@ def _declared(
     declared = onnx.ValueInfoProto()
     declared.CopyFrom(value)
     if not shape:
-        declared.type.tensor_type.ClearField("shape")
+        _tensor_of(declared.type).ClearField("shape")
     return declared
 
 
@@ -927,9 +931,16 @@ def _inferred_types(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
         inferred = model.graph
     values = {}
     for value in (*model.graph.value_info, *inferred.value_info, *inferred.input, *inferred.output):
-        if value.type.HasField("tensor_type") and value.type.tensor_type.elem_type:
+        if _tensor_of(value.type).elem_type:
             values[value.name] = value
     return values
+
+
+def _tensor_of(type_: onnx.TypeProto) -> onnx.TypeProto.Tensor:
+    """The tensor type of a tensor, or of a sequence's elements (an empty one else)."""
+    if type_.HasField("sequence_type"):
+        type_ = type_.sequence_type.elem_type
+    return type_.tensor_type if type_.HasField("tensor_type") else onnx.TypeProto.Tensor()
 
 
 __all__ = ["STRUCTURE_ONLY", "StagedModel", "has_host_ops", "known_at_import", "staged_model"]

@@ -43,6 +43,7 @@ from strato.diagnostics import ModelImportError, SymbolicShapeError
 from strato.dialects.graph import ConstantOp
 from strato.dialects.tensor_types import element_type_of
 from strato.frontends.onnx import raw_data, sequences
+from strato.frontends.onnx.appends import appends_as_scan_outputs
 from strato.frontends.onnx.conversion import (
     ImportedValue,
     NodeContext,
@@ -109,7 +110,14 @@ def import_onnx(
 
 
 def load_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
-    """The ModelProto of `model` and the location diagnostics should name (the path)."""
+    """The ModelProto of `model` and the location diagnostics should name (the path);
+    a Loop that appends to a list gives it as a scan output instead
+    (`strato.frontends.onnx.appends`)."""
+    proto, location = _read_model(model)
+    return appends_as_scan_outputs(proto), location
+
+
+def _read_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
     if isinstance(model, onnx.ModelProto):
         return model, None
     if not isinstance(model, (str, os.PathLike)):

@@ -1,0 +1,112 @@
+"""Loops that append one tensor per iteration to a list, then stack or concatenate it
+(the TorchScript exporter's form of `outs.append(h)` in a loop, then `torch.stack` or
+`torch.cat`): the list becomes a scan output (`strato.frontends.onnx.appends`), so the
+loop compiles, against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import strato
+from strato.frontends.onnx.appends import appends_as_scan_outputs
+from strato.frontends.onnx.importer import import_model
+
+F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
+
+
+def appending_model(concat: dict, trips: int | None = None, extra_reader: bool = False) -> onnx.ModelProto:
+    """h <- tanh(h @ W) n times from x [2, 3, 4] (last axis 4), each h appended to a list
+    that `concat` (ConcatFromSequence's attributes) joins; n a graph input, or the
+    constant `trips`. The body's condition is an outer constant true, as TorchScript
+    writes it."""
+    body = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["h_in", "W"], ["p"]),
+            helper.make_node("Tanh", ["p"], ["h_out"]),
+            helper.make_node("SequenceInsert", ["list_in", "h_out"], ["list_out"]),
+            helper.make_node("Identity", ["true"], ["cond_out"]),
+        ],
+        "body",
+        [
+            helper.make_tensor_value_info("i", I64, []),
+            helper.make_tensor_value_info("cond", B, []),
+            helper.make_tensor_value_info("h_in", F, [2, 3, 4]),
+            helper.make_tensor_sequence_value_info("list_in", F, None),
+        ],
+        [
+            helper.make_tensor_value_info("cond_out", B, []),
+            helper.make_tensor_value_info("h_out", F, [2, 3, 4]),
+            helper.make_tensor_sequence_value_info("list_out", F, None),
+        ],
+    )
+    nodes = [
+        helper.make_node("Constant", [], ["true"], value=numpy_helper.from_array(np.array(True))),
+        helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
+        helper.make_node("Loop", ["n", "true", "x", "empty"], ["h", "list"], body=body),
+        helper.make_node("ConcatFromSequence", ["list"], ["y"], **concat),
+    ]
+    outputs = [helper.make_tensor_value_info("y", F, None)]
+    if extra_reader:
+        nodes.append(helper.make_node("SequenceLength", ["list"], ["count"]))
+        outputs.append(helper.make_tensor_value_info("count", I64, []))
+    inputs = [helper.make_tensor_value_info("x", F, [2, 3, 4])]
+    weight = np.random.default_rng(1).standard_normal((4, 4)).astype(np.float32) * 0.5
+    initializers = [numpy_helper.from_array(weight, "W")]
+    if trips is None:
+        inputs.append(helper.make_tensor_value_info("n", I64, []))
+    else:
+        initializers.append(numpy_helper.from_array(np.array(trips, np.int64), "n"))
+    graph = helper.make_graph(nodes, "appending", inputs, outputs, initializers)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _expected(model: onnx.ModelProto, feeds: dict) -> list[np.ndarray]:
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+CONCATS = {
+    "stack": {"axis": 0, "new_axis": 1},
+    "stack-inner": {"axis": 2, "new_axis": 1},
+    "stack-last": {"axis": -1, "new_axis": 1},
+    "cat": {"axis": 0, "new_axis": 0},
+    "cat-inner": {"axis": 1, "new_axis": 0},
+    "cat-last": {"axis": -1, "new_axis": 0},
+}
+
+
+@pytest.mark.parametrize("concat", list(CONCATS), ids=list(CONCATS))
+def test_a_run_time_count_of_appends_runs_and_then_compiles_whole(concat):
+    model = appending_model(CONCATS[concat])
+    rewritten = appends_as_scan_outputs(model)
+    assert [n.op_type for n in rewritten.graph.node if n.op_type.startswith("Sequence")] == []
+    compiled = strato.compile(model, cache=False)
+    x = np.random.default_rng(2).standard_normal((2, 3, 4)).astype(np.float32)
+    for trips in (3, 12, 12, 12):  # the second call with 12 compiles the whole loop
+        feeds = {"x": x, "n": np.array(trips, np.int64)}
+        for got, want in zip(compiled(*feeds.values()), _expected(model, feeds), strict=True):
+            assert got.shape == want.shape
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    (loop,) = [step for step in compiled.steps if getattr(step, "node", None) is not None]
+    assert list(loop._counted.compiled) == [12]
+
+
+@pytest.mark.parametrize("trips", [2, 40])
+def test_a_known_count_of_appends_compiles(trips):
+    """Short: unrolled; long: a graph.scan."""
+    model = appending_model(CONCATS["stack"], trips=trips)
+    ops = [op.name for op in import_model(model).walk()]
+    assert ("graph.scan" in ops) == (trips == 40)
+    x = np.random.default_rng(3).standard_normal((2, 3, 4)).astype(np.float32)
+    (got,) = strato.compile(model, cache=False)(x)
+    (want,) = _expected(model, {"x": x})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_a_list_read_otherwise_is_left_alone():
+    model = appending_model(CONCATS["stack"], extra_reader=True)
+    assert appends_as_scan_outputs(model) is model
