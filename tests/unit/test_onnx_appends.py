@@ -18,17 +18,29 @@ from strato.frontends.onnx.importer import import_model
 F, I64, B = TensorProto.FLOAT, TensorProto.INT64, TensorProto.BOOL
 
 
-def appending_model(concat: dict, trips: int | None = None, extra_reader: bool = False) -> onnx.ModelProto:
+def appending_model(
+    concat: dict,
+    trips: int | None = None,
+    extra_reader: bool = False,
+    around: bool = False,
+    while_positive: bool = False,
+) -> onnx.ModelProto:
     """h <- tanh(h @ W) n times from x [2, 3, 4] (last axis 4), each h appended to a list
     that `concat` (ConcatFromSequence's attributes) joins; n a graph input, or the
     constant `trips`. The body's condition is an outer constant true, as TorchScript
-    writes it."""
+    writes it; with `while_positive`, whether h's sum is positive (a while loop). With
+    `around`, the list starts as [x] (SequenceConstruct) and gets 2 * h appended after
+    the loop."""
+    condition = [
+        helper.make_node("ReduceSum", ["h_out"], ["total"], keepdims=0),
+        helper.make_node("Greater", ["total", "zero"], ["cond_out"]),
+    ] if while_positive else [helper.make_node("Identity", ["true"], ["cond_out"])]  # fmt: skip
     body = helper.make_graph(
         [
             helper.make_node("MatMul", ["h_in", "W"], ["p"]),
             helper.make_node("Tanh", ["p"], ["h_out"]),
             helper.make_node("SequenceInsert", ["list_in", "h_out"], ["list_out"]),
-            helper.make_node("Identity", ["true"], ["cond_out"]),
+            *condition,
         ],
         "body",
         [
@@ -45,10 +57,19 @@ def appending_model(concat: dict, trips: int | None = None, extra_reader: bool =
     )
     nodes = [
         helper.make_node("Constant", [], ["true"], value=numpy_helper.from_array(np.array(True))),
-        helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
+        helper.make_node("Constant", [], ["zero"], value=numpy_helper.from_array(np.float32(0))),
+        helper.make_node("SequenceConstruct", ["x"], ["empty"])
+        if around else helper.make_node("SequenceEmpty", [], ["empty"], dtype=F),
         helper.make_node("Loop", ["n", "true", "x", "empty"], ["h", "list"], body=body),
-        helper.make_node("ConcatFromSequence", ["list"], ["y"], **concat),
-    ]
+    ]  # fmt: skip
+    if around:
+        nodes += [
+            helper.make_node("Add", ["h", "h"], ["h2"]),
+            helper.make_node("SequenceInsert", ["list", "h2"], ["whole"]),
+            helper.make_node("ConcatFromSequence", ["whole"], ["y"], **concat),
+        ]
+    else:
+        nodes.append(helper.make_node("ConcatFromSequence", ["list"], ["y"], **concat))
     outputs = [helper.make_tensor_value_info("y", F, None)]
     if extra_reader:
         nodes.append(helper.make_node("SequenceLength", ["list"], ["count"]))
@@ -105,6 +126,23 @@ def test_a_known_count_of_appends_compiles(trips):
     (got,) = strato.compile(model, cache=False)(x)
     (want,) = _expected(model, {"x": x})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("concat", ["stack-inner", "cat-last"])
+def test_tensors_listed_before_and_after_the_loop_join_the_stack(concat):
+    """`outs = [x]`, the loop appending, `outs.append(2 * h)` after it; and a while loop
+    (its body may stop it) that appends, run on the host."""
+    for while_positive in (False, True):
+        model = appending_model(CONCATS[concat], around=True, while_positive=while_positive)
+        rewritten = appends_as_scan_outputs(model)
+        assert not any(n.op_type.startswith(("Sequence", "ConcatFrom")) for n in rewritten.graph.node)
+        compiled = strato.compile(model, cache=False)
+        rng = np.random.default_rng(4)
+        for trips in (0, 5, 5):
+            feeds = {"x": rng.standard_normal((2, 3, 4)).astype(np.float32), "n": np.array(trips, np.int64)}
+            for got, want in zip(compiled(*feeds.values()), _expected(model, feeds), strict=True):
+                assert got.shape == want.shape
+                np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
 def test_a_list_read_otherwise_is_left_alone():

@@ -84,28 +84,78 @@ def _rewrite_one(model: onnx.ModelProto) -> bool:
         (body,) = _subgraphs(loop) or (None,)
         if body is None:
             continue
-        carried = len(loop.input) - 2
-        for k in range(carried):
-            start = producers.get(loop.input[2 + k])
+        for k in range(len(loop.input) - 2):
+            before = _list_before(loop.input[2 + k], producers, readers, outputs)
             final = loop.output[k] if k < len(loop.output) else ""
-            concats = readers.get(final, []) if final else []
-            if (
-                start is None
-                or start.op_type != "SequenceEmpty"
-                or len(readers.get(loop.input[2 + k], [])) != 1
-                or final in outputs
-                or any(node.op_type != "ConcatFromSequence" for node in concats)
-            ):
+            after = _list_after(final, readers, outputs)
+            if before is None or after is None:
                 continue
             append = _append_of(body, k)
             if append is None:
                 continue
-            ranks = [_element_rank(model, body, append.input[1])] if concats else []
-            if concats and ranks[0] is None and any(_needs_rank(c) for c in concats):
+            chain, concats = after
+            element = _element_type(model, body, append.input[1])
+            rank = len(element.shape.dim) if element.HasField("shape") else None
+            if rank is None and any(_needs_rank(c) for c in concats):
                 continue
-            _make_scan_output(model, loop, body, k, append, start, concats, ranks[0] if ranks else None)
+            dtype = _attribute(before[0], "dtype", onnx.TensorProto.FLOAT)
+            if before[0].op_type != "SequenceEmpty":
+                dtype = element.elem_type
+            if not dtype:
+                continue
+            declared = helper.make_tensor_value_info("", dtype, None)
+            if element.HasField("shape"):
+                declared.type.tensor_type.shape.CopyFrom(element.shape)
+            _make_scan_output(model, loop, body, k, append, before, chain, concats, rank, declared)
             return True
     return False
+
+
+_LIST_STARTS = ("SequenceEmpty", "SequenceConstruct")
+
+
+def _list_before(
+    name: str,
+    producers: dict[str, onnx.NodeProto],
+    readers: dict[str, list[onnx.NodeProto]],
+    outputs: set[str],
+) -> list[onnx.NodeProto] | None:
+    """The nodes that build the list `name` a Loop starts from (a SequenceEmpty or
+    SequenceConstruct, then appends), first to last, when each is read only by the
+    next and the Loop; None otherwise."""
+    chain: list[onnx.NodeProto] = []
+    while True:
+        node = producers.get(name)
+        if node is None or len(readers.get(name, [])) != 1 or name in outputs:
+            return None
+        chain.append(node)
+        if node.op_type in _LIST_STARTS:
+            return chain[::-1]
+        if node.op_type != "SequenceInsert" or len(node.input) != 2:
+            return None
+        name = node.input[0]
+
+
+def _list_after(
+    name: str, readers: dict[str, list[onnx.NodeProto]], outputs: set[str]
+) -> tuple[list[onnx.NodeProto], list[onnx.NodeProto]] | None:
+    """The appends to the list `name` a Loop gives (each read only by the next), and the
+    ConcatFromSequence nodes that read the last; None when anything else reads them."""
+    chain: list[onnx.NodeProto] = []
+    while name:
+        if name in outputs:
+            return None
+        users = readers.get(name, [])
+        if len(users) == 1 and users[0].op_type == "SequenceInsert" and len(users[0].input) == 2:
+            if users[0].input[0] != name:
+                return None
+            chain.append(users[0])
+            name = users[0].output[0]
+            continue
+        if any(user.op_type != "ConcatFromSequence" for user in users):
+            return None
+        return chain, users
+    return chain, []
 
 
 def _append_of(body: onnx.GraphProto, k: int) -> onnx.NodeProto | None:
@@ -145,21 +195,22 @@ def _attribute(node: onnx.NodeProto, name: str, default: int) -> int:
     return default
 
 
-def _element_rank(model: onnx.ModelProto, body: onnx.GraphProto, name: str) -> int | None:
-    """The rank of the body's value `name`, as declared or as shape inference gives it."""
+def _element_type(model: onnx.ModelProto, body: onnx.GraphProto, name: str) -> onnx.TypeProto.Tensor:
+    """The tensor type of the body's value `name`, as declared or as shape inference
+    gives it (an empty one when neither says)."""
     for value in (*body.value_info, *body.output, *body.input):
-        if value.name == name and value.type.tensor_type.HasField("shape"):
-            return len(value.type.tensor_type.shape.dim)
+        if value.name == name and value.type.tensor_type.elem_type:
+            return value.type.tensor_type
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - best effort: without a rank the Loop is left as it is
-        return None
+    except Exception:  # noqa: BLE001 - best effort: without a type the Loop is left as it is
+        return onnx.TypeProto.Tensor()
     for node in inferred.graph.node:
         for sub in _subgraphs(node):
             for value in (*sub.value_info, *sub.output):
-                if value.name == name and value.type.tensor_type.HasField("shape"):
-                    return len(value.type.tensor_type.shape.dim)
-    return None
+                if value.name == name and value.type.tensor_type.elem_type:
+                    return value.type.tensor_type
+    return onnx.TypeProto.Tensor()
 
 
 def _make_scan_output(
@@ -168,16 +219,21 @@ def _make_scan_output(
     body: onnx.GraphProto,
     k: int,
     append: onnx.NodeProto,
-    start: onnx.NodeProto,
+    before: list[onnx.NodeProto],
+    after: list[onnx.NodeProto],
     concats: list[onnx.NodeProto],
     rank: int | None,
+    declared: onnx.ValueInfoProto,
 ) -> None:
+    """Make carried value k of `loop` (a list `before` builds, `append` appends to in
+    the body and `after` after it, read by `concats`) a scan output of the appended
+    tensors (of type `declared`)."""
     graph = model.graph
     carried = len(loop.input) - 2
     scans = len(body.output) - 1 - carried
     appended = append.input[1]
     final = loop.output[k] if k < len(loop.output) else ""
-    dtype = _attribute(start, "dtype", onnx.TensorProto.FLOAT)
+    start = before[0]
     row = f"{loop.name or loop.output[0]}::appended{k}"
     # the body: the appended tensor a scan output, the carried list gone
     lists = {body.input[2 + k].name, body.output[1 + k].name}
@@ -186,7 +242,8 @@ def _make_scan_output(
     del body.input[2 + k]
     del body.output[1 + k]
     _forget(body, lists)
-    body.output.append(helper.make_tensor_value_info(row, dtype, None))
+    body.output.append(declared)
+    body.output[-1].name = row
     # the loop: one carried value fewer, one scan output more (after the others)
     stacked = f"{row}::stacked"
     outputs = list(loop.output) + [""] * (carried + scans - len(loop.output))
@@ -195,11 +252,16 @@ def _make_scan_output(
     del loop.input[2 + k]
     del loop.output[:]
     loop.output.extend(outputs)
-    if not any(name in start.output for node in graph.node if node is not loop for name in node.input):
-        graph.node.remove(start)
-    _forget(graph, {final, *start.output} - {""})
+    # the tensors listed before the loop (SequenceConstruct's, then appended) and after
+    first = [name for name in start.input if name] if start.op_type == "SequenceConstruct" else []
+    first += [node.input[1] for node in before[1:]]
+    last = [node.input[1] for node in after]
+    removed = [*before, *after]
+    for node in removed:
+        graph.node.remove(node)
+    _forget(graph, {final, *(name for node in removed for name in node.output)} - {""})
     for concat in concats:
-        _replace_concat(graph, concat, stacked, rank)
+        _replace_concat(graph, concat, stacked, rank, first, last)
 
 
 def _forget(graph: onnx.GraphProto, names: set[str]) -> None:
@@ -208,33 +270,40 @@ def _forget(graph: onnx.GraphProto, names: set[str]) -> None:
         graph.value_info.remove(value)
 
 
-def _replace_concat(graph: onnx.GraphProto, concat: onnx.NodeProto, stacked: str, rank: int | None) -> None:
-    """ConcatFromSequence of the appended tensors (rank `rank`) -> the same from
-    `stacked` (them stacked along a new first axis)."""
+def _replace_concat(
+    graph: onnx.GraphProto,
+    concat: onnx.NodeProto,
+    stacked: str,
+    rank: int | None,
+    first: list[str],
+    last: list[str],
+) -> None:
+    """ConcatFromSequence of the tensors `first`, the appended ones (rank `rank`) and
+    `last` -> the same from `stacked` (the appended ones stacked along a new first
+    axis), joined with `first` and `last`."""
     axis = _attribute(concat, "axis", 0)
     new_axis = _attribute(concat, "new_axis", 0)
     (result,) = concat.output
     prefix = f"{result}::from_stack"
+    joined = f"{prefix}::joined" if first or last else result
     nodes: list[onnx.NodeProto] = []
     if new_axis:  # torch.stack: the new axis goes to `axis`
-        if axis < 0:
-            axis += rank + 1  # type: ignore[operator]
-        if axis == 0:
-            nodes.append(helper.make_node("Identity", [stacked], [result]))
+        at = axis + rank + 1 if axis < 0 else axis  # type: ignore[operator]
+        if at == 0:
+            nodes.append(helper.make_node("Identity", [stacked], [joined]))
         else:
-            perm = [*range(1, axis + 1), 0, *range(axis + 1, rank + 1)]  # type: ignore[operator]
-            nodes.append(helper.make_node("Transpose", [stacked], [result], perm=perm))
+            perm = [*range(1, at + 1), 0, *range(at + 1, rank + 1)]  # type: ignore[operator]
+            nodes.append(helper.make_node("Transpose", [stacked], [joined], perm=perm))
     else:  # torch.cat: the stacked axis merges with axis `axis` of the tensors
-        if axis < 0:
-            axis += rank  # type: ignore[operator]
+        at = axis + rank if axis < 0 else axis  # type: ignore[operator]
         moved = stacked
-        if axis:
-            perm = [*range(1, axis + 1), 0, *range(axis + 1, rank + 1)]  # type: ignore[operator]
+        if at:
+            perm = [*range(1, at + 1), 0, *range(at + 1, rank + 1)]  # type: ignore[operator]
             moved = f"{prefix}::moved"
             nodes.append(helper.make_node("Transpose", [stacked], [moved], perm=perm))
         constants = {
-            "before": np.array([0], np.int64), "at": np.array([axis], np.int64),
-            "after": np.array([axis + 2], np.int64), "end": np.array([2**62], np.int64),
+            "before": np.array([0], np.int64), "at": np.array([at], np.int64),
+            "after": np.array([at + 2], np.int64), "end": np.array([2**62], np.int64),
             "merged": np.array([-1], np.int64),
         }  # fmt: skip
         for name, value in constants.items():
@@ -249,8 +318,24 @@ def _replace_concat(graph: onnx.GraphProto, concat: onnx.NodeProto, stacked: str
             helper.make_node(
                 "Concat", [f"{prefix}::head", f"{prefix}::merged", f"{prefix}::tail"], [f"{prefix}::target"], axis=0
             ),
-            helper.make_node("Reshape", [moved, f"{prefix}::target"], [result]),
+            helper.make_node("Reshape", [moved, f"{prefix}::target"], [joined]),
         ]
+    if first or last:  # the tensors listed outside the loop, around the stacked ones
+        pieces = []
+        for n, name in enumerate([*first, "", *last]):
+            if not name:
+                pieces.append(joined)
+            elif new_axis:
+                axes = f"{prefix}::axes"
+                if not any(node.output[0] == axes for node in nodes):
+                    nodes.append(
+                        helper.make_node("Constant", [], [axes], value=numpy_helper.from_array(np.array([axis], np.int64)))
+                    )
+                pieces.append(f"{prefix}::piece{n}")
+                nodes.append(helper.make_node("Unsqueeze", [name, axes], [pieces[-1]]))
+            else:
+                pieces.append(name)
+        nodes.append(helper.make_node("Concat", pieces, [result], axis=axis))
     position = list(graph.node).index(concat)
     graph.node.remove(concat)
     for offset, node in enumerate(nodes):
