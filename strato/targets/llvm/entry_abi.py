@@ -261,35 +261,55 @@ def batch_entry_ir(entry_symbol: str, sample_bytes: tuple[int | None, ...]) -> s
         f"define i32 @{name}(i64 %count{', ' if parameters else ''}{parameters}) {{",
         "entry:",
         "  br label %loop",
-        "loop:",
-        "  %i = phi i64 [ 0, %entry ], [ %next, %next_sample ]",
-        "  %more = icmp slt i64 %i, %count",
-        "  br i1 %more, label %sample, label %done",
-        "sample:",
+        *sample_loop_ir(entry_symbol, "%count", sample_bytes),
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def sample_loop_ir(
+    entry_symbol: str,
+    count: str,
+    sample_bytes: tuple[int | None, ...],
+    *,
+    tag: str = "",
+    from_block: str = "entry",
+) -> list[str]:
+    """The blocks of a loop calling `entry_symbol` once per sample, `count` (an i64
+    value) times: buffer k (`%b<k>`) of sample i at `sample_bytes[k] * i` bytes in
+    (None: the buffer itself). It returns the first status that is not `STATUS_OK`, or
+    `STATUS_OK`. Its first block, `loop<tag>`, is entered from `from_block`; `tag` keeps
+    the names of several such loops in one function apart."""
+    t = tag
+    lines = [
+        f"loop{t}:",
+        f"  %i{t} = phi i64 [ 0, %{from_block} ], [ %next{t}, %next_sample{t} ]",
+        f"  %more{t} = icmp slt i64 %i{t}, {count}",
+        f"  br i1 %more{t}, label %sample{t}, label %done{t}",
+        f"sample{t}:",
     ]
     arguments = []
     for k, size in enumerate(sample_bytes):
         if size is None:
             arguments.append(f"ptr %b{k}")
             continue
-        lines.append(f"  %offset{k} = mul i64 %i, {size}")
-        lines.append(f"  %p{k} = getelementptr i8, ptr %b{k}, i64 %offset{k}")
-        arguments.append(f"ptr %p{k}")
+        lines.append(f"  %offset{t}_{k} = mul i64 %i{t}, {size}")
+        lines.append(f"  %p{t}_{k} = getelementptr i8, ptr %b{k}, i64 %offset{t}_{k}")
+        arguments.append(f"ptr %p{t}_{k}")
     lines += [
-        f"  %status = call i32 @{entry_symbol}({', '.join(arguments)})",
-        f"  %ok = icmp eq i32 %status, {STATUS_OK}",
-        "  br i1 %ok, label %next_sample, label %failed",
-        "next_sample:",
-        "  %next = add i64 %i, 1",
-        "  br label %loop",
-        "failed:",
-        "  ret i32 %status",
-        "done:",
+        f"  %status{t} = call i32 @{entry_symbol}({', '.join(arguments)})",
+        f"  %ok{t} = icmp eq i32 %status{t}, {STATUS_OK}",
+        f"  br i1 %ok{t}, label %next_sample{t}, label %failed{t}",
+        f"next_sample{t}:",
+        f"  %next{t} = add i64 %i{t}, 1",
+        f"  br label %loop{t}",
+        f"failed{t}:",
+        f"  ret i32 %status{t}",
+        f"done{t}:",
         f"  ret i32 {STATUS_OK}",
-        "}",
-        "",
     ]
-    return "\n".join(lines)
+    return lines
 
 
 __all__ = [
@@ -300,4 +320,5 @@ __all__ = [
     "batch_symbol",
     "finalize_entry",
     "finalize_kernel",
+    "sample_loop_ir",
 ]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from strato.diagnostics import StratoError
 from strato.runtime.weight_blob import EMPTY, WeightBlob
-from strato.targets.llvm.entry_abi import STATUS_OK
+from strato.targets.llvm.entry_abi import sample_loop_ir
 from strato.targets.llvm.model import LLVMCompiledModel
 
 STATUS_NO_SUCH_SIZE = 2
@@ -133,35 +133,11 @@ class SizedModels:
             axis, sample_bytes = samples
             others = [None if k == axis else value for k, value in enumerate(values)]
             match = _all_equal(lines, f"o{n}", others)
-            lines += [
-                f"  br i1 {match}, label %loop{n}, label %over{n}",
-                f"loop{n}:",
-                f"  %i{n} = phi i64 [ 0, %{block} ], [ %i{n}_next, %go{n} ]",
-                f"  %more{n} = icmp slt i64 %i{n}, %d{axis}",
-                f"  br i1 %more{n}, label %sample{n}, label %done{n}",
-                f"sample{n}:",
-            ]
-            sample = []
-            for k, size in enumerate(sample_bytes):
-                if size is None:
-                    sample.append(f"ptr %b{k}")
-                    continue
-                lines.append(f"  %offset{n}_{k} = mul i64 %i{n}, {size}")
-                lines.append(f"  %p{n}_{k} = getelementptr i8, ptr %b{k}, i64 %offset{n}_{k}")
-                sample.append(f"ptr %p{n}_{k}")
-            lines += [
-                f"  %sample_status{n} = call i32 @{self.symbol_of(values)}({', '.join(sample)})",
-                f"  %ok{n} = icmp eq i32 %sample_status{n}, {STATUS_OK}",
-                f"  br i1 %ok{n}, label %go{n}, label %failed{n}",
-                f"go{n}:",
-                f"  %i{n}_next = add i64 %i{n}, 1",
-                f"  br label %loop{n}",
-                f"failed{n}:",
-                f"  ret i32 %sample_status{n}",
-                f"done{n}:",
-                f"  ret i32 {STATUS_OK}",
-                f"over{n}:",
-            ]
+            lines.append(f"  br i1 {match}, label %loop_{n}, label %over{n}")
+            lines += sample_loop_ir(
+                self.symbol_of(values), f"%d{axis}", sample_bytes, tag=f"_{n}", from_block=block
+            )
+            lines.append(f"over{n}:")
             block = f"over{n}"
         lines += [f"  ret i32 {STATUS_NO_SUCH_SIZE}", "}", ""]
         return "\n".join(lines)
