@@ -148,3 +148,18 @@ def test_tensors_listed_before_and_after_the_loop_join_the_stack(concat):
 def test_a_list_read_otherwise_is_left_alone():
     model = appending_model(CONCATS["stack"], extra_reader=True)
     assert appends_as_scan_outputs(model) is model
+
+
+def test_appended_tensors_of_no_static_shape_are_left_alone():
+    """Tensors whose sizes the model does not fix may differ between iterations, which
+    a concatenation allows and a stack does not."""
+    model = appending_model(CONCATS["cat"])
+    loop = next(node for node in model.graph.node if node.op_type == "Loop")
+    body = loop.attribute[0].g
+    for value in body.output:
+        if value.name == "h_out":
+            value.type.tensor_type.shape.dim[0].dim_param = "rows"
+    for value in body.input:
+        if value.name == "h_in":
+            value.type.tensor_type.shape.dim[0].dim_param = "rows"
+    assert appends_as_scan_outputs(model) is model

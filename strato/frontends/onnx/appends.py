@@ -9,13 +9,15 @@ concatenated after it,
         outs.append(h)
     y = torch.stack(outs)            # or torch.cat(outs, dim=a)
 
-is a Loop carrying a sequence, started by SequenceEmpty, to which each iteration's body
-appends one tensor (SequenceInsert without a position), read after the loop by
+is a Loop carrying a sequence, started by SequenceEmpty (or SequenceConstruct and
+appends), to which each iteration's body appends one tensor of a static shape
+(SequenceInsert without a position), read after the loop, after more appends, by
 ConcatFromSequence only. That is a scan output with extra steps: the rewrite here drops
 the carried sequence and gives the appended tensor as a scan output of the Loop, which
 stacks them along a new first axis, then moves that axis where ConcatFromSequence puts
-it (a Transpose, and for a concatenation a Reshape merging it with the next axis). The
-loop then carries tensors only: the importer compiles it (unrolled, a `graph.scan`, or,
+it (a Transpose, and for a concatenation a Reshape merging it with the next axis), and
+concatenates the tensors listed before and after the loop around it. The loop then
+carries tensors only: the importer compiles it (unrolled, a `graph.scan`, or,
 with a trip count known only at run time, on the host and then compiled whole for a trip
 count that comes back, `strato.staged`) instead of refusing a sequence whose length is
 known only at run time.
@@ -95,9 +97,9 @@ def _rewrite_one(model: onnx.ModelProto) -> bool:
                 continue
             chain, concats = after
             element = _element_type(model, body, append.input[1])
-            rank = len(element.shape.dim) if element.HasField("shape") else None
-            if rank is None and any(_needs_rank(c) for c in concats):
-                continue
+            if not element.HasField("shape") or not all(d.HasField("dim_value") for d in element.shape.dim):
+                continue  # tensors whose sizes may differ: a stack cannot hold them
+            rank = len(element.shape.dim)
             dtype = _attribute(before[0], "dtype", onnx.TensorProto.FLOAT)
             if before[0].op_type != "SequenceEmpty":
                 dtype = element.elem_type
@@ -182,12 +184,6 @@ def _append_of(body: onnx.GraphProto, k: int) -> onnx.NodeProto | None:
     return append
 
 
-def _needs_rank(concat: onnx.NodeProto) -> bool:
-    """Whether moving the stacked axis where `concat` puts it needs the rank of the
-    appended tensors (an axis other than the first, or one counted from the end)."""
-    return _attribute(concat, "axis", 0) != 0
-
-
 def _attribute(node: onnx.NodeProto, name: str, default: int) -> int:
     for attr in node.attribute:
         if attr.name == name:
@@ -196,21 +192,24 @@ def _attribute(node: onnx.NodeProto, name: str, default: int) -> int:
 
 
 def _element_type(model: onnx.ModelProto, body: onnx.GraphProto, name: str) -> onnx.TypeProto.Tensor:
-    """The tensor type of the body's value `name`, as declared or as shape inference
-    gives it (an empty one when neither says)."""
-    for value in (*body.value_info, *body.output, *body.input):
-        if value.name == name and value.type.tensor_type.elem_type:
-            return value.type.tensor_type
+    """The tensor type of the body's value `name`: with a static shape when shape
+    inference or the body's declarations give one (exporters often declare symbolic
+    sizes that inference resolves from the loop's carried values), else as declared (an
+    empty one when nothing says)."""
+    found = [value.type.tensor_type for value in (*body.value_info, *body.output, *body.input) if value.name == name]
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - best effort: without a type the Loop is left as it is
-        return onnx.TypeProto.Tensor()
-    for node in inferred.graph.node:
-        for sub in _subgraphs(node):
-            for value in (*sub.value_info, *sub.output):
-                if value.name == name and value.type.tensor_type.elem_type:
-                    return value.type.tensor_type
-    return onnx.TypeProto.Tensor()
+    except Exception:  # noqa: BLE001 - best effort: the declarations stand
+        inferred = None
+    if inferred is not None:
+        for node in inferred.graph.node:
+            for sub in _subgraphs(node):
+                found += [value.type.tensor_type for value in (*sub.value_info, *sub.output) if value.name == name]
+    typed = [tensor for tensor in found if tensor.elem_type]
+    for tensor in typed:
+        if tensor.HasField("shape") and all(d.HasField("dim_value") for d in tensor.shape.dim):
+            return tensor
+    return typed[0] if typed else onnx.TypeProto.Tensor()
 
 
 def _make_scan_output(
@@ -222,7 +221,7 @@ def _make_scan_output(
     before: list[onnx.NodeProto],
     after: list[onnx.NodeProto],
     concats: list[onnx.NodeProto],
-    rank: int | None,
+    rank: int,
     declared: onnx.ValueInfoProto,
 ) -> None:
     """Make carried value k of `loop` (a list `before` builds, `append` appends to in
@@ -274,7 +273,7 @@ def _replace_concat(
     graph: onnx.GraphProto,
     concat: onnx.NodeProto,
     stacked: str,
-    rank: int | None,
+    rank: int,
     first: list[str],
     last: list[str],
 ) -> None:
@@ -288,17 +287,17 @@ def _replace_concat(
     joined = f"{prefix}::joined" if first or last else result
     nodes: list[onnx.NodeProto] = []
     if new_axis:  # torch.stack: the new axis goes to `axis`
-        at = axis + rank + 1 if axis < 0 else axis  # type: ignore[operator]
+        at = axis + rank + 1 if axis < 0 else axis
         if at == 0:
             nodes.append(helper.make_node("Identity", [stacked], [joined]))
         else:
-            perm = [*range(1, at + 1), 0, *range(at + 1, rank + 1)]  # type: ignore[operator]
+            perm = [*range(1, at + 1), 0, *range(at + 1, rank + 1)]
             nodes.append(helper.make_node("Transpose", [stacked], [joined], perm=perm))
     else:  # torch.cat: the stacked axis merges with axis `axis` of the tensors
-        at = axis + rank if axis < 0 else axis  # type: ignore[operator]
+        at = axis + rank if axis < 0 else axis
         moved = stacked
         if at:
-            perm = [*range(1, at + 1), 0, *range(at + 1, rank + 1)]  # type: ignore[operator]
+            perm = [*range(1, at + 1), 0, *range(at + 1, rank + 1)]
             moved = f"{prefix}::moved"
             nodes.append(helper.make_node("Transpose", [stacked], [moved], perm=perm))
         constants = {
