@@ -344,3 +344,14 @@ def array_from_dense(attr: DenseIntOrFPElementsAttr, *, copy: bool = True) -> np
         return np.full(shape, values[0], dtype=dtype)
     values = values.reshape(shape)
     return values.copy() if copy else values
+
+
+def row_type(type_: Attribute) -> TensorType:
+    """A position of a scanned tensor, or a row of a scan output: the tensor type with
+    its first axis dropped."""
+    return TensorType(type_.element_type, list(type_.get_shape()[1:]))  # type: ignore[attr-defined]
+
+
+def stacked_type(row: Attribute, length: int) -> TensorType:
+    """`length` rows of type `row` stacked along a new first axis (a scan output)."""
+    return TensorType(row.element_type, [length, *row.get_shape()])  # type: ignore[attr-defined]

@@ -43,6 +43,7 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from strato.dialects import graph
+from strato.dialects.tensor_types import stacked_type
 
 DIM = st.integers(min_value=1, max_value=4)
 
@@ -1110,10 +1111,6 @@ def _scan_body(b: ProgramBuilder, block: Block, y: SSAValue) -> None:
     block.add_op(graph.YieldOp([new, row]))
 
 
-def _stacked(scanned: SSAValue, x: SSAValue) -> TensorType:
-    return TensorType(f32, [shape(scanned)[0], *shape(x)])
-
-
 @generator("graph.scan")
 def _scan(b: ProgramBuilder) -> Operation:
     """A graph.scan carrying one value along a scanned tensor of its shape, its body
@@ -1123,7 +1120,7 @@ def _scan(b: ProgramBuilder) -> Operation:
     scanned = _scanned(b, x)
     block = Block(arg_types=[x.type, x.type])
     _scan_body(b, block, y)
-    return graph.ScanOp([x], [scanned], Region(block), [x.type, _stacked(scanned, x)])
+    return graph.ScanOp([x], [scanned], Region(block), [x.type, stacked_type(x.type, shape(scanned)[0])])
 
 
 @generator("graph.scan_call")
@@ -1148,7 +1145,7 @@ def _scan_call(b: ProgramBuilder) -> Operation:
     function = func.FuncOp(name, (types, [x.type, x.type]), Region(block))
     function.sym_visibility = StringAttr("private")
     b.functions.append(function)
-    return graph.ScanCallOp(name, [x], [scanned], [y], [x.type, _stacked(scanned, x)])
+    return graph.ScanCallOp(name, [x], [scanned], [y], [x.type, stacked_type(x.type, shape(scanned)[0])])
 
 
 # -- quantized tensors (strato.dialects.graph.quant) --------------------------------------

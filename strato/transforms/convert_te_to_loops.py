@@ -135,6 +135,7 @@ from strato.dialects.loop import (
 )
 from strato.dialects.tensor_types import (
     is_unsigned_type,
+    row_type,
     scalar_type,
     storage_type,
     sub_byte_width,
@@ -617,6 +618,29 @@ def _load_first(buffer: SSAValue, builder: Builder) -> SSAValue:
     return builder.insert(memref.LoadOp.get(buffer, zero * rank)).res
 
 
+def _carry_in(
+    inits: Sequence[SSAValue],
+    values: Mapping[SSAValue, SSAValue],
+    carried: Sequence[SSAValue],
+    builder: Builder,
+) -> None:
+    """Copy a loop's initial values into the buffers that carry them (its result
+    buffers)."""
+    for init, dest in zip(inits, carried, strict=True):
+        builder.insert(memref.CopyOp(values[init], dest))
+
+
+def _next_buffers(carried: Sequence[SSAValue], builder: Builder) -> list[SSAValue]:
+    """Buffers of the carried values' types, for the next values an iteration gives."""
+    return [builder.insert(memref.AllocOp([], [], d.type)).memref for d in carried]  # type: ignore[arg-type]
+
+
+def _carry_back(nexts: Sequence[SSAValue], carried: Sequence[SSAValue], builder: Builder) -> None:
+    """The next values an iteration gave become the carried ones."""
+    for source, dest in zip(nexts, carried, strict=True):
+        builder.insert(memref.CopyOp(source, dest))
+
+
 def lower_loop_call(
     op: te.LoopCallOp,
     values: Mapping[SSAValue, SSAValue],
@@ -628,16 +652,14 @@ def lower_loop_call(
     iteration calls the body with the iteration number and condition (scalar buffers),
     the carried values and the captured ones, into buffers of its own for the next
     condition and values, which are then copied back."""
-    carried_types = [d.type for d in destinations]
-    for init, dest in zip(op.inits, destinations, strict=True):
-        builder.insert(memref.CopyOp(values[init], dest))
+    _carry_in(op.inits, values, destinations, builder)
     limit = _load_first(values[op.max_trip], builder)
     scalars = []
     for element in (i64, i1, i1):  # iteration number, condition, next condition
         alloc = builder.insert(memref.AllocOp([], [], MemRefType(element, [])))
         scalars.append(alloc.memref)
     iteration, condition, next_condition = scalars
-    nexts = [builder.insert(memref.AllocOp([], [], t)).memref for t in carried_types]  # type: ignore[arg-type]
+    nexts = _next_buffers(destinations, builder)
     zero = builder.insert(arith.ConstantOp(IntegerAttr(0, i64))).result
     builder.insert(memref.StoreOp.get(zero, iteration, []))
     builder.insert(memref.StoreOp.get(_load_first(values[op.condition], builder), condition, []))
@@ -654,8 +676,7 @@ def lower_loop_call(
     step = Builder(InsertPoint.at_end(after))
     arguments = [iteration, condition, *destinations, *(values[v] for v in op.captured)]
     step.insert(func.CallOp(op.callee, [*arguments, next_condition, *nexts], []))
-    for source, dest in zip(nexts, destinations, strict=True):
-        step.insert(memref.CopyOp(source, dest))
+    _carry_back(nexts, destinations, step)
     step.insert(memref.StoreOp.get(step.insert(memref.LoadOp.get(next_condition, [])).res, condition, []))
     one = step.insert(arith.ConstantOp(IntegerAttr(1, i64))).result
     number = step.insert(memref.LoadOp.get(iteration, [])).res
@@ -679,17 +700,16 @@ def lower_scan_call(
     buffers for the next carried values (copied back) and a row of each scan output
     (copied to that position of the stacked result)."""
     carried = len(op.inits)
-    for init, dest in zip(op.inits, destinations[:carried], strict=True):
-        builder.insert(memref.CopyOp(values[init], dest))
+    _carry_in(op.inits, values, destinations[:carried], builder)
 
     def alloc_rows(types: Sequence[Attribute]) -> list[SSAValue]:
         return [
-            builder.insert(memref.AllocOp([], [], memref_for(_row_type(t), op))).memref
+            builder.insert(memref.AllocOp([], [], memref_for(row_type(t), op))).memref
             for t in types
         ]
 
     slices = alloc_rows([v.type for v in op.scanned])
-    nexts = [builder.insert(memref.AllocOp([], [], d.type)).memref for d in destinations[:carried]]  # type: ignore[arg-type]
+    nexts = _next_buffers(destinations[:carried], builder)
     rows = alloc_rows(op.res.types[carried:])
     body = Block(arg_types=[IndexType()])
     step = Builder(InsertPoint.at_end(body))
@@ -698,8 +718,7 @@ def lower_scan_call(
         _copy_position(values[scanned], dest, position, into=False, builder=step)
     arguments = [*destinations[:carried], *slices, *(values[v] for v in op.captured)]
     step.insert(func.CallOp(op.callee, [*arguments, *nexts, *rows], []))
-    for source, dest in zip(nexts, destinations[:carried], strict=True):
-        step.insert(memref.CopyOp(source, dest))
+    _carry_back(nexts, destinations[:carried], step)
     for row, dest in zip(rows, destinations[carried:], strict=True):
         _copy_position(row, dest, position, into=True, builder=step)
     step.insert(scf.YieldOp())
@@ -708,10 +727,6 @@ def lower_scan_call(
     builder.insert(scf.ForOp(*bounds, [], body))
     for buffer in (*slices, *nexts, *rows):
         builder.insert(memref.DeallocOp.get(buffer))
-
-
-def _row_type(type_: Attribute) -> TensorType:
-    return TensorType(type_.element_type, list(type_.get_shape()[1:]))  # type: ignore[union-attr]
 
 
 def _copy_position(

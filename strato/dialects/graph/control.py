@@ -65,6 +65,7 @@ from xdsl.traits import RecursiveMemoryEffect, SymbolTable
 from xdsl.utils.exceptions import VerifyException
 
 from strato.dialects.graph.base import AnyTensor
+from strato.dialects.tensor_types import row_type
 
 
 def _check_one_element(op: Operation, value: SSAValue, element: Attribute, what: str) -> None:
@@ -666,14 +667,11 @@ def _check_scan_operands(op: ScanOp | ScanCallOp) -> tuple[list[Attribute], list
                 f"first dimension must be the scan's length {length}"
             )
     return (
-        [*carried, *(_row(t) for t in scanned)],
-        [*carried, *(_row(t) for t in stacked)],
+        [*carried, *(row_type(t) for t in scanned)],
+        [*carried, *(row_type(t) for t in stacked)],
     )
 
 
-def _row(type_: Attribute) -> TensorType:
-    """A tensor type with its first axis dropped."""
-    return TensorType(type_.element_type, list(type_.get_shape()[1:]))  # type: ignore[union-attr]
 
 
 ITERATION_TYPE = TensorType(i64, [])

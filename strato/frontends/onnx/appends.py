@@ -29,6 +29,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from strato.frontends.onnx.convert_control import node_bodies
+
 
 def appends_as_scan_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
     """`model` with every Loop of its graph that appends to a list made to give the list
@@ -44,14 +46,6 @@ def appends_as_scan_outputs(model: onnx.ModelProto) -> onnx.ModelProto:
     return rewritten if changed else model
 
 
-def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
-    return [
-        graph
-        for attr in node.attribute
-        for graph in ([attr.g] if attr.HasField("g") else list(attr.graphs))
-    ]
-
-
 def _reads(graph: onnx.GraphProto) -> dict[str, list[onnx.NodeProto]]:
     """Each name -> the nodes of `graph` that read it, directly or in a subgraph."""
     readers: dict[str, list[onnx.NodeProto]] = {}
@@ -60,14 +54,14 @@ def _reads(graph: onnx.GraphProto) -> dict[str, list[onnx.NodeProto]]:
         found = set()
         for node in graph.node:
             found.update(name for name in node.input if name)
-            for sub in _subgraphs(node):
+            for sub in node_bodies(node):
                 found |= names_read(sub)
         found.update(value.name for value in graph.output)
         return found
 
     for node in graph.node:
         names = {name for name in node.input if name}
-        for sub in _subgraphs(node):
+        for sub in node_bodies(node):
             names |= names_read(sub)
         for name in names:
             readers.setdefault(name, []).append(node)
@@ -83,7 +77,7 @@ def _rewrite_one(model: onnx.ModelProto) -> bool:
     for loop in graph.node:
         if loop.op_type != "Loop" or loop.domain not in ("", "ai.onnx"):
             continue
-        (body,) = _subgraphs(loop) or (None,)
+        (body,) = node_bodies(loop) or (None,)
         if body is None:
             continue
         for k in range(len(loop.input) - 2):
@@ -203,7 +197,7 @@ def _element_type(model: onnx.ModelProto, body: onnx.GraphProto, name: str) -> o
         inferred = None
     if inferred is not None:
         for node in inferred.graph.node:
-            for sub in _subgraphs(node):
+            for sub in node_bodies(node):
                 found += [value.type.tensor_type for value in (*sub.value_info, *sub.output) if value.name == name]
     typed = [tensor for tensor in found if tensor.elem_type]
     for tensor in typed:

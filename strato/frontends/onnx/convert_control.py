@@ -45,20 +45,23 @@ body reads the enclosing graph's values by their own names.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
-from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
 from strato.diagnostics import ModelImportError, RuntimeBranchError
-from strato.dialects.tensor_types import numpy_dtype
+from strato.dialects.tensor_types import numpy_dtype, row_type, stacked_type
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of
 from strato.frontends.onnx.expansion import Expansion
+
+if TYPE_CHECKING:
+    from strato.dialects.graph import ScanOp
 
 MAX_UNROLLED_NODES = 20_000
 """The most nodes a Loop or Scan may unroll into (iterations times body nodes): a longer
@@ -105,12 +108,13 @@ def _locals(graph: onnx.GraphProto, names: set[str] | None = None) -> set[str]:
     names.update(init.name for init in graph.initializer)
     for node in graph.node:
         names.update(name for name in node.output if name)
-        for body in _bodies(node):
+        for body in node_bodies(node):
             _locals(body, names)
     return names
 
 
-def _bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+def node_bodies(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    """The subgraphs of `node` (a Loop's body, an If's branches, ...)."""
     bodies = []
     for attribute in node.attribute:
         if attribute.type == onnx.AttributeProto.GRAPH:
@@ -129,7 +133,7 @@ def _rename(graph: onnx.GraphProto, rename) -> None:
     for node in graph.node:
         node.input[:] = [rename(name) if name else name for name in node.input]
         node.output[:] = [rename(name) if name else name for name in node.output]
-        for body in _bodies(node):
+        for body in node_bodies(node):
             _rename(body, rename)
 
 
@@ -150,7 +154,7 @@ def outer_names(graph: onnx.GraphProto) -> set[str]:
     def visit(body: onnx.GraphProto) -> None:
         for node in body.node:
             read.update(name for name in node.input if name)
-            for nested in _bodies(node):
+            for nested in node_bodies(node):
                 visit(nested)
         read.update(value.name for value in body.output)
 
@@ -273,7 +277,7 @@ def _cheap(branch: onnx.GraphProto) -> bool:
             count += 1
             if node.op_type in _COSTLY or count > IF_CONVERT_MAX_NODES:
                 return False
-            if not all(visit(body) for body in _bodies(node)):
+            if not all(visit(body) for body in node_bodies(node)):
                 return False
         return True
 
@@ -442,29 +446,52 @@ def _loop_scan(ctx: NodeContext, body: onnx.GraphProto, carried: list[object]) -
     """A Loop of known trip count M with scan outputs, whose body never stops it (its
     condition is true whatever the iteration) -> `graph.scan` over the iteration
     numbers 0..M-1, the body's nodes in the region."""
+    limit = int(np.asarray(ctx.value(0)).reshape(-1)[0])
+    iterations = ctx.materialize(np.arange(limit, dtype=np.int64))
+    inits = _carried_inputs(ctx, carried, "the Loop is compiled as a loop")
+
+    def given(args: list[SSAValue]) -> list[object]:
+        # the iteration number is the position scanned; the condition, always true
+        return [args[-1], np.array(True), *args[:-1]]
+
+    def taken(outputs: list[object]) -> list[object]:
+        going = outputs[0]
+        if not (isinstance(going, np.ndarray) and going.size == 1 and bool(going.reshape(-1)[0])):
+            raise ctx.error(f"the condition its body computes is not always true: {RUN_TIME_DECISION}")
+        return outputs[1:]
+
+    op = _scan_region(ctx, body, inits, [iterations], "Loop::scan::", "a Loop compiled as a loop", given, taken)
+    return list(op.results)
+
+
+def _scan_region(
+    ctx: NodeContext,
+    body: onnx.GraphProto,
+    inits: list[SSAValue],
+    scanned: list[SSAValue],
+    tag: str,
+    what: str,
+    given: Callable[[list[SSAValue]], list[object]] = list,
+    taken: Callable[[list[object]], list[object]] = list,
+) -> ScanOp:
+    """A `graph.scan` (emitted) of the ONNX `body`'s nodes over `scanned` from `inits`:
+    the body takes `given(region arguments)` and its outputs are `taken(outputs)` (the
+    carried values, then a row of each scan output)."""
     from xdsl.ir import Block, Region
 
     from strato.dialects import graph
 
-    limit = int(np.asarray(ctx.value(0)).reshape(-1)[0])
-    iterations = ctx.materialize(np.arange(limit, dtype=np.int64))
-    inits = _carried_inputs(ctx, carried, "the Loop is compiled as a loop")
-    block = Block(arg_types=[*(v.type for v in inits), graph.ITERATION_TYPE])
+    block = Block(arg_types=[*(v.type for v in inits), *(row_type(v.type) for v in scanned)])
     inner = ctx.in_block(block)
-    inputs = [block.args[-1], np.array(True), *block.args[:-1]]
-    outputs = _run_body(inner, body, inputs, f"{ctx.node.output[0]}::Loop::scan::", "body")
-    going = outputs[0]
-    if not (isinstance(going, np.ndarray) and going.size == 1 and bool(going.reshape(-1)[0])):
-        raise ctx.error(f"the condition its body computes is not always true: {RUN_TIME_DECISION}")
-    yielded = [inner.materialize(v) if isinstance(v, np.ndarray) else v for v in outputs[1:]]
-    _check_carried(ctx, yielded[: len(inits)], inits, "a Loop compiled as a loop")
-    stacked = [
-        TensorType(v.type.element_type, [limit, *v.type.get_shape()]) for v in yielded[len(inits) :]
-    ]
+    outputs = taken(_run_body(inner, body, given(list(block.args)), f"{ctx.node.output[0]}::{tag}", "body"))
+    yielded = [inner.materialize(v) if isinstance(v, np.ndarray) else v for v in outputs]
+    _check_carried(ctx, yielded[: len(inits)], inits, what)
+    length = scanned[0].type.get_shape()[0]
+    stacked = [stacked_type(v.type, length) for v in yielded[len(inits) :]]
     block.add_op(graph.YieldOp(yielded))
-    op = graph.ScanOp(inits, [iterations], Region(block), [*(v.type for v in inits), *stacked])
+    op = graph.ScanOp(inits, scanned, Region(block), [*(v.type for v in inits), *stacked])
     ctx.emit(op)
-    return list(op.results)
+    return op
 
 
 RUN_TIME_DECISION = (
@@ -668,10 +695,6 @@ def _scan_op(
     """A Scan -> `graph.scan`: each scan input with its scan axis moved first (and
     reversed when it is scanned backwards), the body's nodes in the region, and each
     stacked output moved to its axis (reversed for a backward scan output)."""
-    from xdsl.ir import Block, Region
-
-    from strato.dialects import graph
-
     prepare = Expansion(ctx, f"::scan{tag}")
     scanned = []
     for name, axis, direction in located:
@@ -684,20 +707,8 @@ def _scan_op(
         value = ctx.lookup(name)
         scanned.append(ctx.materialize(value) if isinstance(value, np.ndarray) else value)
     inits = _carried_inputs(ctx, values, "the Scan is compiled as a loop")
-    rows = [TensorType(v.type.element_type, list(v.type.get_shape()[1:])) for v in scanned]
-    block = Block(arg_types=[*(v.type for v in inits), *rows])
-    inner = ctx.in_block(block)
-    prefix = f"{ctx.node.output[0]}::Scan::{tag}body::"
-    outputs = _run_body(inner, body, list(block.args), prefix, "body")
-    yielded = [inner.materialize(v) if isinstance(v, np.ndarray) else v for v in outputs]
-    _check_carried(ctx, yielded[: len(inits)], inits, "a Scan compiled as a loop")
+    op = _scan_region(ctx, body, inits, scanned, f"Scan::{tag}body::", "a Scan compiled as a loop")
     length = scanned[0].type.get_shape()[0]
-    stacked = [
-        TensorType(v.type.element_type, [length, *v.type.get_shape()]) for v in yielded[len(inits) :]
-    ]
-    block.add_op(graph.YieldOp(yielded))
-    op = graph.ScanOp(inits, scanned, Region(block), [*(v.type for v in inits), *stacked])
-    ctx.emit(op)
     results: list[ImportedValue] = list(op.results[: len(inits)])
     finish = Expansion(ctx, f"::scanned{tag}")
     for k, value in enumerate(op.results[len(inits) :]):
@@ -786,6 +797,7 @@ __all__ = [
     "convert_if",
     "convert_loop",
     "convert_scan",
+    "node_bodies",
     "outer_names",
     "unroll_limit",
     "with_outer_names",
