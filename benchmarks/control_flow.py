@@ -21,7 +21,11 @@ Cases (ONNX models built here, seeded random weights):
 - host: a Loop of a run-time trip count with a scan output (whose length is the trip
   count), which strato stages (`strato.staged`): the first call runs the body once per
   iteration on the host, the second call with a trip count compiles the whole Loop for
-  it (a graph.scan), which the timed calls run.
+  it (a graph.scan), which the timed calls run;
+- stopping: a generation loop of at most 100 iterations (a constant trip count) that
+  stops when its state's sum passes a run-time limit (called so that it stops after 60
+  and after 5), each iteration's state a scan output: staged as `host` is, compiled
+  whole for its trip count with the rows past the stop dropped.
 
 `--unroll-up-to N` unrolls Scans and Loops of known length up to N nodes instead (the
 importer's `UNROLLED_NODES`; 20000 unrolls the scan and counted cases, as strato did
@@ -172,6 +176,34 @@ def host_loop(rng: np.random.Generator):
     return model, [(f"M={m}", {"x": x, "M": np.array(m, np.int64)}) for m in (10, 100)]
 
 
+def stopping(rng: np.random.Generator):
+    state = (4, 256)
+    body = _loop_body(
+        [
+            helper.make_node("MatMul", ["h_in", "W"], ["p"]),
+            helper.make_node("Tanh", ["p"], ["h_out"]),
+            helper.make_node("Identity", ["h_out"], ["seen"]),
+            helper.make_node("Add", ["i", "one"], ["ran"]),
+            helper.make_node("Cast", ["ran"], ["ran_f"], to=F),
+            helper.make_node("Less", ["ran_f", "limit"], ["cond_out"]),
+        ],
+        state,
+        [_info("seen", F, list(state))],
+    )
+    model = _model(
+        [helper.make_node("Loop", ["M", "", "x"], ["h", "all"], body=body)],
+        [_info("x", F, list(state)), _info("limit", F, [])],
+        [_info("h", F, list(state)), _info("all", F, ["N", *state])],
+        [
+            _weights(rng, "W", (256, 256), 0.06),
+            numpy_helper.from_array(np.array(100, np.int64), "M"),
+            numpy_helper.from_array(np.array(1, np.int64), "one"),
+        ],
+    )
+    x = rng.standard_normal(state).astype(np.float32)
+    return model, [(f"stops at {n}", {"x": x, "limit": np.array(n, np.float32)}) for n in (60, 5)]
+
+
 def scan(rng: np.random.Generator):
     steps, state = 100, (4, 256)
     body = helper.make_graph(
@@ -247,6 +279,7 @@ CASES: dict[str, Callable] = {
     "counted": counted,
     "growing": growing,
     "host": host_loop,
+    "stopping": stopping,
 }
 
 

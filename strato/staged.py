@@ -49,12 +49,18 @@ is staged in turn.
 
     n -> Loop (host: body = [part: Mul, Add, ReduceSum], called n times) -> [part] -> y
 
-A Loop with scan outputs whose body never stops it (it gives back the condition it
-takes) runs as many iterations as its trip count says, so once a trip count comes back
-(the second call that brings it) the whole Loop is compiled for it: with the count a
-constant, the importer makes it a `graph.scan` over the iteration numbers, and the
-iterations run in compiled code. Each trip count compiles alone, as a size does, and
-one that changes with every call never pays a compile (`_CountedLoops`).
+A Loop with scan outputs and a trip count is compiled whole for that count once it
+comes back (the second call that brings it): with the count a constant, the importer
+makes it a `graph.scan` over the iteration numbers, and the iterations run in compiled
+code. Each trip count compiles alone, as a size does, and one that changes with every
+call never pays a compile (`_CountedLoops`). A body that never stops the loop (it gives
+back the condition it takes) runs as it is; one that may stop it (a generation loop
+that ends at a token, within a largest length) runs under an If of whether the loop
+still runs, carrying that and the iterations run, and each scan output gives a row of
+zeros after the stop (`_stopping_loop`); the rows the iterations ran are the Loop's
+scan outputs, their count known only when the compiled code has run.
+
+    M, x -> Loop (compiled for M = 100: a graph.scan of 100 positions, 37 rows kept) -> y
 
 Operators inside a subgraph of a node that is not itself on the host (an If's branch, a
 Loop's body the importer unrolls) stay compiled: a host operator there (any kind) is
@@ -130,8 +136,8 @@ class _Loop(_Host):
     """Each scan output's element type and the shape of one iteration's slice where
     static (what a loop of no iteration gives: an empty stack of them)."""
     counted: Callable[[int, list[tuple[np.dtype, tuple[int, ...]]]], Any] | None = None
-    """For a Loop with scan outputs whose body never stops it: the whole Loop compiled
-    for a trip count (a `graph.scan` over the iteration numbers; see `_CountedLoops`)."""
+    """For a Loop with scan outputs: the whole Loop compiled for a trip count (a
+    `graph.scan` over the iteration numbers; see `_CountedLoops`)."""
 
     def __post_init__(self) -> None:
         self._counted = None if self.counted is None else _CountedLoops(self.counted)
@@ -178,14 +184,15 @@ a trip count that changes with every call never pays a compile."""
 
 
 class _CountedLoops:
-    """A Loop with scan outputs whose trip count is known only at run time and whose
-    body never stops it, compiled whole per trip count: with the count a constant, the
-    importer makes it a `graph.scan` over the iteration numbers, so the iterations run
-    in compiled code instead of one call of the body per iteration. Its scan outputs
-    have as many rows as the trip count says, so each trip count compiles alone, as a
-    size does (`strato.specializing`), once it comes back (`COUNTED_AFTER_CALLS`); the
-    last `MAX_SIZES` compiled are kept. A Loop the importer cannot compile so without
-    unrolling it far (carried values that change shape) keeps running on the host."""
+    """A Loop with scan outputs run on the host, compiled whole per trip count: with
+    the count a constant, the importer makes it a `graph.scan` over the iteration
+    numbers (of a body that may stop the loop, as `_stopping_loop` rewrites it), so the
+    iterations run in compiled code instead of one call of the body per iteration. Its
+    scan outputs have as many rows as the trip count allows, so each trip count
+    compiles alone, as a size does (`strato.specializing`), once it comes back
+    (`COUNTED_AFTER_CALLS`); the last `MAX_SIZES` compiled are kept. A Loop the importer
+    cannot compile so without unrolling it far (carried values that change shape)
+    keeps running on the host."""
 
     def __init__(self, build: Callable[[int, list[tuple[np.dtype, tuple[int, ...]]]], Any]):
         self.build = build
@@ -818,14 +825,32 @@ def _loop(
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type or onnx.TensorProto.FLOAT)
         empty_scans.append((np.dtype(dtype), shape))
     counted = None
-    if compile_loop is not None and len(body.output) > 1 + carried and _never_stops(body, initializers):
+    if compile_loop is not None and len(body.output) > 1 + carried:
+        stops = not _never_stops(body, initializers)
 
         def counted(trips: int, rows: list[tuple[np.dtype, tuple[int, ...]]]) -> Any:
-            return compile_loop(
-                _counted_model(model, node, trips, rows, outer, inferred, initializers)
+            whole = compile_loop(
+                _counted_model(model, node, trips, rows, outer, inferred, initializers, stops)
             )
+            return _RowsRun(whole, carried) if stops else whole
 
     return _Loop(node, outer, compile_part(part), empty_scans, counted)
+
+
+@dataclass
+class _RowsRun:
+    """A Loop whose body may stop it, compiled whole for a trip count (`_stopping_loop`):
+    its model gives the carried values, each scan output with a row per iteration the
+    trip count allows (zeros past the last iteration run), then the iterations run; the
+    Loop's outputs are the carried values and those rows of each scan output."""
+
+    whole: Any
+    carried: int
+
+    def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        *outputs, runs = self.whole(*inputs)
+        rows = int(np.asarray(runs).reshape(-1)[0])
+        return [*outputs[: self.carried], *(s[:rows] for s in outputs[self.carried :])]
 
 
 def _never_stops(body: onnx.GraphProto, constants: Mapping[str, onnx.TensorProto]) -> bool:
@@ -853,13 +878,16 @@ def _counted_model(
     outer: list[str],
     inferred: Mapping[str, onnx.ValueInfoProto],
     initializers: Mapping[str, onnx.TensorProto],
+    stops: bool = False,
 ) -> onnx.ModelProto:
     """The Loop `node` alone, with the constant trip count `trips` and no condition (it
     runs when its condition holds): a model of its carried values' initial values, then
     the outer values its body reads (`_Loop.reads` after the trip count and condition),
     each an input of its own; the enclosing graph's initializers its body reads are
     its own. Its scan outputs are declared `trips` rows of `rows` (element type and
-    shape per scan output), as a run on the host gave them."""
+    shape per scan output), as a run on the host gave them. A Loop whose body may stop
+    it (`stops`) runs as `_stopping_loop` makes it: its scan outputs have `trips` rows,
+    zeros past the last iteration run, and one more output gives how many ran."""
     prefix = f"{node.output[0]}::counted::"
 
     def declared_as(name: str, fresh: str) -> onnx.ValueInfoProto:
@@ -883,12 +911,18 @@ def _counted_model(
     loop.input.extend([f"{prefix}trips", "", *carried])
     for k, name in enumerate(loop.output):  # each output named, the unused ones too
         loop.output[k] = name or f"{prefix}unused{k}"
+    named = list(loop.output)
+    runs = []
+    if stops:
+        loop, zeros = _stopping_loop(loop, rows, prefix)
+        runs = [helper.make_tensor_value_info(loop.output[1], onnx.TensorProto.INT64, [])]
+        nodes.extend(zeros)
     nodes.append(loop)
     trip_count = numpy_helper.from_array(np.array(trips, np.int64), f"{prefix}trips")
     (body,) = _subgraphs(node)
     constants = [initializers[name] for name in sorted(_free_names(body)) if name in initializers]
     outputs = []
-    for k, name in enumerate(loop.output):
+    for k, name in enumerate(named):
         if k < len(carried):  # a carried value keeps its initial value's type and shape
             declared = onnx.ValueInfoProto()
             declared.CopyFrom(inputs[k])
@@ -898,8 +932,102 @@ def _counted_model(
             elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
             declared = helper.make_tensor_value_info(name, elem, [trips, *row])
         outputs.append(declared)
-    graph = helper.make_graph(nodes, f"{prefix}model", inputs, outputs, [trip_count, *constants])
+    graph = helper.make_graph(
+        nodes, f"{prefix}model", inputs, [*outputs, *runs], [trip_count, *constants]
+    )
     return _model_like(model, graph)
+
+
+def _stopping_loop(
+    loop: onnx.NodeProto, rows: list[tuple[np.dtype, tuple[int, ...]]], prefix: str
+) -> tuple[onnx.NodeProto, list[onnx.NodeProto]]:
+    """A Loop with scan outputs whose body may stop it, as one whose body never does
+    (which the importer compiles as a `graph.scan` over the iteration numbers), and the
+    Constant nodes of zero rows it reads. The new body carries, before the old carried
+    values, whether the old loop still runs and how many iterations it ran; while it
+    runs, the old body runs (an If) and the count grows, and after, the carried values
+    pass through and each scan output's row is zeros (`rows`: each one's element type
+    and shape). Its outputs: whether it still runs, the iterations run, then the old
+    Loop's outputs.
+
+        Loop(M, "", v..) body(i, c, v..) -> (c', v'.., s..)
+        ->
+        Loop(M, "", true, 0, v..) body(i, _, c, n, v..) -> (true, If(c) then (c', n + 1, v'.., s..)
+                                                                  else (false, n, v.., zeros..))
+    """
+    (body,) = (a.g for a in loop.attribute if a.name == "body")
+    iteration, condition = body.input[0], body.input[1]
+    carried, given = body.input[2:], body.output
+    scans = given[1 + len(carried) :]
+
+    def fresh(name: str) -> str:
+        return f"{prefix}stopping::{name}"
+
+    def typed(name: str, like: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
+        declared = onnx.ValueInfoProto()
+        declared.CopyFrom(like)
+        declared.name = name
+        return declared
+
+    scalar = helper.make_tensor_value_info
+    runs = scalar(fresh("runs"), onnx.TensorProto.INT64, [])
+    going = scalar(condition.name, onnx.TensorProto.BOOL, [])
+    zeros = []
+    for k, (dtype, shape) in enumerate(rows):
+        value = numpy_helper.from_array(np.zeros(shape, dtype), fresh(f"zeros{k}"))
+        zeros.append(helper.make_node("Constant", [], [value.name], value=value))
+    one = numpy_helper.from_array(np.array(1, np.int64), fresh("one"))
+    ran = [
+        helper.make_node("Constant", [], [one.name], value=one),
+        helper.make_node("Add", [runs.name, one.name], [fresh("then::runs")]),
+        *(helper.make_node("Identity", [v.name], [fresh(f"then::{k}")]) for k, v in enumerate(given)),
+    ]
+    then_outputs = [
+        typed(fresh("then::0"), going),
+        scalar(fresh("then::runs"), onnx.TensorProto.INT64, []),
+        *(typed(fresh(f"then::{k}"), v) for k, v in enumerate(given) if k),
+    ]
+    stopped = [
+        helper.make_node("Constant", [], [fresh("else::going")], value=helper.make_tensor(
+            fresh("false"), onnx.TensorProto.BOOL, [], [False]
+        )),
+        helper.make_node("Identity", [runs.name], [fresh("else::runs")]),
+        *(helper.make_node("Identity", [v.name], [fresh(f"else::{k}")]) for k, v in enumerate(carried)),
+        *(helper.make_node("Identity", [z.output[0]], [fresh(f"else::row{k}")]) for k, z in enumerate(zeros)),
+    ]  # fmt: skip
+    else_outputs = [
+        typed(fresh("else::going"), going),
+        scalar(fresh("else::runs"), onnx.TensorProto.INT64, []),
+        *(typed(fresh(f"else::{k}"), v) for k, v in enumerate(carried)),
+        *(typed(fresh(f"else::row{k}"), v) for k, v in enumerate(scans)),
+    ]
+    branch = helper.make_node(
+        "If", [condition.name], [fresh(f"next{k}") for k in range(1 + len(given))],
+        then_branch=helper.make_graph([*body.node, *ran], fresh("then"), [], then_outputs),
+        else_branch=helper.make_graph(stopped, fresh("else"), [], else_outputs),
+    )  # fmt: skip
+    always = helper.make_tensor(fresh("true"), onnx.TensorProto.BOOL, [], [True])
+    new_body = helper.make_graph(
+        [helper.make_node("Constant", [], [fresh("always")], value=always), branch],
+        body.name or "body",
+        [iteration, scalar(fresh("condition"), onnx.TensorProto.BOOL, []), going, runs, *carried],
+        [scalar(fresh("always"), onnx.TensorProto.BOOL, []), *(
+            typed(name, like) for name, like in zip(branch.output, [going, runs, *given[1:]], strict=True)
+        )],
+        list(body.initializer),
+    )  # fmt: skip
+    new_body.value_info.extend(body.value_info)
+    true = numpy_helper.from_array(np.array(True), fresh("start"))
+    count = numpy_helper.from_array(np.array(0, np.int64), fresh("none"))
+    starts = [
+        helper.make_node("Constant", [], [true.name], value=true),
+        helper.make_node("Constant", [], [count.name], value=count),
+    ]
+    stopping = helper.make_node(
+        "Loop", [loop.input[0], "", true.name, count.name, *loop.input[2:]],
+        [fresh("still"), fresh("ran"), *loop.output], name=loop.name, body=new_body,
+    )  # fmt: skip
+    return stopping, [*zeros, *starts]
 
 
 def _declared(
