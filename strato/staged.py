@@ -55,12 +55,12 @@ makes it a `graph.scan` over the iteration numbers, and the iterations run in co
 code. Each trip count compiles alone, as a size does, and one that changes with every
 call never pays a compile (`_CountedLoops`). A body that never stops the loop (it gives
 back the condition it takes) runs as it is; one that may stop it (a generation loop
-that ends at a token, within a largest length) runs under an If of whether the loop
-still runs, carrying that and the iterations run, and each scan output gives a row of
-zeros after the stop (`_stopping_loop`); the rows the iterations ran are the Loop's
-scan outputs, their count known only when the compiled code has run.
+that ends at a token, within a largest length) becomes a `graph.scan` that stops when
+the condition fails, its scan outputs padded with zero rows to the trip count, and the
+Loop counts the iterations it ran (`_stopping_loop`); the rows the iterations ran are
+the Loop's scan outputs, their count known only when the compiled code has run.
 
-    M, x -> Loop (compiled for M = 100: a graph.scan of 100 positions, 37 rows kept) -> y
+    M, x -> Loop (compiled for M = 100: a graph.scan of up to 100 positions; 37 ran) -> y
 
 Operators inside a subgraph of a node that is not itself on the host (an If's branch, a
 Loop's body the importer unrolls) stay compiled: a host operator there (any kind) is
@@ -347,8 +347,12 @@ def has_host_ops(
     `import_time_inputs`, an operator of `SHAPE_OPS` whose input the importer needs at
     import time is known only at run time (see `known_at_import`), a Loop of the graph
     whose trip count or condition is known only then, or an If of the graph named (by
-    its first output) in `host_ifs`."""
-    return _has_host_nodes(model.graph, import_time_inputs or {}, frozenset(), host_ifs=host_ifs)
+    its first output) in `host_ifs`. A Loop the model asks the importer to compile with
+    padded rows (`PADDED_ROWS_KEY`) does not."""
+    return _has_host_nodes(
+        model.graph, import_time_inputs or {}, frozenset(), host_ifs=host_ifs,
+        padded=padded_loop(model),
+    )  # fmt: skip
 
 
 def _has_host_nodes(
@@ -357,8 +361,11 @@ def _has_host_nodes(
     outer: frozenset,
     given: frozenset = frozenset(),
     host_ifs: frozenset[str] = frozenset(),
+    padded: str | None = None,
 ) -> bool:
-    hosts, known = _plan(graph, table, outer, refuse=False, given=given, host_ifs=host_ifs)
+    hosts, known = _plan(
+        graph, table, outer, refuse=False, given=given, host_ifs=host_ifs, padded=padded
+    )
     return any(hosts) or any(
         _has_host_nodes(body, table, body_outer, body_given)
         for node in graph.node
@@ -384,11 +391,13 @@ def _plan(
     refuse: bool,
     given: frozenset = frozenset(),
     host_ifs: frozenset[str] = frozenset(),
+    padded: str | None = None,
 ) -> tuple[list[bool], set[str]]:
     """Whether each node of `graph` runs on the host, and the values known at import
     time (`known_at_import`); `given` are the graph's inputs known (a body's, see
     `_scopes`). With `refuse`, a host node in a subgraph of a node is a
-    `ModelImportError` naming both."""
+    `ModelImportError` naming both. The Loop whose first output is `padded` compiles
+    (`PADDED_ROWS_KEY`)."""
     initializers = {init.name for init in graph.initializer}
     inputs = {value.name for value in graph.input}
     known = (set(outer) - inputs) | (inputs & given) | initializers | {""}
@@ -397,7 +406,7 @@ def _plan(
         host = (
             node.op_type in HOST_OPS
             or _runtime_shape_input(node, table, known) is not None
-            or _runtime_loop(node, table, known)
+            or (_runtime_loop(node, table, known) and node.output[0] != padded)
             or (node.op_type == "If" and node.output[0] in host_ifs)
         )
         hosts.append(host)
@@ -553,8 +562,9 @@ def staged_model(
     inferred = _inferred_types(model)
     graph = model.graph
     is_host, known = _plan(
-        graph, import_time_inputs or {}, frozenset(), refuse=True, host_ifs=host_ifs
-    )
+        graph, import_time_inputs or {}, frozenset(), refuse=True, host_ifs=host_ifs,
+        padded=padded_loop(model),
+    )  # fmt: skip
     initializers = {init.name: init for init in graph.initializer}
     inputs = [value for value in graph.input if value.name not in initializers]
     # a Constant node's tensor is an initializer of the parts and the host operators
@@ -839,10 +849,11 @@ def _loop(
 
 @dataclass
 class _RowsRun:
-    """A Loop whose body may stop it, compiled whole for a trip count (`_stopping_loop`):
-    its model gives the carried values, each scan output with a row per iteration the
-    trip count allows (zeros past the last iteration run), then the iterations run; the
-    Loop's outputs are the carried values and those rows of each scan output."""
+    """A Loop whose body may stop it, compiled whole for a trip count (`_counted_model`
+    with `stops`): its model gives the carried values, each scan output with a row per
+    iteration the trip count allows (zeros past the last iteration run), then the
+    iterations run; the Loop's outputs are the carried values and those rows of each
+    scan output."""
 
     whole: Any
     carried: int
@@ -886,8 +897,9 @@ def _counted_model(
     each an input of its own; the enclosing graph's initializers its body reads are
     its own. Its scan outputs are declared `trips` rows of `rows` (element type and
     shape per scan output), as a run on the host gave them. A Loop whose body may stop
-    it (`stops`) runs as `_stopping_loop` makes it: its scan outputs have `trips` rows,
-    zeros past the last iteration run, and one more output gives how many ran."""
+    it (`stops`) counts its iterations (`_stopping_loop`), one more output, and the
+    model asks the importer for padded rows (`PADDED_ROWS_KEY`): its scan outputs have
+    `trips` rows, zeros past the last iteration run."""
     prefix = f"{node.output[0]}::counted::"
 
     def declared_as(name: str, fresh: str) -> onnx.ValueInfoProto:
@@ -914,9 +926,9 @@ def _counted_model(
     named = list(loop.output)
     runs = []
     if stops:
-        loop, zeros = _stopping_loop(loop, rows, prefix)
-        runs = [helper.make_tensor_value_info(loop.output[1], onnx.TensorProto.INT64, [])]
-        nodes.extend(zeros)
+        loop, start = _stopping_loop(loop, prefix)
+        runs = [helper.make_tensor_value_info(loop.output[0], onnx.TensorProto.INT64, [])]
+        nodes.append(start)
     nodes.append(loop)
     trip_count = numpy_helper.from_array(np.array(trips, np.int64), f"{prefix}trips")
     (body,) = _subgraphs(node)
@@ -935,99 +947,61 @@ def _counted_model(
     graph = helper.make_graph(
         nodes, f"{prefix}model", inputs, [*outputs, *runs], [trip_count, *constants]
     )
-    return _model_like(model, graph)
+    counted = _model_like(model, graph)
+    if stops:
+        helper.set_model_props(counted, {PADDED_ROWS_KEY: loop.output[0]})
+    return counted
 
 
-def _stopping_loop(
-    loop: onnx.NodeProto, rows: list[tuple[np.dtype, tuple[int, ...]]], prefix: str
-) -> tuple[onnx.NodeProto, list[onnx.NodeProto]]:
-    """A Loop with scan outputs whose body may stop it, as one whose body never does
-    (which the importer compiles as a `graph.scan` over the iteration numbers), and the
-    Constant nodes of zero rows it reads. The new body carries, before the old carried
-    values, whether the old loop still runs and how many iterations it ran; while it
-    runs, the old body runs (an If) and the count grows, and after, the carried values
-    pass through and each scan output's row is zeros (`rows`: each one's element type
-    and shape). Its outputs: whether it still runs, the iterations run, then the old
-    Loop's outputs.
+PADDED_ROWS_KEY = "strato.padded_loop"
+"""A model whose metadata gives this key the name of a Loop's first output asks the
+importer to compile that Loop, of known trip count and a body that may stop it, as a
+`graph.scan` that `stops`, each scan output given as the trip count's rows, zeros past
+the last iteration run: not ONNX's semantics, so only a model that counts the
+iterations itself and keeps those rows asks for it (`_counted_model`)."""
 
-        Loop(M, "", v..) body(i, c, v..) -> (c', v'.., s..)
+
+def padded_loop(model: onnx.ModelProto) -> str | None:
+    """The first output of the Loop `model` asks to compile with padded rows
+    (`PADDED_ROWS_KEY`), if any."""
+    return next((p.value for p in model.metadata_props if p.key == PADDED_ROWS_KEY), None)
+
+
+def _stopping_loop(loop: onnx.NodeProto, prefix: str) -> tuple[onnx.NodeProto, onnx.NodeProto]:
+    """The Loop `loop`, its body carrying one more value first: the iterations run (the
+    iteration number plus one, from 0), which the loop gives first. Its carried values
+    stop changing when the loop stops, so that output counts the iterations run.
+
+        Loop(M, c, v..) body(i, c, v..) -> (c', v'.., s..)
         ->
-        Loop(M, "", true, 0, v..) body(i, _, c, n, v..) -> (true, If(c) then (c', n + 1, v'.., s..)
-                                                                  else (false, n, v.., zeros..))
-    """
+        Loop(M, c, 0, v..) body(i, c, n, v..) -> (c', i + 1, v'.., s..)
+
+    Also the Constant node of the count's start."""
     (body,) = (a.g for a in loop.attribute if a.name == "body")
-    iteration, condition = body.input[0], body.input[1]
-    carried, given = body.input[2:], body.output
-    scans = given[1 + len(carried) :]
-
-    def fresh(name: str) -> str:
-        return f"{prefix}stopping::{name}"
-
-    def typed(name: str, like: onnx.ValueInfoProto) -> onnx.ValueInfoProto:
-        declared = onnx.ValueInfoProto()
-        declared.CopyFrom(like)
-        declared.name = name
-        return declared
-
-    scalar = helper.make_tensor_value_info
-    runs = scalar(fresh("runs"), onnx.TensorProto.INT64, [])
-    going = scalar(condition.name, onnx.TensorProto.BOOL, [])
-    zeros = []
-    for k, (dtype, shape) in enumerate(rows):
-        value = numpy_helper.from_array(np.zeros(shape, dtype), fresh(f"zeros{k}"))
-        zeros.append(helper.make_node("Constant", [], [value.name], value=value))
-    one = numpy_helper.from_array(np.array(1, np.int64), fresh("one"))
-    ran = [
-        helper.make_node("Constant", [], [one.name], value=one),
-        helper.make_node("Add", [runs.name, one.name], [fresh("then::runs")]),
-        *(helper.make_node("Identity", [v.name], [fresh(f"then::{k}")]) for k, v in enumerate(given)),
-    ]
-    then_outputs = [
-        typed(fresh("then::0"), going),
-        scalar(fresh("then::runs"), onnx.TensorProto.INT64, []),
-        *(typed(fresh(f"then::{k}"), v) for k, v in enumerate(given) if k),
-    ]
-    stopped = [
-        helper.make_node("Constant", [], [fresh("else::going")], value=helper.make_tensor(
-            fresh("false"), onnx.TensorProto.BOOL, [], [False]
-        )),
-        helper.make_node("Identity", [runs.name], [fresh("else::runs")]),
-        *(helper.make_node("Identity", [v.name], [fresh(f"else::{k}")]) for k, v in enumerate(carried)),
-        *(helper.make_node("Identity", [z.output[0]], [fresh(f"else::row{k}")]) for k, z in enumerate(zeros)),
-    ]  # fmt: skip
-    else_outputs = [
-        typed(fresh("else::going"), going),
-        scalar(fresh("else::runs"), onnx.TensorProto.INT64, []),
-        *(typed(fresh(f"else::{k}"), v) for k, v in enumerate(carried)),
-        *(typed(fresh(f"else::row{k}"), v) for k, v in enumerate(scans)),
-    ]
-    branch = helper.make_node(
-        "If", [condition.name], [fresh(f"next{k}") for k in range(1 + len(given))],
-        then_branch=helper.make_graph([*body.node, *ran], fresh("then"), [], then_outputs),
-        else_branch=helper.make_graph(stopped, fresh("else"), [], else_outputs),
-    )  # fmt: skip
-    always = helper.make_tensor(fresh("true"), onnx.TensorProto.BOOL, [], [True])
-    new_body = helper.make_graph(
-        [helper.make_node("Constant", [], [fresh("always")], value=always), branch],
-        body.name or "body",
-        [iteration, scalar(fresh("condition"), onnx.TensorProto.BOOL, []), going, runs, *carried],
-        [scalar(fresh("always"), onnx.TensorProto.BOOL, []), *(
-            typed(name, like) for name, like in zip(branch.output, [going, runs, *given[1:]], strict=True)
-        )],
-        list(body.initializer),
-    )  # fmt: skip
-    new_body.value_info.extend(body.value_info)
-    true = numpy_helper.from_array(np.array(True), fresh("start"))
-    count = numpy_helper.from_array(np.array(0, np.int64), fresh("none"))
-    starts = [
-        helper.make_node("Constant", [], [true.name], value=true),
-        helper.make_node("Constant", [], [count.name], value=count),
-    ]
+    ran, one = f"{prefix}ran", f"{prefix}one"
+    counting = onnx.GraphProto()
+    counting.CopyFrom(body)
+    del counting.input[:], counting.output[:]
+    counting.input.extend([
+        *body.input[:2], helper.make_tensor_value_info(f"{prefix}runs", onnx.TensorProto.INT64, []),
+        *body.input[2:],
+    ])  # fmt: skip
+    counting.output.extend([
+        body.output[0], helper.make_tensor_value_info(ran, onnx.TensorProto.INT64, []),
+        *body.output[1:],
+    ])  # fmt: skip
+    counting.node.extend([
+        helper.make_node("Constant", [], [one], value=numpy_helper.from_array(np.array(1, np.int64))),
+        helper.make_node("Add", [body.input[0].name, one], [ran]),
+    ])  # fmt: skip
+    none = f"{prefix}none"
     stopping = helper.make_node(
-        "Loop", [loop.input[0], "", true.name, count.name, *loop.input[2:]],
-        [fresh("still"), fresh("ran"), *loop.output], name=loop.name, body=new_body,
+        "Loop", [*loop.input[:2], none, *loop.input[2:]], [f"{prefix}iterations", *loop.output],
+        name=loop.name, body=counting,
     )  # fmt: skip
-    return stopping, [*zeros, *starts]
+    return stopping, helper.make_node(
+        "Constant", [], [none], value=numpy_helper.from_array(np.array(0, np.int64))
+    )
 
 
 def _declared(

@@ -48,6 +48,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     SymbolRefAttr,
     TensorType,
+    UnitAttr,
 )
 from xdsl.ir import (
     Attribute,
@@ -66,6 +67,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     result_def,
@@ -700,8 +702,9 @@ class ScanCallOp(IRDLOperation):
     (ONNX Scan): `graph.scan_call` at this level. The body takes the carried values,
     that position of each scanned tensor and `captured`, and gives the next carried
     values and a row of each scan output; the results are the carried values after the
-    last position, then each scan output's rows stacked. convert-te-to-loops makes it a
-    loop over the positions.
+    last position, then each scan output's rows stacked (with `stops`, positions run
+    while the first carried value holds, and the rows of the others are zeros).
+    convert-te-to-loops makes it a loop over the positions.
 
         %h, %ys = te.scan_call @body inits(%h0) over(%xs) captured(%w) : (tensor<4xf32>), (tensor<5x4xf32>), (tensor<4xf32>) -> (tensor<4xf32>, tensor<5x4xf32>)
     """
@@ -713,10 +716,11 @@ class ScanCallOp(IRDLOperation):
     captured = var_operand_def(Tensor)
     res = var_result_def(Tensor)
     body = prop_def(FlatSymbolRefAttrConstr)
+    stops = opt_prop_def(UnitAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     assembly_format = (
-        "$body `inits` `(` $inits `)` `over` `(` $scanned `)` `captured` `(` $captured `)` "
+        "$body (`stops` $stops^)? `inits` `(` $inits `)` `over` `(` $scanned `)` `captured` `(` $captured `)` "
         "attr-dict `:` `(` type($inits) `)` `,` `(` type($scanned) `)` `,` "
         "`(` type($captured) `)` `->` `(` type($res) `)`"
     )
@@ -728,9 +732,10 @@ class ScanCallOp(IRDLOperation):
         scanned: Sequence[SSAValue | Operation],
         captured: Sequence[SSAValue | Operation],
         result_types: Sequence[Attribute],
+        stops: bool = False,
     ):
         super().__init__(
-            properties={"body": SymbolRefAttr(body)},
+            properties={"body": SymbolRefAttr(body), **({"stops": UnitAttr()} if stops else {})},
             operands=[inits, scanned, captured],
             result_types=[result_types],
         )

@@ -155,13 +155,18 @@ def run_scan(
     scanned: Sequence[np.ndarray],
     stacked: Sequence[Attribute],
     step: Callable[[list[np.ndarray], list[np.ndarray]], Sequence[np.ndarray]],
+    stops: bool = False,
 ) -> list[np.ndarray]:
     """A scan's iteration: `step(carried, positions)` gives the next carried values and
     a row of each scan output (of the `stacked` types), once per position along the
-    scanned tensors' first axis; the last carried values, then the stacked rows."""
+    scanned tensors' first axis (with `stops`, while the first carried value holds;
+    the rows of the positions not run are zeros); the last carried values, then the
+    stacked rows."""
     values = list(carried)
-    outputs = [np.empty(t.get_shape(), numpy_dtype(t)) for t in stacked]  # type: ignore[attr-defined]
+    outputs = [np.zeros(t.get_shape(), numpy_dtype(t)) for t in stacked]  # type: ignore[attr-defined]
     for i in range(scanned[0].shape[0]):
+        if stops and not condition_holds(values[0]):
+            break
         given = step(values, [np.asarray(s[i]) for s in scanned])
         values = list(given[: len(values)])
         for output, row in zip(outputs, given[len(values) :], strict=True):
@@ -181,6 +186,7 @@ def run_scan_call(
     return run_scan(
         args[:carried], args[carried : carried + scanned], op.result_types[carried:],
         lambda values, positions: call([*values, *positions, *captured]),
+        op.stops is not None,  # type: ignore[attr-defined]
     )  # fmt: skip
 
 
@@ -229,7 +235,7 @@ def _run_block(
                 return given
 
             n = len(op.inits)
-            results = run_scan(args[:n], args[n:], op.result_types[n:], scan_step)
+            results = run_scan(args[:n], args[n:], op.result_types[n:], scan_step, op.stops is not None)
         elif isinstance(op, ScanCallOp):
             results = run_scan_call(
                 op, args,

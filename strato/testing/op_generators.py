@@ -1093,11 +1093,13 @@ def _scanned(b: ProgramBuilder, x: SSAValue) -> SSAValue:
     return b.normal(positions)
 
 
-def _scan_body(b: ProgramBuilder, block: Block, y: SSAValue) -> None:
+def _scan_body(b: ProgramBuilder, block: Block, y: SSAValue, stops: bool = False) -> None:
     """The body of a scan over (state, position): state <- a bounded update of it by
     the position, then maybe by `y` (an outer value); the row it gives is the update or
+    the new state. A scan that `stops` carries its condition first: kept, or a test on
     the new state."""
-    state, position = block.args[:2]
+    going = block.args[0] if stops else None
+    state, position = block.args[int(stops) : int(stops) + 2]
     update = b.draw(st.sampled_from([graph.AddOp, graph.MulOp]))(state, position)
     squashed = graph.TanhOp(update.results[0])
     block.add_ops([update, squashed])
@@ -1108,33 +1110,56 @@ def _scan_body(b: ProgramBuilder, block: Block, y: SSAValue) -> None:
         block.add_ops([mixed, squashed])
         new = squashed.results[0]
     row = b.draw(st.sampled_from([update.results[0], new]))
-    block.add_op(graph.YieldOp([new, row]))
+    if going is not None and b.draw(st.booleans()):
+        total = graph.ReduceSumOp(new, list(range(len(shape(new)))), keepdims=False)
+        limit = graph.ConstantOp.from_array(np.float32(b.rng.standard_normal()))
+        test = graph.GreaterOp(total.results[0], limit.result)
+        block.add_ops([total, limit, test])
+        going = test.results[0]
+    block.add_op(graph.YieldOp([*([going] if going is not None else []), new, row]))
+
+
+def _scan_start(b: ProgramBuilder, stops: bool) -> list[SSAValue]:
+    """The condition a scan that `stops` starts with (none for another scan)."""
+    if not stops:
+        return []
+    condition = _condition(b)
+    if shape(condition) != ():
+        condition = b.add(graph.ReshapeOp(condition, [])).results[0]
+    return [condition]
 
 
 @generator("graph.scan")
 def _scan(b: ProgramBuilder) -> Operation:
     """A graph.scan carrying one value along a scanned tensor of its shape, its body
-    reading an earlier value of @main."""
+    reading an earlier value of @main; maybe one that `stops`, carrying a condition."""
     x = b.float_value()
     y = _same_shape_partner(b, x)
     scanned = _scanned(b, x)
-    block = Block(arg_types=[x.type, x.type])
-    _scan_body(b, block, y)
-    return graph.ScanOp([x], [scanned], Region(block), [x.type, stacked_type(x.type, shape(scanned)[0])])
+    stops = b.draw(st.booleans())
+    start = _scan_start(b, stops)
+    block = Block(arg_types=[*(v.type for v in start), x.type, x.type])
+    _scan_body(b, block, y, stops)
+    carried = [*(v.type for v in start), x.type]
+    stacked = stacked_type(x.type, shape(scanned)[0])
+    return graph.ScanOp([*start, x], [scanned], Region(block), [*carried, stacked], stops)
 
 
 @generator("graph.scan_call")
 def _scan_call(b: ProgramBuilder) -> Operation:
     """A graph.scan_call of a new body function (state, position, then one captured
-    value)."""
+    value; a condition first for one that `stops`)."""
     from xdsl.dialects import func
 
     x = b.float_value()
     y = _same_shape_partner(b, x)
     scanned = _scanned(b, x)
-    types = [x.type, x.type, y.type]
+    stops = b.draw(st.booleans())
+    start = _scan_start(b, stops)
+    carried = [*(v.type for v in start), x.type]
+    types = [*carried, x.type, y.type]
     block = Block(arg_types=types)
-    _scan_body(b, block, block.args[2])
+    _scan_body(b, block, block.args[-1], stops)
     yielded = block.last_op
     assert isinstance(yielded, graph.YieldOp)
     values = list(yielded.values)
@@ -1142,10 +1167,11 @@ def _scan_call(b: ProgramBuilder) -> Operation:
     yielded.erase()
     block.add_op(func.ReturnOp(*values))
     name = f"body{len(b.functions)}"
-    function = func.FuncOp(name, (types, [x.type, x.type]), Region(block))
+    function = func.FuncOp(name, (types, [*carried, x.type]), Region(block))
     function.sym_visibility = StringAttr("private")
     b.functions.append(function)
-    return graph.ScanCallOp(name, [x], [scanned], [y], [x.type, stacked_type(x.type, shape(scanned)[0])])
+    stacked = stacked_type(x.type, shape(scanned)[0])
+    return graph.ScanCallOp(name, [*start, x], [scanned], [y], [*carried, stacked], stops)
 
 
 # -- quantized tensors (strato.dialects.graph.quant) --------------------------------------

@@ -177,7 +177,7 @@ class ControlCallLowering(RewritePattern):
         elif isinstance(op, graph.ScanCallOp):
             call = te.ScanCallOp(
                 op.callee, list(op.inits), list(op.scanned), list(op.captured),
-                list(op.result_types),
+                list(op.result_types), op.stops is not None,
             )  # fmt: skip
         else:
             return

@@ -698,7 +698,9 @@ def lower_scan_call(
     each position copies its slice of each scanned tensor into a buffer of its own,
     calls the body with the carried values, the slices and the captured values into
     buffers for the next carried values (copied back) and a row of each scan output
-    (copied to that position of the stacked result)."""
+    (copied to that position of the stacked result). A scan that `stops` runs a
+    position only while its first carried value holds, and zeros the position's rows
+    otherwise."""
     carried = len(op.inits)
     _carry_in(op.inits, values, destinations[:carried], builder)
 
@@ -714,6 +716,14 @@ def lower_scan_call(
     body = Block(arg_types=[IndexType()])
     step = Builder(InsertPoint.at_end(body))
     position = body.args[0]
+    if op.stops is not None:  # the position runs while the condition holds
+        runs, stopped = Block(), Block()
+        step.insert(scf.IfOp(_load_first(destinations[0], step), [], Region(runs), Region(stopped)))
+        step = Builder(InsertPoint.at_end(runs))
+        zeros = Builder(InsertPoint.at_end(stopped))
+        for dest in destinations[carried:]:
+            _zero_position(dest, position, zeros)
+        zeros.insert(scf.YieldOp())
     for scanned, dest in zip(op.scanned, slices, strict=True):
         _copy_position(values[scanned], dest, position, into=False, builder=step)
     arguments = [*destinations[:carried], *slices, *(values[v] for v in op.captured)]
@@ -722,6 +732,8 @@ def lower_scan_call(
     for row, dest in zip(rows, destinations[carried:], strict=True):
         _copy_position(row, dest, position, into=True, builder=step)
     step.insert(scf.YieldOp())
+    if op.stops is not None:
+        body.add_op(scf.YieldOp())
     length = op.scanned[0].type.get_shape()[0]  # type: ignore[union-attr]
     bounds = [builder.insert(arith.ConstantOp(IntegerAttr(n, IndexType()))).result for n in (0, length, 1)]
     builder.insert(scf.ForOp(*bounds, [], body))
@@ -735,10 +747,35 @@ def _copy_position(
     """`dest` = `source`[position] (a row of a stacked buffer), or with `into`,
     `dest`[position] = `source`: a loop nest over the row's elements."""
     row = source if into else dest
+    indices, inner, blocks = _element_loops(row.type.get_shape(), builder)  # type: ignore[union-attr]
+    stacked = [position, *indices]
+    element = inner.insert(memref.LoadOp.get(source, indices if into else stacked)).res
+    inner.insert(memref.StoreOp.get(element, dest, stacked if into else indices))
+    for block in blocks:
+        block.add_op(scf.YieldOp())
+
+
+def _zero_position(stacked: SSAValue, position: SSAValue, builder: Builder) -> None:
+    """`stacked`[position] = 0 (a row of a stacked buffer): a loop nest over the row's
+    elements."""
+    element = stacked.type.element_type  # type: ignore[union-attr]
+    value = FloatAttr(0.0, element) if isinstance(element, AnyFloat) else IntegerAttr(0, element)
+    zero = builder.insert(arith.ConstantOp(value)).result
+    indices, inner, blocks = _element_loops(stacked.type.get_shape()[1:], builder)  # type: ignore[union-attr]
+    inner.insert(memref.StoreOp.get(zero, stacked, [position, *indices]))
+    for block in blocks:
+        block.add_op(scf.YieldOp())
+
+
+def _element_loops(
+    shape: Sequence[int], builder: Builder
+) -> tuple[list[SSAValue], Builder, list[Block]]:
+    """An scf.for nest over `shape` (inserted by `builder`): its induction variables, a
+    builder at the end of the innermost body, and the bodies (each still to yield)."""
     indices: list[SSAValue] = []
     blocks: list[Block] = []
     inner = builder
-    for extent in row.type.get_shape():  # type: ignore[union-attr]
+    for extent in shape:
         zero, end, one = (
             inner.insert(arith.ConstantOp(IntegerAttr(n, IndexType()))).result for n in (0, extent, 1)
         )
@@ -747,11 +784,7 @@ def _copy_position(
         inner = Builder(InsertPoint.at_end(block))
         indices.append(block.args[0])
         blocks.append(block)
-    stacked = [position, *indices]
-    element = inner.insert(memref.LoadOp.get(source, indices if into else stacked)).res
-    inner.insert(memref.StoreOp.get(element, dest, stacked if into else indices))
-    for block in blocks:
-        block.add_op(scf.YieldOp())
+    return indices, inner, blocks
 
 
 def lower_cond_call(

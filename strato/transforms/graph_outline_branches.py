@@ -195,7 +195,8 @@ def outline_scan(op: graph.ScanOp, names: _Names) -> graph.ScanCallOp:
     call = _outline_body(
         op, names, "scan",
         lambda name, arguments: graph.ScanCallOp(
-            name, list(op.inits), list(op.scanned), arguments, list(op.result_types)
+            name, list(op.inits), list(op.scanned), arguments, list(op.result_types),
+            op.stops is not None,
         ),
     )  # fmt: skip
     assert isinstance(call, graph.ScanCallOp)

@@ -101,3 +101,42 @@ def test_a_lowered_branch_runs_only_when_taken(flag):
     x = np.linspace(-2, 2, 8, dtype=np.float32)
     (y,) = compile_loops_program(module)([np.array(flag), x])
     np.testing.assert_allclose(y, np.maximum(4 * x if flag else -x, 0))
+
+
+STOPPING_TEXT = """
+func.func @main(%go0: tensor<i1>, %h0: tensor<4xf32>, %xs: tensor<5x4xf32>, %limit: tensor<f32>) -> (tensor<i1>, tensor<4xf32>, tensor<5x4xf32>) {
+  %go, %h, %ys = graph.scan stops inits(%go0, %h0) over(%xs) : (tensor<i1>, tensor<4xf32>, tensor<5x4xf32>) -> (tensor<i1>, tensor<4xf32>, tensor<5x4xf32>) {
+  ^bb0(%c: tensor<i1>, %s: tensor<4xf32>, %x: tensor<4xf32>):
+    %a = graph.add %s, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %t = graph.reduce_sum %a [0] : (tensor<4xf32>) -> tensor<f32>
+    %more = graph.less %t, %limit : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    graph.yield %more, %a, %a : tensor<i1>, tensor<4xf32>, tensor<4xf32>
+  }
+  func.return %go, %h, %ys : tensor<i1>, tensor<4xf32>, tensor<5x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("start", "limit", "ran"),
+    [(True, 100.0, 5), (True, 2.0, 1), (True, 9.0, 3), (False, 100.0, 0)],
+    ids=["never", "first", "third", "not-started"],
+)
+def test_a_scan_that_stops_runs_while_its_condition_holds(start, limit, ran):
+    """Running sums of ones (4 per row): the positions run until the sum passes the
+    limit (the position that fails it is the last), the carried sum is the last
+    position's and the rows not run are zeros; compiled as the interpreter says."""
+    module = parse_module(STOPPING_TEXT)
+    inputs = [np.array(start), np.zeros(4, np.float32), np.ones((5, 4), np.float32), np.array(limit, np.float32)]
+    going, h, ys = run_graph(module, inputs)
+    expected = np.zeros((5, 4), np.float32)
+    expected[:ran] = np.arange(1, ran + 1, dtype=np.float32)[:, None]
+    np.testing.assert_array_equal(ys, expected)
+    np.testing.assert_array_equal(h, np.full(4, ran, np.float32))
+    assert bool(going) == (start and ran == 5)
+    run_pipeline(
+        make_context(), module,
+        "graph-default,convert-graph-to-te,te-inline-stages,convert-te-to-loops,schedule-default",
+    )  # fmt: skip
+    for a, e in zip(compile_loops_program(module)(inputs), [going, h, ys], strict=True):
+        np.testing.assert_array_equal(a, e)

@@ -29,7 +29,9 @@ writes the taken function's results into the buffers the caller planned for them
 and the condition its body gives holds (ONNX Loop without scan outputs), and
 `graph.scan` runs its body once per position along the first axis of static-length
 tensors, stacking a row of each scan output per position (ONNX Scan, and a Loop of known
-trip count that its body never stops). Outlined, they become `graph.loop_call` and
+trip count that its body never stops); a scan that `stops` runs while its first carried
+value, a condition, holds (a Loop of known trip count whose body may stop it, each scan
+output padded with zero rows to the trip count). Outlined, they become `graph.loop_call` and
 `graph.scan_call` of a body function; the carried values live in the call's result
 buffers, so an iteration copies only its own rows.
 """
@@ -44,6 +46,7 @@ from xdsl.dialects.builtin import (
     FlatSymbolRefAttrConstr,
     SymbolRefAttr,
     TensorType,
+    UnitAttr,
     i1,
     i64,
 )
@@ -53,6 +56,7 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     region_def,
     traits_def,
@@ -465,7 +469,16 @@ class ScanOp(IRDLOperation):
     first axis dropped); it gives the next carried values, then a row of each scan
     output. The results are the carried values after the last position, then each scan
     output: its rows stacked along a new first axis of the scan's length. The body reads
-    the enclosing values directly."""
+    the enclosing values directly.
+
+    A scan that `stops` carries a condition first (`tensor<i1>`): a position runs only
+    while it holds (the initial value decides the first position, each position's next
+    value the one after), so the first position whose body gives false is the last to
+    run. The carried values are those the last position run gave, and the rows of the
+    positions that did not run are zeros:
+
+        %go, %h, %ys = graph.scan stops inits(%go0, %h0) over(%xs) : ...
+    """
 
     name = "graph.scan"
 
@@ -473,6 +486,7 @@ class ScanOp(IRDLOperation):
     scanned = var_operand_def(AnyTensor)
     outputs = var_result_def(AnyTensor)
     body = region_def("single_block")
+    stops = opt_prop_def(UnitAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
     traits = traits_def(RecursiveMemoryEffect())
@@ -483,8 +497,12 @@ class ScanOp(IRDLOperation):
         scanned: Sequence[SSAValue | Operation],
         body: Region,
         result_types: Sequence[Attribute],
+        stops: bool = False,
     ):
-        super().__init__(operands=[inits, scanned], result_types=[result_types], regions=[body])
+        super().__init__(
+            operands=[inits, scanned], result_types=[result_types], regions=[body],
+            properties={"stops": UnitAttr()} if stops else {},
+        )  # fmt: skip
 
     @property
     def length(self) -> int:
@@ -520,13 +538,13 @@ class ScanOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> ScanOp:
         pos = parser.pos
-        inits, scanned = _parse_scan_operands(parser)
+        stops, inits, scanned = _parse_scan_operands(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         parser.parse_punctuation(":")
         function_type = parser.parse_function_type()
         values = parser.resolve_operands([*inits, *scanned], function_type.inputs.data, pos)
         body = parser.parse_region()
-        op = cls(values[: len(inits)], values[len(inits) :], body, function_type.outputs.data)
+        op = cls(values[: len(inits)], values[len(inits) :], body, function_type.outputs.data, stops)
         if attrs is not None:
             op.attributes |= attrs.data
         return op
@@ -538,7 +556,8 @@ class ScanCallOp(IRDLOperation):
     the `scanned` tensors, with the carried values, that position of each scanned
     tensor and then `captured` (the values the body reads from outside); the results
     are the carried values after the last position, then each scan output's rows
-    stacked.
+    stacked. With `stops`, as `graph.scan`'s: positions run while the first carried
+    value holds.
 
         %h, %ys = graph.scan_call @main_scan0_body inits(%h0) over(%xs) captured(%w) : (tensor<4xf32>, tensor<10x4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<10x4xf32>)
     """
@@ -550,6 +569,7 @@ class ScanCallOp(IRDLOperation):
     captured = var_operand_def(AnyTensor)
     outputs = var_result_def(AnyTensor)
     body = prop_def(FlatSymbolRefAttrConstr)
+    stops = opt_prop_def(UnitAttr)
 
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
@@ -560,11 +580,12 @@ class ScanCallOp(IRDLOperation):
         scanned: Sequence[SSAValue | Operation],
         captured: Sequence[SSAValue | Operation],
         result_types: Sequence[Attribute],
+        stops: bool = False,
     ):
         super().__init__(
             operands=[inits, scanned, captured],
             result_types=[result_types],
-            properties={"body": SymbolRefAttr(body)},
+            properties={"body": SymbolRefAttr(body), **({"stops": UnitAttr()} if stops else {})},
         )
 
     @property
@@ -594,7 +615,7 @@ class ScanCallOp(IRDLOperation):
     def parse(cls, parser: Parser) -> ScanCallOp:
         pos = parser.pos
         body = parser.parse_symbol_name().data
-        inits, scanned = _parse_scan_operands(parser)
+        stops, inits, scanned = _parse_scan_operands(parser)
         parser.parse_keyword("captured")
         captured = parser.parse_comma_separated_list(
             Parser.Delimiter.PAREN, parser.parse_unresolved_operand
@@ -606,12 +627,14 @@ class ScanCallOp(IRDLOperation):
             [*inits, *scanned, *captured], function_type.inputs.data, pos
         )
         n, m = len(inits), len(inits) + len(scanned)
-        op = cls(body, values[:n], values[n:m], values[m:], function_type.outputs.data)
+        op = cls(body, values[:n], values[n:m], values[m:], function_type.outputs.data, stops)
         op.attributes |= attrs
         return op
 
 
 def _print_scan_operands(op: ScanOp | ScanCallOp, printer: Printer) -> None:
+    if op.stops is not None:
+        printer.print_string(" stops")
     printer.print_string(" inits(")
     printer.print_list(op.inits, printer.print_operand)
     printer.print_string(") over(")
@@ -619,14 +642,15 @@ def _print_scan_operands(op: ScanOp | ScanCallOp, printer: Printer) -> None:
     printer.print_string(")")
 
 
-def _parse_scan_operands(parser: Parser) -> tuple[list, list]:
+def _parse_scan_operands(parser: Parser) -> tuple[bool, list, list]:
+    stops = parser.parse_optional_keyword("stops") is not None
     lists = []
     for keyword in ("inits", "over"):
         parser.parse_keyword(keyword)
         lists.append(
             parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parser.parse_unresolved_operand)
         )
-    return lists[0], lists[1]
+    return stops, lists[0], lists[1]
 
 
 def scan_length(op: ScanOp | ScanCallOp) -> int:
@@ -641,6 +665,11 @@ def _check_scan_operands(op: ScanOp | ScanCallOp) -> tuple[list[Attribute], list
     then a row of each scan output)."""
     carried = [v.type for v in op.inits]
     _check_static(op, carried, "carried values")
+    if op.stops is not None and carried[:1] != [CONDITION_TYPE]:
+        raise VerifyException(
+            f"'{op.name}' that stops carries its condition first, a {CONDITION_TYPE}; "
+            f"got {_types(carried[:1])}"
+        )
     scanned = [v.type for v in op.scanned]
     _check_static(op, scanned, "scanned tensors")
     if not scanned:

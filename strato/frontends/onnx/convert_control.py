@@ -95,6 +95,22 @@ def unroll_limit(nodes: int) -> Iterator[None]:
         _UNROLL_LIMIT.reset(token)
 
 
+_PADDED_LOOP: ContextVar[str | None] = ContextVar("padded_loop", default=None)
+
+
+@contextmanager
+def padded_loop_rows(loop: str | None) -> Iterator[None]:
+    """Within the block, the Loop whose first output is `loop`, of known trip count and
+    a body that may stop it, converts as `strato.staged.PADDED_ROWS_KEY` asks: a
+    `graph.scan` that `stops`, each scan output the trip count's rows, zeros past the
+    last iteration run."""
+    token = _PADDED_LOOP.set(loop)
+    try:
+        yield
+    finally:
+        _PADDED_LOOP.reset(token)
+
+
 _SPECULATING: ContextVar[bool] = ContextVar("speculating", default=False)
 """Set while the branches of an If on a run-time condition are converted: both run, so
 no node of theirs (nested bodies included) may fault on the data it reads."""
@@ -414,6 +430,11 @@ def convert_loop(ctx: NodeContext) -> list[ImportedValue]:
     ]
     if run_time and count == 0:
         return _loop_op(ctx, body, carried)
+    padded = (
+        count and ctx.node.output[0] == _PADDED_LOOP.get() and 0 not in run_time and ctx.has_input(0)
+    )
+    if padded:  # strato.staged asks, for a loop decided at run time
+        return _loop_scan(ctx, body, carried, stops=True)
     if not run_time and _too_long_to_unroll(ctx, body, carried):
         try:
             return _loop_scan(ctx, body, carried) if count else _loop_op(ctx, body, carried)
@@ -442,26 +463,53 @@ def _too_long_to_unroll(ctx: NodeContext, body: onnx.GraphProto, carried: list[o
     return limit * max(len(body.node), 1) > _unrolled_at_most(known)
 
 
-def _loop_scan(ctx: NodeContext, body: onnx.GraphProto, carried: list[object]) -> list[ImportedValue]:
+def _loop_scan(
+    ctx: NodeContext, body: onnx.GraphProto, carried: list[object], stops: bool = False
+) -> list[ImportedValue]:
     """A Loop of known trip count M with scan outputs, whose body never stops it (its
     condition is true whatever the iteration) -> `graph.scan` over the iteration
-    numbers 0..M-1, the body's nodes in the region."""
+    numbers 0..M-1, the body's nodes in the region. With `stops` (`PADDED_ROWS_KEY`), a
+    body that may stop it: the scan `stops`, carrying the condition first, and each
+    scan output has M rows, zeros past the last iteration run."""
     limit = int(np.asarray(ctx.value(0)).reshape(-1)[0])
     iterations = ctx.materialize(np.arange(limit, dtype=np.int64))
     inits = _carried_inputs(ctx, carried, "the Loop is compiled as a loop")
+    if stops:
+        first = ctx.value(1) if ctx.has_input(1) else np.array(True)
+        inits = [_condition(ctx, ctx, first, "its condition"), *inits]
 
     def given(args: list[SSAValue]) -> list[object]:
         # the iteration number is the position scanned; the condition, always true
-        return [args[-1], np.array(True), *args[:-1]]
+        # unless the loop stops (then it runs under the condition carried)
+        return [args[-1], args[0] if stops else np.array(True), *args[:-1][int(stops):]]
 
     def taken(outputs: list[object]) -> list[object]:
         going = outputs[0]
+        if stops:
+            return outputs
         if not (isinstance(going, np.ndarray) and going.size == 1 and bool(going.reshape(-1)[0])):
             raise ctx.error(f"the condition its body computes is not always true: {RUN_TIME_DECISION}")
         return outputs[1:]
 
-    op = _scan_region(ctx, body, inits, [iterations], "Loop::scan::", "a Loop compiled as a loop", given, taken)
-    return list(op.results)
+    op = _scan_region(
+        ctx, body, inits, [iterations], "Loop::scan::", "a Loop compiled as a loop", given,
+        taken, stops,
+    )  # fmt: skip
+    return list(op.results)[int(stops) :]
+
+
+def _condition(ctx: NodeContext, emitter: NodeContext, value: object, what: str) -> SSAValue:
+    """A one-element boolean `value` as a `tensor<i1>` of `emitter`'s block (a constant
+    materialized, a run-time value reshaped)."""
+    from strato.dialects import graph
+
+    if int(np.prod(shape_of(value))) != 1:
+        raise ctx.error(f"{what} must hold one value, got shape {list(shape_of(value))}")
+    if isinstance(value, np.ndarray):
+        return emitter.materialize(value.reshape(()).astype(np.bool_))
+    if value.type != graph.CONDITION_TYPE:
+        return emitter.emit(graph.ReshapeOp(value, [])).results[0]
+    return value
 
 
 def _scan_region(
@@ -473,10 +521,12 @@ def _scan_region(
     what: str,
     given: Callable[[list[SSAValue]], list[object]] = list,
     taken: Callable[[list[object]], list[object]] = list,
+    stops: bool = False,
 ) -> ScanOp:
     """A `graph.scan` (emitted) of the ONNX `body`'s nodes over `scanned` from `inits`:
     the body takes `given(region arguments)` and its outputs are `taken(outputs)` (the
-    carried values, then a row of each scan output)."""
+    carried values, then a row of each scan output). A scan that `stops` carries its
+    condition first."""
     from xdsl.ir import Block, Region
 
     from strato.dialects import graph
@@ -484,12 +534,14 @@ def _scan_region(
     block = Block(arg_types=[*(v.type for v in inits), *(row_type(v.type) for v in scanned)])
     inner = ctx.in_block(block)
     outputs = taken(_run_body(inner, body, given(list(block.args)), f"{ctx.node.output[0]}::{tag}", "body"))
+    if stops:
+        outputs[0] = _condition(ctx, inner, outputs[0], "the condition its body computes")
     yielded = [inner.materialize(v) if isinstance(v, np.ndarray) else v for v in outputs]
     _check_carried(ctx, yielded[: len(inits)], inits, what)
     length = scanned[0].type.get_shape()[0]
     stacked = [stacked_type(v.type, length) for v in yielded[len(inits) :]]
     block.add_op(graph.YieldOp(yielded))
-    op = graph.ScanOp(inits, scanned, Region(block), [*(v.type for v in inits), *stacked])
+    op = graph.ScanOp(inits, scanned, Region(block), [*(v.type for v in inits), *stacked], stops)
     ctx.emit(op)
     return op
 

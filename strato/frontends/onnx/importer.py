@@ -105,8 +105,12 @@ def import_onnx(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
 ) -> ImportedModel:
     """Like `import_model`, also returning the ONNX input and output names."""
+    from strato.frontends.onnx.convert_control import padded_loop_rows
+    from strato.staged import padded_loop
+
     proto, location = load_model(model)
-    return _GraphImporter(proto, location, input_shapes or {}).run()
+    with padded_loop_rows(padded_loop(proto)):
+        return _GraphImporter(proto, location, input_shapes or {}).run()
 
 
 def load_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:

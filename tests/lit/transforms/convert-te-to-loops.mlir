@@ -325,3 +325,29 @@ func.func @scan_body(%s: tensor<4xf32>, %x: tensor<4xf32>, %w: tensor<4xf32>) ->
   %a = te.call @relu4(%x) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %a, %x : tensor<4xf32>, tensor<4xf32>
 }
+
+// A scan that stops: a position runs only while the condition (the first carried
+// value, in its result buffer) holds; the rows of a position that does not run are
+// zeros.
+// CHECK-LABEL: func.func @stopping(%go0: memref<i1>, %h0: memref<4xf32>, %xs: memref<3x4xf32>, %go: memref<i1> {loop.output}, %h: memref<4xf32> {loop.output}, %ys: memref<3x4xf32> {loop.output}) {
+// CHECK:         scf.for %[[P:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:      %[[GOING:.*]] = memref.load %go[] : memref<i1>
+// CHECK-NEXT:      scf.if %[[GOING]] {
+// CHECK:             func.call @stop_body(%go, %h, %{{.*}}) : (memref<i1>, memref<4xf32>, memref<4xf32>, memref<i1>, memref<4xf32>, memref<4xf32>) -> ()
+// CHECK-NEXT:        "memref.copy"(%{{.*}}, %go) : (memref<i1>, memref<i1>) -> ()
+// CHECK-NEXT:        "memref.copy"(%{{.*}}, %h) : (memref<4xf32>, memref<4xf32>) -> ()
+// CHECK:           } else {
+// CHECK-NEXT:        %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK:             scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %{{.*}} {
+// CHECK-NEXT:          memref.store %[[ZERO]], %ys[%[[P]], %[[K]]] : memref<3x4xf32>
+// CHECK-NEXT:        }
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+func.func @stopping(%go0: tensor<i1>, %h0: tensor<4xf32>, %xs: tensor<3x4xf32>) -> (tensor<i1>, tensor<4xf32>, tensor<3x4xf32>) {
+  %go, %h, %ys = te.scan_call @stop_body stops inits(%go0, %h0) over(%xs) captured() : (tensor<i1>, tensor<4xf32>), (tensor<3x4xf32>), () -> (tensor<i1>, tensor<4xf32>, tensor<3x4xf32>)
+  func.return %go, %h, %ys : tensor<i1>, tensor<4xf32>, tensor<3x4xf32>
+}
+func.func @stop_body(%c: tensor<i1>, %s: tensor<4xf32>, %x: tensor<4xf32>) -> (tensor<i1>, tensor<4xf32>, tensor<4xf32>) {
+  %a = te.call @relu4(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %c, %a, %x : tensor<i1>, tensor<4xf32>, tensor<4xf32>
+}

@@ -199,3 +199,14 @@ func.func @scan_call_type(%x: tensor<4xf32>, %a: tensor<3x4xf32>) -> tensor<4xf3
 func.func private @body(%x: tensor<4xf32>) -> tensor<4xf32> {
   func.return %x : tensor<4xf32>
 }
+
+// -----
+
+func.func @scan_stops_without_condition(%x: tensor<4xf32>, %a: tensor<3x4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.scan' that stops carries its condition first, a tensor<i1>; got (tensor<4xf32>)}}
+  %r = graph.scan stops inits(%x) over(%a) : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<4xf32> {
+  ^bb0(%s: tensor<4xf32>, %u: tensor<4xf32>):
+    graph.yield %s : tensor<4xf32>
+  }
+  func.return %r : tensor<4xf32>
+}

@@ -113,3 +113,24 @@ func.func private @scan_body(%s: tensor<4xf32>, %x: tensor<4xf32>, %w: tensor<4x
   %b = graph.mul %a, %w : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return %a, %b : tensor<4xf32>, tensor<4xf32>
 }
+
+// A scan that stops carries its condition first and runs while it holds.
+// CHECK-LABEL: func.func @scan_stops
+// CHECK:      %go, %h, %ys = graph.scan stops inits(%go0, %h0) over(%xs) : (tensor<i1>, tensor<4xf32>, tensor<3x4xf32>) -> (tensor<i1>, tensor<4xf32>, tensor<3x4xf32>) {
+// CHECK-NEXT: ^bb0(%c: tensor<i1>, %s: tensor<4xf32>, %x: tensor<4xf32>):
+// CHECK:        graph.yield %more, %a, %a : tensor<i1>, tensor<4xf32>, tensor<4xf32>
+// CHECK:      %g2, %h2, %ys2 = graph.scan_call @stopping_body stops inits(%go0, %h0) over(%xs) captured() : (tensor<i1>, tensor<4xf32>, tensor<3x4xf32>) -> (tensor<i1>, tensor<4xf32>, tensor<3x4xf32>)
+func.func @scan_stops(%go0: tensor<i1>, %h0: tensor<4xf32>, %xs: tensor<3x4xf32>, %limit: tensor<f32>) -> (tensor<3x4xf32>, tensor<3x4xf32>) {
+  %go, %h, %ys = graph.scan stops inits(%go0, %h0) over(%xs) : (tensor<i1>, tensor<4xf32>, tensor<3x4xf32>) -> (tensor<i1>, tensor<4xf32>, tensor<3x4xf32>) {
+  ^bb0(%c: tensor<i1>, %s: tensor<4xf32>, %x: tensor<4xf32>):
+    %a = graph.add %s, %x : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %t = graph.reduce_sum %a [0] : (tensor<4xf32>) -> tensor<f32>
+    %more = graph.less %t, %limit : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    graph.yield %more, %a, %a : tensor<i1>, tensor<4xf32>, tensor<4xf32>
+  }
+  %g2, %h2, %ys2 = graph.scan_call @stopping_body stops inits(%go0, %h0) over(%xs) captured() : (tensor<i1>, tensor<4xf32>, tensor<3x4xf32>) -> (tensor<i1>, tensor<4xf32>, tensor<3x4xf32>)
+  func.return %ys, %ys2 : tensor<3x4xf32>, tensor<3x4xf32>
+}
+func.func private @stopping_body(%c: tensor<i1>, %s: tensor<4xf32>, %x: tensor<4xf32>) -> (tensor<i1>, tensor<4xf32>, tensor<4xf32>) {
+  func.return %c, %x, %s : tensor<i1>, tensor<4xf32>, tensor<4xf32>
+}

@@ -171,3 +171,15 @@ func.func @scanning(%h0: tensor<4xf32>, %xs: tensor<5x4xf32>, %w: tensor<4xf32>)
 func.func private @step(%s: tensor<4xf32>, %x: tensor<4xf32>, %w: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
   func.return %s, %x : tensor<4xf32>, tensor<4xf32>
 }
+
+// CHECK-LABEL: func.func @stopping
+// CHECK-NEXT:    %go, %h, %ys = te.scan_call @stop_step stops inits(%go0, %h0) over(%xs) captured() : (tensor<i1>, tensor<4xf32>), (tensor<5x4xf32>), () -> (tensor<i1>, tensor<4xf32>, tensor<5x4xf32>)
+// GENERIC-LABEL: sym_name = "stopping"
+// GENERIC:         %go, %h, %ys = "te.scan_call"(%go0, %h0, %xs) <{body = @stop_step, stops, operandSegmentSizes = array<i32: 2, 1, 0>}> : (tensor<i1>, tensor<4xf32>, tensor<5x4xf32>) -> (tensor<i1>, tensor<4xf32>, tensor<5x4xf32>)
+func.func @stopping(%go0: tensor<i1>, %h0: tensor<4xf32>, %xs: tensor<5x4xf32>) -> (tensor<4xf32>, tensor<5x4xf32>) {
+  %go, %h, %ys = te.scan_call @stop_step stops inits(%go0, %h0) over(%xs) captured() : (tensor<i1>, tensor<4xf32>), (tensor<5x4xf32>), () -> (tensor<i1>, tensor<4xf32>, tensor<5x4xf32>)
+  func.return %h, %ys : tensor<4xf32>, tensor<5x4xf32>
+}
+func.func private @stop_step(%c: tensor<i1>, %s: tensor<4xf32>, %x: tensor<4xf32>) -> (tensor<i1>, tensor<4xf32>, tensor<4xf32>) {
+  func.return %c, %s, %x : tensor<i1>, tensor<4xf32>, tensor<4xf32>
+}
