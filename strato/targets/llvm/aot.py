@@ -51,6 +51,7 @@ import numpy as np
 
 from strato.diagnostics import StratoError
 from strato.runtime.atomic_write import write_atomically
+from strato.runtime.signature import data_address
 from strato.runtime.compiled_model import ModelMemoryError
 from strato.runtime.saved_model import MANIFEST, ModelFileError
 from strato.runtime.signature import Signature, TensorSpec
@@ -376,7 +377,7 @@ def _load_entry(code: MachineCode, symbol: str, buffers: int, where: str):
     entry = ctypes.CFUNCTYPE(ctypes.c_int32, *[ctypes.c_void_p] * buffers)(address)
 
     def run(arrays: Sequence[np.ndarray]) -> None:
-        status = entry(*[array.ctypes.data for array in arrays])
+        status = entry(*[data_address(array) for array in arrays])
         if status == STATUS_OUT_OF_MEMORY:
             raise ModelMemoryError(
                 "out of memory: the model could not allocate its intermediate buffers"

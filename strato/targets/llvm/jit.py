@@ -46,6 +46,7 @@ from xdsl.ir import Attribute
 
 from strato.diagnostics import StratoError
 from strato.dialects.tensor_types import shares_storage
+from strato.runtime.signature import data_address
 from strato.runtime.weight_blob import ALIGNMENT, EMPTY, WeightBlob
 from strato.targets.llvm.func_to_llvm import MEMREF_TYPE_ARG_ATTR
 from strato.targets.llvm.host import HostTarget, host_target, runs_here, target_machine
@@ -252,7 +253,7 @@ class JitFunction:
             raise ValueError(f"{self.name}: argument {position} must be C-contiguous")
         if self.buffers is not None and self.buffers[position] is not None:
             self.buffers[position].check(self.name, position, value)
-        return value.ctypes.data
+        return data_address(value)
 
     def __call__(self, *args: object) -> object:
         if len(args) != len(self.param_types):
@@ -269,7 +270,7 @@ class JitFunction:
         """Call a function whose parameters are all pointers on `arrays`' data, with no
         checks: for callers that checked the arrays already (a compiled model checks its
         inputs against its signature and allocates its outputs itself)."""
-        return self._cfunc(*[array.ctypes.data for array in arrays])
+        return self._cfunc(*[data_address(array) for array in arrays])
 
 
 def _bind_weights(
