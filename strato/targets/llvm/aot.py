@@ -51,10 +51,9 @@ import numpy as np
 
 from strato.diagnostics import StratoError
 from strato.runtime.atomic_write import write_atomically
-from strato.runtime.signature import data_address
 from strato.runtime.compiled_model import ModelMemoryError
 from strato.runtime.saved_model import MANIFEST, ModelFileError
-from strato.runtime.signature import Signature, TensorSpec
+from strato.runtime.signature import Signature, TensorSpec, data_address
 from strato.runtime.weight_blob import ALIGNMENT, EMPTY, WeightBlob
 from strato.targets.llvm.model import LLVMCompiledModel, MachineCode
 
