@@ -82,12 +82,12 @@ class Signature:
                 raise InputMismatchError(
                     f"input {position} {spec}: expected a numpy array, got {type(value).__name__}"
                 )
-            if value.dtype != spec.dtype:
+            if value.dtype is not spec.dtype and value.dtype != spec.dtype:
                 raise InputMismatchError(
                     f"input {position} {spec}: dtype is {value.dtype.name}, expected "
                     f"{spec.dtype.name} (convert with .astype({_dtype_expression(spec.dtype)}))"
                 )
-            if tuple(value.shape) != spec.shape:
+            if value.shape != spec.shape:
                 raise InputMismatchError(
                     f"input {position} {spec}: shape is {list(value.shape)}, expected "
                     f"{list(spec.shape)}"
