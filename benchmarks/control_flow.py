@@ -20,12 +20,13 @@ Cases (ONNX models built here, seeded random weights):
   state;
 - host: a Loop of a run-time trip count with a scan output (whose length is the trip
   count), which strato stages (`strato.staged`): the first call runs the body once per
-  iteration on the host, the second call with a trip count compiles the whole Loop for
-  it (a graph.scan), which the timed calls run;
+  iteration on the host, the second compiles the Loop to run in chunks of iterations
+  (a graph.scan that stops), which the timed calls run (M=10 first: chunks of 16, then
+  of 128 once a call of 100 took more than two);
 - stopping: a generation loop of at most 100 iterations (a constant trip count) that
   stops when its state's sum passes a run-time limit (called so that it stops after 60
-  and after 5), each iteration's state a scan output: staged as `host` is, compiled
-  whole for its trip count with the rows past the stop dropped.
+  and after 5), each iteration's state a scan output: staged and compiled in chunks as
+  `host` is.
 
 `--unroll-up-to N` unrolls Scans and Loops of known length up to N nodes instead (the
 importer's `UNROLLED_NODES`; 20000 unrolls the scan and counted cases, as strato did

@@ -49,18 +49,17 @@ is staged in turn.
 
     n -> Loop (host: body = [part: Mul, Add, ReduceSum], called n times) -> [part] -> y
 
-A Loop with scan outputs and a trip count is compiled whole for that count once it
-comes back (the second call that brings it): with the count a constant, the importer
-makes it a `graph.scan` over the iteration numbers, and the iterations run in compiled
-code. Each trip count compiles alone, as a size does, and one that changes with every
-call never pays a compile (`_CountedLoops`). A body that never stops the loop (it gives
-back the condition it takes) runs as it is; one that may stop it (a generation loop
-that ends at a token, within a largest length) becomes a `graph.scan` that stops when
-the condition fails, its scan outputs padded with zero rows to the trip count, and the
-Loop counts the iterations it ran (`_stopping_loop`); the rows the iterations ran are
-the Loop's scan outputs, their count known only when the compiled code has run.
+A Loop with scan outputs whose carried values keep their shapes runs in compiled chunks
+from its second call on (`_Chunks`): the Loop compiled to run up to C iterations from
+a given iteration number, which the importer makes a `graph.scan` that stops when the
+body's condition fails or the trip count runs out, its scan outputs padded with zero
+rows (`_chunk_model`). A call runs chunks until the loop stops, each from where the
+last left off, and keeps the rows its iterations ran: one compile serves every trip
+count, a loop without one (a `while` whose body decides), and a generation loop that
+ends at a token. C is the power of two at least the iterations a run on the host made
+(16 to 4096), so a call mostly runs one chunk.
 
-    M, x -> Loop (compiled for M = 100: a graph.scan of up to 100 positions; 37 ran) -> y
+    M, x -> Loop (chunks of 128 iterations: a graph.scan that stops; 37 ran) -> y
 
 Operators inside a subgraph of a node that is not itself on the host (an If's branch, a
 Loop's body the importer unrolls) stay compiled: a host operator there (any kind) is
@@ -69,7 +68,6 @@ refused, naming the node.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,19 +126,20 @@ class _Loop(_Host):
     compiled model of its own (the iteration number, the condition, the carried values
     and the outer values it reads in; the condition, the carried values and the scan
     outputs out), called once per iteration while the trip count and the condition
-    allow. The scan outputs are stacked along a new first axis."""
+    allow. The scan outputs are stacked along a new first axis. A Loop with scan
+    outputs runs in compiled chunks of iterations once it comes back (`_Chunks`)."""
 
     outer: list[str]
     body: Any
     empty_scans: list[tuple[np.dtype, tuple[int, ...]]]
     """Each scan output's element type and the shape of one iteration's slice where
     static (what a loop of no iteration gives: an empty stack of them)."""
-    counted: Callable[[int, list[tuple[np.dtype, tuple[int, ...]]]], Any] | None = None
-    """For a Loop with scan outputs: the whole Loop compiled for a trip count (a
-    `graph.scan` over the iteration numbers; see `_CountedLoops`)."""
+    chunk: Callable[[int, list[tuple[np.dtype, tuple[int, ...]]]], Any] | None = None
+    """For a Loop with scan outputs: the Loop compiled to run up to a number of
+    iterations from a given one (`_chunk_model`; see `_Chunks`)."""
 
     def __post_init__(self) -> None:
-        self._counted = None if self.counted is None else _CountedLoops(self.counted)
+        self._chunks = None if self.chunk is None else _Chunks(self.chunk)
 
     @property
     def reads(self) -> list[str]:
@@ -153,8 +152,8 @@ class _Loop(_Host):
         outer = values[given:]
         trips = None if count is None else int(np.asarray(count).reshape(-1)[0])
         going = True if condition is None else bool(np.asarray(condition).reshape(-1)[0])
-        if self._counted is not None and trips is not None and trips > 0 and going:
-            results = self._counted.run(trips, [*carried, *outer])
+        if self._chunks is not None and going and (trips is None or trips > 0):
+            results = self._chunks.run(trips, carried, outer)
             if results is not None:
                 return results
         scans: list[list[np.ndarray]] = [[] for _ in self.empty_scans]
@@ -172,68 +171,105 @@ class _Loop(_Host):
             np.stack(stack) if stack else np.empty((0, *shape), dtype)
             for stack, (dtype, shape) in zip(scans, self.empty_scans, strict=True)
         ]
-        if self._counted is not None and iteration:
-            self._counted.rows = [(s.dtype, s.shape[1:]) for s in stacked]
+        if self._chunks is not None and iteration:
+            self._chunks.seen([(s.dtype, s.shape[1:]) for s in stacked], iteration)
         return [*carried, *stacked]
 
 
 COUNTED_AFTER_CALLS = 2
-"""The call with a trip count at which a Loop with scan outputs run on the host is
-compiled whole for that trip count (the calls before run the body once per iteration):
-a trip count that changes with every call never pays a compile."""
+"""The call at which a Loop with scan outputs run on the host is compiled in chunks (the
+calls before run the body once per iteration): a Loop run once never pays a compile."""
+
+CHUNK_ITERATIONS = (16, 4096)
+"""The fewest and the most iterations a compiled chunk of a Loop runs (`_Chunks`)."""
+
+CHUNK_BYTES = 64 << 20
+"""The most bytes a chunk's scan outputs take (rows for all its iterations)."""
 
 
-class _CountedLoops:
-    """A Loop with scan outputs run on the host, compiled whole per trip count: with
-    the count a constant, the importer makes it a `graph.scan` over the iteration
-    numbers (of a body that may stop the loop, as `_stopping_loop` rewrites it), so the
-    iterations run in compiled code instead of one call of the body per iteration. Its
-    scan outputs have as many rows as the trip count allows, so each trip count
-    compiles alone, as a size does (`strato.specializing`), once it comes back
-    (`COUNTED_AFTER_CALLS`); the last `MAX_SIZES` compiled are kept. A Loop the importer
-    cannot compile so without unrolling it far (carried values that change shape)
-    keeps running on the host."""
+class _Chunks:
+    """A Loop with scan outputs run on the host, compiled to run up to C iterations from
+    a given iteration number (`_chunk_model`: the importer makes it a `graph.scan` that
+    stops, over C positions): a call runs chunks until the loop stops (its condition
+    fails or its trip count runs out), each chunk's carried values the next one's, and
+    stacks the rows the iterations ran. One compile serves every trip count, and a loop
+    without one; C is the power of two (within `CHUNK_ITERATIONS` and `CHUNK_BYTES`)
+    at least the iterations a run on the host made, so most calls run one chunk, and a
+    call that took more than two makes the next compile longer chunks. A Loop the
+    importer cannot compile so without unrolling it far (carried values that change
+    shape) keeps running on the host."""
 
     def __init__(self, build: Callable[[int, list[tuple[np.dtype, tuple[int, ...]]]], Any]):
         self.build = build
-        self.compiled: OrderedDict[int, Any] = OrderedDict()
-        self.calls: OrderedDict[int, int] = OrderedDict()
+        self.compiled: Any = None
+        self.capacity = 0
+        self.calls = 0
+        self.iterations = 0
+        """The most iterations a run on the host made."""
         self.rows: list[tuple[np.dtype, tuple[int, ...]]] | None = None
         """Each scan output's element type and row shape, as the last run on the host
-        gave them (what the compiled Loop's outputs are declared with)."""
+        gave them (what the compiled chunk's outputs are declared with)."""
         self.refused = False
 
-    def run(self, trips: int, inputs: list[np.ndarray | None]) -> list[np.ndarray] | None:
-        """The Loop's outputs for `trips` iterations, or None while it runs on the host."""
-        from strato.specializing import MAX_SIZES
+    def seen(self, rows: list[tuple[np.dtype, tuple[int, ...]]], iterations: int) -> None:
+        """A run on the host gave rows of these types and shapes, over `iterations`."""
+        self.rows = rows
+        self.iterations = max(self.iterations, iterations)
 
+    def run(
+        self, trips: int | None, carried: list[np.ndarray | None], outer: list[np.ndarray | None]
+    ) -> list[np.ndarray] | None:
+        """The Loop's outputs (at most `trips` iterations), or None while it runs on the
+        host."""
         if self.refused:
             return None
-        compiled = self.compiled.get(trips)
-        if compiled is None:
-            self.calls[trips] = self.calls.pop(trips, 0) + 1
-            while len(self.calls) > 4 * MAX_SIZES:
-                self.calls.popitem(last=False)
-            if self.calls[trips] < COUNTED_AFTER_CALLS or self.rows is None:
+        if self.compiled is None:
+            self.calls += 1
+            if self.calls < COUNTED_AFTER_CALLS or self.rows is None:
                 return None
             if any(np.dtype(dtype).kind in "OSU" for dtype, _ in self.rows):
                 self.refused = True  # strings: no compiled loop carries them
                 return None
+            capacity = self._capacity()
             try:
-                compiled = self.build(trips, self.rows)
+                self.compiled = self.build(capacity, self.rows)
             except StratoError:
                 self.refused = True
                 return None
-            self.compiled[trips] = compiled
-            while len(self.compiled) > MAX_SIZES:
-                self.compiled.popitem(last=False)
-        self.compiled.move_to_end(trips)
-        try:  # a model compiled per size compiles on its first call
-            return list(compiled(*inputs))
-        except ModelImportError:
-            self.refused = True
-            self.compiled.clear()
-            return None
+            self.capacity = capacity
+        limit = np.iinfo(np.int64).max if trips is None else trips
+        stacks: list[list[np.ndarray]] = [[] for _ in self.rows or ()]
+        iteration = chunks = 0
+        while True:
+            chunks += 1
+            try:  # a model compiled per size compiles on its first call
+                *values, runs, going = self.compiled(
+                    *carried, *outer, np.array(iteration, np.int64), np.array(limit, np.int64)
+                )
+            except ModelImportError:
+                self.refused, self.compiled = True, None
+                return None
+            ran = int(np.asarray(runs).reshape(-1)[0])
+            carried = values[: len(carried)]
+            for stack, rows in zip(stacks, values[len(carried) :], strict=True):
+                stack.append(rows[:ran])
+            iteration += ran
+            if ran < self.capacity or not bool(np.asarray(going).reshape(-1)[0]) or iteration >= limit:
+                break
+        stacked = [stack[0] if len(stack) == 1 else np.concatenate(stack) for stack in stacks]
+        self.iterations = max(self.iterations, iteration)
+        if chunks > 2 and self._capacity() > self.capacity:
+            self.compiled = None  # the next call compiles longer chunks
+        return [*carried, *stacked]
+
+    def _capacity(self) -> int:
+        """The iterations of a chunk: the power of two at least the most iterations a
+        call made, within `CHUNK_ITERATIONS` and `CHUNK_BYTES`."""
+        assert self.rows is not None
+        row_bytes = sum(np.dtype(d).itemsize * int(np.prod(r)) for d, r in self.rows)
+        fewest, most = CHUNK_ITERATIONS
+        capacity = max(fewest, 1 << max(self.iterations - 1, 0).bit_length())
+        return min(capacity, most, max(1, CHUNK_BYTES // max(row_bytes, 1)))
 
 
 class StagedModel:
@@ -834,73 +870,43 @@ def _loop(
         shape = tuple(dims) if tensor.HasField("shape") and None not in dims else ()
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type or onnx.TensorProto.FLOAT)
         empty_scans.append((np.dtype(dtype), shape))
-    counted = None
+    chunk = None
     if compile_loop is not None and len(body.output) > 1 + carried:
-        stops = not _never_stops(body, initializers)
 
-        def counted(trips: int, rows: list[tuple[np.dtype, tuple[int, ...]]]) -> Any:
-            whole = compile_loop(
-                _counted_model(model, node, trips, rows, outer, inferred, initializers, stops)
+        def chunk(capacity: int, rows: list[tuple[np.dtype, tuple[int, ...]]]) -> Any:
+            return compile_loop(
+                _chunk_model(model, node, capacity, rows, outer, inferred, initializers)
             )
-            return _RowsRun(whole, carried) if stops else whole
 
-    return _Loop(node, outer, compile_part(part), empty_scans, counted)
-
-
-@dataclass
-class _RowsRun:
-    """A Loop whose body may stop it, compiled whole for a trip count (`_counted_model`
-    with `stops`): its model gives the carried values, each scan output with a row per
-    iteration the trip count allows (zeros past the last iteration run), then the
-    iterations run; the Loop's outputs are the carried values and those rows of each
-    scan output."""
-
-    whole: Any
-    carried: int
-
-    def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
-        *outputs, runs = self.whole(*inputs)
-        rows = int(np.asarray(runs).reshape(-1)[0])
-        return [*outputs[: self.carried], *(s[:rows] for s in outputs[self.carried :])]
+    return _Loop(node, outer, compile_part(part), empty_scans, chunk)
 
 
-def _never_stops(body: onnx.GraphProto, constants: Mapping[str, onnx.TensorProto]) -> bool:
-    """Whether a Loop body gives back the condition it takes, or a constant true (the
-    enclosing graph's `constants`, or the body's own), directly or through Identity
-    nodes: the loop then runs as many iterations as its trip count says."""
-    condition, given = body.input[1].name, body.output[0].name
-    producers = {output: node for node in body.node for output in node.output}
-    constants = {**constants, **{init.name: init for init in body.initializer}}
-    while given != condition:
-        node = producers.get(given)
-        if node is not None and node.op_type == "Identity":
-            given = node.input[0]
-            continue
-        value = constants.get(given) if node is None else _constant_tensor(node)
-        return value is not None and bool(np.all(numpy_helper.to_array(value)))
-    return True
-
-
-def _counted_model(
+def _chunk_model(
     model: onnx.ModelProto,
     node: onnx.NodeProto,
-    trips: int,
+    capacity: int,
     rows: list[tuple[np.dtype, tuple[int, ...]]],
     outer: list[str],
     inferred: Mapping[str, onnx.ValueInfoProto],
     initializers: Mapping[str, onnx.TensorProto],
-    stops: bool = False,
 ) -> onnx.ModelProto:
-    """The Loop `node` alone, with the constant trip count `trips` and no condition (it
-    runs when its condition holds): a model of its carried values' initial values, then
-    the outer values its body reads (`_Loop.reads` after the trip count and condition),
-    each an input of its own; the enclosing graph's initializers its body reads are
-    its own. Its scan outputs are declared `trips` rows of `rows` (element type and
-    shape per scan output), as a run on the host gave them. A Loop whose body may stop
-    it (`stops`) counts its iterations (`_stopping_loop`), one more output, and the
-    model asks the importer for padded rows (`PADDED_ROWS_KEY`): its scan outputs have
-    `trips` rows, zeros past the last iteration run."""
-    prefix = f"{node.output[0]}::counted::"
+    """The Loop `node` as a model that runs up to `capacity` of its iterations, from the
+    iteration number `first` while it is below `limit` (the trip count) and the body's
+    condition holds. Its inputs: the carried values, the outer values its body reads
+    (`_Loop.reads` after the trip count and condition), `first` and `limit`; the
+    enclosing graph's initializers its body reads are its own. Its outputs: the carried
+    values, each scan output as `capacity` rows of `rows` (element type and shape per
+    scan output, as a run on the host gave them; zeros past the last iteration run),
+    how many iterations ran, and whether the loop goes on after them. The model asks
+    the importer for those padded rows (`PADDED_ROWS_KEY`): a `graph.scan` that stops.
+
+        Loop(M, c, v..) body(i, c, v..) -> (c', v'.., s..)
+        ->
+        Loop(capacity, "", true, 0, v..) body(j, _, go, n, v..), with i = first + j:
+            go' = c' and i + 1 < limit -> (go', go', j + 1, v'.., s..)
+    """
+    prefix = f"{node.output[0]}::chunk::"
+    (body,) = _subgraphs(node)
 
     def declared_as(name: str, fresh: str) -> onnx.ValueInfoProto:
         if name in initializers:  # an initial value the enclosing graph holds
@@ -910,6 +916,8 @@ def _counted_model(
         declared.name = fresh
         return declared
 
+    scalar = helper.make_tensor_value_info
+    int64, boolean = onnx.TensorProto.INT64, onnx.TensorProto.BOOL
     inputs, nodes, carried = [], [], []
     for k, name in enumerate(node.input[2:]):
         inputs.append(declared_as(name, f"{prefix}carried{k}"))
@@ -917,40 +925,69 @@ def _counted_model(
     for k, name in enumerate(outer):
         inputs.append(declared_as(name, f"{prefix}outer{k}"))
         nodes.append(helper.make_node("Identity", [inputs[-1].name], [name]))
-    loop = onnx.NodeProto()
-    loop.CopyFrom(node)
-    del loop.input[:]
-    loop.input.extend([f"{prefix}trips", "", *carried])
-    for k, name in enumerate(loop.output):  # each output named, the unused ones too
-        loop.output[k] = name or f"{prefix}unused{k}"
-    named = list(loop.output)
-    runs = []
-    if stops:
-        loop, start = _stopping_loop(loop, prefix)
-        runs = [helper.make_tensor_value_info(loop.output[0], onnx.TensorProto.INT64, [])]
-        nodes.append(start)
-    nodes.append(loop)
-    trip_count = numpy_helper.from_array(np.array(trips, np.int64), f"{prefix}trips")
-    (body,) = _subgraphs(node)
+    first, limit = f"{prefix}first", f"{prefix}limit"
+    inputs += [scalar(first, int64, []), scalar(limit, int64, [])]
+
+    def constant(name: str, value: np.ndarray) -> onnx.NodeProto:
+        return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(value))
+
+    def fresh(name: str) -> str:
+        return f"{prefix}{name}"
+
+    iteration, condition = body.input[0].name, body.input[1].name
+    counting = onnx.GraphProto()
+    counting.CopyFrom(body)
+    del counting.input[:], counting.output[:], counting.node[:]
+    counting.input.extend([
+        scalar(fresh("j"), int64, []), scalar(fresh("unused"), boolean, []),
+        scalar(fresh("going"), boolean, []), scalar(fresh("ran"), int64, []), *body.input[2:],
+    ])  # fmt: skip
+    given = body.output[0].name
+    counting.node.extend([
+        constant(fresh("one"), np.array(1, np.int64)),
+        constant(fresh("scalar"), np.zeros(0, np.int64)),
+        helper.make_node("Add", [fresh("j"), first], [iteration]),
+        helper.make_node("Identity", [fresh("going")], [condition]),
+        *body.node,
+        helper.make_node("Add", [iteration, fresh("one")], [fresh("next")]),
+        helper.make_node("Less", [fresh("next"), limit], [fresh("within")]),
+        helper.make_node("And", [given, fresh("within")], [fresh("both")]),
+        helper.make_node("Reshape", [fresh("both"), fresh("scalar")], [fresh("going_next")]),
+        helper.make_node("Identity", [fresh("going_next")], [fresh("still")]),
+        helper.make_node("Add", [fresh("j"), fresh("one")], [fresh("ran_next")]),
+    ])  # fmt: skip
+    counting.output.extend([
+        scalar(fresh("going_next"), boolean, []), scalar(fresh("still"), boolean, []),
+        scalar(fresh("ran_next"), int64, []), *body.output[1:],
+    ])  # fmt: skip
+    results = [name or fresh(f"unused{k}") for k, name in enumerate(node.output)]
+    going, ran = fresh("going_out"), fresh("ran_out")
+    nodes += [
+        constant(fresh("capacity"), np.array(capacity, np.int64)),
+        constant(fresh("start"), np.array(True)),
+        constant(fresh("none"), np.array(0, np.int64)),
+        helper.make_node(
+            "Loop", [fresh("capacity"), "", fresh("start"), fresh("none"), *carried],
+            [going, ran, *results], name=node.name, body=counting,
+        ),
+    ]  # fmt: skip
     constants = [initializers[name] for name in sorted(_free_names(body)) if name in initializers]
     outputs = []
-    for k, name in enumerate(named):
+    for k, name in enumerate(results):
         if k < len(carried):  # a carried value keeps its initial value's type and shape
             declared = onnx.ValueInfoProto()
             declared.CopyFrom(inputs[k])
             declared.name = name
-        else:  # trips rows of the shape the host's run gave
+        else:  # capacity rows of the shape the host's run gave
             dtype, row = rows[k - len(carried)]
             elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
-            declared = helper.make_tensor_value_info(name, elem, [trips, *row])
+            declared = helper.make_tensor_value_info(name, elem, [capacity, *row])
         outputs.append(declared)
-    graph = helper.make_graph(
-        nodes, f"{prefix}model", inputs, [*outputs, *runs], [trip_count, *constants]
-    )
-    counted = _model_like(model, graph)
-    if stops:
-        helper.set_model_props(counted, {PADDED_ROWS_KEY: loop.output[0]})
-    return counted
+    outputs += [scalar(ran, int64, []), scalar(going, boolean, [])]
+    graph = helper.make_graph(nodes, f"{prefix}model", inputs, outputs, constants)
+    chunked = _model_like(model, graph)
+    helper.set_model_props(chunked, {PADDED_ROWS_KEY: going})
+    return chunked
 
 
 PADDED_ROWS_KEY = "strato.padded_loop"
@@ -958,50 +995,13 @@ PADDED_ROWS_KEY = "strato.padded_loop"
 importer to compile that Loop, of known trip count and a body that may stop it, as a
 `graph.scan` that `stops`, each scan output given as the trip count's rows, zeros past
 the last iteration run: not ONNX's semantics, so only a model that counts the
-iterations itself and keeps those rows asks for it (`_counted_model`)."""
+iterations itself and keeps those rows asks for it (`_chunk_model`)."""
 
 
 def padded_loop(model: onnx.ModelProto) -> str | None:
     """The first output of the Loop `model` asks to compile with padded rows
     (`PADDED_ROWS_KEY`), if any."""
     return next((p.value for p in model.metadata_props if p.key == PADDED_ROWS_KEY), None)
-
-
-def _stopping_loop(loop: onnx.NodeProto, prefix: str) -> tuple[onnx.NodeProto, onnx.NodeProto]:
-    """The Loop `loop`, its body carrying one more value first: the iterations run (the
-    iteration number plus one, from 0), which the loop gives first. Its carried values
-    stop changing when the loop stops, so that output counts the iterations run.
-
-        Loop(M, c, v..) body(i, c, v..) -> (c', v'.., s..)
-        ->
-        Loop(M, c, 0, v..) body(i, c, n, v..) -> (c', i + 1, v'.., s..)
-
-    Also the Constant node of the count's start."""
-    (body,) = (a.g for a in loop.attribute if a.name == "body")
-    ran, one = f"{prefix}ran", f"{prefix}one"
-    counting = onnx.GraphProto()
-    counting.CopyFrom(body)
-    del counting.input[:], counting.output[:]
-    counting.input.extend([
-        *body.input[:2], helper.make_tensor_value_info(f"{prefix}runs", onnx.TensorProto.INT64, []),
-        *body.input[2:],
-    ])  # fmt: skip
-    counting.output.extend([
-        body.output[0], helper.make_tensor_value_info(ran, onnx.TensorProto.INT64, []),
-        *body.output[1:],
-    ])  # fmt: skip
-    counting.node.extend([
-        helper.make_node("Constant", [], [one], value=numpy_helper.from_array(np.array(1, np.int64))),
-        helper.make_node("Add", [body.input[0].name, one], [ran]),
-    ])  # fmt: skip
-    none = f"{prefix}none"
-    stopping = helper.make_node(
-        "Loop", [*loop.input[:2], none, *loop.input[2:]], [f"{prefix}iterations", *loop.output],
-        name=loop.name, body=counting,
-    )  # fmt: skip
-    return stopping, helper.make_node(
-        "Constant", [], [none], value=numpy_helper.from_array(np.array(0, np.int64))
-    )
 
 
 def _declared(

@@ -101,19 +101,19 @@ CONCATS = {
 
 
 @pytest.mark.parametrize("concat", list(CONCATS), ids=list(CONCATS))
-def test_a_run_time_count_of_appends_runs_and_then_compiles_whole(concat):
+def test_a_run_time_count_of_appends_runs_and_then_compiles_in_chunks(concat):
     model = appending_model(CONCATS[concat])
     rewritten = appends_as_scan_outputs(model)
     assert [n.op_type for n in rewritten.graph.node if n.op_type.startswith("Sequence")] == []
     compiled = strato.compile(model, cache=False)
     x = np.random.default_rng(2).standard_normal((2, 3, 4)).astype(np.float32)
-    for trips in (3, 12, 12, 12):  # the second call with 12 compiles the whole loop
+    for trips in (3, 12, 40, 12):  # chunks of 16 iterations, then of 64 after the 40
         feeds = {"x": x, "n": np.array(trips, np.int64)}
         for got, want in zip(compiled(*feeds.values()), _expected(model, feeds), strict=True):
             assert got.shape == want.shape
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     (loop,) = [step for step in compiled.steps if getattr(step, "node", None) is not None]
-    assert list(loop._counted.compiled) == [12]
+    assert loop._chunks.compiled is not None and loop._chunks.capacity == 64
 
 
 @pytest.mark.parametrize("trips", [2, 40])

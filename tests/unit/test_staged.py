@@ -250,70 +250,50 @@ def _loop_step(compiled: StagedModel):
 
 
 @pytest.mark.parametrize("constant_start", [False, True], ids=["input", "initializer"])
-def test_a_trip_count_that_comes_back_compiles_the_whole_loop(constant_start):
-    """The loop above, its body never stopping it: the second call with a trip count
-    compiles the whole Loop for it (a graph.scan over the iteration numbers); trip
-    counts seen once keep running the body per iteration."""
+def test_a_loop_run_again_runs_in_compiled_chunks_at_every_trip_count(constant_start):
+    """The loop above, run on the host at its first call (12 iterations), then compiled
+    to run chunks of 16 (a graph.scan that stops): every trip count after runs them,
+    one that takes three chunks (after which chunks of 64 are compiled), one chunk's
+    worth exactly, and none at all."""
     model = _run_time_trip_count_model(constant_start)
     x, y0 = np.float32([1, -1, 2]), np.ones(3, np.float32)
-    compiled = None
-    for trips in (12, 13, 12, 12, 14):
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    compiled = strato.compile(model, cache=False)
+    for trips in (12, 13, 40, 16, 0, 1):
         feeds = {"M": np.array(trips, np.int64), "x": x, **({} if constant_start else {"y0": y0})}
-        if compiled is None:
-            compiled = check(model, feeds, parts=2)
-            loops = _loop_step(compiled)._counted
-            continue
-        session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
         for a, e in zip(compiled(*feeds.values()), session.run(None, feeds), strict=True):
             assert a.shape == e.shape
             np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
-    assert list(loops.compiled) == [12] and not loops.refused
+    chunks = _loop_step(compiled)._chunks
+    assert chunks.compiled is not None and chunks.capacity == 64 and not chunks.refused
 
 
-@pytest.mark.parametrize("constant_trips", [False, True], ids=["input", "initializer"])
-def test_a_loop_whose_body_stops_it_compiles_whole_and_gives_the_rows_it_ran(constant_trips):
-    """A generation-style loop: y <- y * 0.5 + x and i * y stacked (two scan outputs,
-    one of a second element type), until the sum of y passes a run-time limit or the
-    trip count runs out. A trip count that comes back compiles the whole Loop for it;
-    calls that stop after one iteration, midway, or never all give exactly the rows
-    their iterations ran, as onnxruntime does."""
+def test_a_while_loop_with_scan_outputs_runs_in_compiled_chunks():
+    """No trip count (as TorchScript writes a `for` with a `break`, or a `while`): the
+    body's condition alone stops the loop, here after a data-dependent number of
+    iterations (y doubles until its sum passes the limit); its rows are stacked."""
     body = loop_body(
         [
-            helper.make_node("Mul", ["y_in", "half"], ["h"]),
-            helper.make_node("Add", ["h", "x"], ["y_out"]),
-            helper.make_node("Cast", ["i"], ["fi"], to=F),
-            helper.make_node("Mul", ["y_out", "fi"], ["scaled"]),
-            helper.make_node("Cast", ["y_out"], ["rounded"], to=I64),
+            helper.make_node("Add", ["y_in", "y_in"], ["y_out"]),
             helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
             helper.make_node("Less", ["s", "limit"], ["cond_out"]),
         ],
         [("y_in", "y_out", F)],
-        [("scaled", F), ("rounded", I64)],
-        {"half": np.float32(0.5)},
+        [("s", F)],
     )
     model = model_of(
-        [helper.make_node("Loop", ["M", "", "y0"], ["y", "rows", "ints"], body=body)],
-        {"x": (F, [3]), "y0": (F, [3]), "limit": (F, []), **({} if constant_trips else {"M": (I64, [])})},
-        {"y": F, "rows": F, "ints": I64},
-        {"M": np.array(12, np.int64)} if constant_trips else {},
+        [helper.make_node("Loop", ["", "go", "y0"], ["y", "sums"], body=body)],
+        {"go": (TensorProto.BOOL, []), "y0": (F, [3]), "limit": (F, [])}, {"y": F, "sums": F},
     )  # fmt: skip
     session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     compiled = strato.compile(model, cache=False)
-    assert isinstance(compiled, StagedModel)
-    ran = []
-    for limit in (100.0, 100.0, -1.0, 6.2, 100.0, 5.5):
-        feeds = {"x": np.float32([1, 2, 0.5]), "y0": np.ones(3, np.float32), "limit": np.array(limit, np.float32)}
-        if not constant_trips:
-            feeds["M"] = np.array(12, np.int64)
-        expected = session.run(None, feeds)
-        actual = compiled(*feeds.values())
-        for a, e in zip(actual, expected, strict=True):
-            assert a.shape == e.shape and a.dtype == e.dtype
+    for go, limit in ((True, 1e3), (True, 1e6), (True, 1e30), (False, 1e3), (True, 1.0)):
+        feeds = {"go": np.array(go), "y0": np.float32([1, 2, 3]), "limit": np.array(limit, np.float32)}
+        for a, e in zip(compiled(*feeds.values()), session.run(None, feeds), strict=True):
+            assert a.shape == e.shape
             np.testing.assert_allclose(a, e, rtol=1e-6)
-        ran.append(len(expected[1]))
-    assert ran == [12, 12, 1, 3, 12, 2]  # never stopped, stopped at once, midway
-    loops = _loop_step(compiled)._counted
-    assert list(loops.compiled) == [12] and not loops.refused
+    chunks = _loop_step(compiled)._chunks
+    assert chunks.compiled is not None and not chunks.refused
 
 
 def test_a_loop_whose_state_grows_stays_on_the_host():
@@ -338,7 +318,7 @@ def test_a_loop_whose_state_grows_stays_on_the_host():
     for _ in range(2):
         assert compiled(*feeds.values())[0].shape == (21,)
     step = _loop_step(compiled)
-    assert step._counted.refused
+    assert step._chunks.refused
     # the body ran at 20 sizes of its state: all kept (small), so no call compiles again
     assert len(step.body.sizes) == 20
 
