@@ -577,11 +577,7 @@ def _loop_op(ctx: NodeContext, body: onnx.GraphProto, carried: list[object]) -> 
     inner = ctx.in_block(block)
     outputs = _run_body(inner, body, list(block.args), f"{ctx.node.output[0]}::Loop::body::", "body")
     yielded = [inner.materialize(v) if isinstance(v, np.ndarray) else v for v in outputs]
-    going = yielded[0]
-    if int(np.prod(shape_of(going))) != 1:
-        raise ctx.error(f"its body's condition must hold one value, got shape {list(shape_of(going))}")
-    if going.type != graph.CONDITION_TYPE:
-        going = inner.emit(graph.ReshapeOp(going, [])).results[0]
+    going = _condition(ctx, inner, yielded[0], "its body's condition")
     _check_carried(ctx, yielded[1:], inits, "a loop decided at run time")
     block.add_op(graph.YieldOp([going, *yielded[1:]]))
     op = graph.LoopOp(max_trip, condition, inits, Region(block))
