@@ -18,9 +18,8 @@ stacks them along a new first axis, then moves that axis where ConcatFromSequenc
 it (a Transpose, and for a concatenation a Reshape merging it with the next axis), and
 concatenates the tensors listed before and after the loop around it. The loop then
 carries tensors only: the importer compiles it (unrolled, a `graph.scan`, or,
-with a trip count known only at run time, on the host and then compiled whole for a trip
-count that comes back, `strato.staged`) instead of refusing a sequence whose length is
-known only at run time.
+decided at run time, on the host and then in compiled chunks of iterations,
+`strato.staged`) instead of refusing a sequence whose length is known only at run time.
 """
 
 from __future__ import annotations
