@@ -167,9 +167,12 @@ class _Loop(_Host):
             for stack, value in zip(scans, results[1 + len(carried) :], strict=True):
                 stack.append(value)
             iteration += 1
+        empty = self.empty_scans  # rows as the last run gave them, else as declared
+        if self._chunks is not None and self._chunks.rows is not None:
+            empty = self._chunks.rows
         stacked = [
             np.stack(stack) if stack else np.empty((0, *shape), dtype)
-            for stack, (dtype, shape) in zip(scans, self.empty_scans, strict=True)
+            for stack, (dtype, shape) in zip(scans, empty, strict=True)
         ]
         if self._chunks is not None and iteration:
             self._chunks.seen([(s.dtype, s.shape[1:]) for s in stacked], iteration)
@@ -864,12 +867,16 @@ def _loop(
     title = f"{model.graph.name or 'model'}_{node.name or 'loop'}_body"
     part, outer = _body_model(model, body, title, inputs, inferred, initializers)
     empty_scans = []
-    for value in body.output[1 + carried :]:
+    for value, stacked in zip(body.output[1 + carried :], node.output[carried:], strict=False):
         tensor = value.type.tensor_type
         dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
-        shape = tuple(dims) if tensor.HasField("shape") and None not in dims else ()
+        shape = tuple(dims) if tensor.HasField("shape") and None not in dims else None
+        if shape is None and stacked in inferred:  # the Loop's output, as inference gives it
+            outer_tensor = _tensor_of(inferred[stacked].type)
+            dims = [d.dim_value if d.HasField("dim_value") else None for d in outer_tensor.shape.dim]
+            shape = tuple(dims[1:]) if outer_tensor.HasField("shape") and dims and None not in dims[1:] else None
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type or onnx.TensorProto.FLOAT)
-        empty_scans.append((np.dtype(dtype), shape))
+        empty_scans.append((np.dtype(dtype), shape or ()))
     chunk = None
     if compile_loop is not None and len(body.output) > 1 + carried:
 

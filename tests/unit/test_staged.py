@@ -7,6 +7,8 @@ import numpy as np
 import onnx
 import onnxruntime
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
 import strato
@@ -294,6 +296,69 @@ def test_a_while_loop_with_scan_outputs_runs_in_compiled_chunks():
             np.testing.assert_allclose(a, e, rtol=1e-6)
     chunks = _loop_step(compiled)._chunks
     assert chunks.compiled is not None and not chunks.refused
+
+
+@pytest.fixture(scope="module")
+def short_chunks():
+    """The generation-style loop below, staged with chunks of 2 to 8 iterations (so
+    that calls run several, and grow them), and run once on the host and once more so
+    that its chunks are compiled."""
+    body = loop_body(
+        [
+            helper.make_node("Mul", ["y_in", "half"], ["h"]),
+            helper.make_node("Add", ["h", "x"], ["y_out"]),
+            helper.make_node("Cast", ["i"], ["fi"], to=F),
+            helper.make_node("Mul", ["y_out", "fi"], ["scaled"]),
+            helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
+            helper.make_node("Less", ["s", "limit"], ["cond_out"]),
+        ],
+        [("y_in", "y_out", F)],
+        [("scaled", F)],
+        {"half": np.float32(0.5)},
+    )
+    model = model_of(
+        [helper.make_node("Loop", ["M", "go", "y0"], ["y", "rows"], body=body)],
+        {"M": (I64, []), "go": (B, []), "x": (F, [3]), "y0": (F, [3]), "limit": (F, [])},
+        {"y": F, "rows": F},
+    )  # fmt: skip
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("strato.staged.CHUNK_ITERATIONS", (2, 8))
+        compiled = strato.compile(model, cache=False)
+        feeds = [np.array(3), np.array(True), np.ones(3, np.float32), np.zeros(3, np.float32), np.array(1e9, np.float32)]
+        for _ in range(2):
+            compiled(*feeds)
+        yield compiled
+
+
+def _stopping_reference(trips, go, x, y0, limit):
+    """What the loop of `short_chunks` gives, by ONNX Loop's rules."""
+    y, rows, i = y0, [], 0
+    while go and i < trips:
+        y = (y * np.float32(0.5) + x).astype(np.float32)
+        rows.append(y * np.float32(i))
+        go = bool(np.float32(y.sum(dtype=np.float32)) < limit)
+        i += 1
+    return y, np.array(rows, np.float32).reshape(len(rows), 3)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    trips=st.integers(0, 40), go=st.booleans(), limit=st.floats(-10, 40, width=32),
+    x=st.lists(st.floats(-2, 4, width=32), min_size=3, max_size=3),
+)  # fmt: skip
+def test_compiled_chunks_give_the_loops_rows_at_any_trip_count_and_stop(short_chunks, trips, go, limit, x):
+    """Drawn trip counts, first conditions, limits and inputs: the chunks (of 2 to 8
+    iterations, grown as calls go) give the rows the loop ran, no more, and its last
+    state, as the loop's own rules do."""
+    feeds = [np.array(trips), np.array(go), np.float32(x), np.ones(3, np.float32), np.array(limit, np.float32)]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("strato.staged.CHUNK_ITERATIONS", (2, 8))
+        y, rows = short_chunks(*feeds)
+    want_y, want_rows = _stopping_reference(*feeds)
+    assert rows.shape == want_rows.shape
+    np.testing.assert_allclose(y, want_y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(rows, want_rows, rtol=1e-5, atol=1e-5)
+    assert not _loop_step(short_chunks)._chunks.refused
 
 
 def test_a_loop_whose_state_grows_stays_on_the_host():
