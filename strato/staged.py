@@ -119,6 +119,9 @@ class _Host:
         compute = HOST_OPS.get(self.node.op_type) or SHAPE_OPS[self.node.op_type]
         return compute(self.node, values)
 
+    def __str__(self) -> str:
+        return self.node.op_type
+
 
 @dataclass
 class _Loop(_Host):
@@ -144,6 +147,12 @@ class _Loop(_Host):
     @property
     def reads(self) -> list[str]:
         return [*self.node.input, *self.outer]
+
+    def __str__(self) -> str:
+        chunks = self._chunks
+        if chunks is not None and chunks.compiled is not None:
+            return f"Loop (in compiled chunks of {chunks.capacity} iterations)"
+        return "Loop"
 
     def run(self, values: list[np.ndarray | None]) -> list[np.ndarray]:
         given = len(self.node.input)
@@ -344,7 +353,8 @@ class StagedModel:
 
     def __repr__(self) -> str:
         parts = sum(isinstance(step, _Part) for step in self.steps)
-        return f"<StagedModel: {parts} compiled part(s), host {', '.join(self.host_ops)}>"
+        hosts = [str(step) for step in self.steps if isinstance(step, _Host)]
+        return f"<StagedModel: {parts} compiled part(s), host {', '.join(hosts)}>"
 
 
 def _check_input(position: int, name: str, array: Any, declared: onnx.TypeProto) -> None:

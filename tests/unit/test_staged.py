@@ -270,6 +270,53 @@ def test_a_loop_run_again_runs_in_compiled_chunks_at_every_trip_count(constant_s
     assert chunks.compiled is not None and chunks.capacity == 64 and not chunks.refused
 
 
+@pytest.mark.parametrize("constant_trips", [False, True], ids=["input", "initializer"])
+def test_a_loop_whose_body_stops_it_runs_in_chunks_and_gives_the_rows_it_ran(constant_trips):
+    """A generation-style loop: y <- y * 0.5 + x and i * y stacked (two scan outputs,
+    one of a second element type), until the sum of y passes a run-time limit or the
+    trip count runs out. From the second call it runs in compiled chunks (of 16
+    iterations); calls that stop after one iteration, midway, or never all give
+    exactly the rows their iterations ran, as onnxruntime does."""
+    body = loop_body(
+        [
+            helper.make_node("Mul", ["y_in", "half"], ["h"]),
+            helper.make_node("Add", ["h", "x"], ["y_out"]),
+            helper.make_node("Cast", ["i"], ["fi"], to=F),
+            helper.make_node("Mul", ["y_out", "fi"], ["scaled"]),
+            helper.make_node("Cast", ["y_out"], ["rounded"], to=I64),
+            helper.make_node("ReduceSum", ["y_out"], ["s"], keepdims=0),
+            helper.make_node("Less", ["s", "limit"], ["cond_out"]),
+        ],
+        [("y_in", "y_out", F)],
+        [("scaled", F), ("rounded", I64)],
+        {"half": np.float32(0.5)},
+    )
+    model = model_of(
+        [helper.make_node("Loop", ["M", "", "y0"], ["y", "rows", "ints"], body=body)],
+        {"x": (F, [3]), "y0": (F, [3]), "limit": (F, []), **({} if constant_trips else {"M": (I64, [])})},
+        {"y": F, "rows": F, "ints": I64},
+        {"M": np.array(12, np.int64)} if constant_trips else {},
+    )  # fmt: skip
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    compiled = strato.compile(model, cache=False)
+    assert isinstance(compiled, StagedModel)
+    ran = []
+    for limit in (100.0, 100.0, -1.0, 6.2, 100.0, 5.5):
+        feeds = {"x": np.float32([1, 2, 0.5]), "y0": np.ones(3, np.float32), "limit": np.array(limit, np.float32)}
+        if not constant_trips:
+            feeds["M"] = np.array(12, np.int64)
+        expected = session.run(None, feeds)
+        actual = compiled(*feeds.values())
+        for a, e in zip(actual, expected, strict=True):
+            assert a.shape == e.shape and a.dtype == e.dtype
+            np.testing.assert_allclose(a, e, rtol=1e-6)
+        ran.append(len(expected[1]))
+    assert ran == [12, 12, 1, 3, 12, 2]  # never stopped, stopped at once, midway
+    chunks = _loop_step(compiled)._chunks
+    assert chunks.compiled is not None and chunks.capacity == 16 and not chunks.refused
+    assert repr(compiled).endswith("host Loop (in compiled chunks of 16 iterations)>")
+
+
 def test_a_while_loop_with_scan_outputs_runs_in_compiled_chunks():
     """No trip count (as TorchScript writes a `for` with a `break`, or a `while`): the
     body's condition alone stops the loop, here after a data-dependent number of
