@@ -188,7 +188,7 @@ class _Loop(_Host):
         return [*carried, *stacked]
 
 
-COUNTED_AFTER_CALLS = 2
+CHUNKED_AFTER_CALLS = 2
 """The call at which a Loop with scan outputs run on the host is compiled in chunks (the
 calls before run the body once per iteration): a Loop run once never pays a compile."""
 
@@ -237,7 +237,7 @@ class _Chunks:
             return None
         if self.compiled is None:
             self.calls += 1
-            if self.calls < COUNTED_AFTER_CALLS or self.rows is None:
+            if self.calls < CHUNKED_AFTER_CALLS or self.rows is None:
                 return None
             if any(np.dtype(dtype).kind in "OSU" for dtype, _ in self.rows):
                 self.refused = True  # strings: no compiled loop carries them
@@ -376,9 +376,9 @@ def _check_input(position: int, name: str, array: Any, declared: onnx.TypeProto)
             raise InputMismatchError(
                 f"{what}: dtype is {array.dtype.name}, expected {np.dtype(dtype).name}"
             )
-    if not tensor.HasField("shape"):
+    dims = _dims(tensor)
+    if dims is None:
         return
-    dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
     shown = "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
     if array.ndim != len(dims) or any(
         d is not None and d != n for d, n in zip(dims, array.shape, strict=True)
@@ -879,14 +879,13 @@ def _loop(
     empty_scans = []
     for value, stacked in zip(body.output[1 + carried :], node.output[carried:], strict=False):
         tensor = value.type.tensor_type
-        dims = [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
-        shape = tuple(dims) if tensor.HasField("shape") and None not in dims else None
-        if shape is None and stacked in inferred:  # the Loop's output, as inference gives it
-            outer_tensor = _tensor_of(inferred[stacked].type)
-            dims = [d.dim_value if d.HasField("dim_value") else None for d in outer_tensor.shape.dim]
-            shape = tuple(dims[1:]) if outer_tensor.HasField("shape") and dims and None not in dims[1:] else None
+        dims = _dims(tensor)
+        if (dims is None or None in dims) and stacked in inferred:
+            stacked_dims = _dims(_tensor_of(inferred[stacked].type))  # the Loop's output
+            dims = stacked_dims[1:] if stacked_dims else None
+        shape = tuple(dims) if dims is not None and None not in dims else ()
         dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type or onnx.TensorProto.FLOAT)
-        empty_scans.append((np.dtype(dtype), shape or ()))
+        empty_scans.append((np.dtype(dtype), shape))
     chunk = None
     if compile_loop is not None and len(body.output) > 1 + carried:
 
@@ -1053,6 +1052,14 @@ def _inferred_types(model: onnx.ModelProto) -> dict[str, onnx.ValueInfoProto]:
         if _tensor_of(value.type).elem_type:
             values[value.name] = value
     return values
+
+
+def _dims(tensor: onnx.TypeProto.Tensor) -> list[int | None] | None:
+    """A tensor type's sizes (None for a symbolic or unknown one), or None when it has
+    no shape."""
+    if not tensor.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else None for d in tensor.shape.dim]
 
 
 def _tensor_of(type_: onnx.TypeProto) -> onnx.TypeProto.Tensor:

@@ -1046,9 +1046,7 @@ def _loop_body(b: ProgramBuilder, block: Block, x: SSAValue, y: SSAValue) -> Non
 @generator("graph.loop")
 def _loop(b: ProgramBuilder) -> Operation:
     """A graph.loop carrying one value, its body reading an earlier value of @main."""
-    max_trip, condition = _trip_count(b), _condition(b)
-    if shape(condition) != ():
-        condition = b.add(graph.ReshapeOp(condition, [])).results[0]
+    max_trip, condition = _trip_count(b), _scalar_condition(b)
     x = b.float_value(min_rank=1)
     y = _same_shape_partner(b, x)
     block = Block(arg_types=[graph.ITERATION_TYPE, graph.CONDITION_TYPE, x.type])
@@ -1119,14 +1117,13 @@ def _scan_body(b: ProgramBuilder, block: Block, y: SSAValue, stops: bool = False
     block.add_op(graph.YieldOp([*([going] if going is not None else []), new, row]))
 
 
-def _scan_start(b: ProgramBuilder, stops: bool) -> list[SSAValue]:
-    """The condition a scan that `stops` starts with (none for another scan)."""
-    if not stops:
-        return []
+def _scalar_condition(b: ProgramBuilder) -> SSAValue:
+    """A `tensor<i1>` (`_condition`, reshaped when it has one axis): what a loop or a
+    scan that stops starts with."""
     condition = _condition(b)
     if shape(condition) != ():
         condition = b.add(graph.ReshapeOp(condition, [])).results[0]
-    return [condition]
+    return condition
 
 
 @generator("graph.scan")
@@ -1137,7 +1134,7 @@ def _scan(b: ProgramBuilder) -> Operation:
     y = _same_shape_partner(b, x)
     scanned = _scanned(b, x)
     stops = b.draw(st.booleans())
-    start = _scan_start(b, stops)
+    start = [_scalar_condition(b)] if stops else []
     block = Block(arg_types=[*(v.type for v in start), x.type, x.type])
     _scan_body(b, block, y, stops)
     carried = [*(v.type for v in start), x.type]
@@ -1155,7 +1152,7 @@ def _scan_call(b: ProgramBuilder) -> Operation:
     y = _same_shape_partner(b, x)
     scanned = _scanned(b, x)
     stops = b.draw(st.booleans())
-    start = _scan_start(b, stops)
+    start = [_scalar_condition(b)] if stops else []
     carried = [*(v.type for v in start), x.type]
     types = [*carried, x.type, y.type]
     block = Block(arg_types=types)
