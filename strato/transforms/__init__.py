@@ -42,6 +42,7 @@ PASS_REGISTRY: dict[str, str] = {
     "graph-fold-constants": "strato.transforms.graph_fold_constants:GraphFoldConstantsPass",
     "graph-fold-qdq": "strato.transforms.graph_fold_qdq:GraphFoldQdqPass",
     "graph-outline-branches": "strato.transforms.graph_outline_branches:GraphOutlineBranchesPass",
+    "graph-pad-channels": "strato.transforms.graph_pad_channels:GraphPadChannelsPass",
     "graph-plan-memory": "strato.transforms.graph_plan_memory:GraphPlanMemoryPass",
     "graph-prune-conv-taps": "strato.transforms.graph_prune_conv_taps:GraphPruneConvTapsPass",
     "graph-raise-composites": "strato.transforms.graph_raise_composites:GraphRaiseCompositesPass",

@@ -6,7 +6,8 @@ for inference (fold batch norms into convolutions and dense layers, drop
 identities and dropouts, merge reshapes and transposes), fold constant subgraphs, raise
 exported GELU and layer-norm chains into their ops (graph-raise-composites), drop
 convolution taps that read only padding (graph-prune-conv-taps), remove
-common subexpressions and dead ops, move convolution chains to the blocked NCHW{c} layout
+common subexpressions and dead ops, pad convolutions' output channels that no block
+divides (graph-pad-channels), move convolution chains to the blocked NCHW{c} layout
 (blocks of `block` channels, or of `min_block` where `block` does not divide them), group
 ops into kernels (graph-fuse-ops), and plan the memory of the intermediates. Each step is
 a pass of its own; this one only names the sequence (`graph_default_passes`). A target's
@@ -44,6 +45,7 @@ from strato.transforms.graph_alter_layout import GraphAlterLayoutPass
 from strato.transforms.graph_fold_constants import GraphFoldConstantsPass
 from strato.transforms.graph_fuse_ops import GraphFuseOpsPass
 from strato.transforms.graph_outline_branches import GraphOutlineBranchesPass
+from strato.transforms.graph_pad_channels import GraphPadChannelsPass
 from strato.transforms.graph_plan_memory import GraphPlanMemoryPass
 from strato.transforms.graph_prune_conv_taps import GraphPruneConvTapsPass
 from strato.transforms.graph_raise_composites import GraphRaiseCompositesPass
@@ -59,7 +61,8 @@ DEFAULT_MIN_BLOCK = 8
 
 def graph_optimization_passes(block: int = DEFAULT_BLOCK, min_block: int = DEFAULT_MIN_BLOCK) -> list[ModulePass]:
     """Outline run-time branches, unroll recurrences, simplify, fold, raise exported GELU
-    and layer-norm chains, prune dead convolution taps, cse, dce and the blocked layout:
+    and layer-norm chains, prune dead convolution taps, cse, dce, pad odd channel counts
+    and the blocked layout:
     the graph passes before fusion."""
     return [
         GraphOutlineBranchesPass(),
@@ -70,6 +73,7 @@ def graph_optimization_passes(block: int = DEFAULT_BLOCK, min_block: int = DEFAU
         GraphPruneConvTapsPass(),
         CommonSubexpressionElimination(),
         DeadCodeElimination(),
+        GraphPadChannelsPass(multiple=block, min_multiple=min_block),
         GraphAlterLayoutPass(block=block, min_block=min_block),
     ]
 

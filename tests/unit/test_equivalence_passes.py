@@ -50,6 +50,7 @@ PROPERTY_TESTS: dict[str, str] = {
     "graph-fold-qdq": "test_graph_fold_qdq:test_fold_keeps_results",
     "graph-fuse-ops": "test_graph_fuse_ops",
     "graph-outline-branches": "test_graph_outline_branches:test_outlining_keeps_generated_programs",
+    "graph-pad-channels": "test_graph_pad_channels:test_padding_keeps_generated_programs",
     "graph-plan-memory": "test_graph_plan_memory",
     "graph-prune-conv-taps": "test_graph_prune_conv_taps",
     "graph-quantize": "test_graph_quantize",

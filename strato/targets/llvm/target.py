@@ -37,6 +37,7 @@ threads (what `strato run -v` reports and `--dump-ir` writes after):
 
     graph      graph-fold-qdq, graph-simplify-inference, graph-fold-constants,
                graph-raise-composites, graph-prune-conv-taps, cse, dce,
+               graph-pad-channels{multiple=16 min_multiple=8},
                graph-alter-layout{block=16 min_block=8}, graph-pack-dense{lanes=L},
                graph-fuse-ops, graph-plan-memory, [graph-winograd{tile=T
                tuning_log=... untuned=...}, with -winograd or a tuning log]
