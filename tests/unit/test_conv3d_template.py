@@ -125,13 +125,18 @@ CASES = {
     "asymmetric": lambda: Case((1, 5, 5, 7, 8), 16, (2, 3, 1), (1, 2, 1), (0, 1, 2, 1, 0, 0)),
     "pointwise": lambda: Case((1, 16, 4, 6, 6), 32, (1, 1, 1), (2, 2, 2), bias=False),
     "wide": lambda: Case((2, 4, 2, 3, 31), 48, (1, 3, 3), pads=(0, 1, 1, 0, 1, 1)),
+    # R(2+1)D's factored pair: a temporal kernel (no row or column taps), a spatial one
+    "temporal": lambda: Case((1, 16, 4, 3, 14), 64, (3, 1, 1), pads=(1, 0, 0, 1, 0, 0), relu=True),
+    "spatial": lambda: Case((1, 16, 4, 3, 14), 64, (1, 3, 3), pads=(0, 1, 1, 0, 1, 1), relu=True),
     # odd output channels: the rows x columns tile
     "odd_channels": lambda: Case((1, 5, 4, 6, 7), 7, (3, 3, 3), (1, 1, 2), (1, 0, 1, 1, 2, 1),
                                  relu=True),
     # grouped: the rows x columns tile too
     "groups": lambda: Case((1, 8, 3, 5, 6), 16, (3, 3, 3), pads=(1,) * 6, groups=2),
 }
-CHANNEL_LANES = ["same", "residual", "strided", "stem", "asymmetric", "pointwise", "wide"]
+CHANNEL_LANES = [
+    "same", "residual", "strided", "stem", "asymmetric", "pointwise", "wide", "temporal", "spatial"
+]
 
 
 def compiled(proto: onnx.ModelProto, *, scheduled: bool = True, threads: int | None = None):
@@ -181,6 +186,29 @@ def test_regular_conv3d_gets_the_conv3d_template_and_its_epilogue_is_folded(name
     assert any(s.startswith("conv.local.") for s in stages)  # the weights' copy
     vectorized = [op for op in loops if op.loop_kind.value == "vectorized"]
     assert any(op.attributes["stage"].data == "conv.local" for op in vectorized)
+
+
+def _tile_unrolled_extents(name: str) -> list[int]:
+    """The extents of the unrolled loops of the convolution's tile (its columns, then
+    its channel vectors)."""
+    module = loop_module(CASES[name]().proto)
+    schedule_default(module, get_target("llvm -threads=1").schedule_context())
+    (kernel,) = kernels(module)
+    return [
+        op.ub.data - op.lb.data
+        for op in kernel.walk()
+        if isinstance(op, ForOp)
+        and op.attributes["stage"].data == "conv.local"
+        and op.loop_kind.value == "unrolled"
+    ]
+
+
+def test_a_kernel_without_row_or_column_taps_gets_four_channel_vectors_a_tile():
+    """3x1x1 (and 1x1x1): each reduction step reads another plane of the input, so the
+    tile holds 7 columns x 4 channel vectors, sharing each input line between the four;
+    a 1x3x3 kernel over the same sizes keeps 14 columns x 1 vector."""
+    assert _tile_unrolled_extents("temporal") == [7, 4]
+    assert _tile_unrolled_extents("spatial") == [14]
 
 
 @pytest.mark.parametrize("name", ["odd_channels", "groups"])
