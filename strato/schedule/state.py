@@ -347,6 +347,20 @@ class ScheduleState:
             name = f"{base}{n}"
         return name
 
+    def fresh_buffer_name(self, base: str) -> str:
+        return unique_name(base, {b.name for b in self.buffers})
+
+
+def unique_name(base: str, taken: set[str]) -> str:
+    """`base`, or `base_1`, `base_2`, ... when taken: buffers are named after their SSA
+    values, whose hints repeat (an exporter's `val_0`, `val_1`, ... all read back as
+    `val`), and templates and traces refer to buffers by name."""
+    name, n = base, 0
+    while name in taken:
+        n += 1
+        name = f"{base}_{n}"
+    return name
+
 
 # ---------------------------------------------------------------------------------------
 # Lifting a canonical kernel into a state
@@ -402,7 +416,10 @@ def lift_kernel(kernel: func.FuncOp) -> ScheduleState:
         type_ = value.type
         if not isinstance(type_, MemRefType):
             raise ScheduleError(f"@{name} takes a {type_}, kernels take memrefs only")
-        label = value.name_hint or (f"arg{arg}" if arg is not None else f"buf{len(buffers)}")
+        label = unique_name(
+            value.name_hint or (f"arg{arg}" if arg is not None else f"buf{len(buffers)}"),
+            {b.name for b in buffers},
+        )
         buffers.append(
             Buffer(
                 label,

@@ -337,6 +337,29 @@ def test_a_product_with_prime_rows_and_columns_is_tensorized_into_a_padded_local
     assert not any(shape[:2] == (1, 2) for shape in shapes), shapes
 
 
+def test_buffers_whose_values_share_a_name_are_told_apart():
+    """torch's dynamo exporter names values val_0, val_1, ...; they read back with one
+    hint, `val`. The buffers get distinct names, so the dense template finds which
+    operand is A and which is B and tensorizes, as it does for the same product under
+    other names."""
+    proto = attention_scores()
+    renames = {"Q": "val_0", "K": "val_1", "Y": "val_2"}
+    for node in proto.graph.node:
+        node.input[:] = [renames[name] for name in node.input]
+        node.output[:] = [renames[name] for name in node.output]
+    for info in (*proto.graph.input, *proto.graph.output):
+        info.name = renames[info.name]
+    module = loop_module(proto)
+    (kernel,) = kernels(module)
+    assert {arg.name_hint for arg in kernel.body.block.args} == {"val"}
+    names = [buffer.name for buffer in Schedule(module, kernel=kernel.sym_name.data).state.buffers]
+    assert len(set(names)) == len(names), names
+    schedule_default(module, cpu())
+    (kernel,) = kernels(module)
+    tensorized = {op.attributes[TENSORIZED_ATTR].data for op in kernel.walk() if TENSORIZED_ATTR in op.attributes}
+    assert tensorized == {"cpu.fma_tile.12x32x8"}, tensorized
+
+
 def test_a_template_that_fails_is_undone_and_the_reason_recorded():
     def split_then_fail(sch, stage, knobs, context):
         sch.split(sch.get_loops(stage)[0], [None, 2])

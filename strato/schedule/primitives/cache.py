@@ -54,6 +54,7 @@ def _logical_type(state: ScheduleState, buffer: int) -> MemRefType:
 
 def _new_buffer(state: ScheduleState, like: int, name: str, scope: MemoryScope) -> int:
     b = state.buffers[like]
+    name = state.fresh_buffer_name(name)
     state.buffers.append(Buffer(name, b.shape, b.element_type, scope, hint=name))
     return len(state.buffers) - 1
 
