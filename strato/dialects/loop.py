@@ -65,6 +65,10 @@ REDUCTION_ATTR = "reduction"
 INIT_ATTR = "init"
 """Unit attribute on the loops of a reduction's init nest (the nest that stores the
 initial value); the loops of its update nest do not carry it."""
+LANES_ATTR = "vector_lanes"
+"""Integer attribute (a schedule's annotation) on a `vectorized` loop too long to be one
+vector: code generation runs it as vectors of this many lanes, and the iterations left
+over as one shorter vector."""
 
 
 class LoopKind(StrEnum):

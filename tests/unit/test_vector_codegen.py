@@ -205,6 +205,52 @@ def test_a_vectorized_loop_becomes_one_vector_load_op_and_store():
     assert "br " not in body_of_k(ir), "no loop left"
 
 
+def long_exp(count: int, start: int = 0, step: int = 1, lanes: int = 16) -> str:
+    """exp(x - 1) over `count` iterations of a loop too long for one vector, annotated
+    to run in vectors of `lanes`."""
+    size = start + count * step
+    return kernel(
+        f"""
+  loop.for %i = {start} to {size} step {step} vectorized axis "i" attributes {{vector_lanes = {lanes} : i64}} {{
+    %v = memref.load %a[%i] : memref<{size}xf32>
+    %c = arith.constant 1.0 : f32
+    %d = arith.subf %v, %c : f32
+    %e = math.exp %d : f32
+    memref.store %e, %o[%i] : memref<{size}xf32>
+  }}""",
+        f"%a: memref<{size}xf32>, %o: memref<{size}xf32> {{loop.output}}",
+    )
+
+
+@pytest.mark.parametrize("count, start, step", [(399, 0, 1), (196, 0, 1), (100, 3, 2), (70, 0, 1)])
+def test_a_long_annotated_loop_runs_as_vectors_of_its_lanes_and_one_for_the_rest(count, start, step):
+    """399 iterations in vectors of 16: 24 vectors in a loop, then one of 15 lanes (not
+    vectors of 7, 399's largest divisor up to 16, nor a serial loop); the interpreter's
+    results whatever the count, start and step."""
+    text = long_exp(count, start, step)
+    ir = emit_llvm_ir(lowered(text))
+    assert "<16 x float>" in ir
+    rest = count % 16
+    assert f"<{rest} x float>" in ir
+    size = start + count * step
+    x = random(size, seed=count)
+    expected = run_loops(parse(text), [x], "k")[0]
+    jit = JitModule(lowered(text))
+    out = np.full_like(x, np.nan)
+    jit.function("k")(x, out)
+    touched = np.arange(start, size, step)
+    np.testing.assert_allclose(out[touched], expected[touched], rtol=1e-5, atol=1e-6)
+
+
+def test_a_long_loop_without_lanes_stays_serial():
+    """Without the annotation a vectorized loop longer than 64 iterations is a serial
+    loop, as before."""
+    text = long_exp(399).replace(" attributes {vector_lanes = 16 : i64}", "")
+    ir = emit_llvm_ir(lowered(text))
+    assert "x float>" not in ir
+    check_against_interpreter(text, "k", [random(399)])
+
+
 def test_relu_matches_the_interpreter():
     check_against_interpreter(RELU, "k", [random(16)])
 

@@ -35,7 +35,10 @@ A loop is vectorized only when its lanes are independent: every buffer it writes
 read and written at one address per lane, and that address differs between lanes. Any
 other `vectorized` loop (a body with nested loops or branches, a lane reading what
 another lane writes, more than `MAX_VECTOR_LANES` iterations) is generated as a serial
-loop, which computes the same values.
+loop, which computes the same values. A longer loop a schedule annotated with
+`vector_lanes = W` (`LANES_ATTR`: a row of 399 elements, which no vector width divides)
+is first strip-mined: a serial loop over vectors of W lanes, then one vector of the
+lanes left over.
 """
 
 from __future__ import annotations
@@ -58,9 +61,9 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, SSAValue
 
-from strato.dialects.loop import ForOp, LoopKind, YieldOp
+from strato.dialects.loop import LANES_ATTR, STAGE_ATTR, ForOp, LoopKind, YieldOp
 from strato.schedule.access import (
     linear_coefficients,
     loop_variable_range,
@@ -535,12 +538,75 @@ def _constant_int(value: SSAValue) -> int | None:
 
 
 def vectorize_loop(loop: ForOp) -> bool:
-    """Replace `loop` by vector code if its lanes are independent; whether it did."""
+    """Replace `loop` by vector code if its lanes are independent; whether it did. A loop
+    longer than `MAX_VECTOR_LANES` annotated with `LANES_ATTR` runs as vectors of that
+    many lanes and one vector of the lanes left over (`_strip_mined`)."""
     vectorizer = _LoopVectorizer(loop)
+    lanes = _annotated_lanes(loop)
+    if loop.trip_count > MAX_VECTOR_LANES and lanes is not None:
+        if not (all(_is_straight_line(op) for op in vectorizer.body) and vectorizer.lanes_independent()):
+            return False
+        done = [vectorize_loop(piece) for piece in _strip_mined(loop, lanes)]  # each piece
+        return all(done)
     if not vectorizer.can_vectorize():
         return False
     vectorizer.vectorize()
     return True
+
+
+def _annotated_lanes(loop: ForOp) -> int | None:
+    attr = loop.attributes.get(LANES_ATTR)
+    value = getattr(getattr(attr, "value", None), "data", None)
+    return value if isinstance(value, int) and 1 < value <= MAX_VECTOR_LANES else None
+
+
+def _strip_mined(loop: ForOp, lanes: int) -> list[ForOp]:
+    """`loop` as a serial loop over vectorized loops of `lanes` iterations, then one
+    vectorized loop of the iterations left over; the vectorized loops, which replace it.
+
+        loop.for %i = 0 to 399 vectorized {vector_lanes = 16}   ->
+        loop.for %o = 0 to 384 step 16 { loop.for %k = 0 to 16 vectorized { %i = %o + %k } }
+        loop.for %i = 384 to 399 vectorized"""
+    lb, step, count = loop.lb.data, loop.step.data, loop.trip_count
+    chunk = lanes * step
+    whole = count // lanes
+    attributes = {k: v for k, v in loop.attributes.items() if k != LANES_ATTR}
+    axis = loop.axis.data if loop.axis is not None else None
+    block = loop.parent_block()
+    assert block is not None
+    pieces: list[ForOp] = []
+
+    def vectorized(start: int, stop: int, into: Block, before: Operation) -> tuple[ForOp, Block]:
+        piece, body = ForOp.build(start, stop, step, LoopKind.VECTORIZED, axis)
+        piece.attributes.update(attributes)
+        into.insert_op_before(piece, before)
+        pieces.append(piece)
+        return piece, body
+
+    def clone_body(into: Block, iv: SSAValue) -> None:
+        mapping: dict[SSAValue, SSAValue] = {loop.induction_var: iv}
+        terminator = into.last_op
+        assert terminator is not None
+        for op in loop.body.block.ops:
+            if not isinstance(op, YieldOp):
+                into.insert_op_before(op.clone(value_mapper=mapping), terminator)
+
+    if whole:
+        outer, outer_body = ForOp.build(lb, lb + whole * chunk, chunk, LoopKind.SERIAL)
+        outer.attributes.update({k: v for k, v in attributes.items() if k == STAGE_ATTR})
+        block.insert_op_before(outer, loop)
+        assert outer_body.last_op is not None
+        _, body = vectorized(0, chunk, outer_body, outer_body.last_op)
+        index = arith.AddiOp(outer.induction_var, body.args[0])
+        assert body.last_op is not None
+        body.insert_op_before(index, body.last_op)
+        clone_body(body, index.result)
+    if count % lanes:
+        piece, body = vectorized(lb + whole * chunk, loop.ub.data, block, loop)
+        clone_body(body, piece.induction_var)
+    loop.detach()
+    loop.erase()
+    return pieces
 
 
 # -- transposed blocks ------------------------------------------------------------------------
