@@ -9,6 +9,8 @@
     python benchmarks/torch_corpus.py --target 'llvm -winograd' --exporter dynamo  # -winograd
     python benchmarks/torch_corpus.py --kernels squeezenet1_0 --exporter dynamo --threads 2
                                         # per-kernel time beside onnxruntime's per-node profile
+    python benchmarks/torch_corpus.py --further --exporter dynamo --threads 1
+                                        # 20 further architectures (FURTHER)
 
 The corpus is built here, with random weights (seeded), from model definitions that real
 users export: torchvision's CNNs, its VisionTransformer and SwinTransformer classes in small
@@ -314,6 +316,99 @@ CORPUS: tuple[CorpusModel, ...] = (
     CorpusModel("hf_vit", "transformers", _transformers("vit"), lambda: _transformer_inputs("vit")),
 )
 
+# Further architectures (`--further`): what the corpus does not hold, in the same small
+# configurations: VGG, AlexNet, MNASNet, RegNetY, ConvNeXt, MobileNetV3-Large, ResNeXt,
+# ShuffleNetV2 x1.0 (58-channel branches), EfficientNetV2, LR-ASPP, the factored and
+# mixed 3-D convolutions of R(2+1)D and MC3 (230 and 460 middle channels), and from
+# transformers ALBERT, RoBERTa, ELECTRA, Llama (RMS norm, rotary positions, grouped
+# heads), wav2vec2 (1-D convolutions over 8000 samples, 399 frames), SegFormer, DeiT and
+# MobileViT.
+
+
+def _audio(samples: int = 8000) -> Inputs:
+    rng = np.random.default_rng(SEED)
+    return {"input_values": rng.standard_normal((1, samples)).astype(np.float32)}
+
+
+def _further_inputs(kind: str) -> Inputs:
+    if kind == "wav2vec2":
+        return _audio()
+    if kind in ("segformer", "deit", "mobilevit"):
+        return {"pixel_values": _image(64)["pixels"]}
+    return _tokens(1000, 32)
+
+
+def _further_transformers(kind: str) -> Callable[[], tuple[object, Inputs]]:
+    def build():
+        import torch
+
+        import_torchvision()
+        import transformers as hf
+
+        torch.manual_seed(SEED)
+        text = {
+            "vocab_size": 1000, "hidden_size": 128, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "intermediate_size": 256,
+        }  # fmt: skip
+        if kind == "albert":
+            model = hf.AlbertModel(hf.AlbertConfig(
+                **{**text, "num_hidden_layers": 4}, embedding_size=32, max_position_embeddings=128))
+        elif kind == "roberta":
+            model = hf.RobertaModel(hf.RobertaConfig(**text, max_position_embeddings=130))
+        elif kind == "electra":
+            model = hf.ElectraModel(hf.ElectraConfig(**text, embedding_size=64, max_position_embeddings=128))
+        elif kind == "llama":
+            model = hf.LlamaModel(hf.LlamaConfig(
+                **text, num_key_value_heads=2, max_position_embeddings=128, use_cache=False))
+        elif kind == "wav2vec2":
+            model = hf.Wav2Vec2Model(hf.Wav2Vec2Config(
+                hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+                conv_dim=(32, 32, 32), conv_stride=(5, 2, 2), conv_kernel=(10, 3, 3),
+                num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4))
+        elif kind == "segformer":
+            model = hf.SegformerModel(hf.SegformerConfig(
+                num_encoder_blocks=2, depths=[1, 1], sr_ratios=[4, 2], hidden_sizes=[16, 32],
+                num_attention_heads=[1, 2], patch_sizes=[7, 3], strides=[4, 2], mlp_ratios=[2, 2]))
+        elif kind == "deit":
+            model = hf.DeiTModel(hf.DeiTConfig(
+                image_size=64, patch_size=8, hidden_size=96, num_hidden_layers=2,
+                num_attention_heads=4, intermediate_size=192), add_pooling_layer=False)
+        elif kind == "mobilevit":
+            model = hf.MobileViTModel(hf.MobileViTConfig(
+                image_size=64, hidden_sizes=[64, 80, 96],
+                neck_hidden_sizes=[16, 16, 24, 48, 64, 80, 320]))
+        else:
+            raise ValueError(kind)
+        model.config.return_dict = False
+        inputs = _further_inputs(kind)
+        return _FirstTensor.wrap(model.eval(), tuple(inputs)), inputs
+
+    return build
+
+
+FURTHER: tuple[CorpusModel, ...] = (
+    *(
+        CorpusModel(name, "torchvision", _torchvision(name, **kwargs), _image)
+        for name, kwargs in (
+            ("vgg11", {}), ("alexnet", {}), ("mnasnet0_5", {}), ("regnet_y_400mf", {}),
+            ("convnext_tiny", {}), ("mobilenet_v3_large", {}), ("resnext50_32x4d", {}),
+            ("shufflenet_v2_x1_0", {}), ("efficientnet_v2_s", {}),
+            ("lraspp_mobilenet_v3_large", {"weights_backbone": None}),
+        )
+    ),
+    CorpusModel("r2plus1d_18", "torchvision", _torchvision_video("r2plus1d_18"), _clip),
+    CorpusModel("mc3_18", "torchvision", _torchvision_video("mc3_18"), _clip),
+    *(
+        CorpusModel(kind, "transformers", _further_transformers(kind), lambda kind=kind: _further_inputs(kind))
+        for kind in ("albert", "roberta", "electra", "llama", "wav2vec2", "segformer", "deit", "mobilevit")
+    ),
+)
+MODELS = CORPUS + FURTHER
+
+
+def model_entry(name: str) -> CorpusModel:
+    return next(entry for entry in MODELS if entry.name == name)
+
 
 # ---------------------------------------------------------------------------
 # One case (model, exporter): runs in a worker process.
@@ -400,7 +495,7 @@ def run_case(
     def report() -> None:
         if progress is not None:
             progress.write_text(json.dumps(asdict(result)))
-    entry = next(entry for entry in CORPUS if entry.name == name)
+    entry = model_entry(name)
     try:
         path, inputs = export(entry, exporter, rebuild)
     except Exception as error:  # noqa: BLE001 - reported as this case's status
@@ -662,7 +757,7 @@ def print_kernel_profile(name: str, exporter: str, args: argparse.Namespace) -> 
     from strato.bench.kernel_profile import profile_kernels, profile_onnxruntime
     from strato.runtime.threads import available_cores
 
-    entry = next(entry for entry in CORPUS if entry.name == name)
+    entry = model_entry(name)
     path, inputs = export(entry, exporter, args.rebuild)
     model = onnx.load(str(path), load_external_data=False)
     initializers = {init.name for init in model.graph.initializer}
@@ -706,8 +801,12 @@ def print_kernel_profile(name: str, exporter: str, args: argparse.Namespace) -> 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--only", action="append", metavar="NAME", choices=[e.name for e in CORPUS],
+        "--only", action="append", metavar="NAME", choices=[e.name for e in MODELS],
         help="run this model only (repeatable)",
+    )
+    parser.add_argument(
+        "--further", action="store_true",
+        help="run the further architectures instead of the corpus (see FURTHER)",
     )
     parser.add_argument("--exporter", choices=EXPORTERS, help="one exporter only")
     parser.add_argument("--json", metavar="PATH", help="write the results as JSON")
@@ -728,7 +827,7 @@ def main(argv: list[str] | None = None) -> int:
         help="strato's target string, e.g. 'llvm -winograd' (default llvm)",
     )
     parser.add_argument(
-        "--kernels", metavar="NAME", choices=[e.name for e in CORPUS],
+        "--kernels", metavar="NAME", choices=[e.name for e in MODELS],
         help="profile this model: per-kernel time beside onnxruntime's per-node profile",
     )
     parser.add_argument("--top", type=int, default=25, help="--kernels: rows of each table")
@@ -765,7 +864,7 @@ def main(argv: list[str] | None = None) -> int:
             print_kernel_profile(args.kernels, exporter, args)
         return 0
 
-    names = args.only or [entry.name for entry in CORPUS]
+    names = args.only or [entry.name for entry in (FURTHER if args.further else CORPUS)]
     exporters = [args.exporter] if args.exporter else list(EXPORTERS)
     results: list[CaseResult] = []
     if args.resume and Path(args.json).exists():
