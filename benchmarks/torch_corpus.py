@@ -237,6 +237,13 @@ def _transformer_inputs(kind: str) -> Inputs:
     return inputs
 
 
+def _transformers_case(model, inputs: Inputs) -> tuple[object, Inputs]:
+    """A transformers model in eval mode giving its first output tensor, its inputs
+    passed by name."""
+    model.config.return_dict = False
+    return _FirstTensor.wrap(model.eval(), tuple(inputs)), inputs
+
+
 def _transformers(kind: str) -> Callable[[], tuple[object, Inputs]]:
     def build():
         import torch
@@ -279,9 +286,7 @@ def _transformers(kind: str) -> Callable[[], tuple[object, Inputs]]:
             model = transformers.ViTModel(config, add_pooling_layer=False)
         else:
             raise ValueError(kind)
-        model.config.return_dict = False
-        inputs = _transformer_inputs(kind)
-        return _FirstTensor.wrap(model.eval(), tuple(inputs)), inputs
+        return _transformers_case(model, _transformer_inputs(kind))
 
     return build
 
@@ -379,9 +384,7 @@ def _further_transformers(kind: str) -> Callable[[], tuple[object, Inputs]]:
                 neck_hidden_sizes=[16, 16, 24, 48, 64, 80, 320]))
         else:
             raise ValueError(kind)
-        model.config.return_dict = False
-        inputs = _further_inputs(kind)
-        return _FirstTensor.wrap(model.eval(), tuple(inputs)), inputs
+        return _transformers_case(model, _further_inputs(kind))
 
     return build
 
