@@ -60,12 +60,8 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from strato.dialects import graph
 from strato.dialects.graph import static_shape
-from strato.dialects.tensor_types import (
-    array_from_dense,
-    dense_from_array,
-    numpy_dtype,
-    tensor_type_like,
-)
+from strato.dialects.tensor_types import numpy_dtype, tensor_type_like
+from strato.transforms.graph_simplify_inference import constant_array, make_constant
 
 CHANNELS = 1
 """The channel axis of the channel-first layouts."""
@@ -78,8 +74,11 @@ class Padded:
 
     value: SSAValue
     channels: int
-    padded: int
     fill: float
+
+    @property
+    def padded(self) -> int:
+        return static_shape(self.value)[CHANNELS]
 
 
 def padded_channels(channels: int, multiple: int, min_multiple: int, max_extra_percent: int) -> int | None:
@@ -92,13 +91,6 @@ def padded_channels(channels: int, multiple: int, min_multiple: int, max_extra_p
     if (padded - channels) * 100 > max_extra_percent * channels:
         return None
     return padded
-
-
-def _constant(value: SSAValue | None) -> np.ndarray | None:
-    owner = value.owner if value is not None else None
-    if isinstance(owner, graph.ConstantOp):
-        return array_from_dense(owner.value, copy=False)
-    return None
 
 
 def _padded_array(array: np.ndarray, axis: int, size: int) -> np.ndarray:
@@ -135,19 +127,16 @@ class ChannelPadder:
             if isinstance(owner, Operation) and not window.uses:
                 Rewriter.erase_op(owner)
 
-    # -- constants ------------------------------------------------------------------
-
-    def _insert_constant(self, array: np.ndarray, like: SSAValue, before: Operation) -> SSAValue:
-        assert isinstance(like.type, TensorType)
-        constant = graph.ConstantOp(dense_from_array(np.ascontiguousarray(array), like.type.element_type))
-        constant.result.name_hint = like.name_hint
+    @staticmethod
+    def _insert_constant(array: np.ndarray, like: SSAValue, before: Operation) -> SSAValue:
+        constant = make_constant(array, like, like.name_hint)
         Rewriter.insert_op(constant, InsertPoint.before(before))
         return constant.result
 
     # -- the ops --------------------------------------------------------------------
 
     def visit_conv(self, op: graph.ConvOp) -> None:
-        weight, bias = _constant(op.weight), _constant(op.bias)
+        weight, bias = constant_array(op.weight), constant_array(op.bias)
         if weight is None or (op.bias is not None and bias is None) or not _channel_first(op):
             return
         source = self.padded.get(op.input)
@@ -183,7 +172,7 @@ class ChannelPadder:
         )
         new.attributes.update(op.attributes)
         old = [value.owner for value in (op.weight, op.bias) if value is not None]
-        self._replace(op, new, outputs, target, 0.0)
+        self._replace(op, new, outputs, target is not None, 0.0)
         for constant in old:
             if isinstance(constant, Operation) and not constant.results[0].uses:
                 Rewriter.erase_op(constant)
@@ -226,7 +215,7 @@ class ChannelPadder:
         for i, value in enumerate(op.operands):
             if value in self.padded:
                 continue
-            array = _constant(value)
+            array = constant_array(value)
             shape = static_shape(value)
             axis = CHANNELS - (rank - len(shape))
             if array is None:
@@ -257,7 +246,7 @@ class ChannelPadder:
             properties=dict(op.properties),
             attributes=dict(op.attributes),
         )
-        self._replace(op, new, source.channels, source.padded, fill)
+        self._replace(op, new, source.channels, True, fill)
 
     @staticmethod
     def _fill(op: Operation, fills: list[float]) -> float | None:
@@ -271,13 +260,13 @@ class ChannelPadder:
             return None
         return float(value[0])
 
-    def _replace(self, op: Operation, new: Operation, channels: int, padded: int | None, fill: float) -> None:
+    def _replace(self, op: Operation, new: Operation, channels: int, padded: bool, fill: float) -> None:
         """Put `new` in the place of `op`; when its result is padded, `op`'s consumers
         read a slice of it (dropped at the end when none is left)."""
         Rewriter.insert_op(new, InsertPoint.before(op))
         result = new.results[0]
         result.name_hint = op.results[0].name_hint
-        if padded is None:
+        if not padded:
             op.results[0].replace_all_uses_with(result)
             Rewriter.erase_op(op)
             return
@@ -286,7 +275,7 @@ class ChannelPadder:
         Rewriter.insert_op(window, InsertPoint.before(op))
         op.results[0].replace_all_uses_with(window.result)
         Rewriter.erase_op(op)
-        self.padded[window.result] = Padded(result, channels, padded, fill)
+        self.padded[window.result] = Padded(result, channels, fill)
 
 
 @dataclass(frozen=True)

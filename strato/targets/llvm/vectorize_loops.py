@@ -251,12 +251,13 @@ class _LoopVectorizer:
                 needed.update(v for v in op.operands if not self.is_uniform(v))
         return needed
 
+    def body_vectorizes(self) -> bool:
+        """Whether the body is straight-line code whose lanes are independent, whatever
+        the number of lanes."""
+        return all(_is_straight_line(op) for op in self.body) and self.lanes_independent()
+
     def can_vectorize(self) -> bool:
-        return (
-            1 < self.width <= MAX_VECTOR_LANES
-            and all(_is_straight_line(op) for op in self.body)
-            and self.lanes_independent()
-        )
+        return 1 < self.width <= MAX_VECTOR_LANES and self.body_vectorizes()
 
     # -- emission helpers -----------------------------------------------------------------
 
@@ -544,7 +545,7 @@ def vectorize_loop(loop: ForOp) -> bool:
     vectorizer = _LoopVectorizer(loop)
     lanes = _annotated_lanes(loop)
     if loop.trip_count > MAX_VECTOR_LANES and lanes is not None:
-        if not (all(_is_straight_line(op) for op in vectorizer.body) and vectorizer.lanes_independent()):
+        if not vectorizer.body_vectorizes():
             return False
         done = [vectorize_loop(piece) for piece in _strip_mined(loop, lanes)]  # each piece
         return all(done)
@@ -593,7 +594,8 @@ def _strip_mined(loop: ForOp, lanes: int) -> list[ForOp]:
 
     if whole:
         outer, outer_body = ForOp.build(lb, lb + whole * chunk, chunk, LoopKind.SERIAL)
-        outer.attributes.update({k: v for k, v in attributes.items() if k == STAGE_ATTR})
+        if STAGE_ATTR in attributes:
+            outer.attributes[STAGE_ATTR] = attributes[STAGE_ATTR]
         block.insert_op_before(outer, loop)
         assert outer_body.last_op is not None
         _, body = vectorized(0, chunk, outer_body, outer_body.last_op)

@@ -39,8 +39,8 @@ last; its default tile is 7 columns x four channel vectors (28 accumulators), so
 input line read serves four vectors instead of one (`PLANE_TILE`).
 
 Knobs: `vector_width` (lanes), `columns` (output columns per tile), `accumulators`
-(most vectors in the tile; both by default `BY_TAPS`: chosen by the kernel's taps), `rows` (output channels per tile of the fallback),
-`epilogue` (fold the elementwise stages into the copy out), `pack_by_vectors` (copy the
+(most vectors in the tile; both by default `BY_TAPS`: chosen by the kernel's taps),
+`rows` (output channels per tile of the fallback), `epilogue` (fold the elementwise stages into the copy out), `pack_by_vectors` (copy the
 weights one vector of output channels at a time rather than in their own order).
 """
 
