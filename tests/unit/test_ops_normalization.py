@@ -222,10 +222,13 @@ def test_softmax_stages():
     (primitive,) = [op for op in module.ops if isinstance(op, te.PrimitiveOp)]
     stages = [op for op in primitive.body.block.ops if isinstance(op, te.StageOp)]
     names = [s.stage.data for s in stages]
-    assert names == ["softmax_max", "softmax_exp", "softmax_sum", "softmax"]
-    assert [type(s) for s in stages] == [te.ReduceOp, te.ComputeOp, te.ReduceOp, te.ComputeOp]
-    # the reductions keep the reduced axis with size 1
+    assert names == ["softmax_max", "softmax_exp", "softmax_sum", "softmax_inverse", "softmax"]
+    assert [type(s) for s in stages] == [
+        te.ReduceOp, te.ComputeOp, te.ReduceOp, te.ComputeOp, te.ComputeOp
+    ]  # fmt: skip
+    # the reductions, and the sum's inverse, keep the reduced axis with size 1
     assert stages[0].tensor_type.get_shape() == (2, 1)
+    assert stages[3].tensor_type.get_shape() == (2, 1)
 
 
 # -- layer normalization -------------------------------------------------------------
