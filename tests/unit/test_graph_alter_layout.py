@@ -422,7 +422,7 @@ func.func @main(%x: tensor<2x8x7x7xf32>) -> (tensor<2x8x1x1xf32>, tensor<2x8x4x4
 
 @pytest.mark.parametrize("stride", [1, 2])
 def test_prime_width_rows_computed_as_whole_tiles_compile_to_llvm(stride: int):
-    """31 output columns: computed 42 wide over more zero padding, then sliced, with the
+    """31 output columns: computed 32 wide over more zero padding, then sliced, with the
     relu after it; the compiled kernels give the graph's values."""
     ctx = make_context()
     width = 31 * stride
@@ -451,8 +451,8 @@ func.func @main(%x: tensor<1x3x3x{width}xf32>) -> tensor<1x16x3x31xf32> {{
 
 @pytest.mark.parametrize("pool_padding", [0, 1])
 def test_prime_width_relu_folds_into_the_tiles_and_the_pool_reads_the_wide_result(pool_padding: int):
-    """31 output columns computed 42 wide: the relu after the convolution applies to the
-    42 columns in the convolution's kernel, and the max pool reading the relu's result
+    """31 output columns computed 32 wide: the relu after the convolution applies to the
+    32 columns in the convolution's kernel, and the max pool reading the relu's result
     reads the kept columns of the wide tensor (no kernel of its own slices it)."""
     ctx = make_context()
     pooled = (31 + 2 * pool_padding - 3) // 2 + 1
@@ -600,3 +600,32 @@ func.func @main(%x: tensor<1x8x2x2xf32>) -> tensor<1x8x2x2xf32> {
 }""",
             "graph-alter-layout{block=0}",
         )
+
+
+@pytest.mark.parametrize(
+    "width, computed",
+    [
+        (28, 28),  # one tile of 14 columns, or two
+        (35, 35),  # tiles of 7: Inception's 35x35 stage
+        (147, 147),  # tiles of 7
+        (112, 112),  # tiles of 14
+        (31, 32),  # a prime: tiles of 8
+        (71, 72),  # a prime: tiles of 12, not 84 columns in tiles of 14
+        (109, 110),  # SqueezeNet's stem: tiles of 11
+    ],
+)
+def test_a_row_is_padded_to_the_fewest_columns_that_whole_tiles_cover(width: int, computed: int):
+    ctx = make_context()
+    module = Parser(
+        ctx,
+        f"""
+func.func @main(%x: tensor<1x16x2x{width}xf32>) -> tensor<1x16x2x{width}xf32> {{
+  %w = graph.constant dense<0.5> : tensor<16x16x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x16x2x{width}xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x2x{width}xf32>
+  func.return %y : tensor<1x16x2x{width}xf32>
+}}""",
+    ).parse_module()
+    run_pipeline(ctx, module, "graph-alter-layout{block=16 min_block=8}")
+    (conv,) = [op for op in module.walk() if isinstance(op, graph.BlockedConvOp)]
+    assert conv.result.type.get_shape()[3] == computed
+    assert list(conv.padding.get_values())[3] == computed - width

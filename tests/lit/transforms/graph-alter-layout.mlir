@@ -267,15 +267,16 @@ func.func @spatial_mean_dropping_dims(%x: tensor<1x16x6x6xf32>) -> tensor<1x16xf
 // -----
 
 // 31 output columns (a prime, more than two register tiles): the convolution computes
-// 42 columns, reading 11 more columns of zero padding, and a slice keeps the first 31.
-// The element-wise ops after it apply to the 42 columns and the slice follows them (they
+// 32 columns (four tiles of 8), reading one more column of zero padding, and a slice
+// keeps the first 31.
+// The element-wise ops after it apply to the 32 columns and the slice follows them (they
 // then fold into the convolution's tile, the slice into the reader of the result).
 // CHECK-LABEL: func.func @prime_width
-// CHECK:         %y.wide = graph.blocked_conv %x.direct, %w strides [1, 1] padding [0, 0, 0, 11]
-// CHECK-SAME:      -> tensor<1x1x2x42x8xf32>
-// CHECK-NEXT:    %r.wide = graph.relu %y.wide : tensor<1x1x2x42x8xf32>
-// CHECK-NEXT:    %s.wide = graph.sigmoid %r.wide : tensor<1x1x2x42x8xf32>
-// CHECK-NEXT:    %s = graph.slice %s.wide starts [0, 0, 0, 0, 0] steps [1, 1, 1, 1, 1] : (tensor<1x1x2x42x8xf32>) -> tensor<1x1x2x31x8xf32>
+// CHECK:         %y.wide = graph.blocked_conv %x.direct, %w strides [1, 1] padding [0, 0, 0, 1]
+// CHECK-SAME:      -> tensor<1x1x2x32x8xf32>
+// CHECK-NEXT:    %r.wide = graph.relu %y.wide : tensor<1x1x2x32x8xf32>
+// CHECK-NEXT:    %s.wide = graph.sigmoid %r.wide : tensor<1x1x2x32x8xf32>
+// CHECK-NEXT:    %s = graph.slice %s.wide starts [0, 0, 0, 0, 0] steps [1, 1, 1, 1, 1] : (tensor<1x1x2x32x8xf32>) -> tensor<1x1x2x31x8xf32>
 // CHECK-NOT:     graph.slice
 func.func @prime_width(%x: tensor<1x8x2x31xf32>) -> tensor<1x8x2x31xf32> {
   %w = graph.constant dense<0.5> : tensor<8x8x1x1xf32>
@@ -292,7 +293,7 @@ func.func @prime_width(%x: tensor<1x8x2x31xf32>) -> tensor<1x8x2x31xf32> {
 // CHECK-LABEL: func.func @prime_width_two_readers
 // CHECK:         %y.wide = graph.blocked_conv
 // CHECK-NEXT:    %y = graph.slice %y.wide {{.*}} -> tensor<1x1x2x31x8xf32>
-// CHECK-NEXT:    %r.wide = graph.relu %y.wide : tensor<1x1x2x42x8xf32>
+// CHECK-NEXT:    %r.wide = graph.relu %y.wide : tensor<1x1x2x32x8xf32>
 // CHECK-NEXT:    %r = graph.slice %r.wide {{.*}} -> tensor<1x1x2x31x8xf32>
 // CHECK-NEXT:    %a = graph.add %y, %r
 func.func @prime_width_two_readers(%x: tensor<1x8x2x31xf32>) -> tensor<1x8x2x31xf32> {
