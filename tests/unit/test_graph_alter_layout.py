@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given
+from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
@@ -629,3 +630,87 @@ func.func @main(%x: tensor<1x16x2x{width}xf32>) -> tensor<1x16x2x{width}xf32> {{
     (conv,) = [op for op in module.walk() if isinstance(op, graph.BlockedConvOp)]
     assert conv.result.type.get_shape()[3] == computed
     assert list(conv.padding.get_values())[3] == computed - width
+
+
+def _grouped_bottleneck(per_group: int, seed: int) -> ModuleOp:
+    """A ResNeXt/RegNetY block on 32 channels, with seeded random weights: 1x1
+    convolution, relu, a grouped 3x3 convolution of `per_group` channels per group,
+    relu, a squeeze-and-excitation gate (global mean, two 1x1 convolutions, sigmoid,
+    product), a 1x1 convolution and the residual add."""
+    groups = 32 // per_group
+    t, g, s = "tensor<1x32x8x8xf32>", "tensor<1x32x1x1xf32>", "tensor<1x8x1x1xf32>"
+    conv = 'dilations [1, 1] groups {} layout "NCHW" kernel_layout "OIHW"'
+    module = Parser(
+        make_context(),
+        f"""
+func.func @main(%x: {t}) -> {t} {{
+  %w1 = graph.constant dense<0.0> : tensor<32x32x1x1xf32>
+  %w2 = graph.constant dense<0.0> : tensor<32x{per_group}x3x3xf32>
+  %w3 = graph.constant dense<0.0> : tensor<8x32x1x1xf32>
+  %w4 = graph.constant dense<0.0> : tensor<32x8x1x1xf32>
+  %w5 = graph.constant dense<0.0> : tensor<32x32x1x1xf32>
+  %a = graph.conv %x, %w1 strides [1, 1] padding [0, 0, 0, 0] {conv.format(1)} : ({t}, tensor<32x32x1x1xf32>) -> {t}
+  %ar = graph.relu %a : {t}
+  %b = graph.conv %ar, %w2 strides [1, 1] padding [1, 1, 1, 1] {conv.format(groups)} : ({t}, tensor<32x{per_group}x3x3xf32>) -> {t}
+  %br = graph.relu %b : {t}
+  %m = graph.global_avg_pool %br layout "NCHW" : ({t}) -> {g}
+  %e = graph.conv %m, %w3 strides [1, 1] padding [0, 0, 0, 0] {conv.format(1)} : ({g}, tensor<8x32x1x1xf32>) -> {s}
+  %er = graph.relu %e : {s}
+  %f = graph.conv %er, %w4 strides [1, 1] padding [0, 0, 0, 0] {conv.format(1)} : ({s}, tensor<32x8x1x1xf32>) -> {g}
+  %fs = graph.sigmoid %f : {g}
+  %gated = graph.mul %br, %fs : ({t}, {g}) -> {t}
+  %c = graph.conv %gated, %w5 strides [1, 1] padding [0, 0, 0, 0] {conv.format(1)} : ({t}, tensor<32x32x1x1xf32>) -> {t}
+  %y = graph.add %c, %x : ({t}, {t}) -> {t}
+  func.return %y : {t}
+}}""",
+    ).parse_module()
+    rng = np.random.default_rng(seed)
+    for op in module.walk():
+        if isinstance(op, graph.ConstantOp):
+            shape = op.result.type.get_shape()
+            weights = rng.uniform(-0.3, 0.3, shape).astype(np.float32)
+            op.value = dense_from_array(weights, op.result.type.element_type)
+    return module
+
+
+def test_a_grouped_convolution_takes_the_block_of_its_groups_and_its_neighbours_follow():
+    """Groups of 8 channels with block=16: the grouped convolution, the values around it
+    and the gate that shares their block run in NCHW8c; the 1x1 convolutions on either
+    side read and write across the two blocks, so the chain has one entry and one exit.
+    Compiled, the block computes the graph's values."""
+    ctx = make_context()
+    module = _grouped_bottleneck(8, seed=11)
+    x = np.random.default_rng(12).standard_normal((1, 32, 8, 8)).astype(np.float32)
+    (expected,) = run_graph(module, [x])
+    signature = Signature.from_function(entry_function(module), ["x"], ["y"])
+    run_pipeline(ctx, module, "graph-alter-layout{block=16 min_block=8}")
+    module.verify()
+    convs = [op for op in module.walk() if isinstance(op, graph.BlockedConvOp)]
+    assert len(convs) == 5
+    grouped = next(op for op in convs if op.group_count == 4)
+    assert grouped.layout.data == "NCHW8c" and grouped.out_layout.data == "NCHW8c"
+    first, last = convs[0], convs[-1]
+    assert first.out_layout.data == "NCHW8c"
+    assert (last.layout.data, last.out_layout.data) == ("NCHW8c", "NCHW16c")
+    # layout transforms only where the chain begins (the input) and ends (the result)
+    arguments = set(entry_function(module).args)
+    for op in module.walk():
+        if isinstance(op, graph.LayoutTransformOp):
+            assert op.input in arguments or all(
+                isinstance(use.operation, func.ReturnOp) for use in op.result.uses
+            )
+    (blocked,) = run_graph(module, [x])
+    np.testing.assert_allclose(blocked, expected, rtol=1e-5, atol=1e-5)
+    run_pipeline(ctx, module, f"graph-fuse-ops,{LOWER_TO_LOOPS},convert-loops-to-llvm")
+    (ours,) = build_llvm(module, "main", signature)(x)
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_groups_narrower_than_the_smallest_block_leave_the_blocks_as_they_were():
+    """Groups of 4 channels with min_block=8: no block tiles them, so the grouped
+    convolution stays NCHW and the values around it keep the block of their channels."""
+    module = _grouped_bottleneck(4, seed=13)
+    run_pipeline(make_context(), module, "graph-alter-layout{block=16 min_block=8}")
+    assert [op.group_count for op in module.walk() if isinstance(op, graph.ConvOp)] == [8]
+    first = next(op for op in module.walk() if isinstance(op, graph.BlockedConvOp))
+    assert first.out_layout.data == "NCHW16c"
