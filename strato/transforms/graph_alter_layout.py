@@ -45,10 +45,11 @@ between 7 and 14 (the template's register tile: `rows` columns) computes its row
 padded to the fewest columns that tiles of 7 to 14 columns cover: its input gets more
 zero padding on the right and a slice drops the extra columns (SqueezeNet's stem: 109
 columns, a prime, computed as 110 in tiles of 11; padded, it went from 4.0x to 1.5x
-onnxruntime's time on one thread, the two measured in turns; the slice is a second pass
-over the output that the tile's copy does not absorb). A row that tiles of 7 cover (Inception's 147 and 35
-columns) is not padded: padded to whole tiles of 14 it computed 5-20% more columns, and
-Inception-v3 took 1.05x onnxruntime's time on one thread, against 0.97x now.
+onnxruntime's time on one thread, the two measured in turns; the slice is a second
+pass over the output that the tile's copy does not absorb). A row that tiles of 7
+cover (Inception's 147 and 35 columns) is not padded: padded to whole tiles of 14 it
+computed 5-20% more columns, and Inception-v3 took 1.05x onnxruntime's time on one
+thread, against 0.97x now.
 
 `graph.layout_transform` ops are inserted only at the boundaries of a chain: where an
 NCHW value enters it (once per value) and where a blocked value leaves it for an NCHW
@@ -363,7 +364,7 @@ class LayoutRewriter:
             # the chain begins here: read the NCHW input as it is (NCHW1c, the same
             # bytes) instead of transforming it first
             in_block = 1
-        depthwise = groups > 1 and per_group == 1 and outputs == groups == channels
+        depthwise = op.is_depthwise
         tiled = per_group % in_block == 0 and (outputs // groups) % out_block == 0
         if not depthwise and not tiled:
             return
@@ -576,10 +577,8 @@ def group_limits(block: Block) -> dict[SSAValue, int]:
                 parent[b] = a
                 if b in limit_of:
                     limit_of[a] = gcd(limit_of.get(a, 0), limit_of.pop(b))
-        if isinstance(op, graph.ConvOp) and op.group_count > 1:
+        if isinstance(op, graph.ConvOp) and op.group_count > 1 and not op.is_depthwise:
             outputs, per_group = static_shape(op.weight)[:2]
-            if per_group == 1 and outputs == op.group_count:
-                continue  # depthwise: blocked as it is
             for value, limit in ((op.input, per_group), (op.result, outputs // op.group_count)):
                 root = find(value)
                 limit_of[root] = gcd(limit_of.get(root, 0), limit)
@@ -595,8 +594,9 @@ def alter_layout(block: Block, size: int, min_size: int | None = None) -> None:
     """Move the 2-D convolution chains of `block` into the blocked layouts: NCHW{b}c
     with b the largest of size, size/2, ... (not below min_size, default size) that
     divides a tensor's channels."""
-    rewriter = LayoutRewriter(block, size, size if min_size is None else min_size)
-    rewriter.limits = group_limits(block)
+    rewriter = LayoutRewriter(
+        block, size, size if min_size is None else min_size, limits=group_limits(block)
+    )
     for op in list(block.ops):
         if isinstance(op, graph.GraphOp) and not isinstance(op, graph.FusedOp):
             rewriter.visit(op)

@@ -142,7 +142,7 @@ class ChannelPadder:
         source = self.padded.get(op.input)
         groups = op.group_count
         outputs = weight.shape[0]
-        depthwise = groups > 1 and groups == outputs == static_shape(op.input)[CHANNELS] and weight.shape[1] == 1
+        depthwise = op.is_depthwise
         if source is not None and groups == 1:
             weight = _padded_array(weight, 1, source.padded)
         elif source is not None and depthwise:

@@ -488,6 +488,13 @@ class ConvOp(ConvolutionOp):
             result_types=[tensor_type_like(input.type, shape)],
         )
 
+    @property
+    def is_depthwise(self) -> bool:
+        """One group per input channel, each giving one output channel."""
+        groups = self.group_count
+        outputs, per_group = static_shape(self.weight)[:2]
+        return groups > 1 and per_group == 1 and outputs == groups == static_shape(self.input)[1]
+
     def infer_shape(self) -> tuple[int, ...] | None:
         x = self._check_input()
         w = self._check_weight(x)
