@@ -170,6 +170,22 @@ class InputDims:
                     parts.append(f"'{name}' axis {axis}{label}")
         return ", ".join(parts)
 
+    def describe_sizes(self, shapes: Mapping[str, Sequence[int]]) -> str:
+        """The sizes `shapes` give the dynamic dimensions, for messages:
+        "'batch' = 1, 'sequence' = 600" (an unnamed one: "'x' axis 1 = 600")."""
+        parts: dict[str, str] = {}
+        for name, dims in self.shapes.items():
+            shape = tuple(shapes[name])
+            if dims is None:
+                parts[name] = f"'{name}' of shape {list(shape)}"
+                continue
+            for axis, dim in enumerate(dims):
+                if isinstance(dim, str):
+                    parts.setdefault(dim, f"'{dim}' = {shape[axis]}")
+                elif dim is None:
+                    parts[f"{name}:{axis}"] = f"'{name}' axis {axis} = {shape[axis]}"
+        return ", ".join(parts.values())
+
     def bind(self, arrays: Mapping[str, Any]) -> dict[str, tuple[int, ...]]:
         """The shape of each dynamic input in `arrays` (by name), after checking the
         arrays against the declared dimensions."""
@@ -298,7 +314,13 @@ class ShapeSpecializingModel:
         key = _key(shapes)
         compiled = self._compiled.get(key)
         if compiled is None:
-            compiled = self._compile_for(dict(key))
+            try:
+                compiled = self._compile_for(dict(key))
+            except StratoError as error:
+                # the model may compile at other sizes: say which ones failed
+                error.message = f"{error.message} (at {self.dims.describe_sizes(dict(key))})"
+                error.args = (error.message, *error.args[1:])
+                raise
             self._compiled[key] = compiled
             self._bytes[key] = _footprint(compiled)
             self._drop_oldest()

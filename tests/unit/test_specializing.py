@@ -115,6 +115,30 @@ def test_a_call_that_breaks_the_dimensions_names_input_and_axis(model, x_shape, 
         model(np.ones(x_shape, np.float32), np.ones(m_shape, np.float32))
 
 
+def test_a_size_the_model_cannot_take_is_named_in_the_error():
+    """x [batch, seq] + a table of 4 positions: seq 4 (or 1) imports, seq 5 does not,
+    and the error says at which sizes, as a model whose position table is shorter than
+    the call's sequence (GPT-2's 512 positions at 600) does."""
+    table = numpy_helper.from_array(np.arange(4, dtype=np.float32), "positions")
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "positions"], ["y"])],
+        "positions",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "seq"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [table],
+    )
+    model = strato.compile(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), cache=False)
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_array_equal(model(x)[0], x + np.arange(4))
+    with pytest.raises(StratoError, match=r"\(at 'batch' = 2, 'seq' = 5\)$") as raised:
+        model(np.ones((2, 5), np.float32))
+    assert str(raised.value).count("(at ") == 1
+
+    dims = InputDims({"x": ("n", None), "s": None})
+    shapes = {"x": (3, 7), "s": (2, 2)}
+    assert dims.describe_sizes(shapes) == "'n' = 3, 'x' axis 1 = 7, 's' of shape [2, 2]"
+
+
 def test_unnamed_dynamic_dimensions_and_shapeless_inputs_take_any_size():
     unnamed = dynamic_model(x_dims=(None, None, 8), m_dims=(None, None, 1))
     for value in unnamed.graph.input:
