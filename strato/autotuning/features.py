@@ -76,7 +76,7 @@ class _Loop:
     __slots__ = ("trip", "span", "kind", "iv", "reduction", "tensorized")
 
     def __init__(self, op: ForOp) -> None:
-        lb, ub, step = op.lb.data, op.ub.data, op.step.data
+        lb, ub, step = op.lb.data, op.static_ub, op.step.data
         self.trip = max(0, (ub - lb + step - 1) // step)
         self.span = ub - 1 - lb
         self.kind = op.kind.data

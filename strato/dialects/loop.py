@@ -3,8 +3,11 @@
 Buffers are upstream `memref`s; their memory space is a `#loop.scope<...>` (no memory
 space means global memory). Loads and stores are upstream `memref.load`/`memref.store`,
 index arithmetic is upstream `arith`. This dialect adds the loop itself: `loop.for` runs
-its body for an induction variable from `lb` to `ub` (exclusive) by `step`, all static,
-and carries a kind that schedules set and code generation honours.
+its body for an induction variable from `lb` to `ub` (exclusive) by `step`, and carries
+a kind that schedules set and code generation honours. `lb` and `step` are static; `ub`
+is static or an `index` value known at run time (a size the kernel is given):
+
+    loop.for %i = 0 to %n step 4 parallel axis "i" { .. }
 
     func.func @relu(%a: memref<8xf32>, %out: memref<8xf32>) {
       loop.for %i = 0 to 8 vectorized {
@@ -22,6 +25,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from xdsl.dialects.builtin import IndexType, IntAttr, MemRefType, StringAttr
+from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
     Block,
@@ -29,13 +33,14 @@ from xdsl.ir import (
     Operation,
     Region,
     SpacedOpaqueSyntaxAttribute,
+    SSAValue,
 )
-from xdsl.dialects.utils import EnumAttribute
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
@@ -52,6 +57,13 @@ from xdsl.traits import (
     ensure_terminator,
 )
 from xdsl.utils.exceptions import VerifyException
+
+from strato.diagnostics import StratoError
+
+
+class DynamicBoundError(StratoError):
+    """A `loop.for` with a run-time upper bound where its iterations must be known at
+    compile time (unrolling it whole, tensorizing it, scheduling it, the VTA target)."""
 
 
 KERNEL_ATTR = "loop.kernel"
@@ -145,7 +157,9 @@ class YieldOp(IRDLOperation):
 
 @irdl_op_definition
 class ForOp(IRDLOperation):
-    """A loop with static bounds: the body runs for iv = lb, lb + step, .. < ub.
+    """A loop: the body runs for iv = lb, lb + step, .. < ub. `lb` and `step` are static;
+    `ub` is static, or an `index` value (`dynamic_ub`) when the extent is known only at
+    run time (a kernel compiled once for every size).
 
     `kind` says how iterations may run (serial when omitted). `axis` names the loop for
     schedules and diagnostics.
@@ -153,6 +167,7 @@ class ForOp(IRDLOperation):
         loop.for %i = 0 to 1024 step 4 parallel axis "i" {
           ...
         }
+        loop.for %j = 0 to %n axis "j" { ... }
 
     Loops of a kernel belong to stages: each carries `stage = "<name>"` (STAGE_ATTR), and
     an axis name unique within its stage's nest. A `te.reduce` stage has two nests: the
@@ -163,12 +178,18 @@ class ForOp(IRDLOperation):
         loop.for %i = 0 to 4 axis "i" attributes {stage = "sum"} {
           loop.for %k = 0 to 8 axis "k" attributes {stage = "sum", reduction} { .. }
         }
+
+    What needs the number of iterations at compile time (unrolling, one vector for a
+    vectorized loop, tensorization, the schedules) leaves a loop with a run-time bound
+    alone or refuses it; code generation runs it as a serial loop, or for a `parallel`
+    one as chunks of the thread pool over its run-time trip count.
     """
 
     name = "loop.for"
 
+    dynamic_ub = opt_operand_def(IndexType)
     lb = prop_def(IntAttr)
-    ub = prop_def(IntAttr)
+    ub = opt_prop_def(IntAttr)
     step = prop_def(IntAttr)
     kind = prop_def(LoopKindAttr)
     axis = opt_prop_def(StringAttr)
@@ -179,7 +200,7 @@ class ForOp(IRDLOperation):
     def __init__(
         self,
         lb: int,
-        ub: int,
+        ub: int | SSAValue,
         body: Region | Block,
         step: int = 1,
         kind: LoopKind = LoopKind.SERIAL,
@@ -188,19 +209,20 @@ class ForOp(IRDLOperation):
         if isinstance(body, Block):
             body = Region(body)
         super().__init__(
-            properties=ForOp._properties(lb, ub, step, kind, axis), regions=[body]
+            operands=[[ub] if isinstance(ub, SSAValue) else []],
+            properties=ForOp._properties(lb, ub, step, kind, axis),
+            regions=[body],
         )
 
     @staticmethod
     def _properties(
-        lb: int, ub: int, step: int, kind: LoopKind, axis: str | None
+        lb: int, ub: int | SSAValue, step: int, kind: LoopKind, axis: str | None
     ) -> dict[str, Attribute]:
-        properties: dict[str, Attribute] = {
-            "lb": IntAttr(lb),
-            "ub": IntAttr(ub),
-            "step": IntAttr(step),
-            "kind": LoopKindAttr(kind),
-        }
+        properties: dict[str, Attribute] = {"lb": IntAttr(lb)}
+        if not isinstance(ub, SSAValue):
+            properties["ub"] = IntAttr(ub)
+        properties["step"] = IntAttr(step)
+        properties["kind"] = LoopKindAttr(kind)
         if axis is not None:
             properties["axis"] = StringAttr(axis)
         return properties
@@ -208,7 +230,7 @@ class ForOp(IRDLOperation):
     @staticmethod
     def build(
         lb: int,
-        ub: int,
+        ub: int | SSAValue,
         step: int = 1,
         kind: LoopKind = LoopKind.SERIAL,
         axis: str | None = None,
@@ -221,15 +243,44 @@ class ForOp(IRDLOperation):
         block = Block(arg_types=[IndexType()])
         block.add_op(YieldOp.create())
         properties = ForOp._properties(lb, ub, step, kind, axis)
-        return ForOp.create(properties=properties, regions=(Region(block),)), block
+        operands = (ub,) if isinstance(ub, SSAValue) else ()
+        return ForOp.create(operands=operands, properties=properties, regions=(Region(block),)), block
 
     @property
     def induction_var(self):
         return self.body.block.args[0]
 
     @property
+    def is_dynamic(self) -> bool:
+        """Whether the upper bound is a run-time value (`dynamic_ub`)."""
+        return self.ub is None
+
+    @property
+    def bound(self) -> int | SSAValue:
+        """The upper bound: the static one, or the run-time value."""
+        if self.ub is not None:
+            return self.ub.data
+        assert self.dynamic_ub is not None
+        return self.dynamic_ub
+
+    @property
+    def static_ub(self) -> int:
+        """The static upper bound; a `DynamicBoundError` for a run-time one (what needs
+        the iterations at compile time refuses such a loop with it)."""
+        if self.ub is None:
+            axis = f"loop '{self.axis.data}'" if self.axis is not None else "a loop"
+            raise DynamicBoundError(
+                f"{axis} has a run-time upper bound: its number of iterations is not known "
+                "at compile time",
+                op=self,
+            )
+        return self.ub.data
+
+    @property
     def trip_count(self) -> int:
-        lb, ub, step = self.lb.data, self.ub.data, self.step.data
+        """The number of iterations of a loop with a static upper bound (see
+        `static_ub`)."""
+        lb, ub, step = self.lb.data, self.static_ub, self.step.data
         return max(0, (ub - lb + step - 1) // step)
 
     @property
@@ -239,9 +290,18 @@ class ForOp(IRDLOperation):
     def verify_(self) -> None:
         if self.step.data <= 0:
             raise VerifyException(f"'loop.for' step must be positive, got {self.step.data}")
-        if self.ub.data < self.lb.data:
+        if (self.ub is None) == (self.dynamic_ub is None):
+            raise VerifyException(
+                "'loop.for' takes its upper bound either as a static `ub` or as an index "
+                "operand, exactly one of them"
+            )
+        if self.ub is not None and self.ub.data < self.lb.data:
             raise VerifyException(
                 f"'loop.for' upper bound {self.ub.data} is below lower bound {self.lb.data}"
+            )
+        if self.lb.data < 0 and self.ub is None:
+            raise VerifyException(
+                f"'loop.for' with a run-time upper bound starts at 0 or above, got {self.lb.data}"
             )
         args = self.body.block.args
         if len(args) != 1 or not isinstance(args[0].type, IndexType):
@@ -250,7 +310,12 @@ class ForOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.induction_var)
-        printer.print_string(f" = {self.lb.data} to {self.ub.data}")
+        printer.print_string(f" = {self.lb.data} to ")
+        if self.dynamic_ub is not None:
+            printer.print_operand(self.dynamic_ub)
+        else:
+            assert self.ub is not None
+            printer.print_string(str(self.ub.data))
         if self.step.data != 1:
             printer.print_string(f" step {self.step.data}")
         if self.loop_kind != LoopKind.SERIAL:
@@ -270,7 +335,11 @@ class ForOp(IRDLOperation):
         parser.parse_punctuation("=")
         lb = parser.parse_integer(allow_boolean=False)
         parser.parse_keyword("to")
-        ub = parser.parse_integer(allow_boolean=False)
+        bound = parser.parse_optional_unresolved_operand()
+        if bound is not None:
+            ub: int | SSAValue = parser.resolve_operand(bound, IndexType())
+        else:
+            ub = parser.parse_integer(allow_boolean=False)
         step = 1
         if parser.parse_optional_keyword("step") is not None:
             step = parser.parse_integer(allow_boolean=False)

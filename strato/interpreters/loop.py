@@ -22,11 +22,11 @@ floats), calls the function and returns the output buffers as numpy arrays.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-
 from xdsl.dialects import builtin, func, memref
 from xdsl.dialects.builtin import (
     AnyFloat,
@@ -58,7 +58,11 @@ from xdsl.traits import SymbolTable
 
 from strato.diagnostics import StratoError
 from strato.dialects import loop
-from strato.dialects.tensor_types import array_from_dense, numpy_dtype, reinterpret_array
+from strato.dialects.tensor_types import (
+    array_from_dense,
+    numpy_dtype,
+    reinterpret_array,
+)
 from strato.interpreters.graph import entry_function
 from strato.interpreters.te import SCALAR_SEMANTICS, evaluate_scalar_op
 
@@ -82,7 +86,9 @@ def buffer_from_array(array: np.ndarray, type_: MemRefType) -> ShapedArray[Any]:
     data = np.require(data, dtype=_storage_dtype(type_), requirements="C")
     xtype = xtype_for_el_type(type_.element_type, Interpreter.DEFAULT_BITWIDTH)
     ptr = TypedPtr[Any](RawPtr(bytearray(data.tobytes())), xtype=xtype)
-    return ShapedArray(ptr, list(type_.get_shape()))
+    # a dynamic dimension takes the array's size
+    shape = [n if n >= 0 else int(given) for n, given in zip(type_.get_shape(), np.shape(array), strict=True)]
+    return ShapedArray(ptr, shape)
 
 
 def array_from_buffer(buffer: ShapedArray[Any], type_: MemRefType) -> np.ndarray:
@@ -97,9 +103,17 @@ def array_from_buffer(buffer: ShapedArray[Any], type_: MemRefType) -> np.ndarray
     return values.astype(numpy_dtype(type_)).reshape(buffer.shape)
 
 
-def _fresh_array(type_: MemRefType) -> np.ndarray:
+def _fresh_array(type_: MemRefType, shape: Sequence[int] | None = None) -> np.ndarray:
     fill = np.nan if isinstance(type_.element_type, AnyFloat) else 0
-    return np.full(type_.get_shape(), fill, dtype=numpy_dtype(type_))
+    return np.full(type_.get_shape() if shape is None else shape, fill, dtype=numpy_dtype(type_))
+
+
+def _check_shape(what: str, shape: Sequence[int], type_: MemRefType) -> None:
+    """A buffer of `shape` for `type_`: the same rank, and the static dimensions."""
+    expected = type_.get_shape()
+    if len(shape) != len(expected) or any(e >= 0 and e != n for e, n in zip(expected, shape)):
+        shown = ["?" if e < 0 else e for e in expected]
+        raise StratoError(f"{what} has shape {list(shape)}, expected {shown}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -112,7 +126,8 @@ class LoopFunctions(InterpreterFunctions):
 
     @impl(loop.ForOp)
     def run_for(self, interpreter: Interpreter, op: loop.ForOp, args: PythonValues) -> PythonValues:
-        for i in range(op.lb.data, op.ub.data, op.step.data):
+        ub = op.ub.data if op.ub is not None else _index_value(args[0])
+        for i in range(op.lb.data, ub, op.step.data):
             iv = scalar_attr(i, IndexType(), interpreter.index_bitwidth)
             interpreter.run_ssacfg_region(op.body, (iv,), "loop.for")
         return ()
@@ -136,7 +151,11 @@ class BufferFunctions(MemRefFunctions):
     ) -> PythonValues:
         type_ = op.memref.type
         assert isinstance(type_, MemRefType)
-        return (buffer_from_array(_fresh_array(type_), type_),)
+        sizes = iter(_index_value(value) for value in args[: len(op.dynamic_sizes)])
+        shape = [next(sizes) if n < 0 else n for n in type_.get_shape()]
+        if any(n < 0 for n in shape):
+            raise StratoError(f"memref.alloc of {type_} with a negative size {shape}", op=op)
+        return (buffer_from_array(_fresh_array(type_, shape), type_),)
 
     @impl(memref.LoadOp)
     def run_load(self, interpreter: Interpreter, op: memref.LoadOp, args: tuple[Any, ...]):
@@ -177,6 +196,33 @@ class BufferFunctions(MemRefFunctions):
             raise StratoError(f"memref.view of bytes {shift}..{end} is out of bounds", op=op)
         return (view,)
 
+    @impl(memref.ReinterpretCastOp)
+    def run_reinterpret_cast(
+        self, interpreter: Interpreter, op: memref.ReinterpretCastOp, args: PythonValues
+    ) -> PythonValues:
+        """A view of the source's elements from `offset`, of the given sizes, whose
+        strides must be the row-major ones of those sizes (what interpreter buffers hold)."""
+        values = iter(_index_value(value) for value in args[1:])
+        offsets, sizes, strides = (
+            [next(values) if n == memref.DYNAMIC_INDEX else n for n in static.get_values()]
+            for static in (op.static_offsets, op.static_sizes, op.static_strides)
+        )
+        source = args[0]
+        row_major = [math.prod(sizes[d + 1 :]) for d in range(len(sizes))]
+        if any(stride != expected for stride, size, expected in zip(strides, sizes, row_major) if size > 1):
+            raise StratoError(
+                f"the loop interpreter runs memref.reinterpret_cast with row-major strides "
+                f"only ({row_major} for sizes {sizes}), got {strides}", op=op
+            )
+        (offset,) = offsets
+        if offset < 0 or offset + math.prod(sizes) > source.size:
+            raise StratoError(
+                f"memref.reinterpret_cast of elements {offset}..{offset + math.prod(sizes)} "
+                f"is out of bounds ({source.size} elements)", op=op
+            )
+        pointer = TypedPtr[Any](source.data_ptr.raw + offset * source.data_ptr.size, xtype=source.data_ptr.xtype)
+        return (ShapedArray(pointer, sizes),)
+
     @impl(memref.GetGlobalOp)
     def run_get_global(
         self, interpreter: Interpreter, op: memref.GetGlobalOp, args: PythonValues
@@ -190,6 +236,12 @@ class BufferFunctions(MemRefFunctions):
         type_ = op.memref.type
         assert isinstance(type_, MemRefType)
         return (buffer_from_array(array_from_dense(value), type_),)
+
+
+def _index_value(value: Any) -> int:
+    """An index operand's value as a Python int (the interpreter may hold it as an
+    attribute or as a number)."""
+    return int(value.value.data) if hasattr(value, "value") else int(value)
 
 
 def _checked_index(
@@ -306,9 +358,14 @@ def output_flags(function: func.FuncOp) -> list[bool]:
 
 
 def run_loops(
-    module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None = None
+    module: ModuleOp,
+    inputs: Sequence[np.ndarray],
+    function: str | None = None,
+    output_shapes: Sequence[Sequence[int]] | None = None,
 ) -> list[np.ndarray]:
-    """Interpret the entry function of a loop-level module; the output buffers."""
+    """Interpret the entry function of a loop-level module; the output buffers. An
+    output buffer of dynamic shape (`memref<?xf32>`) takes its shape from
+    `output_shapes` (one per output, in order)."""
     entry = loop_entry_function(module, function)
     name = entry.sym_name.data
     types = entry.function_type.inputs.data
@@ -324,7 +381,16 @@ def run_loops(
         if out:
             if not isinstance(type_, MemRefType):
                 raise StratoError(f"output argument of @{name} is {type_}, not a memref")
-            buffer = buffer_from_array(_fresh_array(type_), type_)
+            shape = type_.get_shape()
+            if any(n < 0 for n in shape):
+                position = len(outputs)
+                if output_shapes is None or position >= len(output_shapes):
+                    raise StratoError(
+                        f"output {position} of @{name} is {type_}: give its shape (output_shapes)"
+                    )
+                shape = tuple(output_shapes[position])
+                _check_shape(f"output {position} of @{name}", shape, type_)
+            buffer = buffer_from_array(_fresh_array(type_, shape), type_)
             outputs.append((buffer, type_))
             args.append(buffer)
         else:
@@ -357,11 +423,7 @@ _DIVISIONS = frozenset(
 def _input_value(name: str, n: int, value: Any, type_: Attribute) -> Any:
     if isinstance(type_, MemRefType):
         array = np.asarray(value)
-        if array.shape != type_.get_shape():
-            raise StratoError(
-                f"input {n} of @{name} has shape {list(array.shape)}, "
-                f"expected {list(type_.get_shape())}"
-            )
+        _check_shape(f"input {n} of @{name}", array.shape, type_)
         return buffer_from_array(array, type_)
     if isinstance(type_, AnyFloat | builtin.IntegerType | IndexType):
         scalar = np.asarray(value).astype(numpy_dtype(type_)).item()

@@ -228,11 +228,12 @@ def loop_range(loop: ForOp) -> Range:
 
 
 def loop_variable_range(value: SSAValue) -> Range | None:
-    """The values a loop induction variable takes (None for any other value)."""
+    """The values a loop induction variable takes (None for any other value, and for
+    the variable of a loop whose upper bound is known at run time only)."""
     if is_loop_variable(value):
         loop = value.owner.parent_op()  # type: ignore[union-attr]
         assert isinstance(loop, ForOp)
-        return loop_range(loop)
+        return None if loop.is_dynamic else loop_range(loop)
     return None
 
 

@@ -17,6 +17,13 @@ two correct implementations cannot flip a branch. The entry function either call
 kernel on its output directly, or on a heap buffer that it then copies (memref.copy)
 or post-processes with a second kernel into the output.
 
+`loop_programs(run_time_bound=True)` draws programs whose kernel's outermost loop runs
+to a run-time bound `%n` (an `index` argument of the kernel and of `@main`, after the
+buffers; `LoopProgram.sizes` gives its value, at most the output's first dimension):
+only the output's first `n` rows are written (`LoopProgram.rows`). `view_programs()`
+draws kernels that view flat buffers with run-time sizes, strides and offsets
+(`memref.reinterpret_cast`), what loop-linearize-views rewrites.
+
     @given(program=loop_programs())
     def test(program):
         module = program.module()
@@ -67,6 +74,13 @@ class LoopProgram:
     input_shapes: list[Shape]
     output_shape: Shape
     entry: str = "main"
+    sizes: list[int] = field(default_factory=list)
+    """The run-time sizes the entry takes after its buffers (the bound `%n`)."""
+
+    @property
+    def rows(self) -> int:
+        """The rows of the output the program writes: all, or the first `n`."""
+        return self.sizes[0] if self.sizes else self.output_shape[0]
 
     def module(self) -> ModuleOp:
         return Parser(make_context(), self.text).parse_module()
@@ -191,13 +205,21 @@ _KINDS = [kind.value for kind in LoopKind]
 
 
 @st.composite
-def _open_loops(draw: st.DrawFn, body: _Body, shape: Shape, axis: str) -> list[str]:
+def _open_loops(
+    draw: st.DrawFn, body: _Body, shape: Shape, axis: str, first_bound: str | None = None
+) -> list[str]:
     """Open a loop nest over `shape`, some dims split into an outer loop stepping by a
-    tile and an inner loop over the tile; the index of each dim."""
+    tile and an inner loop over the tile; the index of each dim. With `first_bound` (an
+    index value), the first dim's loop runs to it instead (never split)."""
     indices: list[str] = []
     for d, size in enumerate(shape):
         kind = draw(st.sampled_from(_KINDS))
         kind_text = "" if kind == "serial" else f" {kind}"
+        if d == 0 and first_bound is not None:
+            iv = body.fresh(f"{axis}{d}")
+            body.open_loop(f'loop.for {iv} = 0 to {first_bound}{kind_text} axis "{axis}{d}"')
+            indices.append(iv)
+            continue
         tiles = [t for t in range(2, size) if size % t == 0]
         if tiles and draw(st.booleans()):
             tile = draw(st.sampled_from(tiles))
@@ -221,6 +243,7 @@ def _kernel(
     inputs: list[_Buffer],
     global_buffer: _Buffer | None,
     out_shape: Shape,
+    run_time_bound: bool = False,
 ) -> str:
     body = _Body()
     out = _Buffer("%out", out_shape, _memref(out_shape))
@@ -230,7 +253,7 @@ def _kernel(
             "g", f"memref.get_global @{global_buffer.name} : {global_buffer.type}"
         )
         sources.append(_Buffer(name, global_buffer.shape, global_buffer.type))
-    indices = draw(_open_loops(body, out_shape, "i"))
+    indices = draw(_open_loops(body, out_shape, "i", "%n" if run_time_bound else None))
     out_ref = f"%out[{', '.join(indices)}] : {out.type}"
 
     scratch_type = _memref((2,), "local")
@@ -277,7 +300,7 @@ def _kernel(
 
     args = [f"{b.name}: {b.type}" for b in inputs] + [
         f"%out: {out.type} {{loop.output}}"
-    ]
+    ] + (["%n: index"] if run_time_bound else [])
     header = f"func.func @kernel({', '.join(args)}) attributes {{loop.kernel}} {{"
     return "\n".join([header, *body.lines, "}"])
 
@@ -312,9 +335,10 @@ def _shape(draw: st.DrawFn, max_rank: int = 2, max_dim: int = 4) -> Shape:
 
 
 @st.composite
-def loop_programs(draw: st.DrawFn) -> LoopProgram:
+def loop_programs(draw: st.DrawFn, run_time_bound: bool = False) -> LoopProgram:
     """A random loop-level program (see the module docstring)."""
     out_shape = _shape(draw, max_dim=6)
+    sizes = [draw(st.integers(0, out_shape[0]))] if run_time_bound else []
     input_shapes = [_shape(draw) for _ in range(draw(st.integers(1, 2)))]
     inputs = [
         _Buffer(f"%in{n}", shape, _memref(shape))
@@ -334,22 +358,25 @@ def loop_programs(draw: st.DrawFn) -> LoopProgram:
         )
         global_buffer = _Buffer("weights", (size,), type_)
 
-    parts.append(draw(_kernel(inputs, global_buffer, out_shape)))
+    parts.append(draw(_kernel(inputs, global_buffer, out_shape, run_time_bound)))
 
     out_type = _memref(out_shape)
     in_args = ", ".join(b.name for b in inputs)
     in_types = ", ".join(b.type for b in inputs)
     params = ", ".join(f"{b.name}: {b.type}" for b in inputs)
-    main = [f"func.func @main({params}, %out: {out_type} {{loop.output}}) {{"]
+    bound, bound_arg, bound_type = ("", "", "")
+    if run_time_bound:
+        bound, bound_arg, bound_type = (", %n: index", ", %n", ", index")
+    main = [f"func.func @main({params}, %out: {out_type} {{loop.output}}{bound}) {{"]
     route = draw(st.sampled_from(["direct", "copy", "post"]))
     if route == "direct":
         main.append(
-            f"  func.call @kernel({in_args}, %out) : ({in_types}, {out_type}) -> ()"
+            f"  func.call @kernel({in_args}, %out{bound_arg}) : ({in_types}, {out_type}{bound_type}) -> ()"
         )
     else:
         main.append(f"  %tmp = memref.alloc() : {out_type}")
         main.append(
-            f"  func.call @kernel({in_args}, %tmp) : ({in_types}, {out_type}) -> ()"
+            f"  func.call @kernel({in_args}, %tmp{bound_arg}) : ({in_types}, {out_type}{bound_type}) -> ()"
         )
         if route == "copy":
             main.append(f'  "memref.copy"(%tmp, %out) : ({out_type}, {out_type}) -> ()')
@@ -361,4 +388,112 @@ def loop_programs(draw: st.DrawFn) -> LoopProgram:
         main.append(f"  memref.dealloc %tmp : {out_type}")
     main += ["  func.return", "}"]
     parts.append("\n".join(main))
-    return LoopProgram("\n\n".join(parts) + "\n", input_shapes, out_shape)
+    return LoopProgram("\n\n".join(parts) + "\n", input_shapes, out_shape, sizes=sizes)
+
+
+@dataclass
+class ViewProgram:
+    """A kernel that views a flat input and a flat output with run-time sizes
+    (`memref.reinterpret_cast`) and computes the output's elements from the input's:
+    `sizes` are the view's dimensions, passed after the two buffers as `index` values
+    (each dynamic one, then the offset when it is dynamic); the input holds `offset`
+    elements before the view."""
+
+    text: str
+    sizes: tuple[int, ...]
+    offset: int
+    arguments: list[int]
+    entry: str = "view"
+
+    def module(self) -> ModuleOp:
+        return Parser(make_context(), self.text).parse_module()
+
+    def random_input(self, seed: int) -> np.ndarray:
+        count = self.offset + int(np.prod(self.sizes))
+        return np.random.default_rng(seed).standard_normal(count).astype(np.float32)
+
+    @property
+    def output_size(self) -> int:
+        return int(np.prod(self.sizes))
+
+
+@st.composite
+def view_programs(draw: st.DrawFn) -> ViewProgram:
+    """A random `ViewProgram`: a view of rank 1 to 3 whose dimensions are each static
+    or run-time values, row-major strides (products of the later sizes, computed in the
+    kernel when one of those is a run-time value), a static or run-time offset into the
+    input, loops of random kinds over the view (to a run-time bound where the dimension
+    is one), and y[i..] = f(x[i..], x[mirror of i..]) with index arithmetic on the sizes."""
+    rank = draw(st.integers(1, 3))
+    sizes = tuple(draw(st.integers(1, 4)) for _ in range(rank))
+    dynamic = [draw(st.booleans()) for _ in range(rank)]
+    offset = draw(st.integers(0, 3))
+    dynamic_offset = draw(st.booleans())
+    body = _Body()
+    params = ["%x: memref<?xf32>", "%y: memref<?xf32> {loop.output}"]
+    arguments: list[int] = []
+    size_values: list[str] = []
+    for d, (size, is_dynamic) in enumerate(zip(sizes, dynamic, strict=True)):
+        if is_dynamic:
+            params.append(f"%s{d}: index")
+            arguments.append(size)
+            size_values.append(f"%s{d}")
+        else:
+            size_values.append(body.index(size))
+    offset_text = str(offset)
+    if dynamic_offset:
+        params.append("%off: index")
+        arguments.append(offset)
+        offset_text = "%off"
+    # row-major strides: static where every later size is, else computed
+    strides: list[str] = []
+    static_strides: list[int | None] = []
+    for d in range(rank):
+        later = range(d + 1, rank)
+        if not any(dynamic[k] for k in later):
+            static_strides.append(int(np.prod([sizes[k] for k in later])))
+            strides.append(str(static_strides[-1]))
+            continue
+        static_strides.append(None)
+        value = body.index(1)
+        for k in later:
+            value = body.op("st", f"arith.muli {value}, {size_values[k]} : index")
+        strides.append(value)
+    shape_text = "x".join("?" if dynamic[d] else str(sizes[d]) for d in range(rank))
+    layout = ", ".join("?" if s is None else str(s) for s in static_strides)
+    sizes_text = ", ".join(size_values[d] if dynamic[d] else str(sizes[d]) for d in range(rank))
+    strides_text = ", ".join(strides)
+
+    def view(buffer: str, at: str, offset_layout: str) -> tuple[str, str]:
+        type_ = f"memref<{shape_text}xf32, strided<[{layout}]{offset_layout}>>"
+        name = body.op(
+            "v",
+            f"memref.reinterpret_cast {buffer} to offset: [{at}], sizes: [{sizes_text}], "
+            f"strides: [{strides_text}] : memref<?xf32> to {type_}",
+        )
+        return name, type_
+
+    x_view, x_type = view("%x", offset_text, ", offset: ?" if dynamic_offset else f", offset: {offset}")
+    y_view, y_type = view("%y", "0", "")
+    ivs = []
+    for d in range(rank):
+        kind = draw(st.sampled_from(_KINDS))
+        kind_text = "" if kind == "serial" else f" {kind}"
+        bound = size_values[d] if dynamic[d] else str(sizes[d])
+        iv = body.fresh(f"i{d}")
+        body.open_loop(f'loop.for {iv} = 0 to {bound}{kind_text} axis "i{d}"')
+        ivs.append(iv)
+    # the mirror of the last index: size - 1 - i, from the size value
+    one = body.index(1)
+    last = body.op("m", f"arith.subi {size_values[-1]}, {one} : index")
+    mirror = body.op("m", f"arith.subi {last}, {ivs[-1]} : index")
+    a = body.op("a", f"memref.load {x_view}[{', '.join(ivs)}] : {x_type}")
+    b = body.op("b", f"memref.load {x_view}[{', '.join([*ivs[:-1], mirror])}] : {x_type}")
+    op = draw(st.sampled_from(["addf", "mulf", "subf", "maximumf"]))
+    value = body.op("e", f"arith.{op} {a}, {b} : f32")
+    body.add(f"memref.store {value}, {y_view}[{', '.join(ivs)}] : {y_type}")
+    body.close_loops()
+    body.add("func.return")
+    header = f"func.func @view({', '.join(params)}) attributes {{loop.kernel}} {{"
+    text = "\n".join([header, *body.lines, "}"]) + "\n"
+    return ViewProgram(text, sizes, offset, arguments)

@@ -208,8 +208,8 @@ def _check_work(module: ModuleOp) -> None:
             enclosing = enclosing.parent_op()
         outer = 1 if enclosing is None else steps[enclosing]
         if isinstance(op, ForOp):
-            lb, ub, step = op.lb.data, op.ub.data, op.step.data
-            trips = max(0, -(-(ub - lb) // step)) if step > 0 else 0
+            # a run-time bound is not known here: counted as one iteration
+            trips = 1 if op.is_dynamic else op.trip_count
             work = outer * trips
         elif isinstance(op, ReduceOp):
             shape = op.results[0].type.get_shape() if op.results else ()

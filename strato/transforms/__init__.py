@@ -52,6 +52,7 @@ PASS_REGISTRY: dict[str, str] = {
     "te-inline-stages": "strato.transforms.te_inline_stages:TeInlineStagesPass",
     "te-dedup-primitives": "strato.transforms.te_dedup_primitives:TeDedupPrimitivesPass",
     "loop-dedup-kernels": "strato.transforms.loop_dedup_kernels:LoopDedupKernelsPass",
+    "loop-linearize-views": "strato.transforms.loop_linearize_views:LoopLinearizeViewsPass",
 }
 """The passes of strato.transforms: name -> "module:Class"."""
 

@@ -12,7 +12,7 @@ from xdsl.parser import Parser
 
 from strato.context import make_context
 from strato.diagnostics import StratoError
-from strato.dialects.loop import LoopKind
+from strato.dialects.loop import DynamicBoundError, ForOp, LoopKind
 from strato.interpreters.loop import run_loops
 from strato.targets.llvm.convert_loops_to_llvm import (
     ConvertLoopsToLLVMPass,
@@ -211,15 +211,137 @@ def test_an_unsupported_op_is_rejected_by_name():
     assert error.op is not None and error.op.name == "arith.mulsi_extended"
 
 
-def test_a_dynamic_shape_is_rejected():
+def test_a_run_time_size_after_the_first_is_rejected_naming_the_remedy():
     error = lowering_error(
         """
-        func.func @f(%a: memref<?xf32>) {
+        func.func @f(%a: memref<4x?xf32>) {
           func.return
         }
         """
     )
-    assert "dynamic shape" in error.message
+    assert "dynamic size after its first dimension" in error.message
+    assert "memref.reinterpret_cast" in error.message
+
+
+# -- run-time sizes ----------------------------------------------------------------------
+
+RUN_TIME = """
+func.func @affine(%x: memref<?xf32>, %y: memref<?xf32> {loop.output}, %n: index, %m: index) attributes {loop.kernel} {
+  %xv = memref.reinterpret_cast %x to offset: [0], sizes: [%n, %m], strides: [%m, 1] : memref<?xf32> to memref<?x?xf32, strided<[?, 1]>>
+  %yv = memref.reinterpret_cast %y to offset: [0], sizes: [%n, %m], strides: [%m, 1] : memref<?xf32> to memref<?x?xf32, strided<[?, 1]>>
+  loop.for %i = LB to %n step STEP KIND axis "i" {
+    loop.for %j = 0 to %m INNER axis "j" {
+      %v = memref.load %xv[%i, %j] : memref<?x?xf32, strided<[?, 1]>>
+      %two = arith.constant 2.0 : f32
+      %d = arith.mulf %v, %two : f32
+      memref.store %d, %yv[%i, %j] : memref<?x?xf32, strided<[?, 1]>>
+    }
+  }
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("kind", ["serial", "parallel", "vectorized", "unrolled"])
+@pytest.mark.parametrize("lb, step", [(0, 1), (2, 3)])
+def test_loops_over_run_time_sizes_compile_once_and_run_at_every_size(kind, lb, step):
+    """Rows lb, lb + step, .. < n of an n x m view are doubled, the others untouched,
+    by the JIT (parallel loops through the pool's run-time trip count, on two threads)
+    and by the loop interpreter alike; the sizes include none at all and fewer than lb."""
+    text = RUN_TIME.replace("LB", str(lb)).replace("STEP", str(step))
+    text = text.replace("KIND", kind).replace("INNER", "vectorized" if kind == "serial" else "")
+    module = parse(text)
+    module.verify()
+    function = compile_loops(module, threads=2).function("affine")
+    rng = np.random.default_rng(lb)
+    for n, m in [(0, 3), (1, 1), (2, 5), (lb + 1, 4), (37, 19), (300, 2)]:
+        x = rng.standard_normal(n * m).astype(np.float32)
+        y = np.full(n * m, -7.0, np.float32)
+        function(x, y, n, m)
+        expected = np.full((n, m), -7.0, np.float32)
+        expected[lb::step] = 2 * x.reshape(n, m)[lb::step]
+        np.testing.assert_array_equal(y.reshape(n, m), expected)
+        if n * m <= 64:
+            (interpreted,) = run_loops(module, [x, n, m], output_shapes=[(n * m,)])
+            np.testing.assert_array_equal(interpreted.reshape(n, m)[lb::step], expected[lb::step])
+
+
+def test_a_buffer_of_run_time_size_comes_from_the_workspace_and_goes_back():
+    module = parse(
+        """
+        func.func @twice(%a: memref<?x4xf32>, %o: memref<?x4xf32> {loop.output}, %n: index) attributes {loop.kernel} {
+          %t = memref.alloc(%n) : memref<?x4xf32, #loop.scope<local>>
+          loop.for %i = 0 to %n parallel axis "i" {
+            loop.for %j = 0 to 4 vectorized axis "j" {
+              %v = memref.load %a[%i, %j] : memref<?x4xf32>
+              %d = arith.addf %v, %v : f32
+              memref.store %d, %t[%i, %j] : memref<?x4xf32, #loop.scope<local>>
+            }
+          }
+          loop.for %i = 0 to %n axis "k" {
+            loop.for %j = 0 to 4 axis "l" {
+              %v = memref.load %t[%i, %j] : memref<?x4xf32, #loop.scope<local>>
+              memref.store %v, %o[%i, %j] : memref<?x4xf32>
+            }
+          }
+          memref.dealloc %t : memref<?x4xf32, #loop.scope<local>>
+          func.return
+        }
+        """
+    )
+    lowered = module.clone()
+    convert_loops_to_llvm(lowered, 2)
+    calls = [op.callee.string_value() for op in lowered.walk() if isinstance(op, llvm.CallOp)]
+    assert calls.count("strato_workspace_take") == 1 and calls.count("strato_workspace_give") == 1
+    function = compile_loops(module, threads=2).function("twice")
+    for n in (1, 5, 999):
+        a = np.arange(4 * n, dtype=np.float32).reshape(n, 4)
+        out = np.zeros((n, 4), np.float32)
+        function(a, out, n)
+        np.testing.assert_array_equal(out, 2 * a)
+        (interpreted,) = run_loops(module, [a, n], output_shapes=[(n, 4)])
+        np.testing.assert_array_equal(interpreted, 2 * a)
+    with pytest.raises(ValueError, match="whole rows of 16 bytes"):
+        function(np.zeros(6, np.float32), np.zeros((1, 4), np.float32), 1)
+
+
+def test_a_view_whose_type_gives_its_layout_is_the_buffer_itself():
+    """A cast to rows of run-time count keeps its static strides: no linearization, the
+    same pointer; a copy of run-time size is refused by name."""
+    module = parse(
+        """
+        func.func @k(%x: memref<?xf32>, %y: memref<?x2xf32> {loop.output}, %n: index) attributes {loop.kernel} {
+          %v = memref.reinterpret_cast %x to offset: [0], sizes: [%n, 2], strides: [2, 1] : memref<?xf32> to memref<?x2xf32>
+          loop.for %i = 0 to %n axis "i" {
+            loop.for %j = 0 to 2 axis "j" {
+              %a = memref.load %v[%i, %j] : memref<?x2xf32>
+              memref.store %a, %y[%i, %j] : memref<?x2xf32>
+            }
+          }
+          func.return
+        }
+        """
+    )
+    y = np.zeros((3, 2), np.float32)
+    compile_loops(module, threads=1).function("k")(np.arange(6, dtype=np.float32), y, 3)
+    np.testing.assert_array_equal(y.ravel(), np.arange(6))
+    error = lowering_error(
+        """
+        func.func @f(%a: memref<?xf32>, %b: memref<?xf32>) {
+          "memref.copy"(%a, %b) : (memref<?xf32>, memref<?xf32>) -> ()
+          func.return
+        }
+        """
+    )
+    assert "known at run time only" in error.message
+
+
+def test_what_needs_the_iterations_refuses_a_run_time_bound_by_name():
+    module = parse(RUN_TIME.replace("LB", "0").replace("STEP", "1").replace("KIND", "").replace("INNER", ""))
+    (outer,) = [op for op in module.walk() if isinstance(op, ForOp) and op.is_dynamic and op.axis.data == "i"]
+    with pytest.raises(DynamicBoundError, match="loop 'i' has a run-time upper bound"):
+        _ = outer.trip_count
+    assert outer.bound is outer.dynamic_ub
 
 
 def test_nothing_is_rewritten_when_the_input_is_rejected():
@@ -243,7 +365,7 @@ def run_jit(
     program: LoopProgram, module: ModuleOp, inputs: list[np.ndarray]
 ) -> np.ndarray:
     out = np.full(program.output_shape, np.nan, np.float32)
-    compile_loops(module, opt_level=2).function(program.entry)(*inputs, out)
+    compile_loops(module, opt_level=2).function(program.entry)(*inputs, out, *program.sizes)
     return out
 
 
@@ -255,6 +377,22 @@ def test_lowered_programs_compute_what_the_interpreter_computes(program: LoopPro
     (expected,) = run_loops(module, inputs, program.entry)
     np.testing.assert_allclose(
         run_jit(program, module, inputs), expected, rtol=1e-5, atol=1e-5
+    )
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(program=loop_programs(run_time_bound=True))
+def test_lowered_programs_with_a_run_time_bound_compute_what_the_interpreter_computes(
+    program: LoopProgram,
+):
+    """The kernel's outer loop runs to an index argument (of any kind: parallel ones
+    through the pool's run-time trip count): the rows it writes agree."""
+    module = program.module()
+    inputs = program.random_inputs(seed=0)
+    (expected,) = run_loops(module, [*inputs, *program.sizes], program.entry)
+    rows = program.rows
+    np.testing.assert_allclose(
+        run_jit(program, module, inputs)[:rows], expected[:rows], rtol=1e-5, atol=1e-5
     )
 
 

@@ -58,6 +58,7 @@ PROPERTY_TESTS: dict[str, str] = {
     "graph-simplify-inference": "test_graph_simplify_inference",
     "graph-unroll-recurrences": "test_graph_unroll_recurrences",
     "loop-dedup-kernels": "test_loop_dedup_kernels",
+    "loop-linearize-views": "test_loop_linearize_views",
     "schedule-default": "test_schedule_default",
     "te-dedup-primitives": "test_te_dedup_primitives",
     "te-inline-stages": "test_te_inline_stages",

@@ -188,3 +188,34 @@ def test_wrong_inputs_are_diagnostics():
         run_loops(module, [np.zeros((2, 3)), np.zeros((2, 3))])
     with pytest.raises(StratoError, match="has shape"):
         run_loops(module, [np.zeros((3, 2), np.float32)])
+
+
+RUN_TIME = """
+func.func @halves(%x: memref<?xf32>, %y: memref<?x2xf32> {loop.output}, %n: index, %s: index) attributes {loop.kernel} {
+  %v = memref.reinterpret_cast %x to offset: [0], sizes: [%n, 2], strides: [%s, 1] : memref<?xf32> to memref<?x2xf32, strided<[?, 1]>>
+  loop.for %i = 0 to %n axis "i" {
+    loop.for %j = 0 to 2 axis "j" {
+      %a = memref.load %v[%i, %j] : memref<?x2xf32, strided<[?, 1]>>
+      memref.store %a, %y[%i, %j] : memref<?x2xf32>
+    }
+  }
+  func.return
+}
+"""
+
+
+def test_run_time_sizes_views_and_output_shapes():
+    module = parse(RUN_TIME)
+    x = np.arange(6, dtype=np.float32)
+    (y,) = run_loops(module, [x, 3, 2], output_shapes=[(3, 2)])
+    np.testing.assert_array_equal(y, x.reshape(3, 2))
+    (y,) = run_loops(module, [x, 0, 2], output_shapes=[(0, 2)])
+    assert y.shape == (0, 2)
+    with pytest.raises(StratoError, match=r"output 0 of @halves is memref<\?x2xf32>: give its shape"):
+        run_loops(module, [x, 3, 2])
+    with pytest.raises(StratoError, match=r"output 0 of @halves has shape \[3, 3\], expected \['\?', 2\]"):
+        run_loops(module, [x, 3, 2], output_shapes=[(3, 3)])
+    with pytest.raises(StratoError, match="row-major strides only"):
+        run_loops(module, [x, 3, 1], output_shapes=[(3, 2)])
+    with pytest.raises(StratoError, match="out of bounds"):
+        run_loops(module, [x, 4, 2], output_shapes=[(4, 2)])

@@ -1,11 +1,15 @@
 """convert-loops-to-llvm: lower a loop-level module to the llvm dialect.
 
-Requires: functions over static-shaped memrefs (global or local memory scope) built from
-`loop.for`, `memref` (alloc, dealloc, load, store, copy, global, get_global), `arith`,
-`math`, `scf.for`/`scf.if`, `cf` branches and `func` (the loop-level ABI that
-convert-te-to-loops produces). Anything else, a dynamic shape or a buffer in a VTA scope
-is reported before anything is rewritten, as an error naming the op and the reason.
-Leaves illegal: every op outside the llvm dialect (checked after the pass).
+Requires: functions over memrefs (global or local memory scope) built from `loop.for`,
+`memref` (alloc, dealloc, load, store, copy, global, get_global, view, reinterpret_cast),
+`arith`, `math`, `scf.for`/`scf.if`, `cf` branches and `func` (the loop-level ABI that
+convert-te-to-loops produces). A memref's first size may be known at run time only
+(`memref<?x8xf32>`, whose strides are static); a view with other run-time sizes or
+strides (`memref.reinterpret_cast` of a flat buffer) is addressed through that buffer
+(loop-linearize-views runs first). Anything else, such as a run-time size after the
+first that no view gives, or a buffer in a VTA scope, is reported before anything is
+rewritten, as an error naming the op and the reason. Leaves illegal: every op outside
+the llvm dialect (checked after the pass).
 
 - Memrefs become bare `!llvm.ptr`s; an access is a GEP on the index linearized by the
   static layout (row-major by default). `index` becomes i64. Each pointer argument keeps
@@ -14,8 +18,9 @@ Leaves illegal: every op outside the llvm dialect (checked after the pass).
 - Reduction updates (`acc = acc + a * b` through one location) get the `reassoc` and
   `contract` fast-math flags (`strato.targets.llvm.reduction_flags`).
 - Outermost `parallel` loops become tasks of the thread pool (`parallel_outlining`:
-  a body function, a task taking (ctx, begin, end), a call of `strato_parallel_for`)
-  when `threads` (0, the default: the cores available) is above 1.
+  a body function, a task taking (ctx, begin, end), a call of `strato_parallel_for`
+  with the trip count, computed at run time for a run-time upper bound) when `threads`
+  (0, the default: the cores available) is above 1.
 - `unrolled` loops inside vectorized ones are fully unrolled, the others are left for
   LLVM to unroll (`unroll_loops`), index divisions that are exact
   over the loop ranges become affine arithmetic (`index_simplification`), then
@@ -25,8 +30,9 @@ Leaves illegal: every op outside the llvm dialect (checked after the pass).
 - The remaining `loop.for`s become header/body/latch CFGs (blocks named after the axis);
   virtual-thread loops and the parallel loops left run serially, and the back edge of
   a non-serial loop carries `strato.loop_kind`.
-- Global-scope buffers come from `malloc`/`free`; small local ones are one `alloca` at
-  the function entry. `memref.global` constants become internal llvm globals holding
+- Global-scope buffers come from the runtime's workspace; small local ones are one
+  `alloca` at the function entry, and a buffer whose first size is a run-time value
+  comes from the workspace whatever its scope. `memref.global` constants become internal llvm globals holding
   the same dense bytes. `math` ops become LLVM intrinsics or libm calls, except exp,
   erf and tanh of f32: inline arithmetic that vectorizes (`vector_math`).
 
@@ -104,6 +110,7 @@ from strato.targets.llvm.scf_to_llvm import scf_to_llvm_patterns
 from strato.targets.llvm.type_conversion import unsupported, unsupported_type_reason
 from strato.targets.llvm.unroll_loops import unroll_loops
 from strato.targets.llvm.vectorize_loops import vectorize_loops
+from strato.transforms.loop_linearize_views import linearize_views
 from strato.walk import ops_under
 
 PASS_NAME = "convert-loops-to-llvm"
@@ -238,6 +245,7 @@ def convert_loops_to_llvm(module: ModuleOp, threads: int = 0) -> None:
     """Lower `module` from the loop level to the llvm dialect, in place; parallel loops
     run on up to `threads` threads (0: the cores available)."""
     dispatcher = LoweringDispatcher(loops_to_llvm_patterns())
+    linearize_views(module)  # accesses through views of run-time shape, to flat buffers
     check_lowerable(module, set(dispatcher.by_type))
     with gc_paused():
         mark_reductions(module)

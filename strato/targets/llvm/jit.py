@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import math
 import os
 import threading
 from collections.abc import Sequence
@@ -192,7 +193,18 @@ class BufferSpec:
             raise ValueError(
                 f"{where} must have dtype {dtype} for {self.type}, got {array.dtype}"
             )
-        expected = memref_size_in_bytes(self.type)
+        shape = self.type.get_shape()
+        if any(n < 0 for n in shape):
+            # a run-time size: whole rows of the static dimensions after it
+            row = math.prod(shape[1:]) * array.itemsize
+            if row and array.nbytes % row:
+                raise ValueError(
+                    f"{where} must hold whole rows of {row} bytes for {self.type}, got "
+                    f"{array.nbytes}"
+                )
+            expected = array.nbytes
+        else:
+            expected = memref_size_in_bytes(self.type)
         if array.nbytes != expected:
             raise ValueError(
                 f"{where} must hold {expected} bytes for {self.type}, got {array.nbytes}"

@@ -43,7 +43,7 @@ from xdsl.rewriter import BlockInsertPoint, InsertPoint, Rewriter
 from strato.dialects.loop import ForOp, LoopKind, YieldOp
 from strato.targets.llvm import builders
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern
-from strato.targets.llvm.type_conversion import INDEX_LLVM_TYPE
+from strato.targets.llvm.type_conversion import INDEX_LLVM_TYPE, materialize_llvm
 
 LOOP_KIND_ATTR = "strato.loop_kind"
 """Discardable attribute on the back-edge branch of a lowered non-serial loop."""
@@ -57,6 +57,9 @@ def lower_loop_as_serial(loop: ForOp, rewriter: PatternRewriter) -> None:
     """Replace `loop` by a header/body/latch CFG in its parent region."""
     before = loop.parent_block()
     assert before is not None
+    # a run-time bound: the index value as the llvm integer it is lowered to, cast
+    # ahead of the loop (in the block that enters it)
+    dynamic_ub = None if loop.dynamic_ub is None else materialize_llvm(rewriter, loop, loop.dynamic_ub)
     exit_block = before.split_before(loop)
     exit_block.name_hint = _block_name(loop, "exit")
 
@@ -75,10 +78,14 @@ def lower_loop_as_serial(loop: ForOp, rewriter: PatternRewriter) -> None:
         [lb, builders.branch(header, [lb.result])], InsertPoint.at_end(before)
     )
 
-    ub = builders.index_constant(loop.ub.data)
-    in_range = builders.icmp("slt", iv, ub.result)
+    if loop.ub is not None:
+        bound = builders.index_constant(loop.ub.data)
+        ub, bound_ops = bound.result, [bound]
+    else:
+        ub, bound_ops = dynamic_ub, []
+    in_range = builders.icmp("slt", iv, ub)
     test = builders.cond_branch(in_range.res, body_entry, [], exit_block, [])
-    rewriter.insert([ub, in_range, test], InsertPoint.at_end(header))
+    rewriter.insert([*bound_ops, in_range, test], InsertPoint.at_end(header))
 
     # the body sees the induction variable as an index again
     old_iv = body_entry.args[0]

@@ -32,6 +32,7 @@ large ones then leave the module for its weight blob: `strato.targets.llvm.weigh
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from xdsl.dialects import func, llvm, memref
@@ -81,6 +82,7 @@ def is_stack_buffer(type_: MemRefType) -> bool:
     """Whether buffers of `type_` are stack-allocated (see the module docstring)."""
     return (
         memory_scope(type_) == MemoryScope.LOCAL
+        and all(dim >= 0 for dim in type_.get_shape())
         and memref_size_in_bytes(type_) <= STACK_BUFFER_LIMIT
     )
 
@@ -180,8 +182,11 @@ class AllocOpLowering(LLVMLoweringPattern):
 
     def lower(self, op: memref.AllocOp, rewriter: PatternRewriter) -> None:
         type_ = _memref_type(op.memref)
-        if op.dynamic_sizes or op.symbol_operands:
-            raise unsupported(op, f"{type_} has a dynamic size")
+        if op.symbol_operands:
+            raise unsupported(op, f"{type_} has symbol operands")
+        if op.dynamic_sizes:
+            self.allocate_run_time_size(op, type_, rewriter)
+            return
         if is_stack_buffer(type_):
             self.allocate_on_stack(op, type_, rewriter)
             return
@@ -192,6 +197,18 @@ class AllocOpLowering(LLVMLoweringPattern):
         builders.ensure_declared(op, WORKSPACE_TAKE, builders.function_type([i64], POINTER))
         call = builders.call(WORKSPACE_TAKE, [size.result], POINTER)
         replace_with_llvm(rewriter, op, [size, call])
+
+    @staticmethod
+    def allocate_run_time_size(op: memref.AllocOp, type_: MemRefType, rewriter: PatternRewriter) -> None:
+        """A buffer whose first size is a run-time value, from the workspace (on the
+        heap whatever its scope: its size is not bounded here)."""
+        alignment = op.alignment.value.data if op.alignment is not None else 1
+        if alignment > WORKSPACE_ALIGNMENT:
+            raise unsupported(op, f"an alignment of {alignment} bytes (at most {WORKSPACE_ALIGNMENT})")
+        ops, size = _run_time_bytes(rewriter, op, type_, op.dynamic_sizes[0])
+        builders.ensure_declared(op, WORKSPACE_TAKE, builders.function_type([i64], POINTER))
+        call = builders.call(WORKSPACE_TAKE, [size], POINTER)
+        replace_with_llvm(rewriter, op, [*ops, call])
 
     @staticmethod
     def allocate_on_stack(
@@ -223,16 +240,37 @@ class AllocaOpLowering(LLVMLoweringPattern):
 
 class ViewOpLowering(LLVMLoweringPattern):
     """A view of a byte buffer at a shift: the same pointer, advanced (see the module
-    docstring). Views with dynamic sizes are not supported."""
+    docstring). Its first size may be a run-time value."""
 
     source_op = memref.ViewOp
 
     def lower(self, op: memref.ViewOp, rewriter: PatternRewriter) -> None:
-        if op.sizes:
-            raise unsupported(op, f"{op.result.type} has a dynamic size")
+        # a run-time first size needs nothing here (the type conversion refuses others)
         base = materialize_llvm(rewriter, op, op.source)
         shift = materialize_llvm(rewriter, op, op.byte_shift)
         replace_with_llvm(rewriter, op, [builders.gep(base, shift, i8)])
+
+
+class ReinterpretCastOpLowering(LLVMLoweringPattern):
+    """A view of a flat buffer whose layout its type gives whole (static strides and
+    offset; only the first size may be a run-time value): the same pointer, the accesses
+    through it addressed by that layout. Views with other run-time sizes, strides or
+    offsets are what loop-linearize-views rewrites to the flat buffer; one left (read by
+    something other than a load or a store) is refused."""
+
+    source_op = memref.ReinterpretCastOp
+
+    def lower(self, op: memref.ReinterpretCastOp, rewriter: PatternRewriter) -> None:
+        source = _memref_type(op.source)
+        result = _memref_type(op.result)
+        if op.strides or op.offsets or any(n == memref.DYNAMIC_INDEX for n in op.static_sizes.get_values()[1:]):
+            raise unsupported(op, f"a view of {result} needs its sizes, strides or offset at run time")
+        if len(source.get_shape()) != 1 or memref_layout(source) != memref_layout(MemRefType(source.element_type, source.get_shape())):
+            raise unsupported(op, f"a view of {source}, which is not a flat buffer")
+        (offset,) = op.static_offsets.get_values()
+        if memref_layout(result).offset != offset:
+            raise unsupported(op, f"the view's offset {offset} is not the one its type {result} gives")
+        replace_with_llvm(rewriter, op, [], [materialize_llvm(rewriter, op, op.source)])
 
 
 class DeallocOpLowering(LLVMLoweringPattern):
@@ -249,10 +287,38 @@ class DeallocOpLowering(LLVMLoweringPattern):
             replace_with_llvm(rewriter, op, [builders.call("free", [pointer], None)])
             return
         # the alloc's own type (the dealloc takes its result): the size it was taken with
-        size = builders.index_constant(memref_size_in_bytes(type_))
+        size_ops, size = _workspace_size(rewriter, op, type_)
         builders.ensure_declared(op, WORKSPACE_GIVE, builders.function_type([POINTER, i64], None))
-        give = builders.call(WORKSPACE_GIVE, [pointer, size.result], None)
-        replace_with_llvm(rewriter, op, [size, give])
+        give = builders.call(WORKSPACE_GIVE, [pointer, size], None)
+        replace_with_llvm(rewriter, op, [*size_ops, give])
+
+
+def _run_time_bytes(
+    rewriter: PatternRewriter, before: Operation, type_: MemRefType, first: SSAValue
+) -> tuple[list[Operation], SSAValue]:
+    """The bytes of a buffer of `type_` whose first size is the index value `first`: the
+    llvm ops computing them (before `before`) and the value."""
+    count = materialize_llvm(rewriter, before, first)
+    row = math.prod(type_.get_shape()[1:]) * element_byte_size(type_.element_type)
+    row_op = builders.index_constant(row)
+    times = builders.int_binary(llvm.MulOp, count, row_op.result, nsw=True)
+    return [row_op, times], times.results[0]
+
+
+def _workspace_size(rewriter: PatternRewriter, dealloc: memref.DeallocOp, type_: MemRefType):
+    """The ops and the llvm value of the bytes a heap buffer of `type_` was taken with:
+    a constant for a static type, else its allocation's run-time size (the take's
+    argument once the allocation is lowered)."""
+    if all(n >= 0 for n in type_.get_shape()):
+        size = builders.index_constant(memref_size_in_bytes(type_))
+        return [size], size.result
+    owner = dealloc.memref.owner
+    if isinstance(owner, memref.AllocOp):
+        return _run_time_bytes(rewriter, dealloc, type_, owner.dynamic_sizes[0])
+    assert isinstance(owner, UnrealizedConversionCastOp)
+    take = owner.inputs[0].owner
+    assert isinstance(take, llvm.CallOp)
+    return [], take.args[0]
 
 
 def _from_heap_alloc(value: SSAValue) -> bool:
@@ -277,6 +343,8 @@ class CopyOpLowering(LLVMLoweringPattern):
         source_type = _memref_type(op.source)
         dest_type = _memref_type(op.destination)
         for type_ in (source_type, dest_type):
+            if any(n < 0 for n in type_.get_shape()):
+                raise unsupported(op, f"a copy of {type_}, whose size is known at run time only")
             if not memref_layout(type_).is_contiguous(type_.get_shape()):
                 raise unsupported(
                     op,
@@ -347,6 +415,7 @@ def memref_to_llvm_patterns() -> list[LLVMLoweringPattern]:
         AllocOpLowering(),
         AllocaOpLowering(),
         ViewOpLowering(),
+        ReinterpretCastOpLowering(),
         DeallocOpLowering(),
         CopyOpLowering(),
         GlobalOpLowering(),

@@ -108,6 +108,7 @@ def outline_parallel_loops(module: ModuleOp, threads: int) -> int:
         local = [
             op for op in function.walk()
             if isinstance(op, memref.AllocOp) and memory_scope(op.memref.type) == MemoryScope.LOCAL
+            and not op.dynamic_sizes  # a run-time size: on the heap, shared by the tasks
         ]  # fmt: skip
         for index, loop in enumerate(loops):
             outliner = _Outliner(module, function, loop, threads, local)
@@ -199,7 +200,7 @@ class _Outliner:
         if not all(_fits_a_slot(value.type) for value in self._captures()):
             return False
         private_bytes = sum(memref_size_in_bytes(op.memref.type) for op in self.private)
-        return private_bytes <= PRIVATE_STACK_LIMIT and self.loop.trip_count > 1
+        return private_bytes <= PRIVATE_STACK_LIMIT and (self.loop.is_dynamic or self.loop.trip_count > 1)
 
     def _private_buffers(self, local: list[memref.AllocOp]) -> list[memref.AllocOp]:
         """The function's `local` buffers allocated outside the loop and used only inside
@@ -222,6 +223,8 @@ class _Outliner:
         seen: set[SSAValue] = set()
         captures: list[SSAValue] = []
         for op in self.ops:
+            if op is self.loop:
+                continue  # its run-time bound is read by the caller (_trip_count)
             for operand in op.operands:
                 if operand in seen or operand in private or self._defined_inside(operand):
                     continue
@@ -278,6 +281,8 @@ class _Outliner:
             mapping[alloc.memref] = copy.results[0]
         rebuilt: set[SSAValue] = set()
         for op in self.ops:
+            if op is self.loop:
+                continue
             for operand in op.operands:
                 if operand in mapping or operand in rebuilt or self._defined_inside(operand):
                     continue
@@ -288,7 +293,9 @@ class _Outliner:
                 mapping[operand] = clone.results[0]
                 rebuilt.add(operand)
         for outer, inner in mapping.items():
-            outer.replace_uses_with_if(inner, lambda use: self._inside(use.operation))
+            outer.replace_uses_with_if(
+                inner, lambda use: use.operation is not loop and self._inside(use.operation)
+            )
 
         # iterations begin..end are the induction values lb + step * [begin, end)
         step = arith.ConstantOp(IntegerAttr(loop.step.data, IndexType()))
@@ -341,6 +348,35 @@ class _Outliner:
         fn_type = builders.function_type([POINTER, INDEX_LLVM_TYPE, INDEX_LLVM_TYPE], None)
         return builders.function(name, fn_type, Region(entry), linkage="internal")
 
+    def _trip_count(self) -> tuple[list[Operation], SSAValue]:
+        """The loop's number of iterations as an llvm i64, and the ops computing it: a
+        constant, or for a run-time bound max(0, ceil((ub - lb) / step))."""
+        loop = self.loop
+        if loop.dynamic_ub is None:
+            trip = builders.index_constant(loop.trip_count)
+            return [trip], trip.result
+        ops: list[Operation] = []
+
+        def index(n: int) -> SSAValue:
+            constant = arith.ConstantOp(IntegerAttr(n, IndexType()))
+            ops.append(constant)
+            return constant.result
+
+        count: SSAValue = loop.dynamic_ub
+        if loop.lb.data:
+            difference = arith.SubiOp(count, index(loop.lb.data))
+            ops.append(difference)
+            count = difference.result
+        if loop.step.data != 1:
+            rounded = arith.AddiOp(count, index(loop.step.data - 1))
+            divided = arith.DivSIOp(rounded.result, index(loop.step.data))
+            ops += [rounded, divided]
+            count = divided.result
+        clamped = arith.MaxSIOp(count, index(0))
+        cast = UnrealizedConversionCastOp.get([clamped.result], [INDEX_LLVM_TYPE])
+        ops += [clamped, cast]
+        return ops, cast.results[0]
+
     def _call_pool(self, task: str, captures: list[SSAValue]) -> None:
         loop = self.loop
         ops: list[Operation] = []
@@ -364,12 +400,10 @@ class _Outliner:
             ops.append(null)
             ctx = null.results[0]
         address = builders.address_of(task)
-        trip = builders.index_constant(loop.trip_count)
+        trip_ops, trip = self._trip_count()
         threads = builders.index_constant(self.threads)
-        call = builders.call(
-            PARALLEL_FOR_SYMBOL, [address.result, ctx, trip.result, threads.result], None
-        )
-        ops += [address, trip, threads, call]
+        call = builders.call(PARALLEL_FOR_SYMBOL, [address.result, ctx, trip, threads.result], None)
+        ops += [address, *trip_ops, threads, call]
         Rewriter.insert_op(ops, InsertPoint.before(loop))
         builders.ensure_declared(
             self.function,

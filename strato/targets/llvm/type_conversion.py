@@ -130,8 +130,12 @@ def unsupported_type_reason(type_: Attribute) -> str | None:
 
 def _unsupported_memref_reason(type_: MemRefType) -> str | None:
     shape = type_.get_shape()
-    if any(dim < 0 for dim in shape):
-        return f"{type_} has a dynamic shape; the llvm target needs static shapes"
+    if any(dim < 0 for dim in shape[1:]):
+        return (
+            f"{type_} has a dynamic size after its first dimension; the llvm target "
+            "addresses such a view through its flat buffer (a memref.reinterpret_cast of a "
+            "one-dimensional memref: loop-linearize-views)"
+        )
     scope = memory_scope(type_)
     if scope in _VTA_SCOPES:
         return (
@@ -150,6 +154,8 @@ def _unsupported_memref_reason(type_: MemRefType) -> str | None:
 def memref_size_in_bytes(type_: MemRefType) -> int:
     """Bytes spanned by a static memref (its elements, laid out by its layout)."""
     shape = type_.get_shape()
+    if any(dim < 0 for dim in shape):
+        raise ValueError(f"{type_} has a dynamic shape: its size is known at run time only")
     if any(dim == 0 for dim in shape):
         return 0
     layout = memref_layout(type_)

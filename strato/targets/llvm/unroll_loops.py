@@ -49,7 +49,7 @@ def unroll_loop(loop: ForOp) -> None:
     block = loop.parent_block()
     assert block is not None
     body = loop.body.block
-    for iteration in range(loop.lb.data, loop.ub.data, loop.step.data):
+    for iteration in range(loop.lb.data, loop.static_ub, loop.step.data):
         constant = arith.ConstantOp.from_int_and_width(iteration, IndexType())
         block.insert_op_before(constant, loop)
         mapping: dict[SSAValue, SSAValue] = {body.args[0]: constant.result}
@@ -78,7 +78,7 @@ def unroll_loops(module: ModuleOp) -> None:
     make serial those of more than `MAX_UNROLLED_ITERATIONS` iterations (see the module
     docstring)."""
     for loop in _unrolled_loops_innermost_first(module):
-        if loop.trip_count > MAX_UNROLLED_ITERATIONS:
+        if loop.is_dynamic or loop.trip_count > MAX_UNROLLED_ITERATIONS:
             loop.kind = LoopKindAttr(LoopKind.SERIAL)
         elif EXPLICIT_UNROLL in loop.attributes or _inside_vectorized(loop):
             unroll_loop(loop)

@@ -604,7 +604,7 @@ def _strip_mined(loop: ForOp, lanes: int) -> list[ForOp]:
         body.insert_op_before(index, body.last_op)
         clone_body(body, index.result)
     if count % lanes:
-        piece, body = vectorized(lb + whole * chunk, loop.ub.data, block, loop)
+        piece, body = vectorized(lb + whole * chunk, loop.static_ub, block, loop)
         clone_body(body, piece.induction_var)
     loop.detach()
     loop.erase()
@@ -795,7 +795,8 @@ def _block_candidates(first: ForOp) -> list[_Candidate]:
     op: Operation | None = first
     while op is not None and len(found) < MAX_VECTOR_LANES:
         if isinstance(op, ForOp) and op.loop_kind == LoopKind.VECTORIZED:
-            pair = copied(op.body.block.ops) if op.trip_count == first.trip_count else None
+            same = not op.is_dynamic and op.trip_count == first.trip_count
+            pair = copied(op.body.block.ops) if same else None
             if pair is None:
                 break
             found.append((op, *pair))
@@ -904,6 +905,11 @@ def vectorize_loops(module: ModuleOp) -> list[ForOp]:
     not_blocks: set[ForOp] = set()  # looked at as part of a block that is not one
     for loop in loops:
         if loop in done:
+            continue
+        if loop.is_dynamic:
+            # lanes known only at run time: a serial loop (LLVM's own vectorizer may
+            # take it, with a scalar remainder)
+            left.append(loop)
             continue
         candidates = [] if loop in not_blocks else _block_candidates(loop)
         copies = _transposed_block(candidates)

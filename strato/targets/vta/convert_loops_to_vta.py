@@ -385,7 +385,7 @@ class _Converter:
 
     def _loop(self, op: ForOp, new: Block) -> None:
         axis = op.axis.data if op.axis is not None else None
-        loop, body = ForOp.build(op.lb.data, op.ub.data, op.step.data, op.loop_kind, axis)
+        loop, body = ForOp.build(op.lb.data, op.bound, op.step.data, op.loop_kind, axis)
         loop.induction_var.name_hint = op.induction_var.name_hint
         _append(new, loop)
         self.values[op.induction_var] = loop.induction_var
@@ -792,7 +792,7 @@ def _expand_unrolled(function: func.FuncOp) -> None:
             return
         parent = loop.parent_block()
         assert parent is not None
-        for value in range(loop.lb.data, loop.ub.data, loop.step.data):
+        for value in range(loop.lb.data, loop.static_ub, loop.step.data):
             constant = arith.ConstantOp(IntegerAttr(value, IndexType()))
             parent.insert_op_before(constant, loop)
             mapping: dict[SSAValue, SSAValue] = {loop.induction_var: constant.result}

@@ -103,7 +103,7 @@ class _Emitter:
             threaded = op.loop_kind == LoopKind.VIRTUAL_THREAD
             if threaded and self.thread is not None:
                 raise StratoError("virtual-thread loops cannot nest", op=op)
-            for i in range(op.lb.data, op.ub.data, op.step.data):
+            for i in range(op.lb.data, op.static_ub, op.step.data):
                 self.values[op.induction_var] = i
                 if threaded:
                     self.thread = i

@@ -128,7 +128,7 @@ def _interleave(block: Block, maps: list[dict[SSAValue, SSAValue]], dest: Block,
         if kind == "loop":
             (loop,) = ops
             assert isinstance(loop, ForOp)
-            shared, body = ForOp.build(loop.lb.data, loop.ub.data, loop.step.data, loop.loop_kind,
+            shared, body = ForOp.build(loop.lb.data, loop.bound, loop.step.data, loop.loop_kind,
                                        loop.axis.data if loop.axis is not None else None)
             shared.attributes |= loop.attributes
             for mapping in maps:

@@ -73,6 +73,31 @@ func.func @scale(%a: memref<64x16xf32>, %s: f32, %o: memref<64x16xf32> {loop.out
   func.return
 }
 
+// A parallel loop with a run-time upper bound: the pool gets max(0, (n - lb + step - 1)
+// / step) iterations, computed before the call.
+// CHECK-LABEL: llvm.func @run_time_trips(
+// CHECK:         %[[LB:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[SPAN:.*]] = llvm.sub %trips, %[[LB]] : i64
+// CHECK-NEXT:    %[[UP:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[ROUNDED:.*]] = llvm.add %[[SPAN]], %[[UP]] : i64
+// CHECK-NEXT:    %[[TRIPS:.*]] = llvm.sdiv %[[ROUNDED]], %[[STEP]] : i64
+// CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[POSITIVE:.*]] = llvm.icmp "sgt" %[[TRIPS]], %[[ZERO]] : i64
+// CHECK-NEXT:    %[[COUNT:.*]] = llvm.select %[[POSITIVE]], %[[TRIPS]], %[[ZERO]] : i1, i64
+// CHECK-NEXT:    %[[THREADS:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    llvm.call @strato_parallel_for(%{{.*}}, %{{.*}}, %[[COUNT]], %[[THREADS]])
+// SERIAL-LABEL: llvm.func @run_time_trips(
+// SERIAL-NOT:     strato_parallel_for
+// SERIAL:         llvm.icmp "slt" %t, %trips : i64
+func.func @run_time_trips(%trips_in: memref<?x4xf32>, %trips_out: memref<?x4xf32> {loop.output}, %trips: index) attributes {loop.kernel} {
+  loop.for %t = 1 to %trips step 2 parallel axis "t" {
+    %v = memref.load %trips_in[%t, %t] : memref<?x4xf32>
+    memref.store %v, %trips_out[%t, %t] : memref<?x4xf32>
+  }
+  func.return
+}
+
 // A buffer also used after the loop is shared, not private; a loop that allocates on
 // the heap inside stays serial (its allocation failure could not reach the caller),
 // and so does a parallel loop nested in an outlined one.

@@ -452,6 +452,23 @@ func.func @sum_of_squares(%a: memref<8xf32>, %o: memref<1xf32> {loop.output}) at
   func.return
 }
 
+// A run-time upper bound: the header compares with the index argument (an i64); a memref
+// whose only run-time size is the first is addressed by its static strides.
+// CHECK-LABEL: llvm.func @run_time_rows(%rows_in: !llvm.ptr {strato.memref_type = memref<?x4xf32>}, %rows_out: !llvm.ptr {loop.output, strato.memref_type = memref<?x4xf32>}, %rows: i64) attributes {loop.kernel} {
+// CHECK:       ^r_header(%[[R:.*]]: i64):
+// CHECK-NEXT:    %[[IN:.*]] = llvm.icmp "slt" %[[R]], %rows : i64
+// CHECK-NEXT:    llvm.cond_br %[[IN]], ^r_body, ^r_exit
+// CHECK-NEXT:  ^r_body:
+// CHECK-NEXT:    %[[ROW:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[AT:.*]] = llvm.mul %[[R]], %[[ROW]] overflow<nsw> : i64
+func.func @run_time_rows(%rows_in: memref<?x4xf32>, %rows_out: memref<?x4xf32> {loop.output}, %rows: index) attributes {loop.kernel} {
+  loop.for %r = 0 to %rows axis "r" {
+    %v = memref.load %rows_in[%r, %r] : memref<?x4xf32>
+    memref.store %v, %rows_out[%r, %r] : memref<?x4xf32>
+  }
+  func.return
+}
+
 // The C library's and the runtime's functions used are declared at the end of the module.
 // CHECK-DAG:   llvm.func @erf(f64) -> f64
 // CHECK-DAG:   llvm.func @strato_workspace_take(i64) -> !llvm.ptr

@@ -91,6 +91,46 @@ func.func @unknown_kind() {
   func.return
 }
 
+// -----
+
+func.func @bound_not_an_index(%n: i64) {
+  // expected-error @+1 {{operand is used with type index, but has been previously used or defined with type i64}}
+  loop.for %i = 0 to %n {
+  }
+  func.return
+}
+
+// -----
+
+func.func @negative_start_before_a_run_time_bound(%n: index) {
+  // expected-error @+1 {{'loop.for' with a run-time upper bound starts at 0 or above, got -1}}
+  loop.for %i = -1 to %n {
+  }
+  func.return
+}
+
+// -----
+
+func.func @both_bounds(%n: index) {
+  // expected-error @+1 {{'loop.for' takes its upper bound either as a static `ub` or as an index operand, exactly one of them}}
+  "loop.for"(%n) <{lb = #builtin.int<0>, ub = #builtin.int<4>, step = #builtin.int<1>, kind = #loop<kind serial>}> ({
+  ^bb0(%i: index):
+    "loop.yield"() : () -> ()
+  }) : (index) -> ()
+  func.return
+}
+
+// -----
+
+func.func @no_bound() {
+  // expected-error @+1 {{'loop.for' takes its upper bound either as a static `ub` or as an index operand, exactly one of them}}
+  "loop.for"() <{lb = #builtin.int<0>, step = #builtin.int<1>, kind = #loop<kind serial>}> ({
+  ^bb0(%i: index):
+    "loop.yield"() : () -> ()
+  }) : () -> ()
+  func.return
+}
+
 // --- loop.yield ---
 
 // -----

@@ -109,3 +109,17 @@ func.func @stages(%a: memref<4x8xf32>, %s: memref<4xf32>) {
   }
   func.return
 }
+
+// A run-time upper bound: an index value, after `to`; the generic form takes it as the
+// loop's operand and has no `ub` property.
+// CHECK-LABEL: func.func @run_time_bound(%a: memref<?xf32>, %n: index)
+// CHECK-NEXT:    loop.for %i = 2 to %n step 3 parallel axis "i" {
+// CHECK-NEXT:      %v = memref.load %a[%i] : memref<?xf32>
+// GENERIC-LABEL: sym_name = "run_time_bound"
+// GENERIC:         "loop.for"(%n) <{lb = #builtin.int<2>, step = #builtin.int<3>, kind = #loop<kind parallel>, axis = "i"}> ({
+func.func @run_time_bound(%a: memref<?xf32>, %n: index) {
+  loop.for %i = 2 to %n step 3 parallel axis "i" {
+    %v = memref.load %a[%i] : memref<?xf32>
+  }
+  func.return
+}
