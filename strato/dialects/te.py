@@ -6,6 +6,17 @@ returns. A stage's region maps index arguments (one per result dimension, then o
 reduction axis) to one scalar, reading tensors with `te.read` and computing with upstream
 `arith`/`math` ops. Functions call primitives with `te.call`.
 
+A primitive may be compiled once for sizes known only at run time: `te.size` names
+one (an `index` value of the primitive), and a placeholder or stage whose tensor type
+has `?` dimensions takes their sizes, in order, with `sizes(..)`:
+
+    te.primitive @rows_relu {
+      %n = te.size "n" : index
+      %x = te.placeholder "x" sizes(%n) : tensor<?x8xf32>
+      %r = te.compute "relu" (%i, %j) sizes(%n) : tensor<?x8xf32> { .. }
+      te.output %r : tensor<?x8xf32>
+    }
+
 Inside a stage body an element has its scalar type (`tensor_types.scalar_type`): integers
 are signless (a `tensor<4xui8>` reads as `i8`; ops pick their unsigned variant from the
 tensor type), bf16 is computed in f32, and the 8- and 4-bit float formats are their bit
@@ -115,6 +126,52 @@ class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
     name = "te.reduce_kind"
 
 
+def verify_sizes(op: Operation, type_: Attribute, sizes: Sequence[SSAValue]) -> None:
+    """A tensor of run-time dimensions takes one size per `?` dimension, each a
+    `te.size` of the same primitive."""
+    assert isinstance(type_, TensorType)
+    dynamic = sum(1 for dim in type_.get_shape() if dim < 0)
+    if len(sizes) != dynamic:
+        raise VerifyException(
+            f"'{op.name}' of {type_} takes {dynamic} run-time size(s), got {len(sizes)}"
+        )
+    for size in sizes:
+        if not isinstance(size.owner, SizeOp):
+            raise VerifyException(f"'{op.name}' sizes must be te.size values")
+
+
+def dim_extents(type_: Attribute, sizes: Sequence[SSAValue]) -> list[int | SSAValue]:
+    """Each dimension of `type_`: its static size, or the run-time size given for it
+    (`sizes`, in the order of the `?` dimensions)."""
+    assert isinstance(type_, TensorType)
+    given = iter(sizes)
+    return [next(given) if dim < 0 else dim for dim in type_.get_shape()]
+
+
+@irdl_op_definition
+class SizeOp(IRDLOperation):
+    """A size known at run time only: an `index` value of the primitive, passed to its
+    kernel after the buffers (in the order of the te.size ops).
+
+        %n = te.size "n" : index
+    """
+
+    name = "te.size"
+
+    size_name = prop_def(StringAttr, prop_name="name")
+    result = result_def(IndexType)
+
+    traits = traits_def(Pure())
+    assembly_format = "$name attr-dict `:` type($result)"
+
+    def __init__(self, name: str):
+        super().__init__(properties={"name": StringAttr(name)}, result_types=[IndexType()])
+
+    def verify_(self) -> None:
+        if not isinstance(self.parent_op(), PrimitiveOp):
+            raise VerifyException("'te.size' must be directly inside a te.primitive")
+
+
 @irdl_op_definition
 class PlaceholderOp(IRDLOperation):
     """An input tensor of a primitive. Placeholders are bound, in order, to the operands
@@ -126,17 +183,21 @@ class PlaceholderOp(IRDLOperation):
     name = "te.placeholder"
 
     tensor_name = prop_def(StringAttr, prop_name="name")
+    sizes = var_operand_def(IndexType)
     result = result_def(Tensor)
 
     traits = traits_def(Pure())
-    assembly_format = "$name attr-dict `:` type($result)"
+    assembly_format = "$name (`sizes` `(` $sizes^ `)`)? attr-dict `:` type($result)"
 
-    def __init__(self, name: str, type_: TensorType):
-        super().__init__(properties={"name": StringAttr(name)}, result_types=[type_])
+    def __init__(self, name: str, type_: TensorType, sizes: Sequence[SSAValue] = ()):
+        super().__init__(
+            operands=[list(sizes)], properties={"name": StringAttr(name)}, result_types=[type_]
+        )
 
     def verify_(self) -> None:
         if not isinstance(self.parent_op(), PrimitiveOp):
             raise VerifyException("'te.placeholder' must be directly inside a te.primitive")
+        verify_sizes(self, self.result.type, self.sizes)
 
 
 class StageOp(IRDLOperation):
@@ -144,10 +205,16 @@ class StageOp(IRDLOperation):
     maps one index per result dimension (then one per reduction axis) to one scalar."""
 
     stage = prop_def(StringAttr)
+    sizes = var_operand_def(IndexType)
     result = result_def(Tensor)
     body = region_def("single_block")
 
     traits = traits_def(NoMemoryEffect())
+
+    @property
+    def dims(self) -> list[int | SSAValue]:
+        """Each result dimension: static, or its run-time size."""
+        return dim_extents(self.result.type, self.sizes)
 
     @property
     def tensor_type(self) -> TensorType:
@@ -163,8 +230,7 @@ class StageOp(IRDLOperation):
 
     def verify_(self) -> None:
         type_ = self.tensor_type
-        if any(dim < 0 for dim in type_.get_shape()):
-            raise VerifyException(f"'{self.name}' requires a static shape, got {type_}")
+        verify_sizes(self, type_, self.sizes)
         expected = type_.get_num_dims() + len(self.reduce_extents())
         args = self.body.block.args
         if len(args) != expected:
@@ -196,11 +262,25 @@ class StageOp(IRDLOperation):
         printer.print_string(")")
 
     def _print_tail(self, printer: Printer) -> None:
+        if self.sizes:
+            printer.print_string(" sizes(")
+            printer.print_list(self.sizes, printer.print_operand)
+            printer.print_string(")")
         printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)
         printer.print_string(" ")
         printer.print_region(self.body, print_entry_block_args=False)
+
+    @staticmethod
+    def _parse_sizes(parser: Parser) -> list[SSAValue]:
+        """The optional `sizes(%n, ..)` of a stage of run-time dimensions."""
+        if parser.parse_optional_keyword("sizes") is None:
+            return []
+        return parser.parse_comma_separated_list(
+            Parser.Delimiter.PAREN,
+            lambda: parser.resolve_operand(parser.parse_unresolved_operand(), IndexType()),
+        )
 
     @staticmethod
     def _parse_index_args(parser: Parser) -> list[Parser.UnresolvedArgument]:
@@ -223,9 +303,12 @@ class ComputeOp(StageOp):
 
     name = "te.compute"
 
-    def __init__(self, stage: str, type_: TensorType, body: Region):
+    def __init__(self, stage: str, type_: TensorType, body: Region, sizes: Sequence[SSAValue] = ()):
         super().__init__(
-            properties={"stage": StringAttr(stage)}, result_types=[type_], regions=[body]
+            operands=[list(sizes)],
+            properties={"stage": StringAttr(stage)},
+            result_types=[type_],
+            regions=[body],
         )
 
     def print(self, printer: Printer) -> None:
@@ -238,13 +321,14 @@ class ComputeOp(StageOp):
     def parse(cls, parser: Parser) -> ComputeOp:
         stage = parser.parse_str_literal("stage name")
         args = cls._parse_index_args(parser)
+        sizes = cls._parse_sizes(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         parser.parse_punctuation(":")
         type_ = parser.parse_type()
         if not isinstance(type_, TensorType):
             parser.raise_error(f"'te.compute' expects a tensor type, got {type_}")
         region = parser.parse_region([arg.resolve(IndexType()) for arg in args])
-        op = cls(stage, type_, region)
+        op = cls(stage, type_, region, sizes)
         if attrs is not None:
             op.attributes |= attrs.data
         return op
@@ -276,8 +360,10 @@ class ReduceOp(StageOp):
         init: FloatAttr | IntegerAttr,
         type_: TensorType,
         body: Region,
+        sizes: Sequence[SSAValue] = (),
     ):
         super().__init__(
+            operands=[list(sizes)],
             properties={
                 "stage": StringAttr(stage),
                 "kind": ReduceKindAttr(kind),
@@ -346,6 +432,7 @@ class ReduceOp(StageOp):
         parser.parse_keyword("init")
         init_pos = parser.pos
         init_value = parser.parse_number()
+        sizes = cls._parse_sizes(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
         parser.parse_punctuation(":")
         type_ = parser.parse_type()
@@ -366,7 +453,7 @@ class ReduceOp(StageOp):
             a.resolve(IndexType()) for a, _ in axes
         ]
         region = parser.parse_region(args)
-        op = cls(stage, kind, [e for _, e in axes], init, type_, region)
+        op = cls(stage, kind, [e for _, e in axes], init, type_, region, sizes)
         if attrs is not None:
             op.attributes |= attrs.data
         return op
@@ -510,6 +597,11 @@ class PrimitiveOp(IRDLOperation):
         return [op for op in self.body.block.ops if isinstance(op, PlaceholderOp)]
 
     @property
+    def run_time_sizes(self) -> list[SizeOp]:
+        """The sizes known at run time only, in order (its kernel's last arguments)."""
+        return [op for op in self.body.block.ops if isinstance(op, SizeOp)]
+
+    @property
     def output(self) -> OutputOp:
         last = self.body.block.last_op
         assert isinstance(last, OutputOp)
@@ -529,9 +621,9 @@ class PrimitiveOp(IRDLOperation):
         if not isinstance(self.body.block.last_op, OutputOp):
             raise VerifyException("'te.primitive' body must end with te.output")
         for op in self.body.block.ops:
-            if not isinstance(op, PlaceholderOp | StageOp | OutputOp):
+            if not isinstance(op, SizeOp | PlaceholderOp | StageOp | OutputOp):
                 raise VerifyException(
-                    f"'te.primitive' body holds placeholders, stages and te.output, "
+                    f"'te.primitive' body holds sizes, placeholders, stages and te.output, "
                     f"not '{op.name}'"
                 )
 
@@ -756,7 +848,7 @@ def build_stage_body(
 TE = Dialect(
     "te",
     [
-        PlaceholderOp, ComputeOp, ReduceOp, ReadOp, YieldOp, OutputOp, PrimitiveOp, CallOp,
+        SizeOp, PlaceholderOp, ComputeOp, ReduceOp, ReadOp, YieldOp, OutputOp, PrimitiveOp, CallOp,
         CondCallOp, LoopCallOp, ScanCallOp,
     ],
     [ReduceKindAttr],

@@ -23,7 +23,7 @@ compute with the same numerics.
 from __future__ import annotations
 
 import math as pymath
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from math import prod
 
 import numpy as np
@@ -34,7 +34,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
 )
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
 from strato.diagnostics import StratoError
@@ -295,30 +295,63 @@ def run_te(
     return _run_function(module, entry, check_inputs(entry, inputs))
 
 
-def run_primitive(primitive: te.PrimitiveOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-    """The outputs of one primitive on arrays bound to its placeholders in order."""
+def run_primitive(
+    primitive: te.PrimitiveOp,
+    inputs: Sequence[np.ndarray],
+    sizes: Mapping[str, int] | None = None,
+) -> list[np.ndarray]:
+    """The outputs of one primitive on arrays bound to its placeholders in order. A
+    `te.size` takes its value from the first placeholder dimension it sizes, or from
+    `sizes` by name."""
     placeholders = primitive.placeholders
+    name = f"@{primitive.sym_name.data}"
     if len(inputs) != len(placeholders):
         raise StratoError(
-            f"@{primitive.sym_name.data} takes {len(placeholders)} inputs, got {len(inputs)}",
-            op=primitive,
+            f"{name} takes {len(placeholders)} inputs, got {len(inputs)}", op=primitive
         )
+    values: dict[SSAValue, int] = {}
+    for size in primitive.run_time_sizes:
+        if sizes is not None and size.size_name.data in sizes:
+            values[size.result] = int(sizes[size.size_name.data])
+    arrays = [np.asarray(a, dtype=numpy_dtype(p.result.type)) for p, a in zip(placeholders, inputs)]
+    for placeholder, array in zip(placeholders, arrays):
+        extents = te.dim_extents(placeholder.result.type, placeholder.sizes)
+        if array.ndim == len(extents):
+            for extent, given in zip(extents, array.shape):
+                if isinstance(extent, SSAValue):
+                    values.setdefault(extent, given)
+    for size in primitive.run_time_sizes:
+        if size.result not in values:
+            raise StratoError(
+                f"{name}: no placeholder gives the run-time size \"{size.size_name.data}\" "
+                "(pass it in sizes)",
+                op=size,
+            )
     tensors: dict[SSAValue, np.ndarray] = {}
-    for placeholder, array in zip(placeholders, inputs):
-        shape = placeholder.result.type.get_shape()
-        array = np.asarray(array, dtype=numpy_dtype(placeholder.result.type))
+    for placeholder, array in zip(placeholders, arrays):
+        shape = _concrete(placeholder.result.type, placeholder.sizes, values)
         if array.shape != shape:
             raise StratoError(
-                f'placeholder "{placeholder.tensor_name.data}" of '
-                f"@{primitive.sym_name.data} expects shape {list(shape)}, "
-                f"got {list(array.shape)}",
+                f'placeholder "{placeholder.tensor_name.data}" of {name} expects shape '
+                f"{list(shape)}, got {list(array.shape)}",
                 op=placeholder,
             )
         tensors[placeholder.result] = array
     for op in primitive.body.block.ops:
         if isinstance(op, te.StageOp):
-            tensors[op.result] = evaluate_stage(op, tensors)
+            shape = _concrete(op.result.type, op.sizes, values)
+            tensors[op.result] = evaluate_stage(op, tensors, shape)
     return [tensors[v].copy() for v in primitive.output.values]
+
+
+def _concrete(
+    type_: Attribute, sizes: Sequence[SSAValue], values: Mapping[SSAValue, int]
+) -> tuple[int, ...]:
+    """The shape of a tensor of `type_` with its run-time sizes bound to `values`."""
+    return tuple(
+        values[extent] if isinstance(extent, SSAValue) else extent
+        for extent in te.dim_extents(type_, sizes)
+    )
 
 
 def _run_function(
@@ -369,15 +402,18 @@ def _lookup(module: ModuleOp, name: str, user: Operation) -> Operation:
 # Stages
 
 
-def evaluate_stage(stage: te.StageOp, tensors: dict[SSAValue, np.ndarray]) -> np.ndarray:
-    """All elements of one stage, given the arrays of the tensors it reads."""
-    shape = stage.tensor_type.get_shape()
+def evaluate_stage(
+    stage: te.StageOp, tensors: dict[SSAValue, np.ndarray], shape: Sequence[int] | None = None
+) -> np.ndarray:
+    """All elements of one stage, given the arrays of the tensors it reads (`shape`: its
+    result's, when it has run-time dimensions)."""
+    shape = tuple(stage.tensor_type.get_shape() if shape is None else shape)
     extents = stage.reduce_extents()
     element_type = stage.tensor_type.element_type
     dtype = numpy_dtype(stage.tensor_type)
     result = np.empty(shape, dtype=dtype)
     if not shape:
-        values = _evaluate_block(stage, tensors, (), extents)
+        values = _evaluate_block(stage, tensors, (), extents, shape=shape)
         result[()] = elements_from_scalars(values, element_type)
         return result
     # Slices along the first axis, and for a reduction along its first reduction axis
@@ -388,7 +424,7 @@ def evaluate_stage(stage: te.StageOp, tensors: dict[SSAValue, np.ndarray]) -> np
     for start in range(0, shape[0], rows):
         stop = min(start + rows, shape[0])
         if not isinstance(stage, te.ReduceOp) or not extents:
-            values = _evaluate_block(stage, tensors, (start, stop), extents)
+            values = _evaluate_block(stage, tensors, (start, stop), extents, shape=shape)
             result[start:stop] = elements_from_scalars(values, element_type)
             continue
         inner = (stop - start) * prod(shape[1:]) * prod(extents[1:])
@@ -396,7 +432,7 @@ def evaluate_stage(stage: te.StageOp, tensors: dict[SSAValue, np.ndarray]) -> np
         acc = None
         for first in range(0, extents[0], chunk):
             part = (first, min(first + chunk, extents[0]))
-            values = _evaluate_block(stage, tensors, (start, stop), extents, part)
+            values = _evaluate_block(stage, tensors, (start, stop), extents, part, shape)
             acc = _fold_leading(stage, values, len(extents), acc)
         assert acc is not None
         result[start:stop] = acc
@@ -409,11 +445,12 @@ def _evaluate_block(
     first_axis: tuple[int, ...],
     extents: tuple[int, ...],
     first_reduction: tuple[int, int] | None = None,
+    shape: Sequence[int] | None = None,
 ) -> np.ndarray:
     """The stage's values for result rows first_axis[0]..first_axis[1] (all rows when
     the result is rank 0); of a reduction, folded from `init` (rank 0) or, with
     `first_reduction`, the values of that range of its first reduction axis unfolded."""
-    shape = list(stage.tensor_type.get_shape())
+    shape = list(stage.tensor_type.get_shape() if shape is None else shape)
     if first_axis:
         shape[0] = first_axis[1] - first_axis[0]
     extents = tuple(extents)

@@ -414,6 +414,11 @@ def lift_kernel(kernel: func.FuncOp) -> ScheduleState:
 
     def add_buffer(value: SSAValue, arg: int | None) -> None:
         type_ = value.type
+        if isinstance(type_, IndexType):
+            raise ScheduleError(
+                f"@{name} takes a run-time size (an index argument): schedules take kernels "
+                "of static sizes only"
+            )
         if not isinstance(type_, MemRefType):
             raise ScheduleError(f"@{name} takes a {type_}, kernels take memrefs only")
         label = unique_name(

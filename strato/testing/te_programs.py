@@ -36,6 +36,7 @@ except ImportError as err:  # the test extra is not installed
 
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IndexType,
@@ -77,6 +78,17 @@ def _tensor_type(space: Sequence[int], layout: Layout) -> TensorType:
     return TensorType(f32, [1 if axis is None else space[axis] for axis in layout])
 
 
+def _sized_type(
+    space: Sequence[int], layout: Layout, size: SSAValue | None
+) -> tuple[TensorType, list[SSAValue]]:
+    """The tensor type of `layout`, and its run-time sizes: with `size`, the dims that
+    follow axis 0 are `?`, each sized by it."""
+    if size is None:
+        return _tensor_type(space, layout), []
+    dims = [DYNAMIC_INDEX if axis == 0 else 1 if axis is None else space[axis] for axis in layout]
+    return TensorType(f32, dims), [size for axis in layout if axis == 0]
+
+
 @st.composite
 def _layouts(draw: st.DrawFn, rank: int) -> Layout:
     """Some axes of the space, in any order, with size-1 dims mixed in."""
@@ -98,6 +110,8 @@ class _Body:
     space: Sequence[int]
     axis_args: dict[int, SSAValue]
     tensors: list[tuple[SSAValue, Layout]]
+    run_time_axis: int | None = None
+    """An axis whose size is known at run time only (no reversed reads along it)."""
 
     def add(self, op: Operation) -> SSAValue:
         self.block.add_op(op)
@@ -115,7 +129,7 @@ class _Body:
         for axis in layout:
             if axis is None:
                 indices.append(self.index(0))
-            elif self.draw(st.integers(0, 4)) == 0:
+            elif axis != self.run_time_axis and self.draw(st.integers(0, 4)) == 0:
                 last = self.index(self.space[axis] - 1)
                 indices.append(self.add(arith.SubiOp(last, self.axis_args[axis])))
             else:
@@ -178,57 +192,80 @@ def _stage(
     name: str,
     space: Sequence[int],
     tensors: list[tuple[SSAValue, Layout]],
+    size: SSAValue | None = None,
 ) -> tuple[te.StageOp, Layout]:
+    """A stage over `space`; with `size`, axis 0 is that run-time size (never reduced:
+    reduction extents are static)."""
     rank = len(space)
     reduced: list[int] = []
-    if draw(st.integers(0, 2)) == 0:
-        reduced = draw(st.lists(st.integers(0, rank - 1), unique=True, min_size=1, max_size=2))
+    reducible = range(1 if size is not None else 0, rank)
+    if reducible and draw(st.integers(0, 2)) == 0:
+        reduced = draw(st.lists(st.sampled_from(list(reducible)), unique=True, min_size=1, max_size=2))
     kept = [axis for axis in range(rank) if axis not in reduced]
     block = Block(arg_types=[IndexType()] * rank)
     _name_args(draw, block, [AXIS_NAMES[a] for a in kept] + [f"k{r}" for r in range(len(reduced))])
     axis_args = dict(zip([*kept, *reduced], block.args))
-    body = _Body(draw, block, space, axis_args, tensors)
+    body = _Body(draw, block, space, axis_args, tensors, 0 if size is not None else None)
     value = body.expression(depth=draw(st.integers(0, 2)))
     if not any(isinstance(op, te.ReadOp) for op in block.ops):
         value = body.add(arith.AddfOp(value, body.read()))
     block.add_op(te.YieldOp(value))
     layout = tuple(kept)
-    type_ = _tensor_type(space, layout)
+    type_, sizes = _sized_type(space, layout, size)
     if not reduced:
-        return te.ComputeOp(name, type_, Region(block)), layout
+        return te.ComputeOp(name, type_, Region(block), sizes), layout
     kind = draw(st.sampled_from(list(te.ReduceKind)))
     init = FloatAttr(draw(st.sampled_from([0.0, 0.5, -3.0])), f32)
     extents = [space[axis] for axis in reduced]
-    return te.ReduceOp(name, kind, extents, init, type_, Region(block)), layout
+    return te.ReduceOp(name, kind, extents, init, type_, Region(block), sizes), layout
 
 
 @st.composite
 def _primitive(
-    draw: st.DrawFn, name: str, space: Sequence[int], known: Sequence[Layout]
+    draw: st.DrawFn,
+    name: str,
+    space: Sequence[int],
+    known: Sequence[Layout],
+    run_time: bool = False,
 ) -> tuple[te.PrimitiveOp, list[Layout], list[Layout]]:
     """A primitive and the layouts of its placeholders and outputs. Placeholders often
-    take a layout of `known` so that calls can pass existing values."""
+    take a layout of `known` so that calls can pass existing values. With `run_time`,
+    axis 0 of the space is a `te.size` and the outputs are distinct stages (a returned
+    placeholder would be a copy of run-time size)."""
     block = Block()
+    size: SSAValue | None = None
+    if run_time:
+        size_op = te.SizeOp("n")
+        size_op.result.name_hint = "n"
+        block.add_op(size_op)
+        size = size_op.result
     tensors: list[tuple[SSAValue, Layout]] = []
     inputs: list[Layout] = []
     for n in range(draw(st.integers(1, 2))):
-        if known and draw(st.booleans()):
+        if run_time and n == 0:
+            layout = tuple(range(len(space)))  # an input gives the run-time size
+        elif known and draw(st.booleans()):
             layout = draw(st.sampled_from(list(known)))
         else:
             layout = draw(_layouts(len(space)))
-        placeholder = te.PlaceholderOp(f"in{n}", _tensor_type(space, layout))
+        placeholder = te.PlaceholderOp(f"in{n}", *_sized_type(space, layout, size))
         placeholder.result.name_hint = f"in{n}"
         block.add_op(placeholder)
         tensors.append((placeholder.result, layout))
         inputs.append(layout)
     stages: list[tuple[SSAValue, Layout]] = []
     for n in range(draw(st.integers(1, 3))):
-        stage, layout = draw(_stage(f"s{n}", space, tensors))
+        stage, layout = draw(_stage(f"s{n}", space, tensors, size))
         block.add_op(stage)
         tensors.append((stage.result, layout))
         stages.append((stage.result, layout))
     outputs = [stages[-1]]
     for _ in range(draw(st.integers(0, 2))):
+        if run_time:
+            others = [s for s in stages if s not in outputs]
+            if others:
+                outputs.append(draw(st.sampled_from(others)))
+            continue
         outputs.append(draw(st.sampled_from(tensors)))
     block.add_op(te.OutputOp([v for v, _ in outputs]))
     return te.PrimitiveOp(name, Region(block)), inputs, [layout for _, layout in outputs]
@@ -287,4 +324,46 @@ def te_programs(draw: st.DrawFn, max_primitives: int = 3) -> TeProgram:
     return TeProgram(module, [t.get_shape() for t in arg_types])
 
 
-__all__ = ["TeProgram", "te_programs"]
+@dataclass
+class RunTimePrimitive:
+    """A random primitive whose iteration space's first axis is a run-time size `n`
+    (`te.size`): `placeholder_shapes(n)` gives its inputs' shapes at a size."""
+
+    module: ModuleOp
+    space: tuple[int, ...]
+    inputs: list[Layout]
+
+    @property
+    def primitive(self) -> te.PrimitiveOp:
+        (op,) = self.module.ops
+        assert isinstance(op, te.PrimitiveOp)
+        return op
+
+    def placeholder_shapes(self, n: int) -> list[tuple[int, ...]]:
+        space = (n, *self.space[1:])
+        return [tuple(1 if axis is None else space[axis] for axis in layout) for layout in self.inputs]
+
+    def random_inputs(self, n: int, seed: int) -> list[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return [rng.uniform(-2.0, 2.0, s).astype(np.float32) for s in self.placeholder_shapes(n)]
+
+    def __repr__(self) -> str:
+        return f"RunTimePrimitive(space={self.space}, inputs={self.inputs}, module=\n{self.module})"
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:  # hypothesis' failure report
+        printer.text(repr(self))
+
+
+@st.composite
+def run_time_primitives(draw: st.DrawFn) -> RunTimePrimitive:
+    """A random primitive (as `te_programs` draws them) compiled once for every size
+    of its space's first axis: the tensors along it have a `?` dimension sized by a
+    `te.size`, no stage reduces along it or reads it reversed, and the first placeholder
+    follows the whole space (so an input gives the size)."""
+    rank = draw(st.integers(1, 3))
+    space = tuple(draw(st.lists(DIM, min_size=rank, max_size=rank)))
+    primitive, inputs, _ = draw(_primitive("p", space, [], run_time=True))
+    return RunTimePrimitive(ModuleOp([primitive]), space, inputs)
+
+
+__all__ = ["RunTimePrimitive", "TeProgram", "run_time_primitives", "te_programs"]

@@ -1,15 +1,20 @@
 """convert-te-to-loops: each te primitive becomes a kernel of canonical loop nests.
 
-Requires: `te.primitive`s with static shapes, and functions over tensors whose ops are
-`te.call`, `func.call` of other such functions and dense `arith.constant` tensors (plus
-scalar ops on non-tensor values).
+Requires: `te.primitive`s (static shapes, or run-time sizes given by `te.size`), and
+functions over tensors of static shapes whose ops are `te.call` of primitives without
+run-time sizes, `func.call` of other such functions and dense `arith.constant` tensors
+(plus scalar ops on non-tensor values).
 Leaves illegal: every `te` op and every tensor-typed value (checked after the pass).
 
 The result follows the loop-level ABI:
 
 - `te.primitive @p` becomes `func.func @p(%in.., %out.. {loop.output})` with no results
   and the unit attribute `loop.kernel`: inputs in placeholder order, then one output
-  buffer per `te.output` value.
+  buffer per `te.output` value, then one `index` per `te.size` (a primitive compiled
+  once for every size: a tensor whose only run-time dimension is the first is a buffer
+  of that shape, `memref<?x8xf32>`; one with another is a flat `memref<?xf32>` viewed
+  with its sizes and row-major strides, `memref.reinterpret_cast`; the loops over a
+  run-time dimension run to its size).
 - Tensors of element type T become buffers of `tensor_types.storage_type(T)`: signless
   integers (`tensor<4xui8>` -> `memref<4xi8>`), sub-byte integers and 8-/4-bit floats
   one a byte in an i8, bf16 as its bits in an i16. A `te.read` decodes the loaded
@@ -93,6 +98,7 @@ from xdsl.builder import Builder
 from xdsl.context import Context
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AnyFloat,
     ArrayAttr,
     BFloat16Type,
@@ -107,7 +113,9 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     NoneAttr,
     Signedness,
+    StridedLayoutAttr,
     StringAttr,
+    SymbolRefAttr,
     TensorType,
     UnitAttr,
     f32,
@@ -262,7 +270,7 @@ class LoopNest:
     @staticmethod
     def build(
         builder: Builder,
-        axes: Sequence[tuple[str, int]],
+        axes: Sequence[tuple[str, int | SSAValue]],
         stage: str,
         marker: str | None = None,
     ) -> LoopNest:
@@ -312,12 +320,18 @@ def _axis_names(stage: te.StageOp) -> tuple[list[str], list[str]]:
 
 
 def _spatial_nest(
-    stage: te.StageOp, builder: Builder, names: Sequence[str], marker: str | None = None
+    stage: te.StageOp,
+    builder: Builder,
+    names: Sequence[str],
+    marker: str | None = None,
+    sizes: Mapping[SSAValue, SSAValue] | None = None,
 ) -> LoopNest:
-    """The loops over the result dimensions, marked with the stage name. A rank-0
-    result gets a single-iteration loop so that every stage has a loop to schedule."""
-    shape = stage.tensor_type.get_shape()
-    axes = list(zip(names, shape)) or [("i0", 1)]
+    """The loops over the result dimensions, marked with the stage name; a run-time
+    dimension's loop runs to its size (`sizes`: the te.size values -> the kernel's index
+    arguments). A rank-0 result gets a single-iteration loop so that every stage has a
+    loop to schedule."""
+    extents = [e if isinstance(e, int) else (sizes or {})[e] for e in stage.dims]
+    axes = list(zip(names, extents)) or [("i0", 1)]
     return LoopNest.build(builder, axes, stage.stage.data, marker)
 
 
@@ -377,9 +391,10 @@ class ComputeOpLowering:
         dest: SSAValue,
         buffers: dict[SSAValue, SSAValue],
         builder: Builder,
+        sizes: Mapping[SSAValue, SSAValue] | None = None,
     ) -> ForOp:
         spatial, _ = _axis_names(op)
-        nest = _spatial_nest(op, builder, spatial)
+        nest = _spatial_nest(op, builder, spatial, sizes=sizes)
         indices = nest.ivs[: len(spatial)]
         body = nest.body
         value = lower_stage_body(op, indices, buffers, body)
@@ -436,16 +451,17 @@ class ReduceOpLowering:
         dest: SSAValue,
         buffers: dict[SSAValue, SSAValue],
         builder: Builder,
+        sizes: Mapping[SSAValue, SSAValue] | None = None,
     ) -> ForOp:
         spatial, reduce = _axis_names(op)
         element_type = op.tensor_type.element_type
-        init_nest = _spatial_nest(op, builder, spatial, INIT_ATTR)
+        init_nest = _spatial_nest(op, builder, spatial, INIT_ATTR, sizes)
         init_body = init_nest.body
         init = init_body.insert(arith.ConstantOp(_scalar_init(op.init, element_type)))
         _set_name(init.result, "init")
         store_element(init_body, init.result, dest, init_nest.ivs[: len(spatial)], element_type)
 
-        nest = _spatial_nest(op, builder, spatial)
+        nest = _spatial_nest(op, builder, spatial, sizes=sizes)
         indices = nest.ivs[: len(spatial)]
         reduction = LoopNest.build(
             nest.body, list(zip(reduce, op.reduce_extents())), op.stage.data, REDUCTION_ATTR
@@ -482,50 +498,69 @@ STAGE_LOWERINGS = {te.ComputeOp: ComputeOpLowering(), te.ReduceOp: ReduceOpLower
 
 
 class PrimitiveOpLowering:
-    """te.primitive @p -> func.func @p(inputs.., outputs.. {loop.output}) {loop.kernel}."""
+    """te.primitive @p -> func.func @p(inputs.., outputs.. {loop.output}, sizes..)
+    {loop.kernel}: the run-time sizes (`te.size`) are `index` arguments after the
+    buffers. A tensor whose only run-time dimension is the first is a buffer of that
+    shape (`memref<?x8xf32>`: static strides); one with another run-time dimension is a
+    flat buffer (`memref<?xf32>`) viewed with its sizes and row-major strides
+    (`memref.reinterpret_cast`), as is a stage's local buffer of run-time size."""
 
     def lower(self, primitive: te.PrimitiveOp) -> func.FuncOp:
         placeholders = primitive.placeholders
         outputs = list(primitive.output.values)
-        input_types = [memref_for(p.result.type, p) for p in placeholders]
-        output_types = [memref_for(v.type, primitive.output) for v in outputs]
+        run_time = primitive.run_time_sizes
+        input_types = [_argument_type(p.result.type, p) for p in placeholders]
+        output_types = [_argument_type(v.type, primitive.output) for v in outputs]
         kernel = func.FuncOp(
             primitive.sym_name.data,
-            (input_types + output_types, []),
-            arg_attrs=_output_arg_attrs([DictionaryAttr({})] * len(input_types), len(outputs)),
+            (input_types + output_types + [IndexType()] * len(run_time), []),
+            arg_attrs=ArrayAttr([
+                *_output_arg_attrs([DictionaryAttr({})] * len(input_types), len(outputs)).data,
+                *[DictionaryAttr({})] * len(run_time),
+            ]),
         )
         kernel.attributes[KERNEL_ATTR] = UnitAttr()
         kernel.attributes |= primitive.attributes
         args = kernel.body.block.args
-        in_args, out_args = args[: len(input_types)], args[len(input_types) :]
+        in_args, out_args = args[: len(input_types)], args[len(input_types) : len(input_types) + len(outputs)]
+        sizes: dict[SSAValue, SSAValue] = {}
+        for size, arg in zip(run_time, args[len(input_types) + len(outputs) :], strict=True):
+            _set_name(arg, size.size_name.data)
+            sizes[size.result] = arg
+        builder = Builder(InsertPoint.at_end(kernel.body.block))
 
         buffers: dict[SSAValue, SSAValue] = {}
         for placeholder, arg in zip(placeholders, in_args):
             _set_name(arg, placeholder.result.name_hint)
-            buffers[placeholder.result] = arg
+            buffers[placeholder.result] = _shaped(builder, arg, placeholder.result, placeholder.sizes, sizes)
         # A stage returned by te.output writes the output buffer itself; any other
         # returned value (a placeholder, a stage returned again) is copied into it.
         destinations: dict[SSAValue, SSAValue] = {}
         copies: list[tuple[SSAValue, SSAValue]] = []
         for n, (value, arg) in enumerate(zip(outputs, out_args)):
             if isinstance(value.owner, te.StageOp) and value not in destinations:
-                destinations[value] = arg
                 _set_name(arg, value.name_hint or f"out{n}")
+                destinations[value] = _shaped(builder, arg, value, value.owner.sizes, sizes)
             else:
+                if _has_run_time_dims(value.type):
+                    raise StratoError(
+                        f"{PASS_NAME}: @{primitive.sym_name.data} returns a tensor of "
+                        "run-time size that no stage of it computes (a copy of unknown size)",
+                        op=primitive.output,
+                    )
                 copies.append((value, arg))
                 _set_name(arg, f"out{n}")
 
-        builder = Builder(InsertPoint.at_end(kernel.body.block))
         scratch: list[SSAValue] = []
         for op in primitive.body.block.ops:
             if not isinstance(op, te.StageOp):
                 continue
             dest = destinations.get(op.result)
             if dest is None:
-                dest = self._alloc_local(op, builder)
-                scratch.append(dest)
+                dest, allocation = self._alloc_local(op, builder, sizes)
+                scratch.append(allocation)
             buffers[op.result] = dest
-            STAGE_LOWERINGS[type(op)].lower(op, dest, buffers, builder)
+            STAGE_LOWERINGS[type(op)].lower(op, dest, buffers, builder, sizes)
         for value, arg in copies:
             builder.insert(memref.CopyOp(buffers[value], arg))
         for buffer in scratch:
@@ -534,11 +569,102 @@ class PrimitiveOpLowering:
         return kernel
 
     @staticmethod
-    def _alloc_local(stage: te.StageOp, builder: Builder) -> SSAValue:
-        type_ = memref_for(stage.result.type, stage, MemoryScope.LOCAL)
-        alloc = builder.insert(memref.AllocOp([], [], type_))
+    def _alloc_local(
+        stage: te.StageOp, builder: Builder, sizes: Mapping[SSAValue, SSAValue]
+    ) -> tuple[SSAValue, SSAValue]:
+        """The local buffer of a stage's result (a view of it for run-time sizes), and
+        the allocation to free."""
+        type_ = _argument_type(stage.result.type, stage, MemoryScope.LOCAL)
+        dynamic = [sizes[e] for e in stage.dims if not isinstance(e, int)]
+        if not dynamic:
+            alloc = builder.insert(memref.AllocOp([], [], type_))
+            _set_name(alloc.memref, stage.result.name_hint)
+            return alloc.memref, alloc.memref
+        if _only_first_dynamic(stage.result.type):
+            alloc = builder.insert(memref.AllocOp(dynamic, [], type_))
+            _set_name(alloc.memref, stage.result.name_hint)
+            return alloc.memref, alloc.memref
+        count = _product(builder, _mapped_extents(stage.dims, sizes))
+        assert isinstance(count, SSAValue)  # a run-time dimension is among the factors
+        alloc = builder.insert(memref.AllocOp([count], [], type_))
         _set_name(alloc.memref, stage.result.name_hint)
-        return alloc.memref
+        return _shaped(builder, alloc.memref, stage.result, stage.sizes, sizes), alloc.memref
+
+
+def _has_run_time_dims(type_: Attribute) -> bool:
+    return isinstance(type_, TensorType) and any(dim < 0 for dim in type_.get_shape())
+
+
+def _only_first_dynamic(type_: Attribute) -> bool:
+    assert isinstance(type_, TensorType)
+    return all(dim >= 0 for dim in type_.get_shape()[1:])
+
+
+def _argument_type(type_: Attribute, op: Operation, scope: MemoryScope | None = None) -> MemRefType:
+    """The buffer type of a tensor: its shape when static or when only its first
+    dimension is a run-time size, else flat (`memref<?xT>`, viewed by `_shaped`)."""
+    if not _has_run_time_dims(type_) or _only_first_dynamic(type_):
+        if not isinstance(type_, TensorType):
+            raise StratoError(f"{PASS_NAME} expects a tensor type, got {type_}", op=op)
+        space: Attribute = NoneAttr() if scope is None else ScopeAttr(scope)
+        return MemRefType(storage_type(type_.element_type), type_.get_shape(), memory_space=space)
+    assert isinstance(type_, TensorType)
+    space = NoneAttr() if scope is None else ScopeAttr(scope)
+    return MemRefType(storage_type(type_.element_type), [DYNAMIC_INDEX], memory_space=space)
+
+
+def _mapped_extents(
+    extents: Sequence[int | SSAValue], sizes: Mapping[SSAValue, SSAValue]
+) -> list[int | SSAValue]:
+    return [e if isinstance(e, int) else sizes[e] for e in extents]
+
+
+def _product(builder: Builder, factors: Sequence[int | SSAValue]) -> int | SSAValue:
+    """The product of static and index factors: an int when all are static, else index
+    ops (the static ones folded into one constant)."""
+    static = 1
+    value: SSAValue | None = None
+    for factor in factors:
+        if isinstance(factor, int):
+            static *= factor
+        elif value is None:
+            value = factor
+        else:
+            value = builder.insert(arith.MuliOp(value, factor)).result
+    if value is None or static == 1:
+        return static if value is None else value
+    constant = builder.insert(arith.ConstantOp(IntegerAttr(static, IndexType()))).result
+    return builder.insert(arith.MuliOp(value, constant)).result
+
+
+def _shaped(
+    builder: Builder,
+    buffer: SSAValue,
+    tensor: SSAValue,
+    tensor_sizes: Sequence[SSAValue],
+    sizes: Mapping[SSAValue, SSAValue],
+) -> SSAValue:
+    """`buffer` as the tensor's shape: itself when its type has that shape, else (a
+    flat buffer of a tensor with a run-time dimension after the first) a row-major
+    view with the run-time sizes."""
+    type_ = tensor.type
+    assert isinstance(type_, TensorType) and isinstance(buffer.type, MemRefType)
+    if not _has_run_time_dims(type_) or _only_first_dynamic(type_):
+        return buffer
+    extents = _mapped_extents(te.dim_extents(type_, tensor_sizes), sizes)
+    strides = [_product(builder, extents[d + 1 :]) for d in range(len(extents))]
+    static_strides = [s if isinstance(s, int) else None for s in strides]
+    view_type = MemRefType(
+        buffer.type.element_type,
+        [e if isinstance(e, int) else DYNAMIC_INDEX for e in extents],
+        StridedLayoutAttr(static_strides, 0),
+        buffer.type.memory_space,
+    )
+    view = builder.insert(
+        memref.ReinterpretCastOp.from_dynamic(buffer, [0], extents, strides, view_type)
+    )
+    _set_name(view.result, f"{buffer.name_hint or 'buffer'}_view")
+    return view.result
 
 
 # ---------------------------------------------------------------------------------------
@@ -1106,6 +1232,7 @@ def lower_te_to_loops(module: ModuleOp) -> None:
     primitives = PrimitiveOpLowering()
     functions = FunctionLowering(names)
     uncalled = _called_in_place_only(module)
+    _check_run_time_primitives_not_called(module)
     for op in list(module.ops):
         if isinstance(op, te.PrimitiveOp) and op.sym_name.data in uncalled:
             module.body.block.detach_op(op)  # a concatenation done in place: no kernel
@@ -1120,6 +1247,24 @@ def lower_te_to_loops(module: ModuleOp) -> None:
         module.body.block.insert_op_before(lowered, op)
         module.body.block.detach_op(op)
         op.erase(safe_erase=False)
+
+
+def _check_run_time_primitives_not_called(module: ModuleOp) -> None:
+    """A primitive with run-time sizes is a kernel of its own: a call of it from a
+    function over tensors (whose shapes are static) is refused by name."""
+    run_time = {
+        op.sym_name.data for op in module.ops if isinstance(op, te.PrimitiveOp) and op.run_time_sizes
+    }
+    if not run_time:
+        return
+    for op in module.walk():
+        for attr in op.properties.values():
+            if isinstance(attr, SymbolRefAttr) and attr.root_reference.data in run_time:
+                raise StratoError(
+                    f"{PASS_NAME}: @{attr.root_reference.data} has run-time sizes (te.size): "
+                    "it is compiled as a kernel of its own, not called from a function",
+                    op=op,
+                )
 
 
 def _called_in_place_only(module: ModuleOp) -> set[str]:

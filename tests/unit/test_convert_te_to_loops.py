@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ModuleOp
@@ -25,11 +26,11 @@ from strato.dialects.loop import (
 )
 from strato.interpreters.graph import run_graph
 from strato.interpreters.loop import run_loops
-from strato.interpreters.te import run_te
+from strato.interpreters.te import run_primitive, run_te
 from strato.legality import check_legal
 from strato.pipeline import run_pipeline
 from strato.testing.graph_programs import GraphProgram, graph_programs
-from strato.testing.te_programs import TeProgram, te_programs
+from strato.testing.te_programs import RunTimePrimitive, TeProgram, run_time_primitives, te_programs
 from strato.transforms.convert_te_to_loops import is_loop_level
 
 LIT_FILE = Path(__file__).parents[1] / "lit" / "transforms" / "convert-te-to-loops.mlir"
@@ -208,6 +209,28 @@ def test_pass_preserves_semantics(program: TeProgram):
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
 
 
+@settings(max_examples=30, deadline=None)
+@given(program=run_time_primitives(), sizes=st.lists(st.integers(0, 7), min_size=1, max_size=3))
+def test_pass_preserves_semantics_at_every_run_time_size(program: RunTimePrimitive, sizes: list[int]):
+    """A primitive whose first axis is a run-time size, lowered once and interpreted at
+    several sizes (none at all included), computes what the te interpreter computes."""
+    primitive = program.primitive.clone()
+    lowered = lower(program.module)
+    outputs = list(primitive.output.values)
+    for n in sizes:
+        inputs = program.random_inputs(n, seed=n)
+        expected = run_primitive(primitive, inputs)
+        shapes = [e.shape if len(e.shape) < 2 or all(d >= 0 for d in v.type.get_shape()[1:])
+                  else (e.size,) for e, v in zip(expected, outputs)]
+        flat_inputs = [
+            a if len(a.shape) < 2 or all(d >= 0 for d in p.result.type.get_shape()[1:]) else a.ravel()
+            for a, p in zip(inputs, primitive.placeholders)
+        ]
+        actual = run_loops(lowered, [*flat_inputs, n], "p", output_shapes=shapes)
+        for a, e in zip(actual, expected, strict=True):
+            np.testing.assert_allclose(a.reshape(e.shape), e, rtol=1e-5, atol=1e-6)
+
+
 def test_nothing_of_te_or_tensors_is_left():
     module = lower(parse(LIT_FILE.read_text()))
     for op in module.walk():
@@ -378,3 +401,122 @@ def test_planned_graph_programs_run_on_their_arena(program: GraphProgram):
         assert all(view.source is allocs[0].memref for view in views)
     for a, e in zip(run_loops(program.module, inputs), expected, strict=True):
         np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-6)
+
+
+# -- run-time sizes ----------------------------------------------------------------------
+
+RUN_TIME_TE = """
+te.primitive @rows_softmax {
+  %n = te.size "n" : index
+  %x = te.placeholder "x" sizes(%n) : tensor<?x8xf32>
+  %mx = te.reduce "mx" max (%i) over (%k : 8) init -1.0e30 sizes(%n) : tensor<?xf32> {
+    %v = te.read %x[%i, %k] : tensor<?x8xf32>
+    te.yield %v : f32
+  }
+  %e = te.compute "e" (%i, %j) sizes(%n) : tensor<?x8xf32> {
+    %v = te.read %x[%i, %j] : tensor<?x8xf32>
+    %m = te.read %mx[%i] : tensor<?xf32>
+    %d = arith.subf %v, %m : f32
+    %r = math.exp %d : f32
+    te.yield %r : f32
+  }
+  %s = te.reduce "s" sum (%i) over (%k : 8) init 0.0 sizes(%n) : tensor<?xf32> {
+    %v = te.read %e[%i, %k] : tensor<?x8xf32>
+    te.yield %v : f32
+  }
+  %y = te.compute "y" (%i, %j) sizes(%n) : tensor<?x8xf32> {
+    %v = te.read %e[%i, %j] : tensor<?x8xf32>
+    %t = te.read %s[%i] : tensor<?xf32>
+    %r = arith.divf %v, %t : f32
+    te.yield %r : f32
+  }
+  te.output %y : tensor<?x8xf32>
+}
+te.primitive @scaled_columns {
+  %n = te.size "n" : index
+  %m = te.size "m" : index
+  %a = te.placeholder "a" sizes(%n, %m) : tensor<?x?xf32>
+  %b = te.placeholder "b" sizes(%m) : tensor<?xf32>
+  %t = te.compute "t" (%i, %j) sizes(%n, %m) : tensor<?x?xf32> {
+    %v = te.read %a[%i, %j] : tensor<?x?xf32>
+    %w = te.read %b[%j] : tensor<?xf32>
+    %p = arith.mulf %v, %w : f32
+    te.yield %p : f32
+  }
+  %r = te.compute "r" (%i, %j) sizes(%n, %m) : tensor<?x?xf32> {
+    %v = te.read %t[%i, %j] : tensor<?x?xf32>
+    %one = arith.constant 1.0 : f32
+    %p = arith.addf %v, %one : f32
+    te.yield %p : f32
+  }
+  te.output %r : tensor<?x?xf32>
+}
+"""
+
+
+def test_a_primitive_of_run_time_sizes_is_one_kernel_for_every_size():
+    """Rows known at run time (buffers of that shape) and a run-time dimension after
+    the first (flat buffers viewed with their sizes, a local buffer of run-time size):
+    each primitive is lowered once, compiled once, and run at sizes from 1 up, by the
+    JIT, the loop interpreter and the te interpreter alike."""
+    from strato.interpreters.te import run_primitive
+    from strato.targets.llvm.kernels import compile_loops
+
+    te_module = parse(RUN_TIME_TE)
+    primitives = {op.sym_name.data: op for op in te_module.ops}
+    module = lower(parse(RUN_TIME_TE))
+    kernels = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
+    assert [str(t) for t in kernels["rows_softmax"].function_type.inputs.data] == [
+        "memref<?x8xf32>", "memref<?x8xf32>", "index",
+    ]
+    assert [str(t) for t in kernels["scaled_columns"].function_type.inputs.data] == [
+        "memref<?xf32>", "memref<?xf32>", "memref<?xf32>", "index", "index",
+    ]
+    jit = compile_loops(module, threads=2)
+    rng = np.random.default_rng(0)
+    for n, m in [(1, 1), (3, 5), (64, 2), (257, 9)]:
+        x = rng.standard_normal((n, 8)).astype(np.float32)
+        y = np.full((n, 8), np.nan, np.float32)
+        jit.function("rows_softmax")(x, y, n)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+        (reference,) = run_primitive(primitives["rows_softmax"], [x])
+        np.testing.assert_allclose(y, reference, rtol=1e-5, atol=1e-7)
+
+        a = rng.standard_normal((n, m)).astype(np.float32)
+        b = rng.standard_normal(m).astype(np.float32)
+        r = np.full(n * m, np.nan, np.float32)
+        jit.function("scaled_columns")(a.ravel(), b, r, n, m)
+        np.testing.assert_allclose(r.reshape(n, m), a * b + 1, rtol=1e-6)
+        if n * m <= 16:
+            (interpreted,) = run_loops(
+                module, [a.ravel(), b, n, m], "scaled_columns", output_shapes=[(n * m,)]
+            )
+            np.testing.assert_allclose(interpreted.reshape(n, m), a * b + 1, rtol=1e-6)
+        (reference,) = run_primitive(primitives["scaled_columns"], [a, b])
+        np.testing.assert_allclose(reference, a * b + 1, rtol=1e-6)
+
+
+def test_run_time_sizes_the_placeholders_do_not_give_are_named():
+    from strato.interpreters.te import run_primitive
+
+    module = parse(
+        """
+        te.primitive @iota {
+          %n = te.size "n" : index
+          %r = te.compute "r" (%i) sizes(%n) : tensor<?xi64> {
+            %v = arith.index_cast %i : index to i64
+            te.yield %v : i64
+          }
+          te.output %r : tensor<?xi64>
+        }
+        """
+    )
+    (primitive,) = module.ops
+    with pytest.raises(StratoError, match='no placeholder gives the run-time size "n"'):
+        run_primitive(primitive, [])
+    (values,) = run_primitive(primitive, [], sizes={"n": 4})
+    np.testing.assert_array_equal(values, [0, 1, 2, 3])
+    lowered = lower(parse(str(module)))
+    (out,) = run_loops(lowered, [4], "iota", output_shapes=[(4,)])
+    np.testing.assert_array_equal(out, [0, 1, 2, 3])

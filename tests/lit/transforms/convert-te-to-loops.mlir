@@ -351,3 +351,37 @@ func.func @stop_body(%c: tensor<i1>, %s: tensor<4xf32>, %x: tensor<4xf32>) -> (t
   %a = te.call @relu4(%x) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %c, %a, %x : tensor<i1>, tensor<4xf32>, tensor<4xf32>
 }
+
+// Run-time sizes: index arguments after the buffers. A tensor whose only run-time
+// dimension is the first keeps its shape (static strides); one with a later run-time
+// dimension is a flat buffer viewed with its sizes and row-major strides, as is the
+// local buffer of a stage of run-time size; every loop over a run-time dimension runs
+// to its size.
+// CHECK-LABEL: func.func @run_time_sizes(%x: memref<?x4xf32>, %b: memref<?xf32>, %r: memref<?xf32> {loop.output}, %n: index, %m: index) attributes {loop.kernel} {
+// CHECK-NEXT:    %r_view = memref.reinterpret_cast %r to offset: [0], sizes: [%n, %m], strides: [%m, 1] : memref<?xf32> to memref<?x?xf32, strided<[?, 1]>>
+// CHECK-NEXT:    %t = memref.alloc(%n) : memref<?x4xf32, #loop.scope<local>>
+// CHECK-NEXT:    loop.for %i = 0 to %n axis "i" attributes {stage = "t"} {
+// CHECK-NEXT:      loop.for %j = 0 to 4 axis "j" attributes {stage = "t"} {
+// CHECK:         loop.for %i_1 = 0 to %n axis "i" attributes {stage = "r"} {
+// CHECK-NEXT:      loop.for %j_1 = 0 to %m axis "j" attributes {stage = "r"} {
+// CHECK:             memref.store %{{.*}}, %r_view[%i_1, %j_1] : memref<?x?xf32, strided<[?, 1]>>
+// CHECK:         memref.dealloc %t : memref<?x4xf32, #loop.scope<local>>
+te.primitive @run_time_sizes {
+  %n = te.size "n" : index
+  %m = te.size "m" : index
+  %x = te.placeholder "x" sizes(%n) : tensor<?x4xf32>
+  %b = te.placeholder "b" sizes(%m) : tensor<?xf32>
+  %t = te.compute "t" (%i, %j) sizes(%n) : tensor<?x4xf32> {
+    %v = te.read %x[%i, %j] : tensor<?x4xf32>
+    %w = arith.addf %v, %v : f32
+    te.yield %w : f32
+  }
+  %r = te.compute "r" (%i, %j) sizes(%n, %m) : tensor<?x?xf32> {
+    %c0 = arith.constant 0 : index
+    %v = te.read %t[%i, %c0] : tensor<?x4xf32>
+    %w = te.read %b[%j] : tensor<?xf32>
+    %p = arith.mulf %v, %w : f32
+    te.yield %p : f32
+  }
+  te.output %r : tensor<?x?xf32>
+}

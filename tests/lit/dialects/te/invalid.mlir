@@ -34,7 +34,7 @@ te.primitive @placeholder_not_tensor {
 // -----
 
 te.primitive @dynamic_stage {
-  // expected-error @+1 {{'te.compute' requires a static shape, got tensor<?xf32>}}
+  // expected-error @+1 {{'te.compute' of tensor<?xf32> takes 1 run-time size(s), got 0}}
   %r = te.compute "r" (%i) : tensor<?xf32> {
     %z = arith.constant 0.0 : f32
     te.yield %z : f32
@@ -294,7 +294,7 @@ te.primitive @primitive_terminator {
 
 // -----
 
-// expected-error @+1 {{'te.primitive' body holds placeholders, stages and te.output, not 'arith.constant'}}
+// expected-error @+1 {{'te.primitive' body holds sizes, placeholders, stages and te.output, not 'arith.constant'}}
 te.primitive @foreign_op {
   %x = te.placeholder "x" : tensor<4xf32>
   %c = arith.constant 1.0 : f32
@@ -361,4 +361,21 @@ func.func @call_results(%x: tensor<4xf32>) -> tensor<2x2xf32> {
   // expected-error @+1 {{'te.call' result types (tensor<2x2xf32>) differ from the outputs of @id: (tensor<4xf32>)}}
   %y = te.call @id(%x) : (tensor<4xf32>) -> tensor<2x2xf32>
   func.return %y : tensor<2x2xf32>
+}
+
+// -----
+
+te.primitive @sizes_missing {
+  %n = te.size "n" : index
+  // expected-error @+1 {{'te.placeholder' of tensor<?x?xf32> takes 2 run-time size(s), got 1}}
+  %x = te.placeholder "x" sizes(%n) : tensor<?x?xf32>
+  te.output %x : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @size_outside_a_primitive() {
+  // expected-error @+1 {{'te.size' must be directly inside a te.primitive}}
+  %n = te.size "n" : index
+  func.return
 }

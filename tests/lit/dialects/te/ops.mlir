@@ -183,3 +183,29 @@ func.func @stopping(%go0: tensor<i1>, %h0: tensor<4xf32>, %xs: tensor<5x4xf32>) 
 func.func private @stop_step(%c: tensor<i1>, %s: tensor<4xf32>, %x: tensor<4xf32>) -> (tensor<i1>, tensor<4xf32>, tensor<4xf32>) {
   func.return %c, %s, %x : tensor<i1>, tensor<4xf32>, tensor<4xf32>
 }
+
+// Run-time sizes: te.size values, given to the placeholders and stages whose tensor
+// types have `?` dimensions, in order; the generic form takes them as operands.
+// CHECK-LABEL: te.primitive @run_time_rows {
+// CHECK-NEXT:    %n = te.size "n" : index
+// CHECK-NEXT:    %m = te.size "m" : index
+// CHECK-NEXT:    %x = te.placeholder "x" sizes(%n, %m) : tensor<?x4x?xf32>
+// CHECK-NEXT:    %s = te.reduce "s" sum (%i, %j) over (%k : 2) init 0.000000e+00 sizes(%n) : tensor<?x4xf32> {
+// CHECK:         %r = te.compute "r" (%{{.*}}, %{{.*}}) sizes(%n) : tensor<?x4xf32> {
+// GENERIC-LABEL: sym_name = "run_time_rows"
+// GENERIC:         %n = "te.size"() <{name = "n"}> : () -> index
+// GENERIC:         %x = "te.placeholder"(%n, %m) <{name = "x"}> : (index, index) -> tensor<?x4x?xf32>
+te.primitive @run_time_rows {
+  %n = te.size "n" : index
+  %m = te.size "m" : index
+  %x = te.placeholder "x" sizes(%n, %m) : tensor<?x4x?xf32>
+  %s = te.reduce "s" sum (%i, %j) over (%k : 2) init 0.0 sizes(%n) : tensor<?x4xf32> {
+    %v = te.read %x[%i, %j, %k] : tensor<?x4x?xf32>
+    te.yield %v : f32
+  }
+  %r = te.compute "r" (%i, %j) sizes(%n) : tensor<?x4xf32> {
+    %v = te.read %s[%i, %j] : tensor<?x4xf32>
+    te.yield %v : f32
+  }
+  te.output %r : tensor<?x4xf32>
+}
