@@ -31,6 +31,11 @@ can; the kernel records the loop of each stage under `schedule.parallel`:
 
     schedule.parallel = {"conv" = "n.c.h.fused", "relu" = "n"}
 
+A kernel of run-time sizes (`index` arguments: a te primitive with `te.size`) is not
+scheduled (schedules need static extents); on more than one thread, the outermost loop
+of each of its stages' nests that runs to a run-time bound is made `parallel` (its
+iterations are a result dimension's, and the thread pool splits their run-time count).
+
 Before:
 
     func.func @relu(%a: memref<64xf32>, %o: memref<64xf32> {loop.output}) attributes {loop.kernel} {
@@ -58,6 +63,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     BoolAttr,
     DictionaryAttr,
+    IndexType,
     IntegerAttr,
     ModuleOp,
     StringAttr,
@@ -66,7 +72,14 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 
-from strato.dialects.loop import KERNEL_ATTR, LoopKind
+from strato.dialects.loop import (
+    KERNEL_ATTR,
+    ForOp,
+    LoopKind,
+    LoopKindAttr,
+    is_reduction_loop,
+    loop_stage,
+)
 from strato.schedule import Schedule, ScheduleError, StageHandle
 from strato.schedule.knobs import TuningLog
 from strato.schedule.templates import ScheduleContext, schedule_context
@@ -108,6 +121,7 @@ def schedule_kernel(module: ModuleOp, name: str, context: ScheduleContext) -> Tr
         sch = Schedule(module, kernel=name)
     except ScheduleError as error:
         _mark_unscheduled(module, name, {"*": error.message})
+        _parallelize_run_time_nests(module, name, context.threads)
         return None
     # the kernel is rebuilt once at the end, not after every primitive of the templates
     sch.deferred = True
@@ -227,6 +241,32 @@ def _parallelize_stage(sch: Schedule, stage: StageHandle, threads: int) -> str |
         sch.restore(snapshot, trace_length)
         return None
     return outer.axis
+
+
+def _parallelize_run_time_nests(module: ModuleOp, name: str, threads: int) -> None:
+    """In a kernel of run-time sizes (which schedules do not take), make `parallel` the
+    outermost loop of each stage's nest at the kernel's root when it runs to a run-time
+    bound: it iterates over a result dimension (a stage's loops over reduction axes are
+    innermost, and marked), so its iterations write apart, and the pool splits however
+    many there are at run time. Loops without a stage (hand-written) are left alone."""
+    if threads <= 1:
+        return
+    kernel = next(
+        (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name), None
+    )
+    if kernel is None or not any(isinstance(arg.type, IndexType) for arg in kernel.args):
+        return
+    chosen: dict[str, Attribute] = {}
+    for op in kernel.body.block.ops:
+        if not isinstance(op, ForOp) or not op.is_dynamic or op.loop_kind != LoopKind.SERIAL:
+            continue
+        stage = loop_stage(op)
+        if stage is None or is_reduction_loop(op):
+            continue
+        op.kind = LoopKindAttr(LoopKind.PARALLEL)
+        chosen.setdefault(stage, StringAttr(op.axis.data if op.axis is not None else "?"))
+    if chosen:
+        kernel.attributes[PARALLEL_ATTR] = DictionaryAttr(chosen)
 
 
 def _mark_unscheduled(module: ModuleOp, name: str, reasons: dict[str, str]) -> None:

@@ -509,3 +509,35 @@ def test_a_product_is_copied_out_per_panel_of_columns():
         compiled(proto, scheduled=False)(*inputs_of(proto)),
         rtol=1e-4, atol=1e-4,
     )
+
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_kernel_of_run_time_sizes_runs_its_nests_on_the_pool(threads: int):
+    """Not scheduled (it takes a run-time size); on two threads the outermost loop of
+    each stage's nest runs to its bound as a parallel loop, which the pool takes only
+    with enough rows (the caller alone below PARALLEL_MIN_ITERATIONS); the values are
+    the same at every size."""
+    from test_convert_te_to_loops import RUN_TIME_TE
+    from xdsl.parser import Parser
+
+    from strato.targets.llvm.kernels import compile_loops
+
+    module = Parser(make_context(), RUN_TIME_TE).parse_module()
+    run_pipeline(make_context(), module, f"convert-te-to-loops,schedule-default{{threads={threads} lanes=16}}")
+    kernel = next(op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "rows_softmax")
+    assert "takes a run-time size" in str(kernel.attributes["schedule.unscheduled"])
+    outer = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
+    kinds = {op.loop_kind for op in outer}
+    if threads == 1:
+        assert kinds == {LoopKind.SERIAL} and "schedule.parallel" not in kernel.attributes
+    else:
+        assert kinds == {LoopKind.PARALLEL}
+        assert set(kernel.attributes["schedule.parallel"].data) == {"mx", "e", "s", "y"}
+    function = compile_loops(module, threads=threads).function("rows_softmax")
+    for n in (1, 7, 5000):
+        x = np.random.default_rng(n).standard_normal((n, 8)).astype(np.float32)
+        y = np.full_like(x, np.nan)
+        function(x, y, n)
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)

@@ -75,6 +75,7 @@ from strato.targets.llvm.type_conversion import (
     llvm_type,
     memref_size_in_bytes,
 )
+from strato.transforms.schedule_default import PARALLEL_MIN_ITERATIONS
 from strato.walk import ops_under
 
 PRIVATE_STACK_LIMIT = 1 << 20
@@ -141,6 +142,22 @@ def _fits_a_slot(type_: Attribute) -> bool:
     if isinstance(type_, MemRefType | IndexType | llvm.LLVMPointerType):
         return True
     return is_scalar_type(type_) and element_byte_size(type_) <= 8
+
+
+def _inner_iterations(block: Block) -> int | None:
+    """The innermost iterations one run of `block` makes: 1 for straight-line code, the
+    sum over its loops of trip count times their bodies' (None when a loop in it has a
+    run-time bound)."""
+    total = 0
+    for op in block.ops:
+        if isinstance(op, ForOp):
+            if op.is_dynamic:
+                return None
+            inner = _inner_iterations(op.body.block)
+            if inner is None:
+                return None
+            total += op.trip_count * inner
+    return max(total, 1)
 
 
 def _induction_value(block: Block, iteration: SSAValue, loop: ForOp, step: SSAValue) -> SSAValue:
@@ -237,6 +254,7 @@ class _Outliner:
     # -- rewriting -------------------------------------------------------------------------
 
     def outline(self, index: int) -> None:
+        self.inner_iterations = _inner_iterations(self.loop.body.block)  # before it moves
         captures = self._captures()
         base = self._fresh_name(f"{self.function.sym_name.data}_parallel_{index}")
         body = self._body_function(base, captures)
@@ -377,6 +395,21 @@ class _Outliner:
         ops += [clamped, cast]
         return ops, cast.results[0]
 
+    def _threads(self, trip: SSAValue) -> tuple[list[Operation], SSAValue]:
+        """The threads the region may use: `self.threads`, or for a run-time trip count
+        whose iterations do too little work for a parallel region (trip count times the
+        innermost iterations of the body under `PARALLEL_MIN_ITERATIONS`), one: the
+        caller runs them all, as schedule-default decides for static loops."""
+        threads = builders.index_constant(self.threads)
+        inner = self.inner_iterations
+        if not self.loop.is_dynamic or inner is None:
+            return [threads], threads.result
+        enough = builders.index_constant(-(-PARALLEL_MIN_ITERATIONS // inner))
+        worth = builders.icmp("sge", trip, enough.result)
+        one = builders.index_constant(1)
+        chosen = llvm.SelectOp(worth.res, threads.result, one.result)
+        return [threads, enough, worth, one, chosen], chosen.results[0]
+
     def _call_pool(self, task: str, captures: list[SSAValue]) -> None:
         loop = self.loop
         ops: list[Operation] = []
@@ -401,9 +434,9 @@ class _Outliner:
             ctx = null.results[0]
         address = builders.address_of(task)
         trip_ops, trip = self._trip_count()
-        threads = builders.index_constant(self.threads)
-        call = builders.call(PARALLEL_FOR_SYMBOL, [address.result, ctx, trip, threads.result], None)
-        ops += [address, *trip_ops, threads, call]
+        thread_ops, threads = self._threads(trip)
+        call = builders.call(PARALLEL_FOR_SYMBOL, [address.result, ctx, trip, threads], None)
+        ops += [address, *trip_ops, *thread_ops, call]
         Rewriter.insert_op(ops, InsertPoint.before(loop))
         builders.ensure_declared(
             self.function,

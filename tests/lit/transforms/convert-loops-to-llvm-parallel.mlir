@@ -74,7 +74,9 @@ func.func @scale(%a: memref<64x16xf32>, %s: f32, %o: memref<64x16xf32> {loop.out
 }
 
 // A parallel loop with a run-time upper bound: the pool gets max(0, (n - lb + step - 1)
-// / step) iterations, computed before the call.
+// / step) iterations, computed before the call, and all the threads only when they are
+// enough work for a region (PARALLEL_MIN_ITERATIONS innermost iterations; here one per
+// iteration), else one: the caller runs them.
 // CHECK-LABEL: llvm.func @run_time_trips(
 // CHECK:         %[[LB:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    %[[SPAN:.*]] = llvm.sub %trips, %[[LB]] : i64
@@ -86,7 +88,11 @@ func.func @scale(%a: memref<64x16xf32>, %s: f32, %o: memref<64x16xf32> {loop.out
 // CHECK-NEXT:    %[[POSITIVE:.*]] = llvm.icmp "sgt" %[[TRIPS]], %[[ZERO]] : i64
 // CHECK-NEXT:    %[[COUNT:.*]] = llvm.select %[[POSITIVE]], %[[TRIPS]], %[[ZERO]] : i1, i64
 // CHECK-NEXT:    %[[THREADS:.*]] = llvm.mlir.constant(4) : i64
-// CHECK-NEXT:    llvm.call @strato_parallel_for(%{{.*}}, %{{.*}}, %[[COUNT]], %[[THREADS]])
+// CHECK-NEXT:    %[[ENOUGH:.*]] = llvm.mlir.constant(32768) : i64
+// CHECK-NEXT:    %[[WORTH:.*]] = llvm.icmp "sge" %[[COUNT]], %[[ENOUGH]] : i64
+// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[USED:.*]] = llvm.select %[[WORTH]], %[[THREADS]], %[[ONE]] : i1, i64
+// CHECK-NEXT:    llvm.call @strato_parallel_for(%{{.*}}, %{{.*}}, %[[COUNT]], %[[USED]])
 // SERIAL-LABEL: llvm.func @run_time_trips(
 // SERIAL-NOT:     strato_parallel_for
 // SERIAL:         llvm.icmp "slt" %t, %trips : i64
