@@ -601,16 +601,14 @@ def _only_first_dynamic(type_: Attribute) -> bool:
 
 
 def _argument_type(type_: Attribute, op: Operation, scope: MemoryScope | None = None) -> MemRefType:
-    """The buffer type of a tensor: its shape when static or when only its first
-    dimension is a run-time size, else flat (`memref<?xT>`, viewed by `_shaped`)."""
-    if not _has_run_time_dims(type_) or _only_first_dynamic(type_):
-        if not isinstance(type_, TensorType):
-            raise StratoError(f"{PASS_NAME} expects a tensor type, got {type_}", op=op)
-        space: Attribute = NoneAttr() if scope is None else ScopeAttr(scope)
-        return MemRefType(storage_type(type_.element_type), type_.get_shape(), memory_space=space)
+    """The buffer type of a tensor: `memref_for`'s when static, its shape when only its
+    first dimension is a run-time size, else flat (`memref<?xT>`, viewed by `_shaped`)."""
+    if not _has_run_time_dims(type_):
+        return memref_for(type_, op, scope)
     assert isinstance(type_, TensorType)
-    space = NoneAttr() if scope is None else ScopeAttr(scope)
-    return MemRefType(storage_type(type_.element_type), [DYNAMIC_INDEX], memory_space=space)
+    shape = type_.get_shape() if _only_first_dynamic(type_) else [DYNAMIC_INDEX]
+    space: Attribute = NoneAttr() if scope is None else ScopeAttr(scope)
+    return MemRefType(storage_type(type_.element_type), shape, memory_space=space)
 
 
 def _mapped_extents(

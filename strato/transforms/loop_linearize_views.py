@@ -42,7 +42,9 @@ def has_static_layout(type_: MemRefType) -> bool:
     return isinstance(type_.layout, NoneAttr) and all(n >= 0 for n in type_.get_shape()[1:])
 
 
-def _flat_source(cast: memref.ReinterpretCastOp) -> bool:
+def has_flat_source(cast: memref.ReinterpretCastOp) -> bool:
+    """Whether `cast` views a one-dimensional buffer of the identity layout (an element
+    of it is then its position)."""
     source = cast.source.type
     return (
         isinstance(source, MemRefType)
@@ -105,7 +107,7 @@ def linearize_views(module: ModuleOp) -> int:
             continue
         buffer, indices = op.memref, list(op.indices)
         cast = buffer.owner
-        if not isinstance(cast, memref.ReinterpretCastOp) or not _flat_source(cast):
+        if not isinstance(cast, memref.ReinterpretCastOp) or not has_flat_source(cast):
             continue
         type_ = cast.result.type
         assert isinstance(type_, MemRefType)

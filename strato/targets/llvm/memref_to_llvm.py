@@ -70,6 +70,7 @@ from strato.targets.llvm.type_conversion import (
     replace_with_llvm,
     unsupported,
 )
+from strato.transforms.loop_linearize_views import has_flat_source
 
 STACK_BUFFER_LIMIT = 64 * 1024
 """Largest local-scope buffer (bytes) placed on the stack instead of the heap."""
@@ -265,7 +266,7 @@ class ReinterpretCastOpLowering(LLVMLoweringPattern):
         result = _memref_type(op.result)
         if op.strides or op.offsets or any(n == memref.DYNAMIC_INDEX for n in op.static_sizes.get_values()[1:]):
             raise unsupported(op, f"a view of {result} needs its sizes, strides or offset at run time")
-        if len(source.get_shape()) != 1 or memref_layout(source) != memref_layout(MemRefType(source.element_type, source.get_shape())):
+        if not has_flat_source(op):
             raise unsupported(op, f"a view of {source}, which is not a flat buffer")
         (offset,) = op.static_offsets.get_values()
         if memref_layout(result).offset != offset:
