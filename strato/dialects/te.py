@@ -126,6 +126,12 @@ class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
     name = "te.reduce_kind"
 
 
+# a function over tensors names the run-time sizes of each argument and result (one
+# name per `?` dimension, in order; one name is one size): the ArrayAttr of strings
+# under this key of its argument and result attributes
+SIZES_ATTR = "te.sizes"
+
+
 def verify_sizes(op: Operation, type_: Attribute, sizes: Sequence[SSAValue]) -> None:
     """A tensor of run-time dimensions takes one size per `?` dimension, each a
     `te.size` of the same primitive."""

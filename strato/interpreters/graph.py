@@ -27,6 +27,7 @@ from strato.dialects.graph import (
     YieldOp,
     condition_holds,
 )
+from strato.dialects.graph.base import shape_text
 from strato.dialects.tensor_types import array_from_dense, numpy_dtype
 from strato.diagnostics import StratoError
 
@@ -78,6 +79,14 @@ def entry_function(module: ModuleOp, name: str | None = None) -> func.FuncOp:
     )
 
 
+def shape_fits(shape: Sequence[int], declared: Sequence[int]) -> bool:
+    """Whether an array's shape is of a tensor type's: equal sizes, any size at a
+    run-time (`?`) dimension."""
+    return len(shape) == len(declared) and all(
+        d < 0 or int(n) == d for n, d in zip(shape, declared, strict=True)
+    )
+
+
 def check_inputs(function: func.FuncOp, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
     """The inputs as arrays of the function's argument types, or a diagnostic."""
     types = function.function_type.inputs.data
@@ -89,10 +98,10 @@ def check_inputs(function: func.FuncOp, inputs: Sequence[np.ndarray]) -> list[np
     for i, (value, type_) in enumerate(zip(inputs, types)):
         array = np.asarray(value)
         if isinstance(type_, TensorType):
-            if tuple(array.shape) != type_.get_shape():
+            if not shape_fits(array.shape, type_.get_shape()):
                 raise StratoError(
                     f"input {i} of @{function.sym_name.data} has shape {list(array.shape)}, "
-                    f"expected {list(type_.get_shape())}"
+                    f"expected {shape_text(type_.get_shape())}"
                 )
             array = array.astype(numpy_dtype(type_), copy=False)
         arrays.append(array)

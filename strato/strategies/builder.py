@@ -11,11 +11,14 @@ the tensor's element type, index math on `index`) to the stage's region.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import numpy as np
 from xdsl.dialects import arith, math
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AnyFloat,
     FloatAttr,
     IndexType,
@@ -27,6 +30,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from strato.diagnostics import StratoError
 from strato.dialects import te
 from strato.dialects.te import NO_SIGNED_ZEROS
 from strato.dialects.tensor_types import (
@@ -38,9 +42,43 @@ from strato.dialects.tensor_types import (
 from strato.strategies.accumulation import accumulator_type, round_accumulated, widen_term
 
 
-def shape_of(value: SSAValue) -> tuple[int, ...]:
-    assert isinstance(value.type, TensorType), value.type
-    return value.type.get_shape()
+Extent = int | SSAValue
+
+# how the primitive being built sizes a graph value's run-time dimensions
+_GRAPH_SIZES: ContextVar[Callable[[SSAValue], list[Extent]] | None] = ContextVar(
+    "graph_sizes", default=None
+)
+
+
+def shape_of(value: SSAValue) -> tuple[Extent, ...]:
+    """Each dimension of a tensor value: its static size, or, for a dimension of
+    run-time size, the `te.size` value that gives it (a placeholder's or stage's
+    `sizes`; for a graph value, the size of its class in the primitive being built,
+    `PrimitiveBuilder.sizing`)."""
+    type_ = value.type
+    assert isinstance(type_, TensorType), type_
+    shape = type_.get_shape()
+    if all(dim >= 0 for dim in shape):
+        return shape
+    owner = value.owner
+    if isinstance(owner, te.PlaceholderOp | te.StageOp):
+        return tuple(te.dim_extents(type_, owner.sizes))
+    graph_sizes = _GRAPH_SIZES.get()
+    if graph_sizes is None:
+        raise StratoError(f"no size is known for the run-time dimensions of {type_}")
+    return tuple(graph_sizes(value))
+
+
+def static_type(element_type: Attribute, shape: Sequence[Extent]) -> TensorType:
+    """The tensor type of `shape`: `?` where a run-time size gives the dimension."""
+    return TensorType(
+        element_type, [DYNAMIC_INDEX if isinstance(d, SSAValue) else d for d in shape]
+    )
+
+
+def run_time_sizes(shape: Sequence[Extent]) -> list[SSAValue]:
+    """The run-time sizes of `shape`, in order (a te op's `sizes`)."""
+    return [d for d in shape if isinstance(d, SSAValue)]
 
 
 def element_type_of(value: SSAValue) -> Attribute:
@@ -248,13 +286,51 @@ class PrimitiveBuilder:
         self.name = name
         self.block = Block()
         self._stage_names: set[str] = set()
+        self._sizes: dict[str, SSAValue] = {}
 
-    def placeholder(self, name: str, type_: Attribute) -> SSAValue:
+    def placeholder(self, name: str, type_: Attribute, sizes: Sequence[SSAValue] = ()) -> SSAValue:
         assert isinstance(type_, TensorType)
-        op = te.PlaceholderOp(name, type_)
+        op = te.PlaceholderOp(name, type_, sizes)
         self.block.add_op(op)
         op.result.name_hint = _sanitize(name)
         return op.result
+
+    def size(self, name: str) -> SSAValue:
+        """The primitive's run-time size `name` (one `te.size`, made on first use; the
+        kernel takes its sizes in the order they were first used)."""
+        if name not in self._sizes:
+            op = te.SizeOp(name)
+            last = None
+            for existing in self.block.ops:
+                if isinstance(existing, te.SizeOp):
+                    last = existing
+            if last is not None:
+                self.block.insert_op_after(op, last)
+            elif self.block.first_op is not None:
+                self.block.insert_op_before(op, self.block.first_op)
+            else:
+                self.block.add_op(op)
+            op.result.name_hint = _sanitize(name)
+            self._sizes[name] = op.result
+        return self._sizes[name]
+
+    @contextmanager
+    def sizing(self, size_names: Callable[[SSAValue, int], str]) -> Iterator[None]:
+        """While strategies run: a graph value's run-time dimension `d` is the size
+        named `size_names(value, d)` (`shape_of`)."""
+
+        def graph_sizes(value: SSAValue) -> list[Extent]:
+            assert isinstance(value.type, TensorType)
+            return [
+                self.size(size_names(value, d)) if dim < 0 else dim
+                for d, dim in enumerate(value.type.get_shape())
+            ]
+
+        token = _GRAPH_SIZES.set(graph_sizes)
+        try:
+            yield
+        finally:
+            _GRAPH_SIZES.reset(token)
 
     def _unique_stage(self, stage: str) -> str:
         name, n = stage, 0
@@ -267,7 +343,7 @@ class PrimitiveBuilder:
     def compute(
         self,
         stage: str,
-        shape: Sequence[int],
+        shape: Sequence[Extent],
         body: StageBody,
         element_type: Attribute,
         *,
@@ -280,7 +356,10 @@ class PrimitiveBuilder:
         value = body(ScalarBuilder(block, element_type), list(block.args))
         block.add_op(te.YieldOp(value))
         op = te.ComputeOp(
-            self._unique_stage(stage), TensorType(element_type, shape), Region(block)
+            self._unique_stage(stage),
+            static_type(element_type, shape),
+            Region(block),
+            run_time_sizes(shape),
         )
         if materialize:
             op.attributes["materialize"] = UnitAttr()
@@ -291,7 +370,7 @@ class PrimitiveBuilder:
         self,
         stage: str,
         kind: te.ReduceKind,
-        shape: Sequence[int],
+        shape: Sequence[Extent],
         extents: Sequence[int],
         body: ReduceBody,
         element_type: Attribute,
@@ -318,13 +397,16 @@ class PrimitiveBuilder:
         else:
             assert isinstance(element_type, IntegerType), element_type
             init_attr = IntegerAttr(int(init), element_type)
+        if run_time_sizes(extents):
+            raise StratoError(f"stage '{stage}' reduces over an extent of run-time size")
         op = te.ReduceOp(
             self._unique_stage(stage),
             kind,
             extents,
             init_attr,
-            TensorType(element_type, shape),
+            static_type(element_type, shape),
             Region(block),
+            run_time_sizes(shape),
         )
         self.block.add_op(op)
         return op.result

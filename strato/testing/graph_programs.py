@@ -20,7 +20,15 @@ except ImportError as err:  # the test extra is not installed
     raise ImportError(HYPOTHESIS_MISSING) from err
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+)
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -434,3 +442,110 @@ def dilated_conv_programs(draw: st.DrawFn) -> GraphProgram:
     block.add_op(func.ReturnOp(result))
     function = func.FuncOp("main", ([TensorType(f32, size)], [result.type]), Region(block))
     return GraphProgram(ModuleOp([function]), [size])
+
+
+@dataclass
+class RunTimeGraphProgram:
+    """A graph program whose inputs share a first dimension of run-time size
+    ("batch"); `input_shapes` holds -1 there."""
+
+    module: ModuleOp
+    input_shapes: list[tuple[int, ...]]
+
+    def __repr__(self) -> str:
+        from strato.testing.equivalence import ir_text
+
+        return f"RunTimeGraphProgram(input_shapes={self.input_shapes}):\n{ir_text(self.module)}"
+
+    def random_inputs(self, batch: int, seed: int) -> list[np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return [
+            rng.standard_normal((batch, *shape[1:])).astype(np.float32)
+            for shape in self.input_shapes
+        ]
+
+
+RUN_TIME_UNARY: tuple[Callable[[SSAValue], Operation], ...] = (
+    graph.ReluOp,
+    graph.SigmoidOp,
+    graph.TanhOp,
+    graph.NegOp,
+    graph.AbsOp,
+    graph.GeluOp,
+    lambda x: graph.LeakyReluOp(x, 0.1),
+)
+RUN_TIME_BINARY = (graph.AddOp, graph.SubOp, graph.MulOp, graph.MaximumOp)
+RUN_TIME_KINDS = ("unary", "binary", "softmax", "reduce", "layer_norm", "dense", "matmul")
+
+
+@st.composite
+def run_time_graph_programs(
+    draw: st.DrawFn, max_ops: int = 6, kinds: Sequence[str] = RUN_TIME_KINDS
+) -> RunTimeGraphProgram:
+    """A program over inputs whose first dimension is of run-time size (one size,
+    "batch", named by each argument's `graph.sizes`), drawn from the ops that take
+    run-time dimensions: element-wise ops, broadcasts against constants and between
+    batch-sized values, softmax, reductions and layer normalization over static axes,
+    dense layers and matrix products (batched over the run-time dimension at rank 3)."""
+    rank = draw(st.integers(min_value=1, max_value=3))
+    rest = tuple(draw(st.lists(DIM, min_size=rank - 1, max_size=rank - 1)))
+    dynamic = DYNAMIC_INDEX
+    inputs = 2 if draw(st.booleans()) else 1
+    block = Block(arg_types=[TensorType(f32, (dynamic, *rest))] * inputs)
+    values: list[SSAValue] = list(block.args)
+    rng = np.random.default_rng(draw(st.integers(0, 2**16)))
+
+    def constant(shape: Sequence[int]) -> SSAValue:
+        op = graph.ConstantOp.from_array(rng.standard_normal(tuple(shape)).astype(np.float32))
+        block.add_op(op)
+        return op.result
+
+    for _ in range(draw(st.integers(min_value=1, max_value=max_ops))):
+        x = values[-1] if draw(st.booleans()) else draw(st.sampled_from(values))
+        shape = _shape_of(x)
+        static = shape[1:]
+        kind = draw(st.sampled_from(list(kinds)))
+        op: Operation
+        if kind == "binary":
+            partners = [v for v in values if _shape_of(v) == shape]
+            if draw(st.booleans()):
+                # a constant that broadcasts along the run-time dimension
+                tail = [draw(st.sampled_from([1, d])) for d in static]
+                y = constant(tail[draw(st.integers(0, len(tail))) :] if tail else [1])
+            else:
+                y = draw(st.sampled_from(partners))
+            pair = (x, y) if draw(st.booleans()) else (y, x)
+            op = draw(st.sampled_from(RUN_TIME_BINARY))(*pair)
+        elif kind == "softmax" and static:
+            axis = draw(st.integers(1, len(shape) - 1))
+            op = graph.SoftmaxOp(x, [axis])
+        elif kind == "reduce" and static:
+            axes = sorted(draw(st.sets(st.integers(1, len(shape) - 1), min_size=1)))
+            reduction = draw(st.sampled_from([graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp]))
+            op = reduction(x, axes, keepdims=draw(st.booleans()))
+        elif kind == "layer_norm" and static:
+            axis = draw(st.integers(1, len(shape) - 1))
+            normalized = shape[axis:]
+            scale = constant(normalized) if draw(st.booleans()) else None
+            bias = constant(normalized[-1:]) if draw(st.booleans()) else None
+            op = graph.LayerNormOp(x, axis, 1e-5, scale, bias)
+        elif kind == "dense" and static:
+            units = draw(DIM)
+            bias = constant((units,)) if draw(st.booleans()) else None
+            op = graph.DenseOp(x, constant((units, shape[-1])), bias)
+        elif kind == "matmul" and len(static) >= 1 and len(shape) >= 2:
+            op = graph.MatmulOp(x, constant((shape[-1], draw(DIM))))
+        else:
+            op = draw(st.sampled_from(RUN_TIME_UNARY))(x)
+        block.add_op(op)
+        values.append(op.results[0])
+
+    result = values[-1]
+    block.add_op(func.ReturnOp(result))
+    arg_types = [arg.type for arg in block.args]
+    names = DictionaryAttr({"graph.sizes": ArrayAttr([StringAttr("batch")])})
+    function = func.FuncOp(
+        "main", (arg_types, [result.type]), Region(block), arg_attrs=ArrayAttr([names] * inputs)
+    )
+    shapes = [(-1, *_shape_of(arg)[1:]) for arg in block.args]
+    return RunTimeGraphProgram(ModuleOp([function]), shapes)

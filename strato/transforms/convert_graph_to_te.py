@@ -1,6 +1,9 @@
 """convert-graph-to-te: each graph operator becomes a te primitive and a call to it.
 
-Requires: functions of `graph` ops on static-shaped float tensors.
+Requires: functions of `graph` ops on tensors of static shapes, or of run-time
+dimensions where the ops take them (`graph.dims`): each primitive then takes one
+`te.size` per class of equal run-time dimensions it uses, and the function names the
+sizes of its arguments and results (`te.sizes`), for convert-te-to-loops.
 Leaves illegal: every `graph` op. Constants become `arith.constant` tensors; every other
 op becomes a `te.primitive` built by its operator strategy (`strato.strategies`) plus a
 `te.call` in place of the op; a `graph.fused` group becomes one primitive with the stages
@@ -38,12 +41,18 @@ After:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import arith
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -59,9 +68,11 @@ from xdsl.rewriter import InsertPoint
 from strato.context import STRATO_DIALECTS, UPSTREAM_DIALECTS
 from strato.diagnostics import StratoError
 from strato.dialects import graph, te
+from strato.dialects.graph.base import is_run_time
+from strato.dialects.graph.dims import SIZES_ATTR, RunTimeDims, run_time_axes
 from strato.legality import check_legal
 from strato.strategies import strategy_for
-from strato.strategies.builder import PrimitiveBuilder
+from strato.strategies.builder import PrimitiveBuilder, run_time_sizes, shape_of
 from strato.transforms.graph_outline_branches import outline_branches
 from strato.transforms.graph_plan_memory import ARENA_OFFSETS_ATTR, IN_PLACE_ATTR
 
@@ -91,29 +102,115 @@ def build_primitive(
     ops: Sequence[Operation],
     inputs: Sequence[SSAValue],
     outputs: Sequence[SSAValue],
+    size_names: Callable[[SSAValue, int], str] | None = None,
 ) -> te.PrimitiveOp:
     """The primitive computing `outputs` from `inputs` by the strategies of `ops`.
 
     `ops` are graph ops in a valid order; their operands are either in `inputs` (which
     become placeholders, in order) or results of earlier ops in `ops` (whose stages the
     primitive already holds). One op gives a one-op primitive; a fused group gives one
-    primitive for the whole group.
+    primitive for the whole group. `size_names` names the run-time dimensions of the
+    graph values (one `te.size` per name).
     """
     pb = PrimitiveBuilder(name)
-    values: dict[SSAValue, SSAValue] = {}
-    for n, value in enumerate(inputs):
-        hint = value.name_hint or f"t{n}"
-        values[value] = pb.placeholder(hint, value.type)
-    for op in ops:
-        fn = strategy_for(op)
-        if fn is None:
-            raise StratoError(f"'{op.name}' has no tensor-expression strategy", op=op)
-        results = fn(pb, op, [values[operand] for operand in op.operands])
-        for result, te_value in zip(op.results, results, strict=True):
-            values[result] = te_value
-            if result.name_hint is not None:
-                te_value.name_hint = result.name_hint
-    return pb.finish([values[v] for v in outputs])
+    with pb.sizing(size_names or _no_run_time_sizes):
+        values: dict[SSAValue, SSAValue] = {}
+        for n, value in enumerate(inputs):
+            hint = value.name_hint or f"t{n}"
+            values[value] = pb.placeholder(hint, value.type, run_time_sizes(shape_of(value)))
+        for op in ops:
+            fn = strategy_for(op)
+            if fn is None:
+                raise StratoError(f"'{op.name}' has no tensor-expression strategy", op=op)
+            results = fn(pb, op, [values[operand] for operand in op.operands])
+            for result, te_value in zip(op.results, results, strict=True):
+                values[result] = te_value
+                if result.name_hint is not None:
+                    te_value.name_hint = result.name_hint
+        return pb.finish([values[v] for v in outputs])
+
+
+def _no_run_time_sizes(value: SSAValue, dim: int) -> str:
+    raise StratoError(f"dimension {dim} of {value.type} is of run-time size, and nothing names it")
+
+
+class FunctionSizes:
+    """The names of the run-time sizes of the functions being lowered: one class of
+    equal run-time dimensions per name (`graph.dims.RunTimeDims`), which follows each
+    op's results to the te.call results that replace them."""
+
+    def __init__(self, module: ModuleOp):
+        self.dims: dict[FuncOp, RunTimeDims] = {}
+        for function in module.ops:
+            if isinstance(function, FuncOp) and _has_run_time_dims(function):
+                self.dims[function] = RunTimeDims.of_function(function)
+
+    def of(self, op: Operation) -> RunTimeDims | None:
+        top = _top_level_ancestor(op)
+        return self.dims.get(top) if isinstance(top, FuncOp) else None
+
+    def names(self, op: Operation) -> Callable[[SSAValue, int], str] | None:
+        """How the primitive of `op` names its run-time sizes: by the class of each
+        dimension, which must hold a dimension of the function's arguments."""
+        dims = self.of(op)
+        if dims is None:
+            return None
+
+        def name(value: SSAValue, d: int) -> str:
+            found = dims.name(value, d)
+            if found is None:
+                raise StratoError(
+                    f"dimension {d} of {value.type} is of run-time size, but no dimension "
+                    "of the function's arguments gives it",
+                    op=op,
+                )
+            return found
+
+        return name
+
+    def annotate(self) -> None:
+        """Each te function names the run-time sizes of its arguments and results
+        (`te.sizes`), so that its lowering knows which are one size."""
+        for function, dims in self.dims.items():
+            block = function.body.block
+            ret = block.last_op
+            assert isinstance(ret, func.ReturnOp)
+            for kind, values, given in (
+                ("arg_attrs", block.args, function.arg_attrs),
+                ("res_attrs", ret.arguments, function.res_attrs),
+            ):
+                old = given.data if given is not None else [DictionaryAttr({})] * len(values)
+                attrs = [
+                    _with_sizes(attr, dims, value, function)
+                    for attr, value in zip(old, values, strict=True)
+                ]
+                setattr(function, kind, ArrayAttr(attrs))
+
+
+def _with_sizes(
+    attr: DictionaryAttr, dims: RunTimeDims, value: SSAValue, function: FuncOp
+) -> DictionaryAttr:
+    """`attr` with the names of `value`'s run-time sizes in place of the graph's."""
+    kept = {k: v for k, v in attr.data.items() if k not in (SIZES_ATTR, te.SIZES_ATTR)}
+    names: list[str] = []
+    for d in run_time_axes(value):
+        name = dims.name(value, d)
+        if name is None:
+            raise StratoError(
+                f"dimension {d} of {value.type} is of run-time size, but no dimension of "
+                f"@{function.sym_name.data}'s arguments gives it",
+                op=function,
+            )
+        names.append(name)
+    if names:
+        kept[te.SIZES_ATTR] = ArrayAttr([StringAttr(n) for n in names])
+    return DictionaryAttr(kept)
+
+
+def _has_run_time_dims(function: FuncOp) -> bool:
+    return any(
+        is_run_time(t) for t in (*function.function_type.inputs, *function.function_type.outputs)
+    ) or any(is_run_time(r.type) for op in function.walk() for r in op.results)
 
 
 def kernel_parts(op: Operation) -> tuple[list[Operation], list[SSAValue], list[SSAValue]]:
@@ -142,6 +239,7 @@ class GraphOpLowering(RewritePattern):
     ops."""
 
     namer: SymbolNamer
+    sizes: FunctionSizes | None = None
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, graph.ConstantOp) or not _has_strategy(op):
@@ -151,9 +249,15 @@ class GraphOpLowering(RewritePattern):
         top = _top_level_ancestor(op)
         base = op.label.data if isinstance(op, graph.FusedOp) else op.name.split(".", 1)[1]
         name = self.namer.fresh(base)
-        primitive = build_primitive(name, *kernel_parts(op))
+        size_names = self.sizes.names(op) if self.sizes is not None else None
+        primitive = build_primitive(name, *kernel_parts(op), size_names=size_names)
         rewriter.insert(primitive, InsertPoint.before(top))
         call = te.CallOp(name, list(op.operands), [r.type for r in op.results])
+        dims = self.sizes.of(op) if self.sizes is not None else None
+        if dims is not None:
+            for old, new in zip(op.results, call.res, strict=True):
+                for d in run_time_axes(old):
+                    dims.alias((new, d), (old, d))
         for attr in (ARENA_OFFSETS_ATTR, IN_PLACE_ATTR):
             if attr in op.attributes:
                 call.attributes[attr] = op.attributes[attr]
@@ -214,8 +318,10 @@ def _top_level_ancestor(op: Operation) -> Operation:
     return op
 
 
-def graph_to_te_patterns(namer: SymbolNamer) -> list[RewritePattern]:
-    return [ConstantOpLowering(), ControlCallLowering(), GraphOpLowering(namer)]
+def graph_to_te_patterns(
+    namer: SymbolNamer, sizes: FunctionSizes | None = None
+) -> list[RewritePattern]:
+    return [ConstantOpLowering(), ControlCallLowering(), GraphOpLowering(namer, sizes)]
 
 
 @dataclass(frozen=True)
@@ -228,11 +334,13 @@ class ConvertGraphToTePass(ModulePass):
         # a graph.if or graph.loop a pipeline left in place (graph-default outlines them
         # first): its functions then have no memory plan, and allocate what they compute
         outline_branches(op)
+        sizes = FunctionSizes(op)
         walker = PatternRewriteWalker(
-            GreedyRewritePatternApplier(graph_to_te_patterns(SymbolNamer(op))),
+            GreedyRewritePatternApplier(graph_to_te_patterns(SymbolNamer(op), sizes)),
             apply_recursively=False,
         )
         walker.rewrite_module(op)
+        sizes.annotate()
         check_legal(op, self.name, illegal_dialects={"graph"})
         check_no_unlowered_tensor_ops(op, self.name)
 

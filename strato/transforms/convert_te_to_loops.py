@@ -1,9 +1,11 @@
 """convert-te-to-loops: each te primitive becomes a kernel of canonical loop nests.
 
 Requires: `te.primitive`s (static shapes, or run-time sizes given by `te.size`), and
-functions over tensors of static shapes whose ops are `te.call` of primitives without
-run-time sizes, `func.call` of other such functions and dense `arith.constant` tensors
-(plus scalar ops on non-tensor values).
+functions over tensors whose ops are `te.call` of primitives, `func.call` of other such
+functions and dense `arith.constant` tensors (plus scalar ops on non-tensor values). A
+function over tensors of run-time sizes names them (`te.sizes` on its arguments and
+results) and takes them as `index` arguments after its buffers, one per name
+(`loop.size`); the control-flow calls take static shapes only.
 Leaves illegal: every `te` op and every tensor-typed value (checked after the pass).
 
 The result follows the loop-level ABI:
@@ -92,7 +94,7 @@ small lowering class (`ComputeOpLowering`, `CallOpLowering`, ...) that the walk 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.builder import Builder
 from xdsl.context import Context
@@ -136,6 +138,7 @@ from strato.dialects.loop import (
     KERNEL_ATTR,
     OUTPUT_ATTR,
     REDUCTION_ATTR,
+    SIZE_ATTR,
     STAGE_ATTR,
     ForOp,
     MemoryScope,
@@ -713,8 +716,9 @@ class ConstantOpLowering:
 
 
 class CallOpLowering:
-    """te.call @p(%a..) / func.call @f(%a..) over tensors -> func.call @p(%a.., %out..),
-    the output buffers given by the caller."""
+    """te.call @p(%a..) / func.call @f(%a..) over tensors -> func.call @p(%a.., %out..,
+    %sizes..), the output buffers given by the caller, then the callee's run-time
+    sizes."""
 
     def lower(
         self,
@@ -722,9 +726,189 @@ class CallOpLowering:
         operands: Sequence[SSAValue],
         destinations: Sequence[SSAValue],
         builder: Builder,
+        sizes: Sequence[SSAValue] = (),
     ) -> None:
         callee = op.callee.string_value()
-        builder.insert(func.CallOp(callee, [*operands, *destinations], []))
+        builder.insert(func.CallOp(callee, [*operands, *destinations, *sizes], []))
+
+
+def function_size_names(function: func.FuncOp) -> list[str]:
+    """The run-time sizes a function over tensors takes after its buffers: the names
+    its arguments give their run-time dimensions (`te.sizes`), each once, in order."""
+    names: list[str] = []
+    inputs = function.function_type.inputs.data
+    for n, type_ in enumerate(inputs):
+        for size_name in _dimension_names(function, n, type_, function.arg_attrs):
+            if size_name not in names:
+                names.append(size_name)
+    for n, type_ in enumerate(function.function_type.outputs.data):
+        for size_name in _dimension_names(function, n, type_, function.res_attrs, "result"):
+            if size_name not in names:
+                raise StratoError(
+                    f"{PASS_NAME}: result {n} of @{function.sym_name.data} has the run-time "
+                    f"size '{size_name}', which no argument gives",
+                    op=function,
+                )
+    return names
+
+
+def _dimension_names(
+    function: func.FuncOp,
+    index: int,
+    type_: Attribute,
+    attrs: ArrayAttr[DictionaryAttr] | None,
+    what: str = "argument",
+) -> list[str]:
+    """The names of the run-time dimensions of a function's argument or result
+    (`te.sizes`); each unnamed one is a size of its own, named after its position."""
+    dynamic = [d for d, dim in enumerate(type_.get_shape()) if dim < 0] if isinstance(
+        type_, TensorType
+    ) else []
+    if not dynamic:
+        return []
+    given = attrs.data[index].data.get(te.SIZES_ATTR) if attrs is not None else None
+    if given is None:
+        if what == "result":
+            raise StratoError(
+                f"{PASS_NAME}: result {index} of @{function.sym_name.data} has run-time "
+                f"dimensions but does not name their sizes ('{te.SIZES_ATTR}')",
+                op=function,
+            )
+        return [f"{what}{index}_{d}" for d in dynamic]
+    if (
+        not isinstance(given, ArrayAttr)
+        or not all(isinstance(a, StringAttr) for a in given.data)
+        or len(given.data) != len(dynamic)
+    ):
+        raise StratoError(
+            f"{PASS_NAME}: '{te.SIZES_ATTR}' of {what} {index} of @{function.sym_name.data} "
+            f"must name its {len(dynamic)} run-time dimension(s), got {given}",
+            op=function,
+        )
+    return [a.data for a in given.data]  # type: ignore[union-attr]
+
+
+@dataclass
+class SizeSignature:
+    """How a primitive of run-time sizes is sized by its caller: its sizes (`te.size`
+    names, in order) and, per placeholder and per output, each dimension's static size
+    or size name."""
+
+    sizes: list[str]
+    inputs: list[list[int | str]]
+    outputs: list[list[int | str]]
+
+    @staticmethod
+    def of(primitive: te.PrimitiveOp) -> SizeSignature:
+        names = {size.result: size.size_name.data for size in primitive.run_time_sizes}
+
+        def dims(value: SSAValue) -> list[int | str]:
+            owner = value.owner
+            assert isinstance(owner, te.PlaceholderOp | te.StageOp)
+            return [
+                names[d] if isinstance(d, SSAValue) else d
+                for d in te.dim_extents(value.type, owner.sizes)
+            ]
+
+        return SizeSignature(
+            list(names.values()),
+            [dims(p.result) for p in primitive.placeholders],
+            [dims(v) for v in primitive.output.values],
+        )
+
+
+class RunTimeExtents:
+    """The extents of the tensors of a function over tensors of run-time sizes: each
+    dimension a static size or an `index` value of the lowered function (one of the
+    sizes it takes, which a te.call passes on to its primitive)."""
+
+    def __init__(self, named: Mapping[str, SSAValue]):
+        self.named = dict(named)
+        self.extents: dict[SSAValue, list[int | SSAValue]] = {}
+        self.call_sizes: dict[Operation, list[int | SSAValue]] = {}
+
+    def of_argument(self, function: func.FuncOp, index: int, value: SSAValue) -> None:
+        names = iter(_dimension_names(function, index, value.type, function.arg_attrs))
+        if isinstance(value.type, TensorType) and _has_run_time_dims(value.type):
+            self.extents[value] = [
+                self.named[next(names)] if dim < 0 else dim for dim in value.type.get_shape()
+            ]
+
+    def of(self, value: SSAValue) -> list[int | SSAValue]:
+        type_ = value.type
+        assert isinstance(type_, TensorType)
+        if not _has_run_time_dims(type_):
+            return list(type_.get_shape())
+        return self.extents[value]
+
+    def any_run_time(self, op: Operation) -> bool:
+        return any(_has_run_time_dims(v.type) for v in (*op.operands, *op.results))
+
+    def bind_call(self, op: te.CallOp, signature: SizeSignature | None) -> None:
+        """The run-time sizes of the primitive `op` calls, bound from the extents of the
+        operands its placeholders take, and the extents of its results."""
+        if signature is None:
+            return
+        bound: dict[int, int | SSAValue] = {}
+        for dims, operand in zip(signature.inputs, op.args, strict=True):
+            for dim, extent in zip(dims, self.of(operand), strict=True):
+                if isinstance(dim, str):
+                    bound.setdefault(signature.sizes.index(dim), extent)
+        for n, size_name in enumerate(signature.sizes):
+            if n not in bound:
+                raise StratoError(
+                    f"{PASS_NAME}: the run-time size '{size_name}' of "
+                    f"{op.callee} sizes none of its placeholders, so its caller cannot "
+                    "give it",
+                    op=op,
+                )
+        self.call_sizes[op] = [bound[n] for n in range(len(signature.sizes))]
+        for result, dims in zip(op.res, signature.outputs, strict=True):
+            if _has_run_time_dims(result.type):
+                self.extents[result] = [
+                    bound[signature.sizes.index(d)] if isinstance(d, str) else d for d in dims
+                ]
+
+    def of_call(self, op: Operation, builder: Builder) -> list[SSAValue]:
+        """The sizes `op` passes its primitive (after the buffers), as index values."""
+        return [_index_value(builder, e) for e in self.call_sizes.get(op, [])]
+
+    def copy(self, value: SSAValue, source: SSAValue, dest: SSAValue, builder: Builder) -> None:
+        """`dest` = `source`, the buffers of `value`: a memref.copy when static, else a
+        loop nest over its run-time extents (flat buffers: over their elements)."""
+        type_ = value.type
+        if not _has_run_time_dims(type_):
+            builder.insert(memref.CopyOp(source, dest))
+            return
+        assert isinstance(type_, TensorType)
+        extents = self.of(value)
+        if not _only_first_dynamic(type_):
+            extents = [_product(builder, extents)]
+        indices, inner, blocks = _element_loops(extents, builder)
+        element = inner.insert(memref.LoadOp.get(source, indices)).res
+        inner.insert(memref.StoreOp.get(element, dest, indices))
+        for block in blocks:
+            block.add_op(scf.YieldOp())
+
+    def alloc(self, value: SSAValue, op: Operation, builder: Builder) -> SSAValue:
+        """A new buffer for `value`: of its run-time extents when it has them."""
+        type_ = value.type
+        if not _has_run_time_dims(type_):
+            return builder.insert(memref.AllocOp([], [], memref_for(type_, op))).memref
+        assert isinstance(type_, TensorType)
+        buffer_type = _argument_type(type_, op)
+        extents = self.of(value)
+        if _only_first_dynamic(type_):
+            dynamic = [_index_value(builder, extents[0])]
+        else:
+            dynamic = [_index_value(builder, _product(builder, extents))]
+        return builder.insert(memref.AllocOp(dynamic, [], buffer_type)).memref
+
+
+def _index_value(builder: Builder, extent: int | SSAValue) -> SSAValue:
+    if isinstance(extent, SSAValue):
+        return extent
+    return builder.insert(arith.ConstantOp(IntegerAttr(extent, IndexType()))).result
 
 
 def _is_tensor_call(op: Operation) -> bool:
@@ -892,16 +1076,20 @@ def _zero_position(stacked: SSAValue, position: SSAValue, builder: Builder) -> N
 
 
 def _element_loops(
-    shape: Sequence[int], builder: Builder
+    shape: Sequence[int | SSAValue], builder: Builder
 ) -> tuple[list[SSAValue], Builder, list[Block]]:
-    """An scf.for nest over `shape` (inserted by `builder`): its induction variables, a
-    builder at the end of the innermost body, and the bodies (each still to yield)."""
+    """An scf.for nest over `shape` (inserted by `builder`; an extent is static or an
+    index value): its induction variables, a builder at the end of the innermost body,
+    and the bodies (each still to yield)."""
     indices: list[SSAValue] = []
     blocks: list[Block] = []
     inner = builder
     for extent in shape:
         zero, end, one = (
-            inner.insert(arith.ConstantOp(IntegerAttr(n, IndexType()))).result for n in (0, extent, 1)
+            n if isinstance(n, SSAValue) else inner.insert(
+                arith.ConstantOp(IntegerAttr(n, IndexType()))
+            ).result
+            for n in (0, extent, 1)
         )
         block = Block(arg_types=[IndexType()])
         inner.insert(scf.ForOp(zero, end, one, [], block))
@@ -1073,6 +1261,8 @@ class FunctionLowering:
     """func.func @f(tensors..) -> (tensors..) -> func.func @f(memrefs.., outs.. {loop.output})."""
 
     names: SymbolNames
+    # the primitives of run-time sizes, by name (collected before they are lowered)
+    signatures: dict[str, SizeSignature] = field(default_factory=dict)
 
     def lower(self, function: func.FuncOp) -> func.FuncOp:
         name = function.sym_name.data
@@ -1085,27 +1275,45 @@ class FunctionLowering:
                     op=function,
                 )
         input_types = [
-            memref_for(t, function) if isinstance(t, TensorType) else t for t in ftype.inputs.data
+            _argument_type(t, function) if isinstance(t, TensorType) else t
+            for t in ftype.inputs.data
         ]
-        output_types = [memref_for(t, function) for t in ftype.outputs.data]
+        output_types = [_argument_type(t, function) for t in ftype.outputs.data]
         input_attrs = (
             list(function.arg_attrs.data)
             if function.arg_attrs is not None
             else [DictionaryAttr({})] * len(input_types)
         )
+        output_attrs = _output_arg_attrs([], len(output_types)).data
+        if function.res_attrs is not None:
+            output_attrs = tuple(
+                DictionaryAttr(out.data | res.data)
+                for out, res in zip(output_attrs, function.res_attrs.data, strict=True)
+            )
+        size_names = function_size_names(function)
         lowered = func.FuncOp(
             name,
-            (input_types + output_types, []),
+            (input_types + output_types + [IndexType()] * len(size_names), []),
             Region.DEFAULT if function.body.blocks else Region(),
             function.sym_visibility,
-            arg_attrs=_output_arg_attrs(input_attrs, len(output_types)),
+            arg_attrs=ArrayAttr([
+                *input_attrs,
+                *output_attrs,
+                *[DictionaryAttr({SIZE_ATTR: StringAttr(n)}) for n in size_names],
+            ]),
         )
         lowered.attributes |= function.attributes
         if function.body.blocks:
-            self._lower_body(function, lowered, len(input_types))
+            self._lower_body(function, lowered, len(input_types), size_names)
         return lowered
 
-    def _lower_body(self, function: func.FuncOp, lowered: func.FuncOp, input_count: int) -> None:
+    def _lower_body(
+        self,
+        function: func.FuncOp,
+        lowered: func.FuncOp,
+        input_count: int,
+        size_names: Sequence[str] = (),
+    ) -> None:
         name = function.sym_name.data
         if len(function.body.blocks) != 1:
             raise StratoError(f"{PASS_NAME} expects @{name} to have a single block", op=function)
@@ -1114,11 +1322,20 @@ class FunctionLowering:
         if not isinstance(ret, func.ReturnOp):
             raise StratoError(f"@{name} does not end with func.return", op=function)
         args = lowered.body.block.args
-        in_args, out_args = args[:input_count], args[input_count:]
+        size_count = len(size_names)
+        in_args = args[:input_count]
+        out_args = args[input_count : len(args) - size_count]
         values: dict[SSAValue, SSAValue] = {}
         for old, new in zip(block.args, in_args):
             _set_name(new, old.name_hint)
             values[old] = new
+        # the run-time extents of each tensor, by the sizes the function takes
+        named = dict(zip(size_names, args[len(args) - size_count :], strict=True))
+        for size_name, arg in named.items():
+            _set_name(arg, size_name)
+        extents = RunTimeExtents(named)
+        for n, old in enumerate(block.args):
+            extents.of_argument(function, n, old)
 
         # A returned call result is written in place: the call gets the output buffer.
         returned = list(ret.arguments)
@@ -1149,7 +1366,7 @@ class FunctionLowering:
             if isinstance(op, func.ReturnOp):
                 for value, arg in zip(returned, out_args):
                     if in_place.get(value) is not arg:
-                        builder.insert(memref.CopyOp(values[value], arg))
+                        extents.copy(value, values[value], arg, builder)
                 if arena_buffer is not None:
                     builder.insert(memref.DeallocOp.get(arena_buffer))
                 builder.insert(func.ReturnOp())
@@ -1161,18 +1378,25 @@ class FunctionLowering:
                 (result,) = op.results
                 values[result] = self._view(arena_buffer, arena.offsets[result], result, op, builder)
             elif _is_tensor_call(op):
+                if isinstance(op, te.CallOp):
+                    extents.bind_call(op, self.signatures.get(op.callee.string_value()))
                 destinations = []
                 for result in op.results:
                     dest = in_place.get(result)
                     if dest is None and arena_buffer is not None and result in arena.offsets:
                         dest = self._view(arena_buffer, arena.offsets[result], result, op, builder)
                     if dest is None:
-                        alloc = builder.insert(memref.AllocOp([], [], memref_for(result.type, op)))
-                        _set_name(alloc.memref, result.name_hint)
-                        dest = alloc.memref
+                        alloc = extents.alloc(result, op, builder)
+                        _set_name(alloc, result.name_hint)
+                        dest = alloc
                         allocated.append(result)
                     values[result] = dest
                     destinations.append(dest)
+                if not isinstance(op, te.CallOp | func.CallOp) and extents.any_run_time(op):
+                    raise StratoError(
+                        f"{PASS_NAME} lowers '{op.name}' over tensors of static shapes only",
+                        op=op,
+                    )
                 if isinstance(op, te.LoopCallOp):
                     lower_loop_call(op, values, destinations, builder)
                 elif isinstance(op, te.ScanCallOp):
@@ -1184,7 +1408,10 @@ class FunctionLowering:
                     )  # fmt: skip
                 else:
                     assert isinstance(op, te.CallOp | func.CallOp)
-                    calls.lower(op, [values[v] for v in op.operands], destinations, builder)
+                    sizes = extents.of_call(op, builder)
+                    calls.lower(
+                        op, [values[v] for v in op.operands], destinations, builder, sizes
+                    )
             elif op.regions or _has_tensor_type(op):
                 raise StratoError(
                     f"{PASS_NAME} cannot lower '{op.name}' in @{name}: functions over "
@@ -1229,6 +1456,9 @@ def lower_te_to_loops(module: ModuleOp) -> None:
     names = SymbolNames(module)
     primitives = PrimitiveOpLowering()
     functions = FunctionLowering(names)
+    for op in module.ops:
+        if isinstance(op, te.PrimitiveOp) and op.run_time_sizes:
+            functions.signatures[op.sym_name.data] = SizeSignature.of(op)
     uncalled = _called_in_place_only(module)
     _check_run_time_primitives_not_called(module)
     for op in list(module.ops):
@@ -1248,14 +1478,16 @@ def lower_te_to_loops(module: ModuleOp) -> None:
 
 
 def _check_run_time_primitives_not_called(module: ModuleOp) -> None:
-    """A primitive with run-time sizes is a kernel of its own: a call of it from a
-    function over tensors (whose shapes are static) is refused by name."""
+    """A primitive with run-time sizes is called by te.call, which passes the sizes on;
+    any other reference to it (a control-flow call's) is refused by name."""
     run_time = {
         op.sym_name.data for op in module.ops if isinstance(op, te.PrimitiveOp) and op.run_time_sizes
     }
     if not run_time:
         return
     for op in module.walk():
+        if isinstance(op, te.CallOp):
+            continue  # a function over tensors passes the sizes on
         for attr in op.properties.values():
             if isinstance(attr, SymbolRefAttr) and attr.root_reference.data in run_time:
                 raise StratoError(

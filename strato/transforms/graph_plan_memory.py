@@ -71,6 +71,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from strato.dialects import graph
+from strato.dialects.graph.base import is_run_time
 from strato.dialects.tensor_types import numpy_dtype
 
 ALIGNMENT = 64
@@ -307,8 +308,8 @@ def plan_memory(function: func.FuncOp) -> MemoryPlan:
     plan = MemoryPlan()
     for op in kernels_of(function):
         for result in op.results:
-            if result in returned:
-                continue
+            if result in returned or is_run_time(result.type):
+                continue  # a tensor of run-time size is allocated when its size is known
             start, end = lifetime(result, position)
             plan.buffers.append(Buffer(result, tensor_bytes(result), start, end))
     by_value = {b.value: b for b in plan.buffers}

@@ -285,6 +285,8 @@ class RaiseLayerNorm(RewritePattern):
         chain: list[Operation],
     ) -> None:
         normalized = _shape(x)[-axes:]
+        if any(dim < 0 for dim in normalized):
+            return  # a layer norm takes static normalized axes
         root: Operation = op
         affine: list[SSAValue | None] = []
         for kind in (graph.MulOp, graph.AddOp):

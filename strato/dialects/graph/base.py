@@ -67,6 +67,53 @@ def broadcast_shapes(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...] 
     return tuple(reversed(result))
 
 
+def shape_text(shape: Sequence[int]) -> str:
+    """A shape as a user reads it, `?` for a run-time dimension: [?, 8]."""
+    return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
+
+
+def is_run_time(type_: Attribute) -> bool:
+    """Whether a tensor type has dimensions of run-time size (`?`)."""
+    return isinstance(type_, TensorType) and any(dim < 0 for dim in type_.get_shape())
+
+
+def same_dims_as(
+    op: Operation, operand: int = 0, results: Sequence[int] = (0,)
+) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """The run-time dimension sources of results shaped like operand `operand`."""
+    shape = static_shape(op.operands[operand])
+    return {
+        (r, d): [(operand, d)] for r in results for d, size in enumerate(shape) if size < 0
+    }
+
+
+def broadcast_dim_sources(
+    shapes: Sequence[Sequence[int]], result_rank: int, operands: Sequence[int] | None = None
+) -> dict[int, list[tuple[int, int]]]:
+    """For each result dimension of a broadcast of `shapes` (aligned from the right),
+    the operand dimensions of run-time size that meet there; `operands` are the
+    operand indices of the shapes (0, 1, .. when omitted)."""
+    indices = range(len(shapes)) if operands is None else operands
+    sources: dict[int, list[tuple[int, int]]] = {}
+    for index, shape in zip(indices, shapes, strict=True):
+        offset = result_rank - len(shape)
+        for d, size in enumerate(shape):
+            if size < 0:
+                sources.setdefault(d + offset, []).append((index, d))
+    return sources
+
+
+def check_static_axes(op: Operation, shape: Sequence[int], axes, what: str) -> None:
+    """Refuses an op that `what` (reduces over, normalizes over) a dimension of
+    run-time size: reductions take static extents."""
+    for axis in axes:
+        if shape[axis] < 0:
+            raise VerifyException(
+                f"'{op.name}' {what} dimension {axis} of run-time size; reductions take "
+                "static extents"
+            )
+
+
 def static_shape(value: SSAValue) -> tuple[int, ...]:
     assert isinstance(value.type, TensorType)
     return value.type.get_shape()
@@ -99,6 +146,10 @@ class GraphOp(IRDLOperation):
     FLOAT_OPERANDS: ClassVar[bool] = True
     # ... and that operands and the first result share one element type
     SAME_ELEMENT_TYPE: ClassVar[bool] = True
+    # whether the op's shape rule and strategy also hold for run-time (`?`)
+    # dimensions; such an op says where each of its results' run-time sizes comes
+    # from (`run_time_dim_sources`)
+    RUN_TIME_DIMS: ClassVar[bool] = False
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         raise NotImplementedError(f"{self.name} has no reference semantics")
@@ -107,9 +158,19 @@ class GraphOp(IRDLOperation):
         """The result shape implied by the operands, or None where it is not defined."""
         return None
 
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        """For each run-time dimension of a result, (result index, dimension), the
+        operand dimensions, (operand index, dimension), of the same size. Two run-time
+        dimensions that meet are the same size: they never broadcast against each other.
+        Ops that set `RUN_TIME_DIMS` define it."""
+        return {}
+
     def verify_(self) -> None:
-        for value in (*self.operands, *self.results):
-            self._check_static(value.type)
+        if self.RUN_TIME_DIMS:
+            self._check_run_time_dims()
+        else:
+            for value in (*self.operands, *self.results):
+                self._check_static(value.type)
         if self.FLOAT_OPERANDS:
             for operand in self.operands:
                 if not isinstance(element_type(operand), AnyFloat):
@@ -130,9 +191,23 @@ class GraphOp(IRDLOperation):
         expected = self.infer_shape()
         if expected is not None and tuple(expected) != result_type.get_shape():
             raise VerifyException(
-                f"'{self.name}' result shape {list(result_type.get_shape())} does not "
-                f"match the inferred shape {list(expected)}"
+                f"'{self.name}' result shape {shape_text(result_type.get_shape())} does "
+                f"not match the inferred shape {shape_text(expected)}"
             )
+
+    def _check_run_time_dims(self) -> None:
+        """Each run-time dimension of a result is given by an operand's dimension."""
+        if not any(is_run_time(r.type) for r in self.results):
+            return
+        sources = self.run_time_dim_sources()
+        for n, result in enumerate(self.results):
+            assert isinstance(result.type, TensorType)
+            for d, size in enumerate(result.type.get_shape()):
+                if size < 0 and not sources.get((n, d)):
+                    raise VerifyException(
+                        f"'{self.name}' result dimension {d} is of run-time size, but no "
+                        "operand dimension gives it"
+                    )
 
     def _check_static(self, type_: Attribute) -> None:
         assert isinstance(type_, TensorType)
@@ -154,8 +229,13 @@ class UnaryElementwiseOp(GraphOp):
     def __init__(self, input: SSAValue | Operation):
         super().__init__(operands=[input], result_types=[SSAValue.get(input).type])
 
+    RUN_TIME_DIMS: ClassVar[bool] = True
+
     def infer_shape(self) -> tuple[int, ...] | None:
         return static_shape(self.input)
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        return same_dims_as(self)
 
 
 class BroadcastBinaryOp(GraphOp):
@@ -168,6 +248,7 @@ class BroadcastBinaryOp(GraphOp):
     traits = traits_def(NoMemoryEffect())
     assembly_format = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)"
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.BROADCAST
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     def __init__(self, lhs: SSAValue | Operation, rhs: SSAValue | Operation):
         lhs, rhs = SSAValue.get(lhs), SSAValue.get(rhs)
@@ -182,10 +263,15 @@ class BroadcastBinaryOp(GraphOp):
         shape = broadcast_shapes(static_shape(self.lhs), static_shape(self.rhs))
         if shape is None:
             raise VerifyException(
-                f"'{self.name}' operand shapes {list(static_shape(self.lhs))} and "
-                f"{list(static_shape(self.rhs))} do not broadcast"
+                f"'{self.name}' operand shapes {shape_text(static_shape(self.lhs))} and "
+                f"{shape_text(static_shape(self.rhs))} do not broadcast"
             )
         return shape
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        shapes = [static_shape(self.lhs), static_shape(self.rhs)]
+        rank = len(static_shape(self.result))
+        return {(0, d): s for d, s in broadcast_dim_sources(shapes, rank).items()}
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         dtype = numpy_dtype(self.result.type)

@@ -137,6 +137,8 @@ class FusedOp(GraphOp):
     """
 
     name = "graph.fused"
+    # its body's ops check their own dimensions
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     inputs = var_operand_def(FloatTensor)
     outputs = var_result_def(FloatTensor)
@@ -164,6 +166,11 @@ class FusedOp(GraphOp):
     @property
     def pattern_kind(self) -> PatternKind:
         return PatternKind(self.kind.data)
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        from strato.dialects.graph.dims import fused_dim_sources
+
+        return fused_dim_sources(self)
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         env: dict[SSAValue, np.ndarray] = dict(zip(self.body.block.args, inputs))

@@ -23,7 +23,9 @@ from strato.dialects.graph.base import (
     FloatTensor,
     GraphOp,
     PatternKind,
+    broadcast_dim_sources,
     broadcast_shapes,
+    is_run_time,
     static_shape,
 )
 from strato.dialects.tensor_types import tensor_type_like
@@ -41,6 +43,7 @@ class MatmulOp(GraphOp):
 
     name = "graph.matmul"
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OUT_ELEMWISE_FUSABLE
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     lhs = operand_def(FloatTensor)
     rhs = operand_def(FloatTensor)
@@ -66,6 +69,11 @@ class MatmulOp(GraphOp):
             raise VerifyException(
                 f"'graph.matmul' contraction dimensions differ: {lhs[-1]} and {rhs[-2]}"
             )
+        if lhs[-1] < 0:
+            raise VerifyException(
+                "'graph.matmul' contracts a dimension of run-time size; reductions "
+                "take static extents"
+            )
         shape = matmul_shape(lhs, rhs)
         if shape is None:
             raise VerifyException(
@@ -73,6 +81,17 @@ class MatmulOp(GraphOp):
                 f"{list(rhs[:-2])} do not broadcast"
             )
         return shape
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        lhs, rhs = static_shape(self.lhs), static_shape(self.rhs)
+        rank = len(static_shape(self.result))
+        batch = broadcast_dim_sources([lhs[:-2], rhs[:-2]], rank - 2)
+        sources = {(0, d): s for d, s in batch.items()}
+        if lhs[-2] < 0:
+            sources[(0, rank - 2)] = [(0, len(lhs) - 2)]
+        if rhs[-1] < 0:
+            sources[(0, rank - 1)] = [(1, len(rhs) - 1)]
+        return sources
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.matmul(inputs[0], inputs[1]).astype(inputs[0].dtype)]
@@ -102,6 +121,7 @@ class DenseOp(GraphOp):
     # quantized graphs multiply int32 tensors (int8 values, exact int32 accumulation)
     FLOAT_OPERANDS: ClassVar[bool] = False
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OUT_ELEMWISE_FUSABLE
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     input = operand_def(FloatTensor)
     weight = operand_def(FloatTensor)
@@ -143,6 +163,23 @@ class DenseOp(GraphOp):
                 f"'graph.dense' bias must have shape [{w[0]}], got {list(static_shape(self.bias))}"
             )
         return (*x[:-1], w[0])
+
+    def verify_(self) -> None:
+        for operand in self.operands[1:]:
+            if is_run_time(operand.type):
+                raise VerifyException(
+                    f"'graph.dense' weight and bias take static shapes, got {operand.type}"
+                )
+        super().verify_()
+        if static_shape(self.input)[-1] < 0:
+            raise VerifyException(
+                "'graph.dense' contracts a dimension of run-time size; reductions take "
+                "static extents"
+            )
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        shape = static_shape(self.input)
+        return {(0, d): [(0, d)] for d, size in enumerate(shape[:-1]) if size < 0}
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         out = np.matmul(inputs[0], inputs[1].T)

@@ -44,6 +44,8 @@ from strato.dialects.graph.base import (
     GraphOp,
     PatternKind,
     broadcast_shapes,
+    check_static_axes,
+    same_dims_as,
     static_shape,
 )
 from strato.dialects.graph.elementwise import (
@@ -135,6 +137,7 @@ class SoftmaxOp(GraphOp):
 
     name = "graph.softmax"
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OUT_ELEMWISE_FUSABLE
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     T: ClassVar = VarConstraint("T", FloatTensor)
     input = operand_def(T)
@@ -169,7 +172,11 @@ class SoftmaxOp(GraphOp):
             raise VerifyException(
                 f"'graph.softmax' axes {list(axes)} out of range for rank {len(shape)}"
             )
+        check_static_axes(self, shape, axes, "normalizes over")
         return shape
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        return same_dims_as(self)
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [softmax(inputs[0], self.reduced_axes)]
@@ -203,6 +210,7 @@ class LayerNormOp(GraphOp):
 
     name = "graph.layer_norm"
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.OUT_ELEMWISE_FUSABLE
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     input = operand_def(FloatTensor)
     scale = opt_operand_def(FloatTensor)
@@ -258,6 +266,7 @@ class LayerNormOp(GraphOp):
             raise VerifyException(
                 f"'graph.layer_norm' epsilon must not be negative, got {self.epsilon.value.data}"
             )
+        check_static_axes(self, shape, range(axis, len(shape)), "normalizes over")
         normalized = shape[axis:]
         for what, operand in (("scale", self.scale), ("bias", self.bias)):
             if operand is None:
@@ -288,6 +297,9 @@ class LayerNormOp(GraphOp):
 
     def infer_shape(self) -> tuple[int, ...] | None:
         return static_shape(self.input)
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        return same_dims_as(self, results=range(len(self.results)))
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         scale = inputs[1] if self.scale is not None else None

@@ -40,6 +40,7 @@ from strato.dialects.graph.base import (
     AnyTensor,
     GraphOp,
     PatternKind,
+    check_static_axes,
     element_type,
     static_shape,
 )
@@ -59,6 +60,7 @@ class ReductionOp(GraphOp):
 
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.REDUCTION
     FLOAT_OPERANDS: ClassVar[bool] = False
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     input = operand_def(AnyTensor)
     axes = prop_def(DenseArrayBase.constr(i64))
@@ -104,12 +106,21 @@ class ReductionOp(GraphOp):
             raise VerifyException(
                 f"'{self.name}' axes {list(axes)} are out of range for rank {len(shape)}"
             )
+        check_static_axes(self, shape, axes, "reduces over")
         return reduced_shape(shape, axes, self.keeps_dims)
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        kept = [d for d in range(len(static_shape(self.input))) if d not in self.axis_values]
+        shape = static_shape(self.input)
+        if self.keeps_dims:
+            return {(0, d): [(0, d)] for d in kept if shape[d] < 0}
+        return {(0, n): [(0, d)] for n, d in enumerate(kept) if shape[d] < 0}
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         x = inputs[0]
         result = self.reduce(x, self.axis_values)
-        return [np.asarray(result, dtype=x.dtype).reshape(static_shape(self.result))]
+        shape = reduced_shape(x.shape, self.axis_values, self.keeps_dims)
+        return [np.asarray(result, dtype=x.dtype).reshape(shape)]
 
     @staticmethod
     def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:

@@ -92,6 +92,8 @@ def _pack(op: graph.DenseOp, lanes: int) -> list[Operation] | None:
     if not isinstance(weight, graph.ConstantOp) or op.weight.type.element_type != f32:
         return None
     x_shape = static_shape(op.input)
+    if any(dim < 0 for dim in x_shape):
+        return None  # rows known at run time only: the dense stays as it is
     columns, features = static_shape(op.weight)
     rows = prod(x_shape[:-1])
     packing = packed_columns(rows, columns, lanes)

@@ -100,3 +100,35 @@ func.func @planned(%x: tensor<256xf32>) -> tensor<256xf32> attributes {arena_byt
   %b = graph.relu %a {arena_offsets = array<i64: -1>} : tensor<256xf32>
   func.return %b : tensor<256xf32>
 }
+
+// -----
+
+// Run-time dimensions: each primitive takes one te.size per class of equal run-time
+// dimensions (named by the arguments' graph.sizes, else after the argument), and the
+// function names the sizes of its arguments and results (te.sizes).
+// CHECK-LABEL: te.primitive @add_0
+// CHECK-NEXT:    %batch = te.size "batch" : index
+// CHECK-NEXT:    %x = te.placeholder "x" sizes(%batch) : tensor<?x8xf32>
+// CHECK-NEXT:    %y = te.placeholder "y" sizes(%batch) : tensor<?x8xf32>
+// CHECK-NEXT:    %s = te.compute "add" (%i, %j) sizes(%batch) : tensor<?x8xf32> {
+// CHECK-LABEL: te.primitive @dense_1
+// CHECK-NEXT:    %batch = te.size "batch" : index
+// CHECK-NEXT:    %s = te.placeholder "s" sizes(%batch) : tensor<?x8xf32>
+// CHECK-NEXT:    %w = te.placeholder "w" : tensor<4x8xf32>
+// CHECK-NEXT:    %d = te.reduce "dense" sum (%i, %j) over (%k : 8) init 0.000000e+00 sizes(%batch) : tensor<?x4xf32> {
+// CHECK-LABEL: te.primitive @matmul_2
+// CHECK-NEXT:    %batch = te.size "batch" : index
+// CHECK-NEXT:    %[[Z:.*]] = te.size "z_1" : index
+// CHECK-NEXT:    %d = te.placeholder "d" sizes(%batch) : tensor<?x4xf32>
+// CHECK-NEXT:    %{{.*}} = te.placeholder "z" sizes(%[[Z]]) : tensor<4x?xf32>
+// CHECK-NEXT:    %m = te.reduce "matmul" sum (%i, %j) over (%k : 4) init 0.000000e+00 sizes(%batch, %[[Z]]) : tensor<?x?xf32> {
+// CHECK-LABEL: func.func @rows
+// CHECK-SAME:    (%x: tensor<?x8xf32> {te.sizes = ["batch"]}, %y: tensor<?x8xf32> {te.sizes = ["batch"]}, %w: tensor<4x8xf32>, %z: tensor<4x?xf32> {te.sizes = ["z_1"]})
+// CHECK-SAME:    -> (tensor<?x?xf32> {te.sizes = ["batch", "z_1"]})
+// CHECK-NEXT:    %s = te.call @add_0(%x, %y) : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+func.func @rows(%x: tensor<?x8xf32> {graph.sizes = ["batch"]}, %y: tensor<?x8xf32>, %w: tensor<4x8xf32>, %z: tensor<4x?xf32>) -> tensor<?x?xf32> {
+  %s = graph.add %x, %y : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %d = graph.dense %s, %w : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+  %m = graph.matmul %d, %z : (tensor<?x4xf32>, tensor<4x?xf32>) -> tensor<?x?xf32>
+  func.return %m : tensor<?x?xf32>
+}

@@ -385,3 +385,29 @@ te.primitive @run_time_sizes {
   }
   te.output %r : tensor<?x?xf32>
 }
+
+// A function over tensors of run-time sizes takes each size, by the name its arguments
+// give it (te.sizes), after its buffers (loop.size); an intermediate is allocated at
+// its run-time size, and each call passes its primitive the sizes it takes.
+// CHECK-LABEL: func.func @rows(%x: memref<?x8xf32> {te.sizes = ["n"]}, %s: memref<?x8xf32> {loop.output, te.sizes = ["n"]}, %n: index {loop.size = "n"}) {
+// CHECK-NEXT:    %r = memref.alloc(%n) : memref<?x8xf32>
+// CHECK-NEXT:    func.call @rows_relu(%x, %r, %n) : (memref<?x8xf32>, memref<?x8xf32>, index) -> ()
+// CHECK-NEXT:    func.call @rows_relu(%r, %s, %n) : (memref<?x8xf32>, memref<?x8xf32>, index) -> ()
+// CHECK-NEXT:    memref.dealloc %r : memref<?x8xf32>
+// CHECK-NEXT:    func.return
+te.primitive @rows_relu {
+  %n = te.size "n" : index
+  %x = te.placeholder "x" sizes(%n) : tensor<?x8xf32>
+  %r = te.compute "relu" (%i, %j) sizes(%n) : tensor<?x8xf32> {
+    %v = te.read %x[%i, %j] : tensor<?x8xf32>
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    te.yield %m : f32
+  }
+  te.output %r : tensor<?x8xf32>
+}
+func.func @rows(%x: tensor<?x8xf32> {te.sizes = ["n"]}) -> (tensor<?x8xf32> {te.sizes = ["n"]}) {
+  %r = te.call @rows_relu(%x) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %s = te.call @rows_relu(%r) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  func.return %s : tensor<?x8xf32>
+}

@@ -14,7 +14,7 @@ func.func @int_operand(%a: tensor<4xi32>) -> tensor<4xi32> {
 // -----
 
 func.func @dynamic_operand(%a: tensor<?x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
-  // expected-error @+1 {{'graph.add' requires static shapes, got tensor<?x4xf32>}}
+  // expected-error @+1 {{'graph.add' result shape [2, 4] does not match the inferred shape [?, 4]}}
   %r = graph.add %a, %b : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
   func.return %r : tensor<2x4xf32>
 }
@@ -22,7 +22,7 @@ func.func @dynamic_operand(%a: tensor<?x4xf32>, %b: tensor<4xf32>) -> tensor<2x4
 // -----
 
 func.func @dynamic_result(%a: tensor<2x4xf32>, %b: tensor<4xf32>) -> tensor<?x4xf32> {
-  // expected-error @+1 {{'graph.add' requires static shapes, got tensor<?x4xf32>}}
+  // expected-error @+1 {{'graph.add' result dimension 0 is of run-time size, but no operand dimension gives it}}
   %r = graph.add %a, %b : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
   func.return %r : tensor<?x4xf32>
 }
@@ -278,3 +278,38 @@ func.func @yield_outside(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'graph.yield' expects parent op to be one of 'graph.fused', 'graph.if'}}
   graph.yield %x : tensor<4xf32>
 }
+
+// -----
+
+// A run-time (?) dimension never broadcasts against a static one.
+func.func @run_time_against_static(%a: tensor<?x3xf32>, %b: tensor<4x3xf32>) -> tensor<4x3xf32> {
+  // expected-error @+1 {{'graph.add' operand shapes}}
+  %r = graph.add %a, %b : (tensor<?x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  func.return %r : tensor<4x3xf32>
+}
+
+// -----
+
+func.func @run_time_contraction(%a: tensor<2x?xf32>, %b: tensor<?x3xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'graph.matmul' contracts a dimension of run-time size; reductions take static extents}}
+  %r = graph.matmul %a, %b : (tensor<2x?xf32>, tensor<?x3xf32>) -> tensor<2x3xf32>
+  func.return %r : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @run_time_weight(%a: tensor<?x3xf32>, %w: tensor<?x3xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'graph.dense' weight and bias take static shapes, got tensor<?x3xf32>}}
+  %r = graph.dense %a, %w : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x?xf32>
+  func.return %r : tensor<?x?xf32>
+}
+
+// -----
+
+// An op whose strategy needs static shapes says so.
+func.func @run_time_transpose(%a: tensor<?x3xf32>) -> tensor<3x?xf32> {
+  // expected-error @+1 {{'graph.transpose' requires static shapes, got tensor<?x3xf32>}}
+  %r = graph.transpose %a [1, 0] : (tensor<?x3xf32>) -> tensor<3x?xf32>
+  func.return %r : tensor<3x?xf32>
+}
+

@@ -118,3 +118,11 @@ func.func @cumsum_axis_out_of_range(%a: tensor<2x3xf32>) {
   %c = graph.cumsum %a axis 2 : tensor<2x3xf32>
   func.return
 }
+
+// -----
+
+func.func @run_time_axis(%a: tensor<?x3xf32>) -> tensor<3xf32> {
+  // expected-error @+1 {{'graph.reduce_sum' reduces over dimension 0 of run-time size; reductions take static extents}}
+  %r = graph.reduce_sum %a [0] : (tensor<?x3xf32>) -> tensor<3xf32>
+  func.return %r : tensor<3xf32>
+}

@@ -1,0 +1,208 @@
+"""Graph functions over tensors of run-time sizes, compiled once for every size.
+
+Graph ops that take `?` dimensions (element-wise, broadcasts, softmax, reductions and
+layer normalization over static axes, dense, matmul, fused groups of them), the classes
+of equal run-time dimensions (`graph.dims`), their te.size in each primitive
+(convert-graph-to-te), and the function that takes the sizes and allocates its
+intermediates at them (convert-te-to-loops), run by the JIT and the interpreters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.parser import Parser
+from xdsl.utils.exceptions import VerifyException
+
+from strato.compiler import run_stages
+from strato.context import make_context
+from strato.diagnostics import StratoError
+from strato.dialects.graph.dims import RunTimeDims
+from strato.interpreters.graph import run_graph
+from strato.interpreters.loop import run_loops
+from strato.interpreters.te import run_te
+from strato.pipeline import run_pipeline
+from strato.targets.llvm.kernels import compile_loops
+from strato.targets.registry import get_target
+from strato.testing.graph_programs import RunTimeGraphProgram, run_time_graph_programs
+
+ROWS = """
+func.func @rows(%x: tensor<?x8xf32> {graph.sizes = ["batch"]}, %y: tensor<?x8xf32>, %w: tensor<4x8xf32>) -> tensor<?x4xf32> {
+  %s = graph.add %x, %y : (tensor<?x8xf32>, tensor<?x8xf32>) -> tensor<?x8xf32>
+  %r = graph.relu %s : tensor<?x8xf32>
+  %d = graph.dense %r, %w : (tensor<?x8xf32>, tensor<4x8xf32>) -> tensor<?x4xf32>
+  %p = graph.softmax %d axes [1] : tensor<?x4xf32>
+  func.return %p : tensor<?x4xf32>
+}
+"""
+
+
+def parse(text: str) -> ModuleOp:
+    module = Parser(make_context(), text).parse_module()
+    module.verify()
+    return module
+
+
+def lower(module: ModuleOp, spec: str) -> ModuleOp:
+    run_pipeline(make_context(), module, spec)
+    return module
+
+
+def compile_for_llvm(module: ModuleOp, threads: int = 2):
+    """The module through the llvm target's stages (graph-default, fusion, the lowering,
+    schedule-default), compiled by the JIT."""
+    run_stages(get_target("llvm").stages(), module)
+    return compile_loops(module, threads=threads)
+
+
+def rows_inputs(n: int, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [
+        rng.standard_normal((n, 8)).astype(np.float32),
+        rng.standard_normal((n, 8)).astype(np.float32),
+        rng.standard_normal((4, 8)).astype(np.float32),
+    ]
+
+
+def test_one_compile_runs_every_batch_size():
+    """Compiled once, the function takes the batch after its buffers and runs at 0 to
+    1000 rows as the graph interpreter does; the te and loop interpreters agree."""
+    jit = compile_for_llvm(parse(ROWS))
+    reference = parse(ROWS)
+    for n in (0, 1, 3, 64, 1000):
+        inputs = rows_inputs(n, n)
+        out = np.full((n, 4), np.nan, np.float32)
+        jit.function("rows")(*inputs, out, n)
+        (expected,) = run_graph(reference, inputs, "rows")
+        np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)
+    inputs = rows_inputs(5)
+    (expected,) = run_graph(reference, inputs, "rows")
+    te_module = lower(parse(ROWS), "convert-graph-to-te")
+    np.testing.assert_allclose(run_te(te_module, inputs, "rows")[0], expected, rtol=1e-5)
+    loops = lower(te_module, "convert-te-to-loops")
+    (interpreted,) = run_loops(loops, [*inputs, 5], "rows", output_shapes=[(5, 4)])
+    np.testing.assert_allclose(interpreted, expected, rtol=1e-5)
+
+
+def test_the_lowered_function_takes_each_size_once_by_name():
+    loops = lower(parse(ROWS), "graph-default,convert-graph-to-te,convert-te-to-loops")
+    (function,) = [
+        op for op in loops.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "rows"
+    ]
+    assert [str(t) for t in function.function_type.inputs.data] == [
+        "memref<?x8xf32>", "memref<?x8xf32>", "memref<4x8xf32>", "memref<?x4xf32>", "index",
+    ]  # fmt: skip
+    assert function.arg_attrs is not None
+    assert function.arg_attrs.data[-1].data["loop.size"].data == "batch"  # type: ignore[union-attr]
+    # run-time intermediates are allocated at their size, not planned in the arena
+    assert function.attributes["arena_bytes"].value.data == 0  # type: ignore[union-attr]
+    allocs = [op for op in function.walk() if op.name == "memref.alloc"]
+    assert allocs and all(len(op.operands) == 1 for op in allocs)
+
+
+@given(
+    program=run_time_graph_programs(),
+    sizes=st.lists(st.integers(0, 40), min_size=1, max_size=3),
+)
+def test_run_time_programs_compile_once_for_every_size(
+    program: RunTimeGraphProgram, sizes: list[int]
+):
+    """Random programs over a batch of run-time size: one compile, run at each drawn
+    size (0 included), equal to the graph interpreter at that size."""
+    jit = compile_for_llvm(program.module.clone())
+    for n in sizes:
+        inputs = program.random_inputs(n, seed=n)
+        (expected,) = run_graph(program.module, inputs, "main")
+        out = np.full(expected.shape, np.nan, np.float32)
+        jit.function("main")(*inputs, out, n)
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+
+
+@given(program=run_time_graph_programs(max_ops=4), n=st.integers(1, 6))
+def test_convert_graph_to_te_keeps_the_meaning_at_run_time_sizes(
+    program: RunTimeGraphProgram, n: int
+):
+    inputs = program.random_inputs(n, seed=n)
+    (expected,) = run_graph(program.module, inputs, "main")
+    lowered = lower(program.module.clone(), "convert-graph-to-te")
+    (result,) = run_te(lowered, inputs, "main")
+    np.testing.assert_allclose(result, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_dimension_classes_follow_the_ops_and_the_names():
+    module = parse(
+        """
+        func.func @f(%a: tensor<?x4xf32> {graph.sizes = ["n"]}, %b: tensor<?x4xf32>,
+                     %c: tensor<?x4xf32> {graph.sizes = ["n"]}, %d: tensor<?x?xf32>) -> tensor<?x4xf32> {
+          %s = graph.add %a, %b : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+          %r = graph.reduce_sum %s [1] keepdims : (tensor<?x4xf32>) -> tensor<?x1xf32>
+          func.return %s : tensor<?x4xf32>
+        }
+        """
+    )
+    (function,) = module.ops
+    assert isinstance(function, func.FuncOp)
+    dims = RunTimeDims.of_function(function)
+    a, b, c, d = function.body.block.args
+    s, r = [op.results[0] for op in list(function.body.block.ops)[:2]]
+    # a and c are one size by name, b by meeting a in the add
+    assert {dims.name(v, 0) for v in (a, b, c, s, r)} == {"n"}
+    assert (dims.name(d, 0), dims.name(d, 1)) == ("d_0", "d_1")
+
+
+def test_sizes_the_arguments_do_not_give_are_named():
+    with pytest.raises(VerifyException, match="names 2 size"):
+        module = parse(
+            """
+            func.func @f(%a: tensor<?x4xf32> {graph.sizes = ["n", "m"]}) -> tensor<?x4xf32> {
+              func.return %a : tensor<?x4xf32>
+            }
+            """
+        )
+        (function,) = module.ops
+        assert isinstance(function, func.FuncOp)
+        RunTimeDims.of_function(function)
+    # a te function whose result has a size none of its arguments gives
+    module = parse(
+        """
+        te.primitive @p {
+          %n = te.size "n" : index
+          %x = te.placeholder "x" sizes(%n) : tensor<?x2xf32>
+          %r = te.compute "r" (%i, %j) sizes(%n) : tensor<?x2xf32> {
+            %v = te.read %x[%i, %j] : tensor<?x2xf32>
+            te.yield %v : f32
+          }
+          te.output %r : tensor<?x2xf32>
+        }
+        func.func @f(%x: tensor<?x2xf32> {te.sizes = ["n"]}) -> (tensor<?x2xf32> {te.sizes = ["m"]}) {
+          %r = te.call @p(%x) : (tensor<?x2xf32>) -> tensor<?x2xf32>
+          func.return %r : tensor<?x2xf32>
+        }
+        """
+    )
+    with pytest.raises(StratoError, match="result 0 of @f has the run-time size 'm', which no argument gives"):
+        lower(module, "convert-te-to-loops")
+
+
+def test_a_run_time_value_returned_as_it_is_is_copied_at_its_size():
+    """An argument returned as it is (twice, and with a matrix of two run-time sizes,
+    kept flat) is copied element by element to its output buffer."""
+    module = parse(
+        """
+        func.func @f(%x: tensor<?x2xf32>, %y: tensor<?x?xf32>) -> (tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x?xf32>) {
+          func.return %x, %x, %y : tensor<?x2xf32>, tensor<?x2xf32>, tensor<?x?xf32>
+        }
+        """
+    )
+    jit = compile_for_llvm(module)
+    x = np.arange(10, dtype=np.float32).reshape(5, 2)
+    y = np.arange(12, dtype=np.float32).reshape(3, 4)
+    outs = [np.zeros_like(x), np.zeros_like(x), np.zeros(12, np.float32)]
+    jit.function("f")(x, y.ravel(), *outs, 5, 3, 4)
+    np.testing.assert_array_equal(outs[0], x)
+    np.testing.assert_array_equal(outs[1], x)
+    np.testing.assert_array_equal(outs[2], y.ravel())
