@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import onnx
 from xdsl.passes import ModulePass, PassPipeline
+from xdsl.utils.exceptions import VerifyException
 
 from strato.diagnostics import (
     ModelImportError,
@@ -74,6 +75,7 @@ def compile_model(
     tuning: str | os.PathLike | None = None,
     progress: Callable[[int, int], None] | None = None,
     specialize: bool = True,
+    run_time_dims: bool = True,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
@@ -95,6 +97,10 @@ def compile_model(
     model's distinct kernels the target's build has compiled (a progress bar).
 
     A model whose graph inputs have dynamic dimensions that `input_shapes` leaves open
+    compiles once for every size when all its operators take run-time dimensions
+    (`strato.frontends.onnx.importer.RUN_TIME_ONNX_OPS`; `run_time_dims=False` never
+    does): its signature names those dimensions (`TensorSpec.dims`) and each call runs
+    at its arrays' sizes. Any other such model
     is returned as a `strato.specializing.ShapeSpecializingModel`: each call runs the
     model compiled for its arrays' sizes, compiled on the first call that brings them
     (`specialize=False` refuses such a model instead). A model with operators whose
@@ -152,7 +158,7 @@ def compile_model(
             with gc_for_compiling():
                 compiled = _compile_model(
                     model, compile_target, shapes, after_stage, before_stage, name, passes_before,
-                    passes_after, tuning_log, options,
+                    passes_after, tuning_log, options, run_time_dims,
                 )  # fmt: skip
         except ModelImportError as error:
             if not specialize:
@@ -182,13 +188,59 @@ def _compile_model(
     passes_after: PipelineHook,
     tuning_log: str | None,
     options: BuildOptions,
+    run_time_dims: bool = False,
 ) -> CompiledModel:
     proto_or_path, default_name = _model_source(model)
-    imported = import_onnx(proto_or_path, input_shapes=shapes)
+    imported = _import(proto_or_path, shapes, run_time_dims)
     raw_data.release()  # the importer was their last reader
     signature = Signature.from_function(
         imported.function, imported.input_names, imported.output_names
     )
+    if signature.is_dynamic:
+        try:
+            return _compile_imported(
+                imported, signature, compile_target, after_stage, before_stage, name,
+                default_name, passes_before, passes_after, tuning_log, options,
+            )  # fmt: skip
+        except (StratoError, VerifyException) as error:
+            # what does not compile once for every size compiles per call's sizes
+            raise SymbolicShapeError(
+                f"the model does not compile once for every size ({error}); strato "
+                "needs static shapes here"
+            ) from None
+    return _compile_imported(
+        imported, signature, compile_target, after_stage, before_stage, name, default_name,
+        passes_before, passes_after, tuning_log, options,
+    )  # fmt: skip
+
+
+def _import(proto_or_path, shapes: dict[str, tuple[int, ...]] | None, run_time_dims: bool):
+    """The model imported with its dynamic dimensions of run-time size where its
+    operators take them (`run_time_dims`); where the import of such a model fails (a
+    dimension that meets a static one, ...), the import of static shapes decides."""
+    if run_time_dims:
+        try:
+            return import_onnx(proto_or_path, input_shapes=shapes, run_time_dims=True)
+        except SymbolicShapeError:
+            raise
+        except (ModelImportError, VerifyException):
+            pass  # the static import names the model's error, or the open dimension
+    return import_onnx(proto_or_path, input_shapes=shapes)
+
+
+def _compile_imported(
+    imported,
+    signature: Signature,
+    compile_target: Target,
+    after_stage: StageCallback | None,
+    before_stage: Callable[[str], None] | None,
+    name: str | None,
+    default_name: str,
+    passes_before: PipelineHook,
+    passes_after: PipelineHook,
+    tuning_log: str | None,
+    options: BuildOptions,
+) -> CompiledModel:
     _check_signature_size(signature)
     module = imported.module
     if after_stage is not None:

@@ -26,8 +26,9 @@ from strato.runtime.atomic_write import write_atomically
 from strato.runtime.signature import Signature, TensorSpec
 from strato.runtime.weight_blob import EMPTY
 
-EntryFunction = Callable[[Sequence[np.ndarray]], None]
-"""Runs the model's entry on C-contiguous arrays: inputs, then outputs to fill."""
+EntryFunction = Callable[[Sequence[np.ndarray | int]], None]
+"""Runs the model's entry on C-contiguous arrays: inputs, then outputs to fill, then
+(a model compiled once for every size) the run-time sizes, `Signature.sizes`."""
 
 
 class OutputMemoryError(StratoError, MemoryError):
@@ -81,15 +82,20 @@ class CompiledModel:
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
         inputs = self.signature.check_inputs(arrays)
+        sizes = self.signature.bind_sizes(inputs) if self.signature.is_dynamic else {}
         try:
-            outputs = self.signature.allocate_outputs()
+            outputs = self.signature.allocate_outputs(sizes)
         except MemoryError:
             raise OutputMemoryError(
                 "out of memory: cannot allocate the outputs ("
                 + ", ".join(str(spec) for spec in self.outputs)
                 + ")"
             ) from None
-        self._entry([*inputs, *outputs])
+        if sizes:
+            # a model compiled once for every size takes them after its buffers
+            self._entry([*inputs, *outputs, *(sizes[name] for name in self.signature.sizes)])
+        else:
+            self._entry([*inputs, *outputs])
         return outputs
 
     # -- what a target may offer -------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,20 +29,55 @@ class InputMismatchError(StratoError, ValueError):
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """One input or output: its ONNX name, static shape and dtype."""
+    """One input or output: its ONNX name, shape and dtype. A dimension of run-time
+    size is -1 in `shape` and named in `dims` (None at static dimensions): one name is
+    one size, which the call's inputs give."""
 
     name: str
     shape: tuple[int, ...]
     dtype: np.dtype
+    dims: tuple[str | None, ...] | None = None
 
     def __str__(self) -> str:
-        return f"'{self.name}' {self.dtype.name}{list(self.shape)}"
+        if self.dims is None:
+            return f"'{self.name}' {self.dtype.name}{list(self.shape)}"
+        shown = ", ".join(
+            str(size) if name is None else name for size, name in zip(self.shape, self.dims)
+        )
+        return f"'{self.name}' {self.dtype.name}[{shown}]"
+
+    @property
+    def is_dynamic(self) -> bool:
+        return self.dims is not None
+
+    def shape_at(self, sizes: Mapping[str, int]) -> tuple[int, ...]:
+        """The shape at the call's run-time sizes."""
+        if self.dims is None:
+            return self.shape
+        return tuple(
+            size if name is None else sizes[name] for size, name in zip(self.shape, self.dims)
+        )
 
 
 @dataclass(frozen=True)
 class Signature:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+
+    @property
+    def sizes(self) -> tuple[str, ...]:
+        """The run-time sizes the entry takes after its buffers, in order: the names
+        of the inputs' run-time dimensions, each once, in input order."""
+        names: list[str] = []
+        for spec in self.inputs:
+            for name in spec.dims or ():
+                if name is not None and name not in names:
+                    names.append(name)
+        return tuple(names)
+
+    @property
+    def is_dynamic(self) -> bool:
+        return any(spec.is_dynamic for spec in (*self.inputs, *self.outputs))
 
     @staticmethod
     def from_function(
@@ -61,13 +96,36 @@ class Signature:
             input_names = [arg.name_hint or f"input{i}" for i, arg in enumerate(args)]
         if output_names is None:
             output_names = [f"output{i}" for i in range(len(function_type.outputs.data))]
+        dims = _run_time_dims(function)
         inputs = tuple(
-            _spec(name, type_) for name, type_ in zip(input_names, function_type.inputs.data, strict=True)
+            _spec(name, type_, dims(arg))
+            for name, type_, arg in zip(input_names, function_type.inputs.data, args, strict=True)
         )
+        returned = function.body.block.last_op.operands if function.body.blocks else ()
         outputs = tuple(
-            _spec(name, type_) for name, type_ in zip(output_names, function_type.outputs.data, strict=True)
+            _spec(name, type_, dims(value))
+            for name, type_, value in zip(
+                output_names, function_type.outputs.data, returned, strict=True
+            )
         )
-        return Signature(inputs, outputs)
+        signature = Signature(inputs, outputs)
+        for spec in outputs:
+            for name in spec.dims or ():
+                if name is not None and name not in signature.sizes:
+                    raise StratoError(
+                        f"entry value '{spec.name}' has the run-time size '{name}', which "
+                        "no input gives"
+                    )
+        return signature
+
+    def bind_sizes(self, arrays: Sequence[np.ndarray]) -> dict[str, int]:
+        """The run-time sizes the inputs give (checked: arrays of the right rank)."""
+        sizes: dict[str, int] = {}
+        for spec, array in zip(self.inputs, arrays, strict=True):
+            for name, size in zip(spec.dims or (), array.shape):
+                if name is not None:
+                    sizes.setdefault(name, size)
+        return sizes
 
     def check_inputs(self, arrays: Sequence[object]) -> list[np.ndarray]:
         """The arguments as C-contiguous arrays, after checking count, shape and dtype."""
@@ -77,6 +135,7 @@ class Signature:
                 f"the model takes {len(self.inputs)} input(s) ({expected}), got {len(arrays)}"
             )
         checked = []
+        bound: dict[str, tuple[int, int]] = {}
         for position, (value, spec) in enumerate(zip(arrays, self.inputs)):
             if not isinstance(value, np.ndarray):
                 raise InputMismatchError(
@@ -87,16 +146,50 @@ class Signature:
                     f"input {position} {spec}: dtype is {value.dtype.name}, expected "
                     f"{spec.dtype.name} (convert with .astype({_dtype_expression(spec.dtype)}))"
                 )
-            if value.shape != spec.shape:
-                raise InputMismatchError(
-                    f"input {position} {spec}: shape is {list(value.shape)}, expected "
-                    f"{list(spec.shape)}"
-                )
+            if spec.dims is None:
+                if value.shape != spec.shape:
+                    raise InputMismatchError(
+                        f"input {position} {spec}: shape is {list(value.shape)}, expected "
+                        f"{list(spec.shape)}"
+                    )
+            else:
+                self._check_dynamic(position, spec, value, bound)
             checked.append(value if value.flags.c_contiguous else np.ascontiguousarray(value))
         return checked
 
-    def allocate_outputs(self) -> list[np.ndarray]:
-        return [np.empty(spec.shape, dtype=spec.dtype) for spec in self.outputs]
+    def _check_dynamic(
+        self,
+        position: int,
+        spec: TensorSpec,
+        value: np.ndarray,
+        bound: dict[str, tuple[int, int]],
+    ) -> None:
+        """An input with run-time dimensions: its rank and static sizes, and each named
+        size the same as where an earlier input gave it (`bound`: name -> size, input)."""
+        assert spec.dims is not None
+        if value.ndim != len(spec.shape) or any(
+            name is None and size != expected
+            for size, expected, name in zip(value.shape, spec.shape, spec.dims)
+        ):
+            raise InputMismatchError(
+                f"input {position} {spec}: shape is {list(value.shape)}, expected "
+                f"{_shape_text(spec)}"
+            )
+        for axis, (name, size) in enumerate(zip(spec.dims, value.shape)):
+            if name is None:
+                continue
+            if name not in bound:
+                bound[name] = (size, position)
+                continue
+            given, where = bound[name]
+            if given != size:
+                raise InputMismatchError(
+                    f"input {position} {spec}: dimension {axis} ('{name}') is {size}, but "
+                    f"input {where} '{self.inputs[where].name}' gives '{name}' = {given}"
+                )
+
+    def allocate_outputs(self, sizes: Mapping[str, int] | None = None) -> list[np.ndarray]:
+        return [np.empty(spec.shape_at(sizes or {}), dtype=spec.dtype) for spec in self.outputs]
 
 
 _char_at = ctypes.c_char.from_buffer
@@ -120,13 +213,55 @@ def _dtype_expression(dtype: np.dtype) -> str:
     return f"{module}.{dtype.name}"
 
 
-def _spec(name: str, type_: object) -> TensorSpec:
+def _spec(name: str, type_: object, dims: list[str] | None = None) -> TensorSpec:
+    """The spec of an entry value; `dims` names its run-time dimensions in order."""
     if not isinstance(type_, TensorType):
         raise StratoError(f"entry value '{name}' is a {type_}, not a tensor")
     shape = tuple(type_.get_shape())
-    if any(dim < 0 for dim in shape):
+    if not any(dim < 0 for dim in shape):
+        return TensorSpec(name, shape, numpy_dtype(type_))
+    if dims is None:
         raise StratoError(f"entry value '{name}' has a dynamic shape {type_}")
-    return TensorSpec(name, shape, numpy_dtype(type_))
+    names = iter(dims)
+    return TensorSpec(
+        name,
+        tuple(-1 if dim < 0 else dim for dim in shape),
+        numpy_dtype(type_),
+        tuple(next(names) if dim < 0 else None for dim in shape),
+    )
+
+
+def _shape_text(spec: TensorSpec) -> str:
+    assert spec.dims is not None
+    return "[" + ", ".join(
+        str(size) if name is None else name for size, name in zip(spec.shape, spec.dims)
+    ) + "]"
+
+
+def _run_time_dims(function: func.FuncOp):
+    """Names of the run-time dimensions of the function's values (their classes of
+    one size, `graph.dims`); None for a value without any or a function of static
+    shapes."""
+    from strato.dialects.graph.base import is_run_time
+    from strato.dialects.graph.dims import RunTimeDims, run_time_axes
+
+    types = (*function.function_type.inputs.data, *function.function_type.outputs.data)
+    if not any(is_run_time(t) for t in types):
+        return lambda value: None
+    classes = RunTimeDims.of_function(function)
+
+    def names(value) -> list[str] | None:
+        axes = run_time_axes(value)
+        if not axes:
+            return None
+        found = [classes.name(value, d) for d in axes]
+        if any(name is None for name in found):
+            raise StratoError(
+                f"a run-time dimension of {value.type} is given by no input's dimension"
+            )
+        return found  # type: ignore[return-value]
+
+    return names
 
 
 def c_identifier(name: str) -> str:

@@ -262,6 +262,9 @@ def _compile(
                 # a run makes its inputs, so it needs the sizes; a compile to a file
                 # keeps a dimension the model is separable along (strato.runtime.batched)
                 specialize=batched,
+                # the command line compiles a dynamic model per size (--sizes, saved
+                # models of several sizes, a batch entry)
+                run_time_dims=False,
             )
             if isinstance(model, ShapeSpecializingModel) and not per_size:
                 try:

@@ -36,11 +36,19 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import helper, shape_inference
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    ArrayAttr,
+    DictionaryAttr,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+)
 from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from strato.diagnostics import ModelImportError, SymbolicShapeError
 from strato.dialects.graph import ConstantOp
+from strato.dialects.graph.dims import SIZES_ATTR
 from strato.dialects.tensor_types import element_type_of
 from strato.frontends.onnx import raw_data, sequences
 from strato.frontends.onnx.appends import appends_as_scan_outputs
@@ -103,14 +111,37 @@ def import_onnx(
     model: str | os.PathLike | onnx.ModelProto,
     *,
     input_shapes: Mapping[str, Sequence[int]] | None = None,
+    run_time_dims: bool = False,
 ) -> ImportedModel:
-    """Like `import_model`, also returning the ONNX input and output names."""
+    """Like `import_model`, also returning the ONNX input and output names.
+
+    With `run_time_dims`, a model whose inputs have dynamic dimensions (not pinned by
+    `input_shapes`) and whose operators all take run-time dimensions
+    (`RUN_TIME_ONNX_OPS`) imports with `?` there, each named by its `dim_param` (else
+    `<input>_<axis>`) in the argument's `graph.sizes`; any other such model is refused
+    with `SymbolicShapeError`, as without it."""
     from strato.frontends.onnx.convert_control import padded_loop_rows
     from strato.staged import padded_loop
 
     proto, location = load_model(model)
     with padded_loop_rows(padded_loop(proto)):
-        return _GraphImporter(proto, location, input_shapes or {}).run()
+        return _GraphImporter(proto, location, input_shapes or {}, run_time_dims).run()
+
+
+RUN_TIME_ONNX_OPS = frozenset({
+    # element-wise, and broadcasts between tensors of one run-time size or against
+    # constants
+    "Abs", "Add", "Ceil", "Celu", "Clip", "Cos", "Div", "Elu", "Erf", "Exp", "Floor",
+    "Gelu", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Log", "Max", "Min",
+    "Mish", "Mul", "Neg", "Pow", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign",
+    "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Tanh", "ThresholdedRelu",
+    # over static axes or a static contraction
+    "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceSum",
+    "Softmax",
+})
+"""The ONNX operators whose converters build graph ops that take run-time (`?`)
+dimensions (`GraphOp.RUN_TIME_DIMS`): a model of these alone compiles once for every
+size of its dynamic dimensions."""
 
 
 def load_model(model: str | os.PathLike | onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
@@ -195,10 +226,14 @@ class _GraphImporter:
         model: onnx.ModelProto,
         location: str | None,
         input_shapes: Mapping[str, Sequence[int]],
+        run_time_dims: bool = False,
     ):
         self.model = model
         self.location = location
         self.input_shapes = input_shapes
+        self.run_time_dims = run_time_dims
+        self.size_names: dict[str, list[str]] = {}
+        """The names of each graph input's run-time dimensions (with `run_time_dims`)."""
         self.graph = model.graph
         self.initializers = {init.name: init for init in self.graph.initializer}
         self.inputs = [i for i in self.graph.input if i.name not in self.initializers]
@@ -211,6 +246,11 @@ class _GraphImporter:
         self._check_opset()
         self._check_nodes()
         self._fix_input_shapes()
+        if self.run_time_dims:
+            self.run_time_dims = all(
+                node.domain in _DEFAULT_DOMAINS and node.op_type in RUN_TIME_ONNX_OPS
+                for node in self.graph.node
+            )
         arguments = [pair for value in self.inputs for pair in self._input_arguments(value)]
         sequences.check_distinct([name for name, _ in arguments], "graph input", self.error)
         input_types = [type_ for _, type_ in arguments]
@@ -257,6 +297,15 @@ class _GraphImporter:
             (input_types, [value.type for value in returned]),
             Region(block),
         )
+        if self.size_names:
+            function.arg_attrs = ArrayAttr([
+                DictionaryAttr(
+                    {SIZES_ATTR: ArrayAttr([StringAttr(n) for n in self.size_names[name]])}
+                    if name in self.size_names
+                    else {}
+                )
+                for name, _ in arguments
+            ])
         module = ModuleOp([function])
         module.verify()
         return ImportedModel(
@@ -450,6 +499,11 @@ class _GraphImporter:
             )
         shape = []
         for axis, dim in enumerate(tensor.shape.dim):
+            if self.run_time_dims and (not dim.HasField("dim_value") or dim.dim_value < 0):
+                name = dim.dim_param if dim.HasField("dim_param") else f"{value.name}_{axis}"
+                self.size_names.setdefault(value.name, []).append(name)
+                shape.append(DYNAMIC_INDEX)
+                continue
             if not dim.HasField("dim_value") or dim.dim_value < 0:
                 symbol = f" '{dim.dim_param}'" if dim.HasField("dim_param") else ""
                 raise SymbolicShapeError(

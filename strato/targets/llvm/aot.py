@@ -163,7 +163,13 @@ def model_from_archive(source: str | IO[bytes], where: str) -> LLVMCompiledModel
         objects=kernels,
     )
     entry_symbol = manifest["entry"]["symbol"]
-    run = _load_entry(code, entry_symbol, len(signature.inputs) + len(signature.outputs), where)
+    run = _load_entry(
+        code,
+        entry_symbol,
+        len(signature.inputs) + len(signature.outputs),
+        where,
+        sizes=len(signature.sizes),
+    )
     llvm_ir = _text(members, LLVM_IR)
     parts = (llvm_ir, *(kernel.llvm_ir for kernel in kernels)) if kernels else ()
     return LLVMCompiledModel(
@@ -356,8 +362,9 @@ def check_machine(machine: dict[str, str], where: str) -> None:
     )
 
 
-def _load_entry(code: MachineCode, symbol: str, buffers: int, where: str):
-    """The model's entry from its object code: `run(arrays)` as `build_llvm` makes it."""
+def _load_entry(code: MachineCode, symbol: str, buffers: int, where: str, sizes: int = 0):
+    """The model's entry from its object code: `run(arrays)` as `build_llvm` makes it
+    (`buffers` pointers, then `sizes` run-time sizes)."""
     from strato.targets.llvm.entry_abi import STATUS_OK, STATUS_OUT_OF_MEMORY
     from strato.targets.llvm.jit import JitError, ObjectModule
 
@@ -373,10 +380,13 @@ def _load_entry(code: MachineCode, symbol: str, buffers: int, where: str):
         raise ModelFileError(err.message, location=where) from None
     except KeyError:
         raise ModelFileError(f"corrupt: the object code has no entry {symbol}", location=where) from None
-    entry = ctypes.CFUNCTYPE(ctypes.c_int32, *[ctypes.c_void_p] * buffers)(address)
+    parameters = [ctypes.c_void_p] * buffers + [ctypes.c_int64] * sizes
+    entry = ctypes.CFUNCTYPE(ctypes.c_int32, *parameters)(address)
 
-    def run(arrays: Sequence[np.ndarray]) -> None:
-        status = entry(*[data_address(array) for array in arrays])
+    def run(arrays: Sequence[np.ndarray | int]) -> None:
+        status = entry(
+            *[data_address(array) if isinstance(array, np.ndarray) else array for array in arrays]
+        )
         if status == STATUS_OUT_OF_MEMORY:
             raise ModelMemoryError(
                 "out of memory: the model could not allocate its intermediate buffers"
@@ -393,7 +403,10 @@ def _member_json(content: bytes) -> dict[str, Any]:
 
 
 def _spec_json(spec: TensorSpec) -> dict[str, Any]:
-    return {"name": spec.name, "shape": list(spec.shape), "dtype": spec.dtype.name}
+    item: dict[str, Any] = {"name": spec.name, "shape": list(spec.shape), "dtype": spec.dtype.name}
+    if spec.dims is not None:
+        item["dims"] = list(spec.dims)  # a name at each run-time dimension (-1 in shape)
+    return item
 
 
 def _spec_from_json(item: object, where: str) -> TensorSpec:
@@ -401,11 +414,34 @@ def _spec_from_json(item: object, where: str) -> TensorSpec:
         isinstance(item, dict)
         and isinstance(item.get("name"), str)
         and isinstance(item.get("shape"), list)
-        and all(isinstance(d, int) and d >= 0 for d in item["shape"])
         and isinstance(item.get("dtype"), str)
+        and _valid_dims(item["shape"], item.get("dims"))
     ):
         raise ModelFileError(f"corrupt {MANIFEST}: bad input or output {item!r}", location=where)
-    return TensorSpec(item["name"], tuple(item["shape"]), _dtype(item["dtype"], where))
+    dims = item.get("dims")
+    return TensorSpec(
+        item["name"],
+        tuple(item["shape"]),
+        _dtype(item["dtype"], where),
+        None if dims is None else tuple(dims),
+    )
+
+
+def _valid_dims(shape: list, dims: object) -> bool:
+    """A static shape without `dims`, or with a name at each -1 and None elsewhere."""
+    if not all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+        return False
+    if dims is None:
+        return all(d >= 0 for d in shape)
+    return (
+        isinstance(dims, list)
+        and len(dims) == len(shape)
+        and any(d == -1 for d in shape)
+        and all(
+            (d == -1 and isinstance(n, str) and n) or (d >= 0 and n is None)
+            for d, n in zip(shape, dims)
+        )
+    )
 
 
 def _dtype(name: str, where: str) -> np.dtype:

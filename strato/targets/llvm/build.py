@@ -284,14 +284,15 @@ def _check_entry_abi(entry: JitFunction, signature: Signature) -> None:
     """The lowered entry takes one pointer per input then one per output and returns an
     i32 status; a mismatch is a bug in the lowering, not in the model."""
     count = len(signature.inputs) + len(signature.outputs)
-    if entry.param_types != ("ptr",) * count or entry.return_type != "i32":
+    sizes = len(signature.sizes)
+    if entry.param_types != ("ptr",) * count + ("i64",) * sizes or entry.return_type != "i32":
         raise AssertionError(
             f"@{entry.name} has parameters ({', '.join(entry.param_types)}) and returns "
-            f"{entry.return_type}; expected {count} buffer pointers (inputs, then outputs) "
-            "and an i32 status"
+            f"{entry.return_type}; expected {count} buffer pointers (inputs, then outputs), "
+            f"{sizes} run-time size(s) and an i32 status"
         )
     if entry.buffers is not None:
-        flags = [spec is not None and spec.is_output for spec in entry.buffers]
+        flags = [spec is not None and spec.is_output for spec in entry.buffers[:count]]
         expected = [False] * len(signature.inputs) + [True] * len(signature.outputs)
         if flags != expected:
             raise AssertionError(

@@ -83,8 +83,22 @@ def _parameters(specs: list[TensorSpec], inputs: int) -> tuple[list[str], list[s
         const = "const " if is_input else ""
         parameters.append(f"{const}{c_element_type(spec.dtype)} *{name}")
         role = "input " if is_input else "output"
-        comments.append(f" * {role} {name}: '{spec.name}' {spec.dtype.name}{list(spec.shape)}")
+        comments.append(f" * {role} {name}: {spec}")
     return parameters, names, comments
+
+
+def _size_parameters(signature: Signature, taken: list[str]) -> list[str]:
+    """The C names of the run-time sizes a model compiled once for every size takes
+    after its buffers (`Signature.sizes`), distinct from the buffers' names."""
+    names: list[str] = []
+    for size in signature.sizes:
+        name = c_identifier(size)
+        candidate, suffix = name, 1
+        while candidate in taken or candidate in names:
+            suffix += 1
+            candidate = f"{name}_{suffix}"
+        names.append(candidate)
+    return names
 
 
 def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None = None) -> str:
@@ -92,6 +106,13 @@ def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None =
     and with `batch`, the entry that runs `count` samples (`strato.runtime.batched`)."""
     specs = [*signature.inputs, *signature.outputs]
     parameters, names, comments = _parameters(specs, len(signature.inputs))
+    sizes = _size_parameters(signature, names)
+    if sizes:
+        comments.append(
+            " * then each size of the named dimensions above, as the buffers have it: "
+            + ", ".join(f"{c} ('{n}')" for n, c in zip(signature.sizes, sizes, strict=True))
+        )
+        parameters += [f"int64_t {c}" for c in sizes]
     declaration = f"int32_t {entry_symbol}({', '.join(parameters) or 'void'});"
     if batch is not None:
         count = c_identifier(batch.dimension) or "count"

@@ -278,11 +278,14 @@ class JitFunction:
         ]
         return self._cfunc(*converted)
 
-    def call_unchecked(self, arrays: Sequence[np.ndarray]) -> object:
-        """Call a function whose parameters are all pointers on `arrays`' data, with no
-        checks: for callers that checked the arrays already (a compiled model checks its
-        inputs against its signature and allocates its outputs itself)."""
-        return self._cfunc(*[data_address(array) for array in arrays])
+    def call_unchecked(self, arrays: Sequence[np.ndarray | int]) -> object:
+        """Call a function whose parameters are pointers (to `arrays`' data) and then
+        integers (the ints of `arrays`), with no checks: for callers that checked the
+        arrays already (a compiled model checks its inputs against its signature and
+        allocates its outputs itself)."""
+        return self._cfunc(
+            *[data_address(array) if isinstance(array, np.ndarray) else array for array in arrays]
+        )
 
 
 def _bind_weights(
