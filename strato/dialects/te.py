@@ -46,8 +46,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 
+import numpy as np
 from xdsl.dialects import arith
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     AnyFloat,
     ArrayAttr,
     FlatSymbolRefAttrConstr,
@@ -234,9 +236,15 @@ class StageOp(IRDLOperation):
     def reduce_extents(self) -> tuple[int, ...]:
         return ()
 
+    @property
+    def result_sizes(self) -> Sequence[SSAValue]:
+        """The sizes of the result's run-time dimensions (`sizes`, but for a reduction's
+        run-time extents, which follow them)."""
+        return self.sizes
+
     def verify_(self) -> None:
         type_ = self.tensor_type
-        verify_sizes(self, type_, self.sizes)
+        verify_sizes(self, type_, self.result_sizes)
         expected = type_.get_num_dims() + len(self.reduce_extents())
         args = self.body.block.args
         if len(args) != expected:
@@ -268,9 +276,9 @@ class StageOp(IRDLOperation):
         printer.print_string(")")
 
     def _print_tail(self, printer: Printer) -> None:
-        if self.sizes:
+        if self.result_sizes:
             printer.print_string(" sizes(")
-            printer.print_list(self.sizes, printer.print_operand)
+            printer.print_list(self.result_sizes, printer.print_operand)
             printer.print_string(")")
         printer.print_op_attributes(self.attributes, print_keyword=True)
         printer.print_string(" : ")
@@ -362,18 +370,23 @@ class ReduceOp(StageOp):
         self,
         stage: str,
         kind: ReduceKind,
-        extents: Sequence[int],
+        extents: Sequence[int | SSAValue],
         init: FloatAttr | IntegerAttr,
         type_: TensorType,
         body: Region,
         sizes: Sequence[SSAValue] = (),
     ):
+        """`extents`: each reduction axis's static extent or run-time size (a
+        te.size, which follows the result's `sizes` in the op's operands)."""
+        run_time = [e for e in extents if isinstance(e, SSAValue)]
         super().__init__(
-            operands=[list(sizes)],
+            operands=[[*sizes, *run_time]],
             properties={
                 "stage": StringAttr(stage),
                 "kind": ReduceKindAttr(kind),
-                "extents": ArrayAttr(IntAttr(e) for e in extents),
+                "extents": ArrayAttr(
+                    IntAttr(DYNAMIC_INDEX if isinstance(e, SSAValue) else e) for e in extents
+                ),
                 "init": init,
             },
             result_types=[type_],
@@ -381,18 +394,45 @@ class ReduceOp(StageOp):
         )
 
     def reduce_extents(self) -> tuple[int, ...]:
+        """The static extent of each reduction axis (DYNAMIC_INDEX where a run-time size
+        gives it: `reduce_bounds`)."""
         return tuple(e.data for e in self.extents.data)
+
+    @property
+    def result_sizes(self) -> Sequence[SSAValue]:
+        dynamic = sum(1 for dim in self.tensor_type.get_shape() if dim < 0)
+        return self.sizes[:dynamic]
+
+    def reduce_bounds(self) -> list[int | SSAValue]:
+        """Each reduction axis's extent: static, or the run-time size that gives it
+        (the `sizes` after the result's)."""
+        given = iter(self.sizes[len(self.result_sizes) :])
+        return [next(given) if e == DYNAMIC_INDEX else e for e in self.reduce_extents()]
+
+    @property
+    def has_run_time_extents(self) -> bool:
+        return DYNAMIC_INDEX in self.reduce_extents()
 
     @property
     def reduce_args(self) -> tuple[SSAValue, ...]:
         return tuple(self.body.block.args[self.tensor_type.get_num_dims() :])
 
     def verify_(self) -> None:
-        super().verify_()
         if not self.extents.data:
             raise VerifyException("'te.reduce' needs at least one reduction axis")
+        run_time = sum(1 for e in self.reduce_extents() if e == DYNAMIC_INDEX)
+        dynamic = sum(1 for dim in self.tensor_type.get_shape() if dim < 0)
+        if len(self.sizes) != dynamic + run_time:
+            raise VerifyException(
+                f"'te.reduce' of {self.tensor_type} with {run_time} run-time extent(s) takes "
+                f"{dynamic + run_time} run-time size(s), got {len(self.sizes)}"
+            )
+        super().verify_()
+        for size in self.sizes[dynamic:]:
+            if not isinstance(size.owner, SizeOp):
+                raise VerifyException("'te.reduce' sizes must be te.size values")
         for extent in self.reduce_extents():
-            if extent <= 0:
+            if extent <= 0 and extent != DYNAMIC_INDEX:
                 raise VerifyException(
                     f"'te.reduce' reduction extents must be positive, got {extent}"
                 )
@@ -409,10 +449,13 @@ class ReduceOp(StageOp):
         self._print_args(printer, self.spatial_args)
         printer.print_string(" over (")
         printer.print_list(
-            zip(self.reduce_args, self.reduce_extents()),
+            zip(self.reduce_args, self.reduce_bounds()),
             lambda pair: (
                 printer.print_operand(pair[0]),
-                printer.print_string(f" : {pair[1]}"),
+                printer.print_string(" : "),
+                printer.print_operand(pair[1])
+                if isinstance(pair[1], SSAValue)
+                else printer.print_string(str(pair[1])),
             ),
         )
         printer.print_string(") init ")
@@ -429,14 +472,18 @@ class ReduceOp(StageOp):
         spatial = cls._parse_index_args(parser)
         parser.parse_keyword("over")
 
-        def parse_axis() -> tuple[Parser.UnresolvedArgument, int]:
+        def parse_axis() -> tuple[Parser.UnresolvedArgument, int | SSAValue]:
             arg = parser.parse_argument(expect_type=False)
             parser.parse_punctuation(":")
+            size = parser.parse_optional_unresolved_operand()
+            if size is not None:  # a run-time extent: a te.size
+                return arg, parser.resolve_operand(size, IndexType())
             return arg, parser.parse_integer(allow_boolean=False, allow_negative=False)
 
         axes = parser.parse_comma_separated_list(Parser.Delimiter.PAREN, parse_axis)
         parser.parse_keyword("init")
         init_pos = parser.pos
+        init_text = parser._current_token.text  # the number as spelled (a hex float)
         init_value = parser.parse_number()
         sizes = cls._parse_sizes(parser)
         attrs = parser.parse_optional_attr_dict_with_keyword()
@@ -445,6 +492,9 @@ class ReduceOp(StageOp):
         if not isinstance(type_, TensorType):
             parser.raise_error(f"'te.reduce' expects a tensor type, got {type_}")
         element_type = scalar_type(type_.element_type)
+        if isinstance(element_type, AnyFloat) and init_text.lower().startswith("0x"):
+            # a float printed as its bit pattern (infinities, NaN): 0xFF800000 is -inf
+            init_value = _float_of_bits(int(init_text, 16), element_type)
         if isinstance(element_type, AnyFloat):
             init: FloatAttr | IntegerAttr = FloatAttr(float(init_value), element_type)
         elif isinstance(element_type, IntegerType) and isinstance(init_value, int):
@@ -459,10 +509,20 @@ class ReduceOp(StageOp):
             a.resolve(IndexType()) for a, _ in axes
         ]
         region = parser.parse_region(args)
-        op = cls(stage, kind, [e for _, e in axes], init, type_, region, sizes)
+        bounds = [e for _, e in axes]
+        op = cls(stage, kind, bounds, init, type_, region, sizes)
         if attrs is not None:
             op.attributes |= attrs.data
         return op
+
+
+def _float_of_bits(bits: int, type_: Attribute) -> float:
+    """The float of `type_` whose bit pattern is `bits` (how MLIR prints infinities and
+    NaN: `0xFF800000` is an f32 -inf)."""
+    width = type_.bitwidth  # type: ignore[attr-defined]
+    unsigned = {16: np.uint16, 32: np.uint32, 64: np.uint64}[width]
+    floating = {16: np.float16, 32: np.float32, 64: np.float64}[width]
+    return float(np.array(bits & ((1 << width) - 1), dtype=unsigned).view(floating))
 
 
 @irdl_op_definition

@@ -340,7 +340,12 @@ def run_primitive(
     for op in primitive.body.block.ops:
         if isinstance(op, te.StageOp):
             shape = _concrete(op.result.type, op.sizes, values)
-            tensors[op.result] = evaluate_stage(op, tensors, shape)
+            extents = None
+            if isinstance(op, te.ReduceOp) and op.has_run_time_extents:
+                extents = tuple(
+                    e if isinstance(e, int) else values[e] for e in op.reduce_bounds()
+                )
+            tensors[op.result] = evaluate_stage(op, tensors, shape, extents)
     return [tensors[v].copy() for v in primitive.output.values]
 
 
@@ -403,14 +408,22 @@ def _lookup(module: ModuleOp, name: str, user: Operation) -> Operation:
 
 
 def evaluate_stage(
-    stage: te.StageOp, tensors: dict[SSAValue, np.ndarray], shape: Sequence[int] | None = None
+    stage: te.StageOp,
+    tensors: dict[SSAValue, np.ndarray],
+    shape: Sequence[int] | None = None,
+    extents: Sequence[int] | None = None,
 ) -> np.ndarray:
     """All elements of one stage, given the arrays of the tensors it reads (`shape`: its
-    result's, when it has run-time dimensions)."""
+    result's, when it has run-time dimensions; `extents`: a reduction's, when it has
+    run-time extents)."""
     shape = tuple(stage.tensor_type.get_shape() if shape is None else shape)
-    extents = stage.reduce_extents()
+    extents = tuple(stage.reduce_extents() if extents is None else extents)
     element_type = stage.tensor_type.element_type
     dtype = numpy_dtype(stage.tensor_type)
+    if isinstance(stage, te.ReduceOp) and 0 in extents:
+        # a run-time extent of 0: nothing combined, every element is the init
+        init = np.full(shape, stage.init.value.data)
+        return np.asarray(elements_from_scalars(init, element_type), dtype=dtype).reshape(shape)
     result = np.empty(shape, dtype=dtype)
     if not shape:
         values = _evaluate_block(stage, tensors, (), extents, shape=shape)

@@ -371,7 +371,7 @@ class PrimitiveBuilder:
         stage: str,
         kind: te.ReduceKind,
         shape: Sequence[Extent],
-        extents: Sequence[int],
+        extents: Sequence[Extent],
         body: ReduceBody,
         element_type: Attribute,
         init: float | int | None = None,
@@ -397,8 +397,6 @@ class PrimitiveBuilder:
         else:
             assert isinstance(element_type, IntegerType), element_type
             init_attr = IntegerAttr(int(init), element_type)
-        if run_time_sizes(extents):
-            raise StratoError(f"stage '{stage}' reduces over an extent of run-time size")
         op = te.ReduceOp(
             self._unique_stage(stage),
             kind,

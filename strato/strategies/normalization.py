@@ -35,9 +35,12 @@ class NormalizedAxes:
         self.axes = tuple(axes)
         self.kept_shape = tuple(1 if d in self.axes else n for d, n in enumerate(shape))
         self.extents = [shape[d] for d in self.axes]
-        self.count = 1
+        # the number of elements normalized together; a run-time extent leaves it
+        # unknown (a softmax needs none, a layer norm takes static normalized axes)
+        self.count: int | None = 1
         for extent in self.extents:
-            self.count *= extent
+            if self.count is not None:
+                self.count = self.count * extent if isinstance(extent, int) else None
 
     def full_index(self, idx: Sequence[SSAValue], k: Sequence[SSAValue]) -> list[SSAValue]:
         """The input index of reduction point `k` for output position `idx` (of the kept

@@ -475,7 +475,9 @@ RUN_TIME_UNARY: tuple[Callable[[SSAValue], Operation], ...] = (
     lambda x: graph.LeakyReluOp(x, 0.1),
 )
 RUN_TIME_BINARY = (graph.AddOp, graph.SubOp, graph.MulOp, graph.MaximumOp)
-RUN_TIME_KINDS = ("unary", "binary", "softmax", "reduce", "layer_norm", "dense", "matmul")
+RUN_TIME_KINDS = (
+    "unary", "binary", "softmax", "reduce", "layer_norm", "dense", "matmul", "transpose", "gram",
+)  # fmt: skip
 
 
 @st.composite
@@ -509,31 +511,47 @@ def run_time_graph_programs(
         if kind == "binary":
             partners = [v for v in values if _shape_of(v) == shape]
             if draw(st.booleans()):
-                # a constant that broadcasts along the run-time dimension
-                tail = [draw(st.sampled_from([1, d])) for d in static]
+                # a constant that broadcasts along the run-time dimensions
+                tail = [draw(st.sampled_from([1, d])) if d > 0 else 1 for d in static]
                 y = constant(tail[draw(st.integers(0, len(tail))) :] if tail else [1])
             else:
                 y = draw(st.sampled_from(partners))
             pair = (x, y) if draw(st.booleans()) else (y, x)
             op = draw(st.sampled_from(RUN_TIME_BINARY))(*pair)
-        elif kind == "softmax" and static:
-            axis = draw(st.integers(1, len(shape) - 1))
+        elif kind == "softmax" and shape:
+            # over a static axis, or a run-time one (an extent known at run time)
+            axis = draw(st.integers(0, len(shape) - 1))
             op = graph.SoftmaxOp(x, [axis])
-        elif kind == "reduce" and static:
-            axes = sorted(draw(st.sets(st.integers(1, len(shape) - 1), min_size=1)))
-            reduction = draw(st.sampled_from([graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp]))
+        elif kind == "reduce" and shape:
+            axes = sorted(draw(st.sets(st.integers(0, len(shape) - 1), min_size=1)))
+            if any(shape[a] < 0 for a in axes):
+                # a sum over a run-time extent (of an empty range too, which is 0)
+                reduction: type[graph.ReductionOp] = graph.ReduceSumOp
+            else:
+                reduction = draw(
+                    st.sampled_from([graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp])
+                )
             op = reduction(x, axes, keepdims=draw(st.booleans()))
-        elif kind == "layer_norm" and static:
+        elif kind == "transpose" and len(shape) >= 2:
+            op = graph.TransposeOp(x, draw(st.permutations(range(len(shape)))))
+        elif kind == "gram" and len(shape) == 2 and shape[0] < 0:
+            # x^T x: a product over the run-time dimension, of a static result
+            transposed = graph.TransposeOp(x, [1, 0])
+            block.add_op(transposed)
+            op = graph.MatmulOp(transposed.result, x)
+        elif kind == "layer_norm" and len(shape) > 1 and shape[-1] > 0:
             axis = draw(st.integers(1, len(shape) - 1))
+            while any(d < 0 for d in shape[axis:]):
+                axis += 1  # a layer norm divides by its static count
             normalized = shape[axis:]
             scale = constant(normalized) if draw(st.booleans()) else None
             bias = constant(normalized[-1:]) if draw(st.booleans()) else None
             op = graph.LayerNormOp(x, axis, 1e-5, scale, bias)
-        elif kind == "dense" and static:
+        elif kind == "dense" and shape and shape[-1] > 0:
             units = draw(DIM)
             bias = constant((units,)) if draw(st.booleans()) else None
             op = graph.DenseOp(x, constant((units, shape[-1])), bias)
-        elif kind == "matmul" and len(static) >= 1 and len(shape) >= 2:
+        elif kind == "matmul" and len(shape) >= 2 and shape[-1] > 0:
             op = graph.MatmulOp(x, constant((shape[-1], draw(DIM))))
         else:
             op = draw(st.sampled_from(RUN_TIME_UNARY))(x)

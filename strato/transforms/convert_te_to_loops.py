@@ -466,9 +466,8 @@ class ReduceOpLowering:
 
         nest = _spatial_nest(op, builder, spatial, sizes=sizes)
         indices = nest.ivs[: len(spatial)]
-        reduction = LoopNest.build(
-            nest.body, list(zip(reduce, op.reduce_extents())), op.stage.data, REDUCTION_ATTR
-        )
+        bounds = _mapped_extents(op.reduce_bounds(), sizes or {})
+        reduction = LoopNest.build(nest.body, list(zip(reduce, bounds)), op.stage.data, REDUCTION_ATTR)
         body = reduction.body
         value = lower_stage_body(op, [*indices, *reduction.ivs], buffers, body)
         acc = load_element(body, dest, indices, element_type)

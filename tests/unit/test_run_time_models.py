@@ -85,6 +85,36 @@ def encoder_block() -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
 
 
+def attention() -> onnx.ModelProto:
+    """Single-head self-attention on x [batch, sequence, 16]: softmax(q k^T / 4) v, a
+    softmax over the run-time sequence and a product contracting it."""
+    d = 16
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"]),
+        helper.make_node("MatMul", ["x", "wk"], ["k"]),
+        helper.make_node("MatMul", ["x", "wv"], ["v"]),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Div", ["scores", "scale"], ["scaled"]),
+        helper.make_node("Softmax", ["scaled"], ["weights"], axis=-1),
+        helper.make_node("MatMul", ["weights", "v"], ["y"]),
+    ]
+    dims = ["batch", "sequence", d]
+    graph = helper.make_graph(
+        nodes,
+        "attention",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+        _initializers(
+            wq=(RNG.standard_normal((d, d)) * 0.3).astype(np.float32),
+            wk=(RNG.standard_normal((d, d)) * 0.3).astype(np.float32),
+            wv=(RNG.standard_normal((d, d)) * 0.3).astype(np.float32),
+            scale=np.array(4.0, np.float32),
+        ),
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def reference(proto: onnx.ModelProto, *arrays: np.ndarray) -> list[np.ndarray]:
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     names = [i.name for i in session.get_inputs()]
@@ -121,6 +151,18 @@ def test_batch_and_sequence_of_two_inputs_are_one_size_each():
         model(x, np.zeros((2, 5, 31), np.float32))
 
 
+def test_attention_over_a_run_time_sequence_compiles_once():
+    """Its softmax normalizes over the run-time sequence and its last product contracts
+    it: reductions of run-time extents."""
+    proto = attention()
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (2, 7), (1, 64), (2, 0)):
+        x = RNG.standard_normal((batch, sequence, 16)).astype(np.float32)
+        (y,) = model(x)
+        np.testing.assert_allclose(y, reference(proto, x)[0], rtol=1e-4, atol=1e-5)
+
+
 def test_the_saved_model_and_the_c_header_take_the_sizes(tmp_path):
     model = strato.compile(encoder_block(), cache=False, name="encoder")
     header = model.c_header()
@@ -152,12 +194,14 @@ def test_the_compile_cache_keeps_a_model_of_run_time_sizes(tmp_path, monkeypatch
 
 
 def test_models_that_do_not_compile_once_compile_per_size():
-    """An operator that does not take run-time dimensions (Transpose), a dynamic
+    """An operator that does not take run-time dimensions (Concat), a dynamic
     dimension that meets a static one, and `run_time_dims=False`: compiled per size,
     as before."""
-    transposed = mlp()
-    transposed.graph.node.append(helper.make_node("Transpose", ["p"], ["t"], perm=[1, 0]))
-    transposed.graph.output[0].CopyFrom(helper.make_tensor_value_info("t", TensorProto.FLOAT, None))
+    concatenated = mlp()
+    concatenated.graph.node.append(helper.make_node("Concat", ["p", "p"], ["t"], axis=1))
+    concatenated.graph.output[0].CopyFrom(
+        helper.make_tensor_value_info("t", TensorProto.FLOAT, None)
+    )
     positions = helper.make_model(
         helper.make_graph(
             [helper.make_node("Add", ["x", "table"], ["y"])],
@@ -168,7 +212,7 @@ def test_models_that_do_not_compile_once_compile_per_size():
         ),
         opset_imports=[helper.make_opsetid("", 18)],
     )
-    for proto, options in ((transposed, {}), (positions, {}), (mlp(), {"run_time_dims": False})):
+    for proto, options in ((concatenated, {}), (positions, {}), (mlp(), {"run_time_dims": False})):
         model = strato.compile(proto, cache=False, **options)
         assert isinstance(model, ShapeSpecializingModel), proto.graph.name
     x = np.ones((2, 4), np.float32)

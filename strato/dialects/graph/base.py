@@ -105,12 +105,13 @@ def broadcast_dim_sources(
 
 def check_static_axes(op: Operation, shape: Sequence[int], axes, what: str) -> None:
     """Refuses an op that `what` (reduces over, normalizes over) a dimension of
-    run-time size: reductions take static extents."""
+    run-time size where it divides by the count of the reduced elements (a mean, a
+    layer norm's statistics): that count is a static number."""
     for axis in axes:
         if shape[axis] < 0:
             raise VerifyException(
-                f"'{op.name}' {what} dimension {axis} of run-time size; reductions take "
-                "static extents"
+                f"'{op.name}' {what} dimension {axis} of run-time size; the mean's count "
+                "is static"
             )
 
 
@@ -164,6 +165,12 @@ class GraphOp(IRDLOperation):
         dimensions that meet are the same size: they never broadcast against each other.
         Ops that set `RUN_TIME_DIMS` define it."""
         return {}
+
+    def run_time_dim_equalities(self) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        """Pairs of operand dimensions, (operand index, dimension), of run-time size
+        that must be the same size though no result dimension is theirs (a matrix
+        product's contracted dimensions)."""
+        return []
 
     def verify_(self) -> None:
         if self.RUN_TIME_DIMS:

@@ -98,6 +98,8 @@ class RunTimeDims:
             for (r, d), sources in op.run_time_dim_sources().items():
                 for operand, od in sources:
                     self._union((op.results[r], d), (op.operands[operand], od))
+            for (a, ad), (b, bd) in op.run_time_dim_equalities():
+                self._union((op.operands[a], ad), (op.operands[b], bd))
 
     @classmethod
     def of_function(cls, function: FuncOp) -> RunTimeDims:

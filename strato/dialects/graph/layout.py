@@ -106,6 +106,7 @@ class TransposeOp(LayoutOp):
     """
 
     name = "graph.transpose"
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     input = operand_def(AnyTensor)
     perm = prop_def(DenseArrayBase.constr(i64))
@@ -136,6 +137,10 @@ class TransposeOp(LayoutOp):
                 f"{len(shape)} dimensions"
             )
         return tuple(shape[p] for p in perm)
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        shape = static_shape(self.input)
+        return {(0, d): [(0, p)] for d, p in enumerate(self.permutation) if shape[p] < 0}
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.array(np.transpose(inputs[0], self.permutation), order="C")]

@@ -69,11 +69,7 @@ class MatmulOp(GraphOp):
             raise VerifyException(
                 f"'graph.matmul' contraction dimensions differ: {lhs[-1]} and {rhs[-2]}"
             )
-        if lhs[-1] < 0:
-            raise VerifyException(
-                "'graph.matmul' contracts a dimension of run-time size; reductions "
-                "take static extents"
-            )
+
         shape = matmul_shape(lhs, rhs)
         if shape is None:
             raise VerifyException(
@@ -92,6 +88,12 @@ class MatmulOp(GraphOp):
         if rhs[-1] < 0:
             sources[(0, rank - 1)] = [(1, len(rhs) - 1)]
         return sources
+
+    def run_time_dim_equalities(self) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        lhs, rhs = static_shape(self.lhs), static_shape(self.rhs)
+        if lhs[-1] < 0:
+            return [((0, len(lhs) - 1), (1, len(rhs) - 2))]
+        return []
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [np.matmul(inputs[0], inputs[1]).astype(inputs[0].dtype)]

@@ -62,6 +62,8 @@ def softmax(x: np.ndarray, axes: Sequence[int]) -> np.ndarray:
     """exp(x - max) / sum(exp(x - max)) over `axes`, in f64, rounded to x's type."""
     wide = np.asarray(x, dtype=np.float64)
     axes = tuple(axes)
+    if wide.size == 0:  # nothing to normalize (an empty run-time dimension)
+        return np.asarray(x).copy()
     with np.errstate(all="ignore"):
         shifted = np.exp(wide - np.max(wide, axis=axes, keepdims=True))
         result = shifted / np.sum(shifted, axis=axes, keepdims=True)
@@ -172,7 +174,6 @@ class SoftmaxOp(GraphOp):
             raise VerifyException(
                 f"'graph.softmax' axes {list(axes)} out of range for rank {len(shape)}"
             )
-        check_static_axes(self, shape, axes, "normalizes over")
         return shape
 
     def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:

@@ -61,6 +61,8 @@ class ReductionOp(GraphOp):
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.REDUCTION
     FLOAT_OPERANDS: ClassVar[bool] = False
     RUN_TIME_DIMS: ClassVar[bool] = True
+    # whether it divides by the count of the reduced elements (which must be static)
+    COUNTS: ClassVar[bool] = False
 
     input = operand_def(AnyTensor)
     axes = prop_def(DenseArrayBase.constr(i64))
@@ -106,7 +108,9 @@ class ReductionOp(GraphOp):
             raise VerifyException(
                 f"'{self.name}' axes {list(axes)} are out of range for rank {len(shape)}"
             )
-        check_static_axes(self, shape, axes, "reduces over")
+        if self.COUNTS:
+            # the mean divides by the count of the reduced elements, a static number
+            check_static_axes(self, shape, axes, "reduces over")
         return reduced_shape(shape, axes, self.keeps_dims)
 
     def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
@@ -150,6 +154,7 @@ class ReduceMeanOp(ReductionOp):
     """
 
     name = "graph.reduce_mean"
+    COUNTS: ClassVar[bool] = True
 
     @staticmethod
     def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:

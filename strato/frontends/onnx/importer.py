@@ -134,10 +134,10 @@ RUN_TIME_ONNX_OPS = frozenset({
     "Abs", "Add", "Ceil", "Celu", "Clip", "Cos", "Div", "Elu", "Erf", "Exp", "Floor",
     "Gelu", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Log", "Max", "Min",
     "Mish", "Mul", "Neg", "Pow", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign",
-    "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Tanh", "ThresholdedRelu",
-    # over static axes or a static contraction
-    "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceSum",
-    "Softmax",
+    "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Tanh", "ThresholdedRelu", "Transpose",
+    # reductions and products (a mean and a layer norm over static axes only)
+    "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceMin",
+    "ReduceSum", "Softmax",
 })
 """The ONNX operators whose converters build graph ops that take run-time (`?`)
 dimensions (`GraphOp.RUN_TIME_DIMS`): a model of these alone compiles once for every

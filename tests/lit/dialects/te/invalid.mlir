@@ -379,3 +379,17 @@ func.func @size_outside_a_primitive() {
   %n = te.size "n" : index
   func.return
 }
+
+// -----
+
+te.primitive @extent_size_missing {
+  %n = te.size "n" : index
+  %x = te.placeholder "x" sizes(%n) : tensor<4x?xf32>
+  // expected-error @+1 {{'te.reduce' of tensor<4xf32> with 1 run-time extent(s) takes 1 run-time size(s), got 0}}
+  %s = "te.reduce"() <{stage = "s", kind = #te<reduce_kind sum>, extents = [#builtin.int<-9223372036854775808>], init = 0.0 : f32}> ({
+  ^bb0(%i: index, %k: index):
+    %v = te.read %x[%i, %k] : tensor<4x?xf32>
+    te.yield %v : f32
+  }) : () -> tensor<4xf32>
+  te.output %s : tensor<4xf32>
+}

@@ -209,3 +209,20 @@ te.primitive @run_time_rows {
   }
   te.output %r : tensor<?x4xf32>
 }
+
+// A reduction axis of run-time extent: `over (%k : %m)`; the generic form lists its
+// size after the result's.
+// CHECK-LABEL: te.primitive @run_time_extent {
+// CHECK:         %s = te.reduce "s" max (%i) over (%k : %m) init 0xff800000 sizes(%n) : tensor<?xf32> {
+// GENERIC-LABEL: sym_name = "run_time_extent"
+// GENERIC:         "te.reduce"(%n, %m) <{stage = "s", kind = #te<reduce_kind max>, extents = [#builtin.int<-9223372036854775808>], init = 0xff800000 : f32}>
+te.primitive @run_time_extent {
+  %n = te.size "n" : index
+  %m = te.size "m" : index
+  %x = te.placeholder "x" sizes(%n, %m) : tensor<?x?xf32>
+  %s = te.reduce "s" max (%i) over (%k : %m) init 0xFF800000 sizes(%n) : tensor<?xf32> {
+    %v = te.read %x[%i, %k] : tensor<?x?xf32>
+    te.yield %v : f32
+  }
+  te.output %s : tensor<?xf32>
+}
