@@ -3,7 +3,7 @@ several sizes: outputs against onnxruntime's on the same dynamic model, and late
 the dynamic model against a static compile of the same size, in one run.
 
     pip install -e '.[corpus,bench]'
-    python benchmarks/dynamic_shapes.py                  # resnet18, bert, gpt2
+    python benchmarks/dynamic_shapes.py                  # every model below
     python benchmarks/dynamic_shapes.py --only bert --repeat 20
 
 Models (random weights, seeded; exported by torch's TorchScript exporter with
@@ -13,7 +13,12 @@ in `benchmarks/.torch_corpus/dynamic/`):
 - bert (transformers, 2 layers, 512 positions), dynamic batch and sequence, called at
   sequence 16, 128 and 512, then (batch 4, sequence 128);
 - gpt2 (transformers, 2 layers, 512 positions), dynamic batch and sequence, called at
-  (batch 1, sequence 16), (2, 64), (1, 200) and (4, 64).
+  (batch 1, sequence 16), (2, 64), (1, 200) and (4, 64);
+- built in code (`strato.testing.dynamic_models`), of operators that take run-time
+  dimensions, so compiled once for every size: mlp (256 -> 1024 -> 10, dynamic batch,
+  at 1, 16, 256), encoder (a feed-forward block 256 wide, 1024 hidden, at (1, 16),
+  (1, 128), (4, 128)) and attention (single head, 64 wide, at (1, 16), (1, 128),
+  (2, 256)).
 
 Per size: the first call's seconds (the compile for that size, or for a size along which
 the model is separable only the check of its import: `strato.separable`), the sizes
@@ -34,6 +39,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+
+from strato.testing import dynamic_models
 
 HERE = Path(__file__).resolve().parent
 if sys.path and Path(sys.path[0] or ".").resolve() == HERE:
@@ -118,16 +125,51 @@ def _tokens(batch: int, seq: int) -> dict[str, np.ndarray]:
     return {"input_ids": rng.integers(0, 1000, (batch, seq)).astype(np.int64), "attention_mask": mask}
 
 
+def _floats(*names: str, width: int, rank: int = 3):
+    def make(batch: int, seq: int) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(SEED)
+        shape = (batch, seq, width) if rank == 3 else (batch, width)
+        return {name: rng.standard_normal(shape).astype(np.float32) for name in names}
+
+    return make
+
+
 MODELS: dict[str, tuple[Callable, Callable, list[tuple[int, int]]]] = {
     "resnet18": (_resnet18, _image, [(1, 0), (4, 0), (8, 0)]),
     "bert": (_transformer("bert"), _tokens, [(1, 16), (1, 128), (1, 512), (4, 128)]),
     "gpt2": (_transformer("gpt2"), _tokens, [(1, 16), (2, 64), (1, 200), (4, 64)]),
 }
 
+# built in code from operators that take run-time dimensions: compiled once
+CODE_MODELS: dict[str, tuple[Callable, Callable, list[tuple[int, int]]]] = {
+    "mlp": (
+        lambda: dynamic_models.mlp(width=256, hidden=1024, classes=10),
+        _floats("x", width=256, rank=2),
+        [(1, 0), (16, 0), (256, 0)],
+    ),
+    "encoder": (
+        lambda: dynamic_models.encoder_block(width=256, hidden=1024),
+        _floats("x", "r", width=256),
+        [(1, 16), (1, 128), (4, 128)],
+    ),
+    "attention": (
+        lambda: dynamic_models.attention(width=64),
+        _floats("x", width=64),
+        [(1, 16), (1, 128), (2, 256)],
+    ),
+}
+
 
 def export(name: str, exporter: str = "torchscript") -> Path:
     """The model exported with its dynamic axes by `exporter` ("torchscript", or
     "dynamo": torch.export with `Dim`s, which writes other patterns for the same model)."""
+    if name in CODE_MODELS:
+        import onnx
+
+        path = CACHE_DIR / f"{name}.code.onnx"
+        CACHE_DIR.mkdir(parents=True, exist_ok=True)
+        onnx.save(CODE_MODELS[name][0](), str(path))
+        return path
     path = CACHE_DIR / (f"{name}.onnx" if exporter == "torchscript" else f"{name}.{exporter}.onnx")
     if path.exists():
         return path
@@ -183,7 +225,9 @@ def in_turns(calls: dict[str, Callable[[], object]], repeat: int, rounds: int = 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", action="append", choices=sorted(MODELS), help="this model only")
+    parser.add_argument(
+        "--only", action="append", choices=sorted({**MODELS, **CODE_MODELS}), help="this model only"
+    )
     parser.add_argument("--repeat", type=int, default=10, help="timed calls per side per round")
     parser.add_argument(
         "--exporter", choices=["torchscript", "dynamo"], default="torchscript",
@@ -202,14 +246,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(header)
     ratios = []
-    for name in args.only or list(MODELS):
+    for name in args.only or [*MODELS, *CODE_MODELS]:
         path = export(name, args.exporter)
-        _, make_inputs, sizes = MODELS[name]
+        _, make_inputs, sizes = {**MODELS, **CODE_MODELS}[name]
         start = time.perf_counter()
         dynamic = strato.compile(str(path))
         setup = time.perf_counter() - start
-        assert isinstance(dynamic, ShapeSpecializingModel), dynamic
-        print(f"{name:9s} compiled once in {setup:.2f} s: {dynamic.dims.describe()}")
+        per_size = isinstance(dynamic, ShapeSpecializingModel)
+        if per_size:
+            print(f"{name:9s} set up in {setup:.2f} s (compiled per size): {dynamic.dims.describe()}")
+        else:
+            shown = ", ".join(dynamic.signature.sizes)
+            print(f"{name:9s} compiled once for every size in {setup:.2f} s: {shown}")
         options = onnxruntime.SessionOptions()
         # its threads spinning after a call would slow the side timed after it
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
@@ -238,14 +286,16 @@ def main(argv: list[str] | None = None) -> int:
             ratios.append(ratio)
             shown = ", ".join(f"{k}{list(v)}" for k, v in shapes.items())
             shown = shown if len(shown) <= 26 else f"batch {batch}" + (f", seq {seq}" if seq else "")
+            compiled = len(dynamic.sizes) if per_size else 1
             print(
-                f"{'':9s} {shown:26s} {first:10.2f} {len(dynamic.sizes):8d} {diff:9.2e} "
+                f"{'':9s} {shown:26s} {first:10.2f} {compiled:8d} {diff:9.2e} "
                 f"{times['dynamic']:10.3f} "
                 f"{times['static']:9.3f} {times['ort']:8.3f} {ratio:10.2f} "
                 f"{times['dynamic'] / times['ort']:8.2f}"
             )
-        split = ", ".join(f"'{dim}'" for dim in dynamic.separated) or "no dimension"
-        print(f"{'':9s} {len(dynamic.sizes)} size(s) compiled; calls split along {split}")
+        if per_size:
+            split = ", ".join(f"'{dim}'" for dim in dynamic.separated) or "no dimension"
+            print(f"{'':9s} {len(dynamic.sizes)} size(s) compiled; calls split along {split}")
     if ratios:
         geomean = float(np.exp(np.mean(np.log(ratios))))
         print(f"dynamic / static: geometric mean {geomean:.3f}, largest {max(ratios):.3f}")

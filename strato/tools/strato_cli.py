@@ -262,9 +262,10 @@ def _compile(
                 # a run makes its inputs, so it needs the sizes; a compile to a file
                 # keeps a dimension the model is separable along (strato.runtime.batched)
                 specialize=batched,
-                # the command line compiles a dynamic model per size (--sizes, saved
-                # models of several sizes, a batch entry)
-                run_time_dims=False,
+                # a compile to a file keeps the run-time dimensions of a model whose
+                # operators take them (one entry for every size), unless --sizes asks
+                # for an entry per size; a run compiles for the sizes it runs
+                run_time_dims=batched and not per_size,
             )
             if isinstance(model, ShapeSpecializingModel) and not per_size:
                 try:
@@ -329,6 +330,8 @@ def load_saved_model(args: argparse.Namespace):
     model = strato.load(args.model)
     if isinstance(model, ShapeSpecializingModel):
         return _saved_model_at_sizes(model, args), model.recipe.model
+    if model.signature.is_dynamic:
+        return _run_time_model_at_sizes(model, args), None
     given = _compile_options_given(args, with_input_shapes=True)
     if given:
         raise StratoError(
@@ -351,6 +354,57 @@ def _compile_options_given(args: argparse.Namespace, *, with_input_shapes: bool)
         ("--calibration", getattr(args, "calibration", None)),
     )
     return [option for option, value in options if value is not None]
+
+
+class _AtSizes:
+    """A model compiled once for every size, run by `strato run` at the sizes
+    --input-shapes gives: its inputs and outputs of those shapes."""
+
+    def __init__(self, model, inputs, outputs):
+        self._model = model
+        self.inputs, self.outputs = inputs, outputs
+
+    def __call__(self, *arrays):
+        return self._model(*arrays)
+
+    def __getattr__(self, name: str):
+        return getattr(self._model, name)
+
+
+def _run_time_model_at_sizes(model, args: argparse.Namespace) -> _AtSizes:
+    """A saved model of run-time sizes at the sizes of --input-shapes (every input's
+    shape, checked against its signature)."""
+    import dataclasses
+
+    given = _compile_options_given(args, with_input_shapes=False)
+    if given:
+        raise StratoError(f"{given[0]} does not apply to a compiled model (it is already compiled)", location=args.model)
+    wanted = ", ".join(str(spec) for spec in model.inputs)
+    if not args.input_shapes:
+        raise StratoError(
+            f"the model runs at any size: give the sizes to run with --input-shapes ({wanted})",
+            location=args.model,
+        )
+    shapes = dict(args.input_shapes)
+    missing = [spec.name for spec in model.inputs if spec.name not in shapes]
+    unknown = [name for name in shapes if name not in model.input_names]
+    if missing or unknown or any(isinstance(d, str) for shape in shapes.values() for d in shape):
+        raise StratoError(
+            f"--input-shapes must give every input, and only those, its sizes ({wanted})",
+            location="--input-shapes",
+        )
+    # views of one element, of the given shapes, checked as a call's arrays are
+    views = [np.broadcast_to(np.zeros((), spec.dtype), shapes[spec.name]) for spec in model.inputs]
+    try:
+        model.signature.check_inputs(views)
+    except StratoError as err:
+        raise StratoError(err.message, location="--input-shapes") from None
+    sizes = model.signature.bind_sizes(views)
+
+    def at(spec):
+        return dataclasses.replace(spec, shape=spec.shape_at(sizes), dims=None)
+
+    return _AtSizes(model, tuple(map(at, model.inputs)), tuple(map(at, model.outputs)))
 
 
 def _saved_model_at_sizes(model, args: argparse.Namespace):
@@ -674,6 +728,8 @@ def compile_command(args: argparse.Namespace) -> int:
             if dims is None
             else f"the model, compiled on first use for each size of {dims.describe()}"
         )
+        if dims is None and model.signature.is_dynamic:
+            what += f", for every size of {', '.join(model.signature.sizes)}"
         print(
             f"wrote {output} ({os.path.getsize(output)} bytes: {what}; run it with "
             f"strato.load or `strato run {output}`)"
@@ -692,6 +748,9 @@ def compile_command(args: argparse.Namespace) -> int:
     model.save_c_header(header)
     batch = getattr(model, "dimension", None)  # a BatchedModel: a second entry
     entries = f"entry {model.entry_symbol}"
+    signature = getattr(model, "signature", None)
+    if signature is not None and signature.is_dynamic:
+        entries += f" for every size, taking {', '.join(signature.sizes)} after the buffers"
     if args.sizes:
         sized = model.sized_object()
         entries += f" taking {', '.join(sized.dims)}, for {len(sized.sizes)} size(s)"

@@ -27,10 +27,13 @@ LINK_LIBRARIES = ("-lm", "-lpthread")
 """What the header says an object needs beside itself."""
 
 
-def c_driver(model, entry: str | None = None, sizes: Sequence[int] = ()) -> str:
+def c_driver(
+    model, entry: str | None = None, sizes: Sequence[int] = (), after: Sequence[int] = ()
+) -> str:
     """The C source of a program that runs `model`'s entry on inputs read from a file:
     or `entry`, an entry taking `sizes` before the buffers (of a model with dynamic
-    dimensions, `model` the size it runs)."""
+    dimensions, `model` the size it runs); `after`: sizes the entry takes after the
+    buffers (a model compiled once for every size)."""
     entry = entry or model.entry_symbol
     prefix = entry[: -len("_run")]
     specs = [*model.inputs, *model.outputs]
@@ -64,7 +67,8 @@ def c_driver(model, entry: str | None = None, sizes: Sequence[int] = ()) -> str:
             )
     lines += [
         "    fclose(in);",
-        f"    int32_t status = {entry}({', '.join([*(f'{n}LL' for n in sizes), *names])});",
+        f"    int32_t status = {entry}("
+        f"{', '.join([*(f'{n}LL' for n in sizes), *names, *(f'{n}LL' for n in after)])});",
         f"    if (status != {prefix.upper()}_OK) return 10 + status;",
         '    FILE *out = fopen(argv[2], "wb");',
         "    if (!out) return 7;",

@@ -246,6 +246,41 @@ def test_the_compiled_sizes_of_a_dynamic_model_link_into_one_object(tmp_path):
         _run_sized(tmp_path, compiled, (4, 4), x)
 
 
+def test_a_model_compiled_once_links_and_runs_at_any_size(tmp_path):
+    """A model of run-time sizes: one object, whose entry takes the batch and sequence
+    after the buffers, runs at sizes the driver chooses, as onnxruntime does."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from strato.testing.dynamic_models import encoder_block
+
+    proto = encoder_block()
+    compiled = strato.compile(proto, name="dyn", cache=False)
+    assert compiled.signature.sizes == ("batch", "sequence")
+    compiled.save_object(tmp_path / "dyn.o")
+    compiled.save_c_header(tmp_path / "dyn.h")
+    rng = np.random.default_rng(8)
+    for batch, sequence in ((1, 3), (2, 17)):
+        sizes = {"batch": batch, "sequence": sequence}
+        at = SimpleNamespace(
+            entry_symbol="dyn_run",
+            **{
+                side: [dataclasses.replace(s, shape=s.shape_at(sizes), dims=None) for s in specs]
+                for side, specs in (("inputs", compiled.inputs), ("outputs", compiled.outputs))
+            },
+        )
+        stem = f"dyn_{batch}x{sequence}"
+        (tmp_path / f"{stem}.c").write_text(c_driver(at, after=(batch, sequence)))
+        build = subprocess.run(
+            [GCC, "-std=c11", "-Wall", "-Werror", "-o", stem, f"{stem}.c", "dyn.o", *LINK_LIBRARIES],
+            cwd=tmp_path, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert build.returncode == 0, build.stderr
+        x, r = (rng.standard_normal((batch, sequence, 32)).astype(np.float32) for _ in range(2))
+        outputs = run_program(tmp_path / stem, at, [x, r])
+        assert_close(outputs, run_onnxruntime(proto, [x, r]), stem)
+
+
 def test_a_separable_dimension_of_the_object_takes_any_size(tmp_path, monkeypatch):
     """Calls split along the batch (the model is separable along it) compile batch 1 of
     each sequence length; the object's entry runs that size once per sample for any

@@ -17,102 +17,9 @@ import strato
 from strato.runtime.signature import InputMismatchError
 from strato.specializing import ShapeSpecializingModel
 from strato.targets.llvm.model import LLVMCompiledModel
+from strato.testing.dynamic_models import attention, encoder_block, mlp
 
 RNG = np.random.default_rng(0)
-
-
-def _initializers(**arrays: np.ndarray) -> list[onnx.TensorProto]:
-    return [numpy_helper.from_array(np.asarray(a), name) for name, a in arrays.items()]
-
-
-def mlp(batch: str | None = "batch") -> onnx.ModelProto:
-    """softmax(relu(x @ w1 + b1) @ w2^T + b2), x [batch, 16]."""
-    nodes = [
-        helper.make_node("MatMul", ["x", "w1"], ["h"]),
-        helper.make_node("Add", ["h", "b1"], ["hb"]),
-        helper.make_node("Relu", ["hb"], ["r"]),
-        helper.make_node("Gemm", ["r", "w2", "b2"], ["logits"], transB=1),
-        helper.make_node("Softmax", ["logits"], ["p"], axis=-1),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "mlp",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 16])],
-        [helper.make_tensor_value_info("p", TensorProto.FLOAT, [batch, 10])],
-        _initializers(
-            w1=RNG.standard_normal((16, 32)).astype(np.float32),
-            b1=RNG.standard_normal(32).astype(np.float32),
-            w2=RNG.standard_normal((10, 32)).astype(np.float32),
-            b2=RNG.standard_normal(10).astype(np.float32),
-        ),
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
-def encoder_block() -> onnx.ModelProto:
-    """A transformer's feed-forward half on x [batch, sequence, 32] and a residual r of
-    the same sizes: layer norm, dense + GELU, dense, the residual sum, and the sum
-    centred on its mean."""
-    d, f = 32, 64
-    nodes = [
-        helper.make_node("LayerNormalization", ["x", "g", "b"], ["ln"], axis=-1, epsilon=1e-5),
-        helper.make_node("MatMul", ["ln", "w1"], ["h"]),
-        helper.make_node("Add", ["h", "b1"], ["hb"]),
-        helper.make_node("Gelu", ["hb"], ["gl"]),
-        helper.make_node("MatMul", ["gl", "w2"], ["o"]),
-        helper.make_node("Add", ["o", "r"], ["y"]),
-        helper.make_node("ReduceMean", ["y", "axes"], ["m"], keepdims=1),
-        helper.make_node("Sub", ["y", "m"], ["z"]),
-    ]
-    dims = ["batch", "sequence", d]
-    graph = helper.make_graph(
-        nodes,
-        "encoder",
-        [
-            helper.make_tensor_value_info("x", TensorProto.FLOAT, dims),
-            helper.make_tensor_value_info("r", TensorProto.FLOAT, dims),
-        ],
-        [helper.make_tensor_value_info("z", TensorProto.FLOAT, dims)],
-        _initializers(
-            g=RNG.standard_normal(d).astype(np.float32),
-            b=RNG.standard_normal(d).astype(np.float32),
-            w1=(RNG.standard_normal((d, f)) * 0.2).astype(np.float32),
-            b1=RNG.standard_normal(f).astype(np.float32),
-            w2=(RNG.standard_normal((f, d)) * 0.2).astype(np.float32),
-            axes=np.array([2], np.int64),
-        ),
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
-
-
-def attention() -> onnx.ModelProto:
-    """Single-head self-attention on x [batch, sequence, 16]: softmax(q k^T / 4) v, a
-    softmax over the run-time sequence and a product contracting it."""
-    d = 16
-    nodes = [
-        helper.make_node("MatMul", ["x", "wq"], ["q"]),
-        helper.make_node("MatMul", ["x", "wk"], ["k"]),
-        helper.make_node("MatMul", ["x", "wv"], ["v"]),
-        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
-        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
-        helper.make_node("Div", ["scores", "scale"], ["scaled"]),
-        helper.make_node("Softmax", ["scaled"], ["weights"], axis=-1),
-        helper.make_node("MatMul", ["weights", "v"], ["y"]),
-    ]
-    dims = ["batch", "sequence", d]
-    graph = helper.make_graph(
-        nodes,
-        "attention",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
-        _initializers(
-            wq=(RNG.standard_normal((d, d)) * 0.3).astype(np.float32),
-            wk=(RNG.standard_normal((d, d)) * 0.3).astype(np.float32),
-            wv=(RNG.standard_normal((d, d)) * 0.3).astype(np.float32),
-            scale=np.array(4.0, np.float32),
-        ),
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
 def reference(proto: onnx.ModelProto, *arrays: np.ndarray) -> list[np.ndarray]:
@@ -208,7 +115,7 @@ def test_models_that_do_not_compile_once_compile_per_size():
             "positions",
             [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence"])],
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-            _initializers(table=np.arange(4, dtype=np.float32)),
+            [numpy_helper.from_array(np.arange(4, dtype=np.float32), "table")],
         ),
         opset_imports=[helper.make_opsetid("", 18)],
     )
@@ -217,3 +124,36 @@ def test_models_that_do_not_compile_once_compile_per_size():
         assert isinstance(model, ShapeSpecializingModel), proto.graph.name
     x = np.ones((2, 4), np.float32)
     np.testing.assert_array_equal(strato.compile(positions, cache=False)(x)[0], x + np.arange(4))
+
+
+def test_strato_compile_writes_one_model_for_every_size_and_strato_run_picks_sizes(tmp_path):
+    import subprocess
+    import sys
+
+    path, saved = tmp_path / "encoder.onnx", tmp_path / "encoder.strato"
+    onnx.save(encoder_block(), path)
+    cli = [sys.executable, "-m", "strato.tools.strato_cli"]
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [*cli, *args], capture_output=True, text=True, timeout=600, check=False
+        )
+
+    done = run("compile", str(path), "-o", str(saved))
+    assert done.returncode == 0, done.stderr
+    assert "for every size of batch, sequence" in done.stdout
+    ran = run("run", str(saved), "--input-shapes", "x:[2,5,32] r:[2,5,32]", "--repeat", "1")
+    assert ran.returncode == 0, ran.stderr
+    assert "output 'z': shape [2, 5, 32]" in ran.stdout
+    for args, message in (
+        ((), "runs at any size: give the sizes to run with --input-shapes"),
+        (("--input-shapes", "x:[2,5,32] r:[2,4,32]"), "'sequence') is 4, but input 0 'x' gives 'sequence' = 5"),
+        (("--input-shapes", "x:[2,5,32]"), "must give every input"),
+    ):
+        failed = run("run", str(saved), *args)
+        assert failed.returncode == 1 and "Traceback" not in failed.stderr
+        assert message in failed.stderr, failed.stderr
+    done = run("compile", str(path), "-o", str(tmp_path / "encoder.o"))
+    assert done.returncode == 0, done.stderr
+    assert "taking batch, sequence after the buffers" in done.stdout
+    assert "int64_t batch, int64_t sequence);" in (tmp_path / "encoder.h").read_text()

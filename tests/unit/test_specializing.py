@@ -21,13 +21,19 @@ from strato.specializing import MAX_SIZES, InputDims, ShapeSpecializingModel
 W = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
 
 
-def dynamic_model(x_dims=("batch", "seq", 8), m_dims=("batch", "seq", 1)) -> onnx.ModelProto:
-    """y = softmax(x @ W + m) over the last axis: x [batch, seq, 8], m [batch, seq, 1]."""
+def dynamic_model(
+    x_dims=("batch", "seq", 8), m_dims=("batch", "seq", 1), per_size: bool = False
+) -> onnx.ModelProto:
+    """y = softmax(x @ W + m) over the last axis: x [batch, seq, 8], m [batch, seq, 1].
+    Its operators take run-time dimensions; with `per_size`, a Dropout (the identity at
+    inference, an operator that does not) makes it a model compiled per size."""
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["h"]),
         helper.make_node("Add", ["h", "m"], ["s"]),
-        helper.make_node("Softmax", ["s"], ["y"], axis=-1),
+        helper.make_node("Softmax", ["s"], ["p" if per_size else "y"], axis=-1),
     ]
+    if per_size:
+        nodes.append(helper.make_node("Dropout", ["p"], ["y"]))
     graph = helper.make_graph(
         nodes,
         "dynamic",
@@ -237,7 +243,7 @@ def test_a_corrupt_saved_model_is_diagnosed(tmp_path, member, text, reason):
 
 def test_strato_compile_and_run_a_model_saved_per_size(tmp_path):
     path, saved = tmp_path / "dynamic.onnx", tmp_path / "dynamic.strato"
-    onnx.save(dynamic_model(), path)
+    onnx.save(dynamic_model(per_size=True), path)
     cli = [sys.executable, "-m", "strato.tools.strato_cli"]
     done = subprocess.run([*cli, "compile", str(path), "-o", str(saved)], capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr

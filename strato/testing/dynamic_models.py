@@ -1,0 +1,117 @@
+"""ONNX models with dynamic axes built in code (seeded random weights), of operators
+that take run-time dimensions: what `strato.compile` compiles once for every size.
+
+    proto = encoder_block(width=256)   # x, r: [batch, sequence, 256]
+    model = strato.compile(proto)      # one compile; model(x, r) at any sizes
+
+The tests check them against onnxruntime; `benchmarks/dynamic_shapes.py` times them
+against static compiles of each size.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def _initializers(**arrays: np.ndarray) -> list[onnx.TensorProto]:
+    return [
+        numpy_helper.from_array(np.asarray(a, np.float32 if a.dtype.kind == "f" else a.dtype), n)
+        for n, a in arrays.items()
+    ]
+
+
+def mlp(width: int = 16, hidden: int = 32, classes: int = 10, seed: int = 0) -> onnx.ModelProto:
+    """softmax(relu(x @ w1 + b1) @ w2^T + b2), x [batch, width]."""
+    rng = np.random.default_rng(seed)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["h"]),
+        helper.make_node("Add", ["h", "b1"], ["hb"]),
+        helper.make_node("Relu", ["hb"], ["r"]),
+        helper.make_node("Gemm", ["r", "w2", "b2"], ["logits"], transB=1),
+        helper.make_node("Softmax", ["logits"], ["p"], axis=-1),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", width])],
+        [helper.make_tensor_value_info("p", TensorProto.FLOAT, ["batch", classes])],
+        _initializers(
+            w1=rng.standard_normal((width, hidden)) / np.sqrt(width),
+            b1=rng.standard_normal(hidden),
+            w2=rng.standard_normal((classes, hidden)) / np.sqrt(hidden),
+            b2=rng.standard_normal(classes),
+        ),
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def encoder_block(width: int = 32, hidden: int = 64, seed: int = 0) -> onnx.ModelProto:
+    """A transformer's feed-forward half on x [batch, sequence, width] and a residual r
+    of the same sizes: layer norm, dense + GELU, dense, the residual sum, and the sum
+    centred on its mean."""
+    rng = np.random.default_rng(seed)
+    nodes = [
+        helper.make_node("LayerNormalization", ["x", "g", "b"], ["ln"], axis=-1, epsilon=1e-5),
+        helper.make_node("MatMul", ["ln", "w1"], ["h"]),
+        helper.make_node("Add", ["h", "b1"], ["hb"]),
+        helper.make_node("Gelu", ["hb"], ["gl"]),
+        helper.make_node("MatMul", ["gl", "w2"], ["o"]),
+        helper.make_node("Add", ["o", "r"], ["y"]),
+        helper.make_node("ReduceMean", ["y", "axes"], ["m"], keepdims=1),
+        helper.make_node("Sub", ["y", "m"], ["z"]),
+    ]
+    dims = ["batch", "sequence", width]
+    graph = helper.make_graph(
+        nodes,
+        "encoder",
+        [
+            helper.make_tensor_value_info("x", TensorProto.FLOAT, dims),
+            helper.make_tensor_value_info("r", TensorProto.FLOAT, dims),
+        ],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT, dims)],
+        _initializers(
+            g=rng.standard_normal(width),
+            b=rng.standard_normal(width),
+            w1=rng.standard_normal((width, hidden)) / np.sqrt(width),
+            b1=rng.standard_normal(hidden),
+            w2=rng.standard_normal((hidden, width)) / np.sqrt(hidden),
+            axes=np.array([2], np.int64),
+        ),
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+
+
+def attention(width: int = 16, seed: int = 0) -> onnx.ModelProto:
+    """Single-head self-attention on x [batch, sequence, width]:
+    softmax(q k^T / sqrt(width)) v, a softmax over the run-time sequence and a product
+    contracting it."""
+    rng = np.random.default_rng(seed)
+    nodes = [
+        helper.make_node("MatMul", ["x", "wq"], ["q"]),
+        helper.make_node("MatMul", ["x", "wk"], ["k"]),
+        helper.make_node("MatMul", ["x", "wv"], ["v"]),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Div", ["scores", "scale"], ["scaled"]),
+        helper.make_node("Softmax", ["scaled"], ["weights"], axis=-1),
+        helper.make_node("MatMul", ["weights", "v"], ["y"]),
+    ]
+    dims = ["batch", "sequence", width]
+    graph = helper.make_graph(
+        nodes,
+        "attention",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+        _initializers(
+            wq=rng.standard_normal((width, width)) / np.sqrt(width),
+            wk=rng.standard_normal((width, width)) / np.sqrt(width),
+            wv=rng.standard_normal((width, width)) / np.sqrt(width),
+            scale=np.array(np.sqrt(width), np.float32),
+        ),
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+__all__ = ["attention", "encoder_block", "mlp"]
