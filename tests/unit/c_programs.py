@@ -67,8 +67,8 @@ def c_driver(
             )
     lines += [
         "    fclose(in);",
-        f"    int32_t status = {entry}("
-        f"{', '.join([*(f'{n}LL' for n in sizes), *names, *(f'{n}LL' for n in after)])});",
+        "    int32_t status = "
+        + f"{entry}({', '.join([*(f'{n}LL' for n in sizes), *names, *(f'{n}LL' for n in after)])});",
         f"    if (status != {prefix.upper()}_OK) return 10 + status;",
         '    FILE *out = fopen(argv[2], "wb");',
         "    if (!out) return 7;",
