@@ -15,7 +15,7 @@ in `benchmarks/.torch_corpus/dynamic/`):
 - gpt2 (transformers, 2 layers, 512 positions), dynamic batch and sequence, called at
   (batch 1, sequence 16), (2, 64), (1, 200) and (4, 64);
 - built in code (`strato.testing.dynamic_models`), of operators that take run-time
-  dimensions, so compiled once for every size: mlp (256 -> 1024 -> 10, dynamic batch,
+  dimensions, compiled once for every size (`run_time_dims=True`): mlp (256 -> 1024 -> 10, dynamic batch,
   at 1, 16, 256), encoder (a feed-forward block 256 wide, 1024 hidden, at (1, 16),
   (1, 128), (4, 128)) and attention (single head, 64 wide, at (1, 16), (1, 128),
   (2, 256)).
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         path = export(name, args.exporter)
         _, make_inputs, sizes = {**MODELS, **CODE_MODELS}[name]
         start = time.perf_counter()
-        dynamic = strato.compile(str(path))
+        dynamic = strato.compile(str(path), run_time_dims=name in CODE_MODELS)
         setup = time.perf_counter() - start
         per_size = isinstance(dynamic, ShapeSpecializingModel)
         if per_size:

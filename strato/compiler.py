@@ -75,7 +75,7 @@ def compile_model(
     tuning: str | os.PathLike | None = None,
     progress: Callable[[int, int], None] | None = None,
     specialize: bool = True,
-    run_time_dims: bool = True,
+    run_time_dims: bool = False,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
@@ -97,10 +97,12 @@ def compile_model(
     model's distinct kernels the target's build has compiled (a progress bar).
 
     A model whose graph inputs have dynamic dimensions that `input_shapes` leaves open
-    compiles once for every size when all its operators take run-time dimensions
-    (`strato.frontends.onnx.importer.RUN_TIME_ONNX_OPS`; `run_time_dims=False` never
-    does): its signature names those dimensions (`TensorSpec.dims`) and each call runs
-    at its arrays' sizes. Any other such model
+    is, with `run_time_dims=True`, compiled once for every size when all its operators
+    take run-time dimensions (`strato.frontends.onnx.importer.RUN_TIME_ONNX_OPS`): its
+    signature names those dimensions (`TensorSpec.dims`) and each call runs at its
+    arrays' sizes. Its kernels are not scheduled yet (schedules take static extents), so
+    it runs slower than a compile per size (`benchmarks/dynamic_shapes.py`). Any other
+    such model, and every one by default,
     is returned as a `strato.specializing.ShapeSpecializingModel`: each call runs the
     model compiled for its arrays' sizes, compiled on the first call that brings them
     (`specialize=False` refuses such a model instead). A model with operators whose

@@ -262,10 +262,9 @@ def _compile(
                 # a run makes its inputs, so it needs the sizes; a compile to a file
                 # keeps a dimension the model is separable along (strato.runtime.batched)
                 specialize=batched,
-                # a compile to a file keeps the run-time dimensions of a model whose
-                # operators take them (one entry for every size), unless --sizes asks
-                # for an entry per size; a run compiles for the sizes it runs
-                run_time_dims=batched and not per_size,
+                # --run-time-sizes: one entry for every size of a model whose
+                # operators take run-time dimensions
+                run_time_dims=getattr(args, "run_time_sizes", False),
             )
             if isinstance(model, ShapeSpecializingModel) and not per_size:
                 try:
@@ -714,12 +713,33 @@ def compile_command(args: argparse.Namespace) -> int:
         )
     is_object = output.endswith(".o")
     is_saved_model = output.endswith(".strato")
+    if args.run_time_sizes and args.sizes:
+        raise StratoError(
+            "--run-time-sizes compiles one entry for every size; --sizes one per size: "
+            "give one of them",
+            location="--sizes",
+        )
     resolved = resolve_model(args.model, args.batch, args.seed)
     model = compile_resolved(
         resolved, args, batched=True, keep_open=is_saved_model, per_size=bool(args.sizes)
     )
     if args.sizes:
         _compile_sizes(model, args.sizes)
+    if args.run_time_sizes and not getattr(getattr(model, "signature", None), "is_dynamic", False):
+        from strato.frontends.onnx.importer import RUN_TIME_ONNX_OPS
+
+        # a model compiled per size, or for every size of a separable dimension
+        has_open = getattr(model, "dims", None) is not None or hasattr(model, "dimension")
+        why = (
+            "this one has none left open"
+            if not has_open
+            else "this one has operators that need static sizes (those that take run-time "
+            f"sizes: {', '.join(sorted(RUN_TIME_ONNX_OPS))}); compile it per size with --sizes"
+        )
+        raise StratoError(
+            f"--run-time-sizes applies to a model with dynamic dimensions, and {why}",
+            location="--run-time-sizes",
+        )
     if is_saved_model:
         model.save(output)
         dims = getattr(model, "dims", None)  # a ShapeSpecializingModel
@@ -1025,6 +1045,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="for a model with dynamic dimensions: compile these input shapes (as "
         "--input-shapes writes them; repeat for each size) into one object whose entry "
         "<model>_run takes each open dimension's size before the buffers",
+    )  # fmt: skip
+    compile_.add_argument(
+        "--run-time-sizes", action="store_true",
+        help="for a model with dynamic dimensions whose operators all take run-time "
+        "sizes: compile it once, into one entry for every size that takes the sizes "
+        "after the buffers (its kernels are not scheduled yet: slower than --sizes)",
     )  # fmt: skip
     compile_.add_argument(
         "-o", "--output", metavar="OUT",

@@ -255,7 +255,7 @@ def test_a_model_compiled_once_links_and_runs_at_any_size(tmp_path):
     from strato.testing.dynamic_models import encoder_block
 
     proto = encoder_block()
-    compiled = strato.compile(proto, name="dyn", cache=False)
+    compiled = strato.compile(proto, name="dyn", cache=False, run_time_dims=True)
     assert compiled.signature.sizes == ("batch", "sequence")
     compiled.save_object(tmp_path / "dyn.o")
     compiled.save_c_header(tmp_path / "dyn.h")

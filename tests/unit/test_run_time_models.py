@@ -30,7 +30,7 @@ def reference(proto: onnx.ModelProto, *arrays: np.ndarray) -> list[np.ndarray]:
 
 def test_a_dynamic_batch_compiles_once_and_runs_at_every_size():
     proto = mlp()
-    model = strato.compile(proto, cache=False)
+    model = strato.compile(proto, cache=False, run_time_dims=True)
     assert isinstance(model, LLVMCompiledModel)
     (x_spec,), (p_spec,) = model.inputs, model.outputs
     assert str(x_spec) == "'x' float32[batch, 16]" and str(p_spec) == "'p' float32[batch, 10]"
@@ -44,7 +44,7 @@ def test_a_dynamic_batch_compiles_once_and_runs_at_every_size():
 
 def test_batch_and_sequence_of_two_inputs_are_one_size_each():
     proto = encoder_block()
-    model = strato.compile(proto, cache=False)
+    model = strato.compile(proto, cache=False, run_time_dims=True)
     assert isinstance(model, LLVMCompiledModel)
     assert model.signature.sizes == ("batch", "sequence")
     for batch, sequence in ((1, 1), (2, 9), (3, 128), (1, 0)):
@@ -62,7 +62,7 @@ def test_attention_over_a_run_time_sequence_compiles_once():
     """Its softmax normalizes over the run-time sequence and its last product contracts
     it: reductions of run-time extents."""
     proto = attention()
-    model = strato.compile(proto, cache=False)
+    model = strato.compile(proto, cache=False, run_time_dims=True)
     assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
     for batch, sequence in ((1, 1), (2, 7), (1, 64), (2, 0)):
         x = RNG.standard_normal((batch, sequence, 16)).astype(np.float32)
@@ -71,7 +71,7 @@ def test_attention_over_a_run_time_sequence_compiles_once():
 
 
 def test_the_saved_model_and_the_c_header_take_the_sizes(tmp_path):
-    model = strato.compile(encoder_block(), cache=False, name="encoder")
+    model = strato.compile(encoder_block(), cache=False, name="encoder", run_time_dims=True)
     header = model.c_header()
     assert (
         "int32_t encoder_run(const float *x, const float *r, float *z, int64_t batch, "
@@ -92,18 +92,18 @@ def test_the_compile_cache_keeps_a_model_of_run_time_sizes(tmp_path, monkeypatch
     from strato.runtime.cache import wait_for_writes
 
     proto = mlp()
-    first = strato.compile(proto)
+    first = strato.compile(proto, run_time_dims=True)
     wait_for_writes()
-    cached = strato.compile(proto)
+    cached = strato.compile(proto, run_time_dims=True)
     assert cached.origin is not None and cached.inputs == first.inputs
     x = RNG.standard_normal((5, 16)).astype(np.float32)
     np.testing.assert_array_equal(cached(x)[0], first(x)[0])
 
 
 def test_models_that_do_not_compile_once_compile_per_size():
-    """An operator that does not take run-time dimensions (Concat), a dynamic
-    dimension that meets a static one, and `run_time_dims=False`: compiled per size,
-    as before."""
+    """An operator that does not take run-time dimensions (Concat) and a dynamic
+    dimension that meets a static one, with `run_time_dims`, and any model without it
+    (the default): compiled per size."""
     concatenated = mlp()
     concatenated.graph.node.append(helper.make_node("Concat", ["p", "p"], ["t"], axis=1))
     concatenated.graph.output[0].CopyFrom(
@@ -119,11 +119,16 @@ def test_models_that_do_not_compile_once_compile_per_size():
         ),
         opset_imports=[helper.make_opsetid("", 18)],
     )
-    for proto, options in ((concatenated, {}), (positions, {}), (mlp(), {"run_time_dims": False})):
+    for proto, options in (
+        (concatenated, {"run_time_dims": True}),
+        (positions, {"run_time_dims": True}),
+        (mlp(), {}),
+    ):
         model = strato.compile(proto, cache=False, **options)
         assert isinstance(model, ShapeSpecializingModel), proto.graph.name
     x = np.ones((2, 4), np.float32)
-    np.testing.assert_array_equal(strato.compile(positions, cache=False)(x)[0], x + np.arange(4))
+    compiled = strato.compile(positions, cache=False, run_time_dims=True)
+    np.testing.assert_array_equal(compiled(x)[0], x + np.arange(4))
 
 
 def test_strato_compile_writes_one_model_for_every_size_and_strato_run_picks_sizes(tmp_path):
@@ -139,7 +144,7 @@ def test_strato_compile_writes_one_model_for_every_size_and_strato_run_picks_siz
             [*cli, *args], capture_output=True, text=True, timeout=600, check=False
         )
 
-    done = run("compile", str(path), "-o", str(saved))
+    done = run("compile", str(path), "--run-time-sizes", "-o", str(saved))
     assert done.returncode == 0, done.stderr
     assert "for every size of batch, sequence" in done.stdout
     ran = run("run", str(saved), "--input-shapes", "x:[2,5,32] r:[2,5,32]", "--repeat", "1")
@@ -153,7 +158,18 @@ def test_strato_compile_writes_one_model_for_every_size_and_strato_run_picks_siz
         failed = run("run", str(saved), *args)
         assert failed.returncode == 1 and "Traceback" not in failed.stderr
         assert message in failed.stderr, failed.stderr
-    done = run("compile", str(path), "-o", str(tmp_path / "encoder.o"))
+    done = run("compile", str(path), "--run-time-sizes", "-o", str(tmp_path / "encoder.o"))
     assert done.returncode == 0, done.stderr
     assert "taking batch, sequence after the buffers" in done.stdout
     assert "int64_t batch, int64_t sequence);" in (tmp_path / "encoder.h").read_text()
+    onnx.save(helper.make_model(
+        helper.make_graph(
+            [helper.make_node("Concat", ["x", "x"], ["y"], axis=1)], "concat",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        ),
+        opset_imports=[helper.make_opsetid("", 18)],
+    ), tmp_path / "concat.onnx")  # fmt: skip
+    failed = run("compile", str(tmp_path / "concat.onnx"), "--run-time-sizes", "-o", str(saved))
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    assert "operators that need static sizes" in failed.stderr, failed.stderr

@@ -581,7 +581,7 @@ def test_a_sample_with_little_work_compiles_per_size():
     """A run per sample would cost more than it saves: below MIN_SAMPLE_ELEMENTS the
     model compiles per size, as a model that is not separable does."""
     proto = SEPARABLE["mlp"][0]
-    compiled = strato.compile(proto, cache=False, run_time_dims=False)
+    compiled = strato.compile(proto, cache=False)
     for batch in (2, 3):
         compiled(RNG.standard_normal((batch, 6)).astype(np.float32))
     assert compiled.sizes == [{"x": (2, 6)}, {"x": (3, 6)}]

@@ -21,19 +21,13 @@ from strato.specializing import MAX_SIZES, InputDims, ShapeSpecializingModel
 W = np.random.default_rng(0).standard_normal((8, 4)).astype(np.float32)
 
 
-def dynamic_model(
-    x_dims=("batch", "seq", 8), m_dims=("batch", "seq", 1), per_size: bool = False
-) -> onnx.ModelProto:
-    """y = softmax(x @ W + m) over the last axis: x [batch, seq, 8], m [batch, seq, 1].
-    Its operators take run-time dimensions; with `per_size`, a Dropout (the identity at
-    inference, an operator that does not) makes it a model compiled per size."""
+def dynamic_model(x_dims=("batch", "seq", 8), m_dims=("batch", "seq", 1)) -> onnx.ModelProto:
+    """y = softmax(x @ W + m) over the last axis: x [batch, seq, 8], m [batch, seq, 1]."""
     nodes = [
         helper.make_node("MatMul", ["x", "w"], ["h"]),
         helper.make_node("Add", ["h", "m"], ["s"]),
-        helper.make_node("Softmax", ["s"], ["p" if per_size else "y"], axis=-1),
+        helper.make_node("Softmax", ["s"], ["y"], axis=-1),
     ]
-    if per_size:
-        nodes.append(helper.make_node("Dropout", ["p"], ["y"]))
     graph = helper.make_graph(
         nodes,
         "dynamic",
@@ -55,8 +49,7 @@ def expected(x: np.ndarray, m: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def model() -> ShapeSpecializingModel:
-    # its operators take run-time dimensions: it is compiled per size when asked to
-    compiled = strato.compile(dynamic_model(), run_time_dims=False, cache=False)
+    compiled = strato.compile(dynamic_model(), cache=False)
     assert isinstance(compiled, ShapeSpecializingModel)
     return compiled
 
@@ -154,17 +147,17 @@ def test_unnamed_dynamic_dimensions_and_shapeless_inputs_take_any_size():
                 dim.ClearField("dim_param")
     dims = InputDims.of(unnamed)
     assert dims is not None and dims.shapes == {"x": (None, None, 8), "m": (None, None, 1)}
-    compiled = strato.compile(unnamed, cache=False, run_time_dims=False)
+    compiled = strato.compile(unnamed, cache=False)
     x, m = np.ones((1, 2, 8), np.float32), np.zeros((1, 2, 1), np.float32)
     np.testing.assert_allclose(compiled(x, m)[0], expected(x, m), rtol=1e-5)
 
 
 def test_input_shapes_pin_some_dimensions_and_specialize_false_refuses():
     assert InputDims.of(dynamic_model(), {"x": (1, 2, 8), "m": (1, 2, 1)}) is None
-    static = strato.compile(dynamic_model(), run_time_dims=False, input_shapes={"x": (1, 2, 8), "m": (1, 2, 1)}, cache=False)
+    static = strato.compile(dynamic_model(), input_shapes={"x": (1, 2, 8), "m": (1, 2, 1)}, cache=False)
     assert not isinstance(static, ShapeSpecializingModel)
     with pytest.raises(SymbolicShapeError, match=r"graph input 'x' has a dynamic dimension 'batch' at axis 0"):
-        strato.compile(dynamic_model(), run_time_dims=False, specialize=False, cache=False)
+        strato.compile(dynamic_model(), specialize=False, cache=False)
 
 
 def test_a_model_compiled_per_size_saves_and_loads_with_its_sizes(tmp_path, monkeypatch):
@@ -172,7 +165,7 @@ def test_a_model_compiled_per_size_saves_and_loads_with_its_sizes(tmp_path, monk
     without compiling, and another size compiles as before; all match."""
     import strato.compiler
 
-    model = strato.compile(dynamic_model(), run_time_dims=False, cache=False)
+    model = strato.compile(dynamic_model(), cache=False)
     rng = np.random.default_rng(3)
     sizes = [(1, 3), (2, 5)]
     arrays = {s: (rng.standard_normal((*s, 8)).astype(np.float32), rng.standard_normal((*s, 1)).astype(np.float32)) for s in [*sizes, (3, 2)]}
@@ -200,7 +193,7 @@ def test_a_model_compiled_per_size_saves_and_loads_with_its_sizes(tmp_path, monk
 def test_a_saved_model_keeps_its_tuning_log_and_refuses_hooks(tmp_path):
     log = tmp_path / "t.jsonl"
     log.write_text("")
-    tuned = strato.compile(dynamic_model(), run_time_dims=False, cache=False, tuning=log)
+    tuned = strato.compile(dynamic_model(), cache=False, tuning=log)
     tuned.save(tmp_path / "tuned.strato")
     log.unlink()  # the archive holds the log
     loaded = strato.load(tmp_path / "tuned.strato")
@@ -209,7 +202,7 @@ def test_a_saved_model_keeps_its_tuning_log_and_refuses_hooks(tmp_path):
         assert saved.read() == ""
     x, m = np.ones((1, 2, 8), np.float32), np.zeros((1, 2, 1), np.float32)
     np.testing.assert_allclose(loaded(x, m)[0], expected(x, m), rtol=1e-5, atol=1e-6)
-    hooked = strato.compile(dynamic_model(), run_time_dims=False, cache=False, passes_after="cse")
+    hooked = strato.compile(dynamic_model(), cache=False, passes_after="cse")
     assert not hooked.can_save
     with pytest.raises(StratoError, match=r"cannot be saved: it was compiled with passes hooks"):
         hooked.save(tmp_path / "hooked.strato")
@@ -226,7 +219,7 @@ def test_a_saved_model_keeps_its_tuning_log_and_refuses_hooks(tmp_path):
 def test_a_corrupt_saved_model_is_diagnosed(tmp_path, member, text, reason):
     import zipfile
 
-    model = strato.compile(dynamic_model(), run_time_dims=False, cache=False)
+    model = strato.compile(dynamic_model(), cache=False)
     model.save(tmp_path / "m.strato")
     with zipfile.ZipFile(tmp_path / "m.strato") as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
@@ -243,7 +236,7 @@ def test_a_corrupt_saved_model_is_diagnosed(tmp_path, member, text, reason):
 
 def test_strato_compile_and_run_a_model_saved_per_size(tmp_path):
     path, saved = tmp_path / "dynamic.onnx", tmp_path / "dynamic.strato"
-    onnx.save(dynamic_model(per_size=True), path)
+    onnx.save(dynamic_model(), path)
     cli = [sys.executable, "-m", "strato.tools.strato_cli"]
     done = subprocess.run([*cli, "compile", str(path), "-o", str(saved)], capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
@@ -281,7 +274,7 @@ def test_strato_compile_sizes_writes_one_object_for_them(tmp_path):
 
 
 def test_an_object_needs_a_compiled_size():
-    fresh = strato.compile(dynamic_model(), run_time_dims=False, cache=False)
+    fresh = strato.compile(dynamic_model(), cache=False)
     with pytest.raises(StratoError, match="no size of this model is compiled yet"):
         fresh.c_header()
 
