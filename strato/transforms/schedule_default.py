@@ -59,7 +59,7 @@ from math import prod
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects import func
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import (
     BoolAttr,
     DictionaryAttr,
@@ -69,7 +69,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
-from xdsl.ir import Attribute
+from xdsl.ir import Attribute, SSAValue
 from xdsl.passes import ModulePass
 
 from strato.dialects.loop import (
@@ -77,6 +77,7 @@ from strato.dialects.loop import (
     ForOp,
     LoopKind,
     LoopKindAttr,
+    YieldOp,
     is_reduction_loop,
     loop_stage,
 )
@@ -121,6 +122,7 @@ def schedule_kernel(module: ModuleOp, name: str, context: ScheduleContext) -> Tr
         sch = Schedule(module, kernel=name)
     except ScheduleError as error:
         _mark_unscheduled(module, name, {"*": error.message})
+        _interchange_run_time_reductions(module, name)
         _parallelize_run_time_nests(module, name, context.threads)
         return None
     # the kernel is rebuilt once at the end, not after every primitive of the templates
@@ -267,6 +269,69 @@ def _parallelize_run_time_nests(module: ModuleOp, name: str, threads: int) -> No
         chosen.setdefault(stage, StringAttr(op.axis.data if op.axis is not None else "?"))
     if chosen:
         kernel.attributes[PARALLEL_ATTR] = DictionaryAttr(chosen)
+
+
+def _interchange_run_time_reductions(module: ModuleOp, name: str) -> None:
+    """In a kernel of run-time sizes (which schedules do not take), swap the innermost
+    reduction loop of an update nest with the (static) spatial loop around it when more
+    of the elements the body accesses step through memory by one along the spatial
+    axis: a product
+    contracting a run-time dimension, w[i, k] * v[k, j] into acc[i, j], then runs j
+    innermost, which LLVM vectorizes, instead of k, which strides through v. Each
+    element still accumulates its terms in the same order (the loops are rectangular
+    and the reduction axis keeps its order), so the results are unchanged."""
+    kernel = next(
+        (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name), None
+    )
+    if kernel is None or not any(isinstance(arg.type, IndexType) for arg in kernel.args):
+        return
+    for reduction in [op for op in kernel.walk() if isinstance(op, ForOp)]:
+        spatial = reduction.parent_op()
+        if (
+            not is_reduction_loop(reduction)
+            or not isinstance(spatial, ForOp)
+            or is_reduction_loop(spatial)
+            or loop_stage(spatial) != loop_stage(reduction)
+            or spatial.is_dynamic  # it stays outside: a parallel loop over rows
+            or spatial.loop_kind != LoopKind.SERIAL
+            or reduction.loop_kind != LoopKind.SERIAL
+            or [op for op in spatial.body.block.ops if not isinstance(op, YieldOp)] != [reduction]
+            or any(isinstance(op, ForOp) for op in reduction.body.walk())
+        ):
+            continue
+        if _unit_stride_accesses(reduction, spatial.induction_var) > _unit_stride_accesses(
+            reduction, reduction.induction_var
+        ):
+            _swap_loop_headers(spatial, reduction)
+
+
+def _unit_stride_accesses(loop: ForOp, index: SSAValue) -> int:
+    """The elements `loop`'s body loads or stores (an accumulator's load and store
+    count once) whose last index is `index` (row-major buffers: consecutive elements
+    as `index` steps by one)."""
+    accessed = set()
+    for op in loop.body.walk():
+        if isinstance(op, memref.LoadOp | memref.StoreOp) and op.indices and op.indices[-1] is index:
+            accessed.add((op.memref, tuple(op.indices)))
+    return len(accessed)
+
+
+def _swap_loop_headers(outer: ForOp, inner: ForOp) -> None:
+    """Exchange the bounds, kinds, axes and attributes of two perfectly nested loops,
+    and the induction variables' uses in the body: the nest then runs the inner loop's
+    iterations outermost."""
+    outer_iv, inner_iv = outer.induction_var, inner.induction_var
+    outer_uses = [(use.operation, use.index) for use in outer_iv.uses]
+    inner_uses = [(use.operation, use.index) for use in inner_iv.uses]
+    for user, position in outer_uses:
+        user.operands[position] = inner_iv
+    for user, position in inner_uses:
+        user.operands[position] = outer_iv
+    outer_operands, inner_operands = list(outer.operands), list(inner.operands)
+    outer.operands, inner.operands = inner_operands, outer_operands
+    outer.properties, inner.properties = dict(inner.properties), dict(outer.properties)
+    outer.attributes, inner.attributes = dict(inner.attributes), dict(outer.attributes)
+    outer_iv.name_hint, inner_iv.name_hint = inner_iv.name_hint, outer_iv.name_hint
 
 
 def _mark_unscheduled(module: ModuleOp, name: str, reasons: dict[str, str]) -> None:

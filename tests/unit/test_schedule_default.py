@@ -541,3 +541,46 @@ def test_a_kernel_of_run_time_sizes_runs_its_nests_on_the_pool(threads: int):
         function(x, y, n)
         e = np.exp(x - x.max(axis=1, keepdims=True))
         np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+RUN_TIME_PRODUCT = """
+te.primitive @product {
+  %n = te.size "n" : index
+  %w = te.placeholder "w" sizes(%n) : tensor<4x?xf32>
+  %v = te.placeholder "v" sizes(%n) : tensor<?x8xf32>
+  %r = te.reduce "r" sum (%i, %j) over (%k : %n) init 0.0 : tensor<4x8xf32> {
+    %a = te.read %w[%i, %k] : tensor<4x?xf32>
+    %b = te.read %v[%k, %j] : tensor<?x8xf32>
+    %p = arith.mulf %a, %b : f32
+    te.yield %p : f32
+  }
+  te.output %r : tensor<4x8xf32>
+}
+"""
+
+
+def test_a_product_over_a_run_time_dimension_runs_its_columns_innermost():
+    """w[i, k] * v[k, j] summed over a run-time k: the update nest runs j innermost
+    (two accesses step by one along j, one along k), k around it, and the sums are
+    the same, term by term in the same order, as numpy's at every size."""
+    from xdsl.parser import Parser
+
+    from strato.targets.llvm.kernels import compile_loops
+
+    module = Parser(make_context(), RUN_TIME_PRODUCT).parse_module()
+    run_pipeline(make_context(), module, "convert-te-to-loops,schedule-default{threads=1 lanes=16}")
+    kernel = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    update = [op for op in kernel.body.block.ops if isinstance(op, ForOp)][-1]
+    nest = [op for op in update.walk() if isinstance(op, ForOp)]
+    assert [op.axis.data for op in nest] == ["i", "k", "j"]
+    assert nest[1].is_dynamic and not nest[2].is_dynamic
+    function = compile_loops(module, threads=1).function("product")
+    for n in (0, 1, 5, 300):
+        rng = np.random.default_rng(n)
+        w, v = rng.standard_normal((4, n)).astype(np.float32), rng.standard_normal((n, 8)).astype(np.float32)
+        r = np.full((4, 8), np.nan, np.float32)
+        function(w.ravel(), v, r, n)
+        expected = np.zeros((4, 8), np.float32)
+        for k in range(n):  # the kernel's order of the terms
+            expected += np.outer(w[:, k], v[k])
+        np.testing.assert_allclose(r, expected, rtol=1e-5, atol=1e-5)
