@@ -28,7 +28,7 @@ import numpy as np
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
@@ -121,16 +121,28 @@ def input_types(module: ModuleOp, function: str | None = None) -> list[Attribute
 
 
 def random_inputs(
-    types: Sequence[Attribute], seed: int, edge: bool = False
+    types: Sequence[Attribute],
+    seed: int,
+    edge: bool = False,
+    dim_names: Sequence[Sequence[str | None]] | None = None,
 ) -> list[np.ndarray]:
     """Inputs for arguments of `types` (tensors or memrefs); every other seed, with edge
-    values (zeros, negatives, NaN/Inf, integer extremes) mixed in when `edge`."""
+    values (zeros, negatives, NaN/Inf, integer extremes) mixed in when `edge`. A
+    run-time (`?`) dimension takes a size drawn from 1 to 6 per name (`dim_names`: each
+    argument's name at each run-time dimension), one size for each name."""
     from strato.testing.arrays import edge_array, random_array
 
     rng = np.random.default_rng(seed)
+    sizes: dict[str, int] = {}
     arrays = []
-    for t in types:
+    for n, t in enumerate(types):
         shape = tuple(t.get_shape())  # type: ignore[attr-defined]
+        if any(d < 0 for d in shape):
+            names = dim_names[n] if dim_names is not None else [None] * len(shape)
+            shape = tuple(
+                d if d >= 0 else sizes.setdefault(name or f"{n}_{a}", int(rng.integers(1, 7)))
+                for a, (d, name) in enumerate(zip(shape, names, strict=True))
+            )
         dtype = numpy_dtype(t.element_type)  # type: ignore[attr-defined]
         if edge:
             arrays.append(edge_array(rng, shape, dtype))
@@ -142,9 +154,44 @@ def random_inputs(
 def make_inputs(
     module: ModuleOp, n: int, seed: int = 0, function: str | None = None
 ) -> list[list[np.ndarray]]:
-    """`n` inputs for the entry function of `module`: odd ones with edge values."""
+    """`n` inputs for the entry function of `module`: odd ones with edge values, at
+    sizes drawn for its run-time dimensions."""
     types = input_types(module, function)
-    return [random_inputs(types, seed + k, edge=k % 2 == 1) for k in range(n)]
+    names = _run_time_dim_names(module, function)
+    return [random_inputs(types, seed + k, edge=k % 2 == 1, dim_names=names) for k in range(n)]
+
+
+def _run_time_dim_names(module: ModuleOp, function: str | None) -> list[list[str | None]] | None:
+    """The name of each run-time dimension of each input of the entry function (None
+    at static dimensions): the classes of the graph level (`graph.dims`), the `te.sizes`
+    of the te level; Unsupported at the loop level, whose functions take the sizes as
+    arguments of their own."""
+    entry = _entry(module, function)
+    if not any(isinstance(t, TensorType | MemRefType) and any(d < 0 for d in t.get_shape())
+               for t in entry.function_type.inputs.data):  # fmt: skip
+        return None
+    level = level_of(module)
+    if level not in ("graph", "te"):
+        raise Unsupported(["run-time sizes"], f"the {level} level (its functions take the sizes)")
+    if level == "graph":
+        from strato.dialects.graph.dims import RunTimeDims
+
+        dims = RunTimeDims.of_function(entry)
+        return [
+            [dims.name(arg, d) if size < 0 else None for d, size in enumerate(arg.type.get_shape())]
+            if isinstance(arg.type, TensorType)
+            else []
+            for arg in entry.args
+        ]
+    from strato.dialects.te import SIZES_ATTR
+
+    result: list[list[str | None]] = []
+    for n, t in enumerate(entry.function_type.inputs.data):
+        given = entry.arg_attrs.data[n].data.get(SIZES_ATTR) if entry.arg_attrs else None
+        names = iter([a.data for a in given.data] if given is not None else [])  # type: ignore[union-attr]
+        shape = t.get_shape() if isinstance(t, TensorType) else ()
+        result.append([next(names, None) if d < 0 else None for d in shape])
+    return result
 
 
 def level_of(module: ModuleOp) -> str:
@@ -526,6 +573,8 @@ def run_all(
 ) -> list[Outcome]:
     """`module` run on each of `inputs`; Unsupported when it cannot be interpreted. A
     program the compiled evaluator runs is compiled once for all the inputs."""
+    if level_of(module) == "loop" and _takes_sizes(module, function):
+        raise Unsupported(["run-time sizes"], "the loop level (its functions take the sizes)")
     if evaluator_of(module, function) != "compiled (LLVM)":
         return [_run(lambda x: interpret(module, x, function), x) for x in inputs]
     try:
@@ -533,6 +582,16 @@ def run_all(
     except Exception as err:  # noqa: BLE001 - as the program failing on each input
         return [f"{type(err).__name__}: {err}" for _ in inputs]
     return [_run(program, x) for x in inputs]
+
+
+def _takes_sizes(module: ModuleOp, function: str | None) -> bool:
+    """Whether the entry function takes run-time sizes (`loop.size` arguments)."""
+    from strato.dialects.loop import SIZE_ATTR
+
+    entry = _entry(module, function)
+    return entry.arg_attrs is not None and any(
+        SIZE_ATTR in attr.data for attr in entry.arg_attrs.data
+    )
 
 
 def first_difference(
