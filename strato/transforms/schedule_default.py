@@ -122,7 +122,7 @@ def schedule_kernel(module: ModuleOp, name: str, context: ScheduleContext) -> Tr
         sch = Schedule(module, kernel=name)
     except ScheduleError as error:
         _mark_unscheduled(module, name, {"*": error.message})
-        _interchange_run_time_reductions(module, name)
+        _interchange_run_time_reductions(module, name, context.lanes)
         _parallelize_run_time_nests(module, name, context.threads)
         return None
     # the kernel is rebuilt once at the end, not after every primitive of the templates
@@ -271,7 +271,7 @@ def _parallelize_run_time_nests(module: ModuleOp, name: str, threads: int) -> No
         kernel.attributes[PARALLEL_ATTR] = DictionaryAttr(chosen)
 
 
-def _interchange_run_time_reductions(module: ModuleOp, name: str) -> None:
+def _interchange_run_time_reductions(module: ModuleOp, name: str, lanes: int) -> None:
     """In a kernel of run-time sizes (which schedules do not take), swap the innermost
     reduction loop of an update nest with the (static) spatial loop around it when more
     of the elements the body accesses step through memory by one along the spatial
@@ -279,7 +279,8 @@ def _interchange_run_time_reductions(module: ModuleOp, name: str) -> None:
     contracting a run-time dimension, w[i, k] * v[k, j] into acc[i, j], then runs j
     innermost, which LLVM vectorizes, instead of k, which strides through v. Each
     element still accumulates its terms in the same order (the loops are rectangular
-    and the reduction axis keeps its order), so the results are unchanged."""
+    and the reduction axis keeps its order), so the results are unchanged. A spatial
+    loop shorter than a vector (`lanes` fp32) stays outside."""
     kernel = next(
         (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name), None
     )
@@ -293,6 +294,7 @@ def _interchange_run_time_reductions(module: ModuleOp, name: str) -> None:
             or is_reduction_loop(spatial)
             or loop_stage(spatial) != loop_stage(reduction)
             or spatial.is_dynamic  # it stays outside: a parallel loop over rows
+            or spatial.trip_count < lanes  # too short to fill a vector
             or spatial.loop_kind != LoopKind.SERIAL
             or reduction.loop_kind != LoopKind.SERIAL
             or [op for op in spatial.body.block.ops if not isinstance(op, YieldOp)] != [reduction]

@@ -547,22 +547,23 @@ RUN_TIME_PRODUCT = """
 te.primitive @product {
   %n = te.size "n" : index
   %w = te.placeholder "w" sizes(%n) : tensor<4x?xf32>
-  %v = te.placeholder "v" sizes(%n) : tensor<?x8xf32>
-  %r = te.reduce "r" sum (%i, %j) over (%k : %n) init 0.0 : tensor<4x8xf32> {
+  %v = te.placeholder "v" sizes(%n) : tensor<?x32xf32>
+  %r = te.reduce "r" sum (%i, %j) over (%k : %n) init 0.0 : tensor<4x32xf32> {
     %a = te.read %w[%i, %k] : tensor<4x?xf32>
-    %b = te.read %v[%k, %j] : tensor<?x8xf32>
+    %b = te.read %v[%k, %j] : tensor<?x32xf32>
     %p = arith.mulf %a, %b : f32
     te.yield %p : f32
   }
-  te.output %r : tensor<4x8xf32>
+  te.output %r : tensor<4x32xf32>
 }
 """
 
 
 def test_a_product_over_a_run_time_dimension_runs_its_columns_innermost():
-    """w[i, k] * v[k, j] summed over a run-time k: the update nest runs j innermost
-    (two accesses step by one along j, one along k), k around it, and the sums are
-    the same, term by term in the same order, as numpy's at every size."""
+    """w[i, k] * v[k, j] summed over a run-time k: the update nest runs j (32, at
+    least a vector) innermost (two accesses step by one along j, one along k), k
+    around it, and the sums are the same, term by term in the same order, as numpy's
+    at every size."""
     from xdsl.parser import Parser
 
     from strato.targets.llvm.kernels import compile_loops
@@ -577,10 +578,10 @@ def test_a_product_over_a_run_time_dimension_runs_its_columns_innermost():
     function = compile_loops(module, threads=1).function("product")
     for n in (0, 1, 5, 300):
         rng = np.random.default_rng(n)
-        w, v = rng.standard_normal((4, n)).astype(np.float32), rng.standard_normal((n, 8)).astype(np.float32)
-        r = np.full((4, 8), np.nan, np.float32)
+        w, v = rng.standard_normal((4, n)).astype(np.float32), rng.standard_normal((n, 32)).astype(np.float32)
+        r = np.full((4, 32), np.nan, np.float32)
         function(w.ravel(), v, r, n)
-        expected = np.zeros((4, 8), np.float32)
+        expected = np.zeros((4, 32), np.float32)
         for k in range(n):  # the kernel's order of the terms
             expected += np.outer(w[:, k], v[k])
         np.testing.assert_allclose(r, expected, rtol=1e-5, atol=1e-5)
