@@ -432,6 +432,20 @@ class PrimitiveBuilder:
             element_type,
         )
 
+    def count(
+        self, stage: str, extents: Sequence[Extent], element_type: Attribute
+    ) -> Callable[[ScalarBuilder], SSAValue]:
+        """How a stage body reads the number of points of `extents` as a scalar of
+        `element_type`: a constant when they are static, else a read of a rank-0 stage
+        that counts them once (a sum of ones over the run-time extents)."""
+        static = 1
+        for extent in extents:
+            static *= extent if isinstance(extent, int) else 1
+        if not run_time_sizes(extents):
+            return lambda s: s.const(static)
+        total = self.reduce(stage, te.ReduceKind.SUM, (), extents, lambda s, idx, k: s.const(1.0), element_type)
+        return lambda s: s.read(total, [])
+
     def finish(self, outputs: Sequence[SSAValue]) -> te.PrimitiveOp:
         self.block.add_op(te.OutputOp(outputs))
         return te.PrimitiveOp(self.name, Region(self.block))

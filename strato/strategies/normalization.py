@@ -36,7 +36,7 @@ class NormalizedAxes:
         self.kept_shape = tuple(1 if d in self.axes else n for d, n in enumerate(shape))
         self.extents = [shape[d] for d in self.axes]
         # the number of elements normalized together; a run-time extent leaves it
-        # unknown (a softmax needs none, a layer norm takes static normalized axes)
+        # unknown (a layer norm counts them in a stage: PrimitiveBuilder.count)
         self.count: int | None = 1
         for extent in self.extents:
             if self.count is not None:
@@ -117,6 +117,7 @@ def layer_norm(
     axis = op.normalized_axis
     norm = NormalizedAxes(shape, range(axis, len(shape)))
     epsilon = op.epsilon.value.data
+    count = pb.count("layer_norm_count", norm.extents, dtype)
 
     total = _reduce_over(
         pb, "layer_norm_sum", te.ReduceKind.SUM, norm, lambda s, at: s.read(x, at), dtype
@@ -124,7 +125,7 @@ def layer_norm(
     mean = pb.compute(
         "layer_norm_mean",
         norm.kept_shape,
-        lambda s, idx: s.div(s.read(total, idx), s.const(norm.count)),
+        lambda s, idx: s.div(s.read(total, idx), count(s)),
         dtype,
     )
 
@@ -137,7 +138,7 @@ def layer_norm(
     )
 
     def inverse_std_dev(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
-        variance = s.div(s.read(squares, idx), s.const(norm.count))
+        variance = s.div(s.read(squares, idx), count(s))
         return s.div(s.const(1.0), s.sqrt(s.add(variance, s.const(epsilon))))
 
     inv_std_dev = pb.compute("layer_norm_inv_std_dev", norm.kept_shape, inverse_std_dev, dtype)

@@ -107,14 +107,12 @@ def reduction(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -
         total = result
         result = pb.compute("l2", out_shape, lambda s, idx: s.sqrt(s.read(total, idx)), dtype)
     if isinstance(op, graph.ReduceMeanOp):
-        count = 1
-        for extent in extents:
-            count *= extent
+        count = pb.count("count", extents, dtype)
         total = result
         result = pb.compute(
             "mean",
             out_shape,
-            lambda s, idx: s.div(s.read(total, idx), s.const(count)),
+            lambda s, idx: s.div(s.read(total, idx), count(s)),
             dtype,
         )
     return [result]

@@ -524,13 +524,10 @@ def run_time_graph_programs(
             op = graph.SoftmaxOp(x, [axis])
         elif kind == "reduce" and shape:
             axes = sorted(draw(st.sets(st.integers(0, len(shape) - 1), min_size=1)))
-            if any(shape[a] < 0 for a in axes):
-                # a sum over a run-time extent (of an empty range too, which is 0)
-                reduction: type[graph.ReductionOp] = graph.ReduceSumOp
-            else:
-                reduction = draw(
-                    st.sampled_from([graph.ReduceSumOp, graph.ReduceMeanOp, graph.ReduceMaxOp])
-                )
+            kinds = [graph.ReduceSumOp, graph.ReduceMeanOp]
+            if not any(shape[a] < 0 for a in axes):
+                kinds.append(graph.ReduceMaxOp)  # numpy has no maximum of an empty range
+            reduction: type[graph.ReductionOp] = draw(st.sampled_from(kinds))
             op = reduction(x, axes, keepdims=draw(st.booleans()))
         elif kind == "transpose" and len(shape) >= 2:
             op = graph.TransposeOp(x, draw(st.permutations(range(len(shape)))))
@@ -541,10 +538,11 @@ def run_time_graph_programs(
             op = graph.MatmulOp(transposed.result, x)
         elif kind == "layer_norm" and len(shape) > 1 and shape[-1] > 0:
             axis = draw(st.integers(1, len(shape) - 1))
-            while any(d < 0 for d in shape[axis:]):
-                axis += 1  # a layer norm divides by its static count
             normalized = shape[axis:]
-            scale = constant(normalized) if draw(st.booleans()) else None
+            # a scale over the normalized dimensions after the last run-time one
+            run_time = [n for n, d in enumerate(normalized) if d < 0]
+            tail = normalized[run_time[-1] + 1 :] if run_time else normalized
+            scale = constant(tail) if draw(st.booleans()) else None
             bias = constant(normalized[-1:]) if draw(st.booleans()) else None
             op = graph.LayerNormOp(x, axis, 1e-5, scale, bias)
         elif kind == "dense" and shape and shape[-1] > 0:

@@ -70,6 +70,40 @@ def test_attention_over_a_run_time_sequence_compiles_once():
         np.testing.assert_allclose(y, reference(proto, x)[0], rtol=1e-4, atol=1e-5)
 
 
+def test_mean_pooling_over_a_run_time_sequence_compiles_once():
+    """y[b] = mean over the sequence of tanh(x[b] @ W) and a layer norm of it: the
+    count of a run-time extent, counted once per call."""
+    rng = np.random.default_rng(3)
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["p"]),
+        helper.make_node("Tanh", ["p"], ["t"]),
+        helper.make_node("ReduceMean", ["t", "axes"], ["m"], keepdims=0),
+        helper.make_node("LayerNormalization", ["t", "g", "b"], ["n"], axis=1, epsilon=1e-5),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "pooling",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence", 16])],
+        [
+            helper.make_tensor_value_info("m", TensorProto.FLOAT, ["batch", 16]),
+            helper.make_tensor_value_info("n", TensorProto.FLOAT, ["batch", "sequence", 16]),
+        ],
+        [
+            numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32), "w"),
+            numpy_helper.from_array(np.array([1], np.int64), "axes"),
+            numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "g"),
+            numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b"),
+        ],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model = strato.compile(proto, cache=False, run_time_dims=True)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (3, 7), (2, 100)):
+        x = rng.standard_normal((batch, sequence, 16)).astype(np.float32)
+        for ours, theirs in zip(model(x), reference(proto, x), strict=True):
+            np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
 def test_the_saved_model_and_the_c_header_take_the_sizes(tmp_path):
     model = strato.compile(encoder_block(), cache=False, name="encoder", run_time_dims=True)
     header = model.c_header()

@@ -103,18 +103,6 @@ def broadcast_dim_sources(
     return sources
 
 
-def check_static_axes(op: Operation, shape: Sequence[int], axes, what: str) -> None:
-    """Refuses an op that `what` (reduces over, normalizes over) a dimension of
-    run-time size where it divides by the count of the reduced elements (a mean, a
-    layer norm's statistics): that count is a static number."""
-    for axis in axes:
-        if shape[axis] < 0:
-            raise VerifyException(
-                f"'{op.name}' {what} dimension {axis} of run-time size; the mean's count "
-                "is static"
-            )
-
-
 def static_shape(value: SSAValue) -> tuple[int, ...]:
     assert isinstance(value.type, TensorType)
     return value.type.get_shape()

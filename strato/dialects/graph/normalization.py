@@ -44,7 +44,6 @@ from strato.dialects.graph.base import (
     GraphOp,
     PatternKind,
     broadcast_shapes,
-    check_static_axes,
     same_dims_as,
     static_shape,
 )
@@ -267,7 +266,6 @@ class LayerNormOp(GraphOp):
             raise VerifyException(
                 f"'graph.layer_norm' epsilon must not be negative, got {self.epsilon.value.data}"
             )
-        check_static_axes(self, shape, range(axis, len(shape)), "normalizes over")
         normalized = shape[axis:]
         for what, operand in (("scale", self.scale), ("bias", self.bias)):
             if operand is None:

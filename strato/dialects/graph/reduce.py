@@ -40,7 +40,6 @@ from strato.dialects.graph.base import (
     AnyTensor,
     GraphOp,
     PatternKind,
-    check_static_axes,
     element_type,
     static_shape,
 )
@@ -61,8 +60,6 @@ class ReductionOp(GraphOp):
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.REDUCTION
     FLOAT_OPERANDS: ClassVar[bool] = False
     RUN_TIME_DIMS: ClassVar[bool] = True
-    # whether it divides by the count of the reduced elements (which must be static)
-    COUNTS: ClassVar[bool] = False
 
     input = operand_def(AnyTensor)
     axes = prop_def(DenseArrayBase.constr(i64))
@@ -108,9 +105,6 @@ class ReductionOp(GraphOp):
             raise VerifyException(
                 f"'{self.name}' axes {list(axes)} are out of range for rank {len(shape)}"
             )
-        if self.COUNTS:
-            # the mean divides by the count of the reduced elements, a static number
-            check_static_axes(self, shape, axes, "reduces over")
         return reduced_shape(shape, axes, self.keeps_dims)
 
     def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
@@ -154,7 +148,6 @@ class ReduceMeanOp(ReductionOp):
     """
 
     name = "graph.reduce_mean"
-    COUNTS: ClassVar[bool] = True
 
     @staticmethod
     def reduce(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:

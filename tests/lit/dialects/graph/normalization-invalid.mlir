@@ -142,11 +142,3 @@ func.func @batch_norm_operand_count(%x: tensor<1x3xf32>, %p: tensor<3xf32>) -> t
   %r = graph.batch_norm %x, %p, %p, %p epsilon 1.0e-5 : (tensor<1x3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<1x3xf32>
   func.return %r : tensor<1x3xf32>
 }
-
-// -----
-
-func.func @layer_norm_over_run_time(%a: tensor<2x?xf32>) -> tensor<2x?xf32> {
-  // expected-error @+1 {{'graph.layer_norm' normalizes over dimension 1 of run-time size; the mean's count is static}}
-  %r = graph.layer_norm %a axis 1 epsilon 1.000000e-05 : (tensor<2x?xf32>) -> tensor<2x?xf32>
-  func.return %r : tensor<2x?xf32>
-}

@@ -118,13 +118,3 @@ func.func @cumsum_axis_out_of_range(%a: tensor<2x3xf32>) {
   %c = graph.cumsum %a axis 2 : tensor<2x3xf32>
   func.return
 }
-
-// -----
-
-// A mean divides by the count it reduces: a static one (a sum or a maximum over a
-// run-time dimension is fine).
-func.func @run_time_axis(%a: tensor<?x3xf32>) -> tensor<3xf32> {
-  // expected-error @+1 {{'graph.reduce_mean' reduces over dimension 0 of run-time size; the mean's count is static}}
-  %r = graph.reduce_mean %a [0] : (tensor<?x3xf32>) -> tensor<3xf32>
-  func.return %r : tensor<3xf32>
-}
