@@ -157,8 +157,9 @@ class DenseOp(GraphOp):
                 f"'graph.dense' weight must have rank 2, got rank {len(w)}"
             )
         if x[-1] != w[1]:
+            features = "?" if x[-1] < 0 else x[-1]
             raise VerifyException(
-                f"'graph.dense' input features {x[-1]} differ from weight features {w[1]}"
+                f"'graph.dense' input features {features} differ from weight features {w[1]}"
             )
         if self.bias is not None and static_shape(self.bias) != (w[0],):
             raise VerifyException(
@@ -173,11 +174,6 @@ class DenseOp(GraphOp):
                     f"'graph.dense' weight and bias take static shapes, got {operand.type}"
                 )
         super().verify_()
-        if static_shape(self.input)[-1] < 0:
-            raise VerifyException(
-                "'graph.dense' contracts a dimension of run-time size; reductions take "
-                "static extents"
-            )
 
     def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
         shape = static_shape(self.input)

@@ -305,3 +305,11 @@ func.func @run_time_flatten(%a: tensor<?x3xf32>) -> tensor<?xf32> {
   func.return %r : tensor<?xf32>
 }
 
+// -----
+
+// A run-time number of features meets the weight's static one.
+func.func @run_time_features(%a: tensor<2x?xf32>, %w: tensor<4x3xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'graph.dense' input features ? differ from weight features 3}}
+  %r = graph.dense %a, %w : (tensor<2x?xf32>, tensor<4x3xf32>) -> tensor<2x4xf32>
+  func.return %r : tensor<2x4xf32>
+}
