@@ -248,7 +248,8 @@ def test_the_compiled_sizes_of_a_dynamic_model_link_into_one_object(tmp_path):
 
 def test_a_model_compiled_once_links_and_runs_at_any_size(tmp_path):
     """A model of run-time sizes: one object, whose entry takes the batch and sequence
-    after the buffers, runs at sizes the driver chooses, as onnxruntime does."""
+    after the buffers, runs at sizes the driver chooses, as onnxruntime does, and
+    refuses a negative size."""
     import dataclasses
     from types import SimpleNamespace
 
@@ -279,6 +280,16 @@ def test_a_model_compiled_once_links_and_runs_at_any_size(tmp_path):
         x, r = (rng.standard_normal((batch, sequence, 32)).astype(np.float32) for _ in range(2))
         outputs = run_program(tmp_path / stem, at, [x, r])
         assert_close(outputs, run_onnxruntime(proto, [x, r]), stem)
+    # a negative size: DYN_NO_SUCH_SIZE before any buffer is touched
+    assert "#define DYN_NO_SUCH_SIZE 2" in compiled.c_header()
+    (tmp_path / "dyn_negative.c").write_text(c_driver(at, after=(-1, 17)))
+    build = subprocess.run(
+        [GCC, "-std=c11", "-Wall", "-Werror", "-o", "dyn_negative", "dyn_negative.c", "dyn.o", *LINK_LIBRARIES],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert build.returncode == 0, build.stderr
+    with pytest.raises(AssertionError, match=r"^\(12, "):  # exit 10 + DYN_NO_SUCH_SIZE
+        run_program(tmp_path / "dyn_negative", at, [x, r])
 
 
 def test_a_separable_dimension_of_the_object_takes_any_size(tmp_path, monkeypatch):

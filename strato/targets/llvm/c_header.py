@@ -107,12 +107,18 @@ def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None =
     specs = [*signature.inputs, *signature.outputs]
     parameters, names, comments = _parameters(specs, len(signature.inputs))
     sizes = _size_parameters(signature, names)
+    macros: dict[str, int] = {}
     if sizes:
+        from strato.targets.llvm.sized_entry import STATUS_NO_SUCH_SIZE
+
         comments.append(
             " * then each size of the named dimensions above, as the buffers have it: "
             + ", ".join(f"{c} ('{n}')" for n, c in zip(signature.sizes, sizes, strict=True))
         )
+        macro = entry_symbol.removesuffix("_run").upper()
+        comments.append(f" * (a negative size returns {macro}_NO_SUCH_SIZE)")
         parameters += [f"int64_t {c}" for c in sizes]
+        macros["NO_SUCH_SIZE"] = STATUS_NO_SUCH_SIZE
     declaration = f"int32_t {entry_symbol}({', '.join(parameters) or 'void'});"
     if batch is not None:
         count = c_identifier(batch.dimension) or "count"
@@ -131,7 +137,7 @@ def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None =
         shared = [name for name, size in zip(names, batch.sample_bytes, strict=True) if size is None]
         if shared:
             comments.append(f" * {', '.join(shared)}: one for all samples, as above.")
-    return _header(entry_symbol, comments, declaration)
+    return _header(entry_symbol, comments, declaration, macros)
 
 
 def sized_c_header(sized: SizedModels) -> str:

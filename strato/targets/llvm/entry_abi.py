@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import ModuleOp, StringAttr, i32
+from xdsl.dialects.builtin import ModuleOp, StringAttr, i32, i64
 from xdsl.ir import Block, Operation, SSAValue
 
 from strato.targets.llvm import builders
@@ -76,7 +76,45 @@ def finalize_entry(
         _return_status(functions[name], failing)
     if entry not in failing:
         _return_status(functions[entry], failing)
+    _refuse_negative_sizes(functions[entry])
     functions[entry].properties["sym_name"] = StringAttr(public_name)
+
+
+def _refuse_negative_sizes(function: llvm.FuncOp) -> None:
+    """An entry compiled once for every size takes the sizes after its buffers (its
+    trailing i64 parameters): it returns `STATUS_NO_SUCH_SIZE` for a negative one
+    before touching a buffer, as the entry of several compiled sizes does for a size it
+    does not hold."""
+    from strato.targets.llvm.sized_entry import STATUS_NO_SUCH_SIZE
+
+    entry = function.body.blocks[0]
+    sizes: list[SSAValue] = []
+    for arg in reversed(entry.args):
+        if arg.type != i64:
+            break
+        sizes.insert(0, arg)
+    if not sizes:
+        return
+    rest = Block()
+    for op in list(entry.ops):
+        op.detach()
+        rest.add_op(op)
+    refused = Block()
+    status = builders.constant(STATUS_NO_SUCH_SIZE, i32)
+    refused.add_ops([status, builders.return_(status.result)])
+    zero = builders.constant(0, i64)
+    checks: list[Operation] = [zero]
+    negative: SSAValue | None = None
+    for size in sizes:
+        below = builders.icmp("slt", size, zero.results[0])
+        checks.append(below)
+        if negative is not None:
+            checks.append(builders.int_binary(llvm.OrOp, negative, below.results[0]))
+        negative = checks[-1].results[0]
+    assert negative is not None
+    entry.add_ops([*checks, builders.cond_branch(negative, refused, [], rest, [])])
+    function.body.insert_block_after(rest, entry)
+    function.body.add_block(refused)
 
 
 def finalize_kernel(module: ModuleOp, kernel: str) -> bool:
