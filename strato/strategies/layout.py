@@ -113,16 +113,29 @@ def reshape(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> 
     (x,) = inputs
     source, target = shape_of(x), shape_of(op.results[0])
     dtype = element_type_of(x)
+    assert isinstance(op, graph.ReshapeOp)
+    prefix = op.run_time_prefix()
+    if prefix:
+        # run-time dimensions and those before them stay: reshape the static rest
+        inner = _reshaped_suffix(source[prefix:], target[prefix:])
+
+        def kept(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+            return s.read(x, [*idx[:prefix], *inner(s, idx[prefix:])])
+
+        return [pb.compute("reshape", target, kept, dtype)]
+    source_index = _reshaped_suffix(source, target)
+    return [pb.compute("reshape", target, lambda s, idx: s.read(x, source_index(s, idx)), dtype)]
+
+
+def _reshaped_suffix(source: Sequence[int], target: Sequence[int]):
+    """How a stage body maps an index of the static `target` shape to the index of the
+    same element in `source` (row-major, one group of dims at a time)."""
     if 0 in source:
         # an empty result: the body never runs, but must still read in range
-        return [
-            pb.compute(
-                "reshape", target, lambda s, idx: s.read(x, [s.index(0)] * len(source)), dtype
-            )
-        ]
+        return lambda s, idx: [s.index(0)] * len(source)
     groups = reshape_groups(source, target)
 
-    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> list[SSAValue]:
         source_idx: list[SSAValue] = []
         for source_dims, target_dims in groups:
             if len(source_dims) == 1 and len(target_dims) == 1:
@@ -151,9 +164,9 @@ def reshape(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> 
                 if n > 0:
                     value = index_rem(s, value, source[d])
                 source_idx.append(value)
-        return s.read(x, source_idx)
+        return source_idx
 
-    return [pb.compute("reshape", target, body, dtype)]
+    return body
 
 
 # -- transpose, broadcast, identity -------------------------------------------------

@@ -114,4 +114,43 @@ def attention(width: int = 16, seed: int = 0) -> onnx.ModelProto:
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-__all__ = ["attention", "encoder_block", "mlp"]
+def multi_head_attention(width: int = 32, heads: int = 4, seed: int = 0) -> onnx.ModelProto:
+    """Self-attention with `heads` heads on x [batch, sequence, width]: q, k and v split
+    into heads by Reshape [0, 0, heads, width / heads] (0 copies a run-time dimension)
+    and Transpose, softmax(q k^T / sqrt(head width)) v per head, and the heads merged
+    back by Transpose and Reshape [0, 0, width]."""
+    rng = np.random.default_rng(seed)
+    head = width // heads
+    nodes = []
+    for name in ("q", "k", "v"):
+        nodes += [
+            helper.make_node("MatMul", ["x", f"w{name}"], [f"{name}0"]),
+            helper.make_node("Reshape", [f"{name}0", "split"], [f"{name}1"]),
+            helper.make_node("Transpose", [f"{name}1"], [name], perm=[0, 2, 1, 3]),
+        ]
+    nodes += [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Div", ["scores", "scale"], ["scaled"]),
+        helper.make_node("Softmax", ["scaled"], ["weights"], axis=-1),
+        helper.make_node("MatMul", ["weights", "v"], ["heads"]),
+        helper.make_node("Transpose", ["heads"], ["merged"], perm=[0, 2, 1, 3]),
+        helper.make_node("Reshape", ["merged", "merge"], ["y"]),
+    ]
+    dims = ["batch", "sequence", width]
+    graph = helper.make_graph(
+        nodes,
+        "multi_head_attention",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
+        _initializers(
+            **{f"w{n}": rng.standard_normal((width, width)) / np.sqrt(width) for n in "qkv"},
+            scale=np.array(np.sqrt(head), np.float32),
+            split=np.array([0, 0, heads, head], np.int64),
+            merge=np.array([0, 0, width], np.int64),
+        ),
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+__all__ = ["attention", "encoder_block", "mlp", "multi_head_attention"]

@@ -477,6 +477,7 @@ RUN_TIME_UNARY: tuple[Callable[[SSAValue], Operation], ...] = (
 RUN_TIME_BINARY = (graph.AddOp, graph.SubOp, graph.MulOp, graph.MaximumOp)
 RUN_TIME_KINDS = (
     "unary", "binary", "softmax", "reduce", "layer_norm", "dense", "matmul", "transpose", "gram",
+    "reshape",
 )  # fmt: skip
 
 
@@ -531,6 +532,17 @@ def run_time_graph_programs(
             op = reduction(x, axes, keepdims=draw(st.booleans()))
         elif kind == "transpose" and len(shape) >= 2:
             op = graph.TransposeOp(x, draw(st.permutations(range(len(shape)))))
+        elif kind == "reshape" and shape and shape[-1] > 0:
+            # the static dimensions after the last run-time one, split or merged
+            run_time = [n for n, d in enumerate(shape) if d < 0]
+            kept, rest = shape[: run_time[-1] + 1 if run_time else 0], shape[run_time[-1] + 1 if run_time else 0 :]
+            if len(rest) >= 2 and draw(st.booleans()):
+                target = (*kept, *rest[:-2], rest[-2] * rest[-1])
+            elif rest[-1] % 2 == 0:
+                target = (*kept, *rest[:-1], 2, rest[-1] // 2)
+            else:
+                target = (*kept, *rest, 1)
+            op = graph.ReshapeOp(x, target)
         elif kind == "gram" and len(shape) == 2 and shape[0] < 0:
             # x^T x: a product over the run-time dimension, of a static result
             transposed = graph.TransposeOp(x, [1, 0])

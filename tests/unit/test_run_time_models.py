@@ -17,7 +17,12 @@ import strato
 from strato.runtime.signature import InputMismatchError
 from strato.specializing import ShapeSpecializingModel
 from strato.targets.llvm.model import LLVMCompiledModel
-from strato.testing.dynamic_models import attention, encoder_block, mlp
+from strato.testing.dynamic_models import (
+    attention,
+    encoder_block,
+    mlp,
+    multi_head_attention,
+)
 
 RNG = np.random.default_rng(0)
 
@@ -66,6 +71,18 @@ def test_attention_over_a_run_time_sequence_compiles_once():
     assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
     for batch, sequence in ((1, 1), (2, 7), (1, 64), (2, 0)):
         x = RNG.standard_normal((batch, sequence, 16)).astype(np.float32)
+        (y,) = model(x)
+        np.testing.assert_allclose(y, reference(proto, x)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_multi_head_attention_splits_and_merges_heads_at_run_time_sizes():
+    """Reshape [0, 0, heads, width / heads] keeps batch and sequence and splits the
+    static width; its heads run through transposes and products over the sequence."""
+    proto = multi_head_attention()
+    model = strato.compile(proto, cache=False, run_time_dims=True)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (2, 7), (1, 50), (2, 0)):
+        x = RNG.standard_normal((batch, sequence, 32)).astype(np.float32)
         (y,) = model(x)
         np.testing.assert_allclose(y, reference(proto, x)[0], rtol=1e-4, atol=1e-5)
 

@@ -50,6 +50,7 @@ from strato.dialects.graph.base import (
     broadcast_shapes,
     element_type,
     i64_array,
+    shape_text,
     static_shape,
 )
 from strato.dialects.tensor_types import tensor_type_like
@@ -72,6 +73,7 @@ class ReshapeOp(LayoutOp):
     """
 
     name = "graph.reshape"
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     input = operand_def(AnyTensor)
     result = result_def(AnyTensor)
@@ -83,9 +85,37 @@ class ReshapeOp(LayoutOp):
         input = SSAValue.get(input)
         super().__init__(operands=[input], result_types=[tensor_type_like(input.type, shape)])
 
+    def run_time_prefix(self) -> int:
+        """How many leading dimensions the reshape keeps as they are: up to the last
+        run-time one (0 without any). Run-time dimensions must all lie in that prefix,
+        at the same positions in the source and the result."""
+        source = static_shape(self.input)
+        dynamic = [d for d, size in enumerate(source) if size < 0]
+        return dynamic[-1] + 1 if dynamic else 0
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        source = static_shape(self.input)
+        return {(0, d): [(0, d)] for d in range(self.run_time_prefix()) if source[d] < 0}
+
     def infer_shape(self) -> tuple[int, ...] | None:
         source = static_shape(self.input)
         target = static_shape(self.result)
+        prefix = self.run_time_prefix()
+        if prefix or any(size < 0 for size in target):
+            if (
+                len(target) < prefix
+                or tuple(target[:prefix]) != tuple(source[:prefix])
+                or any(size < 0 for size in target[prefix:])
+            ):
+                raise VerifyException(
+                    f"'graph.reshape' of run-time dimensions keeps them, and the dimensions "
+                    f"before them, as they are: {shape_text(source)} to {shape_text(target)}"
+                )
+            if int(np.prod(source[prefix:])) != int(np.prod(target[prefix:])):
+                raise VerifyException(
+                    f"'graph.reshape' cannot reshape {shape_text(source)} to {shape_text(target)}"
+                )
+            return target
         if int(np.prod(source)) != int(np.prod(target)):
             raise VerifyException(
                 f"'graph.reshape' cannot reshape {list(source)} ({int(np.prod(source))} "
@@ -94,7 +124,10 @@ class ReshapeOp(LayoutOp):
         return target
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return [np.reshape(inputs[0], static_shape(self.result)).copy()]
+        prefix = self.run_time_prefix()
+        x = inputs[0]
+        shape = (*x.shape[:prefix], *static_shape(self.result)[prefix:])
+        return [np.reshape(x, shape).copy()]
 
 
 @irdl_op_definition

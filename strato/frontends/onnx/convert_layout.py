@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import f32
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
+from strato.dialects.graph.base import shape_text
 from strato.dialects.tensor_types import element_type_of, is_bit_pattern_float
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of, ssa_name
 
@@ -149,9 +150,19 @@ def convert_reshape(ctx: NodeContext) -> list[ImportedValue]:
         elif size < -1:
             raise ctx.error(f"shape {requested} has the invalid dimension {size}")
         shape.append(size)
-    count = math.prod(source)
     if shape.count(-1) > 1:
         raise ctx.error(f"shape {requested} has more than one -1")
+    if any(size < -1 for size in source):
+        # run-time dimensions, copied by 0 into the same places: -1 is inferred from
+        # the static rest (graph.reshape checks that they stay)
+        static = [size for size in source if size >= 0]
+        known = [size for size in shape if size >= 0]
+        if -1 in shape:
+            if math.prod(known) == 0 or math.prod(static) % math.prod(known):
+                raise ctx.error(f"cannot reshape {shape_text(source)} to {requested}")
+            shape[shape.index(-1)] = math.prod(static) // math.prod(known)
+        return [_reshaped(ctx, shape)]
+    count = math.prod(source)
     if -1 in shape:
         known = math.prod(d for d in shape if d != -1)
         if known == 0 or count % known:

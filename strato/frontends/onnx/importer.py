@@ -135,6 +135,9 @@ RUN_TIME_ONNX_OPS = frozenset({
     "Gelu", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Log", "Max", "Min",
     "Mish", "Mul", "Neg", "Pow", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign",
     "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Tanh", "ThresholdedRelu", "Transpose",
+    # a constant target shape that copies the run-time dimensions (0) and reshapes the
+    # static rest
+    "Reshape",
     # reductions and products (a mean and a layer norm over static axes only)
     "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceMin",
     "ReduceSum", "Softmax",

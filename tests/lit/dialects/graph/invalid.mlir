@@ -299,10 +299,27 @@ func.func @run_time_weight(%a: tensor<?x3xf32>, %w: tensor<?x3xf32>) -> tensor<?
 // -----
 
 // An op whose strategy needs static shapes says so.
+func.func @run_time_concat(%a: tensor<?x3xf32>) -> tensor<?x6xf32> {
+  // expected-error @+1 {{'graph.concat' requires static shapes, got tensor<?x3xf32>}}
+  %r = graph.concat %a, %a axis 1 : (tensor<?x3xf32>, tensor<?x3xf32>) -> tensor<?x6xf32>
+  func.return %r : tensor<?x6xf32>
+}
+
+// -----
+
+// A reshape keeps the run-time dimensions, and those before them, where they are.
 func.func @run_time_flatten(%a: tensor<?x3xf32>) -> tensor<?xf32> {
-  // expected-error @+1 {{'graph.reshape' requires static shapes, got tensor<?x3xf32>}}
+  // expected-error @+1 {{'graph.reshape' cannot reshape [?, 3] to [?]}}
   %r = graph.reshape %a : (tensor<?x3xf32>) -> tensor<?xf32>
   func.return %r : tensor<?xf32>
+}
+
+// -----
+
+func.func @run_time_moved(%a: tensor<?x4xf32>) -> tensor<4x?xf32> {
+  // expected-error @+1 {{'graph.reshape' result dimension 1 is of run-time size, but no operand dimension gives it}}
+  %r = graph.reshape %a : (tensor<?x4xf32>) -> tensor<4x?xf32>
+  func.return %r : tensor<4x?xf32>
 }
 
 // -----
