@@ -168,6 +168,11 @@ def element_type_of(dtype: np.dtype) -> Attribute:
     raise ValueError(f"no element type for numpy dtype {dtype}")
 
 
+def is_run_time(type_: Attribute) -> bool:
+    """Whether a tensor type has dimensions of run-time size (`?`)."""
+    return isinstance(type_, TensorType) and any(dim < 0 for dim in type_.get_shape())
+
+
 def is_unsigned_type(type_: Attribute) -> bool:
     """An unsigned integer element type (`ui8`, `ui4`, ...)."""
     return isinstance(type_, IntegerType) and type_.signedness.data == Signedness.UNSIGNED

@@ -11,6 +11,7 @@ The runtime checks arguments against it and allocates outputs from it:
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -39,12 +40,16 @@ class TensorSpec:
     dims: tuple[str | None, ...] | None = None
 
     def __str__(self) -> str:
+        return f"'{self.name}' {self.dtype.name}{self.shape_text}"
+
+    @property
+    def shape_text(self) -> str:
+        """The shape as a user reads it, a run-time dimension by its name: [batch, 8]."""
         if self.dims is None:
-            return f"'{self.name}' {self.dtype.name}{list(self.shape)}"
-        shown = ", ".join(
+            return str(list(self.shape))
+        return "[" + ", ".join(
             str(size) if name is None else name for size, name in zip(self.shape, self.dims)
-        )
-        return f"'{self.name}' {self.dtype.name}[{shown}]"
+        ) + "]"
 
     @property
     def is_dynamic(self) -> bool:
@@ -57,6 +62,10 @@ class TensorSpec:
         return tuple(
             size if name is None else sizes[name] for size, name in zip(self.shape, self.dims)
         )
+
+    def at(self, sizes: Mapping[str, int]) -> TensorSpec:
+        """This input or output at the call's run-time sizes: a static spec."""
+        return dataclasses.replace(self, shape=self.shape_at(sizes), dims=None)
 
 
 @dataclass(frozen=True)
@@ -173,7 +182,7 @@ class Signature:
         ):
             raise InputMismatchError(
                 f"input {position} {spec}: shape is {list(value.shape)}, expected "
-                f"{_shape_text(spec)}"
+                f"{spec.shape_text}"
             )
         for axis, (name, size) in enumerate(zip(spec.dims, value.shape)):
             if name is None:
@@ -229,13 +238,6 @@ def _spec(name: str, type_: object, dims: list[str] | None = None) -> TensorSpec
         numpy_dtype(type_),
         tuple(next(names) if dim < 0 else None for dim in shape),
     )
-
-
-def _shape_text(spec: TensorSpec) -> str:
-    assert spec.dims is not None
-    return "[" + ", ".join(
-        str(size) if name is None else name for size, name in zip(spec.shape, spec.dims)
-    ) + "]"
 
 
 def _run_time_dims(function: func.FuncOp):

@@ -98,20 +98,7 @@ def attention(width: int = 16, seed: int = 0) -> onnx.ModelProto:
         helper.make_node("Softmax", ["scaled"], ["weights"], axis=-1),
         helper.make_node("MatMul", ["weights", "v"], ["y"]),
     ]
-    dims = ["batch", "sequence", width]
-    graph = helper.make_graph(
-        nodes,
-        "attention",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
-        _initializers(
-            wq=rng.standard_normal((width, width)) / np.sqrt(width),
-            wk=rng.standard_normal((width, width)) / np.sqrt(width),
-            wv=rng.standard_normal((width, width)) / np.sqrt(width),
-            scale=np.array(np.sqrt(width), np.float32),
-        ),
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return _self_attention("attention", nodes, width, rng, scale=np.array(np.sqrt(width), np.float32))
 
 
 def multi_head_attention(width: int = 32, heads: int = 4, seed: int = 0) -> onnx.ModelProto:
@@ -137,18 +124,30 @@ def multi_head_attention(width: int = 32, heads: int = 4, seed: int = 0) -> onnx
         helper.make_node("Transpose", ["heads"], ["merged"], perm=[0, 2, 1, 3]),
         helper.make_node("Reshape", ["merged", "merge"], ["y"]),
     ]
+    return _self_attention(
+        "multi_head_attention",
+        nodes,
+        width,
+        rng,
+        scale=np.array(np.sqrt(head), np.float32),
+        split=np.array([0, 0, heads, head], np.int64),
+        merge=np.array([0, 0, width], np.int64),
+    )
+
+
+def _self_attention(
+    name: str, nodes: list, width: int, rng: np.random.Generator, **constants: np.ndarray
+) -> onnx.ModelProto:
+    """A model of `nodes` from x to y, both [batch, sequence, width], with random
+    projections wq, wk and wv [width, width] and `constants`."""
     dims = ["batch", "sequence", width]
+    projections = {f"w{n}": rng.standard_normal((width, width)) / np.sqrt(width) for n in "qkv"}
     graph = helper.make_graph(
         nodes,
-        "multi_head_attention",
+        name,
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, dims)],
-        _initializers(
-            **{f"w{n}": rng.standard_normal((width, width)) / np.sqrt(width) for n in "qkv"},
-            scale=np.array(np.sqrt(head), np.float32),
-            split=np.array([0, 0, heads, head], np.int64),
-            merge=np.array([0, 0, width], np.int64),
-        ),
+        _initializers(**projections, **constants),
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 

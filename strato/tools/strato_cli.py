@@ -373,8 +373,6 @@ class _AtSizes:
 def _run_time_model_at_sizes(model, args: argparse.Namespace) -> _AtSizes:
     """A saved model of run-time sizes at the sizes of --input-shapes (every input's
     shape, checked against its signature)."""
-    import dataclasses
-
     given = _compile_options_given(args, with_input_shapes=False)
     if given:
         raise StratoError(f"{given[0]} does not apply to a compiled model (it is already compiled)", location=args.model)
@@ -399,11 +397,11 @@ def _run_time_model_at_sizes(model, args: argparse.Namespace) -> _AtSizes:
     except StratoError as err:
         raise StratoError(err.message, location="--input-shapes") from None
     sizes = model.signature.bind_sizes(views)
-
-    def at(spec):
-        return dataclasses.replace(spec, shape=spec.shape_at(sizes), dims=None)
-
-    return _AtSizes(model, tuple(map(at, model.inputs)), tuple(map(at, model.outputs)))
+    return _AtSizes(
+        model,
+        tuple(spec.at(sizes) for spec in model.inputs),
+        tuple(spec.at(sizes) for spec in model.outputs),
+    )
 
 
 def _saved_model_at_sizes(model, args: argparse.Namespace):

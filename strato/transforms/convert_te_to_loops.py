@@ -145,6 +145,7 @@ from strato.dialects.loop import (
     ScopeAttr,
 )
 from strato.dialects.tensor_types import (
+    is_run_time,
     is_unsigned_type,
     row_type,
     scalar_type,
@@ -544,7 +545,7 @@ class PrimitiveOpLowering:
                 _set_name(arg, value.name_hint or f"out{n}")
                 destinations[value] = _shaped(builder, arg, value, value.owner.sizes, sizes)
             else:
-                if _has_run_time_dims(value.type):
+                if is_run_time(value.type):
                     raise StratoError(
                         f"{PASS_NAME}: @{primitive.sym_name.data} returns a tensor of "
                         "run-time size that no stage of it computes (a copy of unknown size)",
@@ -593,10 +594,6 @@ class PrimitiveOpLowering:
         return _shaped(builder, alloc.memref, stage.result, stage.sizes, sizes), alloc.memref
 
 
-def _has_run_time_dims(type_: Attribute) -> bool:
-    return isinstance(type_, TensorType) and any(dim < 0 for dim in type_.get_shape())
-
-
 def _only_first_dynamic(type_: Attribute) -> bool:
     assert isinstance(type_, TensorType)
     return all(dim >= 0 for dim in type_.get_shape()[1:])
@@ -605,7 +602,7 @@ def _only_first_dynamic(type_: Attribute) -> bool:
 def _argument_type(type_: Attribute, op: Operation, scope: MemoryScope | None = None) -> MemRefType:
     """The buffer type of a tensor: `memref_for`'s when static, its shape when only its
     first dimension is a run-time size, else flat (`memref<?xT>`, viewed by `_shaped`)."""
-    if not _has_run_time_dims(type_):
+    if not is_run_time(type_):
         return memref_for(type_, op, scope)
     assert isinstance(type_, TensorType)
     shape = type_.get_shape() if _only_first_dynamic(type_) else [DYNAMIC_INDEX]
@@ -649,7 +646,7 @@ def _shaped(
     view with the run-time sizes."""
     type_ = tensor.type
     assert isinstance(type_, TensorType) and isinstance(buffer.type, MemRefType)
-    if not _has_run_time_dims(type_) or _only_first_dynamic(type_):
+    if not is_run_time(type_) or _only_first_dynamic(type_):
         return buffer
     extents = _mapped_extents(te.dim_extents(type_, tensor_sizes), sizes)
     strides = [_product(builder, extents[d + 1 :]) for d in range(len(extents))]
@@ -828,7 +825,7 @@ class RunTimeExtents:
 
     def of_argument(self, function: func.FuncOp, index: int, value: SSAValue) -> None:
         names = iter(_dimension_names(function, index, value.type, function.arg_attrs))
-        if isinstance(value.type, TensorType) and _has_run_time_dims(value.type):
+        if isinstance(value.type, TensorType) and is_run_time(value.type):
             self.extents[value] = [
                 self.named[next(names)] if dim < 0 else dim for dim in value.type.get_shape()
             ]
@@ -836,12 +833,12 @@ class RunTimeExtents:
     def of(self, value: SSAValue) -> list[int | SSAValue]:
         type_ = value.type
         assert isinstance(type_, TensorType)
-        if not _has_run_time_dims(type_):
+        if not is_run_time(type_):
             return list(type_.get_shape())
         return self.extents[value]
 
     def any_run_time(self, op: Operation) -> bool:
-        return any(_has_run_time_dims(v.type) for v in (*op.operands, *op.results))
+        return any(is_run_time(v.type) for v in (*op.operands, *op.results))
 
     def bind_call(self, op: te.CallOp, signature: SizeSignature | None) -> None:
         """The run-time sizes of the primitive `op` calls, bound from the extents of the
@@ -863,7 +860,7 @@ class RunTimeExtents:
                 )
         self.call_sizes[op] = [bound[n] for n in range(len(signature.sizes))]
         for result, dims in zip(op.res, signature.outputs, strict=True):
-            if _has_run_time_dims(result.type):
+            if is_run_time(result.type):
                 self.extents[result] = [
                     bound[signature.sizes.index(d)] if isinstance(d, str) else d for d in dims
                 ]
@@ -876,7 +873,7 @@ class RunTimeExtents:
         """`dest` = `source`, the buffers of `value`: a memref.copy when static, else a
         loop nest over its run-time extents (flat buffers: over their elements)."""
         type_ = value.type
-        if not _has_run_time_dims(type_):
+        if not is_run_time(type_):
             builder.insert(memref.CopyOp(source, dest))
             return
         assert isinstance(type_, TensorType)
@@ -892,7 +889,7 @@ class RunTimeExtents:
     def alloc(self, value: SSAValue, op: Operation, builder: Builder) -> SSAValue:
         """A new buffer for `value`: of its run-time extents when it has them."""
         type_ = value.type
-        if not _has_run_time_dims(type_):
+        if not is_run_time(type_):
             return builder.insert(memref.AllocOp([], [], memref_for(type_, op))).memref
         assert isinstance(type_, TensorType)
         buffer_type = _argument_type(type_, op)

@@ -250,7 +250,6 @@ def test_a_model_compiled_once_links_and_runs_at_any_size(tmp_path):
     """A model of run-time sizes: one object, whose entry takes the batch and sequence
     after the buffers, runs at sizes the driver chooses, as onnxruntime does, and
     refuses a negative size."""
-    import dataclasses
     from types import SimpleNamespace
 
     from strato.testing.dynamic_models import encoder_block
@@ -266,7 +265,7 @@ def test_a_model_compiled_once_links_and_runs_at_any_size(tmp_path):
         at = SimpleNamespace(
             entry_symbol="dyn_run",
             **{
-                side: [dataclasses.replace(s, shape=s.shape_at(sizes), dims=None) for s in specs]
+                side: [spec.at(sizes) for spec in specs]
                 for side, specs in (("inputs", compiled.inputs), ("outputs", compiled.outputs))
             },
         )

@@ -27,7 +27,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
-from strato.dialects.tensor_types import numpy_dtype, tensor_type_like
+from strato.dialects.tensor_types import is_run_time, numpy_dtype, tensor_type_like
 
 
 class PatternKind(StrEnum):
@@ -70,11 +70,6 @@ def broadcast_shapes(lhs: Sequence[int], rhs: Sequence[int]) -> tuple[int, ...] 
 def shape_text(shape: Sequence[int]) -> str:
     """A shape as a user reads it, `?` for a run-time dimension: [?, 8]."""
     return "[" + ", ".join("?" if d < 0 else str(d) for d in shape) + "]"
-
-
-def is_run_time(type_: Attribute) -> bool:
-    """Whether a tensor type has dimensions of run-time size (`?`)."""
-    return isinstance(type_, TensorType) and any(dim < 0 for dim in type_.get_shape())
 
 
 def same_dims_as(

@@ -17,6 +17,7 @@ them; it needs the C library (`malloc`, `free`, `aligned_alloc`), libm and pthre
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import llvmlite
@@ -60,22 +61,23 @@ def llvm_version() -> str:
     return ".".join(str(part) for part in llvm.llvm_version_info)
 
 
-def _parameter_names(specs: list[TensorSpec]) -> list[str]:
-    names: list[str] = []
-    for spec in specs:
-        name = c_identifier(spec.name)
+def _parameter_names(names: Sequence[str], taken: Sequence[str] = ()) -> list[str]:
+    """`names` as distinct C identifiers, none of them in `taken` (`x`, `x_2`, ...)."""
+    result: list[str] = []
+    for original in names:
+        name = c_identifier(original)
         candidate, suffix = name, 1
-        while candidate in names:
+        while candidate in result or candidate in taken:
             suffix += 1
             candidate = f"{name}_{suffix}"
-        names.append(candidate)
-    return names
+        result.append(candidate)
+    return result
 
 
 def _parameters(specs: list[TensorSpec], inputs: int) -> tuple[list[str], list[str], list[str]]:
     """The C parameters of the buffers `specs` (the first `inputs` of them read), their
     names, and a comment line each."""
-    names = _parameter_names(specs)
+    names = _parameter_names([spec.name for spec in specs])
     parameters = []
     comments = []
     for index, (spec, name) in enumerate(zip(specs, names, strict=True)):
@@ -87,26 +89,13 @@ def _parameters(specs: list[TensorSpec], inputs: int) -> tuple[list[str], list[s
     return parameters, names, comments
 
 
-def _size_parameters(signature: Signature, taken: list[str]) -> list[str]:
-    """The C names of the run-time sizes a model compiled once for every size takes
-    after its buffers (`Signature.sizes`), distinct from the buffers' names."""
-    names: list[str] = []
-    for size in signature.sizes:
-        name = c_identifier(size)
-        candidate, suffix = name, 1
-        while candidate in taken or candidate in names:
-            suffix += 1
-            candidate = f"{name}_{suffix}"
-        names.append(candidate)
-    return names
-
-
 def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None = None) -> str:
     """The text of a C header declaring `entry_symbol` with the buffers of `signature`,
     and with `batch`, the entry that runs `count` samples (`strato.runtime.batched`)."""
     specs = [*signature.inputs, *signature.outputs]
     parameters, names, comments = _parameters(specs, len(signature.inputs))
-    sizes = _size_parameters(signature, names)
+    # the run-time sizes the entry takes after the buffers (`Signature.sizes`)
+    sizes = _parameter_names(signature.sizes, taken=names)
     macros: dict[str, int] = {}
     if sizes:
         from strato.targets.llvm.sized_entry import STATUS_NO_SUCH_SIZE
