@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from xdsl.dialects.builtin import IndexType, IntAttr, MemRefType, StringAttr
+from xdsl.dialects.builtin import IndexType, IntAttr, MemRefType, NoneAttr, StringAttr
 from xdsl.dialects.utils import EnumAttribute
 from xdsl.ir import (
     Attribute,
@@ -40,10 +40,12 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     lazy_traits_def,
+    operand_def,
     opt_operand_def,
     opt_prop_def,
     prop_def,
     region_def,
+    result_def,
     traits_def,
 )
 from xdsl.parser import AttrParser, Parser
@@ -51,6 +53,7 @@ from xdsl.printer import Printer
 from xdsl.traits import (
     HasParent,
     IsTerminator,
+    NoMemoryEffect,
     Pure,
     RecursiveMemoryEffect,
     SingleBlockImplicitTerminator,
@@ -398,4 +401,47 @@ def enclosing_loops(op: Operation) -> list[ForOp]:
     return loops[::-1]
 
 
-Loop = Dialect("loop", [ForOp, YieldOp], [LoopKindAttr, ScopeAttr])
+@irdl_op_definition
+class ViewOp(IRDLOperation):
+    """A buffer of the result's static shape over the source's elements from element
+    `offset` on, in row-major order: a block of consecutive rows of a buffer of
+    run-time size, which a kernel compiled for that many rows reads or writes in place.
+
+        %rows = loop.view %x[%offset] : memref<?x256xf32> to memref<1x32x256xf32>
+
+    Both buffers have the identity layout, the same element type and memory scope; the
+    view's elements must lie in the source (the caller's to ensure)."""
+
+    name = "loop.view"
+
+    source = operand_def(MemRefType)
+    offset = operand_def(IndexType)
+    result = result_def(MemRefType)
+
+    traits = traits_def(NoMemoryEffect())
+
+    assembly_format = "$source `[` $offset `]` attr-dict `:` type($source) `to` type($result)"
+
+    def __init__(self, source: SSAValue, offset: SSAValue, result_type: MemRefType):
+        super().__init__(operands=[source, offset], result_types=[result_type])
+
+    def verify_(self) -> None:
+        source, result = self.source.type, self.result.type
+        assert isinstance(source, MemRefType) and isinstance(result, MemRefType)
+        if any(dim < 0 for dim in result.get_shape()):
+            raise VerifyException(f"loop.view: the view's type {result} must be static")
+        if source.element_type != result.element_type:
+            raise VerifyException(
+                f"loop.view: a view of {source.element_type} elements as {result.element_type}"
+            )
+        if memory_scope(source) != memory_scope(result):
+            raise VerifyException(
+                f"loop.view: the view of a buffer in scope '{memory_scope(source).value}' "
+                f"must be in it too, not '{memory_scope(result).value}'"
+            )
+        for type_ in (source, result):
+            if not isinstance(type_.layout, NoneAttr):
+                raise VerifyException(f"loop.view: {type_} must have the identity layout")
+
+
+Loop = Dialect("loop", [ForOp, YieldOp, ViewOp], [LoopKindAttr, ScopeAttr])

@@ -44,6 +44,7 @@ pattern in an i8.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from enum import StrEnum
 
 import numpy as np
@@ -57,11 +58,13 @@ from xdsl.dialects.builtin import (
     IndexType,
     IntAttr,
     IntegerAttr,
+    DictionaryAttr,
     IntegerType,
     StringAttr,
     SymbolRefAttr,
     TensorType,
     UnitAttr,
+    i64,
 )
 from xdsl.ir import (
     Attribute,
@@ -102,6 +105,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from strato.diagnostics import StratoError
 from strato.dialects.tensor_types import scalar_type
 
 Tensor = base(TensorType)
@@ -132,6 +136,83 @@ class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
 # name per `?` dimension, in order; one name is one size): the ArrayAttr of strings
 # under this key of its argument and result attributes
 SIZES_ATTR = "te.sizes"
+
+# a primitive of run-time sizes that computes each row of its leading run-time
+# dimensions from that row alone (and from tensors of static shapes) names here the
+# primitives that compute a block of rows, specialized to static sizes:
+#
+#     te.primitive @dense_0 attributes {te.row_blocks = {
+#         rows = ["batch", "sequence"], blocks = [[32, @dense_0_rows32], [1, @dense_0_rows1]]}}
+#
+# `rows` are the sizes of its leading dimensions (of every operand and result of
+# run-time sizes), `blocks` the primitives for blocks of that many consecutive rows
+# (the rows of all leading dimensions counted as one), largest first, the last for one
+# row; its caller may run it as those instead: as many of the largest blocks as fit,
+# then of the next, and so on.
+ROW_BLOCKS_ATTR = "te.row_blocks"
+
+
+@dataclass(frozen=True)
+class RowBlocks:
+    """A primitive's blocks of rows (`ROW_BLOCKS_ATTR`)."""
+
+    rows: tuple[str, ...]
+    blocks: tuple[tuple[int, str], ...]
+
+    def attr(self) -> DictionaryAttr:
+        return DictionaryAttr({
+            "rows": ArrayAttr([StringAttr(name) for name in self.rows]),
+            "blocks": ArrayAttr([
+                ArrayAttr([IntegerAttr(count, i64), SymbolRefAttr(name)])
+                for count, name in self.blocks
+            ]),
+        })
+
+    @staticmethod
+    def of(primitive: Operation) -> RowBlocks | None:
+        """The primitive's blocks of rows, when it names them; a malformed attribute
+        is an error naming the primitive."""
+        attr = primitive.attributes.get(ROW_BLOCKS_ATTR)
+        if attr is None:
+            return None
+        found = RowBlocks._parse(attr)
+        if found is None:
+            raise StratoError(
+                f"'{ROW_BLOCKS_ATTR}' of {primitive.name} must be {{rows = [size names], "
+                "blocks = [[count, @primitive], ...]}} with counts decreasing to 1, got "
+                f"{attr}",
+                op=primitive,
+            )
+        return found
+
+    @staticmethod
+    def _parse(attr: Attribute) -> RowBlocks | None:
+        if not isinstance(attr, DictionaryAttr) or set(attr.data) != {"rows", "blocks"}:
+            return None
+        rows, blocks = attr.data["rows"], attr.data["blocks"]
+        if not isinstance(rows, ArrayAttr) or not isinstance(blocks, ArrayAttr):
+            return None
+        names = tuple(r.data for r in rows.data if isinstance(r, StringAttr))
+        pairs: list[tuple[int, str]] = []
+        for block in blocks.data:
+            if not isinstance(block, ArrayAttr) or len(block.data) != 2:
+                return None
+            count, symbol = block.data
+            if not isinstance(count, IntegerAttr) or not isinstance(symbol, SymbolRefAttr):
+                return None
+            pairs.append((count.value.data, symbol.root_reference.data))
+        counts = [count for count, _ in pairs]
+        if not names or len(names) != len(rows.data) or not counts:
+            return None
+        if counts != sorted(set(counts), reverse=True) or counts[-1] != 1:
+            return None
+        return RowBlocks(names, tuple(pairs))
+
+    def renamed(self, names: dict[str, str]) -> RowBlocks:
+        """These blocks with their primitives renamed by `names` (merged ones)."""
+        return RowBlocks(
+            self.rows, tuple((count, names.get(name, name)) for count, name in self.blocks)
+        )
 
 
 def verify_sizes(op: Operation, type_: Attribute, sizes: Sequence[SSAValue]) -> None:

@@ -215,13 +215,16 @@ class BufferFunctions(MemRefFunctions):
                 f"only ({row_major} for sizes {sizes}), got {strides}", op=op
             )
         (offset,) = offsets
-        if offset < 0 or offset + math.prod(sizes) > source.size:
-            raise StratoError(
-                f"memref.reinterpret_cast of elements {offset}..{offset + math.prod(sizes)} "
-                f"is out of bounds ({source.size} elements)", op=op
-            )
-        pointer = TypedPtr[Any](source.data_ptr.raw + offset * source.data_ptr.size, xtype=source.data_ptr.xtype)
-        return (ShapedArray(pointer, sizes),)
+        return (_elements_from(op, source, offset, sizes),)
+
+    @impl(loop.ViewOp)
+    def run_loop_view(
+        self, interpreter: Interpreter, op: loop.ViewOp, args: PythonValues
+    ) -> PythonValues:
+        """The view's elements of the source from its offset (bounds checked)."""
+        type_ = op.result.type
+        assert isinstance(type_, MemRefType)
+        return (_elements_from(op, args[0], _index_value(args[1]), list(type_.get_shape())),)
 
     @impl(memref.GetGlobalOp)
     def run_get_global(
@@ -236,6 +239,24 @@ class BufferFunctions(MemRefFunctions):
         type_ = op.memref.type
         assert isinstance(type_, MemRefType)
         return (buffer_from_array(array_from_dense(value), type_),)
+
+
+def _elements_from(
+    op: Operation, source: ShapedArray[Any], offset: int, shape: list[int]
+) -> ShapedArray[Any]:
+    """A buffer of `shape` over `source`'s elements from `offset` (row-major), which
+    must lie in it."""
+    end = offset + math.prod(shape)
+    if offset < 0 or end > source.size:
+        raise StratoError(
+            f"'{op.name}' of elements {offset}..{end} is out of bounds ({source.size} "
+            "elements)",
+            op=op,
+        )
+    pointer = TypedPtr[Any](
+        source.data_ptr.raw + offset * source.data_ptr.size, xtype=source.data_ptr.xtype
+    )
+    return ShapedArray(pointer, shape)
 
 
 def _index_value(value: Any) -> int:

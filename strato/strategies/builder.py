@@ -11,7 +11,7 @@ the tensor's element type, index math on `index`) to the stage's region.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -315,14 +315,23 @@ class PrimitiveBuilder:
         return self._sizes[name]
 
     @contextmanager
-    def sizing(self, size_names: Callable[[SSAValue, int], str]) -> Iterator[None]:
+    def sizing(
+        self,
+        size_names: Callable[[SSAValue, int], str],
+        fixed: Mapping[str, int] | None = None,
+    ) -> Iterator[None]:
         """While strategies run: a graph value's run-time dimension `d` is the size
-        named `size_names(value, d)` (`shape_of`)."""
+        named `size_names(value, d)` (`shape_of`): the static size `fixed` gives that
+        name, else the primitive's run-time size of that name."""
+        fixed = fixed or {}
+
+        def extent(name: str) -> Extent:
+            return fixed[name] if name in fixed else self.size(name)
 
         def graph_sizes(value: SSAValue) -> list[Extent]:
             assert isinstance(value.type, TensorType)
             return [
-                self.size(size_names(value, d)) if dim < 0 else dim
+                extent(size_names(value, d)) if dim < 0 else dim
                 for d, dim in enumerate(value.type.get_shape())
             ]
 

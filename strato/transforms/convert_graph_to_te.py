@@ -41,7 +41,7 @@ After:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -72,7 +72,12 @@ from strato.dialects.graph.base import is_run_time
 from strato.dialects.graph.dims import SIZES_ATTR, RunTimeDims, run_time_axes
 from strato.legality import check_legal
 from strato.strategies import strategy_for
-from strato.strategies.builder import PrimitiveBuilder, run_time_sizes, shape_of
+from strato.strategies.builder import (
+    PrimitiveBuilder,
+    run_time_sizes,
+    shape_of,
+    static_type,
+)
 from strato.transforms.graph_outline_branches import outline_branches
 from strato.transforms.graph_plan_memory import ARENA_OFFSETS_ATTR, IN_PLACE_ATTR
 
@@ -103,6 +108,7 @@ def build_primitive(
     inputs: Sequence[SSAValue],
     outputs: Sequence[SSAValue],
     size_names: Callable[[SSAValue, int], str] | None = None,
+    fixed_sizes: Mapping[str, int] | None = None,
 ) -> te.PrimitiveOp:
     """The primitive computing `outputs` from `inputs` by the strategies of `ops`.
 
@@ -110,14 +116,19 @@ def build_primitive(
     become placeholders, in order) or results of earlier ops in `ops` (whose stages the
     primitive already holds). One op gives a one-op primitive; a fused group gives one
     primitive for the whole group. `size_names` names the run-time dimensions of the
-    graph values (one `te.size` per name).
+    graph values (one `te.size` per name); `fixed_sizes` gives some of them a static
+    size instead (a primitive specialized to those sizes).
     """
     pb = PrimitiveBuilder(name)
-    with pb.sizing(size_names or _no_run_time_sizes):
+    with pb.sizing(size_names or _no_run_time_sizes, fixed_sizes):
         values: dict[SSAValue, SSAValue] = {}
         for n, value in enumerate(inputs):
             hint = value.name_hint or f"t{n}"
-            values[value] = pb.placeholder(hint, value.type, run_time_sizes(shape_of(value)))
+            assert isinstance(value.type, TensorType), value.type
+            shape = shape_of(value)
+            values[value] = pb.placeholder(
+                hint, static_type(value.type.element_type, shape), run_time_sizes(shape)
+            )
         for op in ops:
             fn = strategy_for(op)
             if fn is None:
@@ -128,6 +139,84 @@ def build_primitive(
                 if result.name_hint is not None:
                     te_value.name_hint = result.name_hint
         return pb.finish([values[v] for v in outputs])
+
+
+ROW_BLOCKS = (32, 8, 1)
+"""The blocks of rows a primitive of run-time sizes that computes its rows apart is
+specialized to (`te.ROW_BLOCKS_ATTR`): a block of 32 rows amortizes a dense layer's
+weight panels as a static compile does, one of 8 keeps both threads busy from 16 rows
+on, and one row is what remains."""
+
+
+def row_prefix(
+    ops: Sequence[Operation],
+    inputs: Sequence[SSAValue],
+    outputs: Sequence[SSAValue],
+    size_names: Callable[[SSAValue, int], str],
+) -> list[str] | None:
+    """The names of the run-time sizes of the rows of the primitive of `ops`, when it
+    computes each row of its outputs from the same row of its inputs alone (and from
+    tensors of static shapes); None otherwise. Its rows are the leading dimensions of
+    its outputs, which every input and output of run-time sizes leads with (the same
+    dimensions, in the same order, and no other run-time dimension); a tensor inside
+    has each of them once, anywhere. Such a primitive computes any block of
+    consecutive rows (counted over all the leading dimensions as one) as it computes
+    them all.
+
+    Each op must keep rows apart by the rule of its kind: element-wise ops and
+    broadcasts, transposes and reshapes (which keep run-time dimensions whole) always
+    do; softmax, layer norms and reductions when they reduce no run-time axis; dense
+    layers and products when they contract no run-time axis and their weight is of
+    static shape. Any other op of run-time sizes has no rule, and the primitive no
+    rows."""
+    if not outputs or any(not run_time_axes(v) for v in outputs):
+        return None
+    first = outputs[0]
+    prefix = [size_names(first, d) for d in run_time_axes(first)]
+    boundary = {*inputs, *outputs}
+    for value in [*inputs, *(r for op in ops for r in op.results), *outputs]:
+        axes = run_time_axes(value)
+        if not axes:
+            continue
+        names = [size_names(value, d) for d in axes]
+        if value in boundary:
+            if axes != list(range(len(axes))) or names != prefix:
+                return None
+        elif sorted(names) != sorted(prefix) or len(set(names)) != len(names):
+            return None
+    for op in ops:
+        if any(is_run_time(v.type) for v in (*op.operands, *op.results)) and not _keeps_rows(op):
+            return None
+    return prefix
+
+
+def _keeps_rows(op: Operation) -> bool:
+    """Whether `op` computes each row of its results from the same row of its
+    operands alone (see `row_prefix`)."""
+    if isinstance(op, graph.UnaryElementwiseOp | graph.BroadcastBinaryOp):
+        return True
+    if isinstance(op, graph.ReshapeOp | graph.TransposeOp):
+        return True
+    operand = op.operands[0]
+    rank = len(operand.type.get_shape()) if isinstance(operand.type, TensorType) else 0
+    rows = set(run_time_axes(operand))
+
+    def reduces_no_row(axes: Sequence[int]) -> bool:
+        return not any(axis % rank in rows for axis in axes)
+
+    if isinstance(op, graph.SoftmaxOp | graph.ReductionOp):
+        return reduces_no_row(op.axes.get_values())
+    if isinstance(op, graph.LayerNormOp):
+        static = all(not is_run_time(v.type) for v in (op.scale, op.bias) if v is not None)
+        return static and reduces_no_row(range(op.axis.value.data % rank, rank))
+    if isinstance(op, graph.DenseOp):
+        weights = (op.weight, op.bias)
+        return reduces_no_row([-1]) and all(not is_run_time(v.type) for v in weights if v is not None)
+    if isinstance(op, graph.MatmulOp):
+        rhs = op.rhs.type
+        assert isinstance(rhs, TensorType)
+        return reduces_no_row([-1]) and rhs.get_shape()[-2] >= 0
+    return False
 
 
 def _no_run_time_sizes(value: SSAValue, dim: int) -> str:
@@ -240,6 +329,9 @@ class GraphOpLowering(RewritePattern):
 
     namer: SymbolNamer
     sizes: FunctionSizes | None = None
+    row_blocks: Sequence[int] = ()
+    """The blocks of rows primitives that compute their rows apart are specialized to
+    (`ROW_BLOCKS`; none: not specialized)."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if isinstance(op, graph.ConstantOp) or not _has_strategy(op):
@@ -250,8 +342,19 @@ class GraphOpLowering(RewritePattern):
         base = op.label.data if isinstance(op, graph.FusedOp) else op.name.split(".", 1)[1]
         name = self.namer.fresh(base)
         size_names = self.sizes.names(op) if self.sizes is not None else None
-        primitive = build_primitive(name, *kernel_parts(op), size_names=size_names)
+        parts = kernel_parts(op)
+        primitive = build_primitive(name, *parts, size_names=size_names)
         rewriter.insert(primitive, InsertPoint.before(top))
+        rows = row_prefix(*parts, size_names) if size_names and self.row_blocks else None
+        if rows is not None:
+            blocks: list[tuple[int, str]] = []
+            for count in self.row_blocks:
+                block_name = self.namer.fresh(f"{name}_rows{count}")
+                fixed = {size: 1 for size in rows} | {rows[-1]: count}
+                block = build_primitive(block_name, *parts, size_names, fixed_sizes=fixed)
+                rewriter.insert(block, InsertPoint.before(top))
+                blocks.append((count, block_name))
+            primitive.attributes[te.ROW_BLOCKS_ATTR] = te.RowBlocks(tuple(rows), tuple(blocks)).attr()
         call = te.CallOp(name, list(op.operands), [r.type for r in op.results])
         dims = self.sizes.of(op) if self.sizes is not None else None
         if dims is not None:
@@ -319,9 +422,13 @@ def _top_level_ancestor(op: Operation) -> Operation:
 
 
 def graph_to_te_patterns(
-    namer: SymbolNamer, sizes: FunctionSizes | None = None
+    namer: SymbolNamer, sizes: FunctionSizes | None = None, row_blocks: Sequence[int] = ()
 ) -> list[RewritePattern]:
-    return [ConstantOpLowering(), ControlCallLowering(), GraphOpLowering(namer, sizes)]
+    return [
+        ConstantOpLowering(),
+        ControlCallLowering(),
+        GraphOpLowering(namer, sizes, tuple(row_blocks)),
+    ]
 
 
 @dataclass(frozen=True)
@@ -330,19 +437,38 @@ class ConvertGraphToTePass(ModulePass):
 
     name = "convert-graph-to-te"
 
+    row_blocks: tuple[int, ...] = ()
+    """Blocks of rows (counts, largest first, ending in 1: 32,8,1) to which each
+    primitive of run-time sizes that computes its rows apart is also specialized
+    (`te.row_blocks`, which convert-te-to-loops runs instead of it); empty: none."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        row_blocks = _parse_row_blocks(self.row_blocks)
         # a graph.if or graph.loop a pipeline left in place (graph-default outlines them
         # first): its functions then have no memory plan, and allocate what they compute
         outline_branches(op)
         sizes = FunctionSizes(op)
         walker = PatternRewriteWalker(
-            GreedyRewritePatternApplier(graph_to_te_patterns(SymbolNamer(op), sizes)),
+            GreedyRewritePatternApplier(graph_to_te_patterns(SymbolNamer(op), sizes, row_blocks)),
             apply_recursively=False,
         )
         walker.rewrite_module(op)
         sizes.annotate()
         check_legal(op, self.name, illegal_dialects={"graph"})
         check_no_unlowered_tensor_ops(op, self.name)
+
+
+def _parse_row_blocks(counts: tuple[int, ...] | int) -> tuple[int, ...]:
+    """The counts of a `row_blocks` option (one count parses as an int); a diagnostic
+    unless they are row counts, decreasing, ending in 1."""
+    counts = (counts,) if isinstance(counts, int) else tuple(counts)
+    if counts and (counts != tuple(sorted(set(counts), reverse=True)) or counts[-1] != 1):
+        shown = ",".join(str(n) for n in counts)
+        raise StratoError(
+            f"convert-graph-to-te: row_blocks must be row counts, decreasing, ending in 1 "
+            f"(e.g. 32,8,1), got {shown}"
+        )
+    return counts
 
 
 __all__ = ["ConvertGraphToTePass", "build_primitive", "graph_to_te_patterns"]

@@ -93,6 +93,7 @@ small lowering class (`ComputeOpLowering`, `CallOpLowering`, ...) that the walk 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -143,6 +144,7 @@ from strato.dialects.loop import (
     ForOp,
     MemoryScope,
     ScopeAttr,
+    ViewOp,
 )
 from strato.dialects.tensor_types import (
     is_run_time,
@@ -1095,6 +1097,56 @@ def _element_loops(
     return indices, inner, blocks
 
 
+def lower_row_blocks(
+    op: te.CallOp,
+    blocks: te.RowBlocks,
+    types: Mapping[str, Sequence[Attribute]],
+    buffers: Sequence[SSAValue],
+    extents: RunTimeExtents,
+    builder: Builder,
+) -> None:
+    """A te.call of a primitive that computes its rows apart (`te.ROW_BLOCKS_ATTR`),
+    run as its blocks instead: the call's rows (the product of the leading run-time
+    extents), as many blocks of the largest count as fit, then of the next, down to
+    single rows, each a func.call of its static kernel on `loop.view`s of the rows of
+    every buffer of run-time sizes (those of static shapes passed whole). `buffers`
+    are the call's operands' buffers, then its results'; `types` the placeholder and
+    output types of each block's primitive."""
+    tensors = [*op.args, *op.res]
+    rows_of = next(v for v in op.res if is_run_time(v.type))
+    row_count = len(blocks.rows)
+    rows = _index_value(builder, _product(builder, extents.of(rows_of)[:row_count]))
+    done: SSAValue | None = None  # the rows the blocks before cover (none yet)
+    for count, name in blocks.blocks:
+        left = rows if done is None else builder.insert(arith.SubiOp(rows, done)).result
+        if count == 1:  # the last: every row left, one by one
+            whole, size = left, None
+        else:
+            size = _index_value(builder, count)
+            whole = builder.insert(arith.DivUIOp(left, size)).result
+        (index,), inner, (body,) = _element_loops([whole], builder)
+        first = index if size is None else inner.insert(arith.MuliOp(index, size)).result
+        if done is not None:
+            first = inner.insert(arith.AddiOp(done, first)).result
+        args: list[SSAValue] = []
+        for tensor, buffer, block_type in zip(tensors, buffers, types[name], strict=True):
+            if not is_run_time(tensor.type):
+                args.append(buffer)
+                continue
+            assert isinstance(tensor.type, TensorType)
+            row_size = math.prod(tensor.type.get_shape()[row_count:])
+            offset = _product(inner, [first, row_size])
+            assert isinstance(offset, SSAValue)
+            view = inner.insert(ViewOp(buffer, offset, _argument_type(block_type, op)))
+            _set_name(view.result, buffer.name_hint)
+            args.append(view.result)
+        inner.insert(func.CallOp(name, args, []))
+        body.add_op(scf.YieldOp())
+        if size is not None:
+            covered = builder.insert(arith.MuliOp(whole, size)).result
+            done = covered if done is None else builder.insert(arith.AddiOp(done, covered)).result
+
+
 def lower_cond_call(
     op: te.CondCallOp,
     condition: SSAValue,
@@ -1259,6 +1311,10 @@ class FunctionLowering:
     names: SymbolNames
     # the primitives of run-time sizes, by name (collected before they are lowered)
     signatures: dict[str, SizeSignature] = field(default_factory=dict)
+    # those run as blocks of rows (te.ROW_BLOCKS_ATTR), and every primitive's
+    # placeholder and output types, by name
+    row_blocks: dict[str, te.RowBlocks] = field(default_factory=dict)
+    block_types: dict[str, list[Attribute]] = field(default_factory=dict)
 
     def lower(self, function: func.FuncOp) -> func.FuncOp:
         name = function.sym_name.data
@@ -1402,6 +1458,11 @@ class FunctionLowering:
                         op, values[op.condition], [values[v] for v in op.args], destinations,
                         builder,
                     )  # fmt: skip
+                elif isinstance(op, te.CallOp) and op.callee.string_value() in self.row_blocks:
+                    lower_row_blocks(
+                        op, self.row_blocks[op.callee.string_value()], self.block_types,
+                        [*(values[v] for v in op.operands), *destinations], extents, builder,
+                    )  # fmt: skip
                 else:
                     assert isinstance(op, te.CallOp | func.CallOp)
                     sizes = extents.of_call(op, builder)
@@ -1452,14 +1513,21 @@ def lower_te_to_loops(module: ModuleOp) -> None:
     names = SymbolNames(module)
     primitives = PrimitiveOpLowering()
     functions = FunctionLowering(names)
-    for op in module.ops:
-        if isinstance(op, te.PrimitiveOp) and op.run_time_sizes:
-            functions.signatures[op.sym_name.data] = SizeSignature.of(op)
-    uncalled = _called_in_place_only(module)
+    all_primitives = {op.sym_name.data: op for op in module.ops if isinstance(op, te.PrimitiveOp)}
+    for name, op in all_primitives.items():
+        functions.block_types[name] = [*op.input_types, *op.output_types]
+        if op.run_time_sizes:
+            functions.signatures[name] = SizeSignature.of(op)
+            blocks = te.RowBlocks.of(op)
+            if blocks is not None:
+                _check_row_blocks(op, blocks, functions.signatures[name], all_primitives)
+                functions.row_blocks[name] = blocks
+    # a concatenation done in place, and a primitive run as its blocks of rows: no kernel
+    uncalled = _called_in_place_only(module) | set(functions.row_blocks)
     _check_run_time_primitives_not_called(module)
     for op in list(module.ops):
         if isinstance(op, te.PrimitiveOp) and op.sym_name.data in uncalled:
-            module.body.block.detach_op(op)  # a concatenation done in place: no kernel
+            module.body.block.detach_op(op)
             op.erase(safe_erase=False)
             continue
         if isinstance(op, te.PrimitiveOp):
@@ -1471,6 +1539,48 @@ def lower_te_to_loops(module: ModuleOp) -> None:
         module.body.block.insert_op_before(lowered, op)
         module.body.block.detach_op(op)
         op.erase(safe_erase=False)
+
+
+def _check_row_blocks(
+    primitive: te.PrimitiveOp,
+    blocks: te.RowBlocks,
+    signature: SizeSignature,
+    primitives: Mapping[str, te.PrimitiveOp],
+) -> None:
+    """The blocks a primitive names compute its rows: each a primitive of static shapes
+    whose placeholders and outputs are the dynamic one's with its rows (the leading
+    run-time dimensions, the same in every tensor of run-time sizes) made a block of
+    that many (1 .. 1 x count); anything else is refused by name."""
+    where = f"{PASS_NAME}: @{primitive.sym_name.data}'s {te.ROW_BLOCKS_ATTR}"
+    rows = list(blocks.rows)
+    dims = [*signature.inputs, *signature.outputs]
+    for shape in dims:
+        names = [d for d in shape if isinstance(d, str)]
+        if names and (names != rows or shape[: len(rows)] != rows):
+            raise StratoError(
+                f"{where}: a tensor of dimensions {shape} does not lead with the rows "
+                f"{rows} alone",
+                op=primitive,
+            )
+    for count, name in blocks.blocks:
+        block = primitives.get(name)
+        if block is None or block.run_time_sizes:
+            raise StratoError(
+                f"{where}: @{name} is not a primitive of static shapes", op=primitive
+            )
+        expected = [
+            [*([1] * (len(rows) - 1)), count, *shape[len(rows) :]]
+            if any(isinstance(d, str) for d in shape)
+            else shape
+            for shape in dims
+        ]
+        found = [list(t.get_shape()) for t in (*block.input_types, *block.output_types)]
+        if found != expected:
+            raise StratoError(
+                f"{where}: @{name} takes shapes {found}, not the block of {count} rows "
+                f"{expected}",
+                op=primitive,
+            )
 
 
 def _check_run_time_primitives_not_called(module: ModuleOp) -> None:

@@ -62,7 +62,14 @@ def dedup_primitives(module: ModuleOp) -> dict[str, str]:
     returns each removed primitive's name -> the primitive its calls now go to."""
     primitives = [op for op in module.ops if isinstance(op, te.PrimitiveOp)]
     # only primitives sharing these cheap traits with another one are printed
-    return merge_equal_symbols(module, primitives, _signature, primitive_text, te.CallOp)
+    replaced = merge_equal_symbols(module, primitives, _signature, primitive_text, te.CallOp)
+    if replaced:
+        # a primitive's blocks of rows name primitives too (te.ROW_BLOCKS_ATTR)
+        for op in module.ops:
+            blocks = te.RowBlocks.of(op) if isinstance(op, te.PrimitiveOp) else None
+            if blocks is not None:
+                op.attributes[te.ROW_BLOCKS_ATTR] = blocks.renamed(replaced).attr()
+    return replaced
 
 
 def _signature(primitive: te.PrimitiveOp) -> tuple:

@@ -9,12 +9,14 @@ intermediates at them (convert-te-to-loops), run by the JIT and the interpreters
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.parser import Parser
 from xdsl.utils.exceptions import VerifyException
 
@@ -206,3 +208,91 @@ def test_a_run_time_value_returned_as_it_is_is_copied_at_its_size():
     np.testing.assert_array_equal(outs[0], x)
     np.testing.assert_array_equal(outs[1], x)
     np.testing.assert_array_equal(outs[2], y.ravel())
+
+
+ENCODER_ROWS = """
+func.func @block(%x: tensor<?x?x8xf32> {graph.sizes = ["batch", "seq"]}, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<?x?x16xf32> {
+  %n = graph.layer_norm %x axis 2 epsilon 1.0e-05 : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  %d = graph.dense %n, %w, %b : (tensor<?x?x8xf32>, tensor<16x8xf32>, tensor<16xf32>) -> tensor<?x?x16xf32>
+  %g = graph.gelu %d : tensor<?x?x16xf32>
+  func.return %g : tensor<?x?x16xf32>
+}
+"""
+
+
+def block_inputs(batch: int, seq: int, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [
+        rng.standard_normal((batch, seq, 8)).astype(np.float32),
+        rng.standard_normal((16, 8)).astype(np.float32),
+        rng.standard_normal(16).astype(np.float32),
+    ]
+
+
+def test_kernels_of_independent_rows_run_as_blocks_of_static_sizes():
+    """Kernels that compute each row (batch x seq) alone run as blocks of 32, 8 and 1
+    rows of static sizes, which schedule-default schedules: no kernel of run-time sizes
+    is left, and every row count (blocks of each size, rows spanning two batches) gives
+    what the graph interpreter does; the loop interpreter runs the blocks too."""
+    module = parse(ENCODER_ROWS)
+    jit = compile_for_llvm(module)
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and "loop.kernel" in op.attributes]
+    assert kernels and not any(
+        isinstance(t, IndexType) for k in kernels for t in k.function_type.inputs.data
+    )
+    assert all("schedule.template" in k.attributes for k in kernels)
+    reference = parse(ENCODER_ROWS)
+    for batch, seq in ((0, 5), (1, 1), (1, 8), (3, 7), (2, 32), (3, 15), (1, 100)):
+        inputs = block_inputs(batch, seq, batch * seq)
+        (expected,) = run_graph(reference, inputs, "block")
+        out = np.full((batch, seq, 16), np.nan, np.float32)
+        jit.function("block")(*inputs, out, batch, seq)
+        np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+    inputs = block_inputs(3, 15, 1)
+    (expected,) = run_graph(reference, inputs, "block")
+    loops = lower(parse(ENCODER_ROWS), 'convert-graph-to-te{row_blocks=32,8,1},convert-te-to-loops')
+    flat = [inputs[0].ravel(), *inputs[1:], 3, 15]  # buffers of two run-time sizes are flat
+    (interpreted,) = run_loops(loops, flat, "block", output_shapes=[(3 * 15 * 16,)])
+    np.testing.assert_allclose(interpreted.reshape(3, 15, 16), expected, rtol=1e-4, atol=1e-5)
+
+
+ROW_BLOCKED = """
+te.primitive @relu attributes {te.row_blocks = %s} {
+  %%n = te.size "n" : index
+  %%t0 = te.placeholder "t0" sizes(%%n) : tensor<?x4xf32>
+  %%0 = te.compute "relu" (%%i, %%j) sizes(%%n) : tensor<?x4xf32> {
+    %%1 = te.read %%t0[%%i, %%j] : tensor<?x4xf32>
+    %%2 = arith.constant 0.0 : f32
+    %%3 = arith.maximumf %%1, %%2 : f32
+    te.yield %%3 : f32
+  }
+  te.output %%0 : tensor<?x4xf32>
+}
+te.primitive @one {
+  %%t0 = te.placeholder "t0" : tensor<1x%d xf32>
+  %%0 = te.compute "relu" (%%i, %%j) : tensor<1x%d xf32> {
+    %%1 = te.read %%t0[%%i, %%j] : tensor<1x%d xf32>
+    te.yield %%1 : f32
+  }
+  te.output %%0 : tensor<1x%d xf32>
+}
+func.func @main(%%x: tensor<?x4xf32> {te.sizes = ["n"]}) -> (tensor<?x4xf32> {te.sizes = ["n"]}) {
+  %%y = te.call @relu(%%x) : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  func.return %%y : tensor<?x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    ("blocks", "width", "message"),
+    [
+        ('{rows = ["n"], blocks = [[2 : i64, @one]]}', 4, "counts decreasing to 1"),
+        ('{rows = ["n"], blocks = [[1 : i64, @gone]]}', 4, "@gone is not a primitive of static shapes"),
+        ('{rows = ["n"], blocks = [[1 : i64, @one]]}', 5, "not the block of 1 rows [[1, 4], [1, 4]]"),
+        ('{rows = ["m"], blocks = [[1 : i64, @one]]}', 4, "does not lead with the rows ['m'] alone"),
+    ],
+)
+def test_blocks_of_rows_that_do_not_fit_are_refused(blocks: str, width: int, message: str):
+    module = Parser(make_context(), ROW_BLOCKED.replace("%d xf32", f"{width}xf32") % blocks).parse_module()
+    with pytest.raises(StratoError, match=re.escape(message)):
+        lower(module, "convert-te-to-loops")

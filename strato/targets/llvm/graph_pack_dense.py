@@ -22,7 +22,10 @@ is the tile width the template picks for M x N at its default knobs
 0, the default, reads the CPU being compiled for). Only float32 layers with at least two
 rows change; a one-row product (a GEMV) reads each weight once, so packing buys it
 nothing. A padded layer's product has the extra columns, which a slice drops before the
-reshape.
+reshape. A layer whose rows are of run-time sizes (the input's leading dimensions, the
+features after them) is packed for the tile of 32 rows, as a product that keeps those
+dimensions whole (`_pack_run_time_rows`); its kernel runs as blocks of rows of static
+sizes (convert-graph-to-te's `row_blocks`), each of which finds the panels it reads.
 
 Requires: functions of graph ops, constants folded (graph-fold-constants). Leaves
 illegal: nothing.
@@ -93,7 +96,7 @@ def _pack(op: graph.DenseOp, lanes: int) -> list[Operation] | None:
         return None
     x_shape = static_shape(op.input)
     if any(dim < 0 for dim in x_shape):
-        return None  # rows known at run time only: the dense stays as it is
+        return _pack_run_time_rows(op, weight, lanes)
     columns, features = static_shape(op.weight)
     rows = prod(x_shape[:-1])
     packing = packed_columns(rows, columns, lanes)
@@ -117,6 +120,48 @@ def _pack(op: graph.DenseOp, lanes: int) -> list[Operation] | None:
     if padded != columns:
         ops.append(graph.ReshapeOp(ops[-1].results[0], [rows, padded]))
         ops.append(graph.SliceOp(ops[-1].results[0], (0, 0), (1, 1), (rows, columns)))
+    ops.append(graph.ReshapeOp(ops[-1].results[0], [*x_shape[:-1], columns]))
+    if op.bias is not None:
+        ops.append(graph.AddOp(ops[-1].results[0], op.bias))
+    return ops
+
+
+RUN_TIME_ROWS = 32
+"""The rows the tile of a layer of run-time rows is chosen for: the largest block of
+rows its kernel is compiled for (convert-graph-to-te's `ROW_BLOCKS`)."""
+
+
+def _pack_run_time_rows(
+    op: graph.DenseOp, weight: graph.ConstantOp, lanes: int
+) -> list[Operation] | None:
+    """A dense layer whose input leads with run-time dimensions (its rows, the
+    features after them) packed for the tile of `RUN_TIME_ROWS` rows, as a product
+    that keeps the run-time dimensions whole (a reshape may not merge them):
+
+        x: [R1, .., Rp, K]  x  w.packed: [N/NR, 1 (p - 1 times), K, NR]
+            -> [N/NR, R1, .., Rp, NR] -> transpose -> [R1, .., Rp, N/NR, NR]
+            -> reshape [R1, .., Rp, N] (+ bias)
+
+    Layers whose columns would need padding keep their weight (the slice that drops
+    the padding takes static shapes only)."""
+    x_shape = static_shape(op.input)
+    rows = len(x_shape) - 1
+    if any(dim >= 0 for dim in x_shape[:-1]) or x_shape[-1] < 0:
+        return None
+    columns, features = static_shape(op.weight)
+    packing = packed_columns(RUN_TIME_ROWS, columns, lanes)
+    if packing is None or packing[1] != columns:
+        return None
+    width = packing[0]
+    array = array_from_dense(weight.value)
+    panels = array.reshape(columns // width, width, features).transpose(0, 2, 1)
+    panels = np.ascontiguousarray(panels.reshape(columns // width, *([1] * (rows - 1)), features, width))
+    packed = graph.ConstantOp(dense_from_array(panels, f32))
+    if op.weight.name_hint is not None:
+        packed.result.name_hint = f"{op.weight.name_hint}.packed"
+    product = graph.MatmulOp(op.input, packed)
+    ops: list[Operation] = [packed, product]
+    ops.append(graph.TransposeOp(product.result, [*range(1, rows + 1), 0, rows + 1]))
     ops.append(graph.ReshapeOp(ops[-1].results[0], [*x_shape[:-1], columns]))
     if op.bias is not None:
         ops.append(graph.AddOp(ops[-1].results[0], op.bias))

@@ -22,6 +22,7 @@ advanced by the byte shift:
 ->
     %h = llvm.getelementptr inbounds %arena[%offset] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 
+and a `loop.view` of a block of rows is the pointer advanced by its element offset.
 Small buffers in
 local (kernel-private) memory live on the stack: one `llvm.alloca` at the function
 entry, so a buffer allocated inside a loop does not grow the stack per iteration;
@@ -51,7 +52,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint
 
-from strato.dialects.loop import MemoryScope, memory_scope
+from strato.dialects.loop import MemoryScope, ViewOp, memory_scope
 from strato.schedule.access import memref_layout
 from strato.targets.llvm import builders
 from strato.targets.llvm.lowering_pattern import LLVMLoweringPattern
@@ -252,6 +253,19 @@ class ViewOpLowering(LLVMLoweringPattern):
         replace_with_llvm(rewriter, op, [builders.gep(base, shift, i8)])
 
 
+class LoopViewOpLowering(LLVMLoweringPattern):
+    """A view of a buffer's elements from an offset (a block of rows): the buffer's
+    pointer advanced by that many elements."""
+
+    source_op = ViewOp
+
+    def lower(self, op: ViewOp, rewriter: PatternRewriter) -> None:
+        base = materialize_llvm(rewriter, op, op.source)
+        offset = materialize_llvm(rewriter, op, op.offset)
+        element = _memref_type(op.source).element_type
+        replace_with_llvm(rewriter, op, [builders.gep(base, offset, llvm_type(element))])
+
+
 class ReinterpretCastOpLowering(LLVMLoweringPattern):
     """A view of a flat buffer whose layout its type gives whole (static strides and
     offset; only the first size may be a run-time value): the same pointer, the accesses
@@ -416,6 +430,7 @@ def memref_to_llvm_patterns() -> list[LLVMLoweringPattern]:
         AllocOpLowering(),
         AllocaOpLowering(),
         ViewOpLowering(),
+        LoopViewOpLowering(),
         ReinterpretCastOpLowering(),
         DeallocOpLowering(),
         CopyOpLowering(),

@@ -41,7 +41,8 @@ threads (what `strato run -v` reports and `--dump-ir` writes after):
                graph-alter-layout{block=16 min_block=8}, graph-pack-dense{lanes=L},
                graph-fuse-ops, graph-plan-memory, [graph-winograd{tile=T
                tuning_log=... untuned=...}, with -winograd or a tuning log]
-    te         convert-graph-to-te, te-inline-stages, te-dedup-primitives
+    te         convert-graph-to-te{row_blocks=32,8,1}, te-inline-stages,
+               te-dedup-primitives
     loops      convert-te-to-loops
     schedule   loop-dedup-kernels, schedule-default{lanes=L threads=N [tuning_log=...]}
                (each distinct kernel once, scheduled by the CPU templates)
@@ -189,7 +190,10 @@ class LLVMTarget(Target):
         from strato.targets.llvm.graph_pack_dense import GraphPackDensePass
         from strato.targets.llvm.graph_winograd import GraphWinogradPass
         from strato.targets.llvm.host import device_name
-        from strato.transforms.convert_graph_to_te import ConvertGraphToTePass
+        from strato.transforms.convert_graph_to_te import (
+            ROW_BLOCKS,
+            ConvertGraphToTePass,
+        )
         from strato.transforms.convert_te_to_loops import ConvertTeToLoopsPass
         from strato.transforms.graph_default import (
             graph_fusion_passes,
@@ -217,7 +221,14 @@ class LLVMTarget(Target):
             )
         return (
             Stage(GRAPH_STAGE, graph),
-            Stage("te", (ConvertGraphToTePass(), TeInlineStagesPass(), TeDedupPrimitivesPass())),
+            Stage(
+                "te",
+                (
+                    ConvertGraphToTePass(row_blocks=ROW_BLOCKS),
+                    TeInlineStagesPass(),
+                    TeDedupPrimitivesPass(),
+                ),
+            ),
             Stage("loops", (ConvertTeToLoopsPass(),)),
         )
 

@@ -229,6 +229,23 @@ func.func @arena(%o: memref<4xf32> {loop.output}) {
   func.return
 }
 
+// A loop.view of a block of rows is the buffer's pointer advanced by its element
+// offset; accesses through it are addressed by the view's static layout.
+// CHECK-LABEL: llvm.func @row_block(%blocked: !llvm.ptr {strato.memref_type = memref<?x8xf32>}, %first: i64) {
+// CHECK-NEXT:    %block = llvm.getelementptr inbounds %blocked[%first] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+// CHECK-NEXT:    %one = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[EIGHT:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[ROW:.*]] = llvm.mul %one, %[[EIGHT]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[AT:.*]] = llvm.add %[[ROW]], %one overflow<nsw> : i64
+// CHECK-NEXT:    %{{.*}} = llvm.getelementptr inbounds %block[%[[AT]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
+func.func @row_block(%blocked: memref<?x8xf32>, %first: index) {
+  %block = loop.view %blocked[%first] : memref<?x8xf32> to memref<4x8xf32>
+  %one = arith.constant 1 : index
+  %elt = memref.load %block[%one, %one] : memref<4x8xf32>
+  memref.store %elt, %block[%one, %one] : memref<4x8xf32>
+  func.return
+}
+
 // A constant global keeps its dense bytes, flattened, in an internal llvm global.
 // (xDSL 0.75 has no custom syntax for memref.global and memref.copy.)
 // CHECK:       llvm.mlir.global internal constant @w(dense<[1.000000e+00, 2.000000e+00, 3.000000e+00, 4.000000e+00]> : tensor<4xf32>) {addr_space = 0 : i32, alignment = 64 : i64} : !llvm.array<4 x f32>

@@ -1,4 +1,4 @@
-// RUN: strato-opt %s -p te-dedup-primitives | filecheck %s
+// RUN: strato-opt %s --split-input-file -p te-dedup-primitives | filecheck %s
 
 // Two primitives equal up to their names (and their values' and placeholders') become
 // the first; every call goes to it. One that computes something else (another constant) stays.
@@ -44,4 +44,43 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
   %b = te.call @scale_2(%a) : (tensor<4xf32>) -> tensor<4xf32>
   %c = te.call @scale_3(%b) : (tensor<4xf32>) -> tensor<4xf32>
   func.return %c : tensor<4xf32>
+}
+
+// -----
+
+// The blocks of rows a primitive names (te.row_blocks) follow the primitives merged
+// into others.
+// CHECK-LABEL:   te.primitive @relu attributes {te.row_blocks = {rows = ["n"], blocks = [[1 : i64, @relu_a]]}} {
+// CHECK:         te.primitive @relu_a {
+// CHECK-NOT:     te.primitive @relu_b
+te.primitive @relu attributes {te.row_blocks = {rows = ["n"], blocks = [[1 : i64, @relu_b]]}} {
+  %n = te.size "n" : index
+  %t0 = te.placeholder "t0" sizes(%n) : tensor<?x4xf32>
+  %0 = te.compute "relu" (%i, %j) sizes(%n) : tensor<?x4xf32> {
+    %1 = te.read %t0[%i, %j] : tensor<?x4xf32>
+    %2 = arith.constant 0.0 : f32
+    %3 = arith.maximumf %1, %2 : f32
+    te.yield %3 : f32
+  }
+  te.output %0 : tensor<?x4xf32>
+}
+te.primitive @relu_a {
+  %t0 = te.placeholder "t0" : tensor<1x4xf32>
+  %0 = te.compute "relu" (%i, %j) : tensor<1x4xf32> {
+    %1 = te.read %t0[%i, %j] : tensor<1x4xf32>
+    %2 = arith.constant 0.0 : f32
+    %3 = arith.maximumf %1, %2 : f32
+    te.yield %3 : f32
+  }
+  te.output %0 : tensor<1x4xf32>
+}
+te.primitive @relu_b {
+  %t0 = te.placeholder "t0" : tensor<1x4xf32>
+  %0 = te.compute "relu" (%i, %j) : tensor<1x4xf32> {
+    %1 = te.read %t0[%i, %j] : tensor<1x4xf32>
+    %2 = arith.constant 0.0 : f32
+    %3 = arith.maximumf %1, %2 : f32
+    te.yield %3 : f32
+  }
+  te.output %0 : tensor<1x4xf32>
 }

@@ -140,6 +140,40 @@ func.func @yield_outside() {
   loop.yield
 }
 
+// --- loop.view ---
+
+// -----
+
+func.func @view_of_run_time_size(%a: memref<?x8xf32>, %n: index) {
+  // expected-error @+1 {{loop.view: the view's type memref<?x8xf32> must be static}}
+  %v = loop.view %a[%n] : memref<?x8xf32> to memref<?x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @view_as_other_elements(%a: memref<?x8xf32>, %n: index) {
+  // expected-error @+1 {{loop.view: a view of f32 elements as i32}}
+  %v = loop.view %a[%n] : memref<?x8xf32> to memref<4x8xi32>
+  func.return
+}
+
+// -----
+
+func.func @view_in_other_scope(%a: memref<?x8xf32>, %n: index) {
+  // expected-error @+1 {{loop.view: the view of a buffer in scope 'global' must be in it too, not 'local'}}
+  %v = loop.view %a[%n] : memref<?x8xf32> to memref<4x8xf32, #loop.scope<local>>
+  func.return
+}
+
+// -----
+
+func.func @view_of_strided(%a: memref<4x8xf32, strided<[16, 1]>>, %n: index) {
+  // expected-error @+1 {{loop.view: memref<4x8xf32, strided<[16, 1]>> must have the identity layout}}
+  %v = loop.view %a[%n] : memref<4x8xf32, strided<[16, 1]>> to memref<2x8xf32>
+  func.return
+}
+
 // --- #loop.scope ---
 
 // -----

@@ -123,3 +123,16 @@ func.func @run_time_bound(%a: memref<?xf32>, %n: index) {
   }
   func.return
 }
+
+// A view of a block of rows: a buffer of static shape over the source's elements from
+// an offset (a block of rows of a buffer of run-time size).
+// CHECK-LABEL: func.func @rows(%a: memref<?x8xf32>, %n: index)
+// CHECK-NEXT:    %v = loop.view %a[%n] : memref<?x8xf32> to memref<4x8xf32>
+// CHECK-NEXT:    %l = loop.view %v[%n] : memref<4x8xf32> to memref<2xf32>
+// GENERIC-LABEL: sym_name = "rows"
+// GENERIC:         %v = "loop.view"(%a, %n) : (memref<?x8xf32>, index) -> memref<4x8xf32>
+func.func @rows(%a: memref<?x8xf32>, %n: index) {
+  %v = loop.view %a[%n] : memref<?x8xf32> to memref<4x8xf32>
+  %l = loop.view %v[%n] : memref<4x8xf32> to memref<2xf32>
+  func.return
+}
