@@ -32,8 +32,13 @@ can; the kernel records the loop of each stage under `schedule.parallel`:
     schedule.parallel = {"conv" = "n.c.h.fused", "relu" = "n"}
 
 A kernel of run-time sizes (`index` arguments: a te primitive with `te.size`) is not
-scheduled (schedules need static extents); on more than one thread, the outermost loop
-of each of its stages' nests that runs to a run-time bound is made `parallel` (its
+scheduled (schedules need static extents; a primitive that computes its rows apart
+runs as blocks of rows of static sizes instead: convert-graph-to-te's `row_blocks`).
+Its canonical loops get a default for run-time extents: an innermost reduction swaps
+with the spatial loop around it when more accesses step by one along that loop, the
+innermost loop over a result axis is made `vectorized` (one to a run-time bound
+strip-mined into vectors and a serial tail), and on more than one thread the outermost
+loop of each of its stages' nests that runs to a run-time bound is made `parallel` (its
 iterations are a result dimension's, and the thread pool splits their run-time count).
 
 Before:
@@ -59,7 +64,7 @@ from math import prod
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects import func, memref
+from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     BoolAttr,
     DictionaryAttr,
@@ -69,11 +74,12 @@ from xdsl.dialects.builtin import (
     StringAttr,
     i64,
 )
-from xdsl.ir import Attribute, SSAValue
+from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from strato.dialects.loop import (
     KERNEL_ATTR,
+    LANES_ATTR,
     ForOp,
     LoopKind,
     LoopKindAttr,
@@ -123,6 +129,7 @@ def schedule_kernel(module: ModuleOp, name: str, context: ScheduleContext) -> Tr
     except ScheduleError as error:
         _mark_unscheduled(module, name, {"*": error.message})
         _interchange_run_time_reductions(module, name, context.lanes)
+        _vectorize_run_time_innermost(module, name, context.lanes)
         _parallelize_run_time_nests(module, name, context.threads)
         return None
     # the kernel is rebuilt once at the end, not after every primitive of the templates
@@ -253,10 +260,8 @@ def _parallelize_run_time_nests(module: ModuleOp, name: str, threads: int) -> No
     many there are at run time. Loops without a stage (hand-written) are left alone."""
     if threads <= 1:
         return
-    kernel = next(
-        (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name), None
-    )
-    if kernel is None or not any(isinstance(arg.type, IndexType) for arg in kernel.args):
+    kernel = _run_time_kernel(module, name)
+    if kernel is None:
         return
     chosen: dict[str, Attribute] = {}
     for op in kernel.body.block.ops:
@@ -280,11 +285,11 @@ def _interchange_run_time_reductions(module: ModuleOp, name: str, lanes: int) ->
     innermost, which LLVM vectorizes, instead of k, which strides through v. Each
     element still accumulates its terms in the same order (the loops are rectangular
     and the reduction axis keeps its order), so the results are unchanged. A spatial
-    loop shorter than a vector (`lanes` fp32) stays outside."""
-    kernel = next(
-        (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name), None
-    )
-    if kernel is None or not any(isinstance(arg.type, IndexType) for arg in kernel.args):
+    loop shorter than a vector (`lanes` fp32) stays outside, and so does the outermost
+    loop of a nest when it runs to a run-time bound (the one made parallel); an inner
+    one may move in (`_vectorize_run_time_innermost` strip-mines it)."""
+    kernel = _run_time_kernel(module, name)
+    if kernel is None:
         return
     for reduction in [op for op in kernel.walk() if isinstance(op, ForOp)]:
         spatial = reduction.parent_op()
@@ -293,8 +298,8 @@ def _interchange_run_time_reductions(module: ModuleOp, name: str, lanes: int) ->
             or not isinstance(spatial, ForOp)
             or is_reduction_loop(spatial)
             or loop_stage(spatial) != loop_stage(reduction)
-            or spatial.is_dynamic  # it stays outside: a parallel loop over rows
-            or spatial.trip_count < lanes  # too short to fill a vector
+            or (spatial.is_dynamic and not isinstance(spatial.parent_op(), ForOp))  # parallel
+            or (not spatial.is_dynamic and spatial.trip_count < lanes)  # too short for a vector
             or spatial.loop_kind != LoopKind.SERIAL
             or reduction.loop_kind != LoopKind.SERIAL
             or [op for op in spatial.body.block.ops if not isinstance(op, YieldOp)] != [reduction]
@@ -305,6 +310,94 @@ def _interchange_run_time_reductions(module: ModuleOp, name: str, lanes: int) ->
             reduction, reduction.induction_var
         ):
             _swap_loop_headers(spatial, reduction)
+
+
+def _vectorize_run_time_innermost(module: ModuleOp, name: str, lanes: int) -> None:
+    """In a kernel of run-time sizes (which schedules do not take), make the innermost
+    loop of each nest `vectorized` when it iterates over a result axis (not a
+    reduction, whose lanes would write one accumulator) and its body is straight-line:
+    a static one of more than a vector is annotated to run as vectors of `lanes`
+    (`vector_lanes`) and one of the rest; one to a run-time bound is strip-mined here,
+    a serial loop over vectors of `lanes` iterations, then a serial loop over the
+    iterations left over (fewer than `lanes`). Code generation makes each vectorized
+    loop whose lanes are independent vector code (exp, erf and tanh included) and runs
+    any other serially, so the values never change. The outermost loop of a nest stays
+    as it is: it is the one made parallel."""
+    kernel = _run_time_kernel(module, name)
+    if kernel is None or lanes < 2:
+        return
+    for loop in [op for op in kernel.walk() if isinstance(op, ForOp)]:
+        if (
+            not isinstance(loop.parent_op(), ForOp)  # outermost: made parallel
+            or is_reduction_loop(loop)
+            or loop.loop_kind != LoopKind.SERIAL
+            or loop.lb.data != 0
+            or loop.step.data != 1
+            or any(op.regions for op in loop.body.block.ops)
+        ):
+            continue
+        if not loop.is_dynamic:
+            if loop.trip_count >= 2:
+                loop.kind = LoopKindAttr(LoopKind.VECTORIZED)
+                if loop.trip_count > lanes:
+                    loop.attributes[LANES_ATTR] = IntegerAttr(lanes, i64)
+            continue
+        _strip_mine_run_time_loop(loop, lanes)
+
+
+def _strip_mine_run_time_loop(loop: ForOp, lanes: int) -> None:
+    """`loop.for %j = 0 to %n` as vectors of `lanes` iterations and the rest:
+
+        %whole = %n / lanes, %done = %whole * lanes, %left = %n - %done
+        loop.for %o = 0 to %whole { loop.for %v = 0 to lanes vectorized { j = o * lanes + v } }
+        loop.for %t = 0 to %left { j = %done + t }
+    """
+    block = loop.parent_block()
+    assert block is not None
+    bound = loop.bound
+    assert isinstance(bound, SSAValue)
+    axis = loop.axis.data if loop.axis is not None else "j"
+    width = arith.ConstantOp(IntegerAttr(lanes, IndexType()))
+    whole = arith.DivUIOp(bound, width)
+    done = arith.MuliOp(whole, width)
+    left = arith.SubiOp(bound, done)
+    block.insert_ops_before([width, whole, done, left], loop)
+
+    def copy_body(into: Block, index: Operation) -> None:
+        terminator = into.last_op
+        assert terminator is not None
+        into.insert_op_before(index, terminator)
+        mapping: dict[SSAValue, SSAValue] = {loop.induction_var: index.results[0]}
+        for op in loop.body.block.ops:
+            if not isinstance(op, YieldOp):
+                into.insert_op_before(op.clone(value_mapper=mapping), terminator)
+
+    outer, outer_body = ForOp.build(0, whole.result, 1, LoopKind.SERIAL, f"{axis}.outer")
+    inner, inner_body = ForOp.build(0, lanes, 1, LoopKind.VECTORIZED, f"{axis}.inner")
+    tail, tail_body = ForOp.build(0, left.result, 1, LoopKind.SERIAL, f"{axis}.tail")
+    hint = loop.induction_var.name_hint or "j"
+    for piece, suffix in ((outer, "outer"), (inner, "inner"), (tail, "tail")):
+        piece.attributes.update(loop.attributes)
+        piece.induction_var.name_hint = f"{hint}_{suffix}"
+    assert outer_body.last_op is not None
+    outer_body.insert_op_before(inner, outer_body.last_op)
+    start = arith.MuliOp(outer.induction_var, width.result)
+    outer_body.insert_op_before(start, inner)
+    copy_body(inner_body, arith.AddiOp(start.result, inner.induction_var))
+    copy_body(tail_body, arith.AddiOp(done.result, tail.induction_var))
+    block.insert_ops_before([outer, tail], loop)
+    loop.detach()
+    loop.erase()
+
+
+def _run_time_kernel(module: ModuleOp, name: str) -> func.FuncOp | None:
+    """Kernel `name` of `module` when it takes run-time sizes (`index` arguments)."""
+    kernel = next(
+        (op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name), None
+    )
+    if kernel is None or not any(isinstance(arg.type, IndexType) for arg in kernel.args):
+        return None
+    return kernel
 
 
 def _unit_stride_accesses(loop: ForOp, index: SSAValue) -> int:

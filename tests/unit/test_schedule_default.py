@@ -585,3 +585,58 @@ def test_a_product_over_a_run_time_dimension_runs_its_columns_innermost():
         for k in range(n):  # the kernel's order of the terms
             expected += np.outer(w[:, k], v[k])
         np.testing.assert_allclose(r, expected, rtol=1e-5, atol=1e-5)
+
+
+RUN_TIME_SCORES = """
+te.primitive @scores {
+  %n = te.size "n" : index
+  %q = te.placeholder "q" sizes(%n) : tensor<?x8xf32>
+  %kt = te.placeholder "kt" sizes(%n) : tensor<8x?xf32>
+  %s = te.reduce "s" sum (%i, %j) over (%k : 8) init 0.0 sizes(%n, %n) : tensor<?x?xf32> {
+    %a = te.read %q[%i, %k] : tensor<?x8xf32>
+    %b = te.read %kt[%k, %j] : tensor<8x?xf32>
+    %p = arith.mulf %a, %b : f32
+    te.yield %p : f32
+  }
+  %e = te.compute "e" (%i, %j) sizes(%n, %n) : tensor<?x?xf32> {
+    %x = te.read %s[%i, %j] : tensor<?x?xf32>
+    %y = math.exp %x : f32
+    te.yield %y : f32
+  }
+  te.output %e : tensor<?x?xf32>
+}
+"""
+
+
+def test_inner_loops_to_a_run_time_bound_run_as_vectors_and_a_tail():
+    """q[i, k] * kt[k, j] over run-time i and j: the update nest runs j innermost (two
+    accesses step by one along it), strip-mined into vectors of 16 and a serial tail,
+    as is the exp stage's j; the outermost loop (over i) stays whole and parallel. The
+    values are numpy's at sizes that leave no tail, a tail only, and both."""
+    from xdsl.parser import Parser
+
+    from strato.dialects.loop import LoopKind
+    from strato.targets.llvm.kernels import compile_loops
+
+    module = Parser(make_context(), RUN_TIME_SCORES).parse_module()
+    run_pipeline(make_context(), module, "convert-te-to-loops,schedule-default{threads=2 lanes=16}")
+    kernel = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    update = [op for op in kernel.body.block.ops if isinstance(op, ForOp)][1]
+    nest = [op for op in update.walk() if isinstance(op, ForOp)]
+    assert [op.axis.data for op in nest] == ["i", "k", "j.outer", "j.inner", "j.tail"]
+    assert [op.loop_kind for op in nest] == [
+        LoopKind.PARALLEL, LoopKind.SERIAL, LoopKind.SERIAL, LoopKind.VECTORIZED, LoopKind.SERIAL,
+    ]  # fmt: skip
+    assert nest[3].trip_count == 16 and nest[2].is_dynamic and nest[4].is_dynamic
+    exp = [op for op in kernel.body.block.ops if isinstance(op, ForOp)][-1]
+    assert [op.axis.data for op in exp.walk() if isinstance(op, ForOp)] == [
+        "i", "j.outer", "j.inner", "j.tail",
+    ]  # fmt: skip
+    function = compile_loops(module, threads=2).function("scores")
+    for n in (0, 1, 15, 16, 17, 100):
+        rng = np.random.default_rng(n)
+        q = rng.standard_normal((n, 8)).astype(np.float32)
+        kt = rng.standard_normal((8, n)).astype(np.float32)
+        out = np.full(n * n, np.nan, np.float32)
+        function(q, kt.ravel(), out, n)
+        np.testing.assert_allclose(out.reshape(n, n), np.exp(q @ kt), rtol=1e-5, atol=1e-6)
