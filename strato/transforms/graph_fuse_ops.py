@@ -6,6 +6,9 @@ The rules are those of the TVM paper:
 - element-wise ops fuse into the output of an out-elementwise-fusable op (conv2d, dense,
   matmul), which anchors the group;
 - opaque ops (and constants) are never fused;
+- an op that moves run-time dimensions away from the front of a tensor (a transpose of
+  [batch, seq, 64] to [batch, 64, seq]) does not join an anchored group, whose kernel
+  then runs as blocks of rows of static sizes (convert-graph-to-te's `row_blocks`);
 - a concatenation graph-plan-memory may do in place (`concat_in_place_candidate`: its
   inputs laid out as runs of its bytes) is a kernel of its own, so that their kernels
   can write them there.
@@ -48,6 +51,7 @@ from xdsl.traits import IsTerminator
 
 from strato.dialects import graph
 from strato.dialects.graph import PatternKind, pattern_kind_of
+from strato.dialects.graph.dims import run_time_axes
 from strato.transforms.graph_plan_memory import concat_in_place_candidate
 
 _ELEMENTWISE = (PatternKind.INJECTIVE, PatternKind.BROADCAST)
@@ -68,7 +72,9 @@ class FusionGroup:
             return False
         kind = pattern_kind_of(op)
         if kind in _ELEMENTWISE:
-            if self.kind == PatternKind.OUT_ELEMWISE_FUSABLE and _left_to_its_reader(op):
+            if self.kind == PatternKind.OUT_ELEMWISE_FUSABLE and (
+                _left_to_its_reader(op) or _moves_rows_inward(op)
+            ):
                 return False
             return self.kind in (*_ELEMENTWISE, PatternKind.OUT_ELEMWISE_FUSABLE)
         if kind == PatternKind.REDUCTION:
@@ -130,6 +136,23 @@ def _left_to_its_reader(op: Operation) -> bool:
         return False
     reader = uses[0].operation
     return pattern_kind_of(reader) in _ELEMENTWISE or isinstance(reader, _READS_THROUGH_SLICES)
+
+
+def _moves_rows_inward(op: Operation) -> bool:
+    """Whether `op` (a transpose) reads a tensor that leads with its run-time dimensions
+    and writes one that does not. It starts a group of its own rather than join an
+    anchored group: a kernel whose outputs lead with their run-time dimensions (rows)
+    runs as blocks of rows of static sizes, scheduled as a static compile's
+    (convert-graph-to-te's `row_blocks`), which a result with them inside forbids."""
+
+    def leads(value: SSAValue) -> bool:
+        axes = run_time_axes(value)
+        return bool(axes) and axes == list(range(len(axes)))
+
+    result = op.results[0] if op.results else None
+    if result is None or not run_time_axes(result) or leads(result):
+        return False
+    return any(leads(operand) for operand in op.operands)
 
 
 def plan_fusion(block: Block) -> list[FusionGroup]:

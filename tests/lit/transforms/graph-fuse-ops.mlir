@@ -94,3 +94,20 @@ func.func @unit_block_view(%x: tensor<1x8x4x4xf32>) -> tensor<1x1x4x4x8xf32> {
   %r = graph.relu %y : tensor<1x1x4x4x8xf32>
   func.return %r : tensor<1x1x4x4x8xf32>
 }
+
+// -----
+
+// A transpose that moves run-time dimensions away from the front ([n, 8] -> [8, n])
+// starts a group of its own rather than join the dense's (whose kernel then runs as
+// blocks of rows); a relu after the dense, and one after the transpose, join them.
+// CHECK-LABEL: func.func @rows_moved_inward
+// CHECK:         %r = graph.fused "dense_relu" out_elemwise_fusable
+// CHECK:         %s = graph.fused "transpose_relu" injective (%r)
+func.func @rows_moved_inward(%x: tensor<?x8xf32>) -> tensor<8x?xf32> {
+  %w = graph.constant dense<0.5> : tensor<8x8xf32>
+  %d = graph.dense %x, %w : (tensor<?x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+  %r = graph.relu %d : tensor<?x8xf32>
+  %t = graph.transpose %r [1, 0] : (tensor<?x8xf32>) -> tensor<8x?xf32>
+  %s = graph.relu %t : tensor<8x?xf32>
+  func.return %s : tensor<8x?xf32>
+}
