@@ -100,8 +100,10 @@ def compile_model(
     is, with `run_time_dims=True`, compiled once for every size when all its operators
     take run-time dimensions (`strato.frontends.onnx.importer.RUN_TIME_ONNX_OPS`): its
     signature names those dimensions (`TensorSpec.dims`) and each call runs at its
-    arrays' sizes. Its kernels are not scheduled yet (schedules take static extents), so
-    it runs slower than a compile per size (`benchmarks/dynamic_shapes.py`). Any other
+    arrays' sizes. Its kernels that compute rows apart run as blocks of rows of static
+    sizes, scheduled as a compile per size's; the others (attention's products, which
+    schedules do not take) run their canonical loops, vectorized innermost, slower than
+    a compile per size (`benchmarks/dynamic_shapes.py`). Any other
     such model, and every one by default,
     is returned as a `strato.specializing.ShapeSpecializingModel`: each call runs the
     model compiled for its arrays' sizes, compiled on the first call that brings them
