@@ -75,7 +75,7 @@ def compile_model(
     tuning: str | os.PathLike | None = None,
     progress: Callable[[int, int], None] | None = None,
     specialize: bool = True,
-    run_time_dims: bool = False,
+    run_time_dims: bool | None = None,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
@@ -97,14 +97,17 @@ def compile_model(
     model's distinct kernels the target's build has compiled (a progress bar).
 
     A model whose graph inputs have dynamic dimensions that `input_shapes` leaves open
-    is, with `run_time_dims=True`, compiled once for every size when all its operators
-    take run-time dimensions (`strato.frontends.onnx.importer.RUN_TIME_ONNX_OPS`): its
-    signature names those dimensions (`TensorSpec.dims`) and each call runs at its
-    arrays' sizes. Its kernels that compute rows apart run as blocks of rows of static
-    sizes, scheduled as a compile per size's; the others (attention's products, which
-    schedules do not take) run their canonical loops, vectorized innermost, slower than
-    a compile per size (`benchmarks/dynamic_shapes.py`). Any other
-    such model, and every one by default,
+    is compiled once for every size when all its operators take run-time dimensions
+    (`strato.frontends.onnx.importer.RUN_TIME_ONNX_OPS`): its signature names those
+    dimensions (`TensorSpec.dims`) and each call runs at its arrays' sizes. Its kernels
+    that compute rows apart run as blocks of rows of static sizes, scheduled as a
+    compile per size's; the others (attention's products, which schedules do not take)
+    run their canonical loops, vectorized innermost, slower than a compile per size
+    (`benchmarks/dynamic_shapes.py`). By default (`run_time_dims=None`) such a model is
+    compiled once only when every kernel of run-time sizes runs as blocks of rows (a
+    multi-layer perceptron, a feed-forward block over a batch and a sequence);
+    `run_time_dims=True` compiles it once whatever its kernels, `False` never. Any other
+    such model, and one compiled once by none of these,
     is returned as a `strato.specializing.ShapeSpecializingModel`: each call runs the
     model compiled for its arrays' sizes, compiled on the first call that brings them
     (`specialize=False` refuses such a model instead). A model with operators whose
@@ -149,7 +152,7 @@ def compile_model(
         if _use_cache(cache, after_stage):
             key = compile_cache_key(
                 model, compile_target, shapes, name=name, hooks=(passes_before, passes_after),
-                tuning_log=tuning_log,
+                tuning_log=tuning_log, run_time_dims=run_time_dims,
             )
             if key is not None:
                 from strato.runtime.cache import lookup
@@ -192,10 +195,10 @@ def _compile_model(
     passes_after: PipelineHook,
     tuning_log: str | None,
     options: BuildOptions,
-    run_time_dims: bool = False,
+    run_time_dims: bool | None = None,
 ) -> CompiledModel:
     proto_or_path, default_name = _model_source(model)
-    imported = _import(proto_or_path, shapes, run_time_dims)
+    imported = _import(proto_or_path, shapes, run_time_dims is not False)
     raw_data.release()  # the importer was their last reader
     signature = Signature.from_function(
         imported.function, imported.input_names, imported.output_names
@@ -205,6 +208,7 @@ def _compile_model(
             return _compile_imported(
                 imported, signature, compile_target, after_stage, before_stage, name,
                 default_name, passes_before, passes_after, tuning_log, options,
+                rows_only=run_time_dims is None,
             )  # fmt: skip
         except (StratoError, VerifyException) as error:
             # what does not compile once for every size compiles per call's sizes
@@ -244,7 +248,11 @@ def _compile_imported(
     passes_after: PipelineHook,
     tuning_log: str | None,
     options: BuildOptions,
+    rows_only: bool = False,
 ) -> CompiledModel:
+    """`imported` compiled for `compile_target`; with `rows_only`, a module of run-time
+    sizes only when each of its kernels of run-time sizes runs as blocks of rows
+    (`te.ROW_BLOCKS_ATTR`), else a `SymbolicShapeError` after convert-graph-to-te."""
     _check_signature_size(signature)
     module = imported.module
     if after_stage is not None:
@@ -256,7 +264,8 @@ def _compile_imported(
         compile_target, stages, after_stage, tuning_log, options.progress
     )
     try:
-        run_stages(stages, module, before=before_stage, after=after_stage)
+        after = _checking_row_blocks(after_stage) if rows_only else after_stage
+        run_stages(stages, module, before=before_stage, after=after)
     except MemoryError:
         raise StratoError(
             "out of memory while compiling (a constant too large to fold on this machine?)"
@@ -274,6 +283,29 @@ def _compile_imported(
         options=options,
         **in_build,
     )
+
+
+def _checking_row_blocks(after_stage: StageCallback | None) -> StageCallback:
+    """`after_stage`, and after convert-graph-to-te a check of the module: a primitive
+    of run-time sizes that does not run as blocks of rows (it computes across its rows,
+    as attention does) ends the compile with a `SymbolicShapeError`, which compiles the
+    model per size instead."""
+    from strato.dialects import te
+    from strato.transforms.convert_graph_to_te import ConvertGraphToTePass
+
+    def after(name: str, module: ModuleOp) -> None:
+        if after_stage is not None:
+            after_stage(name, module)
+        if name != ConvertGraphToTePass.name:
+            return
+        for op in module.ops:
+            if isinstance(op, te.PrimitiveOp) and op.run_time_sizes and te.RowBlocks.of(op) is None:
+                raise SymbolicShapeError(
+                    f"@{op.sym_name.data} computes across its rows of run-time sizes, "
+                    "which a compile per size runs faster"
+                )
+
+    return after
 
 
 def _part_options(
@@ -582,9 +614,12 @@ def compile_cache_key(
     name: str | None = None,
     hooks: tuple[PipelineHook, PipelineHook] = (None, None),
     tuning_log: str | None = None,
+    run_time_dims: bool | None = None,
 ) -> str | None:
     """The compile cache key of `model` with these options (None: the model is
     neither a readable file, a ModelProto nor a zoo name, so compiling reports it).
+    `run_time_dims` is part of it: a dynamic model compiled once for every size on
+    request is not what another policy would give.
 
     A file is its bytes and those of its external data; a zoo name stands for itself
     (the zoo's code is part of strato's source fingerprint). The loaded plugins are
@@ -605,6 +640,7 @@ def compile_cache_key(
         "hooks": [_hook_text(hook) for hook in hooks],
         "tuning": _file_digest(tuning_log),
         "plugins": _plugin_fingerprint(),
+        "run_time_dims": run_time_dims,
     }
     return cache_key(data, options)
 

@@ -153,8 +153,9 @@ def test_the_compile_cache_keeps_a_model_of_run_time_sizes(tmp_path, monkeypatch
 
 def test_models_that_do_not_compile_once_compile_per_size():
     """An operator that does not take run-time dimensions (Concat) and a dynamic
-    dimension that meets a static one, with `run_time_dims`, and any model without it
-    (the default): compiled per size."""
+    dimension that meets a static one, with `run_time_dims`, any model with
+    `run_time_dims=False`, and by default one with a kernel that computes across its
+    rows (attention's scores): compiled per size."""
     concatenated = mlp()
     concatenated.graph.node.append(helper.make_node("Concat", ["p", "p"], ["t"], axis=1))
     concatenated.graph.output[0].CopyFrom(
@@ -173,7 +174,8 @@ def test_models_that_do_not_compile_once_compile_per_size():
     for proto, options in (
         (concatenated, {"run_time_dims": True}),
         (positions, {"run_time_dims": True}),
-        (mlp(), {}),
+        (mlp(), {"run_time_dims": False}),
+        (attention(), {}),
     ):
         model = strato.compile(proto, cache=False, **options)
         assert isinstance(model, ShapeSpecializingModel), proto.graph.name

@@ -516,7 +516,7 @@ def interpreted(proto: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
 def test_one_compile_serves_every_batch_size(monkeypatch):
     monkeypatch.setattr(strato.separable, "MIN_SAMPLE_ELEMENTS", 0)
     proto = small_cnn()
-    compiled = strato.compile(proto, cache=False)
+    compiled = strato.compile(proto, cache=False, run_time_dims=False)
     assert isinstance(compiled, ShapeSpecializingModel)
     for batch in (3, 1, 5, 2):
         x = RNG.standard_normal((batch, 3, 8, 8)).astype(np.float32)
@@ -554,7 +554,7 @@ def test_a_model_mixing_its_batch_compiles_per_size(monkeypatch):
     proto = inseparable(
         [helper.make_node("Softmax", ["x"], ["y"], axis=0)],
     )
-    compiled = strato.compile(proto, cache=False)
+    compiled = strato.compile(proto, cache=False, run_time_dims=False)
     for batch in (2, 3):
         x = RNG.standard_normal((batch, 4)).astype(np.float32)
         (y,) = compiled(x)
@@ -571,7 +571,7 @@ def test_a_model_that_does_not_import_at_size_one_compiles_per_size(monkeypatch)
         [helper.make_node("Reshape", ["x", "s"], ["y"])],
         initializers=[("s", np.array([3, -1], np.int64))],
     )
-    compiled = strato.compile(proto, cache=False)
+    compiled = strato.compile(proto, cache=False, run_time_dims=False)
     x = RNG.standard_normal((3, 4)).astype(np.float32)  # 4 elements at size 1: no [3, -1]
     np.testing.assert_array_equal(compiled(x)[0], x.reshape(3, -1))
     assert "does not import" in compiled.inseparable["B"]
@@ -581,7 +581,7 @@ def test_a_sample_with_little_work_compiles_per_size():
     """A run per sample would cost more than it saves: below MIN_SAMPLE_ELEMENTS the
     model compiles per size, as a model that is not separable does."""
     proto = SEPARABLE["mlp"][0]
-    compiled = strato.compile(proto, cache=False)
+    compiled = strato.compile(proto, cache=False, run_time_dims=False)
     for batch in (2, 3):
         compiled(RNG.standard_normal((batch, 6)).astype(np.float32))
     assert compiled.sizes == [{"x": (2, 6)}, {"x": (3, 6)}]
@@ -637,7 +637,7 @@ def test_the_c_entry_of_a_batched_model_runs_every_sample(monkeypatch):
 def test_a_model_not_separable_is_not_batched():
     proto = inseparable([helper.make_node("Softmax", ["x"], ["y"], axis=0)])
     with pytest.raises(StratoError, match=r"not separable along 'B' \(operation 0 \(graph.softmax\)"):
-        strato.compile(proto, cache=False).batched()
+        strato.compile(proto, cache=False, run_time_dims=False).batched()
 
 
 def test_input_shapes_pins_some_dimensions_and_leaves_named_ones_open(monkeypatch):
@@ -647,7 +647,7 @@ def test_input_shapes_pins_some_dimensions_and_leaves_named_ones_open(monkeypatc
     proto = model(
         [helper.make_node("Softmax", ["x"], ["y"], axis=-1)], [("x", ("B", "S", 4))], ["y"]
     )
-    compiled = strato.compile(proto, input_shapes={"x": ["B", 3, 4]}, cache=False)
+    compiled = strato.compile(proto, input_shapes={"x": ["B", 3, 4]}, cache=False, run_time_dims=False)
     assert compiled.dims.describe() == "'x' axis 0 ('B')"
     x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
     e = np.exp(x - x.max(axis=-1, keepdims=True))

@@ -1,5 +1,6 @@
 """Models with dynamic input dimensions: `strato.compile` returns a model compiled per
-call's sizes, which checks each call against the declared dimensions."""
+call's sizes, which checks each call against the declared dimensions (for a model it
+would compile once for every size, with `run_time_dims=False`)."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def expected(x: np.ndarray, m: np.ndarray) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def model() -> ShapeSpecializingModel:
-    compiled = strato.compile(dynamic_model(), cache=False)
+    compiled = strato.compile(dynamic_model(), cache=False, run_time_dims=False)
     assert isinstance(compiled, ShapeSpecializingModel)
     return compiled
 
@@ -127,7 +128,7 @@ def test_a_size_the_model_cannot_take_is_named_in_the_error():
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         [table],
     )
-    model = strato.compile(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), cache=False)
+    model = strato.compile(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), cache=False, run_time_dims=False)
     x = np.ones((2, 4), np.float32)
     np.testing.assert_array_equal(model(x)[0], x + np.arange(4))
     with pytest.raises(StratoError, match=r"\(at 'batch' = 2, 'seq' = 5\)$") as raised:
@@ -147,17 +148,17 @@ def test_unnamed_dynamic_dimensions_and_shapeless_inputs_take_any_size():
                 dim.ClearField("dim_param")
     dims = InputDims.of(unnamed)
     assert dims is not None and dims.shapes == {"x": (None, None, 8), "m": (None, None, 1)}
-    compiled = strato.compile(unnamed, cache=False)
+    compiled = strato.compile(unnamed, cache=False, run_time_dims=False)
     x, m = np.ones((1, 2, 8), np.float32), np.zeros((1, 2, 1), np.float32)
     np.testing.assert_allclose(compiled(x, m)[0], expected(x, m), rtol=1e-5)
 
 
 def test_input_shapes_pin_some_dimensions_and_specialize_false_refuses():
     assert InputDims.of(dynamic_model(), {"x": (1, 2, 8), "m": (1, 2, 1)}) is None
-    static = strato.compile(dynamic_model(), input_shapes={"x": (1, 2, 8), "m": (1, 2, 1)}, cache=False)
+    static = strato.compile(dynamic_model(), input_shapes={"x": (1, 2, 8), "m": (1, 2, 1)}, cache=False, run_time_dims=False)
     assert not isinstance(static, ShapeSpecializingModel)
     with pytest.raises(SymbolicShapeError, match=r"graph input 'x' has a dynamic dimension 'batch' at axis 0"):
-        strato.compile(dynamic_model(), specialize=False, cache=False)
+        strato.compile(dynamic_model(), specialize=False, cache=False, run_time_dims=False)
 
 
 def test_a_model_compiled_per_size_saves_and_loads_with_its_sizes(tmp_path, monkeypatch):
@@ -165,7 +166,7 @@ def test_a_model_compiled_per_size_saves_and_loads_with_its_sizes(tmp_path, monk
     without compiling, and another size compiles as before; all match."""
     import strato.compiler
 
-    model = strato.compile(dynamic_model(), cache=False)
+    model = strato.compile(dynamic_model(), cache=False, run_time_dims=False)
     rng = np.random.default_rng(3)
     sizes = [(1, 3), (2, 5)]
     arrays = {s: (rng.standard_normal((*s, 8)).astype(np.float32), rng.standard_normal((*s, 1)).astype(np.float32)) for s in [*sizes, (3, 2)]}
@@ -193,7 +194,7 @@ def test_a_model_compiled_per_size_saves_and_loads_with_its_sizes(tmp_path, monk
 def test_a_saved_model_keeps_its_tuning_log_and_refuses_hooks(tmp_path):
     log = tmp_path / "t.jsonl"
     log.write_text("")
-    tuned = strato.compile(dynamic_model(), cache=False, tuning=log)
+    tuned = strato.compile(dynamic_model(), cache=False, tuning=log, run_time_dims=False)
     tuned.save(tmp_path / "tuned.strato")
     log.unlink()  # the archive holds the log
     loaded = strato.load(tmp_path / "tuned.strato")
@@ -202,7 +203,7 @@ def test_a_saved_model_keeps_its_tuning_log_and_refuses_hooks(tmp_path):
         assert saved.read() == ""
     x, m = np.ones((1, 2, 8), np.float32), np.zeros((1, 2, 1), np.float32)
     np.testing.assert_allclose(loaded(x, m)[0], expected(x, m), rtol=1e-5, atol=1e-6)
-    hooked = strato.compile(dynamic_model(), cache=False, passes_after="cse")
+    hooked = strato.compile(dynamic_model(), cache=False, passes_after="cse", run_time_dims=False)
     assert not hooked.can_save
     with pytest.raises(StratoError, match=r"cannot be saved: it was compiled with passes hooks"):
         hooked.save(tmp_path / "hooked.strato")
@@ -219,7 +220,7 @@ def test_a_saved_model_keeps_its_tuning_log_and_refuses_hooks(tmp_path):
 def test_a_corrupt_saved_model_is_diagnosed(tmp_path, member, text, reason):
     import zipfile
 
-    model = strato.compile(dynamic_model(), cache=False)
+    model = strato.compile(dynamic_model(), cache=False, run_time_dims=False)
     model.save(tmp_path / "m.strato")
     with zipfile.ZipFile(tmp_path / "m.strato") as archive:
         members = {name: archive.read(name) for name in archive.namelist()}
@@ -274,7 +275,7 @@ def test_strato_compile_sizes_writes_one_object_for_them(tmp_path):
 
 
 def test_an_object_needs_a_compiled_size():
-    fresh = strato.compile(dynamic_model(), cache=False)
+    fresh = strato.compile(dynamic_model(), cache=False, run_time_dims=False)
     with pytest.raises(StratoError, match="no size of this model is compiled yet"):
         fresh.c_header()
 
@@ -283,7 +284,7 @@ def test_an_unsupported_operator_is_still_reported_at_compile_time():
     model = dynamic_model()
     model.graph.node.append(helper.make_node("ImageDecoder", ["y"], ["z"], name="decode"))
     with pytest.raises(StratoError, match=r"ImageDecoder"):
-        strato.compile(model, cache=False)
+        strato.compile(model, cache=False, run_time_dims=False)
 
 
 def test_strato_run_asks_for_the_sizes(tmp_path):
@@ -295,3 +296,21 @@ def test_strato_run_asks_for_the_sizes(tmp_path):
     )
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "dynamic dimension 'batch'" in result.stderr and "input_shapes" in result.stderr
+
+
+def test_by_default_a_model_of_rows_compiles_once_and_one_of_attention_per_size():
+    """By default a model whose kernels of run-time sizes all run as blocks of rows
+    (a product, a broadcast add and a softmax over the features) compiles once for
+    every size; self-attention (its scores computed across the sequence) compiles per
+    size, which runs it faster."""
+    from strato.runtime.compiled_model import CompiledModel
+    from strato.testing.dynamic_models import attention
+
+    once = strato.compile(dynamic_model(), cache=False)
+    assert isinstance(once, CompiledModel) and once.signature.is_dynamic
+    for batch, seq in ((1, 1), (2, 33), (3, 7)):
+        rng = np.random.default_rng(batch * seq)
+        x = rng.standard_normal((batch, seq, 8)).astype(np.float32)
+        m = rng.standard_normal((batch, seq, 1)).astype(np.float32)
+        np.testing.assert_allclose(once(x, m)[0], expected(x, m), rtol=1e-5, atol=1e-6)
+    assert isinstance(strato.compile(attention(), cache=False), ShapeSpecializingModel)
