@@ -17,8 +17,9 @@ in `benchmarks/.torch_corpus/dynamic/`):
 - built in code (`strato.testing.dynamic_models`), of operators that take run-time
   dimensions, compiled once for every size (`run_time_dims=True`): mlp (256 -> 1024 -> 10, dynamic batch,
   at 1, 16, 256), encoder (a feed-forward block 256 wide, 1024 hidden, at (1, 16),
-  (1, 128), (4, 128)) and attention (single head, 64 wide, at (1, 16), (1, 128),
-  (2, 256)).
+  (1, 128), (4, 128)), attention (single head, 64 wide, at (1, 16), (1, 128),
+  (2, 256)) and mha (4 heads split and merged by Reshape and Transpose, 256 wide, at
+  the same sizes).
 
 Per size: the first call's seconds (the compile for that size, or for a size along which
 the model is separable only the check of its import: `strato.separable`), the sizes
@@ -155,6 +156,11 @@ CODE_MODELS: dict[str, tuple[Callable, Callable, list[tuple[int, int]]]] = {
     "attention": (
         lambda: dynamic_models.attention(width=64),
         _floats("x", width=64),
+        [(1, 16), (1, 128), (2, 256)],
+    ),
+    "mha": (
+        lambda: dynamic_models.multi_head_attention(width=256, heads=4),
+        _floats("x", width=256),
         [(1, 16), (1, 128), (2, 256)],
     ),
 }
