@@ -257,23 +257,79 @@ def _parallelize_run_time_nests(module: ModuleOp, name: str, threads: int) -> No
     outermost loop of each stage's nest at the kernel's root when it runs to a run-time
     bound: it iterates over a result dimension (a stage's loops over reduction axes are
     innermost, and marked), so its iterations write apart, and the pool splits however
-    many there are at run time. Loops without a stage (hand-written) are left alone."""
+    many there are at run time. When the loop's body is one more such loop (a batch of
+    one, then a sequence), the two are fused into one loop over their product first,
+    so that the threads share the rows whatever the batch. Loops without a stage
+    (hand-written) are left alone."""
     if threads <= 1:
         return
     kernel = _run_time_kernel(module, name)
     if kernel is None:
         return
     chosen: dict[str, Attribute] = {}
-    for op in kernel.body.block.ops:
+    for op in list(kernel.body.block.ops):
         if not isinstance(op, ForOp) or not op.is_dynamic or op.loop_kind != LoopKind.SERIAL:
             continue
         stage = loop_stage(op)
         if stage is None or is_reduction_loop(op):
             continue
+        inner = _only_loop_in(op)
+        if inner is not None and _fusible_run_time_loops(op, inner):
+            op = _fuse_run_time_loops(op, inner)
         op.kind = LoopKindAttr(LoopKind.PARALLEL)
         chosen.setdefault(stage, StringAttr(op.axis.data if op.axis is not None else "?"))
     if chosen:
         kernel.attributes[PARALLEL_ATTR] = DictionaryAttr(chosen)
+
+
+def _only_loop_in(loop: ForOp) -> ForOp | None:
+    """The loop that is all of `loop`'s body, if there is one."""
+    ops = [op for op in loop.body.block.ops if not isinstance(op, YieldOp)]
+    return ops[0] if len(ops) == 1 and isinstance(ops[0], ForOp) else None
+
+
+def _fusible_run_time_loops(outer: ForOp, inner: ForOp) -> bool:
+    """Whether two perfectly nested loops to run-time bounds over result axes of one
+    stage, from 0 by 1, may run as one loop over their product."""
+    return (
+        inner.is_dynamic
+        and inner.loop_kind == LoopKind.SERIAL
+        and not is_reduction_loop(inner)
+        and loop_stage(inner) == loop_stage(outer)
+        and all(loop.lb.data == 0 and loop.step.data == 1 for loop in (outer, inner))
+    )
+
+
+def _fuse_run_time_loops(outer: ForOp, inner: ForOp) -> ForOp:
+    """`outer` and `inner` (see `_fusible_run_time_loops`) as one loop over the product
+    of their bounds, each induction variable the quotient or the remainder of its; the
+    loop, which replaces them."""
+    block = outer.parent_block()
+    assert block is not None
+    outer_bound, inner_bound = outer.bound, inner.bound
+    assert isinstance(outer_bound, SSAValue) and isinstance(inner_bound, SSAValue)
+    total = arith.MuliOp(outer_bound, inner_bound)
+    block.insert_op_before(total, outer)
+    axes = [loop.axis.data if loop.axis is not None else "?" for loop in (outer, inner)]
+    fused, body = ForOp.build(0, total.result, 1, LoopKind.SERIAL, ".".join([*axes, "fused"]))
+    fused.induction_var.name_hint = "_".join([*axes, "fused"])
+    fused.attributes.update(outer.attributes)
+    terminator = body.last_op
+    assert terminator is not None
+    row = arith.DivUIOp(fused.induction_var, inner_bound)
+    column = arith.RemUIOp(fused.induction_var, inner_bound)
+    body.insert_ops_before([row, column], terminator)
+    for op in [op for op in inner.body.block.ops if not isinstance(op, YieldOp)]:
+        op.detach()
+        body.insert_op_before(op, terminator)
+    outer.induction_var.replace_all_uses_with(row.result)
+    inner.induction_var.replace_all_uses_with(column.result)
+    hints = [loop.induction_var.name_hint for loop in (outer, inner)]
+    row.result.name_hint, column.result.name_hint = hints
+    block.insert_op_before(fused, outer)
+    outer.detach()
+    outer.erase()
+    return fused
 
 
 def _interchange_run_time_reductions(module: ModuleOp, name: str, lanes: int) -> None:

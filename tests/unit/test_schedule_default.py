@@ -640,3 +640,44 @@ def test_inner_loops_to_a_run_time_bound_run_as_vectors_and_a_tail():
         out = np.full(n * n, np.nan, np.float32)
         function(q, kt.ravel(), out, n)
         np.testing.assert_allclose(out.reshape(n, n), np.exp(q @ kt), rtol=1e-5, atol=1e-6)
+
+
+RUN_TIME_ROWS = """
+te.primitive @rows {
+  %b = te.size "b" : index
+  %n = te.size "n" : index
+  %x = te.placeholder "x" sizes(%b, %n) : tensor<?x?x20xf32>
+  %e = te.compute "e" (%i, %j, %k) sizes(%b, %n) : tensor<?x?x20xf32> {
+    %v = te.read %x[%i, %j, %k] : tensor<?x?x20xf32>
+    %y = math.exp %v : f32
+    te.yield %y : f32
+  }
+  te.output %e : tensor<?x?x20xf32>
+}
+"""
+
+
+def test_two_outer_loops_to_run_time_bounds_run_as_one_parallel_loop():
+    """A nest over a batch and a sequence of run-time sizes: the two loops run as one
+    parallel loop over their product (each index its quotient or remainder), so that
+    a batch of one still spreads its rows over the threads; the static inner loop of
+    20 runs as a vector of 16 and one of the rest."""
+    from xdsl.parser import Parser
+
+    from strato.dialects.loop import LANES_ATTR, LoopKind
+    from strato.targets.llvm.kernels import compile_loops
+
+    module = Parser(make_context(), RUN_TIME_ROWS).parse_module()
+    run_pipeline(make_context(), module, "convert-te-to-loops,schedule-default{threads=2 lanes=16}")
+    kernel = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    nest = [op for op in kernel.walk() if isinstance(op, ForOp)]
+    assert [(op.axis.data, op.loop_kind) for op in nest] == [
+        ("i.j.fused", LoopKind.PARALLEL), ("k", LoopKind.VECTORIZED),
+    ]  # fmt: skip
+    assert nest[1].attributes[LANES_ATTR].value.data == 16  # type: ignore[union-attr]
+    function = compile_loops(module, threads=2).function("rows")
+    for b, n in ((0, 3), (1, 1), (1, 37), (3, 5)):
+        x = np.random.default_rng(b * n).standard_normal((b, n, 20)).astype(np.float32)
+        out = np.full(b * n * 20, np.nan, np.float32)
+        function(x.ravel(), out, b, n)
+        np.testing.assert_allclose(out.reshape(b, n, 20), np.exp(x), rtol=1e-5)
