@@ -34,14 +34,12 @@ can; the kernel records the loop of each stage under `schedule.parallel`:
 A kernel of run-time sizes (`index` arguments: a te primitive with `te.size`) is not
 scheduled (schedules need static extents; a primitive that computes its rows apart
 runs as blocks of rows of static sizes instead: convert-graph-to-te's `row_blocks`).
-Its canonical loops get a default for run-time extents: the spatial loop around an
-innermost reduction runs as vectors with the reduction between them and the vector
-when more accesses step by one along that loop, the innermost loop over a result axis
-is made `vectorized` (one to a run-time bound strip-mined into vectors and a serial
-tail), and on more than one thread the outermost loop of each of its stages' nests that
-runs to a run-time bound (fused with a second one right inside it) is made `parallel`
-(its iterations are a result dimension's, and the thread pool splits their run-time
-count).
+Its canonical loops get a default for run-time extents: an innermost reduction swaps
+with the spatial loop around it when more accesses step by one along that loop, the
+innermost loop over a result axis is made `vectorized` (one to a run-time bound
+strip-mined into vectors and a serial tail), and on more than one thread the outermost
+loop of each of its stages' nests that runs to a run-time bound is made `parallel` (its
+iterations are a result dimension's, and the thread pool splits their run-time count).
 
 Before:
 
@@ -130,7 +128,7 @@ def schedule_kernel(module: ModuleOp, name: str, context: ScheduleContext) -> Tr
         sch = Schedule(module, kernel=name)
     except ScheduleError as error:
         _mark_unscheduled(module, name, {"*": error.message})
-        _tile_run_time_reductions(module, name, context.lanes)
+        _interchange_run_time_reductions(module, name, context.lanes)
         _vectorize_run_time_innermost(module, name, context.lanes)
         _parallelize_run_time_nests(module, name, context.threads)
         return None
@@ -334,18 +332,18 @@ def _fuse_run_time_loops(outer: ForOp, inner: ForOp) -> ForOp:
     return fused
 
 
-def _tile_run_time_reductions(module: ModuleOp, name: str, lanes: int) -> None:
-    """In a kernel of run-time sizes (which schedules do not take), run the spatial loop
-    around the innermost reduction loop of an update nest as vectors of `lanes` with the
-    reduction between (`_strip_mine`), when more of the elements the body accesses step
-    through memory by one along the spatial axis: a product contracting a run-time
-    dimension, w[i, k] * v[k, j] into acc[i, j], then runs k around a vector of j, its
-    accumulators in registers over k, instead of k innermost, which strides through v;
-    attention's scores q[i, k] * kt[k, j] over a run-time j likewise. Each element still
-    accumulates its terms in the same order (the loops are rectangular and the reduction
-    axis keeps its order), so the results are unchanged. A spatial loop shorter than a
-    vector (`lanes` fp32) stays as it is, and so does the outermost loop of a nest when
-    it runs to a run-time bound (the one made parallel)."""
+def _interchange_run_time_reductions(module: ModuleOp, name: str, lanes: int) -> None:
+    """In a kernel of run-time sizes (which schedules do not take), swap the innermost
+    reduction loop of an update nest with the (static) spatial loop around it when more
+    of the elements the body accesses step through memory by one along the spatial
+    axis: a product
+    contracting a run-time dimension, w[i, k] * v[k, j] into acc[i, j], then runs j
+    innermost, which LLVM vectorizes, instead of k, which strides through v. Each
+    element still accumulates its terms in the same order (the loops are rectangular
+    and the reduction axis keeps its order), so the results are unchanged. A spatial
+    loop shorter than a vector (`lanes` fp32) stays outside, and so does the outermost
+    loop of a nest when it runs to a run-time bound (the one made parallel); an inner
+    one may move in (`_vectorize_run_time_innermost` strip-mines it)."""
     kernel = _run_time_kernel(module, name)
     if kernel is None:
         return
@@ -367,7 +365,7 @@ def _tile_run_time_reductions(module: ModuleOp, name: str, lanes: int) -> None:
         if _unit_stride_accesses(reduction, spatial.induction_var) > _unit_stride_accesses(
             reduction, reduction.induction_var
         ):
-            _strip_mine(spatial, lanes, reduction)
+            _swap_loop_headers(spatial, reduction)
 
 
 def _vectorize_run_time_innermost(module: ModuleOp, name: str, lanes: int) -> None:
@@ -400,92 +398,50 @@ def _vectorize_run_time_innermost(module: ModuleOp, name: str, lanes: int) -> No
                 if loop.trip_count > lanes:
                     loop.attributes[LANES_ATTR] = IntegerAttr(lanes, i64)
             continue
-        _strip_mine(loop, lanes)
+        _strip_mine_run_time_loop(loop, lanes)
 
 
-def _strip_mine(loop: ForOp, lanes: int, reduction: ForOp | None = None) -> None:
-    """`loop` (from 0 by 1, to a static or run-time bound) as a serial loop over vectors
-    of `lanes` iterations and a serial loop over the iterations left over:
+def _strip_mine_run_time_loop(loop: ForOp, lanes: int) -> None:
+    """`loop.for %j = 0 to %n` as vectors of `lanes` iterations and the rest:
 
         %whole = %n / lanes, %done = %whole * lanes, %left = %n - %done
         loop.for %o = 0 to %whole { loop.for %v = 0 to lanes vectorized { j = o * lanes + v } }
         loop.for %t = 0 to %left { j = %done + t }
-
-    With `reduction`, the loop that is all of `loop`'s body, that reduction runs between
-    the two, around the vector (and around each iteration left over), so that the
-    vector of accumulators stays in registers over it:
-
-        loop.for %o .. { loop.for %k .. reduction { loop.for %v .. vectorized { .. } } }
-        loop.for %t .. { loop.for %k .. reduction { .. } }
     """
     block = loop.parent_block()
     assert block is not None
     bound = loop.bound
-    width = arith.ConstantOp(IntegerAttr(lanes, IndexType()))
-    if isinstance(bound, SSAValue):
-        whole_op = arith.DivUIOp(bound, width)
-        done_op = arith.MuliOp(whole_op, width)
-        left_op = arith.SubiOp(bound, done_op)
-        block.insert_ops_before([width, whole_op, done_op, left_op], loop)
-        whole: int | SSAValue = whole_op.result
-        left: int | SSAValue = left_op.result
-        done: SSAValue = done_op.result
-    else:
-        whole, left = bound // lanes, bound % lanes
-        done_constant = arith.ConstantOp(IntegerAttr(whole * lanes, IndexType()))
-        block.insert_ops_before([width, done_constant], loop)
-        done = done_constant.result
-    body = reduction.body.block if reduction is not None else loop.body.block
+    assert isinstance(bound, SSAValue)
     axis = loop.axis.data if loop.axis is not None else "j"
-    hint = loop.induction_var.name_hint or "j"
+    width = arith.ConstantOp(IntegerAttr(lanes, IndexType()))
+    whole = arith.DivUIOp(bound, width)
+    done = arith.MuliOp(whole, width)
+    left = arith.SubiOp(bound, done)
+    block.insert_ops_before([width, whole, done, left], loop)
 
-    def piece(ub: int | SSAValue, kind: LoopKind, suffix: str) -> tuple[ForOp, Block]:
-        made, made_body = ForOp.build(0, ub, 1, kind, f"{axis}.{suffix}")
-        made.attributes.update(loop.attributes)
-        made.induction_var.name_hint = f"{hint}_{suffix}"
-        return made, made_body
-
-    def inside(into: Block) -> tuple[Block, dict[SSAValue, SSAValue]]:
-        """Where the body goes in `into`: in a copy of the reduction loop, if any."""
-        if reduction is None:
-            return into, {}
-        copy, copy_body = ForOp.build(
-            reduction.lb.data, reduction.bound, reduction.step.data, reduction.loop_kind,
-            reduction.axis.data if reduction.axis is not None else None,
-        )  # fmt: skip
-        copy.attributes.update(reduction.attributes)
-        copy.induction_var.name_hint = reduction.induction_var.name_hint
-        assert into.last_op is not None
-        into.insert_op_before(copy, into.last_op)
-        return copy_body, {reduction.induction_var: copy.induction_var}
-
-    def copy_body(into: Block, index: Operation, mapping: dict[SSAValue, SSAValue]) -> None:
+    def copy_body(into: Block, index: Operation) -> None:
         terminator = into.last_op
         assert terminator is not None
         into.insert_op_before(index, terminator)
-        mapping[loop.induction_var] = index.results[0]
-        for op in body.ops:
+        mapping: dict[SSAValue, SSAValue] = {loop.induction_var: index.results[0]}
+        for op in loop.body.block.ops:
             if not isinstance(op, YieldOp):
                 into.insert_op_before(op.clone(value_mapper=mapping), terminator)
 
-    made: list[ForOp] = []
-    if not isinstance(whole, int) or whole:
-        outer, outer_body = piece(whole, LoopKind.SERIAL, "outer")
-        vector, vector_body = piece(lanes, LoopKind.VECTORIZED, "inner")
-        start = arith.MuliOp(outer.induction_var, width.result)
-        assert outer_body.last_op is not None
-        outer_body.insert_op_before(start, outer_body.last_op)
-        around, mapping = inside(outer_body)
-        assert around.last_op is not None
-        around.insert_op_before(vector, around.last_op)
-        copy_body(vector_body, arith.AddiOp(start.result, vector.induction_var), mapping)
-        made.append(outer)
-    if not isinstance(left, int) or left:
-        tail, tail_body = piece(left, LoopKind.SERIAL, "tail")
-        around, mapping = inside(tail_body)
-        copy_body(around, arith.AddiOp(done, tail.induction_var), mapping)
-        made.append(tail)
-    block.insert_ops_before(made, loop)
+    outer, outer_body = ForOp.build(0, whole.result, 1, LoopKind.SERIAL, f"{axis}.outer")
+    inner, inner_body = ForOp.build(0, lanes, 1, LoopKind.VECTORIZED, f"{axis}.inner")
+    tail, tail_body = ForOp.build(0, left.result, 1, LoopKind.SERIAL, f"{axis}.tail")
+    hint = loop.induction_var.name_hint or "j"
+    for piece, suffix in ((outer, "outer"), (inner, "inner"), (tail, "tail")):
+        piece.attributes.update(loop.attributes)
+        piece.induction_var.name_hint = f"{hint}_{suffix}"
+    assert outer_body.last_op is not None
+    outer_body.insert_op_before(inner, outer_body.last_op)
+    start = arith.MuliOp(outer.induction_var, width.result)
+    outer_body.insert_op_before(start, inner)
+    copy_body(inner_body, arith.AddiOp(start.result, inner.induction_var))
+    copy_body(tail_body, arith.AddiOp(done.result, tail.induction_var))
+    block.insert_ops_before([outer, tail], loop)
     loop.detach()
     loop.erase()
 
@@ -509,6 +465,24 @@ def _unit_stride_accesses(loop: ForOp, index: SSAValue) -> int:
         if isinstance(op, memref.LoadOp | memref.StoreOp) and op.indices and op.indices[-1] is index:
             accessed.add((op.memref, tuple(op.indices)))
     return len(accessed)
+
+
+def _swap_loop_headers(outer: ForOp, inner: ForOp) -> None:
+    """Exchange the bounds, kinds, axes and attributes of two perfectly nested loops,
+    and the induction variables' uses in the body: the nest then runs the inner loop's
+    iterations outermost."""
+    outer_iv, inner_iv = outer.induction_var, inner.induction_var
+    outer_uses = [(use.operation, use.index) for use in outer_iv.uses]
+    inner_uses = [(use.operation, use.index) for use in inner_iv.uses]
+    for user, position in outer_uses:
+        user.operands[position] = inner_iv
+    for user, position in inner_uses:
+        user.operands[position] = outer_iv
+    outer_operands, inner_operands = list(outer.operands), list(inner.operands)
+    outer.operands, inner.operands = inner_operands, outer_operands
+    outer.properties, inner.properties = dict(inner.properties), dict(outer.properties)
+    outer.attributes, inner.attributes = dict(inner.attributes), dict(outer.attributes)
+    outer_iv.name_hint, inner_iv.name_hint = inner_iv.name_hint, outer_iv.name_hint
 
 
 def _mark_unscheduled(module: ModuleOp, name: str, reasons: dict[str, str]) -> None:
