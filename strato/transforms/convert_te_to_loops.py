@@ -1107,44 +1107,77 @@ def lower_row_blocks(
 ) -> None:
     """A te.call of a primitive that computes its rows apart (`te.ROW_BLOCKS_ATTR`),
     run as its blocks instead: the call's rows (the product of the leading run-time
-    extents), as many blocks of the largest count as fit, then of the next, down to
-    single rows, each a func.call of its static kernel on `loop.view`s of the rows of
-    every buffer of run-time sizes (those of static shapes passed whole). `buffers`
-    are the call's operands' buffers, then its results'; `types` the placeholder and
-    output types of each block's primitive."""
+    extents), as many blocks of the largest count as fit, then of the next, each a
+    func.call of its static kernel on `loop.view`s of the rows of every buffer of
+    run-time sizes (those of static shapes passed whole). The rows left, fewer than
+    the smallest block of several rows, are one more such block ending at the last
+    row when the call has that many rows (the rows it computes again are written
+    again as they were: each row is computed from its own), else single rows.
+    `buffers` are the call's operands' buffers, then its results'; `types` the
+    placeholder and output types of each block's primitive."""
     tensors = [*op.args, *op.res]
     rows_of = next(v for v in op.res if is_run_time(v.type))
     row_count = len(blocks.rows)
     rows = _index_value(builder, _product(builder, extents.of(rows_of)[:row_count]))
-    done: SSAValue | None = None  # the rows the blocks before cover (none yet)
-    for count, name in blocks.blocks:
-        left = rows if done is None else builder.insert(arith.SubiOp(rows, done)).result
-        if count == 1:  # the last: every row left, one by one
-            whole, size = left, None
-        else:
-            size = _index_value(builder, count)
-            whole = builder.insert(arith.DivUIOp(left, size)).result
-        (index,), inner, (body,) = _element_loops([whole], builder)
-        first = index if size is None else inner.insert(arith.MuliOp(index, size)).result
-        if done is not None:
-            first = inner.insert(arith.AddiOp(done, first)).result
+
+    def call_block(name: str, first: SSAValue, at: Builder) -> None:
+        """A call of block `name` on the rows from `first`, inserted by `at`."""
         args: list[SSAValue] = []
         for tensor, buffer, block_type in zip(tensors, buffers, types[name], strict=True):
             if not is_run_time(tensor.type):
                 args.append(buffer)
                 continue
             assert isinstance(tensor.type, TensorType)
-            row_size = math.prod(tensor.type.get_shape()[row_count:])
-            offset = _product(inner, [first, row_size])
+            offset = _product(at, [first, math.prod(tensor.type.get_shape()[row_count:])])
             assert isinstance(offset, SSAValue)
-            view = inner.insert(ViewOp(buffer, offset, _argument_type(block_type, op)))
+            view = at.insert(ViewOp(buffer, offset, _argument_type(block_type, op)))
             _set_name(view.result, buffer.name_hint)
             args.append(view.result)
-        inner.insert(func.CallOp(name, args, []))
+        at.insert(func.CallOp(name, args, []))
+
+    done: SSAValue | None = None  # the rows the blocks before cover (none yet)
+    *whole_blocks, (_, single) = blocks.blocks
+    for count, name in whole_blocks:
+        left = rows if done is None else builder.insert(arith.SubiOp(rows, done)).result
+        size = _index_value(builder, count)
+        whole = builder.insert(arith.DivUIOp(left, size)).result
+        (index,), inner, (body,) = _element_loops([whole], builder)
+        first = inner.insert(arith.MuliOp(index, size)).result
+        if done is not None:
+            first = inner.insert(arith.AddiOp(done, first)).result
+        call_block(name, first, inner)
         body.add_op(scf.YieldOp())
-        if size is not None:
-            covered = builder.insert(arith.MuliOp(whole, size)).result
-            done = covered if done is None else builder.insert(arith.AddiOp(done, covered)).result
+        covered = builder.insert(arith.MuliOp(whole, size)).result
+        done = covered if done is None else builder.insert(arith.AddiOp(done, covered)).result
+
+    def single_rows(at: Builder) -> None:
+        """The rows left, one by one."""
+        left = rows if done is None else at.insert(arith.SubiOp(rows, done)).result
+        (index,), inner, (body,) = _element_loops([left], at)
+        first = index if done is None else inner.insert(arith.AddiOp(done, index)).result
+        call_block(single, first, inner)
+        body.add_op(scf.YieldOp())
+
+    if not whole_blocks:
+        single_rows(builder)
+        return
+    # fewer rows left than the smallest block: when the call has that many rows, one
+    # block ending at its last row (recomputing rows before, which writes them again
+    # as they are), else the rows one by one
+    smallest, last = whole_blocks[-1]
+    assert done is not None
+    size = _index_value(builder, smallest)
+    enough = builder.insert(arith.CmpiOp(rows, size, "uge")).result
+    some = builder.insert(arith.CmpiOp(rows, done, "ne")).result
+    overlap = builder.insert(arith.AndIOp(enough, some)).result
+    then_block, else_block = Block(), Block()
+    then_at = Builder(InsertPoint.at_end(then_block))
+    call_block(last, then_at.insert(arith.SubiOp(rows, size)).result, then_at)
+    then_at.insert(scf.YieldOp())
+    else_at = Builder(InsertPoint.at_end(else_block))
+    single_rows(else_at)
+    else_at.insert(scf.YieldOp())
+    builder.insert(scf.IfOp(overlap, [], Region(then_block), Region(else_block)))
 
 
 def lower_cond_call(

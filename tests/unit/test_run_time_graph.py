@@ -230,10 +230,11 @@ def block_inputs(batch: int, seq: int, seed: int = 0) -> list[np.ndarray]:
 
 
 def test_kernels_of_independent_rows_run_as_blocks_of_static_sizes():
-    """Kernels that compute each row (batch x seq) alone run as blocks of 32, 8 and 1
+    """Kernels that compute each row (batch x seq) alone run as blocks of 32, 8, 4 and 1
     rows of static sizes, which schedule-default schedules: no kernel of run-time sizes
-    is left, and every row count (blocks of each size, rows spanning two batches) gives
-    what the graph interpreter does; the loop interpreter runs the blocks too."""
+    is left, and every row count (blocks of each size, a last block ending at the last
+    row, single rows, rows spanning two batches) gives what the graph interpreter does;
+    the loop interpreter runs the blocks too."""
     module = parse(ENCODER_ROWS)
     jit = compile_for_llvm(module)
     kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and "loop.kernel" in op.attributes]
@@ -242,7 +243,7 @@ def test_kernels_of_independent_rows_run_as_blocks_of_static_sizes():
     )
     assert all("schedule.template" in k.attributes for k in kernels)
     reference = parse(ENCODER_ROWS)
-    for batch, seq in ((0, 5), (1, 1), (1, 8), (3, 7), (2, 32), (3, 15), (1, 100)):
+    for batch, seq in ((0, 5), (1, 1), (1, 3), (1, 5), (1, 8), (3, 7), (2, 32), (3, 15), (1, 100)):
         inputs = block_inputs(batch, seq, batch * seq)
         (expected,) = run_graph(reference, inputs, "block")
         out = np.full((batch, seq, 16), np.nan, np.float32)
@@ -250,7 +251,7 @@ def test_kernels_of_independent_rows_run_as_blocks_of_static_sizes():
         np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
     inputs = block_inputs(3, 15, 1)
     (expected,) = run_graph(reference, inputs, "block")
-    loops = lower(parse(ENCODER_ROWS), 'convert-graph-to-te{row_blocks=32,8,1},convert-te-to-loops')
+    loops = lower(parse(ENCODER_ROWS), 'convert-graph-to-te{row_blocks=32,8,4,1},convert-te-to-loops')
     flat = [inputs[0].ravel(), *inputs[1:], 3, 15]  # buffers of two run-time sizes are flat
     (interpreted,) = run_loops(loops, flat, "block", output_shapes=[(3 * 15 * 16,)])
     np.testing.assert_allclose(interpreted.reshape(3, 15, 16), expected, rtol=1e-4, atol=1e-5)

@@ -26,9 +26,11 @@
 // CHECK-NEXT:    %t = te.call @reduce_sum_3(%x) : (tensor<?x?x8xf32>) -> tensor<?x1x8xf32>
 
 // convert-te-to-loops runs the call as its blocks (the kernel of run-time sizes is not
-// made): the rows batch x seq, as many blocks of 4 as fit, then the rest one by one,
-// each a call of its static kernel on views of the rows of the buffers of run-time
-// sizes (8 elements a row of x, 4 of d) and on the weights whole.
+// made): the rows batch x seq, as many blocks of 4 as fit, each a call of its static
+// kernel on views of the rows of the buffers of run-time sizes (8 elements a row of x,
+// 4 of d) and on the weights whole; then, for the rows left, one more block of 4
+// ending at the last row when there are 4 rows or more (it writes some rows again, as
+// they were), else the rows one by one.
 // LOOPS-NOT:   func.func @dense_0(
 // LOOPS-LABEL: func.func @dense_0_rows4_1(%x: memref<1x4x8xf32>, %w: memref<4x8xf32>, %b: memref<4xf32>, %d: memref<1x4x4xf32> {loop.output}) attributes {loop.kernel}
 // LOOPS-LABEL: func.func @dense_0_rows1_2(%x: memref<1x1x8xf32>, %w: memref<4x8xf32>, %b: memref<4xf32>, %d: memref<1x1x4xf32> {loop.output}) attributes {loop.kernel}
@@ -48,12 +50,23 @@
 // LOOPS-NEXT:      func.call @dense_0_rows4_1(%x_1, %w, %b, %d_1) : (memref<1x4x8xf32>, memref<4x8xf32>, memref<4xf32>, memref<1x4x4xf32>) -> ()
 // LOOPS-NEXT:    }
 // LOOPS-NEXT:    %[[DONE:.*]] = arith.muli %[[BLOCKS]], %[[FOUR]] : index
-// LOOPS-NEXT:    %[[LEFT:.*]] = arith.subi %[[ROWS]], %[[DONE]] : index
-// LOOPS:         scf.for %[[R:.*]] = %{{.*}} to %[[LEFT]] step %{{.*}} {
-// LOOPS-NEXT:      %[[ROW:.*]] = arith.addi %[[DONE]], %[[R]] : index
-// LOOPS:           %x_2 = loop.view %x[%{{.*}}] : memref<?xf32> to memref<1x1x8xf32>
-// LOOPS:           %d_2 = loop.view %d[%{{.*}}] : memref<?xf32> to memref<1x1x4xf32>
-// LOOPS-NEXT:      func.call @dense_0_rows1_2(%x_2, %w, %b, %d_2) : (memref<1x1x8xf32>, memref<4x8xf32>, memref<4xf32>, memref<1x1x4xf32>) -> ()
+// LOOPS-NEXT:    %[[SIZE:.*]] = arith.constant 4 : index
+// LOOPS-NEXT:    %[[ENOUGH:.*]] = arith.cmpi uge, %[[ROWS]], %[[SIZE]] : index
+// LOOPS-NEXT:    %[[SOME:.*]] = arith.cmpi ne, %[[ROWS]], %[[DONE]] : index
+// LOOPS-NEXT:    %[[OVERLAP:.*]] = arith.andi %[[ENOUGH]], %[[SOME]] : i1
+// LOOPS-NEXT:    scf.if %[[OVERLAP]] {
+// LOOPS-NEXT:      %[[LAST:.*]] = arith.subi %[[ROWS]], %[[SIZE]] : index
+// LOOPS:           %x_2 = loop.view %x[%{{.*}}] : memref<?xf32> to memref<1x4x8xf32>
+// LOOPS:           %d_2 = loop.view %d[%{{.*}}] : memref<?xf32> to memref<1x4x4xf32>
+// LOOPS-NEXT:      func.call @dense_0_rows4_1(%x_2, %w, %b, %d_2)
+// LOOPS-NEXT:    } else {
+// LOOPS-NEXT:      %[[LEFT:.*]] = arith.subi %[[ROWS]], %[[DONE]] : index
+// LOOPS:           scf.for %[[R:.*]] = %{{.*}} to %[[LEFT]] step %{{.*}} {
+// LOOPS-NEXT:        %[[ROW:.*]] = arith.addi %[[DONE]], %[[R]] : index
+// LOOPS:             %x_3 = loop.view %x[%{{.*}}] : memref<?xf32> to memref<1x1x8xf32>
+// LOOPS:             %d_3 = loop.view %d[%{{.*}}] : memref<?xf32> to memref<1x1x4xf32>
+// LOOPS-NEXT:        func.call @dense_0_rows1_2(%x_3, %w, %b, %d_3) : (memref<1x1x8xf32>, memref<4x8xf32>, memref<4xf32>, memref<1x1x4xf32>) -> ()
+// LOOPS-NEXT:      }
 // LOOPS-NEXT:    }
 // LOOPS-NEXT:    func.call @reduce_sum_3(%x, %t, %batch, %seq) : (memref<?xf32>, memref<?x1x8xf32>, index, index) -> ()
 func.func @block(%x: tensor<?x?x8xf32> {graph.sizes = ["batch", "seq"]}, %w: tensor<4x8xf32>, %b: tensor<4xf32>) -> (tensor<?x?x4xf32>, tensor<?x1x8xf32>) {
