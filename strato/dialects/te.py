@@ -201,12 +201,16 @@ class RowBlocks:
             if not isinstance(count, IntegerAttr) or not isinstance(symbol, SymbolRefAttr):
                 return None
             pairs.append((count.value.data, symbol.root_reference.data))
-        counts = [count for count, _ in pairs]
-        if not names or len(names) != len(rows.data) or not counts:
-            return None
-        if counts != sorted(set(counts), reverse=True) or counts[-1] != 1:
+        counts = tuple(count for count, _ in pairs)
+        if not names or len(names) != len(rows.data) or not RowBlocks.valid_counts(counts):
             return None
         return RowBlocks(names, tuple(pairs))
+
+    @staticmethod
+    def valid_counts(counts: Sequence[int]) -> bool:
+        """Whether `counts` are blocks' row counts: decreasing, ending in one row."""
+        decreasing = list(counts) == sorted(set(counts), reverse=True)
+        return bool(counts) and decreasing and counts[-1] == 1
 
     def renamed(self, names: dict[str, str]) -> RowBlocks:
         """These blocks with their primitives renamed by `names` (merged ones)."""

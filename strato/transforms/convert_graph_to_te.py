@@ -69,7 +69,12 @@ from strato.context import STRATO_DIALECTS, UPSTREAM_DIALECTS
 from strato.diagnostics import StratoError
 from strato.dialects import graph, te
 from strato.dialects.graph.base import is_run_time
-from strato.dialects.graph.dims import SIZES_ATTR, RunTimeDims, run_time_axes
+from strato.dialects.graph.dims import (
+    SIZES_ATTR,
+    RunTimeDims,
+    leads_with_run_time_dims,
+    run_time_axes,
+)
 from strato.legality import check_legal
 from strato.strategies import strategy_for
 from strato.strategies.builder import (
@@ -181,7 +186,7 @@ def row_prefix(
             continue
         names = [size_names(value, d) for d in axes]
         if value in boundary:
-            if axes != list(range(len(axes))) or names != prefix:
+            if not leads_with_run_time_dims(value) or names != prefix:
                 return None
         elif sorted(names) != sorted(prefix) or len(set(names)) != len(names):
             return None
@@ -355,7 +360,8 @@ class GraphOpLowering(RewritePattern):
                 block = build_primitive(block_name, *parts, size_names, fixed_sizes=fixed)
                 rewriter.insert(block, InsertPoint.before(top))
                 blocks.append((count, block_name))
-            primitive.attributes[te.ROW_BLOCKS_ATTR] = te.RowBlocks(tuple(rows), tuple(blocks)).attr()
+            named = te.RowBlocks(tuple(rows), tuple(blocks))
+            primitive.attributes[te.ROW_BLOCKS_ATTR] = named.attr()
         call = te.CallOp(name, list(op.operands), [r.type for r in op.results])
         dims = self.sizes.of(op) if self.sizes is not None else None
         if dims is not None:
@@ -463,7 +469,7 @@ def _parse_row_blocks(counts: tuple[int, ...] | int) -> tuple[int, ...]:
     """The counts of a `row_blocks` option (one count parses as an int); a diagnostic
     unless they are row counts, decreasing, ending in 1."""
     counts = (counts,) if isinstance(counts, int) else tuple(counts)
-    if counts and (counts != tuple(sorted(set(counts), reverse=True)) or counts[-1] != 1):
+    if counts and not te.RowBlocks.valid_counts(counts):
         shown = ",".join(str(n) for n in counts)
         raise StratoError(
             f"convert-graph-to-te: row_blocks must be row counts, decreasing, ending in 1 "

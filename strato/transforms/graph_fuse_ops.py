@@ -51,7 +51,7 @@ from xdsl.traits import IsTerminator
 
 from strato.dialects import graph
 from strato.dialects.graph import PatternKind, pattern_kind_of
-from strato.dialects.graph.dims import run_time_axes
+from strato.dialects.graph.dims import leads_with_run_time_dims, run_time_axes
 from strato.transforms.graph_plan_memory import concat_in_place_candidate
 
 _ELEMENTWISE = (PatternKind.INJECTIVE, PatternKind.BROADCAST)
@@ -144,15 +144,10 @@ def _moves_rows_inward(op: Operation) -> bool:
     anchored group: a kernel whose outputs lead with their run-time dimensions (rows)
     runs as blocks of rows of static sizes, scheduled as a static compile's
     (convert-graph-to-te's `row_blocks`), which a result with them inside forbids."""
-
-    def leads(value: SSAValue) -> bool:
-        axes = run_time_axes(value)
-        return bool(axes) and axes == list(range(len(axes)))
-
     result = op.results[0] if op.results else None
-    if result is None or not run_time_axes(result) or leads(result):
+    if result is None or not run_time_axes(result) or leads_with_run_time_dims(result):
         return False
-    return any(leads(operand) for operand in op.operands)
+    return any(leads_with_run_time_dims(operand) for operand in op.operands)
 
 
 def plan_fusion(block: Block) -> list[FusionGroup]:

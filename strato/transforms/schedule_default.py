@@ -38,8 +38,9 @@ Its canonical loops get a default for run-time extents: an innermost reduction s
 with the spatial loop around it when more accesses step by one along that loop, the
 innermost loop over a result axis is made `vectorized` (one to a run-time bound
 strip-mined into vectors and a serial tail), and on more than one thread the outermost
-loop of each of its stages' nests that runs to a run-time bound is made `parallel` (its
-iterations are a result dimension's, and the thread pool splits their run-time count).
+loop of each of its stages' nests that runs to a run-time bound (fused with a second
+one right inside it) is made `parallel` (its iterations are a result dimension's, and
+the thread pool splits their run-time count).
 
 Before:
 
@@ -358,7 +359,7 @@ def _interchange_run_time_reductions(module: ModuleOp, name: str, lanes: int) ->
             or (not spatial.is_dynamic and spatial.trip_count < lanes)  # too short for a vector
             or spatial.loop_kind != LoopKind.SERIAL
             or reduction.loop_kind != LoopKind.SERIAL
-            or [op for op in spatial.body.block.ops if not isinstance(op, YieldOp)] != [reduction]
+            or _only_loop_in(spatial) is not reduction
             or any(isinstance(op, ForOp) for op in reduction.body.walk())
         ):
             continue

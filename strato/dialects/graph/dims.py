@@ -40,6 +40,13 @@ def run_time_axes(value: SSAValue) -> list[int]:
     return [d for d, size in enumerate(type_.get_shape()) if size < 0]
 
 
+def leads_with_run_time_dims(value: SSAValue) -> bool:
+    """Whether `value` has run-time dimensions, all of them before its static ones (its
+    rows, when a kernel runs as blocks of rows)."""
+    axes = run_time_axes(value)
+    return bool(axes) and axes == list(range(len(axes)))
+
+
 def argument_size_names(function: FuncOp, index: int) -> list[str] | None:
     """The names argument `index` of `function` gives its run-time dimensions
     (`graph.sizes`), or None when it gives none."""

@@ -47,6 +47,7 @@ from strato.diagnostics import StratoError
 from strato.dialects import graph
 from strato.dialects.graph import static_shape
 from strato.dialects.tensor_types import array_from_dense, dense_from_array
+from strato.transforms.convert_graph_to_te import ROW_BLOCKS
 
 MAX_PADDING = 1 / 16
 """Most extra columns, as a share of a layer's, that packing may add so that whole
@@ -126,16 +127,12 @@ def _pack(op: graph.DenseOp, lanes: int) -> list[Operation] | None:
     return ops
 
 
-RUN_TIME_ROWS = 32
-"""The rows the tile of a layer of run-time rows is chosen for: the largest block of
-rows its kernel is compiled for (convert-graph-to-te's `ROW_BLOCKS`)."""
-
-
 def _pack_run_time_rows(
     op: graph.DenseOp, weight: graph.ConstantOp, lanes: int
 ) -> list[Operation] | None:
     """A dense layer whose input leads with run-time dimensions (its rows, the
-    features after them) packed for the tile of `RUN_TIME_ROWS` rows, as a product
+    features after them) packed for the tile of the largest block of rows its kernel
+    is compiled for (convert-graph-to-te's `ROW_BLOCKS`), as a product
     that keeps the run-time dimensions whole (a reshape may not merge them):
 
         x: [R1, .., Rp, K]  x  w.packed: [N/NR, 1 (p - 1 times), K, NR]
@@ -149,7 +146,7 @@ def _pack_run_time_rows(
     if any(dim >= 0 for dim in x_shape[:-1]) or x_shape[-1] < 0:
         return None
     columns, features = static_shape(op.weight)
-    packing = packed_columns(RUN_TIME_ROWS, columns, lanes)
+    packing = packed_columns(ROW_BLOCKS[0], columns, lanes)
     if packing is None or packing[1] != columns:
         return None
     width = packing[0]
