@@ -135,6 +135,82 @@ def multi_head_attention(width: int = 32, heads: int = 4, seed: int = 0) -> onnx
     )
 
 
+def exported_attention(
+    width: int = 32, heads: int = 4, exporter: str = "torchscript", seed: int = 0
+) -> onnx.ModelProto:
+    """`multi_head_attention` as torch's exporters write it: the shapes of the head split
+    and merge computed from `Shape(x)` at run time, not constants.
+
+    - "torchscript": `Shape` -> `Gather` of batch and sequence -> `Unsqueeze` ->
+      `Concat` with the head count and the head width (itself `Div` and `Cast` of the
+      gathered width); the merged heads are `Expand`ed to their own shape through the
+      `-1` check (`ConstantOfShape`, `Mul` by -1, `Equal`, `Where`), and the output
+      passes through `Reshape [-1, sequence, width]` (a view that infers the batch);
+    - "dynamo": `Shape` with start and end of one dimension each, `Concat`, and
+      `Reshape` with allowzero=1.
+    """
+    if exporter not in ("torchscript", "dynamo"):
+        raise ValueError(f"exporter must be 'torchscript' or 'dynamo', not {exporter!r}")
+    rng = np.random.default_rng(seed)
+    head = width // heads
+
+    def make(op: str, inputs: list[str], output: str, **attrs) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], **attrs))
+        return output
+
+    nodes: list[onnx.NodeProto] = []
+    if exporter == "torchscript":
+        shape = make("Shape", ["x"], "shape")
+        batch = make("Unsqueeze", [make("Gather", [shape, "i0"], "b"), "axis0"], "b1")
+        sequence = make("Unsqueeze", [make("Gather", [shape, "i1"], "s"), "axis0"], "s1")
+        per_head = make("Div", [make("Gather", [shape, "i2"], "w"), "heads"], "hw")
+        per_head = make("Unsqueeze", [make("Cast", [per_head], "hw64", to=TensorProto.INT64), "axis0"], "hw1")
+        split = make("Concat", [batch, sequence, "heads1", per_head], "split", axis=0)
+        merge = make("Concat", [batch, sequence, make("Unsqueeze", ["w", "axis0"], "w1")], "merge", axis=0)
+        zero = {}
+    else:
+        batch = make("Shape", ["x"], "b1", start=0, end=1)
+        sequence = make("Shape", ["x"], "s1", start=1, end=2)
+        split = make("Concat", [batch, sequence, "heads1", "head1"], "split", axis=0)
+        merge = make("Concat", [batch, sequence, "width1"], "merge", axis=0)
+        zero = {"allowzero": 1}
+    for name in ("q", "k", "v"):
+        make("MatMul", ["x", f"w{name}"], f"{name}0")
+        make("Reshape", [f"{name}0", split], f"{name}1", **zero)
+        make("Transpose", [f"{name}1"], name, perm=[0, 2, 1, 3])
+    make("Transpose", ["k"], "kt", perm=[0, 1, 3, 2])
+    make("MatMul", ["q", "kt"], "scores")
+    make("Div", ["scores", "scale"], "scaled")
+    make("Softmax", ["scaled"], "weights", axis=-1)
+    make("MatMul", ["weights", "v"], "heads_out")
+    make("Transpose", ["heads_out"], "merged", perm=[0, 2, 1, 3])
+    y = make("Reshape", ["merged", merge], "y0", **zero)
+    if exporter == "torchscript":
+        ones = make("ConstantOfShape", [make("Shape", [merge], "rank")], "ones",
+                    value=numpy_helper.from_array(np.ones(1, np.int64)))  # fmt: skip
+        unset = make("Equal", [merge, make("Mul", [ones, "minus1"], "minus")], "unset")
+        expanded = make("Expand", [y, make("Where", [unset, ones, merge], "target")], "y1")
+        view = make("Concat", ["minus1", sequence, make("Unsqueeze", ["w", "axis0"], "w2")], "view", axis=0)
+        y = make("Reshape", [expanded, view], "y2")
+    make("Identity", [y], "y")
+    constants = {
+        "i0": np.array(0, np.int64), "i1": np.array(1, np.int64), "i2": np.array(2, np.int64),
+        "axis0": np.array([0], np.int64), "heads": np.array(heads, np.int64),
+        "heads1": np.array([heads], np.int64), "head1": np.array([head], np.int64),
+        "width1": np.array([width], np.int64), "minus1": np.array([-1], np.int64),
+    }  # fmt: skip
+    used = {name for node in nodes for name in node.input}
+    constants = {name: array for name, array in constants.items() if name in used}
+    return _self_attention(
+        f"exported_attention_{exporter}",
+        nodes,
+        width,
+        rng,
+        scale=np.array(np.sqrt(head), np.float32),
+        **constants,
+    )
+
+
 def _self_attention(
     name: str, nodes: list, width: int, rng: np.random.Generator, **constants: np.ndarray
 ) -> onnx.ModelProto:
@@ -152,4 +228,4 @@ def _self_attention(
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-__all__ = ["attention", "encoder_block", "mlp", "multi_head_attention"]
+__all__ = ["attention", "encoder_block", "exported_attention", "mlp", "multi_head_attention"]

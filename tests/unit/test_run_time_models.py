@@ -14,12 +14,15 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import strato
+from strato.diagnostics import SymbolicShapeError
+from strato.frontends.onnx.importer import import_onnx
 from strato.runtime.signature import InputMismatchError
 from strato.specializing import ShapeSpecializingModel
 from strato.targets.llvm.model import LLVMCompiledModel
 from strato.testing.dynamic_models import (
     attention,
     encoder_block,
+    exported_attention,
     mlp,
     multi_head_attention,
 )
@@ -119,6 +122,119 @@ def test_mean_pooling_over_a_run_time_sequence_compiles_once():
         x = rng.standard_normal((batch, sequence, 16)).astype(np.float32)
         for ours, theirs in zip(model(x), reference(proto, x), strict=True):
             np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_shapes_computed_from_run_time_sizes_compile_once(exporter):
+    """torch's exporters compute the head split's target shape from Shape(x) (Gather,
+    Unsqueeze, Div, Cast, Concat; or Shape with start and end): the sizes it names are
+    x's run-time batch and sequence, so the reshapes keep them; the `-1` check before an
+    Expand (Equal of a size with -1) is false, and `Reshape [-1, sequence, 32]` infers
+    the batch."""
+    proto = exported_attention(width=32, heads=4, exporter=exporter)
+    imported = import_onnx(proto, run_time_dims=True)
+    text = str(imported.module)
+    assert text.count("(tensor<?x?x32xf32>) -> tensor<?x?x4x8xf32>") == 3
+    assert "graph.broadcast_to" not in text
+    model = strato.compile(proto, cache=False, run_time_dims=True)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (2, 7), (1, 40), (3, 2)):
+        x = RNG.standard_normal((batch, sequence, 32)).astype(np.float32)
+        (y,) = model(x)
+        assert y.shape == (batch, sequence, 32)
+        np.testing.assert_allclose(y, reference(proto, x)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_shape_arithmetic_that_leaves_a_size_keeps_it():
+    """Slice and Squeeze of a shape, Max with 0, Add of 0, Mul by 1: each gives back the
+    size it took, so the Reshape keeps the run-time dimensions."""
+    node = helper.make_node
+    nodes = [
+        node("Shape", ["x"], ["shape"]),
+        node("Slice", ["shape", "start1", "end2"], ["s1"]),
+        node("Squeeze", ["s1", "axis0"], ["s"]),
+        node("Max", ["s", "zero"], ["s_max"]),
+        node("Add", ["s_max", "zero"], ["s_add"]),
+        node("Gather", ["shape", "zero"], ["b"], axis=0),
+        node("Mul", ["b", "one"], ["b_mul"]),
+        node("Sub", ["b_mul", "zero"], ["b_sub"]),
+        node("Unsqueeze", ["b_sub", "axis0"], ["b1"]),
+        node("Unsqueeze", ["s_add", "axis0"], ["s2"]),
+        node("Concat", ["b1", "s2", "split"], ["target"], axis=0),
+        node("Reshape", ["x", "target"], ["r"]),
+        node("ReduceSum", ["r", "last"], ["y"], keepdims=0),
+    ]
+    ints = {
+        "start1": [1], "end2": [2], "axis0": [0], "zero": 0, "one": 1, "split": [2, 4],
+        "last": [3],
+    }  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "shape_arithmetic",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.array(v, np.int64), n) for n, v in ints.items()],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert "tensor<?x?x2x4xf32>" in str(import_onnx(proto, run_time_dims=True).module)
+    model = strato.compile(proto, cache=False, run_time_dims=True)
+    assert isinstance(model, LLVMCompiledModel)
+    for batch, sequence in ((1, 3), (4, 1)):
+        x = RNG.standard_normal((batch, sequence, 8)).astype(np.float32)
+        np.testing.assert_allclose(model(x)[0], reference(proto, x)[0], rtol=1e-5, atol=1e-6)
+
+
+def _shape_model(
+    name: str, nodes: list, out: int = TensorProto.FLOAT, **constants: np.ndarray
+) -> onnx.ModelProto:
+    """x [batch, sequence] float -> y of element type `out` (nodes computing on Shape(x)
+    as "shape")."""
+    graph = helper.make_graph(
+        [helper.make_node("Shape", ["x"], ["shape"]), *nodes],
+        name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("y", out, None)],
+        [numpy_helper.from_array(a, n) for n, a in constants.items()],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_shapes_known_at_run_time_only_compile_per_size():
+    """A shape the importer cannot compute at import time: a Range to the sequence (a
+    tensor of a run-time size no input gives), a target shape that moves the run-time
+    sizes, a comparison of a size with 1, a shape returned as an output. Each model
+    imports with static shapes (refused unless pinned) and compiles per size."""
+    one, zero = np.array(1, np.int64), np.array(0, np.int64)
+    node = helper.make_node
+    ranged = [
+        node("Gather", ["shape", "one"], ["s"], axis=0),
+        node("Range", ["zero", "s", "one"], ["r"]),
+        node("Cast", ["r"], ["f"], to=TensorProto.FLOAT),
+        node("Add", ["x", "f"], ["y"]),
+    ]
+    swapped = [
+        node("Gather", ["shape", "order"], ["swapped"], axis=0),
+        node("Reshape", ["x", "swapped"], ["y"]),
+    ]
+    equal_one = [
+        node("Equal", ["shape", "ones"], ["single"]),
+        node("Where", ["single", "ones", "shape"], ["target"]),
+        node("Expand", ["x", "target"], ["y"]),
+    ]
+    cases = [
+        _shape_model("range", ranged, zero=zero, one=one),
+        _shape_model("swapped", swapped, order=np.array([1, 0], np.int64)),
+        _shape_model("equal_one", equal_one, ones=np.ones(2, np.int64)),
+        _shape_model("returned", [node("Identity", ["shape"], ["y"])], TensorProto.INT64),
+    ]
+    x = RNG.standard_normal((3, 5)).astype(np.float32)
+    for proto in cases:
+        with pytest.raises(SymbolicShapeError, match="dynamic dimension 'batch' at axis 0"):
+            import_onnx(proto, run_time_dims=True)
+        model = strato.compile(proto, cache=False, run_time_dims=True)
+        assert isinstance(model, ShapeSpecializingModel), proto.graph.name
+        (y,) = model(x)
+        np.testing.assert_array_equal(y, reference(proto, x)[0], err_msg=proto.graph.name)
 
 
 def test_the_saved_model_and_the_c_header_take_the_sizes(tmp_path):

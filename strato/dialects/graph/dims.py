@@ -20,9 +20,11 @@ Here `%x`, `%y` and `%s` have one run-time dimension each, all of the class "bat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from xdsl.dialects.builtin import ArrayAttr, StringAttr, TensorType
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Block, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from strato.dialects.graph.base import GraphOp, is_run_time
@@ -67,6 +69,7 @@ class RunTimeDims:
     def __init__(self) -> None:
         self._parent: dict[DimKey, DimKey] = {}
         self._names: dict[DimKey, str] = {}
+        self._by_name: dict[str, DimKey] = {}
 
     def _find(self, key: DimKey) -> DimKey:
         parent = self._parent.setdefault(key, key)
@@ -88,36 +91,38 @@ class RunTimeDims:
     def add_block(self, block: Block) -> None:
         """Records the equalities the ops of `block` state (into fused bodies)."""
         for op in block.ops:
-            if not isinstance(op, GraphOp) or not op.RUN_TIME_DIMS:
-                continue
-            if op.name == "graph.fused":
-                (body,) = op.regions
-                for arg, operand in zip(body.block.args, op.operands, strict=True):
-                    for d in run_time_axes(arg):
-                        self._union((operand, d), (arg, d))
-                self.add_block(body.block)
-                yielded = body.block.last_op
-                assert yielded is not None
-                for result, value in zip(op.results, yielded.operands, strict=True):
-                    for d in run_time_axes(result):
-                        self._union((result, d), (value, d))
-                continue
-            for (r, d), sources in op.run_time_dim_sources().items():
-                for operand, od in sources:
-                    self._union((op.results[r], d), (op.operands[operand], od))
-            for (a, ad), (b, bd) in op.run_time_dim_equalities():
-                self._union((op.operands[a], ad), (op.operands[b], bd))
+            self.add_op(op)
 
-    @classmethod
-    def of_function(cls, function: FuncOp) -> RunTimeDims:
-        dims = cls()
-        block = function.body.block
-        by_name: dict[str, DimKey] = {}
-        for n, arg in enumerate(block.args):
+    def add_op(self, op: Operation) -> None:
+        """Records the equalities `op` states (into a fused body)."""
+        if not isinstance(op, GraphOp) or not op.RUN_TIME_DIMS:
+            return
+        if op.name == "graph.fused":
+            (body,) = op.regions
+            for arg, operand in zip(body.block.args, op.operands, strict=True):
+                for d in run_time_axes(arg):
+                    self._union((operand, d), (arg, d))
+            self.add_block(body.block)
+            yielded = body.block.last_op
+            assert yielded is not None
+            for result, value in zip(op.results, yielded.operands, strict=True):
+                for d in run_time_axes(result):
+                    self._union((result, d), (value, d))
+            return
+        for (r, d), sources in op.run_time_dim_sources().items():
+            for operand, od in sources:
+                self._union((op.results[r], d), (op.operands[operand], od))
+        for (a, ad), (b, bd) in op.run_time_dim_equalities():
+            self._union((op.operands[a], ad), (op.operands[b], bd))
+
+    def add_arguments(self, args: Sequence[SSAValue], names: Sequence[list[str] | None]) -> None:
+        """Names the run-time dimensions of a function's arguments: `names[n]` gives
+        argument n's (one per run-time dimension, in order), else they are
+        `<argument>_<dimension>`. Dimensions of one name are one class."""
+        for n, (arg, given) in enumerate(zip(args, names, strict=True)):
             axes = run_time_axes(arg)
             if not axes:
                 continue
-            given = argument_size_names(function, n)
             if given is not None and len(given) != len(axes):
                 raise VerifyException(
                     f"'{SIZES_ATTR}' of argument {n} names {len(given)} size(s), but its "
@@ -125,12 +130,20 @@ class RunTimeDims:
                 )
             for k, d in enumerate(axes):
                 name = given[k] if given else f"{arg.name_hint or f'arg{n}'}_{d}"
-                key = dims._find((arg, d))
-                if name in by_name:
-                    dims._union(by_name[name], key)
+                key = self._find((arg, d))
+                if name in self._by_name:
+                    self._union(self._by_name[name], key)
                 else:
-                    by_name[name] = key
-                    dims._names.setdefault(key, name)
+                    self._by_name[name] = key
+                    self._names.setdefault(key, name)
+
+    @classmethod
+    def of_function(cls, function: FuncOp) -> RunTimeDims:
+        dims = cls()
+        block = function.body.block
+        dims.add_arguments(
+            block.args, [argument_size_names(function, n) for n in range(len(block.args))]
+        )
         dims.add_block(block)
         return dims
 

@@ -50,6 +50,7 @@ from strato.dialects.graph.base import (
     broadcast_shapes,
     element_type,
     i64_array,
+    same_dims_as,
     shape_text,
     static_shape,
 )
@@ -962,9 +963,13 @@ class PassThroughOp(LayoutOp):
     T: ClassVar = VarConstraint("T", AnyTensor)
     input = operand_def(T)
     result = result_def(T)
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     def infer_shape(self) -> tuple[int, ...] | None:
         return static_shape(self.input)
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        return same_dims_as(self)
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         return [inputs[0]]

@@ -32,6 +32,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from strato.dialects.graph import ConstantOp, broadcast_shapes
+from strato.dialects.graph.dims import RunTimeDims
 from strato.dialects.tensor_types import element_type_of
 from strato.diagnostics import ModelImportError
 
@@ -71,6 +72,8 @@ _NOT_IN_SSA_NAMES = re.compile(r"[^A-Za-z0-9_$.-]+")
 def shape_of(value: ImportedValue) -> tuple[int, ...]:
     """The static shape of an imported value."""
     if isinstance(value, np.ndarray):
+        return tuple(value.shape)
+    if not isinstance(value, SSAValue):  # a `shape_values.ShapeValue`
         return tuple(value.shape)
     assert isinstance(value.type, TensorType)
     return value.type.get_shape()
@@ -118,6 +121,9 @@ class NodeContext:
 
     # The default-domain opset of the model, set by the importer after construction.
     opset_version: int | None = None
+    # The classes of run-time dimensions of the function so far, set by the importer of
+    # a model of run-time dimensions (`shape_values`).
+    run_time_dims: RunTimeDims | None = None
 
     def opset(self) -> int:
         """The default-domain opset version the model imports, for operators whose
@@ -179,6 +185,13 @@ class NodeContext:
 
     def _tensor(self, index: int) -> ImportedValue:
         value = self._env[self.node.input[index]]
+        if not isinstance(value, (np.ndarray, SSAValue, list, type(None))):
+            from strato.frontends.onnx.shape_values import ShapeValue, StaticShapesOnly
+
+            if isinstance(value, ShapeValue):
+                raise StaticShapesOnly(
+                    f"{self.label} reads '{self.node.input[index]}', a shape of run-time sizes"
+                )
         if value is None or isinstance(value, list):
             from strato.frontends.onnx.sequences import describe
 
@@ -213,6 +226,7 @@ class NodeContext:
             node, self.index, self._env, self._block, self._materialized, self._location
         )
         ctx.opset_version = opset_version
+        ctx.run_time_dims = self.run_time_dims
         return ctx
 
     def in_block(self, block: Block) -> NodeContext:
@@ -223,6 +237,7 @@ class NodeContext:
             self.node, self.index, self._env, block, dict(self._materialized), self._location
         )
         ctx.opset_version = self.opset_version
+        ctx.run_time_dims = self.run_time_dims
         return ctx
 
     def bind(self, name: str, value: object) -> None:

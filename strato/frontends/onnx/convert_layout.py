@@ -32,6 +32,7 @@ from strato.dialects import graph
 from strato.dialects.graph.base import shape_text
 from strato.dialects.tensor_types import element_type_of, is_bit_pattern_float
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of, ssa_name
+from strato.frontends.onnx import shape_values
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "Reshape": (1,),
@@ -134,13 +135,16 @@ def convert_reshape(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX Reshape: 0 copies the input dimension (a literal 0 with allowzero=1), -1
     is inferred from the element count."""
     source = input_shape(ctx, 0)
-    requested = int_list_input(ctx, 1, "the target shape")
+    kept = shape_values.target_shape(ctx, 1, ctx.run_time_dims)
+    requested = kept if kept is not None else int_list_input(ctx, 1, "the target shape")
     allow_zero = ctx.flag_attr("allowzero")
     if allow_zero and 0 in requested and -1 in requested:
         raise ctx.error("a shape with both 0 and -1 is invalid with allowzero=1")
     shape: list[int] = []
     for n, size in enumerate(requested):
-        if size == 0 and not allow_zero:
+        if size == shape_values.KEPT:
+            size = source[n]  # the run-time dimension the computed shape names there
+        elif size == 0 and not allow_zero:
             if n >= len(source):
                 raise ctx.error(
                     f"shape {requested} copies dimension {n}, which the rank-{len(source)} "
@@ -154,10 +158,16 @@ def convert_reshape(ctx: NodeContext) -> list[ImportedValue]:
         raise ctx.error(f"shape {requested} has more than one -1")
     if any(size < -1 for size in source):
         # run-time dimensions, copied by 0 into the same places: -1 is inferred from
-        # the static rest (graph.reshape checks that they stay)
+        # the static rest (graph.reshape checks that they stay), or is the one run-time
+        # dimension not copied when it stands in its place and the static sizes agree
         static = [size for size in source if size >= 0]
         known = [size for size in shape if size >= 0]
         if -1 in shape:
+            at = shape.index(-1)
+            left = [n for n, size in enumerate(source) if size < -1 and shape[n:n + 1] != [size]]
+            if left == [at] and math.prod(static) == math.prod(known):
+                shape[at] = source[at]
+                return [_reshaped(ctx, shape)]
             if math.prod(known) == 0 or math.prod(static) % math.prod(known):
                 raise ctx.error(f"cannot reshape {shape_text(source)} to {requested}")
             shape[shape.index(-1)] = math.prod(static) // math.prod(known)
@@ -490,13 +500,21 @@ def convert_size(ctx: NodeContext) -> list[ImportedValue]:
 def convert_expand(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX Expand: numpy broadcasting of the input with the given shape."""
     source = input_shape(ctx, 0)
-    requested = int_list_input(ctx, 1, "the shape")
+    kept = shape_values.target_shape(ctx, 1, ctx.run_time_dims)
+    if kept is not None:
+        # the run-time dimensions a computed shape names, counted from the end
+        offset = len(source) - len(kept)
+        requested = [source[n + offset] if d == shape_values.KEPT else d for n, d in enumerate(kept)]
+    else:
+        requested = int_list_input(ctx, 1, "the shape")
     shape = ctx.broadcast(source, requested)
     x = _data(ctx)
     if isinstance(x, np.ndarray):
         return [np.broadcast_to(x, shape).copy()]
     if shape == tuple(source):
         return [x]
+    if any(size < 0 for size in shape):
+        raise shape_values.StaticShapesOnly(f"{ctx.label} broadcasts to run-time sizes")
     return [ctx.emit(graph.BroadcastToOp(x, shape)).results[0]]
 
 

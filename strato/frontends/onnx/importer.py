@@ -48,9 +48,9 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from strato.diagnostics import ModelImportError, SymbolicShapeError
 from strato.dialects.graph import ConstantOp
-from strato.dialects.graph.dims import SIZES_ATTR
+from strato.dialects.graph.dims import SIZES_ATTR, RunTimeDims, run_time_axes
 from strato.dialects.tensor_types import element_type_of
-from strato.frontends.onnx import raw_data, sequences
+from strato.frontends.onnx import raw_data, sequences, shape_values
 from strato.frontends.onnx.appends import appends_as_scan_outputs
 from strato.frontends.onnx.conversion import (
     ImportedValue,
@@ -65,6 +65,7 @@ from strato.frontends.onnx.convert_ml import ML_CONVERTERS, ML_DOMAIN
 from strato.frontends.onnx.convert_training import TRAINING_CONVERTERS, TRAINING_DOMAIN
 from strato.frontends.onnx.op_table import ONNX_CONVERTERS
 from strato.frontends.onnx.shape_inputs import without_weight_data
+from strato.frontends.onnx.shape_values import StaticShapesOnly
 
 ENTRY_NAME = "main"
 """The name of the imported function."""
@@ -116,16 +117,23 @@ def import_onnx(
     """Like `import_model`, also returning the ONNX input and output names.
 
     With `run_time_dims`, a model whose inputs have dynamic dimensions (not pinned by
-    `input_shapes`) and whose operators all take run-time dimensions
-    (`RUN_TIME_ONNX_OPS`) imports with `?` there, each named by its `dim_param` (else
-    `<input>_<axis>`) in the argument's `graph.sizes`; any other such model is refused
-    with `SymbolicShapeError`, as without it."""
+    `input_shapes`) imports with `?` there, each named by its `dim_param` (else
+    `<input>_<axis>`) in the argument's `graph.sizes`, when every operator that reads a
+    tensor of run-time dimensions takes them (`RUN_TIME_ONNX_OPS`), and every shape
+    computed from them is one `shape_values` evaluates; any other such model imports as
+    without it (refused with `SymbolicShapeError` unless `input_shapes` pins its
+    dimensions)."""
     from strato.frontends.onnx.convert_control import padded_loop_rows
     from strato.staged import padded_loop
 
     proto, location = load_model(model)
     with padded_loop_rows(padded_loop(proto)):
-        return _GraphImporter(proto, location, input_shapes or {}, run_time_dims).run()
+        if run_time_dims:
+            try:
+                return _GraphImporter(proto, location, input_shapes or {}, True).run()
+            except StaticShapesOnly:
+                pass  # a node that does not take run-time dimensions
+        return _GraphImporter(proto, location, input_shapes or {}).run()
 
 
 RUN_TIME_ONNX_OPS = frozenset({
@@ -135,9 +143,9 @@ RUN_TIME_ONNX_OPS = frozenset({
     "Gelu", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Log", "Max", "Min",
     "Mish", "Mul", "Neg", "Pow", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign",
     "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Tanh", "ThresholdedRelu", "Transpose",
-    # a constant target shape that copies the run-time dimensions (0) and reshapes the
-    # static rest
-    "Reshape",
+    # a target shape that copies the run-time dimensions (0, or their sizes computed by
+    # `shape_values`) and reshapes the static rest; an Expand that leaves them
+    "Expand", "Reshape",
     # reductions and products (a mean and a layer norm over static axes only)
     "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceMin",
     "ReduceSum", "Softmax",
@@ -249,11 +257,6 @@ class _GraphImporter:
         self._check_opset()
         self._check_nodes()
         self._fix_input_shapes()
-        if self.run_time_dims:
-            self.run_time_dims = all(
-                node.domain in _DEFAULT_DOMAINS and node.op_type in RUN_TIME_ONNX_OPS
-                for node in self.graph.node
-            )
         arguments = [pair for value in self.inputs for pair in self._input_arguments(value)]
         sequences.check_distinct([name for name, _ in arguments], "graph input", self.error)
         input_types = [type_ for _, type_ in arguments]
@@ -275,16 +278,33 @@ class _GraphImporter:
         for name, init in self.initializers.items():
             env[name] = self._initializer_array(init)
 
+        dims: RunTimeDims | None = None
+        if self.run_time_dims:
+            dims = RunTimeDims()
+            dims.add_arguments(
+                block.args, [self.size_names.get(name) for name, _ in arguments]
+            )
         materialized: dict[str, SSAValue] = {}
         for index, node in enumerate(self.graph.node):
             ctx = NodeContext(node, index, env, block, materialized, self.location)
             ctx.opset_version = self.opset_version
+            last = block.last_op
             try:
-                results = _converter(node)(ctx)
+                results = None
+                if dims is not None:
+                    ctx.run_time_dims = dims
+                    results = self._run_time_node(ctx, dims)
+                if results is None:
+                    results = _converter(node)(ctx)
             except MemoryError:
                 # a constant computed at import that this machine cannot hold
                 raise ctx.error("out of memory computing the node's constant result") from None
             self._bind_results(ctx, results, env, inferred)
+            if dims is not None:
+                op = block.first_op if last is None else last.next_op
+                while op is not None:
+                    dims.add_op(op)
+                    op = op.next_op
 
         results = [
             pair
@@ -317,6 +337,23 @@ class _GraphImporter:
             [name for name, _ in arguments],
             [name for name, _ in results],
         )
+
+    @staticmethod
+    def _run_time_node(ctx: NodeContext, dims: RunTimeDims) -> list | None:
+        """The results of a node on shapes of run-time sizes (`shape_values`), else None
+        for its converter, which must take the run-time dimensions of its inputs
+        (`RUN_TIME_ONNX_OPS`): `StaticShapesOnly` when it does not."""
+        results = shape_values.convert(ctx, dims)
+        if results is not None:
+            return results
+        node = ctx.node
+        if node.domain in _DEFAULT_DOMAINS and node.op_type in RUN_TIME_ONNX_OPS:
+            return None
+        for n, name in enumerate(node.input):
+            value = ctx.static_value(n) if name else None
+            if isinstance(value, SSAValue) and run_time_axes(value):
+                raise StaticShapesOnly(f"{ctx.label} takes no run-time dimensions")
+        return None
 
     # -- checks before anything is built ----------------------------------------
 
@@ -642,6 +679,8 @@ class _GraphImporter:
     ) -> SSAValue:
         what = f"graph output '{output.name}'"
         value = env[output.name]
+        if isinstance(value, shape_values.ShapeValue):
+            raise StaticShapesOnly(f"{what} is a shape of run-time sizes")
         if isinstance(value, np.ndarray):
             if not has_element_type(value.dtype):
                 raise self.error(

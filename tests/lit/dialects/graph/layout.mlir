@@ -86,6 +86,18 @@ func.func @inference_no_ops(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
   func.return %e : tensor<2x3xf32>
 }
 
+// Pass-through ops take run-time dimensions: the result's are the input's.
+// CHECK-LABEL: func.func @inference_no_ops_run_time
+// CHECK-NEXT:    %i = graph.identity %a : tensor<?x3xf32>
+// CHECK-NEXT:    %d = graph.dropout %i : tensor<?x3xf32>
+// GENERIC-LABEL: sym_name = "inference_no_ops_run_time"
+// GENERIC:         "graph.identity"(%a) : (tensor<?x3xf32>) -> tensor<?x3xf32>
+func.func @inference_no_ops_run_time(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
+  %i = graph.identity %a : tensor<?x3xf32>
+  %d = graph.dropout %i : tensor<?x3xf32>
+  func.return %d : tensor<?x3xf32>
+}
+
 // CHECK-LABEL: func.func @gather_scatter_tile
 // CHECK-NEXT:    %g = graph.gather_elements %data, %idx axis 1 : (tensor<5x4xf32>, tensor<5x2xi64>) -> tensor<5x2xf32>
 // CHECK-NEXT:    %s = graph.scatter_nd %data, %rows, %upd reduction "none" : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<5x4xf32>

@@ -1,0 +1,446 @@
+"""Shapes known at import time up to run-time sizes.
+
+Exporters write a tensor's shape computation as ONNX ops on its `Shape`: torch's
+`x.view(b, s, 4, 16)` of an input of dynamic batch and sequence becomes
+
+    Shape(x) -> Gather 0 -> Unsqueeze -+
+    Shape(x) -> Gather 1 -> Unsqueeze -+-> Concat(.., [4], [16]) -> Reshape(y, ..)
+
+When `x` has run-time (`?`) dimensions, `Shape(x)` is not an array the importer can
+fold: it is a `ShapeValue`, an integer tensor whose elements are ints or the `Size` of a
+run-time dimension, named by its class (`graph.dims.RunTimeDims`). The ops that
+compute on shapes (`EVALUATORS`: Gather, Unsqueeze, Concat, Slice, Cast, arithmetic,
+comparisons, Where, ...) evaluate on them element by element, and Reshape and Expand
+take them as their target shape, where a `Size` stands for a run-time dimension of the
+input:
+
+    Shape(x: [?batch, ?seq, 64])          -> [batch, seq, 64]
+    Gather(.., 1)                          -> seq
+    Concat([batch], [seq], [4], [16])      -> [batch, seq, 4, 16]
+    Reshape(y: [?batch, ?seq, 64], ..)     -> graph.reshape to [?batch, ?seq, 4, 16]
+
+Sizes are never negative, so `Equal(seq, -1)` is false (the pattern of torch's `-1`
+check); what cannot be decided at import time, or an op that would need a tensor of a
+run-time size no input gives (`ConstantOfShape`, `Range`, a `Slice` to a run-time end),
+raises `StaticShapesOnly`, and the importer imports the model with static shapes
+instead (`strato.compile` then compiles it per call's sizes).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import SSAValue
+
+from strato.dialects.graph.dims import RunTimeDims
+from strato.frontends.onnx.conversion import ImportedValue, NodeContext
+
+
+class StaticShapesOnly(Exception):
+    """A node the importer cannot import with run-time dimensions: the model is imported
+    with static shapes instead."""
+
+
+@dataclass(frozen=True)
+class Size:
+    """The size of a run-time dimension, named by its class (`RunTimeDims.name`)."""
+
+    name: str
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class SizeExpr:
+    """Arithmetic on sizes (`batch * 4`): carried along, but no op takes it as a shape."""
+
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+Element = int | Size | SizeExpr
+
+
+class ShapeValue:
+    """An integer tensor of `dtype` whose elements are ints, `Size`s or `SizeExpr`s (an
+    object array), at least one of them not an int."""
+
+    def __init__(self, elements: np.ndarray, dtype: np.dtype):
+        self.elements = elements
+        self.dtype = np.dtype(dtype)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self.elements.shape)
+
+    def __repr__(self) -> str:
+        return f"ShapeValue({self.elements.tolist()})"
+
+
+def shape_value(elements: np.ndarray, dtype: np.dtype) -> ShapeValue | np.ndarray:
+    """`elements` as an array when every element is an int, else a `ShapeValue`."""
+    elements = np.asarray(elements, dtype=object)
+    if all(isinstance(e, (int, np.integer)) for e in elements.flat):
+        return np.asarray(elements.astype(np.int64), dtype=dtype)
+    return ShapeValue(elements, dtype)
+
+
+def _objects(value: ImportedValue | ShapeValue) -> np.ndarray:
+    if isinstance(value, ShapeValue):
+        return value.elements
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "iub":
+        raise StaticShapesOnly("a shape computed with values other than integers")
+    return np.array(value.astype(np.int64).tolist(), dtype=object)
+
+
+def _data(ctx: NodeContext) -> ShapeValue:
+    """Input 0, the shape an op computes on."""
+    value = ctx.static_value(0)
+    if not isinstance(value, ShapeValue):
+        raise StaticShapesOnly(f"{ctx.label} takes a shape of run-time sizes")
+    return value
+
+
+# -- element arithmetic -----------------------------------------------------------
+
+
+def _arith(symbol: str, fold: Callable[[int, int], int]) -> Callable[[Element, Element], Element]:
+    def apply(a: Element, b: Element) -> Element:
+        if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
+            return int(fold(int(a), int(b)))
+        identity = {"+": 0, "-": 0, "*": 1, "/": 1}.get(symbol)
+        if b == identity and not isinstance(b, (Size, SizeExpr)):
+            return a
+        if symbol in "+*" and a == identity and not isinstance(a, (Size, SizeExpr)):
+            return b
+        return SizeExpr(f"({a!r} {symbol} {b!r})")
+
+    return apply
+
+
+def _truncating_div(a: int, b: int) -> int:
+    if b == 0:
+        raise StaticShapesOnly("a shape computation divides by zero")
+    quotient = abs(a) // abs(b)
+    return quotient if (a >= 0) == (b >= 0) else -quotient
+
+
+def _compare(fold: Callable[[int, int], bool]) -> Callable[[Element, Element], bool]:
+    """A comparison decided at import time: of two ints, of one size with itself, or of a
+    size with a negative int (sizes are never negative)."""
+
+    def apply(a: Element, b: Element) -> bool:
+        if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
+            return bool(fold(int(a), int(b)))
+        if isinstance(a, Size) and a == b:
+            return bool(fold(0, 0))
+        if isinstance(a, Size) and isinstance(b, (int, np.integer)) and b < 0:
+            return bool(fold(0, -1))  # any size against a negative int: as 0 against -1
+        if isinstance(b, Size) and isinstance(a, (int, np.integer)) and a < 0:
+            return bool(fold(-1, 0))
+        raise StaticShapesOnly(f"{a!r} against {b!r} is known at run time only")
+
+    return apply
+
+
+_BINARY: dict[str, Callable[[Element, Element], Element | bool]] = {
+    "Add": _arith("+", operator.add),
+    "Sub": _arith("-", operator.sub),
+    "Mul": _arith("*", operator.mul),
+    "Div": _arith("/", _truncating_div),
+    "Equal": _compare(operator.eq),
+    "Less": _compare(operator.lt),
+    "LessOrEqual": _compare(operator.le),
+    "Greater": _compare(operator.gt),
+    "GreaterOrEqual": _compare(operator.ge),
+}
+
+
+def _max_min(pick: Callable[[int, int], int]) -> Callable[[Element, Element], Element]:
+    def apply(a: Element, b: Element) -> Element:
+        if isinstance(a, (int, np.integer)) and isinstance(b, (int, np.integer)):
+            return int(pick(int(a), int(b)))
+        if a == b:
+            return a
+        # a size against an int at most 0 (sizes are never negative)
+        for size, other in ((a, b), (b, a)):
+            if isinstance(size, Size) and isinstance(other, (int, np.integer)) and other <= 0:
+                return size if pick is max else int(other)
+        raise StaticShapesOnly(f"the {pick.__name__} of {a!r} and {b!r} is known at run time only")
+
+    return apply
+
+
+# -- the ops ------------------------------------------------------------------------
+
+
+def _int_list(ctx: NodeContext, index: int) -> list[int]:
+    from strato.frontends.onnx.convert_layout import int_list_input
+
+    return int_list_input(ctx, index, f"input {index}")
+
+
+def _inputs(ctx: NodeContext) -> list[ImportedValue | ShapeValue]:
+    return [ctx.static_value(i) for i in range(len(ctx.node.input)) if ctx.has_input(i)]
+
+
+def _dtype(values: list) -> np.dtype:
+    for value in values:
+        if isinstance(value, ShapeValue):
+            return value.dtype
+    return np.dtype(np.int64)
+
+
+def _elementwise(ctx: NodeContext) -> list:
+    values = _inputs(ctx)
+    fold = _BINARY[ctx.op_type]
+    result = np.frompyfunc(fold, 2, 1)(_objects(values[0]), _objects(values[1]))
+    result = np.asarray(result, dtype=object)
+    if ctx.op_type in ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"):
+        return [result.astype(bool)]
+    return [shape_value(result, _dtype(values))]
+
+
+def _variadic(pick: Callable[[int, int], int]) -> Callable[[NodeContext], list]:
+    def convert(ctx: NodeContext) -> list:
+        values = _inputs(ctx)
+        apply = np.frompyfunc(_max_min(pick), 2, 1)
+        result = _objects(values[0])
+        for value in values[1:]:
+            result = np.asarray(apply(result, _objects(value)), dtype=object)
+        return [shape_value(result, _dtype(values))]
+
+    return convert
+
+
+def _neg(ctx: NodeContext) -> list:
+    (value,) = _inputs(ctx)
+    negate = np.frompyfunc(lambda a: _arith("-", operator.sub)(0, a), 1, 1)
+    return [shape_value(np.asarray(negate(_objects(value)), dtype=object), _dtype([value]))]
+
+
+def _identity(ctx: NodeContext) -> list:
+    return [ctx.static_value(0)]
+
+
+def _cast(ctx: NodeContext) -> list:
+    from onnx import helper
+
+    value = _data(ctx)
+    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(int(ctx.attr("to"))))
+    if dtype.kind not in "iu":
+        raise StaticShapesOnly(f"a shape cast to {dtype}")
+    return [ShapeValue(value.elements, dtype)]
+
+
+def _dimensions(ctx: NodeContext, rank: int) -> slice:
+    """The dimensions an ONNX Shape selects (start and end clamped to the rank)."""
+
+    def clamp(bound: int) -> int:
+        bound = bound + rank if bound < 0 else bound
+        return min(max(bound, 0), rank)
+
+    return slice(clamp(int(ctx.attr("start", 0))), clamp(int(ctx.attr("end", rank))))
+
+
+def _shape(ctx: NodeContext) -> list:
+    value = ctx.static_value(0)
+    return [np.array(value.shape[_dimensions(ctx, len(value.shape))], dtype=np.int64)]
+
+
+def _gather(ctx: NodeContext) -> list:
+    data = _data(ctx)
+    indices = ctx.known(1)
+    if indices is None or indices.dtype.kind not in "iu":
+        raise StaticShapesOnly("a shape gathered at run-time indices")
+    axis = int(ctx.attr("axis", 0))
+    rank = len(data.shape)
+    if not -rank <= axis < rank:
+        raise ctx.error(f"axis {axis} is out of range for rank {rank}")
+    axis %= rank
+    size = data.shape[axis]
+    if np.any((indices < -size) | (indices >= size)):
+        raise ctx.error(f"indices {indices.tolist()} are out of range for size {size}")
+    taken = np.take(data.elements, np.where(indices < 0, indices + size, indices), axis=axis)
+    return [shape_value(np.asarray(taken, dtype=object), data.dtype)]
+
+
+def _axes(ctx: NodeContext) -> list[int] | None:
+    if ctx.has_attr("axes"):
+        return [int(a) for a in ctx.attr("axes")]
+    if ctx.has_input(1):
+        return _int_list(ctx, 1)
+    return None
+
+
+def _unsqueeze(ctx: NodeContext) -> list:
+    data = _data(ctx)
+    axes = _axes(ctx)
+    if axes is None:
+        raise ctx.error("Unsqueeze needs axes")
+    rank = len(data.shape) + len(axes)
+    elements = data.elements
+    for axis in sorted(a + rank if a < 0 else a for a in axes):
+        elements = np.expand_dims(elements, axis)
+    return [ShapeValue(elements, data.dtype)]
+
+
+def _squeeze(ctx: NodeContext) -> list:
+    data = _data(ctx)
+    axes = _axes(ctx)
+    if axes is None:
+        axes = [d for d, size in enumerate(data.shape) if size == 1]
+    rank = len(data.shape)
+    squeezed = tuple(a + rank if a < 0 else a for a in axes)
+    if any(data.shape[a] != 1 for a in squeezed):
+        raise ctx.error(f"cannot squeeze axes {axes} of shape {list(data.shape)}")
+    return [ShapeValue(np.squeeze(data.elements, axis=squeezed), data.dtype)]
+
+
+def _concat(ctx: NodeContext) -> list:
+    values = _inputs(ctx)
+    axis = int(ctx.attr("axis", 0))
+    joined = np.concatenate([_objects(v) for v in values], axis=axis)
+    return [shape_value(np.asarray(joined, dtype=object), _dtype(values))]
+
+
+def _slice(ctx: NodeContext) -> list:
+    data = _data(ctx)
+    starts, ends = _int_list(ctx, 1), _int_list(ctx, 2)
+    axes = _int_list(ctx, 3) if ctx.has_input(3) else list(range(len(starts)))
+    steps = _int_list(ctx, 4) if ctx.has_input(4) else [1] * len(starts)
+    index = [slice(None)] * len(data.shape)
+    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+        if step == 0:
+            raise ctx.error("a slice step is 0")
+        index[axis] = slice(*slice(start, end, step).indices(data.shape[axis]))
+    return [shape_value(np.asarray(data.elements[tuple(index)], dtype=object), data.dtype)]
+
+
+def _reshape(ctx: NodeContext) -> list:
+    data = _data(ctx)
+    target = [d if d != 0 else data.shape[n] for n, d in enumerate(_int_list(ctx, 1))]
+    return [ShapeValue(data.elements.reshape(target), data.dtype)]
+
+
+def _expand(ctx: NodeContext) -> list:
+    data = _data(ctx)
+    target = _int_list(ctx, 1)
+    shape = np.broadcast_shapes(data.shape, tuple(target))
+    return [ShapeValue(np.broadcast_to(data.elements, shape).copy(), data.dtype)]
+
+
+def _where(ctx: NodeContext) -> list:
+    condition = ctx.known(0)
+    if condition is None:
+        raise StaticShapesOnly("a shape chosen by a run-time condition")
+    values = _inputs(ctx)[1:]
+    chosen = np.where(condition.astype(bool), _objects(values[0]), _objects(values[1]))
+    return [shape_value(np.asarray(chosen, dtype=object), _dtype(values))]
+
+
+EVALUATORS: dict[str, Callable[[NodeContext], list]] = {
+    **{op: _elementwise for op in _BINARY},
+    "Max": _variadic(max),
+    "Min": _variadic(min),
+    "Neg": _neg,
+    "Identity": _identity,
+    "Cast": _cast,
+    "Shape": _shape,
+    "Gather": _gather,
+    "Unsqueeze": _unsqueeze,
+    "Squeeze": _squeeze,
+    "Concat": _concat,
+    "Slice": _slice,
+    "Reshape": _reshape,
+    "Expand": _expand,
+    "Where": _where,
+}
+"""The ops evaluated on `ShapeValue`s, by ONNX op type."""
+
+TARGET_SHAPE_INPUT = {"Reshape": 1, "Expand": 1}
+"""The ops whose converters take a `ShapeValue` as their target shape (input 1) of a
+tensor of run-time sizes (input 0)."""
+
+
+def of_tensor(ctx: NodeContext, value: SSAValue, dims: RunTimeDims) -> list:
+    """ONNX Shape of a tensor of run-time dimensions: a `Size` for each of those."""
+    assert isinstance(value.type, TensorType)
+    shape = value.type.get_shape()
+    elements: list[Element] = []
+    for d, size in enumerate(shape):
+        if size >= 0:
+            elements.append(size)
+            continue
+        name = dims.name(value, d)
+        if name is None:
+            raise StaticShapesOnly(f"dimension {d} of '{ctx.input_name(0)}' is of no input")
+        elements.append(Size(name))
+    selected = elements[_dimensions(ctx, len(shape))]
+    return [shape_value(np.array(selected, dtype=object), np.int64)]
+
+
+def convert(ctx: NodeContext, dims: RunTimeDims) -> list | None:
+    """The results of a node that computes on shapes of run-time sizes, or None when the
+    node is none: its converter imports it. A node of another op type that reads a
+    `ShapeValue` raises `StaticShapesOnly`."""
+    inputs = [ctx.static_value(i) if ctx.has_input(i) else None for i in range(len(ctx.node.input))]
+    symbolic = [n for n, value in enumerate(inputs) if isinstance(value, ShapeValue)]
+    if ctx.op_type == "Shape" and isinstance(inputs[0], SSAValue) and _is_run_time(inputs[0]):
+        return of_tensor(ctx, inputs[0], dims)
+    if not symbolic:
+        return None
+    if symbolic == [TARGET_SHAPE_INPUT.get(ctx.op_type)] and not isinstance(inputs[0], np.ndarray):
+        return None
+    evaluate = EVALUATORS.get(ctx.op_type)
+    if evaluate is None or any(isinstance(v, SSAValue) for v in inputs):
+        raise StaticShapesOnly(f"{ctx.label} reads a shape of run-time sizes")
+    return evaluate(ctx)
+
+
+def target_shape(ctx: NodeContext, index: int, dims: RunTimeDims | None) -> list[int] | None:
+    """Input `index` of a Reshape or Expand, a `ShapeValue`, as a target shape for input
+    0: each `Size` must be the run-time dimension of input 0 at its place (counted from
+    the end for Expand's broadcast) and becomes -2 (that dimension, kept). None when the
+    input is no `ShapeValue`."""
+    value = ctx.static_value(index)
+    if not isinstance(value, ShapeValue):
+        return None
+    if dims is None or len(value.shape) != 1:
+        raise StaticShapesOnly(f"{ctx.label} takes a shape of run-time sizes")
+    data = ctx.static_value(0)
+    assert isinstance(data, SSAValue) and isinstance(data.type, TensorType)
+    source = data.type.get_shape()
+    offset = len(source) - value.shape[0] if ctx.op_type == "Expand" else 0
+    shape = []
+    for n, element in enumerate(value.elements.tolist()):
+        if isinstance(element, (int, np.integer)):
+            shape.append(int(element))
+            continue
+        d = n + offset
+        if not (
+            isinstance(element, Size)
+            and 0 <= d < len(source)
+            and source[d] < 0
+            and dims.name(data, d) == element.name
+        ):
+            raise StaticShapesOnly(
+                f"{ctx.label}: size {element!r} at {n} is not a run-time dimension of the input there"
+            )
+        shape.append(KEPT)
+    return shape
+
+
+KEPT = -2
+"""A target shape's element that keeps the input's run-time dimension at its place."""
+
+
+def _is_run_time(value: SSAValue) -> bool:
+    return isinstance(value.type, TensorType) and any(s < 0 for s in value.type.get_shape())
