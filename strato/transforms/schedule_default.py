@@ -9,8 +9,10 @@ with its knobs' default values, or with those the context's knob source chooses 
 best record of the kernel's task in a tuning log: `tuning_log`). The options say which
 context: `target` names the target whose templates schedule (the CPU's, `llvm`, by
 default), `lanes` gives the fp32 lanes of a vector register (0: those of the target's
-machine, for the llvm target the host's) and `threads` the threads parallel loops are
-made for (0: the cores available); a target's stages give all three explicitly
+machine, for the llvm target the host's), `registers` the vector registers (0: the
+machine's; a FileCheck test of register tiles pins both, as the host changes) and
+`threads` the threads parallel loops are made for (0: the cores available); a target's
+stages give all three explicitly
 (`strato targets --stages llvm`). A template whose primitives refuse a stage (a
 ScheduleError: a shape the template cannot tile, a body that is not straight-line) is
 undone for that stage, which keeps its canonical loops; schedules never change results,
@@ -534,6 +536,10 @@ class ScheduleDefaultPass(ModulePass):
     threads: int = 0
     """Threads the outer loops are parallelized for (1: none; 0: the available cores)."""
 
+    registers: int = 0
+    """Vector registers of the machine scheduled for (0: the target's machine's): with
+    `lanes`, what sizes the micro-kernels' register tiles."""
+
     tuning_log: str = ""
     """A tuning log (strato tune --db): each kernel gets its task's best record."""
 
@@ -547,6 +553,8 @@ class ScheduleDefaultPass(ModulePass):
         context = schedule_context(self.target, lanes=self.lanes, threads=self.threads)
         if self.features:
             context = dataclasses.replace(context, features=enabled_features(self.features))
+        if self.registers:
+            context = dataclasses.replace(context, vector_registers=self.registers)
         return context.with_knobs(TuningLog(self.tuning_log) if self.tuning_log else None)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

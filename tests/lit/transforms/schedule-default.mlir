@@ -1,4 +1,4 @@
-// RUN: strato-opt %s -p schedule-default | filecheck %s
+// RUN: strato-opt %s -p "schedule-default{lanes=16 registers=32}" | filecheck %s
 
 // An elementwise stage: its innermost loop split by the vector width and vectorized;
 // the kernel records the template and its knobs.
