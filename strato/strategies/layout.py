@@ -114,15 +114,20 @@ def reshape(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> 
     source, target = shape_of(x), shape_of(op.results[0])
     dtype = element_type_of(x)
     assert isinstance(op, graph.ReshapeOp)
-    prefix = op.run_time_prefix()
-    if prefix:
-        # run-time dimensions and those before them stay: reshape the static rest
-        inner = _reshaped_suffix(source[prefix:], target[prefix:])
+    p, q = op.run_time_prefixes()
+    if p or q:
+        # run-time dimensions and those before them stay (but for dimensions of size 1
+        # added or dropped): reshape the static rest
+        inner = _reshaped_suffix(source[p:], target[q:])
+        kept = op.kept_dims()
 
-        def kept(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
-            return s.read(x, [*idx[:prefix], *inner(s, idx[prefix:])])
+        def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+            prefix = [s.index(0)] * p
+            for t, d in kept:
+                prefix[d] = idx[t]
+            return s.read(x, [*prefix, *inner(s, idx[q:])])
 
-        return [pb.compute("reshape", target, kept, dtype)]
+        return [pb.compute("reshape", target, body, dtype)]
     source_index = _reshaped_suffix(source, target)
     return [pb.compute("reshape", target, lambda s, idx: s.read(x, source_index(s, idx)), dtype)]
 
@@ -375,6 +380,18 @@ def gather(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> l
         return s.read(data, [*idx[:axis], position, *idx[axis + index_rank :]])
 
     return [pb.compute("gather", out_shape, body, dtype)]
+
+
+@strategy(graph.IotaOp)
+def iota(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """result[i] = i (the length is a dimension of the operand, which is not read)."""
+    result = op.results[0]
+    dtype = element_type_of(result)
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        return _append(s, arith.IndexCastOp(idx[0], dtype))
+
+    return [pb.compute("iota", shape_of(result), body, dtype)]
 
 
 def _wrapped_position(s: ScalarBuilder, raw: SSAValue, size: int) -> SSAValue:

@@ -211,6 +211,43 @@ def exported_attention(
     )
 
 
+def token_embedding(vocab: int = 50, width: int = 16, positions: int = 64, seed: int = 0) -> onnx.ModelProto:
+    """The input of a token model: input_ids and attention_mask [batch, sequence]
+    (int64) to the token embeddings plus the position embeddings of 0 .. sequence - 1
+    (`Range` to the sequence from `Shape`, `Unsqueeze`, `Gather`), zeroed where the mask
+    is 0 (`Cast`, `Unsqueeze`, `Mul`) and given a bias of -10000 there (`Equal`,
+    `Where`): y [batch, sequence, width]."""
+    rng = np.random.default_rng(seed)
+
+    def make(op: str, inputs: list[str], output: str, **attrs) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], **attrs))
+        return output
+
+    nodes: list[onnx.NodeProto] = []
+    tokens = make("Gather", ["wte", "input_ids"], "tokens")
+    sequence = make("Gather", [make("Shape", ["input_ids"], "shape"), "one"], "sequence", axis=0)
+    positions_ = make("Unsqueeze", [make("Range", ["zero", sequence, "one"], "range"), "axis0"], "positions")
+    embedded = make("Add", [tokens, make("Gather", ["wpe", positions_], "position_embeddings")], "embedded")
+    mask = make("Unsqueeze", [make("Cast", ["attention_mask"], "maskf", to=TensorProto.FLOAT), "axis2"], "mask")
+    masked = make("Where", [make("Equal", ["attention_mask", "zero"], "padding"), "minus", "zerof"], "bias")
+    make("Add", [make("Mul", [embedded, mask], "kept"), make("Unsqueeze", [masked, "axis2"], "bias3")], "y")
+    dims = ["batch", "sequence"]
+    constants = {
+        "wte": rng.standard_normal((vocab, width)), "wpe": rng.standard_normal((positions, width)),
+        "zero": np.array(0, np.int64), "one": np.array(1, np.int64),
+        "axis0": np.array([0], np.int64), "axis2": np.array([2], np.int64),
+        "minus": np.array(-10000.0, np.float32), "zerof": np.array(0.0, np.float32),
+    }  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "token_embedding",
+        [helper.make_tensor_value_info(n, TensorProto.INT64, dims) for n in ("input_ids", "attention_mask")],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [*dims, width])],
+        _initializers(**constants),
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def _self_attention(
     name: str, nodes: list, width: int, rng: np.random.Generator, **constants: np.ndarray
 ) -> onnx.ModelProto:
@@ -228,4 +265,11 @@ def _self_attention(
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-__all__ = ["attention", "encoder_block", "exported_attention", "mlp", "multi_head_attention"]
+__all__ = [
+    "attention",
+    "encoder_block",
+    "exported_attention",
+    "mlp",
+    "multi_head_attention",
+    "token_embedding",
+]

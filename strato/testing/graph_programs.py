@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     f32,
+    i64,
 )
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -477,7 +478,7 @@ RUN_TIME_UNARY: tuple[Callable[[SSAValue], Operation], ...] = (
 RUN_TIME_BINARY = (graph.AddOp, graph.SubOp, graph.MulOp, graph.MaximumOp)
 RUN_TIME_KINDS = (
     "unary", "binary", "softmax", "reduce", "layer_norm", "dense", "matmul", "transpose", "gram",
-    "reshape",
+    "reshape", "unit_reshape", "embedding", "positions", "where",
 )  # fmt: skip
 
 
@@ -543,6 +544,38 @@ def run_time_graph_programs(
             else:
                 target = (*kept, *rest, 1)
             op = graph.ReshapeOp(x, target)
+        elif kind == "unit_reshape" and len(shape) <= 3:
+            # a dimension of size 1 added anywhere, or one dropped
+            units = [n for n, d in enumerate(shape) if d == 1]
+            if units and draw(st.booleans()):
+                drop = draw(st.sampled_from(units))
+                target = (*shape[:drop], *shape[drop + 1 :])
+            else:
+                at = draw(st.integers(0, len(shape)))
+                target = (*shape[:at], 1, *shape[at:])
+            op = graph.ReshapeOp(x, target)
+        elif kind == "embedding" and len(shape) <= 2:
+            # rows of a table: row 1 where the value is above a constant, row 0 else
+            # (the condition cast to integers)
+            above = graph.GreaterOp(x, constant([1]))
+            cast = graph.CastOp(above.result, i64)
+            block.add_op(above)
+            block.add_op(cast)
+            op = graph.GatherOp(constant((draw(st.integers(2, 5)), draw(DIM))), cast.result, 0)
+        elif kind == "positions" and shape and shape[0] < 0:
+            # x + the positions along its run-time dimension, broadcast over the rest
+            positions = graph.IotaOp(x, 0)
+            as_float = graph.CastOp(positions.result, f32)
+            column = graph.ReshapeOp(as_float.result, (shape[0], *[1] * (len(shape) - 1)))
+            for step in (positions, as_float, column):
+                block.add_op(step)
+            op = graph.AddOp(x, column.result)
+        elif kind == "where" and shape:
+            # x where it is above a constant that broadcasts, else another
+            positive = graph.GreaterOp(x, constant([1]))
+            block.add_op(positive)
+            last = [shape[-1]] if shape[-1] >= 0 else [1]
+            op = graph.WhereOp(positive.result, x, constant(last))
         elif kind == "gram" and len(shape) == 2 and shape[0] < 0:
             # x^T x: a product over the run-time dimension, of a static result
             transposed = graph.TransposeOp(x, [1, 0])

@@ -503,6 +503,12 @@ def _tile(b: ProgramBuilder) -> Operation:
     return graph.TileOp(x, [b.draw(st.integers(1, 2)) for _ in shape(x)])
 
 
+@generator("graph.iota")
+def _iota(b: ProgramBuilder) -> Operation:
+    x = b.float_value(min_rank=1)
+    return graph.IotaOp(x, b.draw(st.integers(0, len(shape(x)) - 1)))
+
+
 @generator("graph.broadcast_to")
 def _broadcast_to(b: ProgramBuilder) -> Operation:
     x = b.float_value()

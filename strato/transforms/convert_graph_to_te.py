@@ -173,7 +173,8 @@ def row_prefix(
     broadcasts, transposes and reshapes (which keep run-time dimensions whole) always
     do; softmax, layer norms and reductions when they reduce no run-time axis; dense
     layers and products when they contract no run-time axis and their weight is of
-    static shape. Any other op of run-time sizes has no rule, and the primitive no
+    static shape; a gather along the first axis of a table of static shape (an
+    embedding). Any other op of run-time sizes has no rule, and the primitive no
     rows."""
     if not outputs or any(not run_time_axes(v) for v in outputs):
         return None
@@ -203,6 +204,10 @@ def _keeps_rows(op: Operation) -> bool:
         return True
     if isinstance(op, graph.ReshapeOp | graph.TransposeOp):
         return True
+    if isinstance(op, graph.GatherOp):
+        # an embedding: each row of the result is the table's rows the same row of the
+        # indices picks
+        return op.axis_value == 0 and not is_run_time(op.data.type)
     operand = op.operands[0]
     rank = len(operand.type.get_shape()) if isinstance(operand.type, TensorType) else 0
     rows = set(run_time_axes(operand))

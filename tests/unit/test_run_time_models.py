@@ -25,6 +25,7 @@ from strato.testing.dynamic_models import (
     exported_attention,
     mlp,
     multi_head_attention,
+    token_embedding,
 )
 
 RNG = np.random.default_rng(0)
@@ -184,6 +185,23 @@ def test_shape_arithmetic_that_leaves_a_size_keeps_it():
         np.testing.assert_allclose(model(x)[0], reference(proto, x)[0], rtol=1e-5, atol=1e-6)
 
 
+def test_token_embeddings_and_positions_compile_once():
+    """Embeddings of input_ids of run-time batch and sequence, position embeddings of a
+    Range to the sequence (graph.iota of its dimension), a mask cast, compared and
+    selected at the same sizes: one compile. (The positions are not computed by blocks
+    of rows, which count from 0 each: by default the model compiles per size.)"""
+    proto = token_embedding(vocab=50, width=16, positions=64)
+    text = str(import_onnx(proto, run_time_dims=True).module)
+    assert "graph.iota %input_ids dim 1 : (tensor<?x?xi64>) -> tensor<?xi64>" in text
+    model = strato.compile(proto, cache=False, run_time_dims=True)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (2, 7), (3, 64), (2, 0)):
+        ids = RNG.integers(0, 50, (batch, sequence)).astype(np.int64)
+        mask = RNG.integers(0, 2, (batch, sequence)).astype(np.int64)
+        (y,) = model(ids, mask)
+        np.testing.assert_allclose(y, reference(proto, ids, mask)[0], rtol=1e-6, atol=1e-6)
+
+
 def _shape_model(
     name: str, nodes: list, out: int = TensorProto.FLOAT, **constants: np.ndarray
 ) -> onnx.ModelProto:
@@ -200,17 +218,23 @@ def _shape_model(
 
 
 def test_shapes_known_at_run_time_only_compile_per_size():
-    """A shape the importer cannot compute at import time: a Range to the sequence (a
-    tensor of a run-time size no input gives), a target shape that moves the run-time
-    sizes, a comparison of a size with 1, a shape returned as an output. Each model
-    imports with static shapes (refused unless pinned) and compiles per size."""
-    one, zero = np.array(1, np.int64), np.array(0, np.int64)
+    """A shape the importer cannot compute at import time: a Range from 1 to the
+    sequence and a ConstantOfShape of the shape (tensors of run-time sizes no dimension
+    gives), a target shape that moves the run-time sizes, a comparison of a size with 1,
+    a shape returned as an output. Each model imports with static shapes (refused
+    unless pinned) and compiles per size."""
+    one = np.array(1, np.int64)
     node = helper.make_node
     ranged = [
         node("Gather", ["shape", "one"], ["s"], axis=0),
-        node("Range", ["zero", "s", "one"], ["r"]),
+        node("Range", ["one", "s", "one"], ["r"]),
         node("Cast", ["r"], ["f"], to=TensorProto.FLOAT),
-        node("Add", ["x", "f"], ["y"]),
+        node("Concat", ["zero1", "f"], ["positions"], axis=0),
+        node("Add", ["x", "positions"], ["y"]),
+    ]
+    filled = [
+        node("ConstantOfShape", ["shape"], ["ones"], value=numpy_helper.from_array(np.ones(1, np.float32))),
+        node("Add", ["x", "ones"], ["y"]),
     ]
     swapped = [
         node("Gather", ["shape", "order"], ["swapped"], axis=0),
@@ -222,7 +246,8 @@ def test_shapes_known_at_run_time_only_compile_per_size():
         node("Expand", ["x", "target"], ["y"]),
     ]
     cases = [
-        _shape_model("range", ranged, zero=zero, one=one),
+        _shape_model("range", ranged, one=one, zero1=np.zeros(1, np.float32)),
+        _shape_model("filled", filled),
         _shape_model("swapped", swapped, order=np.array([1, 0], np.int64)),
         _shape_model("equal_one", equal_one, ones=np.ones(2, np.int64)),
         _shape_model("returned", [node("Identity", ["shape"], ["y"])], TensorProto.INT64),

@@ -24,6 +24,7 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     IntegerType,
     StringAttr,
+    TensorType,
     i64,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -54,7 +55,7 @@ from strato.dialects.graph.base import (
     shape_text,
     static_shape,
 )
-from strato.dialects.tensor_types import tensor_type_like
+from strato.dialects.tensor_types import numpy_dtype, tensor_type_like
 
 
 class LayoutOp(GraphOp):
@@ -86,33 +87,45 @@ class ReshapeOp(LayoutOp):
         input = SSAValue.get(input)
         super().__init__(operands=[input], result_types=[tensor_type_like(input.type, shape)])
 
-    def run_time_prefix(self) -> int:
-        """How many leading dimensions the reshape keeps as they are: up to the last
-        run-time one (0 without any). Run-time dimensions must all lie in that prefix,
-        at the same positions in the source and the result."""
-        source = static_shape(self.input)
-        dynamic = [d for d, size in enumerate(source) if size < 0]
-        return dynamic[-1] + 1 if dynamic else 0
+    def run_time_prefixes(self) -> tuple[int, int]:
+        """How many leading dimensions of the source and of the result hold the run-time
+        ones: up to the last run-time one of each (0 without any). The two prefixes are
+        the same dimensions but for dimensions of size 1 the reshape adds or drops; the
+        static rest after them is reshaped."""
+        return _through_last_run_time(static_shape(self.input)), _through_last_run_time(
+            static_shape(self.result)
+        )
+
+    def kept_dims(self) -> list[tuple[int, int]]:
+        """The (result dimension, source dimension) pairs of the prefixes' dimensions of
+        other than size 1, in order: the same size (checked by the verifier)."""
+        source, target = static_shape(self.input), static_shape(self.result)
+        p, q = self.run_time_prefixes()
+        kept_source = [d for d in range(p) if source[d] != 1]
+        kept_target = [d for d in range(q) if target[d] != 1]
+        return list(zip(kept_target, kept_source))
 
     def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
-        source = static_shape(self.input)
-        return {(0, d): [(0, d)] for d in range(self.run_time_prefix()) if source[d] < 0}
+        # the run-time dimensions in order (the verifier checks that they stay)
+        source, target = static_shape(self.input), static_shape(self.result)
+        sources = [d for d, size in enumerate(source) if size < 0]
+        targets = [d for d, size in enumerate(target) if size < 0]
+        return {(0, t): [(0, d)] for t, d in zip(targets, sources)}
 
     def infer_shape(self) -> tuple[int, ...] | None:
         source = static_shape(self.input)
         target = static_shape(self.result)
-        prefix = self.run_time_prefix()
-        if prefix or any(size < 0 for size in target):
-            if (
-                len(target) < prefix
-                or tuple(target[:prefix]) != tuple(source[:prefix])
-                or any(size < 0 for size in target[prefix:])
-            ):
+        p, q = self.run_time_prefixes()
+        if p or q:
+            kept_source = [size for size in source[:p] if size != 1]
+            kept_target = [size for size in target[:q] if size != 1]
+            if kept_source != kept_target:
                 raise VerifyException(
                     f"'graph.reshape' of run-time dimensions keeps them, and the dimensions "
-                    f"before them, as they are: {shape_text(source)} to {shape_text(target)}"
+                    "before them, as they are (but for dimensions of size 1): "
+                    f"{shape_text(source)} to {shape_text(target)}"
                 )
-            if int(np.prod(source[prefix:])) != int(np.prod(target[prefix:])):
+            if int(np.prod(source[p:])) != int(np.prod(target[q:])):
                 raise VerifyException(
                     f"'graph.reshape' cannot reshape {shape_text(source)} to {shape_text(target)}"
                 )
@@ -125,10 +138,16 @@ class ReshapeOp(LayoutOp):
         return target
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        prefix = self.run_time_prefix()
         x = inputs[0]
-        shape = (*x.shape[:prefix], *static_shape(self.result)[prefix:])
+        shape = list(static_shape(self.result))
+        for t, d in self.kept_dims():
+            shape[t] = x.shape[d]
         return [np.reshape(x, shape).copy()]
+
+
+def _through_last_run_time(shape: Sequence[int]) -> int:
+    dynamic = [d for d, size in enumerate(shape) if size < 0]
+    return dynamic[-1] + 1 if dynamic else 0
 
 
 @irdl_op_definition
@@ -561,14 +580,32 @@ class GatherOp(_AxisIndexedOp):
     """
 
     name = "graph.gather"
+    # run-time dimensions of the indices (an embedding's batch and sequence) and of the
+    # data outside the gathered axis, whose size must be static
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     @staticmethod
     def result_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> tuple[int, ...]:
         return gather_shape(data, indices, axis)
 
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        data, indices = static_shape(self.data), static_shape(self.indices)
+        axis, rank = self.axis_value, len(static_shape(self.indices))
+        origins = [
+            *((0, d) for d in range(axis)),
+            *((1, d) for d in range(rank)),
+            *((0, d) for d in range(axis + 1, len(data))),
+        ]
+        shapes = (data, indices)
+        return {(0, r): [(o, d)] for r, (o, d) in enumerate(origins) if shapes[o][d] < 0}
+
     def infer_shape(self) -> tuple[int, ...] | None:
         data = static_shape(self.data)
         _check_axis(self.name, self.axis_value, len(data))
+        if data[self.axis_value] < 0:
+            raise VerifyException(
+                f"'graph.gather' gathers along a dimension of static size, got {self.data.type}"
+            )
         index_type = element_type(self.indices)
         if not isinstance(index_type, IntegerType) or index_type.width.data == 1:
             raise VerifyException(
@@ -924,6 +961,65 @@ class TileOp(LayoutOp):
 
 
 @irdl_op_definition
+class IotaOp(LayoutOp):
+    """The positions along dimension `dim` of `like`, from 0: result[i] = i, a 1-D
+    integer tensor as long as that dimension. It reads `like`'s shape, not its
+    elements, so a dimension of run-time size gives its length (ONNX Range(0, n, 1) of
+    a size n, and the positions of a sequence):
+
+        %p = graph.iota %ids dim 1 : (tensor<?x?xi64>) -> tensor<?xi64>
+    """
+
+    name = "graph.iota"
+    RUN_TIME_DIMS: ClassVar[bool] = True
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    like = operand_def(AnyTensor)
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$like `dim` $dim attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, like: SSAValue | Operation, dim: int, element_type: Attribute = i64):
+        like = SSAValue.get(like)
+        shape = static_shape(like)
+        length = shape[dim] if 0 <= dim < len(shape) else 0
+        super().__init__(
+            operands=[like],
+            properties={"dim": IntegerAttr(dim, i64)},
+            result_types=[TensorType(element_type, [length])],
+        )
+
+    @property
+    def dim_value(self) -> int:
+        return self.dim.value.data
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        shape = static_shape(self.like)
+        if 0 <= self.dim_value < len(shape) and shape[self.dim_value] < 0:
+            return {(0, 0): [(0, self.dim_value)]}
+        return {}
+
+    def verify_(self) -> None:
+        _check_axis(self.name, self.dim_value, len(static_shape(self.like)))
+        super().verify_()
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        shape = static_shape(self.like)
+        result_type = element_type(self.result)
+        if not isinstance(result_type, IntegerType) or result_type.width.data == 1:
+            raise VerifyException(
+                f"'graph.iota' gives an integer tensor, got {self.result.type}"
+            )
+        return (shape[self.dim_value],)
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        dtype = numpy_dtype(element_type(self.result))
+        return [np.arange(inputs[0].shape[self.dim_value]).astype(dtype)]
+
+
+@irdl_op_definition
 class BroadcastToOp(GraphOp):
     """Numpy-broadcasts a tensor to the result shape: dimensions align from the right,
     and a size-1 (or missing) input dimension is repeated.
@@ -1031,6 +1127,7 @@ OPS = (
     GatherNDOp,
     ScatterNDOp,
     TileOp,
+    IotaOp,
     BroadcastToOp,
     IdentityOp,
     DropoutOp,
@@ -1049,6 +1146,7 @@ __all__ = [
     "ScatterReduction",
     "TileOp",
     "IdentityOp",
+    "IotaOp",
     "PadMode",
     "PadOp",
     "ReshapeOp",

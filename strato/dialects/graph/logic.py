@@ -49,8 +49,10 @@ from strato.dialects.graph.base import (
     GraphOp,
     PatternKind,
     UnaryElementwiseOp,
+    broadcast_dim_sources,
     broadcast_shapes,
     element_type,
+    same_dims_as,
     static_shape,
 )
 from strato.dialects.tensor_types import float_to_int_saturating, numpy_dtype
@@ -360,6 +362,10 @@ class FloatClassOp(GraphOp):
     irdl_options = (ParsePropInAttrDict(),)
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.INJECTIVE
     SAME_ELEMENT_TYPE: ClassVar[bool] = False
+    RUN_TIME_DIMS: ClassVar[bool] = True
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        return same_dims_as(self)
 
     def __init__(
         self, input: SSAValue | Operation, properties: dict[str, Attribute] | None = None
@@ -459,6 +465,12 @@ class WhereOp(GraphOp):
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.BROADCAST
     FLOAT_OPERANDS: ClassVar[bool] = False
     SAME_ELEMENT_TYPE: ClassVar[bool] = False
+    RUN_TIME_DIMS: ClassVar[bool] = True
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        shapes = [static_shape(v) for v in self.operands]
+        rank = len(static_shape(self.result))
+        return {(0, d): s for d, s in broadcast_dim_sources(shapes, rank).items()}
 
     def __init__(
         self,
@@ -562,6 +574,10 @@ class CastOp(GraphOp):
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.INJECTIVE
     FLOAT_OPERANDS: ClassVar[bool] = False
     SAME_ELEMENT_TYPE: ClassVar[bool] = False
+    RUN_TIME_DIMS: ClassVar[bool] = True
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        return same_dims_as(self)
 
     def __init__(
         self,

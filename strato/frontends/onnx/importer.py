@@ -131,8 +131,9 @@ def import_onnx(
         if run_time_dims:
             try:
                 return _GraphImporter(proto, location, input_shapes or {}, True).run()
-            except StaticShapesOnly:
-                pass  # a node that does not take run-time dimensions
+            except (StaticShapesOnly, ModelImportError):
+                pass  # a node that does not take run-time dimensions: the static
+                # import refuses the open dimension, or names what is wrong
         return _GraphImporter(proto, location, input_shapes or {}).run()
 
 
@@ -144,8 +145,14 @@ RUN_TIME_ONNX_OPS = frozenset({
     "Mish", "Mul", "Neg", "Pow", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign",
     "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Tanh", "ThresholdedRelu", "Transpose",
     # a target shape that copies the run-time dimensions (0, or their sizes computed by
-    # `shape_values`) and reshapes the static rest; an Expand that leaves them
-    "Expand", "Reshape",
+    # `shape_values`) and reshapes the static rest; an Expand that leaves them; Squeeze
+    # and Unsqueeze (of dimensions of size 1)
+    "Expand", "Reshape", "Squeeze", "Unsqueeze",
+    # an embedding: a table of static shape gathered at indices of run-time sizes
+    "Gather",
+    # comparisons, logic, casts and selections, element-wise with broadcasts (masks)
+    "And", "Cast", "Equal", "Greater", "GreaterOrEqual", "IsInf", "IsNaN", "Less",
+    "LessOrEqual", "Not", "Or", "Where", "Xor",
     # reductions and products (a mean and a layer norm over static axes only)
     "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceMin",
     "ReduceSum", "Softmax",

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
@@ -47,9 +47,11 @@ class StaticShapesOnly(Exception):
 
 @dataclass(frozen=True)
 class Size:
-    """The size of a run-time dimension, named by its class (`RunTimeDims.name`)."""
+    """The size of a run-time dimension, named by its class (`RunTimeDims.name`), and a
+    tensor dimension of that size (`source`: the one `Shape` read)."""
 
     name: str
+    source: tuple[SSAValue, int] | None = field(default=None, compare=False, hash=False)
 
     def __repr__(self) -> str:
         return self.name
@@ -365,6 +367,66 @@ EVALUATORS: dict[str, Callable[[NodeContext], list]] = {
 }
 """The ops evaluated on `ShapeValue`s, by ONNX op type."""
 
+def _size(value: object, ctx: NodeContext, what: str) -> Size:
+    """`value`, a one-element `ShapeValue`, as the `Size` it holds."""
+    if not isinstance(value, ShapeValue) or value.elements.size != 1:
+        raise StaticShapesOnly(f"{ctx.label}: {what} is not one size of a run-time dimension")
+    (element,) = value.elements.reshape(-1).tolist()
+    if not isinstance(element, Size) or element.source is None:
+        raise StaticShapesOnly(f"{ctx.label}: {what} {element!r} is not a size of a dimension")
+    return element
+
+
+def _positions(ctx: NodeContext, size: Size, dtype: np.dtype) -> SSAValue:
+    """0, 1, .. up to `size` (graph.iota of the dimension it was read from)."""
+    from strato.dialects import graph
+    from strato.dialects.tensor_types import element_type_of
+
+    like, dim = size.source  # type: ignore[misc]
+    return ctx.emit(graph.IotaOp(like, dim, element_type_of(dtype))).results[0]
+
+
+def _sized_range(ctx: NodeContext) -> list:
+    """Range(0, n, 1) of a size n: the positions along its dimension."""
+    start, delta = ctx.known(0), ctx.known(2)
+    if start is None or delta is None or start.size != 1 or delta.size != 1:
+        raise StaticShapesOnly(f"{ctx.label}: a range of run-time start or step")
+    if start.dtype.kind not in "iu" or int(start.reshape(())) != 0 or int(delta.reshape(())) != 1:
+        raise StaticShapesOnly(f"{ctx.label}: a range to a size from other than 0 by 1")
+    return [_positions(ctx, _size(ctx.static_value(1), ctx, "its limit"), start.dtype)]
+
+
+def _sized_slice(ctx: NodeContext) -> list:
+    """Slice [0, n) of an array known at import time along one axis, to a size n: the
+    array's entries at the positions along n's dimension (graph.gather of graph.iota).
+    It reads past the array's end only when the model does (n larger than the axis)."""
+    from strato.dialects import graph
+    from strato.frontends.onnx.conversion import ssa_name
+
+    data = ctx.known(0)
+    starts = ctx.known(1)
+    if data is None or starts is None or starts.size != 1 or int(starts.reshape(-1)[0]) != 0:
+        raise StaticShapesOnly(f"{ctx.label}: a slice to a size of other than a constant from 0")
+    axes = _int_list(ctx, 3) if ctx.has_input(3) else [0]
+    steps = _int_list(ctx, 4) if ctx.has_input(4) else [1]
+    if len(axes) != 1 or steps != [1]:
+        raise StaticShapesOnly(f"{ctx.label}: a slice to a size along several axes or by steps")
+    axis = axes[0] + data.ndim if axes[0] < 0 else axes[0]
+    size = _size(ctx.static_value(2), ctx, "its end")
+    table = ctx.emit(graph.ConstantOp.from_array(np.require(data, requirements="C")))
+    table.results[0].name_hint = ssa_name(ctx.input_name(0))
+    positions = _positions(ctx, size, np.dtype(np.int64))
+    return [ctx.emit(graph.GatherOp(table.results[0], positions, axis)).results[0]]
+
+
+SIZED: dict[str, Callable[[NodeContext], list]] = {
+    "Range": _sized_range,
+    "Slice": _sized_slice,
+}
+"""The ops that make a tensor as long as a size of a run-time dimension, by ONNX op
+type: when their size input is a `ShapeValue`, they become graph ops of that run-time
+dimension."""
+
 TARGET_SHAPE_INPUT = {"Reshape": 1, "Expand": 1}
 """The ops whose converters take a `ShapeValue` as their target shape (input 1) of a
 tensor of run-time sizes (input 0)."""
@@ -382,7 +444,7 @@ def of_tensor(ctx: NodeContext, value: SSAValue, dims: RunTimeDims) -> list:
         name = dims.name(value, d)
         if name is None:
             raise StaticShapesOnly(f"dimension {d} of '{ctx.input_name(0)}' is of no input")
-        elements.append(Size(name))
+        elements.append(Size(name, (value, d)))
     selected = elements[_dimensions(ctx, len(shape))]
     return [shape_value(np.array(selected, dtype=object), np.int64)]
 
@@ -399,6 +461,9 @@ def convert(ctx: NodeContext, dims: RunTimeDims) -> list | None:
         return None
     if symbolic == [TARGET_SHAPE_INPUT.get(ctx.op_type)] and not isinstance(inputs[0], np.ndarray):
         return None
+    sized = SIZED.get(ctx.op_type)
+    if sized is not None and not isinstance(inputs[0], ShapeValue):
+        return sized(ctx)
     evaluate = EVALUATORS.get(ctx.op_type)
     if evaluate is None or any(isinstance(v, SSAValue) for v in inputs):
         raise StaticShapesOnly(f"{ctx.label} reads a shape of run-time sizes")

@@ -102,6 +102,24 @@ func.func @fused(%x: tensor<?x8xf32> {graph.sizes = ["n"]}, %w: tensor<2x8x2xf32
 
 // -----
 
+// An embedding keeps its rows apart: each row of the result is the table's row the
+// same row of the indices picks; a gather from a table of run-time rows has no rows.
+// CHECK-LABEL: te.primitive @gather_0 attributes {te.row_blocks = {rows = ["batch", "seq"], blocks = [[4 : i64, @gather_0_rows4_1], [1 : i64, @gather_0_rows1_2]]}}
+// CHECK-LABEL: te.primitive @gather_0_rows4_1 {
+// CHECK-NEXT:    %t = te.placeholder "t" : tensor<5x4xf32>
+// CHECK-NEXT:    %ids = te.placeholder "ids" : tensor<1x4xi64>
+// CHECK-NEXT:    %e = te.compute "gather" (%i, %j, %l) : tensor<1x4x4xf32> {
+// CHECK-LABEL: te.primitive @gather_0_rows1_2 {
+// CHECK-LABEL: te.primitive @gather_3 {
+// CHECK-NOT:     te.row_blocks
+func.func @embedding(%ids: tensor<?x?xi64> {graph.sizes = ["batch", "seq"]}, %t: tensor<5x4xf32>, %u: tensor<?x4xf32>, %k: tensor<3xi64>) -> (tensor<?x?x4xf32>, tensor<?x3xf32>) {
+  %e = graph.gather %t, %ids axis 0 : (tensor<5x4xf32>, tensor<?x?xi64>) -> tensor<?x?x4xf32>
+  %f = graph.gather %u, %k axis 1 : (tensor<?x4xf32>, tensor<3xi64>) -> tensor<?x3xf32>
+  func.return %e, %f : tensor<?x?x4xf32>, tensor<?x3xf32>
+}
+
+// -----
+
 // No rows: an output without run-time dimensions; a softmax over the rows; a product
 // contracting them; a tensor holding a run-time size twice; an input whose run-time
 // dimension is not leading.

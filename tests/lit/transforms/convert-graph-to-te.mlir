@@ -132,3 +132,26 @@ func.func @rows(%x: tensor<?x8xf32> {graph.sizes = ["batch"]}, %y: tensor<?x8xf3
   %m = graph.matmul %d, %z : (tensor<?x4xf32>, tensor<4x?xf32>) -> tensor<?x?xf32>
   func.return %m : tensor<?x?xf32>
 }
+
+// -----
+
+// The positions along a run-time dimension (graph.iota: the operand gives the length,
+// its elements are not read), and an embedding at indices of run-time sizes.
+// CHECK-LABEL: te.primitive @iota_0 {
+// CHECK-NEXT:    %batch = te.size "batch" : index
+// CHECK-NEXT:    %seq = te.size "seq" : index
+// CHECK-NEXT:    %ids = te.placeholder "ids" sizes(%batch, %seq) : tensor<?x?xi64>
+// CHECK-NEXT:    %p = te.compute "iota" (%i) sizes(%seq) : tensor<?xi64> {
+// CHECK-NEXT:      %0 = arith.index_cast %i : index to i64
+// CHECK-NEXT:      te.yield %0 : i64
+// CHECK-NEXT:    }
+// CHECK-LABEL: te.primitive @gather_1 {
+// CHECK:         %ids = te.placeholder "ids" sizes(%batch, %seq) : tensor<?x?xi64>
+// CHECK-NEXT:    %e = te.compute "gather" (%i, %j, %l) sizes(%batch, %seq) : tensor<?x?x4xf32> {
+// CHECK-NEXT:      %0 = te.read %ids[%i, %j] : tensor<?x?xi64>
+// CHECK:           %{{.*}} = te.read %t[%{{.*}}, %l] : tensor<5x4xf32>
+func.func @positions(%ids: tensor<?x?xi64> {graph.sizes = ["batch", "seq"]}, %t: tensor<5x4xf32>) -> (tensor<?xi64>, tensor<?x?x4xf32>) {
+  %p = graph.iota %ids dim 1 : (tensor<?x?xi64>) -> tensor<?xi64>
+  %e = graph.gather %t, %ids axis 0 : (tensor<5x4xf32>, tensor<?x?xi64>) -> tensor<?x?x4xf32>
+  func.return %p, %e : tensor<?xi64>, tensor<?x?x4xf32>
+}

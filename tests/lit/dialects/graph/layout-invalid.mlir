@@ -20,9 +20,25 @@ func.func @reshape_element_type(%a: tensor<2x3xf32>) -> tensor<6xi32> {
 // -----
 
 func.func @reshape_dynamic(%a: tensor<?x3xf32>) -> tensor<6xf32> {
-  // expected-error @+1 {{'graph.reshape' of run-time dimensions keeps them, and the dimensions before them, as they are: [?, 3] to [6]}}
+  // expected-error @+1 {{'graph.reshape' of run-time dimensions keeps them, and the dimensions before them, as they are (but for dimensions of size 1): [?, 3] to [6]}}
   %r = graph.reshape %a : (tensor<?x3xf32>) -> tensor<6xf32>
   func.return %r : tensor<6xf32>
+}
+
+// -----
+
+func.func @reshape_dynamic_moved(%a: tensor<2x?xf32>) -> tensor<?x2xf32> {
+  // expected-error @+1 {{'graph.reshape' of run-time dimensions keeps them, and the dimensions before them, as they are (but for dimensions of size 1): [2, ?] to [?, 2]}}
+  %r = graph.reshape %a : (tensor<2x?xf32>) -> tensor<?x2xf32>
+  func.return %r : tensor<?x2xf32>
+}
+
+// -----
+
+func.func @reshape_dynamic_rest(%a: tensor<?x1x6xf32>) -> tensor<1x?x4xf32> {
+  // expected-error @+1 {{'graph.reshape' cannot reshape [?, 1, 6] to [1, ?, 4]}}
+  %r = graph.reshape %a : (tensor<?x1x6xf32>) -> tensor<1x?x4xf32>
+  func.return %r : tensor<1x?x4xf32>
 }
 
 // --- graph.concat ---
@@ -373,4 +389,40 @@ func.func @gather_nd_batch(%d: tensor<5x4xf32>, %i: tensor<2x1xi64>) -> tensor<2
   // expected-error @+1 {{'graph.gather_nd' batch dimensions of data [5, 4] and indices [2, 1] differ}}
   %r = graph.gather_nd %d, %i batch_dims 1 : (tensor<5x4xf32>, tensor<2x1xi64>) -> tensor<2xf32>
   func.return %r : tensor<2xf32>
+}
+
+// --- graph.gather of run-time dimensions ---
+
+// -----
+
+func.func @gather_run_time_axis(%a: tensor<?x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'graph.gather' gathers along a dimension of static size, got tensor<?x4xf32>}}
+  %g = graph.gather %a, %i axis 0 : (tensor<?x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
+  func.return %g : tensor<3x4xf32>
+}
+
+// --- graph.iota ---
+
+// -----
+
+func.func @iota_dim(%a: tensor<?x4xf32>) -> tensor<?xi64> {
+  // expected-error @+1 {{'graph.iota' axis 2 is out of range for rank 2 (expected 0 to 1)}}
+  %p = graph.iota %a dim 2 : (tensor<?x4xf32>) -> tensor<?xi64>
+  func.return %p : tensor<?xi64>
+}
+
+// -----
+
+func.func @iota_float(%a: tensor<?x4xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{'graph.iota' gives an integer tensor, got tensor<?xf32>}}
+  %p = graph.iota %a dim 0 : (tensor<?x4xf32>) -> tensor<?xf32>
+  func.return %p : tensor<?xf32>
+}
+
+// -----
+
+func.func @iota_length(%a: tensor<?x4xf32>) -> tensor<4xi64> {
+  // expected-error @+1 {{'graph.iota' result shape [4] does not match the inferred shape [?]}}
+  %p = graph.iota %a dim 0 : (tensor<?x4xf32>) -> tensor<4xi64>
+  func.return %p : tensor<4xi64>
 }

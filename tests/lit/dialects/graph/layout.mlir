@@ -98,6 +98,25 @@ func.func @inference_no_ops_run_time(%a: tensor<?x3xf32>) -> tensor<?x3xf32> {
   func.return %d : tensor<?x3xf32>
 }
 
+// Run-time dimensions: the positions along one (graph.iota), an embedding of indices of
+// run-time sizes, and reshapes that add or drop dimensions of size 1 among them.
+// CHECK-LABEL: func.func @run_time_positions
+// CHECK-NEXT:    %p = graph.iota %ids dim 1 : (tensor<?x?xi64>) -> tensor<?xi64>
+// CHECK-NEXT:    %q = graph.iota %t dim 0 : (tensor<5x4xf32>) -> tensor<5xi32>
+// CHECK-NEXT:    %e = graph.gather %t, %ids axis 0 : (tensor<5x4xf32>, tensor<?x?xi64>) -> tensor<?x?x4xf32>
+// CHECK-NEXT:    %u = graph.reshape %p : (tensor<?xi64>) -> tensor<1x?x1xi64>
+// CHECK-NEXT:    %v = graph.reshape %e : (tensor<?x?x4xf32>) -> tensor<?x1x?x2x2xf32>
+// GENERIC-LABEL: sym_name = "run_time_positions"
+// GENERIC:         "graph.iota"(%ids) <{dim = 1 : i64}> : (tensor<?x?xi64>) -> tensor<?xi64>
+func.func @run_time_positions(%ids: tensor<?x?xi64>, %t: tensor<5x4xf32>) -> tensor<?x1x?x2x2xf32> {
+  %p = graph.iota %ids dim 1 : (tensor<?x?xi64>) -> tensor<?xi64>
+  %q = graph.iota %t dim 0 : (tensor<5x4xf32>) -> tensor<5xi32>
+  %e = graph.gather %t, %ids axis 0 : (tensor<5x4xf32>, tensor<?x?xi64>) -> tensor<?x?x4xf32>
+  %u = graph.reshape %p : (tensor<?xi64>) -> tensor<1x?x1xi64>
+  %v = graph.reshape %e : (tensor<?x?x4xf32>) -> tensor<?x1x?x2x2xf32>
+  func.return %v : tensor<?x1x?x2x2xf32>
+}
+
 // CHECK-LABEL: func.func @gather_scatter_tile
 // CHECK-NEXT:    %g = graph.gather_elements %data, %idx axis 1 : (tensor<5x4xf32>, tensor<5x2xi64>) -> tensor<5x2xf32>
 // CHECK-NEXT:    %s = graph.scatter_nd %data, %rows, %upd reduction "none" : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<5x4xf32>

@@ -95,10 +95,10 @@ func.func @cast_saturate(%x: tensor<2xf32>) -> tensor<2xf8E4M3FN> {
 
 // -----
 
-func.func @cast_dynamic(%x: tensor<?xf32>) -> tensor<?xf16> {
-  // expected-error @+1 {{'graph.cast' requires static shapes, got tensor<?xf32>}}
-  %r = graph.cast %x : tensor<?xf32> to tensor<?xf16>
-  func.return %r : tensor<?xf16>
+func.func @bitcast_dynamic(%x: tensor<?xf32>) -> tensor<?xi32> {
+  // expected-error @+1 {{'graph.bitcast' requires static shapes, got tensor<?xf32>}}
+  %r = graph.bitcast %x : tensor<?xf32> to tensor<?xi32>
+  func.return %r : tensor<?xi32>
 }
 
 // -----

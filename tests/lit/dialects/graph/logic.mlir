@@ -100,3 +100,20 @@ func.func @bitwise(%a: tensor<3x4xi32>, %b: tensor<4xi32>, %u: tensor<2xui8>, %v
   %r = graph.bit_shift %u, %v direction "right" : (tensor<2xui8>, tensor<ui8>) -> tensor<2xui8>
   func.return %l : tensor<3x4xi32>
 }
+
+// Comparisons, casts, class tests and selections take run-time dimensions (a mask over
+// batch and sequence).
+// CHECK-LABEL: func.func @run_time_mask
+// CHECK-NEXT:    %f = graph.cast %m : tensor<?x?xi64> to tensor<?x?xf32>
+// CHECK-NEXT:    %z = graph.equal %f, %zero : (tensor<?x?xf32>, tensor<f32>) -> tensor<?x?xi1>
+// CHECK-NEXT:    %n = graph.is_nan %f : tensor<?x?xf32> -> tensor<?x?xi1>
+// CHECK-NEXT:    %o = graph.or %z, %n : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+// CHECK-NEXT:    %w = graph.where %o, %zero, %f : (tensor<?x?xi1>, tensor<f32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+func.func @run_time_mask(%m: tensor<?x?xi64>, %zero: tensor<f32>) -> tensor<?x?xf32> {
+  %f = graph.cast %m : tensor<?x?xi64> to tensor<?x?xf32>
+  %z = graph.equal %f, %zero : (tensor<?x?xf32>, tensor<f32>) -> tensor<?x?xi1>
+  %n = graph.is_nan %f : tensor<?x?xf32> -> tensor<?x?xi1>
+  %o = graph.or %z, %n : (tensor<?x?xi1>, tensor<?x?xi1>) -> tensor<?x?xi1>
+  %w = graph.where %o, %zero, %f : (tensor<?x?xi1>, tensor<f32>, tensor<?x?xf32>) -> tensor<?x?xf32>
+  func.return %w : tensor<?x?xf32>
+}
