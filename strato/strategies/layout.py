@@ -195,7 +195,7 @@ def transpose(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -
 
 @strategy(graph.BroadcastToOp)
 def broadcast_to(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
-    (x,) = inputs
+    x = inputs[0]  # (`like`, when given, gives run-time sizes only)
     target = shape_of(op.results[0])
     return [
         pb.compute(

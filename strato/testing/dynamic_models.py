@@ -15,6 +15,15 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
+class _Nodes(list):
+    """ONNX nodes being built: calling it appends a node of one output, and gives that
+    output's name."""
+
+    def __call__(self, op: str, inputs: list[str], output: str, **attrs) -> str:
+        self.append(helper.make_node(op, inputs, [output], **attrs))
+        return output
+
+
 def _initializers(**arrays: np.ndarray) -> list[onnx.TensorProto]:
     return [
         numpy_helper.from_array(np.asarray(a, np.float32 if a.dtype.kind == "f" else a.dtype), n)
@@ -153,12 +162,7 @@ def exported_attention(
         raise ValueError(f"exporter must be 'torchscript' or 'dynamo', not {exporter!r}")
     rng = np.random.default_rng(seed)
     head = width // heads
-
-    def make(op: str, inputs: list[str], output: str, **attrs) -> str:
-        nodes.append(helper.make_node(op, inputs, [output], **attrs))
-        return output
-
-    nodes: list[onnx.NodeProto] = []
+    nodes = make = _Nodes()
     if exporter == "torchscript":
         shape = make("Shape", ["x"], "shape")
         batch = make("Unsqueeze", [make("Gather", [shape, "i0"], "b"), "axis0"], "b1")
@@ -218,12 +222,7 @@ def token_embedding(vocab: int = 50, width: int = 16, positions: int = 64, seed:
     is 0 (`Cast`, `Unsqueeze`, `Mul`) and given a bias of -10000 there (`Equal`,
     `Where`): y [batch, sequence, width]."""
     rng = np.random.default_rng(seed)
-
-    def make(op: str, inputs: list[str], output: str, **attrs) -> str:
-        nodes.append(helper.make_node(op, inputs, [output], **attrs))
-        return output
-
-    nodes: list[onnx.NodeProto] = []
+    nodes = make = _Nodes()
     tokens = make("Gather", ["wte", "input_ids"], "tokens")
     sequence = make("Gather", [make("Shape", ["input_ids"], "shape"), "one"], "sequence", axis=0)
     positions_ = make("Unsqueeze", [make("Range", ["zero", sequence, "one"], "range"), "axis0"], "positions")
@@ -231,16 +230,83 @@ def token_embedding(vocab: int = 50, width: int = 16, positions: int = 64, seed:
     mask = make("Unsqueeze", [make("Cast", ["attention_mask"], "maskf", to=TensorProto.FLOAT), "axis2"], "mask")
     masked = make("Where", [make("Equal", ["attention_mask", "zero"], "padding"), "minus", "zerof"], "bias")
     make("Add", [make("Mul", [embedded, mask], "kept"), make("Unsqueeze", [masked, "axis2"], "bias3")], "y")
-    dims = ["batch", "sequence"]
     constants = {
         "wte": rng.standard_normal((vocab, width)), "wpe": rng.standard_normal((positions, width)),
         "zero": np.array(0, np.int64), "one": np.array(1, np.int64),
         "axis0": np.array([0], np.int64), "axis2": np.array([2], np.int64),
         "minus": np.array(-10000.0, np.float32), "zerof": np.array(0.0, np.float32),
     }  # fmt: skip
+    return _token_model("token_embedding", nodes, width, constants)
+
+
+def exported_token_model(
+    vocab: int = 50, width: int = 16, outputs: int = 24, positions: int = 64, seed: int = 0
+) -> onnx.ModelProto:
+    """The idioms torch's TorchScript exporter writes for transformers' BERT and GPT-2
+    inputs, on input_ids and attention_mask [batch, sequence] (int64):
+
+    - token types: a buffer of positions sliced to the sequence (`Slice` to a size), a
+      buffer of types gathered there (`GatherElements`) and `Expand`ed to the batch
+      (to `Shape(input_ids)`, a size the gathered tensor has 1 for), then embedded;
+    - a Conv1D: `Reshape [-1, width]` (batch and sequence merged), `Gemm`, and
+      `Reshape` back to `Shape(x)[:2] + [outputs]`;
+    - the padding mask: `Flatten` of the mask (batch and sequence merged), gathered at
+      `Range(batch) * sequence + Range(sequence)` unsqueezed to [batch, 1, 1, seq],
+      `Reshape [-1]` and back to the index's shape, as a bias of -10000 where the mask
+      is 0, added to the output.
+
+    y [batch, sequence, outputs]."""
+    rng = np.random.default_rng(seed)
+    nodes = make = _Nodes()
+    shape = make("Shape", ["input_ids"], "shape")
+    batch = make("Unsqueeze", [make("Gather", [shape, "zero"], "b", axis=0), "axis0"], "b1")
+    sequence = make("Gather", [shape, "one"], "s", axis=0)
+    sequence1 = make("Unsqueeze", [sequence, "axis0"], "s1")
+    # token types
+    ranked = make("Slice", ["position_buffer", "start0", sequence1, "axis1"], "ranked")
+    types = make("GatherElements", ["type_buffer", ranked], "types", axis=1)
+    full = make("Expand", [types, make("Concat", [batch, sequence1], "bs", axis=0)], "full_types")
+    hidden = make("Add", [make("Gather", ["wte", "input_ids"], "tokens"), make("Gather", ["wtt", full], "typed")], "h")
+    # a Conv1D
+    flat = make("Reshape", [hidden, "flat_shape"], "h2")
+    product = make("Gemm", [flat, "w", "bias"], "y2")
+    leading = make("Slice", [make("Shape", [hidden], "h_shape"), "start0", "end2", "axis0"], "leading")
+    y = make("Reshape", [product, make("Concat", [leading, "outputs1"], "y_shape", axis=0)], "y3")
+    # the padding mask
+    mask = make("Flatten", [make("Cast", ["attention_mask"], "m", to=TensorProto.BOOL)], "flat_mask", axis=2)
+    rows = make("Unsqueeze", [make("Range", ["zero", make("Gather", [shape, "zero"], "b0", axis=0), "one"], "rb"), "axes123"], "rows")
+    columns = make("Unsqueeze", [make("Range", ["zero", sequence, "one"], "rs"), "axes012"], "columns")
+    index = make("Add", [columns, make("Mul", [rows, sequence1], "row_starts")], "index")
+    picked = make("Reshape", [make("Gather", [mask, index], "picked5", axis=0), "minus1"], "picked1")
+    picked = make("Reshape", [picked, make("Shape", [index], "index_shape")], "picked")
+    bias = make("Where", [picked, "zero_f", "minus_f"], "mask_bias")
+    bias = make("Reshape", [bias, make("Concat", [batch, sequence1, "one1"], "bias_shape", axis=0)], "bias3")
+    make("Add", [y, bias], "y")
+    constants = {
+        "wte": rng.standard_normal((vocab, width)), "wtt": rng.standard_normal((2, width)),
+        "w": rng.standard_normal((width, outputs)) / np.sqrt(width), "bias": rng.standard_normal(outputs),
+        "position_buffer": np.arange(positions, dtype=np.int64)[None],
+        "type_buffer": (np.arange(positions, dtype=np.int64)[None] % 2),
+        "zero": np.array(0, np.int64), "one": np.array(1, np.int64),
+        "axis0": np.array([0], np.int64), "axis1": np.array([1], np.int64),
+        "start0": np.array([0], np.int64), "end2": np.array([2], np.int64),
+        "axes123": np.array([1, 2, 3], np.int64), "axes012": np.array([0, 1, 2], np.int64),
+        "flat_shape": np.array([-1, width], np.int64), "outputs1": np.array([outputs], np.int64),
+        "minus1": np.array([-1], np.int64), "one1": np.array([1], np.int64),
+        "zero_f": np.array(0.0, np.float32), "minus_f": np.array(-10000.0, np.float32),
+    }  # fmt: skip
+    return _token_model("exported_token_model", nodes, outputs, constants)
+
+
+def _token_model(
+    name: str, nodes: list[onnx.NodeProto], width: int, constants: dict[str, np.ndarray]
+) -> onnx.ModelProto:
+    """A model of `nodes` from input_ids and attention_mask [batch, sequence] (int64) to
+    y [batch, sequence, width]."""
+    dims = ["batch", "sequence"]
     graph = helper.make_graph(
         nodes,
-        "token_embedding",
+        name,
         [helper.make_tensor_value_info(n, TensorProto.INT64, dims) for n in ("input_ids", "attention_mask")],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [*dims, width])],
         _initializers(**constants),
@@ -269,6 +335,7 @@ __all__ = [
     "attention",
     "encoder_block",
     "exported_attention",
+    "exported_token_model",
     "mlp",
     "multi_head_attention",
     "token_embedding",

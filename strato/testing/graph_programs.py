@@ -478,7 +478,7 @@ RUN_TIME_UNARY: tuple[Callable[[SSAValue], Operation], ...] = (
 RUN_TIME_BINARY = (graph.AddOp, graph.SubOp, graph.MulOp, graph.MaximumOp)
 RUN_TIME_KINDS = (
     "unary", "binary", "softmax", "reduce", "layer_norm", "dense", "matmul", "transpose", "gram",
-    "reshape", "unit_reshape", "embedding", "positions", "where",
+    "reshape", "unit_reshape", "embedding", "positions", "where", "split",
 )  # fmt: skip
 
 
@@ -570,6 +570,13 @@ def run_time_graph_programs(
             for step in (positions, as_float, column):
                 block.add_op(step)
             op = graph.AddOp(x, column.result)
+        elif kind == "split" and shape and shape[-1] >= 2:
+            # the last (static) axis cut in two; one of the pieces goes on
+            first = draw(st.integers(1, shape[-1] - 1))
+            split = graph.SplitOp(x, len(shape) - 1, [first, shape[-1] - first])
+            block.add_op(split)
+            values.append(split.results[0])
+            op = graph.NegOp(split.results[1])
         elif kind == "where" and shape:
             # x where it is above a constant that broadcasts, else another
             positive = graph.GreaterOp(x, constant([1]))

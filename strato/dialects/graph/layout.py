@@ -32,6 +32,7 @@ from xdsl.irdl import (
     VarConstraint,
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -280,10 +281,16 @@ class SplitOp(LayoutOp):
     """
 
     name = "graph.split"
+    # run-time dimensions outside the axis, which must be static (q, k and v of a
+    # sequence of run-time length)
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     input = operand_def(AnyTensor)
     axis = prop_def(IntegerAttr[I64])
     outputs = var_result_def(AnyTensor)
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        return same_dims_as(self, results=range(len(self.outputs)))
 
     traits = traits_def(NoMemoryEffect())
     assembly_format = "$input `axis` $axis attr-dict `:` functional-type(operands, results)"
@@ -316,6 +323,10 @@ class SplitOp(LayoutOp):
         shape = static_shape(self.input)
         axis = self.axis_value
         _check_axis(self.name, axis, len(shape))
+        if shape[axis] < 0:
+            raise VerifyException(
+                f"'graph.split' splits a dimension of static size, got {self.input.type}"
+            )
         for n, result in enumerate(self.outputs):
             piece = static_shape(result)
             if element_type(result) != element_type(self.input):
@@ -669,16 +680,40 @@ class GatherElementsOp(_AxisIndexedOp):
     """
 
     name = "graph.gather_elements"
+    # run-time dimensions of the indices: along the axis (of static size in the data)
+    # any, elsewhere the data's (the same size)
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     @staticmethod
     def result_shape(data: Sequence[int], indices: Sequence[int], axis: int) -> tuple[int, ...]:
         return tuple(indices)
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        return same_dims_as(self, operand=1)
+
+    def run_time_dim_equalities(self) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+        data, indices = static_shape(self.data), static_shape(self.indices)
+        return [
+            ((1, d), (0, d))
+            for d in range(min(len(data), len(indices)))
+            if d != self.axis_value and data[d] < 0 and indices[d] < 0
+        ]
 
     def infer_shape(self) -> tuple[int, ...] | None:
         data, indices = static_shape(self.data), static_shape(self.indices)
         _check_axis(self.name, self.axis_value, len(data))
         _check_index_tensor(self, self.indices)
         _check_same_element_types(self, [self.data, self.result])
+        if data[self.axis_value] < 0 or any(
+            (n < 0) != (d < 0)
+            for axis, (n, d) in enumerate(zip(indices, data))
+            if axis != self.axis_value
+        ):
+            raise VerifyException(
+                f"'graph.gather_elements' of run-time dimensions gathers along a static "
+                f"one, and outside it the indices' and the data's are both of run-time "
+                f"size or neither: {shape_text(indices)} from {shape_text(data)}"
+            )
         if len(indices) != len(data) or any(
             n > d for axis, (n, d) in enumerate(zip(indices, data)) if axis != self.axis_value
         ):
@@ -1022,35 +1057,76 @@ class IotaOp(LayoutOp):
 @irdl_op_definition
 class BroadcastToOp(GraphOp):
     """Numpy-broadcasts a tensor to the result shape: dimensions align from the right,
-    and a size-1 (or missing) input dimension is repeated.
+    and a size-1 (or missing) input dimension is repeated. A run-time dimension of the
+    result is the input's there, or, where the input has 1, the same dimension of
+    `like`, a tensor of the result's rank whose elements are not read:
 
         %b = graph.broadcast_to %a : (tensor<3x1xf32>) -> tensor<2x3x4xf32>
+        %t = graph.broadcast_to %p like %ids : (tensor<1x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>
     """
 
     name = "graph.broadcast_to"
     PATTERN_KIND: ClassVar[PatternKind] = PatternKind.BROADCAST
     FLOAT_OPERANDS: ClassVar[bool] = False
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     input = operand_def(AnyTensor)
+    like = opt_operand_def(AnyTensor)
     result = result_def(AnyTensor)
 
     traits = traits_def(NoMemoryEffect())
-    assembly_format = "$input attr-dict `:` functional-type(operands, results)"
+    assembly_format = "$input (`like` $like^)? attr-dict `:` functional-type(operands, results)"
 
-    def __init__(self, input: SSAValue | Operation, shape: Sequence[int]):
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        shape: Sequence[int],
+        like: SSAValue | Operation | None = None,
+    ):
         input = SSAValue.get(input)
-        super().__init__(operands=[input], result_types=[tensor_type_like(input.type, shape)])
+        super().__init__(
+            operands=[input, [SSAValue.get(like)] if like is not None else []],
+            result_types=[tensor_type_like(input.type, shape)],
+        )
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        source, target = static_shape(self.input), static_shape(self.result)
+        offset = len(target) - len(source)
+        sources: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for d, size in enumerate(target):
+            if size >= 0:
+                continue
+            if d >= offset and source[d - offset] < 0:
+                sources[(0, d)] = [(0, d - offset)]
+            elif self.like is not None and len(static_shape(self.like)) == len(target):
+                if static_shape(self.like)[d] < 0:
+                    sources[(0, d)] = [(1, d)]
+        return sources
 
     def infer_shape(self) -> tuple[int, ...] | None:
         source, target = static_shape(self.input), static_shape(self.result)
-        if len(source) > len(target) or broadcast_shapes(source, target) != target:
+        if element_type(self.input) != element_type(self.result):
             raise VerifyException(
-                f"'graph.broadcast_to' cannot broadcast {list(source)} to {list(target)}"
+                f"'graph.broadcast_to' result element type {element_type(self.result)} "
+                f"differs from the input's {element_type(self.input)}"
+            )
+        if len(source) > len(target) or any(
+            s != t and s != 1 for s, t in zip(source, target[len(target) - len(source) :])
+        ):
+            raise VerifyException(
+                f"'graph.broadcast_to' cannot broadcast {shape_text(source)} to {shape_text(target)}"
             )
         return target
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        return [np.broadcast_to(inputs[0], static_shape(self.result)).copy()]
+        target = list(static_shape(self.result))
+        offset = len(target) - inputs[0].ndim
+        for d, size in enumerate(target):
+            if size < 0:
+                given = d >= offset and static_shape(self.input)[d - offset] < 0
+                target[d] = inputs[0].shape[d - offset] if given else inputs[1].shape[d]
+        return [np.broadcast_to(inputs[0], target).copy()]
 
 
 class PassThroughOp(LayoutOp):

@@ -186,11 +186,13 @@ class NodeContext:
     def _tensor(self, index: int) -> ImportedValue:
         value = self._env[self.node.input[index]]
         if not isinstance(value, (np.ndarray, SSAValue, list, type(None))):
+            from strato.frontends.onnx.merged_dims import Merged
             from strato.frontends.onnx.shape_values import ShapeValue, StaticShapesOnly
 
-            if isinstance(value, ShapeValue):
+            if isinstance(value, (ShapeValue, Merged)):
                 raise StaticShapesOnly(
-                    f"{self.label} reads '{self.node.input[index]}', a shape of run-time sizes"
+                    f"{self.label} reads '{self.node.input[index]}', a shape of run-time "
+                    "sizes or a tensor that merges them"
                 )
         if value is None or isinstance(value, list):
             from strato.frontends.onnx.sequences import describe

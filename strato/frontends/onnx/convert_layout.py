@@ -25,14 +25,19 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects.builtin import f32
+from xdsl.dialects.builtin import DYNAMIC_INDEX, f32
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
 from strato.dialects.graph.base import shape_text
 from strato.dialects.tensor_types import element_type_of, is_bit_pattern_float
-from strato.frontends.onnx.conversion import ImportedValue, NodeContext, shape_of, ssa_name
 from strato.frontends.onnx import shape_values
+from strato.frontends.onnx.conversion import (
+    ImportedValue,
+    NodeContext,
+    shape_of,
+    ssa_name,
+)
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "Reshape": (1,),
@@ -142,8 +147,8 @@ def convert_reshape(ctx: NodeContext) -> list[ImportedValue]:
         raise ctx.error("a shape with both 0 and -1 is invalid with allowzero=1")
     shape: list[int] = []
     for n, size in enumerate(requested):
-        if size == shape_values.KEPT:
-            size = source[n]  # the run-time dimension the computed shape names there
+        if size == DYNAMIC_INDEX:
+            pass  # a run-time dimension the computed shape names
         elif size == 0 and not allow_zero:
             if n >= len(source):
                 raise ctx.error(
@@ -500,22 +505,26 @@ def convert_size(ctx: NodeContext) -> list[ImportedValue]:
 def convert_expand(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX Expand: numpy broadcasting of the input with the given shape."""
     source = input_shape(ctx, 0)
-    kept = shape_values.target_shape(ctx, 1, ctx.run_time_dims)
-    if kept is not None:
-        # the run-time dimensions a computed shape names, counted from the end
-        offset = len(source) - len(kept)
-        requested = [source[n + offset] if d == shape_values.KEPT else d for n, d in enumerate(kept)]
+    like = None
+    computed = shape_values.broadcast_target(ctx, source, ctx.run_time_dims)
+    if computed is not None:
+        # a shape computed from run-time sizes: those the input has 1 for are given by
+        # a tensor of them (`like`)
+        shape, needs = computed
+        shape = tuple(DYNAMIC_INDEX if size == -1 else size for size in shape)
+        if needs:
+            assert ctx.run_time_dims is not None
+            like = shape_values.like_for(ctx, needs, len(shape), ctx.run_time_dims)
     else:
-        requested = int_list_input(ctx, 1, "the shape")
-    shape = ctx.broadcast(source, requested)
+        shape = ctx.broadcast(source, int_list_input(ctx, 1, "the shape"))
     x = _data(ctx)
     if isinstance(x, np.ndarray):
-        return [np.broadcast_to(x, shape).copy()]
+        if like is None:
+            return [np.broadcast_to(x, shape).copy()]
+        x = _constant(ctx, np.require(x, requirements="C"), ctx.input_name(0))
     if shape == tuple(source):
         return [x]
-    if any(size < 0 for size in shape):
-        raise shape_values.StaticShapesOnly(f"{ctx.label} broadcasts to run-time sizes")
-    return [ctx.emit(graph.BroadcastToOp(x, shape)).results[0]]
+    return [ctx.emit(graph.BroadcastToOp(x, shape, like)).results[0]]
 
 
 # -- identity and dropout ---------------------------------------------------------

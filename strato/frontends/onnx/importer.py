@@ -50,7 +50,7 @@ from strato.diagnostics import ModelImportError, SymbolicShapeError
 from strato.dialects.graph import ConstantOp
 from strato.dialects.graph.dims import SIZES_ATTR, RunTimeDims, run_time_axes
 from strato.dialects.tensor_types import element_type_of
-from strato.frontends.onnx import raw_data, sequences, shape_values
+from strato.frontends.onnx import merged_dims, raw_data, sequences, shape_values
 from strato.frontends.onnx.appends import appends_as_scan_outputs
 from strato.frontends.onnx.conversion import (
     ImportedValue,
@@ -148,8 +148,11 @@ RUN_TIME_ONNX_OPS = frozenset({
     # `shape_values`) and reshapes the static rest; an Expand that leaves them; Squeeze
     # and Unsqueeze (of dimensions of size 1)
     "Expand", "Reshape", "Squeeze", "Unsqueeze",
-    # an embedding: a table of static shape gathered at indices of run-time sizes
-    "Gather",
+    # a static axis of a tensor of run-time sizes cut into pieces
+    "Split",
+    # an embedding: a table of static shape gathered at indices of run-time sizes; and
+    # gathers of elements along a static axis
+    "Gather", "GatherElements",
     # comparisons, logic, casts and selections, element-wise with broadcasts (masks)
     "And", "Cast", "Equal", "Greater", "GreaterOrEqual", "IsInf", "IsNaN", "Less",
     "LessOrEqual", "Not", "Or", "Where", "Xor",
@@ -250,6 +253,7 @@ class _GraphImporter:
         self.location = location
         self.input_shapes = input_shapes
         self.run_time_dims = run_time_dims
+        self._producers: dict[str, onnx.NodeProto] | None = None
         self.size_names: dict[str, list[str]] = {}
         """The names of each graph input's run-time dimensions (with `run_time_dims`)."""
         self.graph = model.graph
@@ -345,15 +349,29 @@ class _GraphImporter:
             [name for name, _ in results],
         )
 
-    @staticmethod
-    def _run_time_node(ctx: NodeContext, dims: RunTimeDims) -> list | None:
-        """The results of a node on shapes of run-time sizes (`shape_values`), else None
-        for its converter, which must take the run-time dimensions of its inputs
+    def _run_time_node(self, ctx: NodeContext, dims: RunTimeDims) -> list | None:
+        """The results of a node on tensors whose run-time dimensions a reshape merges
+        (`merged_dims`) or on shapes of run-time sizes (`shape_values`), else None for
+        its converter, which must take the run-time dimensions of its inputs
         (`RUN_TIME_ONNX_OPS`): `StaticShapesOnly` when it does not."""
-        results = shape_values.convert(ctx, dims)
+
+        def convert_node(node: onnx.NodeProto) -> list:
+            return _converter(node)(ctx.nested(node, ctx.opset()))
+
+        if self._producers is None:
+            self._producers = {name: n for n in self.graph.node for name in n.output}
+        results = merged_dims.convert(ctx, dims, self._producers, convert_node)
+        if results is None:
+            results = shape_values.convert(ctx, dims)
         if results is not None:
             return results
         node = ctx.node
+        if node.op_type in ("Reshape", "Flatten") and node.domain in _DEFAULT_DOMAINS:
+            value = ctx.static_value(0)
+            if isinstance(value, SSAValue) and run_time_axes(value):
+                merged = merged_dims.of_reshape(ctx, value)
+                if merged is not None:
+                    return [merged]
         if node.domain in _DEFAULT_DOMAINS and node.op_type in RUN_TIME_ONNX_OPS:
             return None
         for n, name in enumerate(node.input):
@@ -686,8 +704,8 @@ class _GraphImporter:
     ) -> SSAValue:
         what = f"graph output '{output.name}'"
         value = env[output.name]
-        if isinstance(value, shape_values.ShapeValue):
-            raise StaticShapesOnly(f"{what} is a shape of run-time sizes")
+        if isinstance(value, (shape_values.ShapeValue, merged_dims.Merged)):
+            raise StaticShapesOnly(f"{what} is a shape of run-time sizes or merges them")
         if isinstance(value, np.ndarray):
             if not has_element_type(value.dtype):
                 raise self.error(

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir import SSAValue
 
 from strato.dialects.graph.dims import RunTimeDims
@@ -242,7 +242,7 @@ def _cast(ctx: NodeContext) -> list:
     return [ShapeValue(value.elements, dtype)]
 
 
-def _dimensions(ctx: NodeContext, rank: int) -> slice:
+def selected_dimensions(ctx: NodeContext, rank: int) -> slice:
     """The dimensions an ONNX Shape selects (start and end clamped to the rank)."""
 
     def clamp(bound: int) -> int:
@@ -254,7 +254,7 @@ def _dimensions(ctx: NodeContext, rank: int) -> slice:
 
 def _shape(ctx: NodeContext) -> list:
     value = ctx.static_value(0)
-    return [np.array(value.shape[_dimensions(ctx, len(value.shape))], dtype=np.int64)]
+    return [np.array(value.shape[selected_dimensions(ctx, len(value.shape))], dtype=np.int64)]
 
 
 def _gather(ctx: NodeContext) -> list:
@@ -428,8 +428,9 @@ type: when their size input is a `ShapeValue`, they become graph ops of that run
 dimension."""
 
 TARGET_SHAPE_INPUT = {"Reshape": 1, "Expand": 1}
-"""The ops whose converters take a `ShapeValue` as their target shape (input 1) of a
-tensor of run-time sizes (input 0)."""
+"""The ops whose converters take a `ShapeValue` as their target shape (input 1): of a
+tensor of run-time sizes (input 0; `target_shape`), or, for Expand, of any tensor
+(`broadcast_target`)."""
 
 
 def of_tensor(ctx: NodeContext, value: SSAValue, dims: RunTimeDims) -> list:
@@ -445,7 +446,7 @@ def of_tensor(ctx: NodeContext, value: SSAValue, dims: RunTimeDims) -> list:
         if name is None:
             raise StaticShapesOnly(f"dimension {d} of '{ctx.input_name(0)}' is of no input")
         elements.append(Size(name, (value, d)))
-    selected = elements[_dimensions(ctx, len(shape))]
+    selected = elements[selected_dimensions(ctx, len(shape))]
     return [shape_value(np.array(selected, dtype=object), np.int64)]
 
 
@@ -459,7 +460,9 @@ def convert(ctx: NodeContext, dims: RunTimeDims) -> list | None:
         return of_tensor(ctx, inputs[0], dims)
     if not symbolic:
         return None
-    if symbolic == [TARGET_SHAPE_INPUT.get(ctx.op_type)] and not isinstance(inputs[0], np.ndarray):
+    if symbolic == [TARGET_SHAPE_INPUT.get(ctx.op_type)] and (
+        ctx.op_type == "Expand" or not isinstance(inputs[0], np.ndarray)
+    ):
         return None
     sized = SIZED.get(ctx.op_type)
     if sized is not None and not isinstance(inputs[0], ShapeValue):
@@ -471,10 +474,10 @@ def convert(ctx: NodeContext, dims: RunTimeDims) -> list | None:
 
 
 def target_shape(ctx: NodeContext, index: int, dims: RunTimeDims | None) -> list[int] | None:
-    """Input `index` of a Reshape or Expand, a `ShapeValue`, as a target shape for input
-    0: each `Size` must be the run-time dimension of input 0 at its place (counted from
-    the end for Expand's broadcast) and becomes -2 (that dimension, kept). None when the
-    input is no `ShapeValue`."""
+    """Input `index` of a Reshape, a `ShapeValue`, as a target shape for input 0: each
+    `Size` must name a run-time dimension of input 0 and becomes `?` (graph.reshape
+    checks that the run-time dimensions keep their order). None when the input is no
+    `ShapeValue`."""
     value = ctx.static_value(index)
     if not isinstance(value, ShapeValue):
         return None
@@ -483,28 +486,86 @@ def target_shape(ctx: NodeContext, index: int, dims: RunTimeDims | None) -> list
     data = ctx.static_value(0)
     assert isinstance(data, SSAValue) and isinstance(data.type, TensorType)
     source = data.type.get_shape()
-    offset = len(source) - value.shape[0] if ctx.op_type == "Expand" else 0
-    shape = []
+    names = [dims.name(data, d) for d, size in enumerate(source) if size < 0]
+    allow_zero = bool(ctx.attr("allowzero", 0))
+    shape: list[int] = []
+    named: list[str | None] = []  # the run-time dimensions the target names, in order
     for n, element in enumerate(value.elements.tolist()):
         if isinstance(element, (int, np.integer)):
             shape.append(int(element))
-            continue
-        d = n + offset
-        if not (
-            isinstance(element, Size)
-            and 0 <= d < len(source)
-            and source[d] < 0
-            and dims.name(data, d) == element.name
-        ):
-            raise StaticShapesOnly(
-                f"{ctx.label}: size {element!r} at {n} is not a run-time dimension of the input there"
-            )
-        shape.append(KEPT)
+            if element == 0 and not allow_zero and n < len(source) and source[n] < 0:
+                named.append(dims.name(data, n))
+            elif element == -1:
+                named.append(None)  # perhaps the one left
+        elif isinstance(element, Size):
+            shape.append(DYNAMIC_INDEX)
+            named.append(element.name)
+        else:
+            raise StaticShapesOnly(f"{ctx.label}: size {element!r} is known at run time only")
+    left = [name for name in names if name not in named]
+    if None in named and len(left) == 1:
+        named[named.index(None)] = left[0]
+    if [name for name in named if name is not None] != names:
+        raise StaticShapesOnly(
+            f"{ctx.label}: the target names the input's run-time dimensions "
+            f"{[n for n in named if n is not None]}, not {names} in order"
+        )
     return shape
 
 
-KEPT = -2
-"""A target shape's element that keeps the input's run-time dimension at its place."""
+def broadcast_target(
+    ctx: NodeContext, source: tuple[int, ...], dims: RunTimeDims | None
+) -> tuple[list[int], dict[int, Size]] | None:
+    """Expand's shape (input 1), a `ShapeValue`, broadcast with input 0's `source`
+    shape: the result shape (`?` where a size is), and the sizes input 0 does not give
+    (where it has 1, or no dimension), by result dimension. None when the shape is no
+    `ShapeValue`."""
+    value = ctx.static_value(1)
+    if not isinstance(value, ShapeValue):
+        return None
+    if dims is None or len(value.shape) != 1:
+        raise StaticShapesOnly(f"{ctx.label} takes a shape of run-time sizes")
+    data = ctx.static_value(0)
+    elements = value.elements.tolist()
+    rank = max(len(source), len(elements))
+    shape: list[int] = []
+    needs: dict[int, Size] = {}
+    for d in range(rank):
+        s_axis, e_axis = d - rank + len(source), d - rank + len(elements)
+        size = source[s_axis] if s_axis >= 0 else 1
+        element = elements[e_axis] if e_axis >= 0 else 1
+        if isinstance(element, Size):
+            if size < 0 and isinstance(data, SSAValue) and dims.name(data, s_axis) == element.name:
+                shape.append(size)
+            elif size == 1 and element.source is not None:
+                shape.append(-1)
+                needs[d] = element
+            else:
+                raise StaticShapesOnly(f"{ctx.label}: size {element!r} does not broadcast at {d}")
+        elif isinstance(element, (int, np.integer)):
+            element = int(element)
+            if element == 1 or element == size:
+                shape.append(size)
+            elif size == 1 and element >= 0:
+                shape.append(element)
+            else:
+                raise StaticShapesOnly(f"{ctx.label}: {element} does not broadcast with {size}")
+        else:
+            raise StaticShapesOnly(f"{ctx.label}: a size {element!r} known at run time only")
+    return shape, needs
+
+
+def like_for(ctx: NodeContext, needs: dict[int, Size], rank: int, dims: RunTimeDims) -> SSAValue:
+    """A tensor of rank `rank` whose dimension d is of size `needs[d]` for each d: the
+    tensor one of the sizes was read from, when it is one."""
+    for size in needs.values():
+        value, _ = size.source  # type: ignore[misc]
+        shape = value.type.get_shape()
+        if len(shape) == rank and all(
+            shape[d] < 0 and dims.name(value, d) == need.name for d, need in needs.items()
+        ):
+            return value
+    raise StaticShapesOnly(f"{ctx.label}: no tensor of the sizes it broadcasts to")
 
 
 def _is_run_time(value: SSAValue) -> bool:

@@ -426,3 +426,37 @@ func.func @iota_length(%a: tensor<?x4xf32>) -> tensor<4xi64> {
   %p = graph.iota %a dim 0 : (tensor<?x4xf32>) -> tensor<4xi64>
   func.return %p : tensor<4xi64>
 }
+
+// --- run-time dimensions of broadcast_to, split and gather_elements ---
+
+// -----
+
+func.func @broadcast_without_like(%t: tensor<1x?xf32>) -> tensor<?x?xf32> {
+  // expected-error @+1 {{'graph.broadcast_to' result dimension 0 is of run-time size, but no operand dimension gives it}}
+  %b = graph.broadcast_to %t : (tensor<1x?xf32>) -> tensor<?x?xf32>
+  func.return %b : tensor<?x?xf32>
+}
+
+// -----
+
+func.func @broadcast_run_time_to_static(%t: tensor<?x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{'graph.broadcast_to' cannot broadcast [?, 4] to [3, 4]}}
+  %b = graph.broadcast_to %t : (tensor<?x4xf32>) -> tensor<3x4xf32>
+  func.return %b : tensor<3x4xf32>
+}
+
+// -----
+
+func.func @split_run_time_axis(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'graph.split' splits a dimension of static size, got tensor<?x4xf32>}}
+  %p = graph.split %x axis 0 : (tensor<?x4xf32>) -> (tensor<?x4xf32>)
+  func.return %p : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @gather_elements_outside_axis(%d: tensor<3x8xf32>, %i: tensor<?x2xi64>) -> tensor<?x2xf32> {
+  // expected-error @+1 {{'graph.gather_elements' of run-time dimensions gathers along a static one, and outside it the indices' and the data's are both of run-time size or neither: [?, 2] from [3, 8]}}
+  %g = graph.gather_elements %d, %i axis 1 : (tensor<3x8xf32>, tensor<?x2xi64>) -> tensor<?x2xf32>
+  func.return %g : tensor<?x2xf32>
+}

@@ -117,6 +117,24 @@ func.func @run_time_positions(%ids: tensor<?x?xi64>, %t: tensor<5x4xf32>) -> ten
   func.return %v : tensor<?x1x?x2x2xf32>
 }
 
+// More of run-time dimensions: a broadcast to a size the input has 1 for, given by a
+// tensor of the result's rank (`like`, not read); a split of a static axis; a gather of
+// elements along a static axis.
+// CHECK-LABEL: func.func @run_time_broadcast_split
+// CHECK-NEXT:    %b = graph.broadcast_to %t like %ids : (tensor<1x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>
+// CHECK-NEXT:    %c = graph.broadcast_to %x : (tensor<?x1xf32>) -> tensor<?x6xf32>
+// CHECK-NEXT:    %p, %q = graph.split %c axis 1 : (tensor<?x6xf32>) -> (tensor<?x2xf32>, tensor<?x4xf32>)
+// CHECK-NEXT:    %g = graph.gather_elements %buffer, %t axis 1 : (tensor<1x8xi64>, tensor<1x?xi64>) -> tensor<1x?xi64>
+// GENERIC-LABEL: sym_name = "run_time_broadcast_split"
+// GENERIC:         "graph.broadcast_to"(%t, %ids) : (tensor<1x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>
+func.func @run_time_broadcast_split(%t: tensor<1x?xi64>, %ids: tensor<?x?xi64>, %x: tensor<?x1xf32>, %buffer: tensor<1x8xi64>) -> tensor<?x?xi64> {
+  %b = graph.broadcast_to %t like %ids : (tensor<1x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>
+  %c = graph.broadcast_to %x : (tensor<?x1xf32>) -> tensor<?x6xf32>
+  %p, %q = graph.split %c axis 1 : (tensor<?x6xf32>) -> (tensor<?x2xf32>, tensor<?x4xf32>)
+  %g = graph.gather_elements %buffer, %t axis 1 : (tensor<1x8xi64>, tensor<1x?xi64>) -> tensor<1x?xi64>
+  func.return %b : tensor<?x?xi64>
+}
+
 // CHECK-LABEL: func.func @gather_scatter_tile
 // CHECK-NEXT:    %g = graph.gather_elements %data, %idx axis 1 : (tensor<5x4xf32>, tensor<5x2xi64>) -> tensor<5x2xf32>
 // CHECK-NEXT:    %s = graph.scatter_nd %data, %rows, %upd reduction "none" : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<5x4xf32>

@@ -1,0 +1,460 @@
+"""Tensors whose leading run-time dimensions a reshape merges.
+
+A run-time dimension is a class of its own (`graph.dims`): a graph tensor never holds
+the product of two of them. Exporters merge them all the same, for one op and back:
+
+    x2 = Reshape(x: [?batch, ?seq, 64], [-1, 64])   # [batch * seq, 64]
+    y2 = Gemm(x2, w, b)                              # torch's addmm of a Conv1D
+    y = Reshape(y2, Concat(Shape(x)[:-1], [192]))    # [batch, seq, 192]
+
+or flatten a padding mask [batch, seq] to gather it at `b * seq + s` (transformers'
+attention masks). Such a value is imported as a `Merged`: the tensor before the merge,
+`value`, and how many of its leading dimensions the merge joins into the first, `rows`,
+the rest of the merged shape being static. The ops that take one compute on `value`
+instead:
+
+- Reshape to any shape: the reshape of `value` (the elements in the same order);
+- Gemm (no transA) and MatMul with a second operand of static shape: the product of
+  `value`'s rows, merged again;
+- Shape: the merged shape (its first element the product of the sizes);
+- Gather along the first axis of a merged Flatten, at the index `b * seq + s` built from
+  `Range`s of the merged sizes (`flat_index`): `value`'s elements in place.
+
+Any other op that reads a `Merged` imports the model with static shapes
+(`StaticShapesOnly`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+
+import numpy as np
+import onnx
+from onnx import helper
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import SSAValue
+
+from strato.dialects import graph
+from strato.dialects.graph.dims import RunTimeDims
+from strato.frontends.onnx.conversion import NodeContext
+from strato.frontends.onnx.shape_values import (
+    ShapeValue,
+    Size,
+    SizeExpr,
+    StaticShapesOnly,
+    selected_dimensions,
+    shape_value,
+)
+
+
+class Merged:
+    """`value` reshaped to [product of its first `rows` dimensions, *rest] (rest
+    static, with the product of `value`'s dimensions after `rows`)."""
+
+    def __init__(self, value: SSAValue, rows: int, rest: tuple[int, ...]):
+        self.value = value
+        self.rows = rows
+        self.rest = rest
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (-1, *self.rest)
+
+    def __repr__(self) -> str:
+        return f"Merged({self.value.type}, rows={self.rows}, rest={list(self.rest)})"
+
+
+class IndexExpr:
+    """An integer tensor of run-time dimensions computed from positions and sizes (the
+    flat index `b * seq + s` of a mask), which only a gather of a merged tensor reads
+    (`flat_index` follows its ONNX nodes): its shape, and the name of the size of each
+    run-time dimension (None for a static one)."""
+
+    def __init__(self, shape: tuple[int, ...], names: tuple[str | None, ...]):
+        self.shape = shape
+        self.names = names
+
+    def __repr__(self) -> str:
+        return f"IndexExpr({[n or s for s, n in zip(self.shape, self.names)]})"
+
+
+def _index_of(value: object, dims: RunTimeDims) -> IndexExpr | None:
+    """An integer tensor of run-time dimensions, or an `IndexExpr`, as an `IndexExpr`."""
+    if isinstance(value, IndexExpr):
+        return value
+    if not isinstance(value, SSAValue) or not isinstance(value.type, TensorType):
+        return None
+    element = value.type.element_type
+    if not hasattr(element, "width") or element.width.data == 1:
+        return None
+    shape = _shape(value)
+    if not any(size < 0 for size in shape):
+        return None
+    return IndexExpr(shape, tuple(dims.name(value, d) if size < 0 else None for d, size in enumerate(shape)))
+
+
+def _index_arithmetic(ctx: NodeContext, dims: RunTimeDims) -> list | None:
+    """Mul of positions by a size, Add of two such, Cast or Identity of one: an
+    `IndexExpr` (None when the node is none of these)."""
+    inputs = [ctx.static_value(n) for n in range(len(ctx.node.input)) if ctx.has_input(n)]
+    if ctx.op_type in ("Cast", "Identity") and isinstance(inputs[0], IndexExpr):
+        return [inputs[0]]
+    if ctx.op_type == "Mul" and len(inputs) == 2:
+        for first, second in ((0, 1), (1, 0)):
+            index = _index_of(inputs[first], dims)
+            if index is not None and _scalar(inputs[second]) is not None and (
+                isinstance(inputs[first], IndexExpr) or isinstance(inputs[second], ShapeValue)
+            ):
+                return [index]
+        return None
+    if ctx.op_type == "Add" and len(inputs) == 2 and any(isinstance(v, IndexExpr) for v in inputs):
+        left, right = (_index_of(v, dims) for v in inputs)
+        if left is None or right is None:
+            raise StaticShapesOnly(f"{ctx.label}: an index of run-time sizes plus another value")
+        rank = max(len(left.shape), len(right.shape))
+        shape, names = [], []
+        for axis in range(rank):
+            pairs = [
+                (e.shape[axis - rank + len(e.shape)], e.names[axis - rank + len(e.shape)])
+                for e in (left, right) if axis - rank + len(e.shape) >= 0
+            ]  # fmt: skip
+            wide = [p for p in pairs if p[0] != 1]
+            if len({p[1] if p[0] < 0 else p[0] for p in wide}) > 1:
+                raise StaticShapesOnly(f"{ctx.label}: index shapes that do not broadcast")
+            size, name = wide[0] if wide else (1, None)
+            shape.append(size)
+            names.append(name)
+        return [IndexExpr(tuple(shape), tuple(names))]
+    return None
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    assert isinstance(value.type, TensorType)
+    return value.type.get_shape()
+
+
+def merging(value: SSAValue, rows: int, rest: tuple[int, ...]) -> Merged | None:
+    """A `Merged` of `value` when merging its first `rows` dimensions joins run-time ones
+    and the rest is static with as many elements; None otherwise."""
+    shape = _shape(value)
+    if not 0 < rows <= len(shape) or any(size < 0 for size in shape[rows:]):
+        return None
+    joined = [size for size in shape[:rows] if size != 1]
+    if len(joined) < 2 or all(size >= 0 for size in joined):
+        return None  # a graph.reshape takes it
+    if math.prod(shape[rows:]) != math.prod(rest) or any(size < 0 for size in rest):
+        return None
+    return Merged(value, rows, tuple(rest))
+
+
+def of_reshape(ctx: NodeContext, value: SSAValue) -> Merged | None:
+    """Reshape or Flatten of `value`, a tensor of run-time dimensions, as a `Merged`
+    when it merges its leading ones (else None: the converter takes it)."""
+    shape = _shape(value)
+    if ctx.op_type == "Flatten":
+        axis = int(ctx.attr("axis", 1))
+        axis = axis + len(shape) if axis < 0 else axis
+        if any(size < 0 for size in shape[axis:]):
+            return None
+        return merging(value, axis, (math.prod(shape[axis:]),))
+    target = ctx.static_value(1)
+    if not isinstance(target, np.ndarray) or target.ndim != 1 or target.size == 0 or int(target[0]) != -1:
+        return None
+    rest = tuple(int(d) for d in target[1:])
+    if any(d <= 0 for d in rest):
+        return None
+    for rows in range(len(shape), 0, -1):
+        if math.prod(shape[rows:]) == math.prod(rest) and all(s >= 0 for s in shape[rows:]):
+            return merging(value, rows, rest)
+    return None
+
+
+def convert(
+    ctx: NodeContext,
+    dims: RunTimeDims,
+    producers: Mapping[str, onnx.NodeProto],
+    convert_node: Callable[[onnx.NodeProto], list],
+) -> list | None:
+    """The results of a node that reads a `Merged`, or None when it reads none.
+    `convert_node` converts a node the function makes up (with the importer's
+    converters, in its environment)."""
+    inputs = [ctx.static_value(n) if ctx.has_input(n) else None for n in range(len(ctx.node.input))]
+    if ctx.op_type == "Shape" and isinstance(inputs[0], IndexExpr):
+        return [_index_shape(ctx, inputs[0])]
+    if ctx.op_type == "Gather" and isinstance(inputs[0], Merged) and isinstance(inputs[1], IndexExpr):
+        return _gather(ctx, inputs[0], dims, producers, convert_node)
+    index = _index_arithmetic(ctx, dims)
+    if index is not None:
+        return index
+    if any(isinstance(v, IndexExpr) for v in inputs):
+        raise StaticShapesOnly(f"{ctx.label} reads an index of run-time sizes")
+    merged = [n for n, value in enumerate(inputs) if isinstance(value, Merged)]
+    if not merged:
+        return None
+    handler = _HANDLERS.get(ctx.op_type)
+    if handler is None or merged != [0]:
+        raise StaticShapesOnly(f"{ctx.label} reads a tensor whose run-time dimensions are merged")
+    return handler(ctx, ctx.static_value(0), dims, producers, convert_node)
+
+
+def _reshape(ctx, merged: Merged, dims, producers, convert_node) -> list:
+    """Reshape of a merged tensor: the reshape of the tensor before the merge."""
+    if any(int(d) == 0 for d in np.asarray(_known_or_empty(ctx, 1))) and not ctx.attr("allowzero", 0):
+        raise StaticShapesOnly(f"{ctx.label} copies a dimension of a merged tensor")
+    return _on_value(ctx, merged, convert_node, ctx.node)
+
+
+def _known_or_empty(ctx: NodeContext, index: int) -> np.ndarray:
+    value = ctx.static_value(index)
+    return value if isinstance(value, np.ndarray) else np.zeros(0, np.int64)
+
+
+def _on_value(ctx: NodeContext, merged: Merged, convert_node, node: onnx.NodeProto) -> list:
+    """`node` converted with its input 0 the tensor before the merge."""
+    name = node.input[0]
+    ctx.bind(name, merged.value)
+    try:
+        return convert_node(node)
+    finally:
+        ctx.bind(name, merged)
+
+
+def _product(ctx, merged: Merged, dims, producers, convert_node) -> list:
+    """Gemm (alpha, beta, transB; not transA) or MatMul of a merged tensor's rows by a
+    second operand of static shape: the product of the tensor before the merge, merged
+    again."""
+    if len(merged.rest) != 1 or ctx.attr("transA", 0):
+        raise StaticShapesOnly(f"{ctx.label}: a product of a merged tensor of this shape")
+    b = ctx.static_value(1)
+    b_shape = tuple(b.shape) if isinstance(b, np.ndarray) else _shape(b)
+    if len(b_shape) != 2 or any(size < 0 for size in b_shape):
+        raise StaticShapesOnly(f"{ctx.label}: a product of a merged tensor by run-time sizes")
+    label = ctx.node.output[0]
+    nodes: list[onnx.NodeProto] = []
+    constants: dict[str, np.ndarray] = {}
+
+    def fresh(kind: str) -> str:
+        return f"{label}/{kind}"
+
+    weight = ctx.node.input[1]
+    if ctx.op_type == "Gemm" and ctx.attr("transB", 0):
+        nodes.append(helper.make_node("Transpose", [weight], [fresh("b_t")], perm=[1, 0]))
+        weight = fresh("b_t")
+    nodes.append(helper.make_node("MatMul", [ctx.node.input[0], weight], [fresh("product")]))
+    result = fresh("product")
+    if ctx.op_type == "Gemm":
+        alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
+        if alpha != 1.0:
+            constants[fresh("alpha")] = np.array(alpha, np.float32)
+            nodes.append(helper.make_node("Mul", [result, fresh("alpha")], [fresh("scaled")]))
+            result = fresh("scaled")
+        if ctx.has_input(2):
+            bias = ctx.node.input[2]
+            if beta != 1.0:
+                constants[fresh("beta")] = np.array(beta, np.float32)
+                nodes.append(helper.make_node("Mul", [bias, fresh("beta")], [fresh("bias")]))
+                bias = fresh("bias")
+            nodes.append(helper.make_node("Add", [result, bias], [fresh("biased")]))
+            result = fresh("biased")
+    for name, array in constants.items():
+        ctx.bind(name, array)
+    ctx.bind(ctx.node.input[0], merged.value)
+    try:
+        for node in nodes:
+            (value,) = convert_node(node)
+            ctx.bind(node.output[0], value)
+    finally:
+        ctx.bind(ctx.node.input[0], merged)
+    product = ctx.lookup(result)
+    assert isinstance(product, SSAValue)
+    columns = b_shape[0] if weight != ctx.node.input[1] else b_shape[1]
+    again = merging(product, merged.rows, (columns,))
+    if again is None:
+        raise StaticShapesOnly(f"{ctx.label}: its product does not merge again")
+    return [again]
+
+
+def _shape_of(ctx, merged: Merged, dims, producers, convert_node) -> list:
+    """Shape of a merged tensor: its first element the product of the merged sizes."""
+    leading: list[str] = []
+    static = 1
+    for d, size in enumerate(_shape(merged.value)[: merged.rows]):
+        if size >= 0:
+            static *= size
+            continue
+        name = dims.name(merged.value, d)
+        if name is None:
+            raise StaticShapesOnly(f"{ctx.label}: a merged dimension of no input")
+        leading.append(name)
+    first = SizeExpr(" * ".join([*leading, *([str(static)] if static != 1 else [])]))
+    elements = np.array([first, *merged.rest], dtype=object)
+    return [shape_value(elements[selected_dimensions(ctx, len(elements))], np.int64)]
+
+
+def _index_shape(ctx: NodeContext, index: IndexExpr) -> ShapeValue | np.ndarray:
+    elements = [Size(name) if name is not None else size for size, name in zip(index.shape, index.names)]
+    if any(size < 0 and name is None for size, name in zip(index.shape, index.names)):
+        raise StaticShapesOnly(f"{ctx.label}: a dimension of an index of no input")
+    selected = elements[selected_dimensions(ctx, len(elements))]
+    return shape_value(np.array(selected, dtype=object), np.int64)
+
+
+def _gather(ctx, merged: Merged, dims, producers, convert_node) -> list:
+    """Gather along axis 0 of a merged tensor [b * s, ..] at `b * s_size + s`, the
+    index of each element before the merge (`flat_index`): those elements, in place."""
+    if int(ctx.attr("axis", 0)) != 0:
+        raise StaticShapesOnly(f"{ctx.label}: a gather of a merged tensor along another axis")
+    indices = _index_of(ctx.static_value(1), dims)
+    if indices is None:
+        raise StaticShapesOnly(f"{ctx.label}: a merged tensor gathered at other indices")
+    source = _shape(merged.value)
+    sizes = []
+    for d, size in enumerate(source[: merged.rows]):
+        sizes.append(size if size >= 0 else dims.name(merged.value, d))
+    placed = flat_index(ctx.node.input[1], producers, ctx, sizes)
+    if placed is None:
+        raise StaticShapesOnly(f"{ctx.label}: a merged tensor gathered at other indices")
+    index_shape = indices.shape
+    # each merged dimension at the index axis its range is on, the others of size 1
+    target = [1] * len(index_shape)
+    order = []
+    for d, axis in enumerate(placed):
+        if axis is None:
+            if source[d] != 1:
+                raise StaticShapesOnly(f"{ctx.label}: a merged dimension the index does not range over")
+            continue
+        target[axis] = source[d]
+        order.append(axis)
+    if order != sorted(order) or any(
+        index_shape[a] != 1 for a in range(len(index_shape)) if a not in order
+    ):
+        raise StaticShapesOnly(f"{ctx.label}: the index moves the merged dimensions")
+    return [ctx.emit(graph.ReshapeOp(merged.value, (*target, *merged.rest))).results[0]]
+
+
+def flat_index(
+    name: str,
+    producers: Mapping[str, onnx.NodeProto],
+    ctx: NodeContext,
+    sizes: list[int | str | None],
+) -> list[int | None] | None:
+    """When ONNX value `name` is the row-major index of a tensor of dimensions `sizes`
+    (ints, or the names of run-time sizes), `sum_d range_d * stride_d` with each
+    `range_d` a `Range(0, sizes[d], 1)` of run-time size unsqueezed to an axis of its
+    own: for each dimension, the axis of the index its range is on (None for a static
+    one of size 1). None otherwise."""
+    terms = _affine(name, producers, ctx, 0)
+    if terms is None:
+        return None
+    placed: list[int | None] = [None] * len(sizes)
+    for d in range(len(sizes)):
+        # the row-major stride of dimension d: the product of the sizes after it
+        later = sizes[d + 1 :]
+        stride_names = sorted(s for s in later if isinstance(s, str))
+        stride_static = math.prod(s for s in later if isinstance(s, int))
+        match = [
+            (axis, term) for axis, term in terms.items()
+            if term[0] == sizes[d] and term[1] == stride_static and term[2] == tuple(stride_names)
+        ]  # fmt: skip
+        if isinstance(sizes[d], str):
+            if len(match) != 1:
+                return None
+            placed[d] = match[0][0]
+        elif sizes[d] != 1:
+            return None
+    if len(terms) != sum(p is not None for p in placed):
+        return None
+    return placed
+
+
+# An affine index: for each axis of the index tensor, (the size name its range covers,
+# its static coefficient, the size names of its coefficient, sorted).
+_Terms = dict[int, tuple[str, int, tuple[str, ...]]]
+
+
+def _affine(name: str, producers, ctx: NodeContext, depth: int) -> _Terms | None:
+    """The terms of ONNX value `name` as an affine index of ranges (see `flat_index`)."""
+    node = producers.get(name)
+    if node is None or depth > 16:
+        return None
+    inputs = list(node.input)
+    if node.op_type == "Cast" or node.op_type == "Identity":
+        return _affine(inputs[0], producers, ctx, depth + 1)
+    if node.op_type == "Range":
+        start, limit, delta = (ctx.lookup(n) for n in inputs)
+        if not (_is_int(start, 0) and _is_int(delta, 1) and isinstance(limit, ShapeValue)):
+            return None
+        (size,) = limit.elements.reshape(-1).tolist()
+        return {0: (size.name, 1, ())} if isinstance(size, Size) else None
+    if node.op_type == "Unsqueeze":
+        attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+        axes = ctx.lookup(inputs[1]) if len(inputs) > 1 else attributes.get("axes")
+        axes_list = [int(a) for a in np.asarray(axes).reshape(-1)] if axes is not None else None
+        terms = _affine(inputs[0], producers, ctx, depth + 1)
+        value = _shape_or_none(ctx.lookup(inputs[0]))
+        if terms is None or axes_list is None or value is None:
+            return None
+        rank = len(value) + len(axes_list)
+        kept = [a for a in range(rank) if a not in {x % rank for x in axes_list}]
+        return {kept[axis]: term for axis, term in terms.items()}
+    if node.op_type == "Mul":
+        for first, second in ((0, 1), (1, 0)):
+            terms = _affine(inputs[first], producers, ctx, depth + 1)
+            factor = ctx.lookup(inputs[second])
+            if terms is None:
+                continue
+            scale = _scalar(factor)
+            if scale is None:
+                return None
+            static, names = scale
+            return {
+                axis: (size, coefficient * static, tuple(sorted((*known, *names))))
+                for axis, (size, coefficient, known) in terms.items()
+            }
+        return None
+    if node.op_type == "Add":
+        left = _affine(inputs[0], producers, ctx, depth + 1)
+        right = _affine(inputs[1], producers, ctx, depth + 1)
+        a, b = (_shape_or_none(ctx.lookup(n)) for n in inputs[:2])
+        if left is None or right is None or a is None or b is None:
+            return None
+        rank = max(len(a), len(b))
+        left = {axis + rank - len(a): t for axis, t in left.items()}
+        right = {axis + rank - len(b): t for axis, t in right.items()}
+        if set(left) & set(right):
+            return None
+        return {**left, **right}
+    return None
+
+
+def _shape_or_none(value: object) -> tuple[int, ...] | None:
+    if isinstance(value, IndexExpr):
+        return value.shape
+    if isinstance(value, SSAValue) and isinstance(value.type, TensorType):
+        return _shape(value)
+    return None
+
+
+def _is_int(value: object, expected: int) -> bool:
+    return isinstance(value, np.ndarray) and value.size == 1 and int(value.reshape(-1)[0]) == expected
+
+
+def _scalar(value: object) -> tuple[int, tuple[str, ...]] | None:
+    """A one-element int or size as (static factor, size names)."""
+    if isinstance(value, np.ndarray) and value.size == 1 and value.dtype.kind in "iu":
+        return int(value.reshape(-1)[0]), ()
+    if isinstance(value, ShapeValue) and value.elements.size == 1:
+        (element,) = value.elements.reshape(-1).tolist()
+        if isinstance(element, Size):
+            return 1, (element.name,)
+    return None
+
+
+_HANDLERS: dict[str, Callable] = {
+    "Reshape": _reshape,
+    "Gemm": _product,
+    "MatMul": _product,
+    "Shape": _shape_of,
+    "Gather": _gather,
+}
