@@ -298,6 +298,55 @@ def exported_token_model(
     return _token_model("exported_token_model", nodes, outputs, constants)
 
 
+def dynamo_masked_scores(width: int = 16, heads: int = 4, seed: int = 0) -> onnx.ModelProto:
+    """The idioms torch.export's exporter writes for transformers' attention, on
+    input_ids and attention_mask [batch, sequence] (int64): the padding mask gathered
+    (`GatherND`) at the pairs (b, s) of `Range`s `Expand`ed to [batch, 1, 1, seq] (the
+    shape of their `Max`) and concatenated; k transposed for the scores through
+    [batch * heads, seq, head] (`Reshape [-1, seq, head]`, `Transpose [0, 2, 1]`,
+    `Reshape` back). y [batch, sequence, width]: softmax(q k^T + mask bias) v, heads
+    merged."""
+    rng = np.random.default_rng(seed)
+    head = width // heads
+    nodes = make = _Nodes()
+    shape = make("Shape", ["input_ids"], "shape")
+    b = make("Gather", [shape, "zero"], "b", axis=0)
+    s = make("Gather", [shape, "one"], "s", axis=0)
+    b1, s1 = make("Unsqueeze", [b, "axis0"], "b1"), make("Unsqueeze", [s, "axis0"], "s1")
+    hidden = make("Gather", ["wte", "input_ids"], "h")
+    split = make("Concat", [b1, s1, "heads1", "head1"], "split", axis=0)
+    q, k, v = (
+        make("Transpose", [make("Reshape", [hidden, split], f"{n}4")], n, perm=[0, 2, 1, 3])
+        for n in "qkv"
+    )
+    flat = make("Reshape", [k, make("Concat", ["minus1", s1, "head1"], "flat", axis=0)], "k3")
+    kt = make("Transpose", [flat], "kt3", perm=[0, 2, 1])
+    kt = make("Reshape", [kt, make("Concat", [b1, "heads1", "head1", s1], "kt_shape", axis=0)], "kt")
+    # the padding mask at the pairs (b, s)
+    rows = make("Unsqueeze", [make("Range", ["zero", b, "one"], "rb"), "axes123"], "rows")
+    columns = make("Unsqueeze", [make("Range", ["zero", s, "one"], "rs"), "axes012"], "columns")
+    grid = make("Shape", [make("Max", [rows, columns], "grid")], "grid_shape")
+    pairs = [
+        make("Unsqueeze", [make("Expand", [r, grid], f"{r}_full"), "minus1"], f"{r}_pairs")
+        for r in (rows, columns)
+    ]
+    index = make("Concat", pairs, "index", axis=-1)
+    mask = make("GatherND", [make("Cast", ["attention_mask"], "m", to=TensorProto.BOOL), index], "mask")
+    bias = make("Where", [mask, "zero_f", "minus_f"], "bias")
+    scores = make("Add", [make("MatMul", [q, kt], "qk"), bias], "scores")
+    attended = make("MatMul", [make("Softmax", [scores], "p", axis=-1), v], "attended")
+    merged = make("Transpose", [attended], "merged", perm=[0, 2, 1, 3])
+    make("Reshape", [merged, make("Concat", [b1, s1, "width1"], "out_shape", axis=0)], "y")
+    constants = {
+        "wte": rng.standard_normal((50, width)), "zero": np.array(0, np.int64),
+        "one": np.array(1, np.int64), "axis0": np.array([0], np.int64),
+        "axes123": np.array([1, 2, 3], np.int64), "axes012": np.array([0, 1, 2], np.int64),
+        "minus1": np.array([-1], np.int64), "heads1": np.array([heads], np.int64),
+        "head1": np.array([head], np.int64), "width1": np.array([width], np.int64),
+        "zero_f": np.array(0.0, np.float32), "minus_f": np.array(-10000.0, np.float32),
+    }  # fmt: skip
+    return _token_model("dynamo_masked_scores", nodes, width, constants)
+
 def _token_model(
     name: str, nodes: list[onnx.NodeProto], width: int, constants: dict[str, np.ndarray]
 ) -> onnx.ModelProto:
@@ -333,6 +382,7 @@ def _self_attention(
 
 __all__ = [
     "attention",
+    "dynamo_masked_scores",
     "encoder_block",
     "exported_attention",
     "exported_token_model",

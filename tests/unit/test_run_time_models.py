@@ -21,6 +21,7 @@ from strato.specializing import ShapeSpecializingModel
 from strato.targets.llvm.model import LLVMCompiledModel
 from strato.testing.dynamic_models import (
     attention,
+    dynamo_masked_scores,
     encoder_block,
     exported_attention,
     exported_token_model,
@@ -219,6 +220,18 @@ def test_the_exporters_token_idioms_compile_once():
     assert "graph.broadcast_to %types like %input_ids : (tensor<1x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>" in text
     assert "graph.dense" in text or "graph.matmul %h" in text  # the Conv1D on [batch, seq, 16]
     assert "(tensor<?x?xi1>) -> tensor<?x1x1x?x1xi1>" in text  # the mask gathered in place
+    _check_token_model(proto, ((1, 1), (2, 7), (3, 64), (1, 3)))
+
+
+def test_the_dynamo_exporters_attention_idioms_compile_once():
+    """The padding mask gathered (GatherND) at pairs of Ranges expanded to the shape of
+    their Max and concatenated: the mask in place; k transposed through [batch * heads,
+    seq, head] and back: a transpose of the unmerged k."""
+    proto = dynamo_masked_scores(width=16, heads=4)
+    text = str(import_onnx(proto, run_time_dims=True).module)
+    assert "graph.gather_nd" not in text and "graph.concat" not in text
+    assert "(tensor<?x?xi1>) -> tensor<?x1x1x?xi1>" in text  # the mask in place
+    assert "graph.transpose %k [0, 1, 3, 2] : (tensor<?x4x?x4xf32>) -> tensor<?x4x4x?xf32>" in text
     _check_token_model(proto, ((1, 1), (2, 7), (3, 64), (1, 3)))
 
 

@@ -369,7 +369,7 @@ class _GraphImporter:
         if node.op_type in ("Reshape", "Flatten") and node.domain in _DEFAULT_DOMAINS:
             value = ctx.static_value(0)
             if isinstance(value, SSAValue) and run_time_axes(value):
-                merged = merged_dims.of_reshape(ctx, value)
+                merged = merged_dims.of_reshape(ctx, value, dims)
                 if merged is not None:
                     return [merged]
         if node.domain in _DEFAULT_DOMAINS and node.op_type in RUN_TIME_ONNX_OPS:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import onnx
 from onnx import helper
-from xdsl.dialects.builtin import TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
@@ -136,21 +136,26 @@ def _shape(value: SSAValue) -> tuple[int, ...]:
 
 def merging(value: SSAValue, rows: int, rest: tuple[int, ...]) -> Merged | None:
     """A `Merged` of `value` when merging its first `rows` dimensions joins run-time ones
-    and the rest is static with as many elements; None otherwise."""
+    with others, and the rest is `value`'s dimensions after them (`rest` has `?` where
+    they are of run-time size), or static with as many elements; None otherwise."""
     shape = _shape(value)
-    if not 0 < rows <= len(shape) or any(size < 0 for size in shape[rows:]):
+    if not 0 < rows <= len(shape):
         return None
     joined = [size for size in shape[:rows] if size != 1]
     if len(joined) < 2 or all(size >= 0 for size in joined):
         return None  # a graph.reshape takes it
-    if math.prod(shape[rows:]) != math.prod(rest) or any(size < 0 for size in rest):
+    after = tuple(shape[rows:])
+    if after != tuple(rest) and (
+        any(size < 0 for size in (*after, *rest)) or math.prod(after) != math.prod(rest)
+    ):
         return None
     return Merged(value, rows, tuple(rest))
 
 
-def of_reshape(ctx: NodeContext, value: SSAValue) -> Merged | None:
+def of_reshape(ctx: NodeContext, value: SSAValue, dims: RunTimeDims) -> Merged | None:
     """Reshape or Flatten of `value`, a tensor of run-time dimensions, as a `Merged`
-    when it merges its leading ones (else None: the converter takes it)."""
+    when it merges its leading ones into the first (a Reshape to [-1, ...], whose rest
+    is static or `value`'s own dimensions), else None: the converter takes it."""
     shape = _shape(value)
     if ctx.op_type == "Flatten":
         axis = int(ctx.attr("axis", 1))
@@ -159,14 +164,34 @@ def of_reshape(ctx: NodeContext, value: SSAValue) -> Merged | None:
             return None
         return merging(value, axis, (math.prod(shape[axis:]),))
     target = ctx.static_value(1)
-    if not isinstance(target, np.ndarray) or target.ndim != 1 or target.size == 0 or int(target[0]) != -1:
+    if isinstance(target, ShapeValue):
+        elements = target.elements.tolist() if target.elements.ndim == 1 else []
+    elif isinstance(target, np.ndarray) and target.ndim == 1:
+        elements = [int(d) for d in target]
+    else:
         return None
-    rest = tuple(int(d) for d in target[1:])
-    if any(d <= 0 for d in rest):
+    if not elements or elements[0] != -1:
         return None
-    for rows in range(len(shape), 0, -1):
-        if math.prod(shape[rows:]) == math.prod(rest) and all(s >= 0 for s in shape[rows:]):
-            return merging(value, rows, rest)
+    rest: list[int] = []
+    for element in elements[1:]:
+        if isinstance(element, Size):
+            rest.append(DYNAMIC_INDEX)
+        elif isinstance(element, (int, np.integer)) and element > 0:
+            rest.append(int(element))
+        else:
+            return None
+    for rows in range(len(shape) - 1, 0, -1):
+        after = shape[rows:]
+        named = [
+            element for element in elements[1:] if isinstance(element, Size)
+        ]  # fmt: skip
+        runs = [dims.name(value, rows + d) for d, size in enumerate(after) if size < 0]
+        if len(after) == len(rest) and [e.name for e in named] == runs and all(
+            a == r for a, r in zip(after, rest) if r >= 0
+        ):
+            return merging(value, rows, tuple(after))
+        if not named and all(size >= 0 for size in after) and math.prod(after) == math.prod(rest):
+            return merging(value, rows, tuple(rest))
     return None
 
 
@@ -184,6 +209,12 @@ def convert(
         return [_index_shape(ctx, inputs[0])]
     if ctx.op_type == "Gather" and isinstance(inputs[0], Merged) and isinstance(inputs[1], IndexExpr):
         return _gather(ctx, inputs[0], dims, producers, convert_node)
+    if ctx.op_type == "GatherND" and isinstance(inputs[0], SSAValue) and isinstance(inputs[1], IndexExpr):
+        return _gather_nd(ctx, inputs[0], dims, producers)
+    if ctx.op_type == "Concat":
+        tuples = _index_tuple(ctx, inputs, dims)
+        if tuples is not None:
+            return [tuples]
     index = _index_arithmetic(ctx, dims)
     if index is not None:
         return index
@@ -259,7 +290,7 @@ def _product(ctx, merged: Merged, dims, producers, convert_node) -> list:
             result = fresh("biased")
     for name, array in constants.items():
         ctx.bind(name, array)
-    ctx.bind(ctx.node.input[0], merged.value)
+    ctx.bind(ctx.node.input[0], _aligned(ctx, merged))
     try:
         for node in nodes:
             (value,) = convert_node(node)
@@ -273,6 +304,16 @@ def _product(ctx, merged: Merged, dims, producers, convert_node) -> list:
     if again is None:
         raise StaticShapesOnly(f"{ctx.label}: its product does not merge again")
     return [again]
+
+
+def _aligned(ctx: NodeContext, merged: Merged) -> SSAValue:
+    """The tensor before the merge with its dimensions after the merged ones reshaped to
+    the merged tensor's (a static reshape)."""
+    shape = _shape(merged.value)
+    if tuple(shape[merged.rows :]) == merged.rest:
+        return merged.value
+    target = (*shape[: merged.rows], *merged.rest)
+    return ctx.emit(graph.ReshapeOp(merged.value, target)).results[0]
 
 
 def _shape_of(ctx, merged: Merged, dims, producers, convert_node) -> list:
@@ -290,6 +331,57 @@ def _shape_of(ctx, merged: Merged, dims, producers, convert_node) -> list:
     first = SizeExpr(" * ".join([*leading, *([str(static)] if static != 1 else [])]))
     elements = np.array([first, *merged.rest], dtype=object)
     return [shape_value(elements[selected_dimensions(ctx, len(elements))], np.int64)]
+
+
+def _index_tuple(ctx: NodeContext, inputs: list, dims: RunTimeDims) -> IndexExpr | None:
+    """Concat along the last axis, of size 1, of integer tensors of one shape of run-time
+    dimensions (the positions of a GatherND, one per axis of its data): an `IndexExpr`."""
+    parts = [_index_of(value, dims) for value in inputs]
+    if not parts or any(p is None or isinstance(v, IndexExpr) for p, v in zip(parts, inputs)):
+        return None
+    shapes = {p.shape for p in parts}  # type: ignore[union-attr]
+    if len(shapes) != 1:
+        return None
+    (shape,) = shapes
+    axis = int(ctx.attr("axis", 0))
+    if axis not in (-1, len(shape) - 1) or shape[-1] != 1:
+        return None
+    first = parts[0]
+    assert first is not None
+    return IndexExpr((*shape[:-1], len(parts)), (*first.names[:-1], None))
+
+
+def _gather_nd(ctx: NodeContext, data: SSAValue, dims: RunTimeDims, producers) -> list:
+    """GatherND (no batch dimensions) of `data` at the tuples of positions (`Range`s of
+    its sizes, `Expand`ed and `Unsqueeze`d to one shape and concatenated): `data`'s
+    elements in place."""
+    if int(ctx.attr("batch_dims", 0)) != 0:
+        raise StaticShapesOnly(f"{ctx.label}: a GatherND of batch dimensions at run-time indices")
+    indices = ctx.static_value(1)
+    assert isinstance(indices, IndexExpr)
+    node = producers.get(ctx.node.input[1])
+    source = _shape(data)
+    count = indices.shape[-1]
+    if node is None or node.op_type != "Concat" or len(node.input) != count or count > len(source):
+        raise StaticShapesOnly(f"{ctx.label}: a GatherND at other indices")
+    target = [1] * (len(indices.shape) - 1)
+    order = []
+    for d, name in enumerate(node.input):
+        terms = _affine(name, producers, ctx, 0)
+        wanted = dims.name(data, d) if source[d] < 0 else None
+        if terms is None or len(terms) != 1 or wanted is None:
+            raise StaticShapesOnly(f"{ctx.label}: a GatherND at other indices")
+        ((axis, (size, coefficient, names)),) = terms.items()
+        if size != wanted or coefficient != 1 or names or axis >= len(target):
+            raise StaticShapesOnly(f"{ctx.label}: a GatherND at other indices")
+        target[axis] = source[d]
+        order.append(axis)
+    if order != sorted(set(order)) or any(
+        indices.shape[a] != 1 for a in range(len(target)) if a not in order
+    ):
+        raise StaticShapesOnly(f"{ctx.label}: the indices move the gathered dimensions")
+    shape = (*target, *source[count:])
+    return [ctx.emit(graph.ReshapeOp(data, shape)).results[0]]
 
 
 def _index_shape(ctx: NodeContext, index: IndexExpr) -> ShapeValue | np.ndarray:
@@ -398,6 +490,14 @@ def _affine(name: str, producers, ctx: NodeContext, depth: int) -> _Terms | None
         rank = len(value) + len(axes_list)
         kept = [a for a in range(rank) if a not in {x % rank for x in axes_list}]
         return {kept[axis]: term for axis, term in terms.items()}
+    if node.op_type == "Expand":
+        # broadcast: the same terms, aligned from the right
+        terms = _affine(inputs[0], producers, ctx, depth + 1)
+        value, target = _shape_or_none(ctx.lookup(inputs[0])), ctx.lookup(node.output[0])
+        result = _shape_or_none(target)
+        if terms is None or value is None or result is None:
+            return None
+        return {axis + len(result) - len(value): term for axis, term in terms.items()}
     if node.op_type == "Mul":
         for first, second in ((0, 1), (1, 0)):
             terms = _affine(inputs[first], producers, ctx, depth + 1)
@@ -451,7 +551,23 @@ def _scalar(value: object) -> tuple[int, tuple[str, ...]] | None:
     return None
 
 
+def _transpose(ctx, merged: Merged, dims, producers, convert_node) -> list:
+    """Transpose of a merged tensor that keeps the merged dimension first: the
+    transpose of the tensor before the merge, merged again."""
+    perm = [int(p) for p in ctx.attr("perm", [])]
+    if not perm or perm[0] != 0:
+        raise StaticShapesOnly(f"{ctx.label}: a transpose that moves merged dimensions")
+    rows = merged.rows
+    full = [*range(rows), *(rows + p - 1 for p in perm[1:])]
+    value = ctx.emit(graph.TransposeOp(_aligned(ctx, merged), full)).results[0]
+    again = merging(value, rows, tuple(_shape(value)[rows:]))
+    if again is None:
+        raise StaticShapesOnly(f"{ctx.label}: its transpose does not merge again")
+    return [again]
+
+
 _HANDLERS: dict[str, Callable] = {
+    "Transpose": _transpose,
     "Reshape": _reshape,
     "Gemm": _product,
     "MatMul": _product,
