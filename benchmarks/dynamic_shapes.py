@@ -21,6 +21,9 @@ in `benchmarks/.torch_corpus/dynamic/`):
   (2, 256)) and mha (4 heads split and merged by Reshape and Transpose, 256 wide, at
   the same sizes).
 
+`--compile-once` compiles the exported models once for every size too (by default
+`strato.compile` decides: their attention compiles per size, which runs faster).
+
 Per size: the first call's seconds (the compile for that size, or for a size along which
 the model is separable only the check of its import: `strato.separable`), the sizes
 compiled so far, the largest difference from onnxruntime, then the median latency of the
@@ -239,6 +242,11 @@ def main(argv: list[str] | None = None) -> int:
         "--exporter", choices=["torchscript", "dynamo"], default="torchscript",
         help="torch's exporter (dynamo: torch.export with dynamic Dims)",
     )  # fmt: skip
+    parser.add_argument(
+        "--compile-once", action="store_true",
+        help="compile the exported models once for every size too (run_time_dims=True; by "
+        "default strato.compile decides, and compiles their attention per size)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
 
     import onnxruntime
@@ -256,7 +264,8 @@ def main(argv: list[str] | None = None) -> int:
         path = export(name, args.exporter)
         _, make_inputs, sizes = {**MODELS, **CODE_MODELS}[name]
         start = time.perf_counter()
-        dynamic = strato.compile(str(path), run_time_dims=name in CODE_MODELS)
+        once = name in CODE_MODELS or args.compile_once
+        dynamic = strato.compile(str(path), run_time_dims=True if once else None)
         setup = time.perf_counter() - start
         per_size = isinstance(dynamic, ShapeSpecializingModel)
         if per_size:
