@@ -97,8 +97,11 @@ def compile_model(
     model's distinct kernels the target's build has compiled (a progress bar).
 
     A model whose graph inputs have dynamic dimensions that `input_shapes` leaves open
-    is compiled once for every size when all its operators take run-time dimensions
-    (`strato.frontends.onnx.importer.RUN_TIME_ONNX_OPS`): its signature names those
+    is compiled once for every size when all its operators that read tensors of those
+    dimensions take them (`strato.frontends.onnx.importer.RUN_TIME_ONNX_OPS`), and the
+    shapes it computes from them are ones the importer follows (`shape_values`,
+    `merged_dims`: the TorchScript and torch.export exports of transformers' BERT and
+    GPT-2 are such models): its signature names those
     dimensions (`TensorSpec.dims`) and each call runs at its arrays' sizes. Its kernels
     that compute rows apart run as blocks of rows of static sizes, scheduled as a
     compile per size's; the others (attention's products, which schedules do not take)

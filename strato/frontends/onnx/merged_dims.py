@@ -9,18 +9,22 @@ the product of two of them. Exporters merge them all the same, for one op and ba
 
 or flatten a padding mask [batch, seq] to gather it at `b * seq + s` (transformers'
 attention masks). Such a value is imported as a `Merged`: the tensor before the merge,
-`value`, and how many of its leading dimensions the merge joins into the first, `rows`,
-the rest of the merged shape being static. The ops that take one compute on `value`
-instead:
+`value`, how many of its leading dimensions the merge joins into the first, `rows`, and
+the rest of the merged shape (`value`'s own dimensions after them, or static sizes of
+as many elements). The ops that take one compute on `value` instead:
 
 - Reshape to any shape: the reshape of `value` (the elements in the same order);
 - Gemm (no transA) and MatMul with a second operand of static shape: the product of
   `value`'s rows, merged again;
+- Transpose keeping the merged dimension first (torch.export's k transposed through
+  [batch * heads, seq, head]): the transpose of `value`, merged again;
 - Shape: the merged shape (its first element the product of the sizes);
 - Gather along the first axis of a merged Flatten, at the index `b * seq + s` built from
   `Range`s of the merged sizes (`flat_index`): `value`'s elements in place.
 
-Any other op that reads a `Merged` imports the model with static shapes
+The index itself, and the pairs (b, s) torch.export's GatherND reads, are `IndexExpr`s:
+tensors only those gathers read, which follow the ONNX nodes that computed them. Any
+other op that reads a `Merged` or an `IndexExpr` imports the model with static shapes
 (`StaticShapesOnly`).
 """
 
@@ -49,8 +53,8 @@ from strato.frontends.onnx.shape_values import (
 
 
 class Merged:
-    """`value` reshaped to [product of its first `rows` dimensions, *rest] (rest
-    static, with the product of `value`'s dimensions after `rows`)."""
+    """`value` reshaped to [product of its first `rows` dimensions, *rest] (`rest`:
+    `value`'s dimensions after `rows`, or static ones of as many elements)."""
 
     def __init__(self, value: SSAValue, rows: int, rest: tuple[int, ...]):
         self.value = value
