@@ -20,6 +20,7 @@ quantization = pytest.importorskip("onnxruntime.quantization")
 import strato
 from strato.dialects import graph
 from strato.frontends.onnx import import_model
+from strato.testing.int8_reference import onnxruntime_is_exact
 from strato.transforms.graph_fold_qdq import GraphFoldQdqPass
 
 
@@ -113,21 +114,11 @@ def _host_features() -> set[str]:
     return machine_features(host_target().features)
 
 
-def _onnxruntime_is_exact() -> bool:
-    """Whether onnxruntime computes u8 x s8 products exactly on this host: on x86
-    without VNNI it sums pairs of them in int16 (vpmaddubsw), which saturates, so its
-    results there differ from ONNX's reference (strato's do not)."""
-    from strato.targets.llvm.host import host_target
-
-    if "x86" not in host_target().triple:
-        return True
-    return bool(_host_features() & {"avx512vnni", "avxvnni"})
-
-
 def _check(model, actual, x) -> None:
-    """`actual` equals ONNX's reference, and onnxruntime's where it is exact."""
+    """`actual` equals ONNX's reference, and onnxruntime's where it is exact
+    (`strato.testing.int8_reference`)."""
     np.testing.assert_array_equal(actual, _reference(model, x))
-    if _onnxruntime_is_exact():
+    if onnxruntime_is_exact():
         np.testing.assert_array_equal(actual, _onnxruntime(model, x))
 
 
