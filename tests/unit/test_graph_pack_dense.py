@@ -123,7 +123,9 @@ def test_packed_dense_compiles_without_a_weight_copy():
     ctx, module, x = dense_module((10, 1), 40, 96, True, seed=1)
     expected = run_graph(module, [x])
     signature = Signature.from_function(entry_function(module), ["x"], ["y"])
-    run_pipeline(ctx, module, f"graph-pack-dense{{lanes=16}},graph-fuse-ops,{LOWER_TO_LOOPS},schedule-default")
+    # the tile the weights are packed for: 16 lanes, as schedule-default is told (not the host's)
+    pipeline = f"graph-pack-dense{{lanes=16}},graph-fuse-ops,{LOWER_TO_LOOPS},schedule-default{{lanes=16 registers=32}}"
+    run_pipeline(ctx, module, pipeline)
     stages = {op.attributes["stage"].data for op in module.walk() if "stage" in op.attributes}
     assert "matmul" in stages
     # a copy of the weights would be a cache_read stage, matmul.<weight>.local
