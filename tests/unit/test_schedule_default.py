@@ -182,6 +182,18 @@ def compiled(proto: onnx.ModelProto, *, scheduled: bool):
     return build_loops(imported.module, imported.function_name, signature)
 
 
+@pytest.fixture(autouse=True)
+def avx512_vectors(monkeypatch):
+    """The tests' expected tiles are those of the machine they were written for: 16
+    fp32 lanes in 32 vector registers (AVX-512). The host's CPU may have others (AVX2:
+    8 in 16); the target plans for these numbers whatever the host, and the code it
+    builds still runs on the host (LLVM splits the wider vectors)."""
+    from strato.targets.llvm import host
+
+    monkeypatch.setattr(host, "vector_lanes", lambda machine, itemsize=4: 64 // itemsize)
+    monkeypatch.setattr(host, "vector_registers", lambda machine: 32)
+
+
 def loop_module(proto: onnx.ModelProto) -> ModuleOp:
     """The model lowered to unscheduled loop-level kernels, as the llvm target does."""
     imported = import_onnx(proto)
