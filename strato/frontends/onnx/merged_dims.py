@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import onnx
 from onnx import helper
-from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, IntegerType, TensorType
 from xdsl.ir import SSAValue
 
 from strato.dialects import graph
@@ -90,7 +90,7 @@ def _index_of(value: object, dims: RunTimeDims) -> IndexExpr | None:
     if not isinstance(value, SSAValue) or not isinstance(value.type, TensorType):
         return None
     element = value.type.element_type
-    if not hasattr(element, "width") or element.width.data == 1:
+    if not isinstance(element, IntegerType) or element.width.data == 1:
         return None
     shape = _shape(value)
     if not any(size < 0 for size in shape):

@@ -37,6 +37,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir import SSAValue
 
 from strato.dialects.graph.dims import RunTimeDims
+from strato.dialects.tensor_types import is_run_time
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
 
 
@@ -456,7 +457,7 @@ def convert(ctx: NodeContext, dims: RunTimeDims) -> list | None:
     `ShapeValue` raises `StaticShapesOnly`."""
     inputs = [ctx.static_value(i) if ctx.has_input(i) else None for i in range(len(ctx.node.input))]
     symbolic = [n for n, value in enumerate(inputs) if isinstance(value, ShapeValue)]
-    if ctx.op_type == "Shape" and isinstance(inputs[0], SSAValue) and _is_run_time(inputs[0]):
+    if ctx.op_type == "Shape" and isinstance(inputs[0], SSAValue) and is_run_time(inputs[0].type):
         return of_tensor(ctx, inputs[0], dims)
     if not symbolic:
         return None
@@ -566,7 +567,3 @@ def like_for(ctx: NodeContext, needs: dict[int, Size], rank: int, dims: RunTimeD
         ):
             return value
     raise StaticShapesOnly(f"{ctx.label}: no tensor of the sizes it broadcasts to")
-
-
-def _is_run_time(value: SSAValue) -> bool:
-    return isinstance(value.type, TensorType) and any(s < 0 for s in value.type.get_shape())
