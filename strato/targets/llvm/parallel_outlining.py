@@ -39,6 +39,8 @@ Parallel loops nested in an outlined loop run serially inside its body.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from xdsl.dialects import arith, func, llvm, memref, scf
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -144,20 +146,50 @@ def _fits_a_slot(type_: Attribute) -> bool:
     return is_scalar_type(type_) and element_byte_size(type_) <= 8
 
 
-def _inner_iterations(block: Block) -> int | None:
+def _inner_iterations(
+    block: Block, outside: Callable[[SSAValue], bool]
+) -> tuple[list[Operation], int | SSAValue]:
     """The innermost iterations one run of `block` makes: 1 for straight-line code, the
-    sum over its loops of trip count times their bodies' (None when a loop in it has a
-    run-time bound)."""
-    total = 0
+    sum over its loops of trip count times their bodies'. A loop to a run-time bound
+    counts that bound when `outside` says it is known before the parallel loop (a size
+    of the kernel), else once (a count computed per iteration: a guard, a tail); then
+    the count is an `index` value, computed by the ops returned (not yet inserted)."""
+    ops: list[Operation] = []
+    total: int | SSAValue = 0
     for op in block.ops:
-        if isinstance(op, ForOp):
-            if op.is_dynamic:
-                return None
-            inner = _inner_iterations(op.body.block)
-            if inner is None:
-                return None
-            total += op.trip_count * inner
-    return max(total, 1)
+        if not isinstance(op, ForOp):
+            continue
+        inner_ops, inner = _inner_iterations(op.body.block, outside)
+        ops += inner_ops
+        count: int | SSAValue = op.trip_count if not op.is_dynamic else 1
+        if op.is_dynamic and op.lb.data == 0 and op.step.data == 1 and outside(op.bound):
+            count = op.bound
+        total = _combine(arith.AddiOp, total, _combine(arith.MuliOp, count, inner, ops), ops)
+    if isinstance(total, int):
+        return ops, max(total, 1)
+    return ops, total
+
+
+def _combine(kind, a: int | SSAValue, b: int | SSAValue, ops: list[Operation]) -> int | SSAValue:
+    """`a + b` or `a * b` (`kind`, an arith op class): folded when both are static,
+    else an op appended to `ops`."""
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b if kind is arith.AddiOp else a * b
+    identity = 0 if kind is arith.AddiOp else 1
+    if a == identity:
+        return b
+    if b == identity:
+        return a
+    values = []
+    for value in (a, b):
+        if isinstance(value, int):
+            constant = arith.ConstantOp(IntegerAttr(value, IndexType()))
+            ops.append(constant)
+            value = constant.result
+        values.append(value)
+    combined = kind(*values)
+    ops.append(combined)
+    return combined.result
 
 
 def _induction_value(block: Block, iteration: SSAValue, loop: ForOp, step: SSAValue) -> SSAValue:
@@ -254,7 +286,14 @@ class _Outliner:
     # -- rewriting -------------------------------------------------------------------------
 
     def outline(self, index: int) -> None:
-        self.inner_iterations = _inner_iterations(self.loop.body.block)  # before it moves
+        # before the body moves; only a run-time trip count needs it (ops built and
+        # not inserted would hold uses of the values they read)
+        self.work_ops: list[Operation] = []
+        self.inner_iterations: int | SSAValue = 1
+        if self.loop.is_dynamic:
+            self.work_ops, self.inner_iterations = _inner_iterations(
+                self.loop.body.block, lambda value: not self._defined_inside(value)
+            )
         captures = self._captures()
         base = self._fresh_name(f"{self.function.sym_name.data}_parallel_{index}")
         body = self._body_function(base, captures)
@@ -402,13 +441,23 @@ class _Outliner:
         caller runs them all, as schedule-default decides for static loops."""
         threads = builders.index_constant(self.threads)
         inner = self.inner_iterations
-        if not self.loop.is_dynamic or inner is None:
+        if not self.loop.is_dynamic:
             return [threads], threads.result
-        enough = builders.index_constant(-(-PARALLEL_MIN_ITERATIONS // inner))
-        worth = builders.icmp("sge", trip, enough.result)
+        ops: list[Operation] = [threads]
+        if isinstance(inner, int):
+            enough = builders.index_constant(-(-PARALLEL_MIN_ITERATIONS // inner))
+            worth = builders.icmp("sge", trip, enough.result)
+            ops += [enough, worth]
+        else:
+            # the work is known at run time only: trip count times the body's iterations
+            cast = UnrealizedConversionCastOp.get([inner], [INDEX_LLVM_TYPE])
+            work = builders.int_binary(llvm.MulOp, trip, cast.results[0], nsw=True)
+            enough = builders.index_constant(PARALLEL_MIN_ITERATIONS)
+            worth = builders.icmp("sge", work.results[0], enough.result)
+            ops += [*self.work_ops, cast, work, enough, worth]
         one = builders.index_constant(1)
         chosen = llvm.SelectOp(worth.res, threads.result, one.result)
-        return [threads, enough, worth, one, chosen], chosen.results[0]
+        return [*ops, one, chosen], chosen.results[0]
 
     def _call_pool(self, task: str, captures: list[SSAValue]) -> None:
         loop = self.loop

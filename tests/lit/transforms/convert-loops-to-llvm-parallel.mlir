@@ -104,6 +104,43 @@ func.func @run_time_trips(%trips_in: memref<?x4xf32>, %trips_out: memref<?x4xf32
   func.return
 }
 
+// Loops to run-time bounds inside: one to a size known before the loop (%cols, an
+// argument) counts that many iterations, times the static 8 inside it; one to a count
+// computed in the body (%half) counts once, plus the 4 of its static loop. The pool
+// gets all the threads when the trip count times that work, computed before the call,
+// is enough for a region.
+// CHECK-LABEL: llvm.func @run_time_work(
+// CHECK:         %[[THREADS:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[EIGHT:.*]] = llvm.mlir.constant(8) : i64
+// CHECK-NEXT:    %[[ROW:.*]] = llvm.mul %cols, %[[EIGHT]] : i64
+// CHECK-NEXT:    %[[FOUR:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[WORK:.*]] = llvm.add %[[ROW]], %[[FOUR]] : i64
+// CHECK-NEXT:    %[[TOTAL:.*]] = llvm.mul %{{.*}}, %[[WORK]] overflow<nsw> : i64
+// CHECK-NEXT:    %[[ENOUGH:.*]] = llvm.mlir.constant(32768) : i64
+// CHECK-NEXT:    %[[WORTH:.*]] = llvm.icmp "sge" %[[TOTAL]], %[[ENOUGH]] : i64
+// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[USED:.*]] = llvm.select %[[WORTH]], %[[THREADS]], %[[ONE]] : i1, i64
+// CHECK-NEXT:    llvm.call @strato_parallel_for(%{{.*}}, %{{.*}}, %{{.*}}, %[[USED]])
+func.func @run_time_work(%work_in: memref<?x8xf32>, %work_out: memref<?x8xf32> {loop.output}, %rows: index, %cols: index) attributes {loop.kernel} {
+  loop.for %r = 0 to %rows parallel axis "r" {
+    loop.for %c = 0 to %cols axis "c" {
+      loop.for %e = 0 to 8 axis "e" {
+        %v = memref.load %work_in[%c, %e] : memref<?x8xf32>
+        memref.store %v, %work_out[%r, %e] : memref<?x8xf32>
+      }
+    }
+    %two = arith.constant 2 : index
+    %half = arith.divui %cols, %two : index
+    loop.for %h = 0 to %half axis "h" {
+      loop.for %e2 = 0 to 4 axis "e2" {
+        %w = memref.load %work_in[%h, %e2] : memref<?x8xf32>
+        memref.store %w, %work_out[%r, %e2] : memref<?x8xf32>
+      }
+    }
+  }
+  func.return
+}
+
 // A buffer also used after the loop is shared, not private; a loop that allocates on
 // the heap inside stays serial (its allocation failure could not reach the caller),
 // and so does a parallel loop nested in an outlined one.
