@@ -478,7 +478,7 @@ RUN_TIME_UNARY: tuple[Callable[[SSAValue], Operation], ...] = (
 RUN_TIME_BINARY = (graph.AddOp, graph.SubOp, graph.MulOp, graph.MaximumOp)
 RUN_TIME_KINDS = (
     "unary", "binary", "softmax", "reduce", "layer_norm", "dense", "matmul", "transpose", "gram",
-    "reshape", "unit_reshape", "embedding", "positions", "where", "split",
+    "reshape", "unit_reshape", "embedding", "positions", "where", "split", "scores", "attend",
 )  # fmt: skip
 
 
@@ -588,6 +588,23 @@ def run_time_graph_programs(
             transposed = graph.TransposeOp(x, [1, 0])
             block.add_op(transposed)
             op = graph.MatmulOp(transposed.result, x)
+        elif kind == "scores" and len(shape) == 2 and shape[0] < 0 and shape[1] > 0:
+            # x x^T / w: a product of run-time rows and columns (register tiles with
+            # guards), scaled by an element-wise epilogue
+            transposed = graph.TransposeOp(x, [1, 0])
+            product = graph.MatmulOp(x, transposed.result)
+            scale = graph.ConstantOp.from_array(np.full((1,), 1.0 / shape[1], np.float32))
+            block.add_ops([transposed, product, scale])
+            op = graph.MulOp(product.results[0], scale.result)
+        elif kind == "attend" and len(shape) == 2 and shape[0] < 0 and shape[1] > 0:
+            # softmax(x x^T) v, v = x w of more than a vector's columns: attention's
+            # product of its weights and its values, contracting the run-time dimension
+            values_op = graph.MatmulOp(x, constant((shape[1], draw(st.integers(16, 40)))))
+            transposed = graph.TransposeOp(x, [1, 0])
+            scores = graph.MatmulOp(x, transposed.result)
+            weights = graph.SoftmaxOp(scores.results[0], [1])
+            block.add_ops([values_op, transposed, scores, weights])
+            op = graph.MatmulOp(weights.results[0], values_op.results[0])
         elif kind == "layer_norm" and len(shape) > 1 and shape[-1] > 0:
             axis = draw(st.integers(1, len(shape) - 1))
             normalized = shape[axis:]

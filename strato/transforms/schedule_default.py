@@ -36,13 +36,18 @@ can; the kernel records the loop of each stage under `schedule.parallel`:
 A kernel of run-time sizes (`index` arguments: a te primitive with `te.size`) is not
 scheduled (schedules need static extents; a primitive that computes its rows apart
 runs as blocks of rows of static sizes instead: convert-graph-to-te's `row_blocks`).
-Its canonical loops get a default for run-time extents: an innermost reduction swaps
+Its canonical loops get a default for run-time extents. A product's update nest (rows,
+columns along which its accesses step by one, then reductions) runs as register tiles
+with guards for the partial ones, absorbing its init nest and the element-wise stage
+after it (`strato.transforms.run_time_tiles`; the kernel records each stage's tile
+under `schedule.run_time_tiles`). Then an innermost reduction swaps
 with the spatial loop around it when more accesses step by one along that loop, the
 innermost loop over a result axis is made `vectorized` (one to a run-time bound
 strip-mined into vectors and a serial tail), and on more than one thread the outermost
-loop of each of its stages' nests that runs to a run-time bound (fused with a second
-one right inside it) is made `parallel` (its iterations are a result dimension's, and
-the thread pool splits their run-time count).
+loop of each of its stages' nests that runs to a run-time bound (fused with the loops
+right inside it that run to one too, or to a few static iterations around a product's
+blocks of rows) is made `parallel` (its iterations are a result dimension's, and the
+thread pool splits their run-time count, on one thread when they are too little work).
 
 Before:
 
@@ -94,6 +99,7 @@ from strato.schedule import Schedule, ScheduleError, StageHandle
 from strato.schedule.knobs import TuningLog
 from strato.schedule.templates import ScheduleContext, schedule_context
 from strato.schedule.trace import Trace
+from strato.transforms.run_time_tiles import only_loop_in, tile_run_time_products
 
 TEMPLATE_ATTR = "schedule.template"
 PARALLEL_ATTR = "schedule.parallel"
@@ -131,6 +137,9 @@ def schedule_kernel(module: ModuleOp, name: str, context: ScheduleContext) -> Tr
         sch = Schedule(module, kernel=name)
     except ScheduleError as error:
         _mark_unscheduled(module, name, {"*": error.message})
+        kernel = _run_time_kernel(module, name)
+        if kernel is not None:
+            tile_run_time_products(kernel, context.lanes, context.vector_registers)
         _interchange_run_time_reductions(module, name, context.lanes)
         _vectorize_run_time_innermost(module, name, context.lanes)
         _parallelize_run_time_nests(module, name, context.threads)
@@ -260,10 +269,11 @@ def _parallelize_run_time_nests(module: ModuleOp, name: str, threads: int) -> No
     outermost loop of each stage's nest at the kernel's root when it runs to a run-time
     bound: it iterates over a result dimension (a stage's loops over reduction axes are
     innermost, and marked), so its iterations write apart, and the pool splits however
-    many there are at run time. When the loop's body is one more such loop (a batch of
-    one, then a sequence), the two are fused into one loop over their product first,
-    so that the threads share the rows whatever the batch. Loops without a stage
-    (hand-written) are left alone."""
+    many there are at run time. The loops perfectly nested in it that run to a run-time
+    bound too (a batch of one, then a sequence), or to a short static one around a
+    reduction (the heads around their products' blocks of rows), are fused with it into
+    one loop over their product first, so that the threads share the rows whatever the
+    batch. Loops without a stage (hand-written) are left alone."""
     if threads <= 1:
         return
     kernel = _run_time_kernel(module, name)
@@ -276,59 +286,86 @@ def _parallelize_run_time_nests(module: ModuleOp, name: str, threads: int) -> No
         stage = loop_stage(op)
         if stage is None or is_reduction_loop(op):
             continue
-        inner = _only_loop_in(op)
-        if inner is not None and _fusible_run_time_loops(op, inner):
-            op = _fuse_run_time_loops(op, inner)
+        nest = [op]
+        while (inner := only_loop_in(nest[-1])) is not None and _fusible_run_time_loop(nest[0], inner):
+            nest.append(inner)
+        if len(nest) > 1:
+            op = _fuse_run_time_loops(nest)
         op.kind = LoopKindAttr(LoopKind.PARALLEL)
         chosen.setdefault(stage, StringAttr(op.axis.data if op.axis is not None else "?"))
     if chosen:
         kernel.attributes[PARALLEL_ATTR] = DictionaryAttr(chosen)
 
 
-def _only_loop_in(loop: ForOp) -> ForOp | None:
-    """The loop that is all of `loop`'s body, if there is one."""
-    ops = [op for op in loop.body.block.ops if not isinstance(op, YieldOp)]
-    return ops[0] if len(ops) == 1 and isinstance(ops[0], ForOp) else None
+FUSED_STATIC_TRIP_COUNT = 64
+"""Longest static loop fused into a parallel loop of run-time count: the heads of an
+attention, not the features of a row."""
 
 
-def _fusible_run_time_loops(outer: ForOp, inner: ForOp) -> bool:
-    """Whether two perfectly nested loops to run-time bounds over result axes of one
-    stage, from 0 by 1, may run as one loop over their product."""
-    return (
-        inner.is_dynamic
-        and inner.loop_kind == LoopKind.SERIAL
-        and not is_reduction_loop(inner)
-        and loop_stage(inner) == loop_stage(outer)
-        and all(loop.lb.data == 0 and loop.step.data == 1 for loop in (outer, inner))
+def _fusible_run_time_loop(outer: ForOp, inner: ForOp) -> bool:
+    """Whether `inner`, perfectly nested in the loops from `outer`, may run as one loop
+    with them: a loop over a result axis of the same stage, from 0 by 1, to a bound
+    from outside `outer`, and worth a division per iteration: to a run-time bound, or to
+    a short static one around a reduction (a product's blocks of rows)."""
+    if (
+        inner.loop_kind != LoopKind.SERIAL
+        or is_reduction_loop(inner)
+        or loop_stage(inner) != loop_stage(outer)
+        or inner.lb.data != 0
+        or inner.step.data != 1
+    ):
+        return False
+    if inner.is_dynamic:
+        bound = inner.bound
+        assert isinstance(bound, SSAValue)
+        owner = bound.owner
+        defining = owner if isinstance(owner, Operation) else owner.parent_op()
+        return defining is None or not outer.is_ancestor(defining)
+    return inner.trip_count <= FUSED_STATIC_TRIP_COUNT and any(
+        isinstance(op, ForOp) and is_reduction_loop(op) for op in inner.walk()
     )
 
 
-def _fuse_run_time_loops(outer: ForOp, inner: ForOp) -> ForOp:
-    """`outer` and `inner` (see `_fusible_run_time_loops`) as one loop over the product
-    of their bounds, each induction variable the quotient or the remainder of its; the
-    loop, which replaces them."""
+def _fuse_run_time_loops(nest: list[ForOp]) -> ForOp:
+    """The perfectly nested loops `nest` (see `_fusible_run_time_loop`), outermost
+    first, as one loop over the product of their bounds, each induction variable a
+    quotient or a remainder of its; the loop, which replaces them."""
+    outer = nest[0]
     block = outer.parent_block()
     assert block is not None
-    outer_bound, inner_bound = outer.bound, inner.bound
-    assert isinstance(outer_bound, SSAValue) and isinstance(inner_bound, SSAValue)
-    total = arith.MuliOp(outer_bound, inner_bound)
-    block.insert_op_before(total, outer)
-    axes = [loop.axis.data if loop.axis is not None else "?" for loop in (outer, inner)]
-    fused, body = ForOp.build(0, total.result, 1, LoopKind.SERIAL, ".".join([*axes, "fused"]))
+    bounds: list[SSAValue] = []
+    for loop in nest:
+        bound = loop.bound
+        if isinstance(bound, int):
+            constant = arith.ConstantOp(IntegerAttr(bound, IndexType()))
+            block.insert_op_before(constant, outer)
+            bound = constant.result
+        bounds.append(bound)
+    total = bounds[0]
+    for bound in bounds[1:]:
+        product = arith.MuliOp(total, bound)
+        block.insert_op_before(product, outer)
+        total = product.result
+    axes = [loop.axis.data if loop.axis is not None else "?" for loop in nest]
+    fused, body = ForOp.build(0, total, 1, LoopKind.SERIAL, ".".join([*axes, "fused"]))
     fused.induction_var.name_hint = "_".join([*axes, "fused"])
     fused.attributes.update(outer.attributes)
     terminator = body.last_op
     assert terminator is not None
-    row = arith.DivUIOp(fused.induction_var, inner_bound)
-    column = arith.RemUIOp(fused.induction_var, inner_bound)
-    body.insert_ops_before([row, column], terminator)
-    for op in [op for op in inner.body.block.ops if not isinstance(op, YieldOp)]:
+    rest: SSAValue = fused.induction_var
+    for loop, bound in reversed(list(zip(nest[1:], bounds[1:], strict=True))):
+        index = arith.RemUIOp(rest, bound)
+        quotient = arith.DivUIOp(rest, bound)
+        body.insert_ops_before([index, quotient], terminator)
+        index.result.name_hint = loop.induction_var.name_hint
+        loop.induction_var.replace_all_uses_with(index.result)
+        rest = quotient.result
+    if rest is not fused.induction_var:
+        rest.name_hint = outer.induction_var.name_hint
+    outer.induction_var.replace_all_uses_with(rest)
+    for op in [op for op in nest[-1].body.block.ops if not isinstance(op, YieldOp)]:
         op.detach()
         body.insert_op_before(op, terminator)
-    outer.induction_var.replace_all_uses_with(row.result)
-    inner.induction_var.replace_all_uses_with(column.result)
-    hints = [loop.induction_var.name_hint for loop in (outer, inner)]
-    row.result.name_hint, column.result.name_hint = hints
     block.insert_op_before(fused, outer)
     outer.detach()
     outer.erase()
@@ -361,7 +398,7 @@ def _interchange_run_time_reductions(module: ModuleOp, name: str, lanes: int) ->
             or (not spatial.is_dynamic and spatial.trip_count < lanes)  # too short for a vector
             or spatial.loop_kind != LoopKind.SERIAL
             or reduction.loop_kind != LoopKind.SERIAL
-            or _only_loop_in(spatial) is not reduction
+            or only_loop_in(spatial) is not reduction
             or any(isinstance(op, ForOp) for op in reduction.body.walk())
         ):
             continue

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import ModuleOp, StringAttr
 
 from strato.context import make_context
 from strato.dialects.loop import ForOp, LoopKind
@@ -571,22 +571,29 @@ te.primitive @product {
 """
 
 
-def test_a_product_over_a_run_time_dimension_runs_its_columns_innermost():
-    """w[i, k] * v[k, j] summed over a run-time k: the update nest runs j (32, at
-    least a vector) innermost (two accesses step by one along j, one along k), k
-    around it, and the sums are the same, term by term in the same order, as numpy's
-    at every size."""
+def test_a_product_over_a_run_time_dimension_runs_as_register_tiles():
+    """w[i, k] * v[k, j] summed over a run-time k: the update nest runs as register
+    tiles of 4 rows (all there are) by 32 columns (two vectors of 16): the tile starts
+    at the init value (the init nest is absorbed), k runs around the unrolled rows and
+    vectorized columns, and the tile is stored once. The sums are numpy's, term by term
+    in the same order, at every size."""
     from xdsl.parser import Parser
 
     from strato.targets.llvm.kernels import compile_loops
 
     module = Parser(make_context(), RUN_TIME_PRODUCT).parse_module()
-    run_pipeline(make_context(), module, "convert-te-to-loops,schedule-default{threads=1 lanes=16}")
+    run_pipeline(make_context(), module, "convert-te-to-loops,schedule-default{threads=1 lanes=16 registers=32}")
     kernel = next(op for op in module.ops if isinstance(op, func.FuncOp))
-    update = [op for op in kernel.body.block.ops if isinstance(op, ForOp)][-1]
+    assert dict(kernel.attributes["schedule.run_time_tiles"].data) == {"r": StringAttr("4x32")}
+    (update,) = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
     nest = [op for op in update.walk() if isinstance(op, ForOp)]
-    assert [op.axis.data for op in nest] == ["i", "k", "j"]
-    assert nest[1].is_dynamic and not nest[2].is_dynamic
+    assert [(op.axis.data, op.loop_kind) for op in nest] == [
+        ("i.blocks", LoopKind.SERIAL), ("j.tiles32", LoopKind.SERIAL),
+        ("i.load", LoopKind.UNROLLED), ("j.load", LoopKind.VECTORIZED),
+        ("k", LoopKind.SERIAL), ("i.update", LoopKind.UNROLLED), ("j.update", LoopKind.VECTORIZED),
+        ("i.store", LoopKind.UNROLLED), ("j.store", LoopKind.VECTORIZED),
+    ]  # fmt: skip
+    assert nest[4].is_dynamic and "reduction" in nest[4].attributes
     function = compile_loops(module, threads=1).function("product")
     for n in (0, 1, 5, 300):
         rng = np.random.default_rng(n)
@@ -620,32 +627,34 @@ te.primitive @scores {
 """
 
 
-def test_inner_loops_to_a_run_time_bound_run_as_vectors_and_a_tail():
-    """q[i, k] * kt[k, j] over run-time i and j: the update nest runs j innermost (two
-    accesses step by one along it), strip-mined into vectors of 16 and a serial tail,
-    as is the exp stage's j; the outermost loop (over i) stays whole and parallel. The
-    values are numpy's at sizes that leave no tail, a tail only, and both."""
+def test_a_product_of_run_time_rows_and_columns_runs_as_tiles_with_its_epilogue():
+    """q[i, k] * kt[k, j] over run-time i and j, then exp: blocks of 12 rows (one loop
+    over them, the parallel one) of tiles 32 columns wide, then 16 wide, then single
+    columns; each tile starts at 0 and stores exp of its sums (the init and exp nests
+    are absorbed, and the scores, which only exp reads, are not stored). The rows of a
+    last partial block run the canonical nest, its columns innermost (two accesses step
+    by one along them) as vectors and a tail. The values are numpy's at sizes around
+    every edge."""
+    from xdsl.dialects import math
     from xdsl.parser import Parser
 
-    from strato.dialects.loop import LoopKind
     from strato.targets.llvm.kernels import compile_loops
 
     module = Parser(make_context(), RUN_TIME_SCORES).parse_module()
-    run_pipeline(make_context(), module, "convert-te-to-loops,schedule-default{threads=2 lanes=16}")
+    run_pipeline(make_context(), module, "convert-te-to-loops,schedule-default{threads=2 lanes=16 registers=32}")
     kernel = next(op for op in module.ops if isinstance(op, func.FuncOp))
-    update = [op for op in kernel.body.block.ops if isinstance(op, ForOp)][1]
-    nest = [op for op in update.walk() if isinstance(op, ForOp)]
-    assert [op.axis.data for op in nest] == ["i", "k", "j.outer", "j.inner", "j.tail"]
-    assert [op.loop_kind for op in nest] == [
-        LoopKind.PARALLEL, LoopKind.SERIAL, LoopKind.SERIAL, LoopKind.VECTORIZED, LoopKind.SERIAL,
-    ]  # fmt: skip
-    assert nest[3].trip_count == 16 and nest[2].is_dynamic and nest[4].is_dynamic
-    exp = [op for op in kernel.body.block.ops if isinstance(op, ForOp)][-1]
-    assert [op.axis.data for op in exp.walk() if isinstance(op, ForOp)] == [
-        "i", "j.outer", "j.inner", "j.tail",
-    ]  # fmt: skip
+    assert dict(kernel.attributes["schedule.run_time_tiles"].data) == {"s": StringAttr("12x32")}
+    (nest,) = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
+    assert (nest.axis.data, nest.loop_kind) == ("i.blocks", LoopKind.PARALLEL)
+    loops = {op.axis.data: op for op in nest.walk() if isinstance(op, ForOp)}
+    assert {"j.tiles32", "j.tiles16", "j.left", "i.rest", "j.outer", "j.inner", "j.tail"} <= set(loops)
+    stores = [op for op in loops["j.store"].walk() if isinstance(op, memref.StoreOp)]
+    assert [op.memref.name_hint for op in stores] == ["e_view"]
+    assert any(isinstance(op, math.ExpOp) for op in loops["j.store"].walk())
+    rest = [op.axis.data for op in loops["i.rest"].walk() if isinstance(op, ForOp)]
+    assert rest[rest.index("k"):rest.index("k") + 4] == ["k", "j.outer", "j.inner", "j.tail"]
     function = compile_loops(module, threads=2).function("scores")
-    for n in (0, 1, 15, 16, 17, 100):
+    for n in (0, 1, 11, 12, 13, 15, 16, 17, 48, 49, 100):
         rng = np.random.default_rng(n)
         q = rng.standard_normal((n, 8)).astype(np.float32)
         kt = rng.standard_normal((8, n)).astype(np.float32)

@@ -1,0 +1,104 @@
+// RUN: strato-opt %s -p "schedule-default{lanes=16 registers=32 threads=2}" | filecheck %s
+
+// A kernel of run-time sizes: attention's scores q k^T over a run-time batch and
+// sequence (4 heads of 16), plus a mask. The update nest runs as register tiles of 12
+// rows by 32 columns (then 16, then single columns): each tile starts at the init
+// value (the init nest is gone), runs k around its unrolled rows and vectorized
+// columns, and stores the mask's sum straight to the output (the add nest is gone,
+// and the scores, which only it read, are not stored from the tile). The batch, the
+// heads and the blocks of rows run as one parallel loop. The rows of a last partial
+// block run the canonical nest: init, update (columns innermost, as vectors and a
+// tail) and add.
+// CHECK-LABEL: func.func @scores(
+// CHECK-SAME:    schedule.run_time_tiles = {s = "12x32"}
+// CHECK-SAME:    schedule.parallel = {s = "i.h.l.blocks.fused"}
+// CHECK-NOT:     init}
+// CHECK:         loop.for %[[FUSED:.*]] = 0 to %{{.*}} parallel axis "i.h.l.blocks.fused" attributes {stage = "s"} {
+// CHECK:           %[[COUNT:.*]] = arith.minui
+// CHECK-NEXT:      %[[WHOLE:.*]] = arith.divui %[[COUNT]]
+// CHECK-NEXT:      %[[PARTIAL:.*]] = arith.remui %[[COUNT]]
+// CHECK-NEXT:      loop.for %{{.*}} = 0 to %[[WHOLE]] axis "l.whole" attributes {stage = "s"} {
+// CHECK-NEXT:        loop.for %{{.*}} = 0 to %{{.*}} axis "m.tiles32" attributes {stage = "s"} {
+// CHECK:               %[[TILE:.*]] = memref.alloc() : memref<12x32xf32, #loop.scope<local>>
+// CHECK-NEXT:          loop.for %[[R:.*]] = 0 to 12 unrolled axis "l.load"
+// CHECK-NEXT:            loop.for %[[C:.*]] = 0 to 32 vectorized axis "m.load" attributes {stage = "s", vector_lanes = 16 : i64} {
+// CHECK:                   %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:              memref.store %[[ZERO]], %[[TILE]][%[[R]], %[[C]]]
+// CHECK:               loop.for %{{.*}} = 0 to 16 axis "k" attributes {stage = "s", reduction} {
+// CHECK-NEXT:            loop.for %{{.*}} = 0 to 12 unrolled axis "l.update"
+// CHECK-NEXT:              loop.for %{{.*}} = 0 to 32 vectorized axis "m.update"
+// CHECK:               loop.for %{{.*}} = 0 to 12 unrolled axis "l.store"
+// CHECK-NEXT:            loop.for %{{.*}} = 0 to 32 vectorized axis "m.store"
+// CHECK-NOT:               memref.store
+// CHECK:                   %[[SUM:.*]] = memref.load %[[TILE]]
+// CHECK-NEXT:              %[[MASK:.*]] = memref.load %mask_view
+// CHECK-NEXT:              %[[Z:.*]] = arith.addf %[[SUM]], %[[MASK]] : f32
+// CHECK-NEXT:              memref.store %[[Z]], %out_view
+// CHECK:               memref.dealloc %[[TILE]]
+// CHECK:             loop.for %{{.*}} axis "m.tiles16"
+// CHECK:             loop.for %{{.*}} = 0 to 12 axis "l.left"
+// CHECK-NEXT:          arith.addi
+// CHECK-NEXT:          loop.for %{{.*}} axis "m.left"
+// CHECK:           loop.for %{{.*}} = 0 to %[[PARTIAL]] axis "l.rest"
+// CHECK:             loop.for %{{.*}} axis "m.outer" attributes {stage = "s", init}
+// CHECK:             loop.for %{{.*}} = 0 to 16 axis "k" attributes {stage = "s", reduction}
+// CHECK:               loop.for %{{.*}} = 0 to 16 vectorized axis "m.inner" attributes {stage = "s"}
+// CHECK:             loop.for %{{.*}} axis "m.outer" attributes {stage = "add"}
+// CHECK:             loop.for %{{.*}} axis "m.tail" attributes {stage = "add"}
+// CHECK-NOT:     loop.for
+// CHECK:         memref.dealloc %s
+func.func @scores(%q: memref<?xf32>, %kt: memref<?xf32>, %mask: memref<?xf32>, %out: memref<?xf32> {loop.output}, %b: index, %n: index) attributes {loop.kernel} {
+  %c16 = arith.constant 16 : index
+  %c4 = arith.constant 4 : index
+  %sq = arith.muli %n, %n : index
+  %hsq = arith.muli %sq, %c4 : index
+  %n16 = arith.muli %n, %c16 : index
+  %hn16 = arith.muli %n16, %c4 : index
+  %q_view = memref.reinterpret_cast %q to offset: [0], sizes: [%b, 4, %n, 16], strides: [%hn16, %n16, 16, 1] : memref<?xf32> to memref<?x4x?x16xf32, strided<[?, ?, 16, 1]>>
+  %kt_view = memref.reinterpret_cast %kt to offset: [0], sizes: [%b, 4, 16, %n], strides: [%hn16, %n16, %n, 1] : memref<?xf32> to memref<?x4x16x?xf32, strided<[?, ?, ?, 1]>>
+  %mask_view = memref.reinterpret_cast %mask to offset: [0], sizes: [%b, %n], strides: [%n, 1] : memref<?xf32> to memref<?x?xf32, strided<[?, 1]>>
+  %out_view = memref.reinterpret_cast %out to offset: [0], sizes: [%b, 4, %n, %n], strides: [%hsq, %sq, %n, 1] : memref<?xf32> to memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+  %bh = arith.muli %b, %hsq : index
+  %s = memref.alloc(%bh) : memref<?xf32, #loop.scope<local>>
+  %s_view = memref.reinterpret_cast %s to offset: [0], sizes: [%b, 4, %n, %n], strides: [%hsq, %sq, %n, 1] : memref<?xf32, #loop.scope<local>> to memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>, #loop.scope<local>>
+  loop.for %i = 0 to %b axis "i" attributes {stage = "s", init} {
+    loop.for %h = 0 to 4 axis "h" attributes {stage = "s", init} {
+      loop.for %l = 0 to %n axis "l" attributes {stage = "s", init} {
+        loop.for %m = 0 to %n axis "m" attributes {stage = "s", init} {
+          %zero = arith.constant 0.000000e+00 : f32
+          memref.store %zero, %s_view[%i, %h, %l, %m] : memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>, #loop.scope<local>>
+        }
+      }
+    }
+  }
+  loop.for %i_1 = 0 to %b axis "i" attributes {stage = "s"} {
+    loop.for %h_1 = 0 to 4 axis "h" attributes {stage = "s"} {
+      loop.for %l_1 = 0 to %n axis "l" attributes {stage = "s"} {
+        loop.for %m_1 = 0 to %n axis "m" attributes {stage = "s"} {
+          loop.for %k = 0 to 16 axis "k" attributes {stage = "s", reduction} {
+            %x = memref.load %q_view[%i_1, %h_1, %l_1, %k] : memref<?x4x?x16xf32, strided<[?, ?, 16, 1]>>
+            %y = memref.load %kt_view[%i_1, %h_1, %k, %m_1] : memref<?x4x16x?xf32, strided<[?, ?, ?, 1]>>
+            %p = arith.mulf %x, %y : f32
+            %acc = memref.load %s_view[%i_1, %h_1, %l_1, %m_1] : memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>, #loop.scope<local>>
+            %sum = arith.addf %acc, %p : f32
+            memref.store %sum, %s_view[%i_1, %h_1, %l_1, %m_1] : memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>, #loop.scope<local>>
+          }
+        }
+      }
+    }
+  }
+  loop.for %i_2 = 0 to %b axis "i" attributes {stage = "add"} {
+    loop.for %h_2 = 0 to 4 axis "h" attributes {stage = "add"} {
+      loop.for %l_2 = 0 to %n axis "l" attributes {stage = "add"} {
+        loop.for %m_2 = 0 to %n axis "m" attributes {stage = "add"} {
+          %v = memref.load %s_view[%i_2, %h_2, %l_2, %m_2] : memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>, #loop.scope<local>>
+          %w = memref.load %mask_view[%i_2, %m_2] : memref<?x?xf32, strided<[?, 1]>>
+          %z = arith.addf %v, %w : f32
+          memref.store %z, %out_view[%i_2, %h_2, %l_2, %m_2] : memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+        }
+      }
+    }
+  }
+  memref.dealloc %s : memref<?xf32, #loop.scope<local>>
+  func.return
+}
