@@ -104,8 +104,10 @@ def compile_model(
     GPT-2 are such models): its signature names those
     dimensions (`TensorSpec.dims`) and each call runs at its arrays' sizes. Its kernels
     that compute rows apart run as blocks of rows of static sizes, scheduled as a
-    compile per size's; the others (attention's products, which schedules do not take)
-    run their canonical loops, vectorized innermost, slower than a compile per size
+    compile per size's; the others (attention's products and its softmax over the
+    sequence, which schedules do not take) run their canonical loops with defaults for
+    run-time extents (register tiles with guards for products, vectors of decreasing
+    widths), up to 1.5x slower than a compile per size at small sizes
     (`benchmarks/dynamic_shapes.py`). By default (`run_time_dims=None`) such a model is
     compiled once only when every kernel of run-time sizes runs as blocks of rows (a
     multi-layer perceptron, a feed-forward block over a batch and a sequence);

@@ -170,7 +170,7 @@ def only_loop_in(loop: ForOp) -> ForOp | None:
     return ops[0] if len(ops) == 1 and isinstance(ops[0], ForOp) else None
 
 
-def _defined_outside(value: SSAValue, op: Operation) -> bool:
+def defined_outside(value: SSAValue, op: Operation) -> bool:
     """Whether `value` is defined outside `op`'s regions."""
     owner = value.owner
     defining = owner if isinstance(owner, Operation) else owner.parent_op()
@@ -208,7 +208,7 @@ def _match(columns: ForOp, lanes: int) -> _Product | None:
     while inner is not None:
         if not is_reduction_loop(inner) or loop_stage(inner) != stage or not _plain(inner):
             return None
-        if inner.is_dynamic and not _defined_outside(inner.bound, rows):
+        if inner.is_dynamic and not defined_outside(inner.bound, rows):
             return None
         reductions.append(inner)
         inner = only_loop_in(inner)
@@ -230,7 +230,7 @@ def _match(columns: ForOp, lanes: int) -> _Product | None:
         or rows.induction_var not in indices
         or any(
             index not in (rows.induction_var, columns.induction_var)
-            and not _defined_outside(index, rows)
+            and not defined_outside(index, rows)
             for index in indices
         )
     ):
@@ -253,7 +253,7 @@ def _match(columns: ForOp, lanes: int) -> _Product | None:
         assert isinstance(parent, ForOp)
         root = parent
     for loop in (rows, columns):
-        if loop.is_dynamic and not _defined_outside(loop.bound, root):
+        if loop.is_dynamic and not defined_outside(loop.bound, root):
             return None
     product = _Product(rows, columns, reductions, accumulators[0], store, root)
     product.init = _find_init(product)
@@ -325,7 +325,7 @@ def _find_init(product: _Product) -> _Init | None:
         if owner.operands or owner.regions or len(body) != 2:
             return None
         return _Init(nest, owner)
-    if len(body) != 1 or not _defined_outside(value, nest):
+    if len(body) != 1 or not defined_outside(value, nest):
         return None
     return _Init(nest, value)
 

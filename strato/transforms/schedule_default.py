@@ -45,8 +45,8 @@ with the spatial loop around it when more accesses step by one along that loop, 
 innermost loop over a result axis is made `vectorized` (one to a run-time bound
 strip-mined into vectors and a serial tail), and on more than one thread the outermost
 loop of each of its stages' nests that runs to a run-time bound (fused with the loops
-right inside it that run to one too, or to a few static iterations around a product's
-blocks of rows) is made `parallel` (its iterations are a result dimension's, and the
+right inside it that run to one too, or to a few static iterations around a reduction
+or a run-time loop) is made `parallel` (its iterations are a result dimension's, and the
 thread pool splits their run-time count, on one thread when they are too little work).
 
 Before:
@@ -99,7 +99,7 @@ from strato.schedule import Schedule, ScheduleError, StageHandle
 from strato.schedule.knobs import TuningLog
 from strato.schedule.templates import ScheduleContext, schedule_context
 from strato.schedule.trace import Trace
-from strato.transforms.run_time_tiles import only_loop_in, tile_run_time_products
+from strato.transforms.run_time_tiles import defined_outside, only_loop_in, tile_run_time_products
 
 TEMPLATE_ATTR = "schedule.template"
 PARALLEL_ATTR = "schedule.parallel"
@@ -271,7 +271,8 @@ def _parallelize_run_time_nests(module: ModuleOp, name: str, threads: int) -> No
     innermost, and marked), so its iterations write apart, and the pool splits however
     many there are at run time. The loops perfectly nested in it that run to a run-time
     bound too (a batch of one, then a sequence), or to a short static one around a
-    reduction (the heads around their products' blocks of rows), are fused with it into
+    reduction or a run-time loop (the heads around their products' blocks of rows, or
+    around rows of a run-time length), are fused with it into
     one loop over their product first, so that the threads share the rows whatever the
     batch. Loops without a stage (hand-written) are left alone."""
     if threads <= 1:
@@ -306,7 +307,8 @@ def _fusible_run_time_loop(outer: ForOp, inner: ForOp) -> bool:
     """Whether `inner`, perfectly nested in the loops from `outer`, may run as one loop
     with them: a loop over a result axis of the same stage, from 0 by 1, to a bound
     from outside `outer`, and worth a division per iteration: to a run-time bound, or to
-    a short static one around a reduction (a product's blocks of rows)."""
+    a short static one around a reduction or a loop to a run-time bound (the heads
+    around a product's blocks of rows, or around rows of a run-time length)."""
     if (
         inner.loop_kind != LoopKind.SERIAL
         or is_reduction_loop(inner)
@@ -318,11 +320,10 @@ def _fusible_run_time_loop(outer: ForOp, inner: ForOp) -> bool:
     if inner.is_dynamic:
         bound = inner.bound
         assert isinstance(bound, SSAValue)
-        owner = bound.owner
-        defining = owner if isinstance(owner, Operation) else owner.parent_op()
-        return defining is None or not outer.is_ancestor(defining)
+        return defined_outside(bound, outer)
     return inner.trip_count <= FUSED_STATIC_TRIP_COUNT and any(
-        isinstance(op, ForOp) and is_reduction_loop(op) for op in inner.walk()
+        isinstance(op, ForOp) and op is not inner and (is_reduction_loop(op) or op.is_dynamic)
+        for op in inner.walk()
     )
 
 
@@ -442,22 +443,31 @@ def _vectorize_run_time_innermost(module: ModuleOp, name: str, lanes: int) -> No
 
 
 def _strip_mine_run_time_loop(loop: ForOp, lanes: int) -> None:
-    """`loop.for %j = 0 to %n` as vectors of `lanes` iterations and the rest:
+    """`loop.for %j = 0 to %n` as vectors of `lanes` iterations, then at most one
+    vector of each narrower width down to a quarter of them, then the rest:
 
-        %whole = %n / lanes, %done = %whole * lanes, %left = %n - %done
+        %whole = %n / lanes, %done = %whole * lanes
         loop.for %o = 0 to %whole { loop.for %v = 0 to lanes vectorized { j = o * lanes + v } }
-        loop.for %t = 0 to %left { j = %done + t }
-    """
+        %half = (%n - %done) / (lanes / 2)                               (0 or 1)
+        loop.for %h = 0 to %half { loop.for %v = 0 to lanes / 2 vectorized { j = %done + v } }
+        %done2 = %done + %half * (lanes / 2), ... (a quarter likewise)
+        loop.for %t = 0 to %n - %done4 { j = %done4 + t }
+
+    so that fewer than `lanes` iterations left (a row of 200 by 16) still run as
+    vectors, and at most lanes / 4 - 1 serially."""
     block = loop.parent_block()
     assert block is not None
     bound = loop.bound
     assert isinstance(bound, SSAValue)
     axis = loop.axis.data if loop.axis is not None else "j"
-    width = arith.ConstantOp(IntegerAttr(lanes, IndexType()))
-    whole = arith.DivUIOp(bound, width)
-    done = arith.MuliOp(whole, width)
-    left = arith.SubiOp(bound, done)
-    block.insert_ops_before([width, whole, done, left], loop)
+    hint = loop.induction_var.name_hint or "j"
+    # the counts are computed once, before the outermost loop the bound comes from
+    # outside of (so that the parallel loop's work is known before it runs)
+    counts_at: Operation = loop
+    while isinstance(parent := counts_at.parent_op(), ForOp) and defined_outside(bound, parent):
+        counts_at = parent
+    counts_block = counts_at.parent_block()
+    assert counts_block is not None
 
     def copy_body(into: Block, index: Operation) -> None:
         terminator = into.last_op
@@ -468,20 +478,52 @@ def _strip_mine_run_time_loop(loop: ForOp, lanes: int) -> None:
             if not isinstance(op, YieldOp):
                 into.insert_op_before(op.clone(value_mapper=mapping), terminator)
 
-    outer, outer_body = ForOp.build(0, whole.result, 1, LoopKind.SERIAL, f"{axis}.outer")
-    inner, inner_body = ForOp.build(0, lanes, 1, LoopKind.VECTORIZED, f"{axis}.inner")
-    tail, tail_body = ForOp.build(0, left.result, 1, LoopKind.SERIAL, f"{axis}.tail")
-    hint = loop.induction_var.name_hint or "j"
-    for piece, suffix in ((outer, "outer"), (inner, "inner"), (tail, "tail")):
-        piece.attributes.update(loop.attributes)
-        piece.induction_var.name_hint = f"{hint}_{suffix}"
-    assert outer_body.last_op is not None
-    outer_body.insert_op_before(inner, outer_body.last_op)
-    start = arith.MuliOp(outer.induction_var, width.result)
-    outer_body.insert_op_before(start, inner)
-    copy_body(inner_body, arith.AddiOp(start.result, inner.induction_var))
-    copy_body(tail_body, arith.AddiOp(done.result, tail.induction_var))
-    block.insert_ops_before([outer, tail], loop)
+    def piece(bound: int | SSAValue, kind: LoopKind, suffix: str) -> tuple[ForOp, Block]:
+        new, body = ForOp.build(0, bound, 1, kind, f"{axis}.{suffix}")
+        new.attributes.update(loop.attributes)
+        new.induction_var.name_hint = f"{hint}_{suffix}"
+        return new, body
+
+    done: SSAValue | None = None
+    widths = [lanes] + [w for w in (lanes // 2, lanes // 4) if w >= 2]
+    for position, width in enumerate(widths):
+        size = arith.ConstantOp(IntegerAttr(width, IndexType()))
+        ops: list[Operation] = [size]
+        left: SSAValue = bound
+        if done is not None:
+            difference = arith.SubiOp(bound, done)
+            ops.append(difference)
+            left = difference.result
+        count = arith.DivUIOp(left, size.result)
+        covered = arith.MuliOp(count.result, size.result)
+        ops += [count, covered]
+        first = done
+        if done is None:
+            done = covered.result
+        else:
+            total = arith.AddiOp(done, covered.result)
+            ops.append(total)
+            done = total.result
+        counts_block.insert_ops_before(ops, counts_at)
+        names = ("outer", "inner") if position == 0 else (f"by{width}", f"lanes{width}")
+        outer, outer_body = piece(count.result, LoopKind.SERIAL, names[0])
+        inner, inner_body = piece(width, LoopKind.VECTORIZED, names[1])
+        assert outer_body.last_op is not None
+        outer_body.insert_op_before(inner, outer_body.last_op)
+        start = arith.MuliOp(outer.induction_var, size.result)
+        outer_body.insert_op_before(start, inner)
+        offset: Operation = start
+        if first is not None:
+            offset = arith.AddiOp(first, start.result)
+            outer_body.insert_op_before(offset, inner)
+        copy_body(inner_body, arith.AddiOp(offset.results[0], inner.induction_var))
+        block.insert_op_before(outer, loop)
+    assert done is not None
+    left = arith.SubiOp(bound, done)
+    counts_block.insert_op_before(left, counts_at)
+    tail, tail_body = piece(left.result, LoopKind.SERIAL, "tail")
+    copy_body(tail_body, arith.AddiOp(done, tail.induction_var))
+    block.insert_op_before(tail, loop)
     loop.detach()
     loop.erase()
 

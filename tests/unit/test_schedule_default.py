@@ -633,7 +633,8 @@ def test_a_product_of_run_time_rows_and_columns_runs_as_tiles_with_its_epilogue(
     columns; each tile starts at 0 and stores exp of its sums (the init and exp nests
     are absorbed, and the scores, which only exp reads, are not stored). The rows of a
     last partial block run the canonical nest, its columns innermost (two accesses step
-    by one along them) as vectors and a tail. The values are numpy's at sizes around
+    by one along them) as vectors of 16, then at most one of 8 and one of 4, and a
+    tail. The values are numpy's at sizes around
     every edge."""
     from xdsl.dialects import math
     from xdsl.parser import Parser
@@ -652,7 +653,9 @@ def test_a_product_of_run_time_rows_and_columns_runs_as_tiles_with_its_epilogue(
     assert [op.memref.name_hint for op in stores] == ["e_view"]
     assert any(isinstance(op, math.ExpOp) for op in loops["j.store"].walk())
     rest = [op.axis.data for op in loops["i.rest"].walk() if isinstance(op, ForOp)]
-    assert rest[rest.index("k"):rest.index("k") + 4] == ["k", "j.outer", "j.inner", "j.tail"]
+    assert rest[rest.index("k"):rest.index("k") + 8] == [
+        "k", "j.outer", "j.inner", "j.by8", "j.lanes8", "j.by4", "j.lanes4", "j.tail",
+    ]  # fmt: skip
     function = compile_loops(module, threads=2).function("scores")
     for n in (0, 1, 11, 12, 13, 15, 16, 17, 48, 49, 100):
         rng = np.random.default_rng(n)

@@ -7,8 +7,8 @@
 // columns, and stores the mask's sum straight to the output (the add nest is gone,
 // and the scores, which only it read, are not stored from the tile). The batch, the
 // heads and the blocks of rows run as one parallel loop. The rows of a last partial
-// block run the canonical nest: init, update (columns innermost, as vectors and a
-// tail) and add.
+// block run the canonical nest: init, update (columns innermost, as vectors of 16,
+// then at most one of 8 and one of 4, and a tail) and add.
 // CHECK-LABEL: func.func @scores(
 // CHECK-SAME:    schedule.run_time_tiles = {s = "12x32"}
 // CHECK-SAME:    schedule.parallel = {s = "i.h.l.blocks.fused"}
@@ -44,6 +44,8 @@
 // CHECK:             loop.for %{{.*}} = 0 to 16 axis "k" attributes {stage = "s", reduction}
 // CHECK:               loop.for %{{.*}} = 0 to 16 vectorized axis "m.inner" attributes {stage = "s"}
 // CHECK:             loop.for %{{.*}} axis "m.outer" attributes {stage = "add"}
+// CHECK:             loop.for %{{.*}} = 0 to 8 vectorized axis "m.lanes8" attributes {stage = "add"}
+// CHECK:             loop.for %{{.*}} = 0 to 4 vectorized axis "m.lanes4" attributes {stage = "add"}
 // CHECK:             loop.for %{{.*}} axis "m.tail" attributes {stage = "add"}
 // CHECK-NOT:     loop.for
 // CHECK:         memref.dealloc %s
