@@ -352,6 +352,10 @@ def _find_epilogue(product: _Product) -> _Epilogue | None:
         or not _same_place(reads[0].indices, ours, loops, product)
         or any(isinstance(op, memref.LoadOp) and op.memref is stores[0].memref for op in body)
         or any(isinstance(op, memref.AllocOp | memref.DeallocOp | func.CallOp) for op in body)
+        or any(
+            isinstance(op, memref.LoadOp) and op.memref is stores[0].memref
+            for op in product.reductions[-1].body.block.ops
+        )  # the update reads what the epilogue writes: it must run after all of it
     ):
         return None
     return _Epilogue(loops, reads[0])

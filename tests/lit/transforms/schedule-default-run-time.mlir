@@ -104,3 +104,45 @@ func.func @scores(%q: memref<?xf32>, %kt: memref<?xf32>, %mask: memref<?xf32>, %
   memref.dealloc %s : memref<?xf32, #loop.scope<local>>
   func.return
 }
+
+// The stage after the product writes a buffer the product reads (hand-written; a
+// lowering gives each stage its own): it must run after the whole product, so it stays
+// a nest of its own, and the tiles store the product.
+// CHECK-LABEL: func.func @epilogue_writes_an_input(
+// CHECK-SAME:    schedule.run_time_tiles = {p = "12x32"}
+// CHECK:         loop.for %{{.*}} axis "l.store"
+// CHECK-NEXT:      loop.for %{{.*}} axis "m.store"
+// CHECK:             memref.store %{{.*}}, %p_view
+// CHECK-NEXT:      }
+// CHECK-NEXT:    }
+// CHECK:         loop.for %{{.*}} axis "l" attributes {stage = "neg"}
+func.func @epilogue_writes_an_input(%a: memref<?xf32>, %b: memref<?xf32>, %out: memref<?xf32> {loop.output}, %n: index) attributes {loop.kernel} {
+  %c8 = arith.constant 8 : index
+  %n8 = arith.muli %n, %c8 : index
+  %nn = arith.muli %n, %n : index
+  %a_view = memref.reinterpret_cast %a to offset: [0], sizes: [%n, 8], strides: [8, 1] : memref<?xf32> to memref<?x8xf32, strided<[8, 1]>>
+  %b_view = memref.reinterpret_cast %b to offset: [0], sizes: [8, %n], strides: [%n, 1] : memref<?xf32> to memref<8x?xf32, strided<[?, 1]>>
+  %p = memref.alloc(%nn) : memref<?xf32, #loop.scope<local>>
+  %p_view = memref.reinterpret_cast %p to offset: [0], sizes: [%n, %n], strides: [%n, 1] : memref<?xf32, #loop.scope<local>> to memref<?x?xf32, strided<[?, 1]>, #loop.scope<local>>
+  loop.for %l = 0 to %n axis "l" attributes {stage = "p"} {
+    loop.for %m = 0 to %n axis "m" attributes {stage = "p"} {
+      loop.for %k = 0 to 8 axis "k" attributes {stage = "p", reduction} {
+        %x = memref.load %a_view[%l, %k] : memref<?x8xf32, strided<[8, 1]>>
+        %y = memref.load %b_view[%k, %m] : memref<8x?xf32, strided<[?, 1]>>
+        %xy = arith.mulf %x, %y : f32
+        %acc = memref.load %p_view[%l, %m] : memref<?x?xf32, strided<[?, 1]>, #loop.scope<local>>
+        %sum = arith.addf %acc, %xy : f32
+        memref.store %sum, %p_view[%l, %m] : memref<?x?xf32, strided<[?, 1]>, #loop.scope<local>>
+      }
+    }
+  }
+  loop.for %l_1 = 0 to %n axis "l" attributes {stage = "neg"} {
+    loop.for %m_1 = 0 to %n axis "m" attributes {stage = "neg"} {
+      %v = memref.load %p_view[%l_1, %m_1] : memref<?x?xf32, strided<[?, 1]>, #loop.scope<local>>
+      %w = arith.negf %v : f32
+      memref.store %w, %b_view[%m_1, %l_1] : memref<8x?xf32, strided<[?, 1]>>
+    }
+  }
+  memref.dealloc %p : memref<?xf32, #loop.scope<local>>
+  func.return
+}
