@@ -289,9 +289,9 @@ def _shape_model(
 
 def test_shapes_known_at_run_time_only_compile_per_size():
     """A shape the importer cannot compute at import time: a Range from 1 to the
-    sequence and a ConstantOfShape of the shape (tensors of run-time sizes no dimension
-    gives), a target shape that moves the run-time sizes, a comparison of a size with 1,
-    a shape returned as an output. Each model imports with static shapes (refused
+    sequence and a ConstantOfShape of the shape with its sizes swapped (tensors of
+    run-time sizes no dimension gives), a target shape that moves the run-time sizes, a
+    comparison of a size with 1, a shape returned as an output. Each model imports with static shapes (refused
     unless pinned) and compiles per size."""
     one = np.array(1, np.int64)
     node = helper.make_node
@@ -303,8 +303,10 @@ def test_shapes_known_at_run_time_only_compile_per_size():
         node("Add", ["x", "positions"], ["y"]),
     ]
     filled = [
-        node("ConstantOfShape", ["shape"], ["ones"], value=numpy_helper.from_array(np.ones(1, np.float32))),
-        node("Add", ["x", "ones"], ["y"]),
+        node("Gather", ["shape", "order"], ["swapped"], axis=0),
+        node("ConstantOfShape", ["swapped"], ["ones"], value=numpy_helper.from_array(np.ones(1, np.float32))),
+        node("Transpose", ["ones"], ["back"], perm=[1, 0]),
+        node("Add", ["x", "back"], ["y"]),
     ]
     swapped = [
         node("Gather", ["shape", "order"], ["swapped"], axis=0),
@@ -317,7 +319,7 @@ def test_shapes_known_at_run_time_only_compile_per_size():
     ]
     cases = [
         _shape_model("range", ranged, one=one, zero1=np.zeros(1, np.float32)),
-        _shape_model("filled", filled),
+        _shape_model("filled", filled, order=np.array([1, 0], np.int64)),
         _shape_model("swapped", swapped, order=np.array([1, 0], np.int64)),
         _shape_model("equal_one", equal_one, ones=np.ones(2, np.int64)),
         _shape_model("returned", [node("Identity", ["shape"], ["y"])], TensorProto.INT64),
@@ -330,6 +332,46 @@ def test_shapes_known_at_run_time_only_compile_per_size():
         assert isinstance(model, ShapeSpecializingModel), proto.graph.name
         (y,) = model(x)
         np.testing.assert_array_equal(y, reference(proto, x)[0], err_msg=proto.graph.name)
+
+
+def test_a_constant_of_the_shape_of_an_input_compiles_once():
+    """ConstantOfShape of an input's shape (transformers' default attention mask,
+    `torch.ones(input_ids.shape)`), of part of it with a static size added, and of a
+    shape of static sizes only: the value broadcast like the input (graph.broadcast_to
+    ... like), compiled once, equal to onnxruntime at every size (none included)."""
+    node = helper.make_node
+    one = numpy_helper.from_array(np.ones(1, np.float32))
+    whole = [node("ConstantOfShape", ["shape"], ["ones"], value=one), node("Add", ["x", "ones"], ["y"])]
+    part = [
+        node("Gather", ["shape", "first"], ["batch"], axis=0),
+        node("Concat", ["batch", "three"], ["target"], axis=0),
+        node("ConstantOfShape", ["target"], ["twos"], value=numpy_helper.from_array(np.full(1, 2, np.int64))),
+        node("Cast", ["twos"], ["cast"], to=TensorProto.FLOAT),
+        node("ReduceSum", ["cast", "axis"], ["sums"], keepdims=1),
+        node("Mul", ["x", "sums"], ["y"]),
+    ]
+    static = [
+        node("Slice", ["shape", "zero", "one_i"], ["tail"]),
+        node("Shape", ["tail"], ["rank"]),
+        node("ConstantOfShape", ["rank"], ["three_f"], value=numpy_helper.from_array(np.full(1, 3, np.float32))),
+        node("Add", ["x", "three_f"], ["y"]),
+    ]
+    cases = [
+        _shape_model("whole", whole),
+        _shape_model(
+            "part", part, first=np.array([0], np.int64), three=np.array([3], np.int64),
+            axis=np.array([1], np.int64),
+        ),
+        _shape_model("static", static, zero=np.array([0], np.int64), one_i=np.array([1], np.int64)),
+    ]  # fmt: skip
+    for proto in cases:
+        import_onnx(proto, run_time_dims=True)  # no fallback to static shapes
+        model = strato.compile(proto, cache=False, run_time_dims=True)
+        assert not isinstance(model, ShapeSpecializingModel), proto.graph.name
+        for shape in ((3, 5), (1, 1), (2, 40), (0, 3)):
+            x = RNG.standard_normal(shape).astype(np.float32)
+            (y,) = model(x)
+            np.testing.assert_allclose(y, reference(proto, x)[0], rtol=1e-6, err_msg=proto.graph.name)
 
 
 def test_the_saved_model_and_the_c_header_take_the_sizes(tmp_path):

@@ -20,9 +20,12 @@ input:
     Reshape(y: [?batch, ?seq, 64], ..)     -> graph.reshape to [?batch, ?seq, 4, 16]
 
 Sizes are never negative, so `Equal(seq, -1)` is false (the pattern of torch's `-1`
-check); what cannot be decided at import time, or an op that would need a tensor of a
-run-time size no input gives (`ConstantOfShape`, `Range`, a `Slice` to a run-time end),
-raises `StaticShapesOnly`, and the importer imports the model with static shapes
+check). A tensor as long as a size is the dimension it was read from (`SIZED`: a Range
+from 0 by 1 to it is `graph.iota`, a Slice of a constant from 0 to it a gather), and a
+ConstantOfShape of sizes that one tensor has, at the same dimensions, its value
+broadcast like that tensor. What cannot be decided at import time, or an op that would
+need a tensor of run-time sizes no input gives (a Range from 1, a ConstantOfShape of
+sizes of several tensors), raises `StaticShapesOnly`, and the importer imports the model with static shapes
 instead (`strato.compile` then compiles it per call's sizes).
 """
 
@@ -420,6 +423,38 @@ def _sized_slice(ctx: NodeContext) -> list:
     return [ctx.emit(graph.GatherOp(table.results[0], positions, axis)).results[0]]
 
 
+def _sized_fill(ctx: NodeContext, dims: RunTimeDims) -> list:
+    """ConstantOfShape of a shape of run-time sizes: its value broadcast to that shape
+    (graph.broadcast_to ... like the tensor the sizes were read from, which must have
+    them all, at the same dimensions: `ConstantOfShape(Shape(input_ids))`)."""
+    from strato.dialects import graph
+
+    value = ctx.static_value(0)
+    assert isinstance(value, ShapeValue)
+    if len(value.shape) != 1:
+        raise StaticShapesOnly(f"{ctx.label}: a shape of rank {len(value.shape)}")
+    fill = ctx.attr("value")
+    fill = np.zeros(1, np.float32) if fill is None else np.asarray(fill)
+    if fill.size != 1:
+        return []  # the converter reports the value
+    shape: list[int] = []
+    needs: dict[int, Size] = {}
+    for d, element in enumerate(value.elements.tolist()):
+        if isinstance(element, Size) and element.source is not None:
+            shape.append(DYNAMIC_INDEX)
+            needs[d] = element
+        elif isinstance(element, (int, np.integer)) and element >= 0:
+            shape.append(int(element))
+        else:
+            raise StaticShapesOnly(f"{ctx.label}: a size {element!r} known at run time only")
+    filled = np.full([1] * len(shape), fill.reshape(()), dtype=fill.dtype)
+    if not needs:
+        return [np.broadcast_to(filled, shape).copy()]
+    like = like_for(ctx, needs, len(shape), dims)
+    scalar = ctx.emit(graph.ConstantOp.from_array(filled))
+    return [ctx.emit(graph.BroadcastToOp(scalar.results[0], shape, like)).results[0]]
+
+
 SIZED: dict[str, Callable[[NodeContext], list]] = {
     "Range": _sized_range,
     "Slice": _sized_slice,
@@ -465,6 +500,10 @@ def convert(ctx: NodeContext, dims: RunTimeDims) -> list | None:
         ctx.op_type == "Expand" or not isinstance(inputs[0], np.ndarray)
     ):
         return None
+    if ctx.op_type == "ConstantOfShape" and symbolic == [0]:
+        filled = _sized_fill(ctx, dims)
+        if filled:
+            return filled
     sized = SIZED.get(ctx.op_type)
     if sized is not None and not isinstance(inputs[0], ShapeValue):
         return sized(ctx)
