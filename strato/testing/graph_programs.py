@@ -479,6 +479,7 @@ RUN_TIME_BINARY = (graph.AddOp, graph.SubOp, graph.MulOp, graph.MaximumOp)
 RUN_TIME_KINDS = (
     "unary", "binary", "softmax", "reduce", "layer_norm", "dense", "matmul", "transpose", "gram",
     "reshape", "unit_reshape", "embedding", "positions", "where", "split", "scores", "attend",
+    "concat",
 )  # fmt: skip
 
 
@@ -577,6 +578,11 @@ def run_time_graph_programs(
             block.add_op(split)
             values.append(split.results[0])
             op = graph.NegOp(split.results[1])
+        elif kind == "concat" and shape and shape[-1] > 0:
+            # the value joined with its negation along the last (static) axis
+            negated = graph.NegOp(x)
+            block.add_op(negated)
+            op = graph.ConcatOp([x, negated.result], len(shape) - 1)
         elif kind == "where" and shape:
             # x where it is above a constant that broadcasts, else another
             positive = graph.GreaterOp(x, constant([1]))

@@ -127,6 +127,32 @@ def test_mean_pooling_over_a_run_time_sequence_compiles_once():
             np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
+def test_features_joined_along_a_static_axis_compile_once():
+    """Concat of x and relu(x) along the features of a run-time batch and sequence,
+    then a dense layer: compiled once for every size (by default too: the kernel runs
+    as blocks of rows), equal to onnxruntime."""
+    rng = np.random.default_rng(4)
+    nodes = [
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Concat", ["x", "r"], ["c"], axis=-1),
+        helper.make_node("MatMul", ["c", "w"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "joined",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence", 32])],
+        [numpy_helper.from_array(rng.standard_normal((16, 32)).astype(np.float32), "w")],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (3, 7), (2, 100), (0, 4)):
+        x = rng.standard_normal((batch, sequence, 8)).astype(np.float32)
+        (ours,) = model(x)
+        np.testing.assert_allclose(ours, reference(proto, x)[0], rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
 def test_shapes_computed_from_run_time_sizes_compile_once(exporter):
     """torch's exporters compute the head split's target shape from Shape(x) (Gather,

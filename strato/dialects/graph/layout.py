@@ -226,6 +226,9 @@ class ConcatOp(LayoutOp):
     """
 
     name = "graph.concat"
+    # run-time dimensions outside the axis, which must be static; every input has them
+    # (the heads of an attention joined, features of a sequence of run-time length)
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     inputs = var_operand_def(AnyTensor)
     axis = prop_def(IntegerAttr[I64])
@@ -248,6 +251,14 @@ class ConcatOp(LayoutOp):
     def axis_value(self) -> int:
         return self.axis.value.data
 
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        shape = static_shape(self.result)
+        return {
+            (0, d): [(n, d) for n in range(len(self.inputs))]
+            for d, size in enumerate(shape)
+            if size < 0
+        }
+
     def infer_shape(self) -> tuple[int, ...] | None:
         if not self.inputs:
             raise VerifyException("'graph.concat' needs at least one input")
@@ -257,6 +268,10 @@ class ConcatOp(LayoutOp):
         total = 0
         for value in self.inputs:
             shape = static_shape(value)
+            if len(shape) == len(first) and shape[axis] < 0:
+                raise VerifyException(
+                    f"'graph.concat' joins along a dimension of static size, got {value.type}"
+                )
             if len(shape) != len(first) or any(
                 a != b for d, (a, b) in enumerate(zip(shape, first)) if d != axis
             ):

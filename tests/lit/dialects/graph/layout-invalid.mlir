@@ -99,6 +99,14 @@ func.func @concat_result(%a: tensor<2x3xf32>) -> tensor<2x5xf32> {
   func.return %c : tensor<2x5xf32>
 }
 
+// -----
+
+func.func @concat_run_time_axis(%a: tensor<2x?xf32>) -> tensor<2x?xf32> {
+  // expected-error @+1 {{'graph.concat' joins along a dimension of static size, got tensor<2x?xf32>}}
+  %c = graph.concat %a, %a axis 1 : (tensor<2x?xf32>, tensor<2x?xf32>) -> tensor<2x?xf32>
+  func.return %c : tensor<2x?xf32>
+}
+
 // --- graph.split ---
 
 // -----

@@ -118,12 +118,13 @@ func.func @run_time_positions(%ids: tensor<?x?xi64>, %t: tensor<5x4xf32>) -> ten
 }
 
 // More of run-time dimensions: a broadcast to a size the input has 1 for, given by a
-// tensor of the result's rank (`like`, not read); a split of a static axis; a gather of
-// elements along a static axis.
+// tensor of the result's rank (`like`, not read); a split of a static axis and a
+// concatenation along one; a gather of elements along a static axis.
 // CHECK-LABEL: func.func @run_time_broadcast_split
 // CHECK-NEXT:    %b = graph.broadcast_to %t like %ids : (tensor<1x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>
 // CHECK-NEXT:    %c = graph.broadcast_to %x : (tensor<?x1xf32>) -> tensor<?x6xf32>
 // CHECK-NEXT:    %p, %q = graph.split %c axis 1 : (tensor<?x6xf32>) -> (tensor<?x2xf32>, tensor<?x4xf32>)
+// CHECK-NEXT:    %j = graph.concat %q, %p axis 1 : (tensor<?x4xf32>, tensor<?x2xf32>) -> tensor<?x6xf32>
 // CHECK-NEXT:    %g = graph.gather_elements %buffer, %t axis 1 : (tensor<1x8xi64>, tensor<1x?xi64>) -> tensor<1x?xi64>
 // GENERIC-LABEL: sym_name = "run_time_broadcast_split"
 // GENERIC:         "graph.broadcast_to"(%t, %ids) : (tensor<1x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>
@@ -131,6 +132,7 @@ func.func @run_time_broadcast_split(%t: tensor<1x?xi64>, %ids: tensor<?x?xi64>, 
   %b = graph.broadcast_to %t like %ids : (tensor<1x?xi64>, tensor<?x?xi64>) -> tensor<?x?xi64>
   %c = graph.broadcast_to %x : (tensor<?x1xf32>) -> tensor<?x6xf32>
   %p, %q = graph.split %c axis 1 : (tensor<?x6xf32>) -> (tensor<?x2xf32>, tensor<?x4xf32>)
+  %j = graph.concat %q, %p axis 1 : (tensor<?x4xf32>, tensor<?x2xf32>) -> tensor<?x6xf32>
   %g = graph.gather_elements %buffer, %t axis 1 : (tensor<1x8xi64>, tensor<1x?xi64>) -> tensor<1x?xi64>
   func.return %b : tensor<?x?xi64>
 }
