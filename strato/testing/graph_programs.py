@@ -479,7 +479,7 @@ RUN_TIME_BINARY = (graph.AddOp, graph.SubOp, graph.MulOp, graph.MaximumOp)
 RUN_TIME_KINDS = (
     "unary", "binary", "softmax", "reduce", "layer_norm", "dense", "matmul", "transpose", "gram",
     "reshape", "unit_reshape", "embedding", "positions", "where", "split", "scores", "attend",
-    "concat",
+    "concat", "running",
 )  # fmt: skip
 
 
@@ -583,6 +583,10 @@ def run_time_graph_programs(
             negated = graph.NegOp(x)
             block.add_op(negated)
             op = graph.ConcatOp([x, negated.result], len(shape) - 1)
+        elif kind == "running" and shape:
+            # a running sum along the run-time dimension (or back along a static one)
+            axis = draw(st.integers(0, len(shape) - 1))
+            op = graph.CumSumOp(x, axis, draw(st.booleans()), axis > 0 and draw(st.booleans()))
         elif kind == "where" and shape:
             # x where it is above a constant that broadcasts, else another
             positive = graph.GreaterOp(x, constant([1]))

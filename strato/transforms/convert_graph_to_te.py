@@ -171,8 +171,8 @@ def row_prefix(
 
     Each op must keep rows apart by the rule of its kind: element-wise ops and
     broadcasts, transposes and reshapes (which keep run-time dimensions whole) always
-    do; concatenations and splits along a static axis, softmax, layer norms and
-    reductions when they reduce no run-time axis; dense layers and products when they
+    do; concatenations, splits and running sums along a static axis, softmax, layer
+    norms and reductions when they reduce no run-time axis; dense layers and products when they
     contract no run-time axis and their weight is of static shape; a gather along the first axis of a table of static shape (an
     embedding). Any other op of run-time sizes has no rule, and the primitive no
     rows."""
@@ -215,7 +215,7 @@ def _keeps_rows(op: Operation) -> bool:
     def reduces_no_row(axes: Sequence[int]) -> bool:
         return not any(axis % rank in rows for axis in axes)
 
-    if isinstance(op, graph.ConcatOp | graph.SplitOp):
+    if isinstance(op, graph.ConcatOp | graph.SplitOp | graph.CumulativeOp):
         return reduces_no_row([op.axis_value])
     if isinstance(op, graph.SoftmaxOp | graph.ReductionOp):
         return reduces_no_row(op.axes.get_values())

@@ -42,11 +42,13 @@ from dataclasses import dataclass
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import (
     DictionaryAttr,
+    Float32Type,
     IndexType,
     IntegerAttr,
+    IntegerType,
+    MemRefType,
     StringAttr,
     UnitAttr,
-    f32,
     i64,
 )
 from xdsl.ir import Block, Operation, SSAValue
@@ -223,6 +225,11 @@ def _match(columns: ForOp, lanes: int) -> _Product | None:
     ):
         return None
     store = stores[0]
+    result_type = store.memref.type
+    assert isinstance(result_type, MemRefType)
+    element = result_type.element_type
+    if not isinstance(element, Float32Type | IntegerType) or element.bitwidth != 32:
+        return None  # the lanes are those of 32-bit elements (f32, i32)
     indices = list(store.indices)
     if (
         not indices
@@ -550,7 +557,11 @@ def _register_tile(
     `first_column`): load it into a local buffer, update it over the reduction with
     its rows unrolled and its columns vectorized, store it back."""
     rows, columns = product.rows, product.columns
-    tile = memref.AllocOp.get(f32, shape=[mr, nr], memory_space=ScopeAttr(MemoryScope.LOCAL))
+    result_type = product.store.memref.type
+    assert isinstance(result_type, MemRefType)
+    tile = memref.AllocOp.get(
+        result_type.element_type, shape=[mr, nr], memory_space=ScopeAttr(MemoryScope.LOCAL)
+    )
     at.add(tile)
 
     def rows_and_columns(outer: _Builder, phase: str) -> tuple[_Builder, list[SSAValue], dict]:

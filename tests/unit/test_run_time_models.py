@@ -153,6 +153,42 @@ def test_features_joined_along_a_static_axis_compile_once():
         np.testing.assert_allclose(ours, reference(proto, x)[0], rtol=1e-4, atol=1e-5)
 
 
+def test_position_ids_counted_along_the_sequence_compile_once():
+    """RoBERTa's position ids: the running count of the tokens that are not padding
+    (CumSum along the run-time sequence) times the mask, plus the padding index, then
+    their embeddings: compiled once, equal to onnxruntime with padding anywhere."""
+    rng = np.random.default_rng(5)
+    node = helper.make_node
+    nodes = [
+        node("Equal", ["ids", "pad"], ["is_pad"]),
+        node("Not", ["is_pad"], ["kept"]),
+        node("Cast", ["kept"], ["mask"], to=TensorProto.INT32),
+        node("CumSum", ["mask", "axis"], ["count"]),
+        node("Mul", ["count", "mask"], ["counted"]),
+        node("Cast", ["counted"], ["wide"], to=TensorProto.INT64),
+        node("Add", ["wide", "pad"], ["positions"]),
+        node("Gather", ["table", "positions"], ["y"], axis=0),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "positions",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence", 8])],
+        [
+            numpy_helper.from_array(np.array(1, np.int64), "pad"),
+            numpy_helper.from_array(np.array(1, np.int64), "axis"),
+            numpy_helper.from_array(rng.standard_normal((128, 8)).astype(np.float32), "table"),
+        ],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = strato.compile(proto, cache=False, run_time_dims=True)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (3, 7), (2, 100), (0, 5)):
+        ids = rng.integers(0, 4, (batch, sequence)).astype(np.int64)
+        (ours,) = model(ids)
+        np.testing.assert_array_equal(ours, reference(proto, ids)[0])
+
+
 @pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
 def test_shapes_computed_from_run_time_sizes_compile_once(exporter):
     """torch's exporters compute the head split's target shape from Shape(x) (Gather,
@@ -431,13 +467,13 @@ def test_the_compile_cache_keeps_a_model_of_run_time_sizes(tmp_path, monkeypatch
 
 
 def test_models_that_do_not_compile_once_compile_per_size():
-    """An operator that does not take run-time dimensions (Concat) and a dynamic
+    """An operator that does not take run-time dimensions (Hardmax) and a dynamic
     dimension that meets a static one, with `run_time_dims`, any model with
     `run_time_dims=False`, and by default one with a kernel that computes across its
     rows (attention's scores): compiled per size."""
-    concatenated = mlp()
-    concatenated.graph.node.append(helper.make_node("Concat", ["p", "p"], ["t"], axis=1))
-    concatenated.graph.output[0].CopyFrom(
+    hardmax = mlp()
+    hardmax.graph.node.append(helper.make_node("Hardmax", ["p"], ["t"], axis=1))
+    hardmax.graph.output[0].CopyFrom(
         helper.make_tensor_value_info("t", TensorProto.FLOAT, None)
     )
     positions = helper.make_model(
@@ -451,7 +487,7 @@ def test_models_that_do_not_compile_once_compile_per_size():
         opset_imports=[helper.make_opsetid("", 18)],
     )
     for proto, options in (
-        (concatenated, {"run_time_dims": True}),
+        (hardmax, {"run_time_dims": True}),
         (positions, {"run_time_dims": True}),
         (mlp(), {"run_time_dims": False}),
         (attention(), {}),
@@ -496,12 +532,12 @@ def test_strato_compile_writes_one_model_for_every_size_and_strato_run_picks_siz
     assert "int64_t batch, int64_t sequence);" in (tmp_path / "encoder.h").read_text()
     onnx.save(helper.make_model(
         helper.make_graph(
-            [helper.make_node("Concat", ["x", "x"], ["y"], axis=1)], "concat",
+            [helper.make_node("Hardmax", ["x"], ["y"], axis=1)], "hardmax",
             [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4])],
             [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
         ),
         opset_imports=[helper.make_opsetid("", 18)],
-    ), tmp_path / "concat.onnx")  # fmt: skip
-    failed = run("compile", str(tmp_path / "concat.onnx"), "--run-time-sizes", "-o", str(saved))
+    ), tmp_path / "hardmax.onnx")  # fmt: skip
+    failed = run("compile", str(tmp_path / "hardmax.onnx"), "--run-time-sizes", "-o", str(saved))
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
     assert "operators that need static sizes" in failed.stderr, failed.stderr

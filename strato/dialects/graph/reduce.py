@@ -41,6 +41,7 @@ from strato.dialects.graph.base import (
     GraphOp,
     PatternKind,
     element_type,
+    same_dims_as,
     static_shape,
 )
 from strato.dialects.tensor_types import tensor_type_like
@@ -414,6 +415,9 @@ class CumulativeOp(GraphOp):
     FLOAT_OPERANDS: ClassVar[bool] = False
     RUNNING: ClassVar = staticmethod(np.cumsum)
     IDENTITY: ClassVar[int] = 0
+    # run-time dimensions anywhere (RoBERTa's position ids: a running count of the
+    # tokens along the sequence), but for a reverse combination along one
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     T: ClassVar = VarConstraint("T", AnyTensor)
     input = operand_def(T)
@@ -455,11 +459,19 @@ class CumulativeOp(GraphOp):
     def is_reverse(self) -> bool:
         return self.reverse is not None
 
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        return same_dims_as(self)
+
     def infer_shape(self) -> tuple[int, ...] | None:
         shape = static_shape(self.input)
         if not 0 <= self.axis_value < len(shape):
             raise VerifyException(
                 f"'{self.name}' axis {self.axis_value} is out of range for rank {len(shape)}"
+            )
+        if self.is_reverse and shape[self.axis_value] < 0:
+            raise VerifyException(
+                f"'{self.name}' runs in reverse along a dimension of static size only, got "
+                f"{self.input.type}"
             )
         return shape
 

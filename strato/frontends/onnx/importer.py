@@ -156,8 +156,9 @@ RUN_TIME_ONNX_OPS = frozenset({
     # comparisons, logic, casts and selections, element-wise with broadcasts (masks)
     "And", "Cast", "Equal", "Greater", "GreaterOrEqual", "IsInf", "IsNaN", "Less",
     "LessOrEqual", "Not", "Or", "Where", "Xor",
-    # reductions and products (a mean and a layer norm over static axes only)
-    "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceMin",
+    # reductions and products (a mean and a layer norm over static axes only), running
+    # sums (forward along a run-time axis)
+    "CumSum", "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceMin",
     "ReduceSum", "Softmax",
 })
 """The ONNX operators whose converters build graph ops that take run-time (`?`)
