@@ -14,6 +14,8 @@ in `benchmarks/.torch_corpus/dynamic/`):
   sequence 16, 128 and 512, then (batch 4, sequence 128);
 - gpt2 (transformers, 2 layers, 512 positions), dynamic batch and sequence, called at
   (batch 1, sequence 16), (2, 64), (1, 200) and (4, 64);
+- roberta, distilbert, albert, electra, t5 (its encoder) and bart (its encoder), as
+  small (2 layers, 64 wide, 4 heads), called at (1, 16), (1, 128) and (4, 64);
 - built in code (`strato.testing.dynamic_models`), of operators that take run-time
   dimensions, compiled once for every size (`run_time_dims=True`): mlp (256 -> 1024 -> 10, dynamic batch,
   at 1, 16, 256), encoder (a feed-forward block 256 wide, 1024 hidden, at (1, 16),
@@ -84,17 +86,41 @@ def _transformer(kind: str):
         import transformers
 
         torch.manual_seed(SEED)
+        small = {
+            "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "intermediate_size": 128, "max_position_embeddings": 512,
+        }  # fmt: skip
         if kind == "bert":
-            config = transformers.BertConfig(
-                vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
-                intermediate_size=128, max_position_embeddings=512,
-            )  # fmt: skip
-            model = transformers.BertModel(config)
-        else:
+            model = transformers.BertModel(transformers.BertConfig(**small))
+        elif kind == "gpt2":
             config = transformers.GPT2Config(
                 vocab_size=1000, n_embd=64, n_layer=2, n_head=4, n_positions=512, use_cache=False
             )
             model = transformers.GPT2Model(config)
+        elif kind == "roberta":
+            model = transformers.RobertaModel(transformers.RobertaConfig(**small))
+        elif kind == "distilbert":
+            config = transformers.DistilBertConfig(
+                vocab_size=1000, dim=64, n_layers=2, n_heads=4, hidden_dim=128,
+                max_position_embeddings=512,
+            )  # fmt: skip
+            model = transformers.DistilBertModel(config)
+        elif kind == "albert":
+            model = transformers.AlbertModel(transformers.AlbertConfig(embedding_size=32, **small))
+        elif kind == "electra":
+            model = transformers.ElectraModel(transformers.ElectraConfig(embedding_size=32, **small))
+        elif kind == "t5":
+            config = transformers.T5Config(
+                vocab_size=1000, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_heads=4
+            )
+            model = transformers.T5EncoderModel(config)
+        else:  # bart's encoder
+            config = transformers.BartConfig(
+                vocab_size=1000, d_model=64, encoder_layers=2, decoder_layers=2,
+                encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128,
+                decoder_ffn_dim=128, max_position_embeddings=512,
+            )  # fmt: skip
+            model = transformers.BartModel(config).get_encoder()
         model.config.return_dict = False
 
         class FirstOutput(torch.nn.Module):
@@ -142,6 +168,10 @@ MODELS: dict[str, tuple[Callable, Callable, list[tuple[int, int]]]] = {
     "resnet18": (_resnet18, _image, [(1, 0), (4, 0), (8, 0)]),
     "bert": (_transformer("bert"), _tokens, [(1, 16), (1, 128), (1, 512), (4, 128)]),
     "gpt2": (_transformer("gpt2"), _tokens, [(1, 16), (2, 64), (1, 200), (4, 64)]),
+    **{
+        kind: (_transformer(kind), _tokens, [(1, 16), (1, 128), (4, 64)])
+        for kind in ("roberta", "distilbert", "albert", "electra", "t5", "bart")
+    },
 }
 
 # built in code from operators that take run-time dimensions: compiled once

@@ -39,7 +39,7 @@ runs as blocks of rows of static sizes instead: convert-graph-to-te's `row_block
 Its canonical loops get a default for run-time extents. A product's update nest (rows,
 columns along which its accesses step by one, then reductions) runs as register tiles
 with guards for the partial ones, absorbing its init nest and the element-wise stage
-after it (`strato.transforms.run_time_tiles`; the kernel records each stage's tile
+after it (`strato.schedule.run_time_tiles`; the kernel records each stage's tile
 under `schedule.run_time_tiles`). Then an innermost reduction swaps
 with the spatial loop around it when more accesses step by one along that loop, the
 innermost loop over a result axis is made `vectorized` (one to a run-time bound
@@ -97,9 +97,13 @@ from strato.dialects.loop import (
 )
 from strato.schedule import Schedule, ScheduleError, StageHandle
 from strato.schedule.knobs import TuningLog
+from strato.schedule.run_time_tiles import (
+    defined_outside,
+    only_loop_in,
+    tile_run_time_products,
+)
 from strato.schedule.templates import ScheduleContext, schedule_context
 from strato.schedule.trace import Trace
-from strato.transforms.run_time_tiles import defined_outside, only_loop_in, tile_run_time_products
 
 TEMPLATE_ATTR = "schedule.template"
 PARALLEL_ATTR = "schedule.parallel"
