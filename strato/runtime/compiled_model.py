@@ -81,21 +81,21 @@ class CompiledModel:
         return [spec.name for spec in self.signature.outputs]
 
     def __call__(self, *arrays: np.ndarray) -> list[np.ndarray]:
-        inputs = self.signature.check_inputs(arrays)
-        sizes = self.signature.bind_sizes(inputs) if self.signature.is_dynamic else {}
+        signature = self.signature
+        if signature.sizes:
+            # a model compiled once for every size takes them after its buffers
+            inputs, sizes = signature.check_and_bind(arrays)
+        else:
+            inputs, sizes = signature.check_inputs(arrays), []
         try:
-            outputs = self.signature.allocate_outputs(sizes)
+            outputs = signature.allocate_at(sizes)
         except MemoryError:
             raise OutputMemoryError(
                 "out of memory: cannot allocate the outputs ("
                 + ", ".join(str(spec) for spec in self.outputs)
                 + ")"
             ) from None
-        if sizes:
-            # a model compiled once for every size takes them after its buffers
-            self._entry([*inputs, *outputs, *(sizes[name] for name in self.signature.sizes)])
-        else:
-            self._entry([*inputs, *outputs])
+        self._entry([*inputs, *outputs, *sizes])
         return outputs
 
     # -- what a target may offer -------------------------------------------------------

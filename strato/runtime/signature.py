@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -73,7 +74,7 @@ class Signature:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
 
-    @property
+    @functools.cached_property
     def sizes(self) -> tuple[str, ...]:
         """The run-time sizes the entry takes after its buffers, in order: the names
         of the inputs' run-time dimensions, each once, in input order."""
@@ -126,6 +127,46 @@ class Signature:
                         "no input gives"
                     )
         return signature
+
+    @functools.cached_property
+    def _plan(self) -> _CallPlan:
+        return _CallPlan.of(self)
+
+    def check_and_bind(self, arrays: Sequence[object]) -> tuple[list[np.ndarray], list[int]]:
+        """`check_inputs`, and the run-time sizes the inputs give, in `sizes` order: the
+        checks planned once (what a model compiled once for every size pays per call);
+        a mismatch is reported as `check_inputs` reports it."""
+        plan = self._plan
+        if len(arrays) == len(plan.inputs):
+            values = [-1] * len(plan.sizes)
+            checked: list[np.ndarray] = []
+            for value, (dtype, rank, static, named) in zip(arrays, plan.inputs, strict=True):
+                if type(value) is not np.ndarray or value.dtype != dtype or value.ndim != rank:
+                    break
+                shape = value.shape
+                if any(shape[axis] != size for axis, size in static):
+                    break
+                for axis, k in named:
+                    if values[k] < 0:
+                        values[k] = shape[axis]
+                    elif values[k] != shape[axis]:
+                        break
+                else:
+                    checked.append(value if value.flags.c_contiguous else np.ascontiguousarray(value))
+                    continue
+                break
+            else:
+                return checked, values
+        checked = self.check_inputs(arrays)  # names what does not match
+        bound = self.bind_sizes(checked)
+        return checked, [bound[name] for name in plan.sizes]
+
+    def allocate_at(self, values: Sequence[int]) -> list[np.ndarray]:
+        """The outputs at the run-time sizes `values` (in `sizes` order)."""
+        return [
+            np.empty(tuple(d if d >= 0 else values[~d] for d in shape), dtype=dtype)
+            for dtype, shape in self._plan.outputs
+        ]
 
     def bind_sizes(self, arrays: Sequence[np.ndarray]) -> dict[str, int]:
         """The run-time sizes the inputs give (checked: arrays of the right rank)."""
@@ -199,6 +240,42 @@ class Signature:
 
     def allocate_outputs(self, sizes: Mapping[str, int] | None = None) -> list[np.ndarray]:
         return [np.empty(spec.shape_at(sizes or {}), dtype=spec.dtype) for spec in self.outputs]
+
+
+@dataclass(frozen=True)
+class _CallPlan:
+    """What `Signature.check_and_bind` and `allocate_at` read, computed once: per input
+    its dtype, rank, static (axis, size) pairs and (axis, size index) pairs; per output
+    its dtype and shape, with ~k where size k gives the dimension."""
+
+    sizes: tuple[str, ...]
+    inputs: tuple[tuple[np.dtype, int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...]
+    outputs: tuple[tuple[np.dtype, tuple[int, ...]], ...]
+
+    @staticmethod
+    def of(signature: Signature) -> _CallPlan:
+        sizes = signature.sizes
+
+        def dims(spec: TensorSpec) -> tuple[str | None, ...]:
+            return spec.dims if spec.dims is not None else (None,) * len(spec.shape)
+
+        inputs = tuple(
+            (
+                spec.dtype,
+                len(spec.shape),
+                tuple((a, size) for a, (size, name) in enumerate(zip(spec.shape, dims(spec))) if name is None),
+                tuple((a, sizes.index(name)) for a, name in enumerate(dims(spec)) if name is not None),
+            )
+            for spec in signature.inputs
+        )
+        outputs = tuple(
+            (
+                spec.dtype,
+                tuple(size if name is None else ~sizes.index(name) for size, name in zip(spec.shape, dims(spec))),
+            )
+            for spec in signature.outputs
+        )
+        return _CallPlan(sizes, inputs, outputs)
 
 
 _char_at = ctypes.c_char.from_buffer

@@ -51,6 +51,15 @@ def test_a_dynamic_batch_compiles_once_and_runs_at_every_size():
         (p,) = model(x)
         assert p.shape == (batch, 10)
         np.testing.assert_allclose(p, reference(proto, x)[0], rtol=1e-5, atol=1e-6)
+    # a view that is not contiguous, and an ndarray subclass, run as the array does
+    x = RNG.standard_normal((16, 5)).astype(np.float32)
+    (expected,) = model(np.ascontiguousarray(x.T))
+    (p,) = model(x.T)
+    np.testing.assert_array_equal(p, expected)
+    (p,) = model(np.ascontiguousarray(x.T).view(np.recarray))
+    np.testing.assert_array_equal(p, expected)
+    with pytest.raises(InputMismatchError, match=r"shape is \[5, 17\], expected \[batch, 16\]"):
+        model(np.zeros((5, 17), np.float32))
 
 
 def test_batch_and_sequence_of_two_inputs_are_one_size_each():
