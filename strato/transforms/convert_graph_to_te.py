@@ -180,6 +180,8 @@ def row_prefix(
         return None
     first = outputs[0]
     prefix = [size_names(first, d) for d in run_time_axes(first)]
+    if len(set(prefix)) != len(prefix):
+        return None  # one size twice (a sequence by itself): a block fixes both at once
     boundary = {*inputs, *outputs}
     for value in [*inputs, *(r for op in ops for r in op.results), *outputs]:
         axes = run_time_axes(value)

@@ -257,6 +257,29 @@ def test_kernels_of_independent_rows_run_as_blocks_of_static_sizes():
     np.testing.assert_allclose(interpreted.reshape(3, 15, 16), expected, rtol=1e-4, atol=1e-5)
 
 
+SQUARE = """
+func.func @square(%x: tensor<?x?xf32> {graph.sizes = ["n", "n"]}) -> tensor<?x?xf32> {
+  %a = graph.abs %x : tensor<?x?xf32>
+  func.return %a : tensor<?x?xf32>
+}
+"""
+
+
+def test_a_kernel_of_one_size_twice_runs_whole():
+    """An element-wise kernel of one op over [n, n] (T5's relative positions): its two
+    dimensions are one size, so a block of rows, which fixes the size, would fix both;
+    it runs as a kernel of run-time sizes instead, at every n."""
+    module = parse(SQUARE)
+    jit = compile_for_llvm(module)
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and "loop.kernel" in op.attributes]
+    assert any(isinstance(t, IndexType) for k in kernels for t in k.function_type.inputs.data)
+    for n in (0, 1, 5, 40):
+        x = np.random.default_rng(n).standard_normal((n, n)).astype(np.float32)
+        out = np.full((n, n), np.nan, np.float32)
+        jit.function("square")(x, out, n)
+        np.testing.assert_array_equal(out, np.abs(x))
+
+
 ROW_BLOCKED = """
 te.primitive @relu attributes {te.row_blocks = %s} {
   %%n = te.size "n" : index

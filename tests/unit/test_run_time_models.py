@@ -198,6 +198,44 @@ def test_position_ids_counted_along_the_sequence_compile_once():
         np.testing.assert_array_equal(ours, reference(proto, ids)[0])
 
 
+def test_relative_positions_along_the_sequence_compile_once():
+    """T5's relative positions: |j - i| over positions i, j along the sequence, a
+    tensor [sequence, sequence] of one size twice, scaled by the input's column sums:
+    compiled once, equal to onnxruntime."""
+    node = helper.make_node
+    nodes = [
+        node("Shape", ["x"], ["shape"]),
+        node("Gather", ["shape", "one"], ["length"], axis=0),
+        node("Range", ["zero", "length", "one"], ["positions"]),
+        node("Unsqueeze", ["positions", "zero1"], ["row"]),
+        node("Unsqueeze", ["positions", "one1"], ["column"]),
+        node("Sub", ["row", "column"], ["difference"]),
+        node("Abs", ["difference"], ["distance"]),
+        node("Cast", ["distance"], ["far"], to=TensorProto.FLOAT),
+        node("ReduceSum", ["x", "zero1"], ["scale"], keepdims=1),
+        node("Mul", ["far", "scale"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "relative",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [
+            numpy_helper.from_array(np.array(0, np.int64), "zero"),
+            numpy_helper.from_array(np.array(1, np.int64), "one"),
+            numpy_helper.from_array(np.array([0], np.int64), "zero1"),
+            numpy_helper.from_array(np.array([1], np.int64), "one1"),
+        ],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = strato.compile(proto, cache=False, run_time_dims=True)
+    assert isinstance(model, LLVMCompiledModel)
+    for shape in ((1, 1), (3, 7), (5, 40), (2, 100)):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        (ours,) = model(x)
+        np.testing.assert_allclose(ours, reference(proto, x)[0], rtol=1e-5, atol=1e-4)
+
+
 @pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
 def test_shapes_computed_from_run_time_sizes_compile_once(exporter):
     """torch's exporters compute the head split's target shape from Shape(x) (Gather,
