@@ -23,8 +23,8 @@ in `benchmarks/.torch_corpus/dynamic/`):
   (2, 256)) and mha (4 heads split and merged by Reshape and Transpose, 256 wide, at
   the same sizes).
 
-`--compile-once` compiles the exported models once for every size too (by default
-`strato.compile` decides: their attention compiles per size, which runs faster).
+Every model compiles once for every size (`strato.compile`'s default); `--per-size`
+compiles the exported ones per call's sizes instead (`run_time_dims=False`).
 
 Per size: the first call's seconds (the compile for that size, or for a size along which
 the model is separable only the check of its import: `strato.separable`), the sizes
@@ -273,9 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         help="torch's exporter (dynamo: torch.export with dynamic Dims)",
     )  # fmt: skip
     parser.add_argument(
-        "--compile-once", action="store_true",
-        help="compile the exported models once for every size too (run_time_dims=True; by "
-        "default strato.compile decides, and compiles their attention per size)",
+        "--per-size", action="store_true",
+        help="compile the exported models per call's sizes (run_time_dims=False) instead of "
+        "once for every size",
     )  # fmt: skip
     args = parser.parse_args(argv)
 
@@ -294,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
         path = export(name, args.exporter)
         _, make_inputs, sizes = {**MODELS, **CODE_MODELS}[name]
         start = time.perf_counter()
-        once = name in CODE_MODELS or args.compile_once
-        dynamic = strato.compile(str(path), run_time_dims=True if once else None)
+        per_size_asked = args.per_size and name not in CODE_MODELS
+        dynamic = strato.compile(str(path), run_time_dims=False if per_size_asked else None)
         setup = time.perf_counter() - start
         per_size = isinstance(dynamic, ShapeSpecializingModel)
         if per_size:

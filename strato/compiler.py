@@ -107,12 +107,10 @@ def compile_model(
     compile per size's; the others (attention's products and its softmax over the
     sequence, which schedules do not take) run their canonical loops with defaults for
     run-time extents (register tiles with guards for products, vectors of decreasing
-    widths), up to 1.5x slower than a compile per size at small sizes
-    (`benchmarks/dynamic_shapes.py`). By default (`run_time_dims=None`) such a model is
-    compiled once only when every kernel of run-time sizes runs as blocks of rows (a
-    multi-layer perceptron, a feed-forward block over a batch and a sequence);
-    `run_time_dims=True` compiles it once whatever its kernels, `False` never. Any other
-    such model, and one compiled once by none of these,
+    widths): transformers' encoders run within 0.8-1.25x of a compile per size from 64
+    tokens on, up to 1.7x below (`benchmarks/dynamic_shapes.py`). Such a model is
+    compiled once by default (`run_time_dims=None`, or True); `run_time_dims=False`
+    compiles it per size. Any other such model, and one `run_time_dims=False` leaves,
     is returned as a `strato.specializing.ShapeSpecializingModel`: each call runs the
     model compiled for its arrays' sizes, compiled on the first call that brings them
     (`specialize=False` refuses such a model instead). A model with operators whose
@@ -213,7 +211,6 @@ def _compile_model(
             return _compile_imported(
                 imported, signature, compile_target, after_stage, before_stage, name,
                 default_name, passes_before, passes_after, tuning_log, options,
-                rows_only=run_time_dims is None,
             )  # fmt: skip
         except (StratoError, VerifyException) as error:
             # what does not compile once for every size compiles per call's sizes
@@ -253,11 +250,8 @@ def _compile_imported(
     passes_after: PipelineHook,
     tuning_log: str | None,
     options: BuildOptions,
-    rows_only: bool = False,
 ) -> CompiledModel:
-    """`imported` compiled for `compile_target`; with `rows_only`, a module of run-time
-    sizes only when each of its kernels of run-time sizes runs as blocks of rows
-    (`te.ROW_BLOCKS_ATTR`), else a `SymbolicShapeError` after convert-graph-to-te."""
+    """`imported` compiled for `compile_target`."""
     _check_signature_size(signature)
     module = imported.module
     if after_stage is not None:
@@ -269,8 +263,7 @@ def _compile_imported(
         compile_target, stages, after_stage, tuning_log, options.progress
     )
     try:
-        after = _checking_row_blocks(after_stage) if rows_only else after_stage
-        run_stages(stages, module, before=before_stage, after=after)
+        run_stages(stages, module, before=before_stage, after=after_stage)
     except MemoryError:
         raise StratoError(
             "out of memory while compiling (a constant too large to fold on this machine?)"
@@ -288,29 +281,6 @@ def _compile_imported(
         options=options,
         **in_build,
     )
-
-
-def _checking_row_blocks(after_stage: StageCallback | None) -> StageCallback:
-    """`after_stage`, and after convert-graph-to-te a check of the module: a primitive
-    of run-time sizes that does not run as blocks of rows (it computes across its rows,
-    as attention does) ends the compile with a `SymbolicShapeError`, which compiles the
-    model per size instead."""
-    from strato.dialects import te
-    from strato.transforms.convert_graph_to_te import ConvertGraphToTePass
-
-    def after(name: str, module: ModuleOp) -> None:
-        if after_stage is not None:
-            after_stage(name, module)
-        if name != ConvertGraphToTePass.name:
-            return
-        for op in module.ops:
-            if isinstance(op, te.PrimitiveOp) and op.run_time_sizes and te.RowBlocks.of(op) is None:
-                raise SymbolicShapeError(
-                    f"@{op.sym_name.data} computes across its rows of run-time sizes, "
-                    "which a compile per size runs faster"
-                )
-
-    return after
 
 
 def _part_options(

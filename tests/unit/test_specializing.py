@@ -298,11 +298,11 @@ def test_strato_run_asks_for_the_sizes(tmp_path):
     assert "dynamic dimension 'batch'" in result.stderr and "input_shapes" in result.stderr
 
 
-def test_by_default_a_model_of_rows_compiles_once_and_one_of_attention_per_size():
-    """By default a model whose kernels of run-time sizes all run as blocks of rows
-    (a product, a broadcast add and a softmax over the features) compiles once for
-    every size; self-attention (its scores computed across the sequence) compiles per
-    size, which runs it faster."""
+def test_by_default_a_model_of_run_time_sizes_compiles_once():
+    """By default a model whose operators all take run-time sizes compiles once for
+    every size: one whose kernels all run as blocks of rows (a product, a broadcast add
+    and a softmax over the features), and self-attention (its scores computed across
+    the sequence); `run_time_dims=False` compiles it per size."""
     from strato.runtime.compiled_model import CompiledModel
     from strato.testing.dynamic_models import attention
 
@@ -313,4 +313,9 @@ def test_by_default_a_model_of_rows_compiles_once_and_one_of_attention_per_size(
         x = rng.standard_normal((batch, seq, 8)).astype(np.float32)
         m = rng.standard_normal((batch, seq, 1)).astype(np.float32)
         np.testing.assert_allclose(once(x, m)[0], expected(x, m), rtol=1e-5, atol=1e-6)
-    assert isinstance(strato.compile(attention(), cache=False), ShapeSpecializingModel)
+    attending = strato.compile(attention(), cache=False)
+    assert isinstance(attending, CompiledModel) and attending.signature.sizes == ("batch", "sequence")
+    per_size = strato.compile(attention(), cache=False, run_time_dims=False)
+    assert isinstance(per_size, ShapeSpecializingModel)
+    x = np.random.default_rng(0).standard_normal((2, 9, 16)).astype(np.float32)
+    np.testing.assert_allclose(attending(x)[0], per_size(x)[0], rtol=1e-5, atol=1e-6)
