@@ -227,7 +227,7 @@ def test_the_compiled_sizes_of_a_dynamic_model_link_into_one_object(tmp_path):
     returns NO_SUCH_SIZE); the sizes share one copy of the weights."""
     rng = np.random.default_rng(5)
     model = _sequence_model()
-    compiled = strato.compile(model, name="sized")
+    compiled = strato.compile(model, name="sized", run_time_dims=False)  # per size
     inputs = {size: rng.standard_normal((*size, 16)).astype(np.float32) for size in ((1, 4), (2, 8), (3, 5))}
     for x in inputs.values():
         compiled(x)
@@ -300,7 +300,7 @@ def test_a_separable_dimension_of_the_object_takes_any_size(tmp_path, monkeypatc
     monkeypatch.setattr(strato.separable, "MIN_SAMPLE_ELEMENTS", 0)  # split every call
     rng = np.random.default_rng(7)
     model = _sequence_model()
-    compiled = strato.compile(model, name="sized")
+    compiled = strato.compile(model, name="sized", run_time_dims=False)  # per size
     for size in ((3, 4), (2, 8)):
         compiled(rng.standard_normal((*size, 16)).astype(np.float32))
     assert [size["x"][:2] for size in compiled.sizes] == [(1, 4), (1, 8)]
