@@ -230,7 +230,7 @@ def block_inputs(batch: int, seq: int, seed: int = 0) -> list[np.ndarray]:
 
 
 def test_kernels_of_independent_rows_run_as_blocks_of_static_sizes():
-    """Kernels that compute each row (batch x seq) alone run as blocks of 32, 8, 4 and 1
+    """Kernels that compute each row (batch x seq) alone run as blocks of 32, 16, 8, 4 and 1
     rows of static sizes, which schedule-default schedules: no kernel of run-time sizes
     is left, and every row count (blocks of each size, a last block ending at the last
     row, single rows, rows spanning two batches) gives what the graph interpreter does;

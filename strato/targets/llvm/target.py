@@ -41,7 +41,7 @@ threads (what `strato run -v` reports and `--dump-ir` writes after):
                graph-alter-layout{block=16 min_block=8}, graph-pack-dense{lanes=L},
                graph-fuse-ops, graph-plan-memory, [graph-winograd{tile=T
                tuning_log=... untuned=...}, with -winograd or a tuning log]
-    te         convert-graph-to-te{row_blocks=32,8,4,1}, te-inline-stages,
+    te         convert-graph-to-te{row_blocks=32,16,8,4,1}, te-inline-stages,
                te-dedup-primitives
     loops      convert-te-to-loops
     schedule   loop-dedup-kernels, schedule-default{lanes=L threads=N [tuning_log=...]}
