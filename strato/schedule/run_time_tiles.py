@@ -162,7 +162,8 @@ def _dictionary(entries: dict[str, str]) -> DictionaryAttr:
     return DictionaryAttr({key: StringAttr(value) for key, value in entries.items()})
 
 
-def _plain(loop: ForOp) -> bool:
+def plain_loop(loop: ForOp) -> bool:
+    """Whether `loop` is serial, from 0 by 1."""
     return loop.loop_kind == LoopKind.SERIAL and loop.lb.data == 0 and loop.step.data == 1
 
 
@@ -195,11 +196,11 @@ def _match(columns: ForOp, lanes: int) -> _Product | None:
         stage is None
         or is_reduction_loop(columns)
         or is_init_loop(columns)
-        or not _plain(columns)
+        or not plain_loop(columns)
         or not isinstance(rows, ForOp)
         or loop_stage(rows) != stage
         or is_reduction_loop(rows)
-        or not _plain(rows)
+        or not plain_loop(rows)
         or only_loop_in(rows) is not columns
         or (not columns.is_dynamic and columns.trip_count < lanes)
         or (not rows.is_dynamic and rows.trip_count < 2)
@@ -208,7 +209,7 @@ def _match(columns: ForOp, lanes: int) -> _Product | None:
     reductions: list[ForOp] = []
     inner = only_loop_in(columns)
     while inner is not None:
-        if not is_reduction_loop(inner) or loop_stage(inner) != stage or not _plain(inner):
+        if not is_reduction_loop(inner) or loop_stage(inner) != stage or not plain_loop(inner):
             return None
         if inner.is_dynamic and not defined_outside(inner.bound, rows):
             return None
@@ -273,7 +274,7 @@ def _same_loops(ours: list[ForOp], theirs: list[ForOp]) -> bool:
     """Whether two nests run over the same iterations (loop by loop: from 0 by 1 to
     the same bound)."""
     return len(ours) == len(theirs) and all(
-        _plain(a) and _plain(b) and a.is_dynamic == b.is_dynamic and a.bound == b.bound
+        plain_loop(a) and plain_loop(b) and a.is_dynamic == b.is_dynamic and a.bound == b.bound
         for a, b in zip(ours, theirs, strict=True)
     )
 
@@ -351,21 +352,24 @@ def _find_epilogue(product: _Product) -> _Epilogue | None:
     body = list(loops[-1].body.block.ops)
     result = product.store.memref
     stores = [op for op in body if isinstance(op, memref.StoreOp)]
-    reads = [op for op in body if isinstance(op, memref.LoadOp) and op.memref is result]
+    reads = _loads_of(result, body)
     if (
         len(stores) != 1
         or stores[0].memref is result
         or len(reads) != 1
         or not _same_place(reads[0].indices, ours, loops, product)
-        or any(isinstance(op, memref.LoadOp) and op.memref is stores[0].memref for op in body)
+        or _loads_of(stores[0].memref, body)
         or any(isinstance(op, memref.AllocOp | memref.DeallocOp | func.CallOp) for op in body)
-        or any(
-            isinstance(op, memref.LoadOp) and op.memref is stores[0].memref
-            for op in product.reductions[-1].body.block.ops
-        )  # the update reads what the epilogue writes: it must run after all of it
+        # the update reads what the epilogue writes: it must run after all of it
+        or _loads_of(stores[0].memref, product.reductions[-1].body.block.ops)
     ):
         return None
     return _Epilogue(loops, reads[0])
+
+
+def _loads_of(buffer: SSAValue, ops) -> list[memref.LoadOp]:
+    """The loads among `ops` that read `buffer`."""
+    return [op for op in ops if isinstance(op, memref.LoadOp) and op.memref is buffer]
 
 
 def _result_is_private(product: _Product) -> bool:

@@ -100,6 +100,7 @@ from strato.schedule.knobs import TuningLog
 from strato.schedule.run_time_tiles import (
     defined_outside,
     only_loop_in,
+    plain_loop,
     tile_run_time_products,
 )
 from strato.schedule.templates import ScheduleContext, schedule_context
@@ -313,13 +314,7 @@ def _fusible_run_time_loop(outer: ForOp, inner: ForOp) -> bool:
     from outside `outer`, and worth a division per iteration: to a run-time bound, or to
     a short static one around a reduction or a loop to a run-time bound (the heads
     around a product's blocks of rows, or around rows of a run-time length)."""
-    if (
-        inner.loop_kind != LoopKind.SERIAL
-        or is_reduction_loop(inner)
-        or loop_stage(inner) != loop_stage(outer)
-        or inner.lb.data != 0
-        or inner.step.data != 1
-    ):
+    if not plain_loop(inner) or is_reduction_loop(inner) or loop_stage(inner) != loop_stage(outer):
         return False
     if inner.is_dynamic:
         bound = inner.bound
@@ -431,9 +426,7 @@ def _vectorize_run_time_innermost(module: ModuleOp, name: str, lanes: int) -> No
         if (
             not isinstance(loop.parent_op(), ForOp)  # outermost: made parallel
             or is_reduction_loop(loop)
-            or loop.loop_kind != LoopKind.SERIAL
-            or loop.lb.data != 0
-            or loop.step.data != 1
+            or not plain_loop(loop)
             or any(op.regions for op in loop.body.block.ops)
         ):
             continue

@@ -436,7 +436,8 @@ def _sized_fill(ctx: NodeContext, dims: RunTimeDims) -> list:
     fill = ctx.attr("value")
     fill = np.zeros(1, np.float32) if fill is None else np.asarray(fill)
     if fill.size != 1:
-        return []  # the converter reports the value
+        # the static import's converter reports it
+        raise StaticShapesOnly(f"{ctx.label}: a value of {fill.size} elements")
     shape: list[int] = []
     needs: dict[int, Size] = {}
     for d, element in enumerate(value.elements.tolist()):
@@ -501,9 +502,7 @@ def convert(ctx: NodeContext, dims: RunTimeDims) -> list | None:
     ):
         return None
     if ctx.op_type == "ConstantOfShape" and symbolic == [0]:
-        filled = _sized_fill(ctx, dims)
-        if filled:
-            return filled
+        return _sized_fill(ctx, dims)
     sized = SIZED.get(ctx.op_type)
     if sized is not None and not isinstance(inputs[0], ShapeValue):
         return sized(ctx)
