@@ -25,8 +25,9 @@ becomes, for tiles of MR rows and NR columns (NR a multiple of the vector lanes)
               tile[r, v] = tile[r, v] + f(..) } }
           c[rows, columns] = tile
         (the columns left over, p mod NR of them, as the canonical nest)
-      loop.for %t = 0 to %here mod MR                    (a last, partial block of rows)
-        (the canonical nest of that row)
+      %left = %here mod MR                               (a last, partial block of rows)
+      loop.for %t = 0 to %left / 4                       (tiles of 4 rows, as above)
+      loop.for %t = 0 to %left - 4 * (%left / 4)         (tiles of 1 row, as above)
 
 A loop to a run-time count of 0 or 1 stands for a branch. A static row or column count
 takes whole tiles and a static tail instead. Every element of the result still takes
@@ -48,13 +49,11 @@ from xdsl.dialects.builtin import (
     IntegerType,
     MemRefType,
     StringAttr,
-    UnitAttr,
     i64,
 )
 from xdsl.ir import Block, Operation, SSAValue
 
 from strato.dialects.loop import (
-    INIT_ATTR,
     LANES_ATTR,
     REDUCTION_ATTR,
     STAGE_ATTR,
@@ -74,6 +73,10 @@ TILES_ATTR = "schedule.run_time_tiles"
 
 MAX_TILE_ROWS = 12
 """Most rows of a tile: more gains little once the loads of a row of b are amortized."""
+
+PARTIAL_TILE_ROWS = (4,)
+"""Rows of the tiles a last, partial block of rows runs as, before single rows (those
+shorter than the block's tile): 11 rows left are two tiles of 4 and three of 1."""
 
 
 @dataclass
@@ -490,17 +493,18 @@ def _tile(product: _Product, mr: int, nr: int, lanes: int) -> None:
             covered += count * width
         done, left_columns = covered, columns.trip_count - covered
 
-    def whole_rows(at: _Builder, first: SSAValue) -> None:
-        """A block of `mr` rows from row `first`: its column tiles, then its columns
-        left over."""
+    def tile_rows(at: _Builder, first: int | SSAValue, height: int) -> None:
+        """A block of `height` rows from row `first`: its column tiles, then its
+        columns left over."""
+        first = at.bound(first)
         for width, count, start in spans:
             tiles, tile_body = at.loop(count, f"{column_axis}.tiles{width}", LoopKind.SERIAL, columns)
             offset = tile_body.value(arith.MuliOp(tiles.induction_var, tile_body.index(width)))
             offset = tile_body.value(arith.AddiOp(tile_body.bound(start), offset))
-            _register_tile(product, tile_body, first, offset, mr, width, lanes)
+            _register_tile(product, tile_body, first, offset, height, width, lanes)
         if left_columns == 0:
             return
-        row_loop, row_body = at.loop(mr, f"{row_axis}.left", LoopKind.SERIAL, rows)
+        row_loop, row_body = at.loop(height, f"{row_axis}.left", LoopKind.SERIAL, rows)
         row = row_body.value(arith.AddiOp(first, row_loop.induction_var))
         left, left_body = row_body.loop(left_columns, f"{column_axis}.left", LoopKind.SERIAL, columns)
         column = left_body.value(arith.AddiOp(left_body.bound(done), left.induction_var))
@@ -509,40 +513,51 @@ def _tile(product: _Product, mr: int, nr: int, lanes: int) -> None:
         if product.epilogue is not None:
             product.epilogue.at(left_body, _epilogue_ivs(product, row, column), None)
 
-    def single_rows(at: _Builder, count: int | SSAValue, first: int | SSAValue) -> None:
-        """`count` rows from row `first`, each as the canonical nest."""
-        loop, body = at.loop(count, f"{row_axis}.rest", LoopKind.SERIAL, rows)
-        row = body.value(arith.AddiOp(body.bound(first), loop.induction_var))
-        if product.init is not None:
-            init, init_body = body.loop(columns.bound, column_axis, LoopKind.SERIAL, columns)
-            init.attributes[INIT_ATTR] = UnitAttr()
-            _init_element(product, init_body, row, init.induction_var)
-        _clone_into(body, columns, {rows.induction_var: row})
-        if product.epilogue is not None:
-            epilogue = product.epilogue.loops[-1]
-            loop, epilogue_body = body.loop(columns.bound, _axis(epilogue), LoopKind.SERIAL, epilogue)
-            product.epilogue.at(epilogue_body, _epilogue_ivs(product, row, loop.induction_var), None)
+    def partial_rows(at: _Builder, count: int | SSAValue, first: int | SSAValue) -> None:
+        """`count` (fewer than `mr`) rows from row `first`, as tiles of
+        `PARTIAL_TILE_ROWS` rows while they last, then of single rows."""
+        for height in [h for h in PARTIAL_TILE_ROWS if h < mr] + [1]:
+            if isinstance(count, int):
+                tiles, count = divmod(count, height)
+                if not tiles:
+                    continue
+            elif height == 1:
+                tiles = count
+            else:
+                tiles = at.value(arith.DivUIOp(count, at.index(height)))
+            loop, body = at.loop(tiles, f"{row_axis}.rows{height}", LoopKind.SERIAL, rows)
+            offset = body.value(arith.MuliOp(loop.induction_var, body.index(height)))
+            tile_rows(body, body.value(arith.AddiOp(body.bound(first), offset)), height)
+            if height == 1:
+                return
+            covered = tiles * height if isinstance(tiles, int) else at.value(arith.MuliOp(tiles, at.index(height)))
+            if isinstance(first, int) and isinstance(covered, int):
+                first += covered
+            else:
+                first = at.value(arith.AddiOp(at.bound(first), at.bound(covered)))
+            if not isinstance(count, int):
+                count = at.value(arith.SubiOp(count, covered))
 
     if rows.is_dynamic:
-        tile_rows = hoisted.index(mr)
+        tile_rows_count = hoisted.index(mr)
         last = hoisted.value(arith.AddiOp(rows.bound, hoisted.index(mr - 1)))
-        blocks = hoisted.value(arith.DivUIOp(last, tile_rows))
+        blocks = hoisted.value(arith.DivUIOp(last, tile_rows_count))
         block_loop, block_body = here.loop(blocks, f"{row_axis}.blocks", LoopKind.SERIAL, rows)
-        first = block_body.value(arith.MuliOp(block_loop.induction_var, tile_rows))
+        first = block_body.value(arith.MuliOp(block_loop.induction_var, tile_rows_count))
         remaining = block_body.value(arith.SubiOp(rows.bound, first))
-        count = block_body.value(arith.MinUIOp(remaining, tile_rows))
-        whole = block_body.value(arith.DivUIOp(count, tile_rows))
-        partial = block_body.value(arith.RemUIOp(count, tile_rows))
+        count = block_body.value(arith.MinUIOp(remaining, tile_rows_count))
+        whole = block_body.value(arith.DivUIOp(count, tile_rows_count))
+        partial = block_body.value(arith.RemUIOp(count, tile_rows_count))
         _, whole_body = block_body.loop(whole, f"{row_axis}.whole", LoopKind.SERIAL, rows)
-        whole_rows(whole_body, first)
-        single_rows(block_body, partial, first)
+        tile_rows(whole_body, first, mr)
+        partial_rows(block_body, partial, first)
     else:
         blocks, rest = divmod(rows.trip_count, mr)
         block_loop, block_body = here.loop(blocks, f"{row_axis}.blocks", LoopKind.SERIAL, rows)
         first = block_body.value(arith.MuliOp(block_loop.induction_var, block_body.index(mr)))
-        whole_rows(block_body, first)
+        tile_rows(block_body, first, mr)
         if rest:
-            single_rows(here, rest, blocks * mr)
+            partial_rows(here, rest, blocks * mr)
     rows.detach()
     rows.erase()
     for absorbed in (

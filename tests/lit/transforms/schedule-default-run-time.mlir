@@ -7,8 +7,8 @@
 // columns, and stores the mask's sum straight to the output (the add nest is gone,
 // and the scores, which only it read, are not stored from the tile). The batch, the
 // heads and the blocks of rows run as one parallel loop. The rows of a last partial
-// block run the canonical nest: init, update (columns innermost, as vectors of 16,
-// then at most one of 8 and one of 4, and a tail) and add.
+// block run as tiles of 4 rows while they last, then of single rows, each as wide as
+// the whole blocks' tiles.
 // CHECK-LABEL: func.func @scores(
 // CHECK-SAME:    schedule.run_time_tiles = {s = "12x32"}
 // CHECK-SAME:    schedule.parallel = {s = "i.h.l.blocks.fused"}
@@ -39,14 +39,19 @@
 // CHECK:             loop.for %{{.*}} = 0 to 12 axis "l.left"
 // CHECK-NEXT:          arith.addi
 // CHECK-NEXT:          loop.for %{{.*}} axis "m.left"
-// CHECK:           loop.for %{{.*}} = 0 to %[[PARTIAL]] axis "l.rest"
-// CHECK:             loop.for %{{.*}} axis "m.outer" attributes {stage = "s", init}
-// CHECK:             loop.for %{{.*}} = 0 to 16 axis "k" attributes {stage = "s", reduction}
-// CHECK:               loop.for %{{.*}} = 0 to 16 vectorized axis "m.inner" attributes {stage = "s"}
-// CHECK:             loop.for %{{.*}} axis "m.outer" attributes {stage = "add"}
-// CHECK:             loop.for %{{.*}} = 0 to 8 vectorized axis "m.lanes8" attributes {stage = "add"}
-// CHECK:             loop.for %{{.*}} = 0 to 4 vectorized axis "m.lanes4" attributes {stage = "add"}
-// CHECK:             loop.for %{{.*}} axis "m.tail" attributes {stage = "add"}
+// CHECK:           %[[FOURS:.*]] = arith.divui %[[PARTIAL]]
+// CHECK-NEXT:      loop.for %{{.*}} = 0 to %[[FOURS]] axis "l.rows4"
+// CHECK:             memref.alloc() : memref<4x32xf32, #loop.scope<local>>
+// CHECK:             memref.alloc() : memref<4x16xf32, #loop.scope<local>>
+// CHECK:             loop.for %{{.*}} = 0 to 4 axis "l.left"
+// CHECK:           %[[ONES:.*]] = arith.subi %[[PARTIAL]]
+// CHECK-NEXT:      loop.for %{{.*}} = 0 to %[[ONES]] axis "l.rows1"
+// CHECK:             memref.alloc() : memref<1x32xf32, #loop.scope<local>>
+// CHECK:             memref.alloc() : memref<1x16xf32, #loop.scope<local>>
+// CHECK:             loop.for %{{.*}} = 0 to 1 axis "l.left"
+// CHECK-NEXT:          arith.addi
+// CHECK-NEXT:          loop.for %{{.*}} axis "m.left"
+// CHECK:                 loop.for %{{.*}} = 0 to 16 axis "k" attributes {stage = "s", reduction}
 // CHECK-NOT:     loop.for
 // CHECK:         memref.dealloc %s
 func.func @scores(%q: memref<?xf32>, %kt: memref<?xf32>, %mask: memref<?xf32>, %out: memref<?xf32> {loop.output}, %b: index, %n: index) attributes {loop.kernel} {
