@@ -142,6 +142,7 @@ from strato.dialects.loop import (
     SIZE_ATTR,
     STAGE_ATTR,
     ForOp,
+    LoopKind,
     MemoryScope,
     ScopeAttr,
     ViewOp,
@@ -1112,8 +1113,9 @@ def lower_row_blocks(
     run-time sizes (those of static shapes passed whole). The rows left, fewer than
     the smallest block of several rows, are one more such block ending at the last
     row when the call has that many rows (the rows it computes again are written
-    again as they were: each row is computed from its own), else single rows.
-    `buffers` are the call's operands' buffers, then its results'; `types` the
+    again as they were: each row is computed from its own), else single rows. The
+    blocks of the largest count are a `parallel` loop when every result has the rows
+    (each block writes its own). `buffers` are the call's operands' buffers, then its results'; `types` the
     placeholder and output types of each block's primitive."""
     tensors = [*op.args, *op.res]
     rows_of = next(v for v in op.res if is_run_time(v.type))
@@ -1141,12 +1143,22 @@ def lower_row_blocks(
         left = rows if done is None else builder.insert(arith.SubiOp(rows, done)).result
         size = _index_value(builder, count)
         whole = builder.insert(arith.DivUIOp(left, size)).result
-        (index,), inner, (body,) = _element_loops([whole], builder)
+        if done is None and all(is_run_time(result.type) for result in op.res):
+            # the blocks of the largest count: the threads take blocks (each block's
+            # kernel then runs serially inside its task), each writing rows of its
+            # own; a single one runs in the caller, its kernel's own parallel loops
+            # taking the threads
+            loop, body = ForOp.build(0, whole, 1, LoopKind.PARALLEL, f"{name}.blocks")
+            builder.insert(loop)
+            index, inner = loop.induction_var, Builder(InsertPoint.before(body.last_op))
+        else:
+            (index,), inner, (body,) = _element_loops([whole], builder)
+            body.add_op(scf.YieldOp())
+            inner = Builder(InsertPoint.before(body.last_op))
         first = inner.insert(arith.MuliOp(index, size)).result
         if done is not None:
             first = inner.insert(arith.AddiOp(done, first)).result
         call_block(name, first, inner)
-        body.add_op(scf.YieldOp())
         covered = builder.insert(arith.MuliOp(whole, size)).result
         done = covered if done is None else builder.insert(arith.AddiOp(done, covered)).result
 

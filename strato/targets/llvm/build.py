@@ -22,7 +22,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects import func, llvm, memref
-from xdsl.dialects.builtin import IntegerAttr, MemRefType, ModuleOp, SymbolRefAttr
+from xdsl.dialects.builtin import (
+    IntegerAttr,
+    MemRefType,
+    ModuleOp,
+    SymbolRefAttr,
+    UnitAttr,
+)
 
 from strato.diagnostics import StratoError
 from strato.runtime.compiled_model import ModelMemoryError
@@ -35,6 +41,7 @@ from strato.targets.llvm.entry_abi import (
     finalize_entry,
 )
 from strato.targets.llvm.model import CompiledObject, LLVMCompiledModel
+from strato.targets.llvm.parallel_outlining import TASK_CALLABLE_ATTR
 from strato.targets.llvm.weights import WEIGHT_BLOB_THRESHOLD
 from strato.targets.registry import BuildOptions
 
@@ -162,6 +169,8 @@ def call_compiled_kernels(module: ModuleOp, objects: dict[str, KernelObject]) ->
             declaration = func.FuncOp.external(
                 symbol, op.function_type.inputs.data, op.function_type.outputs.data
             )
+            if not objects[op.sym_name.data].returns_status:
+                declaration.attributes[TASK_CALLABLE_ATTR] = UnitAttr()
             module.body.block.insert_op_before(declaration, op)
         module.body.block.detach_op(op)
         op.erase()

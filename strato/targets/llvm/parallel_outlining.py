@@ -32,9 +32,12 @@ reading it, such as a packed panel of GEMM weights) is private to each iteration
 body allocates its own copy on its stack, so threads never share it.
 
 A parallel loop stays serial when the runtime could not run it as a task: a body that
-allocates on the heap (its failure could not reach the caller), calls a function, or
-would need more private stack than `PRIVATE_STACK_LIMIT`; or when `threads` is 1.
-Parallel loops nested in an outlined loop run serially inside its body.
+allocates on the heap (its failure could not reach the caller), calls a function other
+than a kernel that allocates nothing on the heap, or would need more private stack than
+`PRIVATE_STACK_LIMIT`; or when `threads` is 1. Parallel loops nested in an outlined
+loop run serially inside its body; a kernel a task calls finds the pool busy and runs
+its own regions serially too. A call counts as `PARALLEL_MIN_ITERATIONS` iterations
+of work (a loop over blocks of rows, each a kernel's call: `lower_row_blocks`).
 """
 
 from __future__ import annotations
@@ -84,6 +87,10 @@ PRIVATE_STACK_LIMIT = 1 << 20
 """Most bytes of private buffers one task puts on its thread's stack (threads get 8 MiB
 stacks by default)."""
 
+TASK_CALLABLE_ATTR = "strato.task_callable"
+"""On the declaration of a kernel compiled on its own: a task may call it (it allocates
+nothing on the heap, so returns no status; `_callable_in_a_task`)."""
+
 NOALIAS_ARG_ATTR = "llvm.noalias"
 NOINLINE_ATTR = "llvm.noinline"
 """Function attribute: LLVM never inlines the function (`emit` gives it `noinline`)."""
@@ -122,6 +129,26 @@ def outline_parallel_loops(module: ModuleOp, threads: int) -> int:
     return count
 
 
+def _callable_in_a_task(module: ModuleOp, call: func.CallOp) -> bool:
+    """Whether a task may make `call`: of a function of `module` (a kernel) that
+    allocates nothing on the heap (no failure to report) and calls nothing but the pool
+    (whose regions, the pool busy with the task's own, run serially in the task's
+    thread)."""
+    callee = SymbolTable.lookup_symbol(module, call.callee)
+    if not isinstance(callee, func.FuncOp):
+        return False
+    if not callee.body.blocks:  # a kernel compiled on its own: what its build found
+        return TASK_CALLABLE_ATTR in callee.attributes
+    for op in callee.walk():
+        if isinstance(op, func.CallOp):
+            return False
+        if isinstance(op, llvm.CallOp) and (op.callee is None or op.callee.string_value() != PARALLEL_FOR_SYMBOL):
+            return False
+        if isinstance(op, memref.AllocOp) and not is_stack_buffer(op.memref.type):
+            return False
+    return True
+
+
 def _outermost_parallel_loops(function: func.FuncOp) -> list[ForOp]:
     found: list[ForOp] = []
 
@@ -157,6 +184,10 @@ def _inner_iterations(
     ops: list[Operation] = []
     total: int | SSAValue = 0
     for op in block.ops:
+        if isinstance(op, func.CallOp):
+            # a kernel (`_callable_in_a_task`): a region's worth of work
+            total = _combine(arith.AddiOp, total, PARALLEL_MIN_ITERATIONS, ops)
+            continue
         if not isinstance(op, ForOp):
             continue
         inner_ops, inner = _inner_iterations(op.body.block, outside)
@@ -242,6 +273,8 @@ class _Outliner:
 
     def can_outline(self) -> bool:
         for op in self.ops:
+            if isinstance(op, func.CallOp) and _callable_in_a_task(self.module, op):
+                continue
             if isinstance(op, func.CallOp | llvm.CallOp):
                 return False
             if isinstance(op, memref.AllocOp) and not is_stack_buffer(op.memref.type):
@@ -495,4 +528,4 @@ class _Outliner:
         Rewriter.erase_op(loop)
 
 
-__all__ = ["PRIVATE_STACK_LIMIT", "outline_parallel_loops"]
+__all__ = ["PRIVATE_STACK_LIMIT", "TASK_CALLABLE_ATTR", "outline_parallel_loops"]

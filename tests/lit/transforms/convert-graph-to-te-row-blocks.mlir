@@ -28,7 +28,9 @@
 // convert-te-to-loops runs the call as its blocks (the kernel of run-time sizes is not
 // made): the rows batch x seq, as many blocks of 4 as fit, each a call of its static
 // kernel on views of the rows of the buffers of run-time sizes (8 elements a row of x,
-// 4 of d) and on the weights whole; then, for the rows left, one more block of 4
+// 4 of d) and on the weights whole, as a parallel loop (each block writes rows of its
+// own; its kernel's parallel loops then run in the block's thread); then, for the
+// rows left, one more block of 4
 // ending at the last row when there are 4 rows or more (it writes some rows again, as
 // they were), else the rows one by one.
 // LOOPS-NOT:   func.func @dense_0(
@@ -39,7 +41,7 @@
 // LOOPS-NEXT:    %[[ROWS:.*]] = arith.muli %batch, %seq : index
 // LOOPS-NEXT:    %[[FOUR:.*]] = arith.constant 4 : index
 // LOOPS-NEXT:    %[[BLOCKS:.*]] = arith.divui %[[ROWS]], %[[FOUR]] : index
-// LOOPS:         scf.for %[[B:.*]] = %{{.*}} to %[[BLOCKS]] step %{{.*}} {
+// LOOPS-NEXT:    loop.for %[[B:.*]] = 0 to %[[BLOCKS]] parallel axis "dense_0_rows4_1.blocks" {
 // LOOPS-NEXT:      %[[FIRST:.*]] = arith.muli %[[B]], %[[FOUR]] : index
 // LOOPS-NEXT:      %[[EIGHT:.*]] = arith.constant 8 : index
 // LOOPS-NEXT:      %[[XAT:.*]] = arith.muli %[[FIRST]], %[[EIGHT]] : index

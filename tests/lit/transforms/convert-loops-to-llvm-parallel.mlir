@@ -141,6 +141,75 @@ func.func @run_time_work(%work_in: memref<?x8xf32>, %work_out: memref<?x8xf32> {
   func.return
 }
 
+// Calls in a parallel loop (the blocks of rows of a kernel of run-time sizes, each a
+// call of the block's kernel): a loop calling a kernel that allocates nothing on the
+// heap, defined in the module or declared `strato.task_callable` (compiled on its
+// own), becomes a task, each call counted as a region's work (the pool gets the
+// threads from one call on); a loop calling a kernel that allocates on the heap, or a
+// function declared without the attribute, stays serial.
+// CHECK-LABEL: llvm.func @blocks(
+// CHECK:         %[[TASK:.*]] = llvm.mlir.addressof @blocks_parallel_0_task : !llvm.ptr
+// CHECK:         %[[TRIP:.*]] = llvm.select %{{.*}}, %n, %{{.*}} : i1, i64
+// CHECK-NEXT:    %[[THREADS:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[WORTH:.*]] = llvm.icmp "sge" %[[TRIP]], %[[ONE]] : i64
+// CHECK:         %[[USED:.*]] = llvm.select %[[WORTH]], %[[THREADS]], %{{.*}} : i1, i64
+// CHECK-NEXT:    llvm.call @strato_parallel_for(%[[TASK]], %{{.*}}, %[[TRIP]], %[[USED]])
+// CHECK:         llvm.mlir.addressof @blocks_parallel_1_task : !llvm.ptr
+// CHECK:         llvm.call @strato_parallel_for(
+// CHECK-NOT:     llvm.call @strato_parallel_for(
+// CHECK:         llvm.call @heap_kernel(
+// CHECK:         llvm.br ^heap_header{{.*}} {strato.loop_kind = "parallel"}
+// CHECK:         llvm.call @unknown(
+// CHECK:         llvm.br ^unknown_header{{.*}} {strato.loop_kind = "parallel"}
+// CHECK-LABEL: llvm.func @blocks_parallel_1(
+// CHECK:         llvm.call @compiled(
+// CHECK-LABEL: llvm.func @blocks_parallel_0(
+// CHECK:         llvm.call @block_kernel(
+func.func @blocks(%x: memref<?xf32>, %y: memref<?xf32> {loop.output}, %n: index) {
+  loop.for %b = 0 to %n parallel axis "defined" {
+    %vx = loop.view %x[%b] : memref<?xf32> to memref<4xf32>
+    %vy = loop.view %y[%b] : memref<?xf32> to memref<4xf32>
+    func.call @block_kernel(%vx, %vy) : (memref<4xf32>, memref<4xf32>) -> ()
+  }
+  loop.for %c = 0 to %n parallel axis "compiled" {
+    %vx = loop.view %x[%c] : memref<?xf32> to memref<4xf32>
+    %vy = loop.view %y[%c] : memref<?xf32> to memref<4xf32>
+    func.call @compiled(%vx, %vy) : (memref<4xf32>, memref<4xf32>) -> ()
+  }
+  loop.for %d = 0 to %n parallel axis "heap" {
+    %vx = loop.view %x[%d] : memref<?xf32> to memref<4xf32>
+    %vy = loop.view %y[%d] : memref<?xf32> to memref<4xf32>
+    func.call @heap_kernel(%vx, %vy) : (memref<4xf32>, memref<4xf32>) -> ()
+  }
+  loop.for %e = 0 to %n parallel axis "unknown" {
+    %vx = loop.view %x[%e] : memref<?xf32> to memref<4xf32>
+    %vy = loop.view %y[%e] : memref<?xf32> to memref<4xf32>
+    func.call @unknown(%vx, %vy) : (memref<4xf32>, memref<4xf32>) -> ()
+  }
+  func.return
+}
+func.func @block_kernel(%a: memref<4xf32>, %o: memref<4xf32> {loop.output}) attributes {loop.kernel} {
+  loop.for %i = 0 to 4 axis "i" {
+    %v = memref.load %a[%i] : memref<4xf32>
+    memref.store %v, %o[%i] : memref<4xf32>
+  }
+  func.return
+}
+func.func private @compiled(memref<4xf32>, memref<4xf32>) attributes {strato.task_callable}
+func.func @heap_kernel(%a: memref<4xf32>, %o: memref<4xf32> {loop.output}) attributes {loop.kernel} {
+  %big = memref.alloc() : memref<4xf32>
+  loop.for %i = 0 to 4 axis "i" {
+    %v = memref.load %a[%i] : memref<4xf32>
+    memref.store %v, %big[%i] : memref<4xf32>
+    %w = memref.load %big[%i] : memref<4xf32>
+    memref.store %w, %o[%i] : memref<4xf32>
+  }
+  memref.dealloc %big : memref<4xf32>
+  func.return
+}
+func.func private @unknown(memref<4xf32>, memref<4xf32>)
+
 // A buffer also used after the loop is shared, not private; a loop that allocates on
 // the heap inside stays serial (its allocation failure could not reach the caller),
 // and so does a parallel loop nested in an outlined one.
