@@ -9,7 +9,7 @@ what they lack:
   xDSL's Python-float ones, so both levels compute the same numbers (NaN and Inf
   included); xDSL's implement the rest;
 - `memref.copy`, `memref.get_global` of any dense constant (splats included), `memref.view`
-  of a byte buffer (an arena), bounds
+  of a byte buffer (an arena; its first size may be a run-time value), bounds
   checks on `memref.load`/`memref.store`, and `memref.alloc` in any memory space that
   fills float buffers with NaN, so a read of memory nothing wrote shows in the results.
 
@@ -185,12 +185,16 @@ class BufferFunctions(MemRefFunctions):
     def run_view(
         self, interpreter: Interpreter, op: memref.ViewOp, args: PythonValues
     ) -> PythonValues:
-        source, shift = args[0], args[1].value.data
+        source, shift = args[0], _index_value(args[1])
         type_ = op.result.type
         assert isinstance(type_, MemRefType)
+        sizes = iter(_index_value(value) for value in args[2:])
+        shape = [next(sizes) if n == memref.DYNAMIC_INDEX else n for n in type_.get_shape()]
+        if shift < 0 or any(n < 0 for n in shape):
+            raise StratoError(f"memref.view at byte {shift} of sizes {shape}", op=op)
         xtype = xtype_for_el_type(type_.element_type, interpreter.index_bitwidth)
         pointer = TypedPtr[Any](source.data_ptr.raw + shift, xtype=xtype)
-        view = ShapedArray(pointer, list(type_.get_shape()))
+        view = ShapedArray(pointer, shape)
         end = shift + view.size * view.data_ptr.size
         if end > source.size * source.data_ptr.size:
             raise StratoError(f"memref.view of bytes {shift}..{end} is out of bounds", op=op)

@@ -42,7 +42,9 @@ The result follows the loop-level ABI:
   `arena_offsets` is a `memref.view` of the arena at that offset (the plan is checked:
   offsets aligned and in bounds, no two values alive at once share a byte). An
   intermediate without a planned offset is allocated before its call and freed after
-  its last use.
+  its last use; in a function where some of these have run-time sizes, they and the
+  static arena are all views of one arena whose size and offsets are computed from
+  the sizes at the function's start (`share_one_arena`).
 
 Before:
 
@@ -1459,6 +1461,7 @@ class FunctionLowering:
         arena = Arena.of(function, returned)
         arena_buffer = self._allocate_arena(arena, builder)
         allocated: list[SSAValue] = []
+        heap = [] if arena_buffer is None else [arena_buffer]  # every buffer allocated here
         for op in block.ops:
             if isinstance(op, func.ReturnOp):
                 for value, arg in zip(returned, out_args):
@@ -1487,6 +1490,7 @@ class FunctionLowering:
                         _set_name(alloc, result.name_hint)
                         dest = alloc
                         allocated.append(result)
+                        heap.append(alloc)
                     values[result] = dest
                     destinations.append(dest)
                 if not isinstance(op, te.CallOp | func.CallOp) and extents.any_run_time(op):
@@ -1526,6 +1530,7 @@ class FunctionLowering:
             for value in [v for v in allocated if last_use.get(v, op) is op]:
                 builder.insert(memref.DeallocOp.get(values[value]))
                 allocated.remove(value)
+        share_one_arena(lowered, heap)
 
     @staticmethod
     def _allocate_arena(arena: Arena, builder: Builder) -> SSAValue | None:
@@ -1547,6 +1552,164 @@ class FunctionLowering:
         view = builder.insert(memref.ViewOp(arena, shift, [], memref_for(value.type, op)))
         _set_name(view.result, value.name_hint)
         return view.result
+
+
+def share_one_arena(function: func.FuncOp, buffers: Sequence[SSAValue]) -> None:
+    """When some of `buffers` (the heap buffers a function over tensors allocates in
+    its block and frees there: its arena and its intermediates) have run-time sizes,
+    make them all views of one arena of run-time size, allocated at the function's
+    start and freed before its return: one allocation per call instead of one per
+    intermediate. Each buffer's offset is computed from the sizes at the start: the
+    buffers take slots in the order they are allocated, each a slot whose buffers were
+    all freed before (one of its own size, when there is one: a slot is as large as
+    the largest it holds), else a new one; the slots follow each other in the arena,
+    each buffer's bytes rounded up to `ALIGNMENT`. So two buffers alive at once never
+    share a byte, whatever the sizes, and the arena holds as many slots as buffers are
+    ever alive at once."""
+    block = function.body.block
+    found: list[tuple[memref.AllocOp, memref.DeallocOp]] = []
+    for buffer in buffers:
+        alloc = buffer.owner
+        frees = [use.operation for use in buffer.uses if isinstance(use.operation, memref.DeallocOp)]
+        if not isinstance(alloc, memref.AllocOp) or len(frees) != 1:
+            continue
+        if alloc.parent_block() is block and frees[0].parent_block() is block:
+            found.append((alloc, frees[0]))
+    if not any(alloc.dynamic_sizes for alloc, _ in found):
+        return
+    position = {op: n for n, op in enumerate(block.ops)}
+    first = block.first_op
+    assert first is not None
+    at = Builder(InsertPoint.before(first))
+    hoisted: dict[object, SSAValue] = {}  # by the expression computed
+
+    def expression(value: SSAValue) -> object | None:
+        """What `value` computes from the function's arguments and constants (nested
+        tuples: equal when the values are), or None when it is not computed from
+        them alone."""
+        owner = value.owner
+        if isinstance(owner, Block):
+            return ("argument", value.index) if owner is block else None  # type: ignore[attr-defined]
+        if isinstance(owner, arith.ConstantOp):
+            return ("constant", owner.value)
+        if owner.parent_block() is not block or not isinstance(
+            owner, arith.AddiOp | arith.MuliOp | arith.SubiOp | arith.DivUIOp
+        ):
+            return None
+        operands = [expression(operand) for operand in owner.operands]
+        return None if None in operands else (owner.name, *operands)
+
+    def hoist(value: SSAValue) -> SSAValue:
+        """`value` (an `expression`) computed at the function's start, once."""
+        key = expression(value)
+        if key in hoisted:
+            return hoisted[key]
+        owner = value.owner
+        if isinstance(owner, Block):
+            return value
+        mapping = {operand: hoist(operand) for operand in owner.operands}
+        hoisted[key] = at.insert(owner.clone(value_mapper=mapping)).results[0]
+        return hoisted[key]
+
+    def index(value: int | SSAValue) -> SSAValue:
+        return value if isinstance(value, SSAValue) else at.insert(arith.ConstantOp(IntegerAttr(value, IndexType()))).result
+
+    def combine(kind, a: int | SSAValue, b: int | SSAValue) -> int | SSAValue:
+        if isinstance(a, int) and isinstance(b, int):
+            return {arith.AddiOp: a + b, arith.MaxUIOp: max(a, b), arith.MuliOp: a * b}[kind]
+        if kind is not arith.MuliOp and 0 in (a, b):  # a sum or maximum of sizes with 0
+            return b if a == 0 else a
+        return at.insert(kind(index(a), index(b))).result
+
+    sizes: dict[tuple[object, int], int | SSAValue] = {}
+
+    def size_key(alloc: memref.AllocOp) -> tuple[object, int] | None:
+        """The size of `alloc`'s buffer: the expression of its run-time count of rows
+        (None for a static shape) and the bytes of a row (of the whole buffer); None
+        when the count is not an expression of the arguments."""
+        type_ = alloc.memref.type
+        assert isinstance(type_, MemRefType)
+        element = _element_bytes(type_.element_type)
+        if not alloc.dynamic_sizes:
+            return None, math.prod(type_.get_shape()) * element
+        count = expression(alloc.dynamic_sizes[0])
+        if len(alloc.dynamic_sizes) != 1 or count is None:
+            return None
+        return count, math.prod(type_.get_shape()[1:]) * element
+
+    def aligned_bytes(alloc: memref.AllocOp, key: tuple[object, int]) -> int | SSAValue:
+        """The bytes of `alloc`'s buffer rounded up to `ALIGNMENT`, computed once per size."""
+        if key not in sizes:
+            count, row = key
+            if count is None:
+                sizes[key] = -(-max(row, 1) // ALIGNMENT) * ALIGNMENT
+            else:
+                bytes_ = combine(arith.AddiOp, combine(arith.MuliOp, hoist(alloc.dynamic_sizes[0]), row), ALIGNMENT - 1)
+                rounded = at.insert(arith.DivUIOp(index(bytes_), index(ALIGNMENT))).result
+                sizes[key] = combine(arith.MuliOp, rounded, ALIGNMENT)
+        return sizes[key]
+
+    # slots: the buffers of each are never alive at once; a slot is as large as its
+    # largest, and the slots follow each other in the arena
+    slots: list[_Slot] = []
+    slot_of: dict[memref.AllocOp, _Slot] = {}
+    for alloc, free in found:
+        key = size_key(alloc)
+        if key is None:
+            continue
+        size = aligned_bytes(alloc, key)
+        free_slots = [slot for slot in slots if slot.free_after < position[alloc]]
+        same = [slot for slot in free_slots if key in slot.keys]
+        if same or free_slots:
+            slot = (same or free_slots)[0]
+            if key not in slot.keys:
+                slot.size = combine(arith.MaxUIOp, slot.size, size)
+                slot.keys.add(key)
+        else:
+            slot = _Slot(size, {key})
+            slots.append(slot)
+        slot.free_after = position[free]
+        slot_of[alloc] = slot
+    end: int | SSAValue = 0
+    for slot in slots:
+        slot.offset = end
+        end = combine(arith.AddiOp, end, slot.size)
+    # (the offsets made before any buffer goes: the start may be the static arena's)
+    placed = [(alloc, free, index(slot_of[alloc].offset)) for alloc, free in found if alloc in slot_of]
+    arena = at.insert(memref.AllocOp([index(end)], [], MemRefType(i8, [DYNAMIC_INDEX]), IntegerAttr(ALIGNMENT, i64)))
+    arena.memref.name_hint = "arena"
+    for alloc, free, offset in placed:
+        view = memref.ViewOp(arena.memref, offset, list(alloc.dynamic_sizes), alloc.memref.type)
+        _set_name(view.result, alloc.memref.name_hint)
+        block.insert_op_before(view, alloc)
+        alloc.memref.replace_all_uses_with(view.result)
+        free.detach()
+        free.erase()
+        alloc.detach()
+        alloc.erase()
+    ret = block.last_op
+    assert isinstance(ret, func.ReturnOp)
+    block.insert_op_before(memref.DeallocOp.get(arena.memref), ret)
+
+
+@dataclass
+class _Slot:
+    """Bytes of `share_one_arena`'s arena that buffers never alive at once take in
+    turn: as many as the largest needs (`keys`: the size each needs, by its run-time
+    count and static bytes), from `offset`; free after the op at `free_after`."""
+
+    size: int | SSAValue
+    keys: set[tuple[object, int]]
+    free_after: int = -1
+    offset: int | SSAValue = 0
+
+
+def _element_bytes(type_: Attribute) -> int:
+    """The bytes of one element of a buffer of element type `type_`."""
+    if isinstance(type_, IndexType):
+        return 8
+    width = getattr(type_, "bitwidth", None) or type_.width.data  # type: ignore[attr-defined]
+    return max(1, -(-width // 8))
 
 
 # ---------------------------------------------------------------------------------------

@@ -387,13 +387,32 @@ te.primitive @run_time_sizes {
 }
 
 // A function over tensors of run-time sizes takes each size, by the name its arguments
-// give it (te.sizes), after its buffers (loop.size); an intermediate is allocated at
-// its run-time size, and each call passes its primitive the sizes it takes.
-// CHECK-LABEL: func.func @rows(%x: memref<?x8xf32> {te.sizes = ["n"]}, %s: memref<?x8xf32> {loop.output, te.sizes = ["n"]}, %n: index {loop.size = "n"}) {
-// CHECK-NEXT:    %r = memref.alloc(%n) : memref<?x8xf32>
+// give it (te.sizes), after its buffers (loop.size), and each call passes its
+// primitive the sizes it takes. Its intermediates are views of one arena of run-time
+// size: the sizes, the slots and the arena's bytes are computed at the start, a slot
+// as large as its buffers (32 * n bytes rounded up to 64). %r and %s are alive at
+// once, so take two slots; %t takes %r's, freed before it is made.
+// CHECK-LABEL: func.func @rows(%x: memref<?x8xf32> {te.sizes = ["n"]}, %u: memref<?x8xf32> {loop.output, te.sizes = ["n"]}, %n: index {loop.size = "n"}) {
+// CHECK-NEXT:    %[[ROW:.*]] = arith.constant 32 : index
+// CHECK-NEXT:    %[[BYTES:.*]] = arith.muli %n, %[[ROW]] : index
+// CHECK-NEXT:    %[[UP:.*]] = arith.constant 63 : index
+// CHECK-NEXT:    %[[PLUS:.*]] = arith.addi %[[BYTES]], %[[UP]] : index
+// CHECK-NEXT:    %[[A:.*]] = arith.constant 64 : index
+// CHECK-NEXT:    %[[LINES:.*]] = arith.divui %[[PLUS]], %[[A]] : index
+// CHECK-NEXT:    %[[A2:.*]] = arith.constant 64 : index
+// CHECK-NEXT:    %[[SLOT:.*]] = arith.muli %[[LINES]], %[[A2]] : index
+// CHECK-NEXT:    %[[TOTAL:.*]] = arith.addi %[[SLOT]], %[[SLOT]] : index
+// CHECK-NEXT:    %[[R_AT:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[T_AT:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %arena = memref.alloc(%[[TOTAL]]) {alignment = 64 : i64} : memref<?xi8>
+// CHECK-NEXT:    %r = memref.view %arena[%[[R_AT]]][%n] : memref<?xi8> to memref<?x8xf32>
 // CHECK-NEXT:    func.call @rows_relu(%x, %r, %n) : (memref<?x8xf32>, memref<?x8xf32>, index) -> ()
+// CHECK-NEXT:    %s = memref.view %arena[%[[SLOT]]][%n] : memref<?xi8> to memref<?x8xf32>
 // CHECK-NEXT:    func.call @rows_relu(%r, %s, %n) : (memref<?x8xf32>, memref<?x8xf32>, index) -> ()
-// CHECK-NEXT:    memref.dealloc %r : memref<?x8xf32>
+// CHECK-NEXT:    %t = memref.view %arena[%[[T_AT]]][%n] : memref<?xi8> to memref<?x8xf32>
+// CHECK-NEXT:    func.call @rows_relu(%s, %t, %n) : (memref<?x8xf32>, memref<?x8xf32>, index) -> ()
+// CHECK-NEXT:    func.call @rows_relu(%t, %u, %n) : (memref<?x8xf32>, memref<?x8xf32>, index) -> ()
+// CHECK-NEXT:    memref.dealloc %arena : memref<?xi8>
 // CHECK-NEXT:    func.return
 te.primitive @rows_relu {
   %n = te.size "n" : index
@@ -409,5 +428,31 @@ te.primitive @rows_relu {
 func.func @rows(%x: tensor<?x8xf32> {te.sizes = ["n"]}) -> (tensor<?x8xf32> {te.sizes = ["n"]}) {
   %r = te.call @rows_relu(%x) : (tensor<?x8xf32>) -> tensor<?x8xf32>
   %s = te.call @rows_relu(%r) : (tensor<?x8xf32>) -> tensor<?x8xf32>
-  func.return %s : tensor<?x8xf32>
+  %t = te.call @rows_relu(%s) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %u = te.call @rows_relu(%t) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  func.return %u : tensor<?x8xf32>
+}
+
+// With a static arena too (graph-plan-memory's, for the intermediates of static
+// shapes): it is the first slot of the one arena, a view of its bytes at 0 that the
+// planned values view in turn; the buffers of run-time size follow it.
+// CHECK-LABEL: func.func @rows_and_planned(
+// CHECK:         %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT:    %[[R_AT:.*]] = arith.constant 64 : index
+// CHECK-NEXT:    %arena = memref.alloc(%{{.*}}) {alignment = 64 : i64} : memref<?xi8>
+// CHECK-NEXT:    %arena_1 = memref.view %arena[%[[ZERO]]][] : memref<?xi8> to memref<64xi8>
+// CHECK:         %h = memref.view %arena_1[%{{.*}}][] : memref<64xi8> to memref<4xf32>
+// CHECK-NEXT:    func.call @relu4(%x, %h)
+// CHECK-NEXT:    func.call @relu4(%h, %d)
+// CHECK-NEXT:    %r = memref.view %arena[%[[R_AT]]][%n] : memref<?xi8> to memref<?x8xf32>
+// CHECK-NEXT:    func.call @rows_relu(%y, %r, %n)
+// CHECK-NEXT:    func.call @rows_relu(%r, %s, %n)
+// CHECK-NEXT:    memref.dealloc %arena : memref<?xi8>
+// CHECK-NEXT:    func.return
+func.func @rows_and_planned(%x: tensor<4xf32>, %y: tensor<?x8xf32> {te.sizes = ["n"]}) -> (tensor<4xf32>, tensor<?x8xf32> {te.sizes = ["n"]}) attributes {arena_bytes = 64 : i64} {
+  %h = te.call @relu4(%x) {arena_offsets = array<i64: 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %d = te.call @relu4(%h) {arena_offsets = array<i64: -1>} : (tensor<4xf32>) -> tensor<4xf32>
+  %r = te.call @rows_relu(%y) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %s = te.call @rows_relu(%r) : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  func.return %d, %s : tensor<4xf32>, tensor<?x8xf32>
 }
