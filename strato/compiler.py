@@ -15,6 +15,7 @@ The stages, in order, each a function from one artifact to the next:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -31,6 +32,7 @@ from strato.diagnostics import (
     StratoError,
     SymbolicShapeError,
 )
+from strato.dialects.graph.dims import SizeBound
 from strato.frontends.onnx import import_onnx, raw_data
 from strato.frontends.onnx.sequences import checked_structure, is_structure_spec
 from strato.gc_pause import gc_for_compiling
@@ -76,6 +78,7 @@ def compile_model(
     progress: Callable[[int, int], None] | None = None,
     specialize: bool = True,
     run_time_dims: bool | None = None,
+    size_bounds: Mapping[str, int | tuple[int, int | None]] | None = None,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
@@ -110,7 +113,13 @@ def compile_model(
     widths): transformers' encoders run within 0.8-1.25x of a compile per size from 64
     tokens on, up to 1.7x below (`benchmarks/dynamic_shapes.py`). Such a model is
     compiled once by default (`run_time_dims=None`, or True); `run_time_dims=False`
-    compiles it per size. Any other such model, and one `run_time_dims=False` leaves,
+    compiles it per size. A call whose sizes the model cannot take is refused with an
+    error naming the input, the dimension and the bound: `size_bounds` bounds sizes by
+    name (`{"sequence": 512}`, the most; `{"sequence": (1, 512)}`, the least and the
+    most; None for no most), and the model implies a most where it reads a table at
+    positions computed from a size (a position embedding: `graph.dims.
+    implied_size_bounds`); the signature keeps them (`Signature.limits`), the graph
+    function too (`graph.size_bounds`). Any other such model, and one `run_time_dims=False` leaves,
     is returned as a `strato.specializing.ShapeSpecializingModel`: each call runs the
     model compiled for its arrays' sizes, compiled on the first call that brings them
     (`specialize=False` refuses such a model instead). A model with operators whose
@@ -126,6 +135,7 @@ def compile_model(
     """
     compile_target = resolve_target(target, fast_math=fast_math, threads=threads)
     shapes = check_input_shapes(input_shapes)
+    declared = check_size_bounds(size_bounds)
     tuning_log = _tuning_log(tuning)
     compile_target.prepare()
     open_dims = [
@@ -142,7 +152,7 @@ def compile_model(
         progress=progress,
     )  # fmt: skip
     if open_dims:  # input_shapes pins some dimensions of an input and leaves others open
-        rerouted = _specializing(model, shapes, options_per_part) if specialize else None
+        rerouted = _specializing(model, shapes, options_per_part, declared) if specialize else None
         if rerouted is None:
             raise SymbolicShapeError(
                 f"input_shapes leaves {', '.join(open_dims)} open: strato needs static "
@@ -155,7 +165,7 @@ def compile_model(
         if _use_cache(cache, after_stage):
             key = compile_cache_key(
                 model, compile_target, shapes, name=name, hooks=(passes_before, passes_after),
-                tuning_log=tuning_log, run_time_dims=run_time_dims,
+                tuning_log=tuning_log, run_time_dims=run_time_dims, size_bounds=declared,
             )
             if key is not None:
                 from strato.runtime.cache import lookup
@@ -168,7 +178,7 @@ def compile_model(
             with gc_for_compiling():
                 compiled = _compile_model(
                     model, compile_target, shapes, after_stage, before_stage, name, passes_before,
-                    passes_after, tuning_log, options, run_time_dims,
+                    passes_after, tuning_log, options, run_time_dims, declared,
                 )  # fmt: skip
         except ModelImportError as error:
             if not specialize:
@@ -176,7 +186,7 @@ def compile_model(
             # host operators first: the staged model's parts specialize on their own sizes
             rerouted = _staged(model, shapes, options_per_part, _host_ifs(error))
             if rerouted is None and isinstance(error, SymbolicShapeError):
-                rerouted = _specializing(model, shapes, options_per_part)
+                rerouted = _specializing(model, shapes, options_per_part, declared)
             if rerouted is None:
                 raise
             return rerouted
@@ -199,12 +209,14 @@ def _compile_model(
     tuning_log: str | None,
     options: BuildOptions,
     run_time_dims: bool | None = None,
+    size_bounds: Mapping[str, SizeBound] | None = None,
 ) -> CompiledModel:
     proto_or_path, default_name = _model_source(model)
     imported = _import(proto_or_path, shapes, run_time_dims is not False)
     raw_data.release()  # the importer was their last reader
+    why = _bound_sizes(imported.function, size_bounds or {})
     signature = Signature.from_function(
-        imported.function, imported.input_names, imported.output_names
+        imported.function, imported.input_names, imported.output_names, why
     )
     if signature.is_dynamic:
         try:
@@ -222,6 +234,68 @@ def _compile_model(
         imported, signature, compile_target, after_stage, before_stage, name, default_name,
         passes_before, passes_after, tuning_log, options,
     )  # fmt: skip
+
+
+def check_size_bounds(
+    bounds: Mapping[str, int | tuple[int, int | None] | None] | None,
+) -> dict[str, SizeBound]:
+    """`size_bounds` as given to `compile_model`, checked: a size name -> its most, a
+    (least, most) pair or None (no bound); a clear error for anything else."""
+    checked: dict[str, SizeBound] = {}
+    for name, given in (bounds or {}).items():
+        pair = given if isinstance(given, tuple | list) else (0, given)
+        if (
+            not isinstance(name, str)
+            or len(pair) != 2
+            or not _size(pair[0])
+            or not (pair[1] is None or _size(pair[1]))
+            or (pair[1] is not None and pair[1] < pair[0])
+        ):
+            raise StratoError(
+                f"size_bounds: '{name}' must be bounded by a most (an integer >= 0), a "
+                f"(least, most) pair with least <= most (most None for none), not {given!r}"
+            )
+        checked[name] = SizeBound(int(pair[0]), None if pair[1] is None else int(pair[1]))
+    return checked
+
+
+def _size(value: object) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool) and value >= 0
+
+
+def _bound_sizes(function, declared: Mapping[str, SizeBound]) -> dict[str, str]:
+    """Record on `function` the bounds of its run-time sizes (`graph.size_bounds`):
+    those `declared` (which must name its sizes) and the mosts the model implies,
+    the tighter of each; why each implied most, by size."""
+    from strato.dialects.graph.dims import (
+        RunTimeDims,
+        implied_size_bounds,
+        run_time_axes,
+        set_size_bounds,
+        size_bounds,
+    )
+
+    if not declared and not any(run_time_axes(arg) for arg in function.args):
+        return {}
+    dims = RunTimeDims.of_function(function)
+    names = sorted({dims.name(arg, d) or "" for arg in function.args for d in run_time_axes(arg)} - {""})
+    unknown = sorted(set(declared) - set(names))
+    if unknown:
+        raise StratoError(
+            f"size_bounds names {', '.join(repr(n) for n in unknown)}, not a run-time size "
+            f"of the model (its run-time sizes: {', '.join(names) or 'none'})"
+        )
+    bounds = size_bounds(function)
+    for name, bound in declared.items():
+        bounds[name] = bounds.get(name, SizeBound()).meet(bound)
+    why: dict[str, str] = {}
+    for name, (bound, reason) in implied_size_bounds(function).items():
+        met = bounds.get(name, SizeBound()).meet(bound)
+        if met.most != bounds.get(name, SizeBound()).most:
+            why[name] = reason
+        bounds[name] = met
+    set_size_bounds(function, bounds)
+    return why
 
 
 def _import(proto_or_path, shapes: dict[str, tuple[int, ...]] | None, run_time_dims: bool):
@@ -308,10 +382,11 @@ def _specializing(
     model: str | os.PathLike | onnx.ModelProto,
     shapes: dict[str, tuple[int, ...]] | None,
     options: dict,
+    bounds: Mapping[str, SizeBound] | None = None,
 ):
     """`model`, whose inputs have dynamic dimensions, compiled per call's sizes with
-    `options` (`strato.specializing`); None when no input has one (the error came from
-    elsewhere)."""
+    `options` (`strato.specializing`), calls out of `bounds` (by dimension name)
+    refused; None when no input has one (the error came from elsewhere)."""
     from strato.frontends.onnx.importer import load_model as load_onnx
     from strato.specializing import InputDims, Recipe, ShapeSpecializingModel
 
@@ -320,6 +395,15 @@ def _specializing(
     dims = InputDims.of(proto, shapes)
     if dims is None:
         return None
+    if bounds:
+        named = {dim for shape in dims.shapes.values() for dim in shape or () if isinstance(dim, str)}
+        unknown = sorted(set(bounds) - named)
+        if unknown:
+            raise StratoError(
+                f"size_bounds names {', '.join(repr(n) for n in unknown)}, not a dynamic "
+                f"dimension of the model (its named ones: {', '.join(sorted(named)) or 'none'})"
+            )
+        dims = dataclasses.replace(dims, bounds=dict(bounds))
     options = {**options, "name": options["name"] or default_name}
     from strato.frontends.onnx import sequences
 
@@ -590,6 +674,7 @@ def compile_cache_key(
     hooks: tuple[PipelineHook, PipelineHook] = (None, None),
     tuning_log: str | None = None,
     run_time_dims: bool | None = None,
+    size_bounds: Mapping[str, SizeBound] | None = None,
 ) -> str | None:
     """The compile cache key of `model` with these options (None: the model is
     neither a readable file, a ModelProto nor a zoo name, so compiling reports it).
@@ -617,6 +702,8 @@ def compile_cache_key(
         "plugins": _plugin_fingerprint(),
         "run_time_dims": run_time_dims,
     }
+    if size_bounds:  # (absent otherwise: the keys of models compiled before stay)
+        options["size_bounds"] = sorted((k, b.least, b.most) for k, b in size_bounds.items())
     return cache_key(data, options)
 
 

@@ -68,13 +68,14 @@ import os
 import zipfile
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 
 from strato.diagnostics import StratoError
+from strato.dialects.graph.dims import SizeBound
 from strato.runtime.atomic_write import write_atomically
 from strato.runtime.compiled_model import CompiledModel
 from strato.runtime.signature import InputMismatchError
@@ -127,6 +128,8 @@ class InputDims:
     input declares no shape, so any rank)."""
 
     shapes: dict[str, tuple[Dim, ...] | None]
+    bounds: Mapping[str, SizeBound] = field(default_factory=dict)
+    """Bounds of named dimensions (`size_bounds`), checked by `bind`."""
 
     @staticmethod
     def of(
@@ -211,6 +214,12 @@ class InputDims:
                             f"at {dim} ({_shown(dims)})"
                         )
                     if isinstance(dim, str):
+                        bound = self.bounds.get(dim)
+                        if bound is not None and not bound.admits(size):
+                            raise InputMismatchError(
+                                f"input '{name}': dimension '{dim}' (axis {axis}) is {size}, "
+                                f"{bound.refusal(size)}"
+                            )
                         seen = sizes.setdefault(dim, (size, name))
                         if seen[0] != size:
                             raise InputMismatchError(

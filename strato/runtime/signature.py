@@ -13,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import dataclasses
 import functools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -70,9 +71,32 @@ class TensorSpec:
 
 
 @dataclass(frozen=True)
+class SizeLimit:
+    """The sizes a run-time size of the entry takes: `least` to `most` (None: no
+    most), and why the most, when the model implies it."""
+
+    name: str
+    least: int = 0
+    most: int | None = None
+    why: str = ""
+
+    def admits(self, size: int) -> bool:
+        return size >= self.least and (self.most is None or size <= self.most)
+
+    def refusal(self, size: int) -> str:
+        """Why `size` is refused."""
+        from strato.dialects.graph.dims import SizeBound
+
+        return SizeBound(self.least, self.most).refusal(size, self.why)
+
+
+@dataclass(frozen=True)
 class Signature:
     inputs: tuple[TensorSpec, ...]
     outputs: tuple[TensorSpec, ...]
+    limits: tuple[SizeLimit, ...] = ()
+    """Bounds of the run-time sizes (`graph.size_bounds`); a size without one takes
+    any size."""
 
     @functools.cached_property
     def sizes(self) -> tuple[str, ...]:
@@ -94,12 +118,17 @@ class Signature:
         function: func.FuncOp,
         input_names: Sequence[str] | None = None,
         output_names: Sequence[str] | None = None,
+        why: Mapping[str, str] | None = None,
     ) -> Signature:
-        """The signature of a graph-level function (tensor arguments and results).
+        """The signature of a graph-level function (tensor arguments and results), the
+        bounds of its run-time sizes those it records (`graph.size_bounds`; `why`
+        says why a most, by size).
 
         Names default to the arguments' SSA names (`input0`, ... when unnamed) and to
         `output0`, ...
         """
+        from strato.dialects.graph.dims import size_bounds
+
         function_type = function.function_type
         args = function.args
         if input_names is None:
@@ -119,6 +148,14 @@ class Signature:
             )
         )
         signature = Signature(inputs, outputs)
+        bounds = size_bounds(function)
+        if bounds:
+            limits = tuple(
+                SizeLimit(name, bounds[name].least, bounds[name].most, (why or {}).get(name, ""))
+                for name in signature.sizes
+                if name in bounds
+            )
+            signature = Signature(inputs, outputs, limits)
         for spec in outputs:
             for name in spec.dims or ():
                 if name is not None and name not in signature.sizes:
@@ -156,7 +193,8 @@ class Signature:
                     continue
                 break
             else:
-                return checked, values
+                if all(least <= values[k] <= most for k, least, most in plan.limits):
+                    return checked, values
         checked = self.check_inputs(arrays)  # names what does not match
         bound = self.bind_sizes(checked)
         return checked, [bound[name] for name in plan.sizes]
@@ -215,7 +253,8 @@ class Signature:
         bound: dict[str, tuple[int, int]],
     ) -> None:
         """An input with run-time dimensions: its rank and static sizes, and each named
-        size the same as where an earlier input gave it (`bound`: name -> size, input)."""
+        size within its bounds and the same as where an earlier input gave it (`bound`:
+        name -> size, input)."""
         assert spec.dims is not None
         if value.ndim != len(spec.shape) or any(
             name is None and size != expected
@@ -228,6 +267,12 @@ class Signature:
         for axis, (name, size) in enumerate(zip(spec.dims, value.shape)):
             if name is None:
                 continue
+            limit = self._limit(name)
+            if limit is not None and not limit.admits(size):
+                raise InputMismatchError(
+                    f"input {position} {spec}: dimension {axis} ('{name}') is {size}, "
+                    f"{limit.refusal(size)}"
+                )
             if name not in bound:
                 bound[name] = (size, position)
                 continue
@@ -237,6 +282,9 @@ class Signature:
                     f"input {position} {spec}: dimension {axis} ('{name}') is {size}, but "
                     f"input {where} '{self.inputs[where].name}' gives '{name}' = {given}"
                 )
+
+    def _limit(self, name: str) -> SizeLimit | None:
+        return next((limit for limit in self.limits if limit.name == name), None)
 
     def allocate_outputs(self, sizes: Mapping[str, int] | None = None) -> list[np.ndarray]:
         return [np.empty(spec.shape_at(sizes or {}), dtype=spec.dtype) for spec in self.outputs]
@@ -251,6 +299,8 @@ class _CallPlan:
     sizes: tuple[str, ...]
     inputs: tuple[tuple[np.dtype, int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...]
     outputs: tuple[tuple[np.dtype, tuple[int, ...]], ...]
+    limits: tuple[tuple[int, int, float], ...] = ()
+    """Per bounded size: its index, least and most (inf: none)."""
 
     @staticmethod
     def of(signature: Signature) -> _CallPlan:
@@ -275,7 +325,11 @@ class _CallPlan:
             )
             for spec in signature.outputs
         )
-        return _CallPlan(sizes, inputs, outputs)
+        limits = tuple(
+            (sizes.index(limit.name), limit.least, math.inf if limit.most is None else limit.most)
+            for limit in signature.limits
+        )
+        return _CallPlan(sizes, inputs, outputs, limits)
 
 
 _char_at = ctypes.c_char.from_buffer

@@ -265,6 +265,7 @@ def _compile(
                 # --run-time-sizes: one entry for every size of a model whose
                 # operators take run-time dimensions
                 run_time_dims=getattr(args, "run_time_sizes", False),
+                size_bounds=getattr(args, "size_bounds", None),
             )
             if isinstance(model, ShapeSpecializingModel) and not per_size:
                 try:
@@ -711,6 +712,12 @@ def compile_command(args: argparse.Namespace) -> int:
         )
     is_object = output.endswith(".o")
     is_saved_model = output.endswith(".strato")
+    if args.size_bounds and not args.run_time_sizes:
+        raise StratoError(
+            "--size-bounds bounds the sizes of an entry compiled once for every size: "
+            "give --run-time-sizes too",
+            location="--size-bounds",
+        )
     if args.run_time_sizes and args.sizes:
         raise StratoError(
             "--run-time-sizes compiles one entry for every size; --sizes one per size: "
@@ -950,6 +957,33 @@ def parse_input_shapes(text: str) -> dict[str, tuple[int, ...]]:
         raise argparse.ArgumentTypeError(err.message) from None
 
 
+def parse_size_bounds(text: str) -> dict[str, tuple[int, int | None]]:
+    """`--size-bounds 'sequence=1:512 batch=8'` -> bounds by size name: `NAME=MOST`,
+    `NAME=LEAST:MOST` or `NAME=LEAST:` (no most); entries separated by spaces or
+    commas."""
+    from strato.compiler import check_size_bounds
+
+    bounds: dict[str, tuple[int, int | None]] = {}
+    for entry in text.replace(",", " ").split():
+        name, equals, value = entry.partition("=")
+        least, colon, most = value.rpartition(":") if ":" in value else ("0", "", value)
+        try:
+            if not equals or not name or not most and not colon:
+                raise ValueError
+            bounds[name] = (int(least, 10), int(most, 10) if most else None)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"'{entry}' is not NAME=MOST, NAME=LEAST:MOST or NAME=LEAST:"
+            ) from None
+    if not bounds:
+        raise argparse.ArgumentTypeError("no bounds given")
+    try:
+        check_size_bounds(bounds)
+    except StratoError as err:
+        raise argparse.ArgumentTypeError(err.message) from None
+    return bounds
+
+
 def build_parser() -> argparse.ArgumentParser:
     from strato import __version__
 
@@ -1051,6 +1085,13 @@ def build_parser() -> argparse.ArgumentParser:
         "after the buffers (kernels that compute rows apart run as blocks of static "
         "sizes, as fast as --sizes; the others, such as attention's, with guards for "
         "the run-time sizes, up to 1.7x slower at small sizes)",
+    )  # fmt: skip
+    compile_.add_argument(
+        "--size-bounds", type=parse_size_bounds, metavar="BOUNDS",
+        help="with --run-time-sizes: the sizes the entry takes, by name, e.g. "
+        "'sequence=1:512 batch=8' (a most, or least:most); a call out of them is refused "
+        "(the entry returns <MODEL>_NO_SUCH_SIZE), as is one past a most the model "
+        "implies (a position table's length)",
     )  # fmt: skip
     compile_.add_argument(
         "-o", "--output", metavar="OUT",

@@ -20,9 +20,18 @@ Here `%x`, `%y` and `%s` have one run-time dimension each, all of the class "bat
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from xdsl.dialects.builtin import ArrayAttr, StringAttr, TensorType
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseArrayBase,
+    DictionaryAttr,
+    StringAttr,
+    TensorType,
+    i64,
+)
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -30,6 +39,13 @@ from xdsl.utils.exceptions import VerifyException
 from strato.dialects.graph.base import GraphOp, is_run_time
 
 SIZES_ATTR = "graph.sizes"
+
+SIZE_BOUNDS_ATTR = "graph.size_bounds"
+"""On a function: the bounds of its run-time sizes, by name, each the least and the most
+size (-1: no most), and why the most, when the model implies it (`implied_size_bounds`):
+
+    func.func @f(..) attributes {graph.size_bounds = {sequence = array<i64: 1, 512>}}
+"""
 
 DimKey = tuple[SSAValue, int]
 
@@ -187,3 +203,172 @@ __all__ = [
     "is_run_time",
     "run_time_axes",
 ]
+
+
+@dataclass(frozen=True)
+class SizeBound:
+    """The sizes a run-time size may take: `least` to `most` (None: no most)."""
+
+    least: int = 0
+    most: int | None = None
+
+    def admits(self, size: int) -> bool:
+        return size >= self.least and (self.most is None or size <= self.most)
+
+    def meet(self, other: SizeBound) -> SizeBound:
+        """The sizes both admit."""
+        mosts = [m for m in (self.most, other.most) if m is not None]
+        return SizeBound(max(self.least, other.least), min(mosts) if mosts else None)
+
+    def refusal(self, size: int, why: str = "") -> str:
+        """Why `size` is refused (`why`: why the most)."""
+        if size < self.least:
+            return f"less than the least the model takes, {self.least}"
+        return f"more than the model takes: at most {self.most}" + (f" ({why})" if why else "")
+
+
+def size_bounds(function: FuncOp) -> dict[str, SizeBound]:
+    """The bounds `function` records (`SIZE_BOUNDS_ATTR`), by size name."""
+    attr = function.attributes.get(SIZE_BOUNDS_ATTR)
+    if attr is None:
+        return {}
+    bounds: dict[str, SizeBound] = {}
+    entries = attr.data if isinstance(attr, DictionaryAttr) else None
+    for name, value in (entries or {}).items():
+        pair = value.get_values() if isinstance(value, DenseArrayBase) else None
+        if pair is None or len(pair) != 2 or pair[0] < 0 or pair[1] < -1 or (pair[1] >= 0 and pair[1] < pair[0]):
+            entries = None
+            break
+        bounds[name] = SizeBound(int(pair[0]), None if pair[1] < 0 else int(pair[1]))
+    if entries is None:
+        raise VerifyException(
+            f"'{SIZE_BOUNDS_ATTR}' must map size names to array<i64: least, most> "
+            "(0 <= least <= most, or most -1 for none)"
+        )
+    return bounds
+
+
+def set_size_bounds(function: FuncOp, bounds: Mapping[str, SizeBound]) -> None:
+    """Record `bounds` on `function` (none: no attribute)."""
+    if not bounds:
+        function.attributes.pop(SIZE_BOUNDS_ATTR, None)
+        return
+    function.attributes[SIZE_BOUNDS_ATTR] = DictionaryAttr({
+        name: DenseArrayBase.from_list(i64, [bound.least, -1 if bound.most is None else bound.most])
+        for name, bound in sorted(bounds.items())
+    })
+
+
+def implied_size_bounds(function: FuncOp) -> dict[str, tuple[SizeBound, str]]:
+    """The most each run-time size of `function` may be by what its ops read, and why:
+    a `graph.gather` of data of n entries along its axis (a position table) picks
+    entries that exist only while its indices are below n, and indices computed from
+    a run-time size (`_IndexBounds`: the positions of a sequence, `graph.iota`, and
+    what shifts or counts them) bound that size."""
+    dims = RunTimeDims.of_function(function)
+    bounds = _IndexBounds(dims)
+    implied: dict[str, tuple[SizeBound, str]] = {}
+    for op in function.body.walk():
+        if op.name != "graph.gather":
+            continue
+        data, indices = op.operands[0], op.operands[1]
+        axis = op.properties["axis"].value.data  # type: ignore[union-attr]
+        shape = data.type.get_shape() if isinstance(data.type, TensorType) else ()
+        upper = bounds.of(indices)
+        if upper is None or upper[0] is None or not 0 <= axis < len(shape) or shape[axis] < 0:
+            continue
+        name, offset = upper
+        most = shape[axis] - 1 - offset
+        if most < 0 or (name in implied and implied[name][0].most <= most):  # type: ignore[operator]
+            continue
+        table = f"the {shape[axis]}-entry table" + (f" {data.name_hint}" if data.name_hint else "")
+        implied[name] = (SizeBound(0, most), f"the model reads {table} at positions computed from it")
+    return implied
+
+
+_SAME_VALUES = frozenset({"graph.reshape", "graph.broadcast_to", "graph.transpose"})
+"""Ops whose result holds values of their first operand only."""
+
+
+class _IndexBounds:
+    """Upper bounds of integer tensors by a run-time size: `of(value)` is (name,
+    offset) when every element is at most that size plus `offset` (name None: at
+    most `offset`), else None. Positions along a dimension (`graph.iota`) are at most
+    its size - 1; reshapes, broadcasts and transposes keep bounds; adding a constant
+    shifts them; a 0/1 tensor (cast from booleans) is at most 1, its running sum along
+    a dimension at most that dimension's size, and a product by it at most the other
+    factor's bound (or 0)."""
+
+    def __init__(self, dims: RunTimeDims):
+        self.dims = dims
+        self.known: dict[SSAValue, tuple[str | None, int] | None] = {}
+
+    def of(self, value: SSAValue) -> tuple[str | None, int] | None:
+        if value not in self.known:
+            self.known[value] = None  # a cycle (none in a graph) bounds nothing
+            self.known[value] = self._bound(value)
+        return self.known[value]
+
+    def _length(self, value: SSAValue, dim: int) -> tuple[str | None, int] | None:
+        """The length of `value`'s dimension `dim` as (name, 0) or (None, n)."""
+        shape = value.type.get_shape() if isinstance(value.type, TensorType) else ()
+        if not 0 <= dim < len(shape):
+            return None
+        if shape[dim] >= 0:
+            return None, shape[dim]
+        name = self.dims.name(value, dim)
+        return None if name is None else (name, 0)
+
+    def _zero_one(self, value: SSAValue) -> bool:
+        """Whether `value` holds 0 and 1 only (booleans cast to integers)."""
+        op = value.owner
+        if not isinstance(op, Operation) or op.name != "graph.cast":
+            return False
+        source = op.operands[0].type
+        element = getattr(source, "element_type", None)
+        return getattr(element, "width", None) is not None and element.width.data == 1  # type: ignore[union-attr]
+
+    def _bound(self, value: SSAValue) -> tuple[str | None, int] | None:
+        op = value.owner
+        if not isinstance(op, Operation):
+            return None
+        name = op.name
+        if self._zero_one(value):
+            return None, 1
+        if name == "graph.iota":
+            length = self._length(op.operands[0], op.properties["dim"].value.data)  # type: ignore[union-attr]
+            return None if length is None else (length[0], length[1] - 1)
+        if name == "graph.constant":
+            values = _small_integer_values(op)
+            return None if values is None else (None, max(values, default=0))
+        if name in _SAME_VALUES or name == "graph.cast":
+            return self.of(op.operands[0])
+        if name == "graph.add":
+            a, b = (self.of(operand) for operand in op.operands)
+            if a is None or b is None or (a[0] is not None and b[0] is not None):
+                return None
+            return (a[0] if a[0] is not None else b[0]), a[1] + b[1]
+        if name == "graph.mul":
+            for mask, other in ((0, 1), (1, 0)):
+                if self._zero_one(op.operands[mask]):
+                    bound = self.of(op.operands[other])
+                    return None if bound is None else (bound[0], max(bound[1], 0))
+            return None
+        if name == "graph.cumsum" and self._zero_one(op.operands[0]):
+            return self._length(op.operands[0], op.properties["axis"].value.data)  # type: ignore[union-attr]
+        return None
+
+
+def _small_integer_values(op: Operation) -> list[int] | None:
+    """The elements of a small integer constant (at most 64 of them), else None."""
+    attr = op.properties.get("value") or op.attributes.get("value")
+    type_ = getattr(attr, "type", None)
+    element = getattr(type_, "element_type", None)
+    if getattr(element, "width", None) is None or not isinstance(type_, TensorType):
+        return None
+    if math.prod(type_.get_shape()) > 64:
+        return None
+    try:
+        return [int(v) for v in attr.get_values()]  # type: ignore[union-attr]
+    except (AttributeError, TypeError, ValueError):
+        return None

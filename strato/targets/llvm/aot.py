@@ -19,8 +19,8 @@ A `.strato` file is a zip archive (stored, not compressed: loading is a copy):
 
 The manifest records the format and strato's version, the target string, the machine
 (triple, CPU, CPU features), the entry symbol and its ABI, the functions the object
-imports, its kernels' symbols, the inputs and outputs (names, shapes, dtypes), and each
-member's size (the
+imports, its kernels' symbols, the inputs and outputs (names, shapes, dtypes), the
+bounds of its run-time sizes (`size_limits`, when it has any), and each member's size (the
 zip archive holds each member's CRC-32). Loading checks all of it before any byte
 reaches LLVM: a file that is not such an archive, is truncated or damaged, was written
 by another strato, or holds code for a CPU this machine is not, is a `ModelFileError`
@@ -38,6 +38,7 @@ not crafted ones.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import io
 import json
 import os
@@ -51,9 +52,13 @@ import numpy as np
 
 from strato.diagnostics import StratoError
 from strato.runtime.atomic_write import write_atomically
-from strato.runtime.compiled_model import ModelMemoryError
 from strato.runtime.saved_model import MANIFEST, ModelFileError
-from strato.runtime.signature import Signature, TensorSpec, data_address
+from strato.runtime.signature import (
+    Signature,
+    SizeLimit,
+    TensorSpec,
+    data_address,
+)
 from strato.runtime.weight_blob import ALIGNMENT, EMPTY, WeightBlob
 from strato.targets.llvm.model import LLVMCompiledModel, MachineCode
 
@@ -104,6 +109,8 @@ def model_to_bytes(model: LLVMCompiledModel) -> bytes:
         "members": {OBJECT: _member_json(code.object_code)},
         "kernels": [compiled.symbol for compiled in code.objects],
     }
+    if model.signature.limits:
+        manifest["size_limits"] = [dataclasses.asdict(limit) for limit in model.signature.limits]
     # a view: the zip archive copies the bytes once
     weights = memoryview(code.weights.data) if code.weights.symbols else None
     if weights is not None:
@@ -145,6 +152,9 @@ def model_from_archive(source: str | IO[bytes], where: str) -> LLVMCompiledModel
     signature = Signature(
         tuple(_spec_from_json(item, where) for item in manifest["inputs"]),
         tuple(_spec_from_json(item, where) for item in manifest["outputs"]),
+    )
+    signature = dataclasses.replace(
+        signature, limits=tuple(_limit_from_json(item, signature, where) for item in manifest.get("size_limits", ()))
     )
     machine = manifest["machine"]
     check_machine(machine, where)
@@ -365,7 +375,7 @@ def check_machine(machine: dict[str, str], where: str) -> None:
 def _load_entry(code: MachineCode, symbol: str, buffers: int, where: str, sizes: int = 0):
     """The model's entry from its object code: `run(arrays)` as `build_llvm` makes it
     (`buffers` pointers, then `sizes` run-time sizes)."""
-    from strato.targets.llvm.entry_abi import STATUS_OK, STATUS_OUT_OF_MEMORY
+    from strato.targets.llvm.entry_abi import STATUS_OK, raise_for_status
     from strato.targets.llvm.jit import JitError, ObjectModule
 
     try:
@@ -387,12 +397,8 @@ def _load_entry(code: MachineCode, symbol: str, buffers: int, where: str, sizes:
         status = entry(
             *[data_address(array) if isinstance(array, np.ndarray) else array for array in arrays]
         )
-        if status == STATUS_OUT_OF_MEMORY:
-            raise ModelMemoryError(
-                "out of memory: the model could not allocate its intermediate buffers"
-            )
         if status != STATUS_OK:
-            raise AssertionError(f"@{symbol} returned the unknown status {status}")
+            raise_for_status(status, symbol, arrays[buffers:])  # type: ignore[arg-type]
 
     run.loaded = loaded  # type: ignore[attr-defined]  # keeps the machine code alive
     return run
@@ -425,6 +431,22 @@ def _spec_from_json(item: object, where: str) -> TensorSpec:
         _dtype(item["dtype"], where),
         None if dims is None else tuple(dims),
     )
+
+
+def _limit_from_json(item: object, signature: Signature, where: str) -> SizeLimit:
+    """A bound of a run-time size of `signature`, checked."""
+    def size(value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+    if not (
+        isinstance(item, dict)
+        and item.get("name") in signature.sizes
+        and size(item.get("least"))
+        and (item.get("most") is None or size(item["most"]))
+        and isinstance(item.get("why", ""), str)
+    ):
+        raise ModelFileError(f"corrupt {MANIFEST}: bad size limit {item!r}", location=where)
+    return SizeLimit(item["name"], item["least"], item.get("most"), item.get("why", ""))
 
 
 def _valid_dims(shape: list, dims: object) -> bool:

@@ -31,14 +31,13 @@ from xdsl.dialects.builtin import (
 )
 
 from strato.diagnostics import StratoError
-from strato.runtime.compiled_model import ModelMemoryError
 from strato.runtime.limits import MAX_BUFFER_BYTES, check_buffer_sizes
 from strato.runtime.signature import Signature
 from strato.targets.llvm.entry_abi import (
     ALLOCATORS,
     STATUS_OK,
-    STATUS_OUT_OF_MEMORY,
     finalize_entry,
+    raise_for_status,
 )
 from strato.targets.llvm.model import CompiledObject, LLVMCompiledModel
 from strato.targets.llvm.parallel_outlining import TASK_CALLABLE_ATTR
@@ -234,7 +233,11 @@ def _build(
     from strato.targets.llvm.weights import pack_weights
 
     entry_symbol = f"{public_name}_run"
-    finalize_entry(module, entry_name, entry_symbol, external_failing)
+    bounds = {limit.name: (limit.least, limit.most) for limit in signature.limits}
+    finalize_entry(
+        module, entry_name, entry_symbol, external_failing,
+        [bounds.get(name, (0, None)) for name in signature.sizes],
+    )  # fmt: skip
     weights = pack_weights(module, f"{public_name}_", weight_threshold)
     if machine is not None and not runs_here(machine):
         foreign = ForeignModule(
@@ -253,15 +256,13 @@ def _build(
     entry = jit.function(entry_symbol)
     _check_entry_abi(entry, signature)
 
+    sized = len(signature.inputs) + len(signature.outputs)
+
     def run(buffers: Sequence[np.ndarray]) -> None:
         # the inputs were checked against the signature and the outputs allocated to it
         status = entry.call_unchecked(buffers)
-        if status == STATUS_OUT_OF_MEMORY:
-            raise ModelMemoryError(
-                "out of memory: the model could not allocate its intermediate buffers"
-            )
         if status != STATUS_OK:
-            raise AssertionError(f"@{entry_symbol} returned the unknown status {status}")
+            raise_for_status(status, entry_symbol, buffers[sized:])  # type: ignore[arg-type]
 
     ir_parts = (jit.llvm_ir, *(compiled.llvm_ir for compiled in objects))
     return LLVMCompiledModel(

@@ -105,7 +105,19 @@ def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None =
             + ", ".join(f"{c} ('{n}')" for n, c in zip(signature.sizes, sizes, strict=True))
         )
         macro = entry_symbol.removesuffix("_run").upper()
-        comments.append(f" * (a negative size returns {macro}_NO_SUCH_SIZE)")
+        limits = [
+            f"{c} {limit.least} to {limit.most}" if limit.most is not None else f"{c} at least {limit.least}"
+            for n, c in zip(signature.sizes, sizes, strict=True)
+            for limit in signature.limits
+            if limit.name == n
+        ]
+        if limits:
+            comments.append(
+                f" * (a negative size, or one out of its bounds, returns {macro}_NO_SUCH_SIZE: "
+                + ", ".join(limits) + ")"
+            )
+        else:
+            comments.append(f" * (a negative size returns {macro}_NO_SUCH_SIZE)")
         parameters += [f"int64_t {c}" for c in sizes]
         macros["NO_SUCH_SIZE"] = STATUS_NO_SUCH_SIZE
     declaration = f"int32_t {entry_symbol}({', '.join(parameters) or 'void'});"

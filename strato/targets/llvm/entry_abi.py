@@ -32,7 +32,7 @@ Functions that neither allocate nor call one that does keep their `void` type.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, StringAttr, i32, i64
@@ -55,12 +55,18 @@ RELEASERS = frozenset({"free", WORKSPACE_GIVE})
 
 
 def finalize_entry(
-    module: ModuleOp, entry: str, public_name: str, external_failing: Iterable[str] = ()
+    module: ModuleOp,
+    entry: str,
+    public_name: str,
+    external_failing: Iterable[str] = (),
+    size_bounds: Sequence[tuple[int, int | None]] = (),
 ) -> None:
     """Give `module` the C ABI described in the module docstring, in place.
     `external_failing` names functions the module only declares (kernels compiled on
     their own: `finalize_kernel`) that return a status: their declarations and calls
-    return i32, and a failure of theirs is the entry's."""
+    return i32, and a failure of theirs is the entry's. `size_bounds` are the least
+    and most (None: none) of each run-time size the entry takes, in order (none: 0
+    and none each)."""
     functions = _defined_functions(module)
     if entry not in functions:
         raise AssertionError(f"no function @{entry} to finalize")
@@ -76,15 +82,32 @@ def finalize_entry(
         _return_status(functions[name], failing)
     if entry not in failing:
         _return_status(functions[entry], failing)
-    _refuse_negative_sizes(functions[entry])
+    _refuse_sizes_out_of_bounds(functions[entry], size_bounds)
     functions[entry].properties["sym_name"] = StringAttr(public_name)
 
 
-def _refuse_negative_sizes(function: llvm.FuncOp) -> None:
+def raise_for_status(status: int, symbol: str, sizes: Sequence[int]) -> None:
+    """What a call of the entry `symbol` that returned `status` raises (nothing for
+    `STATUS_OK`); `sizes` are the run-time sizes it was called with."""
+    from strato.runtime.compiled_model import ModelMemoryError
+    from strato.runtime.signature import InputMismatchError
+    from strato.targets.llvm.sized_entry import STATUS_NO_SUCH_SIZE
+
+    if status == STATUS_OK:
+        return
+    if status == STATUS_OUT_OF_MEMORY:
+        raise ModelMemoryError("out of memory: the model could not allocate its intermediate buffers")
+    if status == STATUS_NO_SUCH_SIZE:
+        raise InputMismatchError(f"@{symbol} refused the sizes {list(sizes)}: a size out of its bounds")
+    raise AssertionError(f"@{symbol} returned the unknown status {status}")
+
+
+def _refuse_sizes_out_of_bounds(function: llvm.FuncOp, bounds: Sequence[tuple[int, int | None]]) -> None:
     """An entry compiled once for every size takes the sizes after its buffers (its
-    trailing i64 parameters): it returns `STATUS_NO_SUCH_SIZE` for a negative one
-    before touching a buffer, as the entry of several compiled sizes does for a size it
-    does not hold."""
+    trailing i64 parameters): it returns `STATUS_NO_SUCH_SIZE` for a negative one, or
+    one out of its `bounds` (the least and the most of each, in order), before
+    touching a buffer, as the entry of several compiled sizes does for a size it does
+    not hold."""
     from strato.targets.llvm.sized_entry import STATUS_NO_SUCH_SIZE
 
     entry = function.body.blocks[0]
@@ -102,15 +125,18 @@ def _refuse_negative_sizes(function: llvm.FuncOp) -> None:
     refused = Block()
     status = builders.constant(STATUS_NO_SUCH_SIZE, i32)
     refused.add_ops([status, builders.return_(status.result)])
-    zero = builders.constant(0, i64)
-    checks: list[Operation] = [zero]
+    checks: list[Operation] = []
     negative: SSAValue | None = None
-    for size in sizes:
-        below = builders.icmp("slt", size, zero.results[0])
-        checks.append(below)
-        if negative is not None:
-            checks.append(builders.int_binary(llvm.OrOp, negative, below.results[0]))
-        negative = checks[-1].results[0]
+    padded = [*bounds, *[(0, None)] * (len(sizes) - len(bounds))]
+    for size, (least, most) in zip(sizes, padded, strict=True):
+        tests = [("slt", max(least, 0))] + ([("sgt", most)] if most is not None else [])
+        for predicate, limit in tests:
+            constant = builders.constant(limit, i64)
+            outside = builders.icmp(predicate, size, constant.results[0])
+            checks += [constant, outside]
+            if negative is not None:
+                checks.append(builders.int_binary(llvm.OrOp, negative, outside.results[0]))
+            negative = checks[-1].results[0]
     assert negative is not None
     entry.add_ops([*checks, builders.cond_branch(negative, refused, [], rest, [])])
     function.body.insert_block_after(rest, entry)
