@@ -262,9 +262,10 @@ def _compile(
                 # a run makes its inputs, so it needs the sizes; a compile to a file
                 # keeps a dimension the model is separable along (strato.runtime.batched)
                 specialize=batched,
-                # --run-time-sizes: one entry for every size of a model whose
-                # operators take run-time dimensions
-                run_time_dims=getattr(args, "run_time_sizes", False),
+                # strato compile: one entry for every size of a model whose operators
+                # take run-time dimensions (as strato.compile), unless --sizes asks for
+                # entries per size; strato run pins the sizes it runs
+                run_time_dims=_run_time_dims(args),
                 size_bounds=getattr(args, "size_bounds", None),
             )
             if isinstance(model, ShapeSpecializingModel) and not per_size:
@@ -286,6 +287,17 @@ def _compile(
     if directory is not None:
         model.save_llvm_ir(os.path.join(directory, f"{len(stages) + 1:02d}-llvm-ir.ll"))
     return model
+
+
+def _run_time_dims(args: argparse.Namespace) -> bool | None:
+    """strato.compile's `run_time_dims` for the command: for `strato compile`, True with
+    --run-time-sizes (which insists), False with --sizes, else None (compile once
+    where the operators allow, as `strato.compile` does); False for the others."""
+    if not hasattr(args, "run_time_sizes"):
+        return False
+    if args.run_time_sizes:
+        return True
+    return False if args.sizes else None
 
 
 def module_text(module) -> str:
@@ -712,10 +724,10 @@ def compile_command(args: argparse.Namespace) -> int:
         )
     is_object = output.endswith(".o")
     is_saved_model = output.endswith(".strato")
-    if args.size_bounds and not args.run_time_sizes:
+    if args.size_bounds and args.sizes:
         raise StratoError(
-            "--size-bounds bounds the sizes of an entry compiled once for every size: "
-            "give --run-time-sizes too",
+            "--size-bounds bounds the sizes of an entry compiled once for every size; "
+            "--sizes compiles one per size",
             location="--size-bounds",
         )
     if args.run_time_sizes and args.sizes:
@@ -1080,15 +1092,15 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     compile_.add_argument(
         "--run-time-sizes", action="store_true",
-        help="for a model with dynamic dimensions whose operators all take run-time "
-        "sizes: compile it once, into one entry for every size that takes the sizes "
-        "after the buffers (kernels that compute rows apart run as blocks of static "
+        help="for a model with dynamic dimensions: insist on one entry for every size "
+        "that takes the sizes after the buffers (the default when its operators all "
+        "take run-time sizes; kernels that compute rows apart run as blocks of static "
         "sizes, as fast as --sizes; the others, such as attention's, with guards for "
-        "the run-time sizes, up to 1.7x slower at small sizes)",
+        "the run-time sizes), an error when they do not",
     )  # fmt: skip
     compile_.add_argument(
         "--size-bounds", type=parse_size_bounds, metavar="BOUNDS",
-        help="with --run-time-sizes: the sizes the entry takes, by name, e.g. "
+        help="for an entry compiled once for every size: the sizes it takes, by name, e.g. "
         "'sequence=1:512 batch=8' (a most, or least:most); a call out of them is refused "
         "(the entry returns <MODEL>_NO_SUCH_SIZE), as is one past a most the model "
         "implies (a position table's length)",

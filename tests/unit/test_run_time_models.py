@@ -572,10 +572,20 @@ def test_strato_compile_writes_one_model_for_every_size_and_strato_run_picks_siz
         failed = run("run", str(saved), *args)
         assert failed.returncode == 1 and "Traceback" not in failed.stderr
         assert message in failed.stderr, failed.stderr
-    done = run("compile", str(path), "--run-time-sizes", "-o", str(tmp_path / "encoder.o"))
+    # compiled once by default, as strato.compile does; bounds by name, kept in the header
+    done = run("compile", str(path), "--size-bounds", "sequence=1:64", "-o", str(tmp_path / "encoder.o"))
     assert done.returncode == 0, done.stderr
     assert "taking batch, sequence after the buffers" in done.stdout
-    assert "int64_t batch, int64_t sequence);" in (tmp_path / "encoder.h").read_text()
+    header = (tmp_path / "encoder.h").read_text()
+    assert "int64_t batch, int64_t sequence);" in header
+    assert "returns ENCODER_NO_SUCH_SIZE: sequence 1 to 64)" in header
+    for args, message in (
+        (("--size-bounds", "seq=4"), "size_bounds names 'seq', not a run-time size of the model"),
+        (("--size-bounds", "sequence=4", "--sizes", "x:[1,4,32] r:[1,4,32]"), "--sizes compiles one per size"),
+    ):
+        failed = run("compile", str(path), *args, "-o", str(tmp_path / "bad.o"))
+        assert failed.returncode == 1 and "Traceback" not in failed.stderr
+        assert message in failed.stderr, failed.stderr
     onnx.save(helper.make_model(
         helper.make_graph(
             [helper.make_node("Hardmax", ["x"], ["y"], axis=1)], "hardmax",
