@@ -115,12 +115,21 @@ def _target(text: str, threads: int) -> Target:
 def _lowered(model: bytes, target: str = DEFAULT_TARGET) -> ModuleOp:
     import onnx
 
+    from strato.diagnostics import SymbolicShapeError
     from strato.frontends.onnx import import_onnx
     from strato.gc_pause import gc_for_compiling
     from strato.targets.registry import run_stages
 
+    proto = onnx.load_from_string(model)
     with gc_for_compiling():
-        imported = import_onnx(onnx.load_from_string(model))
+        try:
+            imported = import_onnx(proto)
+        except SymbolicShapeError:
+            # a model of dynamic dimensions is tuned as strato.compile compiles it, once
+            # for every size: its kernels that compute rows apart are blocks of a few
+            # static row counts (te.row_blocks), each a task, so the tuning log keeps a
+            # record per block size, which compiles of every size then use
+            imported = import_onnx(proto, run_time_dims=True)
         run_stages(_target(target, 1).lowering_stages(), imported.module)
     return imported.module
 

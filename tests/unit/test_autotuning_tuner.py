@@ -88,6 +88,37 @@ def test_compile_with_tuning_applies_the_best_record_and_keys_the_cache(tmp_path
         strato.compile(model, tuning=tmp_path / "missing.jsonl")
 
 
+def test_a_model_of_run_time_sizes_is_tuned_per_block_of_rows(tmp_path):
+    """A model compiled once for every size is tuned as it compiles: its kernels that
+    compute rows apart are blocks of a few static row counts, each a task of its own,
+    so the log keeps records per block size, and a compile with the log schedules each
+    block by its best record (the kernels of run-time sizes are not tasks)."""
+    import strato
+    from strato.testing.dynamic_models import mlp
+
+    proto = mlp()
+    names = [t.name.split("/", 1)[1] for t in extract_tasks(proto, "mlp", alternatives=False)]
+    for rows in (32, 16, 8, 4, 1):
+        assert any(f"dense_6_rows{rows}_" in name for name in names), names
+    log = tmp_path / "log.jsonl"
+    (result,) = tune_model(
+        proto, trials=4, log=str(log), search="random", repeats=1, batch=4, seed=3,
+        task_filter=lambda t: "dense_6_rows32_" in t.name,
+    )  # fmt: skip
+    assert result.trials == 4
+    best = min(Database(str(log)).records(), key=lambda r: r.seconds)
+    tuned = _scheduled_knobs(proto, cache=False, tuning=log)
+    (kernel,) = [name for name in tuned if "dense_6_rows32_" in name]
+    for values in best.config.values():
+        for knob, value in values.items():
+            assert f"{knob} = {str(value).lower() if isinstance(value, bool) else value}" in tuned[kernel]
+    x = np.random.default_rng(0).standard_normal((100, 16)).astype(np.float32)
+    np.testing.assert_allclose(
+        strato.compile(proto, cache=False, tuning=log)(x)[0], strato.compile(proto, cache=False)(x)[0],
+        rtol=1e-5, atol=1e-6,
+    )  # fmt: skip
+
+
 def test_share_trials_follows_the_work():
     small, large = extract_tasks(gemm_model(8, 16, 8))[0], extract_tasks(gemm_model(32))[0]
     ratio = large.flops / (large.flops + small.flops)
