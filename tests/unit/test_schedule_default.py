@@ -321,6 +321,37 @@ def test_the_dense_template_tensorizes_with_the_micro_kernel_and_vector_loops():
     assert {LoopKind.UNROLLED, LoopKind.VECTORIZED} <= kinds
 
 
+def test_a_block_of_one_row_over_packed_weights_streams_the_panels_as_a_tile():
+    """A dense layer compiled once for every batch size packs its weights for its
+    blocks of 32 rows; its block of one row reads them as they are, a 1 x 32 tile over
+    each panel (before: a reduction loop per half panel), and computes numpy's rows."""
+    import strato
+    from strato.testing.dynamic_models import mlp
+
+    proto = mlp(width=256, hidden=1024, classes=10)
+    tiles: dict[str, set[str]] = {}
+
+    def after(stage, module):
+        if stage == "schedule-default":
+            for op in module.walk():
+                if isinstance(op, func.FuncOp) and "_rows1_" in op.sym_name.data:
+                    tiles[op.sym_name.data] = {
+                        inner.attributes[TENSORIZED_ATTR].data
+                        for inner in op.walk()
+                        if TENSORIZED_ATTR in inner.attributes
+                    }
+
+    model = strato.compile(proto, threads=1, cache=False, after_stage=after)
+    (first,) = [name for name in tiles if name.startswith("matmul_transpose_reshape_add_relu")]
+    assert tiles[first] == {"cpu.fma_tile.1x32x256"}
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    for batch in (1, 3):
+        x = np.random.default_rng(batch).standard_normal((batch, 256)).astype(np.float32)
+        np.testing.assert_allclose(model(x)[0], session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
 def test_rows_no_tile_divides_are_tensorized_with_a_padded_tail():
     """29 rows, 48 columns: tiles of 6 x 48 (3 vectors: at most 9 rows of
     accumulators) over 30 rows (the fewest padded ones, the taller tile on a tie), A

@@ -72,7 +72,11 @@ def schedule_dense(
     b_name = _operand(sch, stage, j.axis, k.axis)
     a_name = _operand(sch, stage, i.axis, k.axis)
     mr, nr, pad_rows, pad_columns = _padded_tile(sch, stage, i, j, k, mr, nr, knobs, context.lanes, a_name, b_name)
-    if nr < 8 or mr < 2 or b_name is None:
+    # a single row takes the tile only when B arrives packed as it reads it (a block of
+    # one row of a layer whose weights are packed for its blocks of many: it streams
+    # the panels once); a row against unpacked weights is a matrix-vector product
+    one_row = mr == 1 and b_name is not None and not pad_columns and _panels_contiguous(sch, stage, b_name, j.axis, k.axis, nr)
+    if nr < 8 or (mr < 2 and not one_row) or b_name is None:
         _fallback(sch, stage, context)
         return
     if pad_rows or pad_columns:
