@@ -181,7 +181,7 @@ class Signature:
                 if type(value) is not np.ndarray or value.dtype != dtype or value.ndim != rank:
                     break
                 shape = value.shape
-                if any(shape[axis] != size for axis, size in static):
+                if static and any(shape[axis] != size for axis, size in static):
                     break
                 for axis, k in named:
                     if values[k] < 0:
@@ -193,7 +193,10 @@ class Signature:
                     continue
                 break
             else:
-                if all(least <= values[k] <= most for k, least, most in plan.limits):
+                for k, least, most in plan.limits:
+                    if not least <= values[k] <= most:
+                        break
+                else:
                     return checked, values
         checked = self.check_inputs(arrays)  # names what does not match
         bound = self.bind_sizes(checked)
