@@ -73,6 +73,11 @@ KERNEL_ATTR = "loop.kernel"
 """Unit attribute on the `func.func` of a lowered primitive (a kernel)."""
 OUTPUT_ATTR = "loop.output"
 """Unit argument attribute on the output buffers of a kernel or a lowered function."""
+SHAPE_ATTR = "loop.shape"
+"""On a flat buffer argument of run-time size (`memref<?xf32>`) of a function over
+buffers: the shape of the tensor it holds, -1 at its run-time dimensions (which the
+argument's `te.sizes` names), `array<i64: -1, -1, 8>`."""
+
 SIZE_ATTR = "loop.size"
 """String argument attribute on an `index` argument of a lowered function that is a
 run-time size: its name (the `te.sizes` name of the dimensions it gives)."""

@@ -114,10 +114,121 @@ def input_types(module: ModuleOp, function: str | None = None) -> list[Attribute
     entry = _entry(module, function)
     types = list(entry.function_type.inputs.data)
     if level_of(module) == "loop":
+        if _takes_sizes(module, function):
+            return _RunTimeEntry.of(entry).input_types()
         from strato.interpreters.loop import output_flags
 
         types = [t for t, out in zip(types, output_flags(entry)) if not out]
     return types
+
+
+@dataclass(frozen=True)
+class _RunTimeEntry:
+    """A loop-level entry function that takes run-time sizes (`loop.size` arguments
+    after its buffers), called as the levels above it are: each input buffer holds a
+    tensor of its shape (a flat buffer's from `loop.shape`; `te.sizes` names the
+    run-time dimensions), the sizes are those the inputs give, and each output buffer
+    gives the tensor of its shape. `arguments`: per argument, ("input" | "output",
+    the tensor's shape with -1 at run-time dimensions, their names), or ("size", name)."""
+
+    name: str
+    types: tuple[Attribute, ...]
+    arguments: tuple[tuple[str, tuple[int, ...], tuple[str, ...]], ...]
+
+    @staticmethod
+    def of(entry: func.FuncOp) -> _RunTimeEntry:
+        from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr
+
+        from strato.dialects.loop import OUTPUT_ATTR, SHAPE_ATTR, SIZE_ATTR
+        from strato.dialects.te import SIZES_ATTR
+
+        types = tuple(entry.function_type.inputs.data)
+        attrs = entry.arg_attrs.data if entry.arg_attrs is not None else [DictionaryAttr({})] * len(types)
+        arguments = []
+        for n, (type_, attr) in enumerate(zip(types, attrs, strict=True)):
+            data = attr.data
+            if SIZE_ATTR in data:
+                arguments.append(("size", (), (data[SIZE_ATTR].data,)))  # type: ignore[union-attr]
+                continue
+            kind = "output" if OUTPUT_ATTR in data else "input"
+            shape = tuple(type_.get_shape()) if isinstance(type_, MemRefType) else ()
+            names: tuple[str, ...] = ()
+            if any(d < 0 for d in shape):
+                given = data.get(SIZES_ATTR)
+                names = tuple(a.data for a in given.data) if given is not None else ()  # type: ignore[union-attr]
+                stated = data.get(SHAPE_ATTR)
+                if isinstance(stated, DenseArrayBase):
+                    shape = tuple(int(d) for d in stated.get_values())
+                if len(names) != sum(d < 0 for d in shape):
+                    raise Unsupported(
+                        ["run-time sizes"],
+                        f"the loop level: argument {n} of @{entry.sym_name.data} ({type_}) does "
+                        f"not name its run-time dimensions ('{SIZES_ATTR}', and '{SHAPE_ATTR}' "
+                        "for a flat buffer)",
+                    )
+            arguments.append((kind, shape, names))
+        return _RunTimeEntry(entry.sym_name.data, types, tuple(arguments))
+
+    def _buffers(self, kind: str) -> list[tuple[Attribute, tuple[int, ...], tuple[str, ...]]]:
+        return [
+            (type_, shape, names)
+            for type_, (role, shape, names) in zip(self.types, self.arguments, strict=True)
+            if role == kind
+        ]
+
+    def input_types(self) -> list[Attribute]:
+        """The types of the tensors the inputs hold (a memref of the tensor's shape)."""
+        return [
+            MemRefType(type_.element_type, shape) if isinstance(type_, MemRefType) else type_
+            for type_, shape, _ in self._buffers("input")
+        ]
+
+    def dim_names(self) -> list[list[str | None]]:
+        """Each input's name at each run-time dimension (None at static ones)."""
+        result = []
+        for _, shape, names in self._buffers("input"):
+            given = iter(names)
+            result.append([next(given) if d < 0 else None for d in shape])
+        return result
+
+    def call(self, module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None) -> list[np.ndarray]:
+        """The entry interpreted on `inputs` (tensors of their shapes), its outputs as
+        tensors of theirs."""
+        from strato.interpreters.loop import run_loops
+
+        sizes: dict[str, int] = {}
+        for array, (_, shape, names) in zip(inputs, self._buffers("input"), strict=True):
+            given = iter(names)
+            for axis, d in enumerate(shape):
+                if d < 0:
+                    sizes.setdefault(next(given), int(np.shape(array)[axis]))
+
+        def at_sizes(type_: Attribute, shape: tuple[int, ...], names: tuple[str, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+            """The tensor's shape and its buffer's at the sizes."""
+            given = iter(names)
+            tensor = tuple(sizes[next(given)] if d < 0 else d for d in shape)
+            rank = len(type_.get_shape()) if isinstance(type_, MemRefType) else 0
+            return tensor, tensor if rank == len(tensor) else (int(np.prod(tensor, dtype=np.int64)),)
+
+        arguments: list = []
+        output_shapes, tensors = [], []
+        given_inputs = iter(inputs)
+        for type_, (role, shape, names) in zip(self.types, self.arguments, strict=True):
+            if role == "size":
+                if names[0] not in sizes:
+                    raise Unsupported(["run-time sizes"], f"the loop level: no input of @{self.name} gives '{names[0]}'")
+                arguments.append(sizes[names[0]])
+            elif role == "input":
+                array = next(given_inputs)
+                if names:
+                    array = np.ascontiguousarray(array).reshape(at_sizes(type_, shape, names)[1])
+                arguments.append(array)
+            else:
+                tensor, buffer = at_sizes(type_, shape, names)
+                tensors.append(tensor)
+                output_shapes.append(buffer)
+        outputs = run_loops(module, arguments, function, output_shapes)
+        return [np.asarray(out).reshape(tensor) for out, tensor in zip(outputs, tensors, strict=True)]
 
 
 def random_inputs(
@@ -164,15 +275,18 @@ def make_inputs(
 def _run_time_dim_names(module: ModuleOp, function: str | None) -> list[list[str | None]] | None:
     """The name of each run-time dimension of each input of the entry function (None
     at static dimensions): the classes of the graph level (`graph.dims`), the `te.sizes`
-    of the te level; Unsupported at the loop level, whose functions take the sizes as
-    arguments of their own."""
+    of the te level and of a loop-level function that takes the sizes (`_RunTimeEntry`);
+    Unsupported for a loop-level function of run-time sizes that takes none (a kernel,
+    whose sizes nothing names)."""
     entry = _entry(module, function)
     if not any(isinstance(t, TensorType | MemRefType) and any(d < 0 for d in t.get_shape())
                for t in entry.function_type.inputs.data):  # fmt: skip
         return None
     level = level_of(module)
+    if level == "loop" and _takes_sizes(module, function):
+        return _RunTimeEntry.of(entry).dim_names()
     if level not in ("graph", "te"):
-        raise Unsupported(["run-time sizes"], f"the {level} level (its functions take the sizes)")
+        raise Unsupported(["run-time sizes"], f"the {level} level (a function that names no sizes)")
     if level == "graph":
         from strato.dialects.graph.dims import RunTimeDims
 
@@ -222,6 +336,8 @@ def interpret(module: ModuleOp, inputs: Sequence[np.ndarray], function: str | No
 
             return [np.asarray(r) for r in run_te(module, list(inputs), function)]
         if level == "loop":
+            if _takes_sizes(module, function):
+                return _RunTimeEntry.of(_entry(module, function)).call(module, inputs, function)
             if loop_steps(module) > MAX_INTERPRETED_LOOP_STEPS and can_compile(module, function):
                 return run_compiled_loops(module, inputs, function)
             from strato.interpreters.loop import run_loops
@@ -270,7 +386,7 @@ def loop_steps(module: ModuleOp) -> int:
         steps = 1
         current = op
         while current is not None:
-            if isinstance(current, ForOp):
+            if isinstance(current, ForOp) and not current.is_dynamic:  # (a run-time trip: once)
                 steps *= max(1, current.trip_count)
             current = current.parent_op()
         total += steps
@@ -573,8 +689,6 @@ def run_all(
 ) -> list[Outcome]:
     """`module` run on each of `inputs`; Unsupported when it cannot be interpreted. A
     program the compiled evaluator runs is compiled once for all the inputs."""
-    if level_of(module) == "loop" and _takes_sizes(module, function):
-        raise Unsupported(["run-time sizes"], "the loop level (its functions take the sizes)")
     if evaluator_of(module, function) != "compiled (LLVM)":
         return [_run(lambda x: interpret(module, x, function), x) for x in inputs]
     try:

@@ -5,7 +5,8 @@ functions over tensors whose ops are `te.call` of primitives, `func.call` of oth
 functions and dense `arith.constant` tensors (plus scalar ops on non-tensor values). A
 function over tensors of run-time sizes names them (`te.sizes` on its arguments and
 results) and takes them as `index` arguments after its buffers, one per name
-(`loop.size`); the control-flow calls take static shapes only.
+(`loop.size`), a flat buffer argument keeping its tensor's shape (`loop.shape`); the
+control-flow calls take static shapes only.
 Leaves illegal: every `te` op and every tensor-typed value (checked after the pass).
 
 The result follows the loop-level ABI:
@@ -141,6 +142,7 @@ from strato.dialects.loop import (
     KERNEL_ATTR,
     OUTPUT_ATTR,
     REDUCTION_ATTR,
+    SHAPE_ATTR,
     SIZE_ATTR,
     STAGE_ATTR,
     ForOp,
@@ -247,6 +249,15 @@ def store_element(
 ) -> None:
     stored = encode_element(builder, value, element_type)
     builder.insert(memref.StoreOp.get(stored, buffer, indices))
+
+
+def _with_shape(attrs: DictionaryAttr, type_: Attribute) -> DictionaryAttr:
+    """`attrs` of an argument of tensor type `type_`, with `SHAPE_ATTR` when its buffer
+    is flat (a run-time dimension after the first)."""
+    if not isinstance(type_, TensorType) or not is_run_time(type_) or _only_first_dynamic(type_):
+        return attrs
+    shape = [-1 if dim < 0 else dim for dim in type_.get_shape()]
+    return DictionaryAttr(attrs.data | {SHAPE_ATTR: DenseArrayBase.from_list(i64, shape)})
 
 
 def _output_arg_attrs(
@@ -1389,6 +1400,12 @@ class FunctionLowering:
                 DictionaryAttr(out.data | res.data)
                 for out, res in zip(output_attrs, function.res_attrs.data, strict=True)
             )
+        # a flat buffer of run-time size keeps the shape of its tensor (SHAPE_ATTR)
+        types = [*ftype.inputs.data, *ftype.outputs.data]
+        input_attrs, output_attrs = (
+            [_with_shape(attr, type_) for attr, type_ in zip(attrs, kinds, strict=True)]
+            for attrs, kinds in ((input_attrs, types[: len(input_types)]), (output_attrs, types[len(input_types) :]))
+        )
         size_names = function_size_names(function)
         lowered = func.FuncOp(
             name,

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.parser import Parser
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -453,3 +453,56 @@ def test_reduce_makes_te_level_dense_constants_splats():
     call = next(op for op in main.walk() if op.name == "te.call")
     assert [str(t) for t in call.operand_types] == ["tensor<2x4xf32>", "tensor<3x4xf32>", "tensor<3xf32>"]
     assert "te.primitive @dense_0" in text
+
+
+RUN_TIME_PROGRAM = """
+func.func @main(%x: tensor<?x?x8xf32> {graph.sizes = ["batch", "seq"]}, %w: tensor<8x8xf32>) -> tensor<?x?x8xf32> {
+  %d = graph.matmul %x, %w : (tensor<?x?x8xf32>, tensor<8x8xf32>) -> tensor<?x?x8xf32>
+  %r = graph.relu %d : tensor<?x?x8xf32>
+  %s = graph.softmax %r axes [1] : tensor<?x?x8xf32>
+  func.return %s : tensor<?x?x8xf32>
+}
+"""
+
+
+@dataclass(frozen=True)
+class OffByOneBoundPass(ModulePass):
+    """Stops every loop to a run-time bound one iteration early: wrong on purpose, at
+    the loop level of a program of run-time sizes."""
+
+    name = "test-off-by-one-bound"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        from xdsl.dialects import arith
+
+        from strato.dialects.loop import ForOp
+
+        for loop in [inner for inner in op.walk() if isinstance(inner, ForOp) and inner.is_dynamic]:
+            one = arith.ConstantOp.from_int_and_width(1, IndexType())
+            shorter = arith.SubiOp(loop.bound, one)
+            loop.parent_block().insert_ops_before([one, shorter], loop)
+            loop.operands[0] = shorter.result
+
+
+def test_the_loop_level_of_run_time_sizes_is_checked():
+    """A program of run-time batch and sequence, lowered through blocks of rows and
+    kernels of run-time sizes and scheduled: each level is run on the same inputs (the
+    loop level's functions take flat buffers, the sizes the inputs give, and
+    loop.shape / te.sizes say what each holds), and a loop-level pass that stops a
+    run-time loop early is caught."""
+    from strato.targets.registry import get_target
+
+    get_target("llvm").schedule_context()  # loads schedule-default's templates
+    passes = [
+        resolve_pass("graph-fuse-ops")(),
+        resolve_pass("convert-graph-to-te")(row_blocks=(4, 1)),
+        resolve_pass("convert-te-to-loops")(),
+        resolve_pass("schedule-default")(),
+    ]
+    report = check_pipeline(make_context(), _parse(RUN_TIME_PROGRAM), passes, n_inputs=4)
+    assert report.unsupported is None and report.difference is None, report.unsupported
+    assert report.passes_checked[-2:] == ["convert-te-to-loops", "schedule-default"]
+    report = check_pipeline(
+        make_context(), _parse(RUN_TIME_PROGRAM), [*passes, OffByOneBoundPass()], n_inputs=4
+    )
+    assert report.difference is not None and report.difference.pass_name == "test-off-by-one-bound"

@@ -6,7 +6,7 @@
 // RUN: strato-opt %s -p graph-fold-constants,cse --print-ir-diff -o %t.out 2>&1 | filecheck %s --check-prefix=DIFF
 // RUN: not strato-opt %s -p cse --check-equivalence=0 2>&1 | filecheck %s --check-prefix=ZERO
 // RUN: not strato-opt %s -p cse --reduce 2>&1 | filecheck %s --check-prefix=REDUCE
-// RUN: strato-opt %S/Inputs/run-time-sizes.mlir -p graph-fuse-ops,convert-graph-to-te,te-inline-stages,convert-te-to-loops --check-equivalence=2 -o %t.out 2>&1 | filecheck %s --check-prefix=SIZES
+// RUN: strato-opt %S/Inputs/run-time-sizes.mlir -p "graph-fuse-ops,convert-graph-to-te{row_blocks=4,1},te-inline-stages,convert-te-to-loops,schedule-default" --check-equivalence=2 -o %t.out 2>&1 | filecheck %s --check-prefix=SIZES
 
 // PASS-NOT: error
 // PASS-NOT: warning
@@ -20,10 +20,14 @@
 // DIFF-NEXT:  -    %c = graph.add %a, %b
 // DIFF-NEXT:  +    %c = graph.add %a, %a
 
-// A batch of run-time size: the inputs draw a size per name; the graph and te levels
-// are checked, the loop level (whose functions take the sizes) is named.
+// A batch of run-time size: the inputs draw a size per name, and every level is
+// checked on them; the loop level's function takes the buffers (a flat one viewed as
+// the tensor its loop.shape gives) and the sizes the inputs give.
 // SIZES: equivalence: ran the IR after te-inline-stages on 2 input(s) (te level
-// SIZES: warning: cannot check equivalence after convert-te-to-loops: no interpreter for run-time sizes
+// SIZES: equivalence: ran the IR after convert-te-to-loops on 2 input(s) (loop level
+// SIZES: equivalence: ran the IR after schedule-default on 2 input(s) (loop level
+// SIZES: equivalence: 5 pass(es) keep the results on 2 input(s)
+// SIZES-NOT: warning
 
 // ZERO: strato-opt: error: argument --check-equivalence: expected a number >= 1, got 0
 // REDUCE: strato-opt: error: --reduce needs --check-equivalence

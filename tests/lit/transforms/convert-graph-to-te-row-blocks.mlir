@@ -26,7 +26,7 @@
 // CHECK-NEXT:    %t = te.call @reduce_sum_3(%x) : (tensor<?x?x8xf32>) -> tensor<?x1x8xf32>
 
 // convert-te-to-loops runs the call as its blocks (the kernel of run-time sizes is not
-// made): the rows batch x seq, as many blocks of 4 as fit, each a call of its static
+// made; a flat buffer keeps its tensor's shape, loop.shape): the rows batch x seq, as many blocks of 4 as fit, each a call of its static
 // kernel on views of the rows of the buffers of run-time sizes (8 elements a row of x,
 // 4 of d) and on the weights whole, as a parallel loop (each block writes rows of its
 // own; its kernel's parallel loops then run in the block's thread); then, for the
@@ -37,7 +37,7 @@
 // LOOPS-LABEL: func.func @dense_0_rows4_1(%x: memref<1x4x8xf32>, %w: memref<4x8xf32>, %b: memref<4xf32>, %d: memref<1x4x4xf32> {loop.output}) attributes {loop.kernel}
 // LOOPS-LABEL: func.func @dense_0_rows1_2(%x: memref<1x1x8xf32>, %w: memref<4x8xf32>, %b: memref<4xf32>, %d: memref<1x1x4xf32> {loop.output}) attributes {loop.kernel}
 // LOOPS-LABEL: func.func @reduce_sum_3(
-// LOOPS-LABEL: func.func @block(%x: memref<?xf32> {te.sizes = ["batch", "seq"]}, %w: memref<4x8xf32>, %b: memref<4xf32>, %d: memref<?xf32> {loop.output, te.sizes = ["batch", "seq"]}, %t: memref<?x1x8xf32> {loop.output, te.sizes = ["batch"]}, %batch: index {loop.size = "batch"}, %seq: index {loop.size = "seq"}) {
+// LOOPS-LABEL: func.func @block(%x: memref<?xf32> {te.sizes = ["batch", "seq"], loop.shape = array<i64: -1, -1, 8>}, %w: memref<4x8xf32>, %b: memref<4xf32>, %d: memref<?xf32> {loop.output, te.sizes = ["batch", "seq"], loop.shape = array<i64: -1, -1, 4>}, %t: memref<?x1x8xf32> {loop.output, te.sizes = ["batch"]}, %batch: index {loop.size = "batch"}, %seq: index {loop.size = "seq"}) {
 // LOOPS-NEXT:    %[[ROWS:.*]] = arith.muli %batch, %seq : index
 // LOOPS-NEXT:    %[[FOUR:.*]] = arith.constant 4 : index
 // LOOPS-NEXT:    %[[BLOCKS:.*]] = arith.divui %[[ROWS]], %[[FOUR]] : index
