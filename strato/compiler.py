@@ -110,8 +110,8 @@ def compile_model(
     compile per size's; the others (attention's products and its softmax over the
     sequence, which schedules do not take) run their canonical loops with defaults for
     run-time extents (register tiles with guards for products, vectors of decreasing
-    widths): transformers' encoders run within 0.8-1.25x of a compile per size from 64
-    tokens on, up to 1.7x below (`benchmarks/dynamic_shapes.py`). Such a model is
+    widths): transformers' encoders run within 0.8-1.05x of a compile per size from 64
+    tokens on, up to 1.2x at 16 tokens (`benchmarks/dynamic_shapes.py`). Such a model is
     compiled once by default (`run_time_dims=None`, or True); `run_time_dims=False`
     compiles it per size. A call whose sizes the model cannot take is refused with an
     error naming the input, the dimension and the bound: `size_bounds` bounds sizes by

@@ -239,6 +239,29 @@ def token_embedding(vocab: int = 50, width: int = 16, positions: int = 64, seed:
     return _token_model("token_embedding", nodes, width, constants)
 
 
+def counted_positions(table: int = 128, width: int = 8, seed: int = 5) -> onnx.ModelProto:
+    """RoBERTa's position ids: the running count of the tokens of ids [batch, sequence]
+    that are not padding (1) along the sequence (`CumSum`), times that mask, plus the
+    padding index, read in a table of `table` rows: y [batch, sequence, width]."""
+    rng = np.random.default_rng(seed)
+    nodes = make = _Nodes()
+    mask = make("Cast", [make("Not", [make("Equal", ["ids", "pad"], "is_pad")], "kept")], "mask", to=TensorProto.INT32)
+    counted = make("Mul", [make("CumSum", [mask, "axis"], "count"), mask], "counted")
+    positions_ = make("Add", [make("Cast", [counted], "wide", to=TensorProto.INT64), "pad"], "positions")
+    make("Gather", ["table", positions_], "y", axis=0)
+    graph = helper.make_graph(
+        nodes,
+        "positions",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence", width])],
+        _initializers(
+            pad=np.array(1, np.int64), axis=np.array(1, np.int64),
+            table=rng.standard_normal((table, width)).astype(np.float32),
+        ),
+    )  # fmt: skip
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
 def exported_token_model(
     vocab: int = 50, width: int = 16, outputs: int = 24, positions: int = 64, seed: int = 0
 ) -> onnx.ModelProto:

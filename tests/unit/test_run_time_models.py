@@ -21,6 +21,7 @@ from strato.specializing import ShapeSpecializingModel
 from strato.targets.llvm.model import LLVMCompiledModel
 from strato.testing.dynamic_models import (
     attention,
+    counted_positions,
     dynamo_masked_scores,
     encoder_block,
     exported_attention,
@@ -167,29 +168,7 @@ def test_position_ids_counted_along_the_sequence_compile_once():
     (CumSum along the run-time sequence) times the mask, plus the padding index, then
     their embeddings: compiled once, equal to onnxruntime with padding anywhere."""
     rng = np.random.default_rng(5)
-    node = helper.make_node
-    nodes = [
-        node("Equal", ["ids", "pad"], ["is_pad"]),
-        node("Not", ["is_pad"], ["kept"]),
-        node("Cast", ["kept"], ["mask"], to=TensorProto.INT32),
-        node("CumSum", ["mask", "axis"], ["count"]),
-        node("Mul", ["count", "mask"], ["counted"]),
-        node("Cast", ["counted"], ["wide"], to=TensorProto.INT64),
-        node("Add", ["wide", "pad"], ["positions"]),
-        node("Gather", ["table", "positions"], ["y"], axis=0),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "positions",
-        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "sequence"])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence", 8])],
-        [
-            numpy_helper.from_array(np.array(1, np.int64), "pad"),
-            numpy_helper.from_array(np.array(1, np.int64), "axis"),
-            numpy_helper.from_array(rng.standard_normal((128, 8)).astype(np.float32), "table"),
-        ],
-    )
-    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto = counted_positions(table=128)
     model = strato.compile(proto, cache=False, run_time_dims=True)
     assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
     for batch, sequence in ((1, 1), (3, 7), (2, 100), (0, 5)):

@@ -10,14 +10,13 @@ import argparse
 import numpy as np
 import onnxruntime as ort
 import pytest
-from onnx import TensorProto, helper, numpy_helper
 
 import strato
 from strato.diagnostics import StratoError
 from strato.dialects.graph.dims import SizeBound, implied_size_bounds, size_bounds
 from strato.frontends.onnx.importer import import_onnx
 from strato.runtime.signature import InputMismatchError, SizeLimit
-from strato.testing.dynamic_models import mlp, token_embedding
+from strato.testing.dynamic_models import counted_positions, mlp, token_embedding
 from strato.tools.strato_cli import parse_size_bounds
 
 RNG = np.random.default_rng(0)
@@ -55,39 +54,11 @@ def test_a_position_table_bounds_the_sequence(tmp_path):
     assert "returns TOKENS_NO_SUCH_SIZE: sequence 0 to 64)" in model.c_header()
 
 
-def _counted_positions(table: int) -> object:
-    """RoBERTa's position ids: the running count of the tokens that are not padding,
-    times the mask, plus the padding index (1), read in a table of `table` rows."""
-    node = helper.make_node
-    nodes = [
-        node("Equal", ["ids", "pad"], ["is_pad"]),
-        node("Not", ["is_pad"], ["kept"]),
-        node("Cast", ["kept"], ["mask"], to=TensorProto.INT32),
-        node("CumSum", ["mask", "axis"], ["count"]),
-        node("Mul", ["count", "mask"], ["counted"]),
-        node("Cast", ["counted"], ["wide"], to=TensorProto.INT64),
-        node("Add", ["wide", "pad"], ["positions"]),
-        node("Gather", ["table", "positions"], ["y"], axis=0),
-    ]
-    graph = helper.make_graph(
-        nodes,
-        "positions",
-        [helper.make_tensor_value_info("ids", TensorProto.INT64, ["batch", "sequence"])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence", 8])],
-        [
-            numpy_helper.from_array(np.array(1, np.int64), "pad"),
-            numpy_helper.from_array(np.array(1, np.int64), "axis"),
-            numpy_helper.from_array(RNG.standard_normal((table, 8)).astype(np.float32), "table"),
-        ],
-    )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-
 def test_counted_positions_bound_the_sequence_as_onnxruntime_refuses_it():
     """Positions up to the sequence plus 1 in a table of 32: at most 30 tokens. At 30
     with no padding the last position is 31, the table's last row; onnxruntime fails at
     31 (position 32), and so does the compiled model, with a clear error."""
-    proto = _counted_positions(32)
+    proto = counted_positions(table=32)
     implied = implied_size_bounds(import_onnx(proto, run_time_dims=True).function)
     assert implied["sequence"][0] == SizeBound(0, 30)
     model = strato.compile(proto, cache=False, run_time_dims=True)
