@@ -291,13 +291,14 @@ def _compile(
 
 def _run_time_dims(args: argparse.Namespace) -> bool | None:
     """strato.compile's `run_time_dims` for the command: for `strato compile`, True with
-    --run-time-sizes (which insists), False with --sizes, else None (compile once
-    where the operators allow, as `strato.compile` does); False for the others."""
+    --run-time-sizes (which insists), False with --sizes or --per-size, else None
+    (compile once where the operators allow, as `strato.compile` does); False for the
+    others."""
     if not hasattr(args, "run_time_sizes"):
         return False
     if args.run_time_sizes:
         return True
-    return False if args.sizes else None
+    return False if args.sizes or args.per_size else None
 
 
 def module_text(module) -> str:
@@ -730,6 +731,12 @@ def compile_command(args: argparse.Namespace) -> int:
             "--sizes compiles one per size",
             location="--size-bounds",
         )
+    if args.run_time_sizes and args.per_size:
+        raise StratoError(
+            "--run-time-sizes compiles once for every size; --per-size per call's sizes: "
+            "give one of them",
+            location="--per-size",
+        )
     if args.run_time_sizes and args.sizes:
         raise StratoError(
             "--run-time-sizes compiles one entry for every size; --sizes one per size: "
@@ -1097,6 +1104,11 @@ def build_parser() -> argparse.ArgumentParser:
         "take run-time sizes; kernels that compute rows apart run as blocks of static "
         "sizes, as fast as --sizes; the others, such as attention's, with guards for "
         "the run-time sizes), an error when they do not",
+    )  # fmt: skip
+    compile_.add_argument(
+        "--per-size", action="store_true",
+        help="for a model with dynamic dimensions: compile per call's sizes instead of "
+        "once for every size (a saved .strato model compiles each size on first use)",
     )  # fmt: skip
     compile_.add_argument(
         "--size-bounds", type=parse_size_bounds, metavar="BOUNDS",

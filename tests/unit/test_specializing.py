@@ -239,7 +239,7 @@ def test_strato_compile_and_run_a_model_saved_per_size(tmp_path):
     path, saved = tmp_path / "dynamic.onnx", tmp_path / "dynamic.strato"
     onnx.save(dynamic_model(), path)
     cli = [sys.executable, "-m", "strato.tools.strato_cli"]
-    done = subprocess.run([*cli, "compile", str(path), "-o", str(saved)], capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run([*cli, "compile", str(path), "--per-size", "-o", str(saved)], capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr
     assert "compiled on first use for each size" in done.stdout
     run = subprocess.run([*cli, "run", str(saved), "--input-shapes", "x:[2,3,8] m:[2,3,1]", "--repeat", "1"], capture_output=True, text=True, timeout=600, check=False)
