@@ -335,7 +335,9 @@ def cumulative(
 
     def term(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
         position = k[0]
-        if op.is_reverse:
+        if op.is_reverse and isinstance(size, int):
+            # (along a run-time axis, integers only: they combine to the same result
+            # in the forward order, the verifier says)
             position = s.index_sub(s.index(size - 1), position)
         value = s.read(x, [*idx[:axis], position, *idx[axis + 1 :]])
         included = s.index_cmp(predicate, position, idx[axis])

@@ -177,6 +177,28 @@ def test_position_ids_counted_along_the_sequence_compile_once():
         np.testing.assert_array_equal(ours, reference(proto, ids)[0])
 
 
+@pytest.mark.parametrize(("exclusive", "element"), [(0, TensorProto.INT64), (1, TensorProto.INT32), (0, TensorProto.FLOAT)])
+def test_a_reverse_running_sum_along_the_sequence(exclusive, element):
+    """CumSum in reverse along a run-time sequence (the tokens after each one): over
+    integers, which combine in any order to the same sum, compiled once; over floats,
+    which start from the last element, per size. Both equal onnxruntime."""
+    graph = helper.make_graph(
+        [helper.make_node("CumSum", ["x", "axis"], ["y"], reverse=1, exclusive=exclusive)],
+        "reverse",
+        [helper.make_tensor_value_info("x", element, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("y", element, ["batch", "sequence"])],
+        [numpy_helper.from_array(np.array(1, np.int64), "axis")],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = strato.compile(proto, cache=False)
+    integers = element != TensorProto.FLOAT
+    assert isinstance(model, LLVMCompiledModel if integers else ShapeSpecializingModel)
+    dtype = {TensorProto.INT64: np.int64, TensorProto.INT32: np.int32, TensorProto.FLOAT: np.float32}[element]
+    for batch, sequence in ((1, 1), (2, 9), (3, 40), (1, 0)):
+        x = RNG.integers(-5, 5, (batch, sequence)).astype(dtype)
+        np.testing.assert_allclose(model(x)[0], reference(proto, x)[0], rtol=1e-6)
+
+
 def test_relative_positions_along_the_sequence_compile_once():
     """T5's relative positions: |j - i| over positions i, j along the sequence, a
     tensor [sequence, sequence] of one size twice, scaled by the input's column sums:

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
     IntegerAttr,
+    IntegerType,
     TensorType,
     UnitAttr,
     i64,
@@ -416,7 +417,7 @@ class CumulativeOp(GraphOp):
     RUNNING: ClassVar = staticmethod(np.cumsum)
     IDENTITY: ClassVar[int] = 0
     # run-time dimensions anywhere (RoBERTa's position ids: a running count of the
-    # tokens along the sequence), but for a reverse combination along one
+    # tokens along the sequence), but for a reverse combination of floats along one
     RUN_TIME_DIMS: ClassVar[bool] = True
 
     T: ClassVar = VarConstraint("T", AnyTensor)
@@ -468,10 +469,13 @@ class CumulativeOp(GraphOp):
             raise VerifyException(
                 f"'{self.name}' axis {self.axis_value} is out of range for rank {len(shape)}"
             )
-        if self.is_reverse and shape[self.axis_value] < 0:
+        element = getattr(self.input.type, "element_type", None)
+        if self.is_reverse and shape[self.axis_value] < 0 and not isinstance(element, IntegerType):
+            # integers combine in any order to the same result (they wrap); floats in
+            # reverse start from the last element, which a run-time size hides
             raise VerifyException(
-                f"'{self.name}' runs in reverse along a dimension of static size only, got "
-                f"{self.input.type}"
+                f"'{self.name}' runs in reverse along a dimension of run-time size over "
+                f"integers only, got {self.input.type}"
             )
         return shape
 
