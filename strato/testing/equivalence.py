@@ -28,7 +28,7 @@ import numpy as np
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp, TensorType
+from xdsl.dialects.builtin import IndexType, MemRefType, ModuleOp, TensorType
 from xdsl.ir import Attribute
 from xdsl.passes import ModulePass
 from xdsl.printer import Printer
@@ -191,9 +191,15 @@ class _RunTimeEntry:
             result.append([next(given) if d < 0 else None for d in shape])
         return result
 
-    def call(self, module: ModuleOp, inputs: Sequence[np.ndarray], function: str | None) -> list[np.ndarray]:
-        """The entry interpreted on `inputs` (tensors of their shapes), its outputs as
-        tensors of theirs."""
+    def call(
+        self,
+        module: ModuleOp,
+        inputs: Sequence[np.ndarray],
+        function: str | None,
+        program: CompiledLoops | None = None,
+    ) -> list[np.ndarray]:
+        """The entry run on `inputs` (tensors of their shapes), interpreted or by the
+        compiled `program`: its outputs as tensors of their shapes."""
         from strato.interpreters.loop import run_loops
 
         sizes: dict[str, int] = {}
@@ -227,7 +233,10 @@ class _RunTimeEntry:
                 tensor, buffer = at_sizes(type_, shape, names)
                 tensors.append(tensor)
                 output_shapes.append(buffer)
-        outputs = run_loops(module, arguments, function, output_shapes)
+        if program is not None:
+            outputs = program(arguments, output_shapes)
+        else:
+            outputs = run_loops(module, arguments, function, output_shapes)
         return [np.asarray(out).reshape(tensor) for out, tensor in zip(outputs, tensors, strict=True)]
 
 
@@ -337,7 +346,10 @@ def interpret(module: ModuleOp, inputs: Sequence[np.ndarray], function: str | No
             return [np.asarray(r) for r in run_te(module, list(inputs), function)]
         if level == "loop":
             if _takes_sizes(module, function):
-                return _RunTimeEntry.of(_entry(module, function)).call(module, inputs, function)
+                program = None
+                if evaluator_of(module, function) == "compiled (LLVM)":
+                    program = compile_loops_program(module, function)
+                return _RunTimeEntry.of(_entry(module, function)).call(module, inputs, function, program)
             if loop_steps(module) > MAX_INTERPRETED_LOOP_STEPS and can_compile(module, function):
                 return run_compiled_loops(module, inputs, function)
             from strato.interpreters.loop import run_loops
@@ -368,6 +380,10 @@ def evaluator_of(module: ModuleOp, function: str | None = None) -> str:
     return f"{level} interpreter"
 
 
+RUN_TIME_TRIPS = 8
+"""What `loop_steps` counts for a loop to a run-time bound: about what the inputs'
+drawn sizes (1 to 6 each) give it."""
+
 MAX_INTERPRETED_LOOP_STEPS = 20_000
 """Loop programs with more innermost iterations than this run compiled, not in the
 loop interpreter (which takes about 20 microseconds an op): the interpreter stays the
@@ -386,16 +402,17 @@ def loop_steps(module: ModuleOp) -> int:
         steps = 1
         current = op
         while current is not None:
-            if isinstance(current, ForOp) and not current.is_dynamic:  # (a run-time trip: once)
-                steps *= max(1, current.trip_count)
+            if isinstance(current, ForOp):
+                steps *= RUN_TIME_TRIPS if current.is_dynamic else max(1, current.trip_count)
             current = current.parent_op()
         total += steps
     return total
 
 
 def can_compile(module: ModuleOp, function: str | None = None) -> bool:
-    """Whether the compiled evaluator takes the entry function: buffers only."""
-    from xdsl.dialects.builtin import MemRefType
+    """Whether the compiled evaluator takes the entry function: buffers, and run-time
+    sizes after them."""
+    from xdsl.dialects.builtin import IndexType, MemRefType
 
     from strato.interpreters.loop import loop_entry_function
 
@@ -404,7 +421,7 @@ def can_compile(module: ModuleOp, function: str | None = None) -> bool:
     except Exception:  # noqa: BLE001 - the interpreter reports it
         return False
     return not entry.function_type.outputs.data and all(
-        isinstance(t, MemRefType) for t in entry.function_type.inputs.data
+        isinstance(t, MemRefType | IndexType) for t in entry.function_type.inputs.data
     )
 
 
@@ -530,10 +547,14 @@ class CompiledLoops:
         self.compiled = compiled
         self.flags = output_flags(entry)
 
-    def __call__(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """The program run on `inputs` in a child process (`strato.runtime.isolated`):
-        the output buffers, as the loop interpreter gives them (floats start as NaN, so
-        an element no one writes shows)."""
+    def __call__(
+        self, inputs: Sequence[np.ndarray | int], output_shapes: Sequence[Sequence[int]] | None = None
+    ) -> list[np.ndarray]:
+        """The program run on `inputs` (an int for an `index` argument: a run-time
+        size) in a child process (`strato.runtime.isolated`): the output buffers, as
+        the loop interpreter gives them (floats start as NaN, so an element no one
+        writes shows); an output of run-time size takes its shape from `output_shapes`
+        (one per output, in order)."""
         from strato.diagnostics import StratoError
         from strato.runtime.isolated import run_isolated, shared_zeros
         from strato.targets.llvm.entry_abi import STATUS_OK
@@ -544,12 +565,18 @@ class CompiledLoops:
         given = list(inputs)
         if len(given) != flags.count(False):
             raise StratoError(f"@{name} takes {flags.count(False)} inputs, got {len(given)}")
-        args: list[np.ndarray] = []
+        args: list[np.ndarray | int] = []
         outputs: list[np.ndarray] = []
         for type_, is_output in zip(types, flags, strict=True):
+            if isinstance(type_, IndexType):
+                args.append(int(given.pop(0)))  # type: ignore[arg-type]
+                continue
             dtype = numpy_dtype(type_)
             if is_output:
-                buffer = shared_zeros(type_.get_shape(), dtype)
+                shape = type_.get_shape()
+                if any(n < 0 for n in shape):
+                    shape = tuple((output_shapes or ())[len(outputs)])
+                buffer = shared_zeros(shape, dtype)
                 if dtype.kind == "f":
                     buffer[...] = np.nan
                 outputs.append(buffer)
@@ -695,6 +722,9 @@ def run_all(
         program = compile_loops_program(module, function)
     except Exception as err:  # noqa: BLE001 - as the program failing on each input
         return [f"{type(err).__name__}: {err}" for _ in inputs]
+    if _takes_sizes(module, function):
+        entry = _RunTimeEntry.of(_entry(module, function))
+        return [_run(lambda x: entry.call(module, x, function, program), x) for x in inputs]
     return [_run(program, x) for x in inputs]
 
 

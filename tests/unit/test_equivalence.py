@@ -506,3 +506,36 @@ def test_the_loop_level_of_run_time_sizes_is_checked():
         make_context(), _parse(RUN_TIME_PROGRAM), [*passes, OffByOneBoundPass()], n_inputs=4
     )
     assert report.difference is not None and report.difference.pass_name == "test-off-by-one-bound"
+
+
+def test_the_compiled_evaluator_runs_programs_of_run_time_sizes(monkeypatch):
+    """A loop program of run-time sizes too large to interpret runs compiled (its sizes
+    passed after the buffers, its outputs shaped by them): the same results as the
+    interpreter, and the wrong pass caught the same way."""
+    from strato.targets.registry import get_target
+    from strato.testing import equivalence
+
+    get_target("llvm").schedule_context()  # loads schedule-default's templates
+    module = _parse(RUN_TIME_PROGRAM)
+    lowering = [
+        resolve_pass("graph-fuse-ops")(),
+        resolve_pass("convert-graph-to-te")(row_blocks=(4, 1)),
+        resolve_pass("convert-te-to-loops")(),
+        resolve_pass("schedule-default")(),
+    ]
+    inputs = equivalence.make_inputs(module, 3, seed=7)
+    for pass_ in lowering:
+        pass_.apply(make_context(), module)
+    assert equivalence.evaluator_of(module) == "loop interpreter"
+    interpreted = equivalence.run_all(module, inputs)
+    monkeypatch.setattr(equivalence, "MAX_INTERPRETED_LOOP_STEPS", 0)
+    assert equivalence.evaluator_of(module) == "compiled (LLVM)"
+    compiled = equivalence.run_all(module, inputs)
+    for x, a, b in zip(inputs, interpreted, compiled, strict=True):
+        assert not isinstance(a, str) and not isinstance(b, str), (a, b)
+        assert a[0].shape == x[0].shape
+        np.testing.assert_allclose(b[0], a[0], rtol=1e-5, atol=1e-6)
+    report = check_pipeline(
+        make_context(), _parse(RUN_TIME_PROGRAM), [*lowering, OffByOneBoundPass()], n_inputs=4
+    )
+    assert report.difference is not None and report.difference.pass_name == "test-off-by-one-bound"
