@@ -17,6 +17,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 from xdsl.dialects import func
@@ -24,6 +25,9 @@ from xdsl.dialects.builtin import TensorType
 
 from strato.diagnostics import StratoError
 from strato.dialects.tensor_types import numpy_dtype
+
+if TYPE_CHECKING:
+    from strato.dialects.graph.dims import SizeBound
 
 
 class InputMismatchError(StratoError, ValueError):
@@ -80,14 +84,18 @@ class SizeLimit:
     most: int | None = None
     why: str = ""
 
+    @property
+    def bound(self) -> SizeBound:
+        from strato.dialects.graph.dims import SizeBound
+
+        return SizeBound(self.least, self.most)
+
     def admits(self, size: int) -> bool:
-        return size >= self.least and (self.most is None or size <= self.most)
+        return self.bound.admits(size)
 
     def refusal(self, size: int) -> str:
         """Why `size` is refused."""
-        from strato.dialects.graph.dims import SizeBound
-
-        return SizeBound(self.least, self.most).refusal(size, self.why)
+        return self.bound.refusal(size, self.why)
 
 
 @dataclass(frozen=True)

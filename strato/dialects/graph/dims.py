@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DenseArrayBase,
     DictionaryAttr,
+    IntegerType,
     StringAttr,
     TensorType,
     i64,
@@ -360,15 +361,14 @@ class _IndexBounds:
 
 
 def _small_integer_values(op: Operation) -> list[int] | None:
-    """The elements of a small integer constant (at most 64 of them), else None."""
-    attr = op.properties.get("value") or op.attributes.get("value")
-    type_ = getattr(attr, "type", None)
-    element = getattr(type_, "element_type", None)
-    if getattr(element, "width", None) is None or not isinstance(type_, TensorType):
+    """The elements of a small integer `graph.constant` (at most 64 of them, as its
+    `evaluate` gives them), else None."""
+    type_ = op.results[0].type
+    if (
+        not isinstance(op, GraphOp)
+        or not isinstance(type_, TensorType)
+        or not isinstance(type_.element_type, IntegerType)
+        or math.prod(type_.get_shape()) > 64
+    ):
         return None
-    if math.prod(type_.get_shape()) > 64:
-        return None
-    try:
-        return [int(v) for v in attr.get_values()]  # type: ignore[union-attr]
-    except (AttributeError, TypeError, ValueError):
-        return None
+    return [int(v) for v in op.evaluate([])[0].ravel()]
