@@ -329,12 +329,20 @@ def _fusible_run_time_loop(outer: ForOp, inner: ForOp) -> bool:
 def _fuse_run_time_loops(nest: list[ForOp]) -> ForOp:
     """The perfectly nested loops `nest` (see `_fusible_run_time_loop`), outermost
     first, as one loop over the product of their bounds, each induction variable a
-    quotient or a remainder of its; the loop, which replaces them."""
+    quotient or a remainder of its (a loop of one iteration, index 0, takes no part:
+    its quotient and remainder would be divisions of the fused index, which the loop
+    over a task's iterations could not carry); the loop, which replaces them."""
     outer = nest[0]
     block = outer.parent_block()
     assert block is not None
+    innermost = nest[-1].body.block
+    for loop in [loop for loop in nest[1:] if loop.bound == 1]:
+        zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+        innermost.insert_op_before(zero, innermost.first_op)
+        loop.induction_var.replace_all_uses_with(zero.result)
+    kept = [outer] + [loop for loop in nest[1:] if loop.bound != 1]
     bounds: list[SSAValue] = []
-    for loop in nest:
+    for loop in kept:
         bound = loop.bound
         if isinstance(bound, int):
             constant = arith.ConstantOp(IntegerAttr(bound, IndexType()))
@@ -353,7 +361,7 @@ def _fuse_run_time_loops(nest: list[ForOp]) -> ForOp:
     terminator = body.last_op
     assert terminator is not None
     rest: SSAValue = fused.induction_var
-    for loop, bound in reversed(list(zip(nest[1:], bounds[1:], strict=True))):
+    for loop, bound in reversed(list(zip(kept[1:], bounds[1:], strict=True))):
         index = arith.RemUIOp(rest, bound)
         quotient = arith.DivUIOp(rest, bound)
         body.insert_ops_before([index, quotient], terminator)

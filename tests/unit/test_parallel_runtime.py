@@ -14,7 +14,7 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
-from xdsl.dialects import func
+from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
@@ -193,6 +193,68 @@ def test_a_parallel_kernel_with_a_private_buffer_matches_numpy(lb: int, trip: in
         out = np.zeros_like(a)
         scale(a, 3.0, out)
         np.testing.assert_array_equal(out, expected)
+
+
+_FUSED_ROWS = """
+func.func @rows(%x: memref<?xf32>, %y: memref<?xf32> {loop.output}, %b: index, %n: index) attributes {loop.kernel} {
+  %heads = arith.constant 3 : index
+  %per_batch = arith.muli %b, %heads : index
+  %total = arith.muli %per_batch, %n : index
+  loop.for %f = 0 to %total parallel axis "i.h.l.fused" {
+    %l = arith.remui %f, %n : index
+    %ih = arith.divui %f, %n : index
+    %h = arith.remui %ih, %heads : index
+    %i = arith.divui %ih, %heads : index
+    %i_rows = arith.muli %i, %heads : index
+    %row = arith.addi %i_rows, %h : index
+    %base = arith.muli %row, %n : index
+    %at = arith.addi %base, %l : index
+    %v = memref.load %x[%at] : memref<?xf32>
+    %hf = arith.index_cast %h : index to i32
+    %hv = arith.sitofp %hf : i32 to f32
+    %lf = arith.index_cast %l : index to i32
+    %lv = arith.sitofp %lf : i32 to f32
+    %fi = arith.index_cast %f : index to i32
+    %fv = arith.sitofp %fi : i32 to f32
+    %s1 = arith.addf %v, %hv : f32
+    %s2 = arith.mulf %lv, %fv : f32
+    %s3 = arith.addf %s1, %s2 : f32
+    memref.store %s3, %y[%at] : memref<?xf32>
+  }
+  func.return
+}
+"""
+
+
+@pytest.mark.parametrize("threshold", [1, None])
+def test_a_fused_loop_over_rows_of_a_run_time_length_runs_as_rows_in_a_task(monkeypatch, threshold):
+    """A parallel loop fused from a nest (the batch, 3 heads, rows of a run-time length
+    %n) divides its index by %n: the body function runs a loop over the quotients and
+    one over the remainders in its range instead, whatever range the pool gives it
+    (threshold 1: every call goes to the pool, its chunks starting and ending inside
+    rows) or the caller runs it all (too little work for a region)."""
+    import strato.targets.llvm.parallel_outlining as outlining
+
+    if threshold is not None:
+        monkeypatch.setattr(outlining, "PARALLEL_MIN_ITERATIONS", threshold)
+    module = _parse(_FUSED_ROWS)
+    convert_loops_to_llvm(module, threads=2)
+    body = next(op for op in module.ops if isinstance(op, llvm.FuncOp) and op.sym_name.data == "rows_parallel_0")
+    divisions = [op for op in body.walk() if isinstance(op, llvm.UDivOp | llvm.URemOp)]
+    by_n = [op for op in divisions if not isinstance(op.rhs.owner, llvm.ConstantOp)]
+    assert len(by_n) == 4  # the range's first and last iteration, before the loops
+    assert all(op.parent_block() is body.body.blocks[0] for op in by_n)
+    rows = JitModule(module).function("rows")
+    for b, n in [(1, 16), (2, 7), (3, 1), (0, 5), (2, 0), (1, 130)]:
+        x = np.random.default_rng(n).standard_normal(b * 3 * n).astype(np.float32)
+        f = np.arange(b * 3 * n, dtype=np.float32)
+        h = (np.arange(b * 3 * n) // max(n, 1)) % 3
+        l = np.arange(b * 3 * n) % max(n, 1)
+        expected = x + h.astype(np.float32) + l.astype(np.float32) * f
+        for _ in range(20):  # each call's chunks land differently on the threads
+            out = np.full_like(x, np.nan)
+            rows(x, out, b, n)
+            np.testing.assert_array_equal(out, expected)
 
 
 def test_the_outlined_body_is_never_inlined_into_its_task():

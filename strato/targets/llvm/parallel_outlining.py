@@ -4,7 +4,9 @@ Each outermost `parallel` `loop.for` of a function becomes three things:
 
 * a body function `@<fn>_parallel_<n>(captures..., %begin: index, %end: index)` that runs
   the loop's iterations number `begin` to `end` (an `scf.for` over the same induction
-  values). Its buffer arguments are `llvm.noalias` when the loop came from a kernel,
+  values; for a loop fused from a nest over rows of a run-time length, whose body divides
+  the index by that length, two loops: over the quotients, then the remainders in the
+  range, `_row_nest`). Its buffer arguments are `llvm.noalias` when the loop came from a kernel,
   whose buffers are distinct by the loop-level ABI. It is `llvm.noinline`: inlined into
   the task, its arguments would become loads from the context and their `noalias`
   scoped metadata on every access, which doubles LLVM's time on an unrolled body (its
@@ -21,6 +23,10 @@ Each outermost `parallel` `loop.for` of a function becomes three things:
     llvm.store %a, (gep %ctx[0]) ; llvm.store %o, (gep %ctx[1])
     %task = llvm.mlir.addressof @k_parallel_0_task : !llvm.ptr
     llvm.call @strato_parallel_for(%task, %ctx, %c64, %threads)
+
+  For a run-time trip count the call is made only when the iterations are work enough
+  for a region (the estimate of `_inner_iterations`, computed before the loop); else
+  the caller calls the body function over them all itself.
 
 (A slot array rather than an LLVM struct: every capture fits a slot, and the emitter
 types GEPs into a stack struct by the struct, not by the field.)
@@ -42,6 +48,7 @@ of work (a loop over blocks of rows, each a kernel's call: `lower_row_blocks`).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 
 from xdsl.dialects import arith, func, llvm, memref, scf
@@ -174,13 +181,14 @@ def _fits_a_slot(type_: Attribute) -> bool:
 
 
 def _inner_iterations(
-    block: Block, outside: Callable[[SSAValue], bool]
+    block: Block, first: _FirstIteration
 ) -> tuple[list[Operation], int | SSAValue]:
     """The innermost iterations one run of `block` makes: 1 for straight-line code, the
     sum over its loops of trip count times their bodies'. A loop to a run-time bound
-    counts that bound when `outside` says it is known before the parallel loop (a size
-    of the kernel), else once (a count computed per iteration: a guard, a tail); then
-    the count is an `index` value, computed by the ops returned (not yet inserted)."""
+    counts that bound when it is known before the parallel loop (a size of the kernel),
+    else the bound the parallel loop's first iteration gives it (a count computed per
+    iteration: the rows of a block, a tail; `_FirstIteration`), else once; then the
+    count is an `index` value, computed by the ops returned (not yet inserted)."""
     ops: list[Operation] = []
     total: int | SSAValue = 0
     for op in block.ops:
@@ -190,15 +198,114 @@ def _inner_iterations(
             continue
         if not isinstance(op, ForOp):
             continue
-        inner_ops, inner = _inner_iterations(op.body.block, outside)
+        inner_ops, inner = _inner_iterations(op.body.block, first)
         ops += inner_ops
         count: int | SSAValue = op.trip_count if not op.is_dynamic else 1
-        if op.is_dynamic and op.lb.data == 0 and op.step.data == 1 and outside(op.bound):
-            count = op.bound
+        if op.is_dynamic and op.lb.data == 0 and op.step.data == 1:
+            count = first.count(op.bound, ops)
         total = _combine(arith.AddiOp, total, _combine(arith.MuliOp, count, inner, ops), ops)
     if isinstance(total, int):
         return ops, max(total, 1)
     return ops, total
+
+
+_FOLDED: dict[type[Operation], Callable[[int, int], int]] = {
+    arith.AddiOp: operator.add,
+    arith.SubiOp: operator.sub,
+    arith.MuliOp: operator.mul,
+    arith.MinUIOp: min,
+    arith.MaxUIOp: max,
+    arith.MinSIOp: min,
+    arith.MaxSIOp: max,
+}
+"""Index arithmetic `_FirstIteration` rebuilds, by how it folds constants (the values it
+meets are not negative)."""
+
+_DIVIDED: dict[type[Operation], Callable[[int, int], int]] = {
+    arith.DivUIOp: operator.floordiv,
+    arith.DivSIOp: lambda a, b: int(a / b),
+    arith.RemUIOp: operator.mod,
+    arith.RemSIOp: lambda a, b: a - b * int(a / b),
+}
+"""Its divisions and remainders."""
+
+
+class _FirstIteration:
+    """Index values of a parallel loop's body at its first iteration (every loop's
+    induction variable at its lower bound), built before the loop for its work estimate.
+
+    The estimate is trip count times one iteration's work. An inner loop's bound
+    computed per iteration (the whole tiles of a block of rows, then its partial rows)
+    counts what it is in the first iteration, a typical one (a whole block): counting
+    each such loop once made a loop over blocks of 12 rows look like 17 rows a block,
+    and a product too small for a parallel region ran on two threads. The value is
+    rebuilt from values known before the loop with the body's integer arithmetic,
+    folded where constant (a quotient or remainder of 0 is 0); one that needs anything
+    else (a load) has none. The rebuilt ops run whatever the trip count: a division by
+    0 gives 0 (the lowering guards every divisor)."""
+
+    def __init__(self, outside: Callable[[SSAValue], bool]) -> None:
+        self.outside = outside
+        self.known: dict[SSAValue, int | SSAValue | None] = {}
+
+    def count(self, bound: SSAValue, ops: list[Operation]) -> int | SSAValue:
+        """The trip count of a loop from 0 to `bound` in the first iteration (at least
+        0), or 1 when that is unknown."""
+        value = self.value(bound, ops)
+        if value is None:
+            return 1
+        if isinstance(value, int):
+            return max(value, 0)
+        if self.outside(value):
+            return value  # a size of the kernel: not negative
+        zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+        clamped = arith.MaxSIOp(value, zero.result)
+        ops += [zero, clamped]
+        return clamped.result
+
+    def value(self, value: SSAValue, ops: list[Operation]) -> int | SSAValue | None:
+        if value not in self.known:
+            self.known[value] = self._rebuild(value, ops)
+        return self.known[value]
+
+    def _rebuild(self, value: SSAValue, ops: list[Operation]) -> int | SSAValue | None:
+        owner = value.owner
+        if isinstance(owner, arith.ConstantOp) and isinstance(owner.value, IntegerAttr):
+            return owner.value.value.data
+        if self.outside(value):
+            return value
+        if isinstance(owner, Block):
+            loop = owner.parent_op()
+            return loop.lb.data if isinstance(loop, ForOp) else None
+        kind = type(owner)
+        if kind not in _FOLDED and kind not in _DIVIDED:
+            return None
+        a, b = (self.value(operand, ops) for operand in owner.operands)
+        if a is None or b is None:
+            return None
+        if kind in _DIVIDED:
+            if a == 0 or b == 0:
+                return 0
+            if isinstance(a, int) and isinstance(b, int):
+                return _DIVIDED[kind](a, b)
+        elif isinstance(a, int) and isinstance(b, int):
+            return _FOLDED[kind](a, b)
+        elif kind is arith.MuliOp and 0 in (a, b):
+            return 0
+        elif (kind is arith.AddiOp and a == 0) or (kind is arith.MuliOp and a == 1):
+            return b
+        elif (kind in (arith.AddiOp, arith.SubiOp) and b == 0) or (kind is arith.MuliOp and b == 1):
+            return a
+        operands = []
+        for operand in (a, b):
+            if isinstance(operand, int):
+                constant = arith.ConstantOp(IntegerAttr(operand, IndexType()))
+                ops.append(constant)
+                operand = constant.result
+            operands.append(operand)
+        rebuilt = kind(*operands)
+        ops.append(rebuilt)
+        return rebuilt.result
 
 
 def _combine(kind, a: int | SSAValue, b: int | SSAValue, ops: list[Operation]) -> int | SSAValue:
@@ -221,6 +328,90 @@ def _combine(kind, a: int | SSAValue, b: int | SSAValue, ops: list[Operation]) -
     combined = kind(*values)
     ops.append(combined)
     return combined.result
+
+
+def _rows_of(entry: Block, iterations: Block) -> tuple[SSAValue, list[Operation]] | None:
+    """The run-time divisor `d` of the induction variable in `iterations`, the body of a
+    parallel loop fused from a nest (rows of a run-time length inside heads and a
+    batch: each loop's index is `iv % d` or `iv / d`), and those divisions; None when
+    there is none. The divisor is known in `entry`, the body function's, before the
+    loop; a static one is a multiplication once LLVM is done with it."""
+    iv = iterations.args[0]
+    divisor: SSAValue | None = None
+    divisions: list[Operation] = []
+    for op in iterations.ops:
+        if not isinstance(op, arith.RemUIOp | arith.DivUIOp) or op.lhs is not iv:
+            continue
+        owner = op.rhs.owner
+        if isinstance(owner, arith.ConstantOp):
+            continue
+        if owner is not entry and not (isinstance(owner, Operation) and owner.parent_block() is entry):
+            continue
+        if divisor is None or op.rhs is divisor:
+            divisor = op.rhs
+            divisions.append(op)
+    return None if divisor is None else (divisor, divisions)
+
+
+def _row_nest(
+    entry: Block, iterations: Block, first: SSAValue, last: SSAValue
+) -> scf.ForOp | None:
+    """The iterations `first` to `last` (by 1) of a fused parallel loop whose body
+    divides its induction variable by a run-time `d` (`_rows_of`) as two loops: over
+    the quotients, and over the remainders each quotient takes in the range (from where
+    the range starts in the first, to where it ends in the last). The body then reads
+    the quotient and the remainder as loop indices: a task divides twice in all, where
+    it divided twice an iteration (a softmax over 16 tokens spent more on those
+    divisions than on its rows), and an inner loop over a row is a plain loop again.
+    Builds the divisions in `entry` and returns the outer loop, whose inner loop's body
+    is `iterations` (its argument now the remainder); None when nothing divides."""
+    found = _rows_of(entry, iterations)
+    if found is None:
+        return None
+    divisor, divisions = found
+    remainder = iterations.args[0]
+    others = [use for use in remainder.uses if use.operation not in divisions]
+
+    def index(n: int) -> arith.ConstantOp:
+        return arith.ConstantOp(IntegerAttr(n, IndexType()))
+
+    # before the loops, which may run no iteration (a division by 0 gives 0: the
+    # lowering guards every divisor)
+    one, zero = index(1), index(0)
+    quotient0 = arith.DivUIOp(first, divisor)
+    remainder0 = arith.RemUIOp(first, divisor)
+    final = arith.SubiOp(last, one.result)
+    quotient1 = arith.DivUIOp(final.result, divisor)
+    remainder1 = arith.RemUIOp(final.result, divisor)
+    past = arith.AddiOp(quotient1.result, one.result)
+    runs = arith.CmpiOp(first, last, "slt")
+    stop = arith.SelectOp(runs.result, past.result, quotient0.result)
+    entry.add_ops([one, zero, quotient0, remainder0, final, quotient1, remainder1, past, runs, stop])
+
+    row = Block(arg_types=[IndexType()])
+    quotient = row.args[0]
+    quotient.name_hint = "rows"
+    starts = arith.CmpiOp(quotient, quotient0.result, "eq")
+    low = arith.SelectOp(starts.result, remainder0.result, zero.result)
+    ends = arith.CmpiOp(quotient, quotient1.result, "eq")
+    end = arith.AddiOp(remainder1.result, one.result)
+    high = arith.SelectOp(ends.result, end.result, divisor)
+    for op in divisions:
+        value = remainder if isinstance(op, arith.RemUIOp) else quotient
+        op.results[0].replace_all_uses_with(value)
+        op.detach()
+        op.erase()
+    if others:
+        # the fused index itself, where the body reads it whole
+        scaled = arith.MuliOp(quotient, divisor)
+        whole = arith.AddiOp(scaled.result, remainder)
+        iterations.insert_ops_before([scaled, whole], iterations.first_op)
+        for use in others:
+            use.operation.operands[use.index] = whole.result
+    iterations.add_op(scf.YieldOp())
+    inner = scf.ForOp(low.result, high.result, one.result, [], iterations)
+    row.add_ops([starts, low, ends, end, high, inner, scf.YieldOp()])
+    return scf.ForOp(quotient0.result, stop.result, one.result, [], row)
 
 
 def _induction_value(block: Block, iteration: SSAValue, loop: ForOp, step: SSAValue) -> SSAValue:
@@ -325,14 +516,14 @@ class _Outliner:
         self.inner_iterations: int | SSAValue = 1
         if self.loop.is_dynamic:
             self.work_ops, self.inner_iterations = _inner_iterations(
-                self.loop.body.block, lambda value: not self._defined_inside(value)
+                self.loop.body.block, _FirstIteration(lambda value: not self._defined_inside(value))
             )
         captures = self._captures()
         base = self._fresh_name(f"{self.function.sym_name.data}_parallel_{index}")
         body = self._body_function(base, captures)
         task = self._task_function(f"{base}_task", base, captures)
         Rewriter.insert_op([body, task], InsertPoint.after(self.function))
-        self._call_pool(task.sym_name.data, captures)
+        self._call_pool(task.sym_name.data, body.sym_name.data, captures)
         for op in self.private:
             for use in list(op.memref.uses):
                 Rewriter.erase_op(use.operation)
@@ -402,8 +593,11 @@ class _Outliner:
                 op.erase()
                 continue
             iterations.add_op(op)
-        iterations.add_op(scf.YieldOp())
-        entry.add_op(scf.ForOp(first_iv, last_iv, step.result, [], iterations))
+        nest = _row_nest(entry, iterations, first_iv, last_iv) if loop.step.data == 1 else None
+        if nest is None:
+            iterations.add_op(scf.YieldOp())
+            nest = scf.ForOp(first_iv, last_iv, step.result, [], iterations)
+        entry.add_op(nest)
         entry.add_op(func.ReturnOp())
 
         noalias = KERNEL_ATTR in self.function.attributes
@@ -467,32 +661,30 @@ class _Outliner:
         ops += [clamped, cast]
         return ops, cast.results[0]
 
-    def _threads(self, trip: SSAValue) -> tuple[list[Operation], SSAValue]:
-        """The threads the region may use: `self.threads`, or for a run-time trip count
-        whose iterations do too little work for a parallel region (trip count times the
-        innermost iterations of the body under `PARALLEL_MIN_ITERATIONS`), one: the
-        caller runs them all, as schedule-default decides for static loops."""
-        threads = builders.index_constant(self.threads)
-        inner = self.inner_iterations
+    def _worth(self, trip: SSAValue) -> tuple[list[Operation], SSAValue | None]:
+        """Whether a run-time trip count's iterations do enough work for a parallel
+        region (trip count times the innermost iterations of the body at least
+        `PARALLEL_MIN_ITERATIONS`, as schedule-default decides for static loops), an i1;
+        None for a static trip count (schedule-default made the loop parallel)."""
         if not self.loop.is_dynamic:
-            return [threads], threads.result
-        ops: list[Operation] = [threads]
+            return [], None
+        inner = self.inner_iterations
         if isinstance(inner, int):
             enough = builders.index_constant(-(-PARALLEL_MIN_ITERATIONS // inner))
             worth = builders.icmp("sge", trip, enough.result)
-            ops += [enough, worth]
-        else:
-            # the work is known at run time only: trip count times the body's iterations
-            cast = UnrealizedConversionCastOp.get([inner], [INDEX_LLVM_TYPE])
-            work = builders.int_binary(llvm.MulOp, trip, cast.results[0], nsw=True)
-            enough = builders.index_constant(PARALLEL_MIN_ITERATIONS)
-            worth = builders.icmp("sge", work.results[0], enough.result)
-            ops += [*self.work_ops, cast, work, enough, worth]
-        one = builders.index_constant(1)
-        chosen = llvm.SelectOp(worth.res, threads.result, one.result)
-        return [*ops, one, chosen], chosen.results[0]
+            return [enough, worth], worth.res
+        # the work is known at run time only: trip count times the body's iterations
+        cast = UnrealizedConversionCastOp.get([inner], [INDEX_LLVM_TYPE])
+        work = builders.int_binary(llvm.MulOp, trip, cast.results[0], nsw=True)
+        enough = builders.index_constant(PARALLEL_MIN_ITERATIONS)
+        worth = builders.icmp("sge", work.results[0], enough.result)
+        return [*self.work_ops, cast, work, enough, worth], worth.res
 
-    def _call_pool(self, task: str, captures: list[SSAValue]) -> None:
+    def _call_pool(self, task: str, body: str, captures: list[SSAValue]) -> None:
+        """Replace the loop by a call of the pool with `task`; a loop of a run-time trip
+        count too little work for a region calls `body` over all its iterations instead,
+        in the caller's thread (what the pool would do on one thread, without storing
+        the captures and calling through the task)."""
         loop = self.loop
         ops: list[Operation] = []
         if captures:
@@ -516,10 +708,24 @@ class _Outliner:
             ctx = null.results[0]
         address = builders.address_of(task)
         trip_ops, trip = self._trip_count()
-        thread_ops, threads = self._threads(trip)
-        call = builders.call(PARALLEL_FOR_SYMBOL, [address.result, ctx, trip, threads], None)
-        ops += [address, *trip_ops, *thread_ops, call]
-        Rewriter.insert_op(ops, InsertPoint.before(loop))
+        threads = builders.index_constant(self.threads)
+        call = builders.call(PARALLEL_FOR_SYMBOL, [address.result, ctx, trip, threads.result], None)
+        worth_ops, worth = self._worth(trip)
+        if worth is None:
+            ops += [address, *trip_ops, threads, call]
+            Rewriter.insert_op(ops, InsertPoint.before(loop))
+        else:
+            ops += [address, threads, call]
+            count = UnrealizedConversionCastOp.get([trip], [IndexType()])
+            zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
+            serial = func.CallOp(body, [*captures, zero.result, count.results[0]], [])
+            branch = scf.IfOp(
+                worth,
+                [],
+                Region(Block([*ops, scf.YieldOp()])),
+                Region(Block([count, zero, serial, scf.YieldOp()])),
+            )
+            Rewriter.insert_op([*trip_ops, *worth_ops, branch], InsertPoint.before(loop))
         builders.ensure_declared(
             self.function,
             PARALLEL_FOR_SYMBOL,

@@ -74,9 +74,10 @@ func.func @scale(%a: memref<64x16xf32>, %s: f32, %o: memref<64x16xf32> {loop.out
 }
 
 // A parallel loop with a run-time upper bound: the pool gets max(0, (n - lb + step - 1)
-// / step) iterations, computed before the call, and all the threads only when they are
-// enough work for a region (PARALLEL_MIN_ITERATIONS innermost iterations; here one per
-// iteration), else one: the caller runs them.
+// / step) iterations, computed before the call, when they are enough work for a region
+// (PARALLEL_MIN_ITERATIONS innermost iterations; here one per iteration); else the
+// caller runs them all through the body function itself, without the captures' slots
+// and the pool.
 // CHECK-LABEL: llvm.func @run_time_trips(
 // CHECK:         %[[LB:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    %[[SPAN:.*]] = llvm.sub %trips, %[[LB]] : i64
@@ -87,12 +88,16 @@ func.func @scale(%a: memref<64x16xf32>, %s: f32, %o: memref<64x16xf32> {loop.out
 // CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    %[[POSITIVE:.*]] = llvm.icmp "sgt" %[[TRIPS]], %[[ZERO]] : i64
 // CHECK-NEXT:    %[[COUNT:.*]] = llvm.select %[[POSITIVE]], %[[TRIPS]], %[[ZERO]] : i1, i64
-// CHECK-NEXT:    %[[THREADS:.*]] = llvm.mlir.constant(4) : i64
 // CHECK-NEXT:    %[[ENOUGH:.*]] = llvm.mlir.constant(32768) : i64
 // CHECK-NEXT:    %[[WORTH:.*]] = llvm.icmp "sge" %[[COUNT]], %[[ENOUGH]] : i64
-// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
-// CHECK-NEXT:    %[[USED:.*]] = llvm.select %[[WORTH]], %[[THREADS]], %[[ONE]] : i1, i64
-// CHECK-NEXT:    llvm.call @strato_parallel_for(%{{.*}}, %{{.*}}, %[[COUNT]], %[[USED]])
+// CHECK-NEXT:    llvm.cond_br %[[WORTH]], ^[[POOL:.*]], ^[[ALONE:.*]]
+// CHECK-NEXT:  ^[[POOL]]:
+// CHECK:         %[[TASK:.*]] = llvm.mlir.addressof @run_time_trips_parallel_0_task : !llvm.ptr
+// CHECK-NEXT:    %[[THREADS:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    llvm.call @strato_parallel_for(%[[TASK]], %{{.*}}, %[[COUNT]], %[[THREADS]])
+// CHECK:       ^[[ALONE]]:
+// CHECK-NEXT:    %[[FIRST:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    llvm.call @run_time_trips_parallel_0(%trips_in, %trips_out, %[[FIRST]], %[[COUNT]])
 // SERIAL-LABEL: llvm.func @run_time_trips(
 // SERIAL-NOT:     strato_parallel_for
 // SERIAL:         llvm.icmp "slt" %t, %trips : i64
@@ -106,21 +111,23 @@ func.func @run_time_trips(%trips_in: memref<?x4xf32>, %trips_out: memref<?x4xf32
 
 // Loops to run-time bounds inside: one to a size known before the loop (%cols, an
 // argument) counts that many iterations, times the static 8 inside it; one to a count
-// computed in the body (%half) counts once, plus the 4 of its static loop. The pool
-// gets all the threads when the trip count times that work, computed before the call,
-// is enough for a region.
+// computed in the body (%half) counts what it is in the first iteration, rebuilt before
+// the loop (%cols / 2), times the 4 of its static loop. The pool gets the iterations
+// when the trip count times that work, computed before the call, is enough for a region.
 // CHECK-LABEL: llvm.func @run_time_work(
-// CHECK:         %[[THREADS:.*]] = llvm.mlir.constant(4) : i64
-// CHECK-NEXT:    %[[EIGHT:.*]] = llvm.mlir.constant(8) : i64
+// CHECK:         %[[EIGHT:.*]] = llvm.mlir.constant(8) : i64
 // CHECK-NEXT:    %[[ROW:.*]] = llvm.mul %cols, %[[EIGHT]] : i64
+// CHECK-NEXT:    %[[TWO:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-NEXT:    %[[HALF:.*]] = llvm.udiv %cols, %[[TWO]] : i64
 // CHECK-NEXT:    %[[FOUR:.*]] = llvm.mlir.constant(4) : i64
-// CHECK-NEXT:    %[[WORK:.*]] = llvm.add %[[ROW]], %[[FOUR]] : i64
+// CHECK-NEXT:    %[[HALVES:.*]] = llvm.mul %[[HALF]], %[[FOUR]] : i64
+// CHECK-NEXT:    %[[WORK:.*]] = llvm.add %[[ROW]], %[[HALVES]] : i64
 // CHECK-NEXT:    %[[TOTAL:.*]] = llvm.mul %{{.*}}, %[[WORK]] overflow<nsw> : i64
 // CHECK-NEXT:    %[[ENOUGH:.*]] = llvm.mlir.constant(32768) : i64
 // CHECK-NEXT:    %[[WORTH:.*]] = llvm.icmp "sge" %[[TOTAL]], %[[ENOUGH]] : i64
-// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
-// CHECK-NEXT:    %[[USED:.*]] = llvm.select %[[WORTH]], %[[THREADS]], %[[ONE]] : i1, i64
-// CHECK-NEXT:    llvm.call @strato_parallel_for(%{{.*}}, %{{.*}}, %{{.*}}, %[[USED]])
+// CHECK-NEXT:    llvm.cond_br %[[WORTH]], ^{{.*}}, ^{{.*}}
+// CHECK:         llvm.call @strato_parallel_for(
+// CHECK:         llvm.call @run_time_work_parallel_0(
 func.func @run_time_work(%work_in: memref<?x8xf32>, %work_out: memref<?x8xf32> {loop.output}, %rows: index, %cols: index) attributes {loop.kernel} {
   loop.for %r = 0 to %rows parallel axis "r" {
     loop.for %c = 0 to %cols axis "c" {
@@ -148,13 +155,13 @@ func.func @run_time_work(%work_in: memref<?x8xf32>, %work_out: memref<?x8xf32> {
 // threads from one call on); a loop calling a kernel that allocates on the heap, or a
 // function declared without the attribute, stays serial.
 // CHECK-LABEL: llvm.func @blocks(
-// CHECK:         %[[TASK:.*]] = llvm.mlir.addressof @blocks_parallel_0_task : !llvm.ptr
 // CHECK:         %[[TRIP:.*]] = llvm.select %{{.*}}, %n, %{{.*}} : i1, i64
-// CHECK-NEXT:    %[[THREADS:.*]] = llvm.mlir.constant(4) : i64
 // CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    %[[WORTH:.*]] = llvm.icmp "sge" %[[TRIP]], %[[ONE]] : i64
-// CHECK:         %[[USED:.*]] = llvm.select %[[WORTH]], %[[THREADS]], %{{.*}} : i1, i64
-// CHECK-NEXT:    llvm.call @strato_parallel_for(%[[TASK]], %{{.*}}, %[[TRIP]], %[[USED]])
+// CHECK-NEXT:    llvm.cond_br %[[WORTH]], ^{{.*}}, ^{{.*}}
+// CHECK:         %[[TASK:.*]] = llvm.mlir.addressof @blocks_parallel_0_task : !llvm.ptr
+// CHECK-NEXT:    %[[THREADS:.*]] = llvm.mlir.constant(4) : i64
+// CHECK-NEXT:    llvm.call @strato_parallel_for(%[[TASK]], %{{.*}}, %[[TRIP]], %[[THREADS]])
 // CHECK:         llvm.mlir.addressof @blocks_parallel_1_task : !llvm.ptr
 // CHECK:         llvm.call @strato_parallel_for(
 // CHECK-NOT:     llvm.call @strato_parallel_for(
@@ -209,6 +216,43 @@ func.func @heap_kernel(%a: memref<4xf32>, %o: memref<4xf32> {loop.output}) attri
   func.return
 }
 func.func private @unknown(memref<4xf32>, memref<4xf32>)
+
+// A parallel loop fused from a nest over rows of a run-time length (the body recovers
+// the row and the column as the index divided by %cols and its remainder): the body
+// function divides the first and the last iteration of its range, then runs a loop over
+// the rows and, inside it, one over the columns each row takes in the range; no
+// division is left in the loops.
+// CHECK-LABEL: llvm.func @fused_rows_parallel_0(
+// CHECK-SAME:    %[[COLS:[^:]*]]: i64
+// CHECK:         llvm.icmp "eq" %[[COLS]], %{{.*}} : i64
+// CHECK:         llvm.udiv %begin{{.*}}, %{{.*}} : i64
+// CHECK:         llvm.urem %begin{{.*}}, %{{.*}} : i64
+// CHECK:         %[[LAST:.*]] = llvm.sub %end{{.*}}, %{{.*}} : i64
+// CHECK:         llvm.udiv %[[LAST]], %{{.*}} : i64
+// CHECK:         llvm.urem %[[LAST]], %{{.*}} : i64
+// CHECK:         llvm.br ^[[ROWS:.*]](%{{.*}} : i64)
+// CHECK-NEXT:  ^[[ROWS]](%[[ROW:.*]]: i64):
+// CHECK:         llvm.icmp "eq" %[[ROW]], %{{.*}} : i64
+// CHECK:         llvm.icmp "eq" %[[ROW]], %{{.*}} : i64
+// CHECK:         llvm.select %{{.*}}, %{{.*}}, %[[COLS]] : i1, i64
+// CHECK-NOT:     llvm.udiv
+// CHECK-NOT:     llvm.urem
+// CHECK:         %[[BASE:.*]] = llvm.mul %[[ROW]], %[[COLS]] : i64
+// CHECK-NOT:     llvm.udiv
+// CHECK-NOT:     llvm.urem
+// CHECK:         llvm.return
+func.func @fused_rows(%rows_in: memref<?xf32>, %rows_out: memref<?xf32> {loop.output}, %rows: index, %cols: index) attributes {loop.kernel} {
+  %total = arith.muli %rows, %cols : index
+  loop.for %f = 0 to %total parallel axis "r.c.fused" {
+    %c = arith.remui %f, %cols : index
+    %r = arith.divui %f, %cols : index
+    %base = arith.muli %r, %cols : index
+    %at = arith.addi %base, %c : index
+    %v = memref.load %rows_in[%at] : memref<?xf32>
+    memref.store %v, %rows_out[%at] : memref<?xf32>
+  }
+  func.return
+}
 
 // A buffer also used after the loop is shared, not private; a loop that allocates on
 // the heap inside stays serial (its allocation failure could not reach the caller),

@@ -151,3 +151,41 @@ func.func @epilogue_writes_an_input(%a: memref<?xf32>, %b: memref<?xf32>, %out: 
   memref.dealloc %p : memref<?xf32, #loop.scope<local>>
   func.return
 }
+
+// A row maximum kept as a dimension of 1 (a softmax's first stage) over a run-time
+// batch and row count: the parallel loop fuses the batch, the heads and the rows, and
+// the loop of one iteration takes no part (its index is 0): the fused index is divided
+// by the rows and the heads only, so the loop over a task's iterations can run it as
+// rows inside heads (convert-loops-to-llvm's row nest).
+// CHECK-LABEL: func.func @row_max(
+// CHECK:         loop.for %[[F:.*]] = 0 to %{{.*}} parallel axis "i.j.l.m.fused" attributes {stage = "row_max"} {
+// CHECK-NEXT:      %[[L:.*]] = arith.remui %[[F]], %s : index
+// CHECK-NEXT:      %[[JI:.*]] = arith.divui %[[F]], %s : index
+// CHECK-NEXT:      %[[J:.*]] = arith.remui %[[JI]], %{{.*}} : index
+// CHECK-NEXT:      %[[I:.*]] = arith.divui %[[JI]], %{{.*}} : index
+// CHECK-NEXT:      %[[ZERO:.*]] = arith.constant 0 : index
+// CHECK-NEXT:      loop.for %[[K:.*]] = 0 to %s axis "k" attributes {stage = "row_max", reduction} {
+// CHECK:             memref.load %max_view[%[[I]], %[[J]], %[[L]], %[[ZERO]]]
+func.func @row_max(%x: memref<?xf32>, %max: memref<?xf32> {loop.output}, %b: index, %s: index) attributes {loop.kernel} {
+  %0 = arith.muli %s, %s : index
+  %1 = arith.constant 4 : index
+  %2 = arith.muli %0, %1 : index
+  %x_view = memref.reinterpret_cast %x to offset: [0], sizes: [%b, 4, %s, %s], strides: [%2, %0, %s, 1] : memref<?xf32> to memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+  %3 = arith.muli %s, %1 : index
+  %max_view = memref.reinterpret_cast %max to offset: [0], sizes: [%b, 4, %s, 1], strides: [%3, %s, 1, 1] : memref<?xf32> to memref<?x4x?x1xf32, strided<[?, ?, 1, 1]>>
+  loop.for %i = 0 to %b axis "i" attributes {stage = "row_max"} {
+    loop.for %j = 0 to 4 axis "j" attributes {stage = "row_max"} {
+      loop.for %l = 0 to %s axis "l" attributes {stage = "row_max"} {
+        loop.for %m = 0 to 1 axis "m" attributes {stage = "row_max"} {
+          loop.for %k = 0 to %s axis "k" attributes {stage = "row_max", reduction} {
+            %v = memref.load %x_view[%i, %j, %l, %k] : memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+            %acc = memref.load %max_view[%i, %j, %l, %m] : memref<?x4x?x1xf32, strided<[?, ?, 1, 1]>>
+            %larger = arith.maximumf %acc, %v : f32
+            memref.store %larger, %max_view[%i, %j, %l, %m] : memref<?x4x?x1xf32, strided<[?, ?, 1, 1]>>
+          }
+        }
+      }
+    }
+  }
+  func.return
+}
