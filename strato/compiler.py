@@ -78,7 +78,8 @@ def compile_model(
     progress: Callable[[int, int], None] | None = None,
     specialize: bool = True,
     run_time_dims: bool | None = None,
-    size_bounds: Mapping[str, int | tuple[int, int | None]] | None = None,
+    size_bounds: Mapping[str, int | tuple[int, int | None] | tuple[int, int | None, int]]
+    | None = None,
 ) -> CompiledModel:
     """Compile an ONNX model (a path, a built-in model's name such as "mlp", or a
     ModelProto) for `target`.
@@ -116,7 +117,7 @@ def compile_model(
     compiles it per size. A call whose sizes the model cannot take is refused with an
     error naming the input, the dimension and the bound: `size_bounds` bounds sizes by
     name (`{"sequence": 512}`, the most; `{"sequence": (1, 512)}`, the least and the
-    most; None for no most), and the model implies a most where it reads a table at
+    most; `{"sequence": (8, 512, 8)}`, multiples of 8 only; None for no most), and the model implies a most where it reads a table at
     positions computed from a size (a position embedding: `graph.dims.
     implied_size_bounds`); the signature keeps them (`Signature.limits`), the graph
     function too (`graph.size_bounds`). Any other such model, and one `run_time_dims=False` leaves,
@@ -237,25 +238,30 @@ def _compile_model(
 
 
 def check_size_bounds(
-    bounds: Mapping[str, int | tuple[int, int | None] | None] | None,
+    bounds: Mapping[str, int | tuple[int, int | None] | tuple[int, int | None, int] | None]
+    | None,
 ) -> dict[str, SizeBound]:
     """`size_bounds` as given to `compile_model`, checked: a size name -> its most, a
-    (least, most) pair or None (no bound); a clear error for anything else."""
+    (least, most) pair, a (least, most, multiple) triple (sizes divisible by
+    `multiple` only) or None (no bound); a clear error for anything else."""
     checked: dict[str, SizeBound] = {}
     for name, given in (bounds or {}).items():
-        pair = given if isinstance(given, tuple | list) else (0, given)
+        bound = tuple(given) if isinstance(given, tuple | list) else (0, given)
+        least, most, multiple = (*bound, 1) if len(bound) == 2 else (bound + (None,) * 3)[:3]
         if (
             not isinstance(name, str)
-            or len(pair) != 2
-            or not _size(pair[0])
-            or not (pair[1] is None or _size(pair[1]))
-            or (pair[1] is not None and pair[1] < pair[0])
+            or len(bound) not in (2, 3)
+            or not _size(least)
+            or not (most is None or _size(most))
+            or (most is not None and most < least)
+            or not (_size(multiple) and multiple >= 1)
         ):
             raise StratoError(
                 f"size_bounds: '{name}' must be bounded by a most (an integer >= 0), a "
-                f"(least, most) pair with least <= most (most None for none), not {given!r}"
+                "(least, most) pair with least <= most (most None for none), or a (least, "
+                f"most, multiple) triple (multiple >= 1: sizes it divides only), not {given!r}"
             )
-        checked[name] = SizeBound(int(pair[0]), None if pair[1] is None else int(pair[1]))
+        checked[name] = SizeBound(int(least), None if most is None else int(most), int(multiple))
     return checked
 
 
@@ -703,7 +709,10 @@ def compile_cache_key(
         "run_time_dims": run_time_dims,
     }
     if size_bounds:  # (absent otherwise: the keys of models compiled before stay)
-        options["size_bounds"] = sorted((k, b.least, b.most) for k, b in size_bounds.items())
+        options["size_bounds"] = sorted(
+            (k, b.least, b.most) + ((b.multiple,) if b.multiple > 1 else ())
+            for k, b in size_bounds.items()
+        )
     return cache_key(data, options)
 
 

@@ -154,19 +154,26 @@ ROW_BLOCKS_ATTR = "te.row_blocks"
 
 @dataclass(frozen=True)
 class RowBlocks:
-    """A primitive's blocks of rows (`ROW_BLOCKS_ATTR`)."""
+    """A primitive's blocks of rows (`ROW_BLOCKS_ATTR`): their counts decrease to 1,
+    or to `multiple` when the rows are always a multiple of it (the bounds of their
+    sizes say so), each count then a multiple of it, so that no rows are left after
+    the blocks."""
 
     rows: tuple[str, ...]
     blocks: tuple[tuple[int, str], ...]
+    multiple: int = 1
 
     def attr(self) -> DictionaryAttr:
-        return DictionaryAttr({
+        fields: dict[str, Attribute] = {
             "rows": ArrayAttr([StringAttr(name) for name in self.rows]),
             "blocks": ArrayAttr([
                 ArrayAttr([IntegerAttr(count, i64), SymbolRefAttr(name)])
                 for count, name in self.blocks
             ]),
-        })
+        }
+        if self.multiple > 1:
+            fields["multiple"] = IntegerAttr(self.multiple, i64)
+        return DictionaryAttr(fields)
 
     @staticmethod
     def of(primitive: Operation) -> RowBlocks | None:
@@ -179,7 +186,8 @@ class RowBlocks:
         if found is None:
             raise StratoError(
                 f"'{ROW_BLOCKS_ATTR}' of {primitive.name} must be {{rows = [size names], "
-                "blocks = [[count, @primitive], ...]}} with counts decreasing to 1, got "
+                "blocks = [[count, @primitive], ...]}} with counts decreasing to 1, or "
+                "with multiple = m, to m, each a multiple of it, got "
                 f"{attr}",
                 op=primitive,
             )
@@ -187,9 +195,12 @@ class RowBlocks:
 
     @staticmethod
     def _parse(attr: Attribute) -> RowBlocks | None:
-        if not isinstance(attr, DictionaryAttr) or set(attr.data) != {"rows", "blocks"}:
+        if not isinstance(attr, DictionaryAttr) or set(attr.data) - {"multiple"} != {"rows", "blocks"}:
             return None
         rows, blocks = attr.data["rows"], attr.data["blocks"]
+        multiple = attr.data.get("multiple", IntegerAttr(1, i64))
+        if not isinstance(multiple, IntegerAttr) or multiple.value.data < 1:
+            return None
         if not isinstance(rows, ArrayAttr) or not isinstance(blocks, ArrayAttr):
             return None
         names = tuple(r.data for r in rows.data if isinstance(r, StringAttr))
@@ -202,20 +213,26 @@ class RowBlocks:
                 return None
             pairs.append((count.value.data, symbol.root_reference.data))
         counts = tuple(count for count, _ in pairs)
-        if not names or len(names) != len(rows.data) or not RowBlocks.valid_counts(counts):
+        if not names or len(names) != len(rows.data):
             return None
-        return RowBlocks(names, tuple(pairs))
+        if not RowBlocks.valid_counts(counts, multiple.value.data):
+            return None
+        return RowBlocks(names, tuple(pairs), multiple.value.data)
 
     @staticmethod
-    def valid_counts(counts: Sequence[int]) -> bool:
-        """Whether `counts` are blocks' row counts: decreasing, ending in one row."""
+    def valid_counts(counts: Sequence[int], multiple: int = 1) -> bool:
+        """Whether `counts` are blocks' row counts: decreasing, ending in one row, or in
+        `multiple` rows with every count a multiple of it."""
         decreasing = list(counts) == sorted(set(counts), reverse=True)
-        return bool(counts) and decreasing and counts[-1] == 1
+        divided = all(count % multiple == 0 for count in counts)
+        return bool(counts) and decreasing and counts[-1] == multiple and divided
 
     def renamed(self, names: dict[str, str]) -> RowBlocks:
         """These blocks with their primitives renamed by `names` (merged ones)."""
         return RowBlocks(
-            self.rows, tuple((count, names.get(name, name)) for count, name in self.blocks)
+            self.rows,
+            tuple((count, names.get(name, name)) for count, name in self.blocks),
+            self.multiple,
         )
 
 

@@ -77,18 +77,19 @@ class TensorSpec:
 @dataclass(frozen=True)
 class SizeLimit:
     """The sizes a run-time size of the entry takes: `least` to `most` (None: no
-    most), and why the most, when the model implies it."""
+    most), multiples of `multiple` only, and why the most, when the model implies it."""
 
     name: str
     least: int = 0
     most: int | None = None
     why: str = ""
+    multiple: int = 1
 
     @property
     def bound(self) -> SizeBound:
         from strato.dialects.graph.dims import SizeBound
 
-        return SizeBound(self.least, self.most)
+        return SizeBound(self.least, self.most, self.multiple)
 
     def admits(self, size: int) -> bool:
         return self.bound.admits(size)
@@ -159,7 +160,10 @@ class Signature:
         bounds = size_bounds(function)
         if bounds:
             limits = tuple(
-                SizeLimit(name, bounds[name].least, bounds[name].most, (why or {}).get(name, ""))
+                SizeLimit(
+                    name, bounds[name].least, bounds[name].most, (why or {}).get(name, ""),
+                    bounds[name].multiple,
+                )
                 for name in signature.sizes
                 if name in bounds
             )
@@ -201,8 +205,8 @@ class Signature:
                     continue
                 break
             else:
-                for k, least, most in plan.limits:
-                    if not least <= values[k] <= most:
+                for k, least, most, multiple in plan.limits:
+                    if not least <= values[k] <= most or values[k] % multiple:
                         break
                 else:
                     return checked, values
@@ -310,8 +314,8 @@ class _CallPlan:
     sizes: tuple[str, ...]
     inputs: tuple[tuple[np.dtype, int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...]
     outputs: tuple[tuple[np.dtype, tuple[int, ...]], ...]
-    limits: tuple[tuple[int, int, float], ...] = ()
-    """Per bounded size: its index, least and most (inf: none)."""
+    limits: tuple[tuple[int, int, float, int], ...] = ()
+    """Per bounded size: its index, least, most (inf: none) and the multiple it is."""
 
     @staticmethod
     def of(signature: Signature) -> _CallPlan:
@@ -337,7 +341,10 @@ class _CallPlan:
             for spec in signature.outputs
         )
         limits = tuple(
-            (sizes.index(limit.name), limit.least, math.inf if limit.most is None else limit.most)
+            (
+                sizes.index(limit.name), limit.least,
+                math.inf if limit.most is None else limit.most, limit.multiple,
+            )
             for limit in signature.limits
         )
         return _CallPlan(sizes, inputs, outputs, limits)

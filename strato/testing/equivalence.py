@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import io
 from collections import OrderedDict
-from collections.abc import Callable, MutableMapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -36,6 +36,7 @@ from xdsl.printer import Printer
 from strato.dialects.tensor_types import numpy_dtype
 
 if TYPE_CHECKING:
+    from strato.dialects.graph.dims import SizeBound
     from strato.targets.llvm.jit import JitFunction
     from strato.targets.llvm.kernel_objects import KernelObject
 
@@ -245,22 +246,31 @@ def random_inputs(
     seed: int,
     edge: bool = False,
     dim_names: Sequence[Sequence[str | None]] | None = None,
+    bounds: Mapping[str, SizeBound] | None = None,
 ) -> list[np.ndarray]:
     """Inputs for arguments of `types` (tensors or memrefs); every other seed, with edge
     values (zeros, negatives, NaN/Inf, integer extremes) mixed in when `edge`. A
     run-time (`?`) dimension takes a size drawn from 1 to 6 per name (`dim_names`: each
-    argument's name at each run-time dimension), one size for each name."""
+    argument's name at each run-time dimension), one size for each name; a name with
+    `bounds` takes one of the first six sizes from 1 they admit (multiples of 8 from 8)."""
     from strato.testing.arrays import edge_array, random_array
 
     rng = np.random.default_rng(seed)
     sizes: dict[str, int] = {}
     arrays = []
+
+    def draw(name: str | None, key: str) -> int:
+        bound = (bounds or {}).get(name or "")
+        if key not in sizes:
+            sizes[key] = int(rng.integers(1, 7)) if bound is None else _admitted_size(rng, bound)
+        return sizes[key]
+
     for n, t in enumerate(types):
         shape = tuple(t.get_shape())  # type: ignore[attr-defined]
         if any(d < 0 for d in shape):
             names = dim_names[n] if dim_names is not None else [None] * len(shape)
             shape = tuple(
-                d if d >= 0 else sizes.setdefault(name or f"{n}_{a}", int(rng.integers(1, 7)))
+                d if d >= 0 else draw(name, name or f"{n}_{a}")
                 for a, (d, name) in enumerate(zip(shape, names, strict=True))
             )
         dtype = numpy_dtype(t.element_type)  # type: ignore[attr-defined]
@@ -271,14 +281,30 @@ def random_inputs(
     return arrays
 
 
+def _admitted_size(rng: np.random.Generator, bound: SizeBound) -> int:
+    """One of the first six sizes from 1 (or the least) that `bound` admits; the least
+    when it admits none of them."""
+    start = max(bound.least, 1)
+    start += -start % bound.multiple
+    admitted = [s for s in range(start, start + 6 * bound.multiple, bound.multiple) if bound.admits(s)]
+    return int(rng.choice(admitted)) if admitted else bound.least
+
+
 def make_inputs(
     module: ModuleOp, n: int, seed: int = 0, function: str | None = None
 ) -> list[list[np.ndarray]]:
     """`n` inputs for the entry function of `module`: odd ones with edge values, at
-    sizes drawn for its run-time dimensions."""
+    sizes drawn for its run-time dimensions (within the bounds it records of them:
+    `graph.size_bounds`)."""
+    from strato.dialects.graph.dims import size_bounds
+
     types = input_types(module, function)
     names = _run_time_dim_names(module, function)
-    return [random_inputs(types, seed + k, edge=k % 2 == 1, dim_names=names) for k in range(n)]
+    bounds = size_bounds(_entry(module, function)) if names is not None else None
+    return [
+        random_inputs(types, seed + k, edge=k % 2 == 1, dim_names=names, bounds=bounds)
+        for k in range(n)
+    ]
 
 
 def _run_time_dim_names(module: ModuleOp, function: str | None) -> list[list[str | None]] | None:

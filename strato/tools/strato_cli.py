@@ -976,23 +976,30 @@ def parse_input_shapes(text: str) -> dict[str, tuple[int, ...]]:
         raise argparse.ArgumentTypeError(err.message) from None
 
 
-def parse_size_bounds(text: str) -> dict[str, tuple[int, int | None]]:
-    """`--size-bounds 'sequence=1:512 batch=8'` -> bounds by size name: `NAME=MOST`,
-    `NAME=LEAST:MOST` or `NAME=LEAST:` (no most); entries separated by spaces or
-    commas."""
+def parse_size_bounds(text: str) -> dict[str, tuple[int, ...]]:
+    """`--size-bounds 'sequence=8:512:8 batch=8'` -> bounds by size name: `NAME=MOST`,
+    `NAME=LEAST:MOST`, `NAME=LEAST:` (no most), and any of these but the first with
+    `:MULTIPLE` (`NAME=LEAST:MOST:MULTIPLE`, `NAME=LEAST::MULTIPLE`: sizes it divides
+    only); entries separated by spaces or commas."""
     from strato.compiler import check_size_bounds
 
-    bounds: dict[str, tuple[int, int | None]] = {}
+    bounds: dict[str, tuple] = {}
     for entry in text.replace(",", " ").split():
         name, equals, value = entry.partition("=")
-        least, colon, most = value.rpartition(":") if ":" in value else ("0", "", value)
+        parts = value.split(":") if ":" in value else ["0", value]
         try:
-            if not equals or not name or not most and not colon:
+            if not equals or not name or len(parts) > 3:
                 raise ValueError
-            bounds[name] = (int(least, 10), int(most, 10) if most else None)
+            least, most, *multiple = parts
+            if not most and ":" not in value or multiple and not multiple[0]:
+                raise ValueError
+            bounds[name] = (int(least, 10), int(most, 10) if most else None) + (
+                (int(multiple[0], 10),) if multiple else ()
+            )
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"'{entry}' is not NAME=MOST, NAME=LEAST:MOST or NAME=LEAST:"
+                f"'{entry}' is not NAME=MOST, NAME=LEAST:MOST, NAME=LEAST: or one of the "
+                "last two with :MULTIPLE"
             ) from None
     if not bounds:
         raise argparse.ArgumentTypeError("no bounds given")
@@ -1113,7 +1120,8 @@ def build_parser() -> argparse.ArgumentParser:
     compile_.add_argument(
         "--size-bounds", type=parse_size_bounds, metavar="BOUNDS",
         help="for an entry compiled once for every size: the sizes it takes, by name, e.g. "
-        "'sequence=1:512 batch=8' (a most, or least:most); a call out of them is refused "
+        "'sequence=8:512:8 batch=8' (a most, least:most, or least:most:multiple for sizes "
+        "the multiple divides only); a call out of them is refused "
         "(the entry returns <MODEL>_NO_SUCH_SIZE), as is one past a most the model "
         "implies (a position table's length)",
     )  # fmt: skip

@@ -41,6 +41,7 @@ After:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -74,6 +75,7 @@ from strato.dialects.graph.dims import (
     RunTimeDims,
     leads_with_run_time_dims,
     run_time_axes,
+    size_bounds,
 )
 from strato.legality import check_legal
 from strato.strategies import strategy_for
@@ -153,7 +155,9 @@ weight panels as a static compile does, one of 16 serves 16 to 31 rows reading t
 weights once more, not twice (a BERT 768 wide at 16 tokens: 1.22x a compile per size
 with blocks of 8, 1.03x with one of 16), one of 8 serves 8 to 15 rows, one of 4 serves
 4 to 7 rows in two calls (the second ending at the last row), and one row is what fewer
-rows take (a batch of one)."""
+rows take (a batch of one). Rows whose sizes' bounds make them a multiple of a block
+(`graph.size_bounds`: a sequence of multiples of 8) stop at that block
+(`_row_block_counts`)."""
 
 
 def row_prefix(
@@ -364,14 +368,15 @@ class GraphOpLowering(RewritePattern):
         rewriter.insert(primitive, InsertPoint.before(top))
         rows = row_prefix(*parts, size_names) if size_names and self.row_blocks else None
         if rows is not None:
+            counts, multiple = _row_block_counts(self.row_blocks, _row_multiple(top, rows))
             blocks: list[tuple[int, str]] = []
-            for count in self.row_blocks:
+            for count in counts:
                 block_name = self.namer.fresh(f"{name}_rows{count}")
                 fixed = {size: 1 for size in rows} | {rows[-1]: count}
                 block = build_primitive(block_name, *parts, size_names, fixed_sizes=fixed)
                 rewriter.insert(block, InsertPoint.before(top))
                 blocks.append((count, block_name))
-            named = te.RowBlocks(tuple(rows), tuple(blocks))
+            named = te.RowBlocks(tuple(rows), tuple(blocks), multiple)
             primitive.attributes[te.ROW_BLOCKS_ATTR] = named.attr()
         call = te.CallOp(name, list(op.operands), [r.type for r in op.results])
         dims = self.sizes.of(op) if self.sizes is not None else None
@@ -409,6 +414,28 @@ class ControlCallLowering(RewritePattern):
         if ARENA_OFFSETS_ATTR in op.attributes:
             call.attributes[ARENA_OFFSETS_ATTR] = op.attributes[ARENA_OFFSETS_ATTR]
         rewriter.replace(op, call)
+
+
+def _row_multiple(function: Operation, rows: Sequence[str]) -> int:
+    """What the rows of sizes `rows` (their product) are always a multiple of, by the
+    bounds `function` records of its sizes (`graph.size_bounds`)."""
+    if not isinstance(function, FuncOp):
+        return 1
+    bounds = size_bounds(function)
+    return math.prod(bounds[name].multiple if name in bounds else 1 for name in rows)
+
+
+def _row_block_counts(counts: Sequence[int], multiple: int) -> tuple[tuple[int, ...], int]:
+    """The blocks of `counts` (decreasing to 1) rows that are always a multiple of
+    `multiple` need: down to the largest count that divides `multiple`, when every
+    larger count is a multiple of it (the blocks then leave no rows: a declared
+    multiple of 8 drops the blocks of 4 and 1 rows, and their compiles); and what the
+    blocks' counts end in (1: all of them)."""
+    smallest = next((count for count in counts if multiple % count == 0), 1)
+    kept = tuple(count for count in counts if count >= smallest)
+    if smallest == 1 or any(count % smallest for count in kept):
+        return tuple(counts), 1
+    return kept, smallest
 
 
 def _has_strategy(op: Operation) -> bool:

@@ -1126,8 +1126,9 @@ def lower_row_blocks(
     run-time sizes (those of static shapes passed whole). The rows left, fewer than
     the smallest block of several rows, are one more such block ending at the last
     row when the call has that many rows (the rows it computes again are written
-    again as they were: each row is computed from its own), else single rows. The
-    blocks of the largest count are a `parallel` loop when every result has the rows
+    again as they were: each row is computed from its own), else single rows; none
+    are left when the rows are a multiple of the smallest block (`RowBlocks.multiple`,
+    which the entry's bounds of the sizes make them). The blocks of the largest count are a `parallel` loop when every result has the rows
     (each block writes its own). `buffers` are the call's operands' buffers, then its results'; `types` the
     placeholder and output types of each block's primitive."""
     tensors = [*op.args, *op.res]
@@ -1151,7 +1152,11 @@ def lower_row_blocks(
         at.insert(func.CallOp(name, args, []))
 
     done: SSAValue | None = None  # the rows the blocks before cover (none yet)
-    *whole_blocks, (_, single) = blocks.blocks
+    if blocks.multiple > 1:
+        # rows a multiple of the smallest block (the sizes' bounds): none are left
+        whole_blocks, single = list(blocks.blocks), None
+    else:
+        *whole_blocks, (_, single) = blocks.blocks
     for count, name in whole_blocks:
         left = rows if done is None else builder.insert(arith.SubiOp(rows, done)).result
         size = _index_value(builder, count)
@@ -1183,6 +1188,8 @@ def lower_row_blocks(
         call_block(single, first, inner)
         body.add_op(scf.YieldOp())
 
+    if single is None:
+        return
     if not whole_blocks:
         single_rows(builder)
         return

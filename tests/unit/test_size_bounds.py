@@ -154,3 +154,73 @@ def test_a_model_compiled_per_size_checks_its_bounds_too():
         model(np.ones((5, 16), np.float32))
     with pytest.raises(StratoError, match=r"size_bounds names 'rows', not a dynamic dimension of the model \(its named ones: batch\)"):
         strato.compile(mlp(), cache=False, run_time_dims=False, size_bounds={"rows": 4})
+
+
+def test_a_size_bound_can_ask_for_multiples():
+    """A bound's `multiple`: only sizes it divides are admitted, two bounds meet at the
+    least common multiple, and the refusal names it."""
+    bound = SizeBound(8, 64, 8)
+    assert [n for n in range(80) if bound.admits(n)] == list(range(8, 65, 8))
+    assert bound.meet(SizeBound(0, None, 6)) == SizeBound(8, 64, 24)
+    assert bound.refusal(12) == "not a multiple of 8, which the model takes only"
+    assert bound.describe() == "8 to 64, a multiple of 8"
+    assert SizeBound(4).describe() == "at least 4"
+
+
+def test_a_declared_multiple_is_checked_by_the_call_the_entry_and_the_saved_model(tmp_path):
+    """`size_bounds={"batch": (8, 64, 8)}`: the graph function and the signature record
+    the multiple; calls at multiples of 8 match onnxruntime, a call at 12 is refused by
+    name, the C entry returns NO_SUCH_SIZE for it, and the saved model and the header
+    keep it."""
+    proto = mlp()
+    model = strato.compile(proto, cache=False, run_time_dims=True, size_bounds={"batch": (8, 64, 8)})
+    assert model.signature.limits == (SizeLimit("batch", 8, 64, multiple=8),)
+    session = ort.InferenceSession(proto.SerializeToString())
+    for batch in (8, 16, 40, 64):
+        x = RNG.standard_normal((batch, 16)).astype(np.float32)
+        np.testing.assert_allclose(model(x)[0], session.run(None, {"x": x})[0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(InputMismatchError, match=r"\('batch'\) is 12, not a multiple of 8, which the model takes only"):
+        model(np.zeros((12, 16), np.float32))
+    with pytest.raises(InputMismatchError, match=r"refused the sizes \[12\]: a size out of its bounds"):
+        model._entry([np.zeros((12, 16), np.float32), np.empty((12, 10), np.float32), 12])
+
+    model.save(tmp_path / "mlp.strato")
+    loaded = strato.load(tmp_path / "mlp.strato")
+    assert loaded.signature.limits == model.signature.limits
+    with pytest.raises(InputMismatchError, match="not a multiple of 8"):
+        loaded(np.zeros((20, 16), np.float32))
+    model.save_c_header(tmp_path / "mlp.h")
+    assert "batch 8 to 64, a multiple of 8" in (tmp_path / "mlp.h").read_text()
+
+    seen = []
+    strato.compile(
+        proto, cache=False, run_time_dims=True, size_bounds={"batch": (0, None, 8)},
+        after_stage=lambda stage, module: seen.append(str(module)) if stage in ("graph", "convert-graph-to-te") else None,
+    )  # fmt: skip
+    assert "graph.size_bounds = {batch = array<i64: 0, -1, 8>}" in seen[0]
+    # the rows are multiples of 8: no blocks of 4 rows or of 1 are made
+    assert "multiple = 8 : i64" in seen[1] and "_rows8_" in seen[1]
+    assert "_rows4_" not in seen[1] and "_rows1_" not in seen[1]
+
+
+@pytest.mark.parametrize("given", [(0, 8, 0), (0, 8, -2), (0, 8, 2.5), (0, 8, 2, 1)])
+def test_a_bad_multiple_is_refused_by_name(given):
+    with pytest.raises(StratoError, match=r"'batch' must be bounded by a most .* or a \(least, most, multiple\) triple"):
+        strato.compile(mlp(), cache=False, run_time_dims=True, size_bounds={"batch": given})
+
+
+def test_the_command_line_and_the_attribute_read_multiples():
+    assert parse_size_bounds("sequence=8:512:8 batch=8") == {"sequence": (8, 512, 8), "batch": (0, 8)}
+    assert parse_size_bounds("sequence=8::8") == {"sequence": (8, None, 8)}
+    for bad in ("sequence=8:512:", "sequence=8:512:0", "sequence=1:2:3:4", "sequence=1:2:x"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            parse_size_bounds(bad)
+    from xdsl.dialects.builtin import DenseArrayBase, DictionaryAttr, i64
+    from xdsl.utils.exceptions import VerifyException
+
+    function = import_onnx(mlp(), run_time_dims=True).function
+    function.attributes["graph.size_bounds"] = DictionaryAttr({"batch": DenseArrayBase.from_list(i64, [0, 16, 4])})
+    assert size_bounds(function) == {"batch": SizeBound(0, 16, 4)}
+    function.attributes["graph.size_bounds"] = DictionaryAttr({"batch": DenseArrayBase.from_list(i64, [0, 16, 0])})
+    with pytest.raises(VerifyException, match="array<i64: least, most, multiple>"):
+        size_bounds(function)

@@ -208,24 +208,41 @@ __all__ = [
 
 @dataclass(frozen=True)
 class SizeBound:
-    """The sizes a run-time size may take: `least` to `most` (None: no most)."""
+    """The sizes a run-time size may take: `least` to `most` (None: no most), and only
+    multiples of `multiple` (a sequence padded to whole blocks of 8 tokens)."""
 
     least: int = 0
     most: int | None = None
+    multiple: int = 1
 
     def admits(self, size: int) -> bool:
-        return size >= self.least and (self.most is None or size <= self.most)
+        return (
+            size >= self.least
+            and (self.most is None or size <= self.most)
+            and size % self.multiple == 0
+        )
 
     def meet(self, other: SizeBound) -> SizeBound:
         """The sizes both admit."""
         mosts = [m for m in (self.most, other.most) if m is not None]
-        return SizeBound(max(self.least, other.least), min(mosts) if mosts else None)
+        return SizeBound(
+            max(self.least, other.least),
+            min(mosts) if mosts else None,
+            math.lcm(self.multiple, other.multiple),
+        )
 
     def refusal(self, size: int, why: str = "") -> str:
         """Why `size` is refused (`why`: why the most)."""
         if size < self.least:
             return f"less than the least the model takes, {self.least}"
+        if size % self.multiple:
+            return f"not a multiple of {self.multiple}, which the model takes only"
         return f"more than the model takes: at most {self.most}" + (f" ({why})" if why else "")
+
+    def describe(self) -> str:
+        """`least to most`, `at least least`, with `, a multiple of m` when it must be."""
+        text = f"{self.least} to {self.most}" if self.most is not None else f"at least {self.least}"
+        return text + (f", a multiple of {self.multiple}" if self.multiple > 1 else "")
 
 
 def size_bounds(function: FuncOp) -> dict[str, SizeBound]:
@@ -236,15 +253,24 @@ def size_bounds(function: FuncOp) -> dict[str, SizeBound]:
     bounds: dict[str, SizeBound] = {}
     entries = attr.data if isinstance(attr, DictionaryAttr) else None
     for name, value in (entries or {}).items():
-        pair = value.get_values() if isinstance(value, DenseArrayBase) else None
-        if pair is None or len(pair) != 2 or pair[0] < 0 or pair[1] < -1 or (pair[1] >= 0 and pair[1] < pair[0]):
+        bound = value.get_values() if isinstance(value, DenseArrayBase) else None
+        if (
+            bound is None
+            or len(bound) not in (2, 3)
+            or bound[0] < 0
+            or bound[1] < -1
+            or (bound[1] >= 0 and bound[1] < bound[0])
+            or (len(bound) == 3 and bound[2] < 1)
+        ):
             entries = None
             break
-        bounds[name] = SizeBound(int(pair[0]), None if pair[1] < 0 else int(pair[1]))
+        multiple = int(bound[2]) if len(bound) == 3 else 1
+        bounds[name] = SizeBound(int(bound[0]), None if bound[1] < 0 else int(bound[1]), multiple)
     if entries is None:
         raise VerifyException(
-            f"'{SIZE_BOUNDS_ATTR}' must map size names to array<i64: least, most> "
-            "(0 <= least <= most, or most -1 for none)"
+            f"'{SIZE_BOUNDS_ATTR}' must map size names to array<i64: least, most> or "
+            "array<i64: least, most, multiple> (0 <= least <= most, or most -1 for none; "
+            "multiple >= 1)"
         )
     return bounds
 
@@ -255,7 +281,11 @@ def set_size_bounds(function: FuncOp, bounds: Mapping[str, SizeBound]) -> None:
         function.attributes.pop(SIZE_BOUNDS_ATTR, None)
         return
     function.attributes[SIZE_BOUNDS_ATTR] = DictionaryAttr({
-        name: DenseArrayBase.from_list(i64, [bound.least, -1 if bound.most is None else bound.most])
+        name: DenseArrayBase.from_list(
+            i64,
+            [bound.least, -1 if bound.most is None else bound.most]
+            + ([bound.multiple] if bound.multiple > 1 else []),
+        )
         for name, bound in sorted(bounds.items())
     })
 

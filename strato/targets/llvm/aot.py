@@ -444,9 +444,13 @@ def _limit_from_json(item: object, signature: Signature, where: str) -> SizeLimi
         and size(item.get("least"))
         and (item.get("most") is None or size(item["most"]))
         and isinstance(item.get("why", ""), str)
+        and size(item.get("multiple", 1))
+        and item.get("multiple", 1) >= 1
     ):
         raise ModelFileError(f"corrupt {MANIFEST}: bad size limit {item!r}", location=where)
-    return SizeLimit(item["name"], item["least"], item.get("most"), item.get("why", ""))
+    return SizeLimit(
+        item["name"], item["least"], item.get("most"), item.get("why", ""), item.get("multiple", 1)
+    )
 
 
 def _valid_dims(shape: list, dims: object) -> bool:

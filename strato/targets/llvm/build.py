@@ -31,6 +31,7 @@ from xdsl.dialects.builtin import (
 )
 
 from strato.diagnostics import StratoError
+from strato.dialects.graph.dims import SizeBound
 from strato.runtime.limits import MAX_BUFFER_BYTES, check_buffer_sizes
 from strato.runtime.signature import Signature
 from strato.targets.llvm.entry_abi import (
@@ -233,10 +234,10 @@ def _build(
     from strato.targets.llvm.weights import pack_weights
 
     entry_symbol = f"{public_name}_run"
-    bounds = {limit.name: (limit.least, limit.most) for limit in signature.limits}
+    bounds = {limit.name: limit.bound for limit in signature.limits}
     finalize_entry(
         module, entry_name, entry_symbol, external_failing,
-        [bounds.get(name, (0, None)) for name in signature.sizes],
+        [bounds.get(name, SizeBound()) for name in signature.sizes],
     )  # fmt: skip
     weights = pack_weights(module, f"{public_name}_", weight_threshold)
     if machine is not None and not runs_here(machine):

@@ -106,7 +106,7 @@ def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None =
         )
         macro = entry_symbol.removesuffix("_run").upper()
         limits = [
-            f"{c} {limit.least} to {limit.most}" if limit.most is not None else f"{c} at least {limit.least}"
+            f"{c} {limit.bound.describe()}"
             for n, c in zip(signature.sizes, sizes, strict=True)
             for limit in signature.limits
             if limit.name == n

@@ -38,6 +38,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, StringAttr, i32, i64
 from xdsl.ir import Block, Operation, SSAValue
 
+from strato.dialects.graph.dims import SizeBound
 from strato.targets.llvm import builders
 from strato.targets.llvm.parallel_runtime import WORKSPACE_GIVE, WORKSPACE_TAKE
 from strato.targets.llvm.type_conversion import POINTER
@@ -59,14 +60,13 @@ def finalize_entry(
     entry: str,
     public_name: str,
     external_failing: Iterable[str] = (),
-    size_bounds: Sequence[tuple[int, int | None]] = (),
+    size_bounds: Sequence[SizeBound] = (),
 ) -> None:
     """Give `module` the C ABI described in the module docstring, in place.
     `external_failing` names functions the module only declares (kernels compiled on
     their own: `finalize_kernel`) that return a status: their declarations and calls
-    return i32, and a failure of theirs is the entry's. `size_bounds` are the least
-    and most (None: none) of each run-time size the entry takes, in order (none: 0
-    and none each)."""
+    return i32, and a failure of theirs is the entry's. `size_bounds` are the bounds
+    of each run-time size the entry takes, in order (none: any size)."""
     functions = _defined_functions(module)
     if entry not in functions:
         raise AssertionError(f"no function @{entry} to finalize")
@@ -102,12 +102,12 @@ def raise_for_status(status: int, symbol: str, sizes: Sequence[int]) -> None:
     raise AssertionError(f"@{symbol} returned the unknown status {status}")
 
 
-def _refuse_sizes_out_of_bounds(function: llvm.FuncOp, bounds: Sequence[tuple[int, int | None]]) -> None:
+def _refuse_sizes_out_of_bounds(function: llvm.FuncOp, bounds: Sequence[SizeBound]) -> None:
     """An entry compiled once for every size takes the sizes after its buffers (its
     trailing i64 parameters): it returns `STATUS_NO_SUCH_SIZE` for a negative one, or
-    one out of its `bounds` (the least and the most of each, in order), before
-    touching a buffer, as the entry of several compiled sizes does for a size it does
-    not hold."""
+    one out of its `bounds` (less than the least, more than the most, or not a
+    multiple of the multiple, in order), before touching a buffer, as the entry of
+    several compiled sizes does for a size it does not hold."""
     from strato.targets.llvm.sized_entry import STATUS_NO_SUCH_SIZE
 
     entry = function.body.blocks[0]
@@ -127,9 +127,9 @@ def _refuse_sizes_out_of_bounds(function: llvm.FuncOp, bounds: Sequence[tuple[in
     refused.add_ops([status, builders.return_(status.result)])
     checks: list[Operation] = []
     negative: SSAValue | None = None
-    padded = [*bounds, *[(0, None)] * (len(sizes) - len(bounds))]
-    for size, (least, most) in zip(sizes, padded, strict=True):
-        tests = [("slt", max(least, 0))] + ([("sgt", most)] if most is not None else [])
+    padded = [*bounds, *[SizeBound()] * (len(sizes) - len(bounds))]
+    for size, bound in zip(sizes, padded, strict=True):
+        tests = [("slt", max(bound.least, 0))] + ([("sgt", bound.most)] if bound.most is not None else [])
         for predicate, limit in tests:
             constant = builders.constant(limit, i64)
             outside = builders.icmp(predicate, size, constant.results[0])
@@ -137,6 +137,14 @@ def _refuse_sizes_out_of_bounds(function: llvm.FuncOp, bounds: Sequence[tuple[in
             if negative is not None:
                 checks.append(builders.int_binary(llvm.OrOp, negative, outside.results[0]))
             negative = checks[-1].results[0]
+        if bound.multiple > 1:
+            # (the size is not negative here, or the entry refuses it anyway)
+            multiple, zero = builders.constant(bound.multiple, i64), builders.constant(0, i64)
+            left = builders.int_binary(llvm.SRemOp, size, multiple.results[0])
+            outside = builders.icmp("ne", left.results[0], zero.results[0])
+            combined = builders.int_binary(llvm.OrOp, negative, outside.results[0])
+            checks += [multiple, zero, left, outside, combined]
+            negative = combined.results[0]
     assert negative is not None
     entry.add_ops([*checks, builders.cond_branch(negative, refused, [], rest, [])])
     function.body.insert_block_after(rest, entry)

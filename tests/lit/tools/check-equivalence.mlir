@@ -7,6 +7,7 @@
 // RUN: not strato-opt %s -p cse --check-equivalence=0 2>&1 | filecheck %s --check-prefix=ZERO
 // RUN: not strato-opt %s -p cse --reduce 2>&1 | filecheck %s --check-prefix=REDUCE
 // RUN: strato-opt %S/Inputs/run-time-sizes.mlir -p "graph-fuse-ops,convert-graph-to-te{row_blocks=4,1},te-inline-stages,convert-te-to-loops,schedule-default" --check-equivalence=2 -o %t.out 2>&1 | filecheck %s --check-prefix=SIZES
+// RUN: strato-opt %S/Inputs/run-time-multiples.mlir -p "graph-fuse-ops,convert-graph-to-te{row_blocks=32,16,8,4,1},te-inline-stages,convert-te-to-loops,schedule-default" --check-equivalence=3 -o %t.out 2>&1 | filecheck %s --check-prefix=MULTIPLES
 
 // PASS-NOT: error
 // PASS-NOT: warning
@@ -28,6 +29,12 @@
 // SIZES: equivalence: ran the IR after schedule-default on 2 input(s) (loop level
 // SIZES: equivalence: 5 pass(es) keep the results on 2 input(s)
 // SIZES-NOT: warning
+
+// Sizes whose bounds make them multiples of 8 (graph.size_bounds): the inputs draw
+// multiples of 8, which the blocks of 32, 16 and 8 rows (no smaller one) cover.
+// MULTIPLES: equivalence: ran the IR after convert-te-to-loops on 3 input(s) (loop level
+// MULTIPLES: equivalence: 5 pass(es) keep the results on 3 input(s)
+// MULTIPLES-NOT: warning
 
 // ZERO: strato-opt: error: argument --check-equivalence: expected a number >= 1, got 0
 // REDUCE: strato-opt: error: --reduce needs --check-equivalence

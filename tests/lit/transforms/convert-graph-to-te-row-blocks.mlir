@@ -135,3 +135,31 @@ func.func @mixed(%x: tensor<?x8xf32> {graph.sizes = ["n"]}, %y: tensor<8x?xf32>,
   %e = graph.exp %y : tensor<8x?xf32>
   func.return %s, %c, %a, %e : tensor<?x8xf32>, tensor<8x8xf32>, tensor<?x?xf32>, tensor<8x?xf32>
 }
+
+// -----
+
+// Rows whose sizes' bounds make them a multiple of a block (batch a multiple of 4, so
+// batch x seq is one too): the blocks stop at that block, which records the multiple,
+// and no block of fewer rows is made; convert-te-to-loops runs blocks of 4 only,
+// leaving no rows. A multiple no smaller block divides (2) keeps every block.
+// CHECK-LABEL: te.primitive @relu_0 attributes {te.row_blocks = {rows = ["batch", "seq"], blocks = [[4 : i64, @relu_0_rows4_1]], multiple = 4 : i64}} {
+// CHECK-NOT:   te.primitive @relu_0_rows1
+// CHECK-LABEL: te.primitive @exp_2 attributes {te.row_blocks = {rows = ["n"], blocks = [[4 : i64, @exp_2_rows4_3], [1 : i64, @exp_2_rows1_4]]}} {
+// LOOPS-NOT:   func.func @relu_0_rows1
+// LOOPS-LABEL: func.func @multiples(
+// LOOPS:         %[[ROWS:.*]] = arith.muli %batch, %seq : index
+// LOOPS-NEXT:    %[[FOUR:.*]] = arith.constant 4 : index
+// LOOPS-NEXT:    %[[BLOCKS:.*]] = arith.divui %[[ROWS]], %[[FOUR]] : index
+// LOOPS-NEXT:    loop.for %{{.*}} = 0 to %[[BLOCKS]] parallel axis "relu_0_rows4_1.blocks" {
+// LOOPS:           func.call @relu_0_rows4_1(
+// LOOPS-NEXT:    }
+// LOOPS-NEXT:    %{{.*}} = arith.muli %[[BLOCKS]], %[[FOUR]] : index
+// LOOPS-NEXT:    %{{.*}} = arith.constant 4 : index
+// LOOPS-NEXT:    %{{.*}} = arith.divui %n, %{{.*}} : index
+// LOOPS:         scf.if
+// LOOPS:         func.call @exp_2_rows1_4(
+func.func @multiples(%x: tensor<?x?x8xf32> {graph.sizes = ["batch", "seq"]}, %y: tensor<?x8xf32> {graph.sizes = ["n"]}) -> (tensor<?x?x8xf32>, tensor<?x8xf32>) attributes {graph.size_bounds = {batch = array<i64: 0, -1, 4>, n = array<i64: 2, 64, 2>}} {
+  %r = graph.relu %x : tensor<?x?x8xf32>
+  %e = graph.exp %y : tensor<?x8xf32>
+  func.return %r, %e : tensor<?x?x8xf32>, tensor<?x8xf32>
+}
