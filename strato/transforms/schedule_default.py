@@ -40,7 +40,9 @@ Its canonical loops get a default for run-time extents. A product's update nest 
 columns along which its accesses step by one, then reductions) runs as register tiles
 with guards for the partial ones, absorbing its init nest and the element-wise stage
 after it (`strato.schedule.run_time_tiles`; the kernel records each stage's tile
-under `schedule.run_time_tiles`). Then an innermost reduction swaps
+under `schedule.run_time_tiles`). An element-wise nest whose accesses are all
+contiguous over its loops runs as one loop over every element, strip-mined into
+vectors (`strato.schedule.run_time_coalesce`). Then an innermost reduction swaps
 with the spatial loop around it when more accesses step by one along that loop, the
 innermost loop over a result axis is made `vectorized` (one to a run-time bound
 strip-mined into vectors and a serial tail), and on more than one thread the outermost
@@ -97,6 +99,7 @@ from strato.dialects.loop import (
 )
 from strato.schedule import Schedule, ScheduleError, StageHandle
 from strato.schedule.knobs import TuningLog
+from strato.schedule.run_time_coalesce import coalesce_contiguous_nests
 from strato.schedule.run_time_tiles import (
     defined_outside,
     only_loop_in,
@@ -145,6 +148,9 @@ def schedule_kernel(module: ModuleOp, name: str, context: ScheduleContext) -> Tr
         kernel = _run_time_kernel(module, name)
         if kernel is not None:
             tile_run_time_products(kernel, context.lanes, context.vector_registers)
+            for loop in coalesce_contiguous_nests(kernel.body.block):
+                if context.lanes >= 2:
+                    _strip_mine_run_time_loop(loop, context.lanes)
         _interchange_run_time_reductions(module, name, context.lanes)
         _vectorize_run_time_innermost(module, name, context.lanes)
         _parallelize_run_time_nests(module, name, context.threads)

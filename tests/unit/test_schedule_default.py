@@ -711,17 +711,33 @@ te.primitive @rows {
 """
 
 
+RUN_TIME_BROADCAST_ROWS = """
+te.primitive @rows {
+  %b = te.size "b" : index
+  %n = te.size "n" : index
+  %x = te.placeholder "x" sizes(%b) : tensor<?x20xf32>
+  %e = te.compute "e" (%i, %j, %k) sizes(%b, %n) : tensor<?x?x20xf32> {
+    %v = te.read %x[%i, %k] : tensor<?x20xf32>
+    %y = math.exp %v : f32
+    te.yield %y : f32
+  }
+  te.output %e : tensor<?x?x20xf32>
+}
+"""
+
+
 def test_two_outer_loops_to_run_time_bounds_run_as_one_parallel_loop():
-    """A nest over a batch and a sequence of run-time sizes: the two loops run as one
-    parallel loop over their product (each index its quotient or remainder), so that
-    a batch of one still spreads its rows over the threads; the static inner loop of
-    20 runs as a vector of 16 and one of the rest."""
+    """A nest over a batch and a sequence of run-time sizes (each row of the batch
+    broadcast over the sequence): the two loops run as one parallel loop over their
+    product (each index its quotient or remainder), so that a batch of one still
+    spreads its rows over the threads; the static inner loop of 20 runs as a vector of
+    16 and one of the rest."""
     from xdsl.parser import Parser
 
     from strato.dialects.loop import LANES_ATTR, LoopKind
     from strato.targets.llvm.kernels import compile_loops
 
-    module = Parser(make_context(), RUN_TIME_ROWS).parse_module()
+    module = Parser(make_context(), RUN_TIME_BROADCAST_ROWS).parse_module()
     run_pipeline(make_context(), module, "convert-te-to-loops,schedule-default{threads=2 lanes=16}")
     kernel = next(op for op in module.ops if isinstance(op, func.FuncOp))
     nest = [op for op in kernel.walk() if isinstance(op, ForOp)]
@@ -731,6 +747,37 @@ def test_two_outer_loops_to_run_time_bounds_run_as_one_parallel_loop():
     assert nest[1].attributes[LANES_ATTR].value.data == 16  # type: ignore[union-attr]
     function = compile_loops(module, threads=2).function("rows")
     for b, n in ((0, 3), (1, 1), (1, 37), (3, 5)):
+        x = np.random.default_rng(b * n).standard_normal((b, 20)).astype(np.float32)
+        out = np.full(b * n * 20, np.nan, np.float32)
+        function(x, out, b, n)
+        expected = np.broadcast_to(np.exp(x)[:, None, :], (b, n, 20))
+        np.testing.assert_allclose(out.reshape(b, n, 20), expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_an_element_wise_nest_over_contiguous_tensors_runs_as_one_loop(threads: int):
+    """exp over [b, n, 20] of run-time b and n, which both tensors hold row-major: one
+    loop over all b * n * 20 elements at the buffers' flat indices, in vectors of 16
+    then of 8 and 4, then the rest (one tail for the whole tensor, not one per row),
+    the vectors' loop parallel on two threads; the values are the same at every size."""
+    from xdsl.parser import Parser
+
+    from strato.dialects.loop import LoopKind
+    from strato.targets.llvm.kernels import compile_loops
+
+    module = Parser(make_context(), RUN_TIME_ROWS).parse_module()
+    run_pipeline(make_context(), module, f"convert-te-to-loops,schedule-default{{threads={threads} lanes=16}}")
+    kernel = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    roots = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
+    outer = LoopKind.PARALLEL if threads == 2 else LoopKind.SERIAL
+    assert [(op.axis.data, op.loop_kind) for op in roots] == [
+        ("i.j.k.flat.outer", outer), ("i.j.k.flat.by8", outer),
+        ("i.j.k.flat.by4", outer), ("i.j.k.flat.tail", outer),
+    ]  # fmt: skip
+    loads = [op for op in kernel.walk() if isinstance(op, memref.LoadOp)]
+    assert all(len(op.indices) == 1 for op in loads)
+    function = compile_loops(module, threads=threads).function("rows")
+    for b, n in ((0, 3), (1, 1), (1, 37), (3, 5), (2, 1000)):
         x = np.random.default_rng(b * n).standard_normal((b, n, 20)).astype(np.float32)
         out = np.full(b * n * 20, np.nan, np.float32)
         function(x.ravel(), out, b, n)

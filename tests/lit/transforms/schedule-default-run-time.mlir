@@ -189,3 +189,74 @@ func.func @row_max(%x: memref<?xf32>, %max: memref<?xf32> {loop.output}, %b: ind
   }
   func.return
 }
+
+// An element-wise nest over a run-time batch and sequence whose accesses are all the
+// element the indices name in a row-major view of a flat buffer (or a scalar): one
+// loop over every element, at the flat index of the buffers themselves, strip-mined
+// into vectors of 16 (then 8, 4 and the rest) for the whole tensor, not per row of
+// %s elements, and made parallel.
+// CHECK-LABEL: func.func @flat_where(
+// CHECK-SAME:    schedule.parallel = {where = "i.j.l.m.flat.outer"}
+// CHECK:         %yv = memref.reinterpret_cast
+// CHECK-NEXT:    %[[C4:.*]] = arith.constant 4 : index
+// CHECK-NEXT:    %[[BH:.*]] = arith.muli %b, %[[C4]] : index
+// CHECK-NEXT:    %[[BHS:.*]] = arith.muli %[[BH]], %s : index
+// CHECK-NEXT:    %[[ALL:.*]] = arith.muli %[[BHS]], %s : index
+// CHECK-NEXT:    %[[SIXTEEN:.*]] = arith.constant 16 : index
+// CHECK-NEXT:    %[[VECTORS:.*]] = arith.divui %[[ALL]], %[[SIXTEEN]] : index
+// CHECK:         loop.for %[[O:.*]] = 0 to %[[VECTORS]] parallel axis "i.j.l.m.flat.outer" attributes {stage = "where"} {
+// CHECK:           loop.for %{{.*}} = 0 to 16 vectorized axis "i.j.l.m.flat.inner"
+// CHECK-NEXT:        %[[F:.*]] = arith.addi
+// CHECK-NEXT:        %{{.*}} = memref.load %fx[%[[F]]] : memref<?xf32>
+// CHECK:             memref.load %fc[%{{.*}}] : memref<1xf32>
+// CHECK:             memref.store %{{.*}}, %fy[%[[F]]] : memref<?xf32>
+// CHECK:         loop.for %{{.*}} axis "i.j.l.m.flat.tail"
+// A mask broadcast over the heads ([b, 1, s, s] read at [i, 0, l, m]) is not the
+// element the indices name: that nest keeps its loops.
+// CHECK-LABEL: func.func @broadcast_mask(
+// CHECK-NOT:     flat
+// CHECK:         loop.for %{{.*}} parallel axis "i.j.l.fused"
+func.func @flat_where(%fx: memref<?xf32>, %fc: memref<1xf32>, %fy: memref<?xf32> {loop.output}, %b: index, %s: index) attributes {loop.kernel} {
+  %0 = arith.muli %s, %s : index
+  %1 = arith.constant 4 : index
+  %2 = arith.muli %0, %1 : index
+  %xv = memref.reinterpret_cast %fx to offset: [0], sizes: [%b, 4, %s, %s], strides: [%2, %0, %s, 1] : memref<?xf32> to memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+  %yv = memref.reinterpret_cast %fy to offset: [0], sizes: [%b, 4, %s, %s], strides: [%2, %0, %s, 1] : memref<?xf32> to memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+  loop.for %i = 0 to %b axis "i" attributes {stage = "where"} {
+    loop.for %j = 0 to 4 axis "j" attributes {stage = "where"} {
+      loop.for %l = 0 to %s axis "l" attributes {stage = "where"} {
+        loop.for %m = 0 to %s axis "m" attributes {stage = "where"} {
+          %v = memref.load %xv[%i, %j, %l, %m] : memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+          %nan = arith.cmpf uno, %v, %v : f32
+          %z = arith.constant 0 : index
+          %k = memref.load %fc[%z] : memref<1xf32>
+          %r = arith.select %nan, %k, %v : f32
+          memref.store %r, %yv[%i, %j, %l, %m] : memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+        }
+      }
+    }
+  }
+  func.return
+}
+func.func @broadcast_mask(%mx: memref<?xf32>, %mask: memref<?xf32>, %my: memref<?xf32> {loop.output}, %b: index, %s: index) attributes {loop.kernel} {
+  %0 = arith.muli %s, %s : index
+  %1 = arith.constant 4 : index
+  %2 = arith.muli %0, %1 : index
+  %xv = memref.reinterpret_cast %mx to offset: [0], sizes: [%b, 4, %s, %s], strides: [%2, %0, %s, 1] : memref<?xf32> to memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+  %kv = memref.reinterpret_cast %mask to offset: [0], sizes: [%b, 1, %s, %s], strides: [%0, %0, %s, 1] : memref<?xf32> to memref<?x1x?x?xf32, strided<[?, ?, ?, 1]>>
+  %yv = memref.reinterpret_cast %my to offset: [0], sizes: [%b, 4, %s, %s], strides: [%2, %0, %s, 1] : memref<?xf32> to memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+  loop.for %i = 0 to %b axis "i" attributes {stage = "masked"} {
+    loop.for %j = 0 to 4 axis "j" attributes {stage = "masked"} {
+      loop.for %l = 0 to %s axis "l" attributes {stage = "masked"} {
+        loop.for %m = 0 to %s axis "m" attributes {stage = "masked"} {
+          %v = memref.load %xv[%i, %j, %l, %m] : memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+          %z = arith.constant 0 : index
+          %k = memref.load %kv[%i, %z, %l, %m] : memref<?x1x?x?xf32, strided<[?, ?, ?, 1]>>
+          %r = arith.addf %v, %k : f32
+          memref.store %r, %yv[%i, %j, %l, %m] : memref<?x4x?x?xf32, strided<[?, ?, ?, 1]>>
+        }
+      }
+    }
+  }
+  func.return
+}
