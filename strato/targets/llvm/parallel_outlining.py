@@ -256,8 +256,8 @@ class _FirstIteration:
             return 1
         if isinstance(value, int):
             return max(value, 0)
-        if self.outside(value):
-            return value  # a size of the kernel: not negative
+        if value is bound or isinstance(value.owner, Block) or value.owner.parent is not None:
+            return value  # the bound itself, or a value of the function (a size): kept
         zero = arith.ConstantOp(IntegerAttr(0, IndexType()))
         clamped = arith.MaxSIOp(value, zero.result)
         ops += [zero, clamped]

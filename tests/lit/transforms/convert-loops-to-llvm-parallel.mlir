@@ -112,15 +112,18 @@ func.func @run_time_trips(%trips_in: memref<?x4xf32>, %trips_out: memref<?x4xf32
 // Loops to run-time bounds inside: one to a size known before the loop (%cols, an
 // argument) counts that many iterations, times the static 8 inside it; one to a count
 // computed in the body (%half) counts what it is in the first iteration, rebuilt before
-// the loop (%cols / 2), times the 4 of its static loop. The pool gets the iterations
+// the loop (%cols / 2, at least 0), times the 4 of its static loop. The pool gets the iterations
 // when the trip count times that work, computed before the call, is enough for a region.
 // CHECK-LABEL: llvm.func @run_time_work(
 // CHECK:         %[[EIGHT:.*]] = llvm.mlir.constant(8) : i64
 // CHECK-NEXT:    %[[ROW:.*]] = llvm.mul %cols, %[[EIGHT]] : i64
 // CHECK-NEXT:    %[[TWO:.*]] = llvm.mlir.constant(2) : i64
 // CHECK-NEXT:    %[[HALF:.*]] = llvm.udiv %cols, %[[TWO]] : i64
+// CHECK-NEXT:    %[[NONE:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[SOME:.*]] = llvm.icmp "sgt" %[[HALF]], %[[NONE]] : i64
+// CHECK-NEXT:    %[[COUNT:.*]] = llvm.select %[[SOME]], %[[HALF]], %[[NONE]] : i1, i64
 // CHECK-NEXT:    %[[FOUR:.*]] = llvm.mlir.constant(4) : i64
-// CHECK-NEXT:    %[[HALVES:.*]] = llvm.mul %[[HALF]], %[[FOUR]] : i64
+// CHECK-NEXT:    %[[HALVES:.*]] = llvm.mul %[[COUNT]], %[[FOUR]] : i64
 // CHECK-NEXT:    %[[WORK:.*]] = llvm.add %[[ROW]], %[[HALVES]] : i64
 // CHECK-NEXT:    %[[TOTAL:.*]] = llvm.mul %{{.*}}, %[[WORK]] overflow<nsw> : i64
 // CHECK-NEXT:    %[[ENOUGH:.*]] = llvm.mlir.constant(32768) : i64
