@@ -139,29 +139,43 @@ def _product(a: Monomial, b: Monomial) -> Monomial:
     return a[0] * b[0], a[1] + b[1]
 
 
-def _coalesce(nest: list[ForOp]) -> ForOp:
-    """The nest as one loop over the product of its bounds, which replaces it."""
+def product_loop(
+    nest: Sequence[ForOp], counted: Sequence[ForOp], suffix: str
+) -> tuple[ForOp, Block, list[SSAValue]]:
+    """A loop, not yet inserted, over the product of the bounds of `counted` (loops of
+    the perfect nest `nest`, outermost first), computed right before `nest[0]`; named
+    after all of the nest's axes and `suffix`, with the outer loop's kind and
+    attributes. Returns it, its body and the bounds (as values, static ones made
+    constants before the nest)."""
     outer = nest[0]
     block = outer.parent_block()
     assert block is not None
-    total: SSAValue | None = None
-    for loop in nest:
+    bounds: list[SSAValue] = []
+    for loop in counted:
         bound = loop.bound
         if isinstance(bound, int):
             constant = arith.ConstantOp(IntegerAttr.from_index_int_value(bound))
             block.insert_op_before(constant, outer)
             bound = constant.result
-        if total is None:
-            total = bound
-            continue
+        bounds.append(bound)
+    total = bounds[0]
+    for bound in bounds[1:]:
         product = arith.MuliOp(total, bound)
         block.insert_op_before(product, outer)
         total = product.result
-    assert total is not None
     axes = [loop.axis.data if loop.axis is not None else "?" for loop in nest]
-    flat, body = ForOp.build(0, total, 1, outer.loop_kind, ".".join([*axes, "flat"]))
-    flat.induction_var.name_hint = "_".join([*axes, "flat"])
-    flat.attributes.update(outer.attributes)
+    made, body = ForOp.build(0, total, 1, outer.loop_kind, ".".join([*axes, suffix]))
+    made.induction_var.name_hint = "_".join([*axes, suffix])
+    made.attributes.update(outer.attributes)
+    return made, body, bounds
+
+
+def _coalesce(nest: list[ForOp]) -> ForOp:
+    """The nest as one loop over the product of its bounds, which replaces it."""
+    outer = nest[0]
+    block = outer.parent_block()
+    assert block is not None
+    flat, body, _ = product_loop(nest, nest, "flat")
     terminator = body.last_op
     assert terminator is not None
     index = flat.induction_var
@@ -188,4 +202,4 @@ def _coalesce(nest: list[ForOp]) -> ForOp:
     return flat
 
 
-__all__ = ["coalesce_contiguous_nests"]
+__all__ = ["coalesce_contiguous_nests", "product_loop"]

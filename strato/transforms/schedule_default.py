@@ -99,7 +99,7 @@ from strato.dialects.loop import (
 )
 from strato.schedule import Schedule, ScheduleError, StageHandle
 from strato.schedule.knobs import TuningLog
-from strato.schedule.run_time_coalesce import coalesce_contiguous_nests
+from strato.schedule.run_time_coalesce import coalesce_contiguous_nests, product_loop
 from strato.schedule.run_time_tiles import (
     defined_outside,
     only_loop_in,
@@ -347,23 +347,7 @@ def _fuse_run_time_loops(nest: list[ForOp]) -> ForOp:
         innermost.insert_op_before(zero, innermost.first_op)
         loop.induction_var.replace_all_uses_with(zero.result)
     kept = [outer] + [loop for loop in nest[1:] if loop.bound != 1]
-    bounds: list[SSAValue] = []
-    for loop in kept:
-        bound = loop.bound
-        if isinstance(bound, int):
-            constant = arith.ConstantOp(IntegerAttr(bound, IndexType()))
-            block.insert_op_before(constant, outer)
-            bound = constant.result
-        bounds.append(bound)
-    total = bounds[0]
-    for bound in bounds[1:]:
-        product = arith.MuliOp(total, bound)
-        block.insert_op_before(product, outer)
-        total = product.result
-    axes = [loop.axis.data if loop.axis is not None else "?" for loop in nest]
-    fused, body = ForOp.build(0, total, 1, LoopKind.SERIAL, ".".join([*axes, "fused"]))
-    fused.induction_var.name_hint = "_".join([*axes, "fused"])
-    fused.attributes.update(outer.attributes)
+    fused, body, bounds = product_loop(nest, kept, "fused")
     terminator = body.last_op
     assert terminator is not None
     rest: SSAValue = fused.induction_var

@@ -49,7 +49,7 @@ of work (a loop over blocks of rows, each a kernel's call: `lower_row_blocks`).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from xdsl.dialects import arith, func, llvm, memref, scf
 from xdsl.dialects.builtin import (
@@ -296,14 +296,7 @@ class _FirstIteration:
             return b
         elif (kind in (arith.AddiOp, arith.SubiOp) and b == 0) or (kind is arith.MuliOp and b == 1):
             return a
-        operands = []
-        for operand in (a, b):
-            if isinstance(operand, int):
-                constant = arith.ConstantOp(IntegerAttr(operand, IndexType()))
-                ops.append(constant)
-                operand = constant.result
-            operands.append(operand)
-        rebuilt = kind(*operands)
+        rebuilt = kind(*_index_values((a, b), ops))
         ops.append(rebuilt)
         return rebuilt.result
 
@@ -318,16 +311,21 @@ def _combine(kind, a: int | SSAValue, b: int | SSAValue, ops: list[Operation]) -
         return b
     if b == identity:
         return a
-    values = []
-    for value in (a, b):
+    combined = kind(*_index_values((a, b), ops))
+    ops.append(combined)
+    return combined.result
+
+
+def _index_values(values: Sequence[int | SSAValue], ops: list[Operation]) -> list[SSAValue]:
+    """`values` as `index` values: each int an `arith.constant` appended to `ops`."""
+    made: list[SSAValue] = []
+    for value in values:
         if isinstance(value, int):
             constant = arith.ConstantOp(IntegerAttr(value, IndexType()))
             ops.append(constant)
             value = constant.result
-        values.append(value)
-    combined = kind(*values)
-    ops.append(combined)
-    return combined.result
+        made.append(value)
+    return made
 
 
 def _rows_of(entry: Block, iterations: Block) -> tuple[SSAValue, list[Operation]] | None:
