@@ -288,7 +288,7 @@ def slice_(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> l
         return s.read(
             x,
             [
-                index_affine(s, i, step, min(start, dim - 1) if dim else 0)
+                index_affine(s, i, step, min(start, dim - 1) if isinstance(dim, int) and dim > 0 else 0)
                 for i, start, step, dim in zip(idx, starts, steps, shape)
             ],
         )

@@ -163,6 +163,63 @@ def test_features_joined_along_a_static_axis_compile_once():
         np.testing.assert_allclose(ours, reference(proto, x)[0], rtol=1e-4, atol=1e-5)
 
 
+def test_slices_of_a_static_axis_compile_once():
+    """A rotary embedding's rotate-half over [batch, heads, sequence, 16] of run-time
+    batch and sequence: Slice of the last (static) axis into halves, the second's end
+    computed from the Shape (as the TorchScript exporter writes x[..., : d // 2]), Neg,
+    Concat, then x * cos + rotated * sin with cos and sin of the sequence's positions
+    read from tables by a Slice of their static axis. Compiled once for every size,
+    equal to onnxruntime; a Slice of the run-time sequence itself compiles per size."""
+    rng = np.random.default_rng(5)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "last"], ["width"], axis=0),
+        helper.make_node("Div", ["width", "two"], ["half"]),
+        helper.make_node("Unsqueeze", ["half", "axis0"], ["half1"]),
+        helper.make_node("Slice", ["x", "zero1", "half1", "minus1"], ["x1"]),
+        helper.make_node("Slice", ["x", "half1", "big", "minus1"], ["x2"]),
+        helper.make_node("Neg", ["x2"], ["nx2"]),
+        helper.make_node("Concat", ["nx2", "x1"], ["rotated"], axis=-1),
+        helper.make_node("Slice", ["table", "zero1", "sixteen", "minus1", "one1"], ["cos"]),
+        helper.make_node("Mul", ["x", "cos"], ["a"]),
+        helper.make_node("Mul", ["rotated", "sin"], ["b"]),
+        helper.make_node("Add", ["a", "b"], ["y"]),
+    ]
+    ints = {"last": 3, "two": 2, "axis0": [0], "zero1": [0], "minus1": [-1], "big": [1 << 30], "sixteen": [16], "one1": [1]}
+    initializers = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in ints.items()]
+    initializers += [
+        numpy_helper.from_array(rng.standard_normal((1, 1, 1, 24)).astype(np.float32), "table"),
+        numpy_helper.from_array(rng.standard_normal((16,)).astype(np.float32), "sin"),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "rotary",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 4, "sequence", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, "sequence", 16])],
+        initializers,
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (2, 7), (1, 40), (0, 3)):
+        x = rng.standard_normal((batch, 4, sequence, 16)).astype(np.float32)
+        (ours,) = model(x)
+        np.testing.assert_allclose(ours, reference(proto, x)[0], rtol=1e-5, atol=1e-6)
+
+    along = helper.make_graph(
+        [helper.make_node("Slice", ["x", "one1", "big", "two1"], ["y"])],
+        "along",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["sequence", 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 8])],
+        [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in {"one1": [1], "big": [1 << 30], "two1": [0]}.items()],
+    )
+    proto = helper.make_model(along, opset_imports=[helper.make_opsetid("", 17)])
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, ShapeSpecializingModel)
+    x = rng.standard_normal((5, 8)).astype(np.float32)
+    np.testing.assert_array_equal(model(x)[0], x[1:])
+
+
 def test_position_ids_counted_along_the_sequence_compile_once():
     """RoBERTa's position ids: the running count of the tokens that are not padding
     (CumSum along the run-time sequence) times the mask, plus the padding index, then

@@ -372,12 +372,15 @@ class SliceOp(LayoutOp):
     """A strided window of a tensor: along each dimension d the result takes
     `result.shape[d]` elements from `starts[d]` in steps of `steps[d]` (negative steps
     walk backwards): result[i_0, .., i_n] = input[starts[0] + i_0 * steps[0], ..].
-    Every index read lies inside the input.
+    Every index read lies inside the input. A dimension of run-time size is taken
+    whole (start 0, step 1: the rotated halves of a rotary embedding over a sequence of
+    run-time length slice its static last dimension).
 
         %s = graph.slice %a starts [0, 9] steps [2, -1] : (tensor<20x10xf32>) -> tensor<10x10xf32>
     """
 
     name = "graph.slice"
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     input = operand_def(AnyTensor)
     starts = prop_def(DenseArrayBase.constr(i64))
@@ -411,6 +414,9 @@ class SliceOp(LayoutOp):
     def step_values(self) -> tuple[int, ...]:
         return tuple(self.steps.get_values())
 
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        return same_dims_as(self)
+
     def infer_shape(self) -> tuple[int, ...] | None:
         shape = static_shape(self.input)
         sizes = static_shape(self.result)
@@ -424,6 +430,13 @@ class SliceOp(LayoutOp):
         for d, (dim, start, step, size) in enumerate(zip(shape, starts, steps, sizes)):
             if step == 0:
                 raise VerifyException(f"'graph.slice' step of dimension {d} is 0")
+            if dim < 0 or size < 0:
+                if not (dim < 0 and size < 0 and start == 0 and step == 1):
+                    raise VerifyException(
+                        f"'graph.slice' dimension {d} of run-time size must be taken whole "
+                        "(start 0, step 1, a result dimension of run-time size)"
+                    )
+                continue
             if size == 0:
                 continue
             last = start + (size - 1) * step

@@ -369,6 +369,9 @@ def convert_slice(ctx: NodeContext) -> list[ImportedValue]:
     if 0 in steps:
         raise ctx.error("steps must not be 0")
     axes = normalize_axes(ctx, axes, len(shape))
+    if any(shape[axis] < 0 for axis in axes):
+        # a window of a run-time dimension would be of a size the sizes do not name
+        raise shape_values.StaticShapesOnly(f"{ctx.label} slices a dimension of run-time size")
     first, step_of, sizes = slice_bounds(shape, starts, ends, axes, steps)
     return [_sliced(ctx, _data(ctx), first, step_of, sizes)]
 

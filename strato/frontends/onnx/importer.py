@@ -148,8 +148,8 @@ RUN_TIME_ONNX_OPS = frozenset({
     # `shape_values`) and reshapes the static rest; an Expand that leaves them; Squeeze
     # and Unsqueeze (of dimensions of size 1)
     "Expand", "Reshape", "Squeeze", "Unsqueeze",
-    # a static axis of a tensor of run-time sizes cut into pieces, or joined
-    "Concat", "Split",
+    # a static axis of a tensor of run-time sizes cut into pieces, or joined, or sliced
+    "Concat", "Split", "Slice",
     # an embedding: a table of static shape gathered at indices of run-time sizes; and
     # gathers of elements along a static axis
     "Gather", "GatherElements",

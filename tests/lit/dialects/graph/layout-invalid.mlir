@@ -191,6 +191,22 @@ func.func @slice_before_the_start(%a: tensor<4x4xf32>) -> tensor<2x4xf32> {
   func.return %s : tensor<2x4xf32>
 }
 
+// -----
+
+func.func @slice_a_run_time_dimension(%a: tensor<?x4xf32> {graph.sizes = ["n"]}) -> tensor<?x4xf32> {
+  // expected-error @+1 {{'graph.slice' dimension 0 of run-time size must be taken whole (start 0, step 1, a result dimension of run-time size)}}
+  %s = graph.slice %a starts [1, 0] steps [1, 1] : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  func.return %s : tensor<?x4xf32>
+}
+
+// -----
+
+func.func @slice_a_run_time_dimension_to_a_size(%a: tensor<?x4xf32> {graph.sizes = ["n"]}) -> tensor<2x4xf32> {
+  // expected-error @+1 {{'graph.slice' dimension 0 of run-time size must be taken whole}}
+  %s = graph.slice %a starts [0, 0] steps [1, 1] : (tensor<?x4xf32>) -> tensor<2x4xf32>
+  func.return %s : tensor<2x4xf32>
+}
+
 // --- graph.pad ---
 
 // -----

@@ -34,6 +34,14 @@ func.func @concat_split(%a: tensor<2x3xf32>, %b: tensor<2x5xf32>) -> tensor<2x7x
   func.return %r : tensor<2x7xf32>
 }
 
+// A slice of the static dimensions of a tensor of run-time size, which it keeps whole.
+// CHECK-LABEL: func.func @slice_run_time
+// CHECK-NEXT:    %h = graph.slice %a starts [0, 8] steps [1, 1] : (tensor<?x16xf32>) -> tensor<?x8xf32>
+func.func @slice_run_time(%a: tensor<?x16xf32> {graph.sizes = ["n"]}) -> tensor<?x8xf32> {
+  %h = graph.slice %a starts [0, 8] steps [1, 1] : (tensor<?x16xf32>) -> tensor<?x8xf32>
+  func.return %h : tensor<?x8xf32>
+}
+
 // CHECK-LABEL: func.func @slice_pad
 // CHECK-NEXT:    %s = graph.slice %a starts [0, 9] steps [2, -1] : (tensor<20x10xf32>) -> tensor<10x10xf32>
 // CHECK-NEXT:    %e = graph.slice %a starts [0, 0] steps [1, 1] : (tensor<20x10xf32>) -> tensor<0x10xf32>
