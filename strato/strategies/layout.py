@@ -114,18 +114,23 @@ def reshape(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> 
     source, target = shape_of(x), shape_of(op.results[0])
     dtype = element_type_of(x)
     assert isinstance(op, graph.ReshapeOp)
-    p, q = op.run_time_prefixes()
-    if p or q:
-        # run-time dimensions and those before them stay (but for dimensions of size 1
-        # added or dropped): reshape the static rest
-        inner = _reshaped_suffix(source[p:], target[q:])
-        kept = op.kept_dims()
+    if any(not isinstance(d, int) for d in (*source, *target)):
+        # run-time dimensions stay, in order: each stretch of static dimensions around
+        # them is reshaped within itself
+        stretches = [
+            (s, t, _reshaped_suffix([source[d] for d in s], [target[d] for d in t]))
+            for s, t in op.stretches()
+        ]
+        moved = [(t, d) for (_, t), ((_, d),) in op.run_time_dim_sources().items()]
 
         def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
-            prefix = [s.index(0)] * p
-            for t, d in kept:
-                prefix[d] = idx[t]
-            return s.read(x, [*prefix, *inner(s, idx[q:])])
+            source_idx: list[SSAValue] = [s.index(0)] * len(source)
+            for t, d in moved:
+                source_idx[d] = idx[t]
+            for from_dims, to_dims, inner in stretches:
+                for d, value in zip(from_dims, inner(s, [idx[t] for t in to_dims]), strict=True):
+                    source_idx[d] = value
+            return s.read(x, source_idx)
 
         return [pb.compute("reshape", target, body, dtype)]
     source_index = _reshaped_suffix(source, target)

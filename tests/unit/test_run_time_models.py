@@ -220,6 +220,43 @@ def test_slices_of_a_static_axis_compile_once():
     np.testing.assert_array_equal(model(x)[0], x[1:])
 
 
+def test_grouped_heads_repeated_between_run_time_dimensions_compile_once():
+    """Grouped-query attention's repeat of the key heads, as the TorchScript exporter
+    writes it: [batch, 2, sequence, 16] unsqueezed to [batch, 2, 1, sequence, 16],
+    expanded to [batch, 2, 2, sequence, 16] and reshaped to [batch, 4, sequence, 16]
+    (targets computed from the Shape): a reshape of the static dimensions between two
+    run-time ones, which compiles once and equals onnxruntime."""
+    rng = np.random.default_rng(6)
+    nodes = [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", "i0"], ["b"], axis=0),
+        helper.make_node("Gather", ["shape", "i2"], ["s"], axis=0),
+        helper.make_node("Unsqueeze", ["x", "i2"], ["x5"]),
+        helper.make_node("Concat", ["b", "two", "two", "s", "sixteen"], ["wide"], axis=0),
+        helper.make_node("Expand", ["x5", "wide"], ["repeated"]),
+        helper.make_node("Concat", ["b", "four", "s", "sixteen"], ["heads"], axis=0),
+        helper.make_node("Reshape", ["repeated", "heads"], ["k"]),
+        helper.make_node("Mul", ["k", "w"], ["y"]),
+    ]
+    ints = {"i0": [0], "i2": [2], "two": [2], "four": [4], "sixteen": [16]}
+    initializers = [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in ints.items()]
+    initializers.append(numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "w"))
+    graph = helper.make_graph(
+        nodes,
+        "repeat_kv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 2, "sequence", 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 4, "sequence", 16])],
+        initializers,
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (2, 7), (1, 33), (0, 2)):
+        x = rng.standard_normal((batch, 2, sequence, 16)).astype(np.float32)
+        (ours,) = model(x)
+        np.testing.assert_array_equal(ours, reference(proto, x)[0])
+
+
 def test_position_ids_counted_along_the_sequence_compile_once():
     """RoBERTa's position ids: the running count of the tokens that are not padding
     (CumSum along the run-time sequence) times the mask, plus the padding index, then

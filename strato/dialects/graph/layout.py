@@ -11,6 +11,7 @@ static properties and result types, so each op here has static semantics.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import ClassVar
@@ -88,23 +89,14 @@ class ReshapeOp(LayoutOp):
         input = SSAValue.get(input)
         super().__init__(operands=[input], result_types=[tensor_type_like(input.type, shape)])
 
-    def run_time_prefixes(self) -> tuple[int, int]:
-        """How many leading dimensions of the source and of the result hold the run-time
-        ones: up to the last run-time one of each (0 without any). The two prefixes are
-        the same dimensions but for dimensions of size 1 the reshape adds or drops; the
-        static rest after them is reshaped."""
-        return _through_last_run_time(static_shape(self.input)), _through_last_run_time(
-            static_shape(self.result)
-        )
-
-    def kept_dims(self) -> list[tuple[int, int]]:
-        """The (result dimension, source dimension) pairs of the prefixes' dimensions of
-        other than size 1, in order: the same size (checked by the verifier)."""
-        source, target = static_shape(self.input), static_shape(self.result)
-        p, q = self.run_time_prefixes()
-        kept_source = [d for d in range(p) if source[d] != 1]
-        kept_target = [d for d in range(q) if target[d] != 1]
-        return list(zip(kept_target, kept_source))
+    def stretches(self) -> list[tuple[range, range]]:
+        """The static stretches of the source and of the result that correspond: the
+        dimensions before the first run-time one, between two, and after the last, in
+        order (the verifier checks that each pair holds as many elements). The run-time
+        dimensions stay, in order, and each stretch is reshaped within itself: a
+        [batch, 2, 2, sequence, 16] of a model's grouped heads becomes [batch, 4,
+        sequence, 16]."""
+        return list(zip(_stretches(static_shape(self.input)), _stretches(static_shape(self.result)), strict=True))
 
     def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
         # the run-time dimensions in order (the verifier checks that they stay)
@@ -116,19 +108,17 @@ class ReshapeOp(LayoutOp):
     def infer_shape(self) -> tuple[int, ...] | None:
         source = static_shape(self.input)
         target = static_shape(self.result)
-        p, q = self.run_time_prefixes()
-        if p or q:
-            kept_source = [size for size in source[:p] if size != 1]
-            kept_target = [size for size in target[:q] if size != 1]
-            if kept_source != kept_target:
+        dynamic = [size for size in source if size < 0], [size for size in target if size < 0]
+        if dynamic[0] or dynamic[1]:
+            kept = len(dynamic[0]) == len(dynamic[1]) and all(
+                math.prod(source[d] for d in s) == math.prod(target[d] for d in t)
+                for s, t in zip(_stretches(source), _stretches(target), strict=True)
+            )
+            if not kept:
                 raise VerifyException(
-                    f"'graph.reshape' of run-time dimensions keeps them, and the dimensions "
-                    "before them, as they are (but for dimensions of size 1): "
-                    f"{shape_text(source)} to {shape_text(target)}"
-                )
-            if int(np.prod(source[p:])) != int(np.prod(target[q:])):
-                raise VerifyException(
-                    f"'graph.reshape' cannot reshape {shape_text(source)} to {shape_text(target)}"
+                    f"'graph.reshape' of run-time dimensions keeps them, in order, and "
+                    "reshapes each stretch of static dimensions around them to as many "
+                    f"elements: {shape_text(source)} to {shape_text(target)}"
                 )
             return target
         if int(np.prod(source)) != int(np.prod(target)):
@@ -141,14 +131,22 @@ class ReshapeOp(LayoutOp):
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         x = inputs[0]
         shape = list(static_shape(self.result))
-        for t, d in self.kept_dims():
-            shape[t] = x.shape[d]
+        for (_, d), t in self.run_time_dim_sources().items():
+            shape[d] = x.shape[t[0][1]]
         return [np.reshape(x, shape).copy()]
 
 
-def _through_last_run_time(shape: Sequence[int]) -> int:
-    dynamic = [d for d, size in enumerate(shape) if size < 0]
-    return dynamic[-1] + 1 if dynamic else 0
+def _stretches(shape: Sequence[int]) -> list[range]:
+    """The dimensions of `shape` before its first run-time one, between each two, and
+    after its last (one stretch more than run-time dimensions; some may be empty)."""
+    stretches: list[range] = []
+    start = 0
+    for d, size in enumerate(shape):
+        if size < 0:
+            stretches.append(range(start, d))
+            start = d + 1
+    stretches.append(range(start, len(shape)))
+    return stretches
 
 
 @irdl_op_definition

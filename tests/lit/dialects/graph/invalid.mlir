@@ -309,7 +309,7 @@ func.func @run_time_pad(%a: tensor<?x3xf32>) -> tensor<?x5xf32> {
 
 // A reshape keeps the run-time dimensions, and those before them, where they are.
 func.func @run_time_flatten(%a: tensor<?x3xf32>) -> tensor<?xf32> {
-  // expected-error @+1 {{'graph.reshape' cannot reshape [?, 3] to [?]}}
+  // expected-error @+1 {{'graph.reshape' of run-time dimensions keeps them, in order, and reshapes each stretch of static dimensions around them to as many elements: [?, 3] to [?]}}
   %r = graph.reshape %a : (tensor<?x3xf32>) -> tensor<?xf32>
   func.return %r : tensor<?xf32>
 }
@@ -317,7 +317,7 @@ func.func @run_time_flatten(%a: tensor<?x3xf32>) -> tensor<?xf32> {
 // -----
 
 func.func @run_time_moved(%a: tensor<?x4xf32>) -> tensor<4x?xf32> {
-  // expected-error @+1 {{'graph.reshape' of run-time dimensions keeps them, and the dimensions before them, as they are (but for dimensions of size 1): [?, 4] to [4, ?]}}
+  // expected-error @+1 {{'graph.reshape' of run-time dimensions keeps them, in order, and reshapes each stretch of static dimensions around them to as many elements: [?, 4] to [4, ?]}}
   %r = graph.reshape %a : (tensor<?x4xf32>) -> tensor<4x?xf32>
   func.return %r : tensor<4x?xf32>
 }

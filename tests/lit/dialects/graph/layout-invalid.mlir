@@ -20,7 +20,7 @@ func.func @reshape_element_type(%a: tensor<2x3xf32>) -> tensor<6xi32> {
 // -----
 
 func.func @reshape_dynamic(%a: tensor<?x3xf32>) -> tensor<6xf32> {
-  // expected-error @+1 {{'graph.reshape' of run-time dimensions keeps them, and the dimensions before them, as they are (but for dimensions of size 1): [?, 3] to [6]}}
+  // expected-error @+1 {{'graph.reshape' of run-time dimensions keeps them, in order, and reshapes each stretch of static dimensions around them to as many elements: [?, 3] to [6]}}
   %r = graph.reshape %a : (tensor<?x3xf32>) -> tensor<6xf32>
   func.return %r : tensor<6xf32>
 }
@@ -28,7 +28,7 @@ func.func @reshape_dynamic(%a: tensor<?x3xf32>) -> tensor<6xf32> {
 // -----
 
 func.func @reshape_dynamic_moved(%a: tensor<2x?xf32>) -> tensor<?x2xf32> {
-  // expected-error @+1 {{'graph.reshape' of run-time dimensions keeps them, and the dimensions before them, as they are (but for dimensions of size 1): [2, ?] to [?, 2]}}
+  // expected-error @+1 {{'graph.reshape' of run-time dimensions keeps them, in order, and reshapes each stretch of static dimensions around them to as many elements: [2, ?] to [?, 2]}}
   %r = graph.reshape %a : (tensor<2x?xf32>) -> tensor<?x2xf32>
   func.return %r : tensor<?x2xf32>
 }
@@ -36,7 +36,7 @@ func.func @reshape_dynamic_moved(%a: tensor<2x?xf32>) -> tensor<?x2xf32> {
 // -----
 
 func.func @reshape_dynamic_rest(%a: tensor<?x1x6xf32>) -> tensor<1x?x4xf32> {
-  // expected-error @+1 {{'graph.reshape' cannot reshape [?, 1, 6] to [1, ?, 4]}}
+  // expected-error @+1 {{'graph.reshape' of run-time dimensions keeps them, in order, and reshapes each stretch of static dimensions around them to as many elements: [?, 1, 6] to [1, ?, 4]}}
   %r = graph.reshape %a : (tensor<?x1x6xf32>) -> tensor<1x?x4xf32>
   func.return %r : tensor<1x?x4xf32>
 }

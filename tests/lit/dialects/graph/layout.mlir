@@ -42,6 +42,18 @@ func.func @slice_run_time(%a: tensor<?x16xf32> {graph.sizes = ["n"]}) -> tensor<
   func.return %h : tensor<?x8xf32>
 }
 
+// A reshape of run-time dimensions keeps them in order and reshapes each stretch of
+// static dimensions around them within itself (grouped heads between a batch and a
+// sequence, dimensions of size 1 around them).
+// CHECK-LABEL: func.func @reshape_stretches
+// CHECK-NEXT:    %h = graph.reshape %a : (tensor<?x2x2x?x16xf32>) -> tensor<?x4x?x4x4xf32>
+// CHECK-NEXT:    %o = graph.reshape %a : (tensor<?x2x2x?x16xf32>) -> tensor<1x?x4x1x?x16xf32>
+func.func @reshape_stretches(%a: tensor<?x2x2x?x16xf32> {graph.sizes = ["b", "s"]}) -> tensor<?x4x?x4x4xf32> {
+  %h = graph.reshape %a : (tensor<?x2x2x?x16xf32>) -> tensor<?x4x?x4x4xf32>
+  %o = graph.reshape %a : (tensor<?x2x2x?x16xf32>) -> tensor<1x?x4x1x?x16xf32>
+  func.return %h : tensor<?x4x?x4x4xf32>
+}
+
 // CHECK-LABEL: func.func @slice_pad
 // CHECK-NEXT:    %s = graph.slice %a starts [0, 9] steps [2, -1] : (tensor<20x10xf32>) -> tensor<10x10xf32>
 // CHECK-NEXT:    %e = graph.slice %a starts [0, 0] steps [1, 1] : (tensor<20x10xf32>) -> tensor<0x10xf32>
