@@ -188,6 +188,8 @@ def compile_model(
             rerouted = _staged(model, shapes, options_per_part, _host_ifs(error))
             if rerouted is None and isinstance(error, SymbolicShapeError):
                 rerouted = _specializing(model, shapes, options_per_part, declared)
+                if rerouted is not None:
+                    rerouted.why_per_size = error.refusal
             if rerouted is None:
                 raise
             return rerouted

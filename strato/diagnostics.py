@@ -38,6 +38,10 @@ class SymbolicShapeError(ModelImportError):
     dynamic dimension, or no shape): `strato.compile` then compiles per call's sizes
     (`strato.specializing`)."""
 
+    refusal: str = ""
+    """Why the model does not compile once for every size (the node, and what it does
+    not take), when the import with run-time dimensions was tried; also in the message."""
+
 
 class RuntimeBranchError(ModelImportError):
     """An If whose condition is known only at run time and whose branches strato cannot

@@ -293,6 +293,10 @@ class ShapeSpecializingModel:
         """(dimension, sizes at 1, size) -> the separation checked for them."""
         self.inseparable: dict[str, str] = {}
         """Named dimensions found not separable -> why (the operation that mixes)."""
+        self.why_per_size = ""
+        """Why the model compiles per size rather than once for every size (the import's
+        refusal: the node, and what it does not take), when `strato.compile` knows; a
+        `batched()` refusal repeats it."""
         self.origin = None
 
     @property
@@ -394,10 +398,11 @@ class ShapeSpecializingModel:
 
         named = {d for dims in self.dims.shapes.values() for d in (dims or ()) if isinstance(d, str)}
         if any(dims is None or None in dims for dims in self.dims.shapes.values()) or len(named) != 1:
+            why = f" (it does not compile once for every size: {self.why_per_size})" if self.why_per_size else ""
             raise StratoError(
                 "a model compiled once for every size of a dimension has one named dynamic "
                 f"dimension left open, and this model has {self.dims.describe()}: pin the "
-                "others with input_shapes"
+                f"others with input_shapes{why}"
             )
         if self._separate is None:
             raise StratoError("this model was not given a way to check its separation")

@@ -200,6 +200,11 @@ def test_slices_of_a_static_axis_compile_once():
     proto = helper.make_model(along, opset_imports=[helper.make_opsetid("", 17)])
     model = strato.compile(proto, cache=False)
     assert isinstance(model, ShapeSpecializingModel)
+    # why it compiles per size: the node that kept it from compiling once, and what
+    assert model.why_per_size == "node #0 (Slice) slices a dimension of run-time size"
+    refused = r"it does not compile once for every size: node #0 \(Slice\) slices a dimension of run-time size"
+    with pytest.raises(SymbolicShapeError, match=refused):
+        strato.compile(proto, cache=False, specialize=False)
     x = rng.standard_normal((5, 8)).astype(np.float32)
     np.testing.assert_array_equal(model(x)[0], x[1:])
 

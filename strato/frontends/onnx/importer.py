@@ -127,14 +127,23 @@ def import_onnx(
     from strato.staged import padded_loop
 
     proto, location = load_model(model)
+    refusal = ""
     with padded_loop_rows(padded_loop(proto)):
         if run_time_dims:
             try:
                 return _GraphImporter(proto, location, input_shapes or {}, True).run()
-            except (StaticShapesOnly, ModelImportError):
-                pass  # a node that does not take run-time dimensions: the static
-                # import refuses the open dimension, or names what is wrong
-        return _GraphImporter(proto, location, input_shapes or {}).run()
+            except (StaticShapesOnly, ModelImportError) as error:
+                # a node that does not take run-time dimensions: the static import
+                # refuses the open dimension (saying which node kept it from
+                # compiling once), or names what is wrong
+                refusal = error.message if isinstance(error, ModelImportError) else str(error)
+        try:
+            return _GraphImporter(proto, location, input_shapes or {}).run()
+        except SymbolicShapeError as error:
+            if refusal:
+                error.refusal = refusal
+                error.message += f"; it does not compile once for every size: {refusal}"
+            raise
 
 
 RUN_TIME_ONNX_OPS = frozenset({
