@@ -249,7 +249,7 @@ def check_size_bounds(
     checked: dict[str, SizeBound] = {}
     for name, given in (bounds or {}).items():
         bound = tuple(given) if isinstance(given, tuple | list) else (0, given)
-        least, most, multiple = (*bound, 1) if len(bound) == 2 else (bound + (None,) * 3)[:3]
+        least, most, multiple = (*bound, 1)[:3] if len(bound) in (2, 3) else (None, None, None)
         if (
             not isinstance(name, str)
             or len(bound) not in (2, 3)

@@ -118,7 +118,7 @@ def reshape(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> 
         # run-time dimensions stay, in order: each stretch of static dimensions around
         # them is reshaped within itself
         stretches = [
-            (s, t, _reshaped_suffix([source[d] for d in s], [target[d] for d in t]))
+            (s, t, _reshaped_index([source[d] for d in s], [target[d] for d in t]))
             for s, t in op.stretches()
         ]
         moved = [(t, d) for (_, t), ((_, d),) in op.run_time_dim_sources().items()]
@@ -133,13 +133,14 @@ def reshape(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> 
             return s.read(x, source_idx)
 
         return [pb.compute("reshape", target, body, dtype)]
-    source_index = _reshaped_suffix(source, target)
+    source_index = _reshaped_index(source, target)
     return [pb.compute("reshape", target, lambda s, idx: s.read(x, source_index(s, idx)), dtype)]
 
 
-def _reshaped_suffix(source: Sequence[int], target: Sequence[int]):
+def _reshaped_index(source: Sequence[int], target: Sequence[int]):
     """How a stage body maps an index of the static `target` shape to the index of the
-    same element in `source` (row-major, one group of dims at a time)."""
+    same element in `source` (row-major, one group of dims at a time): a whole reshape,
+    or one stretch of static dimensions of a reshape of run-time ones."""
     if 0 in source:
         # an empty result: the body never runs, but must still read in range
         return lambda s, idx: [s.index(0)] * len(source)

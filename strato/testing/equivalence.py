@@ -260,8 +260,8 @@ def random_inputs(
     arrays = []
 
     def draw(name: str | None, key: str) -> int:
-        bound = (bounds or {}).get(name or "")
         if key not in sizes:
+            bound = (bounds or {}).get(name or "")
             sizes[key] = int(rng.integers(1, 7)) if bound is None else _admitted_size(rng, bound)
         return sizes[key]
 

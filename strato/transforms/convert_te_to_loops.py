@@ -1128,8 +1128,9 @@ def lower_row_blocks(
     row when the call has that many rows (the rows it computes again are written
     again as they were: each row is computed from its own), else single rows; none
     are left when the rows are a multiple of the smallest block (`RowBlocks.multiple`,
-    which the entry's bounds of the sizes make them). The blocks of the largest count are a `parallel` loop when every result has the rows
-    (each block writes its own). `buffers` are the call's operands' buffers, then its results'; `types` the
+    which the entry's bounds of the sizes make them). The blocks of the largest count
+    are a `parallel` loop when every result has the rows (each block writes its own).
+    `buffers` are the call's operands' buffers, then its results'; `types` the
     placeholder and output types of each block's primitive."""
     tensors = [*op.args, *op.res]
     rows_of = next(v for v in op.res if is_run_time(v.type))

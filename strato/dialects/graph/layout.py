@@ -108,11 +108,11 @@ class ReshapeOp(LayoutOp):
     def infer_shape(self) -> tuple[int, ...] | None:
         source = static_shape(self.input)
         target = static_shape(self.result)
-        dynamic = [size for size in source if size < 0], [size for size in target if size < 0]
-        if dynamic[0] or dynamic[1]:
-            kept = len(dynamic[0]) == len(dynamic[1]) and all(
+        source_stretches, target_stretches = _stretches(source), _stretches(target)
+        if len(source_stretches) > 1 or len(target_stretches) > 1:
+            kept = len(source_stretches) == len(target_stretches) and all(
                 math.prod(source[d] for d in s) == math.prod(target[d] for d in t)
-                for s, t in zip(_stretches(source), _stretches(target), strict=True)
+                for s, t in zip(source_stretches, target_stretches, strict=True)
             )
             if not kept:
                 raise VerifyException(
@@ -131,8 +131,8 @@ class ReshapeOp(LayoutOp):
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         x = inputs[0]
         shape = list(static_shape(self.result))
-        for (_, d), t in self.run_time_dim_sources().items():
-            shape[d] = x.shape[t[0][1]]
+        for (_, target_dim), ((_, source_dim),) in self.run_time_dim_sources().items():
+            shape[target_dim] = x.shape[source_dim]
         return [np.reshape(x, shape).copy()]
 
 

@@ -126,7 +126,7 @@ def _refuse_sizes_out_of_bounds(function: llvm.FuncOp, bounds: Sequence[SizeBoun
     status = builders.constant(STATUS_NO_SUCH_SIZE, i32)
     refused.add_ops([status, builders.return_(status.result)])
     checks: list[Operation] = []
-    negative: SSAValue | None = None
+    out_of_bounds: SSAValue | None = None
     padded = [*bounds, *[SizeBound()] * (len(sizes) - len(bounds))]
     for size, bound in zip(sizes, padded, strict=True):
         tests = [("slt", max(bound.least, 0))] + ([("sgt", bound.most)] if bound.most is not None else [])
@@ -134,19 +134,19 @@ def _refuse_sizes_out_of_bounds(function: llvm.FuncOp, bounds: Sequence[SizeBoun
             constant = builders.constant(limit, i64)
             outside = builders.icmp(predicate, size, constant.results[0])
             checks += [constant, outside]
-            if negative is not None:
-                checks.append(builders.int_binary(llvm.OrOp, negative, outside.results[0]))
-            negative = checks[-1].results[0]
+            if out_of_bounds is not None:
+                checks.append(builders.int_binary(llvm.OrOp, out_of_bounds, outside.results[0]))
+            out_of_bounds = checks[-1].results[0]
         if bound.multiple > 1:
             # (the size is not negative here, or the entry refuses it anyway)
             multiple, zero = builders.constant(bound.multiple, i64), builders.constant(0, i64)
             left = builders.int_binary(llvm.SRemOp, size, multiple.results[0])
             outside = builders.icmp("ne", left.results[0], zero.results[0])
-            combined = builders.int_binary(llvm.OrOp, negative, outside.results[0])
+            combined = builders.int_binary(llvm.OrOp, out_of_bounds, outside.results[0])
             checks += [multiple, zero, left, outside, combined]
-            negative = combined.results[0]
-    assert negative is not None
-    entry.add_ops([*checks, builders.cond_branch(negative, refused, [], rest, [])])
+            out_of_bounds = combined.results[0]
+    assert out_of_bounds is not None
+    entry.add_ops([*checks, builders.cond_branch(out_of_bounds, refused, [], rest, [])])
     function.body.insert_block_after(rest, entry)
     function.body.add_block(refused)
 
