@@ -247,14 +247,113 @@ def _heads_model(name: str, nodes, ints: dict, weights: dict, heads_in: int, hea
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
 
 
-def _check_compiled_once(proto: onnx.ModelProto, heads: int, rng: np.random.Generator) -> None:
-    """`proto` compiles once for every batch and sequence, and equals onnxruntime."""
+def _check_compiled_once(
+    proto: onnx.ModelProto,
+    heads: int,
+    rng: np.random.Generator,
+    sizes: tuple[tuple[int, int], ...] = ((1, 1), (2, 7), (1, 40), (0, 3)),
+) -> None:
+    """`proto` compiles once for every batch and sequence, and equals onnxruntime at
+    `sizes`."""
     model = strato.compile(proto, cache=False)
     assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
-    for batch, sequence in ((1, 1), (2, 7), (1, 40), (0, 3)):
+    for batch, sequence in sizes:
         x = rng.standard_normal((batch, heads, sequence, 16)).astype(np.float32)
         (ours,) = model(x)
         np.testing.assert_allclose(ours, reference(proto, x)[0], rtol=1e-5, atol=1e-6)
+
+
+def test_products_of_merged_heads_compile_once():
+    """Attention written with torch's bmm, as older exports of DeBERTa and BART do: q
+    and k of [batch, 2, sequence, 16] reshaped to [-1, sequence, 16] (batch and heads
+    merged), k transposed, scaled by a Div, multiplied (a MatMul of two merged tensors),
+    biased, put through Softmax, multiplied by v and reshaped back. Compiled once, equal
+    to onnxruntime."""
+    rng = np.random.default_rng(8)
+    node = helper.make_node
+    nodes = [
+        node("Shape", ["x"], ["shape"]),
+        node("Gather", ["shape", "i0"], ["b"], axis=0),
+        node("Gather", ["shape", "i2"], ["s"], axis=0),
+        node("Concat", ["minus1", "s", "sixteen"], ["merged"], axis=0),
+        node("Reshape", ["x", "merged"], ["q"]),
+        node("Mul", ["q", "wk"], ["k"]),
+        node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+        node("Div", ["kt", "scale"], ["scaled"]),
+        node("MatMul", ["q", "scaled"], ["scores"]),
+        node("Add", ["scores", "bias"], ["biased"]),
+        node("Softmax", ["biased"], ["weights"], axis=2),
+        node("MatMul", ["weights", "q"], ["context"]),
+        node("Concat", ["b", "two", "s", "sixteen"], ["heads"], axis=0),
+        node("Reshape", ["context", "heads"], ["y"]),
+    ]
+    ints = {"i0": [0], "i2": [2], "minus1": [-1], "two": [2], "sixteen": [16]}
+    weights = {"wk": rng.standard_normal(16), "scale": 4.0, "bias": rng.standard_normal((1, 1))}
+    proto = _heads_model("bmm_attention", nodes, ints, weights, 2, 2)
+    _check_compiled_once(proto, 2, rng)
+
+
+def test_a_reshape_to_a_product_of_sizes_compiles_once():
+    """Bloom's merge of batch and heads, with the merged size computed (`batch * 2`,
+    from the Shape) and the sequence left to -1, an element-wise op, and the reshape
+    back to [batch, 2, sequence, 16] whose heads are the merged size divided by the
+    batch: compiled once, equal to onnxruntime."""
+    rng = np.random.default_rng(9)
+    node = helper.make_node
+    nodes = [
+        node("Shape", ["x"], ["shape"]),
+        node("Gather", ["shape", "i0"], ["b"], axis=0),
+        node("Mul", ["b", "two"], ["rows"]),
+        node("Concat", ["rows", "minus1", "sixteen"], ["merged"], axis=0),
+        node("Reshape", ["x", "merged"], ["flat"]),
+        node("Tanh", ["flat"], ["t"]),
+        node("Shape", ["t"], ["flat_shape"]),
+        node("Gather", ["flat_shape", "i0"], ["rows_again"], axis=0),
+        node("Div", ["rows_again", "b"], ["heads"]),
+        node("Gather", ["flat_shape", "i1"], ["s"], axis=0),
+        node("Concat", ["b", "heads", "s", "sixteen"], ["back"], axis=0),
+        node("Reshape", ["t", "back"], ["y"]),
+    ]
+    ints = {"i0": [0], "i1": [1], "two": [2], "minus1": [-1], "sixteen": [16]}
+    proto = _heads_model("product_of_sizes", nodes, ints, {}, 2, 2)
+    # no batch of 0: onnxruntime cannot tell the -1 of an empty tensor
+    _check_compiled_once(proto, 2, rng, ((1, 1), (2, 7), (3, 40)))
+
+
+def test_a_window_of_a_table_to_the_sequence_broadcast_to_the_batch_compiles_once():
+    """GPT-Neo's causal mask and MPNet's position bias: a static table [1, 2, 64, 64]
+    sliced along its rows from `sequence - sequence` to the sequence, then along its
+    columns from 0 to the sequence, and expanded to [batch, 2, sequence, sequence] with
+    the sizes read from a mask of rank 2 (no tensor of the result's rank has the batch:
+    it is broadcast like the positions along it). Compiled once, equal to
+    onnxruntime."""
+    rng = np.random.default_rng(10)
+    node = helper.make_node
+    nodes = [
+        node("Shape", ["mask"], ["shape"]),
+        node("Gather", ["shape", "i0"], ["b"], axis=0),
+        node("Gather", ["shape", "i1"], ["s"], axis=0),
+        node("Sub", ["s", "s"], ["start"]),
+        node("Slice", ["table", "start", "s", "i2"], ["rows"]),
+        node("Slice", ["rows", "zero", "s", "i3"], ["window"]),
+        node("Concat", ["b", "two", "s", "s"], ["target"], axis=0),
+        node("Expand", ["window", "target"], ["y"]),
+    ]
+    ints = {"i0": [0], "i1": [1], "i2": [2], "i3": [3], "zero": [0], "two": [2]}
+    graph = helper.make_graph(
+        nodes,
+        "window",
+        [helper.make_tensor_value_info("mask", TensorProto.FLOAT, ["batch", "sequence"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 2, "sequence", "sequence"])],
+        [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in ints.items()]
+        + [numpy_helper.from_array(rng.standard_normal((1, 2, 64, 64)).astype(np.float32), "table")],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (3, 7), (2, 64), (0, 5)):
+        mask = np.ones((batch, sequence), np.float32)
+        np.testing.assert_array_equal(model(mask)[0], reference(proto, mask)[0])
 
 
 def test_position_ids_counted_along_the_sequence_compile_once():
@@ -440,9 +539,9 @@ def test_the_dynamo_exporters_attention_idioms_compile_once():
 
 
 def test_merged_run_time_dimensions_other_ops_read_compile_per_size():
-    """A tensor whose batch and sequence a Reshape merges, read by a Relu, or gathered at
-    other than its flat index (the sequence times the batch): imported with static
-    shapes, compiled per size."""
+    """A tensor whose batch and sequence a Reshape merges, returned (after a Relu, which
+    takes it) as the graph's output, or gathered at other than its flat index (the
+    sequence times the batch): imported with static shapes, compiled per size."""
     node = helper.make_node
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence", 4])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
@@ -493,10 +592,10 @@ def _shape_model(
 
 def test_shapes_known_at_run_time_only_compile_per_size():
     """A shape the importer cannot compute at import time: a Range from 1 to the
-    sequence and a ConstantOfShape of the shape with its sizes swapped (tensors of
-    run-time sizes no dimension gives), a target shape that moves the run-time sizes, a
-    comparison of a size with 1, a shape returned as an output. Each model imports with static shapes (refused
-    unless pinned) and compiles per size."""
+    sequence (a tensor of a run-time size no dimension gives), a target shape that moves
+    the run-time sizes, a comparison of a size with 1, a shape returned as an output.
+    Each model imports with static shapes (refused unless pinned) and compiles per
+    size."""
     one = np.array(1, np.int64)
     node = helper.make_node
     ranged = [
@@ -505,12 +604,6 @@ def test_shapes_known_at_run_time_only_compile_per_size():
         node("Cast", ["r"], ["f"], to=TensorProto.FLOAT),
         node("Concat", ["zero1", "f"], ["positions"], axis=0),
         node("Add", ["x", "positions"], ["y"]),
-    ]
-    filled = [
-        node("Gather", ["shape", "order"], ["swapped"], axis=0),
-        node("ConstantOfShape", ["swapped"], ["ones"], value=numpy_helper.from_array(np.ones(1, np.float32))),
-        node("Transpose", ["ones"], ["back"], perm=[1, 0]),
-        node("Add", ["x", "back"], ["y"]),
     ]
     swapped = [
         node("Gather", ["shape", "order"], ["swapped"], axis=0),
@@ -523,7 +616,6 @@ def test_shapes_known_at_run_time_only_compile_per_size():
     ]
     cases = [
         _shape_model("range", ranged, one=one, zero1=np.zeros(1, np.float32)),
-        _shape_model("filled", filled, order=np.array([1, 0], np.int64)),
         _shape_model("swapped", swapped, order=np.array([1, 0], np.int64)),
         _shape_model("equal_one", equal_one, ones=np.ones(2, np.int64)),
         _shape_model("returned", [node("Identity", ["shape"], ["y"])], TensorProto.INT64),
@@ -542,7 +634,9 @@ def test_a_constant_of_the_shape_of_an_input_compiles_once():
     """ConstantOfShape of an input's shape (transformers' default attention mask,
     `torch.ones(input_ids.shape)`), of part of it with a static size added, and of a
     shape of static sizes only: the value broadcast like the input (graph.broadcast_to
-    ... like), compiled once, equal to onnxruntime at every size (none included)."""
+    ... like); and of the shape with its sizes swapped, which no tensor has: broadcast
+    like the positions along each size (graph.iota) placed at its dimension. Each
+    compiled once, equal to onnxruntime at every size (none included)."""
     node = helper.make_node
     one = numpy_helper.from_array(np.ones(1, np.float32))
     whole = [node("ConstantOfShape", ["shape"], ["ones"], value=one), node("Add", ["x", "ones"], ["y"])]
@@ -560,8 +654,15 @@ def test_a_constant_of_the_shape_of_an_input_compiles_once():
         node("ConstantOfShape", ["rank"], ["three_f"], value=numpy_helper.from_array(np.full(1, 3, np.float32))),
         node("Add", ["x", "three_f"], ["y"]),
     ]
+    swapped = [
+        node("Gather", ["shape", "order"], ["swapped"], axis=0),
+        node("ConstantOfShape", ["swapped"], ["ones"], value=one),
+        node("Transpose", ["ones"], ["back"], perm=[1, 0]),
+        node("Add", ["x", "back"], ["y"]),
+    ]
     cases = [
         _shape_model("whole", whole),
+        _shape_model("swapped_fill", swapped, order=np.array([1, 0], np.int64)),
         _shape_model(
             "part", part, first=np.array([0], np.int64), three=np.array([3], np.int64),
             axis=np.array([1], np.int64),

@@ -146,13 +146,10 @@ def import_onnx(
             raise
 
 
-RUN_TIME_ONNX_OPS = frozenset({
-    # element-wise, and broadcasts between tensors of one run-time size or against
+RUN_TIME_ONNX_OPS = merged_dims.ELEMENTWISE_ONNX_OPS | frozenset({
+    # element-wise ops (above) broadcast between tensors of one run-time size or against
     # constants
-    "Abs", "Add", "Ceil", "Celu", "Clip", "Cos", "Div", "Elu", "Erf", "Exp", "Floor",
-    "Gelu", "HardSigmoid", "HardSwish", "Identity", "LeakyRelu", "Log", "Max", "Min",
-    "Mish", "Mul", "Neg", "Pow", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign",
-    "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Tanh", "ThresholdedRelu", "Transpose",
+    "Transpose",
     # a target shape that copies the run-time dimensions (0, or their sizes computed by
     # `shape_values`) and reshapes the static rest; an Expand that leaves them; Squeeze
     # and Unsqueeze (of dimensions of size 1)
@@ -162,9 +159,6 @@ RUN_TIME_ONNX_OPS = frozenset({
     # an embedding: a table of static shape gathered at indices of run-time sizes; and
     # gathers of elements along a static axis
     "Gather", "GatherElements",
-    # comparisons, logic, casts and selections, element-wise with broadcasts (masks)
-    "And", "Cast", "Equal", "Greater", "GreaterOrEqual", "IsInf", "IsNaN", "Less",
-    "LessOrEqual", "Not", "Or", "Where", "Xor",
     # reductions and products (a mean and a layer norm over static axes only), running
     # sums (forward along a run-time axis)
     "CumSum", "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceMin",

@@ -15,7 +15,12 @@ as many elements). The ops that take one compute on `value` instead:
 
 - Reshape to any shape: the reshape of `value` (the elements in the same order);
 - Gemm (no transA) and MatMul with a second operand of static shape: the product of
-  `value`'s rows, merged again;
+  `value`'s rows, merged again; MatMul of two tensors merged alike ([batch * heads, seq,
+  head] by [batch * heads, head, seq], torch's bmm): the product of the tensors before
+  the merge, merged again;
+- element-wise ops (`ELEMENTWISE_ONNX_OPS`) of tensors merged alike and operands that
+  broadcast along the merged dimension (a scale, a bias over the rest), and Softmax
+  along the rest: the op of the tensors before the merge, merged again;
 - Transpose keeping the merged dimension first (torch.export's k transposed through
   [batch * heads, seq, head]): the transpose of `value`, merged again;
 - Shape: the merged shape (its first element the product of the sizes);
@@ -45,11 +50,23 @@ from strato.frontends.onnx.conversion import NodeContext
 from strato.frontends.onnx.shape_values import (
     ShapeValue,
     Size,
-    SizeExpr,
     StaticShapesOnly,
+    factors,
+    product,
     selected_dimensions,
     shape_value,
 )
+
+ELEMENTWISE_ONNX_OPS = frozenset({
+    "Abs", "Add", "And", "Cast", "Ceil", "Celu", "Clip", "Cos", "Div", "Elu", "Equal", "Erf",
+    "Exp", "Floor", "Gelu", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish",
+    "Identity", "IsInf", "IsNaN", "LeakyRelu", "Less", "LessOrEqual", "Log", "Max", "Min",
+    "Mish", "Mul", "Neg", "Not", "Or", "Pow", "Reciprocal", "Relu", "Round", "Selu",
+    "Sigmoid", "Sign", "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Tanh",
+    "ThresholdedRelu", "Where", "Xor",
+})  # fmt: skip
+"""The ONNX operators that apply element by element, with broadcasts: they take
+run-time dimensions, and tensors whose run-time dimensions a reshape merges."""
 
 
 class Merged:
@@ -148,18 +165,33 @@ def merging(value: SSAValue, rows: int, rest: tuple[int, ...]) -> Merged | None:
     joined = [size for size in shape[:rows] if size != 1]
     if len(joined) < 2 or all(size >= 0 for size in joined):
         return None  # a graph.reshape takes it
-    after = tuple(shape[rows:])
-    if after != tuple(rest) and (
-        any(size < 0 for size in (*after, *rest)) or math.prod(after) != math.prod(rest)
-    ):
+    if not restretched(tuple(shape[rows:]), tuple(rest)):
         return None
     return Merged(value, rows, tuple(rest))
 
 
+def restretched(source: tuple[int, ...], target: tuple[int, ...]) -> bool:
+    """Whether a reshape from `source` to `target` keeps their run-time dimensions in
+    order and reshapes each static stretch around them within itself (a
+    `graph.reshape` of run-time dimensions)."""
+    def stretches(shape: tuple[int, ...]) -> list[int]:
+        products, current = [], 1
+        for size in shape:
+            if size < 0:
+                products.append(current)
+                current = 1
+            else:
+                current *= size
+        return [*products, current]
+
+    return stretches(source) == stretches(target)
+
+
 def of_reshape(ctx: NodeContext, value: SSAValue, dims: RunTimeDims) -> Merged | None:
     """Reshape or Flatten of `value`, a tensor of run-time dimensions, as a `Merged`
-    when it merges its leading ones into the first (a Reshape to [-1, ...], whose rest
-    is static or `value`'s own dimensions), else None: the converter takes it."""
+    when it merges its leading ones into the first (a Reshape to [-1, ...], or to [the
+    product of their sizes, ...], whose rest is static or `value`'s own dimensions),
+    else None: the converter takes it."""
     shape = _shape(value)
     if ctx.op_type == "Flatten":
         axis = int(ctx.attr("axis", 1))
@@ -174,29 +206,53 @@ def of_reshape(ctx: NodeContext, value: SSAValue, dims: RunTimeDims) -> Merged |
         elements = [int(d) for d in target]
     else:
         return None
-    if not elements or elements[0] != -1:
+    if not elements:
         return None
+    first = elements[0]
+    wanted = None if isinstance(first, (int, np.integer)) and first == -1 else factors(first)
+    if wanted is None and not isinstance(first, (int, np.integer)):
+        return None
+    if wanted is not None and not wanted[1]:
+        return None  # a static first dimension: no merge of run-time ones
+    # the rest: static sizes, and run-time ones by name (or by a -1 when the first
+    # element names the merged product: the run-time dimension the rest leaves)
     rest: list[int] = []
+    named: list[str | None] = []
     for element in elements[1:]:
         if isinstance(element, Size):
             rest.append(DYNAMIC_INDEX)
+            named.append(element.name)
         elif isinstance(element, (int, np.integer)) and element > 0:
             rest.append(int(element))
+        elif wanted is not None and isinstance(element, (int, np.integer)) and element == -1 and None not in named:
+            rest.append(DYNAMIC_INDEX)
+            named.append(None)
         else:
             return None
     for rows in range(len(shape) - 1, 0, -1):
-        after = shape[rows:]
-        named = [
-            element for element in elements[1:] if isinstance(element, Size)
-        ]  # fmt: skip
-        runs = [dims.name(value, rows + d) for d, size in enumerate(after) if size < 0]
-        if len(after) == len(rest) and [e.name for e in named] == runs and all(
-            a == r for a, r in zip(after, rest) if r >= 0
+        if wanted is not None and wanted != _leading(value, rows, dims):
+            continue
+        runs = [dims.name(value, d) for d, size in enumerate(shape) if d >= rows and size < 0]
+        if len(named) == len(runs) and all(n in (None, r) for n, r in zip(named, runs)) and restretched(
+            tuple(shape[rows:]), tuple(rest)
         ):
-            return merging(value, rows, tuple(after))
-        if not named and all(size >= 0 for size in after) and math.prod(after) == math.prod(rest):
             return merging(value, rows, tuple(rest))
     return None
+
+
+def _leading(value: SSAValue, rows: int, dims: RunTimeDims) -> tuple[int, tuple[str, ...]] | None:
+    """The product of `value`'s first `rows` dimensions as `factors` gives it (None when
+    one of run-time size has no name)."""
+    static, names = 1, []
+    for d, size in enumerate(_shape(value)[:rows]):
+        if size >= 0:
+            static *= size
+            continue
+        name = dims.name(value, d)
+        if name is None:
+            return None
+        names.append(name)
+    return static, tuple(sorted(names))
 
 
 def convert(
@@ -227,6 +283,12 @@ def convert(
     merged = [n for n, value in enumerate(inputs) if isinstance(value, Merged)]
     if not merged:
         return None
+    if ctx.op_type in ELEMENTWISE_ONNX_OPS:
+        return _elementwise(ctx, inputs, dims, convert_node)
+    if ctx.op_type in ("Softmax", "LogSoftmax") and merged == [0]:
+        return _along_rest(ctx, inputs[0], convert_node)
+    if ctx.op_type == "MatMul" and merged == [0, 1]:
+        return _batched_product(ctx, inputs[0], inputs[1], dims, convert_node)
     handler = _HANDLERS.get(ctx.op_type)
     if handler is None or merged != [0]:
         raise StaticShapesOnly(f"{ctx.label} reads a tensor whose run-time dimensions are merged")
@@ -310,6 +372,88 @@ def _product(ctx, merged: Merged, dims, producers, convert_node) -> list:
     return [again]
 
 
+def _merged_alike(first: Merged, second: Merged, dims: RunTimeDims) -> bool:
+    """Whether two tensors merge the same dimensions (of the same sizes) into their
+    first."""
+    if first.rows != second.rows:
+        return False
+    a, b = _shape(first.value)[: first.rows], _shape(second.value)[: second.rows]
+    return a == b and all(
+        dims.name(first.value, d) == dims.name(second.value, d) for d, size in enumerate(a) if size < 0
+    )
+
+
+def _with_values(
+    ctx: NodeContext, bound: dict[str, SSAValue], convert_node, node: onnx.NodeProto | None = None
+) -> list:
+    """`node` (the node itself by default) converted with the inputs named in `bound`
+    bound to those values (their `Merged` restored after)."""
+    saved = {name: ctx.lookup(name) for name in bound}
+    for name, value in bound.items():
+        ctx.bind(name, value)
+    try:
+        return convert_node(node or ctx.node)
+    finally:
+        for name, value in saved.items():
+            ctx.bind(name, value)
+
+
+def _merged_again(ctx: NodeContext, results: list, rows: int) -> list:
+    again = []
+    for value in results:
+        assert isinstance(value, SSAValue)
+        merged = merging(value, rows, tuple(_shape(value)[rows:]))
+        if merged is None:
+            raise StaticShapesOnly(f"{ctx.label}: its result does not merge again")
+        again.append(merged)
+    return again
+
+
+def _elementwise(ctx: NodeContext, inputs: list, dims: RunTimeDims, convert_node) -> list:
+    """An element-wise op of tensors merged alike (of one rank), and of operands that
+    broadcast along the merged dimension (of a rank no greater than the merged
+    tensors', their first dimension of size 1 when as great): the op of the tensors
+    before the merge (their rest aligned to the merged shape), merged again."""
+    merged = [value for value in inputs if isinstance(value, Merged)]
+    first = merged[0]
+    if any(not _merged_alike(first, other, dims) for other in merged[1:]):
+        raise StaticShapesOnly(f"{ctx.label} reads tensors whose run-time dimensions are merged differently")
+    rank = 1 + len(first.rest)
+    bound: dict[str, SSAValue] = {}
+    for n, value in enumerate(inputs):
+        if isinstance(value, Merged):
+            if len(value.rest) + 1 != rank:  # its merged dimension would meet another's rest
+                raise StaticShapesOnly(f"{ctx.label}: merged tensors of different ranks")
+            bound[ctx.node.input[n]] = _aligned(ctx, value)
+            continue
+        shape = tuple(value.shape) if isinstance(value, np.ndarray) else _shape_or_none(value)
+        if shape is None or len(shape) > rank or (len(shape) == rank and shape[0] != 1):
+            raise StaticShapesOnly(f"{ctx.label}: an operand across the merged dimension of another")
+    return _merged_again(ctx, _with_values(ctx, bound, convert_node), first.rows)
+
+
+def _batched_product(ctx: NodeContext, a: Merged, b: Merged, dims: RunTimeDims, convert_node) -> list:
+    """MatMul of two tensors merged alike into their first of three dimensions: the
+    product of the tensors before the merge, merged again."""
+    if not _merged_alike(a, b, dims) or len(a.rest) != 2 or len(b.rest) != 2:
+        raise StaticShapesOnly(f"{ctx.label}: a product of tensors merged differently")
+    bound = {ctx.node.input[0]: _aligned(ctx, a), ctx.node.input[1]: _aligned(ctx, b)}
+    return _merged_again(ctx, _with_values(ctx, bound, convert_node), a.rows)
+
+
+def _along_rest(ctx: NodeContext, merged: Merged, convert_node) -> list:
+    """Softmax or LogSoftmax of a merged tensor along a dimension of its rest: the same
+    of the tensor before the merge, merged again."""
+    rank = 1 + len(merged.rest)
+    axis = int(ctx.attr("axis", -1))
+    axis = axis - rank if axis >= 0 else axis
+    if not -rank < axis < 0:
+        raise StaticShapesOnly(f"{ctx.label}: a {ctx.op_type} along the merged dimension")
+    node = helper.make_node(ctx.op_type, [ctx.node.input[0]], list(ctx.node.output), axis=axis)
+    results = _with_values(ctx, {node.input[0]: _aligned(ctx, merged)}, convert_node, node)
+    return _merged_again(ctx, results, merged.rows)
+
+
 def _aligned(ctx: NodeContext, merged: Merged) -> SSAValue:
     """The tensor before the merge with its dimensions after the merged ones reshaped to
     the merged tensor's (a static reshape)."""
@@ -321,19 +465,16 @@ def _aligned(ctx: NodeContext, merged: Merged) -> SSAValue:
 
 
 def _shape_of(ctx, merged: Merged, dims, producers, convert_node) -> list:
-    """Shape of a merged tensor: its first element the product of the merged sizes."""
-    leading: list[str] = []
-    static = 1
-    for d, size in enumerate(_shape(merged.value)[: merged.rows]):
-        if size >= 0:
-            static *= size
-            continue
-        name = dims.name(merged.value, d)
-        if name is None:
-            raise StaticShapesOnly(f"{ctx.label}: a merged dimension of no input")
-        leading.append(name)
-    first = SizeExpr(" * ".join([*leading, *([str(static)] if static != 1 else [])]))
-    elements = np.array([first, *merged.rest], dtype=object)
+    """Shape of a merged tensor: its first element the product of the merged sizes, the
+    rest's run-time sizes named as the tensor's after the merged dimensions, in order."""
+    leading = _leading(merged.value, merged.rows, dims)
+    shape = _shape(merged.value)
+    after = [Size(dims.name(merged.value, d)) for d in range(merged.rows, len(shape)) if shape[d] < 0]
+    if leading is None or any(size.name is None for size in after):
+        raise StaticShapesOnly(f"{ctx.label}: a merged dimension of no input")
+    sizes = iter(after)
+    rest = [next(sizes) if size < 0 else size for size in merged.rest]
+    elements = np.array([product(*leading), *rest], dtype=object)
     return [shape_value(elements[selected_dimensions(ctx, len(elements))], np.int64)]
 
 

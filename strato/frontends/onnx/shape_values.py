@@ -63,15 +63,41 @@ class Size:
 
 @dataclass(frozen=True)
 class SizeExpr:
-    """Arithmetic on sizes (`batch * 4`): carried along, but no op takes it as a shape."""
+    """Arithmetic on sizes (`batch * 4`): carried along, but no op takes it as a shape
+    (a reshape merging dimensions takes a product of sizes: `factors`, its static factor
+    and the names of its sizes, sorted, when it is one)."""
 
     text: str
+    factors: tuple[int, tuple[str, ...]] | None = field(default=None, compare=False, hash=False)
 
     def __repr__(self) -> str:
         return self.text
 
 
 Element = int | Size | SizeExpr
+
+
+def factors(element: object) -> tuple[int, tuple[str, ...]] | None:
+    """`element` as a product of sizes: its static factor and the names of its sizes,
+    sorted; None when it is no such product."""
+    if isinstance(element, (int, np.integer)):
+        return int(element), ()
+    if isinstance(element, Size):
+        return 1, (element.name,)
+    if isinstance(element, SizeExpr):
+        return element.factors
+    return None
+
+
+def product(static: int, names: tuple[str, ...] | list[str]) -> Element:
+    """The product of `static` and the sizes named `names`."""
+    names = tuple(sorted(names))
+    if not names:
+        return static
+    if static == 1 and len(names) == 1:
+        return Size(names[0])
+    text = " * ".join([*names, *([str(static)] if static != 1 else [])])
+    return SizeExpr(f"({text})", (static, names))
 
 
 class ShapeValue:
@@ -126,6 +152,17 @@ def _arith(symbol: str, fold: Callable[[int, int], int]) -> Callable[[Element, E
             return a
         if symbol in "+*" and a == identity and not isinstance(a, (Size, SizeExpr)):
             return b
+        left, right = factors(a), factors(b)
+        if symbol == "-" and left is not None and left == right:
+            return 0
+        if symbol == "*" and left is not None and right is not None:
+            return product(left[0] * right[0], (*left[1], *right[1]))
+        if symbol == "/" and left is not None and right is not None and right[0] > 0 and left[0] % right[0] == 0:
+            names = list(left[1])
+            if all(names.count(name) >= right[1].count(name) for name in right[1]):
+                for name in right[1]:
+                    names.remove(name)
+                return product(left[0] // right[0], names)  # a product divided by some of its factors
         return SizeExpr(f"({a!r} {symbol} {b!r})")
 
     return apply
@@ -401,26 +438,35 @@ def _sized_range(ctx: NodeContext) -> list:
 
 
 def _sized_slice(ctx: NodeContext) -> list:
-    """Slice [0, n) of an array known at import time along one axis, to a size n: the
-    array's entries at the positions along n's dimension (graph.gather of graph.iota).
-    It reads past the array's end only when the model does (n larger than the axis)."""
+    """Slice [0, n) along one static axis, to a size n, of an array known at import
+    time or a tensor: the entries at the positions along n's dimension (graph.gather of
+    graph.iota). It reads past the axis' end only when the model does (n larger than
+    the axis)."""
     from strato.dialects import graph
     from strato.frontends.onnx.conversion import ssa_name
 
     data = ctx.known(0)
+    source = ctx.static_value(0)
     starts = ctx.known(1)
-    if data is None or starts is None or starts.size != 1 or int(starts.reshape(-1)[0]) != 0:
-        raise StaticShapesOnly(f"{ctx.label}: a slice to a size of other than a constant from 0")
+    if data is None and not isinstance(source, SSAValue):
+        raise StaticShapesOnly(f"{ctx.label}: a slice to a size of a shape")
+    if starts is None or starts.size != 1 or int(starts.reshape(-1)[0]) != 0:
+        raise StaticShapesOnly(f"{ctx.label}: a slice to a size from other than 0")
     axes = _int_list(ctx, 3) if ctx.has_input(3) else [0]
     steps = _int_list(ctx, 4) if ctx.has_input(4) else [1]
     if len(axes) != 1 or steps != [1]:
         raise StaticShapesOnly(f"{ctx.label}: a slice to a size along several axes or by steps")
-    axis = axes[0] + data.ndim if axes[0] < 0 else axes[0]
+    shape = data.shape if data is not None else source.type.get_shape()
+    axis = axes[0] + len(shape) if axes[0] < 0 else axes[0]
+    if not 0 <= axis < len(shape) or shape[axis] < 0:
+        raise StaticShapesOnly(f"{ctx.label}: a slice to a size along a run-time axis")
     size = _size(ctx.static_value(2), ctx, "its end")
-    table = ctx.emit(graph.ConstantOp.from_array(np.require(data, requirements="C")))
-    table.results[0].name_hint = ssa_name(ctx.input_name(0))
+    if data is not None:
+        table = ctx.emit(graph.ConstantOp.from_array(np.require(data, requirements="C")))
+        table.results[0].name_hint = ssa_name(ctx.input_name(0))
+        source = table.results[0]
     positions = _positions(ctx, size, np.dtype(np.int64))
-    return [ctx.emit(graph.GatherOp(table.results[0], positions, axis)).results[0]]
+    return [ctx.emit(graph.GatherOp(source, positions, axis)).results[0]]
 
 
 def _sized_fill(ctx: NodeContext, dims: RunTimeDims) -> list:
@@ -541,9 +587,11 @@ def target_shape(ctx: NodeContext, index: int, dims: RunTimeDims | None) -> list
             named.append(element.name)
         else:
             raise StaticShapesOnly(f"{ctx.label}: size {element!r} is known at run time only")
-    left = [name for name in names if name not in named]
-    if None in named and len(left) == 1:
-        named[named.index(None)] = left[0]
+    given = [name for name in named if name is not None]
+    if None in named and len(names) == len(given) + 1:
+        # the -1 is the run-time dimension at its place among the others
+        place = named.index(None)
+        named[place] = names[len([name for name in named[:place] if name is not None])]
     if [name for name in named if name is not None] != names:
         raise StaticShapesOnly(
             f"{ctx.label}: the target names the input's run-time dimensions "
@@ -596,7 +644,8 @@ def broadcast_target(
 
 def like_for(ctx: NodeContext, needs: dict[int, Size], rank: int, dims: RunTimeDims) -> SSAValue:
     """A tensor of rank `rank` whose dimension d is of size `needs[d]` for each d: the
-    tensor one of the sizes was read from, when it is one."""
+    tensor one of the sizes was read from, when it is one; else the positions along
+    each size's dimension (`graph.iota`) placed at d, broadcast together."""
     for size in needs.values():
         value, _ = size.source  # type: ignore[misc]
         shape = value.type.get_shape()
@@ -604,4 +653,18 @@ def like_for(ctx: NodeContext, needs: dict[int, Size], rank: int, dims: RunTimeD
             shape[d] < 0 and dims.name(value, d) == need.name for d, need in needs.items()
         ):
             return value
-    raise StaticShapesOnly(f"{ctx.label}: no tensor of the sizes it broadcasts to")
+    from strato.dialects import graph
+
+    like: SSAValue | None = None
+    for d, need in sorted(needs.items()):
+        if need.source is None:
+            raise StaticShapesOnly(f"{ctx.label}: no tensor of the sizes it broadcasts to")
+        positions = _positions(ctx, need, np.dtype(np.int64))
+        placed = ctx.emit(graph.ReshapeOp(positions, [DYNAMIC_INDEX if a == d else 1 for a in range(rank)]))
+        if like is None:
+            like = placed.results[0]
+            continue
+        target = [DYNAMIC_INDEX if a == d else size for a, size in enumerate(like.type.get_shape())]
+        like = ctx.emit(graph.BroadcastToOp(like, target, placed)).results[0]
+    assert like is not None
+    return like
