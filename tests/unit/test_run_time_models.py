@@ -356,6 +356,55 @@ def test_a_window_of_a_table_to_the_sequence_broadcast_to_the_batch_compiles_onc
         np.testing.assert_array_equal(model(mask)[0], reference(proto, mask)[0])
 
 
+def test_a_tile_of_static_axes_compiles_once():
+    """CodeGen's rotary tables repeated along the head width: a Tile of [batch, 2,
+    sequence, 16] by [1, 2, 1, 1] (the copies joined along the heads), compiled once and
+    equal to onnxruntime; a Tile that repeats the sequence compiles per size and says
+    why."""
+    rng = np.random.default_rng(11)
+    nodes = [helper.make_node("Tile", ["x", "repeats"], ["y"])]
+    proto = _heads_model("tile", nodes, {"repeats": [1, 2, 1, 1]}, {}, 2, 4)
+    _check_compiled_once(proto, 2, rng)
+    along = _heads_model("tile_along", nodes, {"repeats": [1, 2, 2, 1]}, {}, 2, 4)
+    model = strato.compile(along, cache=False)
+    assert isinstance(model, ShapeSpecializingModel)
+    assert model.why_per_size == "node #0 (Tile) repeats a dimension of run-time size"
+    x = rng.standard_normal((1, 2, 3, 16)).astype(np.float32)
+    np.testing.assert_array_equal(model(x)[0], reference(along, x)[0])
+
+
+@pytest.mark.parametrize("group", [1, 4])
+def test_convolutions_of_one_position_along_the_sequence_compile_once(group):
+    """SqueezeBERT's convolutions of kernel 1 over [batch, 8, sequence], with a bias,
+    of one group or four: a product at each position, compiled once, equal to
+    onnxruntime. A kernel of 3 along the sequence compiles per size and says why."""
+    rng = np.random.default_rng(12)
+
+    def conv_model(kernel: int) -> onnx.ModelProto:
+        weight = rng.standard_normal((12, 8 // group, kernel)).astype(np.float32)
+        graph = helper.make_graph(
+            [helper.make_node("Conv", ["x", "w", "b"], ["y"], group=group, pads=[kernel // 2] * 2)],
+            "pointwise",
+            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, "sequence"])],
+            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 12, "sequence"])],
+            [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(rng.standard_normal(12).astype(np.float32), "b")],
+        )
+        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+    proto = conv_model(1)
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (2, 7), (3, 40), (0, 3)):
+        x = rng.standard_normal((batch, 8, sequence)).astype(np.float32)
+        np.testing.assert_allclose(model(x)[0], reference(proto, x)[0], rtol=1e-5, atol=1e-5)
+    wide = conv_model(3)
+    model = strato.compile(wide, cache=False)
+    assert isinstance(model, ShapeSpecializingModel)
+    assert model.why_per_size == "node #0 (Conv) takes run-time dimensions with a kernel of one position only"
+    x = rng.standard_normal((2, 8, 5)).astype(np.float32)
+    np.testing.assert_allclose(model(x)[0], reference(wide, x)[0], rtol=1e-5, atol=1e-5)
+
+
 def test_position_ids_counted_along_the_sequence_compile_once():
     """RoBERTa's position ids: the running count of the tokens that are not padding
     (CumSum along the run-time sequence) times the mask, plus the padding index, then

@@ -799,7 +799,9 @@ def _scatter_by_gather(ctx: NodeContext, shape: Sequence[int], rows: np.ndarray)
 
 
 def convert_tile(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX Tile: the repeats (known at import time) -> graph.tile."""
+    """ONNX Tile: the repeats (known at import time) -> graph.tile; of a tensor of
+    run-time dimensions, which it repeats once, the copies joined along each static
+    axis (graph.concat)."""
     shape = input_shape(ctx, 0)
     repeats = int_list_input(ctx, 1, "repeats")
     if len(repeats) != len(shape) or any(r < 0 for r in repeats):
@@ -811,6 +813,15 @@ def convert_tile(ctx: NodeContext) -> list[ImportedValue]:
     if isinstance(x, np.ndarray):
         return [np.tile(x, repeats)]
     if all(r == 1 for r in repeats):
+        return [x]
+    if any(size < 0 for size in shape):
+        # run-time dimensions, repeated once: the copies along each static axis joined
+        # (graph.concat takes run-time dimensions, graph.tile does not)
+        if any(r != 1 for r, size in zip(repeats, shape) if size < 0):
+            raise shape_values.StaticShapesOnly(f"{ctx.label} repeats a dimension of run-time size")
+        for axis, r in enumerate(repeats):
+            if r != 1:
+                x = ctx.emit(graph.ConcatOp([x] * r, axis)).results[0]
         return [x]
     return [ctx.emit(graph.TileOp(x, repeats)).results[0]]
 

@@ -143,12 +143,15 @@ def _bias(ctx: NodeContext) -> SSAValue | None:
 
 
 def convert_conv(ctx: NodeContext) -> list[ImportedValue]:
-    """ONNX Conv -> graph.conv (bias as its optional operand)."""
+    """ONNX Conv -> graph.conv (bias as its optional operand); of an input of run-time
+    dimensions, a kernel of one position only (`_pointwise_product`)."""
     rank = _spatial_rank(ctx)
     kernel = _kernel_of_weight(ctx, rank)
     strides = _positive_ints(ctx, "strides", rank)
     dilations = _positive_ints(ctx, "dilations", rank)
     padding = _window_padding(ctx, ctx.shape(0)[2:], kernel, strides, dilations)
+    if any(size < 0 for size in ctx.shape(0)):
+        return [_pointwise_product(ctx, kernel, strides, padding)]
     op = graph.ConvOp(
         ctx.operand(0),
         ctx.operand(1),
@@ -159,6 +162,47 @@ def convert_conv(ctx: NodeContext) -> list[ImportedValue]:
         groups=int(ctx.attr("group", 1)),
     )
     return [_checked(ctx, op)]
+
+
+def _pointwise_product(
+    ctx: NodeContext, kernel: Sequence[int], strides: Sequence[int], padding: Sequence[int]
+) -> SSAValue:
+    """Conv of a kernel of one position (1 x .. x 1, stride 1, no padding) over an input
+    [N, C, *S] of run-time dimensions, as SqueezeBERT's convolutions along the sequence:
+    at each position the product of the weight by the channels, a graph.matmul of the
+    weight [groups, O / groups, C / groups] by the input reshaped to [N, groups, C /
+    groups, positions], reshaped back to [N, O, *S] (graph.conv takes no run-time
+    dimensions). The positions are S, of one run-time dimension at most (the others
+    of size 1) or of static ones."""
+    from strato.frontends.onnx.shape_values import StaticShapesOnly
+
+    shape = ctx.shape(0)
+    batch, channels, spatial = shape[0], shape[1], list(shape[2:])
+    run_time = [size for size in spatial if size < 0]
+    if (
+        any(k != 1 for k in kernel) or any(s != 1 for s in strides) or any(padding)
+        or channels < 0 or (run_time and len(run_time) + spatial.count(1) != len(spatial))
+    ):  # fmt: skip
+        raise StaticShapesOnly(f"{ctx.label} takes run-time dimensions with a kernel of one position only")
+    groups = int(ctx.attr("group", 1))
+    weight = ctx.value(1)
+    outputs = ctx.shape(1)[0]
+    if groups < 1 or channels % groups or outputs % groups:
+        raise ctx.error(f"{channels} channels and {outputs} outputs do not split into {groups} groups")
+    positions = run_time[0] if run_time else math.prod(spatial)
+    columns = [batch, groups, channels // groups, positions] if groups > 1 else [batch, channels, positions]
+    rows = [groups, outputs // groups, channels // groups] if groups > 1 else [outputs, channels]
+    if isinstance(weight, np.ndarray):
+        matrix = ctx.materialize(weight.reshape(rows), ctx.input_name(1))
+    else:
+        matrix = ctx.emit(graph.ReshapeOp(ctx.operand(1), rows)).results[0]
+    x = ctx.emit(graph.ReshapeOp(ctx.operand(0), columns)).results[0]
+    y = ctx.emit(graph.MatmulOp(matrix, x)).results[0]
+    bias = _bias(ctx)
+    if bias is not None:
+        bias = ctx.emit(graph.ReshapeOp(bias, [*rows[:-1], 1])).results[0]
+        y = ctx.emit(graph.AddOp(y, bias)).results[0]
+    return ctx.emit(graph.ReshapeOp(y, [batch, outputs, *spatial])).results[0]
 
 
 def convert_conv_transpose(ctx: NodeContext) -> list[ImportedValue]:

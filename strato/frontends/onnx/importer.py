@@ -154,8 +154,9 @@ RUN_TIME_ONNX_OPS = merged_dims.ELEMENTWISE_ONNX_OPS | frozenset({
     # `shape_values`) and reshapes the static rest; an Expand that leaves them; Squeeze
     # and Unsqueeze (of dimensions of size 1)
     "Expand", "Reshape", "Squeeze", "Unsqueeze",
-    # a static axis of a tensor of run-time sizes cut into pieces, or joined, or sliced
-    "Concat", "Split", "Slice",
+    # a static axis of a tensor of run-time sizes cut into pieces, or joined, or sliced,
+    # or repeated
+    "Concat", "Split", "Slice", "Tile",
     # an embedding: a table of static shape gathered at indices of run-time sizes; and
     # gathers of elements along a static axis
     "Gather", "GatherElements",
@@ -163,6 +164,8 @@ RUN_TIME_ONNX_OPS = merged_dims.ELEMENTWISE_ONNX_OPS | frozenset({
     # sums (forward along a run-time axis)
     "CumSum", "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceMin",
     "ReduceSum", "Softmax",
+    # a convolution of a kernel of one position (a product at each position)
+    "Conv",
 })
 """The ONNX operators whose converters build graph ops that take run-time (`?`)
 dimensions (`GraphOp.RUN_TIME_DIMS`): a model of these alone compiles once for every
