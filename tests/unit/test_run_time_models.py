@@ -728,6 +728,60 @@ def test_a_constant_of_the_shape_of_an_input_compiles_once():
             np.testing.assert_allclose(y, reference(proto, x)[0], rtol=1e-6, err_msg=proto.graph.name)
 
 
+def test_a_constant_of_sizes_of_two_inputs_compiles_once():
+    """ConstantOfShape of the batch of one input and the sequence of another: no tensor
+    has both, so the value is broadcast like the positions along each (graph.iota
+    placed at its dimension). Compiled once, equal to onnxruntime."""
+    node = helper.make_node
+    graph = helper.make_graph(
+        [
+            node("Shape", ["a"], ["a_shape"]),
+            node("Shape", ["b"], ["b_shape"]),
+            node("Gather", ["a_shape", "first"], ["batch"], axis=0),
+            node("Gather", ["b_shape", "second"], ["sequence"], axis=0),
+            node("Concat", ["batch", "sequence"], ["target"], axis=0),
+            node("ConstantOfShape", ["target"], ["y"], value=numpy_helper.from_array(np.full(1, 7, np.int64))),
+        ],
+        "two_inputs",
+        [
+            helper.make_tensor_value_info("a", TensorProto.FLOAT, ["batch", 3]),
+            helper.make_tensor_value_info("b", TensorProto.FLOAT, [5, "sequence"]),
+        ],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, ["batch", "sequence"])],
+        [numpy_helper.from_array(np.array([v], np.int64), n) for n, v in (("first", 0), ("second", 1))],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (4, 9), (0, 2)):
+        a = RNG.standard_normal((batch, 3)).astype(np.float32)
+        b = RNG.standard_normal((5, sequence)).astype(np.float32)
+        np.testing.assert_array_equal(model(a, b)[0], reference(proto, a, b)[0])
+
+
+def test_rows_of_a_table_at_the_positions_compile_once():
+    """torch.export's rotary tables: GatherND of a table [64, 8] at the positions of the
+    sequence unsqueezed to [1, sequence, 1] (rows along its first axis), a gather of
+    its rows; compiled once, equal to onnxruntime."""
+    node = helper.make_node
+    nodes = [
+        node("Gather", ["shape", "one"], ["s"], axis=0),
+        node("Range", ["zero", "s", "one"], ["positions"]),
+        node("Unsqueeze", ["positions", "axes"], ["index"]),
+        node("GatherND", ["table", "index"], ["y"]),
+    ]
+    table = RNG.standard_normal((64, 8)).astype(np.float32)
+    proto = _shape_model(
+        "rows", nodes, zero=np.array(0, np.int64), one=np.array(1, np.int64), axes=np.array([0, 2], np.int64),
+        table=table,
+    )  # fmt: skip
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (3, 20), (2, 64)):
+        x = RNG.standard_normal((batch, sequence)).astype(np.float32)
+        np.testing.assert_array_equal(model(x)[0], reference(proto, x)[0])
+
+
 def test_the_saved_model_and_the_c_header_take_the_sizes(tmp_path):
     model = strato.compile(encoder_block(), cache=False, name="encoder", run_time_dims=True)
     header = model.c_header()

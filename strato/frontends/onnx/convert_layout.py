@@ -705,7 +705,7 @@ def convert_gather_elements(ctx: NodeContext) -> list[ImportedValue]:
 
 def convert_gather_nd(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX GatherND (batch_dims) -> graph.gather_nd (folded when data and indices are
-    known)."""
+    known); of positions of run-time sizes into the first axis only, graph.gather."""
     shape = input_shape(ctx, 0)
     index_shape = input_shape(ctx, 1)
     batch = int(ctx.attr("batch_dims", 0))
@@ -723,6 +723,17 @@ def convert_gather_nd(ctx: NodeContext) -> list[ImportedValue]:
             f"index rows of length {depth} do not fit the {len(shape) - batch} non-batch "
             "dimensions of the data"
         )
+    if batch == 0 and depth == 1 and any(size < 0 for size in index_shape) and shape[0] >= 0:
+        # rows of a table at positions of run-time sizes (dynamo's rotary tables): a
+        # gather along the first axis at the positions without their last axis
+        # (graph.gather takes run-time dimensions, graph.gather_nd does not)
+        data = _data(ctx)
+        if isinstance(data, np.ndarray):
+            data = _constant(ctx, data, ctx.input_name(0))
+        positions = ctx.emit(graph.ReshapeOp(ctx.operand(1), index_shape[:-1])).results[0]
+        return [ctx.emit(graph.GatherOp(data, positions, 0)).results[0]]
+    if any(size < 0 for size in (*shape, *index_shape)):
+        raise shape_values.StaticShapesOnly(f"{ctx.label} gathers other than rows at run-time sizes")
     sizes = np.array(shape[batch : batch + depth], dtype=np.int64)
     data, known = ctx.known(0), ctx.known(1)
     if data is not None and known is not None:

@@ -158,8 +158,9 @@ RUN_TIME_ONNX_OPS = merged_dims.ELEMENTWISE_ONNX_OPS | frozenset({
     # or repeated
     "Concat", "Split", "Slice", "Tile",
     # an embedding: a table of static shape gathered at indices of run-time sizes; and
-    # gathers of elements along a static axis
-    "Gather", "GatherElements",
+    # gathers of elements along a static axis; rows of a table (GatherND of positions
+    # into its first axis)
+    "Gather", "GatherElements", "GatherND",
     # reductions and products (a mean and a layer norm over static axes only), running
     # sums (forward along a run-time axis)
     "CumSum", "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceMin",
