@@ -5,7 +5,8 @@ the same ops in the same order, with the same types, operands (by position, not 
 name) and properties. The names of values, placeholders, stages and of the primitive
 itself do not count, so the same dense layer in two models is one tuning task.
 `kernel_key` does the same for a loop-level kernel: the key of a tuning task, under
-which the tuning log keeps its records.
+which the tuning log keeps its records (the names of its run-time sizes do not count
+either).
 
     key = workload_key(primitive)   # "wl-" + 16 hex digits
     key = kernel_key(kernel)        # "k-" + 16 hex digits
@@ -18,12 +19,27 @@ import hashlib
 import re
 
 from xdsl.dialects import func
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from strato.dialects import te
 
 # Properties that only name things.
 _NAMING_PROPERTIES = {"stage", "name", "sym_name"}
+
+# A kernel argument's attributes that name its run-time sizes (and a flat buffer's shape
+# in them, which the kernel's body states too): its key leaves them out.
+_SIZE_NAMING_ATTRS = frozenset({"te.sizes", "loop.size", "loop.shape"})
+
+
+@functools.lru_cache(maxsize=4096)
+def _unnamed(arg_attrs: ArrayAttr) -> ArrayAttr:
+    """A kernel's argument attributes without those naming sizes."""
+    return ArrayAttr([
+        DictionaryAttr({k: v for k, v in attrs.data.items() if k not in _SIZE_NAMING_ATTRS})
+        if isinstance(attrs, DictionaryAttr) else attrs
+        for attrs in arg_attrs.data
+    ])  # fmt: skip
 
 
 def _canonical_lines(primitive: te.PrimitiveOp) -> list[str]:
@@ -97,6 +113,8 @@ def kernel_digest(kernel: func.FuncOp) -> str:
         for name, attr in sorted(op.properties.items()):
             if op is kernel and name == "sym_name":
                 continue
+            if op is kernel and name == "arg_attrs" and isinstance(attr, ArrayAttr):
+                attr = _unnamed(attr)
             fields.append(f"{name}={_attribute_text(attr)}")
         fields.append("|")
         for name, attr in sorted(op.attributes.items()):
@@ -121,9 +139,17 @@ def kernel_digest(kernel: func.FuncOp) -> str:
 
 
 def kernel_key(kernel: func.FuncOp) -> str:
-    """A structural hash of a loop-level kernel: its text without its own name and with
-    value names replaced by their order of appearance."""
-    text = str(kernel).replace(f"@{kernel.sym_name.data}", "@k", 1)
+    """A structural hash of a loop-level kernel: its text without its own name, without
+    the names of its run-time sizes, and with value names replaced by their order of
+    appearance."""
+    named = kernel.properties.get("arg_attrs")
+    if isinstance(named, ArrayAttr):
+        kernel.properties["arg_attrs"] = _unnamed(named)
+    try:
+        text = str(kernel).replace(f"@{kernel.sym_name.data}", "@k", 1)
+    finally:
+        if isinstance(named, ArrayAttr):
+            kernel.properties["arg_attrs"] = named
     numbers: dict[str, str] = {}
     text = re.sub(r"%[\w.$-]+", lambda m: numbers.setdefault(m.group(0), f"%{len(numbers)}"), text)
     return "k-" + hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -310,9 +310,9 @@ def make_inputs(
 def _run_time_dim_names(module: ModuleOp, function: str | None) -> list[list[str | None]] | None:
     """The name of each run-time dimension of each input of the entry function (None
     at static dimensions): the classes of the graph level (`graph.dims`), the `te.sizes`
-    of the te level and of a loop-level function that takes the sizes (`_RunTimeEntry`);
-    Unsupported for a loop-level function of run-time sizes that takes none (a kernel,
-    whose sizes nothing names)."""
+    of the te level and of a loop-level function that takes the sizes (`_RunTimeEntry`:
+    an entry, or a kernel, both named by convert-te-to-loops); Unsupported for a
+    loop-level function of run-time sizes that names none."""
     entry = _entry(module, function)
     if not any(isinstance(t, TensorType | MemRefType) and any(d < 0 for d in t.get_shape())
                for t in entry.function_type.inputs.data):  # fmt: skip
@@ -321,7 +321,11 @@ def _run_time_dim_names(module: ModuleOp, function: str | None) -> list[list[str
     if level == "loop" and _takes_sizes(module, function):
         return _RunTimeEntry.of(entry).dim_names()
     if level not in ("graph", "te"):
-        raise Unsupported(["run-time sizes"], f"the {level} level (a function that names no sizes)")
+        raise Unsupported(
+            ["run-time sizes"],
+            f"the {level} level (a function that names no sizes: 'loop.size' on its index "
+            "arguments, 'te.sizes' on its buffers, as convert-te-to-loops writes them)",
+        )
     if level == "graph":
         from strato.dialects.graph.dims import RunTimeDims
 

@@ -260,6 +260,23 @@ def _with_shape(attrs: DictionaryAttr, type_: Attribute) -> DictionaryAttr:
     return DictionaryAttr(attrs.data | {SHAPE_ATTR: DenseArrayBase.from_list(i64, shape)})
 
 
+def _sized(
+    attrs: DictionaryAttr, type_: Attribute, sizes: Sequence[SSAValue], names: Mapping[SSAValue, str]
+) -> DictionaryAttr:
+    """`attrs` of a kernel's buffer argument of tensor type `type_` whose run-time
+    dimensions are of `sizes` (`te.size` results, named by `names`): with their names
+    (`te.sizes`) and, for a flat buffer, the tensor's shape (`loop.shape`), as the
+    entry's arguments have them, so that the kernel can be called on its own (the
+    equivalence checker draws its sizes)."""
+    if not isinstance(type_, TensorType) or not is_run_time(type_):
+        return attrs
+    named = [names[size] for size in sizes if size in names]
+    if len(named) != len(sizes):
+        return attrs
+    attrs = DictionaryAttr(attrs.data | {te.SIZES_ATTR: ArrayAttr([StringAttr(n) for n in named])})
+    return _with_shape(attrs, type_)
+
+
 def _output_arg_attrs(
     inputs: Sequence[DictionaryAttr], output_count: int
 ) -> ArrayAttr[DictionaryAttr]:
@@ -530,12 +547,19 @@ class PrimitiveOpLowering:
         run_time = primitive.run_time_sizes
         input_types = [_argument_type(p.result.type, p) for p in placeholders]
         output_types = [_argument_type(v.type, primitive.output) for v in outputs]
+        names = {size.result: size.size_name.data for size in run_time}
+        in_attrs = [_sized(DictionaryAttr({}), p.result.type, p.sizes, names) for p in placeholders]
+        out_attrs = [
+            _sized(attrs, value.type, value.owner.sizes if isinstance(value.owner, te.StageOp) else (), names)
+            for attrs, value in zip(_output_arg_attrs([], len(outputs)).data, outputs, strict=True)
+        ]
         kernel = func.FuncOp(
             primitive.sym_name.data,
             (input_types + output_types + [IndexType()] * len(run_time), []),
             arg_attrs=ArrayAttr([
-                *_output_arg_attrs([DictionaryAttr({})] * len(input_types), len(outputs)).data,
-                *[DictionaryAttr({})] * len(run_time),
+                *in_attrs,
+                *out_attrs,
+                *[DictionaryAttr({SIZE_ATTR: StringAttr(size.size_name.data)}) for size in run_time],
             ]),
         )
         kernel.attributes[KERNEL_ATTR] = UnitAttr()

@@ -220,6 +220,42 @@ def test_the_kernel_digest_tells_kernels_apart_as_their_printed_key_does(name):
     assert kernel_digest(kernel) != digests[0]
 
 
+def test_the_names_of_run_time_sizes_do_not_change_a_kernels_keys():
+    """A kernel of run-time sizes names them on its arguments (te.sizes, loop.size,
+    loop.shape of a flat buffer) for the checker; its digest and its key (tuning
+    records) are those of the same kernel without them, whatever the names, and the
+    key leaves the kernel's attributes as they were."""
+    from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr
+
+    from strato.context import make_context
+    from strato.pipeline import run_pipeline
+    from strato.schedule.workload import kernel_digest, kernel_key
+    from strato.testing.dynamic_models import encoder_block
+
+    module = import_onnx(encoder_block(), run_time_dims=True).module
+    run_pipeline(make_context(), module, "graph-fuse-ops,convert-graph-to-te,te-inline-stages,convert-te-to-loops")
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
+    named = [k for k in kernels if any("te.sizes" in a.data for a in k.arg_attrs.data)]
+    assert named, "no kernel names its sizes"
+    for kernel in named:
+        attrs = kernel.arg_attrs
+        unnamed, renamed = kernel.clone(), kernel.clone()
+        unnamed.arg_attrs = ArrayAttr([
+            DictionaryAttr({k: v for k, v in a.data.items() if k not in ("te.sizes", "loop.size", "loop.shape")})
+            for a in attrs.data
+        ])  # fmt: skip
+        renamed.arg_attrs = ArrayAttr([
+            DictionaryAttr({
+                k: (ArrayAttr([StringAttr("other") for _ in v.data]) if k == "te.sizes" else StringAttr("other") if k == "loop.size" else v)
+                for k, v in a.data.items()
+            })
+            for a in attrs.data
+        ])  # fmt: skip
+        assert kernel_key(kernel) == kernel_key(unnamed) == kernel_key(renamed)
+        assert kernel_digest(kernel) == kernel_digest(unnamed) == kernel_digest(renamed)
+        assert kernel.arg_attrs == attrs
+
+
 def test_a_damaged_object_is_refused():
     with pytest.raises(ValueError, match="not a compiled kernel"):
         KernelObject.from_bytes(b"PK\x03\x04 truncated")

@@ -7,6 +7,7 @@
 // RUN: not strato-opt %s -p cse --check-equivalence=0 2>&1 | filecheck %s --check-prefix=ZERO
 // RUN: not strato-opt %s -p cse --reduce 2>&1 | filecheck %s --check-prefix=REDUCE
 // RUN: strato-opt %S/Inputs/run-time-sizes.mlir -p "graph-fuse-ops,convert-graph-to-te{row_blocks=4,1},te-inline-stages,convert-te-to-loops,schedule-default" --check-equivalence=2 -o %t.out 2>&1 | filecheck %s --check-prefix=SIZES
+// RUN: strato-opt %S/Inputs/run-time-kernel.mlir -p schedule-default{threads=2} --check-equivalence=3 -o %t.out 2>&1 | filecheck %s --check-prefix=KERNEL
 // RUN: strato-opt %S/Inputs/run-time-multiples.mlir -p "graph-fuse-ops,convert-graph-to-te{row_blocks=32,16,8,4,1},te-inline-stages,convert-te-to-loops,schedule-default" --check-equivalence=3 -o %t.out 2>&1 | filecheck %s --check-prefix=MULTIPLES
 
 // PASS-NOT: error
@@ -29,6 +30,12 @@
 // SIZES: equivalence: ran the IR after schedule-default on 2 input(s) (loop level
 // SIZES: equivalence: 5 pass(es) keep the results on 2 input(s)
 // SIZES-NOT: warning
+
+// A kernel of two run-time sizes on its own (no entry calls it): the sizes its
+// arguments name are drawn, and the flat output buffer is viewed as its tensor.
+// KERNEL: equivalence: ran the program before the pipeline on 3 input(s) (loop level
+// KERNEL: equivalence: 1 pass(es) keep the results on 3 input(s)
+// KERNEL-NOT: warning
 
 // Sizes whose bounds make them multiples of 8 (graph.size_bounds): the inputs draw
 // multiples of 8, which the blocks of 32, 16 and 8 rows (no smaller one) cover.

@@ -356,8 +356,9 @@ func.func @stop_body(%c: tensor<i1>, %s: tensor<4xf32>, %x: tensor<4xf32>) -> (t
 // dimension is the first keeps its shape (static strides); one with a later run-time
 // dimension is a flat buffer viewed with its sizes and row-major strides, as is the
 // local buffer of a stage of run-time size; every loop over a run-time dimension runs
-// to its size.
-// CHECK-LABEL: func.func @run_time_sizes(%x: memref<?x4xf32>, %b: memref<?xf32>, %r: memref<?xf32> {loop.output}, %n: index, %m: index) attributes {loop.kernel} {
+// to its size. The arguments name their sizes as the entry's do (te.sizes, loop.size;
+// loop.shape for a flat buffer), so the kernel can be run on its own.
+// CHECK-LABEL: func.func @run_time_sizes(%x: memref<?x4xf32> {te.sizes = ["n"]}, %b: memref<?xf32> {te.sizes = ["m"]}, %r: memref<?xf32> {loop.output, te.sizes = ["n", "m"], loop.shape = array<i64: -1, -1>}, %n: index {loop.size = "n"}, %m: index {loop.size = "m"}) attributes {loop.kernel} {
 // CHECK-NEXT:    %r_view = memref.reinterpret_cast %r to offset: [0], sizes: [%n, %m], strides: [%m, 1] : memref<?xf32> to memref<?x?xf32, strided<[?, 1]>>
 // CHECK-NEXT:    %t = memref.alloc(%n) : memref<?x4xf32, #loop.scope<local>>
 // CHECK-NEXT:    loop.for %i = 0 to %n axis "i" attributes {stage = "t"} {
