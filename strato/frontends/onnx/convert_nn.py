@@ -187,8 +187,11 @@ def _pointwise_product(
     groups = int(ctx.attr("group", 1))
     weight = ctx.value(1)
     outputs = ctx.shape(1)[0]
-    if groups < 1 or channels % groups or outputs % groups:
-        raise ctx.error(f"{channels} channels and {outputs} outputs do not split into {groups} groups")
+    if groups < 1 or channels % groups or outputs % groups or ctx.shape(1)[1] * groups != channels:
+        raise ctx.error(
+            f"{channels} channels and {outputs} outputs do not split into {groups} groups "
+            f"of the weight {list(ctx.shape(1))}"
+        )
     positions = run_time[0] if run_time else math.prod(spatial)
     columns = [batch, groups, channels // groups, positions] if groups > 1 else [batch, channels, positions]
     rows = [groups, outputs // groups, channels // groups] if groups > 1 else [outputs, channels]

@@ -92,7 +92,7 @@ def factors(element: object) -> tuple[int, tuple[str, ...]] | None:
 def product(static: int, names: tuple[str, ...] | list[str]) -> Element:
     """The product of `static` and the sizes named `names`."""
     names = tuple(sorted(names))
-    if not names:
+    if not names or static == 0:
         return static
     if static == 1 and len(names) == 1:
         return Size(names[0])
@@ -647,7 +647,9 @@ def like_for(ctx: NodeContext, needs: dict[int, Size], rank: int, dims: RunTimeD
     tensor one of the sizes was read from, when it is one; else the positions along
     each size's dimension (`graph.iota`) placed at d, broadcast together."""
     for size in needs.values():
-        value, _ = size.source  # type: ignore[misc]
+        if size.source is None:
+            continue
+        value, _ = size.source
         shape = value.type.get_shape()
         if len(shape) == rank and all(
             shape[d] < 0 and dims.name(value, d) == need.name for d, need in needs.items()
