@@ -1,11 +1,11 @@
-"""strato's inline exp, erf and tanh of f32 (strato.targets.llvm.vector_math): accuracy
+"""strato's inline exp, log, erf and tanh of f32 (strato.targets.llvm.vector_math): accuracy
 and speed, or the fit of their coefficients.
 
     python benchmarks/vector_math.py            # max ulp error over sampled f32, ns per element
     python benchmarks/vector_math.py --fit      # re-derive the coefficients (scipy, mpmath)
 
 The accuracy run lowers a loop-level kernel per function (a loop vectorized by 16 lanes
-applying `math.exp`/`math.erf`/`math.tanh`, through convert-loops-to-llvm, so what is
+applying `math.exp`/`math.log`/`math.erf`/`math.tanh`, through convert-loops-to-llvm, so what is
 measured is vector_math whatever the compile pipeline does before it) and compares it
 with the float64 function on random f32 bit patterns and on dense samples of [-12, 12];
 the speed is the median of a 128 x 1024 element call on one thread, next to numpy's
@@ -67,8 +67,9 @@ REFERENCES = {
     "Exp": np.exp,
     "Erf": np.vectorize(math.erf, otypes=[np.float64]),
     "Tanh": np.tanh,
+    "Log": np.log,
 }
-NUMPY = {"Exp": np.exp, "Tanh": np.tanh}
+NUMPY = {"Exp": np.exp, "Tanh": np.tanh, "Log": np.log}
 
 
 def accuracy_and_speed(samples: int, seed: int) -> None:
@@ -87,16 +88,17 @@ def accuracy_and_speed(samples: int, seed: int) -> None:
             rounded = exact.astype(np.float32)
             ulp = np.spacing(np.abs(rounded)).astype(np.float64)
             error = np.abs(actual.astype(np.float64) - exact) / np.where(np.isinf(ulp), 1, ulp)
-        error = np.where(actual == rounded, 0.0, error)
+        error = np.where((actual == rounded) | (np.isnan(actual) & np.isnan(rounded)), 0.0, error)
         worst = int(np.argmax(error))
         fast = _kernel(op_type.lower(), timed.size)
-        ours = _median_ns(lambda: fast(timed), timed.size)
+        inputs = np.abs(timed) if op_type == "Log" else timed  # in its domain
+        ours = _median_ns(lambda run=fast, data=inputs: run(data), timed.size)
         line = (
             f"{op_type:5s} max error {error[worst]:.2f} ulp (at {x[worst]!r}), "
             f"mean {error.mean():.3f} ulp | strato {ours:.2f} ns/element"
         )
         if op_type in NUMPY:
-            theirs = _median_ns(lambda op=NUMPY[op_type]: op(timed), timed.size)
+            theirs = _median_ns(lambda op=NUMPY[op_type], data=inputs: op(data), timed.size)
             line += f", numpy {theirs:.2f} ns/element"
         print(line, flush=True)
 
@@ -216,6 +218,14 @@ def fit() -> None:
 
     show("TANH_SMALL", minimax_polynomial(
         tanh_over_x, [2 * k for k in range(1, 7)], lambda x: 0 * x + 1, 0, vm.TANH_SPLIT
+    ))  # fmt: skip
+
+    # log(1 + f) = log((1 + s) / (1 - s)), s = f / (2 + f), over m = 1 + f in
+    # [sqrt(1/2), sqrt(2)): 2 s + c3 s^3 + c5 s^5 + c7 s^7
+    bound = (math.sqrt(2) - 1) / (math.sqrt(2) + 1)
+    show("LOG_POLYNOMIAL", minimax_polynomial(
+        lambda s: float(mpmath.log((1 + mpmath.mpf(s)) / (1 - mpmath.mpf(s)))), [3, 5, 7],
+        lambda s: 2 * s, -bound, bound,
     ))  # fmt: skip
 
 

@@ -414,7 +414,7 @@ def _vectorize_run_time_innermost(module: ModuleOp, name: str, lanes: int) -> No
     (`vector_lanes`) and one of the rest; one to a run-time bound is strip-mined here,
     a serial loop over vectors of `lanes` iterations, then a serial loop over the
     iterations left over (fewer than `lanes`). Code generation makes each vectorized
-    loop whose lanes are independent vector code (exp, erf and tanh included) and runs
+    loop whose lanes are independent vector code (exp, log, erf and tanh included) and runs
     any other serially, so the values never change. The outermost loop of a nest stays
     as it is: it is the one made parallel."""
     kernel = _run_time_kernel(module, name)

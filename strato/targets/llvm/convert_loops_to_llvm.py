@@ -34,7 +34,7 @@ the llvm dialect (checked after the pass).
   `alloca` at the function entry, and a buffer whose first size is a run-time value
   comes from the workspace whatever its scope. `memref.global` constants become internal llvm globals holding
   the same dense bytes. `math` ops become LLVM intrinsics or libm calls, except exp,
-  erf and tanh of f32: inline arithmetic that vectorizes (`vector_math`).
+  log, erf and tanh of f32: inline arithmetic that vectorizes (`vector_math`).
 
 Before:
 

@@ -3,7 +3,7 @@
 Functions LLVM knows as intrinsics become `llvm.call_intrinsic` (the backend turns the
 ones without an instruction into libm calls); the others call libm directly (`expm1f`,
 `log1pf`, ...), which the JIT resolves from the C library already in the process. exp,
-erf and tanh of f32 are inline arithmetic instead (`vector_math`): no call, so the loop
+log, erf and tanh of f32 are inline arithmetic instead (`vector_math`): no call, so the loop
 around them vectorizes.
 
     %e = math.exp %x : f64   ->  %e = llvm.call_intrinsic "llvm.exp.f64"(%x) : (f64) -> f64
@@ -71,7 +71,7 @@ class LibmLowering(LLVMLoweringPattern):
 
 
 class ExpandedLowering(LLVMLoweringPattern):
-    """A math op `vector_math` computes inline for f32 (exp, erf, tanh); other types
+    """A math op `vector_math` computes inline for f32 (exp, log, erf, tanh); other types
     lower as `fallback` does."""
 
     def __init__(self, source_op: type[Operation], fallback: LLVMLoweringPattern):
@@ -210,7 +210,7 @@ def math_to_llvm_patterns() -> list[LLVMLoweringPattern]:
         *(LibmLowering(op, function) for op, function in LIBM_FUNCTIONS.items()),
     ]
     for pattern in simple:
-        # exp, erf, tanh: inline arithmetic for f32, the intrinsic or call otherwise
+        # exp, log, erf, tanh: inline arithmetic for f32, the intrinsic or call otherwise
         if vector_math.expands(pattern.source_op, Float32Type()):
             pattern = ExpandedLowering(pattern.source_op, pattern)
         patterns.append(pattern)

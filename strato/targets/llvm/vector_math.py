@@ -1,4 +1,4 @@
-"""exp, erf and tanh of f32 as inline arithmetic, on scalars or `<W x float>` vectors.
+"""exp, log, erf and tanh of f32 as inline arithmetic, on scalars or `<W x float>` vectors.
 
 LLVM has no vector form of these functions without a vector math library: it turns
 `llvm.exp.v16f32` into sixteen calls of `expf`, and `erff`/`tanhf` are always scalar
@@ -28,6 +28,11 @@ function over the whole f32 range, rounding of every step included:
   3/3 in a, and exp(-a^2) corrected by the rounding error of a^2 (its fma residual).
 - tanh (1.04 ulp), on a = min(|x|, 9.1) (tanh(9.1) rounds to 1) and signed at the end:
   below 0.75, a + a t P(t) with P of degree 5; above, 1 - 2 / (exp(2a) + 1).
+- log (0.93 ulp): x = m 2^k with m in [sqrt(1/2), sqrt(2)), k and m from the bits (a
+  subnormal scaled by 2^23 first); log(m) = f - s (f - z P(z)) with f = m - 1, s = f /
+  (2 + f), z = s^2 and P of degree 2 in z (log(m) = 2 atanh(s)); plus k ln 2 in two
+  parts. Its special cases (+-0, +inf, negatives, NaN) are told apart on the bits and
+  taken lane by lane (`_Emitter.choose`).
 
 The two branches of erf and tanh are both computed and blended with a weight that is
 exactly 0 or 1 (a clamped step, no compare and select). NaN propagates (the clamps are
@@ -37,6 +42,7 @@ exactly 0 or 1 (a clamped step, no compare and select). NaN propagates (the clam
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from xdsl.dialects import llvm
@@ -87,6 +93,18 @@ TANH_SMALL = (
     0.001736935111694038,
 )
 """tanh(a) = a + a t (p1 + p2 t + ...) on a < TANH_SPLIT, t = a^2: p1, p2, ..."""
+
+LOG_POLYNOMIAL = (0.6666677594184875, 0.39977574348449707, 0.29870936274528503)
+"""log((1 + s) / (1 - s)) = 2 s + s z (c3 + c5 z + c7 z^2) on |s| <= (sqrt 2 - 1) /
+(sqrt 2 + 1), z = s^2: c3, c5, c7."""
+
+LOG_CENTER_BITS = 0x3F3504F3
+"""The bits of sqrt(1/2) in f32: a positive float's bits minus these, shifted right by
+23, are k with its value / 2^k in [sqrt(1/2), sqrt(2))."""
+SMALLEST_NORMAL_BITS = 0x00800000
+INFINITY_BITS = 0x7F800000
+SUBNORMAL_SCALE = 8388608.0
+"""2^23: a subnormal times it is normal."""
 
 ERF_SPLIT = 0.875
 ERF_CLAMP = 4.0
@@ -175,6 +193,22 @@ class _Emitter:
         rest = self.binary(llvm.FSubOp, self.constant(1.0), weight)
         return self.fma(below, rest, self.binary(llvm.FMulOp, above, weight))
 
+    def choose(self, condition: SSAValue, if_true: SSAValue, if_false: SSAValue) -> SSAValue:
+        """`if_true` where `condition` (an integer comparison) holds, else `if_false`
+        (f32 or i32 values of the emitter's shape): a select of scalars; of vectors,
+        whose select xDSL's llvm.select does not take, the bits of each kept by the
+        comparison's lanes widened to masks."""
+        if self.lanes is None:
+            return self.add(builders.select(condition, if_true, if_false))
+        mask = self.add(builders.cast(llvm.SExtOp, condition, self.int_type))
+        floats = if_true.type != self.int_type
+        if floats:
+            if_true, if_false = (self.add(llvm.BitcastOp(v, self.int_type)) for v in (if_true, if_false))
+        kept = self.int_binary(llvm.AndOp, if_true, mask)
+        others = self.int_binary(llvm.AndOp, if_false, self.int_binary(llvm.XOrOp, mask, self.int_constant(-1)))
+        chosen = self.int_binary(llvm.OrOp, kept, others)
+        return self.add(llvm.BitcastOp(chosen, self.type)) if floats else chosen
+
     def signed_like(self, magnitude: SSAValue, x: SSAValue) -> SSAValue:
         return self.intrinsic("llvm.copysign", magnitude, x)
 
@@ -237,8 +271,43 @@ def _tanh(e: _Emitter, x: SSAValue) -> SSAValue:
     return e.signed_like(e.blend_at(a, TANH_SPLIT, small, large), x)
 
 
+def _log(e: _Emitter, x: SSAValue) -> SSAValue:
+    """log(x) = k ln 2 + log(m), x = m 2^k with m in [sqrt(1/2), sqrt(2)) read from the
+    bits (a subnormal x scaled by 2^23 first), and log(m) = log(1 + f), f = m - 1 exact,
+    as f - s (f - z P(z)), s = f / (2 + f), z = s^2: the polynomial's rounding and s's
+    only touch a correction a sixth of f at most. +-0 gives -inf, +inf itself, a
+    negative x or NaN NaN (the cases told apart by integer comparisons of the bits,
+    and taken by `choose`)."""
+    x_bits = e.add(llvm.BitcastOp(x, e.int_type))
+    tiny = e.add(builders.icmp("slt", x_bits, e.int_constant(SMALLEST_NORMAL_BITS)))
+    scaled = e.choose(tiny, e.binary(llvm.FMulOp, x, e.constant(SUBNORMAL_SCALE)), x)
+    bits = e.add(llvm.BitcastOp(scaled, e.int_type))
+    centered = e.int_binary(llvm.SubOp, bits, e.int_constant(LOG_CENTER_BITS))
+    k = e.int_binary(llvm.AShrOp, centered, e.int_constant(23))
+    m_bits = e.int_binary(llvm.SubOp, bits, e.int_binary(llvm.ShlOp, k, e.int_constant(23)))
+    m = e.add(llvm.BitcastOp(m_bits, e.type))
+    k = e.choose(tiny, e.int_binary(llvm.SubOp, k, e.int_constant(23)), k)
+    f = e.binary(llvm.FSubOp, m, e.constant(1.0))
+    s = e.binary(llvm.FDivOp, f, e.binary(llvm.FAddOp, f, e.constant(2.0)))
+    z = e.binary(llvm.FMulOp, s, s)
+    tail = e.binary(llvm.FMulOp, z, e.horner(z, LOG_POLYNOMIAL))
+    log_m = e.fma(e.add(builders.fneg(s)), e.binary(llvm.FSubOp, f, tail), f)
+    n = e.add(builders.cast(llvm.SIToFPOp, k, e.type))
+    result = e.fma(n, e.constant(LN2_HI), e.fma(n, e.constant(LN2_LO), log_m))
+    infinity = e.int_constant(INFINITY_BITS)
+    is_inf = e.add(builders.icmp("eq", x_bits, infinity))
+    result = e.choose(is_inf, e.constant(math.inf), result)
+    # +0 to +inf are the bit patterns up to inf's as unsigned; NaN and negatives above
+    valid = e.add(builders.icmp("ule", x_bits, infinity))
+    result = e.choose(valid, result, e.constant(math.nan))
+    magnitude = e.int_binary(llvm.AndOp, x_bits, e.int_constant(0x7FFFFFFF))
+    is_zero = e.add(builders.icmp("eq", magnitude, e.int_constant(0)))
+    return e.choose(is_zero, e.constant(-math.inf), result)
+
+
 _EXPANSIONS: dict[type[Operation], Callable[[_Emitter, SSAValue], SSAValue]] = {
     math_dialect.ExpOp: _exp,
+    math_dialect.LogOp: _log,
     math_dialect.ErfOp: _erf,
     math_dialect.TanhOp: _tanh,
 }

@@ -12,7 +12,7 @@ stays a scalar:
   address, a gather through a computed index at its own address;
 - float and integer arithmetic, min/max, fma and the math functions LLVM has vector
   intrinsics for become vector instructions (keeping the op's fast-math flags), exp,
-  erf and tanh of f32 the vector form of their inline arithmetic (`vector_math`); any
+  log, erf and tanh of f32 the vector form of their inline arithmetic (`vector_math`); any
   other op is computed per lane and assembled into a vector where a vector needs it.
 
 Index arithmetic stays scalar: the access analysis (`strato.schedule.access`) sees each
@@ -391,7 +391,7 @@ class _LoopVectorizer:
         operands = [self.vector(v) for v in op.operands]
         result_type = self.vector_type(op.results[0].type)
         if vector_math.expands(type(op), result_type):
-            # exp, erf, tanh of f32 inline: LLVM would call the scalar function per lane
+            # exp, log, erf, tanh of f32 inline: LLVM would call the scalar function per lane
             ops, result = vector_math.expand(type(op), operands[0])
             for expanded in ops:
                 self.emit(expanded)

@@ -187,6 +187,22 @@ func.func @inline_math(%x: f32) -> f32 {
   func.return %t : f32
 }
 
+// log of f32 too: k and m from the bits (k the exponent of x over sqrt(1/2)), the
+// polynomial in s = f / (2 + f), k ln 2 added; +-0, +inf, negatives and NaN taken from
+// the bits.
+// CHECK-LABEL: llvm.func @inline_log(%x{{.*}}: f32) -> f32 {
+// CHECK-NOT:     llvm.call @
+// CHECK:         llvm.bitcast %x{{.*}} : f32 to i32
+// CHECK:         llvm.ashr
+// CHECK:         llvm.fdiv
+// CHECK:         llvm.sitofp
+// CHECK-NOT:     llvm.call @
+// CHECK:         llvm.return
+func.func @inline_log(%x: f32) -> f32 {
+  %l = math.log %x : f32
+  func.return %l : f32
+}
+
 // Global-scope buffers are taken from the runtime's workspace and given back to it
 // with their size (kept for the next call); a small local buffer is one alloca at the
 // function entry and its dealloc disappears. A copy is a memcpy.
