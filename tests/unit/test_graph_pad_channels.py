@@ -28,14 +28,18 @@ PASS = "graph-pad-channels{multiple=4 min_multiple=4 max_extra_percent=100}"
         (230, 240),  # R(2+1)D's first 128-channel block
         (921, 928),
         (29, 32),
-        (24, None),  # blocks of 8 divide it
+        (1000, 1008),  # SqueezeNet's classifier: blocks of 8 divide it, 0.8% added
+        (120, 128),
+        (24, None),  # blocks of 8 divide it, and 32 would add 33%
         (40, None),
         (20, None),  # 32 would add 60%
         (16, None),
     ],
 )
 def test_the_channels_a_convolution_is_padded_to(channels: int, padded: int | None):
-    assert padded_channels(channels, 16, 8, 12) == padded
+    assert padded_channels(channels, 16, 8, 12, 12) == padded
+    if channels % 8 == 0:  # a narrow bound of 0 leaves channels blocks of 8 divide
+        assert padded_channels(channels, 16, 8, 12, 0) is None
 
 
 @given(

@@ -1,4 +1,6 @@
 // RUN: strato-opt %s --split-input-file -p 'graph-pad-channels{multiple=4 min_multiple=4 max_extra_percent=100}' | filecheck %s
+// RUN: strato-opt %s --split-input-file -p 'graph-pad-channels{multiple=8 min_multiple=4 max_extra_percent=0 narrow_extra_percent=50}' | filecheck %s --check-prefix=NARROW
+// RUN: strato-opt %s --split-input-file -p 'graph-pad-channels{multiple=8 min_multiple=4 max_extra_percent=0 narrow_extra_percent=0}' | filecheck %s --check-prefix=KEPT
 
 // Six output channels become eight: the weight gains two rows of zeros and the bias two
 // zeros; the ReLU and the convolution after it take the padded tensor (the second
@@ -93,4 +95,27 @@ func.func @unchanged(%x: tensor<1x4x2x2xf32>, %v: tensor<6x4x1x1xf32>) -> (tenso
   %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x4x2x2xf32>, tensor<8x4x1x1xf32>) -> tensor<1x8x2x2xf32>
   %z = graph.conv %x, %v strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x4x2x2xf32>, tensor<6x4x1x1xf32>) -> tensor<1x6x2x2xf32>
   func.return %y, %z : tensor<1x8x2x2xf32>, tensor<1x6x2x2xf32>
+}
+
+// -----
+
+// Twelve channels, which blocks of 4 (min_multiple) divide: narrower vectors than
+// blocks of 8. They are padded to 16 within narrow_extra_percent (33% of 50%), and left
+// as they are with it 0; six channels, which no block of 4 divides, are not padded
+// beyond max_extra_percent (0).
+// CHECK-LABEL:  func.func @narrow
+// NARROW-LABEL: func.func @narrow
+// NARROW:         %y = graph.conv {{.*}} -> tensor<1x16x2x2xf32>
+// NARROW:         graph.slice %y {{.*}} -> tensor<1x12x2x2xf32>
+// NARROW:         %z = graph.conv {{.*}} -> tensor<1x6x2x2xf32>
+// KEPT-LABEL:     func.func @narrow
+// KEPT-NOT:       graph.slice
+// KEPT:           %y = graph.conv {{.*}} -> tensor<1x12x2x2xf32>
+// KEPT:           %z = graph.conv {{.*}} -> tensor<1x6x2x2xf32>
+func.func @narrow(%x: tensor<1x4x2x2xf32>) -> (tensor<1x12x2x2xf32>, tensor<1x6x2x2xf32>) {
+  %w = graph.constant dense<0.5> : tensor<12x4x1x1xf32>
+  %y = graph.conv %x, %w strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x4x2x2xf32>, tensor<12x4x1x1xf32>) -> tensor<1x12x2x2xf32>
+  %v = graph.constant dense<0.5> : tensor<6x4x1x1xf32>
+  %z = graph.conv %x, %v strides [1, 1] padding [0, 0, 0, 0] dilations [1, 1] groups 1 layout "NCHW" kernel_layout "OIHW" : (tensor<1x4x2x2xf32>, tensor<6x4x1x1xf32>) -> tensor<1x6x2x2xf32>
+  func.return %y, %z : tensor<1x12x2x2xf32>, tensor<1x6x2x2xf32>
 }
