@@ -782,6 +782,22 @@ def test_rows_of_a_table_at_the_positions_compile_once():
         np.testing.assert_array_equal(model(x)[0], reference(proto, x)[0])
 
 
+def test_pinning_one_input_pins_the_sizes_it_shares():
+    """input_shapes that pin one input (x [2, 3, 32]) pin its named sizes (batch,
+    sequence) in every input that has them (r): a static compile of those sizes, as
+    `strato run MODEL --input-shapes 'input_ids:[4,64]'` asks; two inputs that give one
+    size two values are an error naming both."""
+    from strato.diagnostics import ModelImportError
+
+    proto = encoder_block()
+    model = strato.compile(proto, cache=False, input_shapes={"x": [2, 3, 32]})
+    assert isinstance(model, LLVMCompiledModel) and not model.signature.is_dynamic
+    x, r = (RNG.standard_normal((2, 3, 32)).astype(np.float32) for _ in range(2))
+    np.testing.assert_allclose(model(x, r)[0], reference(proto, x, r)[0], rtol=1e-5, atol=1e-5)
+    with pytest.raises(ModelImportError, match="gives dimension 'batch' two sizes: 2 in 'x' and 4 in 'r'"):
+        strato.compile(proto, cache=False, input_shapes={"x": [2, 3, 32], "r": [4, 3, 32]})
+
+
 def test_the_saved_model_and_the_c_header_take_the_sizes(tmp_path):
     model = strato.compile(encoder_block(), cache=False, name="encoder", run_time_dims=True)
     header = model.c_header()

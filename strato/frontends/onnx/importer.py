@@ -522,6 +522,7 @@ class _GraphImporter:
             )
         model = onnx.ModelProto()
         model.CopyFrom(self.model)
+        pinned: dict[str, tuple[int, str]] = {}  # a dim_param's size, and the input giving it
         for value in model.graph.input:
             if value.name not in self.input_shapes or sequences.is_structured(value.type):
                 continue  # a sequence's or optional's structure is read with its type
@@ -531,12 +532,36 @@ class _GraphImporter:
                     f"{self.input_shapes[value.name]!r}: it is a tensor, not a sequence"
                 )
             shape = value.type.tensor_type.shape
+            given = [int(size) for size in self.input_shapes[value.name]]
+            if len(shape.dim) == len(given):
+                for dim, size in zip(shape.dim, given):
+                    if dim.HasField("dim_param") and dim.dim_param:
+                        self._pin(pinned, dim.dim_param, size, value.name)
             shape.ClearField("dim")
-            for size in self.input_shapes[value.name]:
-                shape.dim.add().dim_value = int(size)
+            for size in given:
+                shape.dim.add().dim_value = size
+        # the other inputs' dimensions of the sizes pinned (input_ids [4, 64] pins the
+        # attention mask's [batch, sequence] too)
+        for value in model.graph.input:
+            if value.name in self.input_shapes or not value.type.HasField("tensor_type"):
+                continue
+            for dim in value.type.tensor_type.shape.dim:
+                if dim.HasField("dim_param") and dim.dim_param in pinned:
+                    dim.dim_value = pinned[dim.dim_param][0]
         self.model = model
         self.graph = model.graph
         self.inputs = [i for i in self.graph.input if i.name not in self.initializers]
+
+    def _pin(self, pinned: dict[str, tuple[int, str]], name: str, size: int, by: str) -> None:
+        """Record that input_shapes gives dimension `name` the size `size` (in input
+        `by`); an error when another input gives it another size."""
+        if name in pinned and pinned[name][0] != size:
+            other, where = pinned[name]
+            raise self.error(
+                f"input_shapes gives dimension '{name}' two sizes: {other} in '{where}' "
+                f"and {size} in '{by}'"
+            )
+        pinned.setdefault(name, (size, by))
 
     def _input_arguments(self, value: onnx.ValueInfoProto) -> list[tuple[str, TensorType]]:
         """The function arguments of a graph input: one tensor, or the tensors of a
