@@ -267,8 +267,8 @@ def test_products_of_merged_heads_compile_once():
     """Attention written with torch's bmm, as older exports of DeBERTa and BART do: q
     and k of [batch, 2, sequence, 16] reshaped to [-1, sequence, 16] (batch and heads
     merged), k transposed, scaled by a Div, multiplied (a MatMul of two merged tensors),
-    biased, put through Softmax, multiplied by v and reshaped back. Compiled once, equal
-    to onnxruntime."""
+    biased, put through Softmax, multiplied by q again (as the values) and reshaped
+    back. Compiled once, equal to onnxruntime."""
     rng = np.random.default_rng(8)
     node = helper.make_node
     nodes = [

@@ -26,6 +26,7 @@ from strato.dialects import graph
 from strato.dialects.graph import MAX_SPATIAL_RANK, static_shape, window_extent
 from strato.dialects.tensor_types import element_type_of, numpy_dtype
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
+from strato.frontends.onnx.shape_values import StaticShapesOnly
 
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
@@ -174,8 +175,6 @@ def _pointwise_product(
     groups, positions], reshaped back to [N, O, *S] (graph.conv takes no run-time
     dimensions). The positions are S, of one run-time dimension at most (the others
     of size 1) or of static ones."""
-    from strato.frontends.onnx.shape_values import StaticShapesOnly
-
     shape = ctx.shape(0)
     batch, channels, spatial = shape[0], shape[1], list(shape[2:])
     run_time = [size for size in spatial if size < 0]
