@@ -345,7 +345,7 @@ def run_primitive(
                 extents = tuple(
                     e if isinstance(e, int) else values[e] for e in op.reduce_bounds()
                 )
-            tensors[op.result] = evaluate_stage(op, tensors, shape, extents)
+            tensors[op.result] = evaluate_stage(op, tensors, shape, extents, values)
     return [tensors[v].copy() for v in primitive.output.values]
 
 
@@ -412,10 +412,11 @@ def evaluate_stage(
     tensors: dict[SSAValue, np.ndarray],
     shape: Sequence[int] | None = None,
     extents: Sequence[int] | None = None,
+    sizes: Mapping[SSAValue, int] | None = None,
 ) -> np.ndarray:
     """All elements of one stage, given the arrays of the tensors it reads (`shape`: its
     result's, when it has run-time dimensions; `extents`: a reduction's, when it has
-    run-time extents)."""
+    run-time extents; `sizes`: the primitive's run-time sizes, which its body may read)."""
     shape = tuple(stage.tensor_type.get_shape() if shape is None else shape)
     extents = tuple(stage.reduce_extents() if extents is None else extents)
     element_type = stage.tensor_type.element_type
@@ -426,7 +427,7 @@ def evaluate_stage(
         return np.asarray(elements_from_scalars(init, element_type), dtype=dtype).reshape(shape)
     result = np.empty(shape, dtype=dtype)
     if not shape:
-        values = _evaluate_block(stage, tensors, (), extents, shape=shape)
+        values = _evaluate_block(stage, tensors, (), extents, shape=shape, sizes=sizes)
         result[()] = elements_from_scalars(values, element_type)
         return result
     # Slices along the first axis, and for a reduction along its first reduction axis
@@ -437,7 +438,7 @@ def evaluate_stage(
     for start in range(0, shape[0], rows):
         stop = min(start + rows, shape[0])
         if not isinstance(stage, te.ReduceOp) or not extents:
-            values = _evaluate_block(stage, tensors, (start, stop), extents, shape=shape)
+            values = _evaluate_block(stage, tensors, (start, stop), extents, shape=shape, sizes=sizes)
             result[start:stop] = elements_from_scalars(values, element_type)
             continue
         inner = (stop - start) * prod(shape[1:]) * prod(extents[1:])
@@ -445,7 +446,7 @@ def evaluate_stage(
         acc = None
         for first in range(0, extents[0], chunk):
             part = (first, min(first + chunk, extents[0]))
-            values = _evaluate_block(stage, tensors, (start, stop), extents, part, shape)
+            values = _evaluate_block(stage, tensors, (start, stop), extents, part, shape, sizes)
             acc = _fold_leading(stage, values, len(extents), acc)
         assert acc is not None
         result[start:stop] = acc
@@ -459,6 +460,7 @@ def _evaluate_block(
     extents: tuple[int, ...],
     first_reduction: tuple[int, int] | None = None,
     shape: Sequence[int] | None = None,
+    sizes: Mapping[SSAValue, int] | None = None,
 ) -> np.ndarray:
     """The stage's values for result rows first_axis[0]..first_axis[1] (all rows when
     the result is rank 0); of a reduction, folded from `init` (rank 0) or, with
@@ -475,7 +477,9 @@ def _evaluate_block(
     position = list(range(len(grid_shape)))
     if first_reduction is not None:
         position = [len(extents) + n for n in range(len(shape))] + list(range(len(extents)))
-    env: dict[SSAValue, np.ndarray] = {}
+    env: dict[SSAValue, np.ndarray] = {
+        size: np.asarray(value, dtype=np.int64) for size, value in (sizes or {}).items()
+    }
     for axis, arg in enumerate(stage.body.block.args):
         broadcast_shape = [1] * len(grid_shape)
         broadcast_shape[position[axis]] = grid_shape[axis]

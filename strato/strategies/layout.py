@@ -17,6 +17,7 @@ from xdsl.ir import Operation, SSAValue
 from strato.dialects import graph, te
 from strato.strategies import strategy
 from strato.strategies.builder import (
+    Extent,
     PrimitiveBuilder,
     ScalarBuilder,
     broadcast_indices,
@@ -56,15 +57,24 @@ def index_affine(s: ScalarBuilder, value: SSAValue, scale: int, offset: int) -> 
     return index_offset(s, value, offset)
 
 
-def index_clamp(s: ScalarBuilder, value: SSAValue, low: int | None, high: int | None) -> SSAValue:
-    """value clamped into [low, high] (either bound may be omitted)."""
+def index_clamp(
+    s: ScalarBuilder, value: SSAValue, low: int | None, high: int | SSAValue | None
+) -> SSAValue:
+    """value clamped into [low, high] (either bound may be omitted; `high` an index
+    value when it is computed from a run-time size)."""
     if low is not None:
         bound = s.index(low)
         value = s.index_select(s.index_cmp("slt", value, bound), bound, value)
     if high is not None:
-        bound = s.index(high)
+        bound = s.index(high) if isinstance(high, int) else high
         value = s.index_select(s.index_cmp("sgt", value, bound), bound, value)
     return value
+
+
+def index_extent(s: ScalarBuilder, extent: Extent) -> SSAValue:
+    """A dimension's size as an index value: a constant, or its run-time size (the
+    primitive's `te.size`, which a stage body reads like any outer value)."""
+    return s.index(extent) if isinstance(extent, int) else extent
 
 
 def _stage_name(op: Operation) -> str:
@@ -327,11 +337,16 @@ def pad(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list
                 continue
             position = index_offset(s, i, -low)
             if mode == graph.PadMode.CONSTANT:
-                if low:
+                # a shift (low + high = 0) reads before the start only when low > 0,
+                # past the end only when high > 0
+                if low > 0:
                     inside.append(s.index_cmp("sge", position, s.index(0)))
-                if high:
-                    inside.append(s.index_cmp("slt", position, s.index(dim)))
-                position = index_clamp(s, position, 0 if low else None, dim - 1 if high else None)
+                if high > 0:
+                    inside.append(s.index_cmp("slt", position, index_extent(s, dim)))
+                last = None
+                if high > 0:
+                    last = dim - 1 if isinstance(dim, int) else s.index_sub(dim, s.index(1))
+                position = index_clamp(s, position, 0 if low > 0 else None, last)
             elif mode == graph.PadMode.EDGE:
                 position = index_clamp(s, position, 0 if low else None, dim - 1 if high else None)
             elif mode == graph.PadMode.REFLECT:

@@ -335,10 +335,10 @@ def cumulative(
 
     def term(s: ScalarBuilder, idx: list[SSAValue], k: list[SSAValue]) -> SSAValue:
         position = k[0]
-        if op.is_reverse and isinstance(size, int):
-            # (along a run-time axis, integers only: they combine to the same result
-            # in the forward order, the verifier says)
-            position = s.index_sub(s.index(size - 1), position)
+        if op.is_reverse:
+            # from the last element (along a run-time axis, its te.size less one)
+            last = s.index(size - 1) if isinstance(size, int) else s.index_sub(size, s.index(1))
+            position = s.index_sub(last, position)
         value = s.read(x, [*idx[:axis], position, *idx[axis + 1 :]])
         included = s.index_cmp(predicate, position, idx[axis])
         return s.select(included, value, s.const(op.IDENTITY, value.type))

@@ -479,7 +479,7 @@ RUN_TIME_BINARY = (graph.AddOp, graph.SubOp, graph.MulOp, graph.MaximumOp)
 RUN_TIME_KINDS = (
     "unary", "binary", "softmax", "reduce", "layer_norm", "dense", "matmul", "transpose", "gram",
     "reshape", "unit_reshape", "embedding", "positions", "where", "split", "scores", "attend",
-    "concat", "running",
+    "concat", "running", "shift",
 )  # fmt: skip
 
 
@@ -584,9 +584,16 @@ def run_time_graph_programs(
             block.add_op(negated)
             op = graph.ConcatOp([x, negated.result], len(shape) - 1)
         elif kind == "running" and shape:
-            # a running sum along the run-time dimension (or back along a static one)
+            # a running sum, forward or back, along the run-time dimension or a static one
             axis = draw(st.integers(0, len(shape) - 1))
-            op = graph.CumSumOp(x, axis, draw(st.booleans()), axis > 0 and draw(st.booleans()))
+            op = graph.CumSumOp(x, axis, draw(st.booleans()), draw(st.booleans()))
+        elif kind == "shift" and shape:
+            # a run-time dimension shifted (x[1:] padded back at the end is a shift by
+            # -1), the static ones padded, with zeros or another constant
+            low = [draw(st.integers(-3, 3)) if d < 0 else draw(st.integers(0, 2)) for d in shape]
+            high = [-lo if d < 0 else draw(st.integers(0, 2)) for lo, d in zip(low, shape)]
+            value = draw(st.sampled_from([None, -1.5]))
+            op = graph.PadOp(x, low, high, graph.PadMode.CONSTANT, value)
         elif kind == "where" and shape:
             # x where it is above a constant that broadcasts, else another
             positive = graph.GreaterOp(x, constant([1]))

@@ -446,6 +446,12 @@ def _pad(b: ProgramBuilder) -> Operation:
     low = [amount(d) for d in s]
     high = [amount(d) for d in s]
     value = b.draw(st.sampled_from([0.0, -1.5])) if mode == graph.PadMode.CONSTANT else None
+    if mode == graph.PadMode.CONSTANT:
+        # a shift of each dimension, keeping its size (low + high = 0)
+        for d, dim in enumerate(s):
+            if b.draw(st.booleans()):
+                low[d] = b.draw(st.integers(-dim - 1, dim + 1))
+                high[d] = -low[d]
     return graph.PadOp(x, low, high, mode, value)
 
 

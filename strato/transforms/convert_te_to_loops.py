@@ -377,11 +377,13 @@ def lower_stage_body(
     indices: Sequence[SSAValue],
     buffers: dict[SSAValue, SSAValue],
     builder: Builder,
+    sizes: Mapping[SSAValue, SSAValue] | None = None,
 ) -> SSAValue:
     """Emit the scalar ops of a stage body for one element, its index arguments bound to
-    `indices`; `te.read` becomes `memref.load` of the tensor's buffer. The yielded
-    value."""
-    mapping: dict[SSAValue, SSAValue] = dict(zip(stage.body.block.args, indices))
+    `indices` and the primitive's run-time sizes it reads (a bounds test of a shifted
+    position) to `sizes` (te.size values -> the kernel's index arguments); `te.read`
+    becomes `memref.load` of the tensor's buffer. The yielded value."""
+    mapping: dict[SSAValue, SSAValue] = {**(sizes or {}), **dict(zip(stage.body.block.args, indices))}
     for op in stage.body.block.ops:
         if isinstance(op, te.YieldOp):
             return mapping[op.value]
@@ -434,7 +436,7 @@ class ComputeOpLowering:
         nest = _spatial_nest(op, builder, spatial, sizes=sizes)
         indices = nest.ivs[: len(spatial)]
         body = nest.body
-        value = lower_stage_body(op, indices, buffers, body)
+        value = lower_stage_body(op, indices, buffers, body, sizes)
         store_element(body, value, dest, indices, op.tensor_type.element_type)
         return nest.loops[0]
 
@@ -503,7 +505,7 @@ class ReduceOpLowering:
         bounds = _mapped_extents(op.reduce_bounds(), sizes or {})
         reduction = LoopNest.build(nest.body, list(zip(reduce, bounds)), op.stage.data, REDUCTION_ATTR)
         body = reduction.body
-        value = lower_stage_body(op, [*indices, *reduction.ivs], buffers, body)
+        value = lower_stage_body(op, [*indices, *reduction.ivs], buffers, body, sizes)
         acc = load_element(body, dest, indices, element_type)
         _set_name(acc, "acc")
         combined = body.insert(combine_op(op.kind.data, element_type, acc, value))

@@ -472,11 +472,20 @@ class PadOp(LayoutOp):
     (the `value`, default 0), `reflect` (mirrored at the edge, pads < dimension),
     `edge` (the nearest edge element) or `wrap` (periodic repetition).
 
+    In constant mode one pad of a dimension may be negative when the other makes up
+    for it (low + high = 0): the dimension keeps its size and its elements shift by
+    `low`, those shifted out dropped and those shifted in the `value`. This is how a
+    dimension of run-time size is padded (`x[:, 1:]` padded back to its length by one
+    at the end is low -1, high 1); its pads are 0 otherwise.
+
         %p = graph.pad %a low [0, 1] high [0, 2] mode "constant" value 5.000000e-01 : (tensor<2x3xf32>) -> tensor<2x6xf32>
         %q = graph.pad %a low [1, 1] high [1, 1] mode "reflect" : (tensor<2x3xf32>) -> tensor<4x5xf32>
+        %s = graph.pad %b low [0, -1, 0] high [0, 1, 0] mode "constant" : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
     """
 
     name = "graph.pad"
+    # a run-time dimension keeps its size (pads of 0, or a shift)
+    RUN_TIME_DIMS: ClassVar[bool] = True
 
     input = operand_def(AnyTensor)
     low = prop_def(DenseArrayBase.constr(i64))
@@ -548,9 +557,15 @@ class PadOp(LayoutOp):
                 f"dimensions, got {len(low)} and {len(high)}"
             )
         for d, (dim, lo, hi) in enumerate(zip(shape, low, high)):
-            if lo < 0 or hi < 0:
+            if (lo < 0 or hi < 0) and (lo + hi != 0 or mode != PadMode.CONSTANT):
                 raise VerifyException(
-                    f"'graph.pad' pads of dimension {d} must be >= 0, got {lo} and {hi}"
+                    f"'graph.pad' pads of dimension {d} must be >= 0, or sum to 0 in "
+                    f"constant mode (a shift), got {lo} and {hi}"
+                )
+            if dim < 0 and lo + hi != 0:
+                raise VerifyException(
+                    f"'graph.pad' dimension {d} is of run-time size: its pads must be 0, "
+                    f"or sum to 0 in constant mode (a shift), got {lo} and {hi}"
                 )
             if (lo or hi) and mode != PadMode.CONSTANT and dim == 0:
                 raise VerifyException(
@@ -561,15 +576,29 @@ class PadOp(LayoutOp):
                     f"'graph.pad' reflect pads of dimension {d} ({lo}, {hi}) must be "
                     f"smaller than the dimension {dim}"
                 )
-        return tuple(d + lo + hi for d, lo, hi in zip(shape, low, high))
+        return tuple(d if d < 0 else d + lo + hi for d, lo, hi in zip(shape, low, high))
+
+    def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        shape = static_shape(self.input)
+        return {(0, d): [(0, d)] for d, size in enumerate(shape) if size < 0}
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         x = inputs[0]
         widths = list(zip(self.low_values, self.high_values))
-        if self.pad_mode == PadMode.CONSTANT:
-            value = np.asarray(self.pad_value).astype(x.dtype)
-            return [np.pad(x, widths, mode="constant", constant_values=value)]
-        return [np.pad(x, widths, mode=self.pad_mode.value)]
+        if self.pad_mode != PadMode.CONSTANT:
+            return [np.pad(x, widths, mode=self.pad_mode.value)]
+        value = np.asarray(self.pad_value).astype(x.dtype)
+        for d, (lo, hi) in enumerate(widths):
+            if lo < 0 or hi < 0:  # a shift: result[i] = x[i - lo] where that exists
+                widths[d] = (0, 0)
+                if x.shape[d] == 0:
+                    continue
+                source = np.arange(x.shape[d]) - lo
+                inside = (source >= 0) & (source < x.shape[d])
+                shifted = np.take(x, np.clip(source, 0, x.shape[d] - 1), axis=d)
+                mask = inside.reshape([-1 if a == d else 1 for a in range(x.ndim)])
+                x = np.where(mask, shifted, value).astype(x.dtype)
+        return [np.pad(x, widths, mode="constant", constant_values=value)]
 
 
 class _AxisIndexedOp(LayoutOp):

@@ -17,7 +17,6 @@ from xdsl.dialects.builtin import (
     I64,
     DenseArrayBase,
     IntegerAttr,
-    IntegerType,
     TensorType,
     UnitAttr,
     i64,
@@ -417,7 +416,7 @@ class CumulativeOp(GraphOp):
     RUNNING: ClassVar = staticmethod(np.cumsum)
     IDENTITY: ClassVar[int] = 0
     # run-time dimensions anywhere (RoBERTa's position ids: a running count of the
-    # tokens along the sequence), but for a reverse combination of floats along one
+    # tokens along the sequence)
     RUN_TIME_DIMS: ClassVar[bool] = True
 
     T: ClassVar = VarConstraint("T", AnyTensor)
@@ -468,14 +467,6 @@ class CumulativeOp(GraphOp):
         if not 0 <= self.axis_value < len(shape):
             raise VerifyException(
                 f"'{self.name}' axis {self.axis_value} is out of range for rank {len(shape)}"
-            )
-        element = getattr(self.input.type, "element_type", None)
-        if self.is_reverse and shape[self.axis_value] < 0 and not isinstance(element, IntegerType):
-            # integers combine in any order to the same result (they wrap); floats in
-            # reverse start from the last element, which a run-time size hides
-            raise VerifyException(
-                f"'{self.name}' runs in reverse along a dimension of run-time size over "
-                f"integers only, got {self.input.type}"
             )
         return shape
 

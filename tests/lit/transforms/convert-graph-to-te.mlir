@@ -155,3 +155,28 @@ func.func @positions(%ids: tensor<?x?xi64> {graph.sizes = ["batch", "seq"]}, %t:
   %e = graph.gather %t, %ids axis 0 : (tensor<5x4xf32>, tensor<?x?xi64>) -> tensor<?x?x4xf32>
   func.return %p, %e : tensor<?xi64>, tensor<?x?x4xf32>
 }
+
+// -----
+
+// A shift along a run-time dimension: the body reads the primitive's te.size to test
+// and clamp the shifted position.
+// CHECK-LABEL: te.primitive @pad_0 {
+// CHECK-NEXT:    %batch = te.size "batch" : index
+// CHECK-NEXT:    %seq = te.size "seq" : index
+// CHECK-NEXT:    %x = te.placeholder "x" sizes(%batch, %seq) : tensor<?x?x8xf32>
+// CHECK-NEXT:    %a = te.compute "pad" (%i, %j, %l) sizes(%batch, %seq) : tensor<?x?x8xf32> {
+// CHECK-NEXT:      %0 = arith.constant 1 : index
+// CHECK-NEXT:      %1 = arith.addi %j, %0 : index
+// CHECK-NEXT:      %2 = arith.cmpi slt, %1, %seq : index
+// CHECK-NEXT:      %3 = arith.constant 1 : index
+// CHECK-NEXT:      %4 = arith.subi %seq, %3 : index
+// CHECK-NEXT:      %5 = arith.cmpi sgt, %1, %4 : index
+// CHECK-NEXT:      %6 = arith.select %5, %4, %1 : index
+// CHECK-NEXT:      %7 = te.read %x[%i, %6, %l] : tensor<?x?x8xf32>
+// CHECK-NEXT:      %8 = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:      %9 = arith.select %2, %7, %8 : f32
+// CHECK-NEXT:      te.yield %9 : f32
+func.func @shift(%x: tensor<?x?x8xf32> {graph.sizes = ["batch", "seq"]}) -> tensor<?x?x8xf32> {
+  %a = graph.pad %x low [0, -1, 0] high [0, 1, 0] mode "constant" : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  func.return %a : tensor<?x?x8xf32>
+}

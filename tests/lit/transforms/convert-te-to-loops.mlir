@@ -387,6 +387,30 @@ te.primitive @run_time_sizes {
   te.output %r : tensor<?x?xf32>
 }
 
+// A stage body may read its primitive's run-time sizes (a shift's bounds test): they
+// become the kernel's size arguments there too.
+// CHECK-LABEL: func.func @body_reads_a_size(
+// CHECK:           loop.for %j = 0 to %n axis "j" attributes {stage = "next"} {
+// CHECK-NEXT:        %[[ONE:.*]] = arith.constant 1 : index
+// CHECK-NEXT:        %[[AT:.*]] = arith.addi %j, %[[ONE]] : index
+// CHECK-NEXT:        %[[IN:.*]] = arith.cmpi slt, %[[AT]], %n : index
+te.primitive @body_reads_a_size {
+  %n = te.size "n" : index
+  %x = te.placeholder "x" sizes(%n) : tensor<?xf32>
+  %r = te.compute "next" (%j) sizes(%n) : tensor<?xf32> {
+    %one = arith.constant 1 : index
+    %at = arith.addi %j, %one : index
+    %in = arith.cmpi slt, %at, %n : index
+    %last = arith.subi %n, %one : index
+    %clamped = arith.minsi %at, %last : index
+    %v = te.read %x[%clamped] : tensor<?xf32>
+    %z = arith.constant 0.0 : f32
+    %s = arith.select %in, %v, %z : f32
+    te.yield %s : f32
+  }
+  te.output %r : tensor<?xf32>
+}
+
 // A function over tensors of run-time sizes takes each size, by the name its arguments
 // give it (te.sizes), after its buffers (loop.size), and each call passes its
 // primitive the sizes it takes. Its intermediates are views of one arena of run-time

@@ -236,9 +236,25 @@ func.func @pad_lengths(%a: tensor<4xf32>) -> tensor<6xf32> {
 // -----
 
 func.func @pad_negative(%a: tensor<4xf32>) -> tensor<3xf32> {
-  // expected-error @+1 {{'graph.pad' pads of dimension 0 must be >= 0, got -1 and 0}}
+  // expected-error @+1 {{'graph.pad' pads of dimension 0 must be >= 0, or sum to 0 in constant mode (a shift), got -1 and 0}}
   %p = graph.pad %a low [-1] high [0] mode "constant" : (tensor<4xf32>) -> tensor<3xf32>
   func.return %p : tensor<3xf32>
+}
+
+// -----
+
+func.func @pad_shift_edge(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'graph.pad' pads of dimension 0 must be >= 0, or sum to 0 in constant mode (a shift), got -1 and 1}}
+  %p = graph.pad %a low [-1] high [1] mode "edge" : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %p : tensor<4xf32>
+}
+
+// -----
+
+func.func @pad_run_time(%a: tensor<?xf32>) -> tensor<?xf32> {
+  // expected-error @+1 {{'graph.pad' dimension 0 is of run-time size: its pads must be 0, or sum to 0 in constant mode (a shift), got 1 and 0}}
+  %p = graph.pad %a low [1] high [0] mode "constant" : (tensor<?xf32>) -> tensor<?xf32>
+  func.return %p : tensor<?xf32>
 }
 
 // -----

@@ -76,6 +76,19 @@ func.func @slice_pad(%a: tensor<20x10xf32>) -> tensor<10x10xf32> {
   func.return %s : tensor<10x10xf32>
 }
 
+// A shift: one pad of a dimension negative, the other making up for it (low + high =
+// 0); the only pads a run-time dimension takes.
+// CHECK-LABEL: func.func @shift
+// CHECK-NEXT:    %s = graph.pad %a low [0, -1] high [0, 1] mode "constant" : (tensor<?x8xf32>) -> tensor<?x8xf32>
+// CHECK-NEXT:    %t = graph.pad %a low [2, 1] high [-2, 0] mode "constant" value 1.500000e+00 : (tensor<?x8xf32>) -> tensor<?x9xf32>
+// CHECK-NEXT:    %u = graph.pad %c low [-3] high [3] mode "constant" : (tensor<4xf32>) -> tensor<4xf32>
+func.func @shift(%a: tensor<?x8xf32> {graph.sizes = ["n"]}, %c: tensor<4xf32>) -> tensor<?x8xf32> {
+  %s = graph.pad %a low [0, -1] high [0, 1] mode "constant" : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %t = graph.pad %a low [2, 1] high [-2, 0] mode "constant" value 1.5 : (tensor<?x8xf32>) -> tensor<?x9xf32>
+  %u = graph.pad %c low [-3] high [3] mode "constant" : (tensor<4xf32>) -> tensor<4xf32>
+  func.return %s : tensor<?x8xf32>
+}
+
 // CHECK-LABEL: func.func @gather_broadcast
 // CHECK-NEXT:    %g = graph.gather %data, %idx axis 0 : (tensor<5x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
 // CHECK-NEXT:    %h = graph.gather %data, %mat axis 1 : (tensor<5x4xf32>, tensor<2x2xi32>) -> tensor<5x2x2xf32>

@@ -119,10 +119,3 @@ func.func @cumsum_axis_out_of_range(%a: tensor<2x3xf32>) {
   func.return
 }
 
-// -----
-
-func.func @cumsum_reverse_run_time(%a: tensor<2x?xf32>) {
-  // expected-error @+1 {{'graph.cumsum' runs in reverse along a dimension of run-time size over integers only, got tensor<2x?xf32>}}
-  %c = graph.cumsum %a axis 1 reverse : tensor<2x?xf32>
-  func.return
-}

@@ -60,15 +60,17 @@ func.func @more_reductions(%a: tensor<2x3x4xf32>, %b: tensor<5xi32>) {
   func.return
 }
 
-// A running sum of run-time dimensions, along one of them (forward, or in reverse over
-// integers, which combine in any order to the same result) or a static one.
+// A running sum of run-time dimensions, along one of them (forward or in reverse) or a
+// static one.
 // CHECK-LABEL: func.func @run_time_running_sums
 // CHECK-NEXT:    %p = graph.cumsum %m axis 1 : tensor<?x?xi64>
 // CHECK-NEXT:    %q = graph.cumsum %x axis 1 exclusive reverse : tensor<?x4xf32>
 // CHECK-NEXT:    %r = graph.cumsum %m axis 1 reverse : tensor<?x?xi64>
+// CHECK-NEXT:    %s = graph.cumsum %x axis 0 reverse : tensor<?x4xf32>
 func.func @run_time_running_sums(%m: tensor<?x?xi64>, %x: tensor<?x4xf32>) {
   %p = graph.cumsum %m axis 1 : tensor<?x?xi64>
   %q = graph.cumsum %x axis 1 exclusive reverse : tensor<?x4xf32>
   %r = graph.cumsum %m axis 1 reverse : tensor<?x?xi64>
+  %s = graph.cumsum %x axis 0 reverse : tensor<?x4xf32>
   func.return
 }
