@@ -201,7 +201,10 @@ def test_slices_of_a_static_axis_compile_once():
     model = strato.compile(proto, cache=False)
     assert isinstance(model, ShapeSpecializingModel)
     # why it compiles per size: the node that kept it from compiling once, and what
-    assert model.why_per_size == "node #0 (Slice) slices a dimension of run-time size"
+    assert model.why_per_size == (
+        "node #0 (Slice) slices a dimension of run-time size other than by dropping "
+        "elements at its ends"
+    )
     refused = r"it does not compile once for every size: node #0 \(Slice\) slices a dimension of run-time size"
     with pytest.raises(SymbolicShapeError, match=refused):
         strato.compile(proto, cache=False, specialize=False)
@@ -373,36 +376,135 @@ def test_a_tile_of_static_axes_compiles_once():
     np.testing.assert_array_equal(model(x)[0], reference(along, x)[0])
 
 
-@pytest.mark.parametrize("group", [1, 4])
-def test_convolutions_of_one_position_along_the_sequence_compile_once(group):
-    """SqueezeBERT's convolutions of kernel 1 over [batch, 8, sequence], with a bias,
-    of one group or four: a product at each position, compiled once, equal to
-    onnxruntime. A kernel of 3 along the sequence compiles per size and says why."""
+def conv_over_sequence(rng, outputs: int, group: int, kernel: int, **attrs) -> onnx.ModelProto:
+    """A Conv with a bias over [batch, 8, sequence], of `outputs` channels."""
+    weight = rng.standard_normal((outputs, 8 // group, kernel)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["y"], group=group, **attrs)],
+        "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, "sequence"])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", outputs, None])],
+        [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(rng.standard_normal(outputs).astype(np.float32), "b")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+@pytest.mark.parametrize(
+    ("outputs", "group", "kernel", "attrs"),
+    [
+        (12, 1, 1, {}),  # SqueezeBERT's: one position
+        (12, 4, 1, {}),
+        (12, 1, 3, {"pads": [1, 1]}),
+        (8, 8, 9, {"pads": [4, 4]}),  # ConvBERT's depthwise span convolution
+        (16, 8, 3, {"pads": [2, 2], "dilations": [2]}),  # grouped, two outputs a group
+        (6, 2, 3, {"pads": [0, 4], "dilations": [2]}),  # all the padding at the end
+        (12, 1, 4, {"auto_pad": "SAME_UPPER"}),
+    ],
+)
+def test_convolutions_along_the_sequence_that_keep_its_length_compile_once(outputs, group, kernel, attrs):
+    """Convolutions over [batch, 8, sequence], with a bias, of a kernel of one position
+    (a product at each position) or wider, with stride 1 and pads that keep the length
+    (a product per tap of the input shifted along the sequence): compiled once, equal
+    to onnxruntime at every size."""
     rng = np.random.default_rng(12)
-
-    def conv_model(kernel: int) -> onnx.ModelProto:
-        weight = rng.standard_normal((12, 8 // group, kernel)).astype(np.float32)
-        graph = helper.make_graph(
-            [helper.make_node("Conv", ["x", "w", "b"], ["y"], group=group, pads=[kernel // 2] * 2)],
-            "pointwise",
-            [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, "sequence"])],
-            [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 12, "sequence"])],
-            [numpy_helper.from_array(weight, "w"), numpy_helper.from_array(rng.standard_normal(12).astype(np.float32), "b")],
-        )
-        return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-
-    proto = conv_model(1)
+    proto = conv_over_sequence(rng, outputs, group, kernel, **attrs)
     model = strato.compile(proto, cache=False)
     assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
-    for batch, sequence in ((1, 1), (2, 7), (3, 40), (0, 3)):
+    for batch, sequence in ((1, 1), (2, 7), (3, 40), (0, 3), (1, 2)):
         x = rng.standard_normal((batch, 8, sequence)).astype(np.float32)
         np.testing.assert_allclose(model(x)[0], reference(proto, x)[0], rtol=1e-5, atol=1e-5)
-    wide = conv_model(3)
-    model = strato.compile(wide, cache=False)
+
+
+@pytest.mark.parametrize(
+    "attrs", [{"pads": [1, 1], "strides": [2]}, {"pads": [0, 0]}, {"pads": [2, 2]}]
+)
+def test_convolutions_that_change_the_sequence_length_compile_per_size(attrs):
+    """A stride along the sequence, or pads other than what keeps its length: compiled
+    per size, saying why."""
+    rng = np.random.default_rng(13)
+    proto = conv_over_sequence(rng, 12, 1, 3, **attrs)
+    model = strato.compile(proto, cache=False)
     assert isinstance(model, ShapeSpecializingModel)
-    assert model.why_per_size == "node #0 (Conv) takes run-time dimensions with a kernel of one position only"
-    x = rng.standard_normal((2, 8, 5)).astype(np.float32)
-    np.testing.assert_allclose(model(x)[0], reference(wide, x)[0], rtol=1e-5, atol=1e-5)
+    assert model.why_per_size == (
+        "node #0 (Conv) takes run-time dimensions with a kernel of one position, or one "
+        "along a run-time dimension whose length it keeps (stride 1)"
+    )
+    x = rng.standard_normal((2, 8, 9)).astype(np.float32)
+    np.testing.assert_allclose(model(x)[0], reference(proto, x)[0], rtol=1e-5, atol=1e-5)
+
+
+def shifted_tokens(slices: list[tuple[int, int, list[int]]]) -> onnx.ModelProto:
+    """x [batch, sequence, 4] sliced along the sequence (start, end) and padded back
+    (pads of [batch, sequence, 4]) per entry of `slices`, the pieces joined along the
+    last axis with x: MobileBERT's trigram input."""
+    nodes, pieces, inits = [], ["x"], []
+    for n, (start, end, pads) in enumerate(slices):
+        inits += [
+            numpy_helper.from_array(np.array([start]), f"start{n}"),
+            numpy_helper.from_array(np.array([end]), f"end{n}"),
+            numpy_helper.from_array(np.array([1]), f"axis{n}"),
+            numpy_helper.from_array(np.array(pads), f"pads{n}"),
+        ]
+        nodes += [
+            helper.make_node("Slice", ["x", f"start{n}", f"end{n}", f"axis{n}"], [f"s{n}"]),
+            helper.make_node("Pad", [f"s{n}", f"pads{n}"], [f"p{n}"]),
+        ]
+        pieces.append(f"p{n}")
+    nodes.append(helper.make_node("Concat", pieces, ["y"], axis=2))
+    graph = helper.make_graph(
+        nodes,
+        "shifts",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence", 4 * len(pieces)])],
+        inits,
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_slices_of_the_sequence_padded_back_compile_once():
+    """x[:, 1:] padded at the end, x[:, :-1] padded at the start, x[:, 2:] padded by two
+    at the end, x[:, 0:] (with the batch and features padded by 0): each a shift along
+    the sequence, compiled once, equal to onnxruntime; a sequence shorter than what a
+    slice takes is refused naming the least size."""
+    end = 2**63 - 1
+    proto = shifted_tokens([
+        (1, end, [0, 0, 0, 0, 1, 0]),
+        (0, -1, [0, 1, 0, 0, 0, 0]),
+        (2, end, [0, 0, 0, 0, 2, 0]),
+        (0, end, [0, 0, 0, 0, 0, 0]),
+    ])
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 2), (2, 3), (3, 17), (0, 5)):
+        x = RNG.standard_normal((batch, sequence, 4)).astype(np.float32)
+        np.testing.assert_array_equal(model(x)[0], reference(proto, x)[0])
+    with pytest.raises(InputMismatchError, match="sequence.*less than the least the model takes, 2"):
+        model(np.zeros((1, 1, 4), np.float32))
+
+
+@pytest.mark.parametrize(
+    ("slices", "why"),
+    [
+        ([(1, 2**63 - 1, [0, 0, 0, 0, 2, 0])], "pads a slice of a run-time dimension other than back"),
+        ([(2, 2**63 - 1, [0, 1, 0, 0, 1, 0])], "pads a slice of a run-time dimension other than back"),
+        ([(0, 3, [0, 0, 0, 0, 0, 0])], "slices a dimension of run-time size other than by dropping"),
+        ([(-2, 2**63 - 1, [0, 0, 0, 0, 0, 0])], "slices a dimension of run-time size other than by dropping"),
+    ],
+)
+def test_slices_of_the_sequence_of_another_length_compile_per_size(slices, why):
+    """A slice padded to another length, or back to its length at both ends (a shift
+    and a zero at the start), a window of three tokens, the last two: not a shift of
+    the sequence, so the model compiles per size and says why."""
+    proto = shifted_tokens(slices)
+    # the concatenation needs the pieces' lengths equal: compare each piece alone
+    proto.graph.node[-1].input[:] = ["p0"]
+    proto.graph.output[0].type.tensor_type.shape.dim[1].dim_param = "length"
+    proto.graph.output[0].type.tensor_type.shape.dim[2].dim_value = 4
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, ShapeSpecializingModel)
+    assert why in model.why_per_size
+    x = RNG.standard_normal((2, 5, 4)).astype(np.float32)
+    np.testing.assert_array_equal(model(x)[0], reference(proto, x)[0])
 
 
 def test_position_ids_counted_along_the_sequence_compile_once():

@@ -38,6 +38,7 @@ from strato.frontends.onnx.conversion import (
     shape_of,
     ssa_name,
 )
+from strato.frontends.onnx.run_time_slices import Cropped, run_time_slice, shifted
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "Reshape": (1,),
@@ -369,11 +370,25 @@ def convert_slice(ctx: NodeContext) -> list[ImportedValue]:
     if 0 in steps:
         raise ctx.error("steps must not be 0")
     axes = normalize_axes(ctx, axes, len(shape))
-    if any(shape[axis] < 0 for axis in axes):
-        # a window of a run-time dimension would be of a size the sizes do not name
-        raise shape_values.StaticShapesOnly(f"{ctx.label} slices a dimension of run-time size")
+    crops: list[Cropped] = []
+    x = _data(ctx)
+    for n in reversed([n for n, axis in enumerate(axes) if shape[axis] < 0]):
+        # a run-time dimension keeps its size, or drops elements at its ends for a Pad
+        # that gives them back (`run_time_slices`)
+        assert isinstance(x, SSAValue)
+        crop = run_time_slice(ctx.label, x, axes[n], starts[n], ends[n], steps[n])
+        crops += [crop] if crop is not None else []
+        del starts[n], ends[n], axes[n], steps[n]
+    if len(crops) > 1:
+        raise shape_values.StaticShapesOnly(
+            f"{ctx.label} slices {len(crops)} dimensions of run-time size"
+        )
     first, step_of, sizes = slice_bounds(shape, starts, ends, axes, steps)
-    return [_sliced(ctx, _data(ctx), first, step_of, sizes)]
+    sliced = _sliced(ctx, x, first, step_of, sizes)
+    if crops:
+        assert isinstance(sliced, SSAValue)
+        return [Cropped(sliced, crops[0].axis, crops[0].start, crops[0].end)]
+    return [sliced]
 
 
 _PAD_MODES = {mode.value: mode for mode in graph.PadMode}
@@ -382,9 +397,61 @@ _PAD_MODES = {mode.value: mode for mode in graph.PadMode}
 def convert_pad(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX Pad (modes constant, reflect, edge, wrap). Pads, the constant value and
     axes are inputs (attributes before opset 11) known at import time; negative pads
-    crop, with a `graph.slice` before the `graph.pad`."""
+    crop, with a `graph.slice` before the `graph.pad`. A dimension of run-time size
+    keeps its size: its pads are 0 or a shift (constant pads that sum to 0), or give
+    back what a slice of it took (`run_time_slices`)."""
+    data = ctx.static_value(0)
+    if isinstance(data, Cropped):
+        mode, low, high, value = _pad_amounts(ctx, len(data.value.type.get_shape()))  # type: ignore[union-attr]
+        return [ctx.emit(shifted(ctx.label, data, mode, low, high, value)).results[0]]
     shape = input_shape(ctx, 0)
     rank = len(shape)
+    mode, low, high, value = _pad_amounts(ctx, rank)
+    shifts = {d: (low[d], high[d]) for d in range(rank) if shape[d] < 0 and (low[d] or high[d])}
+    for d, (lo, hi) in shifts.items():
+        if mode != graph.PadMode.CONSTANT or lo + hi:
+            raise shape_values.StaticShapesOnly(
+                f"{ctx.label} pads dimension {d}, of run-time size, by ({lo}, {hi}): only "
+                "constant pads that sum to 0 (a shift) keep its size"
+            )
+        low[d] = high[d] = 0  # the shift goes into the graph.pad below as it is
+    for d in range(rank):
+        if shape[d] >= 0 and shape[d] + low[d] + high[d] < 0:
+            pads = [*(low[a] for a in range(rank)), *(high[a] for a in range(rank))]
+            raise ctx.error(f"pads {pads} remove more than the {shape[d]} elements of axis {d}")
+
+    x = _data(ctx)
+    if any(p < 0 for p in (*low, *high)):
+        starts = [max(-lo, 0) for lo in low]
+        sizes = [dim + min(lo, 0) + min(hi, 0) if dim >= 0 else dim for dim, lo, hi in zip(shape, low, high)]
+        x = _sliced(ctx, x, starts, [1] * rank, sizes)
+        shape = tuple(sizes)
+        low, high = [max(p, 0) for p in low], [max(p, 0) for p in high]
+    for d, (lo, hi) in shifts.items():
+        low[d], high[d] = lo, hi
+    for d, (dim, lo, hi) in enumerate(zip(shape, low, high)):
+        if not (lo or hi) or mode == graph.PadMode.CONSTANT:
+            continue
+        if dim == 0:
+            raise ctx.error(f"cannot pad the empty axis {d} in {mode.value} mode")
+        if mode == graph.PadMode.REFLECT and max(lo, hi) >= dim:
+            raise ctx.error(
+                f"reflect pads ({lo}, {hi}) of axis {d} must be smaller than its size {dim}"
+            )
+    if isinstance(x, np.ndarray):
+        widths = list(zip(low, high))
+        if mode == graph.PadMode.CONSTANT:
+            return [np.pad(x, widths, constant_values=np.asarray(value).astype(x.dtype))]
+        return [np.pad(x, widths, mode=mode.value)]
+    if not any(low) and not any(high):
+        return [x]
+    constant = value if mode == graph.PadMode.CONSTANT and value != 0.0 else None
+    return [ctx.emit(graph.PadOp(x, low, high, mode, constant)).results[0]]
+
+
+def _pad_amounts(ctx: NodeContext, rank: int) -> tuple[graph.PadMode, list[int], list[int], float]:
+    """A Pad's mode, its pads before and after each of `rank` dimensions, and its
+    constant value."""
     mode_name = ctx.attr("mode", "constant")
     if mode_name not in _PAD_MODES:
         raise ctx.error(f"mode '{mode_name}' is not supported (constant, reflect, edge, wrap)")
@@ -406,35 +473,7 @@ def convert_pad(ctx: NodeContext) -> list[ImportedValue]:
     low, high = [0] * rank, [0] * rank
     for n, axis in enumerate(axes):
         low[axis], high[axis] = pads[n], pads[n + len(axes)]
-    for d in range(rank):
-        if shape[d] + low[d] + high[d] < 0:
-            raise ctx.error(f"pads {pads} remove more than the {shape[d]} elements of axis {d}")
-
-    x = _data(ctx)
-    if any(p < 0 for p in (*low, *high)):
-        starts = [max(-lo, 0) for lo in low]
-        sizes = [dim + min(lo, 0) + min(hi, 0) for dim, lo, hi in zip(shape, low, high)]
-        x = _sliced(ctx, x, starts, [1] * rank, sizes)
-        shape = tuple(sizes)
-        low, high = [max(p, 0) for p in low], [max(p, 0) for p in high]
-    for d, (dim, lo, hi) in enumerate(zip(shape, low, high)):
-        if not (lo or hi) or mode == graph.PadMode.CONSTANT:
-            continue
-        if dim == 0:
-            raise ctx.error(f"cannot pad the empty axis {d} in {mode.value} mode")
-        if mode == graph.PadMode.REFLECT and max(lo, hi) >= dim:
-            raise ctx.error(
-                f"reflect pads ({lo}, {hi}) of axis {d} must be smaller than its size {dim}"
-            )
-    if isinstance(x, np.ndarray):
-        widths = list(zip(low, high))
-        if mode == graph.PadMode.CONSTANT:
-            return [np.pad(x, widths, constant_values=np.asarray(value).astype(x.dtype))]
-        return [np.pad(x, widths, mode=mode.value)]
-    if not any(low) and not any(high):
-        return [x]
-    constant = value if mode == graph.PadMode.CONSTANT and value != 0.0 else None
-    return [ctx.emit(graph.PadOp(x, low, high, mode, constant)).results[0]]
+    return mode, low, high, value
 
 
 def _pad_value(ctx: NodeContext) -> float:

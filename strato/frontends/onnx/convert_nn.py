@@ -97,6 +97,8 @@ def _window_padding(
     for size, k, s, d in zip(sizes, kernel, strides, dilations):
         out = -(-size // s)
         total = max(0, (out - 1) * s + window_extent(k, d) - size)
+        if size < 0:  # a run-time size: what a stride of 1 keeps, whatever the size
+            total = window_extent(k, d) - 1
         begin, end = _split_total(total, mode)
         begins.append(begin)
         ends.append(end)
@@ -145,14 +147,14 @@ def _bias(ctx: NodeContext) -> SSAValue | None:
 
 def convert_conv(ctx: NodeContext) -> list[ImportedValue]:
     """ONNX Conv -> graph.conv (bias as its optional operand); of an input of run-time
-    dimensions, a kernel of one position only (`_pointwise_product`)."""
+    dimensions, products at each position (`_pointwise_product`)."""
     rank = _spatial_rank(ctx)
     kernel = _kernel_of_weight(ctx, rank)
     strides = _positive_ints(ctx, "strides", rank)
     dilations = _positive_ints(ctx, "dilations", rank)
     padding = _window_padding(ctx, ctx.shape(0)[2:], kernel, strides, dilations)
     if any(size < 0 for size in ctx.shape(0)):
-        return [_pointwise_product(ctx, kernel, strides, padding)]
+        return [_pointwise_product(ctx, kernel, strides, dilations, padding)]
     op = graph.ConvOp(
         ctx.operand(0),
         ctx.operand(1),
@@ -166,23 +168,48 @@ def convert_conv(ctx: NodeContext) -> list[ImportedValue]:
 
 
 def _pointwise_product(
-    ctx: NodeContext, kernel: Sequence[int], strides: Sequence[int], padding: Sequence[int]
+    ctx: NodeContext,
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    padding: Sequence[int],
 ) -> SSAValue:
-    """Conv of a kernel of one position (1 x .. x 1, stride 1, no padding) over an input
-    [N, C, *S] of run-time dimensions, as SqueezeBERT's convolutions along the sequence:
-    at each position the product of the weight by the channels, a graph.matmul of the
-    weight [groups, O / groups, C / groups] by the input reshaped to [N, groups, C /
-    groups, positions], reshaped back to [N, O, *S] (graph.conv takes no run-time
-    dimensions). The positions are S, of one run-time dimension at most (the others
-    of size 1) or of static ones."""
+    """Conv over an input [N, C, *S] of run-time dimensions (graph.conv takes none) as
+    products at each position: SqueezeBERT's convolutions of one position along the
+    sequence, and ConvBERT's of 9, that keep its length.
+
+    The positions are S, of one run-time dimension at most (the others of size 1,
+    kernel 1, no padding) or of static ones (kernel 1 then). Along the run-time
+    dimension the kernel may be wider, with stride 1 and pads that keep the length
+    (dilation x (kernel - 1) in all): each tap t of the kernel is then a product by
+    the input shifted by pad - t x dilation (`graph.pad` of pads that sum to 0, zeros
+    shifted in), and the products of the taps are summed.
+
+    Each tap's product is the weight's [groups, O / groups, C / groups] by the input
+    reshaped to [N, groups, C / groups, positions] (`graph.matmul`), reshaped back to
+    [N, O, *S]; a depthwise one (C groups, as many outputs) is an element-wise
+    product by the tap's weight per channel."""
     shape = ctx.shape(0)
     batch, channels, spatial = shape[0], shape[1], list(shape[2:])
-    run_time = [size for size in spatial if size < 0]
+    rank = len(spatial)
+    run_time = [a for a, size in enumerate(spatial) if size < 0]
+    others = [a for a in range(rank) if a not in run_time]
+    widened = run_time[0] if len(run_time) == 1 else None
     if (
-        any(k != 1 for k in kernel) or any(s != 1 for s in strides) or any(padding)
-        or channels < 0 or (run_time and len(run_time) + spatial.count(1) != len(spatial))
-    ):  # fmt: skip
-        raise StaticShapesOnly(f"{ctx.label} takes run-time dimensions with a kernel of one position only")
+        channels < 0
+        or len(run_time) > 1
+        or any(s != 1 for s in strides)
+        or any(kernel[a] != 1 or padding[a] or padding[a + rank] for a in others)
+        or (run_time and any(spatial[a] != 1 for a in others))
+        or (
+            widened is not None
+            and padding[widened] + padding[widened + rank] != dilations[widened] * (kernel[widened] - 1)
+        )
+    ):
+        raise StaticShapesOnly(
+            f"{ctx.label} takes run-time dimensions with a kernel of one position, or "
+            "one along a run-time dimension whose length it keeps (stride 1)"
+        )
     groups = int(ctx.attr("group", 1))
     weight = ctx.value(1)
     outputs = ctx.shape(1)[0]
@@ -191,19 +218,51 @@ def _pointwise_product(
             f"{channels} channels and {outputs} outputs do not split into {groups} groups "
             f"of the weight {list(ctx.shape(1))}"
         )
-    positions = run_time[0] if run_time else math.prod(spatial)
+    taps = kernel[widened] if widened is not None else 1
+    depthwise = taps > 1 and groups == channels == outputs
+    positions = spatial[widened] if widened is not None else math.prod(spatial)
     columns = [batch, groups, channels // groups, positions] if groups > 1 else [batch, channels, positions]
     rows = [groups, outputs // groups, channels // groups] if groups > 1 else [outputs, channels]
-    if isinstance(weight, np.ndarray):
-        matrix = ctx.materialize(weight.reshape(rows), ctx.input_name(1))
-    else:
-        matrix = ctx.emit(graph.ReshapeOp(ctx.operand(1), rows)).results[0]
-    x = ctx.emit(graph.ReshapeOp(ctx.operand(0), columns)).results[0]
-    y = ctx.emit(graph.MatmulOp(matrix, x)).results[0]
+    if depthwise:
+        rows = [channels, *[1] * rank]
+
+    def tap_weight(t: int) -> SSAValue:
+        """The weight of tap t along the widened dimension, as `rows`."""
+        if isinstance(weight, np.ndarray):
+            tap = weight if taps == 1 else np.take(weight, [t], axis=2 + widened)  # type: ignore[operator]
+            return ctx.materialize(np.ascontiguousarray(tap).reshape(rows), ctx.input_name(1))
+        tap = ctx.operand(1)
+        if taps > 1:
+            full = list(ctx.shape(1))
+            starts = [t if d == 2 + widened else 0 for d in range(len(full))]
+            sizes = [1 if d == 2 + widened else size for d, size in enumerate(full)]
+            tap = ctx.emit(graph.SliceOp(tap, starts, [1] * len(full), sizes)).results[0]
+        return ctx.emit(graph.ReshapeOp(tap, rows)).results[0]
+
+    x = ctx.operand(0)
+    y: SSAValue | None = None
+    for t in range(taps):
+        shifted = x
+        if widened is not None:
+            offset = padding[widened] - t * dilations[widened]
+            if offset:
+                low = [0] * len(shape)
+                high = [0] * len(shape)
+                low[2 + widened], high[2 + widened] = offset, -offset
+                shifted = ctx.emit(graph.PadOp(x, low, high)).results[0]
+        if depthwise:
+            product = ctx.emit(graph.MulOp(shifted, tap_weight(t))).results[0]
+        else:
+            flat = ctx.emit(graph.ReshapeOp(shifted, columns)).results[0]
+            product = ctx.emit(graph.MatmulOp(tap_weight(t), flat)).results[0]
+        y = product if y is None else ctx.emit(graph.AddOp(y, product)).results[0]
+    assert y is not None
     bias = _bias(ctx)
     if bias is not None:
-        bias = ctx.emit(graph.ReshapeOp(bias, [*rows[:-1], 1])).results[0]
+        bias = ctx.emit(graph.ReshapeOp(bias, rows[:-1] + [1] if not depthwise else rows)).results[0]
         y = ctx.emit(graph.AddOp(y, bias)).results[0]
+    if depthwise:
+        return y
     return ctx.emit(graph.ReshapeOp(y, [batch, outputs, *spatial])).results[0]
 
 

@@ -48,9 +48,21 @@ from xdsl.ir import Attribute, Block, Region, SSAValue
 
 from strato.diagnostics import ModelImportError, SymbolicShapeError
 from strato.dialects.graph import ConstantOp
-from strato.dialects.graph.dims import SIZES_ATTR, RunTimeDims, run_time_axes
+from strato.dialects.graph.dims import (
+    SIZES_ATTR,
+    RunTimeDims,
+    SizeBound,
+    run_time_axes,
+    set_size_bounds,
+)
 from strato.dialects.tensor_types import element_type_of
-from strato.frontends.onnx import merged_dims, raw_data, sequences, shape_values
+from strato.frontends.onnx import (
+    merged_dims,
+    raw_data,
+    run_time_slices,
+    sequences,
+    shape_values,
+)
 from strato.frontends.onnx.appends import appends_as_scan_outputs
 from strato.frontends.onnx.conversion import (
     ImportedValue,
@@ -157,15 +169,19 @@ RUN_TIME_ONNX_OPS = merged_dims.ELEMENTWISE_ONNX_OPS | frozenset({
     # a static axis of a tensor of run-time sizes cut into pieces, or joined, or sliced,
     # or repeated
     "Concat", "Split", "Slice", "Tile",
+    # a static axis padded, or a run-time one shifted (its pads sum to 0, or give back
+    # what a Slice of it took: `run_time_slices`)
+    "Pad",
     # an embedding: a table of static shape gathered at indices of run-time sizes; and
     # gathers of elements along a static axis; rows of a table (GatherND of positions
     # into its first axis)
     "Gather", "GatherElements", "GatherND",
     # reductions and products (a mean and a layer norm over static axes only), running
-    # sums (forward along a run-time axis)
+    # sums
     "CumSum", "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceMin",
     "ReduceSum", "Softmax",
-    # a convolution of a kernel of one position (a product at each position)
+    # a convolution of a kernel of one position (a product at each position), or wider
+    # along a run-time dimension whose length it keeps (a product per tap)
     "Conv",
 })
 """The ONNX operators whose converters build graph ops that take run-time (`?`)
@@ -262,6 +278,9 @@ class _GraphImporter:
         self.input_shapes = input_shapes
         self.run_time_dims = run_time_dims
         self._producers: dict[str, onnx.NodeProto] | None = None
+        # the least each run-time size may be, by name, for the slices of it to be
+        # what the model says (`run_time_slices`)
+        self.least_sizes: dict[str, int] = {}
         self.size_names: dict[str, list[str]] = {}
         """The names of each graph input's run-time dimensions (with `run_time_dims`)."""
         self.graph = model.graph
@@ -348,6 +367,8 @@ class _GraphImporter:
                 )
                 for name, _ in arguments
             ])
+        if self.least_sizes:
+            set_size_bounds(function, {name: SizeBound(least) for name, least in self.least_sizes.items()})
         module = ModuleOp([function])
         module.verify()
         return ImportedModel(
@@ -368,6 +389,22 @@ class _GraphImporter:
 
         if self._producers is None:
             self._producers = {name: n for n in self.graph.node for name in n.output}
+        cropped = [
+            value
+            for n in range(len(ctx.node.input))
+            if ctx.has_input(n) and isinstance(value := ctx.static_value(n), run_time_slices.Cropped)
+        ]
+        if cropped:
+            if ctx.node.op_type != "Pad" or ctx.static_value(0) is not cropped[0] or len(cropped) > 1:
+                raise StaticShapesOnly(
+                    f"{ctx.label} reads a slice of a run-time dimension (only a Pad back to "
+                    "its length takes one)"
+                )
+            # the model takes sizes the slice does not empty
+            name = dims.name(cropped[0].value, cropped[0].axis)
+            if name is not None:
+                self.least_sizes[name] = max(self.least_sizes.get(name, 0), cropped[0].least)
+            return None
         results = merged_dims.convert(ctx, dims, self._producers, convert_node)
         if results is None:
             results = shape_values.convert(ctx, dims)
@@ -737,8 +774,10 @@ class _GraphImporter:
     ) -> SSAValue:
         what = f"graph output '{output.name}'"
         value = env[output.name]
-        if isinstance(value, (shape_values.ShapeValue, merged_dims.Merged)):
-            raise StaticShapesOnly(f"{what} is a shape of run-time sizes or merges them")
+        if isinstance(value, (shape_values.ShapeValue, merged_dims.Merged, run_time_slices.Cropped)):
+            raise StaticShapesOnly(
+                f"{what} is a shape of run-time sizes, merges them, or slices one"
+            )
         if isinstance(value, np.ndarray):
             if not has_element_type(value.dtype):
                 raise self.error(
