@@ -296,6 +296,60 @@ def test_products_of_merged_heads_compile_once():
     _check_compiled_once(proto, 2, rng)
 
 
+@pytest.mark.parametrize("opset", [17, 18])
+def test_norms_of_merged_heads_compile_once(opset):
+    """YOSO's normalized q: x of [batch, 2, sequence, 16] merged to [-1, sequence, 16],
+    its L2 norm over the last axis (axes an attribute, or an input from opset 18),
+    clipped from below only (Clip's max not given), and x divided by it: compiled once,
+    equal to onnxruntime."""
+    rng = np.random.default_rng(10)
+    node = helper.make_node
+    norm = (
+        node("ReduceL2", ["q"], ["norm"], axes=[-1], keepdims=1)
+        if opset == 17
+        else node("ReduceL2", ["q", "last"], ["norm"], keepdims=1)
+    )
+    nodes = [
+        node("Shape", ["x"], ["shape"]),
+        node("Gather", ["shape", "i0"], ["b"], axis=0),
+        node("Gather", ["shape", "i2"], ["s"], axis=0),
+        node("Concat", ["minus1", "s", "sixteen"], ["merged"], axis=0),
+        node("Reshape", ["x", "merged"], ["q"]),
+        norm,
+        node("Clip", ["norm", "tiny", ""], ["clipped"]),
+        node("Div", ["q", "clipped"], ["unit"]),
+        node("Concat", ["b", "two", "s", "sixteen"], ["heads"], axis=0),
+        node("Reshape", ["unit", "heads"], ["y"]),
+    ]
+    ints = {"i0": [0], "i2": [2], "minus1": [-1], "two": [2], "sixteen": [16], "last": [-1]}
+    proto = _heads_model("norms", nodes, ints, {"tiny": 1e-3}, 2, 2)
+    proto.opset_import[0].version = opset
+    _check_compiled_once(proto, 2, rng)
+
+
+def test_positions_flattened_and_a_slice_of_the_whole_sequence_compile_once():
+    """XGLM's positions [1, sequence] reshaped to [-1] (the -1 is the sequence), offset
+    and looked up in a table; LUKE's slice of the sequence to its own length (of the
+    words, with no entities): compiled once, equal to onnxruntime."""
+    rng = np.random.default_rng(11)
+    node = helper.make_node
+    nodes = [
+        node("Shape", ["x"], ["shape"]),
+        node("Gather", ["shape", "axis2"], ["s"], axis=0),
+        node("Range", ["zero", "s", "one"], ["positions"]),
+        node("Unsqueeze", ["positions", "i0"], ["row"]),
+        node("Add", ["row", "two"], ["offset"]),
+        node("Reshape", ["offset", "minus1"], ["flat"]),
+        node("Gather", ["table", "flat"], ["embedded"], axis=0),
+        node("Add", ["x", "embedded"], ["z"]),
+        node("Unsqueeze", ["s", "i0"], ["end"]),
+        node("Slice", ["z", "i0", "end", "i2"], ["y"]),
+    ]
+    ints = {"i0": [0], "i2": [2], "axis2": 2, "minus1": [-1], "two": 2, "zero": 0, "one": 1}
+    proto = _heads_model("positions", nodes, ints, {"table": rng.standard_normal((64, 16))}, 2, 2)
+    _check_compiled_once(proto, 2, rng)
+
+
 def test_a_reshape_to_a_product_of_sizes_compiles_once():
     """Bloom's merge of batch and heads, with the merged size computed (`batch * 2`,
     from the Shape) and the sequence left to -1, an element-wise op, and the reshape

@@ -38,6 +38,7 @@ from strato.frontends.onnx.conversion import (
     shape_of,
     ssa_name,
 )
+from strato.frontends.onnx.merged_dims import restretched
 from strato.frontends.onnx.run_time_slices import Cropped, run_time_slice, shifted
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
@@ -165,15 +166,16 @@ def convert_reshape(ctx: NodeContext) -> list[ImportedValue]:
     if any(size < -1 for size in source):
         # run-time dimensions, copied by 0 into the same places: -1 is inferred from
         # the static rest (graph.reshape checks that they stay), or is the one run-time
-        # dimension not copied when it stands in its place and the static sizes agree
+        # dimension not copied when the static sizes around it agree ([1, seq] to [-1])
         static = [size for size in source if size >= 0]
         known = [size for size in shape if size >= 0]
         if -1 in shape:
             at = shape.index(-1)
             left = [n for n, size in enumerate(source) if size < -1 and shape[n:n + 1] != [size]]
-            if left == [at] and math.prod(static) == math.prod(known):
-                shape[at] = source[at]
-                return [_reshaped(ctx, shape)]
+            if len(left) == 1:
+                candidate = [*shape[:at], source[left[0]], *shape[at + 1 :]]
+                if restretched(tuple(source), tuple(candidate)):
+                    return [_reshaped(ctx, candidate)]
             if math.prod(known) == 0 or math.prod(static) % math.prod(known):
                 raise ctx.error(f"cannot reshape {shape_text(source)} to {requested}")
             shape[shape.index(-1)] = math.prod(static) // math.prod(known)

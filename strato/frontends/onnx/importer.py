@@ -178,8 +178,7 @@ RUN_TIME_ONNX_OPS = merged_dims.ELEMENTWISE_ONNX_OPS | frozenset({
     "Gather", "GatherElements", "GatherND",
     # reductions and products (a mean and a layer norm over static axes only), running
     # sums
-    "CumSum", "Gemm", "LayerNormalization", "MatMul", "ReduceMax", "ReduceMean", "ReduceMin",
-    "ReduceSum", "Softmax",
+    "CumSum", "Gemm", "LayerNormalization", "MatMul", *merged_dims.REDUCTIONS, "Softmax",
     # a convolution of a kernel of one position (a product at each position), or wider
     # along a run-time dimension whose length it keeps (a product per tap)
     "Conv",

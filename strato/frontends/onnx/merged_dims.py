@@ -19,8 +19,9 @@ as many elements). The ops that take one compute on `value` instead:
   head] by [batch * heads, head, seq], torch's bmm): the product of the tensors before
   the merge, merged again;
 - element-wise ops (`ELEMENTWISE_ONNX_OPS`) of tensors merged alike and operands that
-  broadcast along the merged dimension (a scale, a bias over the rest), and Softmax
-  along the rest: the op of the tensors before the merge, merged again;
+  broadcast along the merged dimension (a scale, a bias over the rest), Softmax along
+  the rest, and reductions over it (`REDUCTIONS`): the op of the tensors before the
+  merge, merged again;
 - Transpose keeping the merged dimension first (torch.export's k transposed through
   [batch * heads, seq, head]): the transpose of `value`, merged again;
 - Shape: the merged shape (its first element the product of the sizes);
@@ -287,6 +288,8 @@ def convert(
         return _elementwise(ctx, inputs, dims, convert_node)
     if ctx.op_type in ("Softmax", "LogSoftmax") and merged == [0]:
         return _along_rest(ctx, inputs[0], convert_node)
+    if ctx.op_type in REDUCTIONS and merged == [0]:
+        return _reduced_along_rest(ctx, inputs[0], convert_node)
     if ctx.op_type == "MatMul" and merged == [0, 1]:
         return _batched_product(ctx, inputs[0], inputs[1], dims, convert_node)
     handler = _HANDLERS.get(ctx.op_type)
@@ -426,6 +429,8 @@ def _elementwise(ctx: NodeContext, inputs: list, dims: RunTimeDims, convert_node
                 raise StaticShapesOnly(f"{ctx.label}: merged tensors of different ranks")
             bound[ctx.node.input[n]] = _aligned(ctx, value)
             continue
+        if value is None:
+            continue  # an optional input not given (Clip's max)
         shape = tuple(value.shape) if isinstance(value, np.ndarray) else _shape_or_none(value)
         if shape is None or len(shape) > rank or (len(shape) == rank and shape[0] != 1):
             raise StaticShapesOnly(f"{ctx.label}: an operand across the merged dimension of another")
@@ -451,6 +456,36 @@ def _along_rest(ctx: NodeContext, merged: Merged, convert_node) -> list:
         raise StaticShapesOnly(f"{ctx.label}: a {ctx.op_type} along the merged dimension")
     node = helper.make_node(ctx.op_type, [ctx.node.input[0]], list(ctx.node.output), axis=axis)
     results = _with_values(ctx, {node.input[0]: _aligned(ctx, merged)}, convert_node, node)
+    return _merged_again(ctx, results, merged.rows)
+
+
+REDUCTIONS = frozenset({
+    "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
+    "ReduceProd", "ReduceSum", "ReduceSumSquare",
+})  # fmt: skip
+
+
+def _reduced_along_rest(ctx: NodeContext, merged: Merged, convert_node) -> list:
+    """A reduction of a merged tensor over dimensions of its rest (YOSO's norms of q and
+    k per head): the same of the tensor before the merge, merged again."""
+    rank = 1 + len(merged.rest)
+    if ctx.has_attr("axes"):
+        axes = [int(a) for a in ctx.attr("axes")]
+    elif ctx.has_input(1) and ctx.known(1) is not None:
+        axes = [int(a) for a in np.asarray(ctx.known(1)).reshape(-1)]
+    else:
+        axes = []
+    axes = [a - rank if a >= 0 else a for a in axes]
+    if not axes or any(not -rank < a < 0 for a in axes):
+        raise StaticShapesOnly(f"{ctx.label}: a {ctx.op_type} over the merged dimension")
+    keepdims = int(ctx.attr("keepdims", 1))
+    bound: dict[str, object] = {ctx.node.input[0]: _aligned(ctx, merged)}
+    if ctx.has_attr("axes"):
+        node = helper.make_node(ctx.op_type, [ctx.node.input[0]], list(ctx.node.output), axes=axes, keepdims=keepdims)
+    else:
+        node = helper.make_node(ctx.op_type, list(ctx.node.input[:2]), list(ctx.node.output), keepdims=keepdims)
+        bound[ctx.node.input[1]] = np.asarray(axes, np.int64)
+    results = _with_values(ctx, bound, convert_node, node)  # type: ignore[arg-type]
     return _merged_again(ctx, results, merged.rows)
 
 

@@ -458,9 +458,14 @@ def _sized_slice(ctx: NodeContext) -> list:
         raise StaticShapesOnly(f"{ctx.label}: a slice to a size along several axes or by steps")
     shape = data.shape if data is not None else source.type.get_shape()
     axis = axes[0] + len(shape) if axes[0] < 0 else axes[0]
+    size = _size(ctx.static_value(2), ctx, "its end")
+    dims = ctx.run_time_dims
+    if 0 <= axis < len(shape) and shape[axis] < 0 and dims is not None and dims.name(source, axis) == size.name:
+        # [0, n) of a dimension of size n: all of it (LUKE's words cut from the words
+        # and entities, of no entities)
+        return [source]
     if not 0 <= axis < len(shape) or shape[axis] < 0:
         raise StaticShapesOnly(f"{ctx.label}: a slice to a size along a run-time axis")
-    size = _size(ctx.static_value(2), ctx, "its end")
     if data is not None:
         table = ctx.emit(graph.ConstantOp.from_array(np.require(data, requirements="C")))
         table.results[0].name_hint = ssa_name(ctx.input_name(0))
