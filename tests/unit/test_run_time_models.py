@@ -300,8 +300,9 @@ def test_products_of_merged_heads_compile_once():
 def test_norms_of_merged_heads_compile_once(opset):
     """YOSO's normalized q: x of [batch, 2, sequence, 16] merged to [-1, sequence, 16],
     its L2 norm over the last axis (axes an attribute, or an input from opset 18),
-    clipped from below only (Clip's max not given), and x divided by it: compiled once,
-    equal to onnxruntime."""
+    clipped from below only (Clip's max not given), expanded to q's shape, q divided by
+    it, a dimension of 1 added after the merged one and removed, and the arccosine:
+    compiled once, equal to onnxruntime."""
     rng = np.random.default_rng(10)
     node = helper.make_node
     norm = (
@@ -317,11 +318,16 @@ def test_norms_of_merged_heads_compile_once(opset):
         node("Reshape", ["x", "merged"], ["q"]),
         norm,
         node("Clip", ["norm", "tiny", ""], ["clipped"]),
-        node("Div", ["q", "clipped"], ["unit"]),
+        node("Shape", ["q"], ["q_shape"]),
+        node("Expand", ["clipped", "q_shape"], ["spread"]),
+        node("Div", ["q", "spread"], ["unit"]),
+        node("Unsqueeze", ["unit", "one1"], ["wide"]),
+        node("Squeeze", ["wide", "minus3"], ["narrow"]),
+        node("Acos", ["narrow"], ["angle"]),
         node("Concat", ["b", "two", "s", "sixteen"], ["heads"], axis=0),
-        node("Reshape", ["unit", "heads"], ["y"]),
+        node("Reshape", ["angle", "heads"], ["y"]),
     ]
-    ints = {"i0": [0], "i2": [2], "minus1": [-1], "two": [2], "sixteen": [16], "last": [-1]}
+    ints = {"i0": [0], "i2": [2], "minus1": [-1], "two": [2], "sixteen": [16], "last": [-1], "one1": [1], "minus3": [-3]}
     proto = _heads_model("norms", nodes, ints, {"tiny": 1e-3}, 2, 2)
     proto.opset_import[0].version = opset
     _check_compiled_once(proto, 2, rng)

@@ -53,18 +53,19 @@ from strato.frontends.onnx.shape_values import (
     Size,
     StaticShapesOnly,
     factors,
+    of_tensor,
     product,
     selected_dimensions,
     shape_value,
 )
 
 ELEMENTWISE_ONNX_OPS = frozenset({
-    "Abs", "Add", "And", "Cast", "Ceil", "Celu", "Clip", "Cos", "Div", "Elu", "Equal", "Erf",
-    "Exp", "Floor", "Gelu", "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish",
-    "Identity", "IsInf", "IsNaN", "LeakyRelu", "Less", "LessOrEqual", "Log", "Max", "Min",
-    "Mish", "Mul", "Neg", "Not", "Or", "Pow", "Reciprocal", "Relu", "Round", "Selu",
-    "Sigmoid", "Sign", "Sin", "Softplus", "Softsign", "Sqrt", "Sub", "Tanh",
-    "ThresholdedRelu", "Where", "Xor",
+    "Abs", "Acos", "Acosh", "Add", "And", "Asin", "Asinh", "Atan", "Atanh", "Cast", "Ceil",
+    "Celu", "Clip", "Cos", "Cosh", "Div", "Elu", "Equal", "Erf", "Exp", "Floor", "Gelu",
+    "Greater", "GreaterOrEqual", "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN",
+    "LeakyRelu", "Less", "LessOrEqual", "Log", "Max", "Min", "Mish", "Mul", "Neg", "Not",
+    "Or", "Pow", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Sinh",
+    "Softplus", "Softsign", "Sqrt", "Sub", "Tan", "Tanh", "ThresholdedRelu", "Where", "Xor",
 })  # fmt: skip
 """The ONNX operators that apply element by element, with broadcasts: they take
 run-time dimensions, and tensors whose run-time dimensions a reshape merges."""
@@ -746,7 +747,72 @@ def _transpose(ctx, merged: Merged, dims, producers, convert_node) -> list:
     return [again]
 
 
+def _expand(ctx, merged: Merged, dims, producers, convert_node) -> list:
+    """Expand of a merged tensor to a shape of as many dimensions that keeps the merged
+    dimension (its size again, or 1) and broadcasts the rest (YOSO's norms expanded to
+    q's shape): the Expand of the tensor before the merge to its own leading sizes and
+    the rest of the shape, merged again."""
+    target = ctx.static_value(1)
+    elements = (
+        list(target.elements.reshape(-1)) if isinstance(target, ShapeValue)
+        else [int(v) for v in np.asarray(target).reshape(-1)] if isinstance(target, np.ndarray)
+        else None
+    )  # fmt: skip
+    leading = _leading(merged.value, merged.rows, dims)
+    if (
+        elements is None
+        or leading is None
+        or len(elements) != 1 + len(merged.rest)
+        or factors(elements[0]) not in (leading, (1, ()))
+    ):
+        raise StaticShapesOnly(f"{ctx.label}: an Expand of merged dimensions to other sizes")
+    aligned = _aligned(ctx, merged)
+    (own,) = of_tensor(ctx, aligned, dims)
+    sizes = [*own.elements.reshape(-1)[: merged.rows], *elements[1:]]
+    name = f"{ctx.node.output[0]}__aligned_shape"
+    ctx.bind(name, shape_value(np.asarray(sizes, dtype=object), np.dtype(np.int64)))
+    node = helper.make_node("Expand", [ctx.node.input[0], name], list(ctx.node.output))
+    results = _with_values(ctx, {ctx.node.input[0]: aligned}, convert_node, node)
+    return _merged_again(ctx, results, merged.rows)
+
+
+def _unit_dims(ctx, merged: Merged, dims, producers, convert_node) -> list:
+    """Unsqueeze or Squeeze of dimensions of size 1 of a merged tensor's rest: a reshape
+    of the tensor before the merge, merged again."""
+    if ctx.has_attr("axes"):
+        axes = [int(a) for a in ctx.attr("axes")]
+    elif ctx.has_input(1) and ctx.known(1) is not None:
+        axes = [int(a) for a in np.asarray(ctx.known(1)).reshape(-1)]
+    else:
+        axes = None
+    rest = list(merged.rest)
+    if ctx.op_type == "Unsqueeze":
+        rank = 1 + len(rest) + len(axes or [])
+        at = sorted(a + rank if a < 0 else a for a in axes or [])
+        shape = [0, *rest]
+        for a in at:
+            if not 0 < a <= len(shape):
+                raise StaticShapesOnly(f"{ctx.label}: an Unsqueeze before the merged dimension")
+            shape.insert(a, 1)
+    else:
+        rank = 1 + len(rest)
+        at = sorted({a + rank if a < 0 else a for a in (axes if axes is not None else range(1, rank))})
+        if any(not 0 < a < rank or rest[a - 1] != 1 for a in at):
+            raise StaticShapesOnly(f"{ctx.label}: a Squeeze of the merged dimension")
+        shape = [0, *(d for n, d in enumerate(rest, 1) if n not in at)]
+    aligned = _aligned(ctx, merged)
+    target = (*_shape(aligned)[: merged.rows], *shape[1:])
+    value = ctx.emit(graph.ReshapeOp(aligned, target)).results[0] if target != _shape(aligned) else aligned
+    again = merging(value, merged.rows, tuple(shape[1:]))
+    if again is None:
+        raise StaticShapesOnly(f"{ctx.label}: its result does not merge again")
+    return [again]
+
+
 _HANDLERS: dict[str, Callable] = {
+    "Expand": _expand,
+    "Squeeze": _unit_dims,
+    "Unsqueeze": _unit_dims,
     "Transpose": _transpose,
     "Reshape": _reshape,
     "Gemm": _product,
