@@ -299,10 +299,10 @@ func.func @run_time_weight(%a: tensor<?x3xf32>, %w: tensor<?x3xf32>) -> tensor<?
 // -----
 
 // An op whose strategy needs static shapes says so.
-func.func @run_time_pad(%a: tensor<?x3xf32>) -> tensor<?x5xf32> {
-  // expected-error @+1 {{'graph.pad' requires static shapes, got tensor<?x3xf32>}}
-  %r = graph.pad %a low [0, 1] high [0, 1] mode "constant" : (tensor<?x3xf32>) -> tensor<?x5xf32>
-  func.return %r : tensor<?x5xf32>
+func.func @run_time_tile(%a: tensor<?x3xf32>) -> tensor<?x6xf32> {
+  // expected-error @+1 {{'graph.tile' requires static shapes, got tensor<?x3xf32>}}
+  %r = graph.tile %a [1, 2] : (tensor<?x3xf32>) -> tensor<?x6xf32>
+  func.return %r : tensor<?x6xf32>
 }
 
 // -----
