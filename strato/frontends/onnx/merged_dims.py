@@ -23,7 +23,9 @@ as many elements). The ops that take one compute on `value` instead:
   the rest, and reductions over it (`REDUCTIONS`): the op of the tensors before the
   merge, merged again;
 - Transpose keeping the merged dimension first (torch.export's k transposed through
-  [batch * heads, seq, head]): the transpose of `value`, merged again;
+  [batch * heads, seq, head]): the transpose of `value`, merged again; so are an Expand
+  to the merged tensor's own sizes (broadcasting its rest) and an Unsqueeze or Squeeze
+  after the merged dimension;
 - Shape: the merged shape (its first element the product of the sizes);
 - Gather along the first axis of a merged Flatten, at the index `b * seq + s` built from
   `Range`s of the merged sizes (`flat_index`): `value`'s elements in place.
