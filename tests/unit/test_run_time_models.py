@@ -542,6 +542,56 @@ def test_slices_of_the_sequence_padded_back_compile_once():
         model(np.zeros((1, 1, 4), np.float32))
 
 
+@pytest.mark.parametrize("offsets_first", [True, False])
+def test_windows_of_the_padded_sequence_compile_once(offsets_first):
+    """ConvBERT's span convolution (torch's unfold along the sequence): x [batch,
+    sequence, 4] transposed, padded by 2 each side along the sequence, and gathered at
+    the positions Range(0, (sequence + 4) - 4) plus each of the offsets 0..4 (a column
+    or a row); the windows [batch, sequence, 4, 5] merged with half the channels into
+    [-1, 2, 5], a Softmax over each window, merged again as [-1, 20] and reshaped back
+    to [batch, sequence, 20]: compiled once, equal to onnxruntime."""
+    node = helper.make_node
+    nodes = [
+        node("Shape", ["x"], ["shape"]),
+        node("Gather", ["shape", "one"], ["s"], axis=0),
+        node("Gather", ["shape", "zero"], ["b"], axis=0),
+        node("Add", ["s", "four"], ["longer"]),
+        node("Sub", ["longer", "four"], ["length"]),
+        node("Range", ["zero", "length", "one"], ["positions"]),
+        node("Unsqueeze", ["positions", "axis0" if offsets_first else "axis1"], ["along"]),
+        node("Add", ["along", "offsets"], ["index"]),
+        node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+        node("Pad", ["xt", "pads"], ["padded"]),
+        node("Gather", ["padded", "index"], ["windows"], axis=2),
+        node("Transpose", ["windows"], ["rows"], perm=[0, 3, 1, 2] if offsets_first else [0, 2, 1, 3]),
+        node("Reshape", ["rows", "split"], ["merged"]),
+        node("Softmax", ["merged"], ["weights"], axis=2),
+        node("Reshape", ["weights", "flat"], ["joined"]),
+        node("Unsqueeze", ["b", "axis0"], ["b1"]),
+        node("Concat", ["b1", "minus1", "twenty"], ["back"], axis=0),
+        node("Reshape", ["joined", "back"], ["y"]),
+    ]
+    offsets = np.arange(5).reshape((5, 1) if offsets_first else (1, 5))
+    ints = {
+        "zero": 0, "one": 1, "four": 4, "axis0": [0], "axis1": [1], "offsets": offsets,
+        "pads": [0, 0, 2, 0, 0, 2], "split": [-1, 2, 5], "flat": [-1, 20], "minus1": [-1],
+        "twenty": [20],
+    }  # fmt: skip
+    graph = helper.make_graph(
+        nodes,
+        "windows",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "sequence", 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", "sequence", 20])],
+        [numpy_helper.from_array(np.array(v, np.int64), k) for k, v in ints.items()],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("batch", "sequence")
+    for batch, sequence in ((1, 1), (2, 7), (3, 40), (1, 2)):
+        x = RNG.standard_normal((batch, sequence, 4)).astype(np.float32)
+        np.testing.assert_allclose(model(x)[0], reference(proto, x)[0], rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     ("slices", "why"),
     [

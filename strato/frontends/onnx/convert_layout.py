@@ -39,7 +39,12 @@ from strato.frontends.onnx.conversion import (
     ssa_name,
 )
 from strato.frontends.onnx.merged_dims import restretched
-from strato.frontends.onnx.run_time_slices import Cropped, run_time_slice, shifted
+from strato.frontends.onnx.run_time_slices import (
+    Cropped,
+    Padded,
+    run_time_slice,
+    shifted,
+)
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
     "Reshape": (1,),
@@ -410,6 +415,19 @@ def convert_pad(ctx: NodeContext) -> list[ImportedValue]:
     rank = len(shape)
     mode, low, high, value = _pad_amounts(ctx, rank)
     shifts = {d: (low[d], high[d]) for d in range(rank) if shape[d] < 0 and (low[d] or high[d])}
+    grown = [d for d, (lo, hi) in shifts.items() if lo >= 0 and hi >= 0 and lo + hi > 0]
+    if mode == graph.PadMode.CONSTANT and len(grown) == 1 and len(shifts) == 1:
+        # a run-time dimension made longer: kept for a Gather of its windows
+        (d,) = grown
+        lo, hi = low[d], high[d]
+        low[d] = high[d] = 0
+        x = _data(ctx)
+        if any(p < 0 for p in (*low, *high)) or not isinstance(x, SSAValue):
+            raise shape_values.StaticShapesOnly(f"{ctx.label} pads a run-time dimension and crops another")
+        if any(low) or any(high):
+            constant = value if value != 0.0 else None
+            x = ctx.emit(graph.PadOp(x, low, high, mode, constant)).results[0]
+        return [Padded(x, d, lo, hi, value)]
     for d, (lo, hi) in shifts.items():
         if mode != graph.PadMode.CONSTANT or lo + hi:
             raise shape_values.StaticShapesOnly(

@@ -388,6 +388,13 @@ class _GraphImporter:
 
         if self._producers is None:
             self._producers = {name: n for n in self.graph.node for name in n.output}
+        padded = [
+            value
+            for n in range(len(ctx.node.input))
+            if ctx.has_input(n) and isinstance(value := ctx.static_value(n), run_time_slices.Padded)
+        ]
+        if padded:
+            return self._windows(ctx, padded, dims)
         cropped = [
             value
             for n in range(len(ctx.node.input))
@@ -423,6 +430,32 @@ class _GraphImporter:
             if isinstance(value, SSAValue) and run_time_axes(value):
                 raise StaticShapesOnly(f"{ctx.label} takes no run-time dimensions")
         return None
+
+    @staticmethod
+    def _windows(ctx: NodeContext, padded: list, dims: RunTimeDims) -> list:
+        """A Gather of windows of a run-time dimension padded longer (torch's `unfold`):
+        its windows as shifts of the tensor before the pad (`run_time_slices.windows`);
+        any other reader of such a pad takes static shapes."""
+        data = ctx.static_value(0)
+        axis = int(ctx.attr("axis", 0)) if ctx.node.op_type == "Gather" else None
+        index = ctx.static_value(1) if ctx.node.op_type == "Gather" and ctx.has_input(1) else None
+        if (
+            ctx.node.op_type == "Gather"
+            and padded == [data]
+            and isinstance(index, SSAValue)
+            and axis is not None
+            and (axis if axis >= 0 else axis + len(data.value.type.get_shape())) == data.axis
+        ):
+            found = run_time_slices.window_offsets(index, data, dims)
+            if found is not None:
+                ops = run_time_slices.windows(data, *found)
+                for op in ops:
+                    ctx.emit(op)
+                return [ops[-1].results[0]]
+        raise StaticShapesOnly(
+            f"{ctx.label} reads a run-time dimension padded longer (only a Gather of its "
+            "windows takes one)"
+        )
 
     # -- checks before anything is built ----------------------------------------
 
@@ -773,7 +806,10 @@ class _GraphImporter:
     ) -> SSAValue:
         what = f"graph output '{output.name}'"
         value = env[output.name]
-        if isinstance(value, (shape_values.ShapeValue, merged_dims.Merged, run_time_slices.Cropped)):
+        if isinstance(
+            value,
+            (shape_values.ShapeValue, merged_dims.Merged, run_time_slices.Cropped, run_time_slices.Padded),
+        ):
             raise StaticShapesOnly(
                 f"{what} is a shape of run-time sizes, merges them, or slices one"
             )

@@ -241,7 +241,46 @@ def of_reshape(ctx: NodeContext, value: SSAValue, dims: RunTimeDims) -> Merged |
             tuple(shape[rows:]), tuple(rest)
         ):
             return merging(value, rows, tuple(rest))
-    return None
+    return _split_merge(ctx, value, dims, wanted, tuple(rest))
+
+
+def _split_merge(
+    ctx: NodeContext,
+    value: SSAValue,
+    dims: RunTimeDims,
+    wanted: tuple[int, tuple[str, ...]] | None,
+    rest: tuple[int, ...],
+) -> Merged | None:
+    """A merge that takes part of the static dimensions after the last run-time one
+    (ConvBERT's [batch, seq, 32, 9] to [-1, 16, 9]: batch, seq and 2 of the 32): the
+    static ones reshaped to [f, *rest] (f their elements over the rest's), and the
+    dimensions up to f merged; None when the rest is not static or does not divide them."""
+    shape = _shape(value)
+    run_time = [d for d, size in enumerate(shape) if size < 0]
+    if not run_time or not rest or any(size < 0 for size in rest):
+        return None
+    tail = shape[run_time[-1] + 1 :]
+    elements, kept = math.prod(tail), math.prod(rest)
+    if kept == 0 or elements % kept or elements // kept == 1:
+        return None
+    split = (*shape[: run_time[-1] + 1], elements // kept, *rest)
+    rows = run_time[-1] + 2
+    if wanted is not None and wanted != _leading_of_shape(split[:rows], value, dims):
+        return None
+    reshaped = ctx.emit(graph.ReshapeOp(value, split)).results[0]
+    dims.add_op(reshaped.owner)  # type: ignore[arg-type]
+    return merging(reshaped, rows, rest)
+
+
+def _leading_of_shape(
+    leading: tuple[int, ...], value: SSAValue, dims: RunTimeDims
+) -> tuple[int, tuple[str, ...]] | None:
+    """`factors` of the product of `leading`, whose run-time sizes are `value`'s in order."""
+    names = [dims.name(value, d) for d, size in enumerate(_shape(value)) if size < 0]
+    if None in names:
+        return None
+    static = math.prod(size for size in leading if size >= 0)
+    return static, tuple(sorted(n for n in names if n is not None))
 
 
 def _leading(value: SSAValue, rows: int, dims: RunTimeDims) -> tuple[int, tuple[str, ...]] | None:
@@ -302,9 +341,13 @@ def convert(
 
 
 def _reshape(ctx, merged: Merged, dims, producers, convert_node) -> list:
-    """Reshape of a merged tensor: the reshape of the tensor before the merge."""
+    """Reshape of a merged tensor: the reshape of the tensor before the merge, or a merge
+    of it again (ConvBERT's [batch * seq * 2, 16, 1] to [-1, 32]: batch and seq)."""
     if any(int(d) == 0 for d in np.asarray(_known_or_empty(ctx, 1))) and not ctx.attr("allowzero", 0):
         raise StaticShapesOnly(f"{ctx.label} copies a dimension of a merged tensor")
+    again = of_reshape(ctx, merged.value, dims)
+    if again is not None:
+        return [again]
     return _on_value(ctx, merged, convert_node, ctx.node)
 
 

@@ -1,4 +1,5 @@
-"""Slices of a dimension of run-time size, padded back to its length.
+"""Slices of a dimension of run-time size padded back to its length, and windows of one
+padded longer.
 
 A run-time dimension is a size of the model's inputs (`graph.dims`); a graph tensor
 never holds a size computed from one, such as `sequence - 1`. Exporters slice such a
@@ -13,17 +14,31 @@ the Pad gives back what the slice took at the other end (constant mode, as many
 elements), the two are one shift of the dimension, a `graph.pad` whose pads of that
 dimension sum to 0. The model
 then takes only sizes of at least what the slice takes (`least`), where the slice is not
-empty. Any other op that reads a `Cropped` imports the model with static shapes
+empty.
+
+A Pad that makes a run-time dimension longer, a `Padded`, is kept for a Gather of its
+windows, as torch's `unfold` reads it (ConvBERT's span convolution):
+
+    windows = Gather(Pad(x, 4 before and after the sequence),
+                     Unsqueeze(Range(0, sequence)) + [[0], [1], .., [8]], axis=sequence)
+
+Window k at position i is x at i + k - 4 (zeros outside): the shift of x by 4 - k, so
+the Gather is the shifts stacked along the offsets' dimension (`windows`). Any other op
+that reads a `Cropped` or a `Padded` imports the model with static shapes
 (`StaticShapesOnly`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
-from xdsl.ir import SSAValue
+import numpy as np
+from xdsl.dialects.builtin import DYNAMIC_INDEX
+from xdsl.ir import Operation, SSAValue
 
 from strato.dialects import graph
+from strato.dialects.graph.dims import RunTimeDims
 from strato.frontends.onnx.shape_values import StaticShapesOnly
 
 END = 2**31 - 1
@@ -103,4 +118,83 @@ def shifted(
     return graph.PadOp(cropped.value, low, high, mode, value if value != 0.0 else None)
 
 
-__all__ = ["END", "Cropped", "run_time_slice", "shifted"]
+class Padded:
+    """`value` padded by `low` zeros (the constant `fill`) before and `high` after along
+    `axis`, a dimension of run-time size (of a size no graph tensor holds): kept for a
+    Gather of windows of it (`windows`), as torch's `unfold` reads a padded sequence."""
+
+    def __init__(self, value: SSAValue, axis: int, low: int, high: int, fill: float):
+        self.value = value
+        self.axis = axis
+        self.low = low
+        self.high = high
+        self.fill = fill
+
+    def __repr__(self) -> str:
+        return f"Padded({self.value}, axis={self.axis}, low={self.low}, high={self.high})"
+
+
+def window_offsets(index: SSAValue, padded: Padded, dims: RunTimeDims) -> tuple[int, list[int]] | None:
+    """When `index` holds the positions along `padded`'s run-time dimension plus a column
+    of offsets (`Range(0, n)` unsqueezed, plus a constant [k, 1] or [1, k]: the windows
+    of `unfold`), the dimension of `index` the positions run along and the offsets
+    (their order along the other dimension); None otherwise."""
+    op = index.owner
+    if not isinstance(op, graph.AddOp) or len(index.type.get_shape()) != 2:  # type: ignore[union-attr]
+        return None
+    for positions, column in (op.operands, reversed(op.operands)):
+        source = positions.owner
+        if isinstance(source, graph.ReshapeOp):
+            source = source.input.owner
+        constant = column.owner
+        if not isinstance(source, graph.IotaOp) or not isinstance(constant, graph.ConstantOp):
+            continue
+        along = index.type.get_shape().index(DYNAMIC_INDEX) if DYNAMIC_INDEX in index.type.get_shape() else None  # type: ignore[union-attr]
+        like, dim = source.operands[0], source.properties["dim"].value.data  # type: ignore[union-attr]
+        offsets = np.asarray(constant.evaluate([])[0])
+        if (
+            along is None
+            or not dims.same((like, dim), (padded.value, padded.axis))
+            or offsets.ndim != 2
+            or offsets.shape[along] != 1
+            or _shape_of(positions)[along] != DYNAMIC_INDEX
+            or math.prod(_shape_of(positions)) != DYNAMIC_INDEX
+        ):
+            continue
+        offsets = [int(v) for v in offsets.reshape(-1)]
+        if any(not 0 <= v <= padded.low + padded.high for v in offsets):
+            continue  # positions before the padded start, or past its end
+        return along, offsets
+    return None
+
+
+def _shape_of(value: SSAValue) -> tuple[int, ...]:
+    return tuple(value.type.get_shape())  # type: ignore[union-attr]
+
+
+def windows(padded: Padded, along: int, offsets: list[int]) -> list[Operation]:
+    """Gather of the windows `offsets` of `padded` (positions along its run-time
+    dimension, plus each offset): the shifts of the tensor before the pad by low -
+    offset, each a slice of the result, stacked along the offsets' dimension (before
+    the positions when `along` is 1, after them when 0). The ops, the last the result."""
+    value, axis = padded.value, padded.axis
+    shape = list(_shape_of(value))
+    ops: list[Operation] = []
+    pieces: list[SSAValue] = []
+    stacked = axis if along == 1 else axis + 1
+    for offset in offsets:
+        shift = padded.low - offset
+        low, high = [0] * len(shape), [0] * len(shape)
+        low[axis], high[axis] = shift, -shift
+        piece = value
+        if shift:
+            ops.append(graph.PadOp(value, low, high, graph.PadMode.CONSTANT, padded.fill or None))
+            piece = ops[-1].results[0]
+        ops.append(graph.ReshapeOp(piece, [*shape[:stacked], 1, *shape[stacked:]]))
+        pieces.append(ops[-1].results[0])
+    if len(pieces) > 1:
+        ops.append(graph.ConcatOp(pieces, stacked))
+    return ops
+
+
+__all__ = ["END", "Cropped", "Padded", "run_time_slice", "shifted", "window_offsets", "windows"]

@@ -69,6 +69,9 @@ class SizeExpr:
 
     text: str
     factors: tuple[int, tuple[str, ...]] | None = field(default=None, compare=False, hash=False)
+    shifted: tuple[Size, int] | None = field(default=None, compare=False, hash=False)
+    """A size plus an int (`sequence + 8`), when it is one: the size comes back when
+    the int does (`(sequence + 8) - 8` is `sequence`)."""
 
     def __repr__(self) -> str:
         return self.text
@@ -152,6 +155,10 @@ def _arith(symbol: str, fold: Callable[[int, int], int]) -> Callable[[Element, E
             return a
         if symbol in "+*" and a == identity and not isinstance(a, (Size, SizeExpr)):
             return b
+        if symbol in "+-":
+            shifted = _shifted(a, b, symbol)
+            if shifted is not None:
+                return shifted
         left, right = factors(a), factors(b)
         if symbol == "-" and left is not None and left == right:
             return 0
@@ -166,6 +173,27 @@ def _arith(symbol: str, fold: Callable[[int, int], int]) -> Callable[[Element, E
         return SizeExpr(f"({a!r} {symbol} {b!r})")
 
     return apply
+
+
+def _shifted(a: Element, b: Element, symbol: str) -> Element | None:
+    """a + b or a - b of a size (or a size plus an int) and an int, as a size plus an
+    int: the size itself when the ints cancel; None for any other pair."""
+    def base(element: Element) -> tuple[Size, int] | None:
+        if isinstance(element, Size):
+            return element, 0
+        return element.shifted if isinstance(element, SizeExpr) else None
+
+    if base(a) is not None and isinstance(b, (int, np.integer)):
+        size, offset = base(a)  # type: ignore[misc]
+        offset += int(b) if symbol == "+" else -int(b)
+    elif symbol == "+" and base(b) is not None and isinstance(a, (int, np.integer)):
+        size, offset = base(b)  # type: ignore[misc]
+        offset += int(a)
+    else:
+        return None
+    if offset == 0:
+        return size
+    return SizeExpr(f"({size!r} {'+' if offset > 0 else '-'} {abs(offset)})", shifted=(size, offset))
 
 
 def _truncating_div(a: int, b: int) -> int:
