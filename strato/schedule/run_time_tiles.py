@@ -140,21 +140,31 @@ class _Epilogue:
             at.add(op.clone(value_mapper=mapping))
 
 
+MIN_LANES = 4
+"""The narrowest vectors a tile takes: a static count of columns below the target's
+lanes (and at least this) is tiled by vectors of the largest power of two it holds."""
+
+
 def tile_run_time_products(kernel: func.FuncOp, lanes: int, registers: int) -> dict[str, str]:
     """Give every update nest of `kernel` that `_match` takes a register tile of rows
-    by vectors of `lanes` fp32 (`registers` vector registers hold the tile and a row
-    of b); the tile of each stage tiled, by stage name."""
+    by vectors of `lanes` fp32, or narrower ones when its columns are fewer
+    (`MIN_LANES`; `registers` vector registers hold the tile and a row of b); the tile
+    of each stage tiled, by stage name."""
     if lanes < 2:
         return {}
     tiled: dict[str, str] = {}
     for loop in [op for op in kernel.walk() if isinstance(op, ForOp)]:
         if not kernel.is_ancestor(loop):
             continue  # in a nest a product before absorbed
-        product = _match(loop, lanes)
+        width = lanes
+        if not loop.is_dynamic and MIN_LANES <= loop.trip_count < lanes:
+            # fewer columns than a vector holds (attention's heads of 8): narrower vectors
+            width = 1 << (loop.trip_count.bit_length() - 1)
+        product = _match(loop, width)
         if product is None:
             continue
-        rows, columns = _tile_shape(product, lanes, registers)
-        _tile(product, rows, columns, lanes)
+        rows, columns = _tile_shape(product, width, registers)
+        _tile(product, rows, columns, width)
         tiled[loop_stage(loop) or "?"] = f"{rows}x{columns}"
     if tiled:
         kernel.attributes[TILES_ATTR] = _dictionary(tiled)

@@ -614,9 +614,10 @@ def run_time_graph_programs(
             block.add_ops([transposed, product, scale])
             op = graph.MulOp(product.results[0], scale.result)
         elif kind == "attend" and len(shape) == 2 and shape[0] < 0 and shape[1] > 0:
-            # softmax(x x^T) v, v = x w of more than a vector's columns: attention's
-            # product of its weights and its values, contracting the run-time dimension
-            values_op = graph.MatmulOp(x, constant((shape[1], draw(st.integers(16, 40)))))
+            # softmax(x x^T) v, v = x w of fewer or more than a vector's columns:
+            # attention's product of its weights and its values, contracting the
+            # run-time dimension
+            values_op = graph.MatmulOp(x, constant((shape[1], draw(st.integers(4, 40)))))
             transposed = graph.TransposeOp(x, [1, 0])
             scores = graph.MatmulOp(x, transposed.result)
             weights = graph.SoftmaxOp(scores.results[0], [1])

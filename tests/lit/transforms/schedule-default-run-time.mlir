@@ -260,3 +260,38 @@ func.func @broadcast_mask(%mx: memref<?xf32>, %mask: memref<?xf32>, %my: memref<
   }
   func.return
 }
+
+// Attention's product with v of heads of 8 (MobileBERT's): 8 columns, fewer than a
+// vector of 16 holds, are tiled by vectors of 8; the sequence is contracted.
+// CHECK-LABEL: func.func @narrow_heads(
+// CHECK-SAME:    schedule.run_time_tiles = {c = "12x8"}
+// CHECK:         loop.for %{{.*}} = 0 to 1 axis "m.tiles8" attributes {stage = "c"} {
+// CHECK:           memref.alloc() : memref<12x8xf32, #loop.scope<local>>
+// CHECK:           loop.for %{{.*}} = 0 to %n axis "k" attributes {stage = "c", reduction} {
+// CHECK-NEXT:        loop.for %{{.*}} = 0 to 12 unrolled axis "l.update"
+// CHECK-NEXT:          loop.for %{{.*}} = 0 to 8 vectorized axis "m.update"
+func.func @narrow_heads(%w: memref<?xf32>, %v: memref<?xf32>, %out: memref<?xf32> {loop.output}, %n: index) attributes {loop.kernel} {
+  %c8 = arith.constant 8 : index
+  %w_view = memref.reinterpret_cast %w to offset: [0], sizes: [%n, %n], strides: [%n, 1] : memref<?xf32> to memref<?x?xf32, strided<[?, 1]>>
+  %v_view = memref.reinterpret_cast %v to offset: [0], sizes: [%n, 8], strides: [8, 1] : memref<?xf32> to memref<?x8xf32, strided<[8, 1]>>
+  %out_view = memref.reinterpret_cast %out to offset: [0], sizes: [%n, 8], strides: [8, 1] : memref<?xf32> to memref<?x8xf32, strided<[8, 1]>>
+  loop.for %l = 0 to %n axis "l" attributes {stage = "c", init} {
+    loop.for %m = 0 to 8 axis "m" attributes {stage = "c", init} {
+      %zero = arith.constant 0.000000e+00 : f32
+      memref.store %zero, %out_view[%l, %m] : memref<?x8xf32, strided<[8, 1]>>
+    }
+  }
+  loop.for %l_1 = 0 to %n axis "l" attributes {stage = "c"} {
+    loop.for %m_1 = 0 to 8 axis "m" attributes {stage = "c"} {
+      loop.for %k = 0 to %n axis "k" attributes {stage = "c", reduction} {
+        %x = memref.load %w_view[%l_1, %k] : memref<?x?xf32, strided<[?, 1]>>
+        %y = memref.load %v_view[%k, %m_1] : memref<?x8xf32, strided<[8, 1]>>
+        %p = arith.mulf %x, %y : f32
+        %acc = memref.load %out_view[%l_1, %m_1] : memref<?x8xf32, strided<[8, 1]>>
+        %sum = arith.addf %acc, %p : f32
+        memref.store %sum, %out_view[%l_1, %m_1] : memref<?x8xf32, strided<[8, 1]>>
+      }
+    }
+  }
+  func.return
+}
