@@ -266,6 +266,29 @@ def _check_compiled_once(
         np.testing.assert_allclose(ours, reference(proto, x)[0], rtol=1e-5, atol=1e-6)
 
 
+def merged_heads() -> list[onnx.NodeProto]:
+    """x [batch, 2, sequence, 16] reshaped to q [-1, sequence, 16] (batch and heads
+    merged, torch's bmm attention), its sizes b and s read from the Shape (the graph
+    needs the constants `i0`, `i2`, `minus1` and `sixteen`)."""
+    node = helper.make_node
+    return [
+        node("Shape", ["x"], ["shape"]),
+        node("Gather", ["shape", "i0"], ["b"], axis=0),
+        node("Gather", ["shape", "i2"], ["s"], axis=0),
+        node("Concat", ["minus1", "s", "sixteen"], ["merged"], axis=0),
+        node("Reshape", ["x", "merged"], ["q"]),
+    ]
+
+
+def heads_again(value: str) -> list[onnx.NodeProto]:
+    """`value`, merged as `merged_heads` merges, reshaped back to y [batch, 2, sequence,
+    16] (also the constant `two`)."""
+    return [
+        helper.make_node("Concat", ["b", "two", "s", "sixteen"], ["heads"], axis=0),
+        helper.make_node("Reshape", [value, "heads"], ["y"]),
+    ]
+
+
 def test_products_of_merged_heads_compile_once():
     """Attention written with torch's bmm, as older exports of DeBERTa and BART do: q
     and k of [batch, 2, sequence, 16] reshaped to [-1, sequence, 16] (batch and heads
@@ -275,11 +298,7 @@ def test_products_of_merged_heads_compile_once():
     rng = np.random.default_rng(8)
     node = helper.make_node
     nodes = [
-        node("Shape", ["x"], ["shape"]),
-        node("Gather", ["shape", "i0"], ["b"], axis=0),
-        node("Gather", ["shape", "i2"], ["s"], axis=0),
-        node("Concat", ["minus1", "s", "sixteen"], ["merged"], axis=0),
-        node("Reshape", ["x", "merged"], ["q"]),
+        *merged_heads(),
         node("Mul", ["q", "wk"], ["k"]),
         node("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
         node("Div", ["kt", "scale"], ["scaled"]),
@@ -287,8 +306,7 @@ def test_products_of_merged_heads_compile_once():
         node("Add", ["scores", "bias"], ["biased"]),
         node("Softmax", ["biased"], ["weights"], axis=2),
         node("MatMul", ["weights", "q"], ["context"]),
-        node("Concat", ["b", "two", "s", "sixteen"], ["heads"], axis=0),
-        node("Reshape", ["context", "heads"], ["y"]),
+        *heads_again("context"),
     ]
     ints = {"i0": [0], "i2": [2], "minus1": [-1], "two": [2], "sixteen": [16]}
     weights = {"wk": rng.standard_normal(16), "scale": 4.0, "bias": rng.standard_normal((1, 1))}
@@ -311,11 +329,7 @@ def test_norms_of_merged_heads_compile_once(opset):
         else node("ReduceL2", ["q", "last"], ["norm"], keepdims=1)
     )
     nodes = [
-        node("Shape", ["x"], ["shape"]),
-        node("Gather", ["shape", "i0"], ["b"], axis=0),
-        node("Gather", ["shape", "i2"], ["s"], axis=0),
-        node("Concat", ["minus1", "s", "sixteen"], ["merged"], axis=0),
-        node("Reshape", ["x", "merged"], ["q"]),
+        *merged_heads(),
         norm,
         node("Clip", ["norm", "tiny", ""], ["clipped"]),
         node("Shape", ["q"], ["q_shape"]),
@@ -324,13 +338,23 @@ def test_norms_of_merged_heads_compile_once(opset):
         node("Unsqueeze", ["unit", "one1"], ["wide"]),
         node("Squeeze", ["wide", "minus3"], ["narrow"]),
         node("Acos", ["narrow"], ["angle"]),
-        node("Concat", ["b", "two", "s", "sixteen"], ["heads"], axis=0),
-        node("Reshape", ["angle", "heads"], ["y"]),
+        *heads_again("angle"),
     ]
     ints = {"i0": [0], "i2": [2], "minus1": [-1], "two": [2], "sixteen": [16], "last": [-1], "one1": [1], "minus3": [-3]}
     proto = _heads_model("norms", nodes, ints, {"tiny": 1e-3}, 2, 2)
     proto.opset_import[0].version = opset
     _check_compiled_once(proto, 2, rng)
+
+
+def positions_along(axis: str, length: str = "length") -> list[onnx.NodeProto]:
+    """The exporters' positions along a dimension of x: its size `length` read from the
+    Shape at the scalar index constant `axis`, and Range(zero, length, one) as
+    "positions" (the graph needs the constants `zero` and `one`)."""
+    return [
+        helper.make_node("Shape", ["x"], ["shape"]),
+        helper.make_node("Gather", ["shape", axis], [length], axis=0),
+        helper.make_node("Range", ["zero", length, "one"], ["positions"]),
+    ]
 
 
 def test_positions_flattened_and_a_slice_of_the_whole_sequence_compile_once():
@@ -340,9 +364,7 @@ def test_positions_flattened_and_a_slice_of_the_whole_sequence_compile_once():
     rng = np.random.default_rng(11)
     node = helper.make_node
     nodes = [
-        node("Shape", ["x"], ["shape"]),
-        node("Gather", ["shape", "axis2"], ["s"], axis=0),
-        node("Range", ["zero", "s", "one"], ["positions"]),
+        *positions_along("axis2", "s"),
         node("Unsqueeze", ["positions", "i0"], ["row"]),
         node("Add", ["row", "two"], ["offset"]),
         node("Reshape", ["offset", "minus1"], ["flat"]),
@@ -658,9 +680,7 @@ def test_relative_positions_along_the_sequence_compile_once():
     compiled once, equal to onnxruntime."""
     node = helper.make_node
     nodes = [
-        node("Shape", ["x"], ["shape"]),
-        node("Gather", ["shape", "one"], ["length"], axis=0),
-        node("Range", ["zero", "length", "one"], ["positions"]),
+        *positions_along("one"),
         node("Unsqueeze", ["positions", "zero1"], ["row"]),
         node("Unsqueeze", ["positions", "one1"], ["column"]),
         node("Sub", ["row", "column"], ["difference"]),

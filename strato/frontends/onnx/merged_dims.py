@@ -265,22 +265,12 @@ def _split_merge(
         return None
     split = (*shape[: run_time[-1] + 1], elements // kept, *rest)
     rows = run_time[-1] + 2
-    if wanted is not None and wanted != _leading_of_shape(split[:rows], value, dims):
+    leading = _leading(value, rows - 1, dims)
+    if wanted is not None and (leading is None or wanted != (leading[0] * split[rows - 1], leading[1])):
         return None
     reshaped = ctx.emit(graph.ReshapeOp(value, split)).results[0]
     dims.add_op(reshaped.owner)  # type: ignore[arg-type]
     return merging(reshaped, rows, rest)
-
-
-def _leading_of_shape(
-    leading: tuple[int, ...], value: SSAValue, dims: RunTimeDims
-) -> tuple[int, tuple[str, ...]] | None:
-    """`factors` of the product of `leading`, whose run-time sizes are `value`'s in order."""
-    names = [dims.name(value, d) for d, size in enumerate(_shape(value)) if size < 0]
-    if None in names:
-        return None
-    static = math.prod(size for size in leading if size >= 0)
-    return static, tuple(sorted(n for n in names if n is not None))
 
 
 def _leading(value: SSAValue, rows: int, dims: RunTimeDims) -> tuple[int, tuple[str, ...]] | None:
@@ -505,6 +495,16 @@ def _along_rest(ctx: NodeContext, merged: Merged, convert_node) -> list:
     return _merged_again(ctx, results, merged.rows)
 
 
+def _axes(ctx: NodeContext) -> list[int] | None:
+    """A node's `axes`: its attribute (older opsets) or its input 1 known at import
+    time; None when it gives neither."""
+    if ctx.has_attr("axes"):
+        return [int(a) for a in ctx.attr("axes")]
+    if ctx.has_input(1) and ctx.known(1) is not None:
+        return [int(a) for a in np.asarray(ctx.known(1)).reshape(-1)]
+    return None
+
+
 REDUCTIONS = frozenset({
     "ReduceL1", "ReduceL2", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
     "ReduceProd", "ReduceSum", "ReduceSumSquare",
@@ -515,13 +515,7 @@ def _reduced_along_rest(ctx: NodeContext, merged: Merged, convert_node) -> list:
     """A reduction of a merged tensor over dimensions of its rest (YOSO's norms of q and
     k per head): the same of the tensor before the merge, merged again."""
     rank = 1 + len(merged.rest)
-    if ctx.has_attr("axes"):
-        axes = [int(a) for a in ctx.attr("axes")]
-    elif ctx.has_input(1) and ctx.known(1) is not None:
-        axes = [int(a) for a in np.asarray(ctx.known(1)).reshape(-1)]
-    else:
-        axes = []
-    axes = [a - rank if a >= 0 else a for a in axes]
+    axes = [a - rank if a >= 0 else a for a in _axes(ctx) or []]
     if not axes or any(not -rank < a < 0 for a in axes):
         raise StaticShapesOnly(f"{ctx.label}: a {ctx.op_type} over the merged dimension")
     keepdims = int(ctx.attr("keepdims", 1))
@@ -824,12 +818,7 @@ def _expand(ctx, merged: Merged, dims, producers, convert_node) -> list:
 def _unit_dims(ctx, merged: Merged, dims, producers, convert_node) -> list:
     """Unsqueeze or Squeeze of dimensions of size 1 of a merged tensor's rest: a reshape
     of the tensor before the merge, merged again."""
-    if ctx.has_attr("axes"):
-        axes = [int(a) for a in ctx.attr("axes")]
-    elif ctx.has_input(1) and ctx.known(1) is not None:
-        axes = [int(a) for a in np.asarray(ctx.known(1)).reshape(-1)]
-    else:
-        axes = None
+    axes = _axes(ctx)
     rest = list(merged.rest)
     if ctx.op_type == "Unsqueeze":
         rank = 1 + len(rest) + len(axes or [])

@@ -30,7 +30,6 @@ that reads a `Cropped` or a `Padded` imports the model with static shapes
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -140,8 +139,10 @@ def window_offsets(index: SSAValue, padded: Padded, dims: RunTimeDims) -> tuple[
     of `unfold`), the dimension of `index` the positions run along and the offsets
     (their order along the other dimension); None otherwise."""
     op = index.owner
-    if not isinstance(op, graph.AddOp) or len(index.type.get_shape()) != 2:  # type: ignore[union-attr]
+    shape = _shape_of(index)
+    if not isinstance(op, graph.AddOp) or len(shape) != 2 or DYNAMIC_INDEX not in shape:
         return None
+    along = shape.index(DYNAMIC_INDEX)
     for positions, column in (op.operands, reversed(op.operands)):
         source = positions.owner
         if isinstance(source, graph.ReshapeOp):
@@ -149,16 +150,15 @@ def window_offsets(index: SSAValue, padded: Padded, dims: RunTimeDims) -> tuple[
         constant = column.owner
         if not isinstance(source, graph.IotaOp) or not isinstance(constant, graph.ConstantOp):
             continue
-        along = index.type.get_shape().index(DYNAMIC_INDEX) if DYNAMIC_INDEX in index.type.get_shape() else None  # type: ignore[union-attr]
         like, dim = source.operands[0], source.properties["dim"].value.data  # type: ignore[union-attr]
         offsets = np.asarray(constant.evaluate([])[0])
+        # the positions run along `along` alone, the offsets along the other dimension
+        expected = [DYNAMIC_INDEX if d == along else 1 for d in range(2)]
         if (
-            along is None
-            or not dims.same((like, dim), (padded.value, padded.axis))
+            not dims.same((like, dim), (padded.value, padded.axis))
             or offsets.ndim != 2
             or offsets.shape[along] != 1
-            or _shape_of(positions)[along] != DYNAMIC_INDEX
-            or math.prod(_shape_of(positions)) != DYNAMIC_INDEX
+            or list(_shape_of(positions)) != expected
         ):
             continue
         offsets = [int(v) for v in offsets.reshape(-1)]
