@@ -29,16 +29,20 @@ from math import prod
 import numpy as np
 from xdsl.dialects import arith, func, math
 from xdsl.dialects.builtin import (
+    ArrayAttr,
     DenseIntOrFPElementsAttr,
     FloatAttr,
     IntegerAttr,
     ModuleOp,
+    StringAttr,
+    TensorType,
 )
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.traits import SymbolTable
 
 from strato.diagnostics import StratoError
 from strato.dialects import te
+from strato.dialects.size_sums import SizeSum
 from strato.dialects.tensor_types import (
     array_from_dense,
     elements_from_scalars,
@@ -299,10 +303,12 @@ def run_primitive(
     primitive: te.PrimitiveOp,
     inputs: Sequence[np.ndarray],
     sizes: Mapping[str, int] | None = None,
+    caller_sizes: Mapping[str, int] | None = None,
 ) -> list[np.ndarray]:
     """The outputs of one primitive on arrays bound to its placeholders in order. A
     `te.size` takes its value from the first placeholder dimension it sizes, or from
-    `sizes` by name."""
+    `sizes` by name; one that is a sum of sizes (`SizeSum`) from the sizes it sums, the
+    primitive's own or else its caller's (`caller_sizes`, by name)."""
     placeholders = primitive.placeholders
     name = f"@{primitive.sym_name.data}"
     if len(inputs) != len(placeholders):
@@ -320,6 +326,13 @@ def run_primitive(
             for extent, given in zip(extents, array.shape):
                 if isinstance(extent, SSAValue):
                     values.setdefault(extent, given)
+    by_name = dict(caller_sizes or {}) | {
+        size.size_name.data: values[size.result] for size in primitive.run_time_sizes if size.result in values
+    }
+    for size in primitive.run_time_sizes:
+        total = SizeSum.parse(size.size_name.data)
+        if size.result not in values and total is not None and set(total.names) <= set(by_name):
+            values[size.result] = total.evaluate(by_name)
     for size in primitive.run_time_sizes:
         if size.result not in values:
             raise StratoError(
@@ -359,10 +372,27 @@ def _concrete(
     )
 
 
+def _argument_sizes(function: func.FuncOp, inputs: Sequence[np.ndarray]) -> dict[str, int]:
+    """The run-time sizes the arguments of `function` name (`te.sizes`), as the
+    arrays `inputs` have them."""
+    sizes: dict[str, int] = {}
+    for n, (arg, array) in enumerate(zip(function.args, inputs)):
+        attrs = function.arg_attrs.data[n].data if function.arg_attrs is not None else {}
+        names = attrs.get(te.SIZES_ATTR)
+        if not isinstance(names, ArrayAttr) or not isinstance(arg.type, TensorType):
+            continue
+        axes = [d for d, size in enumerate(arg.type.get_shape()) if size < 0]
+        for d, name in zip(axes, names.data):
+            if isinstance(name, StringAttr) and d < np.ndim(array):
+                sizes.setdefault(name.data, np.shape(array)[d])
+    return sizes
+
+
 def _run_function(
     module: ModuleOp, function: func.FuncOp, inputs: Sequence[np.ndarray]
 ) -> list[np.ndarray]:
     env: dict[SSAValue, np.ndarray] = dict(zip(function.args, inputs))
+    sizes = _argument_sizes(function, inputs)
     for op in function.body.block.ops:
         if isinstance(op, func.ReturnOp):
             return [env[v] for v in op.arguments]
@@ -371,7 +401,7 @@ def _run_function(
             callee = _lookup(module, op.callee.string_value(), op)
             if not isinstance(callee, te.PrimitiveOp):
                 raise StratoError(f"@{op.callee.string_value()} is not a te.primitive", op=op)
-            results = run_primitive(callee, args)
+            results = run_primitive(callee, args, caller_sizes=sizes)
         elif isinstance(op, func.CallOp):
             results = _run_function(module, entry_function(module, op.callee.string_value()), args)
         elif isinstance(op, te.CondCallOp):

@@ -24,6 +24,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 
 from strato.diagnostics import StratoError
+from strato.dialects.size_sums import SizeSum
 from strato.dialects.tensor_types import numpy_dtype
 
 if TYPE_CHECKING:
@@ -170,7 +171,12 @@ class Signature:
             signature = Signature(inputs, outputs, limits)
         for spec in outputs:
             for name in spec.dims or ():
-                if name is not None and name not in signature.sizes:
+                total = SizeSum.parse(name) if name is not None else None
+                if (
+                    name is not None
+                    and name not in signature.sizes
+                    and (total is None or not set(total.names) <= set(signature.sizes))
+                ):
                     raise StratoError(
                         f"entry value '{spec.name}' has the run-time size '{name}', which "
                         "no input gives"
@@ -217,7 +223,13 @@ class Signature:
     def allocate_at(self, values: Sequence[int]) -> list[np.ndarray]:
         """The outputs at the run-time sizes `values` (in `sizes` order)."""
         return [
-            np.empty(tuple(d if d >= 0 else values[~d] for d in shape), dtype=dtype)
+            np.empty(
+                tuple(
+                    (d if d >= 0 else values[~d]) if type(d) is int else _sum_at(d, values)
+                    for d in shape
+                ),
+                dtype=dtype,
+            )
             for dtype, shape in self._plan.outputs
         ]
 
@@ -313,7 +325,7 @@ class _CallPlan:
 
     sizes: tuple[str, ...]
     inputs: tuple[tuple[np.dtype, int, tuple[tuple[int, int], ...], tuple[tuple[int, int], ...]], ...]
-    outputs: tuple[tuple[np.dtype, tuple[int, ...]], ...]
+    outputs: tuple[tuple[np.dtype, tuple[int | tuple[int, tuple[tuple[int, int], ...]], ...]], ...]
     limits: tuple[tuple[int, int, float, int], ...] = ()
     """Per bounded size: its index, least, most (inf: none) and the multiple it is."""
 
@@ -333,11 +345,17 @@ class _CallPlan:
             )
             for spec in signature.inputs
         )
+        def extent(size: int, name: str | None) -> int | tuple[int, tuple[tuple[int, int], ...]]:
+            if name is None:
+                return size
+            if name in sizes:
+                return ~sizes.index(name)
+            total = SizeSum.parse(name)  # checked: a sum of the sizes
+            assert total is not None
+            return total.constant, tuple((sizes.index(term), count) for term, count in total.terms)
+
         outputs = tuple(
-            (
-                spec.dtype,
-                tuple(size if name is None else ~sizes.index(name) for size, name in zip(spec.shape, dims(spec))),
-            )
+            (spec.dtype, tuple(extent(size, name) for size, name in zip(spec.shape, dims(spec))))
             for spec in signature.outputs
         )
         limits = tuple(
@@ -348,6 +366,12 @@ class _CallPlan:
             for limit in signature.limits
         )
         return _CallPlan(sizes, inputs, outputs, limits)
+
+
+def _sum_at(extent: tuple[int, tuple[tuple[int, int], ...]], values: Sequence[int]) -> int:
+    """A dimension that is a sum of sizes (`_CallPlan.outputs`) at the sizes `values`."""
+    constant, terms = extent
+    return constant + sum(count * values[k] for k, count in terms)
 
 
 _char_at = ctypes.c_char.from_buffer

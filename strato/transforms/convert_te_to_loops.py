@@ -151,6 +151,7 @@ from strato.dialects.loop import (
     ScopeAttr,
     ViewOp,
 )
+from strato.dialects.size_sums import SizeSum
 from strato.dialects.tensor_types import (
     is_run_time,
     is_unsigned_type,
@@ -781,7 +782,8 @@ def function_size_names(function: func.FuncOp) -> list[str]:
                 names.append(size_name)
     for n, type_ in enumerate(function.function_type.outputs.data):
         for size_name in _dimension_names(function, n, type_, function.res_attrs, "result"):
-            if size_name not in names:
+            total = SizeSum.parse(size_name)
+            if size_name not in names and (total is None or not set(total.names) <= set(names)):
                 raise StratoError(
                     f"{PASS_NAME}: result {n} of @{function.sym_name.data} has the run-time "
                     f"size '{size_name}', which no argument gives",
@@ -882,9 +884,10 @@ class RunTimeExtents:
     def any_run_time(self, op: Operation) -> bool:
         return any(is_run_time(v.type) for v in (*op.operands, *op.results))
 
-    def bind_call(self, op: te.CallOp, signature: SizeSignature | None) -> None:
+    def bind_call(self, op: te.CallOp, signature: SizeSignature | None, builder: Builder) -> None:
         """The run-time sizes of the primitive `op` calls, bound from the extents of the
-        operands its placeholders take, and the extents of its results."""
+        operands its placeholders take (a sum of them, `SizeSum`, computed by `builder`
+        before the call), and the extents of its results."""
         if signature is None:
             return
         bound: dict[int, int | SSAValue] = {}
@@ -893,6 +896,12 @@ class RunTimeExtents:
                 if isinstance(dim, str):
                     bound.setdefault(signature.sizes.index(dim), extent)
         for n, size_name in enumerate(signature.sizes):
+            total = SizeSum.parse(size_name)
+            if n not in bound and total is not None:
+                # the primitive's own sizes, else its caller's of those names
+                given = self.named | {signature.sizes[k]: extent for k, extent in bound.items()}
+                if set(total.names) <= set(given):
+                    bound[n] = _size_sum(total, given, builder)
             if n not in bound:
                 raise StratoError(
                     f"{PASS_NAME}: the run-time size '{size_name}' of "
@@ -941,6 +950,24 @@ class RunTimeExtents:
         else:
             dynamic = [_index_value(builder, _product(builder, extents))]
         return builder.insert(memref.AllocOp(dynamic, [], buffer_type)).memref
+
+
+def _size_sum(total: SizeSum, sizes: Mapping[str, int | SSAValue], builder: Builder) -> int | SSAValue:
+    """`total` of `sizes` (static, or index values), computed by `builder`."""
+    value: int | SSAValue = total.constant
+    for name, count in total.terms:
+        term = sizes[name]
+        if isinstance(term, int) and isinstance(value, int):
+            value += count * term
+            continue
+        if abs(count) != 1:
+            term = builder.insert(arith.MuliOp(_index_value(builder, term), _index_value(builder, abs(count)))).result
+        if value == 0 and count > 0:
+            value = term
+            continue
+        kind = arith.AddiOp if count > 0 else arith.SubiOp
+        value = builder.insert(kind(_index_value(builder, value), _index_value(builder, term))).result
+    return value
 
 
 def _index_value(builder: Builder, extent: int | SSAValue) -> SSAValue:
@@ -1530,7 +1557,7 @@ class FunctionLowering:
                 values[result] = self._view(arena_buffer, arena.offsets[result], result, op, builder)
             elif _is_tensor_call(op):
                 if isinstance(op, te.CallOp):
-                    extents.bind_call(op, self.signatures.get(op.callee.string_value()))
+                    extents.bind_call(op, self.signatures.get(op.callee.string_value()), builder)
                 destinations = []
                 for result in op.results:
                     dest = in_place.get(result)

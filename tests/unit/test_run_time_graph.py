@@ -9,6 +9,7 @@ intermediates at them (convert-te-to-loops), run by the JIT and the interpreters
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
@@ -23,7 +24,7 @@ from xdsl.utils.exceptions import VerifyException
 from strato.compiler import run_stages
 from strato.context import make_context
 from strato.diagnostics import StratoError
-from strato.dialects.graph.dims import RunTimeDims
+from strato.dialects.graph.dims import RunTimeDims, SizeSum, implied_size_bounds
 from strato.interpreters.graph import run_graph
 from strato.interpreters.loop import run_loops
 from strato.interpreters.te import run_te
@@ -208,6 +209,75 @@ def test_a_run_time_value_returned_as_it_is_is_copied_at_its_size():
     np.testing.assert_array_equal(outs[0], x)
     np.testing.assert_array_equal(outs[1], x)
     np.testing.assert_array_equal(outs[2], y.ravel())
+
+
+def test_sums_of_sizes_name_their_own_classes():
+    """A concatenation along a run-time dimension sizes its result by the sum of the
+    inputs' sizes: a class named by the sum, whichever order and nesting spells it."""
+    module = parse(
+        """
+        func.func @f(%a: tensor<?x2xf32> {graph.sizes = ["past"]}, %b: tensor<?x2xf32> {graph.sizes = ["seq"]},
+                     %c: tensor<3x2xf32>) -> tensor<?x2xf32> {
+          %ab = graph.concat %a, %b axis 0 : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+          %ba = graph.concat %b, %a axis 0 : (tensor<?x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+          %aba = graph.concat %ab, %c, %a axis 0 : (tensor<?x2xf32>, tensor<3x2xf32>, tensor<?x2xf32>) -> tensor<?x2xf32>
+          %only = graph.concat %a axis 0 : (tensor<?x2xf32>) -> tensor<?x2xf32>
+          func.return %aba : tensor<?x2xf32>
+        }
+        """
+    )
+    (function,) = module.ops
+    assert isinstance(function, func.FuncOp)
+    dims = RunTimeDims.of_function(function)
+    ab, ba, aba, only = [op.results[0] for op in list(function.body.block.ops)[:4]]
+    assert dims.name(ab, 0) == dims.name(ba, 0) == "past + seq" and dims.same((ab, 0), (ba, 0))
+    assert dims.name(aba, 0) == "2 * past + seq + 3"
+    assert dims.name(only, 0) == "past" and dims.same((only, 0), (function.args[0], 0))
+    assert SizeSum.parse("2 * past + seq + 3") == SizeSum((("past", 2), ("seq", 1)), 3)
+    assert SizeSum.parse("past") is None and SizeSum.parse("past -") is None
+    quoted = SizeSum.of({"past length": 1, 'a "b"': -2}, -1)
+    assert SizeSum.parse(quoted.text()) == quoted and quoted.evaluate({"past length": 9, 'a "b"': 2}) == 4
+    # none of the inputs may be empty: each is read at a position clamped into it
+    assert {name: bound.least for name, (bound, _) in implied_size_bounds(function).items()} == {
+        "past": 1, "seq": 1,
+    }  # fmt: skip
+
+
+CACHE = """
+func.func @cache(%past: tensor<2x?x4xf32> {graph.sizes = ["past"]}, %new: tensor<2x?x4xf32> {graph.sizes = ["seq"]}, %one: tensor<2x1x4xf32>) -> tensor<2x?x4xf32> {
+  %c = graph.concat %past, %new, %one axis 1 : (tensor<2x?x4xf32>, tensor<2x?x4xf32>, tensor<2x1x4xf32>) -> tensor<2x?x4xf32>
+  %t = graph.tanh %c : tensor<2x?x4xf32>
+  %d = graph.concat %t, %new axis 1 : (tensor<2x?x4xf32>, tensor<2x?x4xf32>) -> tensor<2x?x4xf32>
+  func.return %d : tensor<2x?x4xf32>
+}
+"""
+
+
+@given(past=st.integers(1, 40), seq=st.integers(1, 9))
+def test_concatenations_along_run_time_dimensions_compile_once(past: int, seq: int):
+    """Past keys, new ones and a static row joined, then joined with the new ones
+    again: one compile runs at every drawn size (the result's size computed by the
+    caller, past + 2 * seq + 1), as the graph, te and loop interpreters do."""
+    rng = np.random.default_rng(past * 16 + seq)
+    inputs = [rng.standard_normal(shape).astype(np.float32) for shape in ((2, past, 4), (2, seq, 4), (2, 1, 4))]
+    (expected,) = run_graph(parse(CACHE), inputs, "cache")
+    assert expected.shape == (2, past + 2 * seq + 1, 4)
+    jit = _compiled_cache()
+    out = np.full(expected.shape, np.nan, np.float32)
+    jit.function("cache")(*inputs, out, past, seq)
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    te_module = lower(parse(CACHE), "convert-graph-to-te")
+    np.testing.assert_allclose(run_te(te_module, inputs, "cache")[0], expected, rtol=1e-6)
+    loops = lower(te_module, "convert-te-to-loops")
+    # buffers of a run-time size after the first are flat
+    flat = [inputs[0].ravel(), inputs[1].ravel(), inputs[2]]
+    (interpreted,) = run_loops(loops, [*flat, past, seq], "cache", output_shapes=[(expected.size,)])
+    np.testing.assert_allclose(interpreted, expected.ravel(), rtol=1e-6)
+
+
+@functools.cache
+def _compiled_cache():
+    return compile_for_llvm(parse(CACHE))
 
 
 ENCODER_ROWS = """

@@ -1143,3 +1143,53 @@ def test_strato_compile_writes_one_model_for_every_size_and_strato_run_picks_siz
     failed = run("compile", str(tmp_path / "hardmax.onnx"), "--run-time-sizes", "-o", str(saved))
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
     assert "operators that need static sizes" in failed.stderr, failed.stderr
+
+
+def cached_attention() -> onnx.ModelProto:
+    """Attention of new queries over past keys and values joined with the new ones (a
+    decoder's cache): present_k is [batch, 2, past + sequence, 8]."""
+
+    def value(name: str, length: str) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, TensorProto.FLOAT, ["batch", 2, length, 8])
+
+    nodes = [
+        helper.make_node("Concat", ["past_k", "k"], ["present_k"], axis=2),
+        helper.make_node("Concat", ["past_v", "v"], ["present_v"], axis=-2),
+        helper.make_node("Transpose", ["present_k"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("MatMul", ["q", "kt"], ["scores"]),
+        helper.make_node("Mul", ["scores", "scale"], ["scaled"]),
+        helper.make_node("Softmax", ["scaled"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "present_v"], ["o"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "cached",
+        [value("past_k", "past"), value("past_v", "past"), *(value(n, "sequence") for n in "qkv")],
+        [value("o", "sequence"), value("present_k", "total")],
+        [numpy_helper.from_array(np.array(0.35, np.float32), "scale")],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_attention_over_a_cache_joined_with_new_keys_compiles_once():
+    """Keys and values joined along the sequence (past + sequence, a size computed from
+    the inputs') compile once: the outputs are allocated at the sum, equal to
+    onnxruntime at every size, and the header names the sum; an empty past is refused
+    by name (each input of the join is read)."""
+    proto = cached_attention()
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel)
+    assert model.signature.sizes == ("batch", "past", "sequence")
+    assert model.signature.outputs[1].dims == ("batch", None, "past + sequence", None)
+    assert "output present_k: 'present_k' float32[batch, 2, past + sequence, 8]" in model.c_header()
+    rng = np.random.default_rng(5)
+    for batch, past, sequence in ((1, 1, 1), (2, 5, 3), (1, 17, 1), (3, 40, 7)):
+        arrays = [rng.standard_normal((batch, 2, n, 8)).astype(np.float32) for n in (past, past, sequence, sequence, sequence)]
+        ours = model(*arrays)
+        for got, expected in zip(ours, reference(proto, *arrays), strict=True):
+            assert got.shape == expected.shape
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+    empty = np.zeros((1, 2, 0, 8), np.float32)
+    new = np.zeros((1, 2, 3, 8), np.float32)
+    with pytest.raises(InputMismatchError, match=r"dimension 2 \('past'\) is 0, less than the least the model takes, 1"):
+        model(empty, empty, new, new, new)

@@ -149,6 +149,14 @@ class GraphOp(IRDLOperation):
         Ops that set `RUN_TIME_DIMS` define it."""
         return {}
 
+    def run_time_dim_sums(self) -> dict[tuple[int, int], tuple[list[tuple[int, int]], int]]:
+        """For each run-time dimension of a result that is the sum of operand
+        dimensions, (result index, dimension), those dimensions, (operand index,
+        dimension), and an int added (the static sizes among them): a concatenation
+        along a run-time dimension. Such a dimension is of a class of its own, named
+        by the sum (`graph.dims.SizeSum`)."""
+        return {}
+
     def run_time_dim_equalities(self) -> list[tuple[tuple[int, int], tuple[int, int]]]:
         """Pairs of operand dimensions, (operand index, dimension), of run-time size
         that must be the same size though no result dimension is theirs (a matrix
@@ -190,10 +198,11 @@ class GraphOp(IRDLOperation):
         if not any(is_run_time(r.type) for r in self.results):
             return
         sources = self.run_time_dim_sources()
+        sums = self.run_time_dim_sums()
         for n, result in enumerate(self.results):
             assert isinstance(result.type, TensorType)
             for d, size in enumerate(result.type.get_shape()):
-                if size < 0 and not sources.get((n, d)):
+                if size < 0 and not sources.get((n, d)) and (n, d) not in sums:
                     raise VerifyException(
                         f"'{self.name}' result dimension {d} is of run-time size, but no "
                         "operand dimension gives it"

@@ -172,6 +172,11 @@ class FusedOp(GraphOp):
 
         return fused_dim_sources(self)
 
+    def run_time_dim_sums(self) -> dict[tuple[int, int], tuple[list[tuple[int, int]], int]]:
+        from strato.dialects.graph.dims import fused_dim_sums
+
+        return fused_dim_sums(self)
+
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         env: dict[SSAValue, np.ndarray] = dict(zip(self.body.block.args, inputs))
         for op in self.body.block.ops:

@@ -38,6 +38,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from strato.dialects.graph.base import GraphOp, is_run_time
+from strato.dialects.size_sums import SizeSum, size_sum
 
 SIZES_ATTR = "graph.sizes"
 
@@ -131,6 +132,27 @@ class RunTimeDims:
                 self._union((op.results[r], d), (op.operands[operand], od))
         for (a, ad), (b, bd) in op.run_time_dim_equalities():
             self._union((op.operands[a], ad), (op.operands[b], bd))
+        for (r, d), (parts, constant) in op.run_time_dim_sums().items():
+            total: SizeSum | None = SizeSum((), constant)
+            for operand, od in parts:
+                name = self.name(op.operands[operand], od)
+                if name is None:
+                    total = None  # of a size no argument gives: unnamed too
+                    break
+                total = total.plus(size_sum(name))
+            if total is not None:
+                self._name_sum((op.results[r], d), total)
+
+    def _name_sum(self, key: DimKey, total: SizeSum) -> None:
+        """`key` is of the class `total` names: the size itself when it is one, else
+        the class of every dimension of that sum."""
+        name = total.terms[0][0] if total.is_name else total.text()
+        if name in self._by_name:
+            self._union(self._by_name[name], key)
+            return
+        root = self._find(key)
+        self._by_name[name] = root
+        self._names.setdefault(root, name)
 
     def add_arguments(self, args: Sequence[SSAValue], names: Sequence[list[str] | None]) -> None:
         """Names the run-time dimensions of a function's arguments: `names[n]` gives
@@ -177,6 +199,31 @@ class RunTimeDims:
         return self._find(a) == self._find(b)
 
 
+def fused_dim_sums(op: GraphOp) -> dict[tuple[int, int], tuple[list[tuple[int, int]], int]]:
+    """The run-time dimensions of a `graph.fused`'s results that its body computes as
+    sums of its arguments' (a concatenation along a run-time dimension inside)."""
+    (body,) = op.regions
+    args = body.block.args
+    dims = RunTimeDims()
+    dims.add_arguments(args, [[f"#{n}.{d}" for d in run_time_axes(arg)] for n, arg in enumerate(args)])
+    dims.add_block(body.block)
+    yielded = body.block.last_op
+    assert yielded is not None
+    sums: dict[tuple[int, int], tuple[list[tuple[int, int]], int]] = {}
+    for r, value in enumerate(yielded.operands):
+        for d in run_time_axes(value):
+            name = dims.name(value, d)
+            total = SizeSum.parse(name) if name is not None else None
+            if total is None or any(count < 0 for _, count in total.terms):
+                continue
+            parts = []
+            for term, count in total.terms:
+                n, ad = term[1:].split(".")
+                parts += [(int(n), int(ad))] * count
+            sums[(r, d)] = (parts, total.constant)
+    return sums
+
+
 def fused_dim_sources(op: GraphOp) -> dict[tuple[int, int], list[tuple[int, int]]]:
     """The run-time dimension sources of a `graph.fused`, through its body."""
     (body,) = op.regions
@@ -199,10 +246,13 @@ def fused_dim_sources(op: GraphOp) -> dict[tuple[int, int], list[tuple[int, int]
 __all__ = [
     "SIZES_ATTR",
     "RunTimeDims",
+    "SizeSum",
     "argument_size_names",
     "fused_dim_sources",
+    "fused_dim_sums",
     "is_run_time",
     "run_time_axes",
+    "size_sum",
 ]
 
 
@@ -314,6 +364,17 @@ def implied_size_bounds(function: FuncOp) -> dict[str, tuple[SizeBound, str]]:
             continue
         table = f"the {shape[axis]}-entry table" + (f" {data.name_hint}" if data.name_hint else "")
         implied[name] = (SizeBound(0, most), f"the model reads {table} at positions computed from it")
+    for op in function.body.walk():
+        # a concatenation along a run-time dimension reads each of its inputs there
+        # (at a position clamped into it), so none may be empty
+        if not isinstance(op, GraphOp) or op.name == "graph.fused":
+            continue
+        for parts, _ in op.run_time_dim_sums().values():
+            for operand, od in parts:
+                name = dims.name(op.operands[operand], od)
+                for term in size_sum(name).names if name is not None else ():
+                    bound, why = implied.get(term, (SizeBound(), ""))
+                    implied[term] = (bound.meet(SizeBound(1)), why)
     return implied
 
 

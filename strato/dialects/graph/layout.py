@@ -224,8 +224,9 @@ class ConcatOp(LayoutOp):
     """
 
     name = "graph.concat"
-    # run-time dimensions outside the axis, which must be static; every input has them
-    # (the heads of an attention joined, features of a sequence of run-time length)
+    # run-time dimensions outside the axis, which every input has (the heads of an
+    # attention joined, features of a sequence of run-time length), and along it: the
+    # result's is the sum of the inputs' (past keys and new ones, `past + sequence`)
     RUN_TIME_DIMS: ClassVar[bool] = True
 
     inputs = var_operand_def(AnyTensor)
@@ -238,7 +239,8 @@ class ConcatOp(LayoutOp):
     def __init__(self, inputs: Sequence[SSAValue | Operation], axis: int):
         values = [SSAValue.get(v) for v in inputs]
         shape = list(static_shape(values[0]))
-        shape[axis] = sum(static_shape(v)[axis] for v in values)
+        sizes = [static_shape(v)[axis] for v in values]
+        shape[axis] = min(sizes) if any(size < 0 for size in sizes) else sum(sizes)
         super().__init__(
             operands=[values],
             properties={"axis": IntegerAttr(axis, i64)},
@@ -254,7 +256,19 @@ class ConcatOp(LayoutOp):
         return {
             (0, d): [(n, d) for n in range(len(self.inputs))]
             for d, size in enumerate(shape)
-            if size < 0
+            if size < 0 and d != self.axis_value
+        }
+
+    def run_time_dim_sums(self) -> dict[tuple[int, int], tuple[list[tuple[int, int]], int]]:
+        axis = self.axis_value
+        sizes = [static_shape(v)[axis] for v in self.inputs]
+        if all(size >= 0 for size in sizes):
+            return {}
+        return {
+            (0, axis): (
+                [(n, axis) for n, size in enumerate(sizes) if size < 0],
+                sum(size for size in sizes if size >= 0),
+            )
         }
 
     def infer_shape(self) -> tuple[int, ...] | None:
@@ -266,10 +280,6 @@ class ConcatOp(LayoutOp):
         total = 0
         for value in self.inputs:
             shape = static_shape(value)
-            if len(shape) == len(first) and shape[axis] < 0:
-                raise VerifyException(
-                    f"'graph.concat' joins along a dimension of static size, got {value.type}"
-                )
             if len(shape) != len(first) or any(
                 a != b for d, (a, b) in enumerate(zip(shape, first)) if d != axis
             ):
@@ -277,7 +287,8 @@ class ConcatOp(LayoutOp):
                     f"'graph.concat' input shapes {list(first)} and {list(shape)} differ "
                     f"outside axis {axis}"
                 )
-            total += shape[axis]
+            # a run-time size makes the sum one (as the input writes it: `?`)
+            total = total if total < 0 else shape[axis] if shape[axis] < 0 else total + shape[axis]
         return (*first[:axis], total, *first[axis + 1 :])
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -180,3 +180,27 @@ func.func @shift(%x: tensor<?x?x8xf32> {graph.sizes = ["batch", "seq"]}) -> tens
   %a = graph.pad %x low [0, -1, 0] high [0, 1, 0] mode "constant" : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
   func.return %a : tensor<?x?x8xf32>
 }
+
+// -----
+
+// A concatenation along a run-time dimension: the result's size is a class of its own,
+// named by the sum (`past + seq`), and the body reads each input at its offset, the
+// sum of the sizes before it.
+// CHECK-LABEL: te.primitive @concat_0 {
+// CHECK-NEXT:    %past = te.size "past" : index
+// CHECK-NEXT:    %seq = te.size "seq" : index
+// CHECK-NEXT:    %[[TOTAL:.*]] = te.size "past + seq" : index
+// CHECK:         %c = te.compute "concat" (%i, %j, %l) sizes(%[[TOTAL]]) : tensor<2x?x8xf32> {
+// CHECK:           %[[FIRST:.*]] = te.read %{{.*}}[%i, %{{.*}}, %l] : tensor<2x?x8xf32>
+// CHECK-NEXT:      %[[AT:.*]] = arith.subi %j, %past : index
+// CHECK:           %[[SECOND:.*]] = te.read %new[%i, %{{.*}}, %l] : tensor<2x?x8xf32>
+// CHECK-NEXT:      %[[AFTER:.*]] = arith.cmpi sge, %j, %past : index
+// CHECK-NEXT:      %{{.*}} = arith.select %[[AFTER]], %[[SECOND]], %[[FIRST]] : f32
+// CHECK-LABEL: te.primitive @relu_1 {
+// CHECK-NEXT:    %[[TOTAL2:.*]] = te.size "past + seq" : index
+// CHECK-LABEL: func.func @kv_cache(%past: tensor<2x?x8xf32> {te.sizes = ["past"]}, %new: tensor<2x?x8xf32> {te.sizes = ["seq"]}) -> (tensor<2x?x8xf32> {te.sizes = ["past + seq"]}) {
+func.func @kv_cache(%past: tensor<2x?x8xf32> {graph.sizes = ["past"]}, %new: tensor<2x?x8xf32> {graph.sizes = ["seq"]}) -> tensor<2x?x8xf32> {
+  %c = graph.concat %past, %new axis 1 : (tensor<2x?x8xf32>, tensor<2x?x8xf32>) -> tensor<2x?x8xf32>
+  %r = graph.relu %c : tensor<2x?x8xf32>
+  func.return %r : tensor<2x?x8xf32>
+}

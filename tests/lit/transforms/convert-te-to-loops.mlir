@@ -481,3 +481,42 @@ func.func @rows_and_planned(%x: tensor<4xf32>, %y: tensor<?x8xf32> {te.sizes = [
   %s = te.call @rows_relu(%r) : (tensor<?x8xf32>) -> tensor<?x8xf32>
   func.return %d, %s : tensor<4xf32>, tensor<?x8xf32>
 }
+
+// A size that is a sum of others (a concatenation along a run-time dimension: `p + s`
+// names the class of its result's dimension) is computed before the call from the
+// sizes the primitive's placeholders give: for the second call, from the first
+// result's (p + s) and s.
+// CHECK-LABEL: func.func @cache(%a: memref<?x4xf32> {te.sizes = ["p"]}, %b: memref<?x4xf32> {te.sizes = ["s"]}, %c: memref<?x4xf32> {loop.output, te.sizes = ["p + s"]}, %p: index {loop.size = "p"}, %s: index {loop.size = "s"}) {
+// CHECK:         %arena = memref.alloc
+// CHECK-NEXT:    %[[PS:.*]] = arith.addi %p, %s : index
+// CHECK-NEXT:    func.call @joined(%a, %b, %c, %p, %s, %[[PS]])
+// CHECK-NEXT:    %[[PSS:.*]] = arith.addi %[[PS]], %s : index
+// CHECK-NEXT:    %d = memref.view %arena[%{{.*}}][%[[PSS]]] : memref<?xi8> to memref<?x4xf32>
+// CHECK-NEXT:    func.call @joined(%c, %b, %d, %[[PS]], %s, %[[PSS]])
+te.primitive @joined {
+  %p = te.size "p" : index
+  %s = te.size "s" : index
+  %t = te.size "p + s" : index
+  %a = te.placeholder "a" sizes(%p) : tensor<?x4xf32>
+  %b = te.placeholder "b" sizes(%s) : tensor<?x4xf32>
+  %c = te.compute "concat" (%i, %j) sizes(%t) : tensor<?x4xf32> {
+    %one = arith.constant 1 : index
+    %last = arith.subi %p, %one : index
+    %x_at = arith.minsi %i, %last : index
+    %x = te.read %a[%x_at, %j] : tensor<?x4xf32>
+    %y_at = arith.subi %i, %p : index
+    %zero = arith.constant 0 : index
+    %y_in = arith.maxsi %y_at, %zero : index
+    %y = te.read %b[%y_in, %j] : tensor<?x4xf32>
+    %second = arith.cmpi sge, %i, %p : index
+    %v = arith.select %second, %y, %x : f32
+    te.yield %v : f32
+  }
+  te.output %c : tensor<?x4xf32>
+}
+
+func.func @cache(%a: tensor<?x4xf32> {te.sizes = ["p"]}, %b: tensor<?x4xf32> {te.sizes = ["s"]}) -> (tensor<?x4xf32> {te.sizes = ["p + s"]}) {
+  %c = te.call @joined(%a, %b) : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  %d = te.call @joined(%c, %b) : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+  func.return %c : tensor<?x4xf32>
+}

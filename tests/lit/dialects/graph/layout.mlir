@@ -170,6 +170,17 @@ func.func @run_time_broadcast_split(%t: tensor<1x?xi64>, %ids: tensor<?x?xi64>, 
   func.return %b : tensor<?x?xi64>
 }
 
+// A concatenation along a run-time dimension: its size is the sum of the inputs'
+// (past keys and new ones), a static one among them.
+// CHECK-LABEL: func.func @run_time_concat
+// CHECK-NEXT:    %c = graph.concat %past, %new, %one axis 1 : (tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x1x8xf32>) -> tensor<2x?x8xf32>
+// GENERIC-LABEL: sym_name = "run_time_concat"
+// GENERIC:         "graph.concat"(%past, %new, %one) <{axis = 1 : i64}> : (tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x1x8xf32>) -> tensor<2x?x8xf32>
+func.func @run_time_concat(%past: tensor<2x?x8xf32>, %new: tensor<2x?x8xf32>, %one: tensor<2x1x8xf32>) -> tensor<2x?x8xf32> {
+  %c = graph.concat %past, %new, %one axis 1 : (tensor<2x?x8xf32>, tensor<2x?x8xf32>, tensor<2x1x8xf32>) -> tensor<2x?x8xf32>
+  func.return %c : tensor<2x?x8xf32>
+}
+
 // CHECK-LABEL: func.func @gather_scatter_tile
 // CHECK-NEXT:    %g = graph.gather_elements %data, %idx axis 1 : (tensor<5x4xf32>, tensor<5x2xi64>) -> tensor<5x2xf32>
 // CHECK-NEXT:    %s = graph.scatter_nd %data, %rows, %upd reduction "none" : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<5x4xf32>
