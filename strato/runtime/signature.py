@@ -24,7 +24,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import TensorType
 
 from strato.diagnostics import StratoError
-from strato.dialects.size_sums import SizeSum
+from strato.dialects.size_sums import SizeSum, size_sum
 from strato.dialects.tensor_types import numpy_dtype
 
 if TYPE_CHECKING:
@@ -67,7 +67,8 @@ class TensorSpec:
         if self.dims is None:
             return self.shape
         return tuple(
-            size if name is None else sizes[name] for size, name in zip(self.shape, self.dims)
+            size if name is None else sizes[name] if name in sizes else size_sum(name).evaluate(sizes)
+            for size, name in zip(self.shape, self.dims)
         )
 
     def at(self, sizes: Mapping[str, int]) -> TensorSpec:
@@ -215,7 +216,8 @@ class Signature:
                     if not least <= values[k] <= most or values[k] % multiple:
                         break
                 else:
-                    return checked, values
+                    if all(values[k] == _sum_at(total, values) for k, total in plan.sums):
+                        return checked, values
         checked = self.check_inputs(arrays)  # names what does not match
         bound = self.bind_sizes(checked)
         return checked, [bound[name] for name in plan.sizes]
@@ -270,7 +272,37 @@ class Signature:
             else:
                 self._check_dynamic(position, spec, value, bound)
             checked.append(value if value.flags.c_contiguous else np.ascontiguousarray(value))
+        for name, total in self._sums:
+            given, where = bound[name]
+            value = total.evaluate({term: bound[term][0] for term in total.names})
+            if given != value:
+                parts = ", ".join(f"'{term}' = {bound[term][0]}" for term in total.names)
+                raise InputMismatchError(
+                    f"input {where} {self.inputs[where]}: '{name}' is {given}, but the sizes it "
+                    f"sums are {parts}: {value}"
+                )
         return checked
+
+    @property
+    def size_sums(self) -> tuple[tuple[int, int, tuple[tuple[int, int], ...]], ...]:
+        """The sizes that are sums of others (`_sums`) by index in `sizes`: (index, the
+        int, (index, times) per size summed)."""
+        sizes = self.sizes
+        return tuple(
+            (sizes.index(name), total.constant, tuple((sizes.index(t), c) for t, c in total.terms))
+            for name, total in self._sums
+        )
+
+    @functools.cached_property
+    def _sums(self) -> tuple[tuple[str, SizeSum], ...]:
+        """The sizes an input names by a sum of other sizes the inputs give (an
+        attention mask's `past + sequence`), which a call must give as that sum."""
+        sums = []
+        for name in self.sizes:
+            total = SizeSum.parse(name)
+            if total is not None and total.terms and set(total.names) <= set(self.sizes):
+                sums.append((name, total))
+        return tuple(sums)
 
     def _check_dynamic(
         self,
@@ -328,6 +360,9 @@ class _CallPlan:
     outputs: tuple[tuple[np.dtype, tuple[int | tuple[int, tuple[tuple[int, int], ...]], ...]], ...]
     limits: tuple[tuple[int, int, float, int], ...] = ()
     """Per bounded size: its index, least, most (inf: none) and the multiple it is."""
+    sums: tuple[tuple[int, tuple[int, tuple[tuple[int, int], ...]]], ...] = ()
+    """Per size that is a sum of others (`Signature._sums`): its index and the sum, as
+    outputs' are."""
 
     @staticmethod
     def of(signature: Signature) -> _CallPlan:
@@ -365,7 +400,8 @@ class _CallPlan:
             )
             for limit in signature.limits
         )
-        return _CallPlan(sizes, inputs, outputs, limits)
+        sums = tuple((k, (constant, terms)) for k, constant, terms in signature.size_sums)
+        return _CallPlan(sizes, inputs, outputs, limits, sums)
 
 
 def _sum_at(extent: tuple[int, tuple[tuple[int, int], ...]], values: Sequence[int]) -> int:

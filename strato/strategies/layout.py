@@ -455,6 +455,20 @@ def iota(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> lis
     return [pb.compute("iota", shape_of(result), body, dtype)]
 
 
+@strategy(graph.SizeOfOp)
+def size_of(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
+    """result = the size of a dimension of the operand (its `te.size` when it is one of
+    run-time size; the operand is not read)."""
+    assert isinstance(op, graph.SizeOfOp)
+    extent = shape_of(inputs[0])[op.dim_value]
+    dtype = element_type_of(op.results[0])
+
+    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        return _append(s, arith.IndexCastOp(index_extent(s, extent), dtype))
+
+    return [pb.compute("size_of", (), body, dtype)]
+
+
 def _wrapped_position(s: ScalarBuilder, raw: SSAValue, size: int) -> SSAValue:
     """An index read from a tensor as an in-bounds position: negative counts from the
     end, then clamped into [0, size)."""

@@ -515,6 +515,12 @@ def _iota(b: ProgramBuilder) -> Operation:
     return graph.IotaOp(x, b.draw(st.integers(0, len(shape(x)) - 1)))
 
 
+@generator("graph.size_of")
+def _size_of(b: ProgramBuilder) -> Operation:
+    x = b.float_value(min_rank=1)
+    return graph.SizeOfOp(x, b.draw(st.integers(0, len(shape(x)) - 1)))
+
+
 @generator("graph.broadcast_to")
 def _broadcast_to(b: ProgramBuilder) -> Operation:
     x = b.float_value()

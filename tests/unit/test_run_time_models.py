@@ -1193,3 +1193,104 @@ def test_attention_over_a_cache_joined_with_new_keys_compiles_once():
     new = np.zeros((1, 2, 3, 8), np.float32)
     with pytest.raises(InputMismatchError, match=r"dimension 2 \('past'\) is 0, less than the least the model takes, 1"):
         model(empty, empty, new, new, new)
+
+
+def decoder_step() -> onnx.ModelProto:
+    """One attention layer of a decoder with a cache, as exporters write it: the new
+    tokens' positions are `Range(0, sequence) + past` (a size made data), embedded;
+    the keys' positions `Range(0, past + sequence)`, computed from the sizes before any
+    tensor has that length; a causal mask of the two, and a padding mask whose length
+    the inputs name `past + sequence`; keys and values joined with the cache."""
+    width, table = 16, 64
+    rng = np.random.default_rng(3)
+
+    def ints(name: str, values) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(values, np.int64), name)
+
+    def shape_at(tensor: str, axis: int, out: str) -> list[onnx.NodeProto]:
+        return [
+            helper.make_node("Shape", [tensor], [f"{out}_shape"]),
+            helper.make_node("Gather", [f"{out}_shape", f"axis{axis}"], [out], axis=0),
+        ]
+
+    nodes = [
+        *shape_at("past_k", 1, "past"),
+        *shape_at("x", 1, "sequence"),
+        helper.make_node("Range", ["zero", "sequence", "one"], ["new"]),
+        helper.make_node("Add", ["new", "past"], ["positions"]),
+        helper.make_node("Gather", ["table", "positions"], ["position_embeddings"], axis=0),
+        helper.make_node("Add", ["x", "position_embeddings"], ["h"]),
+        helper.make_node("Add", ["past", "sequence"], ["total"]),
+        helper.make_node("Range", ["zero", "total", "one"], ["keys_at"]),
+        helper.make_node("Unsqueeze", ["positions", "last"], ["queries_at"]),
+        helper.make_node("LessOrEqual", ["keys_at", "queries_at"], ["causal"]),
+        helper.make_node("Cast", ["mask"], ["mask_bool"], to=TensorProto.BOOL),
+        helper.make_node("Unsqueeze", ["mask_bool", "middle"], ["padding"]),
+        helper.make_node("And", ["causal", "padding"], ["allowed"]),
+        helper.make_node("MatMul", ["h", "wk"], ["k"]),
+        helper.make_node("MatMul", ["h", "wv"], ["v"]),
+        helper.make_node("Concat", ["past_k", "k"], ["present_k"], axis=1),
+        helper.make_node("Concat", ["past_v", "v"], ["present_v"], axis=1),
+        helper.make_node("Transpose", ["present_k"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["h", "kt"], ["scores"]),
+        helper.make_node("Where", ["allowed", "scores", "low"], ["masked"]),
+        helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "present_v"], ["y"]),
+    ]
+
+    def value(name: str, element, shape) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, element, shape)
+
+    graph = helper.make_graph(
+        nodes,
+        "decoder_step",
+        [
+            value("x", TensorProto.FLOAT, ["batch", "sequence", width]),
+            value("mask", TensorProto.INT64, ["batch", "past + sequence"]),
+            value("past_k", TensorProto.FLOAT, ["batch", "past", width]),
+            value("past_v", TensorProto.FLOAT, ["batch", "past", width]),
+        ],
+        [
+            value("y", TensorProto.FLOAT, ["batch", "sequence", width]),
+            value("present_k", TensorProto.FLOAT, ["batch", "past + sequence", width]),
+        ],
+        [
+            ints("axis1", 1), ints("zero", 0), ints("one", 1), ints("last", [-1]), ints("middle", [1]),
+            numpy_helper.from_array(rng.standard_normal((table, width)).astype(np.float32), "table"),
+            numpy_helper.from_array(rng.standard_normal((width, width)).astype(np.float32) / 4, "wk"),
+            numpy_helper.from_array(rng.standard_normal((width, width)).astype(np.float32) / 4, "wv"),
+            numpy_helper.from_array(np.array(-1e9, np.float32), "low"),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_decoder_step_over_a_cache_compiles_once():
+    """`decoder_step` compiles once: the positions of new tokens and of the keys, and
+    the padding mask of `past + sequence`, at every size as onnxruntime; a mask of
+    another length is refused by name, by the Python call and by the entry."""
+    proto = decoder_step()
+    text = str(import_onnx(proto, run_time_dims=True).module)
+    assert "graph.size_of %past_k dim 1 : (tensor<?x?x16xf32>) -> tensor<i64>" in text
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel)
+    assert set(model.signature.sizes) == {"batch", "sequence", "past + sequence", "past"}
+    rng = np.random.default_rng(4)
+    for batch, past, sequence in ((1, 1, 1), (2, 6, 3), (1, 30, 1), (3, 9, 12)):
+        x = rng.standard_normal((batch, sequence, 16)).astype(np.float32)
+        mask = (rng.random((batch, past + sequence)) < 0.8).astype(np.int64)
+        mask[:, -1] = 1
+        past_k, past_v = (rng.standard_normal((batch, past, 16)).astype(np.float32) for _ in range(2))
+        ours = model(x, mask, past_k, past_v)
+        for got, expected in zip(ours, reference(proto, x, mask, past_k, past_v), strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(InputMismatchError, match=r"'past \+ sequence' is 5, but the sizes it sums are 'past' = 1, 'sequence' = 1: 2"):
+        model(x[:, :1], np.ones((3, 5), np.int64), past_k[:, :1], past_v[:, :1])
+    assert "past___sequence other than past + sequence" in model.c_header()
+    # the entry itself refuses such sizes before touching a buffer
+    x, mask = x[:, :1], np.ones((3, 2), np.int64)
+    past_k, past_v = past_k[:, :1], past_v[:, :1]
+    outputs = model.signature.allocate_at([{"batch": 3, "sequence": 1, "past": 1, "past + sequence": 2}[n] for n in model.signature.sizes])
+    wrong = [{"batch": 3, "sequence": 1, "past": 1, "past + sequence": 3}[n] for n in model.signature.sizes]
+    with pytest.raises(InputMismatchError, match="refused the sizes"):
+        model._entry([x, mask, past_k, past_v, *outputs, *wrong])

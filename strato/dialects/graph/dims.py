@@ -191,6 +191,11 @@ class RunTimeDims:
         dimension is in it (its size is not known at the call)."""
         return self._names.get(self._find((value, dim)))
 
+    def key_of(self, name: str) -> DimKey | None:
+        """A dimension of the class `name` names, or None when none is."""
+        key = self._by_name.get(name)
+        return None if key is None else self._find(key)
+
     def alias(self, new: DimKey, old: DimKey) -> None:
         """`new` is of the class of `old` (a value that replaces another)."""
         self._union(old, new)

@@ -1121,6 +1121,57 @@ class IotaOp(LayoutOp):
 
 
 @irdl_op_definition
+class SizeOfOp(LayoutOp):
+    """The size of dimension `dim` of `like`, a rank-0 integer tensor (MLIR's
+    `tensor.dim` as a value): a run-time size made data, as exporters compute with it
+    (ONNX Shape, Gather of one dimension, then arithmetic on tensors: the positions of
+    new tokens after a cache, `Range(0, sequence) + past`). It reads `like`'s shape,
+    not its elements:
+
+        %n = graph.size_of %past dim 2 : (tensor<?x4x?x16xf32>) -> tensor<i64>
+    """
+
+    name = "graph.size_of"
+    RUN_TIME_DIMS: ClassVar[bool] = True
+    FLOAT_OPERANDS: ClassVar[bool] = False
+    SAME_ELEMENT_TYPE: ClassVar[bool] = False
+
+    like = operand_def(AnyTensor)
+    dim = prop_def(IntegerAttr[I64])
+    result = result_def(AnyTensor)
+
+    traits = traits_def(NoMemoryEffect())
+    assembly_format = "$like `dim` $dim attr-dict `:` functional-type(operands, results)"
+
+    def __init__(self, like: SSAValue | Operation, dim: int, element_type: Attribute = i64):
+        super().__init__(
+            operands=[SSAValue.get(like)],
+            properties={"dim": IntegerAttr(dim, i64)},
+            result_types=[TensorType(element_type, [])],
+        )
+
+    @property
+    def dim_value(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        _check_axis(self.name, self.dim_value, len(static_shape(self.like)))
+        super().verify_()
+
+    def infer_shape(self) -> tuple[int, ...] | None:
+        result_type = element_type(self.result)
+        if not isinstance(result_type, IntegerType) or result_type.width.data == 1:
+            raise VerifyException(
+                f"'graph.size_of' gives an integer tensor, got {self.result.type}"
+            )
+        return ()
+
+    def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        dtype = numpy_dtype(element_type(self.result))
+        return [np.array(inputs[0].shape[self.dim_value], dtype=dtype)]
+
+
+@irdl_op_definition
 class BroadcastToOp(GraphOp):
     """Numpy-broadcasts a tensor to the result shape: dimensions align from the right,
     and a size-1 (or missing) input dimension is repeated. A run-time dimension of the
@@ -1270,6 +1321,7 @@ OPS = (
     ScatterNDOp,
     TileOp,
     IotaOp,
+    SizeOfOp,
     BroadcastToOp,
     IdentityOp,
     DropoutOp,
@@ -1289,6 +1341,7 @@ __all__ = [
     "TileOp",
     "IdentityOp",
     "IotaOp",
+    "SizeOfOp",
     "PadMode",
     "PadOp",
     "ReshapeOp",

@@ -413,7 +413,7 @@ class _GraphImporter:
             return None
         results = merged_dims.convert(ctx, dims, self._producers, convert_node)
         if results is None:
-            results = shape_values.convert(ctx, dims)
+            results = shape_values.convert(ctx, dims, convert_node)
         if results is not None:
             return results
         node = ctx.node

@@ -36,11 +36,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
+import onnx
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir import SSAValue
 
 from strato.dialects.graph.dims import RunTimeDims
-from strato.dialects.tensor_types import is_run_time
+from strato.dialects.size_sums import SizeSum, size_sum
+from strato.dialects.tensor_types import element_type_of, is_run_time
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
 
 
@@ -72,6 +74,10 @@ class SizeExpr:
     shifted: tuple[Size, int] | None = field(default=None, compare=False, hash=False)
     """A size plus an int (`sequence + 8`), when it is one: the size comes back when
     the int does (`(sequence + 8) - 8` is `sequence`)."""
+    total: SizeSum | None = field(default=None, compare=False, hash=False)
+    """A sum of sizes and an int (`past + sequence`), when it is one: the size of a
+    class of dimensions when one is named so (a concatenation's along a run-time
+    dimension: `named_sizes`)."""
 
     def __repr__(self) -> str:
         return self.text
@@ -159,6 +165,12 @@ def _arith(symbol: str, fold: Callable[[int, int], int]) -> Callable[[Element, E
             shifted = _shifted(a, b, symbol)
             if shifted is not None:
                 return shifted
+            left_sum, right_sum = _sum_of(a), _sum_of(b)
+            if left_sum is not None and right_sum is not None:
+                if symbol == "-":
+                    right_sum = SizeSum(tuple((n, -c) for n, c in right_sum.terms), -right_sum.constant)
+                total = left_sum.plus(right_sum)
+                return SizeExpr(f"({total.text()})", total=total)
         left, right = factors(a), factors(b)
         if symbol == "-" and left is not None and left == right:
             return 0
@@ -194,6 +206,38 @@ def _shifted(a: Element, b: Element, symbol: str) -> Element | None:
     if offset == 0:
         return size
     return SizeExpr(f"({size!r} {'+' if offset > 0 else '-'} {abs(offset)})", shifted=(size, offset))
+
+
+def _sum_of(element: Element) -> SizeSum | None:
+    """`element` as a sum of sizes and an int, when it is one."""
+    if isinstance(element, (int, np.integer)):
+        return SizeSum((), int(element))
+    if isinstance(element, Size):
+        return size_sum(element.name)
+    if element.total is not None:
+        return element.total
+    if element.shifted is not None:
+        size, offset = element.shifted
+        return size_sum(size.name).plus(SizeSum((), offset))
+    return None
+
+
+def named_sizes(value: ShapeValue | np.ndarray, dims: RunTimeDims | None) -> ShapeValue | np.ndarray:
+    """`value` with each sum of sizes that names a class of dimensions (`SizeSum`: a
+    concatenation's, `past + sequence`, or a size again, `(past + sequence) -
+    sequence`) made the `Size` of that class."""
+    if not isinstance(value, ShapeValue) or dims is None:
+        return value
+
+    def named(element: Element) -> Element:
+        total = element.total if isinstance(element, SizeExpr) else None
+        if total is None:
+            return element
+        key = dims.key_of(total.terms[0][0] if total.is_name else total.text())
+        name = dims.name(*key) if key is not None else None
+        return element if name is None else Size(name, key)
+
+    return shape_value(np.asarray(np.frompyfunc(named, 1, 1)(value.elements), dtype=object), value.dtype)
 
 
 def _truncating_div(a: int, b: int) -> int:
@@ -276,7 +320,7 @@ def _elementwise(ctx: NodeContext) -> list:
     result = np.asarray(result, dtype=object)
     if ctx.op_type in ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"):
         return [result.astype(bool)]
-    return [shape_value(result, _dtype(values))]
+    return [named_sizes(shape_value(result, _dtype(values)), ctx.run_time_dims)]
 
 
 def _variadic(pick: Callable[[int, int], int]) -> Callable[[NodeContext], list]:
@@ -441,9 +485,44 @@ def _size(value: object, ctx: NodeContext, what: str) -> Size:
     if not isinstance(value, ShapeValue) or value.elements.size != 1:
         raise StaticShapesOnly(f"{ctx.label}: {what} is not one size of a run-time dimension")
     (element,) = value.elements.reshape(-1).tolist()
+    if isinstance(element, SizeExpr) and element.total is not None:
+        source = _dimension_of_sum(ctx, element.total)
+        if source is not None and ctx.run_time_dims is not None:
+            element = Size(ctx.run_time_dims.name(*source) or element.text, source)
     if not isinstance(element, Size) or element.source is None:
         raise StaticShapesOnly(f"{ctx.label}: {what} {element!r} is not a size of a dimension")
     return element
+
+
+def _dimension_of_sum(ctx: NodeContext, total: SizeSum) -> tuple[SSAValue, int] | None:
+    """A tensor dimension whose size is `total`, a sum of sizes and a non-negative
+    int: one that a concatenation along a run-time dimension made (the keys of a cache
+    joined with the new ones), else one made here, the positions along each size
+    joined (`past + sequence` before any such concatenation: the length of the
+    attention mask of a decoder's cache). None when a size of the sum is subtracted or
+    has no dimension."""
+    from strato.dialects import graph
+
+    dims = ctx.run_time_dims
+    if dims is None or total.constant < 0 or any(count <= 0 for _, count in total.terms):
+        return None
+    key = dims.key_of(total.terms[0][0] if total.is_name else total.text())
+    if key is not None:
+        return key
+    pieces: list[SSAValue] = []
+    for name, count in total.terms:
+        source = dims.key_of(name)
+        if source is None:
+            return None
+        pieces += [ctx.emit(graph.IotaOp(*source)).results[0]] * count
+    if total.constant:
+        pieces.append(ctx.materialize(np.zeros(total.constant, np.int64)))
+    for piece in pieces:
+        if isinstance(piece.owner, graph.IotaOp):
+            dims.add_op(piece.owner)
+    joined = ctx.emit(graph.ConcatOp(pieces, 0))
+    dims.add_op(joined)
+    return joined.results[0], 0
 
 
 def _positions(ctx: NodeContext, size: Size, dtype: np.dtype) -> SSAValue:
@@ -566,10 +645,62 @@ def of_tensor(ctx: NodeContext, value: SSAValue, dims: RunTimeDims) -> list:
     return [shape_value(np.array(selected, dtype=object), np.int64)]
 
 
-def convert(ctx: NodeContext, dims: RunTimeDims) -> list | None:
+def as_tensor(ctx: NodeContext, value: ShapeValue) -> SSAValue | None:
+    """`value` made a tensor of graph ops: each `Size` the size of the dimension it was
+    read from (`graph.size_of`), a size plus an int that plus the int, an int a
+    constant; None when an element is other arithmetic on sizes."""
+    from strato.dialects import graph
+
+    parts: list[SSAValue] = []
+    for element in value.elements.flat:
+        shift = 0
+        if isinstance(element, SizeExpr) and element.shifted is not None:
+            element, shift = element.shifted
+        if isinstance(element, (int, np.integer)):
+            part = ctx.materialize(np.array(int(element), np.int64))
+        elif isinstance(element, Size) and element.source is not None:
+            part = ctx.emit(graph.SizeOfOp(*element.source)).results[0]
+            if shift:
+                part = ctx.emit(graph.AddOp(part, ctx.materialize(np.array(shift, np.int64)))).results[0]
+        else:
+            return None
+        parts.append(part)
+    if value.shape:
+        rows = [ctx.emit(graph.ReshapeOp(part, [1])).results[0] for part in parts]
+        joined = rows[0] if len(rows) == 1 else ctx.emit(graph.ConcatOp(rows, 0)).results[0]
+        tensor = joined if len(value.shape) == 1 else ctx.emit(graph.ReshapeOp(joined, value.shape)).results[0]
+    else:
+        (tensor,) = parts
+    if value.dtype != np.int64:
+        tensor = ctx.emit(graph.CastOp(tensor, element_type_of(value.dtype))).results[0]
+    return tensor
+
+
+def _sizes_as_tensors(ctx: NodeContext, inputs: list, convert_node: Callable) -> list | None:
+    """The node converted with each `ShapeValue` input made a tensor (`as_tensor`),
+    when one of its other inputs is a tensor computed at run time (the positions of new
+    tokens, `Range(0, sequence)`, plus the length of a cache); None when an input
+    cannot be made one."""
+    node = onnx.NodeProto()
+    node.CopyFrom(ctx.node)
+    for n, value in enumerate(inputs):
+        if isinstance(value, ShapeValue):
+            tensor = as_tensor(ctx, value)
+            if tensor is None:
+                return None
+            name = f"{ctx.node.input[n]}::sizes"
+            ctx.bind(name, tensor)
+            node.input[n] = name
+    return convert_node(node)
+
+
+def convert(
+    ctx: NodeContext, dims: RunTimeDims, convert_node: Callable | None = None
+) -> list | None:
     """The results of a node that computes on shapes of run-time sizes, or None when the
     node is none: its converter imports it. A node of another op type that reads a
-    `ShapeValue` raises `StaticShapesOnly`."""
+    `ShapeValue` raises `StaticShapesOnly`, unless it reads a tensor too and the shapes
+    can be made tensors (`_sizes_as_tensors`: `convert_node` converts the node then)."""
     inputs = [ctx.static_value(i) if ctx.has_input(i) else None for i in range(len(ctx.node.input))]
     symbolic = [n for n, value in enumerate(inputs) if isinstance(value, ShapeValue)]
     if ctx.op_type == "Shape" and isinstance(inputs[0], SSAValue) and is_run_time(inputs[0].type):
@@ -587,6 +718,10 @@ def convert(ctx: NodeContext, dims: RunTimeDims) -> list | None:
         return sized(ctx)
     evaluate = EVALUATORS.get(ctx.op_type)
     if evaluate is None or any(isinstance(v, SSAValue) for v in inputs):
+        if convert_node is not None and any(isinstance(v, SSAValue) for v in inputs):
+            results = _sizes_as_tensors(ctx, inputs, convert_node)
+            if results is not None:
+                return results
         raise StaticShapesOnly(f"{ctx.label} reads a shape of run-time sizes")
     return evaluate(ctx)
 

@@ -238,6 +238,7 @@ def _build(
     finalize_entry(
         module, entry_name, entry_symbol, external_failing,
         [bounds.get(name, SizeBound()) for name in signature.sizes],
+        signature.size_sums,
     )  # fmt: skip
     weights = pack_weights(module, f"{public_name}_", weight_threshold)
     if machine is not None and not runs_here(machine):

@@ -111,6 +111,11 @@ def c_header(entry_symbol: str, signature: Signature, batch: BatchEntry | None =
             for limit in signature.limits
             if limit.name == n
         ]
+        limits += [
+            f"{sizes[k]} other than {' + '.join(f'{c} * {sizes[j]}' if c != 1 else sizes[j] for j, c in terms)}"
+            + (f" + {constant}" if constant else "")
+            for k, constant, terms in signature.size_sums
+        ]
         if limits:
             comments.append(
                 f" * (a negative size, or one out of its bounds, returns {macro}_NO_SUCH_SIZE: "

@@ -61,12 +61,14 @@ def finalize_entry(
     public_name: str,
     external_failing: Iterable[str] = (),
     size_bounds: Sequence[SizeBound] = (),
+    size_sums: Sequence[tuple[int, int, Sequence[tuple[int, int]]]] = (),
 ) -> None:
     """Give `module` the C ABI described in the module docstring, in place.
     `external_failing` names functions the module only declares (kernels compiled on
     their own: `finalize_kernel`) that return a status: their declarations and calls
     return i32, and a failure of theirs is the entry's. `size_bounds` are the bounds
-    of each run-time size the entry takes, in order (none: any size)."""
+    of each run-time size the entry takes, in order (none: any size); `size_sums` the
+    sizes that must be sums of others: (index, int, (index, times) per term)."""
     functions = _defined_functions(module)
     if entry not in functions:
         raise AssertionError(f"no function @{entry} to finalize")
@@ -82,7 +84,7 @@ def finalize_entry(
         _return_status(functions[name], failing)
     if entry not in failing:
         _return_status(functions[entry], failing)
-    _refuse_sizes_out_of_bounds(functions[entry], size_bounds)
+    _refuse_sizes_out_of_bounds(functions[entry], size_bounds, size_sums)
     functions[entry].properties["sym_name"] = StringAttr(public_name)
 
 
@@ -102,12 +104,18 @@ def raise_for_status(status: int, symbol: str, sizes: Sequence[int]) -> None:
     raise AssertionError(f"@{symbol} returned the unknown status {status}")
 
 
-def _refuse_sizes_out_of_bounds(function: llvm.FuncOp, bounds: Sequence[SizeBound]) -> None:
+def _refuse_sizes_out_of_bounds(
+    function: llvm.FuncOp,
+    bounds: Sequence[SizeBound],
+    sums: Sequence[tuple[int, int, Sequence[tuple[int, int]]]] = (),
+) -> None:
     """An entry compiled once for every size takes the sizes after its buffers (its
     trailing i64 parameters): it returns `STATUS_NO_SUCH_SIZE` for a negative one, or
     one out of its `bounds` (less than the least, more than the most, or not a
-    multiple of the multiple, in order), before touching a buffer, as the entry of
-    several compiled sizes does for a size it does not hold."""
+    multiple of the multiple, in order), or one other than the sum of others it must be
+    (`sums`: its index, an int and the indices and times of the sizes summed), before
+    touching a buffer, as the entry of several compiled sizes does for a size it does
+    not hold."""
     from strato.targets.llvm.sized_entry import STATUS_NO_SUCH_SIZE
 
     entry = function.body.blocks[0]
@@ -145,6 +153,19 @@ def _refuse_sizes_out_of_bounds(function: llvm.FuncOp, bounds: Sequence[SizeBoun
             combined = builders.int_binary(llvm.OrOp, out_of_bounds, outside.results[0])
             checks += [multiple, zero, left, outside, combined]
             out_of_bounds = combined.results[0]
+    for k, constant, terms in sums:
+        value = builders.constant(constant, i64)
+        checks.append(value)
+        for j, count in terms:
+            factor = builders.constant(count, i64)
+            scaled = builders.int_binary(llvm.MulOp, sizes[j], factor.results[0])
+            added = builders.int_binary(llvm.AddOp, value.results[0], scaled.results[0])
+            checks += [factor, scaled, added]
+            value = added
+        differs = builders.icmp("ne", sizes[k], value.results[0])
+        combined = builders.int_binary(llvm.OrOp, out_of_bounds, differs.results[0])
+        checks += [differs, combined]
+        out_of_bounds = combined.results[0]
     assert out_of_bounds is not None
     entry.add_ops([*checks, builders.cond_branch(out_of_bounds, refused, [], rest, [])])
     function.body.insert_block_after(rest, entry)
