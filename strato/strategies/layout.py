@@ -434,10 +434,7 @@ def gather(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> l
 
     def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
         raw = s.read(indices, idx[axis : axis + index_rank])
-        position = _append(s, arith.IndexCastOp(raw, IndexType()))
-        negative = s.index_cmp("slt", position, s.index(0))
-        position = s.index_select(negative, index_offset(s, position, size), position)
-        position = index_clamp(s, position, 0, size - 1)
+        position = _wrapped_position(s, raw, size)
         return s.read(data, [*idx[:axis], position, *idx[axis + index_rank :]])
 
     return [pb.compute("gather", out_shape, body, dtype)]
@@ -469,13 +466,16 @@ def size_of(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> 
     return [pb.compute("size_of", (), body, dtype)]
 
 
-def _wrapped_position(s: ScalarBuilder, raw: SSAValue, size: int) -> SSAValue:
+def _wrapped_position(s: ScalarBuilder, raw: SSAValue, size: Extent) -> SSAValue:
     """An index read from a tensor as an in-bounds position: negative counts from the
-    end, then clamped into [0, size)."""
+    end, then clamped into [0, size) (`size` a run-time one too)."""
     position = _append(s, arith.IndexCastOp(raw, IndexType()))
     negative = s.index_cmp("slt", position, s.index(0))
-    position = s.index_select(negative, index_offset(s, position, size), position)
-    return index_clamp(s, position, 0, size - 1)
+    if isinstance(size, int):
+        position = s.index_select(negative, index_offset(s, position, size), position)
+        return index_clamp(s, position, 0, size - 1)
+    position = s.index_select(negative, s.index_add(position, size), position)
+    return index_clamp(s, position, 0, s.index_sub(size, s.index(1)))
 
 
 @strategy(graph.GatherElementsOp)

@@ -1294,3 +1294,100 @@ def test_a_decoder_step_over_a_cache_compiles_once():
     wrong = [{"batch": 3, "sequence": 1, "past": 1, "past + sequence": 3}[n] for n in model.signature.sizes]
     with pytest.raises(InputMismatchError, match="refused the sizes"):
         model._entry([x, mask, past_k, past_v, *outputs, *wrong])
+
+
+def cache_positions() -> onnx.ModelProto:
+    """Positions of new tokens and a padding mask over a cache, as other exporters
+    write them: OPT's running count of the mask (of `past + sequence`) sliced from
+    `past` to the end (a slice from a size), a LayerNormalization of batch and
+    sequence merged, and torch.export's padding mask of its own length `total`, read
+    by a GatherND at the batch and key positions (`Range(0, past + sequence)`)."""
+    width, table = 8, 40
+    rng = np.random.default_rng(6)
+
+    def ints(name: str, values) -> onnx.TensorProto:
+        return numpy_helper.from_array(np.array(values, np.int64), name)
+
+    def size(tensor: str, axis: int, out: str) -> list[onnx.NodeProto]:
+        return [
+            helper.make_node("Shape", [tensor], [f"{out}_shape"]),
+            helper.make_node("Gather", [f"{out}_shape", f"at{axis}"], [out], axis=0),
+            helper.make_node("Unsqueeze", [out, "first"], [f"{out}_1"]),
+        ]
+
+    nodes = [
+        *size("x", 0, "batch"),
+        *size("x", 1, "sequence"),
+        *size("past_k", 1, "past"),
+        # OPT: positions = cumsum(mask) * mask - 1, the last `sequence` of them
+        helper.make_node("CumSum", ["mask", "at1"], ["count"]),
+        helper.make_node("Mul", ["count", "mask"], ["counted"]),
+        helper.make_node("Sub", ["counted", "one"], ["all_positions"]),
+        helper.make_node("Slice", ["all_positions", "past_1", "end", "first_axis1"], ["positions"]),
+        helper.make_node("Add", ["positions", "two"], ["offset"]),
+        helper.make_node("Gather", ["table", "offset"], ["embedded"], axis=0),
+        helper.make_node("Add", ["x", "embedded"], ["h"]),
+        # merged batch and sequence, normalized over the features
+        helper.make_node("Reshape", ["h", "rows"], ["flat"]),
+        helper.make_node("LayerNormalization", ["flat", "gamma", "beta"], ["normed"], axis=-1, epsilon=1e-5),
+        helper.make_node("Concat", ["batch_1", "sequence_1", "width"], ["back"], axis=0),
+        helper.make_node("Reshape", ["normed", "back"], ["y"]),
+        # torch.export: mask[b, k] for the key positions k < past + sequence
+        helper.make_node("Add", ["past", "sequence"], ["keys"]),
+        helper.make_node("Range", ["zero", "keys", "one"], ["key_at"]),
+        helper.make_node("Range", ["zero", "batch", "one"], ["batch_at"]),
+        helper.make_node("Unsqueeze", ["keys", "first"], ["keys_1"]),
+        helper.make_node("Concat", ["batch_1", "keys_1"], ["grid"], axis=0),
+        helper.make_node("Unsqueeze", ["batch_at", "last"], ["batch_column"]),
+        helper.make_node("Expand", ["batch_column", "grid"], ["batch_grid"]),
+        helper.make_node("Expand", ["key_at", "grid"], ["key_grid"]),
+        helper.make_node("Unsqueeze", ["batch_grid", "last"], ["batch_index"]),
+        helper.make_node("Unsqueeze", ["key_grid", "last"], ["key_index"]),
+        helper.make_node("Concat", ["batch_index", "key_index"], ["pairs"], axis=-1),
+        helper.make_node("GatherND", ["padding_mask", "pairs"], ["padding"]),
+    ]
+
+    def value(name: str, element, shape) -> onnx.ValueInfoProto:
+        return helper.make_tensor_value_info(name, element, shape)
+
+    graph = helper.make_graph(
+        nodes,
+        "cache_positions",
+        [
+            value("x", TensorProto.FLOAT, ["batch", "sequence", width]),
+            value("mask", TensorProto.INT64, ["batch", "past + sequence"]),
+            value("past_k", TensorProto.FLOAT, ["batch", "past", width]),
+            value("padding_mask", TensorProto.INT64, ["batch", "total"]),
+        ],
+        [
+            value("y", TensorProto.FLOAT, ["batch", "sequence", width]),
+            value("padding", TensorProto.INT64, ["batch", "past + sequence"]),
+        ],
+        [
+            ints("at0", 0), ints("at1", 1), ints("first", [0]), ints("last", [-1]), ints("first_axis1", [1]),
+            ints("one", 1), ints("two", 2), ints("zero", 0), ints("end", [2**63 - 1]), ints("rows", [-1, width]),
+            ints("width", [width]),
+            numpy_helper.from_array(rng.standard_normal((table, width)).astype(np.float32), "table"),
+            numpy_helper.from_array(rng.standard_normal(width).astype(np.float32), "gamma"),
+            numpy_helper.from_array(rng.standard_normal(width).astype(np.float32), "beta"),
+        ],
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_the_exporters_cache_idioms_compile_once():
+    """`cache_positions` compiles once and equals onnxruntime at every size (the
+    padding mask as long as the past and new tokens together, or longer)."""
+    proto = cache_positions()
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel)
+    assert set(model.signature.sizes) == {"batch", "sequence", "past + sequence", "past", "total"}
+    rng = np.random.default_rng(7)
+    for batch, past, sequence, more in ((1, 1, 1, 0), (2, 6, 3, 0), (3, 20, 9, 4)):
+        x = rng.standard_normal((batch, sequence, 8)).astype(np.float32)
+        mask = (rng.random((batch, past + sequence)) < 0.7).astype(np.int64)
+        past_k = rng.standard_normal((batch, past, 8)).astype(np.float32)
+        padding = rng.integers(0, 2, (batch, past + sequence + more)).astype(np.int64)
+        arrays = (x, mask, past_k, padding)
+        for got, expected in zip(model(*arrays), reference(proto, *arrays), strict=True):
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)

@@ -371,15 +371,22 @@ def implied_size_bounds(function: FuncOp) -> dict[str, tuple[SizeBound, str]]:
         implied[name] = (SizeBound(0, most), f"the model reads {table} at positions computed from it")
     for op in function.body.walk():
         # a concatenation along a run-time dimension reads each of its inputs there
-        # (at a position clamped into it), so none may be empty
+        # (at a position clamped into it), so none may be empty; nor may the data a
+        # gather reads along one
         if not isinstance(op, GraphOp) or op.name == "graph.fused":
             continue
-        for parts, _ in op.run_time_dim_sums().values():
-            for operand, od in parts:
-                name = dims.name(op.operands[operand], od)
-                for term in size_sum(name).names if name is not None else ():
-                    bound, why = implied.get(term, (SizeBound(), ""))
-                    implied[term] = (bound.meet(SizeBound(1)), why)
+        read = [(op.operands[operand], od) for parts, _ in op.run_time_dim_sums().values() for operand, od in parts]
+        if op.name == "graph.gather":
+            # a gather along a run-time dimension reads its data there
+            read.append((op.operands[0], op.properties["axis"].value.data))  # type: ignore[union-attr]
+        for value, d in read:
+            name = dims.name(value, d) if d in run_time_axes(value) else None
+            total = size_sum(name) if name is not None else None
+            if total is None or total.constant > 0:
+                continue
+            for term in total.names:
+                bound, why = implied.get(term, (SizeBound(), ""))
+                implied[term] = (bound.meet(SizeBound(1)), why)
     return implied
 
 

@@ -658,7 +658,8 @@ class GatherOp(_AxisIndexedOp):
 
     name = "graph.gather"
     # run-time dimensions of the indices (an embedding's batch and sequence) and of the
-    # data outside the gathered axis, whose size must be static
+    # data, along the gathered axis too (the last `sequence` positions of `past +
+    # sequence`: a slice from a run-time size)
     RUN_TIME_DIMS: ClassVar[bool] = True
 
     @staticmethod
@@ -679,10 +680,6 @@ class GatherOp(_AxisIndexedOp):
     def infer_shape(self) -> tuple[int, ...] | None:
         data = static_shape(self.data)
         _check_axis(self.name, self.axis_value, len(data))
-        if data[self.axis_value] < 0:
-            raise VerifyException(
-                f"'graph.gather' gathers along a dimension of static size, got {self.data.type}"
-            )
         index_type = element_type(self.indices)
         if not isinstance(index_type, IntegerType) or index_type.width.data == 1:
             raise VerifyException(

@@ -54,6 +54,7 @@ from strato.frontends.onnx.shape_values import (
     ShapeValue,
     Size,
     StaticShapesOnly,
+    class_name,
     factors,
     of_tensor,
     product,
@@ -318,7 +319,7 @@ def convert(
         return None
     if ctx.op_type in ELEMENTWISE_ONNX_OPS:
         return _elementwise(ctx, inputs, dims, convert_node)
-    if ctx.op_type in ("Softmax", "LogSoftmax") and merged == [0]:
+    if ctx.op_type in ("Softmax", "LogSoftmax", "LayerNormalization") and merged == [0]:
         return _along_rest(ctx, inputs[0], convert_node)
     if ctx.op_type in REDUCTIONS and merged == [0]:
         return _reduced_along_rest(ctx, inputs[0], convert_node)
@@ -483,14 +484,19 @@ def _batched_product(ctx: NodeContext, a: Merged, b: Merged, dims: RunTimeDims, 
 
 
 def _along_rest(ctx: NodeContext, merged: Merged, convert_node) -> list:
-    """Softmax or LogSoftmax of a merged tensor along a dimension of its rest: the same
-    of the tensor before the merge, merged again."""
+    """Softmax or LogSoftmax of a merged tensor along a dimension of its rest, or a
+    LayerNormalization over dimensions of its rest (OPT's on batch and sequence
+    merged; its weights are not merged): the same of the tensor before the merge,
+    merged again."""
     rank = 1 + len(merged.rest)
     axis = int(ctx.attr("axis", -1))
     axis = axis - rank if axis >= 0 else axis
-    if not -rank < axis < 0:
+    if not -rank < axis < 0 or len([name for name in ctx.node.output if name]) != 1:
         raise StaticShapesOnly(f"{ctx.label}: a {ctx.op_type} along the merged dimension")
-    node = helper.make_node(ctx.op_type, [ctx.node.input[0]], list(ctx.node.output), axis=axis)
+    attributes = {a.name: helper.get_attribute_value(a) for a in ctx.node.attribute}
+    node = helper.make_node(
+        ctx.op_type, list(ctx.node.input), list(ctx.node.output)[:1], **(attributes | {"axis": axis})
+    )
     results = _with_values(ctx, {node.input[0]: _aligned(ctx, merged)}, convert_node, node)
     return _merged_again(ctx, results, merged.rows)
 
@@ -586,20 +592,31 @@ def _gather_nd(ctx: NodeContext, data: SSAValue, dims: RunTimeDims, producers) -
         raise StaticShapesOnly(f"{ctx.label}: a GatherND at other indices")
     target = [1] * (len(indices.shape) - 1)
     order = []
+    windows: list[tuple[int, tuple[SSAValue, int]]] = []
     for d, name in enumerate(node.input):
         terms = _affine(name, producers, ctx, 0)
         wanted = dims.name(data, d) if source[d] < 0 else None
         if terms is None or len(terms) != 1 or wanted is None:
             raise StaticShapesOnly(f"{ctx.label}: a GatherND at other indices")
         ((axis, (size, coefficient, names)),) = terms.items()
-        if size != wanted or coefficient != 1 or names or axis >= len(target):
+        if coefficient != 1 or names or axis >= len(target):
             raise StaticShapesOnly(f"{ctx.label}: a GatherND at other indices")
+        if size != wanted:
+            # the positions along another size: the first that many of the dimension
+            # (a padding mask of `total` read at the keys' `past + sequence`)
+            key = dims.key_of(size) if isinstance(size, str) else None
+            if key is None:
+                raise StaticShapesOnly(f"{ctx.label}: a GatherND at other indices")
+            windows.append((d, key))
         target[axis] = source[d]
         order.append(axis)
     if order != sorted(set(order)) or any(
         indices.shape[a] != 1 for a in range(len(target)) if a not in order
     ):
         raise StaticShapesOnly(f"{ctx.label}: the indices move the gathered dimensions")
+    for d, key in windows:
+        positions = ctx.emit(graph.IotaOp(*key)).results[0]
+        data = ctx.emit(graph.GatherOp(data, positions, d)).results[0]
     shape = (*target, *source[count:])
     return [ctx.emit(graph.ReshapeOp(data, shape)).results[0]]
 
@@ -698,7 +715,8 @@ def _affine(name: str, producers, ctx: NodeContext, depth: int) -> _Terms | None
         if not (_is_int(start, 0) and _is_int(delta, 1) and isinstance(limit, ShapeValue)):
             return None
         (size,) = limit.elements.reshape(-1).tolist()
-        return {0: (size.name, 1, ())} if isinstance(size, Size) else None
+        name = class_name(size, ctx.run_time_dims)
+        return {0: (name, 1, ())} if name is not None else None
     if node.op_type == "Unsqueeze":
         attributes = {a.name: helper.get_attribute_value(a) for a in node.attribute}
         axes = ctx.lookup(inputs[1]) if len(inputs) > 1 else attributes.get("axes")

@@ -40,7 +40,7 @@ import onnx
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir import SSAValue
 
-from strato.dialects.graph.dims import RunTimeDims
+from strato.dialects.graph.dims import RunTimeDims, run_time_axes
 from strato.dialects.size_sums import SizeSum, size_sum
 from strato.dialects.tensor_types import element_type_of, is_run_time
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
@@ -222,22 +222,34 @@ def _sum_of(element: Element) -> SizeSum | None:
     return None
 
 
-def named_sizes(value: ShapeValue | np.ndarray, dims: RunTimeDims | None) -> ShapeValue | np.ndarray:
-    """`value` with each sum of sizes that names a class of dimensions (`SizeSum`: a
-    concatenation's, `past + sequence`, or a size again, `(past + sequence) -
-    sequence`) made the `Size` of that class."""
+def named_sizes(ctx: NodeContext, value: ShapeValue | np.ndarray) -> ShapeValue | np.ndarray:
+    """`value` with each sum of sizes that is one (`(past + sequence) - sequence`), or
+    that has or is given a class of dimensions (`_dimension_of_sum`: `past +
+    sequence`, a concatenation's, or the positions along each size joined), made the
+    `Size` of that class."""
+    dims = ctx.run_time_dims
     if not isinstance(value, ShapeValue) or dims is None:
         return value
 
     def named(element: Element) -> Element:
         total = element.total if isinstance(element, SizeExpr) else None
-        if total is None:
-            return element
-        key = dims.key_of(total.terms[0][0] if total.is_name else total.text())
+        key = _dimension_of_sum(ctx, total) if total is not None and total.terms else None
         name = dims.name(*key) if key is not None else None
         return element if name is None else Size(name, key)
 
     return shape_value(np.asarray(np.frompyfunc(named, 1, 1)(value.elements), dtype=object), value.dtype)
+
+
+def class_name(element: object, dims: RunTimeDims | None) -> str | None:
+    """The name of the class of dimensions whose size `element` is: a `Size`'s, or a
+    sum of sizes that names one (`named_sizes`); None for any other element."""
+    if isinstance(element, Size):
+        return element.name
+    total = element.total if isinstance(element, SizeExpr) else None
+    if total is None or dims is None:
+        return None
+    key = dims.key_of(total.terms[0][0] if total.is_name else total.text())
+    return dims.name(*key) if key is not None else None
 
 
 def _truncating_div(a: int, b: int) -> int:
@@ -320,7 +332,7 @@ def _elementwise(ctx: NodeContext) -> list:
     result = np.asarray(result, dtype=object)
     if ctx.op_type in ("Equal", "Less", "LessOrEqual", "Greater", "GreaterOrEqual"):
         return [result.astype(bool)]
-    return [named_sizes(shape_value(result, _dtype(values)), ctx.run_time_dims)]
+    return [named_sizes(ctx, shape_value(result, _dtype(values)))]
 
 
 def _variadic(pick: Callable[[int, int], int]) -> Callable[[NodeContext], list]:
@@ -552,6 +564,8 @@ def _sized_slice(ctx: NodeContext) -> list:
     from strato.dialects import graph
     from strato.frontends.onnx.conversion import ssa_name
 
+    if isinstance(ctx.static_value(1), ShapeValue):
+        return _slice_from_a_size(ctx)
     data = ctx.known(0)
     source = ctx.static_value(0)
     starts = ctx.known(1)
@@ -578,6 +592,43 @@ def _sized_slice(ctx: NodeContext) -> list:
         table.results[0].name_hint = ssa_name(ctx.input_name(0))
         source = table.results[0]
     positions = _positions(ctx, size, np.dtype(np.int64))
+    return [ctx.emit(graph.GatherOp(source, positions, axis)).results[0]]
+
+
+def _slice_from_a_size(ctx: NodeContext) -> list:
+    """Slice [s, end) along a run-time dimension of a tensor, from a size s to the end:
+    the last (its size - s) positions (OPT's positions of the new tokens, after the
+    cache's). Its length is a size of the model when the difference is a sum of sizes
+    (`past + sequence` less `past`: `sequence`); the entries are gathered at the
+    positions along it plus s."""
+    from strato.dialects import graph
+
+    source = ctx.static_value(0)
+    start = ctx.static_value(1)
+    dims = ctx.run_time_dims
+    axes = _int_list(ctx, 3) if ctx.has_input(3) else [0]
+    steps = _int_list(ctx, 4) if ctx.has_input(4) else [1]
+    if not isinstance(source, SSAValue) or dims is None or start.elements.size != 1 or len(axes) != 1 or steps != [1]:
+        raise StaticShapesOnly(f"{ctx.label}: a slice from a size other than of one run-time axis by 1")
+    rank = len(source.type.get_shape())
+    axis = axes[0] + rank if axes[0] < 0 else axes[0]
+    name = dims.name(source, axis) if axis in run_time_axes(source) else None
+    (first,) = start.elements.reshape(-1).tolist()
+    begin = _sum_of(first)
+    end = ctx.static_value(2)
+    to_end = isinstance(end, np.ndarray) and end.size == 1 and int(end.reshape(-1)[0]) >= 2**31 - 1
+    if isinstance(end, ShapeValue) and end.elements.size == 1:
+        (last,) = end.elements.reshape(-1).tolist()
+        to_end = isinstance(last, Size) and last.name == name
+    if name is None or begin is None or not to_end:
+        raise StaticShapesOnly(f"{ctx.label}: a slice from a size to other than the end of a run-time axis")
+    length = size_sum(name).plus(SizeSum(tuple((n, -c) for n, c in begin.terms), -begin.constant))
+    like = _dimension_of_sum(ctx, length)
+    offset = as_tensor(ctx, ShapeValue(np.array(first, dtype=object), np.int64))
+    if like is None or offset is None:
+        raise StaticShapesOnly(f"{ctx.label}: a slice from {first!r} of a dimension of {name}")
+    positions = ctx.emit(graph.IotaOp(*like)).results[0]
+    positions = ctx.emit(graph.AddOp(positions, offset)).results[0]
     return [ctx.emit(graph.GatherOp(source, positions, axis)).results[0]]
 
 

@@ -436,10 +436,29 @@ func.func @gather_nd_batch(%d: tensor<5x4xf32>, %i: tensor<2x1xi64>) -> tensor<2
 
 // -----
 
-func.func @gather_run_time_axis(%a: tensor<?x4xf32>, %i: tensor<3xi64>) -> tensor<3x4xf32> {
-  // expected-error @+1 {{'graph.gather' gathers along a dimension of static size, got tensor<?x4xf32>}}
-  %g = graph.gather %a, %i axis 0 : (tensor<?x4xf32>, tensor<3xi64>) -> tensor<3x4xf32>
-  func.return %g : tensor<3x4xf32>
+func.func @gather_run_time_axis(%a: tensor<?x4xf32>, %i: tensor<3xi64>) -> tensor<?x4xf32> {
+  // the indices give the gathered dimension, not the data
+  // expected-error @+1 {{'graph.gather' result dimension 0 is of run-time size, but no operand dimension gives it}}
+  %g = graph.gather %a, %i axis 0 : (tensor<?x4xf32>, tensor<3xi64>) -> tensor<?x4xf32>
+  func.return %g : tensor<?x4xf32>
+}
+
+// --- graph.size_of ---
+
+// -----
+
+func.func @size_of_dim(%a: tensor<?x4xf32>) -> tensor<i64> {
+  // expected-error @+1 {{'graph.size_of' axis 2 is out of range for rank 2 (expected 0 to 1)}}
+  %n = graph.size_of %a dim 2 : (tensor<?x4xf32>) -> tensor<i64>
+  func.return %n : tensor<i64>
+}
+
+// -----
+
+func.func @size_of_float(%a: tensor<?x4xf32>) -> tensor<f32> {
+  // expected-error @+1 {{'graph.size_of' gives an integer tensor, got tensor<f32>}}
+  %n = graph.size_of %a dim 0 : (tensor<?x4xf32>) -> tensor<f32>
+  func.return %n : tensor<f32>
 }
 
 // --- graph.iota ---

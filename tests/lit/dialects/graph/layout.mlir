@@ -181,6 +181,23 @@ func.func @run_time_concat(%past: tensor<2x?x8xf32>, %new: tensor<2x?x8xf32>, %o
   func.return %c : tensor<2x?x8xf32>
 }
 
+// A run-time size as data, and a gather along a run-time dimension: the last `seq`
+// positions of `past + seq` (the indices give the result's dimension).
+// CHECK-LABEL: func.func @run_time_size_of
+// CHECK-NEXT:    %n = graph.size_of %past dim 1 : (tensor<2x?x8xf32>) -> tensor<i64>
+// CHECK-NEXT:    %p = graph.iota %ids dim 0 : (tensor<?xi64>) -> tensor<?xi64>
+// CHECK-NEXT:    %q = graph.add %p, %n : (tensor<?xi64>, tensor<i64>) -> tensor<?xi64>
+// CHECK-NEXT:    %g = graph.gather %all, %q axis 1 : (tensor<2x?x8xf32>, tensor<?xi64>) -> tensor<2x?x8xf32>
+// GENERIC-LABEL: sym_name = "run_time_size_of"
+// GENERIC:         "graph.size_of"(%past) <{dim = 1 : i64}> : (tensor<2x?x8xf32>) -> tensor<i64>
+func.func @run_time_size_of(%past: tensor<2x?x8xf32>, %ids: tensor<?xi64>, %all: tensor<2x?x8xf32>) -> tensor<2x?x8xf32> {
+  %n = graph.size_of %past dim 1 : (tensor<2x?x8xf32>) -> tensor<i64>
+  %p = graph.iota %ids dim 0 : (tensor<?xi64>) -> tensor<?xi64>
+  %q = graph.add %p, %n : (tensor<?xi64>, tensor<i64>) -> tensor<?xi64>
+  %g = graph.gather %all, %q axis 1 : (tensor<2x?x8xf32>, tensor<?xi64>) -> tensor<2x?x8xf32>
+  func.return %g : tensor<2x?x8xf32>
+}
+
 // CHECK-LABEL: func.func @gather_scatter_tile
 // CHECK-NEXT:    %g = graph.gather_elements %data, %idx axis 1 : (tensor<5x4xf32>, tensor<5x2xi64>) -> tensor<5x2xf32>
 // CHECK-NEXT:    %s = graph.scatter_nd %data, %rows, %upd reduction "none" : (tensor<5x4xf32>, tensor<2x1xi64>, tensor<2x4xf32>) -> tensor<5x4xf32>
