@@ -14,6 +14,8 @@ in `benchmarks/.torch_corpus/dynamic/`):
   sequence 16, 128 and 512, then (batch 4, sequence 128);
 - gpt2 (transformers, 2 layers, 512 positions), dynamic batch and sequence, called at
   (batch 1, sequence 16), (2, 64), (1, 200) and (4, 64);
+- gpt2_cache, the same with its cache as inputs (its keys and values `past + sequence`
+  long), one new token after (batch 1, past 16), (1, 128), (4, 128) and (1, 500);
 - roberta, distilbert, albert, electra, t5 (its encoder) and bart (its encoder), as
   small (2 layers, 64 wide, 4 heads), called at (1, 16), (1, 128) and (4, 64);
 - built in code (`strato.testing.dynamic_models`), of operators that take run-time
@@ -142,6 +144,57 @@ def _transformer(kind: str):
     return build
 
 
+CACHE_LAYERS, CACHE_HEADS, CACHE_WIDTH = 2, 4, 64
+
+
+def _gpt2_cache():
+    """GPT-2 (transformers, 2 layers, 512 positions) taking its cache as inputs: a
+    decoder's step after the first, its keys and values `past + sequence` long."""
+    import torch
+
+    _torchvision()
+    import transformers
+    from transformers import DynamicCache
+
+    torch.manual_seed(SEED)
+    config = transformers.GPT2Config(
+        vocab_size=1000, n_embd=CACHE_WIDTH, n_layer=CACHE_LAYERS, n_head=CACHE_HEADS, n_positions=512
+    )
+    model = transformers.GPT2LMHeadModel(config).eval()
+
+    class WithCache(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, *past):
+            cache = DynamicCache(config=config)
+            for layer in range(CACHE_LAYERS):
+                cache.update(past[2 * layer], past[2 * layer + 1], layer)
+            out = self.inner(input_ids=input_ids, attention_mask=attention_mask, past_key_values=cache)
+            present = [t for layer in out.past_key_values.layers for t in (layer.keys, layer.values)]
+            return (out.logits, *present)
+
+    example = _decode(1, 5, new=3)  # traced at more than one new token (a branch of one)
+    axes = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "past + sequence"}}
+    axes |= {name: {0: "batch", 2: "past"} for name in example if name.startswith("past_")}
+    return WithCache(model).eval(), example, axes
+
+
+def _decode(batch: int, past: int, new: int = 1) -> dict[str, np.ndarray]:
+    """`new` tokens after `past` ones in the cache."""
+    rng = np.random.default_rng(SEED)
+    inputs = {
+        "input_ids": rng.integers(0, 1000, (batch, new)).astype(np.int64),
+        "attention_mask": np.ones((batch, past + new), np.int64),
+    }
+    shape = (batch, CACHE_HEADS, past, CACHE_WIDTH // CACHE_HEADS)
+    for layer in range(CACHE_LAYERS):
+        for kind in "kv":
+            inputs[f"past_{kind}_{layer}"] = rng.standard_normal(shape).astype(np.float32)
+    return inputs
+
+
 def _image(batch: int, seq: int) -> dict[str, np.ndarray]:
     del seq
     rng = np.random.default_rng(SEED)
@@ -168,6 +221,8 @@ MODELS: dict[str, tuple[Callable, Callable, list[tuple[int, int]]]] = {
     "resnet18": (_resnet18, _image, [(1, 0), (4, 0), (8, 0)]),
     "bert": (_transformer("bert"), _tokens, [(1, 16), (1, 128), (1, 512), (4, 128)]),
     "gpt2": (_transformer("gpt2"), _tokens, [(1, 16), (2, 64), (1, 200), (4, 64)]),
+    # (batch, tokens in the cache), one new token
+    "gpt2_cache": (_gpt2_cache, _decode, [(1, 16), (1, 128), (4, 128), (1, 500)]),
     **{
         kind: (_transformer(kind), _tokens, [(1, 16), (1, 128), (4, 64)])
         for kind in ("roberta", "distilbert", "albert", "electra", "t5", "bart")
@@ -227,13 +282,21 @@ def export(name: str, exporter: str = "torchscript") -> Path:
         else:
             from torch.export import Dim
 
-            dims = {"batch": Dim("batch", min=1, max=64), "sequence": Dim("sequence", min=2, max=512)}
+            dims = {
+                "batch": Dim("batch", min=1, max=64), "sequence": Dim("sequence", min=2, max=512),
+                # a sum of Dims is no Dim: the mask over a cache is as long as it says
+                "past": Dim("past", min=1, max=1024), "past + sequence": Dim("total", min=2, max=1536),
+            }  # fmt: skip
             shapes = tuple({a: dims[d] for a, d in axes[key].items()} for key in example)
             # torch.export specializes sizes of 1: trace at (2, 8)
-            arrays = tuple(
-                torch.ones((2, *v.shape[1:]) if v.ndim == 4 else (2, 8), dtype=v.dtype)
-                for v in arrays
-            )
+            if name == "gpt2_cache":
+                arrays = tuple(torch.from_numpy(v) for v in _decode(2, 5, new=3).values())
+                shapes = (shapes[0], shapes[1], shapes[2:])
+            else:
+                arrays = tuple(
+                    torch.ones((2, *v.shape[1:]) if v.ndim == 4 else (2, 8), dtype=v.dtype)
+                    for v in arrays
+                )
             onnx_program = torch.onnx.export(
                 module, arrays, input_names=list(example), output_names=["output"],
                 dynamic_shapes=shapes, dynamo=True, opset_version=18, verbose=False,
@@ -330,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
             ratio = times["dynamic"] / times["static"]
             ratios.append(ratio)
             shown = ", ".join(f"{k}{list(v)}" for k, v in shapes.items())
-            shown = shown if len(shown) <= 26 else f"batch {batch}" + (f", seq {seq}" if seq else "")
+            if len(shown) > 26:
+                shown = f"batch {batch}" + (f", {'past' if name.endswith('_cache') else 'seq'} {seq}" if seq else "")
             compiled = len(dynamic.sizes) if per_size else 1
             print(
                 f"{'':9s} {shown:26s} {first:10.2f} {compiled:8d} {diff:9.2e} "

@@ -1195,6 +1195,14 @@ def test_attention_over_a_cache_joined_with_new_keys_compiles_once():
         model(empty, empty, new, new, new)
 
 
+def ints(name: str, values) -> onnx.TensorProto:
+    return numpy_helper.from_array(np.array(values, np.int64), name)
+
+
+def value(name: str, element, shape) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, element, shape)
+
+
 def decoder_step() -> onnx.ModelProto:
     """One attention layer of a decoder with a cache, as exporters write it: the new
     tokens' positions are `Range(0, sequence) + past` (a size made data), embedded;
@@ -1203,9 +1211,6 @@ def decoder_step() -> onnx.ModelProto:
     the inputs name `past + sequence`; keys and values joined with the cache."""
     width, table = 16, 64
     rng = np.random.default_rng(3)
-
-    def ints(name: str, values) -> onnx.TensorProto:
-        return numpy_helper.from_array(np.array(values, np.int64), name)
 
     def shape_at(tensor: str, axis: int, out: str) -> list[onnx.NodeProto]:
         return [
@@ -1237,9 +1242,6 @@ def decoder_step() -> onnx.ModelProto:
         helper.make_node("Softmax", ["masked"], ["p"], axis=-1),
         helper.make_node("MatMul", ["p", "present_v"], ["y"]),
     ]
-
-    def value(name: str, element, shape) -> onnx.ValueInfoProto:
-        return helper.make_tensor_value_info(name, element, shape)
 
     graph = helper.make_graph(
         nodes,
@@ -1305,9 +1307,6 @@ def cache_positions() -> onnx.ModelProto:
     width, table = 8, 40
     rng = np.random.default_rng(6)
 
-    def ints(name: str, values) -> onnx.TensorProto:
-        return numpy_helper.from_array(np.array(values, np.int64), name)
-
     def size(tensor: str, axis: int, out: str) -> list[onnx.NodeProto]:
         return [
             helper.make_node("Shape", [tensor], [f"{out}_shape"]),
@@ -1346,9 +1345,6 @@ def cache_positions() -> onnx.ModelProto:
         helper.make_node("Concat", ["batch_index", "key_index"], ["pairs"], axis=-1),
         helper.make_node("GatherND", ["padding_mask", "pairs"], ["padding"]),
     ]
-
-    def value(name: str, element, shape) -> onnx.ValueInfoProto:
-        return helper.make_tensor_value_info(name, element, shape)
 
     graph = helper.make_graph(
         nodes,

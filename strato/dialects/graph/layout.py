@@ -1058,17 +1058,10 @@ class TileOp(LayoutOp):
         return [np.tile(inputs[0], self.repeat_values)]
 
 
-@irdl_op_definition
-class IotaOp(LayoutOp):
-    """The positions along dimension `dim` of `like`, from 0: result[i] = i, a 1-D
-    integer tensor as long as that dimension. It reads `like`'s shape, not its
-    elements, so a dimension of run-time size gives its length (ONNX Range(0, n, 1) of
-    a size n, and the positions of a sequence):
+class _DimensionReadOp(LayoutOp):
+    """Shared definition of the ops that read dimension `dim` of `like`'s shape, not its
+    elements, into an integer tensor; a subclass gives the result."""
 
-        %p = graph.iota %ids dim 1 : (tensor<?x?xi64>) -> tensor<?xi64>
-    """
-
-    name = "graph.iota"
     RUN_TIME_DIMS: ClassVar[bool] = True
     SAME_ELEMENT_TYPE: ClassVar[bool] = False
 
@@ -1078,6 +1071,32 @@ class IotaOp(LayoutOp):
 
     traits = traits_def(NoMemoryEffect())
     assembly_format = "$like `dim` $dim attr-dict `:` functional-type(operands, results)"
+
+    @property
+    def dim_value(self) -> int:
+        return self.dim.value.data
+
+    def verify_(self) -> None:
+        _check_axis(self.name, self.dim_value, len(static_shape(self.like)))
+        super().verify_()
+
+    def _check_integer_result(self) -> None:
+        result_type = element_type(self.result)
+        if not isinstance(result_type, IntegerType) or result_type.width.data == 1:
+            raise VerifyException(f"'{self.name}' gives an integer tensor, got {self.result.type}")
+
+
+@irdl_op_definition
+class IotaOp(_DimensionReadOp):
+    """The positions along dimension `dim` of `like`, from 0: result[i] = i, a 1-D
+    integer tensor as long as that dimension. It reads `like`'s shape, not its
+    elements, so a dimension of run-time size gives its length (ONNX Range(0, n, 1) of
+    a size n, and the positions of a sequence):
+
+        %p = graph.iota %ids dim 1 : (tensor<?x?xi64>) -> tensor<?xi64>
+    """
+
+    name = "graph.iota"
 
     def __init__(self, like: SSAValue | Operation, dim: int, element_type: Attribute = i64):
         like = SSAValue.get(like)
@@ -1089,28 +1108,15 @@ class IotaOp(LayoutOp):
             result_types=[TensorType(element_type, [length])],
         )
 
-    @property
-    def dim_value(self) -> int:
-        return self.dim.value.data
-
     def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
         shape = static_shape(self.like)
         if 0 <= self.dim_value < len(shape) and shape[self.dim_value] < 0:
             return {(0, 0): [(0, self.dim_value)]}
         return {}
 
-    def verify_(self) -> None:
-        _check_axis(self.name, self.dim_value, len(static_shape(self.like)))
-        super().verify_()
-
     def infer_shape(self) -> tuple[int, ...] | None:
-        shape = static_shape(self.like)
-        result_type = element_type(self.result)
-        if not isinstance(result_type, IntegerType) or result_type.width.data == 1:
-            raise VerifyException(
-                f"'graph.iota' gives an integer tensor, got {self.result.type}"
-            )
-        return (shape[self.dim_value],)
+        self._check_integer_result()
+        return (static_shape(self.like)[self.dim_value],)
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         dtype = numpy_dtype(element_type(self.result))
@@ -1118,7 +1124,7 @@ class IotaOp(LayoutOp):
 
 
 @irdl_op_definition
-class SizeOfOp(LayoutOp):
+class SizeOfOp(_DimensionReadOp):
     """The size of dimension `dim` of `like`, a rank-0 integer tensor (MLIR's
     `tensor.dim` as a value): a run-time size made data, as exporters compute with it
     (ONNX Shape, Gather of one dimension, then arithmetic on tensors: the positions of
@@ -1129,16 +1135,6 @@ class SizeOfOp(LayoutOp):
     """
 
     name = "graph.size_of"
-    RUN_TIME_DIMS: ClassVar[bool] = True
-    FLOAT_OPERANDS: ClassVar[bool] = False
-    SAME_ELEMENT_TYPE: ClassVar[bool] = False
-
-    like = operand_def(AnyTensor)
-    dim = prop_def(IntegerAttr[I64])
-    result = result_def(AnyTensor)
-
-    traits = traits_def(NoMemoryEffect())
-    assembly_format = "$like `dim` $dim attr-dict `:` functional-type(operands, results)"
 
     def __init__(self, like: SSAValue | Operation, dim: int, element_type: Attribute = i64):
         super().__init__(
@@ -1147,20 +1143,8 @@ class SizeOfOp(LayoutOp):
             result_types=[TensorType(element_type, [])],
         )
 
-    @property
-    def dim_value(self) -> int:
-        return self.dim.value.data
-
-    def verify_(self) -> None:
-        _check_axis(self.name, self.dim_value, len(static_shape(self.like)))
-        super().verify_()
-
     def infer_shape(self) -> tuple[int, ...] | None:
-        result_type = element_type(self.result)
-        if not isinstance(result_type, IntegerType) or result_type.width.data == 1:
-            raise VerifyException(
-                f"'graph.size_of' gives an integer tensor, got {self.result.type}"
-            )
+        self._check_integer_result()
         return ()
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -170,6 +170,8 @@ def _arith(symbol: str, fold: Callable[[int, int], int]) -> Callable[[Element, E
                 if symbol == "-":
                     right_sum = SizeSum(tuple((n, -c) for n, c in right_sum.terms), -right_sum.constant)
                 total = left_sum.plus(right_sum)
+                if not total.terms:
+                    return total.constant  # the sizes cancel: `sequence - sequence`
                 return SizeExpr(f"({total.text()})", total=total)
         left, right = factors(a), factors(b)
         if symbol == "-" and left is not None and left == right:
