@@ -1387,3 +1387,27 @@ def test_the_exporters_cache_idioms_compile_once():
         arrays = (x, mask, past_k, padding)
         for got, expected in zip(model(*arrays), reference(proto, *arrays), strict=True):
             np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("joined_first", [True, False])
+def test_an_input_that_meets_a_concatenation_is_checked_as_its_sum(joined_first):
+    """c [n, 4] added to a and b joined ([p + s, 4]): whichever operand comes first,
+    c's dimension is named by the sum, and a call whose c is of another length is
+    refused by name (onnxruntime fails in the Add; the kernels would read past b)."""
+    nodes = [
+        helper.make_node("Concat", ["a", "b"], ["ab"], axis=0),
+        helper.make_node("Add", ["ab", "c"] if joined_first else ["c", "ab"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "meet",
+        [value("a", TensorProto.FLOAT, ["p", 4]), value("b", TensorProto.FLOAT, ["s", 4]), value("c", TensorProto.FLOAT, ["n", 4])],
+        [value("y", TensorProto.FLOAT, None)],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("p", "s", "p + s")
+    a, b, c = (RNG.standard_normal((n, 4)).astype(np.float32) for n in (2, 3, 5))
+    np.testing.assert_allclose(model(a, b, c)[0], reference(proto, a, b, c)[0], rtol=1e-6)
+    with pytest.raises(InputMismatchError, match=r"input 2 'c' float32\[p \+ s, 4\]: 'p \+ s' is 6"):
+        model(a, b, np.ones((6, 4), np.float32))

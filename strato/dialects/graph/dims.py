@@ -101,9 +101,14 @@ class RunTimeDims:
         root_a, root_b = self._find(a), self._find(b)
         if root_a == root_b:
             return
-        # the class keeps the name it had first (arguments are visited first)
+        # the class keeps the name it had first (arguments are visited first), but a
+        # sum of sizes over a plain name: an argument's dimension that meets a
+        # concatenation's is named by the sum, which its call then checks
         if root_a not in self._names and root_b in self._names:
             root_a, root_b = root_b, root_a
+        elif root_a in self._names and root_b in self._names:
+            if SizeSum.parse(self._names[root_b]) is not None and SizeSum.parse(self._names[root_a]) is None:
+                root_a, root_b = root_b, root_a
         self._parent[root_b] = root_a
 
     def add_block(self, block: Block) -> None:
