@@ -341,10 +341,12 @@ def slice_(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> l
     shape = shape_of(x)
 
     def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
+        # a run-time dimension is read from its start, in bounds: the result is that
+        # much (and the drops) shorter
         return s.read(
             x,
             [
-                index_affine(s, i, step, min(start, dim - 1) if isinstance(dim, int) and dim > 0 else 0)
+                index_affine(s, i, step, start if not isinstance(dim, int) else min(start, dim - 1) if dim > 0 else 0)
                 for i, start, step, dim in zip(idx, starts, steps, shape)
             ],
         )

@@ -280,6 +280,49 @@ def _compiled_cache():
     return compile_for_llvm(parse(CACHE))
 
 
+NEIGHBOURS = """
+func.func @neighbours(%x: tensor<3x?xf32> {graph.sizes = ["n"]}) -> (tensor<3x?xf32>, tensor<3x?xf32>) {
+  %later = graph.slice %x starts [0, 2] steps [1, 1] : (tensor<3x?xf32>) -> tensor<3x?xf32>
+  %earlier = graph.slice %x starts [0, 0] steps [1, 1] drops [0, 2] : (tensor<3x?xf32>) -> tensor<3x?xf32>
+  %d = graph.sub %later, %earlier : (tensor<3x?xf32>, tensor<3x?xf32>) -> tensor<3x?xf32>
+  %wide = graph.pad %d low [0, 3] high [0, 1] mode "constant" value 2.5 : (tensor<3x?xf32>) -> tensor<3x?xf32>
+  %e = graph.exp %wide : tensor<3x?xf32>
+  %m = graph.slice %x starts [0, 1] steps [1, 1] drops [0, 1] : (tensor<3x?xf32>) -> tensor<3x?xf32>
+  func.return %e, %m : tensor<3x?xf32>, tensor<3x?xf32>
+}
+"""
+
+
+@given(n=st.integers(3, 40))
+def test_slices_and_pads_of_run_time_dimensions_compile_once(n: int):
+    """Differences of neighbours two apart (`n - 2` of them), padded by 3 and 1 (`n + 2`),
+    and the middle (`n - 2`): one compile runs at every size it takes as the graph, te
+    and loop interpreters do. It takes n of 3 at least: the pad reads the differences,
+    which must not be empty (the interpreters refuse the read at 2)."""
+    x = np.random.default_rng(n).standard_normal((3, n)).astype(np.float32)
+    expected = run_graph(parse(NEIGHBOURS), [x], "neighbours")
+    assert [e.shape for e in expected] == [(3, n + 2), (3, n - 2)]
+    jit = _compiled_neighbours()
+    outs = [np.full(e.shape, np.nan, np.float32) for e in expected]
+    jit.function("neighbours")(x, *[o.ravel() for o in outs], n)
+    for got, want in zip(outs, expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    te_module = lower(parse(NEIGHBOURS), "convert-graph-to-te")
+    for got, want in zip(run_te(te_module, [x], "neighbours"), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    loops = lower(te_module, "convert-te-to-loops")
+    shapes = [(e.size,) for e in expected]
+    for got, want in zip(run_loops(loops, [x.ravel(), n], "neighbours", output_shapes=shapes), expected, strict=True):
+        np.testing.assert_allclose(got, want.ravel(), rtol=1e-6)
+    (function,) = parse(NEIGHBOURS).ops
+    assert {name: bound.least for name, (bound, _) in implied_size_bounds(function).items()} == {"n": 3}
+
+
+@functools.cache
+def _compiled_neighbours():
+    return compile_for_llvm(parse(NEIGHBOURS))
+
+
 ENCODER_ROWS = """
 func.func @block(%x: tensor<?x?x8xf32> {graph.sizes = ["batch", "seq"]}, %w: tensor<16x8xf32>, %b: tensor<16xf32>) -> tensor<?x?x16xf32> {
   %n = graph.layer_norm %x axis 2 epsilon 1.0e-05 : (tensor<?x?x8xf32>) -> tensor<?x?x8xf32>

@@ -498,18 +498,42 @@ def test_convolutions_along_the_sequence_that_keep_its_length_compile_once(outpu
 
 
 @pytest.mark.parametrize(
-    "attrs", [{"pads": [1, 1], "strides": [2]}, {"pads": [0, 0]}, {"pads": [2, 2]}]
+    ("kernel", "attrs", "length", "least"),
+    [
+        (3, {"pads": [0, 0]}, "sequence - 2", 2),  # no padding: two positions fewer
+        (3, {"pads": [2, 2]}, "sequence + 2", 1),  # more than keeps the length
+        # the first tap reads a zero, then x without its last 6 positions (at least
+        # one of them): the model takes 7 at least, though its output exists from 5
+        (4, {"pads": [1, 0], "dilations": [2]}, "sequence - 5", 7),
+        (5, {"pads": [3, 0]}, "sequence - 1", 5),
+    ],
 )
-def test_convolutions_that_change_the_sequence_length_compile_per_size(attrs):
-    """A stride along the sequence, or pads other than what keeps its length: compiled
-    per size, saying why."""
+def test_convolutions_that_change_the_sequence_length_compile_once(kernel, attrs, length, least):
+    """Pads other than what keeps the sequence's length give an output of a size
+    computed from it (each tap reads the input sliced and padded to that length):
+    compiled once, equal to onnxruntime at every size the model takes; a shorter
+    sequence is refused by name."""
     rng = np.random.default_rng(13)
-    proto = conv_over_sequence(rng, 12, 1, 3, **attrs)
+    proto = conv_over_sequence(rng, 12, 1, kernel, **attrs)
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.outputs[0].dims == ("batch", None, length)
+    for batch, sequence in ((1, least + 1), (2, 7), (3, 40), (0, 9)):
+        x = rng.standard_normal((batch, 8, sequence)).astype(np.float32)
+        np.testing.assert_allclose(model(x)[0], reference(proto, x)[0], rtol=1e-5, atol=1e-5)
+    if least > 1:
+        with pytest.raises(InputMismatchError, match=f"less than the least the model takes, {least}"):
+            model(np.zeros((1, 8, least - 1), np.float32))
+
+
+def test_strided_convolutions_along_the_sequence_compile_per_size():
+    """A stride along the sequence: compiled per size, saying why."""
+    rng = np.random.default_rng(13)
+    proto = conv_over_sequence(rng, 12, 1, 3, pads=[1, 1], strides=[2])
     model = strato.compile(proto, cache=False)
     assert isinstance(model, ShapeSpecializingModel)
     assert model.why_per_size == (
         "node #0 (Conv) takes run-time dimensions with a kernel of one position, or one "
-        "along a run-time dimension whose length it keeps (stride 1)"
+        "along a run-time dimension by stride 1"
     )
     x = rng.standard_normal((2, 8, 9)).astype(np.float32)
     np.testing.assert_allclose(model(x)[0], reference(proto, x)[0], rtol=1e-5, atol=1e-5)
@@ -615,18 +639,38 @@ def test_windows_of_the_padded_sequence_compile_once(offsets_first):
 
 
 @pytest.mark.parametrize(
+    ("slices", "length"),
+    [
+        ([(1, 2**63 - 1, [0, 0, 0, 0, 2, 0])], "sequence + 1"),  # padded to another length
+        ([(2, 2**63 - 1, [0, 1, 0, 0, 1, 0])], "sequence"),  # back at both ends
+        ([(1, -1, [0, 0, 0, 0, 0, 0])], "sequence - 2"),  # not padded at all
+    ],
+)
+def test_slices_of_the_sequence_of_another_length_compile_once(slices, length):
+    """A slice padded to another length, or back to its length at both ends (a shift
+    and a zero at the start), or not at all: a tensor of a size computed from the
+    sequence's, compiled once, equal to onnxruntime."""
+    proto = shifted_tokens(slices)
+    proto.graph.node[-1].input[:] = ["p0"]
+    proto.graph.output[0].type.tensor_type.shape.dim[1].dim_param = "length"
+    proto.graph.output[0].type.tensor_type.shape.dim[2].dim_value = 4
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.outputs[0].dims == ("batch", length, None)
+    for batch, sequence in ((1, 3), (2, 5), (3, 40), (0, 4)):
+        x = RNG.standard_normal((batch, sequence, 4)).astype(np.float32)
+        np.testing.assert_array_equal(model(x)[0], reference(proto, x)[0])
+
+
+@pytest.mark.parametrize(
     ("slices", "why"),
     [
-        ([(1, 2**63 - 1, [0, 0, 0, 0, 2, 0])], "pads a slice of a run-time dimension other than back"),
-        ([(2, 2**63 - 1, [0, 1, 0, 0, 1, 0])], "pads a slice of a run-time dimension other than back"),
         ([(0, 3, [0, 0, 0, 0, 0, 0])], "slices a dimension of run-time size other than by dropping"),
         ([(-2, 2**63 - 1, [0, 0, 0, 0, 0, 0])], "slices a dimension of run-time size other than by dropping"),
     ],
 )
-def test_slices_of_the_sequence_of_another_length_compile_per_size(slices, why):
-    """A slice padded to another length, or back to its length at both ends (a shift
-    and a zero at the start), a window of three tokens, the last two: not a shift of
-    the sequence, so the model compiles per size and says why."""
+def test_windows_of_the_sequence_of_a_fixed_length_compile_per_size(slices, why):
+    """A window of three tokens, the last two: of a fixed length, not one computed
+    from the sequence's, so the model compiles per size and says why."""
     proto = shifted_tokens(slices)
     # the concatenation needs the pieces' lengths equal: compare each piece alone
     proto.graph.node[-1].input[:] = ["p0"]

@@ -374,24 +374,40 @@ def implied_size_bounds(function: FuncOp) -> dict[str, tuple[SizeBound, str]]:
             continue
         table = f"the {shape[axis]}-entry table" + (f" {data.name_hint}" if data.name_hint else "")
         implied[name] = (SizeBound(0, most), f"the model reads {table} at positions computed from it")
+    def at_least(total: SizeSum | None, least: int) -> None:
+        """The sizes `total` sums are such that it is at least `least`."""
+        if total is None or not total.terms or any(count <= 0 for _, count in total.terms):
+            return
+        short = least - total.constant
+        if short <= 0:
+            return
+        spread = sum(count for _, count in total.terms)
+        for term, count in total.terms:
+            # one size: exactly; several: each its share (an empty cache is refused)
+            need = -(-short // count) if len(total.terms) == 1 else max(1, -(-short // spread))
+            bound, why = implied.get(term, (SizeBound(), ""))
+            implied[term] = (bound.meet(SizeBound(need)), why)
+
+    def class_sum(value: SSAValue, d: int) -> SizeSum | None:
+        name = dims.name(value, d) if d in run_time_axes(value) else None
+        return size_sum(name) if name is not None else None
+
     for op in function.body.walk():
-        # a concatenation along a run-time dimension reads each of its inputs there
-        # (at a position clamped into it), so none may be empty; nor may the data a
-        # gather reads along one
         if not isinstance(op, GraphOp) or op.name == "graph.fused":
             continue
-        read = [(op.operands[operand], od) for parts, _ in op.run_time_dim_sums().values() for operand, od in parts]
+        for (r, d), (parts, constant) in op.run_time_dim_sums().items():
+            # a size computed from sizes is not negative (a slice dropping 2 of a
+            # sequence: at least 2 long) ...
+            at_least(class_sum(op.results[r], d), 0)
+            # ... and a concatenation along a run-time dimension, or a pad that
+            # lengthens one, reads its inputs there (at positions clamped into them),
+            # so none may be empty
+            if op.name in ("graph.concat", "graph.pad"):
+                for operand, od in parts:
+                    at_least(class_sum(op.operands[operand], od), 1)
         if op.name == "graph.gather":
-            # a gather along a run-time dimension reads its data there
-            read.append((op.operands[0], op.properties["axis"].value.data))  # type: ignore[union-attr]
-        for value, d in read:
-            name = dims.name(value, d) if d in run_time_axes(value) else None
-            total = size_sum(name) if name is not None else None
-            if total is None or total.constant > 0:
-                continue
-            for term in total.names:
-                bound, why = implied.get(term, (SizeBound(), ""))
-                implied[term] = (bound.meet(SizeBound(1)), why)
+            # nor may the data a gather reads along a run-time dimension
+            at_least(class_sum(op.operands[0], op.properties["axis"].value.data), 1)  # type: ignore[union-attr]
     return implied
 
 

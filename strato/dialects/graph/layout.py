@@ -383,9 +383,12 @@ class SliceOp(LayoutOp):
     walk backwards): result[i_0, .., i_n] = input[starts[0] + i_0 * steps[0], ..].
     Every index read lies inside the input. A dimension of run-time size is taken
     whole (start 0, step 1: the rotated halves of a rotary embedding over a sequence of
-    run-time length slice its static last dimension).
+    run-time length slice its static last dimension), or by step 1 from its start
+    without the last `drops[d]` elements: a dimension of a size computed from its own
+    (`x[:, 1:]` of a sequence is `sequence - 1` long; `graph.dims.SizeSum`).
 
         %s = graph.slice %a starts [0, 9] steps [2, -1] : (tensor<20x10xf32>) -> tensor<10x10xf32>
+        %t = graph.slice %x starts [0, 1] steps [1, 1] drops [0, 2] : (tensor<2x?xf32>) -> tensor<2x?xf32>
     """
 
     name = "graph.slice"
@@ -394,11 +397,13 @@ class SliceOp(LayoutOp):
     input = operand_def(AnyTensor)
     starts = prop_def(DenseArrayBase.constr(i64))
     steps = prop_def(DenseArrayBase.constr(i64))
+    drops = opt_prop_def(DenseArrayBase.constr(i64))
     result = result_def(AnyTensor)
 
     traits = traits_def(NoMemoryEffect())
     assembly_format = (
-        "$input `starts` $starts `steps` $steps attr-dict `:` functional-type(operands, results)"
+        "$input `starts` $starts `steps` $steps (`drops` $drops^)? attr-dict `:` "
+        "functional-type(operands, results)"
     )
 
     def __init__(
@@ -407,13 +412,24 @@ class SliceOp(LayoutOp):
         starts: Sequence[int],
         steps: Sequence[int],
         shape: Sequence[int],
+        drops: Sequence[int] | None = None,
     ):
         input = SSAValue.get(input)
+        properties = {"starts": i64_array(starts), "steps": i64_array(steps)}
+        if drops is not None and any(drops):
+            properties["drops"] = i64_array(drops)
         super().__init__(
             operands=[input],
-            properties={"starts": i64_array(starts), "steps": i64_array(steps)},
+            properties=properties,
             result_types=[tensor_type_like(input.type, shape)],
         )
+
+    @property
+    def drop_values(self) -> tuple[int, ...]:
+        """Per dimension, the elements left out after the window (run-time ones)."""
+        if self.drops is None:
+            return (0,) * len(self.start_values)
+        return tuple(self.drops.get_values())
 
     @property
     def start_values(self) -> tuple[int, ...]:
@@ -423,29 +439,46 @@ class SliceOp(LayoutOp):
     def step_values(self) -> tuple[int, ...]:
         return tuple(self.steps.get_values())
 
+    def _cut(self) -> list[int]:
+        """The run-time dimensions the slice shortens."""
+        shape = static_shape(self.input)
+        return [
+            d for d, (dim, start, drop) in enumerate(zip(shape, self.start_values, self.drop_values))
+            if dim < 0 and start + drop > 0
+        ]
+
     def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
-        return same_dims_as(self)
+        cut = self._cut()
+        return {key: value for key, value in same_dims_as(self).items() if key[1] not in cut}
+
+    def run_time_dim_sums(self) -> dict[tuple[int, int], tuple[list[tuple[int, int]], int]]:
+        starts, drops = self.start_values, self.drop_values
+        return {(0, d): ([(0, d)], -(starts[d] + drops[d])) for d in self._cut()}
 
     def infer_shape(self) -> tuple[int, ...] | None:
         shape = static_shape(self.input)
         sizes = static_shape(self.result)
-        starts, steps = self.start_values, self.step_values
-        if not len(starts) == len(steps) == len(shape) == len(sizes):
+        starts, steps, drops = self.start_values, self.step_values, self.drop_values
+        if not len(starts) == len(steps) == len(drops) == len(shape) == len(sizes):
             raise VerifyException(
                 f"'graph.slice' needs one start and one step per dimension of the rank-"
                 f"{len(shape)} input and a rank-{len(shape)} result, got {len(starts)} "
                 f"starts, {len(steps)} steps and a rank-{len(sizes)} result"
+                + (f" (and {len(drops)} drops)" if self.drops is not None else "")
             )
-        for d, (dim, start, step, size) in enumerate(zip(shape, starts, steps, sizes)):
+        for d, (dim, start, step, size, drop) in enumerate(zip(shape, starts, steps, sizes, drops)):
             if step == 0:
                 raise VerifyException(f"'graph.slice' step of dimension {d} is 0")
             if dim < 0 or size < 0:
-                if not (dim < 0 and size < 0 and start == 0 and step == 1):
+                if not (dim < 0 and size < 0 and start >= 0 and drop >= 0 and step == 1):
                     raise VerifyException(
-                        f"'graph.slice' dimension {d} of run-time size must be taken whole "
-                        "(start 0, step 1, a result dimension of run-time size)"
+                        f"'graph.slice' dimension {d} of run-time size must be taken by step "
+                        "1 from a start, less the drops at its end (a result dimension of "
+                        "run-time size)"
                     )
                 continue
+            if drop:
+                raise VerifyException(f"'graph.slice' drops elements of dimension {d}, of static size")
             if size == 0:
                 continue
             last = start + (size - 1) * step
@@ -457,7 +490,11 @@ class SliceOp(LayoutOp):
         return sizes
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        sizes = static_shape(self.result)
+        x = inputs[0]
+        sizes = [
+            size if size >= 0 else max(x.shape[d] - start - drop, 0)
+            for d, (size, start, drop) in enumerate(zip(static_shape(self.result), self.start_values, self.drop_values))
+        ]
         index = [
             start + step * np.arange(size, dtype=np.int64)
             for start, step, size in zip(self.start_values, self.step_values, sizes)
@@ -486,8 +523,9 @@ class PadOp(LayoutOp):
     In constant mode one pad of a dimension may be negative when the other makes up
     for it (low + high = 0): the dimension keeps its size and its elements shift by
     `low`, those shifted out dropped and those shifted in the `value`. This is how a
-    dimension of run-time size is padded (`x[:, 1:]` padded back to its length by one
-    at the end is low -1, high 1); its pads are 0 otherwise.
+    dimension of run-time size is shifted (`x[:, 1:]` padded back to its length by one
+    at the end is low -1, high 1); it is lengthened in constant mode only (its size
+    plus the pads: `sequence + 2`, `graph.dims.SizeSum`).
 
         %p = graph.pad %a low [0, 1] high [0, 2] mode "constant" value 5.000000e-01 : (tensor<2x3xf32>) -> tensor<2x6xf32>
         %q = graph.pad %a low [1, 1] high [1, 1] mode "reflect" : (tensor<2x3xf32>) -> tensor<4x5xf32>
@@ -495,7 +533,8 @@ class PadOp(LayoutOp):
     """
 
     name = "graph.pad"
-    # a run-time dimension keeps its size (pads of 0, or a shift)
+    # a run-time dimension keeps its size (pads of 0, or a shift), or is lengthened
+    # in constant mode
     RUN_TIME_DIMS: ClassVar[bool] = True
 
     input = operand_def(AnyTensor)
@@ -520,7 +559,7 @@ class PadOp(LayoutOp):
         value: float | None = None,
     ):
         input = SSAValue.get(input)
-        shape = [d + lo + hi for d, lo, hi in zip(static_shape(input), low, high)]
+        shape = [d if d < 0 else d + lo + hi for d, lo, hi in zip(static_shape(input), low, high)]
         properties: dict[str, Attribute] = {
             "low": i64_array(low),
             "high": i64_array(high),
@@ -573,10 +612,10 @@ class PadOp(LayoutOp):
                     f"'graph.pad' pads of dimension {d} must be >= 0, or sum to 0 in "
                     f"constant mode (a shift), got {lo} and {hi}"
                 )
-            if dim < 0 and lo + hi != 0:
+            if dim < 0 and (lo or hi) and mode != PadMode.CONSTANT:
                 raise VerifyException(
-                    f"'graph.pad' dimension {d} is of run-time size: its pads must be 0, "
-                    f"or sum to 0 in constant mode (a shift), got {lo} and {hi}"
+                    f"'graph.pad' dimension {d} is of run-time size: it is padded in "
+                    f"constant mode only, got {lo} and {hi} in {mode} mode"
                 )
             if (lo or hi) and mode != PadMode.CONSTANT and dim == 0:
                 raise VerifyException(
@@ -591,7 +630,16 @@ class PadOp(LayoutOp):
 
     def run_time_dim_sources(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
         shape = static_shape(self.input)
-        return {(0, d): [(0, d)] for d, size in enumerate(shape) if size < 0}
+        grown = self.run_time_dim_sums()
+        return {(0, d): [(0, d)] for d, size in enumerate(shape) if size < 0 and (0, d) not in grown}
+
+    def run_time_dim_sums(self) -> dict[tuple[int, int], tuple[list[tuple[int, int]], int]]:
+        shape = static_shape(self.input)
+        return {
+            (0, d): ([(0, d)], lo + hi)
+            for d, (size, lo, hi) in enumerate(zip(shape, self.low_values, self.high_values))
+            if size < 0 and lo + hi > 0
+        }
 
     def evaluate(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         x = inputs[0]

@@ -44,6 +44,7 @@ from strato.frontends.onnx.run_time_slices import (
     Padded,
     run_time_slice,
     shifted,
+    sliced,
 )
 
 IMPORT_TIME_INPUTS: dict[str, tuple[int, ...]] = {
@@ -410,7 +411,13 @@ def convert_pad(ctx: NodeContext) -> list[ImportedValue]:
     data = ctx.static_value(0)
     if isinstance(data, Cropped):
         mode, low, high, value = _pad_amounts(ctx, len(data.value.type.get_shape()))  # type: ignore[union-attr]
-        return [ctx.emit(shifted(ctx.label, data, mode, low, high, value)).results[0]]
+        op = shifted(ctx.label, data, mode, low, high, value)
+        if op is None:
+            # not back to its length: the slice, then padded (a size computed from
+            # the dimension's: `sequence + 1`)
+            x = sliced(data, ctx.emit)
+            return [ctx.emit(graph.PadOp(x, low, high, mode, value if value != 0.0 else None)).results[0]]
+        return [ctx.emit(op).results[0]]
     shape = input_shape(ctx, 0)
     rank = len(shape)
     mode, low, high, value = _pad_amounts(ctx, rank)

@@ -180,10 +180,10 @@ def _pointwise_product(
 
     The positions are S, of one run-time dimension at most (the others of size 1,
     kernel 1, no padding) or of static ones (kernel 1 then). Along the run-time
-    dimension the kernel may be wider, with stride 1 and pads that keep the length
-    (dilation x (kernel - 1) in all): each tap t of the kernel is then a product by
-    the input shifted by pad - t x dilation (`graph.pad` of pads that sum to 0, zeros
-    shifted in), and the products of the taps are summed.
+    dimension the kernel may be wider, with stride 1 and any pads: each tap t of the
+    kernel is then a product by what it reads of the input (`_tap_input`: shifted, or
+    sliced and padded to the output's length, a size computed from the input's), and
+    the products of the taps are summed.
 
     Each tap's product is the weight's [groups, O / groups, C / groups] by the input
     reshaped to [N, groups, C / groups, positions] (`graph.matmul`), reshaped back to
@@ -201,14 +201,10 @@ def _pointwise_product(
         or any(s != 1 for s in strides)
         or any(kernel[a] != 1 or padding[a] or padding[a + rank] for a in others)
         or (run_time and any(spatial[a] != 1 for a in others))
-        or (
-            widened is not None
-            and padding[widened] + padding[widened + rank] != dilations[widened] * (kernel[widened] - 1)
-        )
     ):
         raise StaticShapesOnly(
             f"{ctx.label} takes run-time dimensions with a kernel of one position, or "
-            "one along a run-time dimension whose length it keeps (stride 1)"
+            "one along a run-time dimension by stride 1"
         )
     groups = int(ctx.attr("group", 1))
     weight = ctx.value(1)
@@ -242,14 +238,7 @@ def _pointwise_product(
     x = ctx.operand(0)
     y: SSAValue | None = None
     for t in range(taps):
-        shifted = x
-        if widened is not None:
-            offset = padding[widened] - t * dilations[widened]
-            if offset:
-                low = [0] * len(shape)
-                high = [0] * len(shape)
-                low[2 + widened], high[2 + widened] = offset, -offset
-                shifted = ctx.emit(graph.PadOp(x, low, high)).results[0]
+        shifted = x if widened is None else _tap_input(ctx, x, 2 + widened, t, kernel[widened], dilations[widened], padding[widened], padding[widened + rank])
         if depthwise:
             product = ctx.emit(graph.MulOp(shifted, tap_weight(t))).results[0]
         else:
@@ -264,6 +253,36 @@ def _pointwise_product(
     if depthwise:
         return y
     return ctx.emit(graph.ReshapeOp(y, [batch, outputs, *spatial])).results[0]
+
+
+def _tap_input(
+    ctx: NodeContext, x: SSAValue, axis: int, t: int, taps: int, dilation: int, low: int, high: int
+) -> SSAValue:
+    """What tap t of a kernel of `taps` along the run-time dimension `axis` reads, at
+    each output position i: x at i + t x dilation - low, zeros outside. The output is
+    as long as x plus the pads less dilation x (taps - 1): when that is x's length, x
+    shifted (`graph.pad` of pads that sum to 0); else x without the positions the tap
+    does not read at its ends (`graph.slice` dropping them), padded with zeros where it
+    reads before or after x (`graph.pad` lengthening it). Every tap's is then of one
+    size computed from x's (`sequence - 2` for 3 taps and no pads)."""
+    rank = len(x.type.get_shape())
+    before = t * dilation - low  # where position 0 reads
+    after = (taps - 1 - t) * dilation - high  # what the last position leaves unread
+    if before == -after:
+        if not before:
+            return x
+        lows, highs = [0] * rank, [0] * rank
+        lows[axis], highs[axis] = -before, before
+        return ctx.emit(graph.PadOp(x, lows, highs)).results[0]
+    if before > 0 or after > 0:
+        starts, drops = [0] * rank, [0] * rank
+        starts[axis], drops[axis] = max(before, 0), max(after, 0)
+        x = ctx.emit(graph.SliceOp(x, starts, [1] * rank, x.type.get_shape(), drops)).results[0]
+    if before < 0 or after < 0:
+        lows, highs = [0] * rank, [0] * rank
+        lows[axis], highs[axis] = max(-before, 0), max(-after, 0)
+        x = ctx.emit(graph.PadOp(x, lows, highs)).results[0]
+    return x
 
 
 def convert_conv_transpose(ctx: NodeContext) -> list[ImportedValue]:

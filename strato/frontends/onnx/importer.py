@@ -402,10 +402,8 @@ class _GraphImporter:
         ]
         if cropped:
             if ctx.node.op_type != "Pad" or ctx.static_value(0) is not cropped[0] or len(cropped) > 1:
-                raise StaticShapesOnly(
-                    f"{ctx.label} reads a slice of a run-time dimension (only a Pad back to "
-                    "its length takes one)"
-                )
+                # a tensor of a size computed from its own (`sequence - 1`)
+                return convert_node(run_time_slices.sliced_inputs(ctx))
             # the model takes sizes the slice does not empty
             name = dims.name(cropped[0].value, cropped[0].axis)
             if name is not None:
@@ -435,7 +433,7 @@ class _GraphImporter:
     def _windows(ctx: NodeContext, padded: list, dims: RunTimeDims) -> list:
         """A Gather of windows of a run-time dimension padded longer (torch's `unfold`):
         its windows as shifts of the tensor before the pad (`run_time_slices.windows`);
-        any other reader of such a pad takes static shapes."""
+        any other reader of such a pad reads it as a tensor of its own."""
         data = ctx.static_value(0)
         axis = int(ctx.attr("axis", 0)) if ctx.node.op_type == "Gather" else None
         index = ctx.static_value(1) if ctx.node.op_type == "Gather" and ctx.has_input(1) else None
@@ -452,10 +450,8 @@ class _GraphImporter:
                 for op in ops:
                     ctx.emit(op)
                 return [ops[-1].results[0]]
-        raise StaticShapesOnly(
-            f"{ctx.label} reads a run-time dimension padded longer (only a Gather of its "
-            "windows takes one)"
-        )
+        # a tensor of a size computed from its own (`sequence + 8`)
+        return _converter(ctx.node)(ctx.nested(run_time_slices.padded_inputs(ctx), ctx.opset()))
 
     # -- checks before anything is built ----------------------------------------
 

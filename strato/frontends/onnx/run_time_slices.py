@@ -1,10 +1,10 @@
 """Slices of a dimension of run-time size padded back to its length, and windows of one
 padded longer.
 
-A run-time dimension is a size of the model's inputs (`graph.dims`); a graph tensor
-never holds a size computed from one, such as `sequence - 1`. Exporters slice such a
-dimension all the same, and pad the slice back to the length it had: MobileBERT's
-trigram input shifts the embeddings by one token each way,
+A run-time dimension is a size of the model's inputs (`graph.dims`), or one computed
+from them, such as `sequence - 1` (`SizeSum`). Exporters slice such a dimension and
+often pad the slice back to the length it had: MobileBERT's trigram input shifts the
+embeddings by one token each way,
 
     left = Pad(Slice(x, starts=[1], ends=[INT_MAX], axes=[1]), pads=[0, 0, 0, 0, 1, 0])
     right = Pad(Slice(x, starts=[0], ends=[-1], axes=[1]), pads=[0, 1, 0, 0, 0, 0])
@@ -14,7 +14,8 @@ the Pad gives back what the slice took at the other end (constant mode, as many
 elements), the two are one shift of the dimension, a `graph.pad` whose pads of that
 dimension sum to 0. The model
 then takes only sizes of at least what the slice takes (`least`), where the slice is not
-empty.
+empty. Any other op reads the slice as a tensor of its own (`sliced`), of a size
+computed from the dimension's (`sequence - 1`).
 
 A Pad that makes a run-time dimension longer, a `Padded`, is kept for a Gather of its
 windows, as torch's `unfold` reads it (ConvBERT's span convolution):
@@ -24,8 +25,7 @@ windows, as torch's `unfold` reads it (ConvBERT's span convolution):
 
 Window k at position i is x at i + k - 4 (zeros outside): the shift of x by 4 - k, so
 the Gather is the shifts stacked along the offsets' dimension (`windows`). Any other op
-that reads a `Cropped` or a `Padded` imports the model with static shapes
-(`StaticShapesOnly`).
+reads it as a tensor of its own (`padded`), of the size plus the pads.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import onnx
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.ir import Operation, SSAValue
 
@@ -63,6 +64,49 @@ class Cropped:
         return f"Cropped({self.value}, axis={self.axis}, start={self.start}, end={self.end})"
 
 
+def sliced(cropped: Cropped, emit) -> SSAValue:
+    """The slice `cropped` keeps, a tensor of its own: its dimension of the size less
+    what it drops (`sequence - 1`, `graph.slice` with `drops`)."""
+    shape = list(cropped.value.type.get_shape())
+    starts, drops = [0] * len(shape), [0] * len(shape)
+    starts[cropped.axis], drops[cropped.axis] = cropped.start, cropped.end
+    op = graph.SliceOp(cropped.value, starts, [1] * len(shape), shape, drops)
+    return emit(op).results[0]
+
+
+def padded(value: Padded, emit) -> SSAValue:
+    """The tensor `value` pads, of its own: its dimension of the size plus the pads
+    (`sequence + 8`, `graph.pad` lengthening it)."""
+    rank = len(value.value.type.get_shape())
+    low, high = [0] * rank, [0] * rank
+    low[value.axis], high[value.axis] = value.low, value.high
+    op = graph.PadOp(value.value, low, high, graph.PadMode.CONSTANT, value.fill or None)
+    return emit(op).results[0]
+
+
+def _with_tensors(ctx, kind: type, make, suffix: str) -> onnx.NodeProto:
+    """The node of `ctx` reading each input of `kind` as the tensor `make` gives,
+    under a name of its own."""
+    node = onnx.NodeProto()
+    node.CopyFrom(ctx.node)
+    for n, name in enumerate(ctx.node.input):
+        value = ctx.static_value(n) if name else None
+        if isinstance(value, kind):
+            node.input[n] = f"{name}::{suffix}"
+            ctx.bind(node.input[n], make(value, ctx.emit))
+    return node
+
+
+def sliced_inputs(ctx) -> onnx.NodeProto:
+    """The node of `ctx` reading each `Cropped` input as the tensor it keeps (`sliced`)."""
+    return _with_tensors(ctx, Cropped, sliced, "sliced")
+
+
+def padded_inputs(ctx) -> onnx.NodeProto:
+    """The node of `ctx` reading each `Padded` input as the tensor it is (`padded`)."""
+    return _with_tensors(ctx, Padded, padded, "padded")
+
+
 def run_time_slice(
     label: str, value: SSAValue, axis: int, start: int, end: int, step: int
 ) -> Cropped | None:
@@ -86,31 +130,28 @@ def shifted(
     low: Sequence[int],
     high: Sequence[int],
     value: float,
-) -> graph.PadOp:
+) -> graph.PadOp | None:
     """The Pad of a `Cropped` (pads `low`, `high` per dimension) as one `graph.pad` of
     the tensor before the slice: a shift of the sliced dimension, when the pads give
     back what the slice took in constant mode; pads of other run-time dimensions must
-    be 0, of static ones at least 0."""
+    be 0, of static ones at least 0. None when the pads of the sliced dimension are
+    other constant ones, at least 0 (x[:, 2:] padded by one each side: the slice
+    padded, a tensor of the dimension's size less 0)."""
     axis = cropped.axis
     lo, hi = low[axis], high[axis]
-    if (
-        mode != graph.PadMode.CONSTANT
-        or lo + hi != cropped.least
-        or (lo and cropped.start)
-        or (hi and cropped.end)
-    ):
-        # x[:, 2:] padded by one each side is a shift with the first element zeroed too
+    if mode != graph.PadMode.CONSTANT or lo < 0 or hi < 0:
         raise StaticShapesOnly(
-            f"{label} pads a slice of a run-time dimension other than back to its length "
-            "at the other end (a shift: constant pads of what the slice took)"
+            f"{label} pads a slice of a run-time dimension other than by constant pads"
         )
     shape = cropped.value.type.get_shape()  # type: ignore[union-attr]
-    for d, (lo, hi) in enumerate(zip(low, high)):
-        if d != axis and (lo < 0 or hi < 0 or (shape[d] < 0 and (lo or hi))):
+    for d, (before, after) in enumerate(zip(low, high)):
+        if d != axis and (before < 0 or after < 0 or (shape[d] < 0 and (before or after))):
             raise StaticShapesOnly(
                 f"{label} pads a slice of a run-time dimension, and dimension {d} by "
-                f"({lo}, {hi}), which changes a run-time size or crops"
+                f"({before}, {after}), which changes a run-time size or crops"
             )
+    if lo + hi != cropped.least or (lo and cropped.start) or (hi and cropped.end):
+        return None
     low, high = list(low), list(high)
     low[axis] -= cropped.start
     high[axis] -= cropped.end
@@ -119,8 +160,8 @@ def shifted(
 
 class Padded:
     """`value` padded by `low` zeros (the constant `fill`) before and `high` after along
-    `axis`, a dimension of run-time size (of a size no graph tensor holds): kept for a
-    Gather of windows of it (`windows`), as torch's `unfold` reads a padded sequence."""
+    `axis`, a dimension of run-time size: kept for a Gather of windows of it
+    (`windows`), as torch's `unfold` reads a padded sequence."""
 
     def __init__(self, value: SSAValue, axis: int, low: int, high: int, fill: float):
         self.value = value

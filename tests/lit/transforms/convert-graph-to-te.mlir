@@ -204,3 +204,21 @@ func.func @kv_cache(%past: tensor<2x?x8xf32> {graph.sizes = ["past"]}, %new: ten
   %r = graph.relu %c : tensor<2x?x8xf32>
   func.return %r : tensor<2x?x8xf32>
 }
+
+// -----
+
+// A slice dropping the first element of a run-time dimension: its result's size is
+// `seq - 1`, and the body reads from the start.
+// CHECK-LABEL: te.primitive @slice_0 {
+// CHECK-NEXT:    %seq = te.size "seq" : index
+// CHECK-NEXT:    %[[SHORTER:.*]] = te.size "seq - 1" : index
+// CHECK-NEXT:    %x = te.placeholder "x" sizes(%seq) : tensor<2x?xf32>
+// CHECK-NEXT:    %s = te.compute "slice" (%i, %j) sizes(%[[SHORTER]]) : tensor<2x?xf32> {
+// CHECK-NEXT:      %0 = arith.constant 1 : index
+// CHECK-NEXT:      %1 = arith.addi %j, %0 : index
+// CHECK-NEXT:      %2 = te.read %x[%i, %1] : tensor<2x?xf32>
+// CHECK-LABEL: func.func @later(%x: tensor<2x?xf32> {te.sizes = ["seq"]}) -> (tensor<2x?xf32> {te.sizes = ["seq - 1"]}) {
+func.func @later(%x: tensor<2x?xf32> {graph.sizes = ["seq"]}) -> tensor<2x?xf32> {
+  %s = graph.slice %x starts [0, 1] steps [1, 1] : (tensor<2x?xf32>) -> tensor<2x?xf32>
+  func.return %s : tensor<2x?xf32>
+}

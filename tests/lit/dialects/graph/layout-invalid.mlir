@@ -195,15 +195,23 @@ func.func @slice_before_the_start(%a: tensor<4x4xf32>) -> tensor<2x4xf32> {
 // -----
 
 func.func @slice_a_run_time_dimension(%a: tensor<?x4xf32> {graph.sizes = ["n"]}) -> tensor<?x4xf32> {
-  // expected-error @+1 {{'graph.slice' dimension 0 of run-time size must be taken whole (start 0, step 1, a result dimension of run-time size)}}
-  %s = graph.slice %a starts [1, 0] steps [1, 1] : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  // expected-error @+1 {{'graph.slice' dimension 0 of run-time size must be taken by step 1 from a start, less the drops at its end (a result dimension of run-time size)}}
+  %s = graph.slice %a starts [1, 0] steps [2, 1] : (tensor<?x4xf32>) -> tensor<?x4xf32>
   func.return %s : tensor<?x4xf32>
 }
 
 // -----
 
+func.func @slice_drops_a_static_dimension(%a: tensor<?x4xf32> {graph.sizes = ["n"]}) -> tensor<?x3xf32> {
+  // expected-error @+1 {{'graph.slice' drops elements of dimension 1, of static size}}
+  %s = graph.slice %a starts [0, 0] steps [1, 1] drops [0, 1] : (tensor<?x4xf32>) -> tensor<?x3xf32>
+  func.return %s : tensor<?x3xf32>
+}
+
+// -----
+
 func.func @slice_a_run_time_dimension_to_a_size(%a: tensor<?x4xf32> {graph.sizes = ["n"]}) -> tensor<2x4xf32> {
-  // expected-error @+1 {{'graph.slice' dimension 0 of run-time size must be taken whole}}
+  // expected-error @+1 {{'graph.slice' dimension 0 of run-time size must be taken by step 1 from a start}}
   %s = graph.slice %a starts [0, 0] steps [1, 1] : (tensor<?x4xf32>) -> tensor<2x4xf32>
   func.return %s : tensor<2x4xf32>
 }
@@ -253,8 +261,8 @@ func.func @pad_shift_edge(%a: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @pad_run_time(%a: tensor<?xf32>) -> tensor<?xf32> {
-  // expected-error @+1 {{'graph.pad' dimension 0 is of run-time size: its pads must be 0, or sum to 0 in constant mode (a shift), got 1 and 0}}
-  %p = graph.pad %a low [1] high [0] mode "constant" : (tensor<?xf32>) -> tensor<?xf32>
+  // expected-error @+1 {{'graph.pad' dimension 0 is of run-time size: it is padded in constant mode only, got 1 and 0 in edge mode}}
+  %p = graph.pad %a low [1] high [0] mode "edge" : (tensor<?xf32>) -> tensor<?xf32>
   func.return %p : tensor<?xf32>
 }
 

@@ -181,6 +181,19 @@ func.func @run_time_concat(%past: tensor<2x?x8xf32>, %new: tensor<2x?x8xf32>, %o
   func.return %c : tensor<2x?x8xf32>
 }
 
+// Sizes computed from a run-time one: a slice dropping its first element and its last
+// two (`seq - 3`), and a pad lengthening it in constant mode (`seq + 2`).
+// CHECK-LABEL: func.func @run_time_slice_and_pad
+// CHECK-NEXT:    %s = graph.slice %x starts [0, 1] steps [1, 1] drops [0, 2] : (tensor<2x?xf32>) -> tensor<2x?xf32>
+// CHECK-NEXT:    %p = graph.pad %x low [0, 1] high [0, 1] mode "constant" : (tensor<2x?xf32>) -> tensor<2x?xf32>
+// GENERIC-LABEL: sym_name = "run_time_slice_and_pad"
+// GENERIC:         "graph.slice"(%x) <{starts = array<i64: 0, 1>, steps = array<i64: 1, 1>, drops = array<i64: 0, 2>}> : (tensor<2x?xf32>) -> tensor<2x?xf32>
+func.func @run_time_slice_and_pad(%x: tensor<2x?xf32>) -> tensor<2x?xf32> {
+  %s = graph.slice %x starts [0, 1] steps [1, 1] drops [0, 2] : (tensor<2x?xf32>) -> tensor<2x?xf32>
+  %p = graph.pad %x low [0, 1] high [0, 1] mode "constant" : (tensor<2x?xf32>) -> tensor<2x?xf32>
+  func.return %s : tensor<2x?xf32>
+}
+
 // A run-time size as data, and a gather along a run-time dimension: the last `seq`
 // positions of `past + seq` (the indices give the result's dimension).
 // CHECK-LABEL: func.func @run_time_size_of
