@@ -1455,3 +1455,23 @@ def test_an_input_that_meets_a_concatenation_is_checked_as_its_sum(joined_first)
     np.testing.assert_allclose(model(a, b, c)[0], reference(proto, a, b, c)[0], rtol=1e-6)
     with pytest.raises(InputMismatchError, match=r"input 2 'c' float32\[p \+ s, 4\]: 'p \+ s' is 6"):
         model(a, b, np.ones((6, 4), np.float32))
+
+
+def test_a_size_named_like_a_sum_is_one_size():
+    """An input dimension named `seq-len` (not `seq` less `len`) joined with another:
+    the sum's name quotes it, and the model takes it at least 1 (the join reads it)."""
+    nodes = [helper.make_node("Concat", ["a", "b"], ["ab"], axis=0), helper.make_node("Relu", ["ab"], ["y"])]
+    graph = helper.make_graph(
+        nodes,
+        "named",
+        [value("a", TensorProto.FLOAT, ["seq-len", 4]), value("b", TensorProto.FLOAT, ["m", 4])],
+        [value("y", TensorProto.FLOAT, None)],
+    )
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = strato.compile(proto, cache=False)
+    assert isinstance(model, LLVMCompiledModel) and model.signature.sizes == ("seq-len", "m")
+    assert model.signature.outputs[0].dims == ('m + "seq-len"', None)
+    a, b = RNG.standard_normal((2, 4)).astype(np.float32), RNG.standard_normal((3, 4)).astype(np.float32)
+    np.testing.assert_array_equal(model(a, b)[0], reference(proto, a, b)[0])
+    with pytest.raises(InputMismatchError, match=r"\('seq-len'\) is 0, less than the least the model takes, 1"):
+        model(a[:0], b)

@@ -88,6 +88,7 @@ class RunTimeDims:
         self._parent: dict[DimKey, DimKey] = {}
         self._names: dict[DimKey, str] = {}
         self._by_name: dict[str, DimKey] = {}
+        self._given: set[str] = set()  # the arguments' names
 
     def _find(self, key: DimKey) -> DimKey:
         parent = self._parent.setdefault(key, key)
@@ -104,12 +105,18 @@ class RunTimeDims:
         # the class keeps the name it had first (arguments are visited first), but a
         # sum of sizes over a plain name: an argument's dimension that meets a
         # concatenation's is named by the sum, which its call then checks
-        if root_a not in self._names and root_b in self._names:
+        if (root_a not in self._names and root_b in self._names) or (
+            root_a in self._names
+            and root_b in self._names
+            and self._derived(self._names[root_b])
+            and not self._derived(self._names[root_a])
+        ):
             root_a, root_b = root_b, root_a
-        elif root_a in self._names and root_b in self._names:
-            if SizeSum.parse(self._names[root_b]) is not None and SizeSum.parse(self._names[root_a]) is None:
-                root_a, root_b = root_b, root_a
         self._parent[root_b] = root_a
+
+    def _derived(self, name: str) -> bool:
+        """Whether `name` names a class computed from others (`sum_of`)."""
+        return not self.sum_of(name).is_name
 
     def add_block(self, block: Block) -> None:
         """Records the equalities the ops of `block` state (into fused bodies)."""
@@ -144,7 +151,7 @@ class RunTimeDims:
                 if name is None:
                     total = None  # of a size no argument gives: unnamed too
                     break
-                total = total.plus(size_sum(name))
+                total = total.plus(self.sum_of(name))
             if total is not None:
                 self._name_sum((op.results[r], d), total)
 
@@ -174,6 +181,7 @@ class RunTimeDims:
                 )
             for k, d in enumerate(axes):
                 name = given[k] if given else f"{arg.name_hint or f'arg{n}'}_{d}"
+                self._given.add(name)
                 key = self._find((arg, d))
                 if name in self._by_name:
                     self._union(self._by_name[name], key)
@@ -195,6 +203,16 @@ class RunTimeDims:
         """The name of the class of `value`'s dimension `dim`; None when no argument's
         dimension is in it (its size is not known at the call)."""
         return self._names.get(self._find((value, dim)))
+
+    def sum_of(self, name: str) -> SizeSum:
+        """The class `name` as a sum: the sum its name spells (`past + seq`), when it
+        is not an argument's or sums other arguments' sizes (an attention mask's
+        `past + seq`, which a call must give as that sum: `Signature`); else the size
+        itself, whatever its name spells (`seq-len` is one size)."""
+        total = SizeSum.parse(name)
+        if total is None or (name in self._given and not (total.terms and set(total.names) <= self._given - {name})):
+            return SizeSum(((name, 1),))
+        return total
 
     def key_of(self, name: str) -> DimKey | None:
         """A dimension of the class `name` names, or None when none is."""
@@ -390,7 +408,7 @@ def implied_size_bounds(function: FuncOp) -> dict[str, tuple[SizeBound, str]]:
 
     def class_sum(value: SSAValue, d: int) -> SizeSum | None:
         name = dims.name(value, d) if d in run_time_axes(value) else None
-        return size_sum(name) if name is not None else None
+        return dims.sum_of(name) if name is not None else None
 
     for op in function.body.walk():
         if not isinstance(op, GraphOp) or op.name == "graph.fused":

@@ -624,7 +624,7 @@ def _slice_from_a_size(ctx: NodeContext) -> list:
         to_end = isinstance(last, Size) and last.name == name
     if name is None or begin is None or not to_end:
         raise StaticShapesOnly(f"{ctx.label}: a slice from a size to other than the end of a run-time axis")
-    length = size_sum(name).plus(SizeSum(tuple((n, -c) for n, c in begin.terms), -begin.constant))
+    length = dims.sum_of(name).plus(SizeSum(tuple((n, -c) for n, c in begin.terms), -begin.constant))
     like = _dimension_of_sum(ctx, length)
     offset = as_tensor(ctx, ShapeValue(np.array(first, dtype=object), np.int64))
     if like is None or offset is None:
