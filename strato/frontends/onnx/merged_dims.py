@@ -553,7 +553,7 @@ def _shape_of(ctx, merged: Merged, dims, producers, convert_node) -> list:
     after = [(dims.name(merged.value, d), d) for d in range(merged.rows, len(shape)) if shape[d] < 0]
     if leading is None or any(name is None for name, _ in after):
         raise StaticShapesOnly(f"{ctx.label}: a merged dimension of no input")
-    sizes = iter(Size(name, (merged.value, d)) for name, d in after if name is not None)
+    sizes = iter(Size.of_class(dims, name, (merged.value, d)) for name, d in after if name is not None)
     rest = [next(sizes) if size < 0 else size for size in merged.rest]
     elements = np.array([product(*leading), *rest], dtype=object)
     return [shape_value(elements[selected_dimensions(ctx, len(elements))], np.int64)]

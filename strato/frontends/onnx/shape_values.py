@@ -41,7 +41,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir import SSAValue
 
 from strato.dialects.graph.dims import RunTimeDims, run_time_axes
-from strato.dialects.size_sums import SizeSum, size_sum
+from strato.dialects.size_sums import SizeSum
 from strato.dialects.tensor_types import element_type_of, is_run_time
 from strato.frontends.onnx.conversion import ImportedValue, NodeContext
 
@@ -58,6 +58,15 @@ class Size:
 
     name: str
     source: tuple[SSAValue, int] | None = field(default=None, compare=False, hash=False)
+    total: SizeSum | None = field(default=None, compare=False, hash=False)
+    """The size as a sum of the inputs' sizes (`RunTimeDims.sum_of`: `past + sequence`
+    for a concatenation's), when the importer knows it; else the size itself, whatever
+    its name spells (an input's `seq-len`)."""
+
+    @staticmethod
+    def of_class(dims: RunTimeDims, name: str, source: tuple[SSAValue, int] | None) -> Size:
+        """The size of the class `name`, its sum read as `dims` reads it."""
+        return Size(name, source, dims.sum_of(name))
 
     def __repr__(self) -> str:
         return self.name
@@ -215,12 +224,12 @@ def _sum_of(element: Element) -> SizeSum | None:
     if isinstance(element, (int, np.integer)):
         return SizeSum((), int(element))
     if isinstance(element, Size):
-        return size_sum(element.name)
+        return element.total or SizeSum(((element.name, 1),))
     if element.total is not None:
         return element.total
     if element.shifted is not None:
         size, offset = element.shifted
-        return size_sum(size.name).plus(SizeSum((), offset))
+        return (size.total or SizeSum(((size.name, 1),))).plus(SizeSum((), offset))
     return None
 
 
@@ -237,7 +246,7 @@ def named_sizes(ctx: NodeContext, value: ShapeValue | np.ndarray) -> ShapeValue 
         total = element.total if isinstance(element, SizeExpr) else None
         key = _dimension_of_sum(ctx, total) if total is not None and total.terms else None
         name = dims.name(*key) if key is not None else None
-        return element if name is None else Size(name, key)
+        return element if name is None else Size.of_class(dims, name, key)
 
     return shape_value(np.asarray(np.frompyfunc(named, 1, 1)(value.elements), dtype=object), value.dtype)
 
@@ -502,7 +511,8 @@ def _size(value: object, ctx: NodeContext, what: str) -> Size:
     if isinstance(element, SizeExpr) and element.total is not None:
         source = _dimension_of_sum(ctx, element.total)
         if source is not None and ctx.run_time_dims is not None:
-            element = Size(ctx.run_time_dims.name(*source) or element.text, source)
+            name = ctx.run_time_dims.name(*source)
+            element = Size.of_class(ctx.run_time_dims, name, source) if name is not None else element
     if not isinstance(element, Size) or element.source is None:
         raise StaticShapesOnly(f"{ctx.label}: {what} {element!r} is not a size of a dimension")
     return element
@@ -693,7 +703,7 @@ def of_tensor(ctx: NodeContext, value: SSAValue, dims: RunTimeDims) -> list:
         name = dims.name(value, d)
         if name is None:
             raise StaticShapesOnly(f"dimension {d} of '{ctx.input_name(0)}' is of no input")
-        elements.append(Size(name, (value, d)))
+        elements.append(Size.of_class(dims, name, (value, d)))
     selected = elements[selected_dimensions(ctx, len(shape))]
     return [shape_value(np.array(selected, dtype=object), np.int64)]
 
