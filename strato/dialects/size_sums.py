@@ -103,6 +103,12 @@ class SizeSum:
         return [name for name, _ in self.terms]
 
     @property
+    def class_name(self) -> str:
+        """The name of the class of dimensions of this size: the size's own when it is
+        one, else the sum's text."""
+        return self.terms[0][0] if self.is_name else self.text()
+
+    @property
     def is_name(self) -> bool:
         """Whether the sum is one size itself (`sequence`)."""
         return not self.constant and len(self.terms) == 1 and self.terms[0][1] == 1

@@ -235,56 +235,21 @@ def pass_through(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]
 @strategy(graph.ConcatOp)
 def concat(pb: PrimitiveBuilder, op: Operation, inputs: Sequence[SSAValue]) -> list[SSAValue]:
     """result[.., i, ..] = input_k[.., i - o_k, ..] for the input k covering i: every
-    input is read at its clamped index and the last one with o_k <= i is selected."""
+    input is read at its index clamped into it and the last one with o_k <= i is
+    selected. Along a run-time dimension each offset o_k, the sum of the sizes before
+    it, is computed in the body from the primitive's sizes."""
     assert isinstance(op, graph.ConcatOp)
     axis = op.axis_value
     out_shape = shape_of(op.results[0])
     dtype = element_type_of(op.results[0])
-    if not isinstance(out_shape[axis], int):
-        return [_run_time_concat(pb, inputs, axis, out_shape, dtype)]
-    pieces: list[tuple[SSAValue, int]] = []
-    offset = 0
-    for x in inputs:
-        size = shape_of(x)[axis]
-        if size:
-            pieces.append((x, offset))
-        offset += size
+    pieces = [x for x in inputs if shape_of(x)[axis] != 0]
     if not pieces:
         return [pb.compute("concat", out_shape, lambda s, idx: s.const(0), dtype)]
 
     def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
         i = idx[axis]
         value: SSAValue | None = None
-        for n, (x, start) in enumerate(pieces):
-            size = shape_of(x)[axis]
-            local = index_offset(s, i, -start)
-            local = index_clamp(
-                s, local, 0 if n > 0 else None, size - 1 if n + 1 < len(pieces) else None
-            )
-            read = s.read(x, [*idx[:axis], local, *idx[axis + 1 :]])
-            if value is None:
-                value = read
-            else:
-                value = s.select(s.index_cmp("sge", i, s.index(start)), read, value)
-        assert value is not None
-        return value
-
-    return [pb.compute("concat", out_shape, body, dtype)]
-
-
-def _run_time_concat(
-    pb: PrimitiveBuilder, inputs: Sequence[SSAValue], axis: int, out_shape, dtype
-) -> SSAValue:
-    """A concatenation along a run-time dimension: each input's offset is the sum of
-    the sizes before it, computed in the body from the primitive's sizes; an input of
-    run-time size may be empty, so every input is read at its index clamped into
-    [0, size - 1] and the last one that starts at or before the position is chosen."""
-
-    def body(s: ScalarBuilder, idx: list[SSAValue]) -> SSAValue:
-        i = idx[axis]
-        value: SSAValue | None = None
         start: Extent = 0
-        pieces = [x for x in inputs if shape_of(x)[axis] != 0]
         for n, x in enumerate(pieces):
             size = shape_of(x)[axis]
             local = index_offset(s, i, -start) if isinstance(start, int) else s.index_sub(i, start)
@@ -307,7 +272,7 @@ def _run_time_concat(
         assert value is not None
         return value
 
-    return pb.compute("concat", out_shape, body, dtype)
+    return [pb.compute("concat", out_shape, body, dtype)]
 
 
 @strategy(graph.SplitOp)

@@ -158,7 +158,7 @@ class RunTimeDims:
     def _name_sum(self, key: DimKey, total: SizeSum) -> None:
         """`key` is of the class `total` names: the size itself when it is one, else
         the class of every dimension of that sum."""
-        name = total.terms[0][0] if total.is_name else total.text()
+        name = total.class_name
         if name in self._by_name:
             self._union(self._by_name[name], key)
             return

@@ -20,7 +20,7 @@ the node and its op type.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -241,6 +241,16 @@ class NodeContext:
         ctx.opset_version = self.opset_version
         ctx.run_time_dims = self.run_time_dims
         return ctx
+
+    def with_inputs(self, tensors: Mapping[int, SSAValue], suffix: str) -> onnx.NodeProto:
+        """This node reading `tensors[n]` as input n instead, each bound under a name
+        of its own (the input's, then `::suffix`), for its converter to take."""
+        node = onnx.NodeProto()
+        node.CopyFrom(self.node)
+        for n, tensor in tensors.items():
+            node.input[n] = f"{self.node.input[n]}::{suffix}"
+            self.bind(node.input[n], tensor)
+        return node
 
     def bind(self, name: str, value: object) -> None:
         """Name a value of this node's function body for the body nodes that read it."""

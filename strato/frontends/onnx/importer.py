@@ -394,7 +394,7 @@ class _GraphImporter:
             if ctx.has_input(n) and isinstance(value := ctx.static_value(n), run_time_slices.Padded)
         ]
         if padded:
-            return self._windows(ctx, padded, dims)
+            return self._windows(ctx, padded, dims, convert_node)
         cropped = [
             value
             for n in range(len(ctx.node.input))
@@ -430,7 +430,7 @@ class _GraphImporter:
         return None
 
     @staticmethod
-    def _windows(ctx: NodeContext, padded: list, dims: RunTimeDims) -> list:
+    def _windows(ctx: NodeContext, padded: list, dims: RunTimeDims, convert_node) -> list:
         """A Gather of windows of a run-time dimension padded longer (torch's `unfold`):
         its windows as shifts of the tensor before the pad (`run_time_slices.windows`);
         any other reader of such a pad reads it as a tensor of its own."""
@@ -451,7 +451,7 @@ class _GraphImporter:
                     ctx.emit(op)
                 return [ops[-1].results[0]]
         # a tensor of a size computed from its own (`sequence + 8`)
-        return _converter(ctx.node)(ctx.nested(run_time_slices.padded_inputs(ctx), ctx.opset()))
+        return convert_node(run_time_slices.padded_inputs(ctx))
 
     # -- checks before anything is built ----------------------------------------
 

@@ -85,16 +85,11 @@ def padded(value: Padded, emit) -> SSAValue:
 
 
 def _with_tensors(ctx, kind: type, make, suffix: str) -> onnx.NodeProto:
-    """The node of `ctx` reading each input of `kind` as the tensor `make` gives,
-    under a name of its own."""
-    node = onnx.NodeProto()
-    node.CopyFrom(ctx.node)
-    for n, name in enumerate(ctx.node.input):
-        value = ctx.static_value(n) if name else None
-        if isinstance(value, kind):
-            node.input[n] = f"{name}::{suffix}"
-            ctx.bind(node.input[n], make(value, ctx.emit))
-    return node
+    """The node of `ctx` reading each input of `kind` as the tensor `make` gives."""
+    values = {n: ctx.static_value(n) for n, name in enumerate(ctx.node.input) if name}
+    return ctx.with_inputs(
+        {n: make(value, ctx.emit) for n, value in values.items() if isinstance(value, kind)}, suffix
+    )
 
 
 def sliced_inputs(ctx) -> onnx.NodeProto:

@@ -36,7 +36,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import onnx
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir import SSAValue
 
@@ -259,7 +258,7 @@ def class_name(element: object, dims: RunTimeDims | None) -> str | None:
     total = element.total if isinstance(element, SizeExpr) else None
     if total is None or dims is None:
         return None
-    key = dims.key_of(total.terms[0][0] if total.is_name else total.text())
+    key = dims.key_of(total.class_name)
     return dims.name(*key) if key is not None else None
 
 
@@ -530,7 +529,7 @@ def _dimension_of_sum(ctx: NodeContext, total: SizeSum) -> tuple[SSAValue, int] 
     dims = ctx.run_time_dims
     if dims is None or total.constant < 0 or any(count <= 0 for _, count in total.terms):
         return None
-    key = dims.key_of(total.terms[0][0] if total.is_name else total.text())
+    key = dims.key_of(total.class_name)
     if key is not None:
         return key
     pieces: list[SSAValue] = []
@@ -744,17 +743,10 @@ def _sizes_as_tensors(ctx: NodeContext, inputs: list, convert_node: Callable) ->
     when one of its other inputs is a tensor computed at run time (the positions of new
     tokens, `Range(0, sequence)`, plus the length of a cache); None when an input
     cannot be made one."""
-    node = onnx.NodeProto()
-    node.CopyFrom(ctx.node)
-    for n, value in enumerate(inputs):
-        if isinstance(value, ShapeValue):
-            tensor = as_tensor(ctx, value)
-            if tensor is None:
-                return None
-            name = f"{ctx.node.input[n]}::sizes"
-            ctx.bind(name, tensor)
-            node.input[n] = name
-    return convert_node(node)
+    tensors = {n: as_tensor(ctx, value) for n, value in enumerate(inputs) if isinstance(value, ShapeValue)}
+    if any(tensor is None for tensor in tensors.values()):
+        return None
+    return convert_node(ctx.with_inputs(tensors, "sizes"))  # type: ignore[arg-type]
 
 
 def convert(
